@@ -1,0 +1,149 @@
+// Package cloud defines how the dispatcher talks to a provider of instances
+// (VMs or hosts): the InstanceSet and Instance interfaces, the tags the
+// dispatcher keeps on instances, and the error kinds that drive the worker
+// pool's quota, capacity and rate-limit handling.
+package cloud
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// InstanceID is a provider's identifier for an instance.
+type InstanceID string
+
+// Tags are key/value labels stored with an instance at the provider. The
+// dispatcher uses them to remember an instance's type, idle behaviour and
+// secret across its own restarts.
+type Tags map[string]string
+
+// Tag keys the dispatcher sets on every instance it creates.
+const (
+	TagPrefix       = "dispatch-tui-"
+	TagInstanceType = TagPrefix + "instance-type"
+	TagIdleBehavior = TagPrefix + "idle-behavior"
+	TagSecret       = TagPrefix + "secret"
+	TagOwner        = TagPrefix + "owner"
+)
+
+// Clone returns a copy of t.
+func (t Tags) Clone() Tags {
+	c := make(Tags, len(t))
+	for k, v := range t {
+		c[k] = v
+	}
+	return c
+}
+
+// InstanceType is one configured kind of instance the dispatcher may create.
+type InstanceType struct {
+	Name         string  `json:"name"`
+	ProviderType string  `json:"provider_type"`
+	VCPUs        int     `json:"vcpus"`
+	RAM          int64   `json:"ram"`
+	Scratch      int64   `json:"scratch"`
+	GPUs         int     `json:"gpus"`
+	Price        float64 `json:"price"`
+	Preemptible  bool    `json:"preemptible"`
+}
+
+// Instance is one instance at the provider.
+type Instance interface {
+	ID() InstanceID
+	String() string
+	// ProviderType is the provider's name for the instance's type.
+	ProviderType() string
+	// Address is where the instance's SSH server listens ("host:port").
+	Address() string
+	// Tags returns the instance's tags as last seen.
+	Tags() Tags
+	// SetTags replaces the instance's tags.
+	SetTags(ctx context.Context, tags Tags) error
+	// Destroy asks the provider to shut the instance down.
+	Destroy(ctx context.Context) error
+}
+
+// InstanceSet is a provider's collection of instances.
+type InstanceSet interface {
+	// Create starts a new instance of the given type with the given tags.
+	Create(ctx context.Context, it InstanceType, tags Tags) (Instance, error)
+	// Instances lists the provider's instances whose tags include every
+	// key/value in filter.
+	Instances(ctx context.Context, filter Tags) ([]Instance, error)
+	// Stop releases the driver's resources. Instances keep running.
+	Stop()
+}
+
+// QuotaError reports that the provider refused a create because an account
+// quota (instances, cores, ...) is exhausted.
+type QuotaError struct{ Err error }
+
+func (e *QuotaError) Error() string { return fmt.Sprintf("quota exceeded: %v", e.Err) }
+func (e *QuotaError) Unwrap() error { return e.Err }
+
+// CapacityError reports that the provider has no capacity right now, either
+// for one instance type (InstanceType set) or for any type.
+type CapacityError struct {
+	InstanceType string // provider type; "" means the whole provider
+	Err          error
+}
+
+func (e *CapacityError) Error() string {
+	if e.InstanceType == "" {
+		return fmt.Sprintf("provider out of capacity: %v", e.Err)
+	}
+	return fmt.Sprintf("no capacity for type %s: %v", e.InstanceType, e.Err)
+}
+func (e *CapacityError) Unwrap() error { return e.Err }
+
+// RateLimitError reports that the provider throttled the caller; no cloud
+// call should be made before RetryAfter.
+type RateLimitError struct {
+	RetryAfter time.Time
+	Err        error
+}
+
+func (e *RateLimitError) Error() string {
+	return fmt.Sprintf("rate limited until %s: %v", e.RetryAfter.Format(time.RFC3339), e.Err)
+}
+func (e *RateLimitError) Unwrap() error { return e.Err }
+
+// IsQuota reports whether err is (or wraps) a QuotaError.
+func IsQuota(err error) bool {
+	var q *QuotaError
+	return errors.As(err, &q)
+}
+
+// AsCapacity returns the CapacityError in err's chain, if any.
+func AsCapacity(err error) (*CapacityError, bool) {
+	var c *CapacityError
+	ok := errors.As(err, &c)
+	return c, ok
+}
+
+// AsRateLimit returns the RateLimitError in err's chain, if any.
+func AsRateLimit(err error) (*RateLimitError, bool) {
+	var r *RateLimitError
+	ok := errors.As(err, &r)
+	return r, ok
+}
+
+// ErrorKind names err's kind for metrics and events: "quota", "capacity",
+// "rate_limit", "other", or "" for nil.
+func ErrorKind(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case IsQuota(err):
+		return "quota"
+	}
+	if _, ok := AsCapacity(err); ok {
+		return "capacity"
+	}
+	if _, ok := AsRateLimit(err); ok {
+		return "rate_limit"
+	}
+	return "other"
+}

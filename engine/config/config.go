@@ -1,0 +1,90 @@
+// Package config loads and validates the dispatcher's TOML configuration
+// (DESIGN §7.4): built-in defaults, sizes like "2GiB", durations like "90s",
+// unknown keys rejected, and every error tied to its line in the file.
+package config
+
+import (
+	"time"
+
+	"dispatch-tui/cloud"
+)
+
+// Config is the whole, validated configuration. Sizes are bytes.
+type Config struct {
+	Dispatcher    Dispatcher
+	Cloud         Cloud
+	InstanceTypes []cloud.InstanceType // sorted by price, then name
+	Containers    Containers
+	TUI           TUI
+	// Path is the file the config was read from ("" for built-in defaults).
+	Path string
+}
+
+// Dispatcher is the [dispatcher] section.
+type Dispatcher struct {
+	Listen                   string
+	Token                    string
+	TokenFile                string
+	StateDir                 string // resolved: never "" after Load/Default
+	MaxInstances             int
+	MaxContainersPerInstance int // 0 = unlimited (pack by resources)
+	MaxPriceFactor           float64
+	SchedulerProfile         string // "pack" or "spread"
+	StaleLockTimeout         time.Duration
+	ReserveExtraRAM          int64
+}
+
+// Cloud is the [cloud] section.
+type Cloud struct {
+	Driver               string // "local" | "sshhosts" (tests also use "cloudtest")
+	SSHUser              string
+	SSHKeyFile           string
+	SSHPort              int
+	KnownHosts           string
+	RunnerPath           string
+	BootProbeCommand     string
+	TimeoutIdle          time.Duration
+	TimeoutBooting       time.Duration
+	TimeoutProbe         time.Duration
+	TimeoutShutdown      time.Duration
+	ProbeInterval        time.Duration
+	SyncInterval         time.Duration
+	MaxProbesPerSecond   float64
+	MaxCloudOpsPerSecond float64
+	MaxConcurrentCreates int
+	Local                LocalDriver
+	SSHHosts             SSHHostsDriver
+}
+
+// LocalDriver is [cloud.local].
+type LocalDriver struct {
+	BootDelay time.Duration
+}
+
+// SSHHostsDriver is [cloud.sshhosts].
+type SSHHostsDriver struct {
+	Hosts []SSHHost
+}
+
+// SSHHost is one [[cloud.sshhosts.host]].
+type SSHHost struct {
+	Address      string
+	InstanceType string
+	User         string // "" = [cloud] ssh_user
+	KeyFile      string // "" = [cloud] ssh_key_file
+	WorkDir      string
+}
+
+// Containers is the [containers] section.
+type Containers struct {
+	MaxAttempts int
+	KillGrace   time.Duration
+}
+
+// TUI is the [tui] section.
+type TUI struct {
+	Refresh  time.Duration
+	Theme    string // auto | dark | light
+	ReadOnly bool
+	Keys     map[string]string // action name -> key
+}

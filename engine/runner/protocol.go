@@ -1,0 +1,305 @@
+// Package runner holds the worker-side runner protocol of DESIGN §7.3: the
+// command lines the dispatcher sends to an instance, the JSON that travels on
+// stdin and stdout, and a Client that speaks it through an Executor.
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Container states reported by "runner list".
+const (
+	StateRunning = "running"
+	StateExited  = "exited"
+)
+
+// Signals accepted by "runner kill".
+const (
+	SignalTerm = "TERM"
+	SignalKill = "KILL"
+)
+
+// Spec is what "runner start" reads as JSON on stdin. Commands and env only
+// ever travel this way, never interpolated into a shell line.
+type Spec struct {
+	ID         string            `json:"id"`
+	Command    []string          `json:"command"`
+	Env        map[string]string `json:"env,omitempty"`
+	Image      string            `json:"image,omitempty"`
+	MaxRunTime time.Duration     `json:"max_run_time,omitempty"`
+}
+
+// Status is one line of "runner list" output.
+type Status struct {
+	ID         string    `json:"id"`
+	PID        int       `json:"pid"`
+	State      string    `json:"state"`
+	ExitCode   int       `json:"exit_code"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+}
+
+// ValidID reports whether id matches [A-Za-z0-9_.-]{1,128}.
+func ValidID(id string) bool {
+	if len(id) < 1 || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '.', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ValidateSpec checks a spec read from stdin.
+func ValidateSpec(s *Spec) error {
+	if !ValidID(s.ID) {
+		return fmt.Errorf("invalid container id %q: want [A-Za-z0-9_.-]{1,128}", s.ID)
+	}
+	if len(s.Command) == 0 || s.Command[0] == "" {
+		return errors.New("spec: command is empty")
+	}
+	return nil
+}
+
+// ParseList parses "runner list" output: one JSON object per line; blank
+// lines are ignored. A malformed line is an error naming its line number.
+func ParseList(data []byte) ([]Status, error) {
+	var out []Status
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var st Status
+		if err := json.Unmarshal(b, &st); err != nil {
+			return nil, fmt.Errorf("runner list line %d: %w", line, err)
+		}
+		if !ValidID(st.ID) {
+			return nil, fmt.Errorf("runner list line %d: invalid id %q", line, st.ID)
+		}
+		if st.State != StateRunning && st.State != StateExited {
+			return nil, fmt.Errorf("runner list line %d: invalid state %q", line, st.State)
+		}
+		out = append(out, st)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("runner list: %w", err)
+	}
+	return out, nil
+}
+
+// FormatList writes statuses as "runner list" output.
+func FormatList(w io.Writer, sts []Status) error {
+	enc := json.NewEncoder(w)
+	for i := range sts {
+		if err := enc.Encode(&sts[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// InstallLine is the shell line that installs the runner binary (sent on
+// stdin) at path: write to a temporary name, then rename. path is fixed by
+// the dispatcher's config, never by user data.
+func InstallLine(path string) string {
+	return "cat > '" + path + ".tmp' && chmod 0755 '" + path + ".tmp' && mv -f '" + path + ".tmp' '" + path + "'"
+}
+
+// Command is a parsed runner command line: "<path> runner <verb> [args...]".
+type Command struct {
+	Verb   string // version, start, list, kill, logs, forget
+	ID     string // start, kill, logs, forget
+	Signal string // kill: TERM or KILL
+	Tail   int    // logs: 0 = all
+}
+
+// Line renders the command line run on the instance. Only validated ids and
+// fixed words appear in it, so it is safe to hand to a remote shell.
+func (c Command) Line(path string) string {
+	var b strings.Builder
+	b.WriteString(path)
+	b.WriteString(" runner ")
+	b.WriteString(c.Verb)
+	if c.ID != "" {
+		b.WriteByte(' ')
+		b.WriteString(c.ID)
+	}
+	if c.Signal != "" {
+		b.WriteString(" --signal ")
+		b.WriteString(c.Signal)
+	}
+	if c.Tail > 0 {
+		b.WriteString(" --tail ")
+		b.WriteString(strconv.Itoa(c.Tail))
+	}
+	return b.String()
+}
+
+// ParseArgs parses the words after "runner" (e.g. ["kill","c1","--signal","KILL"]).
+func ParseArgs(args []string) (Command, error) {
+	if len(args) == 0 {
+		return Command{}, errors.New("runner: missing verb (version|start|list|kill|logs|forget)")
+	}
+	c := Command{Verb: args[0]}
+	rest := args[1:]
+	needID := false
+	switch c.Verb {
+	case "version", "list":
+	case "start", "forget":
+		needID = true
+	case "kill":
+		needID = true
+		c.Signal = SignalTerm
+	case "logs":
+		needID = true
+	default:
+		return Command{}, fmt.Errorf("runner: unknown verb %q", c.Verb)
+	}
+	if needID {
+		if len(rest) == 0 {
+			return Command{}, fmt.Errorf("runner %s: missing container id", c.Verb)
+		}
+		if !ValidID(rest[0]) {
+			return Command{}, fmt.Errorf("runner %s: invalid container id %q", c.Verb, rest[0])
+		}
+		c.ID = rest[0]
+		rest = rest[1:]
+	}
+	for len(rest) > 0 {
+		switch {
+		case c.Verb == "kill" && rest[0] == "--signal" && len(rest) > 1:
+			if rest[1] != SignalTerm && rest[1] != SignalKill {
+				return Command{}, fmt.Errorf("runner kill: invalid signal %q (TERM or KILL)", rest[1])
+			}
+			c.Signal = rest[1]
+			rest = rest[2:]
+		case c.Verb == "logs" && rest[0] == "--tail" && len(rest) > 1:
+			n, err := strconv.Atoi(rest[1])
+			if err != nil || n < 0 {
+				return Command{}, fmt.Errorf("runner logs: invalid --tail %q", rest[1])
+			}
+			c.Tail = n
+			rest = rest[2:]
+		default:
+			return Command{}, fmt.Errorf("runner %s: unexpected argument %q", c.Verb, rest[0])
+		}
+	}
+	return c, nil
+}
+
+// ParseLine splits a command line produced by Command.Line back into the
+// runner path and the command. It is what an in-memory executor uses.
+func ParseLine(line string) (path string, c Command, err error) {
+	f := strings.Fields(line)
+	if len(f) < 3 || f[1] != "runner" {
+		return "", Command{}, fmt.Errorf("not a runner command line: %q", line)
+	}
+	c, err = ParseArgs(f[2:])
+	return f[0], c, err
+}
+
+// ExitError is returned by an Executor when the remote command ran and exited
+// non-zero.
+type ExitError struct {
+	Code   int
+	Stderr string
+}
+
+func (e *ExitError) Error() string {
+	msg := strings.TrimSpace(e.Stderr)
+	if msg == "" {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return fmt.Sprintf("exit status %d: %s", e.Code, msg)
+}
+
+// Executor runs command lines on one instance (over SSH in production).
+type Executor interface {
+	// Execute runs cmd with stdin (may be nil) and returns its output. A
+	// command that ran and exited non-zero returns an *ExitError.
+	Execute(ctx context.Context, cmd string, stdin []byte) (stdout, stderr []byte, err error)
+	// Close releases the connection.
+	Close() error
+}
+
+// Client speaks the runner protocol to one instance through an Executor.
+type Client struct {
+	Exec Executor
+	Path string // runner executable on the instance
+}
+
+func (c *Client) run(ctx context.Context, cmd Command, stdin []byte) ([]byte, error) {
+	out, stderr, err := c.Exec.Execute(ctx, cmd.Line(c.Path), stdin)
+	if err != nil {
+		var ee *ExitError
+		if errors.As(err, &ee) && ee.Stderr == "" {
+			ee.Stderr = string(stderr)
+		}
+		return out, fmt.Errorf("runner %s: %w", cmd.Verb, err)
+	}
+	return out, nil
+}
+
+// Version returns the runner's "<version> <sha256>" line.
+func (c *Client) Version(ctx context.Context) (string, error) {
+	out, err := c.run(ctx, Command{Verb: "version"}, nil)
+	return strings.TrimSpace(string(out)), err
+}
+
+// Start starts a container detached on the instance.
+func (c *Client) Start(ctx context.Context, spec Spec) error {
+	if err := ValidateSpec(&spec); err != nil {
+		return err
+	}
+	body, err := json.Marshal(&spec)
+	if err != nil {
+		return err
+	}
+	_, err = c.run(ctx, Command{Verb: "start", ID: spec.ID}, body)
+	return err
+}
+
+// List returns the containers the runner knows.
+func (c *Client) List(ctx context.Context) ([]Status, error) {
+	out, err := c.run(ctx, Command{Verb: "list"}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return ParseList(out)
+}
+
+// Kill signals a container (TERM or KILL).
+func (c *Client) Kill(ctx context.Context, id, signal string) error {
+	_, err := c.run(ctx, Command{Verb: "kill", ID: id, Signal: signal}, nil)
+	return err
+}
+
+// Logs returns a container's output (last tail lines when tail > 0).
+func (c *Client) Logs(ctx context.Context, id string, tail int) ([]byte, error) {
+	return c.run(ctx, Command{Verb: "logs", ID: id, Tail: tail}, nil)
+}
+
+// Forget removes a finished container's files.
+func (c *Client) Forget(ctx context.Context, id string) error {
+	_, err := c.run(ctx, Command{Verb: "forget", ID: id}, nil)
+	return err
+}

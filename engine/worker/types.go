@@ -1,0 +1,95 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"dispatch-tui/cloud"
+	"dispatch-tui/engine/runner"
+)
+
+// State is an instance's state in the pool (DESIGN §6).
+type State string
+
+// Instance states.
+const (
+	StateUnknown  State = "unknown"  // listed by the cloud, not yet probed
+	StateBooting  State = "booting"  // created by us, not yet ready
+	StateIdle     State = "idle"     // ready, no containers
+	StateRunning  State = "running"  // ready, containers running
+	StateShutdown State = "shutdown" // destroy requested
+)
+
+// IdleBehavior is what the pool does with an instance when it is idle.
+type IdleBehavior string
+
+// Idle behaviours (DESIGN §4).
+const (
+	IdleRun   IdleBehavior = "run"   // normal: gets containers, shut down after timeout_idle
+	IdleHold  IdleBehavior = "hold"  // no new containers, never shut down automatically
+	IdleDrain IdleBehavior = "drain" // no new containers, shut down as soon as idle
+)
+
+// ValidIdleBehavior reports whether b is one of run, hold, drain.
+func ValidIdleBehavior(b IdleBehavior) bool {
+	return b == IdleRun || b == IdleHold || b == IdleDrain
+}
+
+// InstanceView is a copy of one instance's state, safe to keep.
+type InstanceView struct {
+	ID           cloud.InstanceID `json:"id"` // "" while the create call is in flight
+	Type         string           `json:"type"`
+	ProviderType string           `json:"provider_type"`
+	Address      string           `json:"address"`
+	Price        float64          `json:"price"`
+	State        State            `json:"state"`
+	IdleBehavior IdleBehavior     `json:"idle_behavior"`
+	// Containers are the ids the pool believes are on the instance: those the
+	// runner last listed as running plus starts in flight or done since.
+	Containers    []string  `json:"containers"`
+	LastContainer string    `json:"last_container,omitempty"`
+	LastBusy      time.Time `json:"last_busy,omitzero"`
+	AppearedAt    time.Time `json:"appeared_at,omitzero"`
+	LastProbe     time.Time `json:"last_probe,omitzero"`
+	LastError     string    `json:"last_error,omitempty"`
+	// Reported is the runner's last "runner list" (running and exited
+	// containers), taken at ListedAt. Nil until the first successful list.
+	Reported []runner.Status `json:"-"`
+	ListedAt time.Time       `json:"-"`
+}
+
+// Errors returned by Pool.Create without making a cloud call.
+var (
+	// ErrAtQuota: max_instances or the provider quota estimate is reached.
+	ErrAtQuota = errors.New("at quota")
+	// ErrThrottled: max_concurrent_creates, the cloud-op rate limit or a
+	// provider rate-limit pause prevents a create now; try on a later pass.
+	ErrThrottled = errors.New("create throttled")
+	// ErrNotFound: no instance with that id in the pool.
+	ErrNotFound = errors.New("instance not found")
+	// ErrNotReady: the instance cannot take a container now (not idle or
+	// running, or its idle behaviour is not run).
+	ErrNotReady = errors.New("instance not ready")
+)
+
+// CapacityBlockedError: the type (or the whole provider, Type "") is in a
+// capacity back-off after a capacity error until Until.
+type CapacityBlockedError struct {
+	Type  string
+	Until time.Time
+}
+
+func (e *CapacityBlockedError) Error() string {
+	if e.Type == "" {
+		return fmt.Sprintf("provider out of capacity until %s", e.Until.Format(time.TimeOnly))
+	}
+	return fmt.Sprintf("no capacity for %s until %s", e.Type, e.Until.Format(time.TimeOnly))
+}
+
+// StartFailure reports a container start that failed on an instance.
+type StartFailure struct {
+	ContainerID string
+	InstanceID  cloud.InstanceID
+	Err         error
+}

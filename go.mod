@@ -1,0 +1,8 @@
+module dispatch-tui
+
+go 1.26
+
+require (
+	github.com/BurntSushi/toml v1.6.0
+	go.etcd.io/bbolt v1.5.0
+)
