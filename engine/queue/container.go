@@ -1,0 +1,293 @@
+// Package queue holds container records: the persistent store (bbolt), the
+// in-memory index the scheduler walks every pass, the legal state
+// transitions of DESIGN §3, the event log, and change notifications.
+package queue
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// State is a container's lifecycle state.
+type State string
+
+// Container states (DESIGN §3).
+const (
+	Queued    State = "Queued"
+	Locked    State = "Locked"
+	Running   State = "Running"
+	Complete  State = "Complete"
+	Cancelled State = "Cancelled"
+)
+
+// States lists every state in lifecycle order.
+var States = [...]State{Queued, Locked, Running, Complete, Cancelled}
+
+// Final reports whether s is Complete or Cancelled.
+func (s State) Final() bool { return s == Complete || s == Cancelled }
+
+// CanTransition reports whether a container may move from one state to
+// another. Final states are final; Running may go back to Queued (retry or
+// requeue after its instance died).
+func CanTransition(from, to State) bool {
+	switch from {
+	case Queued:
+		return to == Locked || to == Running || to == Cancelled
+	case Locked:
+		return to == Queued || to == Running || to == Cancelled
+	case Running:
+		return to == Queued || to == Complete || to == Cancelled
+	}
+	return false
+}
+
+// Restart policies.
+const (
+	RestartNever     = "never"
+	RestartOnFailure = "on-failure"
+)
+
+// Constraints are a container's runtime resource needs. Sizes are bytes.
+type Constraints struct {
+	VCPUs   int   `json:"vcpus"`
+	RAM     int64 `json:"ram"`
+	Scratch int64 `json:"scratch"`
+	GPUs    int   `json:"gpus"`
+}
+
+// Duration is a time.Duration that reads and writes JSON as "90s" (numbers
+// are taken as nanoseconds).
+type Duration time.Duration
+
+// MarshalJSON writes d as a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON reads "90s" or a number of nanoseconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return err
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var n int64
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("duration: want a string like \"90s\"")
+	}
+	*d = Duration(n)
+	return nil
+}
+
+// Scheduling holds placement hints.
+type Scheduling struct {
+	Preemptible bool              `json:"preemptible"`
+	MaxRunTime  Duration          `json:"max_run_time"`
+	Labels      map[string]string `json:"labels,omitempty"`
+}
+
+// ReasonCode is the machine-readable part of a pending or cancel reason.
+type ReasonCode string
+
+// Reason codes.
+const (
+	ReasonNone         ReasonCode = ""
+	ReasonPosition     ReasonCode = "POSITION"      // waiting its turn
+	ReasonQuota        ReasonCode = "QUOTA"         // at quota / max_instances
+	ReasonBooting      ReasonCode = "BOOTING"       // waiting for an instance to boot
+	ReasonCreating     ReasonCode = "CREATING"      // waiting for an instance create to be possible
+	ReasonCapacity     ReasonCode = "CAPACITY"      // fitting types are out of capacity
+	ReasonNoFit        ReasonCode = "NO_FIT"        // no configured type can hold it
+	ReasonHeld         ReasonCode = "HELD"          // held by an operator
+	ReasonPaused       ReasonCode = "PAUSED"        // scheduler paused
+	ReasonPriorityZero ReasonCode = "PRIORITY_ZERO" // priority 0: do not schedule
+	ReasonStartup      ReasonCode = "STARTUP"       // dispatcher waiting for instances to be probed
+	ReasonStarting     ReasonCode = "STARTING"      // start requested on an instance
+	ReasonRequeued     ReasonCode = "REQUEUED"      // waiting for its previous attempt to be confirmed dead
+	ReasonKilled       ReasonCode = "KILLED"        // killed by an operator
+	ReasonMaxAttempts  ReasonCode = "MAX_ATTEMPTS"  // gave up after max_attempts
+	ReasonStartFailed  ReasonCode = "START_FAILED"  // runner could not start it
+)
+
+// Pending is a compact pending reason set by every scheduler pass. It is
+// kept in memory only and rendered to text on demand, so a pass over 100,000
+// containers allocates nothing for reasons.
+type Pending struct {
+	Code ReasonCode
+	N    int    // position, instance count, or bytes, by code
+	Arg  string // instance id, type name, or detail, by code
+}
+
+// Text renders the reason for people.
+func (p Pending) Text() string {
+	switch p.Code {
+	case ReasonNone:
+		return ""
+	case ReasonPosition:
+		return "position " + strconv.Itoa(p.N) + " in queue"
+	case ReasonQuota:
+		return "at quota (" + strconv.Itoa(p.N) + " instances)"
+	case ReasonBooting:
+		if p.Arg == "" {
+			return "waiting for an instance to boot"
+		}
+		return "waiting for " + p.Arg + " to boot"
+	case ReasonCreating:
+		return "waiting to create a " + p.Arg + " instance"
+	case ReasonCapacity:
+		return "no capacity: " + p.Arg
+	case ReasonNoFit:
+		return "no instance type fits: " + p.Arg
+	case ReasonHeld:
+		return "held"
+	case ReasonPaused:
+		return "scheduler paused"
+	case ReasonPriorityZero:
+		return "priority 0 (not scheduled)"
+	case ReasonStartup:
+		return "waiting for instances to be probed after start-up"
+	case ReasonStarting:
+		return "starting on " + p.Arg
+	case ReasonRequeued:
+		return "waiting for previous attempt on " + p.Arg + " to end"
+	}
+	if p.Arg != "" {
+		return p.Arg
+	}
+	return string(p.Code)
+}
+
+// Container is one container record (DESIGN §3).
+type Container struct {
+	ID                 string            `json:"id"`
+	Name               string            `json:"name"`
+	Command            []string          `json:"command"`
+	Env                map[string]string `json:"env,omitempty"`
+	Image              string            `json:"image,omitempty"`
+	RuntimeConstraints Constraints       `json:"runtime_constraints"`
+	Scheduling         Scheduling        `json:"scheduling"`
+	Priority           int               `json:"priority"`
+	State              State             `json:"state"`
+	Held               bool              `json:"held"`
+	ExitCode           *int              `json:"exit_code"`
+	Attempts           int               `json:"attempts"`
+	MaxAttempts        int               `json:"max_attempts"`
+	RestartPolicy      string            `json:"restart_policy"`
+	InstanceType       string            `json:"instance_type"`
+	InstanceID         string            `json:"instance_id"`
+	CreatedAt          time.Time         `json:"created_at"`
+	FirstSeenAt        time.Time         `json:"first_seen_at"`
+	LockedAt           time.Time         `json:"locked_at,omitzero"`
+	StartedAt          time.Time         `json:"started_at,omitzero"`
+	FinishedAt         time.Time         `json:"finished_at,omitzero"`
+	Reason             string            `json:"reason"`
+	ReasonCode         ReasonCode        `json:"reason_code"`
+	// KillRequested is set when an operator killed a running container; it
+	// ends Cancelled once its process is confirmed dead.
+	KillRequested bool   `json:"kill_requested,omitempty"`
+	KillReason    string `json:"kill_reason,omitempty"`
+	// Seq orders containers submitted in the same instant.
+	Seq uint64 `json:"seq"`
+
+	pending Pending
+}
+
+// Pending returns the reason the last pass left on the container.
+func (c *Container) Pending() Pending { return c.pending }
+
+// View returns a copy safe to hand out, with Reason filled in from the
+// pending reason for containers that are not final.
+func (c *Container) View() Container {
+	v := *c
+	v.Command = append([]string(nil), c.Command...)
+	if c.Env != nil {
+		v.Env = make(map[string]string, len(c.Env))
+		for k, val := range c.Env {
+			v.Env[k] = val
+		}
+	}
+	if c.ExitCode != nil {
+		code := *c.ExitCode
+		v.ExitCode = &code
+	}
+	if !c.State.Final() && c.pending.Code != ReasonNone {
+		v.Reason = c.pending.Text()
+		v.ReasonCode = c.pending.Code
+	}
+	return v
+}
+
+// Spec is what a user submits.
+type Spec struct {
+	Name               string            `json:"name"`
+	Command            []string          `json:"command"`
+	Env                map[string]string `json:"env,omitempty"`
+	Image              string            `json:"image,omitempty"`
+	RuntimeConstraints Constraints       `json:"runtime_constraints"`
+	Scheduling         Scheduling        `json:"scheduling"`
+	Priority           *int              `json:"priority,omitempty"` // nil = 1
+	MaxAttempts        int               `json:"max_attempts"`       // 0 = config default
+	RestartPolicy      string            `json:"restart_policy"`     // "" = never
+}
+
+// Validate checks a spec's own fields (not whether a type fits it). Errors
+// name the offending field.
+func (s *Spec) Validate() error {
+	if len(s.Command) == 0 || s.Command[0] == "" {
+		return &FieldError{Field: "command", Msg: "must not be empty"}
+	}
+	rc := s.RuntimeConstraints
+	switch {
+	case rc.VCPUs < 0:
+		return &FieldError{Field: "runtime_constraints.vcpus", Msg: "must not be negative"}
+	case rc.RAM < 0:
+		return &FieldError{Field: "runtime_constraints.ram", Msg: "must not be negative"}
+	case rc.Scratch < 0:
+		return &FieldError{Field: "runtime_constraints.scratch", Msg: "must not be negative"}
+	case rc.GPUs < 0:
+		return &FieldError{Field: "runtime_constraints.gpus", Msg: "must not be negative"}
+	case s.Scheduling.MaxRunTime < 0:
+		return &FieldError{Field: "scheduling.max_run_time", Msg: "must not be negative"}
+	case s.Priority != nil && *s.Priority < 0:
+		return &FieldError{Field: "priority", Msg: "must not be negative"}
+	case s.MaxAttempts < 0:
+		return &FieldError{Field: "max_attempts", Msg: "must not be negative"}
+	}
+	switch s.RestartPolicy {
+	case "", RestartNever, RestartOnFailure:
+	default:
+		return &FieldError{Field: "restart_policy", Msg: "must be never or on-failure"}
+	}
+	for k := range s.Env {
+		if k == "" {
+			return &FieldError{Field: "env", Msg: "variable name must not be empty"}
+		}
+	}
+	return nil
+}
+
+// FieldError is a validation error about one field of a request.
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// Event is one entry of the persistent event log: an operator verb, a state
+// change, or a cloud error.
+type Event struct {
+	Seq    uint64    `json:"seq"`
+	Time   time.Time `json:"time"`
+	Actor  string    `json:"actor"`  // "operator:<name>", "scheduler", "pool", ...
+	Kind   string    `json:"kind"`   // "verb", "state", "cloud_error", ...
+	Target string    `json:"target"` // container or instance id, or "scheduler"
+	Action string    `json:"action"` // verb name or new state
+	Reason string    `json:"reason,omitempty"`
+}

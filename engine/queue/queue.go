@@ -1,0 +1,471 @@
+package queue
+
+import (
+	"cmp"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"dispatch-tui/engine/clock"
+)
+
+var (
+	bucketContainers = []byte("containers")
+	bucketEvents     = []byte("events")
+	bucketMeta       = []byte("meta")
+	keyPaused        = []byte("paused")
+)
+
+// ErrNotFound is returned for an unknown container id.
+var ErrNotFound = errors.New("no such container")
+
+// TransitionError is an illegal state change; nothing was written.
+type TransitionError struct {
+	ID       string
+	From, To State
+}
+
+func (e *TransitionError) Error() string {
+	return fmt.Sprintf("container %s: illegal transition %s -> %s", e.ID, e.From, e.To)
+}
+
+// Options configure a Queue.
+type Options struct {
+	Path               string // bbolt file; its directory is created
+	Clock              clock.Clock
+	DefaultMaxAttempts int
+	// EventsInMemory is how many recent events are kept for fast reads.
+	EventsInMemory int
+}
+
+// Queue is the container store. One mutex (mu) guards every in-memory
+// record; flushMu serialises writes to the file so that a later snapshot
+// never lands before an earlier one.
+type Queue struct {
+	db    *bolt.DB
+	clock clock.Clock
+	opts  Options
+
+	flushMu sync.Mutex
+
+	mu        sync.Mutex
+	byID      map[string]*Container
+	active    []*Container // non-final containers, in scheduling order when !unsorted
+	unsorted  bool
+	final     int
+	dirty     map[string]struct{}
+	newEvents []Event
+	recent    []Event // ring of the last EventsInMemory events, oldest first
+	nextEvent uint64
+	nextSeq   uint64
+	paused    bool
+	subs      map[int]chan struct{}
+	nextSub   int
+}
+
+// Open opens (or creates) the store at opts.Path and loads every record.
+func Open(opts Options) (*Queue, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.DefaultMaxAttempts <= 0 {
+		opts.DefaultMaxAttempts = 3
+	}
+	if opts.EventsInMemory <= 0 {
+		opts.EventsInMemory = 1000
+	}
+	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o700); err != nil {
+		return nil, fmt.Errorf("create state directory: %w", err)
+	}
+	db, err := bolt.Open(opts.Path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w (is another dispatcher using this state_dir?)", opts.Path, err)
+	}
+	q := &Queue{
+		db: db, clock: opts.Clock, opts: opts,
+		byID:  map[string]*Container{},
+		dirty: map[string]struct{}{},
+		subs:  map[int]chan struct{}{},
+	}
+	if err := q.load(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return q, nil
+}
+
+func (q *Queue) load() error {
+	return q.db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketContainers, bucketEvents, bucketMeta} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return fmt.Errorf("create bucket %s: %w", b, err)
+			}
+		}
+		err := tx.Bucket(bucketContainers).ForEach(func(k, v []byte) error {
+			c := &Container{}
+			if err := json.Unmarshal(v, c); err != nil {
+				return fmt.Errorf("load container %s: %w", k, err)
+			}
+			q.byID[c.ID] = c
+			if c.State.Final() {
+				q.final++
+			} else {
+				q.active = append(q.active, c)
+			}
+			q.nextSeq = max(q.nextSeq, c.Seq+1)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		q.unsorted = true
+		ev := tx.Bucket(bucketEvents)
+		cur := ev.Cursor()
+		n := 0
+		for k, v := cur.Last(); k != nil && n < q.opts.EventsInMemory; k, v = cur.Prev() {
+			var e Event
+			if err := json.Unmarshal(v, &e); err != nil {
+				return fmt.Errorf("load event %x: %w", k, err)
+			}
+			if n == 0 {
+				q.nextEvent = e.Seq + 1
+			}
+			q.recent = append(q.recent, e)
+			n++
+		}
+		slices.Reverse(q.recent)
+		if q.nextEvent == 0 {
+			q.nextEvent = 1
+		}
+		q.paused = string(tx.Bucket(bucketMeta).Get(keyPaused)) == "true"
+		return nil
+	})
+}
+
+// Close flushes pending writes and closes the file.
+func (q *Queue) Close() error {
+	ferr := q.Flush()
+	q.mu.Lock()
+	for id, ch := range q.subs {
+		close(ch)
+		delete(q.subs, id)
+	}
+	q.mu.Unlock()
+	return errors.Join(ferr, q.db.Close())
+}
+
+// Subscribe returns a channel that receives a value (coalesced: at most one
+// pending) whenever containers change, and a function to stop.
+func (q *Queue) Subscribe() (<-chan struct{}, func()) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	id := q.nextSub
+	q.nextSub++
+	ch := make(chan struct{}, 1)
+	q.subs[id] = ch
+	return ch, func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		if c, ok := q.subs[id]; ok {
+			close(c)
+			delete(q.subs, id)
+		}
+	}
+}
+
+// notifyLocked wakes subscribers; q.mu must be held.
+func (q *Queue) notifyLocked() {
+	for _, ch := range q.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func newID() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return "c-" + hex.EncodeToString(b[:])
+}
+
+// Submit validates spec, stores a new Queued container durably, and returns
+// it. An invalid spec stores nothing.
+func (q *Queue) Submit(spec Spec, actor string) (Container, error) {
+	if err := spec.Validate(); err != nil {
+		return Container{}, err
+	}
+	now := q.clock.Now().UTC()
+	prio := 1
+	if spec.Priority != nil {
+		prio = *spec.Priority
+	}
+	maxAttempts := spec.MaxAttempts
+	if maxAttempts == 0 {
+		maxAttempts = q.opts.DefaultMaxAttempts
+	}
+	policy := spec.RestartPolicy
+	if policy == "" {
+		policy = RestartNever
+	}
+	c := &Container{
+		ID: newID(), Name: spec.Name, Command: append([]string(nil), spec.Command...),
+		Env: spec.Env, Image: spec.Image, RuntimeConstraints: spec.RuntimeConstraints,
+		Scheduling: spec.Scheduling, Priority: prio, State: Queued,
+		MaxAttempts: maxAttempts, RestartPolicy: policy,
+		CreatedAt: now, FirstSeenAt: now,
+	}
+	if c.Name == "" {
+		c.Name = c.ID
+	}
+	q.mu.Lock()
+	c.Seq = q.nextSeq
+	q.nextSeq++
+	q.mu.Unlock()
+	body, err := json.Marshal(c)
+	if err != nil {
+		return Container{}, err
+	}
+	// Batch lets concurrent submits share one commit.
+	err = q.db.Batch(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketContainers).Put([]byte(c.ID), body)
+	})
+	if err != nil {
+		return Container{}, fmt.Errorf("store container: %w", err)
+	}
+	q.mu.Lock()
+	q.byID[c.ID] = c
+	q.active = append(q.active, c)
+	q.unsorted = true
+	q.addEventLocked(now, actor, "verb", c.ID, "submit", "")
+	v := c.View()
+	q.notifyLocked()
+	q.mu.Unlock()
+	return v, q.Flush()
+}
+
+// Get returns a copy of one container.
+func (q *Queue) Get(id string) (Container, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	c, ok := q.byID[id]
+	if !ok {
+		return Container{}, false
+	}
+	return c.View(), true
+}
+
+// Len returns the number of containers, and how many are not final.
+func (q *Queue) Len() (total, active int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.byID), len(q.active)
+}
+
+// Each calls fn with every container under the queue's lock, active ones
+// in scheduling order first. fn must not keep c or call the Queue.
+func (q *Queue) Each(fn func(c *Container) bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.sortLocked()
+	for _, c := range q.active {
+		if !fn(c) {
+			return
+		}
+	}
+	for _, c := range q.byID {
+		if c.State.Final() && !fn(c) {
+			return
+		}
+	}
+}
+
+// Paused reports whether the scheduler is paused (persisted).
+func (q *Queue) Paused() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.paused
+}
+
+// SetPaused records the scheduler's pause flag durably with an event.
+func (q *Queue) SetPaused(paused bool, actor, reason string) error {
+	q.mu.Lock()
+	q.paused = paused
+	verb := "resume"
+	if paused {
+		verb = "pause"
+	}
+	q.addEventLocked(q.clock.Now().UTC(), actor, "verb", "scheduler", verb, reason)
+	q.notifyLocked()
+	q.mu.Unlock()
+	return q.Flush()
+}
+
+// scheduling order: Running, then Locked, then Queued; priority desc;
+// first seen asc; submission order.
+func rank(s State) int {
+	switch s {
+	case Running:
+		return 0
+	case Locked:
+		return 1
+	}
+	return 2
+}
+
+func compareContainers(a, b *Container) int {
+	if c := cmp.Compare(rank(a.State), rank(b.State)); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+		return c
+	}
+	if c := a.FirstSeenAt.Compare(b.FirstSeenAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Seq, b.Seq)
+}
+
+// sortLocked drops final containers from the active list and restores the
+// scheduling order if anything moved.
+func (q *Queue) sortLocked() {
+	if !q.unsorted {
+		return
+	}
+	q.active = slices.DeleteFunc(q.active, func(c *Container) bool { return c.State.Final() })
+	slices.SortFunc(q.active, compareContainers)
+	q.unsorted = false
+}
+
+func (q *Queue) addEventLocked(t time.Time, actor, kind, target, action, reason string) {
+	e := Event{Seq: q.nextEvent, Time: t, Actor: actor, Kind: kind, Target: target, Action: action, Reason: reason}
+	q.nextEvent++
+	q.newEvents = append(q.newEvents, e)
+	if len(q.recent) >= q.opts.EventsInMemory {
+		copy(q.recent, q.recent[1:])
+		q.recent = q.recent[:len(q.recent)-1]
+	}
+	q.recent = append(q.recent, e)
+}
+
+// AddEvent records an event (e.g. a cloud error or an instance verb) and
+// writes it durably.
+func (q *Queue) AddEvent(actor, kind, target, action, reason string) error {
+	q.mu.Lock()
+	q.addEventLocked(q.clock.Now().UTC(), actor, kind, target, action, reason)
+	q.notifyLocked()
+	q.mu.Unlock()
+	return q.Flush()
+}
+
+// Events returns up to limit events with Seq > since, oldest first, read
+// from memory when recent enough and from the file otherwise.
+func (q *Queue) Events(since uint64, limit int) ([]Event, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	q.mu.Lock()
+	if len(q.recent) > 0 && q.recent[0].Seq <= since+1 {
+		i, _ := slices.BinarySearchFunc(q.recent, since+1, func(e Event, s uint64) int { return cmp.Compare(e.Seq, s) })
+		out := append([]Event(nil), q.recent[i:min(len(q.recent), i+limit)]...)
+		q.mu.Unlock()
+		return out, nil
+	}
+	q.mu.Unlock()
+	if err := q.Flush(); err != nil {
+		return nil, err
+	}
+	var out []Event
+	err := q.db.View(func(tx *bolt.Tx) error {
+		cur := tx.Bucket(bucketEvents).Cursor()
+		var k [8]byte
+		binary.BigEndian.PutUint64(k[:], since+1)
+		for key, v := cur.Seek(k[:]); key != nil && len(out) < limit; key, v = cur.Next() {
+			var e Event
+			if err := json.Unmarshal(v, &e); err != nil {
+				return fmt.Errorf("read event: %w", err)
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Flush writes every changed record and new event in one transaction.
+func (q *Queue) Flush() error {
+	q.flushMu.Lock()
+	defer q.flushMu.Unlock()
+	q.mu.Lock()
+	if len(q.dirty) == 0 && len(q.newEvents) == 0 {
+		q.mu.Unlock()
+		return nil
+	}
+	type rec struct {
+		id   string
+		body []byte
+	}
+	recs := make([]rec, 0, len(q.dirty))
+	for id := range q.dirty {
+		body, err := json.Marshal(q.byID[id])
+		if err != nil {
+			q.mu.Unlock()
+			return fmt.Errorf("encode container %s: %w", id, err)
+		}
+		recs = append(recs, rec{id, body})
+	}
+	clear(q.dirty)
+	events := q.newEvents
+	q.newEvents = nil
+	paused := q.paused
+	q.mu.Unlock()
+
+	err := q.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketContainers)
+		for _, r := range recs {
+			if err := b.Put([]byte(r.id), r.body); err != nil {
+				return err
+			}
+		}
+		eb := tx.Bucket(bucketEvents)
+		for _, e := range events {
+			body, err := json.Marshal(e)
+			if err != nil {
+				return err
+			}
+			var k [8]byte
+			binary.BigEndian.PutUint64(k[:], e.Seq)
+			if err := eb.Put(k[:], body); err != nil {
+				return err
+			}
+		}
+		v := "false"
+		if paused {
+			v = "true"
+		}
+		return tx.Bucket(bucketMeta).Put(keyPaused, []byte(v))
+	})
+	if err != nil {
+		// Put the work back so a later flush retries it.
+		q.mu.Lock()
+		for _, r := range recs {
+			q.dirty[r.id] = struct{}{}
+		}
+		q.newEvents = append(events, q.newEvents...)
+		q.mu.Unlock()
+		return fmt.Errorf("write store: %w", err)
+	}
+	return nil
+}

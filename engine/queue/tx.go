@@ -1,0 +1,179 @@
+package queue
+
+import (
+	"strconv"
+	"time"
+)
+
+// Tx is the scheduler's view of the queue during one pass. It is only valid
+// inside the function given to Queue.Pass, which holds the queue's lock.
+// Pointers it hands out must not be kept after the pass.
+type Tx struct {
+	q       *Queue
+	now     time.Time
+	changed bool
+}
+
+// Pass runs fn with the queue locked and in scheduling order, then writes
+// what fn changed in one transaction. Returns the flush error.
+func (q *Queue) Pass(fn func(tx *Tx)) error {
+	q.mu.Lock()
+	q.sortLocked()
+	tx := &Tx{q: q, now: q.clock.Now().UTC()}
+	fn(tx)
+	if tx.changed {
+		q.notifyLocked()
+	}
+	q.mu.Unlock()
+	return q.Flush()
+}
+
+// Now is the pass's time.
+func (tx *Tx) Now() time.Time { return tx.now }
+
+// Active returns the non-final containers in scheduling order (Running,
+// Locked, Queued; priority desc; first seen asc). The order is the one at
+// the start of the pass; transitions during the pass do not reorder it.
+func (tx *Tx) Active() []*Container { return tx.q.active }
+
+// Get returns the container with id, or nil.
+func (tx *Tx) Get(id string) *Container { return tx.q.byID[id] }
+
+// Paused reports the scheduler's pause flag.
+func (tx *Tx) Paused() bool { return tx.q.paused }
+
+// SetPending records a container's pending reason (memory only).
+func (tx *Tx) SetPending(c *Container, p Pending) { c.pending = p }
+
+func (tx *Tx) move(c *Container, to State) error {
+	if !CanTransition(c.State, to) {
+		return &TransitionError{ID: c.ID, From: c.State, To: to}
+	}
+	if rank(c.State) != rank(to) || to.Final() {
+		tx.q.unsorted = true
+	}
+	if to.Final() {
+		tx.q.final++
+	}
+	c.State = to
+	tx.touch(c)
+	tx.q.addEventLocked(tx.now, "scheduler", "state", c.ID, string(to), c.Reason)
+	return nil
+}
+
+func (tx *Tx) touch(c *Container) {
+	tx.q.dirty[c.ID] = struct{}{}
+	tx.changed = true
+}
+
+// Lock reserves a Queued container for an instance of typeName.
+func (tx *Tx) Lock(c *Container, typeName string) error {
+	if err := tx.move(c, Locked); err != nil {
+		return err
+	}
+	c.LockedAt = tx.now
+	c.InstanceType = typeName
+	return nil
+}
+
+// SetLockedType changes the type a Locked container waits for.
+func (tx *Tx) SetLockedType(c *Container, typeName string) {
+	if c.InstanceType != typeName {
+		c.InstanceType = typeName
+		tx.touch(c)
+	}
+}
+
+// Unlock returns a Locked container to Queued.
+func (tx *Tx) Unlock(c *Container) error {
+	if err := tx.move(c, Queued); err != nil {
+		return err
+	}
+	c.LockedAt = time.Time{}
+	c.InstanceType = ""
+	c.InstanceID = ""
+	return nil
+}
+
+// Run records that a container is being started on an instance: one more
+// attempt.
+func (tx *Tx) Run(c *Container, instanceID, typeName string) error {
+	if err := tx.move(c, Running); err != nil {
+		return err
+	}
+	c.Attempts++
+	c.InstanceID = instanceID
+	c.InstanceType = typeName
+	c.StartedAt = tx.now
+	c.ExitCode = nil
+	c.pending = Pending{}
+	return nil
+}
+
+// Adopt records that a runner reports c running on instanceID although the
+// record did not say so (a start that happened just before a crash).
+func (tx *Tx) Adopt(c *Container, instanceID, typeName string, startedAt time.Time) error {
+	if err := tx.move(c, Running); err != nil {
+		return err
+	}
+	c.Attempts++
+	c.InstanceID = instanceID
+	c.InstanceType = typeName
+	c.StartedAt = startedAt.UTC()
+	c.pending = Pending{}
+	return nil
+}
+
+// Finish records a Running container's exit. Under restart policy
+// on-failure a non-zero exit is retried while attempts remain.
+func (tx *Tx) Finish(c *Container, exitCode int, finishedAt time.Time) error {
+	if c.State != Running {
+		return &TransitionError{ID: c.ID, From: c.State, To: Complete}
+	}
+	if c.KillRequested {
+		code := exitCode
+		c.ExitCode = &code
+		return tx.Cancel(c, ReasonKilled, c.KillReason)
+	}
+	if exitCode != 0 && c.RestartPolicy == RestartOnFailure && c.Attempts < c.MaxAttempts {
+		return tx.Requeue(c, "exit code "+strconv.Itoa(exitCode)+", retrying")
+	}
+	code := exitCode
+	c.ExitCode = &code
+	c.FinishedAt = finishedAt.UTC()
+	c.Reason, c.ReasonCode = "", ReasonNone
+	return tx.move(c, Complete)
+}
+
+// Requeue returns a Running container to the queue (its instance died or it
+// failed under on-failure), or cancels it when attempts are exhausted.
+func (tx *Tx) Requeue(c *Container, why string) error {
+	if c.State != Running {
+		return &TransitionError{ID: c.ID, From: c.State, To: Queued}
+	}
+	if c.KillRequested {
+		return tx.Cancel(c, ReasonKilled, c.KillReason)
+	}
+	if c.Attempts >= c.MaxAttempts {
+		return tx.Cancel(c, ReasonMaxAttempts, "gave up after "+strconv.Itoa(c.Attempts)+" attempts: "+why)
+	}
+	c.Reason, c.ReasonCode = why, ReasonRequeued
+	if err := tx.move(c, Queued); err != nil {
+		return err
+	}
+	c.InstanceID = ""
+	c.InstanceType = ""
+	c.LockedAt = time.Time{}
+	return nil
+}
+
+// Cancel ends a container Cancelled with a reason.
+func (tx *Tx) Cancel(c *Container, code ReasonCode, reason string) error {
+	if !CanTransition(c.State, Cancelled) {
+		return &TransitionError{ID: c.ID, From: c.State, To: Cancelled}
+	}
+	c.Reason, c.ReasonCode = reason, code
+	c.FinishedAt = tx.now
+	c.pending = Pending{}
+	return tx.move(c, Cancelled)
+}
