@@ -46,6 +46,8 @@ type Options struct {
 	DefaultMaxAttempts int
 	// EventsInMemory is how many recent events are kept for fast reads.
 	EventsInMemory int
+	// NoSync skips fsync on commit: for benchmarks and tests only.
+	NoSync bool
 }
 
 // Queue is the container store. One mutex (mu) guards every in-memory
@@ -87,10 +89,12 @@ func Open(opts Options) (*Queue, error) {
 	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("create state directory: %w", err)
 	}
-	db, err := bolt.Open(opts.Path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	db, err := bolt.Open(opts.Path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: opts.NoSync})
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w (is another dispatcher using this state_dir?)", opts.Path, err)
 	}
+	// Concurrent submits share a commit; a lone submit waits at most 1ms.
+	db.MaxBatchDelay = time.Millisecond
 	q := &Queue{
 		db: db, clock: opts.Clock, opts: opts,
 		byID:  map[string]*Container{},
@@ -204,10 +208,64 @@ func newID() string {
 // Submit validates spec, stores a new Queued container durably, and returns
 // it. An invalid spec stores nothing.
 func (q *Queue) Submit(spec Spec, actor string) (Container, error) {
-	if err := spec.Validate(); err != nil {
+	cs, err := q.SubmitBatch([]Spec{spec}, actor)
+	if err != nil {
 		return Container{}, err
 	}
+	return cs[0], nil
+}
+
+// SubmitBatch stores several containers in one commit. If any spec is
+// invalid, nothing is stored and the error names its index.
+func (q *Queue) SubmitBatch(specs []Spec, actor string) ([]Container, error) {
+	for i := range specs {
+		if err := specs[i].Validate(); err != nil {
+			if len(specs) == 1 {
+				return nil, err
+			}
+			return nil, fmt.Errorf("container %d: %w", i, err)
+		}
+	}
 	now := q.clock.Now().UTC()
+	q.mu.Lock()
+	seq := q.nextSeq
+	q.nextSeq += uint64(len(specs))
+	q.mu.Unlock()
+	recs := make([]*Container, len(specs))
+	for i := range specs {
+		recs[i] = q.newContainer(&specs[i], now, seq+uint64(i))
+	}
+	err := q.db.Batch(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketContainers)
+		for _, c := range recs {
+			body, err := json.Marshal(c)
+			if err != nil {
+				return err
+			}
+			if err := b.Put([]byte(c.ID), body); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store container: %w", err)
+	}
+	out := make([]Container, len(recs))
+	q.mu.Lock()
+	for i, c := range recs {
+		q.byID[c.ID] = c
+		q.active = append(q.active, c)
+		q.addEventLocked(now, actor, "verb", c.ID, "submit", "")
+		out[i] = c.View()
+	}
+	q.unsorted = true
+	q.notifyLocked()
+	q.mu.Unlock()
+	return out, q.Flush()
+}
+
+func (q *Queue) newContainer(spec *Spec, now time.Time, seq uint64) *Container {
 	prio := 1
 	if spec.Priority != nil {
 		prio = *spec.Priority
@@ -222,38 +280,17 @@ func (q *Queue) Submit(spec Spec, actor string) (Container, error) {
 	}
 	c := &Container{
 		ID: newID(), Name: spec.Name, Command: append([]string(nil), spec.Command...),
-		Env: spec.Env, Image: spec.Image, RuntimeConstraints: spec.RuntimeConstraints,
+		Env: copyMap(spec.Env), Image: spec.Image, RuntimeConstraints: spec.RuntimeConstraints,
 		Scheduling: spec.Scheduling, Priority: prio, State: Queued,
 		MaxAttempts: maxAttempts, RestartPolicy: policy,
-		CreatedAt: now, FirstSeenAt: now,
+		CreatedAt: now, FirstSeenAt: now, Seq: seq,
 	}
+	// The record must not share maps with the caller's spec.
+	c.Scheduling.Labels = copyMap(spec.Scheduling.Labels)
 	if c.Name == "" {
 		c.Name = c.ID
 	}
-	q.mu.Lock()
-	c.Seq = q.nextSeq
-	q.nextSeq++
-	q.mu.Unlock()
-	body, err := json.Marshal(c)
-	if err != nil {
-		return Container{}, err
-	}
-	// Batch lets concurrent submits share one commit.
-	err = q.db.Batch(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketContainers).Put([]byte(c.ID), body)
-	})
-	if err != nil {
-		return Container{}, fmt.Errorf("store container: %w", err)
-	}
-	q.mu.Lock()
-	q.byID[c.ID] = c
-	q.active = append(q.active, c)
-	q.unsorted = true
-	q.addEventLocked(now, actor, "verb", c.ID, "submit", "")
-	v := c.View()
-	q.notifyLocked()
-	q.mu.Unlock()
-	return v, q.Flush()
+	return c
 }
 
 // Get returns a copy of one container.
@@ -271,7 +308,9 @@ func (q *Queue) Get(id string) (Container, bool) {
 func (q *Queue) Len() (total, active int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.byID), len(q.active)
+	// q.active keeps final containers until the next sort; q.final counts
+	// them exactly.
+	return len(q.byID), len(q.byID) - q.final
 }
 
 // Each calls fn with every container under the queue's lock, active ones
@@ -368,6 +407,15 @@ func (q *Queue) AddEvent(actor, kind, target, action, reason string) error {
 	q.notifyLocked()
 	q.mu.Unlock()
 	return q.Flush()
+}
+
+// AppendEvent records an event to be written with the next flush (the end
+// of the next pass); for frequent machine events that need no fsync each.
+func (q *Queue) AppendEvent(actor, kind, target, action, reason string) {
+	q.mu.Lock()
+	q.addEventLocked(q.clock.Now().UTC(), actor, kind, target, action, reason)
+	q.notifyLocked()
+	q.mu.Unlock()
 }
 
 // Events returns up to limit events with Seq > since, oldest first, read

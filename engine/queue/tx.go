@@ -1,6 +1,8 @@
 package queue
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -12,6 +14,7 @@ type Tx struct {
 	q       *Queue
 	now     time.Time
 	changed bool
+	running int // length of the Running prefix of active at pass start
 }
 
 // Pass runs fn with the queue locked and in scheduling order, then writes
@@ -20,11 +23,14 @@ func (q *Queue) Pass(fn func(tx *Tx)) error {
 	q.mu.Lock()
 	q.sortLocked()
 	tx := &Tx{q: q, now: q.clock.Now().UTC()}
-	fn(tx)
-	if tx.changed {
-		q.notifyLocked()
-	}
-	q.mu.Unlock()
+	tx.running, _ = slices.BinarySearchFunc(q.active, 1, func(c *Container, r int) int { return cmp.Compare(rank(c.State), r) })
+	func() {
+		defer q.mu.Unlock()
+		fn(tx)
+		if tx.changed {
+			q.notifyLocked()
+		}
+	}()
 	return q.Flush()
 }
 
@@ -36,6 +42,10 @@ func (tx *Tx) Now() time.Time { return tx.now }
 // the start of the pass; transitions during the pass do not reorder it.
 func (tx *Tx) Active() []*Container { return tx.q.active }
 
+// RunningAtStart returns the prefix of Active that was Running when the pass
+// began, without walking the whole queue.
+func (tx *Tx) RunningAtStart() []*Container { return tx.q.active[:tx.running] }
+
 // Get returns the container with id, or nil.
 func (tx *Tx) Get(id string) *Container { return tx.q.byID[id] }
 
@@ -45,7 +55,8 @@ func (tx *Tx) Paused() bool { return tx.q.paused }
 // SetPending records a container's pending reason (memory only).
 func (tx *Tx) SetPending(c *Container, p Pending) { c.pending = p }
 
-func (tx *Tx) move(c *Container, to State) error {
+// move changes c's state and records a state event with reason.
+func (tx *Tx) move(c *Container, to State, reason string) error {
 	if !CanTransition(c.State, to) {
 		return &TransitionError{ID: c.ID, From: c.State, To: to}
 	}
@@ -57,7 +68,7 @@ func (tx *Tx) move(c *Container, to State) error {
 	}
 	c.State = to
 	tx.touch(c)
-	tx.q.addEventLocked(tx.now, "scheduler", "state", c.ID, string(to), c.Reason)
+	tx.q.addEventLocked(tx.now, "scheduler", "state", c.ID, string(to), reason)
 	return nil
 }
 
@@ -68,7 +79,7 @@ func (tx *Tx) touch(c *Container) {
 
 // Lock reserves a Queued container for an instance of typeName.
 func (tx *Tx) Lock(c *Container, typeName string) error {
-	if err := tx.move(c, Locked); err != nil {
+	if err := tx.move(c, Locked, ""); err != nil {
 		return err
 	}
 	c.LockedAt = tx.now
@@ -84,9 +95,13 @@ func (tx *Tx) SetLockedType(c *Container, typeName string) {
 	}
 }
 
-// Unlock returns a Locked container to Queued.
+// Unlock returns a Locked container to Queued. Any other state is a
+// TransitionError (a Running container goes back through Requeue).
 func (tx *Tx) Unlock(c *Container) error {
-	if err := tx.move(c, Queued); err != nil {
+	if c.State != Locked {
+		return &TransitionError{ID: c.ID, From: c.State, To: Queued}
+	}
+	if err := tx.move(c, Queued, ""); err != nil {
 		return err
 	}
 	c.LockedAt = time.Time{}
@@ -98,7 +113,7 @@ func (tx *Tx) Unlock(c *Container) error {
 // Run records that a container is being started on an instance: one more
 // attempt.
 func (tx *Tx) Run(c *Container, instanceID, typeName string) error {
-	if err := tx.move(c, Running); err != nil {
+	if err := tx.move(c, Running, ""); err != nil {
 		return err
 	}
 	c.Attempts++
@@ -107,20 +122,23 @@ func (tx *Tx) Run(c *Container, instanceID, typeName string) error {
 	c.StartedAt = tx.now
 	c.ExitCode = nil
 	c.pending = Pending{}
+	c.Reason, c.ReasonCode = "", ReasonNone
 	return nil
 }
 
 // Adopt records that a runner reports c running on instanceID although the
 // record did not say so (a start that happened just before a crash).
 func (tx *Tx) Adopt(c *Container, instanceID, typeName string, startedAt time.Time) error {
-	if err := tx.move(c, Running); err != nil {
+	if err := tx.move(c, Running, ""); err != nil {
 		return err
 	}
 	c.Attempts++
 	c.InstanceID = instanceID
 	c.InstanceType = typeName
 	c.StartedAt = startedAt.UTC()
+	c.ExitCode = nil
 	c.pending = Pending{}
+	c.Reason, c.ReasonCode = "", ReasonNone
 	return nil
 }
 
@@ -142,7 +160,7 @@ func (tx *Tx) Finish(c *Container, exitCode int, finishedAt time.Time) error {
 	c.ExitCode = &code
 	c.FinishedAt = finishedAt.UTC()
 	c.Reason, c.ReasonCode = "", ReasonNone
-	return tx.move(c, Complete)
+	return tx.move(c, Complete, "")
 }
 
 // Requeue returns a Running container to the queue (its instance died or it
@@ -158,13 +176,24 @@ func (tx *Tx) Requeue(c *Container, why string) error {
 		return tx.Cancel(c, ReasonMaxAttempts, "gave up after "+strconv.Itoa(c.Attempts)+" attempts: "+why)
 	}
 	c.Reason, c.ReasonCode = why, ReasonRequeued
-	if err := tx.move(c, Queued); err != nil {
+	if err := tx.move(c, Queued, why); err != nil {
 		return err
 	}
 	c.InstanceID = ""
 	c.InstanceType = ""
 	c.LockedAt = time.Time{}
 	return nil
+}
+
+// RequestKill marks a Running container to be killed; it ends Cancelled with
+// reason once its process is confirmed dead.
+func (tx *Tx) RequestKill(c *Container, reason string) {
+	if c.KillRequested {
+		return
+	}
+	c.KillRequested = true
+	c.KillReason = reason
+	tx.touch(c)
 }
 
 // Cancel ends a container Cancelled with a reason.
@@ -175,5 +204,5 @@ func (tx *Tx) Cancel(c *Container, code ReasonCode, reason string) error {
 	c.Reason, c.ReasonCode = reason, code
 	c.FinishedAt = tx.now
 	c.pending = Pending{}
-	return tx.move(c, Cancelled)
+	return tx.move(c, Cancelled, reason)
 }

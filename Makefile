@@ -1,0 +1,31 @@
+# dispatch-tui: see README.md.
+
+GO          ?= go
+BIN         := bin/dispatch-tui
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+FUZZTIME    ?= 30s
+
+.PHONY: build run test bench lint fuzz
+
+build:
+	$(GO) build -o $(BIN) .
+
+run: build
+	./$(BIN) version && ./$(BIN) check-config config.toml.example
+
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem ./engine/...
+
+lint:
+	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+# Each fuzz target, one at a time (go test -fuzz takes one target per run).
+fuzz:
+	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./engine/config
+	$(GO) test -run='^$$' -fuzz='^FuzzParseSize$$' -fuzztime=$(FUZZTIME) ./engine/config

@@ -1,0 +1,667 @@
+// Package cloudtest is an in-memory, fault-injecting cloud driver (DESIGN §8)
+// with an in-memory runner on every instance (DESIGN §7.3).
+//
+// It is meant for the engine's scenario tests and the chaos soak. All time
+// is read from the injected clock on every call, so with a *clock.Fake the
+// driver is fully deterministic; all random faults come from PCG sources
+// seeded by Options.Seed (one independent stream per kind of fault, so
+// turning one knob does not reshuffle the others). The driver starts no
+// goroutines; all state is guarded by one mutex.
+//
+// Stop is a no-op: the "cloud" outlives any one dispatcher, so a test can
+// stop an engine and start a new one against the same Driver to simulate a
+// dispatcher restart.
+package cloudtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	"dispatch-tui/cloud"
+	"dispatch-tui/engine/clock"
+	"dispatch-tui/engine/runner"
+)
+
+// Options configure a Driver. Rates are fractions in [0,1].
+type Options struct {
+	Clock clock.Clock // required (clock.Real{} or *clock.Fake)
+	Seed  int64       // seeds every random fault (deterministic)
+
+	CreateErrorRate  float64 // fraction of Create calls failing with a plain error (ErrInjected)
+	DestroyErrorRate float64 // fraction of Destroy calls failing with a plain error (ErrInjected)
+	// Quota is the max number of live instances; a Create beyond it returns
+	// *cloud.QuotaError. 0 = unlimited.
+	Quota int
+	// CapacityErrorTypes are provider types whose Create returns
+	// *cloud.CapacityError{InstanceType: t}.
+	CapacityErrorTypes []string
+	// ProviderCapacityError makes every Create return
+	// *cloud.CapacityError{InstanceType: ""}.
+	ProviderCapacityError bool
+	// RateLimitRate is the fraction of cloud calls (Create, Destroy,
+	// Instances, SetTags) that start a rate-limit period. While one is in
+	// force every cloud call returns *cloud.RateLimitError.
+	RateLimitRate float64
+	// RateLimitFor is how long a rate-limit period lasts (RetryAfter = now +
+	// RateLimitFor). Default 10s.
+	RateLimitFor time.Duration
+	// BootDelay: executor calls fail (connection refused) until
+	// created+BootDelay.
+	BootDelay time.Duration
+	// BrokenRate is the fraction of created instances whose executor
+	// always fails.
+	BrokenRate float64
+	// RunnerCrashRate is the fraction of started containers that later
+	// vanish from "runner list": after half their runtime, or after 1s for
+	// containers that run until killed.
+	RunnerCrashRate float64
+	// VanishRate: on every successful Instances() call, each live instance
+	// disappears with this probability (as if the provider terminated it).
+	VanishRate float64
+	// RunnerHash is the hash "runner version" reports ("cloudtest-runner
+	// <RunnerHash>") for a runner path that was not installed through the
+	// executor. Default "0". After runner.InstallLine(path) ran with the
+	// binary on stdin, "<path> runner version" reports the sha256 of what
+	// was installed, like a real runner would.
+	RunnerHash string
+}
+
+// Errors the driver injects. Executor failures wrap ErrUnreachable.
+var (
+	// ErrInjected is wrapped by the plain errors Create and Destroy return
+	// under CreateErrorRate and DestroyErrorRate.
+	ErrInjected = errors.New("cloudtest: injected failure")
+	// ErrNotFound is wrapped by errors about an instance the driver does not
+	// know, or no longer has (SetTags on a destroyed instance, Executor of an
+	// unknown id).
+	ErrNotFound = errors.New("instance not found")
+	// ErrUnreachable is wrapped by every executor error that is not an
+	// *runner.ExitError: booting, broken, destroyed or vanished instances.
+	ErrUnreachable = errors.New("unreachable")
+)
+
+// Stats counts what the driver was asked to do.
+type Stats struct {
+	Creates       int // Create calls, whatever the outcome
+	CreateErrors  int // Create calls failing with quota, capacity or injected errors (not rate limits)
+	Destroys      int // Destroy calls, whatever the outcome
+	DestroyErrors int // Destroy calls failing with an injected error (not rate limits)
+	Lists         int // Instances calls, whatever the outcome
+	SetTags       int // SetTags calls, whatever the outcome
+	RateLimited   int // cloud calls of any kind refused with *cloud.RateLimitError
+	Starts        int // "runner start" commands accepted
+	Kills         int // "runner kill" commands accepted
+
+	Created   int // instances created
+	Destroyed int // instances destroyed by a successful Destroy
+	Vanished  int // instances that vanished (VanishRate or Vanish)
+	Installs  int // runner install lines executed
+	Crashed   int // containers that vanished from a runner's list (RunnerCrashRate or CrashRunner)
+}
+
+// rng streams, one per kind of fault.
+const (
+	streamCreate = iota + 1
+	streamDestroy
+	streamRateLimit
+	streamBroken
+	streamCrash
+	streamVanish
+)
+
+// Driver is an in-memory cloud.InstanceSet. Use New.
+type Driver struct {
+	mu    sync.Mutex
+	clock clock.Clock
+
+	createErrorRate  float64
+	destroyErrorRate float64
+	quota            int
+	capacityTypes    map[string]bool
+	providerCapacity bool
+	rateLimitRate    float64
+	rateLimitFor     time.Duration
+	rateLimitedUntil time.Time
+	bootDelay        time.Duration
+	brokenRate       float64
+	crashRate        float64
+	vanishRate       float64
+	runnerHash       string
+
+	rngCreate, rngDestroy, rngRateLimit, rngBroken, rngCrash, rngVanish *rand.Rand
+
+	seq         int
+	pid         int
+	instances   map[cloud.InstanceID]*instState
+	startCounts map[string]int
+	stats       Stats
+}
+
+var _ cloud.InstanceSet = (*Driver)(nil)
+
+type instState struct {
+	seq          int
+	id           cloud.InstanceID
+	providerType string
+	address      string
+	tags         cloud.Tags
+	created      time.Time
+	readyAt      time.Time
+	broken       bool
+	destroyed    bool
+	vanished     bool
+	containers   map[string]*ctr
+	installed    map[string]string // runner path -> sha256 hex of installed bytes
+}
+
+func (s *instState) live() bool { return !s.destroyed && !s.vanished }
+
+// New returns a Driver. It panics if opts.Clock is nil.
+func New(opts Options) *Driver {
+	if opts.Clock == nil {
+		panic("cloudtest: Options.Clock is required")
+	}
+	if opts.RateLimitFor <= 0 {
+		opts.RateLimitFor = 10 * time.Second
+	}
+	if opts.RunnerHash == "" {
+		opts.RunnerHash = "0"
+	}
+	seed := uint64(opts.Seed)
+	stream := func(k uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, k)) }
+	d := &Driver{
+		clock:            opts.Clock,
+		createErrorRate:  opts.CreateErrorRate,
+		destroyErrorRate: opts.DestroyErrorRate,
+		quota:            opts.Quota,
+		capacityTypes:    map[string]bool{},
+		providerCapacity: opts.ProviderCapacityError,
+		rateLimitRate:    opts.RateLimitRate,
+		rateLimitFor:     opts.RateLimitFor,
+		bootDelay:        opts.BootDelay,
+		brokenRate:       opts.BrokenRate,
+		crashRate:        opts.RunnerCrashRate,
+		vanishRate:       opts.VanishRate,
+		runnerHash:       opts.RunnerHash,
+		rngCreate:        stream(streamCreate),
+		rngDestroy:       stream(streamDestroy),
+		rngRateLimit:     stream(streamRateLimit),
+		rngBroken:        stream(streamBroken),
+		rngCrash:         stream(streamCrash),
+		rngVanish:        stream(streamVanish),
+		instances:        map[cloud.InstanceID]*instState{},
+		startCounts:      map[string]int{},
+	}
+	for _, t := range opts.CapacityErrorTypes {
+		d.capacityTypes[t] = true
+	}
+	return d
+}
+
+// roll reports whether an event of probability p happens. It draws from r
+// only when 0 < p < 1, so a knob at 0 or 1 consumes no randomness.
+func roll(r *rand.Rand, p float64) bool {
+	switch {
+	case p <= 0:
+		return false
+	case p >= 1:
+		return true
+	}
+	return r.Float64() < p
+}
+
+// rateLimit must be called with d.mu held at the start of every cloud call.
+// It returns a *cloud.RateLimitError if a rate-limit period is in force or
+// one starts now.
+func (d *Driver) rateLimit(now time.Time) error {
+	if now.Before(d.rateLimitedUntil) {
+		d.stats.RateLimited++
+		return &cloud.RateLimitError{RetryAfter: d.rateLimitedUntil, Err: errors.New("cloudtest: request limit exceeded")}
+	}
+	if roll(d.rngRateLimit, d.rateLimitRate) {
+		d.rateLimitedUntil = now.Add(d.rateLimitFor)
+		d.stats.RateLimited++
+		return &cloud.RateLimitError{RetryAfter: d.rateLimitedUntil, Err: errors.New("cloudtest: request limit exceeded")}
+	}
+	return nil
+}
+
+func (d *Driver) liveCount() int {
+	n := 0
+	for _, s := range d.instances {
+		if s.live() {
+			n++
+		}
+	}
+	return n
+}
+
+// sorted returns the instances (all, or only live ones) in creation order.
+func (d *Driver) sorted(liveOnly bool) []*instState {
+	out := make([]*instState, 0, len(d.instances))
+	for _, s := range d.instances {
+		if !liveOnly || s.live() {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].seq < out[j].seq })
+	return out
+}
+
+// Create implements cloud.InstanceSet. Checks, in order: rate limit,
+// provider-wide capacity, per-type capacity, quota, injected error.
+func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.Tags) (cloud.Instance, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.clock.Now()
+	d.stats.Creates++
+	if err := d.rateLimit(now); err != nil {
+		return nil, err
+	}
+	pt := it.ProviderType
+	if pt == "" {
+		pt = it.Name
+	}
+	if d.providerCapacity {
+		d.stats.CreateErrors++
+		return nil, &cloud.CapacityError{Err: errors.New("cloudtest: insufficient capacity")}
+	}
+	if d.capacityTypes[pt] {
+		d.stats.CreateErrors++
+		return nil, &cloud.CapacityError{InstanceType: pt, Err: errors.New("cloudtest: insufficient instance capacity")}
+	}
+	if d.quota > 0 && d.liveCount() >= d.quota {
+		d.stats.CreateErrors++
+		return nil, &cloud.QuotaError{Err: fmt.Errorf("cloudtest: instance limit %d reached", d.quota)}
+	}
+	if roll(d.rngCreate, d.createErrorRate) {
+		d.stats.CreateErrors++
+		return nil, fmt.Errorf("create %s: %w", pt, ErrInjected)
+	}
+	d.seq++
+	id := cloud.InstanceID(fmt.Sprintf("ct-%04d", d.seq))
+	s := &instState{
+		seq:          d.seq,
+		id:           id,
+		providerType: pt,
+		address:      string(id) + ":22",
+		tags:         tags.Clone(),
+		created:      now,
+		readyAt:      now.Add(d.bootDelay),
+		broken:       roll(d.rngBroken, d.brokenRate),
+		containers:   map[string]*ctr{},
+		installed:    map[string]string{},
+	}
+	d.instances[id] = s
+	d.stats.Created++
+	return d.handle(s), nil
+}
+
+// Instances implements cloud.InstanceSet: live instances whose tags contain
+// every pair in filter, in creation order. Before listing, each live
+// instance vanishes with probability VanishRate.
+func (d *Driver) Instances(ctx context.Context, filter cloud.Tags) ([]cloud.Instance, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.clock.Now()
+	d.stats.Lists++
+	if err := d.rateLimit(now); err != nil {
+		return nil, err
+	}
+	var out []cloud.Instance
+	for _, s := range d.sorted(true) {
+		if roll(d.rngVanish, d.vanishRate) {
+			d.vanish(s)
+			continue
+		}
+		if matches(s.tags, filter) {
+			out = append(out, d.handle(s))
+		}
+	}
+	return out, nil
+}
+
+func matches(tags, filter cloud.Tags) bool {
+	for k, v := range filter {
+		if tv, ok := tags[k]; !ok || tv != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Stop implements cloud.InstanceSet. It is a no-op: instances and their
+// containers stay, and the Driver remains usable (a restarted dispatcher
+// may use it again).
+func (d *Driver) Stop() {}
+
+func (d *Driver) vanish(s *instState) {
+	if !s.live() {
+		return
+	}
+	s.vanished = true
+	s.containers = map[string]*ctr{}
+	d.stats.Vanished++
+}
+
+func (d *Driver) handle(s *instState) *instance {
+	return &instance{d: d, id: s.id, providerType: s.providerType, address: s.address, tags: s.tags.Clone()}
+}
+
+// instance is the cloud.Instance handle the driver hands out. Its tags are a
+// snapshot taken when it was returned (updated by its own SetTags).
+type instance struct {
+	d            *Driver
+	id           cloud.InstanceID
+	providerType string
+	address      string
+	tags         cloud.Tags // guarded by d.mu
+}
+
+var _ cloud.Instance = (*instance)(nil)
+
+func (i *instance) ID() cloud.InstanceID { return i.id }
+func (i *instance) String() string       { return string(i.id) }
+func (i *instance) ProviderType() string { return i.providerType }
+func (i *instance) Address() string      { return i.address }
+
+func (i *instance) Tags() cloud.Tags {
+	i.d.mu.Lock()
+	defer i.d.mu.Unlock()
+	return i.tags.Clone()
+}
+
+// SetTags replaces the instance's tags. It is a cloud call (rate limits
+// apply); on a destroyed or vanished instance it returns an error wrapping
+// ErrNotFound.
+func (i *instance) SetTags(ctx context.Context, tags cloud.Tags) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	d := i.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.clock.Now()
+	d.stats.SetTags++
+	if err := d.rateLimit(now); err != nil {
+		return err
+	}
+	s := d.instances[i.id]
+	if s == nil || !s.live() {
+		return fmt.Errorf("set tags on %s: %w", i.id, ErrNotFound)
+	}
+	s.tags = tags.Clone()
+	i.tags = tags.Clone()
+	return nil
+}
+
+// Destroy removes the instance and its containers. Destroying an instance
+// that is already destroyed or vanished returns nil.
+func (i *instance) Destroy(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	d := i.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.clock.Now()
+	d.stats.Destroys++
+	if err := d.rateLimit(now); err != nil {
+		return err
+	}
+	s := d.instances[i.id]
+	if s == nil {
+		return fmt.Errorf("destroy %s: %w", i.id, ErrNotFound)
+	}
+	if !s.live() {
+		return nil
+	}
+	if roll(d.rngDestroy, d.destroyErrorRate) {
+		d.stats.DestroyErrors++
+		return fmt.Errorf("destroy %s: %w", i.id, ErrInjected)
+	}
+	s.destroyed = true
+	s.containers = map[string]*ctr{}
+	d.stats.Destroyed++
+	return nil
+}
+
+// Executor returns the in-memory executor of inst (looked up by id, so any
+// handle for the instance works). It fails only if the driver never created
+// an instance with that id; executing on a destroyed or vanished instance
+// fails at Execute time.
+func (d *Driver) Executor(inst cloud.Instance) (runner.Executor, error) {
+	if inst == nil {
+		return nil, fmt.Errorf("executor: nil instance: %w", ErrNotFound)
+	}
+	return d.ExecutorByID(inst.ID())
+}
+
+// ExecutorByID is Executor for an instance id.
+func (d *Driver) ExecutorByID(id cloud.InstanceID) (runner.Executor, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.instances[id] == nil {
+		return nil, fmt.Errorf("executor for %s: %w", id, ErrNotFound)
+	}
+	return &executor{d: d, id: id}, nil
+}
+
+// Instance returns a handle for a live instance.
+func (d *Driver) Instance(id cloud.InstanceID) (cloud.Instance, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.instances[id]
+	if s == nil || !s.live() {
+		return nil, false
+	}
+	return d.handle(s), true
+}
+
+// --- knobs ---
+
+// SetQuota sets the max number of live instances (0 = unlimited).
+func (d *Driver) SetQuota(n int) {
+	d.mu.Lock()
+	d.quota = n
+	d.mu.Unlock()
+}
+
+// SetCapacityError turns capacity errors for one provider type on or off.
+func (d *Driver) SetCapacityError(providerType string, on bool) {
+	d.mu.Lock()
+	if on {
+		d.capacityTypes[providerType] = true
+	} else {
+		delete(d.capacityTypes, providerType)
+	}
+	d.mu.Unlock()
+}
+
+// SetProviderCapacityError turns provider-wide capacity errors on or off.
+func (d *Driver) SetProviderCapacityError(on bool) {
+	d.mu.Lock()
+	d.providerCapacity = on
+	d.mu.Unlock()
+}
+
+// SetRateLimitedUntil makes every cloud call fail with a RateLimitError
+// (RetryAfter t) until the clock reaches t. A zero t ends it.
+func (d *Driver) SetRateLimitedUntil(t time.Time) {
+	d.mu.Lock()
+	d.rateLimitedUntil = t
+	d.mu.Unlock()
+}
+
+// SetRateLimitRate sets Options.RateLimitRate.
+func (d *Driver) SetRateLimitRate(f float64) {
+	d.mu.Lock()
+	d.rateLimitRate = f
+	d.mu.Unlock()
+}
+
+// SetCreateErrorRate sets Options.CreateErrorRate.
+func (d *Driver) SetCreateErrorRate(f float64) {
+	d.mu.Lock()
+	d.createErrorRate = f
+	d.mu.Unlock()
+}
+
+// SetDestroyErrorRate sets Options.DestroyErrorRate.
+func (d *Driver) SetDestroyErrorRate(f float64) {
+	d.mu.Lock()
+	d.destroyErrorRate = f
+	d.mu.Unlock()
+}
+
+// SetBootDelay sets Options.BootDelay for instances created from now on.
+func (d *Driver) SetBootDelay(b time.Duration) {
+	d.mu.Lock()
+	d.bootDelay = b
+	d.mu.Unlock()
+}
+
+// SetBrokenRate sets Options.BrokenRate for instances created from now on.
+func (d *Driver) SetBrokenRate(f float64) {
+	d.mu.Lock()
+	d.brokenRate = f
+	d.mu.Unlock()
+}
+
+// SetRunnerCrashRate sets Options.RunnerCrashRate for containers started
+// from now on.
+func (d *Driver) SetRunnerCrashRate(f float64) {
+	d.mu.Lock()
+	d.crashRate = f
+	d.mu.Unlock()
+}
+
+// SetVanishRate sets Options.VanishRate.
+func (d *Driver) SetVanishRate(f float64) {
+	d.mu.Lock()
+	d.vanishRate = f
+	d.mu.Unlock()
+}
+
+// Vanish makes a live instance disappear as if the provider terminated it:
+// it is no longer listed, its containers are gone and its executor fails.
+func (d *Driver) Vanish(id cloud.InstanceID) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s := d.instances[id]; s != nil {
+		d.vanish(s)
+	}
+}
+
+// Break makes the instance's executor fail on every call.
+func (d *Driver) Break(id cloud.InstanceID) { d.setBroken(id, true) }
+
+// Unbreak undoes Break (or a BrokenRate decision).
+func (d *Driver) Unbreak(id cloud.InstanceID) { d.setBroken(id, false) }
+
+func (d *Driver) setBroken(id cloud.InstanceID, on bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s := d.instances[id]; s != nil {
+		s.broken = on
+	}
+}
+
+// CrashRunner makes every container on the instance vanish from its
+// runner's list, as if the runner lost all its state.
+func (d *Driver) CrashRunner(id cloud.InstanceID) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s := d.instances[id]; s != nil {
+		d.stats.Crashed += len(s.containers)
+		s.containers = map[string]*ctr{}
+	}
+}
+
+// --- observation ---
+
+// Stats returns a copy of the counters.
+func (d *Driver) Stats() Stats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stats
+}
+
+// Live returns the ids of instances neither destroyed nor vanished, in
+// creation order (which is id order up to ct-9999).
+func (d *Driver) Live() []cloud.InstanceID {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []cloud.InstanceID
+	for _, s := range d.sorted(true) {
+		out = append(out, s.id)
+	}
+	return out
+}
+
+// StartCount returns how many times "runner start" was accepted for a
+// container id, across all instances.
+func (d *Driver) StartCount(containerID string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.startCounts[containerID]
+}
+
+// RunningOn returns the ids of the containers running on an instance now,
+// sorted.
+func (d *Driver) RunningOn(id cloud.InstanceID) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.instances[id]
+	if s == nil || !s.live() {
+		return nil
+	}
+	var out []string
+	for _, st := range d.list(s, d.clock.Now()) {
+		if st.State == runner.StateRunning {
+			out = append(out, st.ID)
+		}
+	}
+	return out
+}
+
+// RunningAnywhere returns, for every container id running on some live
+// instance, the instances it runs on. A test can check that no container
+// runs twice at once.
+func (d *Driver) RunningAnywhere() map[string][]cloud.InstanceID {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.clock.Now()
+	out := map[string][]cloud.InstanceID{}
+	for _, s := range d.sorted(true) {
+		for _, st := range d.list(s, now) {
+			if st.State == runner.StateRunning {
+				out[st.ID] = append(out[st.ID], s.id)
+			}
+		}
+	}
+	return out
+}
+
+// Containers returns what "runner list" would report on the instance now
+// (nil for an unknown, destroyed or vanished instance).
+func (d *Driver) Containers(id cloud.InstanceID) []runner.Status {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.instances[id]
+	if s == nil || !s.live() {
+		return nil
+	}
+	return d.list(s, d.clock.Now())
+}

@@ -1,0 +1,316 @@
+package cloudtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"dispatch-tui/cloud"
+	"dispatch-tui/engine/runner"
+)
+
+// CmdName is argv[0] of the commands Cmd builds.
+const CmdName = "cloudtest-run"
+
+// IgnoreTerm, as any argument of a container's command, makes the in-memory
+// runner ignore "kill --signal TERM" for it.
+const IgnoreTerm = "ignore-term"
+
+// Cmd returns a container command the in-memory runner understands: it runs
+// for d of clock time, then exits with exitCode. Append IgnoreTerm to make
+// it ignore TERM.
+//
+// The in-memory runner also understands ["true"] (exits 0 at once),
+// ["false"] (exits 1 at once) and ["sleep", "N"] (N seconds, then 0); any
+// other command runs until killed.
+func Cmd(d time.Duration, exitCode int) []string {
+	return []string{CmdName, d.String(), strconv.Itoa(exitCode)}
+}
+
+// Exit codes "runner list" reports for killed containers.
+const (
+	ExitTerm = 128 + 15
+	ExitKill = 128 + 9
+)
+
+// forever marks a container that runs until killed.
+const forever = time.Duration(-1)
+
+// ctr is one container in an instance's in-memory runner.
+type ctr struct {
+	spec       runner.Spec
+	pid        int
+	started    time.Time
+	dur        time.Duration // forever: runs until killed
+	exitCode   int
+	ignoreTerm bool
+	killed     bool
+	killedAt   time.Time
+	killCode   int
+	crash      bool
+	crashAt    time.Time
+}
+
+// behaviour derives a command's runtime and exit code.
+func behaviour(argv []string) (dur time.Duration, code int) {
+	switch path.Base(argv[0]) {
+	case CmdName:
+		if len(argv) < 3 {
+			return 0, 2
+		}
+		d, err := time.ParseDuration(argv[1])
+		if err != nil || d < 0 {
+			return 0, 2
+		}
+		c, err := strconv.Atoi(argv[2])
+		if err != nil {
+			return 0, 2
+		}
+		return d, c
+	case "true":
+		return 0, 0
+	case "false":
+		return 0, 1
+	case "sleep":
+		if len(argv) < 2 {
+			return 0, 1
+		}
+		f, err := strconv.ParseFloat(argv[1], 64)
+		if err != nil || f < 0 {
+			return 0, 1
+		}
+		return time.Duration(f * float64(time.Second)), 0
+	}
+	return forever, 0
+}
+
+// exit returns when the container exits (or exited), if it ever does on its own
+// or was killed.
+func (c *ctr) exit() (at time.Time, code int, ok bool) {
+	if c.killed {
+		return c.killedAt, c.killCode, true
+	}
+	if c.dur != forever {
+		return c.started.Add(c.dur), c.exitCode, true
+	}
+	return time.Time{}, 0, false
+}
+
+// status returns the container's status at now, and gone if the runner has
+// lost it (crash while it was still running).
+func (c *ctr) status(now time.Time) (st runner.Status, gone bool) {
+	at, code, ok := c.exit()
+	if c.crash && !now.Before(c.crashAt) && (!ok || at.After(c.crashAt)) {
+		return runner.Status{}, true
+	}
+	st = runner.Status{ID: c.spec.ID, PID: c.pid, State: runner.StateRunning, StartedAt: c.started}
+	if ok && !now.Before(at) {
+		st.State = runner.StateExited
+		st.ExitCode = code
+		st.FinishedAt = at
+	}
+	return st, false
+}
+
+// list prunes crashed containers and returns the rest's statuses sorted by
+// id. d.mu must be held.
+func (d *Driver) list(s *instState, now time.Time) []runner.Status {
+	out := make([]runner.Status, 0, len(s.containers))
+	for id, c := range s.containers {
+		st, gone := c.status(now)
+		if gone {
+			delete(s.containers, id)
+			d.stats.Crashed++
+			continue
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// executor is the in-memory runner.Executor of one instance.
+type executor struct {
+	d  *Driver
+	id cloud.InstanceID
+}
+
+var _ runner.Executor = (*executor)(nil)
+
+// Close is a no-op.
+func (e *executor) Close() error { return nil }
+
+func exitErr(code int, format string, args ...any) ([]byte, []byte, error) {
+	msg := fmt.Sprintf(format, args...) + "\n"
+	return nil, []byte(msg), &runner.ExitError{Code: code, Stderr: msg}
+}
+
+// Execute runs a command line on the instance's in-memory runner.
+func (e *executor) Execute(ctx context.Context, line string, stdin []byte) (stdout, stderr []byte, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	d := e.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	now := d.clock.Now()
+	s := d.instances[e.id]
+	switch {
+	case s == nil:
+		return nil, nil, fmt.Errorf("dial %s: no such host: %w", e.id, ErrUnreachable)
+	case !s.live():
+		return nil, nil, fmt.Errorf("dial %s: no route to host: %w", s.address, ErrUnreachable)
+	case now.Before(s.readyAt):
+		return nil, nil, fmt.Errorf("dial %s: connection refused: %w", s.address, ErrUnreachable)
+	case s.broken:
+		return nil, nil, fmt.Errorf("ssh %s: handshake failed: EOF: %w", s.address, ErrUnreachable)
+	}
+
+	f := strings.Fields(line)
+	if len(f) < 2 || f[1] != "runner" {
+		return d.shell(s, line, stdin)
+	}
+	runnerPath, cmd, err := runner.ParseLine(line)
+	if err != nil {
+		return exitErr(2, "%v", err)
+	}
+	switch cmd.Verb {
+	case "version":
+		hash := d.runnerHash
+		if h, ok := s.installed[runnerPath]; ok {
+			hash = h
+		}
+		return []byte("cloudtest-runner " + hash + "\n"), nil, nil
+	case "list":
+		var buf bytes.Buffer
+		if err := runner.FormatList(&buf, d.list(s, now)); err != nil {
+			return exitErr(1, "list: %v", err)
+		}
+		return buf.Bytes(), nil, nil
+	case "start":
+		return d.start(s, now, cmd.ID, stdin)
+	}
+
+	// kill, logs, forget: need an existing container.
+	d.list(s, now) // prune crashed containers
+	c := s.containers[cmd.ID]
+	if c == nil {
+		return exitErr(1, "runner %s: no such container %q", cmd.Verb, cmd.ID)
+	}
+	st, _ := c.status(now)
+	switch cmd.Verb {
+	case "kill":
+		if st.State == runner.StateRunning && !(cmd.Signal == runner.SignalTerm && c.ignoreTerm) {
+			c.killed = true
+			c.killedAt = now
+			c.killCode = ExitTerm
+			if cmd.Signal == runner.SignalKill {
+				c.killCode = ExitKill
+			}
+		}
+		d.stats.Kills++
+		return nil, nil, nil
+	case "logs":
+		lines := []string{fmt.Sprintf("cloudtest: %s running %s", c.spec.ID, strings.Join(c.spec.Command, " "))}
+		if st.State == runner.StateExited {
+			lines = append(lines, fmt.Sprintf("cloudtest: %s exited %d", c.spec.ID, st.ExitCode))
+		}
+		if cmd.Tail > 0 && cmd.Tail < len(lines) {
+			lines = lines[len(lines)-cmd.Tail:]
+		}
+		return []byte(strings.Join(lines, "\n") + "\n"), nil, nil
+	case "forget":
+		if st.State == runner.StateRunning {
+			return exitErr(1, "runner forget: container %q is still running", cmd.ID)
+		}
+		delete(s.containers, cmd.ID)
+		return nil, nil, nil
+	}
+	return exitErr(2, "runner: unknown verb %q", cmd.Verb)
+}
+
+// shell handles a non-runner command line: the runner install line (reads
+// stdin and records the installed binary's hash), "false" (exit 1), and
+// anything else (e.g. the boot probe "true"), which succeeds silently.
+func (d *Driver) shell(s *instState, line string, stdin []byte) ([]byte, []byte, error) {
+	if strings.Contains(line, "cat > ") {
+		p := installPath(line)
+		if p == "" {
+			return exitErr(2, "sh: cannot parse install line %q", line)
+		}
+		sum := sha256.Sum256(stdin)
+		s.installed[p] = hex.EncodeToString(sum[:])
+		d.stats.Installs++
+		return nil, nil, nil
+	}
+	if strings.TrimSpace(line) == "false" {
+		return nil, nil, &runner.ExitError{Code: 1}
+	}
+	return nil, nil, nil
+}
+
+// installPath extracts the final path from a runner.InstallLine: the last
+// single-quoted word.
+func installPath(line string) string {
+	end := strings.LastIndexByte(line, '\'')
+	if end <= 0 {
+		return ""
+	}
+	start := strings.LastIndexByte(line[:end], '\'')
+	if start < 0 {
+		return ""
+	}
+	return line[start+1 : end]
+}
+
+func (d *Driver) start(s *instState, now time.Time, id string, stdin []byte) ([]byte, []byte, error) {
+	var spec runner.Spec
+	dec := json.NewDecoder(bytes.NewReader(stdin))
+	if err := dec.Decode(&spec); err != nil {
+		return exitErr(2, "runner start: reading spec: %v", err)
+	}
+	if err := runner.ValidateSpec(&spec); err != nil {
+		return exitErr(2, "runner start: %v", err)
+	}
+	if spec.ID != id {
+		return exitErr(2, "runner start: spec id %q does not match %q", spec.ID, id)
+	}
+	d.list(s, now) // prune crashed containers
+	if s.containers[id] != nil {
+		return exitErr(1, "runner start: container %q already exists", id)
+	}
+	dur, code := behaviour(spec.Command)
+	c := &ctr{
+		spec:     spec,
+		started:  now,
+		dur:      dur,
+		exitCode: code,
+	}
+	for _, a := range spec.Command {
+		if a == IgnoreTerm {
+			c.ignoreTerm = true
+		}
+	}
+	if roll(d.rngCrash, d.crashRate) {
+		c.crash = true
+		if dur == forever {
+			c.crashAt = now.Add(time.Second)
+		} else {
+			c.crashAt = now.Add(dur / 2)
+		}
+	}
+	d.pid++
+	c.pid = 1000 + d.pid
+	s.containers[id] = c
+	d.startCounts[id]++
+	d.stats.Starts++
+	return nil, nil, nil
+}

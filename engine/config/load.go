@@ -1,0 +1,748 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"dispatch-tui/cloud"
+)
+
+// Find returns the config file to use when --config is absent (DESIGN §7.1):
+// ./dispatch-tui.toml, then $XDG_CONFIG_HOME/dispatch-tui/config.toml
+// ($HOME/.config/dispatch-tui/config.toml when XDG_CONFIG_HOME is unset).
+// It returns "" and no error when neither exists.
+func Find() (path string, err error) {
+	candidates := []string{"dispatch-tui.toml"}
+	if x := os.Getenv("XDG_CONFIG_HOME"); x != "" && filepath.IsAbs(x) {
+		candidates = append(candidates, filepath.Join(x, "dispatch-tui", "config.toml"))
+	} else if h, err := os.UserHomeDir(); err == nil && h != "" {
+		candidates = append(candidates, filepath.Join(h, ".config", "dispatch-tui", "config.toml"))
+	}
+	for _, p := range candidates {
+		fi, err := os.Stat(p)
+		switch {
+		case err == nil && fi.IsDir():
+			return "", fmt.Errorf("config file %s is a directory", p)
+		case err == nil:
+			return p, nil
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		default:
+			return "", err
+		}
+	}
+	return "", nil
+}
+
+// FindAndLoad loads the file named by --config when explicit is not "";
+// otherwise the file Find finds; otherwise it returns Default().
+func FindAndLoad(explicit string) (*Config, error) {
+	path := explicit
+	if path == "" {
+		var err error
+		if path, err = Find(); err != nil {
+			return nil, err
+		}
+		if path == "" {
+			return Default(), nil
+		}
+	}
+	return Load(path)
+}
+
+// Load reads and parses the config file at path.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, path)
+}
+
+// Parse parses a config file's contents over the built-in defaults and
+// validates the result. path is used in error messages, to resolve relative
+// file paths in the config, and is recorded in Config.Path; it may be "".
+//
+// On failure the error is an Errors value holding every problem found, each
+// tied to its line.
+func Parse(data []byte, path string) (*Config, error) {
+	file := path
+	if file == "" {
+		file = "<config>"
+	}
+	src := string(data)
+
+	// Pass 1: syntax, and the shape of the tables (a section given as a
+	// number would stop the typed decode at its first problem).
+	var generic map[string]any
+	md, err := toml.Decode(src, &generic)
+	if err != nil {
+		return nil, Errors{syntaxError(file, err)}
+	}
+	p := &parser{file: file, loc: locate(src), failed: map[string]bool{}}
+	p.checkShape(rawFileType, generic, "")
+	if len(p.errs) > 0 {
+		p.unknownKeys(md.Keys(), nil)
+		return nil, p.result()
+	}
+
+	// Pass 2: decode into the raw structs; every leaf is a value, so this
+	// does not fail on a bad value, and conversion reports them all.
+	var raw rawFile
+	md, err = toml.Decode(src, &raw)
+	if err != nil {
+		e := syntaxError(file, err)
+		p.errs = append(p.errs, e)
+		return nil, p.result()
+	}
+	p.unknownKeys(md.Keys(), md.Undecoded())
+
+	c := Default()
+	c.Path = path
+	dir := ""
+	if path != "" {
+		dir = filepath.Dir(path)
+	}
+	p.convert(&raw, c, dir, md.IsDefined("instance_type"))
+	for _, e := range c.validate() {
+		if p.failed[e.Key] {
+			continue
+		}
+		e.File = file
+		if n, ok := p.loc.byPath[e.Key]; ok {
+			e.Line = n
+		} else if e.lineKey != "" {
+			e.Line = p.loc.line(e.lineKey)
+		} else {
+			e.Line = p.loc.line(e.Key)
+		}
+		p.errs = append(p.errs, e)
+	}
+	if len(p.errs) > 0 {
+		return nil, p.result()
+	}
+	sortInstanceTypes(c.InstanceTypes)
+	return c, nil
+}
+
+func syntaxError(file string, err error) *Error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		return &Error{File: file, Line: pe.Position.Line, Msg: "invalid TOML: " + pe.Message}
+	}
+	return &Error{File: file, Msg: "invalid TOML: " + strings.TrimPrefix(err.Error(), "toml: ")}
+}
+
+// value holds one raw TOML value of any type. Converting it to its Go type
+// happens after decoding, so that one bad value does not hide the others.
+type value struct {
+	v   any
+	set bool
+}
+
+// UnmarshalTOML implements toml.Unmarshaler.
+func (x *value) UnmarshalTOML(v any) error {
+	x.v, x.set = v, true
+	return nil
+}
+
+// The raw structs mirror the file. Their toml tags are the key names of
+// DESIGN §7.4; unknownKeys also uses them as the schema of known keys.
+type rawFile struct {
+	Dispatcher    rawDispatcher     `toml:"dispatcher"`
+	Cloud         rawCloud          `toml:"cloud"`
+	InstanceTypes []rawInstanceType `toml:"instance_type"`
+	Containers    rawContainers     `toml:"containers"`
+	TUI           rawTUI            `toml:"tui"`
+}
+
+type rawDispatcher struct {
+	Listen                   value `toml:"listen"`
+	Token                    value `toml:"token"`
+	TokenFile                value `toml:"token_file"`
+	StateDir                 value `toml:"state_dir"`
+	MaxInstances             value `toml:"max_instances"`
+	MaxContainersPerInstance value `toml:"max_containers_per_instance"`
+	MaxPriceFactor           value `toml:"max_price_factor"`
+	SchedulerProfile         value `toml:"scheduler_profile"`
+	StaleLockTimeout         value `toml:"stale_lock_timeout"`
+	ReserveExtraRAM          value `toml:"reserve_extra_ram"`
+}
+
+type rawCloud struct {
+	Driver               value       `toml:"driver"`
+	SSHUser              value       `toml:"ssh_user"`
+	SSHKeyFile           value       `toml:"ssh_key_file"`
+	SSHPort              value       `toml:"ssh_port"`
+	KnownHosts           value       `toml:"known_hosts"`
+	RunnerPath           value       `toml:"runner_path"`
+	BootProbeCommand     value       `toml:"boot_probe_command"`
+	TimeoutIdle          value       `toml:"timeout_idle"`
+	TimeoutBooting       value       `toml:"timeout_booting"`
+	TimeoutProbe         value       `toml:"timeout_probe"`
+	TimeoutShutdown      value       `toml:"timeout_shutdown"`
+	ProbeInterval        value       `toml:"probe_interval"`
+	SyncInterval         value       `toml:"sync_interval"`
+	MaxProbesPerSecond   value       `toml:"max_probes_per_second"`
+	MaxCloudOpsPerSecond value       `toml:"max_cloud_ops_per_second"`
+	MaxConcurrentCreates value       `toml:"max_concurrent_creates"`
+	Local                rawLocal    `toml:"local"`
+	SSHHosts             rawSSHHosts `toml:"sshhosts"`
+}
+
+type rawLocal struct {
+	BootDelay value `toml:"boot_delay"`
+}
+
+type rawSSHHosts struct {
+	Hosts []rawSSHHost `toml:"host"`
+}
+
+type rawSSHHost struct {
+	Address      value `toml:"address"`
+	InstanceType value `toml:"instance_type"`
+	User         value `toml:"user"`
+	KeyFile      value `toml:"key_file"`
+	WorkDir      value `toml:"work_dir"`
+}
+
+type rawInstanceType struct {
+	Name         value `toml:"name"`
+	ProviderType value `toml:"provider_type"`
+	VCPUs        value `toml:"vcpus"`
+	RAM          value `toml:"ram"`
+	Scratch      value `toml:"scratch"`
+	GPUs         value `toml:"gpus"`
+	Price        value `toml:"price"`
+	Preemptible  value `toml:"preemptible"`
+}
+
+type rawContainers struct {
+	MaxAttempts value `toml:"max_attempts"`
+	KillGrace   value `toml:"kill_grace"`
+}
+
+type rawTUI struct {
+	Refresh  value            `toml:"refresh"`
+	Theme    value            `toml:"theme"`
+	ReadOnly value            `toml:"read_only"`
+	Keys     map[string]value `toml:"keys"`
+}
+
+var (
+	rawFileType = reflect.TypeOf(rawFile{})
+	valueType   = reflect.TypeOf(value{})
+)
+
+func tagName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+	return name
+}
+
+// fieldFor finds the field of struct type t that the TOML key names: the
+// one spelled exactly so, or else (as the decoder does) one whose name
+// matches ignoring case. exact reports which.
+func fieldFor(t reflect.Type, key string) (f reflect.StructField, exact, ok bool) {
+	for i := 0; i < t.NumField(); i++ {
+		if tagName(t.Field(i)) == key {
+			return t.Field(i), true, true
+		}
+	}
+	for i := 0; i < t.NumField(); i++ {
+		if strings.EqualFold(tagName(t.Field(i)), key) {
+			return t.Field(i), false, true
+		}
+	}
+	return reflect.StructField{}, false, false
+}
+
+// parser collects the errors of one Parse.
+type parser struct {
+	file   string
+	loc    *locator
+	errs   Errors
+	failed map[string]bool // keys whose value could not be converted
+}
+
+func (p *parser) result() error {
+	sortErrors(p.errs)
+	return p.errs
+}
+
+// errAt records an error about key (an indexed path), at the key's line.
+func (p *parser) errAt(key, format string, args ...any) {
+	p.errs = append(p.errs, &Error{File: p.file, Line: p.loc.line(key), Key: key, Msg: fmt.Sprintf(format, args...)})
+}
+
+// fail records that key's value is unusable; validation then stays quiet
+// about that key.
+func (p *parser) fail(key, format string, args ...any) {
+	p.failed[key] = true
+	p.errAt(key, format, args...)
+}
+
+func joinKey(path, key string) string {
+	k := toml.Key{key}.String()
+	if path == "" {
+		return k
+	}
+	return path + "." + k
+}
+
+// checkShape checks that every table, array of tables and map of the schema
+// t has that shape in the generic decode v.
+func (p *parser) checkShape(t reflect.Type, v any, path string) {
+	switch {
+	case t == valueType:
+	case t.Kind() == reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			p.fail(path, "must be a table (got %s)", tomlType(v))
+			return
+		}
+		for _, k := range sortedKeys(m) {
+			if f, _, ok := fieldFor(t, k); ok {
+				p.checkShape(f.Type, m[k], joinKey(path, k))
+			}
+		}
+	case t.Kind() == reflect.Slice:
+		var elems []any
+		switch a := v.(type) {
+		case []map[string]any:
+			for _, e := range a {
+				elems = append(elems, e)
+			}
+		case []any:
+			elems = a
+		default:
+			p.fail(path, "must be an array of tables, written [[%s]] (got %s)", path, tomlType(v))
+			return
+		}
+		for i, e := range elems {
+			p.checkShape(t.Elem(), e, fmt.Sprintf("%s[%d]", path, i))
+		}
+	case t.Kind() == reflect.Map:
+		if _, ok := v.(map[string]any); !ok {
+			p.fail(path, "must be a table (got %s)", tomlType(v))
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// unknownKeys reports every key of the document that the schema does not
+// know: those the decoder left undecoded, and those it matched only by
+// ignoring case. Keys under an unknown key are not reported again.
+func (p *parser) unknownKeys(keys, undecoded []toml.Key) {
+	und := make(map[string]bool, len(undecoded))
+	for _, k := range undecoded {
+		und[k.String()] = true
+	}
+	seen := map[string]int{}
+	reported := map[string]bool{}
+	for _, k := range keys {
+		s := k.String()
+		n := seen[s]
+		seen[s]++
+		known, hint := schemaKnows(k)
+		if known && !und[s] {
+			continue
+		}
+		under := false
+		for j := 1; j < len(k) && !under; j++ {
+			under = reported[k[:j].String()]
+		}
+		if under {
+			continue
+		}
+		reported[s] = true
+		msg := "unknown key " + s
+		if hint != "" {
+			msg += " (did you mean " + hint + "?)"
+		}
+		p.errs = append(p.errs, &Error{File: p.file, Line: p.loc.plainLine(s, n), Msg: msg})
+	}
+}
+
+// schemaKnows reports whether the key, spelled exactly so, is one of
+// rawFile's. Keys below a value (which then has the wrong type, reported on
+// conversion) or inside [tui.keys] count as known. For an unknown key it
+// suggests a close known one, if any.
+func schemaKnows(k toml.Key) (known bool, hint string) {
+	t := rawFileType
+	for i, piece := range k {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || t == valueType {
+			return true, ""
+		}
+		f, exact, ok := fieldFor(t, piece)
+		if !ok || !exact {
+			return false, suggest(t, k[:i], piece)
+		}
+		t = f.Type
+	}
+	return true, ""
+}
+
+// suggest returns the known key in struct t closest to piece, if close.
+func suggest(t reflect.Type, parent toml.Key, piece string) string {
+	best, bestDist := "", 3
+	for i := 0; i < t.NumField(); i++ {
+		name := tagName(t.Field(i))
+		d := editDistance(strings.ToLower(piece), name)
+		if d < bestDist {
+			best, bestDist = name, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return append(append(toml.Key{}, parent...), best).String()
+}
+
+// editDistance is the Levenshtein distance between a and b, capped for
+// long inputs.
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		if a == b {
+			return 0
+		}
+		return 64
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func tomlType(v any) string {
+	switch v.(type) {
+	case string:
+		return "string"
+	case int64:
+		return "integer"
+	case float64:
+		return "float"
+	case bool:
+		return "boolean"
+	case time.Time:
+		return "date-time"
+	case []any, []map[string]any:
+		return "array"
+	case map[string]any:
+		return "table"
+	case nil:
+		return "nothing"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// Conversions of raw values. Each leaves dst alone when the key is absent
+// or its value is bad (then it records an error).
+
+func (p *parser) str(key string, v value, dst *string) {
+	if !v.set {
+		return
+	}
+	s, ok := v.v.(string)
+	if !ok {
+		p.fail(key, "must be a string (got %s)", tomlType(v.v))
+		return
+	}
+	*dst = s
+}
+
+func (p *parser) integer(key string, v value, dst *int) {
+	if !v.set {
+		return
+	}
+	n, ok := v.v.(int64)
+	if !ok {
+		p.fail(key, "must be an integer (got %s)", tomlType(v.v))
+		return
+	}
+	if int64(int(n)) != n {
+		p.fail(key, "out of range (got %d)", n)
+		return
+	}
+	*dst = int(n)
+}
+
+func (p *parser) number(key string, v value, dst *float64) {
+	if !v.set {
+		return
+	}
+	var f float64
+	switch x := v.v.(type) {
+	case int64:
+		f = float64(x)
+	case float64:
+		f = x
+	default:
+		p.fail(key, "must be a number (got %s)", tomlType(v.v))
+		return
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		p.fail(key, "must be a finite number (got %v)", f)
+		return
+	}
+	*dst = f
+}
+
+func (p *parser) boolean(key string, v value, dst *bool) {
+	if !v.set {
+		return
+	}
+	b, ok := v.v.(bool)
+	if !ok {
+		p.fail(key, "must be true or false (got %s)", tomlType(v.v))
+		return
+	}
+	*dst = b
+}
+
+func (p *parser) size(key string, v value, dst *int64) {
+	if !v.set {
+		return
+	}
+	switch x := v.v.(type) {
+	case int64:
+		if x < 0 {
+			p.fail(key, "must not be negative (got %d)", x)
+			return
+		}
+		*dst = x
+	case string:
+		n, err := ParseSize(x)
+		if err != nil {
+			p.fail(key, "%v", err)
+			return
+		}
+		*dst = n
+	default:
+		p.fail(key, "must be a size like \"2GiB\" or a number of bytes (got %s)", tomlType(v.v))
+	}
+}
+
+func (p *parser) duration(key string, v value, dst *time.Duration) {
+	if !v.set {
+		return
+	}
+	s, ok := v.v.(string)
+	if !ok {
+		p.fail(key, "must be a duration string like \"90s\" or \"10m\" (got %s)", tomlType(v.v))
+		return
+	}
+	d, err := ParseDuration(s)
+	if err != nil {
+		p.fail(key, "%v", err)
+		return
+	}
+	*dst = d
+}
+
+// localPath resolves a local file path from the config: "~/" is the home
+// directory, and a relative path is relative to the config file's directory.
+func localPath(dir, s string) string {
+	if s == "" {
+		return ""
+	}
+	if rest, ok := strings.CutPrefix(s, "~/"); ok {
+		if h, err := os.UserHomeDir(); err == nil && h != "" {
+			return filepath.Join(h, rest)
+		}
+	}
+	if filepath.IsAbs(s) || dir == "" {
+		return s
+	}
+	return filepath.Join(dir, s)
+}
+
+// maxTokenFile bounds what is read from token_file.
+const maxTokenFile = 64 << 10
+
+func readToken(path string) (string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("cannot read token: %v", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("cannot read token: %s is not a regular file", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("cannot read token: %v", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	if err != nil {
+		return "", fmt.Errorf("cannot read token: %v", err)
+	}
+	if len(data) > maxTokenFile {
+		return "", fmt.Errorf("cannot read token: %s is larger than %s", path, FormatSize(maxTokenFile))
+	}
+	tok := strings.TrimSpace(string(data))
+	if tok == "" {
+		return "", fmt.Errorf("token file %s is empty", path)
+	}
+	return tok, nil
+}
+
+// withPort adds port to an address that has none ("10.0.0.5", "::1",
+// "[::1]", "host"). Anything else is returned as is for validation to judge.
+func withPort(addr string, port int) string {
+	if addr == "" {
+		return ""
+	}
+	if _, _, err := net.SplitHostPort(addr); err == nil {
+		return addr
+	}
+	p := strconv.Itoa(port)
+	switch {
+	case strings.HasPrefix(addr, "[") && strings.HasSuffix(addr, "]"):
+		return net.JoinHostPort(addr[1:len(addr)-1], p)
+	case !strings.Contains(addr, ":"), net.ParseIP(addr) != nil:
+		return net.JoinHostPort(addr, p)
+	}
+	return addr
+}
+
+// convert copies the raw values over the defaults in c. dir is the config
+// file's directory; hasTypes tells whether the file has instance types
+// (which then replace the built-in ones).
+func (p *parser) convert(r *rawFile, c *Config, dir string, hasTypes bool) {
+	d, rd := &c.Dispatcher, &r.Dispatcher
+	p.str("dispatcher.listen", rd.Listen, &d.Listen)
+	p.str("dispatcher.token", rd.Token, &d.Token)
+	p.str("dispatcher.token_file", rd.TokenFile, &d.TokenFile)
+	p.str("dispatcher.state_dir", rd.StateDir, &d.StateDir)
+	p.integer("dispatcher.max_instances", rd.MaxInstances, &d.MaxInstances)
+	p.integer("dispatcher.max_containers_per_instance", rd.MaxContainersPerInstance, &d.MaxContainersPerInstance)
+	p.number("dispatcher.max_price_factor", rd.MaxPriceFactor, &d.MaxPriceFactor)
+	p.str("dispatcher.scheduler_profile", rd.SchedulerProfile, &d.SchedulerProfile)
+	p.duration("dispatcher.stale_lock_timeout", rd.StaleLockTimeout, &d.StaleLockTimeout)
+	p.size("dispatcher.reserve_extra_ram", rd.ReserveExtraRAM, &d.ReserveExtraRAM)
+	if d.StateDir == "" {
+		d.StateDir = DefaultStateDir()
+	} else {
+		d.StateDir = localPath(dir, d.StateDir)
+	}
+	switch {
+	case d.Token != "" && d.TokenFile != "":
+		p.fail("dispatcher.token_file", "set token or token_file, not both")
+	case d.TokenFile != "":
+		d.TokenFile = localPath(dir, d.TokenFile)
+		tok, err := readToken(d.TokenFile)
+		if err != nil {
+			p.fail("dispatcher.token_file", "%v", err)
+			p.failed["dispatcher.token"] = true
+		}
+		d.Token = tok
+	}
+
+	cl, rc := &c.Cloud, &r.Cloud
+	p.str("cloud.driver", rc.Driver, &cl.Driver)
+	p.str("cloud.ssh_user", rc.SSHUser, &cl.SSHUser)
+	p.str("cloud.ssh_key_file", rc.SSHKeyFile, &cl.SSHKeyFile)
+	cl.SSHKeyFile = localPath(dir, cl.SSHKeyFile)
+	p.integer("cloud.ssh_port", rc.SSHPort, &cl.SSHPort)
+	p.str("cloud.known_hosts", rc.KnownHosts, &cl.KnownHosts)
+	cl.KnownHosts = localPath(dir, cl.KnownHosts)
+	p.str("cloud.runner_path", rc.RunnerPath, &cl.RunnerPath)
+	p.str("cloud.boot_probe_command", rc.BootProbeCommand, &cl.BootProbeCommand)
+	p.duration("cloud.timeout_idle", rc.TimeoutIdle, &cl.TimeoutIdle)
+	p.duration("cloud.timeout_booting", rc.TimeoutBooting, &cl.TimeoutBooting)
+	p.duration("cloud.timeout_probe", rc.TimeoutProbe, &cl.TimeoutProbe)
+	p.duration("cloud.timeout_shutdown", rc.TimeoutShutdown, &cl.TimeoutShutdown)
+	p.duration("cloud.probe_interval", rc.ProbeInterval, &cl.ProbeInterval)
+	p.duration("cloud.sync_interval", rc.SyncInterval, &cl.SyncInterval)
+	p.number("cloud.max_probes_per_second", rc.MaxProbesPerSecond, &cl.MaxProbesPerSecond)
+	p.number("cloud.max_cloud_ops_per_second", rc.MaxCloudOpsPerSecond, &cl.MaxCloudOpsPerSecond)
+	p.integer("cloud.max_concurrent_creates", rc.MaxConcurrentCreates, &cl.MaxConcurrentCreates)
+	p.duration("cloud.local.boot_delay", rc.Local.BootDelay, &cl.Local.BootDelay)
+	cl.SSHHosts.Hosts = nil
+	for i, rh := range rc.SSHHosts.Hosts {
+		k := fmt.Sprintf("cloud.sshhosts.host[%d].", i)
+		var h SSHHost
+		p.str(k+"address", rh.Address, &h.Address)
+		p.str(k+"instance_type", rh.InstanceType, &h.InstanceType)
+		p.str(k+"user", rh.User, &h.User)
+		p.str(k+"key_file", rh.KeyFile, &h.KeyFile)
+		p.str(k+"work_dir", rh.WorkDir, &h.WorkDir)
+		h.Address = withPort(h.Address, cl.SSHPort)
+		h.KeyFile = localPath(dir, h.KeyFile)
+		cl.SSHHosts.Hosts = append(cl.SSHHosts.Hosts, h)
+	}
+
+	if hasTypes {
+		c.InstanceTypes = make([]cloud.InstanceType, 0, len(r.InstanceTypes))
+		for i, ri := range r.InstanceTypes {
+			k := fmt.Sprintf("instance_type[%d].", i)
+			var it cloud.InstanceType
+			p.str(k+"name", ri.Name, &it.Name)
+			p.str(k+"provider_type", ri.ProviderType, &it.ProviderType)
+			p.integer(k+"vcpus", ri.VCPUs, &it.VCPUs)
+			p.size(k+"ram", ri.RAM, &it.RAM)
+			p.size(k+"scratch", ri.Scratch, &it.Scratch)
+			p.integer(k+"gpus", ri.GPUs, &it.GPUs)
+			p.number(k+"price", ri.Price, &it.Price)
+			p.boolean(k+"preemptible", ri.Preemptible, &it.Preemptible)
+			if it.ProviderType == "" && !p.failed[k+"provider_type"] {
+				it.ProviderType = it.Name
+			}
+			c.InstanceTypes = append(c.InstanceTypes, it)
+		}
+	}
+
+	ct, rct := &c.Containers, &r.Containers
+	p.integer("containers.max_attempts", rct.MaxAttempts, &ct.MaxAttempts)
+	p.duration("containers.kill_grace", rct.KillGrace, &ct.KillGrace)
+
+	t, rt := &c.TUI, &r.TUI
+	p.duration("tui.refresh", rt.Refresh, &t.Refresh)
+	p.str("tui.theme", rt.Theme, &t.Theme)
+	p.boolean("tui.read_only", rt.ReadOnly, &t.ReadOnly)
+	for _, action := range sortedKeys(rt.Keys) {
+		k := joinKey("tui.keys", action)
+		var key string
+		p.str(k, rt.Keys[action], &key)
+		if !p.failed[k] {
+			t.Keys[action] = key
+		}
+	}
+}

@@ -1,0 +1,509 @@
+// Package engine wires the container queue, the worker pool, the scheduler
+// and a cloud driver into one Engine: the single surface (snapshot,
+// subscribe, verbs) that the API server and the TUI use.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"dispatch-tui/cloud"
+	"dispatch-tui/engine/clock"
+	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/scheduler"
+	"dispatch-tui/engine/worker"
+)
+
+// Options configure an Engine.
+type Options struct {
+	Config       *config.Config
+	InstanceSet  cloud.InstanceSet
+	NewExecutor  func(cloud.Instance) (runner.Executor, error)
+	Clock        clock.Clock  // nil = real clock
+	Logger       *slog.Logger // nil = discard
+	RunnerHash   string
+	RunnerBinary func() ([]byte, error)
+	// Owner tags the instances this dispatcher manages; default "dispatch-tui".
+	Owner string
+	// PassInterval is the longest time between passes; default 1s.
+	PassInterval time.Duration
+	// StorePath overrides <state_dir>/dispatch-tui.db.
+	StorePath string
+}
+
+// Engine is the dispatcher: queue + pool + scheduler + cloud.
+type Engine struct {
+	cfg   *config.Config
+	opts  Options
+	log   *slog.Logger
+	clock clock.Clock
+	queue *queue.Queue
+	pool  *worker.Pool
+	sched *scheduler.Scheduler
+
+	stepMu sync.Mutex // serialises Step; the scheduler is single-threaded
+
+	mu        sync.Mutex // guards the fields below
+	lastStats scheduler.Stats
+	poolEvs   []worker.Event // pool events waiting to be written to the log
+	subs      map[int]chan struct{}
+	nextSub   int
+}
+
+// NoFitError is returned by Submit when no configured type can hold the
+// container.
+type NoFitError struct {
+	Why   string
+	Types []string
+}
+
+func (e *NoFitError) Error() string {
+	return "no instance type fits: " + e.Why + " (types: " + strings.Join(e.Types, ", ") + ")"
+}
+
+// New opens the store and builds the engine. It starts nothing: call Run
+// (or Step in tests).
+func New(opts Options) (*Engine, error) {
+	if opts.Config == nil || opts.InstanceSet == nil || opts.NewExecutor == nil {
+		return nil, errors.New("engine: Config, InstanceSet and NewExecutor are required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Owner == "" {
+		opts.Owner = "dispatch-tui"
+	}
+	if opts.PassInterval <= 0 {
+		opts.PassInterval = time.Second
+	}
+	if opts.StorePath == "" {
+		opts.StorePath = filepath.Join(opts.Config.Dispatcher.StateDir, "dispatch-tui.db")
+	}
+	q, err := queue.Open(queue.Options{
+		Path: opts.StorePath, Clock: opts.Clock,
+		DefaultMaxAttempts: opts.Config.Containers.MaxAttempts,
+	})
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: opts.Config, opts: opts, log: opts.Logger, clock: opts.Clock, queue: q, subs: map[int]chan struct{}{}}
+	e.pool, err = worker.New(worker.Options{
+		Config: opts.Config, InstanceSet: opts.InstanceSet, NewExecutor: opts.NewExecutor,
+		Clock: opts.Clock, Logger: opts.Logger, OnEvent: e.poolEvent,
+		RunnerHash: opts.RunnerHash, RunnerBinary: opts.RunnerBinary, Owner: opts.Owner,
+	})
+	if err != nil {
+		q.Close()
+		return nil, fmt.Errorf("start worker pool: %w", err)
+	}
+	e.sched = scheduler.New(opts.Config, q, e.pool, opts.Clock, opts.Logger)
+	return e, nil
+}
+
+// poolEvent buffers a pool event: the pool may call it while the scheduler
+// holds the queue's lock, so it must not touch the queue itself.
+func (e *Engine) poolEvent(ev worker.Event) {
+	e.mu.Lock()
+	e.poolEvs = append(e.poolEvs, ev)
+	e.mu.Unlock()
+}
+
+func (e *Engine) recordPoolEvents() {
+	e.mu.Lock()
+	evs := e.poolEvs
+	e.poolEvs = nil
+	e.mu.Unlock()
+	for _, ev := range evs {
+		e.queue.AppendEvent("pool", ev.Kind, string(ev.Instance), ev.Kind, ev.Message)
+	}
+}
+
+// Run drives the engine until ctx ends: a step on every change and at least
+// every PassInterval, at most 20 a second.
+func (e *Engine) Run(ctx context.Context) {
+	qch, unsub := e.queue.Subscribe()
+	defer unsub()
+	tick := time.NewTicker(e.opts.PassInterval)
+	defer tick.Stop()
+	const minGap = 50 * time.Millisecond
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-qch:
+		case <-e.pool.Changed():
+		}
+		if wait := minGap - time.Since(last); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+		last = time.Now()
+		e.Step()
+	}
+}
+
+// Step runs the pool's due work and one scheduler pass.
+func (e *Engine) Step() scheduler.Stats {
+	e.stepMu.Lock()
+	defer e.stepMu.Unlock()
+	e.pool.Step()
+	e.recordPoolEvents()
+	st := e.sched.RunPass()
+	e.mu.Lock()
+	e.lastStats = st
+	e.mu.Unlock()
+	e.notify()
+	return st
+}
+
+// Settle waits for every cloud and runner call started so far (tests).
+func (e *Engine) Settle() { e.pool.Wait() }
+
+// Close stops the pool (instances and containers keep running) and closes
+// the store.
+func (e *Engine) Close() error {
+	e.pool.Stop()
+	e.mu.Lock()
+	for id, ch := range e.subs {
+		close(ch)
+		delete(e.subs, id)
+	}
+	e.mu.Unlock()
+	return e.queue.Close()
+}
+
+// Subscribe returns a channel that receives a value (coalesced) after every
+// step and verb, and a function to stop.
+func (e *Engine) Subscribe() (<-chan struct{}, func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	id := e.nextSub
+	e.nextSub++
+	ch := make(chan struct{}, 1)
+	e.subs[id] = ch
+	return ch, func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if c, ok := e.subs[id]; ok {
+			close(c)
+			delete(e.subs, id)
+		}
+	}
+}
+
+func (e *Engine) notify() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, ch := range e.subs {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Config returns the engine's configuration.
+func (e *Engine) Config() *config.Config { return e.cfg }
+
+// ---- snapshot surface ----
+
+// Instances returns every instance in the pool.
+func (e *Engine) Instances() []worker.InstanceView { return e.pool.Instances(nil) }
+
+// Instance returns one instance.
+func (e *Engine) Instance(id string) (worker.InstanceView, bool) {
+	return e.pool.Instance(cloud.InstanceID(id))
+}
+
+// Container returns one container.
+func (e *Engine) Container(id string) (queue.Container, bool) { return e.queue.Get(id) }
+
+// ListOptions filter, sort and page the container list.
+type ListOptions struct {
+	States []queue.State // empty = all
+	Query  string        // substring of id, name or command
+	Sort   string        // "" (scheduling order), "priority", "-priority", "created", "-created", "name", "state"
+	Offset int
+	Limit  int // 0 = all
+}
+
+// Containers returns the containers matching opts and how many match.
+func (e *Engine) Containers(opts ListOptions) ([]queue.Container, int) {
+	var out []queue.Container
+	e.queue.Each(func(c *queue.Container) bool {
+		if len(opts.States) > 0 && !slices.Contains(opts.States, c.State) {
+			return true
+		}
+		if opts.Query != "" && !matches(c, opts.Query) {
+			return true
+		}
+		out = append(out, c.View())
+		return true
+	})
+	sortContainers(out, opts.Sort)
+	total := len(out)
+	if opts.Offset > 0 {
+		out = out[min(opts.Offset, len(out)):]
+	}
+	if opts.Limit > 0 && len(out) > opts.Limit {
+		out = out[:opts.Limit]
+	}
+	return out, total
+}
+
+func matches(c *queue.Container, q string) bool {
+	if strings.Contains(c.ID, q) || strings.Contains(c.Name, q) {
+		return true
+	}
+	for _, a := range c.Command {
+		if strings.Contains(a, q) {
+			return true
+		}
+	}
+	return false
+}
+
+func sortContainers(cs []queue.Container, key string) {
+	desc := strings.HasPrefix(key, "-")
+	key = strings.TrimPrefix(key, "-")
+	var cmp func(a, b queue.Container) int
+	switch key {
+	case "priority":
+		cmp = func(a, b queue.Container) int { return a.Priority - b.Priority }
+	case "created":
+		cmp = func(a, b queue.Container) int { return a.CreatedAt.Compare(b.CreatedAt) }
+	case "name":
+		cmp = func(a, b queue.Container) int { return strings.Compare(a.Name, b.Name) }
+	case "state":
+		cmp = func(a, b queue.Container) int { return strings.Compare(string(a.State), string(b.State)) }
+	default:
+		return
+	}
+	slices.SortStableFunc(cs, func(a, b queue.Container) int {
+		if desc {
+			return cmp(b, a)
+		}
+		return cmp(a, b)
+	})
+}
+
+// TypeSummary is one instance type with how many instances of it exist.
+type TypeSummary struct {
+	cloud.InstanceType
+	Count   int                  `json:"count"`
+	ByState map[worker.State]int `json:"by_state"`
+}
+
+// Types returns the configured types with instance counts.
+func (e *Engine) Types() []TypeSummary {
+	out := make([]TypeSummary, len(e.cfg.InstanceTypes))
+	idx := map[string]int{}
+	for i, t := range e.cfg.InstanceTypes {
+		out[i] = TypeSummary{InstanceType: t, ByState: map[worker.State]int{}}
+		idx[t.Name] = i
+	}
+	for _, v := range e.pool.Instances(nil) {
+		if i, ok := idx[v.Type]; ok {
+			out[i].Count++
+			out[i].ByState[v.State]++
+		}
+	}
+	return out
+}
+
+// Summary is the header line of the console and GET /v1/summary.
+type Summary struct {
+	Driver       string                      `json:"driver"`
+	Instances    map[worker.State]int        `json:"instances"`
+	Containers   map[queue.State]int         `json:"containers"`
+	PricePerHour float64                     `json:"price_per_hour"`
+	QuotaLimit   int                         `json:"quota_limit"`
+	AtQuota      bool                        `json:"at_quota"`
+	Paused       bool                        `json:"paused"`
+	LongestWait  time.Duration               `json:"longest_wait"`
+	LastPass     time.Duration               `json:"last_pass"`
+	Behaviors    map[worker.IdleBehavior]int `json:"idle_behaviors"`
+}
+
+// Summary returns counts, cost, quota and the paused flag.
+func (e *Engine) Summary() Summary {
+	s := Summary{
+		Driver:    e.cfg.Cloud.Driver,
+		Instances: map[worker.State]int{}, Containers: map[queue.State]int{},
+		Behaviors: map[worker.IdleBehavior]int{},
+		Paused:    e.queue.Paused(),
+	}
+	for _, v := range e.pool.Instances(nil) {
+		s.Instances[v.State]++
+		s.Behaviors[v.IdleBehavior]++
+		if v.State != worker.StateShutdown {
+			s.PricePerHour += v.Price
+		}
+	}
+	e.queue.Each(func(c *queue.Container) bool {
+		s.Containers[c.State]++
+		return true
+	})
+	s.QuotaLimit, s.AtQuota = e.pool.Quota()
+	e.mu.Lock()
+	s.LongestWait = e.lastStats.LongestWait
+	s.LastPass = e.lastStats.Duration
+	s.AtQuota = s.AtQuota || e.lastStats.AtQuota
+	e.mu.Unlock()
+	return s
+}
+
+// LastPass returns the statistics of the last scheduler pass.
+func (e *Engine) LastPass() scheduler.Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lastStats
+}
+
+// PoolStats returns the pool's counters (cloud calls, probes).
+func (e *Engine) PoolStats() worker.Stats { return e.pool.Stats() }
+
+// Events returns events after since.
+func (e *Engine) Events(since uint64, limit int) ([]queue.Event, error) {
+	return e.queue.Events(since, limit)
+}
+
+// ---- verbs ----
+
+// Submit validates and stores a new container. A container no configured
+// type can hold is refused with *NoFitError and nothing is stored.
+func (e *Engine) Submit(spec queue.Spec, actor string) (queue.Container, error) {
+	if err := spec.Validate(); err != nil {
+		return queue.Container{}, err
+	}
+	if ok, why := e.sched.Fits(spec.RuntimeConstraints); !ok {
+		names := make([]string, len(e.cfg.InstanceTypes))
+		for i, t := range e.cfg.InstanceTypes {
+			names[i] = fmt.Sprintf("%s (%d vCPU, %s RAM, %s scratch, %d GPU)", t.Name, t.VCPUs,
+				config.FormatSize(t.RAM), config.FormatSize(t.Scratch), t.GPUs)
+		}
+		return queue.Container{}, &NoFitError{Why: why, Types: names}
+	}
+	c, err := e.queue.Submit(spec, actor)
+	if err == nil {
+		e.notify()
+	}
+	return c, err
+}
+
+func (e *Engine) setBehavior(id, actor, reason string, b worker.IdleBehavior) (worker.InstanceView, error) {
+	v, err := e.pool.SetIdleBehavior(cloud.InstanceID(id), b)
+	if err != nil {
+		return v, fmt.Errorf("instance %s: %w", id, err)
+	}
+	if err := e.queue.AddEvent(actor, "verb", id, string(b), reason); err != nil {
+		e.log.Error("record event", "err", err)
+	}
+	e.notify()
+	return v, nil
+}
+
+// HoldInstance stops new containers on an instance and exempts it from
+// automatic shutdown.
+func (e *Engine) HoldInstance(id, actor, reason string) (worker.InstanceView, error) {
+	return e.setBehavior(id, actor, reason, worker.IdleHold)
+}
+
+// DrainInstance stops new containers and shuts the instance down once idle.
+func (e *Engine) DrainInstance(id, actor, reason string) (worker.InstanceView, error) {
+	return e.setBehavior(id, actor, reason, worker.IdleDrain)
+}
+
+// RunInstance returns an instance to normal.
+func (e *Engine) RunInstance(id, actor, reason string) (worker.InstanceView, error) {
+	return e.setBehavior(id, actor, reason, worker.IdleRun)
+}
+
+// KillInstance destroys an instance now; its containers go back to the
+// queue (an attempt counted) or end Cancelled at max_attempts.
+func (e *Engine) KillInstance(id, actor, reason string) (worker.InstanceView, error) {
+	if reason == "" {
+		reason = "killed by operator"
+	}
+	v, err := e.pool.KillInstance(cloud.InstanceID(id), reason)
+	if err != nil {
+		return v, fmt.Errorf("instance %s: %w", id, err)
+	}
+	err = e.queue.Pass(func(tx *queue.Tx) {
+		for _, c := range tx.Active() {
+			if c.State == queue.Running && c.InstanceID == id {
+				if err := tx.Requeue(c, "instance "+id+" killed: "+reason); err != nil {
+					e.log.Error("requeue", "container", c.ID, "err", err)
+				}
+			}
+		}
+	})
+	if err2 := e.queue.AddEvent(actor, "verb", id, "kill", reason); err2 != nil {
+		err = errors.Join(err, err2)
+	}
+	e.notify()
+	return v, err
+}
+
+// HoldContainer keeps a container from starting.
+func (e *Engine) HoldContainer(id, actor, reason string) (queue.Container, error) {
+	c, err := e.queue.Hold(id, actor, reason)
+	e.notify()
+	return c, err
+}
+
+// ReleaseContainer makes a held container eligible again.
+func (e *Engine) ReleaseContainer(id, actor, reason string) (queue.Container, error) {
+	c, err := e.queue.Release(id, actor, reason)
+	e.notify()
+	return c, err
+}
+
+// SetPriority changes a container's priority.
+func (e *Engine) SetPriority(id string, priority int, actor, reason string) (queue.Container, error) {
+	c, err := e.queue.SetPriority(id, priority, actor, reason)
+	e.notify()
+	return c, err
+}
+
+// KillContainer cancels a queued container, or kills a running one (TERM,
+// then KILL after kill_grace) and cancels it once it is dead.
+func (e *Engine) KillContainer(id, actor, reason string) (queue.Container, error) {
+	c, err := e.queue.Kill(id, actor, reason)
+	if err == nil && c.State == queue.Running && c.InstanceID != "" {
+		e.pool.KillContainer(cloud.InstanceID(c.InstanceID), c.ID)
+	}
+	e.notify()
+	return c, err
+}
+
+// Pause stops the scheduler starting containers and creating instances.
+func (e *Engine) Pause(actor, reason string) error {
+	err := e.queue.SetPaused(true, actor, reason)
+	e.notify()
+	return err
+}
+
+// Resume undoes Pause.
+func (e *Engine) Resume(actor, reason string) error {
+	err := e.queue.SetPaused(false, actor, reason)
+	e.notify()
+	return err
+}

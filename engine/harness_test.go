@@ -1,0 +1,204 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"dispatch-tui/cloud"
+	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/engine/clock"
+	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/worker"
+)
+
+const gib = int64(1) << 30
+
+// testTypes: small fits 1 vCPU/2GiB; medium is within the default price
+// factor (1.5) of small; large is not.
+var testTypes = []cloud.InstanceType{
+	{Name: "small", ProviderType: "small", VCPUs: 1, RAM: 2 * gib, Scratch: 10 * gib, Price: 1.0},
+	{Name: "medium", ProviderType: "medium", VCPUs: 2, RAM: 4 * gib, Scratch: 20 * gib, Price: 1.4},
+	{Name: "large", ProviderType: "large", VCPUs: 8, RAM: 32 * gib, Scratch: 100 * gib, Price: 4.0},
+}
+
+// harness runs an Engine on the cloudtest driver with a fake clock. Each
+// step is: pool work + one pass, wait for the calls it started, advance
+// the clock by one second.
+type harness struct {
+	t     *testing.T
+	clk   *clock.Fake
+	cloud *cloudtest.Driver
+	cfg   *config.Config
+	eng   *Engine
+	store string
+}
+
+func testConfig(t *testing.T) *config.Config {
+	cfg := config.Default()
+	cfg.Dispatcher.StateDir = t.TempDir()
+	cfg.Cloud.Driver = "cloudtest"
+	cfg.InstanceTypes = slices.Clone(testTypes)
+	cfg.Dispatcher.MaxInstances = 20
+	cfg.Dispatcher.StaleLockTimeout = time.Minute
+	cfg.Cloud.ProbeInterval = time.Second
+	cfg.Cloud.SyncInterval = 5 * time.Second
+	cfg.Cloud.TimeoutIdle = 5 * time.Minute
+	cfg.Cloud.TimeoutBooting = 10 * time.Minute
+	cfg.Cloud.TimeoutProbe = 10 * time.Minute
+	cfg.Cloud.MaxCloudOpsPerSecond = 100
+	cfg.Cloud.MaxProbesPerSecond = 100
+	cfg.Cloud.MaxConcurrentCreates = 4
+	cfg.Containers.KillGrace = 10 * time.Second
+	return cfg
+}
+
+func newHarness(t *testing.T, cfg *config.Config, ct cloudtest.Options) *harness {
+	t.Helper()
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	ct.Clock = clk
+	h := &harness{t: t, clk: clk, cloud: cloudtest.New(ct), cfg: cfg}
+	h.start()
+	return h
+}
+
+// start builds an Engine on the harness's cloud and store (again, after
+// restart()).
+func (h *harness) start() {
+	h.t.Helper()
+	eng, err := New(Options{Config: h.cfg, InstanceSet: h.cloud, NewExecutor: h.cloud.Executor, Clock: h.clk})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.eng = eng
+	h.t.Cleanup(func() {
+		if h.eng == eng {
+			eng.Close()
+		}
+	})
+}
+
+// restart simulates a dispatcher restart: the engine goes away, the cloud
+// and the store stay.
+func (h *harness) restart() {
+	h.t.Helper()
+	if err := h.eng.Close(); err != nil {
+		h.t.Fatal(err)
+	}
+	h.start()
+}
+
+func (h *harness) step(n int) {
+	for i := 0; i < n; i++ {
+		h.eng.Step()
+		h.eng.Settle()
+		h.clk.Advance(time.Second)
+	}
+}
+
+// until steps until cond holds, failing after max steps.
+func (h *harness) until(what string, max int, cond func() bool) {
+	h.t.Helper()
+	for i := 0; i < max; i++ {
+		if cond() {
+			return
+		}
+		h.step(1)
+	}
+	if !cond() {
+		h.t.Fatalf("after %d steps: %s did not happen\ninstances: %+v\ncontainers: %s", max, what, h.eng.Instances(), h.dumpContainers())
+	}
+}
+
+func (h *harness) dumpContainers() string {
+	cs, _ := h.eng.Containers(ListOptions{})
+	s := ""
+	for _, c := range cs {
+		s += fmt.Sprintf("\n  %s %s prio=%d inst=%s type=%s attempts=%d reason=%q/%s", c.ID, c.State, c.Priority, c.InstanceID, c.InstanceType, c.Attempts, c.Reason, c.ReasonCode)
+	}
+	return s
+}
+
+type specOpt func(*queue.Spec)
+
+func prio(p int) specOpt { return func(s *queue.Spec) { s.Priority = &p } }
+func ram(n int64) specOpt {
+	return func(s *queue.Spec) { s.RuntimeConstraints.RAM = n }
+}
+func vcpus(n int) specOpt { return func(s *queue.Spec) { s.RuntimeConstraints.VCPUs = n } }
+func maxAttempts(n int) specOpt {
+	return func(s *queue.Spec) { s.MaxAttempts = n }
+}
+
+// submit adds a container that runs d of clock time and exits with code
+// (d < 0: runs until killed).
+func (h *harness) submit(d time.Duration, code int, opts ...specOpt) string {
+	h.t.Helper()
+	cmd := cloudtest.Cmd(d, code)
+	if d < 0 {
+		cmd = []string{"run-forever"}
+	}
+	spec := queue.Spec{Command: cmd, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: gib / 2}}
+	for _, o := range opts {
+		o(&spec)
+	}
+	c, err := h.eng.Submit(spec, "test")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return c.ID
+}
+
+func (h *harness) container(id string) queue.Container {
+	h.t.Helper()
+	c, ok := h.eng.Container(id)
+	if !ok {
+		h.t.Fatalf("container %s not found", id)
+	}
+	return c
+}
+
+func (h *harness) state(id string) queue.State { return h.container(id).State }
+
+func (h *harness) instance(id string) worker.InstanceView {
+	h.t.Helper()
+	v, ok := h.eng.Instance(id)
+	if !ok {
+		h.t.Fatalf("instance %s not found", id)
+	}
+	return v
+}
+
+// live returns the instances the cloud still has.
+func (h *harness) live() []cloud.InstanceID { return h.cloud.Live() }
+
+func (h *harness) liveOfType(providerType string) int {
+	n := 0
+	for _, id := range h.cloud.Live() {
+		if inst, ok := h.cloud.Instance(id); ok && inst.ProviderType() == providerType {
+			n++
+		}
+	}
+	return n
+}
+
+// runningOn waits for the container to be Running and returns its instance.
+func (h *harness) runningOn(id string, max int) string {
+	h.t.Helper()
+	h.until(id+" running", max, func() bool {
+		return h.state(id) == queue.Running && len(h.cloud.RunningOn(cloud.InstanceID(h.container(id).InstanceID))) > 0
+	})
+	return h.container(id).InstanceID
+}
+
+func (h *harness) checkPendingReasons() {
+	h.t.Helper()
+	cs, _ := h.eng.Containers(ListOptions{States: []queue.State{queue.Queued, queue.Locked}})
+	for _, c := range cs {
+		if c.ReasonCode == "" || c.Reason == "" {
+			h.t.Errorf("container %s (%s) has no pending reason", c.ID, c.State)
+		}
+	}
+}

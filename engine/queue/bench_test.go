@@ -1,0 +1,153 @@
+package queue
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"dispatch-tui/engine/clock"
+)
+
+// seedFile writes n active containers straight into a new store file (one
+// transaction), in a mix of states, priorities and first-seen times, so a
+// large queue can be opened without n durable submits.
+func seedFile(tb testing.TB, path string, n int) {
+	tb.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketContainers)
+		if err != nil {
+			return err
+		}
+		b.FillPercent = 1
+		for i := range n {
+			c := Container{
+				ID:                 fmt.Sprintf("c-%010d", i),
+				Command:            []string{"run", "job"},
+				RuntimeConstraints: Constraints{VCPUs: 1 + i%8, RAM: int64(1+i%16) << 30},
+				Priority:           i % 5,
+				State:              Queued,
+				MaxAttempts:        3,
+				RestartPolicy:      RestartNever,
+				CreatedAt:          t0.Add(time.Duration(i%1000) * time.Second),
+				FirstSeenAt:        t0.Add(time.Duration(i%1000) * time.Second),
+				Seq:                uint64(i),
+			}
+			c.Name = c.ID
+			switch {
+			case i%100 == 0:
+				c.State, c.InstanceID, c.InstanceType, c.Attempts = Running, "i-1", "t", 1
+			case i%100 == 1:
+				c.State, c.InstanceType = Locked, "t"
+			}
+			body, err := json.Marshal(&c)
+			if err != nil {
+				return err
+			}
+			if err := b.Put([]byte(c.ID), body); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func openSeeded(tb testing.TB, n int) *Queue {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "queue.db")
+	seedFile(tb, path, n)
+	q, err := Open(Options{Path: path, Clock: clock.NewFake(t0)})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { q.Close() })
+	if total, active := q.Len(); total != n || active != n {
+		tb.Fatalf("seeded Len = %d, %d", total, active)
+	}
+	return q
+}
+
+// noChangePass is a read-only scheduler pass: it reads the fields a pass
+// looks at and sets every container's pending reason.
+func noChangePass(tx *Tx) {
+	pos := 0
+	var ram int64
+	for _, c := range tx.Active() {
+		ram += c.RuntimeConstraints.RAM
+		if c.State != Queued || c.Held || c.Priority == 0 {
+			continue
+		}
+		pos++
+		tx.SetPending(c, Pending{Code: ReasonPosition, N: pos})
+	}
+	if ram < 0 {
+		panic("unreachable")
+	}
+}
+
+// A pass that changes no record allocates (almost) nothing, however many
+// containers it walks.
+func TestPassNoChangeAllocs(t *testing.T) {
+	q := openSeeded(t, 5000)
+	if err := q.Pass(noChangePass); err != nil { // sorts once
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		if err := q.Pass(noChangePass); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 2 {
+		t.Fatalf("a no-change pass over 5000 containers allocates %.0f times", allocs)
+	}
+}
+
+func BenchmarkSubmit(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "queue.db")
+	q, err := Open(Options{Path: path, Clock: clock.NewFake(t0)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer q.Close()
+	s := Spec{
+		Command:            []string{"run", "job"},
+		Env:                map[string]string{"A": "1"},
+		RuntimeConstraints: Constraints{VCPUs: 2, RAM: 4 << 30},
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := q.Submit(s, "bench"); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+func BenchmarkPassNoChange(b *testing.B) {
+	const n = 100_000
+	q := openSeeded(b, n)
+	if err := q.Pass(noChangePass); err != nil { // the first pass sorts the loaded records
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := q.Pass(noChangePass); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

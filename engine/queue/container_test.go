@@ -1,0 +1,145 @@
+package queue
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+func TestPendingText(t *testing.T) {
+	tests := []struct {
+		p    Pending
+		want string
+	}{
+		{Pending{}, ""},
+		{Pending{Code: ReasonNone, N: 3, Arg: "x"}, ""},
+		{Pending{Code: ReasonPosition, N: 12}, "position 12 in queue"},
+		{Pending{Code: ReasonQuota, N: 20}, "at quota (20 instances)"},
+		{Pending{Code: ReasonBooting, Arg: "m-4"}, "waiting for m-4 to boot"},
+		{Pending{Code: ReasonBooting}, "waiting for an instance to boot"},
+		{Pending{Code: ReasonCreating, Arg: "c5.large"}, "waiting to create a c5.large instance"},
+		{Pending{Code: ReasonCreating}, "waiting to create an instance"},
+		{Pending{Code: ReasonCapacity, Arg: "c5.large, m5.large"}, "no capacity: c5.large, m5.large"},
+		{Pending{Code: ReasonNoFit, Arg: "needs 64 GiB, largest is 32 GiB"}, "no instance type fits: needs 64 GiB, largest is 32 GiB"},
+		{Pending{Code: ReasonHeld}, "held"},
+		{Pending{Code: ReasonPaused}, "scheduler paused"},
+		{Pending{Code: ReasonPriorityZero}, "priority 0 (not scheduled)"},
+		{Pending{Code: ReasonStartup}, "waiting for instances to be probed after start-up"},
+		{Pending{Code: ReasonStarting, Arg: "i-7"}, "starting on i-7"},
+		{Pending{Code: ReasonRequeued, Arg: "i-7"}, "waiting for previous attempt on i-7 to end"},
+		{Pending{Code: ReasonRequeued}, "waiting for its previous attempt to end"},
+		{Pending{Code: ReasonKilled}, "KILLED"},
+		{Pending{Code: ReasonKilled, Arg: "killed by operator"}, "killed by operator"},
+		{Pending{Code: ReasonMaxAttempts}, "MAX_ATTEMPTS"},
+		{Pending{Code: ReasonMaxAttempts, Arg: "gave up"}, "gave up"},
+		{Pending{Code: ReasonStartFailed}, "START_FAILED"},
+		{Pending{Code: ReasonStartFailed, Arg: "no such image"}, "no such image"},
+		{Pending{Code: "SOMETHING_NEW", Arg: ""}, "SOMETHING_NEW"},
+	}
+	for _, tt := range tests {
+		if got := tt.p.Text(); got != tt.want {
+			t.Errorf("%+v.Text() = %q, want %q", tt.p, got, tt.want)
+		}
+	}
+	// Every declared code renders to something non-empty, except None.
+	for _, code := range []ReasonCode{ReasonPosition, ReasonQuota, ReasonBooting, ReasonCreating, ReasonCapacity,
+		ReasonNoFit, ReasonHeld, ReasonPaused, ReasonPriorityZero, ReasonStartup, ReasonStarting, ReasonRequeued,
+		ReasonKilled, ReasonMaxAttempts, ReasonStartFailed} {
+		if (Pending{Code: code}).Text() == "" {
+			t.Errorf("%s renders empty", code)
+		}
+	}
+}
+
+func fullContainer() *Container {
+	exit := 3
+	return &Container{
+		ID: "c-1", Name: "n", Command: []string{"a", "b"},
+		Env:                map[string]string{"K": "v"},
+		Scheduling:         Scheduling{Labels: map[string]string{"l": "1"}},
+		ExitCode:           &exit,
+		State:              Queued,
+		RuntimeConstraints: Constraints{VCPUs: 1},
+	}
+}
+
+func TestViewCopies(t *testing.T) {
+	c := fullContainer()
+	v := c.View()
+	v.Command[0] = "changed"
+	v.Env["K"] = "changed"
+	v.Env["NEW"] = "x"
+	v.Scheduling.Labels["l"] = "changed"
+	*v.ExitCode = 99
+	wantEqual(t, "record", c, fullContainer())
+
+	// The same through the queue: a Get copy does not reach the record.
+	e := newEnv(t, nil)
+	id := e.submit(Spec{Command: []string{"a"}, Env: map[string]string{"K": "v"},
+		Scheduling: Scheduling{Labels: map[string]string{"l": "1"}}}).ID
+	e.toState(id, Complete)
+	before := e.get(id)
+	g := e.get(id)
+	g.Command[0] = "changed"
+	g.Env["K"] = "changed"
+	g.Scheduling.Labels["l"] = "changed"
+	*g.ExitCode = 42
+	wantEqual(t, "record via Get", e.get(id), before)
+	var seen Container
+	e.pass(func(tx *Tx) { seen = *tx.Get(id) })
+	wantEqual(t, "record in a pass", seen.View(), before)
+}
+
+func TestViewReason(t *testing.T) {
+	tests := []struct {
+		name       string
+		state      State
+		stored     string
+		storedCode ReasonCode
+		pending    Pending
+		want       string
+		wantCode   ReasonCode
+	}{
+		{"queued, no pending", Queued, "", ReasonNone, Pending{}, "", ReasonNone},
+		{"queued, pending", Queued, "", ReasonNone, Pending{Code: ReasonHeld}, "held", ReasonHeld},
+		{"requeued, pending wins", Queued, "died", ReasonRequeued, Pending{Code: ReasonPosition, N: 1}, "position 1 in queue", ReasonPosition},
+		{"requeued, no pending", Queued, "died", ReasonRequeued, Pending{}, "died", ReasonRequeued},
+		{"final keeps its stored reason", Cancelled, "killed", ReasonKilled, Pending{Code: ReasonHeld}, "killed", ReasonKilled},
+	}
+	for _, tt := range tests {
+		c := &Container{State: tt.state, Reason: tt.stored, ReasonCode: tt.storedCode, pending: tt.pending}
+		v := c.View()
+		if v.Reason != tt.want || v.ReasonCode != tt.wantCode {
+			t.Errorf("%s: %q %q, want %q %q", tt.name, v.Reason, v.ReasonCode, tt.want, tt.wantCode)
+		}
+		if c.Reason != tt.stored || c.ReasonCode != tt.storedCode {
+			t.Errorf("%s: View changed the record", tt.name)
+		}
+	}
+}
+
+func TestDurationJSON(t *testing.T) {
+	b, err := json.Marshal(Duration(90 * time.Second))
+	if err != nil || string(b) != `"1m30s"` {
+		t.Fatalf("marshal = %s, %v", b, err)
+	}
+	tests := []struct {
+		in      string
+		want    Duration
+		wantErr bool
+	}{
+		{`"90s"`, Duration(90 * time.Second), false},
+		{`"1h"`, Duration(time.Hour), false},
+		{`1000`, Duration(1000), false},
+		{`"soon"`, 0, true},
+		{`true`, 0, true},
+		{`1.5`, 0, true},
+	}
+	for _, tt := range tests {
+		var d Duration
+		err := json.Unmarshal([]byte(tt.in), &d)
+		if (err != nil) != tt.wantErr || d != tt.want {
+			t.Errorf("unmarshal %s = %v, %v; want %v, err %v", tt.in, time.Duration(d), err, time.Duration(tt.want), tt.wantErr)
+		}
+	}
+}

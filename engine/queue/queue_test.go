@@ -1,0 +1,659 @@
+package queue
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSubmitValidation(t *testing.T) {
+	valid := func() Spec {
+		return Spec{
+			Name:    "ok",
+			Command: []string{"echo", "hi"},
+			Env:     map[string]string{"A": "1"},
+			RuntimeConstraints: Constraints{
+				VCPUs: 1, RAM: 1 << 30, Scratch: 1 << 20, GPUs: 0,
+			},
+		}
+	}
+	tests := []struct {
+		name  string
+		mod   func(*Spec)
+		field string
+	}{
+		{"nil command", func(s *Spec) { s.Command = nil }, "command"},
+		{"empty command", func(s *Spec) { s.Command = []string{} }, "command"},
+		{"empty program", func(s *Spec) { s.Command = []string{"", "x"} }, "command"},
+		{"negative vcpus", func(s *Spec) { s.RuntimeConstraints.VCPUs = -1 }, "runtime_constraints.vcpus"},
+		{"negative ram", func(s *Spec) { s.RuntimeConstraints.RAM = -1 }, "runtime_constraints.ram"},
+		{"negative scratch", func(s *Spec) { s.RuntimeConstraints.Scratch = -5 }, "runtime_constraints.scratch"},
+		{"negative gpus", func(s *Spec) { s.RuntimeConstraints.GPUs = -2 }, "runtime_constraints.gpus"},
+		{"negative max_run_time", func(s *Spec) { s.Scheduling.MaxRunTime = Duration(-time.Second) }, "scheduling.max_run_time"},
+		{"negative priority", func(s *Spec) { s.Priority = intp(-1) }, "priority"},
+		{"negative max_attempts", func(s *Spec) { s.MaxAttempts = -1 }, "max_attempts"},
+		{"bad restart_policy", func(s *Spec) { s.RestartPolicy = "always" }, "restart_policy"},
+		{"restart_policy wrong case", func(s *Spec) { s.RestartPolicy = "On-Failure" }, "restart_policy"},
+		{"empty env name", func(s *Spec) { s.Env = map[string]string{"": "x"} }, "env"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			keep := e.submit(valid())
+			evBefore := e.events()
+
+			s := valid()
+			tt.mod(&s)
+			got, err := e.q.Submit(s, "operator:test")
+			wantFieldError(t, err, tt.field)
+			if !strings.HasPrefix(err.Error(), tt.field+": ") {
+				t.Errorf("error text %q does not name %s", err, tt.field)
+			}
+			wantEqual(t, "returned container", got, Container{})
+			if total, active := e.q.Len(); total != 1 || active != 1 {
+				t.Errorf("Len = %d, %d; want 1, 1", total, active)
+			}
+			wantEqual(t, "events", e.events(), evBefore)
+
+			e.reopen()
+			if total, active := e.q.Len(); total != 1 || active != 1 {
+				t.Errorf("after reopen Len = %d, %d; want 1, 1", total, active)
+			}
+			wantEqual(t, "events after reopen", e.events(), evBefore)
+			e.close()
+			wantEqual(t, "container keys in file", fileContainerKeys(t, e.opts.Path), []string{keep.ID})
+		})
+	}
+}
+
+func TestSpecValidateAcceptsBoundaries(t *testing.T) {
+	for _, s := range []Spec{
+		{Command: []string{"true"}},
+		{Command: []string{"true"}, Priority: intp(0), RestartPolicy: RestartNever},
+		{Command: []string{"true"}, RestartPolicy: RestartOnFailure, MaxAttempts: 1},
+		{Command: []string{"true"}, Env: map[string]string{"X": ""}, Scheduling: Scheduling{MaxRunTime: 0}},
+	} {
+		if err := s.Validate(); err != nil {
+			t.Errorf("Validate(%+v) = %v, want nil", s, err)
+		}
+	}
+}
+
+func TestSubmitDefaults(t *testing.T) {
+	tests := []struct {
+		name string
+		spec Spec
+		// want is checked field by field; ID, Name and Seq are checked separately.
+		prio, maxAttempts int
+		policy            string
+		wantName          string // "" = defaults to the id
+	}{
+		{"all defaults", Spec{Command: []string{"true"}}, 1, 5, RestartNever, ""},
+		{"explicit zero priority", Spec{Command: []string{"true"}, Priority: intp(0)}, 0, 5, RestartNever, ""},
+		{"explicit values", Spec{Name: "job", Command: []string{"true"}, Priority: intp(7), MaxAttempts: 2, RestartPolicy: RestartOnFailure}, 7, 2, RestartOnFailure, "job"},
+		{"explicit never", Spec{Command: []string{"true"}, RestartPolicy: RestartNever}, 1, 5, RestartNever, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, func(o *Options) { o.DefaultMaxAttempts = 5 })
+			e.clk.Advance(90 * time.Second)
+			now := e.clk.Now()
+			c := e.submit(tt.spec)
+			if c.Priority != tt.prio {
+				t.Errorf("Priority = %d, want %d", c.Priority, tt.prio)
+			}
+			if c.MaxAttempts != tt.maxAttempts {
+				t.Errorf("MaxAttempts = %d, want %d", c.MaxAttempts, tt.maxAttempts)
+			}
+			if c.RestartPolicy != tt.policy {
+				t.Errorf("RestartPolicy = %q, want %q", c.RestartPolicy, tt.policy)
+			}
+			wantName := tt.wantName
+			if wantName == "" {
+				wantName = c.ID
+			}
+			if c.Name != wantName {
+				t.Errorf("Name = %q, want %q", c.Name, wantName)
+			}
+			if c.State != Queued || c.Held || c.Attempts != 0 || c.ExitCode != nil ||
+				c.InstanceID != "" || c.InstanceType != "" || c.Reason != "" || c.ReasonCode != ReasonNone {
+				t.Errorf("new container not pristine: %+v", c)
+			}
+			if !c.CreatedAt.Equal(now) || !c.FirstSeenAt.Equal(now) {
+				t.Errorf("CreatedAt %v FirstSeenAt %v, want %v", c.CreatedAt, c.FirstSeenAt, now)
+			}
+			if !c.StartedAt.IsZero() || !c.FinishedAt.IsZero() || !c.LockedAt.IsZero() {
+				t.Errorf("times set on a new container: %+v", c)
+			}
+			wantEqual(t, "Get", e.get(c.ID), c)
+			ev := e.lastEvent()
+			wantEqual(t, "submit event", ev, Event{Seq: 1, Time: now, Actor: "operator:test", Kind: "verb", Target: c.ID, Action: "submit"})
+		})
+	}
+}
+
+func TestOpenDefaultOptions(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.DefaultMaxAttempts = 0; o.EventsInMemory = 0; o.Clock = nil })
+	c := e.submit(spec("true"))
+	if c.MaxAttempts != 3 {
+		t.Errorf("MaxAttempts with DefaultMaxAttempts 0 = %d, want 3", c.MaxAttempts)
+	}
+	if e.q.opts.EventsInMemory != 1000 {
+		t.Errorf("EventsInMemory default = %d, want 1000", e.q.opts.EventsInMemory)
+	}
+	if c.CreatedAt.IsZero() || c.CreatedAt.Location() != time.UTC {
+		t.Errorf("real clock CreatedAt = %v, want a UTC time", c.CreatedAt)
+	}
+}
+
+func TestSubmitIDsUniqueAndRunnerValid(t *testing.T) {
+	e := newEnv(t, nil)
+	valid := regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+	seen := map[string]bool{}
+	var lastSeq uint64
+	for i := range 200 {
+		c := e.submit(spec("true"))
+		if !valid.MatchString(c.ID) {
+			t.Fatalf("id %q is not runner-valid", c.ID)
+		}
+		if seen[c.ID] {
+			t.Fatalf("duplicate id %q", c.ID)
+		}
+		seen[c.ID] = true
+		if i > 0 && c.Seq <= lastSeq {
+			t.Fatalf("seq %d after %d: not increasing", c.Seq, lastSeq)
+		}
+		lastSeq = c.Seq
+	}
+	if total, active := e.q.Len(); total != 200 || active != 200 {
+		t.Fatalf("Len = %d, %d; want 200, 200", total, active)
+	}
+}
+
+func TestSubmitCopiesSpec(t *testing.T) {
+	e := newEnv(t, nil)
+	s := Spec{
+		Command:    []string{"echo", "a"},
+		Env:        map[string]string{"K": "v"},
+		Scheduling: Scheduling{Labels: map[string]string{"team": "x"}},
+	}
+	c := e.submit(s)
+	s.Command[1] = "changed"
+	s.Env["K"] = "changed"
+	s.Env["NEW"] = "1"
+	s.Scheduling.Labels["team"] = "changed"
+	got := e.get(c.ID)
+	wantEqual(t, "Command", got.Command, []string{"echo", "a"})
+	wantEqual(t, "Env", got.Env, map[string]string{"K": "v"})
+	wantEqual(t, "Labels", got.Scheduling.Labels, map[string]string{"team": "x"})
+}
+
+// A record must read back identically; empty maps are stored as absent, so
+// the record holds nil for them from the start.
+func TestSubmitEmptyMapsRoundTrip(t *testing.T) {
+	e := newEnv(t, nil)
+	c := e.submit(Spec{Command: []string{"true"}, Env: map[string]string{}, Scheduling: Scheduling{Labels: map[string]string{}}})
+	e.reopen()
+	wantEqual(t, "after reopen", e.get(c.ID), c)
+}
+
+func TestGetUnknown(t *testing.T) {
+	e := newEnv(t, nil)
+	if c, ok := e.q.Get("c-nope"); ok || c.ID != "" {
+		t.Fatalf("Get(unknown) = %+v, %v", c, ok)
+	}
+}
+
+// persistenceFixture builds containers in every state with every field set.
+func persistenceFixture(t *testing.T, e *env) []string {
+	t.Helper()
+	full := Spec{
+		Name:    "full",
+		Command: []string{"sh", "-c", "exit 3"},
+		Env:     map[string]string{"A": "1", "B": "two"},
+		Image:   "alpine:3",
+		RuntimeConstraints: Constraints{
+			VCPUs: 4, RAM: 8 << 30, Scratch: 100 << 30, GPUs: 1,
+		},
+		Scheduling: Scheduling{
+			Preemptible: true, MaxRunTime: Duration(90 * time.Minute),
+			Labels: map[string]string{"team": "infra"},
+		},
+		Priority:      intp(9),
+		MaxAttempts:   4,
+		RestartPolicy: RestartOnFailure,
+	}
+	var ids []string
+	add := func(s Spec) string {
+		e.clk.Advance(time.Second)
+		c := e.submit(s)
+		ids = append(ids, c.ID)
+		return c.ID
+	}
+	queued := add(full)
+	if _, err := e.q.Hold(queued, "operator:alice", "wait"); err != nil {
+		t.Fatal(err)
+	}
+	locked := add(full)
+	e.toState(locked, Locked)
+
+	running := add(full)
+	e.toState(running, Running)
+	if _, err := e.q.Kill(running, "operator:bob", "stop it"); err != nil {
+		t.Fatal(err)
+	}
+
+	retried := add(full) // failed once under on-failure, now Queued again
+	e.toState(retried, Running)
+	e.clk.Advance(time.Minute)
+	e.mustTx(retried, func(tx *Tx, c *Container) error { return tx.Finish(c, 3, e.clk.Now()) })
+
+	adopted := add(spec("sleep", "1"))
+	e.mustTx(adopted, func(tx *Tx, c *Container) error {
+		return tx.Adopt(c, "i-9", "big", t0.Add(-time.Hour).In(time.FixedZone("X", 3600)))
+	})
+
+	complete := add(full)
+	e.toState(complete, Running)
+	e.clk.Advance(time.Minute)
+	e.mustTx(complete, func(tx *Tx, c *Container) error { return tx.Finish(c, 0, e.clk.Now()) })
+
+	failed := add(Spec{Command: []string{"false"}, Priority: intp(0)})
+	e.toState(failed, Running)
+	e.mustTx(failed, func(tx *Tx, c *Container) error { return tx.Finish(c, 1, e.clk.Now()) })
+
+	cancelled := add(full)
+	if _, err := e.q.Kill(cancelled, "operator:alice", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.q.SetPriority(add(spec("true")), 3, "operator:alice", "bump"); err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+func TestPersistenceRoundTrip(t *testing.T) {
+	e := newEnv(t, nil)
+	ids := persistenceFixture(t, e)
+	if err := e.q.SetPaused(true, "operator:alice", "maintenance"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.q.AddEvent("pool", "cloud_error", "i-3", "create", "quota exceeded"); err != nil {
+		t.Fatal(err)
+	}
+
+	before := e.snapshot()
+	if len(before) != len(ids) {
+		t.Fatalf("snapshot has %d records, want %d", len(before), len(ids))
+	}
+	evBefore := e.events()
+	orderBefore := e.activeIDs()
+	total, active := e.q.Len()
+
+	e.reopen()
+	for _, id := range ids {
+		wantEqual(t, "record "+id, e.get(id), before[id])
+	}
+	wantEqual(t, "snapshot", e.snapshot(), before)
+	wantEqual(t, "events", e.events(), evBefore)
+	wantEqual(t, "active order", e.activeIDs(), orderBefore)
+	if gt, ga := e.q.Len(); gt != total || ga != active {
+		t.Errorf("Len after reopen = %d, %d; want %d, %d", gt, ga, total, active)
+	}
+	if !e.q.Paused() {
+		t.Error("paused flag lost")
+	}
+
+	// Sequences continue after the stored ones.
+	var maxSeq uint64
+	for _, c := range before {
+		maxSeq = max(maxSeq, c.Seq)
+	}
+	c := e.submit(spec("true"))
+	if c.Seq != maxSeq+1 {
+		t.Errorf("seq after reopen = %d, want %d", c.Seq, maxSeq+1)
+	}
+	if ev := e.lastEvent(); ev.Seq != evBefore[len(evBefore)-1].Seq+1 || ev.Target != c.ID {
+		t.Errorf("event after reopen = %+v, want seq %d", ev, evBefore[len(evBefore)-1].Seq+1)
+	}
+
+	// Resume survives too.
+	if err := e.q.SetPaused(false, "operator:alice", ""); err != nil {
+		t.Fatal(err)
+	}
+	e.reopen()
+	if e.q.Paused() {
+		t.Error("resume lost")
+	}
+}
+
+func TestPausedEvents(t *testing.T) {
+	e := newEnv(t, nil)
+	if e.q.Paused() {
+		t.Fatal("new queue is paused")
+	}
+	for i, p := range []bool{true, true, false} {
+		e.clk.Advance(time.Second)
+		if err := e.q.SetPaused(p, "operator:alice", "why"); err != nil {
+			t.Fatal(err)
+		}
+		if e.q.Paused() != p {
+			t.Fatalf("Paused = %v, want %v", !p, p)
+		}
+		var seen bool
+		e.pass(func(tx *Tx) { seen = tx.Paused() })
+		if seen != p {
+			t.Fatalf("tx.Paused = %v, want %v", seen, p)
+		}
+		action := "resume"
+		if p {
+			action = "pause"
+		}
+		wantEqual(t, "event", e.lastEvent(), Event{
+			Seq: uint64(i + 1), Time: e.clk.Now(), Actor: "operator:alice", Kind: "verb",
+			Target: "scheduler", Action: action, Reason: "why",
+		})
+	}
+}
+
+// A pending reason is memory only: it shows in View while the container is
+// not final, and is gone after a reopen.
+func TestPendingNotPersisted(t *testing.T) {
+	e := newEnv(t, nil)
+	c := e.submit(spec("true"))
+	e.pass(func(tx *Tx) { tx.SetPending(tx.Get(c.ID), Pending{Code: ReasonPosition, N: 4}) })
+	got := e.get(c.ID)
+	if got.Reason != "position 4 in queue" || got.ReasonCode != ReasonPosition {
+		t.Fatalf("view reason = %q %q", got.Reason, got.ReasonCode)
+	}
+	e.pass(func(tx *Tx) {
+		if p := tx.Get(c.ID).Pending(); p != (Pending{Code: ReasonPosition, N: 4}) {
+			t.Errorf("Pending() = %+v", p)
+		}
+	})
+	e.reopen()
+	got = e.get(c.ID)
+	if got.Reason != "" || got.ReasonCode != ReasonNone {
+		t.Fatalf("pending reason survived a reopen: %q %q", got.Reason, got.ReasonCode)
+	}
+}
+
+func TestEventsPaging(t *testing.T) {
+	const n = 10
+	e := newEnv(t, func(o *Options) { o.EventsInMemory = 4 })
+	var want []Event
+	for i := 1; i <= n; i++ {
+		e.clk.Advance(time.Second)
+		if err := e.q.AddEvent("pool", "cloud_error", "i-1", "create", "err "+string(rune('a'+i))); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, Event{Seq: uint64(i), Time: e.clk.Now(), Actor: "pool", Kind: "cloud_error",
+			Target: "i-1", Action: "create", Reason: "err " + string(rune('a'+i))})
+	}
+	if got := len(e.q.recent); got != 4 {
+		t.Fatalf("events in memory = %d, want 4", got)
+	}
+
+	page := func(q *Queue, since uint64, limit int) []Event {
+		t.Helper()
+		evs, err := q.Events(since, limit)
+		if err != nil {
+			t.Fatalf("Events(%d, %d): %v", since, limit, err)
+		}
+		return evs
+	}
+	cases := []struct {
+		since uint64
+		limit int
+		from  string // "file" or "memory"
+		want  []Event
+	}{
+		{0, 3, "file", want[0:3]},
+		{3, 3, "file", want[3:6]},
+		{5, 100, "file", want[5:10]}, // crosses from the file into the in-memory range
+		{6, 3, "memory", want[6:9]},
+		{7, 0, "memory", want[7:10]}, // limit <= 0 means the default
+		{9, 3, "memory", want[9:10]},
+		{10, 3, "memory", nil},
+		{50, 3, "memory", nil},
+		{0, 0, "file", want},
+	}
+	check := func(label string, q *Queue) {
+		for _, c := range cases {
+			got := page(q, c.since, c.limit)
+			if len(c.want) == 0 {
+				if len(got) != 0 {
+					t.Errorf("%s Events(%d, %d) = %+v, want none", label, c.since, c.limit, got)
+				}
+				continue
+			}
+			wantEqual(t, label+" page", got, c.want)
+		}
+		// Walk every page of 3.
+		var all []Event
+		for since := uint64(0); ; {
+			p := page(q, since, 3)
+			if len(p) == 0 {
+				break
+			}
+			all = append(all, p...)
+			since = p[len(p)-1].Seq
+		}
+		wantEqual(t, label+" all pages", all, want)
+	}
+	check("live", e.q)
+
+	// Prove which pages come from memory: with the file closed, memory reads
+	// still work and file reads fail.
+	e.close()
+	closed, err := Open(e.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := closed.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		got, err := closed.Events(c.since, c.limit)
+		switch c.from {
+		case "memory":
+			if err != nil {
+				t.Errorf("Events(%d, %d) with the file closed: %v (want a memory read)", c.since, c.limit, err)
+			} else if len(got) != len(c.want) {
+				t.Errorf("Events(%d, %d) from memory: %d events, want %d", c.since, c.limit, len(got), len(c.want))
+			}
+		case "file":
+			if err == nil {
+				t.Errorf("Events(%d, %d) with the file closed succeeded: not a file read?", c.since, c.limit)
+			}
+		}
+	}
+
+	e.q = e.open()
+	if got := len(e.q.recent); got != 4 {
+		t.Fatalf("events in memory after reopen = %d, want 4", got)
+	}
+	check("reopened", e.q)
+
+	e.close()
+	e.opts.EventsInMemory = 1000
+	e.q = e.open()
+	check("reopened, all in memory", e.q)
+
+	// The ring stays bounded as new events arrive.
+	e.close()
+	e.opts.EventsInMemory = 4
+	e.q = e.open()
+	for range 6 {
+		if err := e.q.AddEvent("pool", "k", "t", "a", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(e.q.recent) != 4 || e.q.recent[0].Seq != n+3 || e.q.recent[3].Seq != n+6 {
+		t.Fatalf("ring = %+v, want seqs %d..%d", e.q.recent, n+3, n+6)
+	}
+}
+
+func TestSubscribe(t *testing.T) {
+	e := newEnv(t, nil)
+	ch, stop := e.q.Subscribe()
+	ch2, stop2 := e.q.Subscribe()
+	defer stop2()
+
+	expectOne := func(c <-chan struct{}) {
+		t.Helper()
+		select {
+		case _, ok := <-c:
+			if !ok {
+				t.Fatal("channel closed")
+			}
+		default:
+			t.Fatal("no notification")
+		}
+		select {
+		case <-c:
+			t.Fatal("more than one pending notification")
+		default:
+		}
+	}
+	expectNone := func(c <-chan struct{}) {
+		t.Helper()
+		select {
+		case <-c:
+			t.Fatal("unexpected notification")
+		default:
+		}
+	}
+
+	expectNone(ch)
+	var ids []string
+	for range 10 {
+		ids = append(ids, e.submit(spec("true")).ID)
+	}
+	if len(ch) != 1 || cap(ch) != 1 {
+		t.Fatalf("len %d cap %d: notifications must coalesce to one", len(ch), cap(ch))
+	}
+	expectOne(ch)
+	expectOne(ch2)
+
+	// Each kind of change notifies.
+	changes := []struct {
+		name string
+		do   func()
+	}{
+		{"hold", func() { e.q.Hold(ids[0], "op", "") }},
+		{"release", func() { e.q.Release(ids[0], "op", "") }},
+		{"priority", func() { e.q.SetPriority(ids[0], 5, "op", "") }},
+		{"kill", func() { e.q.Kill(ids[1], "op", "") }},
+		{"pause", func() { e.q.SetPaused(true, "op", "") }},
+		{"event", func() { e.q.AddEvent("pool", "cloud_error", "i", "create", "") }},
+		{"transition", func() { e.mustTx(ids[2], func(tx *Tx, c *Container) error { return tx.Lock(c, "t") }) }},
+		{"locked type", func() { e.pass(func(tx *Tx) { tx.SetLockedType(tx.Get(ids[2]), "t2") }) }},
+	}
+	for _, c := range changes {
+		c.do()
+		select {
+		case <-ch:
+		default:
+			t.Fatalf("%s: no notification", c.name)
+		}
+	}
+	expectOne(ch2) // many changes, one pending value
+
+	// A pass that changes nothing does not notify.
+	e.pass(func(tx *Tx) {
+		tx.SetLockedType(tx.Get(ids[2]), "t2") // unchanged
+		for _, c := range tx.Active() {
+			_ = c.Priority
+		}
+	})
+	expectNone(ch)
+
+	stop()
+	if _, ok := <-ch; ok {
+		t.Fatal("channel not closed by unsubscribe")
+	}
+	stop() // a second call is harmless
+	e.submit(spec("true"))
+	expectOne(ch2)
+
+	// Close closes the remaining subscriptions.
+	e.close()
+	if _, ok := <-ch2; ok {
+		t.Fatal("Close left a subscription open")
+	}
+	stop2()
+}
+
+// Each lists active containers in scheduling order, then the final ones.
+func TestEach(t *testing.T) {
+	e := newEnv(t, nil)
+	a := e.submit(spec("a")).ID
+	b := e.submit(Spec{Command: []string{"b"}, Priority: intp(5)}).ID
+	c := e.submit(spec("c")).ID
+	e.toState(c, Complete)
+	d := e.submit(spec("d")).ID
+	e.toState(d, Cancelled)
+
+	var got []string
+	e.q.Each(func(c *Container) bool { got = append(got, c.ID); return true })
+	if len(got) != 4 || !slices.Equal(got[:2], []string{b, a}) {
+		t.Fatalf("Each order = %v, want %v then final ones", got, []string{b, a})
+	}
+	if !slices.Contains(got[2:], c) || !slices.Contains(got[2:], d) {
+		t.Fatalf("Each final = %v", got[2:])
+	}
+	var n int
+	e.q.Each(func(*Container) bool { n++; return false })
+	if n != 1 {
+		t.Fatalf("Each did not stop: %d calls", n)
+	}
+	n = 0
+	e.q.Each(func(c *Container) bool { n++; return !c.State.Final() })
+	if n != 3 {
+		t.Fatalf("Each did not stop on a final container: %d calls", n)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	dir := t.TempDir()
+	// A file that is not a bbolt database.
+	corrupt := filepath.Join(dir, "corrupt.db")
+	if err := os.WriteFile(corrupt, []byte(strings.Repeat("x", 8192)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if q, err := Open(Options{Path: corrupt}); err == nil {
+		q.Close()
+		t.Fatal("Open of a corrupt file succeeded")
+	}
+	// A state directory that cannot be created.
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if q, err := Open(Options{Path: filepath.Join(file, "sub", "queue.db")}); err == nil {
+		q.Close()
+		t.Fatal("Open under a regular file succeeded")
+	} else if !strings.Contains(err.Error(), "state directory") {
+		t.Fatalf("error %q does not mention the state directory", err)
+	}
+}
+
+func TestErrorTexts(t *testing.T) {
+	te := &TransitionError{ID: "c-1", From: Complete, To: Running}
+	if got := te.Error(); got != "container c-1: illegal transition Complete -> Running" {
+		t.Errorf("TransitionError = %q", got)
+	}
+	fe := &FieldError{Field: "priority", Msg: "must not be negative"}
+	if got := fe.Error(); got != "priority: must not be negative" {
+		t.Errorf("FieldError = %q", got)
+	}
+	if !errors.Is(ErrNotFound, ErrNotFound) {
+		t.Error("ErrNotFound")
+	}
+}

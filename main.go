@@ -1,0 +1,111 @@
+// Command dispatch-tui runs a container scheduler and cloud worker pool
+// with a terminal UI. This file only parses flags and dispatches
+// sub-commands; the work is done in the packages under engine/, cloud/
+// and tui/.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"dispatch-tui/engine/config"
+)
+
+const version = "0.1.0-dev"
+
+const usage = `usage:
+  dispatch-tui [--config FILE]                 TUI + in-process engine (also serves the API)
+  dispatch-tui --daemon [--config FILE]        headless engine, JSON logs to stderr
+  dispatch-tui --connect URL [--token T]       TUI attached to a running daemon
+  dispatch-tui --demo                          TUI + engine + local driver + a sample workload
+  dispatch-tui submit [--vcpus N --ram 2GiB --scratch 10GiB --gpus N --priority N
+                       --max-attempts N --restart on-failure --name S --env K=V] -- CMD ARGS...
+  dispatch-tui ls instances|containers|types|events [-o table|json]
+  dispatch-tui hold|drain|run|kill INSTANCE...          (kill takes --reason)
+  dispatch-tui hold|release|kill CONTAINER...; dispatch-tui priority CONTAINER N
+  dispatch-tui logs CONTAINER [--tail N] [--follow]
+  dispatch-tui pause|resume
+  dispatch-tui check-config FILE              validate; exit 0 / print errors with line numbers
+  dispatch-tui runner ...                      worker-side protocol
+  dispatch-tui version
+
+Implemented so far: check-config and version. Everything else is not
+implemented yet.
+
+Without --config the config file is ./dispatch-tui.toml, else
+$XDG_CONFIG_HOME/dispatch-tui/config.toml, else the built-in defaults.
+config.toml.example lists every key.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes the command line args and returns the exit status: 0 on
+// success, 1 on an error, 2 on a usage error.
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("dispatch-tui", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	fs.String("config", "", "config file")
+	daemon := fs.Bool("daemon", false, "run the engine headless")
+	connect := fs.String("connect", "", "URL of a daemon to attach the TUI to")
+	fs.String("token", "", "API token for --connect")
+	demo := fs.Bool("demo", false, "TUI with a sample workload")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	args = fs.Args()
+	if len(args) == 0 {
+		mode := "the TUI"
+		switch {
+		case *daemon:
+			mode = "--daemon"
+		case *connect != "":
+			mode = "--connect"
+		case *demo:
+			mode = "--demo"
+		}
+		fmt.Fprintf(stderr, "dispatch-tui: %s is not implemented yet\n\n%s", mode, usage)
+		return 2
+	}
+
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "version":
+		if len(rest) != 0 {
+			fmt.Fprintf(stderr, "usage: dispatch-tui version\n")
+			return 2
+		}
+		fmt.Fprintf(stdout, "dispatch-tui %s\n", version)
+		return 0
+	case "check-config":
+		if len(rest) != 1 {
+			fmt.Fprintf(stderr, "usage: dispatch-tui check-config FILE\n")
+			return 2
+		}
+		return checkConfig(rest[0], stdout, stderr)
+	case "submit", "ls", "hold", "drain", "run", "kill", "release", "priority",
+		"logs", "pause", "resume", "runner":
+		fmt.Fprintf(stderr, "dispatch-tui: %s is not implemented yet\n\n%s", cmd, usage)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "dispatch-tui: unknown command %q\n\n%s", cmd, usage)
+		return 2
+	}
+}
+
+// checkConfig validates the config file at path.
+func checkConfig(path string, stdout, stderr io.Writer) int {
+	if _, err := config.Load(path); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s: ok\n", path)
+	return 0
+}
