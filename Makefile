@@ -5,13 +5,16 @@ BIN         := bin/dispatch-tui
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 30s
 
-.PHONY: build run test bench lint fuzz
+.PHONY: build run test bench bench-scheduler lint fuzz
 
 build:
 	$(GO) build -o $(BIN) .
 
+# Until the local driver lands, "run" shows the engine scheduling a sample
+# workload on the in-memory cloudtest driver.
 run: build
-	./$(BIN) version && ./$(BIN) check-config config.toml.example
+	./$(BIN) check-config config.toml.example
+	./$(BIN) simulate
 
 test:
 	$(GO) vet ./...
@@ -19,6 +22,10 @@ test:
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./engine/...
+
+# The scheduler-pass benchmark recorded in BENCHMARKS.md.
+bench-scheduler:
+	$(GO) test -run='^$$' -bench=BenchmarkSchedulerPass -benchmem -count=5 ./engine/scheduler/
 
 lint:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -5,13 +5,18 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/simulate"
 )
 
 const version = "0.1.0-dev"
@@ -31,9 +36,12 @@ const usage = `usage:
   dispatch-tui check-config FILE              validate; exit 0 / print errors with line numbers
   dispatch-tui runner ...                      worker-side protocol
   dispatch-tui version
+  dispatch-tui simulate [--containers N --quota N --timeout 2m]
+                                               the engine on the in-memory cloudtest
+                                               driver with a sample workload
 
-Implemented so far: check-config and version. Everything else is not
-implemented yet.
+Implemented so far: check-config, simulate and version. Everything else is
+not implemented yet.
 
 Without --config the config file is ./dispatch-tui.toml, else
 $XDG_CONFIG_HOME/dispatch-tui/config.toml, else the built-in defaults.
@@ -90,6 +98,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return checkConfig(rest[0], stdout, stderr)
+	case "simulate":
+		return simulateCmd(fs.Lookup("config").Value.String(), rest, stdout, stderr)
 	case "submit", "ls", "hold", "drain", "run", "kill", "release", "priority",
 		"logs", "pause", "resume", "runner":
 		fmt.Fprintf(stderr, "dispatch-tui: %s is not implemented yet\n\n%s", cmd, usage)
@@ -107,5 +117,38 @@ func checkConfig(path string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", path)
+	return 0
+}
+
+// simulateCmd runs the engine headless on the cloudtest driver.
+func simulateCmd(configPath string, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	n := fs.Int("containers", 60, "sample containers to submit")
+	quota := fs.Int("quota", 8, "cloud quota in instances (0 = unlimited)")
+	timeout := fs.Duration("timeout", 2*time.Minute, "stop after this long")
+	seed := fs.Uint64("seed", 1, "random seed for the workload and faults")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() != 0 || *n < 1 || *quota < 0 || *timeout <= 0 {
+		fmt.Fprintln(stderr, "usage: dispatch-tui simulate [--containers N>=1] [--quota N>=0] [--timeout D>0] [--seed N]")
+		return 2
+	}
+	cfg, err := config.FindAndLoad(configPath)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err = simulate.Run(ctx, simulate.Options{Config: cfg, Containers: *n, Quota: *quota, Timeout: *timeout, Seed: *seed, Out: stdout})
+	if err != nil {
+		fmt.Fprintln(stderr, "dispatch-tui simulate:", err)
+		return 1
+	}
 	return 0
 }

@@ -180,6 +180,7 @@ func (e *Engine) Settle() { e.pool.Wait() }
 // the store.
 func (e *Engine) Close() error {
 	e.pool.Stop()
+	e.recordPoolEvents()
 	e.mu.Lock()
 	for id, ch := range e.subs {
 		close(ch)

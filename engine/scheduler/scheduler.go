@@ -62,6 +62,7 @@ type Scheduler struct {
 	types      []cloud.InstanceType // sorted by price
 	typeIndex  map[string]int
 	fitCache   map[queue.Constraints]fit
+	fitSmall   [64]fitSlot
 	reserveRAM int64
 	maxPer     int
 	spread     bool
@@ -150,16 +151,31 @@ func (s *Scheduler) Fits(rc queue.Constraints) (bool, string) {
 	return len(f.Candidates) > 0, f.Why
 }
 
-func (s *Scheduler) fitFor(rc queue.Constraints) fit {
-	if f, ok := s.fitCache[rc]; ok {
-		return f
+func (s *Scheduler) fitFor(rc queue.Constraints) *fit {
+	// A small direct-mapped cache in front of the map: queues hold few
+	// distinct shapes, and hashing a map key per container costs more.
+	h := uint(rc.VCPUs)*31 + uint(rc.RAM>>20)*17 + uint(rc.Scratch>>20)*7 + uint(rc.GPUs)
+	e := &s.fitSmall[h%uint(len(s.fitSmall))]
+	if e.ok && e.key == rc {
+		return &e.f
 	}
-	f := ComputeFit(s.types, rc, s.reserveRAM, s.cfg.Dispatcher.MaxPriceFactor)
-	if len(s.fitCache) > 100000 {
-		clear(s.fitCache)
+	f, ok := s.fitCache[rc]
+	if !ok {
+		cf := ComputeFit(s.types, rc, s.reserveRAM, s.cfg.Dispatcher.MaxPriceFactor)
+		if len(s.fitCache) > 100000 {
+			clear(s.fitCache)
+		}
+		f = fit{candidates: cf.Candidates, why: cf.Why}
+		s.fitCache[rc] = f
 	}
-	s.fitCache[rc] = fit{candidates: f.Candidates, why: f.Why}
-	return s.fitCache[rc]
+	*e = fitSlot{key: rc, f: f, ok: true}
+	return &e.f
+}
+
+type fitSlot struct {
+	key queue.Constraints
+	f   fit
+	ok  bool
 }
 
 // Fit is the result of ComputeFit.
@@ -585,10 +601,12 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 		tx.SetPending(c, queue.Pending{Code: queue.ReasonPaused})
 		return
 	}
-	if _, ok := s.blockedStart[c.ID]; ok && len(s.blockedStart) > 0 {
-		// A previous attempt still runs somewhere (being killed).
-		tx.SetPending(c, queue.Pending{Code: queue.ReasonRequeued})
-		return
+	if len(s.blockedStart) > 0 {
+		if _, ok := s.blockedStart[c.ID]; ok {
+			// A previous attempt still runs somewhere (being killed).
+			tx.SetPending(c, queue.Pending{Code: queue.ReasonRequeued})
+			return
+		}
 	}
 	f := s.fitFor(c.RuntimeConstraints)
 	if len(f.candidates) == 0 {
