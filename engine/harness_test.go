@@ -33,7 +33,6 @@ type harness struct {
 	cloud *cloudtest.Driver
 	cfg   *config.Config
 	eng   *Engine
-	store string
 }
 
 func testConfig(t *testing.T) *config.Config {
@@ -173,16 +172,6 @@ func (h *harness) instance(id string) worker.InstanceView {
 
 // live returns the instances the cloud still has.
 func (h *harness) live() []cloud.InstanceID { return h.cloud.Live() }
-
-func (h *harness) liveOfType(providerType string) int {
-	n := 0
-	for _, id := range h.cloud.Live() {
-		if inst, ok := h.cloud.Instance(id); ok && inst.ProviderType() == providerType {
-			n++
-		}
-	}
-	return n
-}
 
 // runningOn waits for the container to be Running and returns its instance.
 func (h *harness) runningOn(id string, max int) string {
