@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCheckConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		code     int
+		inStdout string
+		inStderr string
+	}{
+		{"example", []string{"check-config", "config.toml.example"}, 0, "config.toml.example: ok", ""},
+		{"unknown key", []string{"check-config", write("bad.toml", "[dispatcher]\nmax_instances = 3\nmax_instanse = 4\n")}, 1, "", "bad.toml:3: unknown key dispatcher.max_instanse"},
+		{"bad value", []string{"check-config", write("bad2.toml", "[dispatcher]\n\nmax_instances = 0\n")}, 1, "", "bad2.toml:3: dispatcher.max_instances"},
+		{"syntax", []string{"check-config", write("bad3.toml", "[dispatcher]\nlisten = \"x\" y\n")}, 1, "", "bad3.toml:2:"},
+		{"missing file", []string{"check-config", filepath.Join(dir, "nope.toml")}, 1, "", "nope.toml"},
+		{"no args", []string{"check-config"}, 2, "", "usage"},
+		{"unknown command", []string{"frobnicate"}, 2, "", "unknown command"},
+		{"version", []string{"version"}, 0, "dispatch-tui " + version, ""},
+		{"simulate bad flag", []string{"simulate", "--containers", "0"}, 2, "", "usage"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(tc.args, &out, &errb)
+			if code != tc.code || !strings.Contains(out.String(), tc.inStdout) || !strings.Contains(errb.String(), tc.inStderr) {
+				t.Fatalf("run(%q) = %d\nstdout: %s\nstderr: %s\nwant %d, stdout containing %q, stderr containing %q",
+					tc.args, code, out.String(), errb.String(), tc.code, tc.inStdout, tc.inStderr)
+			}
+		})
+	}
+}
