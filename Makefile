@@ -36,3 +36,5 @@ lint:
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./engine/config
 	$(GO) test -run='^$$' -fuzz='^FuzzParseSize$$' -fuzztime=$(FUZZTIME) ./engine/config
+	$(GO) test -run='^$$' -fuzz='^FuzzParseArgs$$' -fuzztime=$(FUZZTIME) ./engine/runner
+	$(GO) test -run='^$$' -fuzz='^FuzzParseList$$' -fuzztime=$(FUZZTIME) ./engine/runner

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/simulate"
 )
 
@@ -40,7 +41,7 @@ const usage = `usage:
                                                the engine on the in-memory cloudtest
                                                driver with a sample workload
 
-Implemented so far: check-config, simulate and version. Everything else is
+Implemented so far: check-config, simulate, runner and version. Everything else is
 not implemented yet.
 
 Without --config the config file is ./dispatch-tui.toml, else
@@ -100,8 +101,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return checkConfig(rest[0], stdout, stderr)
 	case "simulate":
 		return simulateCmd(fs.Lookup("config").Value.String(), rest, stdout, stderr)
+	case "runner":
+		// The worker-side program the dispatcher runs on instances.
+		return runner.Main(rest, os.Stdin, stdout, stderr, runner.WorkerEnv{Version: version})
 	case "submit", "ls", "hold", "drain", "run", "kill", "release", "priority",
-		"logs", "pause", "resume", "runner":
+		"logs", "pause", "resume":
 		fmt.Fprintf(stderr, "dispatch-tui: %s is not implemented yet\n\n%s", cmd, usage)
 		return 2
 	default:

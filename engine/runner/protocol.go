@@ -48,9 +48,10 @@ type Status struct {
 	FinishedAt time.Time `json:"finished_at,omitzero"`
 }
 
-// ValidID reports whether id matches [A-Za-z0-9_.-]{1,128}.
+// ValidID reports whether id matches [A-Za-z0-9_.-]{1,128} and is not "."
+// or ".." (ids name directories on the instance).
 func ValidID(id string) bool {
-	if len(id) < 1 || len(id) > 128 {
+	if len(id) < 1 || len(id) > 128 || id == "." || id == ".." {
 		return false
 	}
 	for i := 0; i < len(id); i++ {
