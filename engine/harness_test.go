@@ -139,6 +139,12 @@ func (h *harness) submit(d time.Duration, code int, opts ...specOpt) string {
 	if d < 0 {
 		cmd = []string{"run-forever"}
 	}
+	return h.submitCmd(cmd, opts...)
+}
+
+// submitCmd adds a container running cmd (1 vCPU, 512MiB unless opts say).
+func (h *harness) submitCmd(cmd []string, opts ...specOpt) string {
+	h.t.Helper()
 	spec := queue.Spec{Command: cmd, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: gib / 2}}
 	for _, o := range opts {
 		o(&spec)

@@ -491,19 +491,6 @@ func TestContainerVerbsAndPause(t *testing.T) {
 	h.checkPendingReasons()
 }
 
-func (h *harness) submitCmd(cmd []string, opts ...specOpt) string {
-	h.t.Helper()
-	spec := queue.Spec{Command: cmd, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: gib / 2}}
-	for _, o := range opts {
-		o(&spec)
-	}
-	c, err := h.eng.Submit(spec, "test")
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return c.ID
-}
-
 func TestKillRunningContainerTermThenKill(t *testing.T) {
 	h := newHarness(t, testConfig(t), cloudtest.Options{})
 	c := h.submitCmd([]string{"run-forever", cloudtest.IgnoreTerm})
