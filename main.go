@@ -10,12 +10,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/launch"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/simulate"
 )
@@ -41,7 +43,7 @@ const usage = `usage:
                                                the engine on the in-memory cloudtest
                                                driver with a sample workload
 
-Implemented so far: check-config, simulate, runner and version. Everything else is
+Implemented so far: --daemon, check-config, simulate, runner and version. Everything else is
 not implemented yet.
 
 Without --config the config file is ./dispatch-tui.toml, else
@@ -71,11 +73,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	args = fs.Args()
+	if len(args) == 0 && *daemon {
+		return daemonCmd(fs.Lookup("config").Value.String(), stderr)
+	}
 	if len(args) == 0 {
 		mode := "the TUI"
 		switch {
-		case *daemon:
-			mode = "--daemon"
 		case *connect != "":
 			mode = "--connect"
 		case *demo:
@@ -152,6 +155,24 @@ func simulateCmd(configPath string, args []string, stdout, stderr io.Writer) int
 	err = simulate.Run(ctx, simulate.Options{Config: cfg, Containers: *n, Quota: *quota, Timeout: *timeout, Seed: *seed, Out: stdout})
 	if err != nil {
 		fmt.Fprintln(stderr, "dispatch-tui simulate:", err)
+		return 1
+	}
+	return 0
+}
+
+// daemonCmd runs the engine headless with JSON logs on stderr until SIGINT
+// or SIGTERM.
+func daemonCmd(configPath string, stderr io.Writer) int {
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	cfg, err := config.FindAndLoad(configPath)
+	if err != nil {
+		log.Error("load config", "err", err.Error())
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := launch.RunDaemon(ctx, launch.Options{Config: cfg, Logger: log}); err != nil {
+		log.Error("daemon", "err", err.Error())
 		return 1
 	}
 	return 0

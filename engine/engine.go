@@ -101,7 +101,7 @@ func New(opts Options) (*Engine, error) {
 	e := &Engine{cfg: opts.Config, opts: opts, log: opts.Logger, clock: opts.Clock, queue: q, subs: map[int]chan struct{}{}}
 	e.pool, err = worker.New(worker.Options{
 		Config: opts.Config, InstanceSet: opts.InstanceSet, NewExecutor: opts.NewExecutor,
-		Clock: opts.Clock, Logger: opts.Logger, OnEvent: e.poolEvent,
+		Clock: opts.Clock, Logger: opts.Logger, OnEvent: e.poolEvent, OnLogs: e.storeLogs,
 		RunnerHash: opts.RunnerHash, RunnerBinary: opts.RunnerBinary, Owner: opts.Owner,
 	})
 	if err != nil {
@@ -118,6 +118,14 @@ func (e *Engine) poolEvent(ev worker.Event) {
 	e.mu.Lock()
 	e.poolEvs = append(e.poolEvs, ev)
 	e.mu.Unlock()
+}
+
+// storeLogs keeps a finished container's output before its runner forgets
+// it; called from a pool goroutine that holds no lock.
+func (e *Engine) storeLogs(id string, output []byte) {
+	if err := e.queue.StoreLogs(id, output); err != nil {
+		e.log.Error("store container logs", "container", id, "err", err)
+	}
 }
 
 func (e *Engine) recordPoolEvents() {
@@ -384,6 +392,52 @@ func (e *Engine) PoolStats() worker.Stats { return e.pool.Stats() }
 // Events returns events after since.
 func (e *Engine) Events(since uint64, limit int) ([]queue.Event, error) {
 	return e.queue.Events(since, limit)
+}
+
+// ErrNoLogs is returned by Logs when a container has no output to show yet.
+var ErrNoLogs = errors.New("no logs for this container yet")
+
+// Logs returns a container's output (the last tail lines when tail > 0):
+// from its runner while it runs, from the store once it has finished.
+func (e *Engine) Logs(ctx context.Context, id string, tail int) ([]byte, error) {
+	c, ok := e.queue.Get(id)
+	if !ok {
+		return nil, fmt.Errorf("container %s: %w", id, queue.ErrNotFound)
+	}
+	if c.State == queue.Running && c.InstanceID != "" {
+		out, err := e.pool.Logs(ctx, cloud.InstanceID(c.InstanceID), id, tail)
+		if err == nil {
+			return out, nil
+		}
+		// It may have just exited and been forgotten: fall through.
+	}
+	out, found, err := e.queue.StoredLogs(id)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, ErrNoLogs
+	}
+	return tailLines(out, tail), nil
+}
+
+func tailLines(b []byte, n int) []byte {
+	if n <= 0 {
+		return b
+	}
+	end := len(b)
+	if end > 0 && b[end-1] == '\n' {
+		end--
+	}
+	for i := end - 1; i >= 0; i-- {
+		if b[i] == '\n' {
+			n--
+			if n == 0 {
+				return b[i+1:]
+			}
+		}
+	}
+	return b
 }
 
 // ---- verbs ----

@@ -23,6 +23,7 @@ var (
 	bucketContainers = []byte("containers")
 	bucketEvents     = []byte("events")
 	bucketMeta       = []byte("meta")
+	bucketLogs       = []byte("logs")
 	keyPaused        = []byte("paused")
 )
 
@@ -110,7 +111,7 @@ func Open(opts Options) (*Queue, error) {
 
 func (q *Queue) load() error {
 	return q.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketContainers, bucketEvents, bucketMeta} {
+		for _, b := range [][]byte{bucketContainers, bucketEvents, bucketMeta, bucketLogs} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("create bucket %s: %w", b, err)
 			}
@@ -407,6 +408,38 @@ func (q *Queue) AddEvent(actor, kind, target, action, reason string) error {
 	q.notifyLocked()
 	q.mu.Unlock()
 	return q.Flush()
+}
+
+// MaxStoredLogs caps the output kept per container once it has finished.
+const MaxStoredLogs = 1 << 20
+
+// StoreLogs keeps the (tail of the) output of a finished container, so it
+// can be read after the runner has deleted its files.
+func (q *Queue) StoreLogs(id string, output []byte) error {
+	if len(output) > MaxStoredLogs {
+		output = output[len(output)-MaxStoredLogs:]
+	}
+	err := q.db.Batch(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketLogs).Put([]byte(id), output)
+	})
+	if err != nil {
+		return fmt.Errorf("store logs of %s: %w", id, err)
+	}
+	return nil
+}
+
+// StoredLogs returns the output kept by StoreLogs, if any.
+func (q *Queue) StoredLogs(id string) ([]byte, bool, error) {
+	var out []byte
+	found := false
+	err := q.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketLogs).Get([]byte(id)); v != nil {
+			out = append([]byte(nil), v...)
+			found = true
+		}
+		return nil
+	})
+	return out, found, err
 }
 
 // AppendEvent records an event to be written with the next flush (the end

@@ -134,6 +134,12 @@ func ExecutableHash() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return FileHash(path)
+}
+
+// FileHash returns the sha256 (hex) of the file at path: what "runner
+// version" reports for a runner installed from it.
+func FileHash(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
@@ -561,7 +567,13 @@ func (w *worker) status(dir, id string) Status {
 		return st
 	}
 	if pidErr != nil {
-		if since := w.env.Now().Sub(modTime(filepath.Join(dir, fileSpec))); since >= 0 && since < startingGrace {
+		// "start" makes the directory, then writes the spec: a directory
+		// with neither pid nor spec yet is starting too.
+		born := modTime(filepath.Join(dir, fileSpec))
+		if born.IsZero() {
+			born = modTime(dir)
+		}
+		if since := w.env.Now().Sub(born); since >= 0 && since < startingGrace {
 			return st // starting
 		}
 		if w.readExit(dir, &st) {

@@ -725,3 +725,18 @@ func TestConcatReaderAt(t *testing.T) {
 		t.Fatal("reading past the end: no error")
 	}
 }
+
+// A list racing a start sees the container directory before its spec is
+// written: that container is starting, not exited.
+func TestListDuringStartIsNotExited(t *testing.T) {
+	h := newHarness(t)
+	dir := filepath.Join(h.env.StateDir, "racing")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir) // nothing to wait for in cleanup
+	st, ok := h.status("racing")
+	if !ok || st.State != StateRunning {
+		t.Fatalf("directory without spec listed as %+v (found %v), want running (starting)", st, ok)
+	}
+}

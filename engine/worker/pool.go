@@ -55,6 +55,11 @@ type Options struct {
 	// OnEvent, if set, is called for every Event, in order, without the
 	// pool's lock held (it may call the pool's methods).
 	OnEvent func(Event)
+	// OnLogs, if set, receives the tail of an exited container's output just
+	// before the runner forgets it (which deletes its files). Called from a
+	// pool goroutine without the pool's lock held. If fetching the output
+	// fails, the container is not forgotten (the next forget retries).
+	OnLogs func(containerID string, output []byte)
 	// RunnerHash is the sha256 (hex) of the runner binary to deploy; ""
 	// skips deployment and uses Config.Cloud.RunnerPath as is.
 	RunnerHash string
@@ -1249,7 +1254,15 @@ func (p *Pool) ForgetContainer(id cloud.InstanceID, containerID string) {
 		exec, err := p.executor(w)
 		if err == nil {
 			client := runner.Client{Exec: exec, Path: p.s.runnerPath}
-			err = client.Forget(p.ctx, containerID)
+			if p.opts.OnLogs != nil {
+				var out []byte
+				if out, err = client.Logs(p.ctx, containerID, LogTailLines); err == nil {
+					p.opts.OnLogs(containerID, out)
+				}
+			}
+			if err == nil {
+				err = client.Forget(p.ctx, containerID)
+			}
 		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -1269,6 +1282,27 @@ func (p *Pool) ForgetContainer(id cloud.InstanceID, containerID string) {
 	}) {
 		w.forgetting = w.forgetting[:len(w.forgetting)-1]
 	}
+}
+
+// LogTailLines is how many lines of an exited container's output are kept
+// when the runner forgets it.
+const LogTailLines = 1000
+
+// Logs returns a container's output from the runner on its instance (the
+// last tail lines when tail > 0). It blocks on the runner call.
+func (p *Pool) Logs(ctx context.Context, id cloud.InstanceID, containerID string, tail int) ([]byte, error) {
+	p.mu.Lock()
+	w := p.workers[id]
+	p.mu.Unlock()
+	if w == nil {
+		return nil, ErrNotFound
+	}
+	exec, err := p.executor(w)
+	if err != nil {
+		return nil, err
+	}
+	client := runner.Client{Exec: exec, Path: p.s.runnerPath}
+	return client.Logs(ctx, containerID, tail)
 }
 
 // ProbeSoon makes the next Step probe the instance (subject to

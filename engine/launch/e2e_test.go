@@ -1,0 +1,366 @@
+package launch
+
+// End-to-end tests: the Engine with the local driver, real SSH and the real
+// dispatch-tui binary deployed as the runner.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"dispatch-tui/cloud"
+	"dispatch-tui/engine"
+	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/queue"
+)
+
+// binary is the dispatch-tui executable built once for these tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	if os.Getenv("DISPATCH_TUI_E2E_CHILD") != "" {
+		os.Exit(childDispatcher())
+	}
+	dir, err := os.MkdirTemp("", "dispatch-tui-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "dispatch-tui")
+	build := exec.Command("go", "build", "-o", binary, "dispatch-tui")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build dispatch-tui:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func e2eConfig(stateDir string) *config.Config {
+	cfg := config.Default()
+	cfg.Path = ""
+	cfg.Dispatcher.StateDir = stateDir
+	cfg.Dispatcher.MaxInstances = 4
+	cfg.Dispatcher.MaxContainersPerInstance = 0
+	cfg.Dispatcher.StaleLockTimeout = 20 * time.Second
+	cfg.Cloud.Driver = "local"
+	cfg.Cloud.Local.BootDelay = 100 * time.Millisecond
+	cfg.Cloud.RunnerPath = filepath.Join(stateDir, "dispatch-tui-runner")
+	cfg.Cloud.ProbeInterval = 200 * time.Millisecond
+	cfg.Cloud.SyncInterval = time.Second
+	cfg.Cloud.TimeoutIdle = time.Minute
+	cfg.Cloud.MaxConcurrentCreates = 4
+	cfg.Cloud.MaxCloudOpsPerSecond = 100
+	cfg.Cloud.MaxProbesPerSecond = 100
+	cfg.Containers.KillGrace = time.Second
+	cfg.InstanceTypes = []cloud.InstanceType{{Name: "slot8", ProviderType: "slot8", VCPUs: 8, RAM: 16 << 30, Scratch: 10 << 30, Price: 0.1}}
+	return cfg
+}
+
+func startEngine(t *testing.T, cfg *config.Config) (*Running, context.CancelFunc) {
+	t.Helper()
+	r, err := New(Options{Config: cfg, RunnerBinary: binary})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	stop := func() {
+		cancel()
+		<-done
+		r.Close()
+	}
+	t.Cleanup(func() {
+		select {
+		case <-done:
+		default:
+			stop()
+		}
+		// Leave nothing running: destroy the instances (kills containers).
+		if d, err := New(Options{Config: cfg, RunnerBinary: binary}); err == nil {
+			insts, _ := d.Driver.Instances(context.Background(), nil)
+			for _, i := range insts {
+				i.Destroy(context.Background())
+			}
+			d.Close()
+		}
+	})
+	return r, stop
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func countStates(e *engine.Engine, ids []string) map[queue.State]int {
+	n := map[queue.State]int{}
+	for _, id := range ids {
+		c, _ := e.Container(id)
+		n[c.State]++
+	}
+	return n
+}
+
+func TestLocalRunsContainersToCompletion(t *testing.T) {
+	cfg := e2eConfig(t.TempDir())
+	r, _ := startEngine(t, cfg)
+	const n = 200
+	ids := make([]string, n)
+	for i := range ids {
+		c, err := r.Submit(queue.Spec{
+			Command:            []string{"sh", "-c", "echo $X; exit " + strconv.Itoa(i%7)},
+			Env:                map[string]string{"X": "value-" + strconv.Itoa(i)},
+			RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 64 << 20},
+		}, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = c.ID
+	}
+	waitFor(t, "200 containers Complete", 3*time.Minute, func() bool { return countStates(r.Engine, ids)[queue.Complete] == n })
+	for i, id := range ids {
+		c, _ := r.Container(id)
+		if c.ExitCode == nil || *c.ExitCode != i%7 {
+			t.Fatalf("container %d: %+v, want exit %d", i, c, i%7)
+		}
+		var out []byte
+		waitFor(t, "logs of "+id, 10*time.Second, func() bool {
+			var err error
+			out, err = r.Logs(context.Background(), id, 0)
+			return err == nil
+		})
+		if got, want := string(out), "value-"+strconv.Itoa(i)+"\n"; got != want {
+			t.Fatalf("container %d: output %q, want %q", i, got, want)
+		}
+	}
+}
+
+func TestLocalHostileArgvAndEnvArriveLiterally(t *testing.T) {
+	cfg := e2eConfig(t.TempDir())
+	r, _ := startEngine(t, cfg)
+	hostile := []string{"; rm -rf x", `"double" 'single'`, "new\nline", "$(touch pwned)", "`id`", "a\\b", "--flag"}
+	c, err := r.Submit(queue.Spec{
+		Command:            append([]string{"/usr/bin/printf", `%s|\n`}, hostile...),
+		Env:                map[string]string{"HOSTILE": "$(touch pwned); echo 'x'\n"},
+		RuntimeConstraints: queue.Constraints{VCPUs: 1},
+	}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := r.Submit(queue.Spec{
+		Command:            []string{"/usr/bin/env"},
+		Env:                map[string]string{"HOSTILE": "$(touch pwned); echo 'x' `id`"},
+		RuntimeConstraints: queue.Constraints{VCPUs: 1},
+	}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{c.ID, env.ID}
+	waitFor(t, "both Complete", time.Minute, func() bool { return countStates(r.Engine, ids)[queue.Complete] == 2 })
+	var out []byte
+	waitFor(t, "logs", 10*time.Second, func() bool { out, err = r.Logs(context.Background(), c.ID, 0); return err == nil })
+	want := ""
+	for _, a := range hostile {
+		want += a + "|\n"
+	}
+	if string(out) != want {
+		t.Fatalf("argv output %q, want %q", out, want)
+	}
+	waitFor(t, "env logs", 10*time.Second, func() bool { out, err = r.Logs(context.Background(), env.ID, 0); return err == nil })
+	if !strings.Contains(string(out), "HOSTILE=$(touch pwned); echo 'x' `id`\n") {
+		t.Fatalf("env output lacks the literal value: %q", out)
+	}
+	matches, _ := filepath.Glob(filepath.Join(cfg.Dispatcher.StateDir, "local", "*", "*", "home", "pwned"))
+	if len(matches) > 0 {
+		t.Fatalf("a value was run by a shell: %v", matches)
+	}
+}
+
+// pidOf returns the pid the runner reports for a running container.
+func pidOf(e *engine.Engine, id string) int {
+	c, _ := e.Container(id)
+	v, ok := e.Instance(c.InstanceID)
+	if !ok {
+		return 0
+	}
+	for _, s := range v.Reported {
+		if s.ID == id && s.State == "running" {
+			return s.PID
+		}
+	}
+	return 0
+}
+
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	// A zombie is dead for our purposes.
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	return len(f) > 2 && f[2] != "Z"
+}
+
+func TestLocalKillTermThenKill(t *testing.T) {
+	cfg := e2eConfig(t.TempDir())
+	r, _ := startEngine(t, cfg)
+	polite, err := r.Submit(queue.Spec{Command: []string{"sleep", "60"}, RuntimeConstraints: queue.Constraints{VCPUs: 1}}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stubborn, err := r.Submit(queue.Spec{Command: []string{"sh", "-c", `trap "" TERM; echo ready; while :; do sleep 0.1; done`}, RuntimeConstraints: queue.Constraints{VCPUs: 1}}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pPolite, pStubborn int
+	waitFor(t, "both running with pids", time.Minute, func() bool {
+		pPolite, pStubborn = pidOf(r.Engine, polite.ID), pidOf(r.Engine, stubborn.ID)
+		return pPolite > 0 && pStubborn > 0
+	})
+	for _, id := range []string{polite.ID, stubborn.ID} {
+		if _, err := r.KillContainer(id, "test", "operator test kill"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	killedAt := time.Now()
+	waitFor(t, "TERM ends sleep", 10*time.Second, func() bool { return !alive(pPolite) })
+	if time.Since(killedAt) < 900*time.Millisecond && !alive(pStubborn) {
+		t.Fatalf("the process ignoring TERM died before kill_grace")
+	}
+	waitFor(t, "KILL ends the stubborn one", 20*time.Second, func() bool { return !alive(pStubborn) })
+	waitFor(t, "both Cancelled", 20*time.Second, func() bool {
+		return countStates(r.Engine, []string{polite.ID, stubborn.ID})[queue.Cancelled] == 2
+	})
+	for _, tc := range []struct {
+		id   string
+		code int
+	}{{polite.ID, 128 + int(syscall.SIGTERM)}, {stubborn.ID, 128 + int(syscall.SIGKILL)}} {
+		c, _ := r.Container(tc.id)
+		if c.Reason != "operator test kill" || c.ReasonCode != queue.ReasonKilled || c.ExitCode == nil || *c.ExitCode != tc.code {
+			t.Fatalf("%s: reason %q/%s exit %v, want the kill reason and exit %d", tc.id, c.Reason, c.ReasonCode, c.ExitCode, tc.code)
+		}
+	}
+}
+
+// childDispatcher is a dispatcher process for the crash test: it submits
+// the workload once, then runs until it is killed.
+func childDispatcher() int {
+	cfg := e2eConfig(os.Getenv("DISPATCH_TUI_E2E_STATE"))
+	r, err := New(Options{Config: cfg, RunnerBinary: os.Getenv("DISPATCH_TUI_E2E_BINARY")})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	n, _ := strconv.Atoi(os.Getenv("DISPATCH_TUI_E2E_N"))
+	if total, _ := r.Containers(engine.ListOptions{}); len(total) == 0 {
+		for i := 0; i < n; i++ {
+			_, err := r.Submit(queue.Spec{
+				Name:               "sleeper-" + strconv.Itoa(i),
+				Command:            []string{"sh", "-c", `sleep 6; echo "$NAME" >> "$RUNS"`},
+				Env:                map[string]string{"NAME": "sleeper-" + strconv.Itoa(i), "RUNS": os.Getenv("DISPATCH_TUI_E2E_RUNS")},
+				RuntimeConstraints: queue.Constraints{VCPUs: 1},
+			}, "test")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		}
+	}
+	r.Run(context.Background()) // until SIGKILL
+	return 0
+}
+
+// runnerPIDs reads the pid files the runner keeps for each container on
+// every local instance: container id -> pid.
+func runnerPIDs(stateDir string) map[string]int {
+	out := map[string]int{}
+	files, _ := filepath.Glob(filepath.Join(stateDir, "local", "instances", "*", "runner", "*", "pid"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && alive(pid) {
+			out[filepath.Base(filepath.Dir(f))] = pid
+		}
+	}
+	return out
+}
+
+func TestLocalSIGKILLedDispatcherReadoptsRunningContainers(t *testing.T) {
+	state := t.TempDir()
+	runs := filepath.Join(t.TempDir(), "runs")
+	const n = 20
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), "DISPATCH_TUI_E2E_CHILD=1", "DISPATCH_TUI_E2E_STATE="+state,
+		"DISPATCH_TUI_E2E_BINARY="+binary, "DISPATCH_TUI_E2E_N="+strconv.Itoa(n), "DISPATCH_TUI_E2E_RUNS="+runs)
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var before map[string]int
+	waitFor(t, "20 containers running under the first dispatcher", 90*time.Second, func() bool {
+		before = runnerPIDs(state)
+		return len(before) == n
+	})
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	child.Wait()
+
+	// A new dispatcher on the same state re-adopts them.
+	r, _ := startEngine(t, e2eConfig(state))
+	all, _ := r.Containers(engine.ListOptions{})
+	if len(all) != n {
+		t.Fatalf("%d containers after restart, want %d", len(all), n)
+	}
+	ids := make([]string, 0, n)
+	for _, c := range all {
+		ids = append(ids, c.ID)
+	}
+	waitFor(t, "re-adopted as Running with the same pids", 30*time.Second, func() bool {
+		for _, id := range ids {
+			if p := pidOf(r.Engine, id); p != 0 && p != before[id] {
+				t.Fatalf("container %s now has pid %d, was %d: started again", id, p, before[id])
+			}
+		}
+		return countStates(r.Engine, ids)[queue.Running] == n || countStates(r.Engine, ids)[queue.Complete] > 0
+	})
+	waitFor(t, "all Complete", 90*time.Second, func() bool { return countStates(r.Engine, ids)[queue.Complete] == n })
+	for _, id := range ids {
+		c, _ := r.Container(id)
+		if c.Attempts != 1 || c.ExitCode == nil || *c.ExitCode != 0 {
+			t.Fatalf("%s: attempts %d exit %v, want one attempt exiting 0", id, c.Attempts, c.ExitCode)
+		}
+	}
+	b, err := os.ReadFile(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Fields(string(b))
+	slices.Sort(lines)
+	if len(lines) != n || len(slices.Compact(slices.Clone(lines))) != n {
+		t.Fatalf("runs file has %d lines (%d distinct), want each of %d containers exactly once:\n%s", len(lines), len(slices.Compact(lines)), n, b)
+	}
+}

@@ -1,0 +1,99 @@
+// Package launch builds an Engine from a configuration: it picks the cloud
+// driver, the executor that reaches its instances over SSH, and the runner
+// binary to deploy to them. main (daemon, TUI) and end-to-end tests use it.
+package launch
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"dispatch-tui/cloud"
+	"dispatch-tui/cloud/local"
+	"dispatch-tui/engine"
+	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/sshexec"
+)
+
+// Options for New.
+type Options struct {
+	Config *config.Config
+	Logger *slog.Logger
+	// RunnerBinary is the dispatch-tui executable deployed to instances as
+	// the runner; "" = this process's own executable.
+	RunnerBinary string
+}
+
+// Running is an Engine together with the driver it owns.
+type Running struct {
+	*engine.Engine
+	Driver cloud.InstanceSet
+}
+
+// Close stops the engine, then the driver. Instances and their containers
+// keep running.
+func (r *Running) Close() error {
+	err := r.Engine.Close()
+	r.Driver.Stop()
+	return err
+}
+
+// New builds the engine for opts.Config. It starts nothing: call Run.
+func New(opts Options) (*Running, error) {
+	cfg := opts.Config
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	bin := opts.RunnerBinary
+	if bin == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find own executable to deploy as the runner: %w", err)
+		}
+		bin = self
+	}
+	hash, err := runner.FileHash(bin)
+	if err != nil {
+		return nil, fmt.Errorf("hash runner binary: %w", err)
+	}
+	readBinary := func() ([]byte, error) { return os.ReadFile(bin) }
+
+	var (
+		set     cloud.InstanceSet
+		newExec func(cloud.Instance) (runner.Executor, error)
+	)
+	switch cfg.Cloud.Driver {
+	case "local":
+		d, err := local.New(local.Options{
+			Dir: filepath.Join(cfg.Dispatcher.StateDir, "local"), BootDelay: cfg.Cloud.Local.BootDelay, Logger: log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("start local driver: %w", err)
+		}
+		set = d
+		newExec = func(inst cloud.Instance) (runner.Executor, error) {
+			key, ok := d.HostKey(inst.ID())
+			if !ok {
+				return nil, fmt.Errorf("local instance %s has no host key", inst.ID())
+			}
+			return sshexec.New(sshexec.Options{
+				Address: inst.Address(), User: "dispatch-tui", Signer: d.ClientSigner(),
+				HostKeyCallback: sshexec.Pinned(key), Secret: inst.Tags()[cloud.TagSecret],
+			}), nil
+		}
+	default:
+		return nil, fmt.Errorf("cloud.driver %q is not supported by this build (use local)", cfg.Cloud.Driver)
+	}
+	eng, err := engine.New(engine.Options{
+		Config: cfg, InstanceSet: set, NewExecutor: newExec, Logger: log,
+		RunnerHash: hash, RunnerBinary: readBinary,
+	})
+	if err != nil {
+		set.Stop()
+		return nil, err
+	}
+	return &Running{Engine: eng, Driver: set}, nil
+}
