@@ -364,3 +364,94 @@ func TestLocalSIGKILLedDispatcherReadoptsRunningContainers(t *testing.T) {
 		t.Fatalf("runs file has %d lines (%d distinct), want each of %d containers exactly once:\n%s", len(lines), len(slices.Compact(lines)), n, b)
 	}
 }
+
+// daemonConfig writes a config file equivalent to e2eConfig(stateDir).
+func daemonConfig(t *testing.T, stateDir string) string {
+	t.Helper()
+	body := fmt.Sprintf(`[dispatcher]
+state_dir = %q
+max_instances = 4
+max_containers_per_instance = 0
+stale_lock_timeout = "20s"
+
+[cloud]
+driver = "local"
+runner_path = %q
+probe_interval = "200ms"
+sync_interval = "1s"
+timeout_idle = "1m"
+max_concurrent_creates = 4
+max_cloud_ops_per_second = 100
+max_probes_per_second = 100
+
+[cloud.local]
+boot_delay = "100ms"
+
+[[instance_type]]
+name = "slot8"
+vcpus = 8
+ram = "16GiB"
+scratch = "10GiB"
+price = 0.1
+
+[containers]
+kill_grace = "1s"
+`, stateDir, filepath.Join(stateDir, "dispatch-tui-runner"))
+	path := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestDaemonStopsCleanlyOnSignalsLeavingContainersRunning(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			state := t.TempDir()
+			// Start containers with an in-process engine, then hand over.
+			r, stop := startEngine(t, e2eConfig(state))
+			var ids []string
+			for i := 0; i < 3; i++ {
+				c, err := r.Submit(queue.Spec{Command: []string{"sleep", "30"}, RuntimeConstraints: queue.Constraints{VCPUs: 1}}, "test")
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, c.ID)
+			}
+			waitFor(t, "containers running", time.Minute, func() bool { return len(runnerPIDs(state)) == len(ids) })
+			stop()
+
+			cfgPath := daemonConfig(t, state)
+			daemon := exec.Command(binary, "--daemon", "--config", cfgPath)
+			var logs strings.Builder
+			daemon.Stderr = &logs
+			if err := daemon.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Stop it while it is busy re-adopting (not waiting for a state:
+			// the stop must be clean whatever it is doing).
+			time.Sleep(time.Second)
+			sent := time.Now()
+			if err := daemon.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			if err := daemon.Wait(); err != nil {
+				t.Fatalf("daemon exit: %v\n%s", err, logs.String())
+			}
+			if took := time.Since(sent); took > 5*time.Second {
+				t.Fatalf("daemon took %s to stop", took)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+				if !strings.HasPrefix(line, "{") {
+					t.Fatalf("daemon log line is not JSON: %q", line)
+				}
+			}
+			if !strings.Contains(logs.String(), `"msg":"daemon stopped"`) {
+				t.Fatalf("no clean stop logged:\n%s", logs.String())
+			}
+			if n := len(runnerPIDs(state)); n != len(ids) {
+				t.Fatalf("%d of %d containers still running after the daemon stopped", n, len(ids))
+			}
+		})
+	}
+}
