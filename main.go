@@ -39,9 +39,8 @@ const usage = `usage:
   dispatch-tui check-config FILE              validate; exit 0 / print errors with line numbers
   dispatch-tui runner ...                      worker-side protocol
   dispatch-tui version
-  dispatch-tui simulate [--containers N --quota N --timeout 2m]
-                                               the engine on the in-memory cloudtest
-                                               driver with a sample workload
+  dispatch-tui simulate [--driver local|cloudtest --containers N --quota N --timeout 2m]
+                                               the engine with a sample workload
 
 Implemented so far: --daemon, check-config, simulate, runner and version. Everything else is
 not implemented yet.
@@ -135,6 +134,7 @@ func simulateCmd(configPath string, args []string, stdout, stderr io.Writer) int
 	quota := fs.Int("quota", 8, "cloud quota in instances (0 = unlimited)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "stop after this long")
 	seed := fs.Uint64("seed", 1, "random seed for the workload and faults")
+	driver := fs.String("driver", "local", "local (real processes over SSH) or cloudtest (in-memory)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -142,7 +142,7 @@ func simulateCmd(configPath string, args []string, stdout, stderr io.Writer) int
 		return 2
 	}
 	if fs.NArg() != 0 || *n < 1 || *quota < 0 || *timeout <= 0 {
-		fmt.Fprintln(stderr, "usage: dispatch-tui simulate [--containers N>=1] [--quota N>=0] [--timeout D>0] [--seed N]")
+		fmt.Fprintln(stderr, "usage: dispatch-tui simulate [--driver local|cloudtest] [--containers N>=1] [--quota N>=0] [--timeout D>0] [--seed N]")
 		return 2
 	}
 	cfg, err := config.FindAndLoad(configPath)
@@ -152,7 +152,7 @@ func simulateCmd(configPath string, args []string, stdout, stderr io.Writer) int
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err = simulate.Run(ctx, simulate.Options{Config: cfg, Containers: *n, Quota: *quota, Timeout: *timeout, Seed: *seed, Out: stdout})
+	err = simulate.Run(ctx, simulate.Options{Config: cfg, Containers: *n, Quota: *quota, Timeout: *timeout, Seed: *seed, Out: stdout, Driver: *driver})
 	if err != nil {
 		fmt.Fprintln(stderr, "dispatch-tui simulate:", err)
 		return 1

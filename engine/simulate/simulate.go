@@ -1,6 +1,7 @@
-// Package simulate runs the engine headless against the in-memory cloudtest
-// driver with a sample workload and prints its progress: a way to see the
-// scheduler and worker pool work before any real driver is configured.
+// Package simulate runs the engine headless with a sample workload and
+// prints its progress: on the local driver (real processes over real SSH)
+// or the in-memory cloudtest driver. It is how a newcomer sees the
+// scheduler and worker pool work with nothing installed.
 package simulate
 
 import (
@@ -9,6 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/launch"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/worker"
 )
@@ -29,6 +32,9 @@ type Options struct {
 	Quota      int           // cloud quota (0 = unlimited)
 	Seed       uint64
 	Out        io.Writer
+	// Driver is "cloudtest" (in-memory, with injected create errors) or
+	// "local" (real processes over real SSH, this binary as the runner).
+	Driver string
 }
 
 // Run submits the sample workload and steps the engine until every
@@ -42,31 +48,56 @@ func Run(ctx context.Context, opts Options) error {
 	defer os.RemoveAll(dir)
 	cfg.Dispatcher.StateDir = dir
 	cfg.Cloud.Driver = "cloudtest"
+	cfg.Cloud.Local.BootDelay = min(cfg.Cloud.Local.BootDelay, time.Second)
 	// Short timeouts so the whole life cycle shows within a minute.
 	cfg.Cloud.TimeoutIdle = 5 * time.Second
 	cfg.Cloud.ProbeInterval = time.Second
 	cfg.Cloud.SyncInterval = 5 * time.Second
 	cfg.Cloud.MaxConcurrentCreates = max(cfg.Cloud.MaxConcurrentCreates, 4)
 
-	cloud := cloudtest.New(cloudtest.Options{
-		Clock: clock.Real{}, Seed: int64(opts.Seed), Quota: opts.Quota,
-		BootDelay: cfg.Cloud.Local.BootDelay, CreateErrorRate: 0.05,
-	})
-	eng, err := engine.New(engine.Options{Config: &cfg, InstanceSet: cloud, NewExecutor: cloud.Executor, PassInterval: 250 * time.Millisecond})
-	if err != nil {
-		return err
+	var eng *engine.Engine
+	switch opts.Driver {
+	case "local":
+		cfg.Cloud.Driver = "local"
+		cfg.Dispatcher.MaxInstances = max(opts.Quota, 1)
+		cfg.Cloud.RunnerPath = filepath.Join(dir, "dispatch-tui-runner")
+		r, err := launch.New(launch.Options{Config: &cfg})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			// Leave nothing behind: destroy what is left (kills containers).
+			insts, _ := r.Driver.Instances(context.Background(), nil)
+			for _, i := range insts {
+				i.Destroy(context.Background())
+			}
+			r.Close()
+		}()
+		eng = r.Engine
+	case "cloudtest", "":
+		ct := cloudtest.New(cloudtest.Options{
+			Clock: clock.Real{}, Seed: int64(opts.Seed), Quota: opts.Quota,
+			BootDelay: cfg.Cloud.Local.BootDelay, CreateErrorRate: 0.05,
+		})
+		e, err := engine.New(engine.Options{Config: &cfg, InstanceSet: ct, NewExecutor: ct.Executor, PassInterval: 250 * time.Millisecond})
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		eng = e
+	default:
+		return fmt.Errorf("unknown driver %q (cloudtest or local)", opts.Driver)
 	}
-	defer eng.Close()
 
 	rng := rand.New(rand.NewPCG(opts.Seed, 7))
 	for i := 0; i < opts.Containers; i++ {
-		spec := sampleSpec(rng, i, cfg.InstanceTypes)
+		spec := sampleSpec(rng, i, cfg.InstanceTypes, opts.Driver == "local")
 		if _, err := eng.Submit(spec, "simulate"); err != nil {
 			return fmt.Errorf("submit sample container %d: %w", i, err)
 		}
 	}
-	fmt.Fprintf(opts.Out, "simulating %d containers on %d instance types (cloudtest driver, quota %s); Ctrl-C stops\n",
-		opts.Containers, len(cfg.InstanceTypes), quotaText(opts.Quota))
+	fmt.Fprintf(opts.Out, "running %d sample containers on %d instance types (%s driver, quota %s); Ctrl-C stops\n",
+		opts.Containers, len(cfg.InstanceTypes), cfg.Cloud.Driver, quotaText(opts.Quota))
 
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
@@ -99,7 +130,7 @@ func quotaText(q int) string {
 
 // sampleSpec: mostly short small containers, some longer, some failing,
 // a few needing a bigger type.
-func sampleSpec(rng *rand.Rand, i int, types []cloud.InstanceType) queue.Spec {
+func sampleSpec(rng *rand.Rand, i int, types []cloud.InstanceType, real bool) queue.Spec {
 	d := time.Duration(1+rng.IntN(6)) * time.Second
 	code := 0
 	if rng.IntN(10) == 0 {
@@ -111,7 +142,11 @@ func sampleSpec(rng *rand.Rand, i int, types []cloud.InstanceType) queue.Spec {
 		rc = queue.Constraints{VCPUs: big.VCPUs, RAM: big.RAM / 2}
 	}
 	prio := 1 + rng.IntN(3)
-	return queue.Spec{Name: fmt.Sprintf("sample-%03d", i), Command: cloudtest.Cmd(d, code), RuntimeConstraints: rc, Priority: &prio}
+	cmd := cloudtest.Cmd(d, code)
+	if real {
+		cmd = []string{"sh", "-c", fmt.Sprintf("echo sample %d; sleep %d; exit %d", i, int(d.Seconds()), code)}
+	}
+	return queue.Spec{Name: fmt.Sprintf("sample-%03d", i), Command: cmd, RuntimeConstraints: rc, Priority: &prio}
 }
 
 func line(eng *engine.Engine, elapsed time.Duration) string {
