@@ -8,4 +8,7 @@ require (
 	golang.org/x/crypto v0.58.0
 )
 
-require golang.org/x/sys v0.49.0 // indirect
+require (
+	github.com/prometheus/client_golang v1.25.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+)

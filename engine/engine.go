@@ -38,6 +38,9 @@ type Options struct {
 	PassInterval time.Duration
 	// StorePath overrides <state_dir>/dispatch-tui.db.
 	StorePath string
+	// OnPass, if set, is called after every scheduler pass with its
+	// statistics (metrics use it for the pass-duration histogram).
+	OnPass func(scheduler.Stats)
 }
 
 // Engine is the dispatcher: queue + pool + scheduler + cloud.
@@ -177,6 +180,9 @@ func (e *Engine) Step() scheduler.Stats {
 	e.mu.Lock()
 	e.lastStats = st
 	e.mu.Unlock()
+	if e.opts.OnPass != nil {
+		e.opts.OnPass(st)
+	}
 	e.notify()
 	return st
 }
