@@ -38,3 +38,5 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseSize$$' -fuzztime=$(FUZZTIME) ./engine/config
 	$(GO) test -run='^$$' -fuzz='^FuzzParseArgs$$' -fuzztime=$(FUZZTIME) ./engine/runner
 	$(GO) test -run='^$$' -fuzz='^FuzzParseList$$' -fuzztime=$(FUZZTIME) ./engine/runner
+	$(GO) test -run='^$$' -fuzz='^FuzzDecodeSpec$$' -fuzztime=$(FUZZTIME) ./engine/api
+	$(GO) test -run='^$$' -fuzz='^FuzzListQuery$$' -fuzztime=$(FUZZTIME) ./engine/api

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"dispatch-tui/engine/api/cli"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/launch"
 	"dispatch-tui/engine/runner"
@@ -42,7 +43,9 @@ const usage = `usage:
   dispatch-tui simulate [--driver local|cloudtest --containers N --quota N --timeout 2m]
                                                the engine with a sample workload
 
-Implemented so far: --daemon, check-config, simulate, runner and version. Everything else is
+Implemented so far: --daemon and the client commands, check-config,
+simulate, runner and version. The TUI (default, --connect, --demo) is not
+implemented yet. Everything else is
 not implemented yet.
 
 Without --config the config file is ./dispatch-tui.toml, else
@@ -63,7 +66,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.String("config", "", "config file")
 	daemon := fs.Bool("daemon", false, "run the engine headless")
 	connect := fs.String("connect", "", "URL of a daemon to attach the TUI to")
-	fs.String("token", "", "API token for --connect")
+	fs.String("token", "", "API token (default $DISPATCH_TUI_TOKEN, then the config)")
+	server := fs.String("server", "", "dispatcher API address for client commands (default $DISPATCH_TUI_SERVER, then dispatcher.listen)")
 	demo := fs.Bool("demo", false, "TUI with a sample workload")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -108,8 +112,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runner.Main(rest, os.Stdin, stdout, stderr, runner.WorkerEnv{Version: version})
 	case "submit", "ls", "hold", "drain", "run", "kill", "release", "priority",
 		"logs", "pause", "resume":
-		fmt.Fprintf(stderr, "dispatch-tui: %s is not implemented yet\n\n%s", cmd, usage)
-		return 2
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return cli.Run(ctx, cmd, rest, cli.Env{
+			Stdout: stdout, Stderr: stderr, ConfigPath: fs.Lookup("config").Value.String(),
+			Server: *server, Token: fs.Lookup("token").Value.String(),
+		})
 	default:
 		fmt.Fprintf(stderr, "dispatch-tui: unknown command %q\n\n%s", cmd, usage)
 		return 2

@@ -13,6 +13,7 @@ import (
 	"dispatch-tui/cloud/local"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/metrics"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/sshexec"
 )
@@ -26,10 +27,11 @@ type Options struct {
 	RunnerBinary string
 }
 
-// Running is an Engine together with the driver it owns.
+// Running is an Engine together with the driver it owns and its metrics.
 type Running struct {
 	*engine.Engine
-	Driver cloud.InstanceSet
+	Driver  cloud.InstanceSet
+	Metrics *metrics.Metrics
 }
 
 // Close stops the engine, then the driver. Instances and their containers
@@ -87,13 +89,15 @@ func New(opts Options) (*Running, error) {
 	default:
 		return nil, fmt.Errorf("cloud.driver %q is not supported by this build (use local)", cfg.Cloud.Driver)
 	}
+	m := metrics.NewRecorder()
 	eng, err := engine.New(engine.Options{
 		Config: cfg, InstanceSet: set, NewExecutor: newExec, Logger: log,
-		RunnerHash: hash, RunnerBinary: readBinary,
+		RunnerHash: hash, RunnerBinary: readBinary, OnPass: m.ObservePass,
 	})
 	if err != nil {
 		set.Stop()
 		return nil, err
 	}
-	return &Running{Engine: eng, Driver: set}, nil
+	m.Attach(eng)
+	return &Running{Engine: eng, Driver: set, Metrics: m}, nil
 }

@@ -603,8 +603,11 @@ func TestListStates(t *testing.T) {
 	os.Mkdir(filepath.Join(root, "bad id"), 0o700)
 	os.Mkdir(filepath.Join(root, "forget~x~1"), 0o700)
 	os.Symlink(filepath.Join(root, "a-done"), filepath.Join(root, "link"))
-	// A directory whose start died before the supervisor ran.
+	// A directory whose start died before the supervisor ran (old enough
+	// not to be a start in progress).
 	os.Mkdir(filepath.Join(root, "c-lost"), 0o700)
+	old := time.Now().Add(-time.Minute)
+	os.Chtimes(filepath.Join(root, "c-lost"), old, old)
 	// A start in progress: spec written, no pid yet.
 	os.Mkdir(filepath.Join(root, "d-starting"), 0o700)
 	os.WriteFile(filepath.Join(root, "d-starting", fileSpec), []byte(`{"id":"d-starting","command":["true"]}`), 0o600)

@@ -103,6 +103,42 @@ type Stats struct {
 	QuotaLimit    int           // effective instance cap now (Quota)
 	AtQuota       bool
 	PausedUntil   time.Time // cloud calls paused by a rate limit until then
+	// ProbeLatency holds the latency of every completed probe (the
+	// observations summed in ProbeTime).
+	ProbeLatency DurationHistogram
+	// BootTime holds, for each instance this pool created, the time from
+	// the create request to its first successful probe (ready).
+	BootTime DurationHistogram
+}
+
+// DurationHistogram counts observations in fixed buckets (for metrics).
+type DurationHistogram struct {
+	// Bounds are the buckets' inclusive upper bounds, ascending. The slice
+	// is fixed when the pool is created and shared by every copy: do not
+	// modify it.
+	Bounds []time.Duration
+	// Counts[i] is the number of observations in (Bounds[i-1], Bounds[i]];
+	// the last element (len(Bounds)) counts those above every bound.
+	Counts []uint64
+	Count  uint64        // observations
+	Sum    time.Duration // their total
+}
+
+func newDurationHistogram(bounds ...time.Duration) DurationHistogram {
+	return DurationHistogram{Bounds: bounds, Counts: make([]uint64, len(bounds)+1)}
+}
+
+func (h *DurationHistogram) observe(d time.Duration) {
+	i, _ := slices.BinarySearch(h.Bounds, d)
+	h.Counts[i]++
+	h.Count++
+	h.Sum += d
+}
+
+// clone returns a copy that does not share Counts.
+func (h DurationHistogram) clone() DurationHistogram {
+	h.Counts = slices.Clone(h.Counts)
+	return h
 }
 
 // Pool is the worker pool. Use New.
@@ -218,6 +254,7 @@ type worker struct {
 	probeFailing bool
 	lastProbeOK  time.Time
 	readyAt      time.Time
+	createdAt    time.Time // when this pool asked for it (zero: found in a listing)
 	listSeq      uint64
 
 	csSpare    []string // spare buffer for Containers
@@ -292,7 +329,16 @@ func New(opts Options) (*Pool, error) {
 		capBlocked: make(map[string]time.Time),
 		quotaEst:   -1,
 		ignored:    make(map[cloud.InstanceID]bool),
-		stats:      Stats{CloudOps: make(map[string]map[string]int)},
+		stats: Stats{
+			CloudOps: make(map[string]map[string]int),
+			ProbeLatency: newDurationHistogram(time.Millisecond, 2500*time.Microsecond, 5*time.Millisecond,
+				10*time.Millisecond, 25*time.Millisecond, 50*time.Millisecond, 100*time.Millisecond,
+				250*time.Millisecond, 500*time.Millisecond, time.Second, 2500*time.Millisecond,
+				5*time.Second, 10*time.Second, 30*time.Second, time.Minute),
+			BootTime: newDurationHistogram(time.Second, 2*time.Second, 5*time.Second, 10*time.Second,
+				15*time.Second, 30*time.Second, 45*time.Second, time.Minute, 90*time.Second,
+				2*time.Minute, 3*time.Minute, 5*time.Minute, 10*time.Minute, 15*time.Minute, 30*time.Minute),
+		},
 	}
 	for _, it := range c.InstanceTypes {
 		if it.ProviderType == "" {
@@ -873,6 +919,7 @@ func (p *Pool) runProbe(w *worker, mode probeMode) {
 	p.stats.Probes++
 	p.stats.ProbeTime += lat
 	p.stats.ProbeMaxTime = max(p.stats.ProbeMaxTime, lat)
+	p.stats.ProbeLatency.observe(lat)
 	w.v.LastProbe = now
 	w.probed = true
 	if err != nil {
@@ -902,6 +949,9 @@ func (p *Pool) runProbe(w *worker, mode probeMode) {
 			return
 		}
 		w.readyAt = now
+		if prev == StateBooting && !w.createdAt.IsZero() {
+			p.stats.BootTime.observe(now.Sub(w.createdAt))
+		}
 		w.v.State = StateIdle
 		if len(w.v.Containers) > 0 {
 			w.v.State = StateRunning
@@ -1406,14 +1456,16 @@ func (p *Pool) createDoneLocked(pc *pendingCreate, it cloud.InstanceType, inst c
 		return
 	}
 	id := inst.ID()
-	if w := p.workers[id]; w != nil {
+	w := p.workers[id]
+	if w != nil {
 		// Already found by a listing that raced with the create.
 		if w.v.State == StateUnknown {
 			w.v.State = StateBooting
 		}
 	} else {
-		p.addWorkerLocked(inst, it, StateBooting, IdleRun, now)
+		w = p.addWorkerLocked(inst, it, StateBooting, IdleRun, now)
 	}
+	w.createdAt = pc.view.AppearedAt
 	if p.quotaEst >= 0 {
 		if n := p.countLocked(); n > p.quotaEst {
 			// The probe above the estimate worked: raise it, and probe
@@ -1622,6 +1674,8 @@ func (p *Pool) Stats() Stats {
 			s.CloudOps[op][k] = n
 		}
 	}
+	s.ProbeLatency = p.stats.ProbeLatency.clone()
+	s.BootTime = p.stats.BootTime.clone()
 	now := p.clk.Now()
 	s.QuotaLimit = p.limitLocked(now)
 	s.AtQuota = p.countLocked() >= s.QuotaLimit

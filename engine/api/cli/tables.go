@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"dispatch-tui/engine"
+	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/worker"
+)
+
+func instanceTable(w io.Writer, items []worker.InstanceView) error {
+	t := tw(w)
+	fmt.Fprintln(t, "ID\tTYPE\tSTATE\tIDLE\tCTRS\tPRICE/H\tAGE\tLAST ERROR")
+	for _, v := range items {
+		id := string(v.ID)
+		if id == "" {
+			id = "(creating)"
+		}
+		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%d\t%.3f\t%s\t%s\n", id, v.Type, v.State, v.IdleBehavior,
+			len(v.Containers), v.Price, ago(v.AppearedAt), clip(v.LastError, 30))
+	}
+	return t.Flush()
+}
+
+func containerTable(w io.Writer, items []queue.Container, available int) error {
+	t := tw(w)
+	fmt.Fprintln(t, "ID\tSTATE\tPRIO\tEXIT\tINSTANCE\tCOMMAND / REASON")
+	for _, c := range items {
+		exit := "-"
+		if c.ExitCode != nil {
+			exit = fmt.Sprint(*c.ExitCode)
+		}
+		state := string(c.State)
+		if c.Held {
+			state += "*"
+		}
+		inst := c.InstanceID
+		if inst == "" {
+			inst = "-"
+		}
+		detail := strings.Join(c.Command, " ")
+		if c.Reason != "" {
+			detail = c.Reason
+		}
+		fmt.Fprintf(t, "%s\t%s\t%d\t%s\t%s\t%s\n", c.ID, state, c.Priority, exit, clip(inst, 16), clip(detail, 28))
+	}
+	if err := t.Flush(); err != nil {
+		return err
+	}
+	if available > len(items) {
+		fmt.Fprintf(w, "(%d of %d shown; use --limit/--offset)\n", len(items), available)
+	}
+	return nil
+}
+
+func typeTable(w io.Writer, items []engine.TypeSummary) error {
+	t := tw(w)
+	fmt.Fprintln(t, "NAME\tVCPUS\tRAM\tSCRATCH\tGPUS\tPRICE/H\tINSTANCES")
+	for _, v := range items {
+		fmt.Fprintf(t, "%s\t%d\t%s\t%s\t%d\t%.3f\t%d\n", v.Name, v.VCPUs, config.FormatSize(v.RAM),
+			config.FormatSize(v.Scratch), v.GPUs, v.Price, v.Count)
+	}
+	return t.Flush()
+}
+
+func eventTable(w io.Writer, items []queue.Event) error {
+	t := tw(w)
+	fmt.Fprintln(t, "SEQ\tTIME\tACTOR\tTARGET\tACTION\tREASON")
+	for _, e := range items {
+		fmt.Fprintf(t, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.Time.Local().Format("15:04:05"),
+			clip(e.Actor, 12), clip(e.Target, 16), clip(e.Action, 10), clip(e.Reason, 18))
+	}
+	return t.Flush()
+}

@@ -1,0 +1,276 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"dispatch-tui/engine"
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/worker"
+)
+
+// Client talks to a dispatcher's management API.
+type Client struct {
+	BaseURL string       // "http://host:port"
+	Token   string       // bearer token; "" sends none
+	HTTP    *http.Client // nil = http.DefaultClient
+	// Actor, when set, is sent as X-Dispatch-Actor: the server records
+	// verbs as "api:" + Actor.
+	Actor string
+}
+
+// NewClient returns a client for baseURL ("http://host:port" or
+// "host:port").
+func NewClient(baseURL, token string) *Client {
+	baseURL = strings.TrimSpace(baseURL)
+	if !strings.Contains(baseURL, "://") {
+		baseURL = "http://" + baseURL
+	}
+	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), Token: token, HTTP: &http.Client{}}
+}
+
+// ListQuery filters, sorts and pages Containers.
+type ListQuery struct {
+	States []string // any of Queued, Locked, Running, Complete, Cancelled
+	Q      string   // substring of id, name or command
+	Sort   string   // priority, created, name, state; "-" prefix = descending
+	Offset int
+	Limit  int // 0 = the server's cap (10000)
+}
+
+// APIError is returned for every non-2xx response.
+type APIError struct {
+	Status  int
+	Message string
+	Field   string   // the request field at fault (400), if known
+	Types   []string // the configured instance types (422: no type fits)
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status)
+}
+
+// Instances lists every instance.
+func (c *Client) Instances(ctx context.Context) ([]worker.InstanceView, error) {
+	var body listBody[worker.InstanceView]
+	err := c.do(ctx, http.MethodGet, "/v1/instances", nil, nil, &body)
+	return body.Items, err
+}
+
+// InstanceVerb applies hold, drain, run or kill to an instance.
+func (c *Client) InstanceVerb(ctx context.Context, id, verb, reason string) (worker.InstanceView, error) {
+	var v worker.InstanceView
+	err := c.do(ctx, http.MethodPost, "/v1/instances/"+url.PathEscape(id)+"/"+url.PathEscape(verb), nil, reasonOf(reason), &v)
+	return v, err
+}
+
+// Containers lists containers matching q, and how many match in all.
+func (c *Client) Containers(ctx context.Context, q ListQuery) ([]queue.Container, int, error) {
+	v := url.Values{}
+	if len(q.States) > 0 {
+		v.Set("state", strings.Join(q.States, ","))
+	}
+	if q.Q != "" {
+		v.Set("q", q.Q)
+	}
+	if q.Sort != "" {
+		v.Set("sort", q.Sort)
+	}
+	if q.Offset != 0 {
+		v.Set("offset", strconv.Itoa(q.Offset))
+	}
+	if q.Limit != 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	var body listBody[queue.Container]
+	err := c.do(ctx, http.MethodGet, "/v1/containers", v, nil, &body)
+	n := len(body.Items)
+	if body.ItemsAvailable != nil {
+		n = *body.ItemsAvailable
+	}
+	return body.Items, n, err
+}
+
+// Container returns one container.
+func (c *Client) Container(ctx context.Context, id string) (queue.Container, error) {
+	var v queue.Container
+	err := c.do(ctx, http.MethodGet, "/v1/containers/"+url.PathEscape(id), nil, nil, &v)
+	return v, err
+}
+
+// Submit adds a container.
+func (c *Client) Submit(ctx context.Context, spec queue.Spec) (queue.Container, error) {
+	var v queue.Container
+	err := c.do(ctx, http.MethodPost, "/v1/containers", nil, spec, &v)
+	return v, err
+}
+
+// ContainerVerb applies hold, release or kill to a container.
+func (c *Client) ContainerVerb(ctx context.Context, id, verb, reason string) (queue.Container, error) {
+	var v queue.Container
+	err := c.do(ctx, http.MethodPost, "/v1/containers/"+url.PathEscape(id)+"/"+url.PathEscape(verb), nil, reasonOf(reason), &v)
+	return v, err
+}
+
+// SetPriority changes a container's priority.
+func (c *Client) SetPriority(ctx context.Context, id string, priority int) (queue.Container, error) {
+	var v queue.Container
+	err := c.do(ctx, http.MethodPatch, "/v1/containers/"+url.PathEscape(id), nil, priorityBody{Priority: &priority}, &v)
+	return v, err
+}
+
+// Logs copies a container's output (its last tail lines when tail > 0) to
+// w. With follow it keeps copying new output until the container has ended
+// or ctx is done.
+func (c *Client) Logs(ctx context.Context, id string, tail int, follow bool, w io.Writer) error {
+	v := url.Values{}
+	if tail > 0 {
+		v.Set("tail", strconv.Itoa(tail))
+	}
+	if follow {
+		v.Set("follow", "1")
+	}
+	resp, err := c.send(ctx, http.MethodGet, "/v1/containers/"+url.PathEscape(id)+"/logs", v, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("read logs of %s: %w", id, err)
+	}
+	return nil
+}
+
+// Types lists the configured instance types with instance counts.
+func (c *Client) Types(ctx context.Context) ([]engine.TypeSummary, error) {
+	var body listBody[engine.TypeSummary]
+	err := c.do(ctx, http.MethodGet, "/v1/types", nil, nil, &body)
+	return body.Items, err
+}
+
+// Events returns up to limit events after sequence number since (limit 0 =
+// the server's default, 1000).
+func (c *Client) Events(ctx context.Context, since uint64, limit int) ([]queue.Event, error) {
+	v := url.Values{}
+	if since > 0 {
+		v.Set("since", strconv.FormatUint(since, 10))
+	}
+	if limit > 0 {
+		v.Set("limit", strconv.Itoa(limit))
+	}
+	var body listBody[queue.Event]
+	err := c.do(ctx, http.MethodGet, "/v1/events", v, nil, &body)
+	return body.Items, err
+}
+
+// Summary returns counts by state, cost, quota and the paused flag.
+func (c *Client) Summary(ctx context.Context) (engine.Summary, error) {
+	var v engine.Summary
+	err := c.do(ctx, http.MethodGet, "/v1/summary", nil, nil, &v)
+	return v, err
+}
+
+// Pause stops the scheduler starting containers and creating instances.
+func (c *Client) Pause(ctx context.Context, reason string) error {
+	return c.do(ctx, http.MethodPost, "/v1/scheduler/pause", nil, reasonOf(reason), nil)
+}
+
+// Resume undoes Pause.
+func (c *Client) Resume(ctx context.Context, reason string) error {
+	return c.do(ctx, http.MethodPost, "/v1/scheduler/resume", nil, reasonOf(reason), nil)
+}
+
+// reasonOf is the body of a verb: none without a reason.
+func reasonOf(reason string) any {
+	if reason == "" {
+		return nil
+	}
+	return reasonBody{Reason: reason}
+}
+
+// do sends a request with an optional JSON body and decodes a JSON answer
+// into out (when non-nil).
+func (c *Client) do(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	resp, err := c.send(ctx, method, path, query, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: decode response: %w", method, path, err)
+	}
+	return nil
+}
+
+// send sends a request and returns the response when it is 2xx; any other
+// status becomes an *APIError.
+func (c *Client) send(ctx context.Context, method, path string, query url.Values, body any) (*http.Response, error) {
+	u := c.BaseURL + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: encode request: %w", method, path, err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	if c.Actor != "" {
+		req.Header.Set(ActorHeader, c.Actor)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	return nil, readAPIError(resp)
+}
+
+func readAPIError(resp *http.Response) *APIError {
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	ae := &APIError{Status: resp.StatusCode}
+	var eb errorBody
+	if json.Unmarshal(data, &eb) == nil && eb.Error != "" {
+		ae.Message, ae.Field, ae.Types = eb.Error, eb.Field, eb.Types
+		return ae
+	}
+	ae.Message = strings.TrimSpace(string(data))
+	if ae.Message == "" {
+		ae.Message = http.StatusText(resp.StatusCode)
+	}
+	return ae
+}

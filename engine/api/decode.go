@@ -1,0 +1,338 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"dispatch-tui/engine"
+	"dispatch-tui/engine/queue"
+)
+
+// MaxListLimit caps the limit of GET /v1/containers and GET /v1/events;
+// it is also the default when no limit is given.
+const MaxListLimit = 10000
+
+// readBody reads a request body of at most MaxBodyBytes.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, *httpError) {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return nil, &httpError{status: http.StatusRequestEntityTooLarge,
+				msg: fmt.Sprintf("request body is larger than %d bytes (1 MiB)", MaxBodyBytes)}
+		}
+		return nil, badRequest("", "read request body: "+err.Error())
+	}
+	return data, nil
+}
+
+// decodeBody reads the body into v. An empty body is an error when
+// required, else it leaves v alone.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, required bool) *httpError {
+	data, herr := readBody(w, r)
+	if herr != nil {
+		return herr
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		if required {
+			return badRequest("", "request body is required (a JSON object)")
+		}
+		return nil
+	}
+	return decodeJSON(data, v)
+}
+
+// decodeJSON decodes one JSON value into v, refusing unknown fields and
+// trailing data. Errors name the offending field when it can be found.
+func decodeJSON(data []byte, v any) *httpError {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(data, reflect.TypeOf(v), err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return badRequest("", "malformed JSON body: unexpected data after the JSON value")
+	}
+	return nil
+}
+
+func jsonError(data []byte, t reflect.Type, err error) *httpError {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.Is(err, io.EOF):
+		return badRequest("", "request body is required (a JSON object)")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest("", "malformed JSON body: unexpected end of input")
+	case errors.As(err, &se):
+		return badRequest("", fmt.Sprintf("malformed JSON body at byte %d: %v", se.Offset, strings.TrimPrefix(se.Error(), "json: ")))
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			field = locateField(data, t, "")
+		}
+		msg := fmt.Sprintf("want %s, got %s", jsonKind(te.Type), te.Value)
+		if field == "" {
+			return badRequest("", "malformed JSON body: "+msg)
+		}
+		return badRequest(field, field+": "+msg)
+	}
+	field := locateField(data, t, "")
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	if strings.HasPrefix(msg, "unknown field ") {
+		msg = "unknown field"
+	}
+	if field == "" {
+		return badRequest("", "malformed JSON body: "+msg)
+	}
+	return badRequest(field, field+": "+msg)
+}
+
+// jsonKind describes a Go type as the JSON a client should send.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "a different value"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a non-negative integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return t.String()
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// locateField finds the dotted path of the first field of data (a JSON
+// document meant for type t) that does not decode: a field with a bad
+// value, or an unknown field. It returns "" when it cannot tell. Used only
+// on the error path, so it may decode the document more than once.
+func locateField(data []byte, t reflect.Type, prefix string) string {
+	if t == nil {
+		return prefix
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || reflect.PointerTo(t).Implements(unmarshalerType) {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(reflect.New(t).Interface()); err != nil {
+			return prefix
+		}
+		return ""
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(data, &obj); err != nil {
+		return prefix // not an object (or broken)
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		path := k
+		if prefix != "" {
+			path = prefix + "." + k
+		}
+		ft, ok := fieldByJSONName(t, k)
+		if !ok {
+			return path
+		}
+		if p := locateField(obj[k], ft, path); p != "" {
+			return p
+		}
+	}
+	return ""
+}
+
+// fieldByJSONName finds the type of the struct field encoding/json would
+// decode key into (exact tag name first, then case-insensitively).
+func fieldByJSONName(t reflect.Type, key string) (reflect.Type, bool) {
+	var fold reflect.Type
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if name == key {
+			return f.Type, true
+		}
+		if fold == nil && strings.EqualFold(name, key) {
+			fold = f.Type
+		}
+	}
+	return fold, fold != nil
+}
+
+// decodeSpec decodes and validates a submitted container spec.
+func decodeSpec(data []byte) (queue.Spec, *httpError) {
+	var spec queue.Spec
+	if len(bytes.TrimSpace(data)) == 0 {
+		return spec, badRequest("", "request body is required (a container spec)")
+	}
+	if herr := decodeJSON(data, &spec); herr != nil {
+		return spec, herr
+	}
+	if err := spec.Validate(); err != nil {
+		return spec, classify(err)
+	}
+	return spec, nil
+}
+
+// reasonBody is the optional body of a verb.
+type reasonBody struct {
+	Reason string `json:"reason"`
+}
+
+// priorityBody is the body of PATCH /v1/containers/{id}.
+type priorityBody struct {
+	Priority *int   `json:"priority"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// listSorts are the sort keys GET /v1/containers accepts (each may be
+// prefixed with "-" for descending order).
+var listSorts = []string{"priority", "created", "name", "state"}
+
+// parseListQuery reads GET /v1/containers parameters.
+func parseListQuery(v url.Values) (engine.ListOptions, *httpError) {
+	var o engine.ListOptions
+	for _, raw := range v["state"] {
+		for _, s := range strings.Split(raw, ",") {
+			s = strings.TrimSpace(s)
+			if s == "" {
+				continue
+			}
+			st, ok := parseState(s)
+			if !ok {
+				return o, badRequest("state", fmt.Sprintf("state: unknown state %q (Queued, Locked, Running, Complete, Cancelled)", s))
+			}
+			if !slices.Contains(o.States, st) {
+				o.States = append(o.States, st)
+			}
+		}
+	}
+	o.Query = v.Get("q")
+	if s := v.Get("sort"); s != "" {
+		if !slices.Contains(listSorts, strings.TrimPrefix(s, "-")) {
+			return o, badRequest("sort", fmt.Sprintf("sort: unknown key %q (priority, created, name, state; prefix - for descending)", s))
+		}
+		o.Sort = s
+	}
+	var herr *httpError
+	if o.Offset, herr = intParam(v, "offset", 0); herr != nil {
+		return o, herr
+	}
+	if o.Limit, herr = intParam(v, "limit", 0); herr != nil {
+		return o, herr
+	}
+	if o.Limit == 0 || o.Limit > MaxListLimit {
+		o.Limit = MaxListLimit
+	}
+	return o, nil
+}
+
+func parseState(s string) (queue.State, bool) {
+	for _, st := range queue.States {
+		if strings.EqualFold(s, string(st)) {
+			return st, true
+		}
+	}
+	return "", false
+}
+
+// intParam reads a non-negative integer query parameter (def when absent).
+func intParam(v url.Values, name string, def int) (int, *httpError) {
+	s := v.Get(name)
+	if s == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, badRequest(name, fmt.Sprintf("%s: want a whole number, got %q", name, s))
+	}
+	if n < 0 {
+		return 0, badRequest(name, fmt.Sprintf("%s: must not be negative, got %d", name, n))
+	}
+	return n, nil
+}
+
+// eventsQuery is what GET /v1/events asks for.
+type eventsQuery struct {
+	Since uint64
+	Limit int
+}
+
+func parseEventsQuery(v url.Values) (eventsQuery, *httpError) {
+	var q eventsQuery
+	if s := v.Get("since"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return q, badRequest("since", fmt.Sprintf("since: want an event sequence number, got %q", s))
+		}
+		q.Since = n
+	}
+	var herr *httpError
+	if q.Limit, herr = intParam(v, "limit", 0); herr != nil {
+		return q, herr
+	}
+	if q.Limit == 0 {
+		q.Limit = 1000
+	}
+	q.Limit = min(q.Limit, MaxListLimit)
+	return q, nil
+}
+
+// logsQuery is what GET /v1/containers/{id}/logs asks for.
+type logsQuery struct {
+	Tail   int
+	Follow bool
+}
+
+func parseLogsQuery(v url.Values) (logsQuery, *httpError) {
+	var q logsQuery
+	var herr *httpError
+	if q.Tail, herr = intParam(v, "tail", 0); herr != nil {
+		return q, herr
+	}
+	if s := v.Get("follow"); s != "" {
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return q, badRequest("follow", fmt.Sprintf("follow: want 1 or 0, got %q", s))
+		}
+		q.Follow = b
+	}
+	return q, nil
+}

@@ -1,0 +1,223 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/worker"
+)
+
+// listBody is every list response: {"items": [...]} (items_available for
+// containers).
+type listBody[T any] struct {
+	Items          []T  `json:"items"`
+	ItemsAvailable *int `json:"items_available,omitempty"`
+}
+
+func items[T any](v []T) listBody[T] {
+	if v == nil {
+		v = []T{}
+	}
+	return listBody[T]{Items: v}
+}
+
+func (s *server) listInstances(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, items(s.eng.Instances()))
+}
+
+func (s *server) instanceVerb(w http.ResponseWriter, r *http.Request) {
+	id, verb := r.PathValue("id"), r.PathValue("verb")
+	var do func(id, actor, reason string) (worker.InstanceView, error)
+	switch verb {
+	case "hold":
+		do = s.eng.HoldInstance
+	case "drain":
+		do = s.eng.DrainInstance
+	case "run":
+		do = s.eng.RunInstance
+	case "kill":
+		do = s.eng.KillInstance
+	default:
+		writeError(w, notFound(fmt.Sprintf("unknown instance verb %q (hold, drain, run, kill)", verb)))
+		return
+	}
+	var body reasonBody
+	if herr := decodeBody(w, r, &body, false); herr != nil {
+		writeError(w, herr)
+		return
+	}
+	v, err := do(id, actor(r), body.Reason)
+	if err != nil {
+		writeError(w, classify(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *server) listContainers(w http.ResponseWriter, r *http.Request) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, badRequest("", "malformed query string: "+err.Error()))
+		return
+	}
+	opts, herr := parseListQuery(q)
+	if herr != nil {
+		writeError(w, herr)
+		return
+	}
+	cs, total := s.eng.Containers(opts)
+	body := items(cs)
+	body.ItemsAvailable = &total
+	writeJSON(w, http.StatusOK, body)
+}
+
+func (s *server) submit(w http.ResponseWriter, r *http.Request) {
+	data, herr := readBody(w, r)
+	if herr != nil {
+		writeError(w, herr)
+		return
+	}
+	spec, herr := decodeSpec(data)
+	if herr != nil {
+		writeError(w, herr)
+		return
+	}
+	c, err := s.eng.Submit(spec, actor(r))
+	if err != nil {
+		writeError(w, classify(err))
+		return
+	}
+	w.Header().Set("Location", "/v1/containers/"+url.PathEscape(c.ID))
+	writeJSON(w, http.StatusCreated, c)
+}
+
+func (s *server) getContainer(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	c, ok := s.eng.Container(id)
+	if !ok {
+		writeError(w, containerNotFound(id))
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+func containerNotFound(id string) *httpError {
+	return notFound(fmt.Sprintf("container %s: %v", id, queue.ErrNotFound))
+}
+
+func (s *server) containerVerb(w http.ResponseWriter, r *http.Request) {
+	id, verb := r.PathValue("id"), r.PathValue("verb")
+	var do func(id, actor, reason string) (queue.Container, error)
+	switch verb {
+	case "hold":
+		do = s.eng.HoldContainer
+	case "release":
+		do = s.eng.ReleaseContainer
+	case "kill":
+		do = s.eng.KillContainer
+	default:
+		writeError(w, notFound(fmt.Sprintf("unknown container verb %q (hold, release, kill; PATCH for priority)", verb)))
+		return
+	}
+	var body reasonBody
+	if herr := decodeBody(w, r, &body, false); herr != nil {
+		writeError(w, herr)
+		return
+	}
+	s.applyContainerVerb(w, id, func() (queue.Container, error) { return do(id, actor(r), body.Reason) })
+}
+
+func (s *server) patchContainer(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var body priorityBody
+	if herr := decodeBody(w, r, &body, true); herr != nil {
+		writeError(w, herr)
+		return
+	}
+	if body.Priority == nil {
+		writeError(w, badRequest("priority", "priority: required (the only field PATCH changes)"))
+		return
+	}
+	s.applyContainerVerb(w, id, func() (queue.Container, error) {
+		return s.eng.SetPriority(id, *body.Priority, actor(r), body.Reason)
+	})
+}
+
+// applyContainerVerb runs a container verb and writes its result. Verbs on
+// a container that is already final fail with 409: the queue reports those
+// with plain errors, so the state is checked here.
+func (s *server) applyContainerVerb(w http.ResponseWriter, id string, do func() (queue.Container, error)) {
+	before, ok := s.eng.Container(id)
+	if !ok {
+		writeError(w, containerNotFound(id))
+		return
+	}
+	c, err := do()
+	if err != nil {
+		herr := classify(err)
+		if herr.status == http.StatusInternalServerError && before.State.Final() {
+			herr.status = http.StatusConflict
+		}
+		writeError(w, herr)
+		return
+	}
+	writeJSON(w, http.StatusOK, c)
+}
+
+func (s *server) types(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, items(s.eng.Types()))
+}
+
+func (s *server) events(w http.ResponseWriter, r *http.Request) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, badRequest("", "malformed query string: "+err.Error()))
+		return
+	}
+	eq, herr := parseEventsQuery(q)
+	if herr != nil {
+		writeError(w, herr)
+		return
+	}
+	evs, err := s.eng.Events(eq.Since, eq.Limit)
+	if err != nil {
+		writeError(w, classify(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, items(evs))
+}
+
+func (s *server) summary(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.eng.Summary())
+}
+
+// schedulerBody is the answer to POST /v1/scheduler/pause|resume.
+type schedulerBody struct {
+	Paused bool `json:"paused"`
+}
+
+func (s *server) schedulerVerb(w http.ResponseWriter, r *http.Request) {
+	verb := r.PathValue("verb")
+	var do func(actor, reason string) error
+	switch verb {
+	case "pause":
+		do = s.eng.Pause
+	case "resume":
+		do = s.eng.Resume
+	default:
+		writeError(w, notFound(fmt.Sprintf("unknown scheduler verb %q (pause, resume)", verb)))
+		return
+	}
+	var body reasonBody
+	if herr := decodeBody(w, r, &body, false); herr != nil {
+		writeError(w, herr)
+		return
+	}
+	if err := do(actor(r), body.Reason); err != nil {
+		writeError(w, classify(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, schedulerBody{Paused: verb == "pause"})
+}

@@ -1,0 +1,203 @@
+package api
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"net/url"
+	"time"
+
+	"dispatch-tui/engine"
+	"dispatch-tui/engine/queue"
+)
+
+// followPoll is how often a followed container's output is read again.
+var followPoll = 500 * time.Millisecond
+
+// finalLogsGrace is how long a follow waits, after the container ended,
+// for its output to be stored (the pool stores it just before the runner
+// forgets the container).
+var finalLogsGrace = 30 * time.Second
+
+func (s *server) logs(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, badRequest("", "malformed query string: "+err.Error()))
+		return
+	}
+	q, herr := parseLogsQuery(v)
+	if herr != nil {
+		writeError(w, herr)
+		return
+	}
+	if _, ok := s.eng.Container(id); !ok {
+		writeError(w, containerNotFound(id))
+		return
+	}
+	if q.Follow {
+		s.followLogs(w, r, id, q.Tail)
+		return
+	}
+	out, err := s.eng.Logs(r.Context(), id, q.Tail)
+	if err != nil {
+		writeError(w, logsError(id, err))
+		return
+	}
+	textHeader(w)
+	w.WriteHeader(http.StatusOK)
+	w.Write(out)
+}
+
+func textHeader(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-cache")
+}
+
+func logsError(id string, err error) *httpError {
+	switch {
+	case errors.Is(err, engine.ErrNoLogs):
+		return notFound("container " + id + ": " + err.Error())
+	case errors.Is(err, queue.ErrNotFound):
+		return containerNotFound(id)
+	}
+	return &httpError{status: http.StatusBadGateway, msg: "read logs of " + id + ": " + err.Error()}
+}
+
+// followLogs streams a container's output: what there is now (its last
+// tail lines when tail > 0), then whatever is new every followPoll, until
+// the container is final and its output was written, or the client goes
+// away.
+func (s *server) followLogs(w http.ResponseWriter, r *http.Request, id string, tail int) {
+	ctx := r.Context()
+	textHeader(w)
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	rc.Flush()
+
+	var tr logTracker
+	var finalSince time.Time // wall time the container was first seen final
+	tick := time.NewTicker(followPoll)
+	defer tick.Stop()
+	for {
+		c, ok := s.eng.Container(id)
+		if !ok {
+			return
+		}
+		final := c.State.Final()
+		out, err := s.eng.Logs(ctx, id, 0)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			chunk := tr.next(out)
+			if tr.first {
+				chunk = tailLines(chunk, tail)
+				tr.first = false
+			}
+			if len(chunk) > 0 {
+				if _, werr := w.Write(chunk); werr != nil {
+					return
+				}
+				rc.Flush()
+			}
+			if final {
+				// Logs of a final container come from the store: that is
+				// all there will be.
+				return
+			}
+		} else if final {
+			// Never ran: no output will come. Ran: wait a while for the
+			// pool to store its output.
+			if c.StartedAt.IsZero() && !tr.started {
+				return
+			}
+			if finalSince.IsZero() {
+				finalSince = time.Now()
+			} else if time.Since(finalSince) > finalLogsGrace {
+				return
+			}
+		} else if !errors.Is(err, engine.ErrNoLogs) {
+			s.log.Debug("follow logs", "container", id, "err", err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// logWindow is how much of the output already seen a logTracker keeps to
+// find its place again when the output is truncated or its source changes
+// (from the runner to the store once the container ends).
+const logWindow = 16 << 10
+
+// logTracker finds the new part of a container's output between polls.
+// The engine returns the whole output each time (from the runner while the
+// container runs, the stored tail once it has ended), so new output is
+// what follows the end of the previous read: at the same offset when the
+// output only grew, else after the last occurrence of the previously seen
+// tail (never repeating output already written).
+type logTracker struct {
+	started bool   // a read succeeded
+	first   bool   // the chunk returned is the first one
+	off     int    // length of the previous read
+	win     []byte // its last logWindow bytes
+}
+
+func (t *logTracker) next(out []byte) []byte {
+	var chunk []byte
+	switch {
+	case !t.started:
+		t.started, t.first = true, true
+		chunk = out
+	case len(out) >= t.off && bytes.Equal(out[t.off-len(t.win):t.off], t.win):
+		chunk = out[t.off:]
+	default:
+		chunk = out[t.align(out):]
+	}
+	t.off = len(out)
+	t.win = append(t.win[:0], out[max(0, len(out)-logWindow):]...)
+	return chunk
+}
+
+// align returns where the previously seen output ends in out.
+func (t *logTracker) align(out []byte) int {
+	if len(t.win) == 0 {
+		return 0
+	}
+	if i := bytes.LastIndex(out, t.win); i >= 0 {
+		return i + len(t.win)
+	}
+	// out may start inside the window (the stored tail is shorter than what
+	// was read before): find the longest line-aligned prefix of out that
+	// ends the window.
+	for p := min(len(out), len(t.win)-1); p > 0; p-- {
+		if out[p-1] == '\n' && bytes.HasSuffix(t.win, out[:p]) {
+			return p
+		}
+	}
+	return 0
+}
+
+// tailLines returns the last n lines of b (all of b when n <= 0).
+func tailLines(b []byte, n int) []byte {
+	if n <= 0 {
+		return b
+	}
+	end := len(b)
+	if end > 0 && b[end-1] == '\n' {
+		end--
+	}
+	for i := end - 1; i >= 0; i-- {
+		if b[i] == '\n' {
+			n--
+			if n == 0 {
+				return b[i+1:]
+			}
+		}
+	}
+	return b
+}
