@@ -71,7 +71,7 @@ func eventTable(w io.Writer, items []queue.Event) error {
 	fmt.Fprintln(t, "SEQ\tTIME\tACTOR\tTARGET\tACTION\tREASON")
 	for _, e := range items {
 		fmt.Fprintf(t, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.Time.Local().Format("15:04:05"),
-			clip(e.Actor, 12), clip(e.Target, 16), clip(e.Action, 10), clip(e.Reason, 18))
+			clip(e.Actor, 12), clip(e.Target, 18), clip(e.Action, 10), clip(e.Reason, 16))
 	}
 	return t.Flush()
 }
