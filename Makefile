@@ -5,7 +5,7 @@ BIN         := bin/dispatch-tui
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 30s
 
-.PHONY: build run test bench bench-scheduler lint fuzz
+.PHONY: build run test bench bench-scheduler lint fuzz soak
 
 build:
 	$(GO) build -o $(BIN) .
@@ -31,6 +31,10 @@ lint:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+
+# The chaos soak at full size (a 600-container version runs in make test).
+soak:
+	$(GO) test -run='^TestChaosSoak$$' -count=1 -v ./engine -soak.containers=2000 -soak.budget=10m
 
 # Each fuzz target, one at a time (go test -fuzz takes one target per run).
 fuzz:
