@@ -535,3 +535,18 @@ func TestSubmitRefusesWhatNoTypeHolds(t *testing.T) {
 		t.Fatalf("refused submits stored %d containers", total)
 	}
 }
+
+func TestProbeFailingInstanceGetsNoContainers(t *testing.T) {
+	h := newHarness(t, testConfig(t), cloudtest.Options{})
+	broken := idleInstance(h)
+	h.cloud.Break(cloud.InstanceID(broken))
+	h.until("probe failing", 10, func() bool { return h.instance(broken).ProbeFailing })
+	c := h.submit(-1, 0)
+	got := h.runningOn(c, 30)
+	if got == broken {
+		t.Fatalf("container placed on an instance whose probes fail")
+	}
+	if a := h.container(c).Attempts; a != 1 {
+		t.Fatalf("attempts %d, want 1 (no refused starts)", a)
+	}
+}

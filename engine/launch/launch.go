@@ -11,6 +11,7 @@ import (
 
 	"dispatch-tui/cloud"
 	"dispatch-tui/cloud/local"
+	"dispatch-tui/cloud/sshhosts"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/metrics"
@@ -86,8 +87,19 @@ func New(opts Options) (*Running, error) {
 				HostKeyCallback: sshexec.Pinned(key), Secret: inst.Tags()[cloud.TagSecret],
 			}), nil
 		}
+	case "sshhosts":
+		d, err := sshhosts.New(sshhosts.Options{
+			Hosts: cfg.Cloud.SSHHosts.Hosts, Types: cfg.InstanceTypes,
+			DefaultUser: cfg.Cloud.SSHUser, DefaultKeyFile: cfg.Cloud.SSHKeyFile,
+			KnownHosts: cfg.Cloud.KnownHosts, RunnerPath: cfg.Cloud.RunnerPath + "~" + hash,
+			Logger: log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("start sshhosts driver: %w", err)
+		}
+		set, newExec = d, d.Executor
 	default:
-		return nil, fmt.Errorf("cloud.driver %q is not supported by this build (use local)", cfg.Cloud.Driver)
+		return nil, fmt.Errorf("cloud.driver %q is not supported here (use local or sshhosts)", cfg.Cloud.Driver)
 	}
 	m := metrics.NewRecorder()
 	eng, err := engine.New(engine.Options{

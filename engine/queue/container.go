@@ -200,8 +200,11 @@ type Container struct {
 	ReasonCode    ReasonCode        `json:"reason_code"`
 	// KillRequested is set when an operator killed a running container; it
 	// ends Cancelled once its process is confirmed dead.
-	KillRequested bool   `json:"kill_requested,omitempty"`
-	KillReason    string `json:"kill_reason,omitempty"`
+	KillRequested bool `json:"kill_requested,omitempty"`
+	// RunnerSeen is set once a runner has listed the current attempt: a
+	// Running container whose runner never saw it was never started.
+	RunnerSeen bool   `json:"runner_seen,omitempty"`
+	KillReason string `json:"kill_reason,omitempty"`
 	// Seq orders containers submitted in the same instant.
 	Seq uint64 `json:"seq"`
 }

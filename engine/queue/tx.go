@@ -117,12 +117,42 @@ func (tx *Tx) Run(c *Container, instanceID, typeName string) error {
 		return err
 	}
 	c.Attempts++
+	c.RunnerSeen = false
 	c.InstanceID = instanceID
 	c.InstanceType = typeName
 	c.StartedAt = tx.now
 	c.ExitCode = nil
 	c.pending = Pending{}
 	c.Reason, c.ReasonCode = "", ReasonNone
+	return nil
+}
+
+// MarkSeen records that a runner listed c's current attempt.
+func (tx *Tx) MarkSeen(c *Container) {
+	if !c.RunnerSeen {
+		c.RunnerSeen = true
+		tx.touch(c)
+	}
+}
+
+// RevertStart returns a Running container whose start never reached its
+// runner (e.g. the dispatcher died between recording the start and making
+// it) to the queue without counting the attempt.
+func (tx *Tx) RevertStart(c *Container, why string) error {
+	if c.State != Running || c.RunnerSeen {
+		return &TransitionError{ID: c.ID, From: c.State, To: Queued}
+	}
+	if c.KillRequested {
+		return tx.Cancel(c, ReasonKilled, c.KillReason)
+	}
+	c.Attempts--
+	c.Reason, c.ReasonCode = why, ReasonRequeued
+	if err := tx.move(c, Queued, why); err != nil {
+		c.Attempts++
+		return err
+	}
+	c.InstanceID, c.InstanceType = "", ""
+	c.StartedAt, c.LockedAt = time.Time{}, time.Time{}
 	return nil
 }
 
@@ -133,6 +163,7 @@ func (tx *Tx) Adopt(c *Container, instanceID, typeName string, startedAt time.Ti
 		return err
 	}
 	c.Attempts++
+	c.RunnerSeen = true
 	c.InstanceID = instanceID
 	c.InstanceType = typeName
 	c.StartedAt = startedAt.UTC()
@@ -179,6 +210,7 @@ func (tx *Tx) Requeue(c *Container, why string) error {
 	if err := tx.move(c, Queued, why); err != nil {
 		return err
 	}
+	c.RunnerSeen = false
 	c.InstanceID = ""
 	c.InstanceType = ""
 	c.LockedAt = time.Time{}

@@ -294,7 +294,7 @@ func (s *Scheduler) indexInstances() {
 		if v.IdleBehavior == worker.IdleRun || v.IdleBehavior == "" {
 			switch v.State {
 			case worker.StateIdle, worker.StateRunning:
-				sl.ready = true
+				sl.ready = !v.ProbeFailing
 			case worker.StateBooting, worker.StateUnknown:
 				sl.waiting = true
 			}
@@ -387,6 +387,7 @@ func (s *Scheduler) reconcileReports(tx *queue.Tx, ready bool, st *Stats) (anyUn
 				s.adopted = append(s.adopted, c)
 				fallthrough
 			default: // Running here
+				tx.MarkSeen(c)
 				if !running {
 					if err := tx.Finish(c, r.ExitCode, r.FinishedAt); err != nil {
 						s.log.Error("finish container", "container", c.ID, "err", err)
@@ -442,8 +443,16 @@ func (s *Scheduler) reconcileRunning(tx *queue.Tx, ready, anyUnknown bool, st *S
 		}
 		sl := &s.slots[idx]
 		v := sl.view
-		if _, seen := s.reported[c.ID]; !seen && !v.ListedAt.IsZero() && v.ListedAt.After(c.StartedAt) && !contains(v.Containers, c.ID) {
-			if err := tx.Requeue(c, "runner on "+c.InstanceID+" lost it"); err != nil {
+		if _, seen := s.reported[c.ID]; !seen && !v.ListedAt.IsZero() && v.ListedAt.After(c.StartedAt) && !contains(v.Containers, c.ID) && !reportedExited(v, c.ID) {
+			var err error
+			if c.RunnerSeen {
+				err = tx.Requeue(c, "runner on "+c.InstanceID+" lost it")
+			} else {
+				// Recorded as started but never reached the runner (the
+				// dispatcher stopped in between): not an attempt.
+				err = tx.RevertStart(c, "start on "+c.InstanceID+" never reached its runner")
+			}
+			if err != nil {
 				s.log.Error("requeue", "container", c.ID, "err", err)
 			}
 			continue
@@ -553,6 +562,11 @@ func (s *Scheduler) mapQueue(tx *queue.Tx, now time.Time, ready bool, st *Stats)
 	clear(s.blockedType)
 	var byState [len(queue.States)]int
 	for _, c := range tx.Active() {
+		// Active still holds containers that finished earlier in this pass.
+		if c.State.Final() {
+			byState[stateIndex(c.State)]++
+			continue
+		}
 		if c.State == queue.Running {
 			if c.InstanceID != "" {
 				tx.SetPending(c, queue.Pending{})
@@ -788,6 +802,15 @@ func stateIndex(s queue.State) int {
 		return 3
 	}
 	return 4
+}
+
+func reportedExited(v *worker.InstanceView, id string) bool {
+	for i := range v.Reported {
+		if v.Reported[i].ID == id {
+			return true
+		}
+	}
+	return false
 }
 
 func contains(ids []string, id string) bool {

@@ -266,6 +266,9 @@ type worker struct {
 	destroying bool
 	destroyed  bool // last Destroy call succeeded
 	destroyAt  time.Time
+	// destroyRetry: after a failed destroy, no new attempt before this.
+	destroyRetry    time.Time
+	destroyFailures int
 
 	tagsDirty    bool
 	tagsInFlight bool
@@ -529,7 +532,7 @@ func (p *Pool) Step() {
 	}
 	for _, w := range p.list {
 		if w.v.State == StateShutdown {
-			if !w.destroying && !w.destroyed {
+			if !w.destroying && !w.destroyed && !now.Before(w.destroyRetry) {
 				p.startDestroyLocked(w, now)
 			}
 			continue
@@ -623,6 +626,10 @@ func (p *Pool) startDestroyLocked(w *worker, now time.Time) {
 		if err != nil {
 			w.v.LastError = err.Error()
 			p.cloudErrLocked(now, w.v.ID, "destroy", err)
+			// Retry, but not on every step: a host that refuses forever
+			// would flood the cloud and the event log.
+			w.destroyFailures++
+			w.destroyRetry = now.Add(min(time.Duration(w.destroyFailures)*time.Second, p.s.timeoutShutdown))
 			return
 		}
 		w.destroyed = true
@@ -926,6 +933,7 @@ func (p *Pool) runProbe(w *worker, mode probeMode) {
 		p.stats.ProbeFailures++
 		msg := stage + ": " + err.Error()
 		w.v.LastError = msg
+		w.v.ProbeFailing = true
 		if !w.probeFailing && w.v.State != StateBooting {
 			p.eventLocked(now, w.v.ID, EventProbeError, "probe failed: "+msg, slog.LevelWarn)
 			p.notifyLocked()
@@ -939,6 +947,7 @@ func (p *Pool) runProbe(w *worker, mode probeMode) {
 	w.probeFailing = false
 	w.lastProbeOK = now
 	w.v.LastError = ""
+	w.v.ProbeFailing = false
 	prev := w.v.State
 	if p.applyListLocked(w, sts, listSeq, listAt, now) {
 		changed = true

@@ -892,12 +892,12 @@ func TestDestroyErrorRetried(t *testing.T) {
 	id := h.createIdle("small")
 	h.drv.SetDestroyErrorRate(1)
 	h.pool.KillInstance(id, "test")
-	h.run(3 * time.Second)
-	if n := h.drv.Stats().DestroyErrors; n < 3 {
-		t.Fatalf("destroy errors %d", n)
+	h.run(7 * time.Second) // retries back off: after 1s, 2s, 3s...
+	if n := h.drv.Stats().DestroyErrors; n < 3 || n > 5 {
+		t.Fatalf("destroy errors %d in 7s, want a few retries with back-off", n)
 	}
 	h.drv.SetDestroyErrorRate(0)
-	h.run(2 * time.Second)
+	h.run(12 * time.Second)
 	if len(h.drv.Live()) != 0 {
 		t.Fatal("not destroyed")
 	}

@@ -53,6 +53,9 @@ type InstanceView struct {
 	AppearedAt    time.Time `json:"appeared_at,omitzero"`
 	LastProbe     time.Time `json:"last_probe,omitzero"`
 	LastError     string    `json:"last_error,omitempty"`
+	// ProbeFailing: the last probe failed; the scheduler starts nothing
+	// there until one succeeds.
+	ProbeFailing bool `json:"probe_failing,omitempty"`
 	// Reported is the runner's last "runner list" (running and exited
 	// containers), taken at ListedAt. Nil until the first successful list.
 	Reported []runner.Status `json:"-"`

@@ -1,0 +1,883 @@
+// Package sshhosts is the cloud driver for a fixed pool of existing hosts
+// reached with real SSH (DESIGN §8).
+//
+// Every configured host is one instance with a stable id. Create claims a
+// free host of the requested type; Destroy kills whatever the runner still
+// runs there and releases the host. Whether a host is claimed, and by whom,
+// is kept on the host itself, in its work directory (or the login directory
+// when it has none):
+//
+//	.dispatch-tui-tags.json   the instance's tags (JSON object); present = claimed
+//	.dispatch-tui-secret      tags[cloud.TagSecret], checked by the executor (0600)
+//	runner/                   the runner's state dir, when the host has a work_dir
+//
+// so a restarted dispatcher, or a second one sharing the hosts, sees which
+// hosts are taken. Host keys are checked against an OpenSSH known_hosts file.
+//
+// The management commands (reading and writing the tags, cleaning up on
+// Destroy) run over their own connection per host. They are fixed shell
+// lines: the only data that travels with them (tags and secret) goes on
+// stdin, and paths come from the trusted config, quoted.
+package sshhosts
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/user"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"dispatch-tui/cloud"
+	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/sshexec"
+)
+
+// Files kept on each host, relative to its work directory.
+const (
+	TagsFile   = ".dispatch-tui-tags.json"
+	SecretFile = ".dispatch-tui-secret"
+	// RunnerDir is the runner's state directory under a host's work_dir.
+	RunnerDir = "runner"
+	// RunnerDirEnv is the environment variable that tells the runner its
+	// state directory (runner.StateDirEnv, which only exists on unix).
+	RunnerDirEnv = "DISPATCH_TUI_RUNNER_DIR"
+)
+
+// Timeouts of the driver's own SSH calls.
+const (
+	dialTimeout = 5 * time.Second
+	// listTimeout bounds reading one host's tags during Instances.
+	listTimeout = 5 * time.Second
+	// opTimeout bounds one management command (claim, set tags, release).
+	opTimeout = 20 * time.Second
+	// cleanupTimeout bounds Destroy's leftover-container cleanup.
+	cleanupTimeout = 30 * time.Second
+	// exitTaken is the exit status of the claim line when the host already
+	// has a tags file.
+	exitTaken = 17
+)
+
+var (
+	// ErrStopped is returned after Stop.
+	ErrStopped = errors.New("sshhosts driver stopped")
+	// ErrNotClaimed is returned by SetTags on a host that is not claimed.
+	ErrNotClaimed = errors.New("host is not claimed")
+	errTaken      = errors.New("host already has a tags file")
+)
+
+// Options configure a Driver.
+type Options struct {
+	// Hosts are the configured hosts: address (host:port), instance type
+	// name, and optional user, key file and work_dir.
+	Hosts []config.SSHHost
+	// Types are the configured instance types; every host's instance type
+	// must be one of them.
+	Types []cloud.InstanceType
+	// DefaultUser and DefaultKeyFile apply to hosts that set none
+	// ([cloud] ssh_user, ssh_key_file). Without any user, the local user
+	// name is used, as ssh does.
+	DefaultUser, DefaultKeyFile string
+	// KnownHosts is the OpenSSH known_hosts file host keys are checked
+	// against (required).
+	KnownHosts string
+	// RunnerPath is the runner's path on the hosts as the worker pool uses
+	// it (config runner_path plus "~<hash>"); Destroy runs it to kill
+	// leftover containers. A relative path is relative to the work_dir.
+	// "" skips that cleanup.
+	RunnerPath string
+	Logger     *slog.Logger // nil = discard
+}
+
+// Driver is the sshhosts cloud.InstanceSet.
+type Driver struct {
+	opts     Options
+	log      *slog.Logger
+	hostKeys ssh.HostKeyCallback
+	hosts    []*Instance // config order
+	byID     map[cloud.InstanceID]*Instance
+
+	mu         sync.Mutex
+	stopped    bool
+	listStarts uint64 // Instances calls started
+	execs      map[*executor]struct{}
+}
+
+var _ cloud.InstanceSet = (*Driver)(nil)
+
+// Instance is one configured host. Its id never changes; whether it is an
+// instance right now (claimed) depends on its tags file.
+type Instance struct {
+	d       *Driver
+	id      cloud.InstanceID
+	addr    string
+	user    string
+	signer  ssh.Signer
+	it      cloud.InstanceType
+	workDir string // cleaned; "" = the login directory; never contains '
+
+	mgmt     *sshexec.Executor // management connection, no secret check
+	mgmtExec *executor         // mgmt with the runner prefix (Destroy's cleanup)
+
+	// opMu serialises Create (of this host), SetTags and Destroy.
+	opMu sync.Mutex
+
+	// Guarded by d.mu.
+	tags           cloud.Tags // last known tags; nil = not claimed, or unknown content
+	claimed        bool       // a tags file is on the host (ours or another dispatcher's)
+	gen            uint64     // bumped by every completed Create/SetTags/Destroy
+	releasePending bool       // released; not claimable until a listing has seen it free
+	releasedAt     uint64     // d.listStarts when released
+	unreachable    bool       // the last contact failed (for logging transitions)
+}
+
+var _ cloud.Instance = (*Instance)(nil)
+
+// New checks the options, loads the client keys and the known_hosts file.
+// It makes no connection.
+func New(opts Options) (*Driver, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.KnownHosts == "" {
+		return nil, errors.New("sshhosts: a known_hosts file is required ([cloud] known_hosts)")
+	}
+	cb, err := sshexec.KnownHosts(opts.KnownHosts)
+	if err != nil {
+		return nil, fmt.Errorf("sshhosts: %w", err)
+	}
+	if len(opts.Hosts) == 0 {
+		return nil, errors.New("sshhosts: no hosts configured ([[cloud.sshhosts.host]])")
+	}
+	if strings.ContainsAny(opts.RunnerPath, "'\n") {
+		return nil, fmt.Errorf("sshhosts: runner path %q must not contain a single quote or newline", opts.RunnerPath)
+	}
+	types := make(map[string]cloud.InstanceType, len(opts.Types))
+	for _, it := range opts.Types {
+		if it.ProviderType == "" {
+			it.ProviderType = it.Name
+		}
+		types[it.Name] = it
+	}
+	d := &Driver{
+		opts:     opts,
+		log:      log,
+		hostKeys: cb,
+		byID:     make(map[cloud.InstanceID]*Instance, len(opts.Hosts)),
+		execs:    make(map[*executor]struct{}),
+	}
+	signers := map[string]ssh.Signer{}
+	var localUser string
+	for i, hc := range opts.Hosts {
+		name := fmt.Sprintf("host %d (%s)", i, hc.Address)
+		if _, _, err := net.SplitHostPort(hc.Address); err != nil {
+			return nil, fmt.Errorf("sshhosts: %s: address must be host:port: %v", name, err)
+		}
+		it, ok := types[hc.InstanceType]
+		if !ok {
+			return nil, fmt.Errorf("sshhosts: %s: unknown instance type %q", name, hc.InstanceType)
+		}
+		u := hc.User
+		if u == "" {
+			u = opts.DefaultUser
+		}
+		if u == "" {
+			if localUser == "" {
+				cu, err := user.Current()
+				if err != nil {
+					return nil, fmt.Errorf("sshhosts: %s: no user set (user or [cloud] ssh_user) and the local user is unknown: %v", name, err)
+				}
+				localUser = cu.Username
+			}
+			u = localUser
+		}
+		keyFile := hc.KeyFile
+		if keyFile == "" {
+			keyFile = opts.DefaultKeyFile
+		}
+		if keyFile == "" {
+			return nil, fmt.Errorf("sshhosts: %s: no key file (set key_file or [cloud] ssh_key_file)", name)
+		}
+		signer, ok := signers[keyFile]
+		if !ok {
+			signer, err = loadKey(keyFile)
+			if err != nil {
+				return nil, fmt.Errorf("sshhosts: %s: %w", name, err)
+			}
+			signers[keyFile] = signer
+		}
+		wd, err := cleanWorkDir(hc.WorkDir)
+		if err != nil {
+			return nil, fmt.Errorf("sshhosts: %s: %w", name, err)
+		}
+		id := InstanceID(hc.Address)
+		if other, dup := d.byID[id]; dup {
+			return nil, fmt.Errorf("sshhosts: %s: same instance id %s as host %s", name, id, other.addr)
+		}
+		h := &Instance{d: d, id: id, addr: hc.Address, user: u, signer: signer, it: it, workDir: wd}
+		h.mgmt = sshexec.New(sshexec.Options{
+			Address:         h.addr,
+			User:            h.user,
+			Signer:          h.signer,
+			HostKeyCallback: d.hostKeys,
+			DialTimeout:     dialTimeout,
+			CommandTimeout:  cleanupTimeout,
+		})
+		h.mgmtExec = &executor{e: h.mgmt, prefix: h.runnerPrefix(), suffix: h.runnerSuffix()}
+		d.hosts = append(d.hosts, h)
+		d.byID[id] = h
+	}
+	return d, nil
+}
+
+// InstanceID returns the stable instance id of the host at address:
+// "host-" and the address with every character other than letters, digits
+// and '_' replaced by '-'.
+func InstanceID(address string) cloud.InstanceID {
+	b := []byte(address)
+	for i, c := range b {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_':
+		default:
+			b[i] = '-'
+		}
+	}
+	return cloud.InstanceID("host-" + string(b))
+}
+
+// cleanWorkDir checks and normalises a work_dir: no single quote or
+// newline (it is quoted into shell lines), "~/x" means "x" relative to the
+// login directory, and "~" or "" is the login directory itself.
+func cleanWorkDir(wd string) (string, error) {
+	if strings.ContainsAny(wd, "'\n\x00") {
+		return "", fmt.Errorf("work_dir %q must not contain a single quote or newline", wd)
+	}
+	switch {
+	case wd == "" || wd == "~" || wd == "~/":
+		return "", nil
+	case strings.HasPrefix(wd, "~/"):
+		wd = wd[2:]
+	case strings.HasPrefix(wd, "~"):
+		return "", fmt.Errorf("work_dir %q: ~user is not supported; use an absolute path", wd)
+	}
+	wd = path.Clean(wd)
+	if wd == "." {
+		return "", nil
+	}
+	return wd, nil
+}
+
+func loadKey(file string) (ssh.Signer, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("key file: %w", err)
+	}
+	s, err := ssh.ParsePrivateKey(b)
+	if err != nil {
+		var pm *ssh.PassphraseMissingError
+		if errors.As(err, &pm) {
+			return nil, fmt.Errorf("key file %s is protected by a passphrase, which is not supported", file)
+		}
+		return nil, fmt.Errorf("key file %s: %w", file, err)
+	}
+	return s, nil
+}
+
+// Executor returns an SSH executor for inst (a *Instance from this driver):
+// its host key is checked against known_hosts, and on every new connection
+// the host must hold the secret of inst's tags. When the host has a
+// work_dir, every command runs there, with the runner's state dir under it.
+func (d *Driver) Executor(inst cloud.Instance) (runner.Executor, error) {
+	h := d.byID[inst.ID()]
+	if h == nil {
+		return nil, fmt.Errorf("sshhosts: unknown instance %s", inst.ID())
+	}
+	e := &executor{
+		e: sshexec.New(sshexec.Options{
+			Address:         h.addr,
+			User:            h.user,
+			Signer:          h.signer,
+			HostKeyCallback: d.hostKeys,
+			Secret:          inst.Tags()[cloud.TagSecret],
+			SecretCommand:   "cat " + h.file(SecretFile),
+		}),
+		prefix: h.runnerPrefix(),
+		suffix: h.runnerSuffix(),
+		d:      d,
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		e.e.Close()
+		return nil, ErrStopped
+	}
+	d.execs[e] = struct{}{}
+	return e, nil
+}
+
+// executor runs every command line with a fixed prefix.
+type executor struct {
+	e      *sshexec.Executor
+	prefix string
+	suffix string
+	d      *Driver // nil: not tracked
+}
+
+func (e *executor) Execute(ctx context.Context, cmd string, stdin []byte) ([]byte, []byte, error) {
+	return e.e.Execute(ctx, e.prefix+cmd+e.suffix, stdin)
+}
+
+func (e *executor) Close() error {
+	if e.d != nil {
+		e.d.mu.Lock()
+		delete(e.d.execs, e)
+		e.d.mu.Unlock()
+	}
+	return e.e.Close()
+}
+
+// Stop closes every connection, including the executors handed out by
+// Executor. Hosts stay claimed and their containers keep running.
+func (d *Driver) Stop() {
+	d.mu.Lock()
+	d.stopped = true
+	execs := make([]*executor, 0, len(d.execs))
+	for e := range d.execs {
+		execs = append(execs, e)
+	}
+	clear(d.execs)
+	d.mu.Unlock()
+	for _, e := range execs {
+		e.e.Close()
+	}
+	for _, h := range d.hosts {
+		h.mgmt.Close()
+	}
+}
+
+func (d *Driver) isStopped() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stopped
+}
+
+// Create claims the first free host of type it and writes tags (and the
+// secret) on it. A host that cannot be reached is skipped. When no host of
+// the type is free, it returns a *cloud.CapacityError for it.ProviderType.
+func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.Tags) (cloud.Instance, error) {
+	if d.isStopped() {
+		return nil, ErrStopped
+	}
+	if strings.ContainsAny(tags[cloud.TagSecret], "\n\r") {
+		return nil, errors.New("sshhosts: the secret tag must not contain a newline")
+	}
+	tags = tags.Clone()
+	body, err := tagsJSON(tags)
+	if err != nil {
+		return nil, err
+	}
+	provider := it.ProviderType
+	if provider == "" {
+		provider = it.Name
+	}
+	n, unreachable, taken := 0, 0, 0
+	for _, h := range d.hosts {
+		if h.it.Name != it.Name {
+			continue
+		}
+		n++
+		if !h.opMu.TryLock() {
+			continue // being created, re-tagged or destroyed
+		}
+		d.mu.Lock()
+		free := !h.claimed && !h.releasePending
+		d.mu.Unlock()
+		if !free {
+			h.opMu.Unlock()
+			continue
+		}
+		err := h.claim(ctx, tags[cloud.TagSecret], body)
+		switch {
+		case err == nil:
+			d.mu.Lock()
+			h.tags = tags
+			h.claimed = true
+			h.gen++
+			h.unreachable = false
+			d.mu.Unlock()
+			h.opMu.Unlock()
+			d.log.Info("sshhosts: host claimed", "instance", string(h.id), "address", h.addr, "type", it.Name)
+			return h, nil
+		case errors.Is(err, errTaken):
+			taken++
+			d.mu.Lock()
+			if !h.claimed {
+				h.claimed = true
+				h.tags = nil // someone else's; the next listing reads them
+				h.gen++
+			}
+			d.mu.Unlock()
+			d.log.Info("sshhosts: host already claimed (tags file present); skipping", "instance", string(h.id), "address", h.addr)
+		default:
+			unreachable++
+			h.noteUnreachable(err)
+		}
+		h.opMu.Unlock()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	why := fmt.Sprintf("no free host of type %s (%d configured", it.Name, n)
+	if unreachable > 0 {
+		why += fmt.Sprintf(", %d unreachable", unreachable)
+	}
+	if taken > 0 {
+		why += fmt.Sprintf(", %d claimed elsewhere", taken)
+	}
+	return nil, &cloud.CapacityError{InstanceType: provider, Err: errors.New(why + ")")}
+}
+
+// Instances reads every host's tags file (in parallel, each bounded by a
+// few seconds) and lists the claimed hosts whose tags include filter. A
+// host that cannot be reached keeps the tags it was last seen with: it is
+// still listed if it was claimed (an unreachable host is not a vanished
+// one), and not listed if it was never seen claimed.
+func (d *Driver) Instances(ctx context.Context, filter cloud.Tags) ([]cloud.Instance, error) {
+	d.mu.Lock()
+	if d.stopped {
+		d.mu.Unlock()
+		return nil, ErrStopped
+	}
+	d.listStarts++
+	start := d.listStarts
+	gens := make([]uint64, len(d.hosts))
+	for i, h := range d.hosts {
+		gens[i] = h.gen
+	}
+	d.mu.Unlock()
+
+	type result struct {
+		tags  cloud.Tags
+		found bool
+		err   error
+	}
+	res := make([]result, len(d.hosts))
+	var wg sync.WaitGroup
+	for i, h := range d.hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, listTimeout)
+			defer cancel()
+			r := &res[i]
+			r.tags, r.found, r.err = h.readTags(cctx)
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	var out []cloud.Instance
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, h := range d.hosts {
+		r := res[i]
+		if h.gen == gens[i] { // else a create/set/destroy finished meanwhile: it knows better
+			var pe *parseError
+			switch {
+			case r.err == nil:
+				h.tags, h.claimed = r.tags, r.found
+				h.noteReachableLocked()
+			case errors.As(r.err, &pe):
+				// Reached, but the tags file is not ours to judge: keep
+				// the host out of use and out of the listing.
+				h.tags, h.claimed = nil, true
+				h.noteReachableLocked()
+				d.log.Warn("sshhosts: unreadable tags file; host left alone", "instance", string(h.id), "address", h.addr, "err", r.err)
+			default:
+				h.noteUnreachableLocked(r.err)
+			}
+		} else if r.err != nil {
+			h.noteUnreachableLocked(r.err)
+		}
+		if h.releasePending && h.releasedAt < start {
+			h.releasePending = false
+		}
+		if h.tags != nil && matches(h.tags, filter) {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+func matches(tags, filter cloud.Tags) bool {
+	for k, v := range filter {
+		if got, ok := tags[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// ID returns the host's stable instance id.
+func (h *Instance) ID() cloud.InstanceID { return h.id }
+
+func (h *Instance) String() string {
+	return fmt.Sprintf("%s (%s @ %s)", h.id, h.it.Name, h.addr)
+}
+
+// ProviderType is the provider type of the host's configured instance type.
+func (h *Instance) ProviderType() string { return h.it.ProviderType }
+
+// Address is the host's SSH address (host:port).
+func (h *Instance) Address() string { return h.addr }
+
+// WorkDir is the host's work directory ("" = the login directory).
+func (h *Instance) WorkDir() string { return h.workDir }
+
+// Tags returns the tags the host was last seen with (nil when it is not
+// claimed).
+func (h *Instance) Tags() cloud.Tags {
+	h.d.mu.Lock()
+	defer h.d.mu.Unlock()
+	if h.tags == nil {
+		return nil
+	}
+	return h.tags.Clone()
+}
+
+// SetTags rewrites the host's tags file, and its secret file when the
+// secret changes. The host must be claimed.
+func (h *Instance) SetTags(ctx context.Context, tags cloud.Tags) error {
+	if h.d.isStopped() {
+		return ErrStopped
+	}
+	if strings.ContainsAny(tags[cloud.TagSecret], "\n\r") {
+		return errors.New("sshhosts: the secret tag must not contain a newline")
+	}
+	tags = tags.Clone()
+	body, err := tagsJSON(tags)
+	if err != nil {
+		return err
+	}
+	h.opMu.Lock()
+	defer h.opMu.Unlock()
+	h.d.mu.Lock()
+	cur := h.tags
+	h.d.mu.Unlock()
+	if cur == nil {
+		return fmt.Errorf("sshhosts: set tags on %s: %w", h.id, ErrNotClaimed)
+	}
+	line := h.setTagsLine(false)
+	stdin := body
+	if s := tags[cloud.TagSecret]; s != cur[cloud.TagSecret] {
+		line = h.setTagsLine(true)
+		stdin = append([]byte(s+"\n"), body...)
+	}
+	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if _, _, err := h.mgmt.Execute(cctx, line, stdin); err != nil {
+		h.noteUnreachable(err)
+		return fmt.Errorf("sshhosts: set tags on %s: %w", h.id, err)
+	}
+	h.d.mu.Lock()
+	h.tags = tags
+	h.gen++
+	h.d.mu.Unlock()
+	return nil
+}
+
+// Destroy kills the containers the runner still runs on the host (errors
+// are logged; a missing runner is fine), then removes the tags and secret
+// files, which releases the host. A released host is not claimed again
+// until a listing has seen it free. Destroying a host that is not claimed
+// returns nil.
+func (h *Instance) Destroy(ctx context.Context) error {
+	if h.d.isStopped() {
+		return ErrStopped
+	}
+	h.opMu.Lock()
+	defer h.opMu.Unlock()
+	h.d.mu.Lock()
+	claimed := h.tags != nil
+	h.d.mu.Unlock()
+	if !claimed {
+		return nil
+	}
+	if err := h.killLeftovers(ctx); err != nil {
+		h.noteUnreachable(err)
+		return fmt.Errorf("sshhosts: destroy %s: %w", h.id, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	if _, _, err := h.mgmt.Execute(cctx, h.releaseLine(), nil); err != nil {
+		h.noteUnreachable(err)
+		return fmt.Errorf("sshhosts: destroy %s: releasing: %w", h.id, err)
+	}
+	h.d.mu.Lock()
+	h.tags = nil
+	h.claimed = false
+	h.gen++
+	h.releasePending = true
+	h.releasedAt = h.d.listStarts
+	h.d.mu.Unlock()
+	h.d.log.Info("sshhosts: host released", "instance", string(h.id), "address", h.addr)
+	return nil
+}
+
+// killLeftovers kills every container the runner reports running and
+// forgets the exited ones. It fails only when the host cannot be reached.
+func (h *Instance) killLeftovers(ctx context.Context) error {
+	if h.d.opts.RunnerPath == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+	defer cancel()
+	client := runner.Client{Exec: h.mgmtExec, Path: h.d.opts.RunnerPath}
+	log := h.d.log.With("instance", string(h.id), "address", h.addr)
+	sts, err := client.List(ctx)
+	if err != nil {
+		var xe *runner.ExitError
+		if errors.As(err, &xe) {
+			// No runner there (never deployed, or another version's path),
+			// or it failed: nothing we can clean up with it.
+			log.Info("sshhosts: destroy: runner list failed; no leftover cleanup", "err", err)
+			return nil
+		}
+		return err
+	}
+	killed := 0
+	for _, st := range sts {
+		if st.State != runner.StateRunning {
+			continue
+		}
+		if err := client.Kill(ctx, st.ID, runner.SignalKill); err != nil {
+			log.Warn("sshhosts: destroy: killing leftover container", "container", st.ID, "err", err)
+			continue
+		}
+		killed++
+		log.Info("sshhosts: destroy: killed leftover container", "container", st.ID)
+	}
+	// Wait (briefly) for the killed ones to be reported exited.
+	for wait := 0; killed > 0 && wait < 50; wait++ {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(100 * time.Millisecond):
+		}
+		next, err := client.List(ctx)
+		if err != nil {
+			log.Warn("sshhosts: destroy: runner list", "err", err)
+			break
+		}
+		sts = next
+		running := 0
+		for _, st := range sts {
+			if st.State == runner.StateRunning {
+				running++
+			}
+		}
+		if running == 0 {
+			break
+		}
+	}
+	for _, st := range sts {
+		if st.State != runner.StateExited {
+			continue
+		}
+		if err := client.Forget(ctx, st.ID); err != nil {
+			log.Warn("sshhosts: destroy: forgetting container", "container", st.ID, "err", err)
+		}
+	}
+	return nil
+}
+
+// ---- host state helpers
+
+func (h *Instance) noteUnreachable(err error) {
+	h.d.mu.Lock()
+	defer h.d.mu.Unlock()
+	h.noteUnreachableLocked(err)
+}
+
+func (h *Instance) noteUnreachableLocked(err error) {
+	if !h.unreachable {
+		h.d.log.Warn("sshhosts: host unreachable", "instance", string(h.id), "address", h.addr, "err", err)
+	} else {
+		h.d.log.Debug("sshhosts: host still unreachable", "instance", string(h.id), "address", h.addr, "err", err)
+	}
+	h.unreachable = true
+}
+
+func (h *Instance) noteReachableLocked() {
+	if h.unreachable {
+		h.d.log.Info("sshhosts: host reachable again", "instance", string(h.id), "address", h.addr)
+	}
+	h.unreachable = false
+}
+
+// ---- shell lines (fixed text plus quoted paths from the config)
+
+// quote single-quotes s, which never contains a single quote.
+func quote(s string) string { return "'" + s + "'" }
+
+// file returns the quoted path of a file in the host's work directory.
+func (h *Instance) file(name string) string {
+	if h.workDir == "" {
+		return quote(name)
+	}
+	return quote(h.workDir + "/" + name)
+}
+
+// runnerPrefix is put before every command the pool runs on the host (and
+// runnerSuffix after it): with a work_dir, the command runs there, as a
+// group, so that the cd guards all of it, with the runner's state dir
+// exported.
+func (h *Instance) runnerPrefix() string {
+	if h.workDir == "" {
+		return ""
+	}
+	dir := RunnerDir // relative work_dir: the runner makes it absolute after the cd
+	if path.IsAbs(h.workDir) {
+		dir = h.workDir + "/" + RunnerDir
+	}
+	return "cd " + quote(h.workDir) + " && export " + RunnerDirEnv + "=" + quote(dir) + " && { "
+}
+
+// runnerSuffix closes what runnerPrefix opened.
+func (h *Instance) runnerSuffix() string {
+	if h.workDir == "" {
+		return ""
+	}
+	return "\n}"
+}
+
+// readTagsLine prints a line "tags" and the tags file if there is one, and
+// nothing otherwise.
+func (h *Instance) readTagsLine() string {
+	f := h.file(TagsFile)
+	return "if [ -e " + f + " ]; then echo " + tagsMarker + " && cat " + f + "; fi"
+}
+
+const tagsMarker = "tags"
+
+// claimLine reads the secret (first line) and the tags (the rest) from
+// stdin, creates the tags file only if there is none (a hard link of a
+// complete temporary file, so that two claimers cannot both win and no
+// reader sees a partial file), then writes the secret file. It exits
+// exitTaken when the host already has a tags file.
+func (h *Instance) claimLine() string {
+	var rnd [6]byte
+	rand.Read(rnd[:])
+	tags, secret := h.file(TagsFile), h.file(SecretFile)
+	tmp := h.file(TagsFile + ".claim-" + hex.EncodeToString(rnd[:]))
+	stmp := h.file(SecretFile + ".tmp")
+	var b strings.Builder
+	if h.workDir != "" {
+		b.WriteString("mkdir -p " + quote(h.workDir) + " && ")
+	}
+	b.WriteString("umask 077 && IFS= read -r s && cat > " + tmp + " && ")
+	b.WriteString("if ln " + tmp + " " + tags + " 2>/dev/null; then rm -f " + tmp + "; ")
+	b.WriteString("else rm -f " + tmp + "; if [ -e " + tags + " ]; then exit " + fmt.Sprint(exitTaken) + "; fi; ")
+	b.WriteString("echo 'cannot create " + strings.Trim(tags, "'") + "' >&2; exit 1; fi && ")
+	b.WriteString("if [ -n \"$s\" ]; then printf '%s\\n' \"$s\" > " + stmp + " && mv -f " + stmp + " " + secret + "; ")
+	b.WriteString("else rm -f " + secret + "; fi")
+	return b.String()
+}
+
+// setTagsLine replaces the tags file (which must exist: a released host is
+// not re-claimed by a late tag update) from stdin; withSecret: the first
+// line of stdin is the new secret.
+func (h *Instance) setTagsLine(withSecret bool) string {
+	tags, secret := h.file(TagsFile), h.file(SecretFile)
+	tmp, stmp := h.file(TagsFile+".tmp"), h.file(SecretFile+".tmp")
+	var b strings.Builder
+	b.WriteString("umask 077 && if [ ! -e " + tags + " ]; then echo 'host released: no " + strings.Trim(tags, "'") + "' >&2; exit 3; fi && ")
+	if withSecret {
+		b.WriteString("IFS= read -r s && ")
+	}
+	b.WriteString("cat > " + tmp + " && mv -f " + tmp + " " + tags)
+	if withSecret {
+		b.WriteString(" && if [ -n \"$s\" ]; then printf '%s\\n' \"$s\" > " + stmp + " && mv -f " + stmp + " " + secret + "; ")
+		b.WriteString("else rm -f " + secret + "; fi")
+	}
+	return b.String()
+}
+
+// releaseLine removes the tags file (which frees the host), then the secret.
+func (h *Instance) releaseLine() string {
+	return "rm -f " + h.file(TagsFile) + " " + h.file(SecretFile)
+}
+
+// claim runs claimLine with the secret and the tags' JSON.
+func (h *Instance) claim(ctx context.Context, secret string, body []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, opTimeout)
+	defer cancel()
+	stdin := append([]byte(secret+"\n"), body...)
+	_, _, err := h.mgmt.Execute(ctx, h.claimLine(), stdin)
+	var xe *runner.ExitError
+	if errors.As(err, &xe) && xe.Code == exitTaken {
+		return errTaken
+	}
+	return err
+}
+
+type parseError struct{ err error }
+
+func (e *parseError) Error() string { return e.err.Error() }
+
+// readTags returns the host's tags; found is false when it has no tags
+// file. A tags file that is not a JSON object of strings is a *parseError.
+func (h *Instance) readTags(ctx context.Context) (cloud.Tags, bool, error) {
+	out, _, err := h.mgmt.Execute(ctx, h.readTagsLine(), nil)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(bytes.TrimSpace(out)) == 0 {
+		return nil, false, nil
+	}
+	body, ok := bytes.CutPrefix(out, []byte(tagsMarker+"\n"))
+	if !ok {
+		return nil, false, fmt.Errorf("reading %s: unexpected output %q", TagsFile, truncate(out, 80))
+	}
+	var tags cloud.Tags
+	if err := json.Unmarshal(body, &tags); err != nil {
+		return nil, false, &parseError{fmt.Errorf("%s: %w", TagsFile, err)}
+	}
+	if tags == nil {
+		tags = cloud.Tags{}
+	}
+	return tags, true, nil
+}
+
+func tagsJSON(tags cloud.Tags) ([]byte, error) {
+	if tags == nil {
+		tags = cloud.Tags{}
+	}
+	b, err := json.Marshal(tags)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "..."
+	}
+	return string(b)
+}

@@ -1,0 +1,127 @@
+package launch
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/queue"
+)
+
+var crashContainers = flag.Int("crash.containers", 150, "containers in TestCrashRestartSoak (make soak: 500)")
+
+// TestCrashRestartSoak kills the daemon with SIGKILL five times at random
+// moments while containers run on the local driver. Every container must
+// end with exactly one final state, and its command (which appends its id
+// to a shared file) must have run exactly as many times as its attempts.
+func TestCrashRestartSoak(t *testing.T) {
+	if testing.Short() {
+		t.Skip("soak skipped in -short mode")
+	}
+	state := t.TempDir()
+	runs := filepath.Join(t.TempDir(), "runs")
+	port := freePort(t)
+	cfgPath := daemonConfig(t, state)
+	b, _ := os.ReadFile(cfgPath)
+	b = []byte(strings.Replace(string(b), "[dispatcher]\n", fmt.Sprintf("[dispatcher]\nlisten = \"127.0.0.1:%d\"\n", port), 1))
+	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	server := fmt.Sprintf("127.0.0.1:%d", port)
+	var daemon *exec.Cmd
+	start := func() {
+		daemon = exec.Command(binary, "--daemon", "--config", cfgPath)
+		if err := daemon.Start(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "daemon up", 30*time.Second, func() bool {
+			resp, err := http.Get("http://" + server + "/healthz")
+			if err == nil {
+				resp.Body.Close()
+			}
+			return err == nil && resp.StatusCode == 200
+		})
+	}
+	t.Cleanup(func() {
+		if daemon != nil && daemon.ProcessState == nil {
+			daemon.Process.Kill()
+			daemon.Wait()
+		}
+		if d, err := New(Options{Config: e2eConfig(state), RunnerBinary: binary}); err == nil {
+			insts, _ := d.Driver.Instances(context.Background(), nil)
+			for _, i := range insts {
+				i.Destroy(context.Background())
+			}
+			d.Close()
+		}
+	})
+	start()
+	c := api.NewClient(server, "")
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(3, 4))
+	n := *crashContainers
+	for i := 0; i < n; i++ {
+		spec := queue.Spec{
+			Command:            []string{"sh", "-c", `echo "$ID" >> "$RUNS"; sleep "$SECS"`},
+			Env:                map[string]string{"ID": fmt.Sprint(i), "RUNS": runs, "SECS": fmt.Sprint(1 + rng.IntN(4))},
+			Name:               fmt.Sprint(i),
+			RuntimeConstraints: queue.Constraints{VCPUs: 1},
+		}
+		if _, err := c.Submit(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := 0; k < 5; k++ {
+		time.Sleep(time.Duration(500+rng.IntN(2500)) * time.Millisecond) // a random moment
+		daemon.Process.Signal(syscall.SIGKILL)
+		daemon.Wait()
+		start()
+	}
+	var all []queue.Container
+	waitFor(t, "every container final", 5*time.Minute, func() bool {
+		items, _, err := c.Containers(ctx, api.ListQuery{})
+		if err != nil {
+			return false
+		}
+		all = items
+		for _, it := range items {
+			if !it.State.Final() {
+				return false
+			}
+		}
+		return len(items) == n
+	})
+	daemon.Process.Signal(syscall.SIGTERM)
+	daemon.Wait()
+
+	data, err := os.ReadFile(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string]int{}
+	for _, l := range strings.Fields(string(data)) {
+		lines[l]++
+	}
+	for _, it := range all {
+		if it.State != queue.Complete {
+			t.Errorf("container %s ended %s (%s), want Complete", it.Name, it.State, it.Reason)
+			continue
+		}
+		if got := lines[it.Name]; got != it.Attempts {
+			t.Errorf("container %s ran %d times but records %d attempts", it.Name, got, it.Attempts)
+		}
+		if lines[it.Name] != 1 {
+			t.Errorf("container %s ran %d times, want exactly once (no retry policy)", it.Name, lines[it.Name])
+		}
+	}
+}

@@ -1,0 +1,49 @@
+// Package backend is the TUI's only view of a dispatcher: a Backend gives
+// snapshots, change notifications and the operator verbs. Two
+// implementations: InProcess wraps an *engine.Engine; Remote wraps the
+// management API client (for --connect URL).
+package backend
+
+import (
+	"context"
+	"time"
+
+	"dispatch-tui/engine"
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/worker"
+)
+
+// Snapshot is everything the console shows, taken at one moment. It is
+// immutable once returned: the TUI may keep it and share it between views.
+type Snapshot struct {
+	TakenAt    time.Time
+	Summary    engine.Summary
+	Instances  []worker.InstanceView
+	Containers []queue.Container
+	Types      []engine.TypeSummary
+	Events     []queue.Event // the most recent, oldest first
+}
+
+// Backend is a dispatcher seen from the console.
+type Backend interface {
+	// Describe names the backend for the header, e.g. "local (in-process)"
+	// or "remote http://host:9006".
+	Describe() string
+	// Snapshot returns the current state.
+	Snapshot(ctx context.Context) (*Snapshot, error)
+	// Changes returns a channel that receives a value (coalesced) when
+	// the state may have changed; it is closed when ctx ends. A remote
+	// backend may simply tick.
+	Changes(ctx context.Context) <-chan struct{}
+	// Logs returns a container's output (the last tail lines if tail > 0).
+	Logs(ctx context.Context, id string, tail int) ([]byte, error)
+
+	// InstanceVerb applies hold, drain, run or kill to an instance.
+	InstanceVerb(ctx context.Context, id, verb, reason string) error
+	// ContainerVerb applies hold, release or kill to a container.
+	ContainerVerb(ctx context.Context, id, verb, reason string) error
+	// SetPriority changes a container's priority.
+	SetPriority(ctx context.Context, id string, priority int) error
+	// SetPaused pauses or resumes the scheduler.
+	SetPaused(ctx context.Context, paused bool, reason string) error
+}

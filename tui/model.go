@@ -1,0 +1,835 @@
+// Package tui is the console: a Bubble Tea v2 program showing a
+// dispatcher's instances, containers, types and events live, through the
+// backend.Backend interface only.
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/tui/backend"
+	"dispatch-tui/tui/dialog"
+	"dispatch-tui/tui/keys"
+	"dispatch-tui/tui/table"
+	"dispatch-tui/tui/theme"
+
+	tea "charm.land/bubbletea/v2"
+)
+
+// Options configure the console.
+type Options struct {
+	Backend      backend.Backend
+	ReadOnly     bool              // --read-only: no verbs offered, header shows RO
+	Refresh      time.Duration     // poll interval when Changes is quiet (default 1s)
+	KeyOverrides map[string]string // [tui.keys]: action name -> key(s), e.g. "hold" -> "H"
+	Theme        string            // auto | dark | light
+	NoColor      bool              // NO_COLOR: no colours, state always as text
+}
+
+// Minimum terminal size; below it the console shows "terminal too small".
+const (
+	MinWidth  = 60
+	MinHeight = 16
+)
+
+const (
+	headerLines = 6 // 4 header lines, flash, tab bar
+	flashFor    = 4 * time.Second
+	verbTimeout = 30 * time.Second
+	logTail     = 500
+	detailTail  = 15
+	sparkLen    = 60
+)
+
+type mode int
+
+const (
+	modeNormal mode = iota
+	modeCommand
+	modeFilter
+	modeHelp
+	modeDetails
+	modeLogs
+)
+
+// Messages. Every result of a Cmd carries the values it was started with;
+// none reads the model.
+type (
+	snapshotMsg struct {
+		gen  uint64
+		snap *backend.Snapshot
+		err  error
+	}
+	pollMsg     struct{ seq uint64 }
+	changedMsg  struct{}
+	flashEndMsg struct{ seq uint64 }
+	verbMsg     struct {
+		action string
+		ids    []string
+		failed map[string]error
+	}
+	logsMsg struct {
+		gen    uint64
+		id     string
+		detail bool
+		data   []byte
+		err    error
+	}
+)
+
+// verbTarget is one row a verb applies to, with the verb to send for it.
+type verbTarget struct {
+	id   string
+	verb string // hold/release/drain/run/kill, or "" for priority
+	prio int
+}
+
+type pendingVerb struct {
+	action  string
+	view    viewID
+	targets []verbTarget
+	paused  bool
+}
+
+// Model is the root model. It implements tea.Model.
+type Model struct {
+	ctx  context.Context
+	opts Options
+	be   backend.Backend
+	km   *keys.Keymap
+	th   *theme.Theme
+	now  func() time.Time
+
+	width, height int
+	view          viewID
+	mode          mode
+	prevMode      mode
+	tables        [nViews]*table.Table
+	stale         [nViews]bool
+	snap          *backend.Snapshot
+	snapErr       error
+
+	fetchGen uint64 // generation of the latest fetch started
+	fetching bool
+	again    bool   // a change arrived while a fetch was in flight
+	pollSeq  uint64 // only the latest armed poll tick counts
+
+	queueSpark, costSpark ring
+
+	flash    string
+	flashErr bool
+	flashSeq uint64
+
+	input  string // command or filter being typed
+	dlg    *dialog.Confirm
+	dlgFor *pendingVerb
+
+	pending map[string]uint64 // row id -> fetch gen that clears it (0 = verb in flight)
+
+	detailID   string
+	detailView viewID
+	detailLogs string
+	scroll     int
+
+	logID     string
+	logLines  []string
+	logFollow bool
+	logGen    uint64
+	logBusy   bool
+
+	mouse bool
+
+	ctrIdx map[string]int32 // container id -> index in snap, built on demand
+}
+
+// New builds the console's model. It fails on unknown action names in
+// KeyOverrides and on duplicate bindings (naming both actions).
+func New(opts Options) (*Model, error) { return newModel(opts, time.Now) }
+
+func newModel(opts Options, now func() time.Time) (*Model, error) {
+	if opts.Backend == nil {
+		return nil, errors.New("tui: no backend")
+	}
+	km, err := keys.New(opts.KeyOverrides)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Refresh <= 0 {
+		opts.Refresh = time.Second
+	}
+	switch opts.Theme {
+	case "", "auto", "dark", "light":
+	default:
+		return nil, fmt.Errorf("tui: theme %q: want auto, dark or light", opts.Theme)
+	}
+	m := &Model{
+		ctx: context.Background(), opts: opts, be: opts.Backend, km: km, now: now,
+		th:      theme.New(opts.Theme, true, opts.NoColor),
+		pending: map[string]uint64{},
+	}
+	cols := [nViews][]table.Column{instanceColumns(), containerColumns(), typeColumns(), eventColumns()}
+	for i := range m.tables {
+		m.tables[i] = table.New(cols[i], m.th)
+	}
+	m.queueSpark.n, m.costSpark.n = sparkLen, sparkLen
+	return m, nil
+}
+
+// Init starts the first snapshot fetch (and asks the terminal for its
+// background colour when the theme is auto).
+func (m *Model) Init() tea.Cmd {
+	cmds := []tea.Cmd{m.startFetch()}
+	if !m.opts.NoColor && (m.opts.Theme == "" || m.opts.Theme == "auto") {
+		cmds = append(cmds, tea.RequestBackgroundColor)
+	}
+	return tea.Batch(cmds...)
+}
+
+// startFetch starts a snapshot fetch unless one is in flight.
+func (m *Model) startFetch() tea.Cmd {
+	if m.fetching {
+		m.again = true
+		return nil
+	}
+	m.fetching, m.again = true, false
+	m.fetchGen++
+	gen, be, ctx := m.fetchGen, m.be, m.ctx
+	return func() tea.Msg {
+		s, err := be.Snapshot(ctx)
+		return snapshotMsg{gen: gen, snap: s, err: err}
+	}
+}
+
+func (m *Model) armPoll() tea.Cmd {
+	m.pollSeq++
+	seq := m.pollSeq
+	return tea.Tick(m.opts.Refresh, func(time.Time) tea.Msg { return pollMsg{seq: seq} })
+}
+
+func (m *Model) setFlash(s string, isErr bool) tea.Cmd {
+	m.flash, m.flashErr = s, isErr
+	m.flashSeq++
+	seq := m.flashSeq
+	return tea.Tick(flashFor, func(time.Time) tea.Msg { return flashEndMsg{seq: seq} })
+}
+
+func (m *Model) scope() keys.Scope {
+	switch m.view {
+	case vInstances:
+		return keys.Instances
+	case vContainers:
+		return keys.Containers
+	}
+	return keys.Global
+}
+
+func (m *Model) table() *table.Table { return m.tables[m.view] }
+
+// Update handles one message.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+		m.resize()
+	case tea.BackgroundColorMsg:
+		m.th = theme.New(m.opts.Theme, msg.IsDark(), m.opts.NoColor)
+		for _, t := range m.tables {
+			t.SetTheme(m.th)
+		}
+	case snapshotMsg:
+		return m, m.onSnapshot(msg)
+	case pollMsg:
+		if msg.seq != m.pollSeq {
+			return m, nil
+		}
+		return m, m.startFetch()
+	case changedMsg:
+		return m, m.startFetch()
+	case flashEndMsg:
+		if msg.seq == m.flashSeq {
+			m.flash = ""
+		}
+	case verbMsg:
+		return m, m.onVerb(msg)
+	case logsMsg:
+		m.onLogs(msg)
+	case tea.KeyPressMsg:
+		return m, m.onKey(msg)
+	case tea.MouseWheelMsg:
+		if m.mouse {
+			d := 3
+			if msg.Button == tea.MouseWheelUp {
+				d = -3
+			}
+			m.scrollBy(d)
+		}
+	case tea.MouseClickMsg:
+		if m.mouse && m.mode == modeNormal && msg.Y > headerLines {
+			m.table().ClickRow(msg.Y - headerLines - 1)
+		}
+	}
+	return m, nil
+}
+
+func (m *Model) resize() {
+	h := max(m.height-headerLines-1, 2)
+	for _, t := range m.tables {
+		t.SetSize(m.width, h)
+	}
+}
+
+func (m *Model) onSnapshot(msg snapshotMsg) tea.Cmd {
+	if msg.gen != m.fetchGen {
+		return nil // stale
+	}
+	m.fetching = false
+	var cmds []tea.Cmd
+	if msg.err != nil {
+		m.snapErr = msg.err
+	} else if msg.snap != nil {
+		m.snapErr = nil
+		m.snap = msg.snap
+		m.ctrIdx = nil
+		s := msg.snap.Summary
+		m.queueSpark.add(float64(s.Containers[queue.Queued] + s.Containers[queue.Locked]))
+		m.costSpark.add(s.PricePerHour)
+		for i := range m.stale {
+			m.stale[i] = true
+		}
+		m.refreshTable(m.view)
+		for id, g := range m.pending {
+			if g != 0 && msg.gen >= g {
+				delete(m.pending, id)
+				for _, t := range m.tables {
+					t.SetPending(id, false)
+				}
+			}
+		}
+	}
+	if m.again {
+		cmds = append(cmds, m.startFetch())
+	} else {
+		cmds = append(cmds, m.armPoll())
+	}
+	if c := m.fetchLogs(); c != nil {
+		cmds = append(cmds, c)
+	}
+	return tea.Batch(cmds...)
+}
+
+// refreshTable loads the snapshot into a view's table if it is stale.
+func (m *Model) refreshTable(v viewID) {
+	if m.snap == nil || !m.stale[v] {
+		return
+	}
+	m.stale[v] = false
+	now := m.now()
+	switch v {
+	case vInstances:
+		m.tables[v].SetRows(instanceRows(m.snap, now))
+	case vContainers:
+		m.tables[v].SetRows(containerRows(m.snap, now))
+	case vTypes:
+		m.tables[v].SetRows(typeRows(m.snap))
+	case vEvents:
+		m.tables[v].SetRows(eventRows(m.snap))
+	}
+}
+
+func (m *Model) switchView(v viewID) {
+	m.view = v
+	m.mode = modeNormal
+	m.refreshTable(v)
+}
+
+// fetchLogs polls the logs of the open logs view or container details.
+func (m *Model) fetchLogs() tea.Cmd {
+	var id string
+	var tail int
+	detail := false
+	switch {
+	case m.mode == modeLogs:
+		id, tail = m.logID, logTail
+	case m.mode == modeDetails && m.detailView == vContainers:
+		id, tail, detail = m.detailID, detailTail, true
+	default:
+		return nil
+	}
+	if m.logBusy || id == "" {
+		return nil
+	}
+	m.logBusy = true
+	m.logGen++
+	gen, be, ctx := m.logGen, m.be, m.ctx
+	return func() tea.Msg {
+		b, err := be.Logs(ctx, id, tail)
+		return logsMsg{gen: gen, id: id, detail: detail, data: b, err: err}
+	}
+}
+
+func (m *Model) onLogs(msg logsMsg) {
+	if msg.gen != m.logGen {
+		return
+	}
+	m.logBusy = false
+	text := string(msg.data)
+	if msg.err != nil {
+		text = "(logs unavailable: " + msg.err.Error() + ")"
+	}
+	if msg.detail {
+		if m.mode == modeDetails && msg.id == m.detailID {
+			m.detailLogs = text
+		}
+		return
+	}
+	if m.mode != modeLogs || msg.id != m.logID {
+		return
+	}
+	m.logLines = strings.Split(strings.TrimRight(sanitize(text), "\n"), "\n")
+	if m.logFollow {
+		m.scroll = max(len(m.logLines)-m.bodyHeight(), 0)
+	}
+}
+
+// sanitize drops control characters (other than newline and tab) so a
+// container's output cannot drive the terminal.
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n':
+			return r
+		case r == '\t':
+			return ' '
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			return -1
+		}
+		return r
+	}, s)
+}
+
+func (m *Model) bodyHeight() int { return max(m.height-headerLines-1, 1) }
+
+func (m *Model) onVerb(msg verbMsg) tea.Cmd {
+	clearGen := m.fetchGen + 1
+	ok := 0
+	var firstErr error
+	var firstID string
+	for _, id := range msg.ids {
+		if err, bad := msg.failed[id]; bad {
+			delete(m.pending, id)
+			for _, t := range m.tables {
+				t.SetPending(id, false)
+			}
+			if firstErr == nil {
+				firstErr, firstID = err, id
+			}
+			continue
+		}
+		ok++
+		if _, p := m.pending[id]; p {
+			m.pending[id] = clearGen
+		}
+	}
+	var flash tea.Cmd
+	what := msg.action
+	if len(msg.ids) == 1 {
+		what += " " + msg.ids[0]
+	} else if len(msg.ids) > 1 {
+		what += fmt.Sprintf(" (%d)", len(msg.ids))
+	}
+	switch {
+	case firstErr == nil:
+		flash = m.setFlash("ok: "+what, false)
+	case ok == 0 && len(msg.ids) <= 1:
+		flash = m.setFlash("error: "+what+": "+firstErr.Error(), true)
+	default:
+		flash = m.setFlash(fmt.Sprintf("error: %s: %d ok, %d failed; %s: %v", what, ok, len(msg.failed), firstID, firstErr), true)
+	}
+	return tea.Batch(flash, m.startFetch())
+}
+
+func (m *Model) scrollBy(d int) {
+	switch m.mode {
+	case modeNormal:
+		m.table().Move(d)
+	case modeLogs:
+		m.logFollow = false
+		m.scroll = max(min(m.scroll+d, len(m.logLines)-m.bodyHeight()), 0)
+	case modeDetails, modeHelp:
+		m.scroll = max(m.scroll+d, 0)
+	}
+}
+
+func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
+	k := msg.String()
+	if m.dlg != nil {
+		switch m.dlg.Update(msg) {
+		case dialog.Cancelled:
+			m.dlg, m.dlgFor = nil, nil
+			return m.setFlash("cancelled", false)
+		case dialog.Confirmed:
+			pv := m.dlgFor
+			m.dlg, m.dlgFor = nil, nil
+			return m.execute(pv)
+		}
+		return nil
+	}
+	switch m.mode {
+	case modeCommand:
+		return m.onInput(msg, func(s string) tea.Cmd { return m.command(s) }, nil)
+	case modeFilter:
+		return m.onInput(msg, func(string) tea.Cmd { return nil }, func(s string) { m.table().SetFilter(s) })
+	}
+	act := m.km.Lookup(m.scope(), k)
+	// Modes layered over the table: scrolling keys scroll them.
+	if m.mode == modeHelp || m.mode == modeDetails || m.mode == modeLogs {
+		switch act {
+		case keys.Up:
+			m.scrollBy(-1)
+			return nil
+		case keys.Down:
+			m.scrollBy(1)
+			return nil
+		case keys.PageUp:
+			m.scrollBy(-m.bodyHeight())
+			return nil
+		case keys.PageDown:
+			m.scrollBy(m.bodyHeight())
+			return nil
+		case keys.Top:
+			m.logFollow = false
+			m.scroll = 0
+			return nil
+		case keys.Bottom:
+			if m.mode == modeLogs {
+				m.logFollow = true
+				m.scroll = max(len(m.logLines)-m.bodyHeight(), 0)
+			}
+			return nil
+		case keys.Back:
+			m.mode, m.scroll = modeNormal, 0
+			return nil
+		case keys.Help:
+			if m.mode == modeHelp {
+				m.mode, m.scroll = m.prevMode, 0
+				return nil
+			}
+		case keys.Details, keys.Mark, keys.MarkAll, keys.Filter:
+			return nil
+		}
+		if m.mode == modeHelp && act != keys.Quit && act != keys.Command {
+			return nil
+		}
+	}
+	if act == "" {
+		if len(k) == 1 && k[0] >= 'A' && k[0] <= 'Z' && m.mode == modeNormal {
+			m.table().SortBy(k)
+		}
+		return nil
+	}
+	if m.km.IsVerb(act) && m.opts.ReadOnly {
+		return m.setFlash("read-only", true)
+	}
+	switch act {
+	case keys.Quit:
+		return tea.Quit
+	case keys.Help:
+		m.prevMode, m.mode, m.scroll = m.mode, modeHelp, 0
+	case keys.Command:
+		m.mode, m.input = modeCommand, ""
+	case keys.Filter:
+		m.mode, m.input = modeFilter, m.table().Filter()
+	case keys.Back:
+		if m.table().Filter() != "" {
+			m.table().SetFilter("")
+		}
+	case keys.ViewInst:
+		m.switchView(vInstances)
+	case keys.ViewCtr:
+		m.switchView(vContainers)
+	case keys.ViewTypes:
+		m.switchView(vTypes)
+	case keys.ViewEv:
+		m.switchView(vEvents)
+	case keys.Up:
+		m.table().Move(-1)
+	case keys.Down:
+		m.table().Move(1)
+	case keys.PageUp:
+		m.table().PageUp()
+	case keys.PageDown:
+		m.table().PageDown()
+	case keys.Top:
+		m.table().Home()
+	case keys.Bottom:
+		m.table().End()
+	case keys.Mark:
+		m.table().ToggleMark()
+		m.table().Move(1)
+	case keys.MarkAll:
+		m.table().MarkAll()
+	case keys.Details:
+		id := m.table().Cursor()
+		if id == "" {
+			return nil
+		}
+		m.mode, m.detailID, m.detailView, m.detailLogs, m.scroll = modeDetails, id, m.view, "", 0
+		return m.fetchLogs()
+	case keys.Logs:
+		id := m.table().Cursor()
+		if m.mode == modeDetails {
+			id = m.detailID
+		}
+		if (m.mode == modeDetails && m.detailView != vContainers) || (m.mode != modeDetails && m.view != vContainers) || id == "" {
+			return m.setFlash("logs: select a container (2)", true)
+		}
+		m.mode, m.logID, m.logLines, m.logFollow, m.scroll = modeLogs, id, nil, true, 0
+		m.logBusy = false
+		return m.fetchLogs()
+	case keys.Mouse:
+		m.mouse = !m.mouse
+		if m.mouse {
+			return m.setFlash("mouse on (m to turn off; shift+drag selects text)", false)
+		}
+		return m.setFlash("mouse off", false)
+	case keys.Pause:
+		paused := m.snap != nil && m.snap.Summary.Paused
+		name := "Pause"
+		body := "Stop starting containers and creating instances; running work continues."
+		if paused {
+			name, body = "Resume", "Start scheduling containers again."
+		}
+		m.dlg = dialog.New(name+" the scheduler?", name, "", body)
+		m.dlgFor = &pendingVerb{action: strings.ToLower(name), paused: !paused}
+	default:
+		return m.verb(act)
+	}
+	return nil
+}
+
+func (m *Model) onInput(msg tea.KeyPressMsg, enter func(string) tea.Cmd, live func(string)) tea.Cmd {
+	switch msg.String() {
+	case "esc":
+		m.mode = modeNormal
+		if live != nil {
+			live("")
+		}
+		m.input = ""
+		return nil
+	case "enter":
+		m.mode = modeNormal
+		s := m.input
+		m.input = ""
+		return enter(s)
+	case "backspace":
+		if m.input != "" {
+			r := []rune(m.input)
+			m.input = string(r[:len(r)-1])
+		}
+	case "ctrl+u":
+		m.input = ""
+	default:
+		if msg.Text == "" {
+			return nil
+		}
+		m.input += msg.Text
+	}
+	if live != nil {
+		live(m.input)
+	}
+	return nil
+}
+
+func (m *Model) command(s string) tea.Cmd {
+	switch strings.TrimSpace(s) {
+	case "":
+	case "instances", "instance", "inst", "i", "in":
+		m.switchView(vInstances)
+	case "containers", "container", "ctr", "c", "co":
+		m.switchView(vContainers)
+	case "types", "type", "t":
+		m.switchView(vTypes)
+	case "events", "event", "ev", "e":
+		m.switchView(vEvents)
+	case "q", "quit", "q!":
+		return tea.Quit
+	case "help":
+		m.prevMode, m.mode = modeNormal, modeHelp
+	default:
+		return m.setFlash("unknown command :"+s+" (try :instances :containers :types :events :q)", true)
+	}
+	return nil
+}
+
+// verb prepares an instance or container verb: the targets are the marked
+// rows, or the cursor row. Destructive and bulk verbs open a dialog.
+func (m *Model) verb(act string) tea.Cmd {
+	v := m.view
+	if m.mode == modeDetails {
+		v = m.detailView
+	}
+	if v != vInstances && v != vContainers {
+		return m.setFlash(act+": not available in this view", true)
+	}
+	t := m.tables[v]
+	ids := t.Marked()
+	if len(ids) == 0 {
+		if m.mode == modeDetails {
+			ids = []string{m.detailID}
+		} else if id := t.Cursor(); id != "" {
+			ids = []string{id}
+		}
+	}
+	if len(ids) == 0 {
+		return m.setFlash(act+": no row selected", true)
+	}
+	pv := &pendingVerb{action: act, view: v}
+	label := act
+	switch {
+	case v == vInstances:
+		for _, id := range ids {
+			pv.targets = append(pv.targets, verbTarget{id: id, verb: act})
+		}
+	case act == keys.Hold:
+		allHeld := true
+		for _, id := range ids {
+			if c := m.container(id); c == nil || !c.Held {
+				allHeld = false
+			}
+		}
+		verb := "hold"
+		if allHeld {
+			verb = "release"
+		}
+		label, pv.action = verb, verb
+		for _, id := range ids {
+			pv.targets = append(pv.targets, verbTarget{id: id, verb: verb})
+		}
+	case act == keys.Kill:
+		for _, id := range ids {
+			pv.targets = append(pv.targets, verbTarget{id: id, verb: "kill"})
+		}
+	case act == keys.PrioUp || act == keys.PrioDown:
+		d := 1
+		label = "priority +1"
+		if act == keys.PrioDown {
+			d, label = -1, "priority -1"
+		}
+		pv.action = label
+		for _, id := range ids {
+			c := m.container(id)
+			if c == nil {
+				continue
+			}
+			pv.targets = append(pv.targets, verbTarget{id: id, prio: max(c.Priority+d, 0)})
+		}
+	default:
+		return nil
+	}
+	if len(pv.targets) == 0 {
+		return nil
+	}
+	kind := "instance"
+	if v == vContainers {
+		kind = "container"
+	}
+	n := len(pv.targets)
+	switch {
+	case act == keys.Kill && n == 1:
+		body := []string{"Destroy instance " + ids[0] + " now.", "Its containers are killed and requeued (or cancelled)."}
+		if v == vContainers {
+			body = []string{"Kill container " + ids[0] + " (SIGTERM, then SIGKILL).", "It ends Cancelled."}
+		}
+		m.dlg = dialog.New("Kill "+kind+" "+ids[0]+"?", "Kill", ids[0], body...)
+	case n > 1:
+		body := []string{fmt.Sprintf("Apply %s to %d %ss:", label, n, kind), summarizeIDs(ids, 4)}
+		m.dlg = dialog.New(fmt.Sprintf("%s %d %ss?", label, n, kind), label, strconv.Itoa(n), body...)
+	case act == keys.Drain:
+		m.dlg = dialog.New("Drain instance "+ids[0]+"?", "Drain", "", "Start no new containers; shut it down once idle.")
+	default:
+		return m.execute(pv)
+	}
+	m.dlgFor = pv
+	return nil
+}
+
+func summarizeIDs(ids []string, n int) string {
+	if len(ids) <= n {
+		return strings.Join(ids, " ")
+	}
+	return strings.Join(ids[:n], " ") + fmt.Sprintf(" … and %d more", len(ids)-n)
+}
+
+func (m *Model) container(id string) *queue.Container {
+	if m.snap == nil {
+		return nil
+	}
+	if m.ctrIdx == nil {
+		m.ctrIdx = make(map[string]int32, len(m.snap.Containers))
+		for i := range m.snap.Containers {
+			m.ctrIdx[m.snap.Containers[i].ID] = int32(i)
+		}
+	}
+	if i, ok := m.ctrIdx[id]; ok {
+		return &m.snap.Containers[i]
+	}
+	return nil
+}
+
+// execute runs a confirmed verb: rows are flagged pending, and the Cmd
+// captures only values.
+func (m *Model) execute(pv *pendingVerb) tea.Cmd {
+	if pv == nil {
+		return nil
+	}
+	be, ctx := m.be, m.ctx
+	if pv.action == "pause" || pv.action == "resume" {
+		paused, action := pv.paused, pv.action
+		return func() tea.Msg {
+			c, cancel := context.WithTimeout(ctx, verbTimeout)
+			defer cancel()
+			msg := verbMsg{action: action, ids: []string{"scheduler"}}
+			if err := be.SetPaused(c, paused, "tui"); err != nil {
+				msg.failed = map[string]error{"scheduler": err}
+			}
+			return msg
+		}
+	}
+	targets := append([]verbTarget(nil), pv.targets...)
+	ids := make([]string, len(targets))
+	for i, tg := range targets {
+		ids[i] = tg.id
+		m.pending[tg.id] = 0
+		m.tables[pv.view].SetPending(tg.id, true)
+	}
+	m.tables[pv.view].ClearMarks()
+	view, action := pv.view, pv.action
+	return func() tea.Msg {
+		c, cancel := context.WithTimeout(ctx, verbTimeout)
+		defer cancel()
+		msg := verbMsg{action: action, ids: ids}
+		for _, tg := range targets {
+			var err error
+			switch {
+			case view == vInstances:
+				err = be.InstanceVerb(c, tg.id, tg.verb, "tui")
+			case tg.verb == "":
+				err = be.SetPriority(c, tg.id, tg.prio)
+			default:
+				err = be.ContainerVerb(c, tg.id, tg.verb, "tui")
+			}
+			if err != nil {
+				if msg.failed == nil {
+					msg.failed = map[string]error{}
+				}
+				msg.failed[tg.id] = err
+			}
+		}
+		return msg
+	}
+}

@@ -1,0 +1,677 @@
+// Package table is a virtualized table for large, live data sets: the
+// cursor is kept by row id (refreshes, filters and re-sorts never move it
+// to another row), the filtered/sorted index is recomputed only when the
+// data, filter or sort change, only the visible rows are rendered, and
+// rendered lines are cached per row.
+package table
+
+import (
+	"cmp"
+	"regexp"
+	"slices"
+	"strings"
+
+	"dispatch-tui/tui/theme"
+
+	"github.com/mattn/go-runewidth"
+)
+
+// Column describes one column.
+type Column struct {
+	Title    string
+	Width    int  // width in cells (the minimum when Flex)
+	Flex     bool // takes the width left over
+	Priority int  // 0 is always shown; higher priorities are dropped first on narrow terminals
+	Right    bool // right-aligned
+	Numeric  bool // sort by Row.Nums instead of the text
+	SortKey  string
+	State    bool // painted by the row's state
+	Volatile bool // changes on its own (ages): not a "changed" row
+}
+
+// Row is one row. Cells are parallel to the columns; Nums too when any
+// column is Numeric.
+type Row struct {
+	ID    string
+	Cells []string
+	Nums  []float64
+	State string
+}
+
+type cacheLine struct {
+	cells  []string
+	plain  string // cells laid out, no paint
+	styled string // with state paint
+}
+
+// Table is the virtualized table. The zero value is not usable: call New.
+type Table struct {
+	cols  []Column
+	theme *theme.Theme
+
+	rows    []Row
+	byID    map[string]int32
+	changed []uint32 // refresh generation at which each row last changed
+	search  []string // lazily built lower-case text per row, "" = not built
+	gen     uint32
+
+	sortCol  int // -1 = source order
+	sortDesc bool
+	filter   string
+	match    func(string) bool
+	invert   bool
+
+	order     []int32 // all rows, sorted
+	view      []int32 // order, filtered
+	dirtySort bool
+	dirtyView bool
+
+	cursorID  string
+	cursorPos int
+	top       int
+
+	width, height int
+	widths        []int // laid-out widths, 0 = hidden
+	cache         map[string]*cacheLine
+
+	marks   map[string]struct{}
+	pending map[string]struct{}
+}
+
+// GutterWidth is the width of the marker gutter at the left of each row.
+const GutterWidth = 2
+
+// New returns an empty table.
+func New(cols []Column, th *theme.Theme) *Table {
+	return &Table{
+		cols: cols, theme: th, sortCol: -1, byID: map[string]int32{},
+		cache: map[string]*cacheLine{}, marks: map[string]struct{}{}, pending: map[string]struct{}{},
+	}
+}
+
+// SetTheme changes the theme (drops the line cache).
+func (t *Table) SetTheme(th *theme.Theme) {
+	t.theme = th
+	clear(t.cache)
+}
+
+// Columns returns the columns.
+func (t *Table) Columns() []Column { return t.cols }
+
+func cellsEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (t *Table) sameContent(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] && (i >= len(t.cols) || !t.cols[i].Volatile) {
+			return false
+		}
+	}
+	return true
+}
+
+// SetRows replaces the data (one refresh). Rows whose cells differ from
+// the previous refresh, or that are new, are flagged as changed.
+func (t *Table) SetRows(rows []Row) {
+	first := t.gen == 0 && len(t.rows) == 0
+	t.gen++
+	byID := make(map[string]int32, len(rows))
+	changed := make([]uint32, len(rows))
+	search := make([]string, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		byID[r.ID] = int32(i)
+		if first {
+			continue
+		}
+		j, ok := t.byID[r.ID]
+		switch {
+		case !ok:
+			changed[i] = t.gen
+		case !t.sameContent(t.rows[j].Cells, r.Cells) || t.rows[j].State != r.State:
+			changed[i] = t.gen
+		default:
+			changed[i] = t.changed[j]
+			search[i] = t.search[j]
+		}
+	}
+	t.rows, t.byID, t.changed, t.search = rows, byID, changed, search
+	for id := range t.marks {
+		if _, ok := byID[id]; !ok {
+			delete(t.marks, id)
+		}
+	}
+	if len(t.cache) > 4*max(t.height, 64) {
+		clear(t.cache)
+	}
+	t.dirtySort = true
+}
+
+// Len returns the number of rows loaded; Shown the number after the filter.
+func (t *Table) Len() int { return len(t.rows) }
+
+// Shown returns the number of rows that pass the filter.
+func (t *Table) Shown() int { t.ensure(); return len(t.view) }
+
+// Changed reports whether the row was changed by one of the last two refreshes.
+func (t *Table) Changed(id string) bool {
+	i, ok := t.byID[id]
+	return ok && t.isChanged(i)
+}
+
+func (t *Table) isChanged(i int32) bool {
+	c := t.changed[i]
+	return c != 0 && t.gen-c < 2
+}
+
+// SetSize sets the table's size; height includes the header line.
+func (t *Table) SetSize(w, h int) {
+	if w != t.width {
+		t.width = w
+		t.widths = nil
+		clear(t.cache)
+	}
+	t.height = h
+}
+
+// SortBy sorts by the column whose SortKey is key; sorting by the same
+// column again inverts it. It reports whether a column has that key.
+func (t *Table) SortBy(key string) bool {
+	for i, c := range t.cols {
+		if c.SortKey != "" && c.SortKey == key {
+			if t.sortCol == i {
+				t.sortDesc = !t.sortDesc
+			} else {
+				t.sortCol, t.sortDesc = i, false
+			}
+			t.dirtySort = true
+			return true
+		}
+	}
+	return false
+}
+
+// Sort returns the sorted column (-1 = none) and whether it is descending.
+func (t *Table) Sort() (int, bool) { return t.sortCol, t.sortDesc }
+
+// SetSort sets the sort directly (col -1 = source order).
+func (t *Table) SetSort(col int, desc bool) {
+	t.sortCol, t.sortDesc = col, desc
+	t.dirtySort = true
+}
+
+var metas = regexp.MustCompile(`[\\^$.|?*+()\[\]{}]`)
+
+// SetFilter sets the filter: a substring (case-insensitive), or a regular
+// expression when the text uses regexp syntax and compiles; a leading !
+// inverts it.
+func (t *Table) SetFilter(f string) {
+	if f == t.filter {
+		return
+	}
+	t.filter = f
+	t.dirtyView = true
+	pat, inv := f, false
+	if strings.HasPrefix(pat, "!") {
+		pat, inv = pat[1:], true
+	}
+	t.invert = inv
+	if pat == "" {
+		t.match = nil
+		return
+	}
+	if metas.MatchString(pat) {
+		if re, err := regexp.Compile("(?i)" + pat); err == nil {
+			t.match = re.MatchString
+			return
+		}
+	}
+	low := strings.ToLower(pat)
+	t.match = func(s string) bool { return strings.Contains(s, low) }
+}
+
+// Filter returns the filter text.
+func (t *Table) Filter() string { return t.filter }
+
+func (t *Table) searchText(i int32) string {
+	if s := t.search[i]; s != "" {
+		return s
+	}
+	s := strings.ToLower(strings.Join(t.rows[i].Cells, " ")) + " "
+	t.search[i] = s
+	return s
+}
+
+func (t *Table) compare(a, b int32) int {
+	c := t.sortCol
+	var r int
+	if t.cols[c].Numeric && c < len(t.rows[a].Nums) && c < len(t.rows[b].Nums) {
+		r = cmp.Compare(t.rows[a].Nums[c], t.rows[b].Nums[c])
+	} else {
+		r = strings.Compare(t.rows[a].Cells[c], t.rows[b].Cells[c])
+	}
+	if t.sortDesc {
+		r = -r
+	}
+	return r
+}
+
+// ensure recomputes the sorted and filtered indexes if needed and puts the
+// cursor back on its row.
+func (t *Table) ensure() {
+	if !t.dirtySort && !t.dirtyView {
+		return
+	}
+	if t.dirtySort {
+		n := len(t.rows)
+		if cap(t.order) >= n {
+			t.order = t.order[:n]
+		} else {
+			t.order = make([]int32, n)
+		}
+		for i := range t.order {
+			t.order[i] = int32(i)
+		}
+		if t.sortCol >= 0 && t.sortCol < len(t.cols) {
+			slices.SortStableFunc(t.order, t.compare)
+		}
+		t.dirtySort = false
+		t.dirtyView = true
+	}
+	if t.match == nil {
+		t.view = t.order
+	} else {
+		v := make([]int32, 0, len(t.order)/4)
+		for _, i := range t.order {
+			if t.match(t.searchText(i)) != t.invert {
+				v = append(v, i)
+			}
+		}
+		t.view = v
+	}
+	t.dirtyView = false
+	t.relocate()
+}
+
+// relocate finds the cursor row in the view; if it is gone, the cursor
+// stays at the same position (on whatever row is there now).
+func (t *Table) relocate() {
+	if len(t.view) == 0 {
+		t.cursorPos, t.top = 0, 0
+		return
+	}
+	if i, ok := t.byID[t.cursorID]; ok && t.cursorID != "" {
+		for p, j := range t.view {
+			if j == i {
+				t.cursorPos = p
+				t.clampTop()
+				return
+			}
+		}
+	}
+	t.cursorPos = min(max(t.cursorPos, 0), len(t.view)-1)
+	t.cursorID = t.rows[t.view[t.cursorPos]].ID
+	t.clampTop()
+}
+
+func (t *Table) page() int { return max(t.height-1, 1) }
+
+func (t *Table) clampTop() {
+	p := t.page()
+	if t.cursorPos < t.top {
+		t.top = t.cursorPos
+	}
+	if t.cursorPos >= t.top+p {
+		t.top = t.cursorPos - p + 1
+	}
+	t.top = max(min(t.top, len(t.view)-p), 0)
+}
+
+// Move moves the cursor by delta rows (clamped).
+func (t *Table) Move(delta int) {
+	t.ensure()
+	if len(t.view) == 0 {
+		return
+	}
+	t.cursorPos = min(max(t.cursorPos+delta, 0), len(t.view)-1)
+	t.cursorID = t.rows[t.view[t.cursorPos]].ID
+	t.clampTop()
+}
+
+// PageDown and friends.
+func (t *Table) PageDown() { t.Move(t.page()) }
+
+// PageUp moves up a page.
+func (t *Table) PageUp() { t.Move(-t.page()) }
+
+// Home moves to the first row.
+func (t *Table) Home() { t.Move(-len(t.rows) - 1) }
+
+// End moves to the last row.
+func (t *Table) End() { t.Move(len(t.rows) + 1) }
+
+// SetCursor puts the cursor on the row with that id (if shown).
+func (t *Table) SetCursor(id string) {
+	t.cursorID = id
+	t.ensure()
+	t.relocate()
+}
+
+// ClickRow moves the cursor to the y-th visible line (0 = first row).
+func (t *Table) ClickRow(y int) {
+	t.ensure()
+	p := t.top + y
+	if p >= 0 && p < len(t.view) {
+		t.Move(p - t.cursorPos)
+	}
+}
+
+// Cursor returns the id of the row under the cursor ("" when empty).
+func (t *Table) Cursor() string {
+	t.ensure()
+	if len(t.view) == 0 {
+		return ""
+	}
+	return t.cursorID
+}
+
+// CursorRow returns the row under the cursor.
+func (t *Table) CursorRow() (Row, bool) {
+	id := t.Cursor()
+	if id == "" {
+		return Row{}, false
+	}
+	return t.rows[t.byID[id]], true
+}
+
+// Position returns the cursor's position in the shown rows.
+func (t *Table) Position() int { t.ensure(); return t.cursorPos }
+
+// ToggleMark marks or unmarks the cursor row.
+func (t *Table) ToggleMark() {
+	id := t.Cursor()
+	if id == "" {
+		return
+	}
+	if _, ok := t.marks[id]; ok {
+		delete(t.marks, id)
+	} else {
+		t.marks[id] = struct{}{}
+	}
+}
+
+// MarkAll marks every shown row, or clears the marks when any are set.
+func (t *Table) MarkAll() {
+	t.ensure()
+	if len(t.marks) > 0 {
+		clear(t.marks)
+		return
+	}
+	for _, i := range t.view {
+		t.marks[t.rows[i].ID] = struct{}{}
+	}
+}
+
+// Marked returns the marked ids in display order.
+func (t *Table) Marked() []string {
+	if len(t.marks) == 0 {
+		return nil
+	}
+	t.ensure()
+	out := make([]string, 0, len(t.marks))
+	for _, i := range t.order {
+		if _, ok := t.marks[t.rows[i].ID]; ok {
+			out = append(out, t.rows[i].ID)
+		}
+	}
+	return out
+}
+
+// ClearMarks unmarks every row.
+func (t *Table) ClearMarks() { clear(t.marks) }
+
+// SetPending flags rows as waiting for a verb's confirmation (or clears it).
+func (t *Table) SetPending(id string, on bool) {
+	if on {
+		t.pending[id] = struct{}{}
+	} else {
+		delete(t.pending, id)
+	}
+}
+
+// Pending reports whether a row is pending.
+func (t *Table) Pending(id string) bool { _, ok := t.pending[id]; return ok }
+
+// Row returns a row by id.
+func (t *Table) Row(id string) (Row, bool) {
+	i, ok := t.byID[id]
+	if !ok {
+		return Row{}, false
+	}
+	return t.rows[i], true
+}
+
+// layout picks the columns that fit in the width, by priority.
+func (t *Table) layout() []int {
+	if t.widths != nil {
+		return t.widths
+	}
+	w := make([]int, len(t.cols))
+	idx := make([]int, len(t.cols))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(t.cols[a].Priority, t.cols[b].Priority) })
+	used := GutterWidth
+	for _, i := range idx {
+		need := t.cols[i].Width + 1
+		if used+need-1 <= t.width {
+			w[i] = t.cols[i].Width
+			used += need
+		}
+	}
+	left := t.width - (used - 1)
+	if left > 0 {
+		for i, c := range t.cols {
+			if c.Flex && w[i] > 0 {
+				w[i] += left
+				break
+			}
+		}
+	}
+	t.widths = w
+	return w
+}
+
+// Visible reports which columns are shown at the current width.
+func (t *Table) Visible() []bool {
+	w := t.layout()
+	out := make([]bool, len(w))
+	for i := range w {
+		out[i] = w[i] > 0
+	}
+	return out
+}
+
+func (t *Table) header() string {
+	w := t.layout()
+	var b strings.Builder
+	b.WriteString(strings.Repeat(" ", GutterWidth))
+	first := true
+	for i, c := range t.cols {
+		if w[i] == 0 {
+			continue
+		}
+		if !first {
+			b.WriteByte(' ')
+		}
+		first = false
+		title := c.Title
+		if i == t.sortCol {
+			if r := []rune(title); len(r)+1 > w[i] && w[i] > 1 {
+				title = string(r[:w[i]-1])
+			}
+			if t.sortDesc {
+				title += "↓"
+			} else {
+				title += "↑"
+			}
+		}
+		b.WriteString(Fit(title, w[i], c.Right))
+	}
+	return t.theme.TableHeader.Render(Fit(b.String(), t.width, false))
+}
+
+func (t *Table) line(r *Row) *cacheLine {
+	cl := t.cache[r.ID]
+	if cl != nil && cellsEqual(cl.cells, r.Cells) {
+		return cl
+	}
+	w := t.layout()
+	var plain, styled strings.Builder
+	first := true
+	for i, c := range t.cols {
+		if w[i] == 0 {
+			continue
+		}
+		if !first {
+			plain.WriteByte(' ')
+			styled.WriteByte(' ')
+		}
+		first = false
+		s := ""
+		if i < len(r.Cells) {
+			s = r.Cells[i]
+		}
+		cell := Fit(s, w[i], c.Right)
+		plain.WriteString(cell)
+		if c.State {
+			styled.WriteString(t.theme.State(r.State).Render(cell))
+		} else {
+			styled.WriteString(cell)
+		}
+	}
+	pad := t.width - GutterWidth - runewidthOf(plain.String())
+	if pad > 0 {
+		sp := strings.Repeat(" ", pad)
+		plain.WriteString(sp)
+		styled.WriteString(sp)
+	}
+	cl = &cacheLine{cells: r.Cells, plain: plain.String(), styled: styled.String()}
+	t.cache[r.ID] = cl
+	return cl
+}
+
+// View renders the header and the visible rows (exactly height lines).
+func (t *Table) View() string {
+	t.ensure()
+	if t.width <= 0 || t.height <= 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.Grow((t.width + 16) * t.height)
+	b.WriteString(t.header())
+	n := 1
+	end := min(t.top+t.page(), len(t.view))
+	for p := t.top; p < end; p++ {
+		i := t.view[p]
+		r := &t.rows[i]
+		cl := t.line(r)
+		_, marked := t.marks[r.ID]
+		_, pending := t.pending[r.ID]
+		g0, g1 := byte(' '), byte(' ')
+		if p == t.cursorPos {
+			g0 = '>'
+		}
+		switch {
+		case pending:
+			g1 = '~'
+		case marked:
+			g1 = '*'
+		case t.isChanged(i):
+			g1 = '+'
+		}
+		b.WriteByte('\n')
+		gutter := string([]byte{g0, g1})
+		switch {
+		case p == t.cursorPos:
+			b.WriteString(t.theme.Cursor.Render(gutter + cl.plain))
+		case pending:
+			b.WriteString(t.theme.Pending.Render(gutter + cl.plain))
+		case marked:
+			b.WriteString(t.theme.Mark.Render(gutter + cl.plain))
+		case t.isChanged(i):
+			b.WriteString(t.theme.Changed.Render(gutter + cl.plain))
+		default:
+			b.WriteString(gutter)
+			b.WriteString(cl.styled)
+		}
+		n++
+	}
+	for ; n < t.height; n++ {
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+func runewidthOf(s string) int {
+	if isASCII(s) {
+		return len(s)
+	}
+	return runewidth.StringWidth(s)
+}
+
+// Fit pads or truncates s (plain text) to exactly w cells.
+func Fit(s string, w int, right bool) string {
+	if w <= 0 {
+		return ""
+	}
+	if isASCII(s) {
+		if len(s) > w {
+			if w == 1 {
+				return s[:1]
+			}
+			return s[:w-1] + "…"
+		}
+		if len(s) == w {
+			return s
+		}
+		if right {
+			return strings.Repeat(" ", w-len(s)) + s
+		}
+		return s + strings.Repeat(" ", w-len(s))
+	}
+	sw := runewidth.StringWidth(s)
+	if sw > w {
+		s = runewidth.Truncate(s, w, "…")
+		sw = runewidth.StringWidth(s)
+	}
+	if sw < w {
+		if right {
+			return strings.Repeat(" ", w-sw) + s
+		}
+		return s + strings.Repeat(" ", w-sw)
+	}
+	return s
+}

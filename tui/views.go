@@ -1,0 +1,233 @@
+package tui
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/worker"
+	"dispatch-tui/tui/backend"
+	"dispatch-tui/tui/table"
+)
+
+// viewID names the table views, in the order of the 1–4 keys.
+type viewID int
+
+const (
+	vInstances viewID = iota
+	vContainers
+	vTypes
+	vEvents
+	nViews
+)
+
+var viewNames = [nViews]string{"instances", "containers", "types", "events"}
+
+// Columns. Sort keys are the title's initial (K and G are taken by kill
+// and bottom, so no title starts with them).
+func instanceColumns() []table.Column {
+	return []table.Column{
+		{Title: "ID", Width: 14, SortKey: "I"},
+		{Title: "TYPE", Width: 9, SortKey: "T", Priority: 2},
+		{Title: "STATE", Width: 8, SortKey: "S", State: true},
+		{Title: "BEHAV", Width: 5, SortKey: "B", Priority: 1},
+		{Title: "CTRS", Width: 4, SortKey: "C", Right: true, Numeric: true, Priority: 1},
+		{Title: "PRICE", Width: 6, SortKey: "P", Right: true, Numeric: true, Priority: 3},
+		{Title: "AGE", Width: 5, SortKey: "A", Right: true, Numeric: true, Priority: 2, Volatile: true},
+		{Title: "HOST", Width: 15, SortKey: "H", Priority: 4},
+		{Title: "ERROR", Width: 10, SortKey: "E", Flex: true, Priority: 1},
+	}
+}
+
+const instAgeCol = 6
+
+func containerColumns() []table.Column {
+	return []table.Column{
+		{Title: "ID", Width: 14, SortKey: "I"},
+		{Title: "NAME", Width: 12, SortKey: "N", Priority: 3},
+		{Title: "STATE", Width: 12, SortKey: "S", State: true},
+		{Title: "PRIO", Width: 5, SortKey: "P", Right: true, Numeric: true},
+		{Title: "CPU", Width: 3, SortKey: "C", Right: true, Numeric: true, Priority: 2},
+		{Title: "MEM", Width: 6, SortKey: "M", Right: true, Numeric: true, Priority: 2},
+		{Title: "ON", Width: 12, SortKey: "O", Priority: 1},
+		{Title: "TRIES", Width: 5, SortKey: "T", Right: true, Numeric: true, Priority: 4},
+		{Title: "AGE", Width: 5, SortKey: "A", Right: true, Numeric: true, Priority: 3, Volatile: true},
+		{Title: "REASON", Width: 12, SortKey: "R", Flex: true, Priority: 1},
+	}
+}
+
+const ctrAgeCol = 8
+
+func typeColumns() []table.Column {
+	return []table.Column{
+		{Title: "NAME", Width: 10, SortKey: "N"},
+		{Title: "CLOUD TYPE", Width: 12, SortKey: "C", Priority: 3},
+		{Title: "VCPU", Width: 4, SortKey: "V", Right: true, Numeric: true},
+		{Title: "MEM", Width: 7, SortKey: "M", Right: true, Numeric: true},
+		{Title: "DISK", Width: 7, SortKey: "D", Right: true, Numeric: true, Priority: 2},
+		{Title: "GPU", Width: 3, Right: true, Numeric: true, Priority: 2},
+		{Title: "PRICE", Width: 7, SortKey: "P", Right: true, Numeric: true},
+		{Title: "SPOT", Width: 4, SortKey: "S", Priority: 3},
+		{Title: "INSTANCES", Width: 9, SortKey: "I", Right: true, Numeric: true},
+		{Title: "BY STATE", Width: 12, Flex: true, Priority: 1},
+	}
+}
+
+func eventColumns() []table.Column {
+	return []table.Column{
+		{Title: "TIME", Width: 8, SortKey: "T"},
+		{Title: "ACTOR", Width: 12, SortKey: "A", Priority: 1},
+		{Title: "KIND", Width: 11, Priority: 2},
+		{Title: "OBJECT", Width: 14, SortKey: "O"},
+		{Title: "WHAT", Width: 10, SortKey: "W"},
+		{Title: "REASON", Width: 12, SortKey: "R", Flex: true, Priority: 1},
+	}
+}
+
+// fmtAge renders a duration compactly: 45s, 12m, 3h, 5d.
+func fmtAge(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return strconv.Itoa(int(d/time.Second)) + "s"
+	case d < time.Hour:
+		return strconv.Itoa(int(d/time.Minute)) + "m"
+	case d < 48*time.Hour:
+		return strconv.Itoa(int(d/time.Hour)) + "h"
+	}
+	return strconv.Itoa(int(d/(24*time.Hour))) + "d"
+}
+
+func age(now, t time.Time) (string, float64) {
+	if t.IsZero() {
+		return "-", -1
+	}
+	d := now.Sub(t)
+	return fmtAge(d), d.Seconds()
+}
+
+// fmtBytes renders a size in binary units: 512M, 2G, 1.5G.
+func fmtBytes(n int64) string {
+	const (
+		ki = 1 << 10
+		mi = 1 << 20
+		gi = 1 << 30
+		ti = 1 << 40
+	)
+	f := func(v float64, u string) string {
+		if v == float64(int64(v)) || v >= 100 {
+			return strconv.FormatInt(int64(v+0.5), 10) + u
+		}
+		return strconv.FormatFloat(v, 'f', 1, 64) + u
+	}
+	switch {
+	case n >= ti:
+		return f(float64(n)/ti, "T")
+	case n >= gi:
+		return f(float64(n)/gi, "G")
+	case n >= mi:
+		return f(float64(n)/mi, "M")
+	case n >= ki:
+		return f(float64(n)/ki, "K")
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func instanceID(v *worker.InstanceView, i int) string {
+	if v.ID == "" {
+		return "(creating-" + strconv.Itoa(i) + ")"
+	}
+	return string(v.ID)
+}
+
+func instanceRows(s *backend.Snapshot, now time.Time) []table.Row {
+	rows := make([]table.Row, len(s.Instances))
+	for i := range s.Instances {
+		v := &s.Instances[i]
+		ag, agn := age(now, v.AppearedAt)
+		rows[i] = table.Row{
+			ID:    instanceID(v, i),
+			State: string(v.State),
+			Cells: []string{instanceID(v, i), v.Type, string(v.State), string(v.IdleBehavior),
+				strconv.Itoa(len(v.Containers)), strconv.FormatFloat(v.Price, 'f', 3, 64), ag, v.Address, v.LastError},
+			Nums: []float64{0, 0, 0, 0, float64(len(v.Containers)), v.Price, agn, 0, 0},
+		}
+	}
+	return rows
+}
+
+func containerState(c *queue.Container) string {
+	s := string(c.State)
+	switch {
+	case c.KillRequested && !c.State.Final():
+		s += " kill"
+	case c.Held && !c.State.Final():
+		s += " held"
+	}
+	return s
+}
+
+func containerRows(s *backend.Snapshot, now time.Time) []table.Row {
+	rows := make([]table.Row, len(s.Containers))
+	nums := make([]float64, len(s.Containers)*10)
+	for i := range s.Containers {
+		c := &s.Containers[i]
+		ag, agn := age(now, c.CreatedAt)
+		reason := c.Reason
+		if c.State == queue.Complete && c.ExitCode != nil {
+			reason = "exit " + strconv.Itoa(*c.ExitCode)
+		}
+		n := nums[i*10 : i*10+10 : i*10+10]
+		n[3], n[4], n[5], n[7], n[8] = float64(c.Priority), float64(c.RuntimeConstraints.VCPUs),
+			float64(c.RuntimeConstraints.RAM), float64(c.Attempts), agn
+		rows[i] = table.Row{
+			ID:    c.ID,
+			State: string(c.State),
+			Cells: []string{c.ID, c.Name, containerState(c), strconv.Itoa(c.Priority),
+				strconv.Itoa(c.RuntimeConstraints.VCPUs), fmtBytes(c.RuntimeConstraints.RAM), c.InstanceID,
+				strconv.Itoa(c.Attempts) + "/" + strconv.Itoa(c.MaxAttempts), ag, reason},
+			Nums: n,
+		}
+	}
+	return rows
+}
+
+func typeRows(s *backend.Snapshot) []table.Row {
+	rows := make([]table.Row, len(s.Types))
+	for i, t := range s.Types {
+		var by []string
+		for st, n := range t.ByState {
+			if n > 0 {
+				by = append(by, fmt.Sprintf("%d %s", n, st))
+			}
+		}
+		slices.Sort(by)
+		spot := "no"
+		if t.Preemptible {
+			spot = "yes"
+		}
+		rows[i] = table.Row{
+			ID: t.Name,
+			Cells: []string{t.Name, t.ProviderType, strconv.Itoa(t.VCPUs), fmtBytes(t.RAM), fmtBytes(t.Scratch),
+				strconv.Itoa(t.GPUs), strconv.FormatFloat(t.Price, 'f', 3, 64), spot, strconv.Itoa(t.Count), strings.Join(by, " ")},
+			Nums: []float64{0, 0, float64(t.VCPUs), float64(t.RAM), float64(t.Scratch), float64(t.GPUs), t.Price, 0, float64(t.Count), 0},
+		}
+	}
+	return rows
+}
+
+func eventRows(s *backend.Snapshot) []table.Row {
+	rows := make([]table.Row, 0, len(s.Events))
+	for i := len(s.Events) - 1; i >= 0; i-- { // newest first
+		e := s.Events[i]
+		rows = append(rows, table.Row{
+			ID:    strconv.FormatUint(e.Seq, 10),
+			Cells: []string{e.Time.Format("15:04:05"), e.Actor, e.Kind, e.Target, e.Action, e.Reason},
+		})
+	}
+	return rows
+}
