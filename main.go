@@ -26,10 +26,11 @@ import (
 const version = "0.1.0-dev"
 
 const usage = `usage:
-  dispatch-tui [--config FILE]                 TUI + in-process engine (also serves the API)
+  dispatch-tui [--config FILE] [--read-only]   TUI + in-process engine (also serves the API)
   dispatch-tui --daemon [--config FILE]        headless engine, JSON logs to stderr
-  dispatch-tui --connect URL [--token T]       TUI attached to a running daemon
-  dispatch-tui --demo                          TUI + engine + local driver + a sample workload
+  dispatch-tui --connect URL [--token T] [--read-only]
+                                               TUI attached to a running daemon
+  dispatch-tui --demo [--read-only]            TUI + engine + local driver + a sample workload
   dispatch-tui submit [--vcpus N --ram 2GiB --scratch 10GiB --gpus N --priority N
                        --max-attempts N --restart on-failure --name S --env K=V] -- CMD ARGS...
   dispatch-tui ls instances|containers|types|events [-o table|json]
@@ -43,10 +44,9 @@ const usage = `usage:
   dispatch-tui simulate [--driver local|cloudtest --containers N --quota N --timeout 2m]
                                                the engine with a sample workload
 
-Implemented so far: --daemon and the client commands, check-config,
-simulate, runner and version. The TUI (default, --connect, --demo) is not
-implemented yet. Everything else is
-not implemented yet.
+The TUI modes log to <state_dir>/dispatch-tui.log, never to the terminal;
+--demo uses a temporary state dir and removes it, and its instances, on
+quit. NO_COLOR turns colour off.
 
 Without --config the config file is ./dispatch-tui.toml, else
 $XDG_CONFIG_HOME/dispatch-tui/config.toml, else the built-in defaults.
@@ -69,6 +69,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.String("token", "", "API token (default $DISPATCH_TUI_TOKEN, then the config)")
 	server := fs.String("server", "", "dispatcher API address for client commands (default $DISPATCH_TUI_SERVER, then dispatcher.listen)")
 	demo := fs.Bool("demo", false, "TUI with a sample workload")
+	readOnly := fs.Bool("read-only", false, "TUI without the verbs")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -80,15 +81,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return daemonCmd(fs.Lookup("config").Value.String(), stderr)
 	}
 	if len(args) == 0 {
-		mode := "the TUI"
-		switch {
-		case *connect != "":
-			mode = "--connect"
-		case *demo:
-			mode = "--demo"
+		if *connect != "" && *demo {
+			fmt.Fprintf(stderr, "dispatch-tui: --connect and --demo exclude each other\n\n%s", usage)
+			return 2
 		}
-		fmt.Fprintf(stderr, "dispatch-tui: %s is not implemented yet\n\n%s", mode, usage)
-		return 2
+		return consoleCmd(consoleFlags{
+			configPath: fs.Lookup("config").Value.String(), connect: *connect,
+			token: fs.Lookup("token").Value.String(), demo: *demo, readOnly: *readOnly,
+		}, stderr)
 	}
 
 	switch cmd, rest := args[0], args[1:]; cmd {
@@ -181,6 +181,28 @@ func daemonCmd(configPath string, stderr io.Writer) int {
 	defer stop()
 	if err := launch.RunDaemon(ctx, launch.Options{Config: cfg, Logger: log}); err != nil {
 		log.Error("daemon", "err", err.Error())
+		return 1
+	}
+	return 0
+}
+
+// consoleCmd runs the TUI (in-process engine, --connect or --demo) until
+// the user quits, SIGINT or SIGTERM, then takes the backend down.
+func consoleCmd(f consoleFlags, stderr io.Writer) int {
+	c, err := startConsole(f)
+	if err != nil {
+		fmt.Fprintln(stderr, "dispatch-tui:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	runErr := runConsole(ctx, c, f)
+	closeErr := c.close()
+	if runErr != nil || closeErr != nil {
+		fmt.Fprintln(stderr, "dispatch-tui:", errors.Join(runErr, closeErr))
+		if c.logPath != "" {
+			fmt.Fprintln(stderr, "log:", c.logPath)
+		}
 		return 1
 	}
 	return 0

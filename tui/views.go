@@ -30,7 +30,7 @@ var viewNames = [nViews]string{"instances", "containers", "types", "events"}
 // and bottom, so no title starts with them).
 func instanceColumns() []table.Column {
 	return []table.Column{
-		{Title: "ID", Width: 14, SortKey: "I"},
+		{Title: "ID", Width: 18, SortKey: "I"},
 		{Title: "TYPE", Width: 9, SortKey: "T", Priority: 2},
 		{Title: "STATE", Width: 8, SortKey: "S", State: true},
 		{Title: "BEHAV", Width: 5, SortKey: "B", Priority: 1},
@@ -42,11 +42,10 @@ func instanceColumns() []table.Column {
 	}
 }
 
-const instAgeCol = 6
 
 func containerColumns() []table.Column {
 	return []table.Column{
-		{Title: "ID", Width: 14, SortKey: "I"},
+		{Title: "ID", Width: 18, SortKey: "I"},
 		{Title: "NAME", Width: 12, SortKey: "N", Priority: 3},
 		{Title: "STATE", Width: 12, SortKey: "S", State: true},
 		{Title: "PRIO", Width: 5, SortKey: "P", Right: true, Numeric: true},
@@ -59,7 +58,6 @@ func containerColumns() []table.Column {
 	}
 }
 
-const ctrAgeCol = 8
 
 func typeColumns() []table.Column {
 	return []table.Column{

@@ -48,12 +48,7 @@ func Run(ctx context.Context, opts Options) error {
 	defer os.RemoveAll(dir)
 	cfg.Dispatcher.StateDir = dir
 	cfg.Cloud.Driver = "cloudtest"
-	cfg.Cloud.Local.BootDelay = min(cfg.Cloud.Local.BootDelay, time.Second)
-	// Short timeouts so the whole life cycle shows within a minute.
-	cfg.Cloud.TimeoutIdle = 5 * time.Second
-	cfg.Cloud.ProbeInterval = time.Second
-	cfg.Cloud.SyncInterval = 5 * time.Second
-	cfg.Cloud.MaxConcurrentCreates = max(cfg.Cloud.MaxConcurrentCreates, 4)
+	shorten(&cfg)
 
 	var eng *engine.Engine
 	switch opts.Driver {

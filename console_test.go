@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/tui/backend"
+)
+
+// TestMain lets the test binary serve as the runner the local driver
+// deploys to its instances (it runs "<binary> runner ...").
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "runner" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// writeConsoleConfig writes a config serving the API on a free loopback
+// port with its state in a temporary dir.
+func writeConsoleConfig(t *testing.T, extra string) (path, stateDir string) {
+	t.Helper()
+	dir := t.TempDir()
+	stateDir = filepath.Join(dir, "state")
+	path = filepath.Join(dir, "config.toml")
+	body := "[dispatcher]\nlisten = \"127.0.0.1:0\"\nstate_dir = \"" + stateDir + "\"\n" + extra
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, stateDir
+}
+
+// logLine returns the first JSON log line with msg.
+func logLine(t *testing.T, path, msg string) map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("log line %q is not JSON: %v", sc.Text(), err)
+		}
+		if m["msg"] == msg {
+			return m
+		}
+	}
+	return nil
+}
+
+func TestConsoleInProcessAndConnect(t *testing.T) {
+	cfgPath, stateDir := writeConsoleConfig(t, "[tui]\nrefresh = \"250ms\"\nread_only = true\n")
+	c, err := startConsole(consoleFlags{configPath: cfgPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			c.close()
+		}
+	}()
+	if _, ok := c.backend.(*backend.InProcess); !ok || c.backend.Describe() != "local (in-process)" {
+		t.Errorf("backend %T %q", c.backend, c.backend.Describe())
+	}
+	if !c.cfg.TUI.ReadOnly || c.cfg.TUI.Refresh != 250*time.Millisecond {
+		t.Errorf("[tui] not loaded: %+v", c.cfg.TUI)
+	}
+	ctx := context.Background()
+	s, err := c.backend.Snapshot(ctx)
+	if err != nil || s.Summary.Driver != "local" {
+		t.Fatalf("snapshot: %v, %+v", err, s)
+	}
+	if err := c.backend.SetPaused(ctx, true, "test"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Logs go to the state dir, and the API is served.
+	logPath := filepath.Join(stateDir, "dispatch-tui.log")
+	if c.logPath != logPath {
+		t.Errorf("logPath %q, want %q", c.logPath, logPath)
+	}
+	l := logLine(t, logPath, "api listening")
+	if l == nil {
+		t.Fatal("no \"api listening\" line in the log")
+	}
+	addr, _ := l["addr"].(string)
+	resp, err := http.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+
+	// --connect to it: the same state.
+	t.Setenv("DISPATCH_TUI_TOKEN", "")
+	rc, err := startConsole(consoleFlags{configPath: cfgPath, connect: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := rc.backend.(*backend.Remote)
+	if !ok || r.Refresh != 250*time.Millisecond || r.Describe() != "remote "+addr {
+		t.Errorf("remote backend %T %+v", rc.backend, rc.backend)
+	}
+	rs, err := rc.backend.Snapshot(ctx)
+	if err != nil || !rs.Summary.Paused {
+		t.Fatalf("remote snapshot: %v, %+v", err, rs)
+	}
+	if err := rc.close(); err != nil {
+		t.Error(err)
+	}
+
+	closed = true
+	if err := c.close(); err != nil {
+		t.Fatal(err)
+	}
+	if logLine(t, logPath, "console stopped") == nil {
+		t.Error("no \"console stopped\" line in the log")
+	}
+	if _, err := http.Get("http://" + addr + "/healthz"); err == nil {
+		t.Error("API still served after close")
+	}
+	if _, err := os.Stat(stateDir); err != nil {
+		t.Errorf("state dir gone: %v", err)
+	}
+}
+
+func TestConsoleConnectToken(t *testing.T) {
+	cfgPath, _ := writeConsoleConfig(t, "token = \"from-config\"\n")
+	var got string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Get("Authorization")
+	}))
+	defer ts.Close()
+	for _, tc := range []struct{ flag, env, want string }{
+		{"flag", "env", "flag"},
+		{"", "env", "env"},
+		{"", "", "from-config"},
+	} {
+		t.Setenv("DISPATCH_TUI_TOKEN", tc.env)
+		c, err := startConsole(consoleFlags{configPath: cfgPath, connect: ts.URL, token: tc.flag})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.backend.SetPaused(context.Background(), true, ""); err != nil {
+			t.Fatal(err)
+		}
+		if got != "Bearer "+tc.want {
+			t.Errorf("flag %q env %q: sent %q, want token %q", tc.flag, tc.env, got, tc.want)
+		}
+		c.close()
+	}
+}
+
+func TestConsoleDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs real processes")
+	}
+	cfgPath, _ := writeConsoleConfig(t, "")
+	c, err := startConsole(consoleFlags{configPath: cfgPath, demo: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := c.cfg.Dispatcher.StateDir
+	if !strings.Contains(filepath.Base(dir), "dispatch-tui-demo-") || c.cfg.Cloud.Driver != "local" {
+		t.Errorf("demo state dir %q, driver %q", dir, c.cfg.Cloud.Driver)
+	}
+	ctx := context.Background()
+	deadline := time.Now().Add(60 * time.Second)
+	var s *backend.Snapshot
+	for {
+		s, err = c.backend.Snapshot(ctx)
+		if err != nil {
+			c.close()
+			t.Fatal(err)
+		}
+		if s.Summary.Containers[queue.Complete] > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			c.close()
+			t.Fatalf("no demo container completed: %+v", s.Summary)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(s.Instances) == 0 {
+		t.Error("no instances")
+	}
+	if err := c.close(); err != nil {
+		t.Error(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("demo state dir left behind: %v", err)
+	}
+}

@@ -1,0 +1,92 @@
+package simulate
+
+import (
+	"context"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/engine"
+	"dispatch-tui/engine/clock"
+	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/queue"
+)
+
+func TestDemoConfig(t *testing.T) {
+	base := config.Default()
+	cfg := DemoConfig(base, "/tmp/x")
+	if cfg.Cloud.Driver != "local" || cfg.Dispatcher.StateDir != "/tmp/x" || cfg.Cloud.Local.BootDelay != time.Second ||
+		cfg.Dispatcher.MaxInstances > DemoMaxInstances || cfg.Cloud.TimeoutIdle != 5*time.Second ||
+		!strings.HasPrefix(cfg.Cloud.RunnerPath, "/tmp/x/") {
+		t.Errorf("DemoConfig = %+v", cfg)
+	}
+	if base.Dispatcher.StateDir == "/tmp/x" {
+		t.Error("base changed")
+	}
+}
+
+func TestDemoSpec(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	types := config.DefaultInstanceTypes()
+	var long, failing, big int
+	const n = 2000
+	for i := range n {
+		s := DemoSpec(rng, i, types, true)
+		if err := s.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Command) != 3 || s.Command[0] != "sh" {
+			t.Fatalf("command %q", s.Command)
+		}
+		if strings.HasPrefix(s.Name, "demo-long-") {
+			long++
+		}
+		if strings.HasSuffix(s.Command[2], "exit 1") {
+			failing++
+		}
+		if s.RuntimeConstraints.VCPUs == types[len(types)-1].VCPUs {
+			big++
+		}
+	}
+	for what, got := range map[string]int{"long": long, "failing": failing, "big": big} {
+		if got < n/20 || got > n/3 {
+			t.Errorf("%d of %d are %s", got, n, what)
+		}
+	}
+}
+
+func TestFeed(t *testing.T) {
+	cfg := config.Default()
+	cfg.Dispatcher.StateDir = t.TempDir()
+	cfg.Cloud.Driver = "cloudtest"
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	ct := cloudtest.New(cloudtest.Options{Clock: clk})
+	eng, err := engine.New(engine.Options{Config: cfg, InstanceSet: ct, NewExecutor: ct.Executor, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Feed(ctx, eng, FeedOptions{Rate: 500, MaxQueued: 15, Seed: 3}) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for eng.Summary().Containers[queue.Queued] < 15 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // the cap holds
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	cs, n := eng.Containers(engine.ListOptions{})
+	if n != 15 {
+		t.Errorf("%d containers submitted, want 15 (the MaxQueued cap)", n)
+	}
+	for _, c := range cs {
+		if c.Command[0] != cloudtest.CmdName {
+			t.Errorf("container %s runs %q, want a cloudtest command", c.ID, c.Command)
+		}
+	}
+}

@@ -1,0 +1,200 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"dispatch-tui/engine"
+	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/worker"
+)
+
+// DefaultRefresh is how often a Remote's Changes ticks when Refresh is 0.
+const DefaultRefresh = time.Second
+
+// Remote is a Backend over a dispatcher's management API (--connect URL).
+// The API has no change stream, so Changes simply ticks every Refresh and
+// the console re-reads a Snapshot on each tick. Verbs carry the actor
+// header "tui:<username>" (the server records them as "api:tui:<username>").
+type Remote struct {
+	// Refresh is the interval of the Changes ticker (0 = DefaultRefresh).
+	// Set it before calling Changes.
+	Refresh time.Duration
+
+	c        *api.Client
+	describe string
+	events   *eventTail
+	pageSize int // containers per request; api.MaxListLimit (tests lower it)
+}
+
+var _ Backend = (*Remote)(nil)
+
+// NewRemote returns a Backend for the dispatcher c talks to; describe is
+// what Describe returns (e.g. "remote http://host:9006"). c is copied: its
+// Actor is set to "tui:<username>" on the copy.
+func NewRemote(c *api.Client, describe string) *Remote {
+	cc := *c
+	cc.Actor = Actor()
+	r := &Remote{c: &cc, describe: describe, pageSize: api.MaxListLimit}
+	r.events = newEventTail(cc.Events)
+	return r
+}
+
+// Describe implements Backend.
+func (r *Remote) Describe() string { return r.describe }
+
+// Snapshot implements Backend. It reads the summary, instances, types,
+// events and containers concurrently; containers come in pages of
+// api.MaxListLimit (sorted by creation time, so that pages stay aligned
+// while the set changes) until items_available, without duplicates.
+func (r *Remote) Snapshot(ctx context.Context) (*Snapshot, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := &Snapshot{}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	run := func(what string, f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%s: %w", what, err))
+				mu.Unlock()
+				cancel()
+			}
+		}()
+	}
+	run("summary", func() (err error) { s.Summary, err = r.c.Summary(ctx); return })
+	run("instances", func() (err error) { s.Instances, err = r.c.Instances(ctx); return })
+	run("types", func() (err error) { s.Types, err = r.c.Types(ctx); return })
+	run("events", func() (err error) { s.Events, err = r.events.latest(ctx); return })
+	run("containers", func() (err error) { s.Containers, err = r.containers(ctx); return })
+	wg.Wait()
+	if len(errs) > 0 {
+		return nil, firstCause(errs)
+	}
+	if s.Instances == nil {
+		s.Instances = []worker.InstanceView{}
+	}
+	if s.Types == nil {
+		s.Types = []engine.TypeSummary{}
+	}
+	s.TakenAt = time.Now()
+	return s, nil
+}
+
+// firstCause prefers an error that is not a cancellation caused by another
+// request's failure.
+func firstCause(errs []error) error {
+	for _, err := range errs {
+		if !errors.Is(err, context.Canceled) {
+			return err
+		}
+	}
+	return errs[0]
+}
+
+// containers reads every container, page by page.
+func (r *Remote) containers(ctx context.Context) ([]queue.Container, error) {
+	var (
+		out  []queue.Container
+		seen = map[string]bool{}
+	)
+	for offset := 0; ; {
+		page, total, err := r.c.Containers(ctx, api.ListQuery{Sort: "created", Offset: offset, Limit: r.pageSize})
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range page {
+			if !seen[c.ID] {
+				seen[c.ID] = true
+				out = append(out, c)
+			}
+		}
+		offset += len(page)
+		if len(page) == 0 || offset >= total {
+			return out, nil
+		}
+	}
+}
+
+// Changes implements Backend: a tick every Refresh, coalesced (a tick the
+// reader has not taken yet is not doubled); closed when ctx ends.
+func (r *Remote) Changes(ctx context.Context) <-chan struct{} {
+	d := r.Refresh
+	if d <= 0 {
+		d = DefaultRefresh
+	}
+	out := make(chan struct{}, 1)
+	go func() {
+		defer close(out)
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				select {
+				case out <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	return out
+}
+
+// Logs implements Backend.
+func (r *Remote) Logs(ctx context.Context, id string, tail int) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := r.c.Logs(ctx, id, tail, false, &buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// InstanceVerb implements Backend.
+func (r *Remote) InstanceVerb(ctx context.Context, id, verb, reason string) error {
+	switch verb {
+	case "hold", "drain", "run", "kill":
+	default:
+		return fmt.Errorf("unknown instance verb %q (hold, drain, run or kill)", verb)
+	}
+	_, err := r.c.InstanceVerb(ctx, id, verb, reason)
+	return err
+}
+
+// ContainerVerb implements Backend.
+func (r *Remote) ContainerVerb(ctx context.Context, id, verb, reason string) error {
+	switch verb {
+	case "hold", "release", "kill":
+	default:
+		return fmt.Errorf("unknown container verb %q (hold, release or kill)", verb)
+	}
+	_, err := r.c.ContainerVerb(ctx, id, verb, reason)
+	return err
+}
+
+// SetPriority implements Backend.
+func (r *Remote) SetPriority(ctx context.Context, id string, priority int) error {
+	_, err := r.c.SetPriority(ctx, id, priority)
+	return err
+}
+
+// SetPaused implements Backend.
+func (r *Remote) SetPaused(ctx context.Context, paused bool, reason string) error {
+	if paused {
+		return r.c.Pause(ctx, reason)
+	}
+	return r.c.Resume(ctx, reason)
+}

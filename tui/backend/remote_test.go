@@ -1,0 +1,210 @@
+package backend
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/worker"
+)
+
+const testToken = "s3cret-token"
+
+// newRemoteEnv serves e's engine with api.NewServer and returns a Remote
+// for it.
+func newRemoteEnv(t *testing.T) (*testEnv, *Remote, *httptest.Server) {
+	t.Helper()
+	e := newTestEnv(t)
+	srv := httptest.NewServer(api.NewServer(api.ServerOptions{Engine: e.eng, Token: testToken}))
+	t.Cleanup(srv.Close) // runs before the engine's close
+	c := api.NewClient(srv.URL, testToken)
+	return e, NewRemote(c, "remote "+srv.URL), srv
+}
+
+func TestRemoteSnapshot(t *testing.T) {
+	e, r, srv := newRemoteEnv(t)
+	if r.Describe() != "remote "+srv.URL {
+		t.Errorf("Describe() = %q", r.Describe())
+	}
+	short := e.submit("short", 3*time.Second, 1)
+	long := e.submit("long", -1, 1)
+	big := e.submit("big", -1, 4)
+	e.until("all running", 60, func() bool {
+		return e.container(long).State == queue.Running && e.container(big).State == queue.Running
+	})
+	s, err := r.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSnapshot(t, e, s, short, long, big)
+
+	// The same as the in-process backend sees.
+	in, err := NewInProcess(e.eng, "x").Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Events) != len(s.Events) || in.Summary.PricePerHour != s.Summary.PricePerHour ||
+		len(in.Instances) != len(s.Instances) {
+		t.Errorf("remote and in-process snapshots differ: %d/%d events, $%v/$%v, %d/%d instances",
+			len(s.Events), len(in.Events), s.Summary.PricePerHour, in.Summary.PricePerHour,
+			len(s.Instances), len(in.Instances))
+	}
+}
+
+func TestRemotePaging(t *testing.T) {
+	e, r, _ := newRemoteEnv(t)
+	r.pageSize = 2
+	var ids []string
+	for range 7 {
+		ids = append(ids, e.submit("c", -1, 1))
+		e.clk.Advance(time.Millisecond)
+	}
+	e.step(1) // an instance, so that checkSnapshot finds one
+	e.until("an instance", 10, func() bool { return len(e.eng.Instances()) > 0 })
+	s, err := r.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSnapshot(t, e, s, ids...)
+	for i, c := range s.Containers {
+		if c.ID != ids[i] {
+			t.Errorf("container %d is %s, want %s (creation order)", i, c.ID, ids[i])
+		}
+	}
+}
+
+func TestRemoteVerbs(t *testing.T) {
+	e, r, _ := newRemoteEnv(t)
+	ctx := context.Background()
+	actor := "api:" + Actor()
+	id := e.submit("c", -1, 1)
+
+	if err := r.SetPaused(ctx, true, "maintenance"); err != nil {
+		t.Fatal(err)
+	}
+	if !e.eng.Summary().Paused {
+		t.Error("not paused")
+	}
+	if ev := e.lastEvent(); !strings.HasPrefix(ev.Actor, "api:tui:") || ev.Reason != "maintenance" {
+		t.Errorf("pause recorded as %+v, want actor %q", ev, actor)
+	}
+	if err := r.ContainerVerb(ctx, id, "hold", "wait"); err != nil {
+		t.Fatal(err)
+	}
+	if !e.container(id).Held {
+		t.Error("hold: not held")
+	}
+	if ev := e.lastEvent(); !strings.HasPrefix(ev.Actor, "api:tui:") || ev.Action != "hold" || ev.Target != id {
+		t.Errorf("hold recorded as %+v", ev)
+	}
+	if err := r.ContainerVerb(ctx, id, "release", ""); err != nil {
+		t.Fatal(err)
+	}
+	if e.container(id).Held {
+		t.Error("release: still held")
+	}
+	if err := r.SetPriority(ctx, id, 9); err != nil {
+		t.Fatal(err)
+	}
+	if p := e.container(id).Priority; p != 9 {
+		t.Errorf("priority %d, want 9", p)
+	}
+	if err := r.SetPaused(ctx, false, ""); err != nil {
+		t.Fatal(err)
+	}
+	if e.eng.Summary().Paused {
+		t.Error("still paused")
+	}
+
+	e.until("running", 60, func() bool { return e.container(id).State == queue.Running })
+	inst := e.container(id).InstanceID
+	if out, err := r.Logs(ctx, id, 0); err != nil || !bytes.Contains(out, []byte("cloudtest")) {
+		t.Errorf("Logs = %q, %v", out, err)
+	}
+	for _, v := range []struct {
+		verb string
+		want worker.IdleBehavior
+	}{{"hold", worker.IdleHold}, {"drain", worker.IdleDrain}, {"run", worker.IdleRun}} {
+		if err := r.InstanceVerb(ctx, inst, v.verb, "r"); err != nil {
+			t.Fatalf("%s: %v", v.verb, err)
+		}
+		if got := e.instance(inst).IdleBehavior; got != v.want {
+			t.Errorf("%s: idle behaviour %s, want %s", v.verb, got, v.want)
+		}
+	}
+	if err := r.ContainerVerb(ctx, id, "kill", "enough"); err != nil {
+		t.Fatal(err)
+	}
+	e.until("killed", 60, func() bool { return e.container(id).State == queue.Cancelled })
+	if err := r.InstanceVerb(ctx, inst, "kill", "bad"); err != nil {
+		t.Fatal(err)
+	}
+
+	var ae *api.APIError
+	if err := r.ContainerVerb(ctx, "no-such-container", "hold", ""); !errors.As(err, &ae) || ae.Status != 404 {
+		t.Errorf("hold of an unknown container: %v", err)
+	}
+	if err := r.InstanceVerb(ctx, "no-such-instance", "drain", ""); !errors.As(err, &ae) || ae.Status != 404 {
+		t.Errorf("drain of an unknown instance: %v", err)
+	}
+	if err := r.InstanceVerb(ctx, inst, "reboot", ""); err == nil {
+		t.Error("unknown instance verb accepted")
+	}
+	if err := r.ContainerVerb(ctx, id, "drain", ""); err == nil {
+		t.Error("unknown container verb accepted")
+	}
+}
+
+func TestRemoteErrors(t *testing.T) {
+	_, r, srv := newRemoteEnv(t)
+	bad := NewRemote(api.NewClient(srv.URL, "wrong"), "x")
+	var ae *api.APIError
+	if _, err := bad.Snapshot(context.Background()); !errors.As(err, &ae) || ae.Status != 403 {
+		t.Errorf("wrong token: %v, want a 403", err)
+	}
+	// NewRemote copies the client: the caller's Actor is untouched.
+	c := api.NewClient(srv.URL, testToken)
+	NewRemote(c, "x")
+	if c.Actor != "" {
+		t.Errorf("caller's client changed: Actor %q", c.Actor)
+	}
+	srv.Close()
+	if _, err := r.Snapshot(context.Background()); err == nil {
+		t.Error("snapshot from a closed server: no error")
+	}
+}
+
+func TestRemoteChanges(t *testing.T) {
+	_, r, _ := newRemoteEnv(t)
+	r.Refresh = 10 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := r.Changes(ctx)
+	for range 3 {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				t.Fatal("closed early")
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no tick")
+		}
+	}
+	cancel()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				return
+			}
+		case <-deadline:
+			t.Fatal("not closed after cancel")
+		}
+	}
+}
