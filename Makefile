@@ -5,15 +5,18 @@ BIN         := bin/dispatch-tui
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 30s
 
-.PHONY: build run test bench bench-scheduler lint fuzz soak
+.PHONY: build run simulate test bench bench-scheduler bench-tui lint fuzz soak
 
 build:
 	$(GO) build -o $(BIN) .
 
-# Until the local driver lands, "run" shows the engine scheduling a sample
-# workload on the in-memory cloudtest driver.
+# The console on the embedded default (local driver) with a sample
+# workload: q quits and cleans up.
 run: build
-	./$(BIN) check-config config.toml.example
+	./$(BIN) --demo
+
+# The same engine headless, printing progress lines instead of the console.
+simulate: build
 	./$(BIN) simulate
 
 test:
@@ -21,7 +24,7 @@ test:
 	$(GO) test -race -count=1 ./...
 
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem ./engine/...
+	$(GO) test -run='^$$' -bench=. -benchmem ./engine/... ./tui/...
 
 # The scheduler-pass benchmark recorded in BENCHMARKS.md.
 bench-scheduler:
@@ -32,9 +35,14 @@ lint:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
+# The console benchmarks recorded in BENCHMARKS.md.
+bench-tui:
+	$(GO) test -run='^$$' -bench='BenchmarkView|BenchmarkKeyToFrame' -benchmem -count=3 ./tui/
+
 # The chaos soak at full size (a 600-container version runs in make test).
 soak:
 	$(GO) test -run='^TestChaosSoak$$' -count=1 -v ./engine -soak.containers=2000 -soak.budget=10m
+	$(GO) test -run='^TestCrashRestartSoak$$' -count=1 -v -timeout=15m ./engine/launch -crash.containers=500
 
 # Each fuzz target, one at a time (go test -fuzz takes one target per run).
 fuzz:
