@@ -42,7 +42,6 @@ func instanceColumns() []table.Column {
 	}
 }
 
-
 func containerColumns() []table.Column {
 	return []table.Column{
 		{Title: "ID", Width: 18, SortKey: "I"},
@@ -57,7 +56,6 @@ func containerColumns() []table.Column {
 		{Title: "REASON", Width: 12, SortKey: "R", Flex: true, Priority: 1},
 	}
 }
-
 
 func typeColumns() []table.Column {
 	return []table.Column{

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -30,6 +31,14 @@ type Remote struct {
 	describe string
 	events   *eventTail
 	pageSize int // containers per request; api.MaxListLimit (tests lower it)
+
+	// last is the previous full snapshot; a refresh that finds the same
+	// summary counts and no new event reuses its lists instead of reading
+	// every container again, so an idle dispatcher costs two small
+	// requests per refresh. Guarded by mu (Snapshot may run concurrently
+	// with itself only in tests; the TUI keeps one in flight).
+	mu   sync.Mutex
+	last *Snapshot
 }
 
 var _ Backend = (*Remote)(nil)
@@ -53,6 +62,51 @@ func (r *Remote) Describe() string { return r.describe }
 // api.MaxListLimit (sorted by creation time, so that pages stay aligned
 // while the set changes) until items_available, without duplicates.
 func (r *Remote) Snapshot(ctx context.Context) (*Snapshot, error) {
+	r.mu.Lock()
+	last := r.last
+	r.mu.Unlock()
+	if last != nil {
+		// Cheap check first: nothing new in the event log and the same
+		// counts mean the big lists cannot have changed.
+		sum, err := r.c.Summary(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("summary: %w", err)
+		}
+		evs, err := r.events.latest(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("events: %w", err)
+		}
+		if sameCounts(sum, last.Summary) && lastSeq(evs) == lastSeq(last.Events) {
+			s := *last
+			s.Summary, s.Events, s.TakenAt = sum, evs, time.Now()
+			return &s, nil
+		}
+	}
+	s, err := r.fullSnapshot(ctx)
+	if err == nil {
+		r.mu.Lock()
+		r.last = s
+		r.mu.Unlock()
+	}
+	return s, err
+}
+
+func lastSeq(evs []queue.Event) uint64 {
+	if len(evs) == 0 {
+		return 0
+	}
+	return evs[len(evs)-1].Seq
+}
+
+// sameCounts compares the parts of two summaries that change whenever an
+// instance or a container does (not the pass time or the longest wait).
+func sameCounts(a, b engine.Summary) bool {
+	return maps.Equal(a.Instances, b.Instances) && maps.Equal(a.Containers, b.Containers) &&
+		maps.Equal(a.Behaviors, b.Behaviors) && a.Paused == b.Paused && a.AtQuota == b.AtQuota &&
+		a.QuotaLimit == b.QuotaLimit && a.PricePerHour == b.PricePerHour
+}
+
+func (r *Remote) fullSnapshot(ctx context.Context) (*Snapshot, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s := &Snapshot{}

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -206,5 +209,71 @@ func TestRemoteChanges(t *testing.T) {
 		case <-deadline:
 			t.Fatal("not closed after cancel")
 		}
+	}
+}
+
+// countingTransport counts requests and response bytes per path.
+type countingTransport struct {
+	mu    sync.Mutex
+	reqs  map[string]int
+	bytes int64
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reqs[req.URL.Path]++
+	if err == nil && resp.ContentLength > 0 {
+		c.bytes += resp.ContentLength
+	}
+	return resp, err
+}
+
+func TestRemoteIdleRefreshReadsNoLists(t *testing.T) {
+	e, _, srv := newRemoteEnv(t)
+	for i := 0; i < 20; i++ {
+		e.submit(fmt.Sprint("idle-", i), -1, 1)
+	}
+	e.until("some running", 60, func() bool { return e.eng.Summary().Containers[queue.Running] > 0 })
+	e.step(5) // settle
+	ct := &countingTransport{reqs: map[string]int{}}
+	c := api.NewClient(srv.URL, testToken)
+	c.HTTP = &http.Client{Transport: ct}
+	r := NewRemote(c, "remote")
+	first, err := r.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct.mu.Lock()
+	full := ct.reqs["/v1/containers"]
+	ct.mu.Unlock()
+	for i := 0; i < 5; i++ { // nothing changes between these
+		s, err := r.Snapshot(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Containers) != len(first.Containers) {
+			t.Fatalf("reused snapshot lost containers")
+		}
+	}
+	ct.mu.Lock()
+	got := ct.reqs["/v1/containers"]
+	ct.mu.Unlock()
+	if got != full {
+		t.Fatalf("idle refreshes read the container list %d more times", got-full)
+	}
+	// A change is seen on the next refresh.
+	id := e.submit("after", -1, 1)
+	s, err := r.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range s.Containers {
+		found = found || c.ID == id
+	}
+	if !found {
+		t.Fatalf("new container not in the snapshot after a change")
 	}
 }
