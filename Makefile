@@ -5,7 +5,7 @@ BIN         := bin/dispatch-tui
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 30s
 
-.PHONY: build run simulate test bench bench-scheduler bench-tui lint fuzz soak
+.PHONY: build run simulate test bench bench-scheduler bench-tui bench-memory lint fuzz soak
 
 build:
 	$(GO) build -o $(BIN) .
@@ -38,6 +38,10 @@ lint:
 # The console benchmarks recorded in BENCHMARKS.md.
 bench-tui:
 	$(GO) test -run='^$$' -bench='BenchmarkView|BenchmarkKeyToFrame' -benchmem -count=3 ./tui/
+
+# Resident memory with 100,000 containers and 1,000 instances (cloudtest).
+bench-memory:
+	$(GO) test -run='^TestMemory100k$$' -count=1 -v ./engine -memory
 
 # The chaos soak at full size (a 600-container version runs in make test).
 soak:
