@@ -422,6 +422,12 @@ func TestDaemonStopsCleanlyOnSignalsLeavingContainersRunning(t *testing.T) {
 			stop()
 
 			cfgPath := daemonConfig(t, state)
+			// A port of its own: never the default one another daemon may hold.
+			b, _ := os.ReadFile(cfgPath)
+			b = []byte(strings.Replace(string(b), "[dispatcher]\n", fmt.Sprintf("[dispatcher]\nlisten = \"127.0.0.1:%d\"\n", freePort(t)), 1))
+			if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
 			daemon := exec.Command(binary, "--daemon", "--config", cfgPath)
 			var logs strings.Builder
 			daemon.Stderr = &logs
