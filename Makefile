@@ -56,3 +56,4 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseList$$' -fuzztime=$(FUZZTIME) ./engine/runner
 	$(GO) test -run='^$$' -fuzz='^FuzzDecodeSpec$$' -fuzztime=$(FUZZTIME) ./engine/api
 	$(GO) test -run='^$$' -fuzz='^FuzzListQuery$$' -fuzztime=$(FUZZTIME) ./engine/api
+	$(GO) test -run='^$$' -fuzz='^FuzzParseDuration$$' -fuzztime=$(FUZZTIME) ./engine/config

@@ -70,3 +70,24 @@ func FuzzParseSize(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseDuration: ParseDuration (config values and CLI flags) must never
+// panic, never accept a negative duration, and round-trip what it accepts.
+func FuzzParseDuration(f *testing.F) {
+	for _, s := range []string{"90s", "10m", "1h30m", "0", "-1s", "1.5h", "", "9999999999h", "1us"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDuration(s)
+		if err != nil {
+			return
+		}
+		if d < 0 {
+			t.Fatalf("ParseDuration(%q) = %s, negative", s, d)
+		}
+		back, err := ParseDuration(d.String())
+		if err != nil || back != d {
+			t.Fatalf("ParseDuration(%q) = %s, which reads back as %s, %v", s, d, back, err)
+		}
+	})
+}
