@@ -17,18 +17,17 @@ import (
 	"testing"
 	"time"
 
-	"dispatch-tui/cloud"
 	"dispatch-tui/cloud/cloudtest"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/clock"
-	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/worker"
 )
 
 const (
 	testToken = "s3cret-token"
-	gib       = int64(1) << 30
+	gib       = enginetest.GiB
 )
 
 func TestMain(m *testing.M) {
@@ -40,6 +39,7 @@ func TestMain(m *testing.M) {
 // apiEnv is an Engine on the cloudtest driver with a fake clock, served by
 // an httptest.Server, and a client for it.
 type apiEnv struct {
+	*enginetest.Env
 	t      *testing.T
 	clk    *clock.Fake
 	cloud  *cloudtest.Driver
@@ -50,62 +50,21 @@ type apiEnv struct {
 
 func newEnv(t *testing.T) *apiEnv {
 	t.Helper()
-	cfg := config.Default()
-	cfg.Dispatcher.StateDir = t.TempDir()
-	cfg.Cloud.Driver = "cloudtest"
-	cfg.InstanceTypes = []cloud.InstanceType{
-		{Name: "small", ProviderType: "small", VCPUs: 1, RAM: 2 * gib, Scratch: 10 * gib, Price: 1.0},
-		{Name: "large", ProviderType: "large", VCPUs: 8, RAM: 32 * gib, Scratch: 100 * gib, Price: 4.0},
-	}
-	cfg.Dispatcher.MaxInstances = 10
-	cfg.Cloud.ProbeInterval = time.Second
-	cfg.Cloud.SyncInterval = 5 * time.Second
-	cfg.Cloud.TimeoutIdle = 10 * time.Minute
-	cfg.Cloud.MaxCloudOpsPerSecond = 100
-	cfg.Cloud.MaxProbesPerSecond = 100
-	cfg.Cloud.MaxConcurrentCreates = 4
-	cfg.Containers.KillGrace = 5 * time.Second
-
-	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	ct := cloudtest.New(cloudtest.Options{Clock: clk})
-	eng, err := engine.New(engine.Options{Config: cfg, InstanceSet: ct, NewExecutor: ct.Executor, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := enginetest.New(t, enginetest.Config(t), cloudtest.Options{}, engine.Options{})
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "dispatch_up 1\n")
 	})
-	srv := httptest.NewServer(NewServer(ServerOptions{Engine: eng, Token: testToken, Metrics: metrics}))
-	t.Cleanup(func() {
-		srv.Close()
-		eng.Close()
-	})
+	srv := httptest.NewServer(NewServer(ServerOptions{Engine: env.Engine, Token: testToken, Metrics: metrics}))
+	t.Cleanup(srv.Close) // before the engine closes
 	c := NewClient(srv.URL, testToken)
 	c.Actor = "test:alice"
-	return &apiEnv{t: t, clk: clk, cloud: ct, eng: eng, srv: srv, client: c}
+	return &apiEnv{Env: env, t: t, clk: env.Clock, cloud: env.Cloud, eng: env.Engine, srv: srv, client: c}
 }
 
-// step runs n engine steps: pool work and a pass, wait for the calls it
-// started, advance the clock one second.
-func (e *apiEnv) step(n int) {
-	for range n {
-		e.eng.Step()
-		e.eng.Settle()
-		e.clk.Advance(time.Second)
-	}
-}
-
+func (e *apiEnv) step(n int) { e.Step(n) }
 func (e *apiEnv) until(what string, max int, cond func() bool) {
 	e.t.Helper()
-	for range max {
-		if cond() {
-			return
-		}
-		e.step(1)
-	}
-	if !cond() {
-		e.t.Fatalf("after %d steps: %s did not happen", max, what)
-	}
+	e.Until(what, max, cond)
 }
 
 func (e *apiEnv) state(id string) queue.State {

@@ -19,21 +19,21 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"dispatch-tui/cloud"
 	"dispatch-tui/cloud/cloudtest"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/clock"
-	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/scheduler"
 	"dispatch-tui/engine/worker"
 )
 
-const gib = int64(1) << 30
+const gib = enginetest.GiB
 
 // testEnv is an Engine on the cloudtest driver with a fake clock, with a
 // Metrics recorder wired as the engine's OnPass hook.
 type testEnv struct {
+	*enginetest.Env
 	t     *testing.T
 	clk   *clock.Fake
 	cloud *cloudtest.Driver
@@ -44,46 +44,19 @@ type testEnv struct {
 
 func newEnv(t *testing.T, ct cloudtest.Options) *testEnv {
 	t.Helper()
-	cfg := config.Default()
-	cfg.Dispatcher.StateDir = t.TempDir()
-	cfg.Cloud.Driver = "cloudtest"
-	cfg.InstanceTypes = []cloud.InstanceType{
-		{Name: "small", ProviderType: "small", VCPUs: 1, RAM: 2 * gib, Scratch: 10 * gib, Price: 1.0},
-		{Name: "large", ProviderType: "large", VCPUs: 8, RAM: 32 * gib, Scratch: 100 * gib, Price: 4.0},
-	}
+	cfg := enginetest.Config(t)
 	cfg.Dispatcher.MaxInstances = 20
 	cfg.Dispatcher.MaxContainersPerInstance = 1
-	cfg.Dispatcher.StaleLockTimeout = time.Minute
-	cfg.Cloud.ProbeInterval = time.Second
-	cfg.Cloud.SyncInterval = 5 * time.Second
 	cfg.Cloud.TimeoutIdle = 5 * time.Minute
-	cfg.Cloud.MaxCloudOpsPerSecond = 100
-	cfg.Cloud.MaxProbesPerSecond = 100
-	cfg.Cloud.MaxConcurrentCreates = 4
-
-	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	ct.Clock = clk
-	env := &testEnv{t: t, clk: clk, cloud: cloudtest.New(ct), m: NewRecorder()}
-	eng, err := engine.New(engine.Options{
-		Config: cfg, InstanceSet: env.cloud, NewExecutor: env.cloud.Executor,
-		Clock: clk, OnPass: env.m.ObservePass,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { eng.Close() })
-	env.eng = eng
-	env.m.Attach(eng)
-	return env
+	m := NewRecorder()
+	env := enginetest.New(t, cfg, ct, engine.Options{OnPass: m.ObservePass})
+	m.Attach(env.Engine)
+	return &testEnv{Env: env, t: t, clk: env.Clock, cloud: env.Cloud, eng: env.Engine, m: m}
 }
 
 func (env *testEnv) step(n int) {
-	for range n {
-		env.eng.Step()
-		env.eng.Settle()
-		env.clk.Advance(time.Second)
-		env.steps++
-	}
+	env.Step(n)
+	env.steps += n
 }
 
 func (env *testEnv) until(what string, max int, cond func() bool) {

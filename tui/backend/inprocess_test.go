@@ -9,114 +9,45 @@ import (
 	"testing"
 	"time"
 
-	"dispatch-tui/cloud"
 	"dispatch-tui/cloud/cloudtest"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/clock"
-	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/worker"
 )
 
-const gib = int64(1) << 30
+const gib = enginetest.GiB
 
 // testEnv is an Engine on the cloudtest driver with a fake clock.
 type testEnv struct {
-	t      *testing.T
-	clk    *clock.Fake
-	eng    *engine.Engine
-	closed bool
-}
-
-// close closes the engine once.
-func (e *testEnv) close() {
-	if !e.closed {
-		e.closed = true
-		e.eng.Close()
-	}
+	*enginetest.Env
+	t   *testing.T
+	clk *clock.Fake
+	eng *engine.Engine
 }
 
 func newTestEnv(t *testing.T) *testEnv {
 	t.Helper()
-	cfg := config.Default()
-	cfg.Dispatcher.StateDir = t.TempDir()
-	cfg.Cloud.Driver = "cloudtest"
-	cfg.InstanceTypes = []cloud.InstanceType{
-		{Name: "small", ProviderType: "small", VCPUs: 1, RAM: 2 * gib, Scratch: 10 * gib, Price: 1.0},
-		{Name: "large", ProviderType: "large", VCPUs: 8, RAM: 32 * gib, Scratch: 100 * gib, Price: 4.0},
-	}
-	cfg.Dispatcher.MaxInstances = 10
-	cfg.Cloud.ProbeInterval = time.Second
-	cfg.Cloud.SyncInterval = 5 * time.Second
-	cfg.Cloud.TimeoutIdle = 10 * time.Minute
-	cfg.Cloud.MaxCloudOpsPerSecond = 100
-	cfg.Cloud.MaxProbesPerSecond = 100
-	cfg.Cloud.MaxConcurrentCreates = 4
-	cfg.Containers.KillGrace = 5 * time.Second
-	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	ct := cloudtest.New(cloudtest.Options{Clock: clk})
-	eng, err := engine.New(engine.Options{Config: cfg, InstanceSet: ct, NewExecutor: ct.Executor, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &testEnv{t: t, clk: clk, eng: eng}
-	t.Cleanup(e.close)
-	return e
+	env := enginetest.New(t, enginetest.Config(t), cloudtest.Options{}, engine.Options{})
+	return &testEnv{Env: env, t: t, clk: env.Clock, eng: env.Engine}
 }
 
-func (e *testEnv) step(n int) {
-	for range n {
-		e.eng.Step()
-		e.eng.Settle()
-		e.clk.Advance(time.Second)
-	}
-}
-
+func (e *testEnv) close()     { e.Close() }
+func (e *testEnv) step(n int) { e.Step(n) }
 func (e *testEnv) until(what string, max int, cond func() bool) {
 	e.t.Helper()
-	for range max {
-		if cond() {
-			return
-		}
-		e.step(1)
-	}
-	if !cond() {
-		e.t.Fatalf("after %d steps: %s did not happen", max, what)
-	}
+	e.Until(what, max, cond)
 }
 
 // submit adds a container running d of clock time (d < 0: until killed).
 func (e *testEnv) submit(name string, d time.Duration, vcpus int) string {
 	e.t.Helper()
-	cmd := cloudtest.Cmd(d, 0)
-	if d < 0 {
-		cmd = []string{"run-forever"}
-	}
-	c, err := e.eng.Submit(queue.Spec{Name: name, Command: cmd,
-		RuntimeConstraints: queue.Constraints{VCPUs: vcpus, RAM: gib / 2}}, "test")
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return c.ID
+	return e.Submit(queue.Spec{Name: name, Command: enginetest.Cmd(d), RuntimeConstraints: queue.Constraints{VCPUs: vcpus}})
 }
 
-func (e *testEnv) container(id string) queue.Container {
-	e.t.Helper()
-	c, ok := e.eng.Container(id)
-	if !ok {
-		e.t.Fatalf("container %s not found", id)
-	}
-	return c
-}
-
-func (e *testEnv) instance(id string) worker.InstanceView {
-	e.t.Helper()
-	v, ok := e.eng.Instance(id)
-	if !ok {
-		e.t.Fatalf("instance %s not found", id)
-	}
-	return v
-}
+func (e *testEnv) container(id string) queue.Container    { return e.Container(id) }
+func (e *testEnv) instance(id string) worker.InstanceView { return e.Instance(id) }
 
 // lastEvent returns the newest event.
 func (e *testEnv) lastEvent() queue.Event {
