@@ -794,7 +794,7 @@ func (m *Model) execute(pv *pendingVerb) tea.Cmd {
 			c, cancel := context.WithTimeout(ctx, verbTimeout)
 			defer cancel()
 			msg := verbMsg{action: action, ids: []string{"scheduler"}}
-			if err := be.SetPaused(c, paused, "tui"); err != nil {
+			if err := be.SetPaused(c, paused, ""); err != nil {
 				msg.failed = map[string]error{"scheduler": err}
 			}
 			return msg
@@ -817,11 +817,11 @@ func (m *Model) execute(pv *pendingVerb) tea.Cmd {
 			var err error
 			switch {
 			case view == vInstances:
-				err = be.InstanceVerb(c, tg.id, tg.verb, "tui")
+				err = be.InstanceVerb(c, tg.id, tg.verb, "")
 			case tg.verb == "":
 				err = be.SetPriority(c, tg.id, tg.prio)
 			default:
-				err = be.ContainerVerb(c, tg.id, tg.verb, "tui")
+				err = be.ContainerVerb(c, tg.id, tg.verb, "")
 			}
 			if err != nil {
 				if msg.failed == nil {

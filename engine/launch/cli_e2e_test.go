@@ -5,6 +5,7 @@ package launch
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -110,9 +111,9 @@ func TestDaemonAPIThroughCLI(t *testing.T) {
 			daemon.Wait()
 		}
 		if d, err := New(Options{Config: e2eConfig(state), RunnerBinary: binary}); err == nil {
-			insts, _ := d.Driver.Instances(t.Context(), nil)
+			insts, _ := d.Driver.Instances(context.Background(), nil)
 			for _, i := range insts {
-				i.Destroy(t.Context())
+				i.Destroy(context.Background())
 			}
 			d.Close()
 		}
