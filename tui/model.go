@@ -751,6 +751,9 @@ func (m *Model) verb(act string) tea.Cmd {
 		m.dlg = dialog.New(fmt.Sprintf("%s %d %ss?", label, n, kind), label, strconv.Itoa(n), body...)
 	case act == keys.Drain:
 		m.dlg = dialog.New("Drain instance "+ids[0]+"?", "Drain", "", "Start no new containers; shut it down once idle.")
+	case act == keys.Hold && v == vInstances:
+		m.dlg = dialog.New("Hold instance "+ids[0]+"?", "Hold", "",
+			"Start no new containers on it and never shut it down automatically;", "running containers continue.")
 	default:
 		return m.execute(pv)
 	}

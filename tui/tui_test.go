@@ -326,7 +326,7 @@ func TestVerbErrorFlashes(t *testing.T) {
 	fb.fail = map[string]error{"i-0000": fmt.Errorf("boom")}
 	size(m, 80, 24)
 	load(t, m, fb, fakeSnapshot(3, 3))
-	cmd := press(m, "h")
+	cmd := press(m, "r")
 	if !m.table().Pending("i-0000") {
 		t.Error("not pending")
 	}
@@ -401,7 +401,12 @@ func TestKeyOverrides(t *testing.T) {
 	size(m, 80, 24)
 	load(t, m, fb, fakeSnapshot(3, 3))
 	runCmd(m, press(m, "h"))
-	runCmd(m, press(m, "H"))
+	press(m, "H") // instance hold asks first: tab to Hold, enter
+	if m.dlg == nil {
+		t.Fatal("H opened no dialog")
+	}
+	press(m, "tab")
+	runCmd(m, press(m, "enter"))
 	if len(fb.calls) != 1 || fb.calls[0].verb != "hold" {
 		t.Errorf("calls = %v", fb.calls)
 	}

@@ -222,8 +222,13 @@ func exerciseVerbs(t *testing.T, tm *term, c *cli) {
 
 	// Instance verbs, on the instance filtered to one row.
 	filterToID(t, tm, inst)
-	// Hold: a single non-destructive verb, applied without a dialog.
+	// Hold asks first, with Cancel focused; tab moves to Hold.
 	tm.keys("h")
+	waitDialog(t, tm, "Hold instance "+inst+"?")
+	tm.keys("Tab")
+	tm.waitText("> Hold <", screenWait)
+	tm.keys("Enter")
+	waitNoDialog(t, tm)
 	rowHas(t, tm, inst, "hold")
 	waitCLI(t, "idle_behavior hold", stateWait, func() bool { return c.ls("instances")[inst].IdleBehavior == "hold" })
 
