@@ -41,6 +41,8 @@ type Options struct {
 	// OnPass, if set, is called after every scheduler pass with its
 	// statistics (metrics use it for the pass-duration histogram).
 	OnPass func(scheduler.Stats)
+	// BatchRunnerCalls: see worker.Options.BatchRunnerCalls.
+	BatchRunnerCalls bool
 }
 
 // Engine is the dispatcher: queue + pool + scheduler + cloud.
@@ -106,6 +108,7 @@ func New(opts Options) (*Engine, error) {
 		Config: opts.Config, InstanceSet: opts.InstanceSet, NewExecutor: opts.NewExecutor,
 		Clock: opts.Clock, Logger: opts.Logger, OnEvent: e.poolEvent, OnLogs: e.storeLogs,
 		RunnerHash: opts.RunnerHash, RunnerBinary: opts.RunnerBinary, Owner: opts.Owner,
+		BatchRunnerCalls: opts.BatchRunnerCalls,
 	})
 	if err != nil {
 		q.Close()
@@ -467,6 +470,28 @@ func (e *Engine) Submit(spec queue.Spec, actor string) (queue.Container, error) 
 		e.notify()
 	}
 	return c, err
+}
+
+// SubmitBatch validates and stores several containers in one commit. If any
+// spec is invalid or fits no configured type, nothing is stored.
+func (e *Engine) SubmitBatch(specs []queue.Spec, actor string) ([]queue.Container, error) {
+	for i := range specs {
+		if err := specs[i].Validate(); err != nil {
+			return nil, fmt.Errorf("container %d: %w", i, err)
+		}
+		if ok, why := e.sched.Fits(specs[i].RuntimeConstraints); !ok {
+			names := make([]string, len(e.cfg.InstanceTypes))
+			for j, t := range e.cfg.InstanceTypes {
+				names[j] = t.Name
+			}
+			return nil, fmt.Errorf("container %d: %w", i, &NoFitError{Why: why, Types: names})
+		}
+	}
+	cs, err := e.queue.SubmitBatch(specs, actor)
+	if err == nil {
+		e.notify()
+	}
+	return cs, err
 }
 
 func (e *Engine) setBehavior(id, actor, reason string, b worker.IdleBehavior) (worker.InstanceView, error) {

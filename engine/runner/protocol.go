@@ -127,7 +127,7 @@ func InstallLine(path string) string {
 
 // Command is a parsed runner command line: "<path> runner <verb> [args...]".
 type Command struct {
-	Verb   string // version, start, list, kill, logs, forget
+	Verb   string // version, start, list, kill, logs, forget, batch
 	ID     string // start, kill, logs, forget
 	Signal string // kill: TERM or KILL
 	Tail   int    // logs: 0 = all
@@ -158,13 +158,13 @@ func (c Command) Line(path string) string {
 // ParseArgs parses the words after "runner" (e.g. ["kill","c1","--signal","KILL"]).
 func ParseArgs(args []string) (Command, error) {
 	if len(args) == 0 {
-		return Command{}, errors.New("runner: missing verb (version|start|list|kill|logs|forget)")
+		return Command{}, errors.New("runner: missing verb (version|start|list|kill|logs|forget|batch)")
 	}
 	c := Command{Verb: args[0]}
 	rest := args[1:]
 	needID := false
 	switch c.Verb {
-	case "version", "list":
+	case "version", "list", "batch":
 	case "start", "forget":
 		needID = true
 	case "kill":
@@ -303,4 +303,96 @@ func (c *Client) Logs(ctx context.Context, id string, tail int) ([]byte, error) 
 func (c *Client) Forget(ctx context.Context, id string) error {
 	_, err := c.run(ctx, Command{Verb: "forget", ID: id}, nil)
 	return err
+}
+
+// Request is one line of "runner batch" input: a verb with its arguments
+// (the spec inline for start).
+type Request struct {
+	Verb   string          `json:"verb"` // version, start, list, kill, logs, forget
+	ID     string          `json:"id,omitempty"`
+	Signal string          `json:"signal,omitempty"`
+	Tail   int             `json:"tail,omitempty"`
+	Spec   json.RawMessage `json:"spec,omitempty"`
+}
+
+// Reply is one line of "runner batch" output, for the request on the same
+// line: what the single verb would have exited with and printed.
+type Reply struct {
+	Code   int    `json:"code"`
+	Stdout []byte `json:"stdout,omitempty"`
+	Stderr string `json:"stderr,omitempty"`
+}
+
+// MaxBatch is the most requests the dispatcher sends in one "runner batch".
+const MaxBatch = 256
+
+// Batch runs several requests in one "runner batch" call. It returns one
+// reply per request; a request that failed has a non-zero Code. err is set
+// (and replies nil) when the batch call itself failed.
+func (c *Client) Batch(ctx context.Context, reqs []Request) ([]Reply, error) {
+	if len(reqs) == 0 {
+		return nil, nil
+	}
+	var in bytes.Buffer
+	enc := json.NewEncoder(&in)
+	for i := range reqs {
+		if err := enc.Encode(&reqs[i]); err != nil {
+			return nil, err
+		}
+	}
+	out, err := c.run(ctx, Command{Verb: "batch"}, in.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	replies := make([]Reply, 0, len(reqs))
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for dec.More() {
+		var r Reply
+		if err := dec.Decode(&r); err != nil {
+			return nil, fmt.Errorf("runner batch: reply %d: %w", len(replies)+1, err)
+		}
+		replies = append(replies, r)
+	}
+	if len(replies) != len(reqs) {
+		return nil, fmt.Errorf("runner batch: %d replies to %d requests", len(replies), len(reqs))
+	}
+	return replies, nil
+}
+
+// Err returns the reply as an error (nil when Code is 0), as Client's
+// single-verb methods report it.
+func (r *Reply) Err(verb string) error {
+	if r.Code == 0 {
+		return nil
+	}
+	return fmt.Errorf("runner %s: %w", verb, &ExitError{Code: r.Code, Stderr: r.Stderr})
+}
+
+// StartMany starts several containers in one batch (one supervisor on the
+// instance for all of them). It returns one error per spec, or err when the
+// batch call itself failed (whether any of them started is then unknown).
+func (c *Client) StartMany(ctx context.Context, specs []Spec) (errs []error, err error) {
+	errs = make([]error, len(specs))
+	reqs := make([]Request, 0, len(specs))
+	idx := make([]int, 0, len(specs))
+	for i := range specs {
+		if errs[i] = ValidateSpec(&specs[i]); errs[i] != nil {
+			continue
+		}
+		body, err := json.Marshal(&specs[i])
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		reqs = append(reqs, Request{Verb: "start", ID: specs[i].ID, Spec: body})
+		idx = append(idx, i)
+	}
+	replies, err := c.Batch(ctx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	for k, r := range replies {
+		errs[idx[k]] = r.Err("start")
+	}
+	return errs, nil
 }

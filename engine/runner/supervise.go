@@ -19,11 +19,13 @@ import (
 	"time"
 )
 
-// supervise runs "runner supervise --dir D --ready-fd N --grace G <id>", the
-// hidden verb "start" launches in a new session. It runs the container's
-// command in a session of its own, records pid, waits, and records the
-// exit code (128+signal when a signal ended it) and the finish time. It
-// reports "ok" or "error: <why>" on the ready fd once the command runs or
+// supervise runs "runner supervise --dir D --ready-fd N --grace G <id>...",
+// the hidden verb "start" launches in a new session. For each id it runs the
+// container's command in a session of its own, records pid, waits, and
+// records the exit code (128+signal when a signal ended it) and the finish
+// time. One supervisor may look after several containers (a batch of
+// starts): it exits once all of them have ended. It reports "ok <id>" or
+// "error <id> <why>" on the ready fd for each id once its command runs or
 // could not be started. Its own stdout and stderr are /dev/null; a failure
 // to start is also written to the container's error file.
 func (w *worker) supervise(args []string) int {
@@ -32,57 +34,152 @@ func (w *worker) supervise(args []string) int {
 	root := fl.String("dir", "", "state dir")
 	readyFD := fl.Int("ready-fd", -1, "fd to report readiness on")
 	grace := fl.Duration("grace", w.env.KillGrace, "TERM to KILL delay after max_run_time")
-	if err := fl.Parse(args); err != nil || fl.NArg() != 1 || *root == "" || !filepath.IsAbs(*root) {
-		return w.fail(2, "usage: runner supervise --dir ABSDIR [--ready-fd N] [--grace D] <id> (internal; run by start)")
+	if err := fl.Parse(args); err != nil || fl.NArg() < 1 || *root == "" || !filepath.IsAbs(*root) {
+		return w.fail(2, "usage: runner supervise --dir ABSDIR [--ready-fd N] [--grace D] <id>... (internal; run by start)")
 	}
-	id := fl.Arg(0)
-	if !safeID(id) {
-		return w.fail(2, "runner supervise: invalid container id %q", id)
+	ids := fl.Args()
+	for _, id := range ids {
+		if !safeID(id) {
+			return w.fail(2, "runner supervise: invalid container id %q", id)
+		}
 	}
 	var ready *os.File
 	if *readyFD >= 0 {
-		// Keep the ready pipe out of the command, or "start" would see it
-		// open as long as the command runs.
+		// Keep the ready pipe out of the commands, or "start" would see it
+		// open as long as they run.
 		syscall.CloseOnExec(*readyFD)
 		ready = os.NewFile(uintptr(*readyFD), "ready")
 	}
+	// One line per container as soon as it is known, so that "start"
+	// sees progress through a long batch.
 	report := func(msg string) {
 		if ready != nil {
-			io.WriteString(ready, msg+"\n")
+			io.WriteString(ready, strings.ReplaceAll(msg, "\n", " ")+"\n")
+		}
+	}
+	flushReady := func() {
+		if ready != nil {
 			ready.Close()
 			ready = nil
 		}
 	}
-	defer report("error: supervisor ended unexpectedly")
+	defer flushReady()
 
-	dir := filepath.Join(*root, id)
-	// Claim the container: one supervisor per directory, ever.
+	// Pass termination signals sent to the supervisor on to the commands.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		for _, id := range ids {
+			report("error " + id + " " + err.Error())
+		}
+		return 1
+	}
+	defer devnull.Close()
 	self := fmt.Sprintf("%d %s\n", os.Getpid(), procStart(os.Getpid()))
+	var live []*supervised
+	for _, id := range ids {
+		c, err := w.superviseStart(filepath.Join(*root, id), self, devnull)
+		if err != nil {
+			report("error " + id + " " + err.Error())
+			continue
+		}
+		report("ok " + id)
+		live = append(live, c)
+	}
+	flushReady()
+	if len(live) == 0 {
+		return 1
+	}
+
+	done := make(chan *supervised, len(live))
+	for _, c := range live {
+		go func() {
+			c.cmd.Wait()
+			done <- c
+		}()
+	}
+	type timer struct {
+		c        *supervised
+		escalate bool
+	}
+	timers := make(chan timer, 2*len(live))
+	for _, c := range live {
+		if c.spec.MaxRunTime > 0 {
+			time.AfterFunc(c.spec.MaxRunTime, func() { timers <- timer{c: c} })
+		}
+	}
+	left := len(live)
+	for left > 0 {
+		select {
+		case c := <-done:
+			left--
+			c.ended = true
+			c.finish(w)
+		case s := <-sigs:
+			for _, c := range live {
+				if !c.ended {
+					syscall.Kill(-c.pid, s.(syscall.Signal))
+				}
+			}
+		case t := <-timers:
+			if t.c.ended {
+				continue
+			}
+			if t.escalate {
+				syscall.Kill(-t.c.pid, syscall.SIGKILL)
+				continue
+			}
+			fmt.Fprintf(t.c.outs[1], "runner: max_run_time %v exceeded: sending TERM, then KILL after %v\n", t.c.spec.MaxRunTime, *grace)
+			syscall.Kill(-t.c.pid, syscall.SIGTERM)
+			c := t.c
+			time.AfterFunc(*grace, func() { timers <- timer{c: c, escalate: true} })
+		}
+	}
+	return 0
+}
+
+// supervised is one container a supervisor runs.
+type supervised struct {
+	dir   string
+	spec  Spec
+	cmd   *exec.Cmd
+	pid   int
+	outs  [2]*os.File
+	ended bool
+}
+
+// superviseStart claims the container in dir (one supervisor per
+// directory, ever), starts its command and records its pid.
+func (w *worker) superviseStart(dir, self string, devnull *os.File) (*supervised, error) {
 	f, err := os.OpenFile(filepath.Join(dir, fileSupervisor), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		report("error: claiming " + dir + ": " + err.Error())
-		return 1
+		return nil, fmt.Errorf("claiming %s: %v", dir, err)
 	}
 	_, err = io.WriteString(f, self)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		report("error: writing " + fileSupervisor + ": " + err.Error())
-		return 1
+		return nil, fmt.Errorf("writing %s: %v", fileSupervisor, err)
 	}
-	failed := func(code int, msg string) int {
+	c := &supervised{dir: dir}
+	failed := func(code int, msg string) (*supervised, error) {
+		for _, o := range c.outs {
+			if o != nil {
+				o.Close()
+			}
+		}
 		writeFileAtomic(dir, fileError, []byte(msg+"\n"))
 		writeFileAtomic(dir, fileFinishedAt, formatTime(w.env.Now()))
 		writeFileAtomic(dir, fileExit, []byte(strconv.Itoa(code)+"\n"))
-		report("error: " + msg)
-		return 1
+		return nil, errors.New(msg)
 	}
-
 	spec, err := readSpecFile(dir)
 	if err != nil {
 		return failed(127, "reading the spec: "+err.Error())
 	}
+	c.spec = spec
 	docker := ""
 	if spec.Image != "" {
 		if docker, err = exec.LookPath("docker"); err != nil {
@@ -94,86 +191,52 @@ func (w *worker) supervise(args []string) int {
 	if err != nil {
 		return failed(127, err.Error())
 	}
-	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
-	if err != nil {
-		return failed(127, err.Error())
-	}
-	defer devnull.Close()
-	var outs [2]*os.File
 	for i, name := range []string{fileStdout, fileStderr} {
-		if outs[i], err = os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err != nil {
+		if c.outs[i], err = os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err != nil {
 			return failed(127, err.Error())
 		}
-		defer outs[i].Close()
 	}
-	cmd := &exec.Cmd{
+	c.cmd = &exec.Cmd{
 		Path:        path,
 		Args:        argv,
 		Env:         env,
 		Dir:         workDir(envValue(env, "HOME")),
 		Stdin:       devnull,
-		Stdout:      outs[0],
-		Stderr:      outs[1],
+		Stdout:      c.outs[0],
+		Stderr:      c.outs[1],
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
-	// Pass termination signals sent to the supervisor on to the command.
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	if err := cmd.Start(); err != nil {
+	if err := c.cmd.Start(); err != nil {
 		code := 127
 		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.ENOEXEC) {
 			code = 126
 		}
 		return failed(code, fmt.Sprintf("cannot run %q: %v", argv[0], err))
 	}
-	pid := cmd.Process.Pid
+	c.pid = c.cmd.Process.Pid
 	if err := errors.Join(
 		writeFileAtomic(dir, fileStartedAt, formatTime(w.env.Now())),
-		writeFileAtomic(dir, filePIDStart, []byte(procStart(pid)+"\n")),
-		writeFileAtomic(dir, filePID, []byte(strconv.Itoa(pid)+"\n")),
+		writeFileAtomic(dir, filePIDStart, []byte(procStart(c.pid)+"\n")),
+		writeFileAtomic(dir, filePID, []byte(strconv.Itoa(c.pid)+"\n")),
 	); err != nil {
-		syscall.Kill(-pid, syscall.SIGKILL)
-		cmd.Wait()
+		syscall.Kill(-c.pid, syscall.SIGKILL)
+		c.cmd.Wait()
 		return failed(127, "recording the pid: "+err.Error())
 	}
-	report("ok")
+	return c, nil
+}
 
-	done := make(chan struct{})
-	go func() {
-		cmd.Wait()
-		close(done)
-	}()
-	var deadline, escalate <-chan time.Time
-	if spec.MaxRunTime > 0 {
-		t := time.NewTimer(spec.MaxRunTime)
-		defer t.Stop()
-		deadline = t.C
-	}
-wait:
-	for {
-		select {
-		case <-done:
-			break wait
-		case s := <-sigs:
-			syscall.Kill(-pid, s.(syscall.Signal))
-		case <-deadline:
-			deadline = nil
-			fmt.Fprintf(outs[1], "runner: max_run_time %v exceeded: sending TERM, then KILL after %v\n", spec.MaxRunTime, *grace)
-			syscall.Kill(-pid, syscall.SIGTERM)
-			t := time.NewTimer(*grace)
-			defer t.Stop()
-			escalate = t.C
-		case <-escalate:
-			escalate = nil
-			syscall.Kill(-pid, syscall.SIGKILL)
-		}
-	}
+// finish records the exit of c's command (already waited for).
+func (c *supervised) finish(w *worker) {
 	// Like a container runtime, end whatever the command left running in
 	// its process group. The group id cannot have been reused while any
 	// member is left.
-	syscall.Kill(-pid, syscall.SIGKILL)
+	syscall.Kill(-c.pid, syscall.SIGKILL)
+	for _, o := range c.outs {
+		o.Close()
+	}
 	code := -1
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+	if ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
 		switch {
 		case ws.Exited():
 			code = ws.ExitStatus()
@@ -181,11 +244,8 @@ wait:
 			code = 128 + int(ws.Signal())
 		}
 	}
-	writeFileAtomic(dir, fileFinishedAt, formatTime(w.env.Now()))
-	if err := writeFileAtomic(dir, fileExit, []byte(strconv.Itoa(code)+"\n")); err != nil {
-		return 1
-	}
-	return 0
+	writeFileAtomic(c.dir, fileFinishedAt, formatTime(w.env.Now()))
+	writeFileAtomic(c.dir, fileExit, []byte(strconv.Itoa(code)+"\n"))
 }
 
 // commandLine returns the argv and environment a spec runs with: the

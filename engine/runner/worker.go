@@ -26,6 +26,7 @@ package runner
 // runner invocation and the SSH session.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -38,6 +39,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -152,7 +154,7 @@ func FileHash(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-const workerUsage = "usage: runner version | start <id> (spec JSON on stdin) | list | kill <id> [--signal TERM|KILL] | logs <id> [--tail N] | forget <id>"
+const workerUsage = "usage: runner version | start <id> (spec JSON on stdin) | list | kill <id> [--signal TERM|KILL] | logs <id> [--tail N] | forget <id> | batch (JSON requests on stdin)"
 
 // Main runs one runner verb with args (the words after "runner"), reading
 // stdin and writing stdout/stderr; it returns the process exit code: 0 on
@@ -163,13 +165,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env WorkerEn
 	if len(args) > 0 && args[0] == "supervise" {
 		return w.supervise(args[1:])
 	}
-	// A long-lived session mode belongs here (DESIGN §9): a verb such as
-	// "runner session" that reads one JSON request per line on stdin (the
-	// same verbs and arguments, with the spec inline for start) and writes
-	// one JSON reply per line on stdout, so that the dispatcher pays for
-	// one SSH session and one process start per instance instead of one
-	// per command. Containers would still be started through a detached
-	// supervisor, so they outlive the session. Not implemented yet.
+	// "runner batch" (DESIGN §9) reads one JSON request per line on stdin
+	// (the same verbs and arguments, with the spec inline for start) and
+	// writes one JSON reply per line on stdout, so that the dispatcher pays
+	// for one SSH session and one process start per batch instead of one
+	// per command. Consecutive starts share one detached supervisor, so
+	// the containers outlive the batch and its session.
 	cmd, err := ParseArgs(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "%v; %s\n", err, workerUsage)
@@ -192,6 +193,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env WorkerEn
 		return w.logs(cmd.ID, cmd.Tail)
 	case "forget":
 		return w.forget(cmd.ID)
+	case "batch":
+		return w.batch(stdin)
 	}
 	fmt.Fprintf(stderr, "runner: unknown verb %q; %s\n", cmd.Verb, workerUsage)
 	return 2
@@ -416,28 +419,46 @@ func (w *worker) start(id string, stdin io.Reader) int {
 // launch starts the supervisor of container id and waits until it reports
 // that the command runs (pid written) or that it could not start it.
 func (w *worker) launch(root, dir, id string) error {
+	return w.launchMany(root, []string{id})[0]
+}
+
+// launchMany starts one supervisor for the containers ids (their
+// directories under root hold their specs) and waits until it reports, for
+// each, that the command runs (pid written) or that it could not start it.
+// It returns one error (or nil) per id.
+func (w *worker) launchMany(root string, ids []string) []error {
+	errs := make([]error, len(ids))
+	fill := func(err error) []error {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+		return errs
+	}
 	self := w.env.Self
 	if self == "" {
 		var err error
 		if self, err = os.Executable(); err != nil {
-			return fmt.Errorf("finding the runner executable: %w", err)
+			return fill(fmt.Errorf("finding the runner executable: %w", err))
 		}
 	}
 	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
-		return err
+		return fill(err)
 	}
 	defer devnull.Close()
-	// The supervisor reports on this pipe (its fd 3): "ok" once pid is
-	// written, or "error: <why>". Reading it is how "start" waits, without
-	// polling the file system.
+	// The supervisor reports on this pipe (its fd 3), per id: "ok <id>"
+	// once pid is written, or "error <id> <why>". Reading it is how
+	// "start" waits, without polling the file system.
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return err
+		return fill(err)
 	}
 	defer pr.Close()
 	args := append([]string{self}, w.env.SelfArgs...)
-	args = append(args, "supervise", "--dir", root, "--ready-fd", "3", "--grace", w.env.KillGrace.String(), id)
+	args = append(args, "supervise", "--dir", root, "--ready-fd", "3", "--grace", w.env.KillGrace.String())
+	args = append(args, ids...)
 	cmd := &exec.Cmd{
 		Path:       self,
 		Args:       args,
@@ -453,38 +474,90 @@ func (w *worker) launch(root, dir, id string) error {
 	err = cmd.Start()
 	pw.Close()
 	if err != nil {
-		return fmt.Errorf("starting the supervisor %s: %w", self, err)
+		return fill(fmt.Errorf("starting the supervisor %s: %w", self, err))
 	}
 	// Reap the supervisor if this process lives that long (tests, or a
-	// future session mode); otherwise init adopts it when we exit.
+	// long-lived batch); otherwise init adopts it when we exit.
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
-	pr.SetReadDeadline(time.Now().Add(startTimeout))
-	line, rerr := readLine(pr, 4096)
-	switch {
-	case line == "ok":
-		if _, err := os.Stat(filepath.Join(dir, filePID)); err != nil {
-			return fmt.Errorf("supervisor reported a start but wrote no pid: %v", err)
-		}
-		return nil
-	case strings.HasPrefix(line, "error: "):
-		waitExited(exited)
-		return errors.New(strings.TrimPrefix(line, "error: "))
-	case errors.Is(rerr, os.ErrDeadlineExceeded):
-		cmd.Process.Kill()
-		waitExited(exited)
-		if pid, _, err := readPIDFile(filepath.Join(dir, filePID)); err == nil && pid > 1 {
-			syscall.Kill(-pid, syscall.SIGKILL)
-		}
-		return fmt.Errorf("the supervisor did not start the command within %v; try again", startTimeout)
-	default:
-		werr := waitExited(exited)
-		if b, err := os.ReadFile(filepath.Join(dir, fileError)); err == nil {
-			return errors.New(strings.TrimSpace(string(b)))
-		}
-		return fmt.Errorf("the supervisor exited without starting the command (%v)", werr)
+	index := make(map[string]int, len(ids))
+	for i, id := range ids {
+		index[id] = i
 	}
+	reported := make([]bool, len(ids))
+	left := len(ids)
+	// The supervisor reports each container as it goes: it has
+	// startTimeout to make progress, not to start the whole batch.
+	var rerr error
+	rd := bufio.NewReaderSize(pr, 4096)
+	for left > 0 {
+		pr.SetReadDeadline(time.Now().Add(startTimeout))
+		var line string
+		line, rerr = rd.ReadString('\n')
+		if rerr != nil {
+			break
+		}
+		if len(line) > 64*1024 {
+			rerr = errors.New("report line too long")
+			break
+		}
+		verdict, rest, _ := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
+		id, msg, _ := strings.Cut(rest, " ")
+		i, ok := index[id]
+		if !ok || reported[i] {
+			continue
+		}
+		switch verdict {
+		case "ok":
+			reported[i] = true
+			left--
+			if _, err := os.Stat(filepath.Join(root, id, filePID)); err != nil {
+				errs[i] = fmt.Errorf("supervisor reported a start but wrote no pid: %v", err)
+			}
+		case "error":
+			reported[i] = true
+			left--
+			errs[i] = errors.New(msg)
+		}
+	}
+	if left == 0 {
+		return errs
+	}
+	if errors.Is(rerr, os.ErrDeadlineExceeded) {
+		if left == len(ids) {
+			// Nothing started: the supervisor is stuck. (Otherwise it
+			// looks after the containers it did start; those it did not
+			// report lose their directories below and cannot be claimed.)
+			cmd.Process.Kill()
+			waitExited(exited)
+		}
+		for i, id := range ids {
+			if reported[i] {
+				continue
+			}
+			if pid, _, err := readPIDFile(filepath.Join(root, id, filePID)); err == nil && pid > 1 {
+				syscall.Kill(-pid, syscall.SIGKILL)
+			}
+			errs[i] = fmt.Errorf("the supervisor did not start the command within %v; try again", startTimeout)
+		}
+		return errs
+	}
+	var werr error
+	if len(ids) == 1 {
+		werr = waitExited(exited)
+	}
+	for i, id := range ids {
+		if reported[i] {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join(root, id, fileError)); err == nil {
+			errs[i] = errors.New(strings.TrimSpace(string(b)))
+		} else {
+			errs[i] = fmt.Errorf("the supervisor exited without starting the command (%v)", werr)
+		}
+	}
+	return errs
 }
 
 func waitExited(ch <-chan error) error {
@@ -494,24 +567,6 @@ func waitExited(ch <-chan error) error {
 	case <-time.After(startTimeout):
 		return errors.New("supervisor did not exit")
 	}
-}
-
-// readLine reads up to max bytes until a newline and returns the line
-// without it.
-func readLine(r io.Reader, max int) (string, error) {
-	buf := make([]byte, 0, 64)
-	var b [64]byte
-	for len(buf) < max {
-		n, err := r.Read(b[:])
-		buf = append(buf, b[:n]...)
-		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
-			return string(buf[:i]), nil
-		}
-		if err != nil {
-			return string(buf), err
-		}
-	}
-	return string(buf), errors.New("line too long")
 }
 
 // ---- list ----
@@ -900,4 +955,176 @@ func alive(pid int, start string) bool {
 	}
 	kerr := syscall.Kill(pid, 0)
 	return kerr == nil || errors.Is(kerr, syscall.EPERM)
+}
+
+// ---- batch ----
+
+// batch runs "runner batch": one Request per line on stdin, one Reply per
+// line on stdout, in order. Consecutive starts are launched together under
+// one supervisor. A request that fails gets a non-zero code in its reply;
+// the batch itself fails only when stdin cannot be read.
+func (w *worker) batch(stdin io.Reader) int {
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
+	sc := bufio.NewScanner(stdin)
+	sc.Buffer(make([]byte, 0, 64*1024), 2*maxSpecBytes+4096)
+	var reqs []Request
+	var parseErrs []error
+	for sc.Scan() {
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var r Request
+		err := json.Unmarshal(b, &r)
+		reqs = append(reqs, r)
+		parseErrs = append(parseErrs, err)
+	}
+	if err := sc.Err(); err != nil {
+		return w.fail(2, "runner batch: reading requests: %v", err)
+	}
+	replies := make([]Reply, len(reqs))
+	for i := 0; i < len(reqs); {
+		if parseErrs[i] == nil && reqs[i].Verb == "start" {
+			j := i
+			for j < len(reqs) && parseErrs[j] == nil && reqs[j].Verb == "start" {
+				j++
+			}
+			w.batchStart(reqs[i:j], replies[i:j])
+			i = j
+			continue
+		}
+		if parseErrs[i] != nil {
+			replies[i] = Reply{Code: 2, Stderr: "runner batch: bad request: " + parseErrs[i].Error()}
+		} else {
+			replies[i] = w.batchOne(reqs[i])
+		}
+		i++
+	}
+	bw := bufio.NewWriter(w.stdout)
+	enc := json.NewEncoder(bw)
+	for i := range replies {
+		if err := enc.Encode(&replies[i]); err != nil {
+			return w.fail(1, "runner batch: %v", err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return w.fail(1, "runner batch: %v", err)
+	}
+	return 0
+}
+
+// batchOne runs one request other than start as its verb would.
+func (w *worker) batchOne(r Request) Reply {
+	var out, errb bytes.Buffer
+	sub := &worker{env: w.env, stdout: &out, stderr: &errb}
+	args := []string{r.Verb}
+	if r.ID != "" {
+		args = append(args, r.ID)
+	}
+	if r.Signal != "" {
+		args = append(args, "--signal", r.Signal)
+	}
+	if r.Tail > 0 {
+		args = append(args, "--tail", strconv.Itoa(r.Tail))
+	}
+	cmd, err := ParseArgs(args)
+	code := 0
+	switch {
+	case err != nil:
+		code = sub.fail(2, "%v", err)
+	case cmd.ID != "" && !safeID(cmd.ID):
+		code = sub.fail(2, "runner %s: invalid container id %q", cmd.Verb, cmd.ID)
+	default:
+		switch cmd.Verb {
+		case "version":
+			code = sub.version()
+		case "list":
+			code = sub.list()
+		case "kill":
+			code = sub.kill(cmd.ID, cmd.Signal)
+		case "logs":
+			code = sub.logs(cmd.ID, cmd.Tail)
+		case "forget":
+			code = sub.forget(cmd.ID)
+		default:
+			code = sub.fail(2, "runner batch: verb %q not allowed in a batch", cmd.Verb)
+		}
+	}
+	return Reply{Code: code, Stdout: out.Bytes(), Stderr: strings.TrimSpace(errb.String())}
+}
+
+// batchStart starts the containers of reqs (all "start") under one
+// supervisor and fills their replies.
+func (w *worker) batchStart(reqs []Request, replies []Reply) {
+	failf := func(i, code int, format string, args ...any) {
+		replies[i] = Reply{Code: code, Stderr: strings.ReplaceAll(strings.TrimSpace(fmt.Sprintf(format, args...)), "\n", " ")}
+	}
+	root, _, err := w.stateRoot(true)
+	if err != nil {
+		for i := range reqs {
+			failf(i, 1, "runner start %s: %v", reqs[i].ID, err)
+		}
+		return
+	}
+	var ids []string
+	var idx []int
+	for i, r := range reqs {
+		if !safeID(r.ID) {
+			failf(i, 2, "runner start: invalid container id %q: want [A-Za-z0-9_.-]{1,128}, not . or ..", r.ID)
+			continue
+		}
+		if len(r.Spec) > maxSpecBytes {
+			failf(i, 2, "runner start %s: spec is larger than 1 MiB", r.ID)
+			continue
+		}
+		spec, err := decodeSpec(r.Spec)
+		if err == nil && spec.ID != r.ID {
+			err = fmt.Errorf("spec id %q does not match the request id %q", spec.ID, r.ID)
+		}
+		if err != nil {
+			failf(i, 2, "runner start %s: %v", r.ID, err)
+			continue
+		}
+		if spec.Image != "" {
+			if _, err := exec.LookPath("docker"); err != nil {
+				failf(i, 1, "runner start %s: image given but docker is not installed (install docker on the instance, or submit without an image)", r.ID)
+				continue
+			}
+		}
+		if slices.Contains(ids, r.ID) {
+			failf(i, 1, "container %s already exists (forget it first, or use a new id)", r.ID)
+			continue
+		}
+		dir := filepath.Join(root, r.ID)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				failf(i, 1, "container %s already exists (forget it first, or use a new id)", r.ID)
+			} else {
+				failf(i, 1, "runner start %s: %v", r.ID, err)
+			}
+			continue
+		}
+		body, err := json.Marshal(&spec)
+		if err == nil {
+			err = writeFileAtomic(dir, fileSpec, body)
+		}
+		if err != nil {
+			os.RemoveAll(dir)
+			failf(i, 1, "runner start %s: writing spec: %v", r.ID, err)
+			continue
+		}
+		ids = append(ids, r.ID)
+		idx = append(idx, i)
+	}
+	if len(ids) == 0 {
+		return
+	}
+	for k, err := range w.launchMany(root, ids) {
+		if err != nil {
+			os.RemoveAll(filepath.Join(root, ids[k]))
+			failf(idx[k], 1, "runner start %s: %v", ids[k], err)
+		}
+	}
 }

@@ -75,6 +75,13 @@ type Options struct {
 	// CapacityBackoff: how long a provider type (or the whole provider)
 	// is blocked after a capacity error. Default 1m.
 	CapacityBackoff time.Duration
+	// BatchRunnerCalls sends starts, and the logs and forgets of exited
+	// containers, to each instance in "runner batch" calls (up to
+	// runner.MaxBatch requests each, one supervisor per batch of starts)
+	// instead of one runner process and SSH session per call, and probes
+	// an instance as soon as a batch of starts on it is done (DESIGN §9).
+	// The runner on the instances must understand "runner batch".
+	BatchRunnerCalls bool
 }
 
 // Event is something that happened to an instance or a cloud call, for the
@@ -262,6 +269,13 @@ type worker struct {
 	kills      []killEntry
 	forgetting []string
 	forgotten  []forgotEntry
+
+	// BatchRunnerCalls: specs and ids waiting for the next batch, and
+	// whether a goroutine is sending batches for this instance.
+	startQ     []runner.Spec
+	startBusy  bool
+	forgetQ    []string
+	forgetBusy bool
 
 	destroying bool
 	destroyed  bool // last Destroy call succeeded
@@ -1183,6 +1197,18 @@ func (p *Pool) StartContainer(id cloud.InstanceID, spec runner.Spec) error {
 	w.v.LastContainer = spec.ID
 	w.v.LastBusy = now
 	p.notifyLocked()
+	if p.opts.BatchRunnerCalls {
+		w.startQ = append(w.startQ, spec)
+		if w.startBusy {
+			return nil
+		}
+		w.startBusy = true
+		if !p.goLocked(func() { p.runStartBatches(w) }) {
+			w.startBusy = false
+			return errStopped
+		}
+		return nil
+	}
 	ok := p.goLocked(func() {
 		exec, err := p.executor(w)
 		if err == nil {
@@ -1197,6 +1223,41 @@ func (p *Pool) StartContainer(id cloud.InstanceID, spec runner.Spec) error {
 		return errStopped
 	}
 	return nil
+}
+
+// runStartBatches sends w's queued starts in "runner batch" calls until
+// none are left, then probes w soon so that short containers are noticed.
+func (p *Pool) runStartBatches(w *worker) {
+	for {
+		p.mu.Lock()
+		n := min(len(w.startQ), runner.MaxBatch)
+		if n == 0 || p.canceled() {
+			w.startBusy = false
+			p.mu.Unlock()
+			return
+		}
+		specs := slices.Clone(w.startQ[:n])
+		w.startQ = slices.Delete(w.startQ, 0, n)
+		p.mu.Unlock()
+
+		var errs []error
+		exec, err := p.executor(w)
+		if err == nil {
+			client := runner.Client{Exec: exec, Path: p.s.runnerPath}
+			errs, err = client.StartMany(p.ctx, specs)
+		}
+		p.mu.Lock()
+		for i := range specs {
+			e := err
+			if e == nil {
+				e = errs[i]
+			}
+			p.startDoneLocked(w, specs[i].ID, e)
+		}
+		w.nextProbe = time.Time{}
+		p.notifyLocked()
+		p.mu.Unlock()
+	}
 }
 
 func (p *Pool) startDoneLocked(w *worker, cid string, err error) {
@@ -1309,6 +1370,19 @@ func (p *Pool) ForgetContainer(id cloud.InstanceID, containerID string) {
 		return
 	}
 	w.forgetting = append(w.forgetting, containerID)
+	if p.opts.BatchRunnerCalls {
+		w.forgetQ = append(w.forgetQ, containerID)
+		if w.forgetBusy {
+			return
+		}
+		w.forgetBusy = true
+		if !p.goLocked(func() { p.runForgetBatches(w) }) {
+			w.forgetBusy = false
+			w.forgetQ = w.forgetQ[:len(w.forgetQ)-1]
+			w.forgetting = w.forgetting[:len(w.forgetting)-1]
+		}
+		return
+	}
 	if !p.goLocked(func() {
 		exec, err := p.executor(w)
 		if err == nil {
@@ -1340,6 +1414,91 @@ func (p *Pool) ForgetContainer(id cloud.InstanceID, containerID string) {
 		p.notifyLocked()
 	}) {
 		w.forgetting = w.forgetting[:len(w.forgetting)-1]
+	}
+}
+
+// runForgetBatches sends w's queued forgets (after fetching the logs of
+// those containers when OnLogs is set) in "runner batch" calls until none
+// are left.
+func (p *Pool) runForgetBatches(w *worker) {
+	for {
+		p.mu.Lock()
+		n := min(len(w.forgetQ), runner.MaxBatch)
+		if n == 0 || p.canceled() {
+			w.forgetBusy = false
+			for _, id := range w.forgetQ {
+				w.forgetting = slices.DeleteFunc(w.forgetting, func(s string) bool { return s == id })
+			}
+			w.forgetQ = nil
+			p.mu.Unlock()
+			return
+		}
+		ids := slices.Clone(w.forgetQ[:n])
+		w.forgetQ = slices.Delete(w.forgetQ, 0, n)
+		p.mu.Unlock()
+
+		errs := make([]error, len(ids))
+		exec, err := p.executor(w)
+		client := runner.Client{Exec: exec, Path: p.s.runnerPath}
+		if err == nil && p.opts.OnLogs != nil {
+			reqs := make([]runner.Request, len(ids))
+			for i, id := range ids {
+				reqs[i] = runner.Request{Verb: "logs", ID: id, Tail: LogTailLines}
+			}
+			var replies []runner.Reply
+			if replies, err = client.Batch(p.ctx, reqs); err == nil {
+				// Concurrently, so that a store batching its writes
+				// (bbolt's Batch) commits them together.
+				var wg sync.WaitGroup
+				for i := range replies {
+					if errs[i] = replies[i].Err("logs"); errs[i] == nil {
+						wg.Go(func() { p.opts.OnLogs(ids[i], replies[i].Stdout) })
+					}
+				}
+				wg.Wait()
+			}
+		}
+		if err == nil {
+			var reqs []runner.Request
+			var idx []int
+			for i, id := range ids {
+				if errs[i] == nil {
+					reqs = append(reqs, runner.Request{Verb: "forget", ID: id})
+					idx = append(idx, i)
+				}
+			}
+			var replies []runner.Reply
+			if replies, err = client.Batch(p.ctx, reqs); err == nil {
+				for k := range replies {
+					errs[idx[k]] = replies[k].Err("forget")
+				}
+			}
+		}
+		p.mu.Lock()
+		changed := false
+		for i, id := range ids {
+			w.forgetting = slices.DeleteFunc(w.forgetting, func(s string) bool { return s == id })
+			if w.removed || p.canceled() {
+				continue
+			}
+			e := err
+			if e == nil {
+				e = errs[i]
+			}
+			if e != nil {
+				p.log.Warn("runner forget failed", "instance", string(w.v.ID), "container", id, "error", e.Error())
+				continue
+			}
+			w.forgotten = append(w.forgotten, forgotEntry{id: id, seq: p.nextSeqLocked()})
+			if j := findStatus(w.v.Reported, id); j >= 0 {
+				w.v.Reported = slices.Delete(w.v.Reported, j, j+1)
+			}
+			changed = true
+		}
+		if changed {
+			p.notifyLocked()
+		}
+		p.mu.Unlock()
 	}
 }
 

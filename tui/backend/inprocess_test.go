@@ -17,7 +17,6 @@ import (
 	"dispatch-tui/engine/worker"
 )
 
-const gib = enginetest.GiB
 
 // testEnv is an Engine on the cloudtest driver with a fake clock.
 type testEnv struct {

@@ -1,0 +1,99 @@
+//go:build linux
+
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// mainExecutor runs command lines through Main in-process (the harness's
+// env), as the SSH server would run the runner.
+type mainExecutor struct{ h *harness }
+
+func (e mainExecutor) Execute(ctx context.Context, line string, stdin []byte) ([]byte, []byte, error) {
+	_, cmd, err := ParseLine(line)
+	if err != nil {
+		return nil, nil, err
+	}
+	args := []string{cmd.Verb}
+	if cmd.ID != "" {
+		args = append(args, cmd.ID)
+	}
+	var out, errb bytes.Buffer
+	if code := Main(args, bytes.NewReader(stdin), &out, &errb, e.h.env); code != 0 {
+		return out.Bytes(), errb.Bytes(), &ExitError{Code: code, Stderr: errb.String()}
+	}
+	return out.Bytes(), errb.Bytes(), nil
+}
+
+func (mainExecutor) Close() error { return nil }
+
+func TestBatchStartsLogsAndForgets(t *testing.T) {
+	h := newHarness(t)
+	c := &Client{Exec: mainExecutor{h}, Path: "/runner"}
+	ctx := context.Background()
+	specs := []Spec{
+		{ID: "b1", Command: []string{"sh", "-c", "echo one; exit 3"}},
+		{ID: "b2", Command: []string{"/usr/bin/printf", "%s|", "$(x)", "a b"}, Env: map[string]string{"V": "`id`"}},
+		{ID: "b3", Command: []string{"sleep", "30"}},
+		{ID: "b4", Command: []string{"/nonexistent/command"}},
+	}
+	errs, err := c.StartMany(ctx, specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, true, true, false} {
+		if (errs[i] == nil) != want {
+			t.Fatalf("start %s: %v", specs[i].ID, errs[i])
+		}
+	}
+	if errs, err := c.StartMany(ctx, specs[:1]); err != nil || errs[0] == nil || !strings.Contains(errs[0].Error(), "already exists") {
+		t.Fatalf("duplicate start: %v %v", errs, err)
+	}
+	// Every started container has its own supervisor-recorded state.
+	if st := h.waitState("b1", StateExited); st.ExitCode != 3 {
+		t.Fatalf("b1: %+v", st)
+	}
+	h.waitState("b2", StateExited)
+	if st := h.waitState("b3", StateRunning); st.PID <= 0 {
+		t.Fatalf("b3: %+v", st)
+	}
+	if _, ok := h.status("b4"); ok {
+		t.Fatal("a failed start left its directory")
+	}
+	replies, err := c.Batch(ctx, []Request{
+		{Verb: "logs", ID: "b1"}, {Verb: "logs", ID: "b2", Tail: 10}, {Verb: "forget", ID: "b1"},
+		{Verb: "forget", ID: "b3"}, {Verb: "kill", ID: "b3", Signal: SignalKill}, {Verb: "start", ID: "../x"},
+		{Verb: "logs", ID: ".."}, {Verb: "batch"}, {Verb: "list"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(replies[0].Stdout) != "one\n" || string(replies[1].Stdout) != "$(x)|a b|" {
+		t.Fatalf("logs: %q %q", replies[0].Stdout, replies[1].Stdout)
+	}
+	if replies[2].Code != 0 || replies[3].Code == 0 || replies[4].Code != 0 {
+		t.Fatalf("forget/kill replies: %+v", replies[2:5])
+	}
+	for i := 5; i < 8; i++ {
+		if replies[i].Code != 2 {
+			t.Fatalf("reply %d: %+v, want a usage error", i, replies[i])
+		}
+	}
+	sts, err := ParseList(replies[8].Stdout)
+	if err != nil || len(sts) != 2 {
+		t.Fatalf("list in batch: %v %+v", err, sts)
+	}
+	h.waitState("b3", StateExited)
+	// A malformed line gets its own error reply; the others still run.
+	code, out, _ := h.run("{\"verb\":\"list\"}\nnot json\n", "batch")
+	dec := json.NewDecoder(strings.NewReader(out))
+	var r1, r2 Reply
+	if code != 0 || dec.Decode(&r1) != nil || dec.Decode(&r2) != nil || r1.Code != 0 || r2.Code != 2 {
+		t.Fatalf("batch with a bad line: code %d, %q", code, out)
+	}
+}
