@@ -427,10 +427,11 @@ func (e *Engine) Logs(ctx context.Context, id string, tail int) ([]byte, error) 
 	if !found {
 		return nil, ErrNoLogs
 	}
-	return tailLines(out, tail), nil
+	return TailLines(out, tail), nil
 }
 
-func tailLines(b []byte, n int) []byte {
+// TailLines returns the last n lines of b (all of b when n <= 0).
+func TailLines(b []byte, n int) []byte {
 	if n <= 0 {
 		return b
 	}

@@ -791,7 +791,7 @@ func TestTailLines(t *testing.T) {
 		{"a\nb\nc\n", 5, "a\nb\nc\n"},
 		{"", 3, ""},
 	} {
-		if got := string(tailLines([]byte(tc.in), tc.n)); got != tc.want {
+		if got := string(engine.TailLines([]byte(tc.in), tc.n)); got != tc.want {
 			t.Errorf("tailLines(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
 		}
 	}

@@ -93,7 +93,7 @@ func (s *server) followLogs(w http.ResponseWriter, r *http.Request, id string, t
 		if err == nil {
 			chunk := tr.next(out)
 			if tr.first {
-				chunk = tailLines(chunk, tail)
+				chunk = engine.TailLines(chunk, tail)
 				tr.first = false
 			}
 			if len(chunk) > 0 {
@@ -180,24 +180,4 @@ func (t *logTracker) align(out []byte) int {
 		}
 	}
 	return 0
-}
-
-// tailLines returns the last n lines of b (all of b when n <= 0).
-func tailLines(b []byte, n int) []byte {
-	if n <= 0 {
-		return b
-	}
-	end := len(b)
-	if end > 0 && b[end-1] == '\n' {
-		end--
-	}
-	for i := end - 1; i >= 0; i-- {
-		if b[i] == '\n' {
-			n--
-			if n == 0 {
-				return b[i+1:]
-			}
-		}
-	}
-	return b
 }

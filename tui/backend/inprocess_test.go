@@ -17,7 +17,6 @@ import (
 	"dispatch-tui/engine/worker"
 )
 
-
 // testEnv is an Engine on the cloudtest driver with a fake clock.
 type testEnv struct {
 	*enginetest.Env
