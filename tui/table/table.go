@@ -195,6 +195,7 @@ func (t *Table) SortBy(key string) bool {
 				t.sortDesc = !t.sortDesc
 			} else {
 				t.sortCol, t.sortDesc = i, false
+				t.relayout() // the sorted column is never dropped
 			}
 			t.dirtySort = true
 			return true
@@ -208,8 +209,17 @@ func (t *Table) Sort() (int, bool) { return t.sortCol, t.sortDesc }
 
 // SetSort sets the sort directly (col -1 = source order).
 func (t *Table) SetSort(col int, desc bool) {
+	if col != t.sortCol {
+		t.relayout()
+	}
 	t.sortCol, t.sortDesc = col, desc
 	t.dirtySort = true
+}
+
+// relayout forgets column widths and rendered lines.
+func (t *Table) relayout() {
+	t.widths = nil
+	clear(t.cache)
 }
 
 var metas = regexp.MustCompile(`[\\^$.|?*+()\[\]{}]`)
@@ -473,7 +483,15 @@ func (t *Table) layout() []int {
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(t.cols[a].Priority, t.cols[b].Priority) })
+	// Lower priority values are kept first; the sorted column is always
+	// kept, so a narrow terminal never hides what the rows are sorted by.
+	prio := func(i int) int {
+		if i == t.sortCol {
+			return -1 << 30
+		}
+		return t.cols[i].Priority
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(prio(a), prio(b)) })
 	used := GutterWidth
 	for _, i := range idx {
 		need := t.cols[i].Width + 1

@@ -46,3 +46,20 @@ func TestFit(t *testing.T) {
 		}
 	}
 }
+
+func TestSortedColumnIsNeverDropped(t *testing.T) {
+	cols := []Column{
+		{Title: "ID", Width: 10, SortKey: "I"},
+		{Title: "NAME", Width: 10, SortKey: "N", Priority: 5},
+		{Title: "STATE", Width: 10, SortKey: "S", Priority: 1},
+	}
+	tb := New(cols, theme.New("dark", true, true))
+	tb.SetSize(24, 10)
+	if tb.Visible()[1] {
+		t.Fatalf("setup: NAME shown at width 24")
+	}
+	tb.SortBy("N")
+	if !tb.Visible()[1] {
+		t.Fatalf("sorted column NAME dropped at width 24")
+	}
+}
