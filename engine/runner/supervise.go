@@ -3,6 +3,8 @@
 package runner
 
 import (
+	"bufio"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -34,6 +36,7 @@ func (w *worker) supervise(args []string) int {
 	root := fl.String("dir", "", "state dir")
 	readyFD := fl.Int("ready-fd", -1, "fd to report readiness on")
 	grace := fl.Duration("grace", w.env.KillGrace, "TERM to KILL delay after max_run_time")
+	specsStdin := fl.Bool("specs-stdin", false, "read the specs from stdin (one JSON object per line, in the order of the ids), not from spec.json")
 	if err := fl.Parse(args); err != nil || fl.NArg() < 1 || *root == "" || !filepath.IsAbs(*root) {
 		return w.fail(2, "usage: runner supervise --dir ABSDIR [--ready-fd N] [--grace D] <id>... (internal; run by start)")
 	}
@@ -76,10 +79,23 @@ func (w *worker) supervise(args []string) int {
 		return 1
 	}
 	defer devnull.Close()
-	self := fmt.Sprintf("%d %s\n", os.Getpid(), procStart(os.Getpid()))
+	self := pidRecord{spid: os.Getpid(), sstart: procStart(os.Getpid())}
+	specs := make([][]byte, len(ids))
+	if *specsStdin {
+		// Read them all first: "start" writes them all before it reads
+		// the ready pipe.
+		dec := json.NewDecoder(bufio.NewReaderSize(os.Stdin, 64*1024))
+		for i := range specs {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				break
+			}
+			specs[i] = raw
+		}
+	}
 	var live []*supervised
-	for _, id := range ids {
-		c, err := w.superviseStart(filepath.Join(*root, id), self, devnull)
+	for i, id := range ids {
+		c, err := w.superviseStart(filepath.Join(*root, id), self, specs[i], *specsStdin, devnull)
 		if err != nil {
 			report("error " + id + " " + err.Error())
 			continue
@@ -141,41 +157,54 @@ func (w *worker) supervise(args []string) int {
 
 // supervised is one container a supervisor runs.
 type supervised struct {
-	dir   string
-	spec  Spec
-	cmd   *exec.Cmd
-	pid   int
-	outs  [2]*os.File
-	ended bool
+	dir     string
+	spec    Spec
+	cmd     *exec.Cmd
+	pid     int
+	outs    [2]*os.File
+	started time.Time
+	rec     pidRecord // the pid file's line
+	ended   bool
 }
 
 // superviseStart claims the container in dir (one supervisor per
-// directory, ever), starts its command and records its pid.
-func (w *worker) superviseStart(dir, self string, devnull *os.File) (*supervised, error) {
-	f, err := os.OpenFile(filepath.Join(dir, fileSupervisor), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
+// directory, ever: the first to create its stdout), starts its command and
+// records its pid. self holds the supervisor's pid and start time. The spec
+// is specJSON when fromStdin is set, else dir/spec.json.
+func (w *worker) superviseStart(dir string, self pidRecord, specJSON []byte, fromStdin bool, devnull *os.File) (*supervised, error) {
+	born := w.env.Now()
+	c := &supervised{dir: dir, started: born}
+	var err error
+	if c.outs[0], err = os.OpenFile(filepath.Join(dir, fileStdout), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600); err != nil {
 		return nil, fmt.Errorf("claiming %s: %v", dir, err)
 	}
-	_, err = io.WriteString(f, self)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, fmt.Errorf("writing %s: %v", fileSupervisor, err)
-	}
-	c := &supervised{dir: dir}
 	failed := func(code int, msg string) (*supervised, error) {
 		for _, o := range c.outs {
 			if o != nil {
 				o.Close()
 			}
 		}
-		writeFileAtomic(dir, fileError, []byte(msg+"\n"))
-		writeFileAtomic(dir, fileFinishedAt, formatTime(w.env.Now()))
-		writeFileAtomic(dir, fileExit, []byte(strconv.Itoa(code)+"\n"))
+		writeSmall(filepath.Join(dir, fileError), []byte(msg+"\n"))
+		rec := self
+		rec.started = born
+		writeSmall(filepath.Join(dir, fileExit), append(formatPIDRecord(rec), formatExitLine(code, w.env.Now())...))
 		return nil, errors.New(msg)
 	}
-	spec, err := readSpecFile(dir)
+	if c.outs[1], err = os.OpenFile(filepath.Join(dir, fileStderr), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err != nil {
+		return failed(127, err.Error())
+	}
+	var spec Spec
+	switch {
+	case !fromStdin:
+		spec, err = readSpecFile(dir)
+	case specJSON == nil:
+		err = errors.New("no spec on stdin")
+	default:
+		spec, err = decodeSpec(specJSON)
+		if err == nil && spec.ID != filepath.Base(dir) {
+			err = fmt.Errorf("spec id %q does not match the container id %q", spec.ID, filepath.Base(dir))
+		}
+	}
 	if err != nil {
 		return failed(127, "reading the spec: "+err.Error())
 	}
@@ -190,11 +219,6 @@ func (w *worker) superviseStart(dir, self string, devnull *os.File) (*supervised
 	path, err := lookPath(argv[0], envValue(env, "PATH"))
 	if err != nil {
 		return failed(127, err.Error())
-	}
-	for i, name := range []string{fileStdout, fileStderr} {
-		if c.outs[i], err = os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err != nil {
-			return failed(127, err.Error())
-		}
 	}
 	c.cmd = &exec.Cmd{
 		Path:        path,
@@ -214,10 +238,12 @@ func (w *worker) superviseStart(dir, self string, devnull *os.File) (*supervised
 		return failed(code, fmt.Sprintf("cannot run %q: %v", argv[0], err))
 	}
 	c.pid = c.cmd.Process.Pid
+	c.started = w.env.Now()
+	c.rec = self
+	c.rec.pid, c.rec.start, c.rec.started = c.pid, procStart(c.pid), c.started
 	if err := errors.Join(
-		writeFileAtomic(dir, fileStartedAt, formatTime(w.env.Now())),
-		writeFileAtomic(dir, filePIDStart, []byte(procStart(c.pid)+"\n")),
-		writeFileAtomic(dir, filePID, []byte(strconv.Itoa(c.pid)+"\n")),
+		writeSmall(filepath.Join(dir, filePIDStart), formatPIDRecord(c.rec)),
+		writeSmall(filepath.Join(dir, filePID), []byte(strconv.Itoa(c.pid)+"\n")),
 	); err != nil {
 		syscall.Kill(-c.pid, syscall.SIGKILL)
 		c.cmd.Wait()
@@ -244,8 +270,16 @@ func (c *supervised) finish(w *worker) {
 			code = 128 + int(ws.Signal())
 		}
 	}
-	writeFileAtomic(c.dir, fileFinishedAt, formatTime(w.env.Now()))
-	writeFileAtomic(c.dir, fileExit, []byte(strconv.Itoa(code)+"\n"))
+	// Append the exit line to pid_start, then rename it to exit: no new
+	// inode (the cost that matters on ext4). Readers take a pid_start
+	// with an exit line for an exited container.
+	line := formatExitLine(code, w.env.Now())
+	pidPath := filepath.Join(c.dir, filePIDStart)
+	if err := appendSmall(pidPath, line); err != nil {
+		writeSmall(filepath.Join(c.dir, fileExit), append(formatPIDRecord(c.rec), line...))
+		return
+	}
+	os.Rename(pidPath, filepath.Join(c.dir, fileExit))
 }
 
 // commandLine returns the argv and environment a spec runs with: the

@@ -7,15 +7,35 @@ package runner
 //
 // Every container lives in a directory <StateDir>/<id>/ holding
 //
-//	spec.json    the spec read by "start"
-//	supervisor   "<pid> <starttime>" of the supervisor process
-//	stdout       the container's standard output
+//	stdout       the container's standard output; created (O_EXCL) by the
+//	             supervisor, which is how it claims the directory
 //	stderr       the container's standard error
-//	started_at   RFC 3339 time the command was started
-//	pid_start    the command's start time in clock ticks (/proc/<pid>/stat)
-//	pid          the command's pid; written last of the files above, atomically
-//	finished_at  RFC 3339 time the command ended
-//	exit         the exit code (128+signal when killed); written last, atomically
+//	pid_start    "<starttime> <started_at> <supervisor pid> <supervisor
+//	             starttime> <pid>\n": the command's start time in clock
+//	             ticks (/proc/<pid>/stat, "-" when unknown), the RFC 3339
+//	             time it was started, the same for its supervisor, and its
+//	             pid
+//	pid          the command's pid ("<pid>\n"); written after pid_start
+//	exit         once the command ended: pid_start with "<code>
+//	             <finished_at>\n" appended (the exit code, 128+signal when
+//	             killed, and the RFC 3339 time it ended), renamed; so list
+//	             reads one file for an exited container. A command that
+//	             could not be started gets an exit file with pid 0.
+//	error        why the command could not be started (only then)
+//	spec.json    the spec, only for containers with an image (kill needs it
+//	             to kill the docker container); the supervisor gets the
+//	             specs on its stdin
+//
+// (pid and the first field of pid_start keep the meaning they had for
+// earlier runners: other tools read them.)
+//
+// Each file is written with a single write(2) (see writeSmall), and the
+// exit record reuses pid_start's inode: inode allocation for ~10 files
+// per container was most of the cost of a start on ext4. Directories
+// written by earlier runners hold instead spec.json, supervisor ("<pid>
+// <starttime>"), started_at, pid_start, pid ("<pid>"), finished_at and
+// exit ("<code>"); list, kill and forget still read them (readPIDRecord,
+// readExitRecord), so a restarted dispatcher re-adopts their containers.
 //
 // "start" re-executes the runner binary as the hidden verb "supervise" in a
 // new session; the supervisor starts the command in yet another session (so
@@ -72,16 +92,17 @@ const (
 
 // Files in a container directory (see the comment at the top of this file).
 const (
-	fileSpec       = "spec.json"
+	fileSpec     = "spec.json"
+	fileStdout   = "stdout"
+	fileStderr   = "stderr"
+	filePIDStart = "pid_start"
+	filePID      = "pid"
+	fileExit     = "exit"
+	fileError    = "error"
+	// Written by earlier runners only (read for re-adoption).
 	fileSupervisor = "supervisor"
-	fileStdout     = "stdout"
-	fileStderr     = "stderr"
 	fileStartedAt  = "started_at"
-	filePIDStart   = "pid_start"
-	filePID        = "pid"
 	fileFinishedAt = "finished_at"
-	fileExit       = "exit"
-	fileError      = "error"
 )
 
 // WorkerEnv is what Main needs from its surroundings.
@@ -402,31 +423,35 @@ func (w *worker) start(id string, stdin io.Reader) int {
 			os.RemoveAll(dir)
 		}
 	}()
-	body, err := json.Marshal(&spec)
-	if err == nil {
-		err = writeFileAtomic(dir, fileSpec, body)
-	}
+	body, err := writeSpec(dir, &spec)
 	if err != nil {
 		return w.fail(1, "runner start %s: writing spec: %v", id, err)
 	}
-	if err := w.launch(root, dir, id); err != nil {
+	if err := w.launchMany(root, []string{id}, [][]byte{body})[0]; err != nil {
 		return w.fail(1, "runner start %s: %v", id, err)
 	}
 	started = true
 	return 0
 }
 
-// launch starts the supervisor of container id and waits until it reports
-// that the command runs (pid written) or that it could not start it.
-func (w *worker) launch(root, dir, id string) error {
-	return w.launchMany(root, []string{id})[0]
+// writeSpec returns spec as JSON, also written to dir/spec.json when the
+// spec has an image: "kill" then needs it (after a restart of the
+// dispatcher too) to kill the docker container. Other specs reach the
+// supervisor on its stdin only: one file less per container.
+func writeSpec(dir string, spec *Spec) ([]byte, error) {
+	body, err := json.Marshal(spec)
+	if err == nil && spec.Image != "" {
+		err = writeSmall(filepath.Join(dir, fileSpec), body)
+	}
+	return body, err
 }
 
 // launchMany starts one supervisor for the containers ids (their
-// directories under root hold their specs) and waits until it reports, for
-// each, that the command runs (pid written) or that it could not start it.
-// It returns one error (or nil) per id.
-func (w *worker) launchMany(root string, ids []string) []error {
+// directories exist under root; specs holds their specs as JSON, sent to
+// the supervisor on its stdin) and waits until it reports, for each, that
+// the command runs (pid written) or that it could not start it. It returns
+// one error (or nil) per id.
+func (w *worker) launchMany(root string, ids []string, specs [][]byte) []error {
 	errs := make([]error, len(ids))
 	fill := func(err error) []error {
 		for i := range errs {
@@ -456,14 +481,21 @@ func (w *worker) launchMany(root string, ids []string) []error {
 		return fill(err)
 	}
 	defer pr.Close()
+	// The specs go to the supervisor's stdin, one JSON object per line in
+	// the order of ids.
+	sr, sw, err := os.Pipe()
+	if err != nil {
+		pw.Close()
+		return fill(err)
+	}
 	args := append([]string{self}, w.env.SelfArgs...)
-	args = append(args, "supervise", "--dir", root, "--ready-fd", "3", "--grace", w.env.KillGrace.String())
+	args = append(args, "supervise", "--dir", root, "--ready-fd", "3", "--grace", w.env.KillGrace.String(), "--specs-stdin")
 	args = append(args, ids...)
 	cmd := &exec.Cmd{
 		Path:       self,
 		Args:       args,
 		Dir:        "/",
-		Stdin:      devnull,
+		Stdin:      sr,
 		Stdout:     devnull,
 		Stderr:     devnull,
 		ExtraFiles: []*os.File{pw},
@@ -473,9 +505,22 @@ func (w *worker) launchMany(root string, ids []string) []error {
 	}
 	err = cmd.Start()
 	pw.Close()
+	sr.Close()
 	if err != nil {
+		sw.Close()
 		return fill(fmt.Errorf("starting the supervisor %s: %w", self, err))
 	}
+	go func() {
+		// A supervisor that dies early makes the writes fail (EPIPE);
+		// the ready pipe tells why.
+		bw := bufio.NewWriterSize(sw, 64*1024)
+		for _, b := range specs {
+			bw.Write(b)
+			bw.WriteByte('\n')
+		}
+		bw.Flush()
+		sw.Close()
+	}()
 	// Reap the supervisor if this process lives that long (tests, or a
 	// long-lived batch); otherwise init adopts it when we exit.
 	exited := make(chan error, 1)
@@ -536,8 +581,8 @@ func (w *worker) launchMany(root string, ids []string) []error {
 			if reported[i] {
 				continue
 			}
-			if pid, _, err := readPIDFile(filepath.Join(root, id, filePID)); err == nil && pid > 1 {
-				syscall.Kill(-pid, syscall.SIGKILL)
+			if pr, err := readPIDRecord(filepath.Join(root, id)); err == nil && pr.pid > 1 {
+				syscall.Kill(-pr.pid, syscall.SIGKILL)
 			}
 			errs[i] = fmt.Errorf("the supervisor did not start the command within %v; try again", startTimeout)
 		}
@@ -604,31 +649,44 @@ func (w *worker) list() int {
 // alive (the command just ended and the supervisor is about to write exit).
 // When both are gone without an exit file (the supervisor was killed) it is
 // exited with code -1. A directory without a pid file is starting for
-// startingGrace after the spec was written, then exited with -1.
+// startingGrace after it was made (or its spec written), then exited with
+// -1.
+//
+// An exit file written by this runner holds everything list reports, so an
+// exited container costs one open and one read.
 func (w *worker) status(dir, id string) Status {
 	st := Status{ID: id, State: StateRunning}
-	pid, _, pidErr := readPIDFile(filepath.Join(dir, filePID))
+	ex, exOK := readExitRecord(dir)
+	if exOK && ex.full {
+		ex.fill(&st)
+		return st
+	}
+	pr, pidErr := readPIDRecord(dir)
+	if pidErr == nil && pr.exit != nil {
+		pr.exit.fill(&st)
+		return st
+	}
+	if pidErr != nil && !exOK {
+		// The supervisor may have renamed pid to exit since we looked.
+		ex, exOK = readExitRecord(dir)
+	}
 	if pidErr == nil {
-		st.PID = pid
+		st.PID = pr.pid
+		st.StartedAt = pr.started
+		if st.StartedAt.IsZero() {
+			st.StartedAt = modTime(filepath.Join(dir, filePID))
+		}
+	} else {
+		st.StartedAt = bornTime(dir)
 	}
-	st.StartedAt = readTime(filepath.Join(dir, fileStartedAt))
-	if st.StartedAt.IsZero() {
-		st.StartedAt = modTime(filepath.Join(dir, filePID))
-	}
-	if st.StartedAt.IsZero() {
-		st.StartedAt = modTime(filepath.Join(dir, fileSpec))
-	}
-	if w.readExit(dir, &st) {
+	if exOK {
+		ex.fill(&st)
 		return st
 	}
 	if pidErr != nil {
-		// "start" makes the directory, then writes the spec: a directory
-		// with neither pid nor spec yet is starting too.
-		born := modTime(filepath.Join(dir, fileSpec))
-		if born.IsZero() {
-			born = modTime(dir)
-		}
-		if since := w.env.Now().Sub(born); since >= 0 && since < startingGrace {
+		// "start" makes the directory, then the supervisor writes the
+		// pid: a directory without one is starting for a while.
+		if since := w.env.Now().Sub(st.StartedAt); since >= 0 && since < startingGrace {
 			return st // starting
 		}
 		if w.readExit(dir, &st) {
@@ -637,10 +695,10 @@ func (w *worker) status(dir, id string) Status {
 		st.State, st.ExitCode = StateExited, -1
 		return st
 	}
-	if alive(pid, readString(filepath.Join(dir, filePIDStart))) {
+	if alive(pr.pid, pr.start) {
 		return st
 	}
-	if spid, sstart, err := readPIDFile(filepath.Join(dir, fileSupervisor)); err == nil && alive(spid, sstart) {
+	if spid, sstart := pr.supervisor(dir); alive(spid, sstart) {
 		return st // the supervisor is recording the exit
 	}
 	if w.readExit(dir, &st) { // written between the checks above
@@ -650,19 +708,27 @@ func (w *worker) status(dir, id string) Status {
 	return st
 }
 
+// bornTime is when the container in dir was made: its spec file's time
+// (written by earlier runners for every container), else the directory's.
+func bornTime(dir string) time.Time {
+	if t := modTime(filepath.Join(dir, fileSpec)); !t.IsZero() {
+		return t
+	}
+	return modTime(dir)
+}
+
 // readExit fills the exit code and finished time from the exit file and
 // reports whether there is one.
 func (w *worker) readExit(dir string, st *Status) bool {
-	code, err := strconv.Atoi(readString(filepath.Join(dir, fileExit)))
-	if err != nil {
-		return false
+	if ex, ok := readExitRecord(dir); ok {
+		ex.fill(st)
+		return true
 	}
-	st.State, st.ExitCode = StateExited, code
-	st.FinishedAt = readTime(filepath.Join(dir, fileFinishedAt))
-	if st.FinishedAt.IsZero() {
-		st.FinishedAt = modTime(filepath.Join(dir, fileExit))
+	if pr, err := readPIDRecord(dir); err == nil && pr.exit != nil {
+		pr.exit.fill(st)
+		return true
 	}
-	return true
+	return false
 }
 
 // ---- kill ----
@@ -683,7 +749,7 @@ func (w *worker) kill(id, signal string) int {
 	if st.PID == 0 {
 		return w.fail(1, "runner kill %s: container is still starting; retry the kill", id)
 	}
-	if alive(st.PID, readString(filepath.Join(dir, filePIDStart))) && st.PID > 1 {
+	if pr, err := readPIDRecord(dir); err == nil && pr.pid == st.PID && alive(pr.pid, pr.start) && st.PID > 1 {
 		// The command leads its own session and process group: signal
 		// the whole group, so its children go too.
 		if err := syscall.Kill(-st.PID, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
@@ -839,18 +905,90 @@ func (w *worker) forget(id string) int {
 
 // ---- files and processes ----
 
-// writeFileAtomic writes dir/name through a temporary file and a rename,
-// so readers see either no file or the whole content.
-func writeFileAtomic(dir, name string, data []byte) error {
-	tmp := filepath.Join(dir, "."+name+".tmp")
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
+// writeSmall creates path, which must not exist, and writes data to it
+// with a single write(2): three system calls and one inode, where a
+// temporary file and a rename cost an inode, a rename and more calls. A
+// reader may find the file empty (between the create and the write) but,
+// for a few bytes written at once to a new file, not partly written: the
+// kernel copies them into the page cache before it grows the file's size,
+// so a read sees size 0 or all of them. Readers still check that the
+// content ends with the newline every writer puts last, and take an empty
+// or unterminated file for one not written yet.
+func writeSmall(path string, data []byte) error {
+	fd, err := openRetry(path, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	return os.Rename(tmp, filepath.Join(dir, name))
+	n, err := syscall.Write(fd, data)
+	if err == nil && n < len(data) {
+		err = io.ErrShortWrite
+	}
+	if cerr := syscall.Close(fd); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return &fs.PathError{Op: "write", Path: path, Err: err}
+	}
+	return nil
+}
+
+// appendSmall appends data to the existing file path with a single
+// write(2) (see writeSmall for why readers see all of it or none).
+func appendSmall(path string, data []byte) error {
+	fd, err := openRetry(path, syscall.O_WRONLY|syscall.O_APPEND|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	n, err := syscall.Write(fd, data)
+	if err == nil && n < len(data) {
+		err = io.ErrShortWrite
+	}
+	if cerr := syscall.Close(fd); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return &fs.PathError{Op: "write", Path: path, Err: err}
+	}
+	return nil
+}
+
+func openRetry(path string, flags int, perm uint32) (int, error) {
+	for {
+		fd, err := syscall.Open(path, flags, perm)
+		if err != syscall.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// readSmall returns the content of path, a state file of a few bytes (at
+// most 4 KiB are read), with an open, a read or two and a close.
+func readSmall(path string) ([]byte, error) {
+	fd, err := openRetry(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer syscall.Close(fd)
+	var buf [4096]byte
+	n := 0
+	for n < len(buf) {
+		m, err := syscall.Read(fd, buf[n:])
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &fs.PathError{Op: "read", Path: path, Err: err}
+		}
+		n += m
+		if m == 0 || n < len(buf) {
+			break // a short read of a regular file is its end
+		}
+	}
+	return append([]byte(nil), buf[:n]...), nil
 }
 
 func readString(path string) string {
-	b, err := os.ReadFile(path)
+	b, err := readSmall(path)
 	if err != nil {
 		return ""
 	}
@@ -858,11 +996,189 @@ func readString(path string) string {
 }
 
 func readTime(path string) time.Time {
-	t, err := time.Parse(time.RFC3339Nano, readString(path))
+	return parseTime(readString(path))
+}
+
+func parseTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return time.Time{}
 	}
 	return t
+}
+
+// pidRecord is what the pid and pid_start files (and, for directories of
+// earlier runners, started_at and supervisor) say.
+type pidRecord struct {
+	pid     int
+	start   string // the command's start time in clock ticks; "" = unknown
+	started time.Time
+	spid    int // the supervisor; 0 = see the supervisor file (earlier runners)
+	sstart  string
+	exit    *exitRecord // pid_start's exit line, once appended (before the rename to exit)
+}
+
+// formatPIDRecord renders pid_start (the first line of exit).
+func formatPIDRecord(r pidRecord) []byte {
+	return fmt.Appendf(nil, "%s %s %d %s %d\n", orDash(r.start), r.started.UTC().Format(time.RFC3339Nano), r.spid, orDash(r.sstart), r.pid)
+}
+
+// formatExitLine renders the second line of the exit file.
+func formatExitLine(code int, finished time.Time) []byte {
+	return fmt.Appendf(nil, "%d %s\n", code, finished.UTC().Format(time.RFC3339Nano))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func unDash(s string) string {
+	if s == "-" {
+		return ""
+	}
+	return s
+}
+
+// readLines returns the lines of path's content when it is complete (ends
+// with a newline), else an error.
+func readLines(path string) ([]string, error) {
+	b, err := readSmall(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) == 0 || b[len(b)-1] != '\n' {
+		return nil, fmt.Errorf("%s: not written yet", path)
+	}
+	return strings.Split(string(b[:len(b)-1]), "\n"), nil
+}
+
+// parsePIDLine parses the five fields of formatPIDRecord.
+func parsePIDLine(line string) (r pidRecord, ok bool) {
+	f := strings.Fields(line)
+	if len(f) < 5 {
+		return r, false
+	}
+	var err error
+	if r.pid, err = strconv.Atoi(f[4]); err != nil || r.pid < 0 {
+		return r, false
+	}
+	r.start = unDash(f[0])
+	r.started = parseTime(f[1])
+	r.spid, _ = strconv.Atoi(f[2])
+	r.sstart = unDash(f[3])
+	return r, true
+}
+
+// parseExitLine parses formatExitLine.
+func parseExitLine(line string) (r exitRecord, ok bool) {
+	f := strings.Fields(line)
+	if len(f) < 2 {
+		return r, false
+	}
+	var err error
+	if r.code, err = strconv.Atoi(f[0]); err != nil {
+		return r, false
+	}
+	r.finished = parseTime(f[1])
+	return r, !r.finished.IsZero()
+}
+
+// readPIDRecord reads the pid file of the container in dir ("<pid>"),
+// then pid_start: five fields, with the exit line after them once the
+// command ended; or, written by earlier runners, the start time alone,
+// with started_at in its own file. A pid_start gone (renamed to exit just
+// now) leaves the start time unknown.
+func readPIDRecord(dir string) (pidRecord, error) {
+	path := filepath.Join(dir, filePID)
+	pid, _, err := readPIDFile(path)
+	if err != nil {
+		return pidRecord{}, err
+	}
+	r := pidRecord{pid: pid}
+	lines, err := readLines(filepath.Join(dir, filePIDStart))
+	if err == nil {
+		if m, ok := parsePIDLine(lines[0]); ok && m.pid == pid {
+			r = m
+			if len(lines) > 1 {
+				if ex, ok := parseExitLine(lines[1]); ok {
+					ex.pid, ex.started, ex.full = r.pid, r.started, true
+					r.exit = &ex
+				}
+			}
+			return r, nil
+		}
+		r.start = strings.TrimSpace(lines[0])
+	}
+	r.started = readTime(filepath.Join(dir, fileStartedAt))
+	return r, nil
+}
+
+// supervisor returns the supervisor of the container in dir: from the pid
+// file, or from the supervisor file of earlier runners.
+func (r pidRecord) supervisor(dir string) (pid int, start string) {
+	if r.spid > 0 {
+		return r.spid, r.sstart
+	}
+	pid, start, err := readPIDFile(filepath.Join(dir, fileSupervisor))
+	if err != nil {
+		return 0, ""
+	}
+	return pid, start
+}
+
+// exitRecord is what the exit file (and, for directories of earlier
+// runners, finished_at) says.
+type exitRecord struct {
+	code     int
+	finished time.Time
+	pid      int
+	started  time.Time
+	full     bool // pid and started are set: nothing else to read
+}
+
+// readExitRecord reads the exit file of the container in dir: the pid
+// file's line and the exit line "<code> <finished_at>"; or (earlier
+// runners) "<code>" alone, with the time in finished_at. ok is false when
+// there is none (yet).
+func readExitRecord(dir string) (r exitRecord, ok bool) {
+	path := filepath.Join(dir, fileExit)
+	lines, err := readLines(path)
+	if err != nil {
+		return r, false
+	}
+	if len(lines) >= 2 {
+		p, ok1 := parsePIDLine(lines[0])
+		ex, ok2 := parseExitLine(lines[1])
+		if !ok1 || !ok2 {
+			return r, false
+		}
+		ex.pid, ex.started, ex.full = p.pid, p.started, true
+		return ex, true
+	}
+	f := strings.Fields(lines[0])
+	if len(f) != 1 {
+		return r, false
+	}
+	if r.code, err = strconv.Atoi(f[0]); err != nil {
+		return r, false
+	}
+	r.finished = readTime(filepath.Join(dir, fileFinishedAt))
+	if r.finished.IsZero() {
+		r.finished = modTime(path)
+	}
+	return r, true
+}
+
+// fill sets st's exit fields, and its pid and start time when the record
+// has them.
+func (r exitRecord) fill(st *Status) {
+	st.State, st.ExitCode, st.FinishedAt = StateExited, r.code, r.finished
+	if r.full {
+		st.PID, st.StartedAt = r.pid, r.started
+	}
 }
 
 func modTime(path string) time.Time {
@@ -873,15 +1189,14 @@ func modTime(path string) time.Time {
 	return fi.ModTime().UTC()
 }
 
-func formatTime(t time.Time) []byte {
-	return []byte(t.UTC().Format(time.RFC3339Nano) + "\n")
-}
-
 // readPIDFile reads "<pid>[ <starttime>]".
 func readPIDFile(path string) (pid int, start string, err error) {
-	b, err := os.ReadFile(path)
+	b, err := readSmall(path)
 	if err != nil {
 		return 0, "", err
+	}
+	if len(b) == 0 || b[len(b)-1] != '\n' {
+		return 0, "", fmt.Errorf("%s: not written yet", path)
 	}
 	f := strings.Fields(string(b))
 	if len(f) == 0 {
@@ -1070,6 +1385,7 @@ func (w *worker) batchStart(reqs []Request, replies []Reply) {
 	}
 	var ids []string
 	var idx []int
+	var bodies [][]byte
 	for i, r := range reqs {
 		if !safeID(r.ID) {
 			failf(i, 2, "runner start: invalid container id %q: want [A-Za-z0-9_.-]{1,128}, not . or ..", r.ID)
@@ -1106,10 +1422,7 @@ func (w *worker) batchStart(reqs []Request, replies []Reply) {
 			}
 			continue
 		}
-		body, err := json.Marshal(&spec)
-		if err == nil {
-			err = writeFileAtomic(dir, fileSpec, body)
-		}
+		body, err := writeSpec(dir, &spec)
 		if err != nil {
 			os.RemoveAll(dir)
 			failf(i, 1, "runner start %s: writing spec: %v", r.ID, err)
@@ -1117,11 +1430,12 @@ func (w *worker) batchStart(reqs []Request, replies []Reply) {
 		}
 		ids = append(ids, r.ID)
 		idx = append(idx, i)
+		bodies = append(bodies, body)
 	}
 	if len(ids) == 0 {
 		return
 	}
-	for k, err := range w.launchMany(root, ids) {
+	for k, err := range w.launchMany(root, ids, bodies) {
 		if err != nil {
 			os.RemoveAll(filepath.Join(root, ids[k]))
 			failf(idx[k], 1, "runner start %s: %v", ids[k], err)

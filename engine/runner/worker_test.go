@@ -400,7 +400,8 @@ func TestSupervisorKilled(t *testing.T) {
 	h := newHarness(t)
 	h.start(Spec{ID: "orphan", Command: []string{"sleep", "60"}})
 	st := h.waitState("orphan", StateRunning)
-	spid, sstart, err := readPIDFile(filepath.Join(h.env.StateDir, "orphan", fileSupervisor))
+	pr, err := readPIDRecord(filepath.Join(h.env.StateDir, "orphan"))
+	spid, sstart := pr.supervisor(filepath.Join(h.env.StateDir, "orphan"))
 	if err != nil || !alive(spid, sstart) {
 		t.Fatalf("supervisor %d: %v", spid, err)
 	}
