@@ -486,11 +486,17 @@ func killRunnerProcesses(runnerDir string) {
 			continue
 		}
 		cdir := filepath.Join(runnerDir, e.Name())
-		if pid, start := readPID(filepath.Join(cdir, "supervisor")); pid > 1 {
-			if start == "" || procStart(pid) == start {
-				syscall.Kill(-pid, syscall.SIGKILL)
-				syscall.Kill(pid, syscall.SIGKILL)
+		// The supervisor: in pid_start's fields 3 and 4 (pid, start
+		// ticks), or in a "supervisor" file written by older runners.
+		spid, sstart := readPID(filepath.Join(cdir, "supervisor"))
+		if f := strings.Fields(readFile(filepath.Join(cdir, "pid_start"))); len(f) >= 4 {
+			if n, err := strconv.Atoi(f[2]); err == nil {
+				spid, sstart = n, f[3]
 			}
+		}
+		if spid > 1 && (sstart == "" || procStart(spid) == sstart) {
+			syscall.Kill(-spid, syscall.SIGKILL)
+			syscall.Kill(spid, syscall.SIGKILL)
 		}
 		if pid, _ := readPID(filepath.Join(cdir, "pid")); pid > 1 {
 			start, _ := readPID(filepath.Join(cdir, "pid_start"))
@@ -502,6 +508,14 @@ func killRunnerProcesses(runnerDir string) {
 }
 
 // readPID reads "<int> [<word>]" from path; 0 when unreadable.
+func readFile(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
 func readPID(path string) (int, string) {
 	b, err := os.ReadFile(path)
 	if err != nil {
