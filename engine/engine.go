@@ -549,6 +549,46 @@ func (e *Engine) KillInstance(id, actor, reason string) (worker.InstanceView, er
 	return v, err
 }
 
+// UnknownVerbError is returned by InstanceVerb and ContainerVerb for a
+// verb name they do not know.
+type UnknownVerbError struct {
+	Kind  string // "instance" or "container"
+	Verb  string
+	Known string
+}
+
+func (e *UnknownVerbError) Error() string {
+	return fmt.Sprintf("unknown %s verb %q (%s)", e.Kind, e.Verb, e.Known)
+}
+
+// InstanceVerb applies an instance verb by name: hold, drain, run or kill.
+func (e *Engine) InstanceVerb(id, verb, actor, reason string) (worker.InstanceView, error) {
+	switch verb {
+	case "hold":
+		return e.HoldInstance(id, actor, reason)
+	case "drain":
+		return e.DrainInstance(id, actor, reason)
+	case "run":
+		return e.RunInstance(id, actor, reason)
+	case "kill":
+		return e.KillInstance(id, actor, reason)
+	}
+	return worker.InstanceView{}, &UnknownVerbError{Kind: "instance", Verb: verb, Known: "hold, drain, run or kill"}
+}
+
+// ContainerVerb applies a container verb by name: hold, release or kill.
+func (e *Engine) ContainerVerb(id, verb, actor, reason string) (queue.Container, error) {
+	switch verb {
+	case "hold":
+		return e.HoldContainer(id, actor, reason)
+	case "release":
+		return e.ReleaseContainer(id, actor, reason)
+	case "kill":
+		return e.KillContainer(id, actor, reason)
+	}
+	return queue.Container{}, &UnknownVerbError{Kind: "container", Verb: verb, Known: "hold, release or kill"}
+}
+
 // HoldContainer keeps a container from starting.
 func (e *Engine) HoldContainer(id, actor, reason string) (queue.Container, error) {
 	c, err := e.queue.Hold(id, actor, reason)

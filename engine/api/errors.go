@@ -54,10 +54,11 @@ func classify(err error) *httpError {
 	var fe *queue.FieldError
 	var te *queue.TransitionError
 	var nf *engine.NoFitError
+	var uv *engine.UnknownVerbError
 	switch {
 	case errors.As(err, &he):
 		return he
-	case errors.Is(err, queue.ErrNotFound), errors.Is(err, worker.ErrNotFound):
+	case errors.Is(err, queue.ErrNotFound), errors.Is(err, worker.ErrNotFound), errors.As(err, &uv):
 		return notFound(err.Error())
 	case errors.As(err, &fe):
 		return badRequest(fe.Field, fe.Error())

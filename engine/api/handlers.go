@@ -6,7 +6,6 @@ import (
 	"net/url"
 
 	"dispatch-tui/engine/queue"
-	"dispatch-tui/engine/worker"
 )
 
 // listBody is every list response: {"items": [...]} (items_available for
@@ -29,26 +28,12 @@ func (s *server) listInstances(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) instanceVerb(w http.ResponseWriter, r *http.Request) {
 	id, verb := r.PathValue("id"), r.PathValue("verb")
-	var do func(id, actor, reason string) (worker.InstanceView, error)
-	switch verb {
-	case "hold":
-		do = s.eng.HoldInstance
-	case "drain":
-		do = s.eng.DrainInstance
-	case "run":
-		do = s.eng.RunInstance
-	case "kill":
-		do = s.eng.KillInstance
-	default:
-		writeError(w, notFound(fmt.Sprintf("unknown instance verb %q (hold, drain, run, kill)", verb)))
-		return
-	}
 	var body reasonBody
 	if herr := decodeBody(w, r, &body, false); herr != nil {
 		writeError(w, herr)
 		return
 	}
-	v, err := do(id, actor(r), body.Reason)
+	v, err := s.eng.InstanceVerb(id, verb, actor(r), body.Reason)
 	if err != nil {
 		writeError(w, classify(err))
 		return
@@ -109,24 +94,12 @@ func containerNotFound(id string) *httpError {
 
 func (s *server) containerVerb(w http.ResponseWriter, r *http.Request) {
 	id, verb := r.PathValue("id"), r.PathValue("verb")
-	var do func(id, actor, reason string) (queue.Container, error)
-	switch verb {
-	case "hold":
-		do = s.eng.HoldContainer
-	case "release":
-		do = s.eng.ReleaseContainer
-	case "kill":
-		do = s.eng.KillContainer
-	default:
-		writeError(w, notFound(fmt.Sprintf("unknown container verb %q (hold, release, kill; PATCH for priority)", verb)))
-		return
-	}
 	var body reasonBody
 	if herr := decodeBody(w, r, &body, false); herr != nil {
 		writeError(w, herr)
 		return
 	}
-	s.applyContainerVerb(w, id, func() (queue.Container, error) { return do(id, actor(r), body.Reason) })
+	s.applyContainerVerb(w, id, func() (queue.Container, error) { return s.eng.ContainerVerb(id, verb, actor(r), body.Reason) })
 }
 
 func (s *server) patchContainer(w http.ResponseWriter, r *http.Request) {

@@ -118,19 +118,7 @@ func (b *InProcess) InstanceVerb(ctx context.Context, id, verb, reason string) e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var err error
-	switch verb {
-	case "hold":
-		_, err = b.eng.HoldInstance(id, b.actor, reason)
-	case "drain":
-		_, err = b.eng.DrainInstance(id, b.actor, reason)
-	case "run":
-		_, err = b.eng.RunInstance(id, b.actor, reason)
-	case "kill":
-		_, err = b.eng.KillInstance(id, b.actor, reason)
-	default:
-		return fmt.Errorf("unknown instance verb %q (hold, drain, run or kill)", verb)
-	}
+	_, err := b.eng.InstanceVerb(id, verb, b.actor, reason)
 	return err
 }
 
@@ -139,17 +127,7 @@ func (b *InProcess) ContainerVerb(ctx context.Context, id, verb, reason string) 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	var err error
-	switch verb {
-	case "hold":
-		_, err = b.eng.HoldContainer(id, b.actor, reason)
-	case "release":
-		_, err = b.eng.ReleaseContainer(id, b.actor, reason)
-	case "kill":
-		_, err = b.eng.KillContainer(id, b.actor, reason)
-	default:
-		return fmt.Errorf("unknown container verb %q (hold, release or kill)", verb)
-	}
+	_, err := b.eng.ContainerVerb(id, verb, b.actor, reason)
 	return err
 }
 
