@@ -390,7 +390,7 @@ func (m *Model) onLogs(msg logsMsg) {
 	if m.mode != modeLogs || msg.id != m.logID {
 		return
 	}
-	m.logLines = strings.Split(strings.TrimRight(sanitize(text), "\n"), "\n")
+	m.logLines = strings.Split(strings.TrimRight(table.Sanitize(text), "\n"), "\n")
 	if m.logFollow {
 		m.scroll = max(len(m.logLines)-m.bodyHeight(), 0)
 	}
@@ -398,19 +398,6 @@ func (m *Model) onLogs(msg logsMsg) {
 
 // sanitize drops control characters (other than newline and tab) so a
 // container's output cannot drive the terminal.
-func sanitize(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n':
-			return r
-		case r == '\t':
-			return ' '
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			return -1
-		}
-		return r
-	}, s)
-}
 
 func (m *Model) bodyHeight() int { return max(m.height-headerLines-1, 1) }
 

@@ -340,7 +340,7 @@ func (m *Model) detailLines() []string {
 		return []string{"loading…"}
 	}
 	var out []string
-	add := func(k, v string) { out = append(out, fmt.Sprintf("%-14s %s", k+":", v)) }
+	add := func(k, v string) { out = append(out, fmt.Sprintf("%-14s %s", k+":", table.Sanitize(v))) }
 	switch m.detailView {
 	case vInstances:
 		var v *worker.InstanceView
@@ -418,7 +418,7 @@ func (m *Model) detailLines() []string {
 		if m.detailLogs == "" {
 			out = append(out, "  (none yet)")
 		}
-		for _, l := range strings.Split(strings.TrimRight(sanitize(m.detailLogs), "\n"), "\n") {
+		for _, l := range strings.Split(strings.TrimRight(table.Sanitize(m.detailLogs), "\n"), "\n") {
 			if l != "" {
 				out = append(out, "  "+l)
 			}

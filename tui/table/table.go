@@ -644,13 +644,31 @@ func (t *Table) View() string {
 	return b.String()
 }
 
+// isASCII reports whether s is printable ASCII (no control characters).
 func isASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
+		if s[i] >= 0x7f || s[i] < 0x20 {
 			return false
 		}
 	}
 	return true
+}
+
+// Sanitize removes control characters (escape sequences included) from
+// text that came from users or programs, so it cannot drive the terminal;
+// tabs become spaces and newlines are kept.
+func Sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n':
+			return r
+		case r == '\t':
+			return ' '
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			return -1
+		}
+		return r
+	}, s)
 }
 
 func runewidthOf(s string) int {
@@ -680,6 +698,9 @@ func Fit(s string, w int, right bool) string {
 		}
 		return s + strings.Repeat(" ", w-len(s))
 	}
+	// Cells are one line of text from users and programs: no control
+	// characters may reach the terminal.
+	s = strings.ReplaceAll(Sanitize(s), "\n", " ")
 	sw := runewidth.StringWidth(s)
 	if sw > w {
 		s = runewidth.Truncate(s, w, "…")

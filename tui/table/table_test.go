@@ -63,3 +63,14 @@ func TestSortedColumnIsNeverDropped(t *testing.T) {
 		t.Fatalf("sorted column NAME dropped at width 24")
 	}
 }
+
+func TestFitStripsControlCharacters(t *testing.T) {
+	for _, in := range []string{"evil\x1b[2Jname", "bell\x07", "multi\nline", "c1\u009bcsi"} {
+		got := Fit(in, 12, false)
+		for _, r := range got {
+			if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+				t.Fatalf("Fit(%q) = %q keeps control character %U", in, got, r)
+			}
+		}
+	}
+}
