@@ -31,15 +31,14 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/crypto/ssh"
 
 	"dispatch-tui/cloud"
+	"dispatch-tui/engine/runner"
 )
 
 // File and directory names.
@@ -430,7 +429,7 @@ func (i *Instance) Destroy(ctx context.Context) error {
 	if srv != nil {
 		srv.close()
 	}
-	killRunnerProcesses(filepath.Join(i.dir, dirRunner))
+	runner.KillAll(filepath.Join(i.dir, dirRunner))
 
 	dead := filepath.Join(d.instancesDir(), deadPrefix+string(i.id))
 	if err := os.Rename(i.dir, dead); err != nil {
@@ -472,88 +471,6 @@ func (i *Instance) startServer(readyAt time.Time) error {
 	return nil
 }
 
-// killRunnerProcesses SIGKILLs, best effort, the process groups of every
-// runner container (and its supervisor) recorded under runnerDir that is
-// still running. Pids whose recorded start time does not match the running
-// process are left alone (the pid was reused).
-func killRunnerProcesses(runnerDir string) {
-	entries, err := os.ReadDir(runnerDir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
-		}
-		cdir := filepath.Join(runnerDir, e.Name())
-		// The supervisor: in pid_start's fields 3 and 4 (pid, start
-		// ticks), or in a "supervisor" file written by older runners.
-		spid, sstart := readPID(filepath.Join(cdir, "supervisor"))
-		if f := strings.Fields(readFile(filepath.Join(cdir, "pid_start"))); len(f) >= 4 {
-			if n, err := strconv.Atoi(f[2]); err == nil {
-				spid, sstart = n, f[3]
-			}
-		}
-		if spid > 1 && (sstart == "" || procStart(spid) == sstart) {
-			syscall.Kill(-spid, syscall.SIGKILL)
-			syscall.Kill(spid, syscall.SIGKILL)
-		}
-		if pid, _ := readPID(filepath.Join(cdir, "pid")); pid > 1 {
-			start, _ := readPID(filepath.Join(cdir, "pid_start"))
-			if start == 0 || procStart(pid) == strconv.Itoa(start) {
-				syscall.Kill(-pid, syscall.SIGKILL)
-			}
-		}
-	}
-}
-
-// readPID reads "<int> [<word>]" from path; 0 when unreadable.
-func readFile(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	return string(b)
-}
-
-func readPID(path string) (int, string) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0, ""
-	}
-	n, err := strconv.Atoi(f[0])
-	if err != nil || n <= 0 {
-		return 0, ""
-	}
-	if len(f) > 1 {
-		return n, f[1]
-	}
-	return n, ""
-}
-
-// procStart returns pid's start time in clock ticks from /proc/<pid>/stat,
-// or "" when unknown (no /proc, no such process).
-func procStart(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(s[i+1:])
-	// f[0] is field 3 (state); starttime is field 22.
-	if len(f) < 20 {
-		return ""
-	}
-	return f[19]
-}
 
 // Keys and files.
 

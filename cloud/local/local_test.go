@@ -273,7 +273,8 @@ func TestDestroy(t *testing.T) {
 	idir := inst.(*Instance).Dir()
 
 	// A "container" recorded the way the runner does: its own session,
-	// pid file under <instance>/runner/<id>/pid.
+	// pid_start (start ticks, start time, supervisor, pid) and pid files
+	// under <instance>/runner/<id>/.
 	sleeper := exec.Command("sleep", "300")
 	sleeper.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := sleeper.Start(); err != nil {
@@ -284,6 +285,15 @@ func TestDestroy(t *testing.T) {
 	go func() { waited <- sleeper.Wait() }()
 	cdir := filepath.Join(idir, "runner", "c1")
 	if err := os.MkdirAll(cdir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", sleeper.Process.Pid))
+	if err != nil {
+		t.Skip("no /proc: ", err)
+	}
+	ticks := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))[19] // field 22: starttime
+	record := fmt.Sprintf("%s 2026-01-01T00:00:00Z 0 - %d\n", ticks, sleeper.Process.Pid)
+	if err := os.WriteFile(filepath.Join(cdir, "pid_start"), []byte(record), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(cdir, "pid"), []byte(strconv.Itoa(sleeper.Process.Pid)+"\n"), 0o600); err != nil {

@@ -1442,3 +1442,39 @@ func (w *worker) batchStart(reqs []Request, replies []Reply) {
 		}
 	}
 }
+
+// KillAll sends SIGKILL to every container still running under stateDir
+// (its whole process group) and to its supervisor: what destroying an
+// instance does to the containers on it. Finished containers are skipped,
+// and so is any process whose start time does not match its record (the
+// pid was reused by something else).
+func KillAll(stateDir string) {
+	ents, err := os.ReadDir(stateDir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.IsDir() || !ValidID(e.Name()) {
+			continue
+		}
+		dir := filepath.Join(stateDir, e.Name())
+		if _, done := readExitRecord(dir); done {
+			continue
+		}
+		r, err := readPIDRecord(dir)
+		if err != nil {
+			continue
+		}
+		spid, sstart := r.spid, r.sstart
+		if spid == 0 { // earlier runners kept the supervisor in its own file
+			spid, sstart, _ = readPIDFile(filepath.Join(dir, fileSupervisor))
+		}
+		if spid > 1 && sstart != "" && alive(spid, sstart) {
+			syscall.Kill(-spid, syscall.SIGKILL)
+			syscall.Kill(spid, syscall.SIGKILL)
+		}
+		if r.pid > 1 && r.start != "" && alive(r.pid, r.start) {
+			syscall.Kill(-r.pid, syscall.SIGKILL)
+		}
+	}
+}

@@ -45,3 +45,6 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env WorkerEn
 	fmt.Fprintln(stderr, "runner: the worker side of the runner protocol needs a Unix system")
 	return 1
 }
+
+// KillAll is only implemented on Unix.
+func KillAll(stateDir string) {}
