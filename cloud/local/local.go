@@ -471,7 +471,6 @@ func (i *Instance) startServer(readyAt time.Time) error {
 	return nil
 }
 
-
 // Keys and files.
 
 func loadOrCreateKey(path string) (ssh.Signer, error) {
