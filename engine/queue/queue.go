@@ -64,6 +64,7 @@ type Queue struct {
 	mu        sync.Mutex
 	byID      map[string]*Container
 	active    []*Container // non-final containers, in scheduling order when !unsorted
+	finished  []*Container // final containers: loaded ones by Seq, then as they leave active
 	unsorted  bool
 	final     int
 	dirty     map[string]struct{}
@@ -124,6 +125,7 @@ func (q *Queue) load() error {
 			q.byID[c.ID] = c
 			if c.State.Final() {
 				q.final++
+				q.finished = append(q.finished, c)
 			} else {
 				q.active = append(q.active, c)
 			}
@@ -133,6 +135,7 @@ func (q *Queue) load() error {
 		if err != nil {
 			return err
 		}
+		slices.SortFunc(q.finished, func(a, b *Container) int { return cmp.Compare(a.Seq, b.Seq) })
 		q.unsorted = true
 		ev := tx.Bucket(bucketEvents)
 		cur := ev.Cursor()
@@ -314,8 +317,11 @@ func (q *Queue) Len() (total, active int) {
 	return len(q.byID), len(q.byID) - q.final
 }
 
-// Each calls fn with every container under the queue's lock, active ones
-// in scheduling order first. fn must not keep c or call the Queue.
+// Each calls fn with every container under the queue's lock: active ones
+// in scheduling order, then final ones in a stable order (those that end
+// later come after), so paging through a list neither repeats nor skips
+// rows. fn
+// must not keep c or call the Queue.
 func (q *Queue) Each(fn func(c *Container) bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -325,8 +331,8 @@ func (q *Queue) Each(fn func(c *Container) bool) {
 			return
 		}
 	}
-	for _, c := range q.byID {
-		if c.State.Final() && !fn(c) {
+	for _, c := range q.finished {
+		if !fn(c) {
 			return
 		}
 	}
@@ -384,7 +390,13 @@ func (q *Queue) sortLocked() {
 	if !q.unsorted {
 		return
 	}
-	q.active = slices.DeleteFunc(q.active, func(c *Container) bool { return c.State.Final() })
+	q.active = slices.DeleteFunc(q.active, func(c *Container) bool {
+		if c.State.Final() {
+			q.finished = append(q.finished, c)
+			return true
+		}
+		return false
+	})
 	slices.SortFunc(q.active, compareContainers)
 	q.unsorted = false
 }
