@@ -91,27 +91,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}, stderr)
 	}
 
-	switch cmd, rest := args[0], args[1:]; cmd {
-	case "version":
+	cmd, rest := args[0], args[1:]
+	switch {
+	case cmd == "version":
 		if len(rest) != 0 {
 			fmt.Fprintf(stderr, "usage: dispatch-tui version\n")
 			return 2
 		}
 		fmt.Fprintf(stdout, "dispatch-tui %s\n", version)
 		return 0
-	case "check-config":
+	case cmd == "check-config":
 		if len(rest) != 1 {
 			fmt.Fprintf(stderr, "usage: dispatch-tui check-config FILE\n")
 			return 2
 		}
 		return checkConfig(rest[0], stdout, stderr)
-	case "simulate":
+	case cmd == "simulate":
 		return simulateCmd(fs.Lookup("config").Value.String(), rest, stdout, stderr)
-	case "runner":
+	case cmd == "runner":
 		// The worker-side program the dispatcher runs on instances.
 		return runner.Main(rest, os.Stdin, stdout, stderr, runner.WorkerEnv{Version: version})
-	case "submit", "ls", "hold", "drain", "run", "kill", "release", "priority",
-		"logs", "pause", "resume":
+	case cli.IsCommand(cmd):
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		return cli.Run(ctx, cmd, rest, cli.Env{

@@ -10,6 +10,7 @@ package scheduler
 import (
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -86,7 +87,6 @@ type Scheduler struct {
 	adopted      []*queue.Container
 	starts       []startAction
 	revert       []worker.StartFailure
-	last         Stats
 }
 
 type fit struct {
@@ -139,9 +139,6 @@ func New(cfg *config.Config, q *queue.Queue, pool Pool, clk clock.Clock, log *sl
 	s.blockedType = make([]bool, len(s.types))
 	return s
 }
-
-// LastStats returns the statistics of the last pass.
-func (s *Scheduler) LastStats() Stats { return s.last }
 
 // Fits reports whether some configured type can hold a container with rc,
 // and if not, an explanation naming the largest type.
@@ -250,7 +247,7 @@ func (s *Scheduler) RunPass() Stats {
 
 	err := s.queue.Pass(func(tx *queue.Tx) {
 		s.indexInstances()
-		s.handleStartFailures(tx, failures, &st)
+		s.handleStartFailures(tx, failures)
 		anyUnknown := s.reconcileReports(tx, ready, &st)
 		s.reconcileRunning(tx, ready, anyUnknown, &st)
 		s.mapQueue(tx, now, ready, &st)
@@ -269,7 +266,6 @@ func (s *Scheduler) RunPass() Stats {
 	st.Starts = len(s.starts)
 	st.AtQuota = st.AtQuota || poolAtQuota
 	st.Duration = time.Since(t0)
-	s.last = st
 	return st
 }
 
@@ -322,7 +318,7 @@ func (s *Scheduler) finishIndex() {
 	}
 }
 
-func (s *Scheduler) handleStartFailures(tx *queue.Tx, failures []worker.StartFailure, st *Stats) {
+func (s *Scheduler) handleStartFailures(tx *queue.Tx, failures []worker.StartFailure) {
 	for _, f := range failures {
 		c := tx.Get(f.ContainerID)
 		if c == nil || c.State != queue.Running || c.InstanceID != string(f.InstanceID) {
@@ -443,7 +439,7 @@ func (s *Scheduler) reconcileRunning(tx *queue.Tx, ready, anyUnknown bool, st *S
 		}
 		sl := &s.slots[idx]
 		v := sl.view
-		if _, seen := s.reported[c.ID]; !seen && !v.ListedAt.IsZero() && v.ListedAt.After(c.StartedAt) && !contains(v.Containers, c.ID) && !reportedExited(v, c.ID) {
+		if _, seen := s.reported[c.ID]; !seen && !v.ListedAt.IsZero() && v.ListedAt.After(c.StartedAt) && !slices.Contains(v.Containers, c.ID) && !isReported(v, c.ID) {
 			var err error
 			if c.RunnerSeen {
 				err = tx.Requeue(c, "runner on "+c.InstanceID+" lost it")
@@ -460,7 +456,7 @@ func (s *Scheduler) reconcileRunning(tx *queue.Tx, ready, anyUnknown bool, st *S
 		if c.KillRequested && v.State != worker.StateShutdown {
 			s.pool.KillContainer(v.ID, c.ID)
 		}
-		if !contains(v.Containers, c.ID) {
+		if !slices.Contains(v.Containers, c.ID) {
 			sl.count++
 		}
 		addUse(&sl.used, c.RuntimeConstraints, s.reserveRAM)
@@ -804,18 +800,10 @@ func stateIndex(s queue.State) int {
 	return 4
 }
 
-func reportedExited(v *worker.InstanceView, id string) bool {
+// isReported reports whether the runner listed id at all (running or exited).
+func isReported(v *worker.InstanceView, id string) bool {
 	for i := range v.Reported {
 		if v.Reported[i].ID == id {
-			return true
-		}
-	}
-	return false
-}
-
-func contains(ids []string, id string) bool {
-	for _, x := range ids {
-		if x == id {
 			return true
 		}
 	}

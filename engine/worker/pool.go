@@ -1523,16 +1523,6 @@ func (p *Pool) Logs(ctx context.Context, id cloud.InstanceID, containerID string
 	return client.Logs(ctx, containerID, tail)
 }
 
-// ProbeSoon makes the next Step probe the instance (subject to
-// max_probes_per_second), e.g. after starting short containers on it.
-func (p *Pool) ProbeSoon(id cloud.InstanceID) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if w := p.workers[id]; w != nil {
-		w.nextProbe = time.Time{}
-	}
-}
-
 // ---------------------------------------------------------------------------
 // creates and quota
 
