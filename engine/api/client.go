@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"os/user"
 	"strconv"
 	"strings"
 
@@ -273,4 +275,20 @@ func readAPIError(resp *http.Response) *APIError {
 		ae.Message = http.StatusText(resp.StatusCode)
 	}
 	return ae
+}
+
+// UserActor names the person running this process for the event log:
+// prefix + ":" + their user name (e.g. "cli:alice").
+func UserActor(prefix string) string {
+	name := ""
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	if name == "" {
+		name = os.Getenv("USER")
+	}
+	if name == "" {
+		name = "unknown"
+	}
+	return prefix + ":" + name
 }

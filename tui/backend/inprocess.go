@@ -3,13 +3,12 @@ package backend
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/user"
 	"slices"
 	"sync"
 	"time"
 
 	"dispatch-tui/engine"
+	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/queue"
 )
 
@@ -43,19 +42,7 @@ func NewInProcess(e *engine.Engine, describe string) *InProcess {
 
 // Actor is the name verbs from this console are recorded under:
 // "tui:<username>".
-func Actor() string {
-	name := ""
-	if u, err := user.Current(); err == nil {
-		name = u.Username
-	}
-	if name == "" {
-		name = os.Getenv("USER")
-	}
-	if name == "" {
-		name = "unknown"
-	}
-	return "tui:" + name
-}
+func Actor() string { return api.UserActor("tui") }
 
 // Describe implements Backend.
 func (b *InProcess) Describe() string { return b.describe }

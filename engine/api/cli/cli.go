@@ -13,7 +13,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/user"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -115,11 +114,7 @@ func client(env *Env) (*api.Client, error) {
 		}
 	}
 	c := api.NewClient(server, token)
-	name := "unknown"
-	if u, err := user.Current(); err == nil {
-		name = u.Username
-	}
-	c.Actor = "cli:" + name
+	c.Actor = api.UserActor("cli")
 	return c, nil
 }
 
