@@ -49,8 +49,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -151,29 +149,6 @@ func (e *WorkerEnv) fill() {
 	}
 }
 
-// ExecutableHash returns the sha256 (hex) of the running executable.
-func ExecutableHash() (string, error) {
-	path, err := os.Executable()
-	if err != nil {
-		return "", err
-	}
-	return FileHash(path)
-}
-
-// FileHash returns the sha256 (hex) of the file at path: what "runner
-// version" reports for a runner installed from it.
-func FileHash(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hashing %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
 
 const workerUsage = "usage: runner version | start <id> (spec JSON on stdin) | list | kill <id> [--signal TERM|KILL] | logs <id> [--tail N] | forget <id> | batch (JSON requests on stdin)"
 

@@ -3,11 +3,8 @@
 package runner
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
-	"os"
 	"time"
 )
 
@@ -22,23 +19,6 @@ type WorkerEnv struct {
 	SelfArgs  []string
 }
 
-// ExecutableHash returns the sha256 (hex) of the running executable.
-func ExecutableHash() (string, error) {
-	path, err := os.Executable()
-	if err != nil {
-		return "", err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
 
 // Main reports that the worker side of the runner needs a Unix system.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env WorkerEnv) int {
