@@ -149,7 +149,6 @@ func (e *WorkerEnv) fill() {
 	}
 }
 
-
 const workerUsage = "usage: runner version | start <id> (spec JSON on stdin) | list | kill <id> [--signal TERM|KILL] | logs <id> [--tail N] | forget <id> | batch (JSON requests on stdin)"
 
 // Main runs one runner verb with args (the words after "runner"), reading

@@ -19,7 +19,6 @@ type WorkerEnv struct {
 	SelfArgs  []string
 }
 
-
 // Main reports that the worker side of the runner needs a Unix system.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env WorkerEnv) int {
 	fmt.Fprintln(stderr, "runner: the worker side of the runner protocol needs a Unix system")
