@@ -534,7 +534,7 @@ func (e *Engine) KillInstance(id, actor, reason string) (worker.InstanceView, er
 		return v, fmt.Errorf("instance %s: %w", id, err)
 	}
 	err = e.queue.Pass(func(tx *queue.Tx) {
-		for _, c := range tx.Active() {
+		for _, c := range tx.RunningAtStart() {
 			if c.State == queue.Running && c.InstanceID == id {
 				if err := tx.Requeue(c, "instance "+id+" killed: "+reason); err != nil {
 					e.log.Error("requeue", "container", c.ID, "err", err)

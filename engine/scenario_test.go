@@ -550,3 +550,23 @@ func TestProbeFailingInstanceGetsNoContainers(t *testing.T) {
 		t.Fatalf("attempts %d, want 1 (no refused starts)", a)
 	}
 }
+
+func TestContainersRequeuedWhenTheirInstanceIsShutDown(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Cloud.TimeoutProbe = 30 * time.Second
+	h := newHarness(t, cfg, cloudtest.Options{})
+	c := h.submit(-1, 0)
+	inst := h.runningOn(c, 30)
+	// Its probes fail until timeout_probe shuts it down; the destroy
+	// keeps failing, so the instance stays listed in state shutdown.
+	h.cloud.Break(cloud.InstanceID(inst))
+	h.cloud.SetDestroyErrorRate(1)
+	h.until("instance shut down", 60, func() bool { return h.instance(inst).State == worker.StateShutdown })
+	h.step(2)
+	if _, still := h.eng.Instance(inst); !still {
+		t.Fatalf("setup: instance %s left the pool", inst)
+	}
+	if got := h.container(c); got.InstanceID == inst {
+		t.Fatalf("container still recorded on the shut-down instance: %s %s", got.State, got.InstanceID)
+	}
+}

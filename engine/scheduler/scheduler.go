@@ -439,6 +439,14 @@ func (s *Scheduler) reconcileRunning(tx *queue.Tx, ready, anyUnknown bool, st *S
 		}
 		sl := &s.slots[idx]
 		v := sl.view
+		if v.State == worker.StateShutdown {
+			// Its instance is being destroyed (killed, or shut down after
+			// failing probes): the container dies with it.
+			if err := tx.Requeue(c, "instance "+c.InstanceID+" shut down"); err != nil {
+				s.log.Error("requeue", "container", c.ID, "err", err)
+			}
+			continue
+		}
 		if _, seen := s.reported[c.ID]; !seen && !v.ListedAt.IsZero() && v.ListedAt.After(c.StartedAt) && !slices.Contains(v.Containers, c.ID) && !isReported(v, c.ID) {
 			var err error
 			if c.RunnerSeen {
