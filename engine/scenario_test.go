@@ -570,3 +570,35 @@ func TestContainersRequeuedWhenTheirInstanceIsShutDown(t *testing.T) {
 		t.Fatalf("container still recorded on the shut-down instance: %s %s", got.State, got.InstanceID)
 	}
 }
+
+// A start call whose outcome is unknown (the connection dropped) is not a
+// failure: the runner's next listing decides. A start that ran is kept
+// (one attempt, one run); one that never ran goes back to the queue
+// without counting an attempt and runs once later.
+func TestStartWithUnknownOutcomeIsSettledByTheRunnerList(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lose func(d *cloudtest.Driver, rate float64)
+	}{
+		{"reply lost, container ran", (*cloudtest.Driver).SetLostReplyRate},
+		{"request lost, container did not run", (*cloudtest.Driver).SetLostRequestRate},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, testConfig(t), cloudtest.Options{})
+			inst := idleInstance(h)
+			c := h.submit(5*time.Second, 0)
+			tc.lose(h.cloud, 1)
+			h.until("start issued", 10, func() bool { return h.state(c) == queue.Running })
+			h.step(1)
+			tc.lose(h.cloud, 0)
+			h.until("complete", 60, func() bool { return h.state(c) == queue.Complete })
+			got := h.container(c)
+			if got.Attempts != 1 || h.cloud.StartCount(c) != 1 {
+				t.Fatalf("attempts %d, runs %d: want 1 and 1", got.Attempts, h.cloud.StartCount(c))
+			}
+			if got.InstanceID != inst {
+				t.Fatalf("ran on %s, want the idle %s", got.InstanceID, inst)
+			}
+		})
+	}
+}

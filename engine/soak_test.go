@@ -49,6 +49,8 @@ func TestChaosSoak(t *testing.T) {
 		BrokenRate:         0.03,
 		RunnerCrashRate:    0.05,
 		VanishRate:         0.002,
+		LostReplyRate:      0.01,
+		LostRequestRate:    0.01,
 	})
 	rng := rand.New(rand.NewPCG(7, 9))
 	n := *soakContainers
@@ -157,9 +159,18 @@ func TestChaosSoak(t *testing.T) {
 		t.Fatalf("held instance %s was shut down automatically", held)
 	}
 	byState := map[queue.State]int{}
+	overcounted := 0
 	for _, id := range ids {
 		c := h.container(id)
 		byState[c.State]++
+		// Attempts bound the runs (max_attempts must hold). An attempt
+		// may count a run that never happened only when its instance
+		// vanished or was shut down before any runner listing showed it.
+		if runs := h.cloud.StartCount(id); runs > c.Attempts {
+			t.Fatalf("container %s ran %d times but records %d attempts", id, runs, c.Attempts)
+		} else if runs < c.Attempts {
+			overcounted++
+		}
 		if c.State == queue.Cancelled && (c.Reason == "" || c.ReasonCode == "") {
 			t.Fatalf("container %s Cancelled without a reason", id)
 		}
@@ -180,9 +191,9 @@ func TestChaosSoak(t *testing.T) {
 		h.step(1)
 	}
 	st := h.cloud.Stats()
-	t.Logf("soak: %d containers %v in %d steps (%s simulated, %s real); cloud: %d creates (%d failed), %d destroys (%d failed), %d rate-limited calls, %d vanished, %d runner crashes; drained in %ds",
+	t.Logf("soak: %d containers %v in %d steps (%s simulated, %s real); cloud: %d creates (%d failed), %d destroys (%d failed), %d rate-limited calls, %d vanished, %d runner crashes, %d lost replies, %d lost requests; drained in %ds; %d containers with an attempt that never ran",
 		n, byState, step, time.Duration(step)*time.Second, time.Since(start).Round(time.Millisecond),
-		st.Creates, st.CreateErrors, st.Destroys, st.DestroyErrors, st.RateLimited, st.Vanished, st.Crashed, drainSteps)
+		st.Creates, st.CreateErrors, st.Destroys, st.DestroyErrors, st.RateLimited, st.Vanished, st.Crashed, st.LostReplies, st.LostRequests, drainSteps, overcounted)
 	if byState[queue.Complete]+byState[queue.Cancelled] != n {
 		t.Fatalf("final states %v do not add up to %d", byState, n)
 	}

@@ -63,6 +63,13 @@ type Options struct {
 	// VanishRate: on every successful Instances() call, each live instance
 	// disappears with this probability (as if the provider terminated it).
 	VanishRate float64
+	// LostReplyRate is the fraction of runner calls that run on the
+	// instance but whose reply is lost (the connection drops before the
+	// exit status arrives), so the caller cannot tell whether they ran.
+	LostReplyRate float64
+	// LostRequestRate is the fraction of runner calls whose connection
+	// drops before they run, with the same error as a lost reply.
+	LostRequestRate float64
 	// RunnerHash is the hash "runner version" reports ("cloudtest-runner
 	// <RunnerHash>") for a runner path that was not installed through the
 	// executor. Default "0". After runner.InstallLine(path) ran with the
@@ -97,11 +104,13 @@ type Stats struct {
 	Starts        int // "runner start" commands accepted
 	Kills         int // "runner kill" commands accepted
 
-	Created   int // instances created
-	Destroyed int // instances destroyed by a successful Destroy
-	Vanished  int // instances that vanished (VanishRate or Vanish)
-	Installs  int // runner install lines executed
-	Crashed   int // containers that vanished from a runner's list (RunnerCrashRate or CrashRunner)
+	Created      int // instances created
+	Destroyed    int // instances destroyed by a successful Destroy
+	Vanished     int // instances that vanished (VanishRate or Vanish)
+	Installs     int // runner install lines executed
+	Crashed      int // containers that vanished from a runner's list (RunnerCrashRate or CrashRunner)
+	LostReplies  int // runner calls that ran but whose reply was lost (LostReplyRate)
+	LostRequests int // runner calls lost before they ran (LostRequestRate)
 }
 
 // rng streams, one per kind of fault.
@@ -112,6 +121,7 @@ const (
 	streamBroken
 	streamCrash
 	streamVanish
+	streamLostReply
 )
 
 // Driver is an in-memory cloud.InstanceSet. Use New.
@@ -131,9 +141,11 @@ type Driver struct {
 	brokenRate       float64
 	crashRate        float64
 	vanishRate       float64
+	lostReplyRate    float64
+	lostRequestRate  float64
 	runnerHash       string
 
-	rngCreate, rngDestroy, rngRateLimit, rngBroken, rngCrash, rngVanish *rand.Rand
+	rngCreate, rngDestroy, rngRateLimit, rngBroken, rngCrash, rngVanish, rngLostReply *rand.Rand
 
 	seq         int
 	pid         int
@@ -187,6 +199,8 @@ func New(opts Options) *Driver {
 		brokenRate:       opts.BrokenRate,
 		crashRate:        opts.RunnerCrashRate,
 		vanishRate:       opts.VanishRate,
+		lostReplyRate:    opts.LostReplyRate,
+		lostRequestRate:  opts.LostRequestRate,
 		runnerHash:       opts.RunnerHash,
 		rngCreate:        stream(streamCreate),
 		rngDestroy:       stream(streamDestroy),
@@ -194,6 +208,7 @@ func New(opts Options) *Driver {
 		rngBroken:        stream(streamBroken),
 		rngCrash:         stream(streamCrash),
 		rngVanish:        stream(streamVanish),
+		rngLostReply:     stream(streamLostReply),
 		instances:        map[cloud.InstanceID]*instState{},
 		startCounts:      map[string]int{},
 	}
@@ -544,6 +559,20 @@ func (d *Driver) SetBrokenRate(f float64) {
 func (d *Driver) SetRunnerCrashRate(f float64) {
 	d.mu.Lock()
 	d.crashRate = f
+	d.mu.Unlock()
+}
+
+// SetLostReplyRate sets Options.LostReplyRate.
+func (d *Driver) SetLostReplyRate(f float64) {
+	d.mu.Lock()
+	d.lostReplyRate = f
+	d.mu.Unlock()
+}
+
+// SetLostRequestRate sets Options.LostRequestRate.
+func (d *Driver) SetLostRequestRate(f float64) {
+	d.mu.Lock()
+	d.lostRequestRate = f
 	d.mu.Unlock()
 }
 

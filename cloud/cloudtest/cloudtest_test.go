@@ -333,6 +333,9 @@ func TestExecutorFaults(t *testing.T) {
 				if !strings.Contains(err.Error(), inst.Address()) {
 					t.Fatalf("error does not name address: %v", err)
 				}
+				if !errors.Is(err, runner.ErrNotSent) {
+					t.Fatalf("a refused connection must say the command was not sent: %v", err)
+				}
 			}
 		})
 	}
@@ -620,6 +623,39 @@ func TestInstallAndShell(t *testing.T) {
 	cancel()
 	if _, _, err := ex.Execute(cctx, "true", nil); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled ctx: %v", err)
+	}
+}
+
+// A lost reply: the start ran on the instance, the caller got a transport
+// error that does not claim the command was not sent.
+func TestLostReply(t *testing.T) {
+	ctx := context.Background()
+	d, _ := newDriver(t, Options{LostReplyRate: 1})
+	inst := mustCreate(t, d, small, nil)
+	cl := &runner.Client{Exec: mustExec(t, d, inst), Path: "/r"}
+	err := cl.Start(ctx, runner.Spec{ID: "c1", Command: []string{"daemon"}})
+	var ee *runner.ExitError
+	if err == nil || errors.As(err, &ee) || errors.Is(err, runner.ErrNotSent) || !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("lost reply: got %v", err)
+	}
+	d.SetLostReplyRate(0)
+	sts, err := cl.List(ctx)
+	if err != nil || len(sts) != 1 || sts[0].ID != "c1" || sts[0].State != runner.StateRunning {
+		t.Fatalf("the start ran anyway: list %+v err %v", sts, err)
+	}
+	if d.StartCount("c1") != 1 || d.Stats().LostReplies != 1 {
+		t.Fatalf("start count %d, lost replies %d", d.StartCount("c1"), d.Stats().LostReplies)
+	}
+
+	// A lost request: the same kind of error, but nothing ran.
+	d.SetLostRequestRate(1)
+	err = cl.Start(ctx, runner.Spec{ID: "c2", Command: []string{"daemon"}})
+	if err == nil || errors.As(err, &ee) || errors.Is(err, runner.ErrNotSent) || !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("lost request: got %v", err)
+	}
+	d.SetLostRequestRate(0)
+	if d.StartCount("c2") != 0 || d.Stats().LostRequests != 1 {
+		t.Fatalf("start count %d, lost requests %d", d.StartCount("c2"), d.Stats().LostRequests)
 	}
 }
 

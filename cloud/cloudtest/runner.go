@@ -156,7 +156,7 @@ func exitErr(code int, format string, args ...any) ([]byte, []byte, error) {
 // Execute runs a command line on the instance's in-memory runner.
 func (e *executor) Execute(ctx context.Context, line string, stdin []byte) (stdout, stderr []byte, err error) {
 	if err := ctx.Err(); err != nil {
-		return nil, nil, err
+		return nil, nil, runner.NotSent(err)
 	}
 	d := e.d
 	d.mu.Lock()
@@ -165,19 +165,36 @@ func (e *executor) Execute(ctx context.Context, line string, stdin []byte) (stdo
 	s := d.instances[e.id]
 	switch {
 	case s == nil:
-		return nil, nil, fmt.Errorf("dial %s: no such host: %w", e.id, ErrUnreachable)
+		return nil, nil, runner.NotSent(fmt.Errorf("dial %s: no such host: %w", e.id, ErrUnreachable))
 	case !s.live():
-		return nil, nil, fmt.Errorf("dial %s: no route to host: %w", s.address, ErrUnreachable)
+		return nil, nil, runner.NotSent(fmt.Errorf("dial %s: no route to host: %w", s.address, ErrUnreachable))
 	case now.Before(s.readyAt):
-		return nil, nil, fmt.Errorf("dial %s: connection refused: %w", s.address, ErrUnreachable)
+		return nil, nil, runner.NotSent(fmt.Errorf("dial %s: connection refused: %w", s.address, ErrUnreachable))
 	case s.broken:
-		return nil, nil, fmt.Errorf("ssh %s: handshake failed: EOF: %w", s.address, ErrUnreachable)
+		return nil, nil, runner.NotSent(fmt.Errorf("ssh %s: handshake failed: EOF: %w", s.address, ErrUnreachable))
 	}
 
 	f := strings.Fields(line)
 	if len(f) < 2 || f[1] != "runner" {
 		return d.shell(s, line, stdin)
 	}
+	if roll(d.rngLostReply, d.lostRequestRate) {
+		// The connection drops before the command runs; the caller sees
+		// the same error as for a lost reply.
+		d.stats.LostRequests++
+		return nil, nil, fmt.Errorf("ssh %s: session ended without an exit status (connection lost): %w", s.address, ErrUnreachable)
+	}
+	stdout, stderr, err = d.runnerCall(s, now, line, stdin)
+	if roll(d.rngLostReply, d.lostReplyRate) {
+		// The command ran; its reply is lost on the way back.
+		d.stats.LostReplies++
+		return nil, nil, fmt.Errorf("ssh %s: session ended without an exit status (connection lost): %w", s.address, ErrUnreachable)
+	}
+	return stdout, stderr, err
+}
+
+// runnerCall runs one runner command line on s's in-memory runner.
+func (d *Driver) runnerCall(s *instState, now time.Time, line string, stdin []byte) (stdout, stderr []byte, err error) {
 	runnerPath, cmd, err := runner.ParseLine(line)
 	if err != nil {
 		return exitErr(2, "%v", err)

@@ -39,8 +39,15 @@ func TestCrashRestartSoak(t *testing.T) {
 	}
 	server := fmt.Sprintf("127.0.0.1:%d", port)
 	var daemon *exec.Cmd
+	logPath := filepath.Join(t.TempDir(), "daemon.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
 	start := func() {
 		daemon = exec.Command(binary, "--daemon", "--config", cfgPath)
+		daemon.Stderr = logFile
 		if err := daemon.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -112,6 +119,11 @@ func TestCrashRestartSoak(t *testing.T) {
 	for _, l := range strings.Fields(string(data)) {
 		lines[l]++
 	}
+	defer func() {
+		if t.Failed() {
+			dumpWarnings(t, logPath)
+		}
+	}()
 	for _, it := range all {
 		if it.State != queue.Complete {
 			t.Errorf("container %s ended %s (%s), want Complete", it.Name, it.State, it.Reason)
@@ -122,6 +134,20 @@ func TestCrashRestartSoak(t *testing.T) {
 		}
 		if lines[it.Name] != 1 {
 			t.Errorf("container %s ran %d times, want exactly once (no retry policy)", it.Name, lines[it.Name])
+		}
+	}
+}
+
+// dumpWarnings logs the daemon's warnings and errors, to explain a failure.
+func dumpWarnings(t *testing.T, path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, `"level":"WARN"`) || strings.Contains(l, `"level":"ERROR"`) {
+			t.Log(l)
 		}
 	}
 }

@@ -233,10 +233,26 @@ func (e *ExitError) Error() string {
 	return fmt.Sprintf("exit status %d: %s", e.Code, msg)
 }
 
+// ErrNotSent is matched (errors.Is) by an Executor error when the command
+// certainly never reached the instance: no connection could be made or no
+// session opened. Any other transport error leaves it unknown whether the
+// command ran.
+var ErrNotSent = errors.New("command not sent")
+
+// NotSent marks err as one where the command never reached the instance.
+func NotSent(err error) error { return &notSentError{err} }
+
+type notSentError struct{ err error }
+
+func (e *notSentError) Error() string        { return e.err.Error() }
+func (e *notSentError) Unwrap() error        { return e.err }
+func (e *notSentError) Is(target error) bool { return target == ErrNotSent }
+
 // Executor runs command lines on one instance (over SSH in production).
 type Executor interface {
 	// Execute runs cmd with stdin (may be nil) and returns its output. A
-	// command that ran and exited non-zero returns an *ExitError.
+	// command that ran and exited non-zero returns an *ExitError; one that
+	// never reached the instance returns an error matching ErrNotSent.
 	Execute(ctx context.Context, cmd string, stdin []byte) (stdout, stderr []byte, err error)
 	// Close releases the connection.
 	Close() error

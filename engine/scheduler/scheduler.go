@@ -82,7 +82,8 @@ type Scheduler struct {
 	blockedType []bool
 	reported    map[string]struct{}
 	// blockedStart holds non-Running containers some runner still reports
-	// running: they must not start until that attempt is gone.
+	// (running, or exited and not yet forgotten): they must not start
+	// until that attempt is gone.
 	blockedStart map[string]struct{}
 	adopted      []*queue.Container
 	starts       []startAction
@@ -260,7 +261,9 @@ func (s *Scheduler) RunPass() Stats {
 	}
 	for _, a := range s.starts {
 		if err := s.pool.StartContainer(a.inst, a.spec); err != nil {
-			s.revert = append(s.revert, worker.StartFailure{ContainerID: a.spec.ID, InstanceID: a.inst, Err: err})
+			// Refused before anything was sent (e.g. the instance was
+			// held since the pass): not an attempt.
+			s.revert = append(s.revert, worker.StartFailure{ContainerID: a.spec.ID, InstanceID: a.inst, Err: err, NeverSent: true})
 		}
 	}
 	st.Starts = len(s.starts)
@@ -325,7 +328,14 @@ func (s *Scheduler) handleStartFailures(tx *queue.Tx, failures []worker.StartFai
 			continue
 		}
 		s.log.Warn("container start failed", "container", c.ID, "instance", f.InstanceID, "err", f.Err)
-		if err := tx.Requeue(c, "start on "+string(f.InstanceID)+" failed: "+errString(f.Err)); err != nil {
+		why := "start on " + string(f.InstanceID) + " failed: " + errString(f.Err)
+		var err error
+		if f.NeverSent && !c.RunnerSeen {
+			err = tx.RevertStart(c, why)
+		} else {
+			err = tx.Requeue(c, why)
+		}
+		if err != nil {
 			s.log.Error("requeue after start failure", "container", c.ID, "err", err)
 		}
 	}
@@ -374,6 +384,7 @@ func (s *Scheduler) reconcileReports(tx *queue.Tx, ready bool, st *Stats) (anyUn
 				if !running && c.State == queue.Queued && c.Attempts > 0 {
 					// An exited earlier attempt of a requeued container.
 					s.pool.ForgetContainer(v.ID, r.ID)
+					s.blockedStart[r.ID] = struct{}{}
 					continue
 				}
 				if err := tx.Adopt(c, string(v.ID), v.Type, r.StartedAt); err != nil {
@@ -390,6 +401,12 @@ func (s *Scheduler) reconcileReports(tx *queue.Tx, ready bool, st *Stats) (anyUn
 						continue
 					}
 					s.pool.ForgetContainer(v.ID, r.ID)
+					if !c.State.Final() {
+						// Retried under on-failure: the runner refuses to
+						// start an id it still holds, so the retry waits
+						// until the exited attempt is forgotten.
+						s.blockedStart[r.ID] = struct{}{}
+					}
 					continue
 				}
 				if c.KillRequested || c.Priority == 0 {
@@ -621,7 +638,8 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 	}
 	if len(s.blockedStart) > 0 {
 		if _, ok := s.blockedStart[c.ID]; ok {
-			// A previous attempt still runs somewhere (being killed).
+			// A previous attempt is still on a runner (being killed
+			// or forgotten).
 			tx.SetPending(c, queue.Pending{Code: queue.ReasonRequeued})
 			return
 		}

@@ -159,13 +159,13 @@ func (e *Executor) Execute(ctx context.Context, cmd string, stdin []byte) (stdou
 		case e.sem <- struct{}{}:
 			defer func() { <-e.sem }()
 		case <-ctx.Done():
-			return nil, nil, e.wrap(ctx, ctx.Err())
+			return nil, nil, runner.NotSent(e.wrap(ctx, ctx.Err()))
 		}
 	}
 	for attempt := 0; ; attempt++ {
 		c, fresh, err := e.getClient(ctx)
 		if err != nil {
-			return nil, nil, e.wrap(ctx, err)
+			return nil, nil, runner.NotSent(e.wrap(ctx, err))
 		}
 		r := e.run(ctx, c, cmd, stdin)
 		if r.openErr != nil {
@@ -178,7 +178,7 @@ func (e *Executor) Execute(ctx context.Context, cmd string, stdin []byte) (stdou
 					continue
 				}
 			}
-			return nil, nil, e.wrap(ctx, r.openErr)
+			return nil, nil, runner.NotSent(e.wrap(ctx, r.openErr))
 		}
 		var xe *runner.ExitError
 		if r.err != nil && !errors.As(r.err, &xe) {

@@ -540,6 +540,9 @@ func TestReconnectAfterServerDrop(t *testing.T) {
 	if err == nil || errors.As(err, &xe) || !strings.Contains(err.Error(), "ssh "+f.srv.addr+": ") {
 		t.Fatalf("dropped command: %v", err)
 	}
+	if errors.Is(err, runner.ErrNotSent) {
+		t.Fatalf("a command dropped while running must not claim it was never sent: %v", err)
+	}
 	mustExec(t, e, "true", nil)
 	if got := f.srv.accepted.Load(); got != 3 {
 		t.Fatalf("accepted %d, want 3", got)
@@ -556,6 +559,9 @@ func TestCommandTimeoutKillsSession(t *testing.T) {
 	_, _, err := e.Execute(context.Background(), "sleep 30", nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("want DeadlineExceeded, got %v", err)
+	}
+	if errors.Is(err, runner.ErrNotSent) {
+		t.Fatalf("a command that timed out while running must not claim it was never sent: %v", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("took %v", d)
@@ -822,6 +828,9 @@ func TestDialTimeout(t *testing.T) {
 	_, _, err := e.Execute(context.Background(), "true", nil)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("want DeadlineExceeded, got %v", err)
+	}
+	if !errors.Is(err, runner.ErrNotSent) {
+		t.Fatalf("a failed dial must say the command was not sent: %v", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("took %v", d)

@@ -1211,13 +1211,15 @@ func (p *Pool) StartContainer(id cloud.InstanceID, spec runner.Spec) error {
 	}
 	ok := p.goLocked(func() {
 		exec, err := p.executor(w)
+		outcome := startNeverSent
 		if err == nil {
 			client := runner.Client{Exec: exec, Path: p.s.runnerPath}
 			err = client.Start(p.ctx, spec)
+			outcome = classifyStartErr(err)
 		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		p.startDoneLocked(w, spec.ID, err)
+		p.startDoneLocked(w, spec.ID, err, outcome)
 	})
 	if !ok {
 		return errStopped
@@ -1242,17 +1244,23 @@ func (p *Pool) runStartBatches(w *worker) {
 
 		var errs []error
 		exec, err := p.executor(w)
+		outcome := startNeverSent
 		if err == nil {
 			client := runner.Client{Exec: exec, Path: p.s.runnerPath}
 			errs, err = client.StartMany(p.ctx, specs)
+			if err != nil && !errors.Is(err, runner.ErrNotSent) {
+				// The batch call failed on the way (an exit status of
+				// "runner batch" itself is no per-start answer either).
+				outcome = startUnknown
+			}
 		}
 		p.mu.Lock()
 		for i := range specs {
-			e := err
-			if e == nil {
-				e = errs[i]
+			if err != nil {
+				p.startDoneLocked(w, specs[i].ID, err, outcome)
+			} else {
+				p.startDoneLocked(w, specs[i].ID, errs[i], startRefused)
 			}
-			p.startDoneLocked(w, specs[i].ID, e)
 		}
 		w.nextProbe = time.Time{}
 		p.notifyLocked()
@@ -1260,7 +1268,34 @@ func (p *Pool) runStartBatches(w *worker) {
 	}
 }
 
-func (p *Pool) startDoneLocked(w *worker, cid string, err error) {
+// startOutcome says what a failed start call tells about the container.
+type startOutcome int
+
+const (
+	// startRefused: the runner answered that it did not start it.
+	startRefused startOutcome = iota
+	// startNeverSent: no connection, the runner never saw the request.
+	startNeverSent
+	// startUnknown: the call failed on the way (timeout, broken
+	// connection); the runner may or may not have started it.
+	startUnknown
+)
+
+// classifyStartErr says what a single "runner start" call's error means.
+func classifyStartErr(err error) startOutcome {
+	var ee *runner.ExitError
+	switch {
+	case errors.Is(err, runner.ErrNotSent):
+		return startNeverSent
+	case errors.As(err, &ee):
+		return startRefused
+	}
+	return startUnknown
+}
+
+// startDoneLocked records the end of a start call. err == nil means it
+// started; otherwise outcome says what the error means.
+func (p *Pool) startDoneLocked(w *worker, cid string, err error, outcome startOutcome) {
 	i := slices.IndexFunc(w.starts, func(s startEntry) bool { return s.id == cid && s.doneSeq == 0 })
 	if i < 0 || w.removed {
 		return
@@ -1268,6 +1303,17 @@ func (p *Pool) startDoneLocked(w *worker, cid string, err error) {
 	p.stats.Starts++
 	if err == nil {
 		w.starts[i].doneSeq = p.nextSeqLocked()
+		return
+	}
+	if outcome == startUnknown {
+		// Only the runner's listing can tell: the first list issued after
+		// now shows it running (started) or not (the scheduler then
+		// returns it to the queue without counting an attempt). Reporting
+		// a failure here would count an attempt for a start that may have
+		// happened, and a later listing would then adopt it as a second.
+		w.starts[i].doneSeq = p.nextSeqLocked()
+		p.log.Warn("container start outcome unknown; the next runner list decides",
+			"instance", string(w.v.ID), "container", cid, "error", err.Error())
 		return
 	}
 	startSeq := w.starts[i].seq
@@ -1283,7 +1329,7 @@ func (p *Pool) startDoneLocked(w *worker, cid string, err error) {
 		w.v.Containers = slices.DeleteFunc(w.v.Containers, func(s string) bool { return s == cid })
 	}
 	p.updateBusyLocked(w, p.clk.Now())
-	p.startFailures = append(p.startFailures, StartFailure{ContainerID: cid, InstanceID: w.v.ID, Err: err})
+	p.startFailures = append(p.startFailures, StartFailure{ContainerID: cid, InstanceID: w.v.ID, Err: err, NeverSent: outcome == startNeverSent})
 	p.log.Warn("container start failed", "instance", string(w.v.ID), "container", cid, "error", err.Error())
 	p.notifyLocked()
 }

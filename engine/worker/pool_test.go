@@ -326,7 +326,7 @@ func TestStartContainerErrors(t *testing.T) {
 	}
 	h.pool.Wait()
 	f := h.pool.TakeStartFailures()
-	if len(f) != 1 || f[0].ContainerID != "c2" || f[0].InstanceID != id || f[0].Err == nil {
+	if len(f) != 1 || f[0].ContainerID != "c2" || f[0].InstanceID != id || f[0].Err == nil || !f[0].NeverSent {
 		t.Fatalf("start failures: %+v", f)
 	}
 	if f := h.pool.TakeStartFailures(); len(f) != 0 {

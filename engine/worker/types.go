@@ -95,4 +95,7 @@ type StartFailure struct {
 	ContainerID string
 	InstanceID  cloud.InstanceID
 	Err         error
+	// NeverSent: the request never reached the instance (no connection),
+	// so the container did not run and the start is not an attempt.
+	NeverSent bool
 }
