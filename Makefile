@@ -8,7 +8,7 @@ FUZZTIME    ?= 30s
 .PHONY: build run simulate test bench bench-scheduler bench-tui bench-memory lint fuzz soak
 
 build:
-	$(GO) build -o $(BIN) .
+	CGO_ENABLED=0 $(GO) build -o $(BIN) .
 
 # The console on the embedded default (local driver) with a sample
 # workload: q quits and cleans up.

@@ -108,13 +108,38 @@ func (w *worker) supervise(args []string) int {
 		return 1
 	}
 
+	// One reaper for all commands: the supervisor's only children are
+	// the commands it started, so wait4(-1) sees each exit exactly once.
 	done := make(chan *supervised, len(live))
+	byPID := make(map[int]*supervised, len(live))
 	for _, c := range live {
-		go func() {
-			c.cmd.Wait()
-			done <- c
-		}()
+		byPID[c.pid] = c
 	}
+	go func() {
+		for reaped := 0; reaped < len(live); {
+			var ws syscall.WaitStatus
+			pid, err := syscall.Wait4(-1, &ws, 0, nil)
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil {
+				// ECHILD: nothing left to wait for (cannot happen
+				// while a command is unreaped). Report the rest as
+				// ended with an unknown status.
+				for _, c := range byPID {
+					c.status = -1
+					done <- c
+				}
+				return
+			}
+			if c := byPID[pid]; c != nil {
+				delete(byPID, pid)
+				c.status = exitStatus(ws)
+				reaped++
+				done <- c
+			}
+		}
+	}()
 	type timer struct {
 		c        *supervised
 		escalate bool
@@ -146,7 +171,7 @@ func (w *worker) supervise(args []string) int {
 				syscall.Kill(-t.c.pid, syscall.SIGKILL)
 				continue
 			}
-			fmt.Fprintf(t.c.outs[1], "runner: max_run_time %v exceeded: sending TERM, then KILL after %v\n", t.c.spec.MaxRunTime, *grace)
+			appendSmall(filepath.Join(t.c.dir, fileStderr), fmt.Appendf(nil, "runner: max_run_time %v exceeded: sending TERM, then KILL after %v\n", t.c.spec.MaxRunTime, *grace))
 			syscall.Kill(-t.c.pid, syscall.SIGTERM)
 			c := t.c
 			time.AfterFunc(*grace, func() { timers <- timer{c: c, escalate: true} })
@@ -159,12 +184,23 @@ func (w *worker) supervise(args []string) int {
 type supervised struct {
 	dir     string
 	spec    Spec
-	cmd     *exec.Cmd
 	pid     int
-	outs    [2]*os.File
 	started time.Time
 	rec     pidRecord // the pid file's line
 	ended   bool
+	status  int // exit code, 128+signal, or -1 (set by the reaper)
+}
+
+// exitStatus is a wait status as the container's exit code: the code, or
+// 128+signal when a signal ended it.
+func exitStatus(ws syscall.WaitStatus) int {
+	switch {
+	case ws.Exited():
+		return ws.ExitStatus()
+	case ws.Signaled():
+		return 128 + int(ws.Signal())
+	}
+	return -1
 }
 
 // superviseStart claims the container in dir (one supervisor per
@@ -174,24 +210,33 @@ type supervised struct {
 func (w *worker) superviseStart(dir string, self pidRecord, specJSON []byte, fromStdin bool, devnull *os.File) (*supervised, error) {
 	born := w.env.Now()
 	c := &supervised{dir: dir, started: born}
+	// The command's stdout and stderr. The supervisor closes its copies as
+	// soon as the command runs: every open descriptor is one more to copy
+	// and close in each later fork+exec of the batch.
+	outs := [2]int{-1, -1}
+	closeOuts := func() {
+		for i, fd := range outs {
+			if fd >= 0 {
+				syscall.Close(fd)
+				outs[i] = -1
+			}
+		}
+	}
+	defer closeOuts()
 	var err error
-	if c.outs[0], err = os.OpenFile(filepath.Join(dir, fileStdout), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600); err != nil {
+	if outs[0], err = openRetry(filepath.Join(dir, fileStdout), syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_APPEND|syscall.O_CLOEXEC, 0o600); err != nil {
 		return nil, fmt.Errorf("claiming %s: %v", dir, err)
 	}
 	failed := func(code int, msg string) (*supervised, error) {
-		for _, o := range c.outs {
-			if o != nil {
-				o.Close()
-			}
-		}
+		closeOuts()
 		writeSmall(filepath.Join(dir, fileError), []byte(msg+"\n"))
 		rec := self
 		rec.started = born
 		writeSmall(filepath.Join(dir, fileExit), append(formatPIDRecord(rec), formatExitLine(code, w.env.Now())...))
 		return nil, errors.New(msg)
 	}
-	if c.outs[1], err = os.OpenFile(filepath.Join(dir, fileStderr), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600); err != nil {
-		return failed(127, err.Error())
+	if outs[1], err = openRetry(filepath.Join(dir, fileStderr), syscall.O_WRONLY|syscall.O_CREAT|syscall.O_APPEND|syscall.O_CLOEXEC, 0o600); err != nil {
+		return failed(127, (&fs.PathError{Op: "open", Path: filepath.Join(dir, fileStderr), Err: err}).Error())
 	}
 	var spec Spec
 	switch {
@@ -220,24 +265,23 @@ func (w *worker) superviseStart(dir string, self pidRecord, specJSON []byte, fro
 	if err != nil {
 		return failed(127, err.Error())
 	}
-	c.cmd = &exec.Cmd{
-		Path:        path,
-		Args:        argv,
-		Env:         env,
-		Dir:         workDir(envValue(env, "HOME")),
-		Stdin:       devnull,
-		Stdout:      c.outs[0],
-		Stderr:      c.outs[1],
-		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
-	}
-	if err := c.cmd.Start(); err != nil {
+	// syscall.ForkExec rather than os/exec: no pidfd per command (one
+	// reaper waits for all of them) and no goroutine per command.
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
+		Dir:   workDir(envValue(env, "HOME")),
+		Env:   env,
+		Files: []uintptr{devnull.Fd(), uintptr(outs[0]), uintptr(outs[1])},
+		Sys:   &syscall.SysProcAttr{Setsid: true},
+	})
+	if err != nil {
 		code := 127
 		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.ENOEXEC) {
 			code = 126
 		}
 		return failed(code, fmt.Sprintf("cannot run %q: %v", argv[0], err))
 	}
-	c.pid = c.cmd.Process.Pid
+	closeOuts()
+	c.pid = pid
 	c.started = w.env.Now()
 	c.rec = self
 	c.rec.pid, c.rec.start, c.rec.started = c.pid, procStart(c.pid), c.started
@@ -246,7 +290,12 @@ func (w *worker) superviseStart(dir string, self pidRecord, specJSON []byte, fro
 		writeSmall(filepath.Join(dir, filePID), []byte(strconv.Itoa(c.pid)+"\n")),
 	); err != nil {
 		syscall.Kill(-c.pid, syscall.SIGKILL)
-		c.cmd.Wait()
+		var ws syscall.WaitStatus
+		for {
+			if _, err := syscall.Wait4(c.pid, &ws, 0, nil); err != syscall.EINTR {
+				break
+			}
+		}
 		return failed(127, "recording the pid: "+err.Error())
 	}
 	return c, nil
@@ -258,18 +307,7 @@ func (c *supervised) finish(w *worker) {
 	// its process group. The group id cannot have been reused while any
 	// member is left.
 	syscall.Kill(-c.pid, syscall.SIGKILL)
-	for _, o := range c.outs {
-		o.Close()
-	}
-	code := -1
-	if ws, ok := c.cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
-		switch {
-		case ws.Exited():
-			code = ws.ExitStatus()
-		case ws.Signaled():
-			code = 128 + int(ws.Signal())
-		}
-	}
+	code := c.status
 	// Append the exit line to pid_start, then rename it to exit: no new
 	// inode (the cost that matters on ext4). Readers take a pid_start
 	// with an exit line for an exited container.
