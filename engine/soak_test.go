@@ -25,6 +25,14 @@ func TestChaosSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak skipped in -short mode")
 	}
+	for _, batch := range []bool{false, true} {
+		t.Run(map[bool]string{false: "one runner call per verb", true: "runner batch"}[batch], func(t *testing.T) {
+			chaosSoak(t, batch)
+		})
+	}
+}
+
+func chaosSoak(t *testing.T, batch bool) {
 	cfg := testConfig(t)
 	cfg.Dispatcher.MaxInstances = 20
 	cfg.Dispatcher.MaxContainersPerInstance = 2
@@ -37,7 +45,7 @@ func TestChaosSoak(t *testing.T) {
 	cfg.Cloud.TimeoutShutdown = 30 * time.Second
 	cfg.Cloud.SyncInterval = 10 * time.Second
 	cfg.Cloud.ProbeInterval = 2 * time.Second
-	h := newHarness(t, cfg, cloudtest.Options{
+	h := newHarnessOpts(t, cfg, batch, cloudtest.Options{
 		Seed:               42,
 		CreateErrorRate:    0.20,
 		DestroyErrorRate:   0.10,

@@ -819,3 +819,44 @@ func TestConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// "runner batch" answers each request as its single verb would.
+func TestRunnerBatch(t *testing.T) {
+	ctx := context.Background()
+	d, clk := newDriver(t, Options{})
+	inst := mustCreate(t, d, small, nil)
+	cl := &runner.Client{Exec: mustExec(t, d, inst), Path: "/r"}
+	errs, err := cl.StartMany(ctx, []runner.Spec{
+		{ID: "a", Command: []string{"true"}},
+		{ID: "b", Command: []string{"daemon"}},
+		{ID: "a", Command: []string{"true"}}, // a second start of a
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ee *runner.ExitError
+	if errs[0] != nil || errs[1] != nil || !errors.As(errs[2], &ee) || ee.Code != 1 {
+		t.Fatalf("start replies: %v", errs)
+	}
+	clk.Advance(time.Second)
+	replies, err := cl.Batch(ctx, []runner.Request{
+		{Verb: "list"},
+		{Verb: "kill", ID: "b", Signal: runner.SignalKill},
+		{Verb: "forget", ID: "a"},
+		{Verb: "forget", ID: "nope"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sts, err := runner.ParseList(replies[0].Stdout)
+	if err != nil || len(sts) != 2 || sts[0].ID != "a" || sts[0].State != runner.StateExited || sts[1].State != runner.StateRunning {
+		t.Fatalf("list reply: %+v %v", sts, err)
+	}
+	if replies[1].Code != 0 || replies[2].Code != 0 || replies[3].Code != 1 {
+		t.Fatalf("replies: %+v", replies)
+	}
+	after, err := cl.List(ctx)
+	if err != nil || len(after) != 1 || after[0].ID != "b" || after[0].State != runner.StateExited {
+		t.Fatalf("after kill and forget: %+v %v", after, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"sort"
@@ -199,6 +200,45 @@ func (d *Driver) runnerCall(s *instState, now time.Time, line string, stdin []by
 	if err != nil {
 		return exitErr(2, "%v", err)
 	}
+	if cmd.Verb == "batch" {
+		return d.batch(s, now, runnerPath, stdin)
+	}
+	return d.runnerVerb(s, now, runnerPath, cmd, stdin)
+}
+
+// batch runs "runner batch": one request per JSON line on stdin, one reply
+// per line on stdout, as the real runner does.
+func (d *Driver) batch(s *instState, now time.Time, runnerPath string, stdin []byte) (stdout, stderr []byte, err error) {
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	dec := json.NewDecoder(bytes.NewReader(stdin))
+	for dec.More() {
+		var req runner.Request
+		if err := dec.Decode(&req); err != nil {
+			return exitErr(2, "runner batch: request %d: %v", 1, err)
+		}
+		var reply runner.Reply
+		if req.Verb == "batch" {
+			reply = runner.Reply{Code: 2, Stderr: "runner batch: batch cannot be nested\n"}
+		} else {
+			o, e, err := d.runnerVerb(s, now, runnerPath, runner.Command{Verb: req.Verb, ID: req.ID, Signal: req.Signal, Tail: req.Tail}, req.Spec)
+			reply.Stdout, reply.Stderr = o, string(e)
+			var ee *runner.ExitError
+			if errors.As(err, &ee) {
+				reply.Code = ee.Code
+			} else if err != nil {
+				reply.Code, reply.Stderr = 1, err.Error()
+			}
+		}
+		if err := enc.Encode(&reply); err != nil {
+			return exitErr(1, "runner batch: %v", err)
+		}
+	}
+	return out.Bytes(), nil, nil
+}
+
+// runnerVerb runs one runner verb on s's in-memory runner.
+func (d *Driver) runnerVerb(s *instState, now time.Time, runnerPath string, cmd runner.Command, stdin []byte) (stdout, stderr []byte, err error) {
 	switch cmd.Verb {
 	case "version":
 		hash := d.runnerHash

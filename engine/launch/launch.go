@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 
 	"dispatch-tui/cloud"
+	"dispatch-tui/cloud/cloudtest"
 	"dispatch-tui/cloud/local"
 	"dispatch-tui/cloud/sshhosts"
 	"dispatch-tui/engine"
+	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/metrics"
 	"dispatch-tui/engine/runner"
@@ -102,8 +104,13 @@ func New(opts Options) (*Running, error) {
 			return nil, fmt.Errorf("start sshhosts driver: %w", err)
 		}
 		set, newExec = d, d.Executor
+	case "cloudtest":
+		// In-memory cloud and runner: nothing runs and nothing survives
+		// a restart. For load tests of the dispatcher itself.
+		d := cloudtest.New(cloudtest.Options{Clock: clock.Real{}, BootDelay: cfg.Cloud.Local.BootDelay})
+		set, newExec = d, d.Executor
 	default:
-		return nil, fmt.Errorf("cloud.driver %q is not supported here (use local or sshhosts)", cfg.Cloud.Driver)
+		return nil, fmt.Errorf("cloud.driver %q is not supported (use local, sshhosts or cloudtest)", cfg.Cloud.Driver)
 	}
 	m := metrics.NewRecorder()
 	eng, err := engine.New(engine.Options{

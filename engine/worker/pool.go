@@ -161,6 +161,13 @@ type Pool struct {
 	types      map[string]cloud.InstanceType
 	byProvider map[string]string // provider type -> cheapest configured type name
 
+	// One copy of the runner binary shared by the installs in flight and
+	// dropped after the last (it is tens of MB; a thousand instances
+	// booting at once must not each read their own).
+	binMu    sync.Mutex
+	bin      []byte
+	binUsers int
+
 	mu      sync.Mutex
 	idle    *sync.Cond // broadcast when running drops to 0
 	running int        // goroutines in flight
@@ -1036,11 +1043,13 @@ func (p *Pool) ensureRunner(exec runner.Executor, client *runner.Client) error {
 	if p.opts.RunnerBinary == nil {
 		return fmt.Errorf("runner at %s reports %q, want hash %s, and no binary to install", p.s.runnerPath, v, want)
 	}
-	bin, err := p.opts.RunnerBinary()
+	bin, err := p.acquireRunnerBinary()
 	if err != nil {
 		return fmt.Errorf("reading runner binary: %w", err)
 	}
-	if _, stderr, err := exec.Execute(p.ctx, runner.InstallLine(p.s.runnerPath), bin); err != nil {
+	_, stderr, err := exec.Execute(p.ctx, runner.InstallLine(p.s.runnerPath), bin)
+	p.releaseRunnerBinary()
+	if err != nil {
 		return fmt.Errorf("installing runner at %s: %w (%s)", p.s.runnerPath, err, strings.TrimSpace(string(stderr)))
 	}
 	p.mu.Lock()
@@ -1054,6 +1063,30 @@ func (p *Pool) ensureRunner(exec runner.Executor, client *runner.Client) error {
 		return fmt.Errorf("runner installed at %s reports hash %q, want %s", p.s.runnerPath, got, want)
 	}
 	return nil
+}
+
+// acquireRunnerBinary returns the shared copy of the runner binary, reading
+// it when no install holds it. Pair with releaseRunnerBinary.
+func (p *Pool) acquireRunnerBinary() ([]byte, error) {
+	p.binMu.Lock()
+	defer p.binMu.Unlock()
+	if p.binUsers == 0 {
+		b, err := p.opts.RunnerBinary()
+		if err != nil {
+			return nil, err
+		}
+		p.bin = b
+	}
+	p.binUsers++
+	return p.bin, nil
+}
+
+func (p *Pool) releaseRunnerBinary() {
+	p.binMu.Lock()
+	defer p.binMu.Unlock()
+	if p.binUsers--; p.binUsers == 0 {
+		p.bin = nil
+	}
 }
 
 // versionHash returns the hash from a "<version> <sha256>" line.
@@ -1248,9 +1281,16 @@ func (p *Pool) runStartBatches(w *worker) {
 		if err == nil {
 			client := runner.Client{Exec: exec, Path: p.s.runnerPath}
 			errs, err = client.StartMany(p.ctx, specs)
-			if err != nil && !errors.Is(err, runner.ErrNotSent) {
-				// The batch call failed on the way (an exit status of
-				// "runner batch" itself is no per-start answer either).
+			var ee *runner.ExitError
+			switch {
+			case err == nil || errors.Is(err, runner.ErrNotSent):
+			case errors.As(err, &ee) && (ee.Code == 2 || ee.Code == 126 || ee.Code == 127):
+				// "runner batch" could not read its requests, or the
+				// runner could not be run: nothing started.
+				outcome = startRefused
+			default:
+				// The batch call failed on the way, or the runner ended
+				// part way through: some may have started.
 				outcome = startUnknown
 			}
 		}

@@ -1264,3 +1264,28 @@ func TestSoak(t *testing.T) {
 		t.Fatalf("too few creates: %v", st.CloudOps)
 	}
 }
+
+// Installs in flight share one copy of the runner binary; it is read again
+// only after the last of them is done.
+func TestRunnerBinarySharedWhileInstallsRun(t *testing.T) {
+	reads := 0
+	p := &Pool{opts: Options{RunnerBinary: func() ([]byte, error) {
+		reads++
+		return []byte("runner"), nil
+	}}}
+	a, _ := p.acquireRunnerBinary()
+	b, _ := p.acquireRunnerBinary()
+	if reads != 1 || &a[0] != &b[0] {
+		t.Fatalf("two installs in flight: %d reads, shared %v", reads, &a[0] == &b[0])
+	}
+	p.releaseRunnerBinary()
+	p.releaseRunnerBinary()
+	if p.bin != nil {
+		t.Fatal("binary kept after the last install")
+	}
+	p.acquireRunnerBinary()
+	p.releaseRunnerBinary()
+	if reads != 2 {
+		t.Fatalf("reads %d, want 2", reads)
+	}
+}
