@@ -48,6 +48,7 @@ bench-tui:
 # Resident memory with 100,000 containers and 1,000 instances (cloudtest).
 bench-memory:
 	$(GO) test -run='^TestMemory100k$$' -count=1 -v ./engine -memory
+	$(GO) test -run='^TestDaemonMemory100k$$' -count=1 -v -timeout=30m ./tui -daemon-memory
 
 # The chaos soak at full size (a 600-container version runs in make test).
 soak:

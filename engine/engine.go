@@ -264,7 +264,11 @@ type ListOptions struct {
 
 // Containers returns the containers matching opts and how many match.
 func (e *Engine) Containers(opts ListOptions) ([]queue.Container, int) {
-	var out []queue.Container
+	// Filter and sort small entries (the sort keys copied under the
+	// queue's lock), then copy out only the requested page: a client
+	// paging through 100,000 containers must not make the daemon copy all
+	// of them for every page.
+	var es []listEntry
 	e.queue.Each(func(c *queue.Container) bool {
 		if len(opts.States) > 0 && !slices.Contains(opts.States, c.State) {
 			return true
@@ -272,18 +276,32 @@ func (e *Engine) Containers(opts ListOptions) ([]queue.Container, int) {
 		if opts.Query != "" && !matches(c, opts.Query) {
 			return true
 		}
-		out = append(out, c.View())
+		es = append(es, listEntry{c: c, priority: c.Priority, created: c.CreatedAt, name: c.Name, state: c.State})
 		return true
 	})
-	sortContainers(out, opts.Sort)
-	total := len(out)
+	sortEntries(es, opts.Sort)
+	total := len(es)
 	if opts.Offset > 0 {
-		out = out[min(opts.Offset, len(out)):]
+		es = es[min(opts.Offset, len(es)):]
 	}
-	if opts.Limit > 0 && len(out) > opts.Limit {
-		out = out[:opts.Limit]
+	if opts.Limit > 0 && len(es) > opts.Limit {
+		es = es[:opts.Limit]
 	}
-	return out, total
+	page := make([]*queue.Container, len(es))
+	for i := range es {
+		page[i] = es[i].c
+	}
+	return e.queue.Views(page), total
+}
+
+// listEntry is one container of a list being sorted: a handle to the
+// record and copies of its sort keys.
+type listEntry struct {
+	c        *queue.Container // read only through Queue.Views
+	priority int
+	created  time.Time
+	name     string
+	state    queue.State
 }
 
 func matches(c *queue.Container, q string) bool {
@@ -298,27 +316,27 @@ func matches(c *queue.Container, q string) bool {
 	return false
 }
 
-func sortContainers(cs []queue.Container, key string) {
+func sortEntries(es []listEntry, key string) {
 	desc := strings.HasPrefix(key, "-")
 	key = strings.TrimPrefix(key, "-")
-	var cmp func(a, b queue.Container) int
+	var cmp func(a, b *listEntry) int
 	switch key {
 	case "priority":
-		cmp = func(a, b queue.Container) int { return a.Priority - b.Priority }
+		cmp = func(a, b *listEntry) int { return a.priority - b.priority }
 	case "created":
-		cmp = func(a, b queue.Container) int { return a.CreatedAt.Compare(b.CreatedAt) }
+		cmp = func(a, b *listEntry) int { return a.created.Compare(b.created) }
 	case "name":
-		cmp = func(a, b queue.Container) int { return strings.Compare(a.Name, b.Name) }
+		cmp = func(a, b *listEntry) int { return strings.Compare(a.name, b.name) }
 	case "state":
-		cmp = func(a, b queue.Container) int { return strings.Compare(string(a.State), string(b.State)) }
+		cmp = func(a, b *listEntry) int { return strings.Compare(string(a.state), string(b.state)) }
 	default:
 		return
 	}
-	slices.SortStableFunc(cs, func(a, b queue.Container) int {
+	slices.SortStableFunc(es, func(a, b listEntry) int {
 		if desc {
-			return cmp(b, a)
+			return cmp(&b, &a)
 		}
-		return cmp(a, b)
+		return cmp(&a, &b)
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,7 +15,10 @@ import (
 	"dispatch-tui/engine/queue"
 )
 
-var memoryRun = flag.Bool("memory", false, "run TestMemory100k (make bench-memory)")
+var (
+	memoryRun     = flag.Bool("memory", false, "run TestMemory100k (make bench-memory)")
+	memoryProfile = flag.String("memory.heapprofile", "", "TestMemory100k: write a heap profile at the measurement to this file")
+)
 
 // procStatus reads a memory line of /proc/self/status in bytes (VmRSS,
 // RssAnon, RssFile).
@@ -70,6 +74,16 @@ func TestMemory100k(t *testing.T) {
 	st := h.eng.Step()
 	t.Logf("100,000 containers (%v), %d instances: RSS %d MiB (anonymous %d MiB, file-backed incl. the bbolt mmap %d MiB), Go heap in use %d MiB, last pass %s",
 		st.ByState, len(h.eng.Instances()), rss>>20, anon>>20, file>>20, ms.HeapInuse>>20, st.Duration.Round(time.Microsecond))
+	if *memoryProfile != "" {
+		f, err := os.Create(*memoryProfile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pprof.WriteHeapProfile(f); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
 	if rss > 200<<20 {
 		t.Fatalf("RSS %d MiB > 200 MiB", rss>>20)
 	}

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"reflect"
@@ -185,7 +186,8 @@ func (e *env) activeIDs() []string {
 	return ids
 }
 
-// fileContainerKeys lists the container keys stored in the bbolt file. The
+// fileContainerKeys lists the ids of the containers stored in the bbolt file
+// (checking each is keyed by its seq). The
 // queue must be closed.
 func fileContainerKeys(tb testing.TB, path string) []string {
 	tb.Helper()
@@ -200,8 +202,15 @@ func fileContainerKeys(tb testing.TB, path string) []string {
 		if b == nil {
 			return nil
 		}
-		return b.ForEach(func(k, _ []byte) error {
-			keys = append(keys, string(k))
+		return b.ForEach(func(k, v []byte) error {
+			var c Container
+			if err := json.Unmarshal(v, &c); err != nil {
+				return err
+			}
+			if string(k) != string(containerKey(c.Seq)) {
+				tb.Errorf("container %s stored under key %x, want its seq %d", c.ID, k, c.Seq)
+			}
+			keys = append(keys, c.ID)
 			return nil
 		})
 	})

@@ -27,6 +27,20 @@ var (
 	keyPaused        = []byte("paused")
 )
 
+// Containers are keyed by their sequence number (big-endian), not their
+// random id: submits then append at the end of the tree, pages fill up
+// (appendFill), and a write touches only the pages of the records it
+// changes, so the store's file and the pages mapped from it stay small.
+func containerKey(seq uint64) []byte {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], seq)
+	return k[:]
+}
+
+// appendFill is the page fill for buckets written in key order (bbolt's
+// default of half-full pages suits random inserts).
+const appendFill = 0.95
+
 // ErrNotFound is returned for an unknown container id.
 var ErrNotFound = errors.New("no such container")
 
@@ -117,10 +131,15 @@ func (q *Queue) load() error {
 				return fmt.Errorf("create bucket %s: %w", b, err)
 			}
 		}
-		err := tx.Bucket(bucketContainers).ForEach(func(k, v []byte) error {
+		cb := tx.Bucket(bucketContainers)
+		var oldKeys [][]byte // records of an earlier layout, keyed by id
+		err := cb.ForEach(func(k, v []byte) error {
 			c := &Container{}
 			if err := json.Unmarshal(v, c); err != nil {
 				return fmt.Errorf("load container %s: %w", k, err)
+			}
+			if len(k) != 8 {
+				oldKeys = append(oldKeys, k)
 			}
 			q.byID[c.ID] = c
 			if c.State.Final() {
@@ -134,6 +153,19 @@ func (q *Queue) load() error {
 		})
 		if err != nil {
 			return err
+		}
+		for _, k := range oldKeys {
+			c := q.byID[string(k)]
+			if c == nil {
+				return fmt.Errorf("load container %s: the record's id does not match its key", k)
+			}
+			body := cb.Get(k)
+			if err := cb.Put(containerKey(c.Seq), slices.Clone(body)); err != nil {
+				return fmt.Errorf("migrate container %s: %w", k, err)
+			}
+			if err := cb.Delete(k); err != nil {
+				return fmt.Errorf("migrate container %s: %w", k, err)
+			}
 		}
 		slices.SortFunc(q.finished, func(a, b *Container) int { return cmp.Compare(a.Seq, b.Seq) })
 		q.unsorted = true
@@ -241,12 +273,13 @@ func (q *Queue) SubmitBatch(specs []Spec, actor string) ([]Container, error) {
 	}
 	err := q.db.Batch(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketContainers)
+		b.FillPercent = appendFill
 		for _, c := range recs {
 			body, err := json.Marshal(c)
 			if err != nil {
 				return err
 			}
-			if err := b.Put([]byte(c.ID), body); err != nil {
+			if err := b.Put(containerKey(c.Seq), body); err != nil {
 				return err
 			}
 		}
@@ -320,8 +353,8 @@ func (q *Queue) Len() (total, active int) {
 // Each calls fn with every container under the queue's lock: active ones
 // in scheduling order, then final ones in a stable order (those that end
 // later come after), so paging through a list neither repeats nor skips
-// rows. fn
-// must not keep c or call the Queue.
+// rows. fn must not call the Queue, and may keep c only to pass it to
+// Views later (its fields change under the lock).
 func (q *Queue) Each(fn func(c *Container) bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -336,6 +369,18 @@ func (q *Queue) Each(fn func(c *Container) bool) {
 			return
 		}
 	}
+}
+
+// Views returns copies of cs (records handed to an Each callback), taken
+// together under the queue's lock.
+func (q *Queue) Views(cs []*Container) []Container {
+	out := make([]Container, len(cs))
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, c := range cs {
+		out[i] = c.View()
+	}
+	return out
 }
 
 // Paused reports whether the scheduler is paused (persisted).
@@ -508,6 +553,7 @@ func (q *Queue) Flush() error {
 	}
 	type rec struct {
 		id   string
+		seq  uint64
 		body []byte
 	}
 	recs := make([]rec, 0, len(q.dirty))
@@ -517,7 +563,7 @@ func (q *Queue) Flush() error {
 			q.mu.Unlock()
 			return fmt.Errorf("encode container %s: %w", id, err)
 		}
-		recs = append(recs, rec{id, body})
+		recs = append(recs, rec{id, q.byID[id].Seq, body})
 	}
 	clear(q.dirty)
 	events := q.newEvents
@@ -528,11 +574,12 @@ func (q *Queue) Flush() error {
 	err := q.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketContainers)
 		for _, r := range recs {
-			if err := b.Put([]byte(r.id), r.body); err != nil {
+			if err := b.Put(containerKey(r.seq), r.body); err != nil {
 				return err
 			}
 		}
 		eb := tx.Bucket(bucketEvents)
+		eb.FillPercent = appendFill
 		for _, e := range events {
 			body, err := json.Marshal(e)
 			if err != nil {

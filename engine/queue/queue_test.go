@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func TestSubmitValidation(t *testing.T) {
@@ -656,4 +659,50 @@ func TestErrorTexts(t *testing.T) {
 	if !errors.Is(ErrNotFound, ErrNotFound) {
 		t.Error("ErrNotFound")
 	}
+}
+
+// A store written when containers were keyed by id loads the same and is
+// rewritten with sequence keys.
+func TestLoadMigratesIDKeyedStore(t *testing.T) {
+	e := newEnv(t, nil)
+	ids := persistenceFixture(t, e)
+	before := e.snapshot()
+	e.close()
+	db, err := bolt.Open(e.opts.Path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketContainers)
+		type kv struct{ k, v []byte }
+		var all []kv
+		b.ForEach(func(k, v []byte) error {
+			all = append(all, kv{slices.Clone(k), slices.Clone(v)})
+			return nil
+		})
+		for _, r := range all {
+			var c Container
+			if err := json.Unmarshal(r.v, &c); err != nil {
+				return err
+			}
+			if err := b.Delete(r.k); err != nil {
+				return err
+			}
+			if err := b.Put([]byte(c.ID), r.v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.reopen()
+	wantEqual(t, "snapshot", e.snapshot(), before)
+	e.close()
+	got := fileContainerKeys(t, e.opts.Path) // checks each is keyed by seq
+	slices.Sort(got)
+	slices.Sort(ids)
+	wantEqual(t, "stored ids", got, ids)
 }
