@@ -110,6 +110,7 @@ type Model struct {
 	mode          mode
 	prevMode      mode
 	tables        [nViews]*table.Table
+	searchJobs    []tea.Cmd // filter indexes to build after this update
 	stale         [nViews]bool
 	snap          *backend.Snapshot
 	snapErr       error
@@ -232,7 +233,30 @@ func (m *Model) table() *table.Table { return m.tables[m.view] }
 
 // Update handles one message.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	_, cmd := m.update(msg)
+	if len(m.searchJobs) > 0 {
+		// Tables loaded during this update build their filter index in
+		// the background.
+		cmds := []tea.Cmd{cmd}
+		for _, j := range m.searchJobs {
+			cmds = append(cmds, j)
+		}
+		m.searchJobs = m.searchJobs[:0]
+		cmd = tea.Batch(cmds...)
+	}
+	return m, cmd
+}
+
+// searchIndexMsg carries a table's filter index built in the background.
+type searchIndexMsg struct {
+	view viewID
+	idx  table.SearchIndex
+}
+
+func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
+	case searchIndexMsg:
+		m.tables[msg.view].SetSearch(msg.idx)
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.resize()
@@ -338,6 +362,9 @@ func (m *Model) refreshTable(v viewID) {
 		m.tables[v].SetRows(typeRows(m.snap))
 	case vEvents:
 		m.tables[v].SetRows(eventRows(m.snap))
+	}
+	if job := m.tables[v].SearchJob(); job != nil {
+		m.searchJobs = append(m.searchJobs, func() tea.Msg { return searchIndexMsg{view: v, idx: job()} })
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"dispatch-tui/tui/theme"
 
@@ -52,7 +53,7 @@ type Table struct {
 	rows    []Row
 	byID    map[string]int32
 	changed []uint32 // refresh generation at which each row last changed
-	search  []string // lazily built lower-case text per row, "" = not built
+	search  []string // lower-case text per row, built when a filter needs it ("" = not yet)
 	gen     uint32
 
 	sortCol  int // -1 = source order
@@ -255,13 +256,88 @@ func (t *Table) SetFilter(f string) {
 // Filter returns the filter text.
 func (t *Table) Filter() string { return t.filter }
 
-func (t *Table) searchText(i int32) string {
-	if s := t.search[i]; s != "" {
-		return s
+// buildSearch fills in the search text of every row that has none.
+func (t *Table) buildSearch() { fillSearch(t.rows, t.search) }
+
+// SearchJob returns a function that builds the search text of the current
+// rows off the UI goroutine (it reads only the rows, which SetRows
+// replaces and never changes, and its own copy of the texts already
+// built), or nil when every row has one. Hand its result to SetSearch.
+// Building them for 100,000 rows takes longer than a frame; done ahead, the
+// first filter keystroke after a refresh only matches.
+func (t *Table) SearchJob() func() SearchIndex {
+	if !slices.Contains(t.search, "") {
+		return nil
 	}
-	s := strings.ToLower(strings.Join(t.rows[i].Cells, " ")) + " "
-	t.search[i] = s
-	return s
+	rows, search, gen := t.rows, slices.Clone(t.search), t.gen
+	return func() SearchIndex {
+		fillSearch(rows, search)
+		return SearchIndex{gen: gen, search: search}
+	}
+}
+
+// SearchIndex is the result of a SearchJob.
+type SearchIndex struct {
+	gen    uint32
+	search []string
+}
+
+// SetSearch installs a SearchJob's result if the rows have not been
+// replaced since the job was made.
+func (t *Table) SetSearch(s SearchIndex) {
+	if s.gen == t.gen && len(s.search) == len(t.rows) {
+		t.search = s.search
+	}
+}
+
+// fillSearch sets search[i] for every row whose text is "", in one
+// allocation for all of them (their texts are substrings of it).
+func fillSearch(rows []Row, search []string) {
+	size := 0
+	for i := range rows {
+		if search[i] == "" {
+			for _, c := range rows[i].Cells {
+				size += len(c) + 1
+			}
+			size++
+		}
+	}
+	if size == 0 {
+		return
+	}
+	var b strings.Builder
+	b.Grow(size)
+	type span struct{ row, from, to int }
+	spans := make([]span, 0, len(rows))
+	for i := range rows {
+		if search[i] != "" {
+			continue
+		}
+		from := b.Len()
+		for _, c := range rows[i].Cells {
+			writeLower(&b, c)
+			b.WriteByte(' ')
+		}
+		b.WriteByte(' ')
+		spans = append(spans, span{i, from, b.Len()})
+	}
+	all := b.String()
+	for _, sp := range spans {
+		search[sp.row] = all[sp.from:sp.to]
+	}
+}
+
+// writeLower writes s in lower case; most cells have nothing to lower and
+// are copied as they are.
+func writeLower(b *strings.Builder, s string) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
+			b.WriteString(s[:i])
+			b.WriteString(strings.ToLower(s[i:]))
+			return
+		}
+	}
+	b.WriteString(s)
 }
 
 func (t *Table) compare(a, b int32) int {
@@ -303,9 +379,10 @@ func (t *Table) ensure() {
 	if t.match == nil {
 		t.view = t.order
 	} else {
+		t.buildSearch()
 		v := make([]int32, 0, len(t.order)/4)
 		for _, i := range t.order {
-			if t.match(t.searchText(i)) != t.invert {
+			if t.match(t.search[i]) != t.invert {
 				v = append(v, i)
 			}
 		}

@@ -74,3 +74,45 @@ func TestFitStripsControlCharacters(t *testing.T) {
 		}
 	}
 }
+
+// The filter index built off the UI goroutine: a job covers the rows it
+// was made for, is ignored once the rows are replaced, and filtering gives
+// the same rows with or without it.
+func TestSearchJob(t *testing.T) {
+	rows := func(names ...string) []Row {
+		var rs []Row
+		for _, n := range names {
+			rs = append(rs, Row{ID: n, Cells: []string{n, strings.ToUpper(n) + "-Ä"}})
+		}
+		return rs
+	}
+	tb := New([]Column{{Title: "A"}, {Title: "B"}}, theme.New("dark", true, true))
+	tb.SetSize(80, 10)
+	tb.SetRows(rows("alpha", "beta", "gamma"))
+	job := tb.SearchJob()
+	if job == nil {
+		t.Fatal("no job for rows without an index")
+	}
+	tb.SetSearch(job())
+	if tb.SearchJob() != nil {
+		t.Fatal("index incomplete after SetSearch")
+	}
+	tb.SetFilter("BETA-ä")
+	if tb.Shown() != 1 {
+		t.Fatalf("filter with the background index shows %d rows, want 1", tb.Shown())
+	}
+
+	// A job made before the rows changed is ignored.
+	tb.SetFilter("")
+	tb.SetRows(rows("alpha", "delta"))
+	job = tb.SearchJob() // only delta needs text; alpha's is kept
+	tb.SetRows(rows("alpha", "delta", "epsilon"))
+	tb.SetSearch(job()) // for the previous rows: ignored
+	if tb.SearchJob() == nil {
+		t.Fatal("a job for replaced rows was installed")
+	}
+	tb.SetFilter("epsilon")
+	if tb.Shown() != 1 {
+		t.Fatalf("filter without the background index shows %d rows, want 1", tb.Shown())
+	}
+}
