@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -40,6 +42,39 @@ func TestCheckConfig(t *testing.T) {
 			if code != tc.code || !strings.Contains(out.String(), tc.inStdout) || !strings.Contains(errb.String(), tc.inStderr) {
 				t.Fatalf("run(%q) = %d\nstdout: %s\nstderr: %s\nwant %d, stdout containing %q, stderr containing %q",
 					tc.args, code, out.String(), errb.String(), tc.code, tc.inStdout, tc.inStderr)
+			}
+		})
+	}
+}
+
+func TestApplyMemoryLimit(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	for _, tc := range []struct {
+		name      string
+		env       string
+		limit     int64
+		wantLimit int64 // after; -1 = unchanged
+		wantLog   string
+	}{
+		{"from config", "", 160 << 20, 160 << 20, "memory limit from dispatcher.memory_limit"},
+		{"GOMEMLIMIT wins", "300MiB", 160 << 20, -1, "memory limit from GOMEMLIMIT"},
+		{"off", "", 0, -1, "no memory limit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			debug.SetMemoryLimit(prev)
+			t.Setenv("GOMEMLIMIT", tc.env)
+			var buf bytes.Buffer
+			applyMemoryLimit(slog.New(slog.NewJSONHandler(&buf, nil)), tc.limit)
+			want := tc.wantLimit
+			if want < 0 {
+				want = prev
+			}
+			if got := debug.SetMemoryLimit(-1); got != want {
+				t.Errorf("limit %d, want %d", got, want)
+			}
+			if !strings.Contains(buf.String(), tc.wantLog) {
+				t.Errorf("log %q, want %q", buf.String(), tc.wantLog)
 			}
 		})
 	}

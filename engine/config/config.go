@@ -32,6 +32,9 @@ type Dispatcher struct {
 	SchedulerProfile         string // "pack" or "spread"
 	StaleLockTimeout         time.Duration
 	ReserveExtraRAM          int64
+	// MemoryLimit is the daemon's soft limit for Go memory (0 = none);
+	// GOMEMLIMIT in the environment takes precedence.
+	MemoryLimit int64
 }
 
 // Cloud is the [cloud] section.

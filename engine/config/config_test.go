@@ -29,6 +29,7 @@ func TestDefault(t *testing.T) {
 			SchedulerProfile:         "pack",
 			StaleLockTimeout:         time.Minute,
 			ReserveExtraRAM:          256 << 20,
+			MemoryLimit:              160 << 20,
 		},
 		Cloud: Cloud{
 			Driver:               "local",
@@ -118,6 +119,7 @@ max_price_factor = 2
 scheduler_profile = "spread"
 stale_lock_timeout = "2m30s"
 reserve_extra_ram = 134217728
+memory_limit = "1GiB"
 
 [cloud]
 driver = "sshhosts"
@@ -202,6 +204,7 @@ kill = "ctrl+k"
 			SchedulerProfile:         "spread",
 			StaleLockTimeout:         150 * time.Second,
 			ReserveExtraRAM:          128 << 20,
+			MemoryLimit:              1 << 30,
 		},
 		Cloud: Cloud{
 			Driver:               "sshhosts",
@@ -384,6 +387,12 @@ ram = -5
 `, []string{
 			`config.toml:2: dispatcher.reserve_extra_ram: invalid size "256 MegaBytes": unknown unit`,
 			"config.toml:6: instance_type[0].ram: must not be negative (got -5)",
+		}},
+		{"memory limit too small", `
+[dispatcher]
+memory_limit = "1MiB"
+`, []string{
+			"config.toml:2: dispatcher.memory_limit: must be 0 (no limit) or at least 32MiB (got 1048576 bytes)",
 		}},
 		{"bad duration", `
 [cloud]

@@ -27,6 +27,7 @@ func Default() *Config {
 			SchedulerProfile:         "pack",
 			StaleLockTimeout:         time.Minute,
 			ReserveExtraRAM:          256 * miB,
+			MemoryLimit:              160 * miB,
 		},
 		Cloud: Cloud{
 			Driver:               "local",

@@ -180,6 +180,7 @@ type rawDispatcher struct {
 	SchedulerProfile         value `toml:"scheduler_profile"`
 	StaleLockTimeout         value `toml:"stale_lock_timeout"`
 	ReserveExtraRAM          value `toml:"reserve_extra_ram"`
+	MemoryLimit              value `toml:"memory_limit"`
 }
 
 type rawCloud struct {
@@ -657,6 +658,7 @@ func (p *parser) convert(r *rawFile, c *Config, dir string, hasTypes bool) {
 	p.str("dispatcher.scheduler_profile", rd.SchedulerProfile, &d.SchedulerProfile)
 	p.duration("dispatcher.stale_lock_timeout", rd.StaleLockTimeout, &d.StaleLockTimeout)
 	p.size("dispatcher.reserve_extra_ram", rd.ReserveExtraRAM, &d.ReserveExtraRAM)
+	p.size("dispatcher.memory_limit", rd.MemoryLimit, &d.MemoryLimit)
 	if d.StateDir == "" {
 		d.StateDir = DefaultStateDir()
 	} else {

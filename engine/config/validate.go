@@ -136,6 +136,9 @@ func (c *Config) validate() []*Error {
 	if d.ReserveExtraRAM < 0 {
 		v.add("dispatcher.reserve_extra_ram", "must not be negative (got %d)", d.ReserveExtraRAM)
 	}
+	if d.MemoryLimit != 0 && d.MemoryLimit < 32*miB {
+		v.add("dispatcher.memory_limit", "must be 0 (no limit) or at least 32MiB (got %d bytes)", d.MemoryLimit)
+	}
 
 	cl := &c.Cloud
 	v.oneOf("cloud.driver", cl.Driver, "local", "sshhosts", "cloudtest")
