@@ -578,20 +578,20 @@ func TestContainersRequeuedWhenTheirInstanceIsShutDown(t *testing.T) {
 func TestStartWithUnknownOutcomeIsSettledByTheRunnerList(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		lose func(d *cloudtest.Driver, rate float64)
+		loss cloudtest.Loss
 	}{
-		{"reply lost, container ran", (*cloudtest.Driver).SetLostReplyRate},
-		{"request lost, container did not run", (*cloudtest.Driver).SetLostRequestRate},
+		{"reply lost, container ran", cloudtest.LoseReply},
+		{"request lost, container did not run", cloudtest.LoseRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, testConfig(t), cloudtest.Options{})
 			inst := idleInstance(h)
+			h.cloud.LoseNextStart(tc.loss)
 			c := h.submit(5*time.Second, 0)
-			tc.lose(h.cloud, 1)
-			h.until("start issued", 10, func() bool { return h.state(c) == queue.Running })
-			h.step(1)
-			tc.lose(h.cloud, 0)
 			h.until("complete", 60, func() bool { return h.state(c) == queue.Complete })
+			if st := h.cloud.Stats(); st.LostReplies+st.LostRequests != 1 {
+				t.Fatalf("setup: %d lost replies, %d lost requests; want one start lost", st.LostReplies, st.LostRequests)
+			}
 			got := h.container(c)
 			if got.Attempts != 1 || h.cloud.StartCount(c) != 1 {
 				t.Fatalf("attempts %d, runs %d: want 1 and 1", got.Attempts, h.cloud.StartCount(c))

@@ -143,6 +143,7 @@ type Driver struct {
 	vanishRate       float64
 	lostReplyRate    float64
 	lostRequestRate  float64
+	loseNextStart    Loss
 	runnerHash       string
 
 	rngCreate, rngDestroy, rngRateLimit, rngBroken, rngCrash, rngVanish, rngLostReply *rand.Rand
@@ -566,6 +567,24 @@ func (d *Driver) SetRunnerCrashRate(f float64) {
 func (d *Driver) SetLostReplyRate(f float64) {
 	d.mu.Lock()
 	d.lostReplyRate = f
+	d.mu.Unlock()
+}
+
+// Loss is what LoseNextStart loses.
+type Loss int
+
+const (
+	LoseNone    Loss = iota
+	LoseRequest      // the call never runs
+	LoseReply        // the call runs; its reply is lost
+)
+
+// LoseNextStart makes the next runner call that starts containers (a
+// start, or a batch holding one) on any instance fail with a lost
+// connection, before (LoseRequest) or after (LoseReply) it runs.
+func (d *Driver) LoseNextStart(l Loss) {
+	d.mu.Lock()
+	d.loseNextStart = l
 	d.mu.Unlock()
 }
 

@@ -179,14 +179,20 @@ func (e *executor) Execute(ctx context.Context, line string, stdin []byte) (stdo
 	if len(f) < 2 || f[1] != "runner" {
 		return d.shell(s, line, stdin)
 	}
-	if roll(d.rngLostReply, d.lostRequestRate) {
+	loseStart := LoseNone
+	if d.loseNextStart != LoseNone {
+		if _, cmd, err := runner.ParseLine(line); err == nil && (cmd.Verb == "start" || cmd.Verb == "batch" && bytes.Contains(stdin, []byte(`"verb":"start"`))) {
+			loseStart, d.loseNextStart = d.loseNextStart, LoseNone
+		}
+	}
+	if loseStart == LoseRequest || roll(d.rngLostReply, d.lostRequestRate) {
 		// The connection drops before the command runs; the caller sees
 		// the same error as for a lost reply.
 		d.stats.LostRequests++
 		return nil, nil, fmt.Errorf("ssh %s: session ended without an exit status (connection lost): %w", s.address, ErrUnreachable)
 	}
 	stdout, stderr, err = d.runnerCall(s, now, line, stdin)
-	if roll(d.rngLostReply, d.lostReplyRate) {
+	if loseStart == LoseReply || roll(d.rngLostReply, d.lostReplyRate) {
 		// The command ran; its reply is lost on the way back.
 		d.stats.LostReplies++
 		return nil, nil, fmt.Errorf("ssh %s: session ended without an exit status (connection lost): %w", s.address, ErrUnreachable)
