@@ -237,12 +237,8 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if len(m.searchJobs) > 0 {
 		// Tables loaded during this update build their filter index in
 		// the background.
-		cmds := []tea.Cmd{cmd}
-		for _, j := range m.searchJobs {
-			cmds = append(cmds, j)
-		}
+		cmd = tea.Batch(append([]tea.Cmd{cmd}, m.searchJobs...)...)
 		m.searchJobs = m.searchJobs[:0]
-		cmd = tea.Batch(cmds...)
 	}
 	return m, cmd
 }
