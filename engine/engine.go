@@ -99,6 +99,7 @@ func New(opts Options) (*Engine, error) {
 	q, err := queue.Open(queue.Options{
 		Path: opts.StorePath, Clock: opts.Clock,
 		DefaultMaxAttempts: opts.Config.Containers.MaxAttempts,
+		EventRetention:     opts.Config.Dispatcher.EventRetention,
 	})
 	if err != nil {
 		return nil, err

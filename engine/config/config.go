@@ -35,6 +35,9 @@ type Dispatcher struct {
 	// MemoryLimit is the daemon's soft limit for Go memory (0 = none);
 	// GOMEMLIMIT in the environment takes precedence.
 	MemoryLimit int64
+	// EventRetention is how many of the newest events the store keeps
+	// (0 = all).
+	EventRetention int
 }
 
 // Cloud is the [cloud] section.

@@ -30,6 +30,7 @@ func TestDefault(t *testing.T) {
 			StaleLockTimeout:         time.Minute,
 			ReserveExtraRAM:          256 << 20,
 			MemoryLimit:              160 << 20,
+			EventRetention:           200000,
 		},
 		Cloud: Cloud{
 			Driver:               "local",
@@ -120,6 +121,7 @@ scheduler_profile = "spread"
 stale_lock_timeout = "2m30s"
 reserve_extra_ram = 134217728
 memory_limit = "1GiB"
+event_retention = 5000
 
 [cloud]
 driver = "sshhosts"
@@ -205,6 +207,7 @@ kill = "ctrl+k"
 			StaleLockTimeout:         150 * time.Second,
 			ReserveExtraRAM:          128 << 20,
 			MemoryLimit:              1 << 30,
+			EventRetention:           5000,
 		},
 		Cloud: Cloud{
 			Driver:               "sshhosts",

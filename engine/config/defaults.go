@@ -28,6 +28,7 @@ func Default() *Config {
 			StaleLockTimeout:         time.Minute,
 			ReserveExtraRAM:          256 * miB,
 			MemoryLimit:              160 * miB,
+			EventRetention:           200000,
 		},
 		Cloud: Cloud{
 			Driver:               "local",

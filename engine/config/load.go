@@ -181,6 +181,7 @@ type rawDispatcher struct {
 	StaleLockTimeout         value `toml:"stale_lock_timeout"`
 	ReserveExtraRAM          value `toml:"reserve_extra_ram"`
 	MemoryLimit              value `toml:"memory_limit"`
+	EventRetention           value `toml:"event_retention"`
 }
 
 type rawCloud struct {
@@ -659,6 +660,7 @@ func (p *parser) convert(r *rawFile, c *Config, dir string, hasTypes bool) {
 	p.duration("dispatcher.stale_lock_timeout", rd.StaleLockTimeout, &d.StaleLockTimeout)
 	p.size("dispatcher.reserve_extra_ram", rd.ReserveExtraRAM, &d.ReserveExtraRAM)
 	p.size("dispatcher.memory_limit", rd.MemoryLimit, &d.MemoryLimit)
+	p.integer("dispatcher.event_retention", rd.EventRetention, &d.EventRetention)
 	if d.StateDir == "" {
 		d.StateDir = DefaultStateDir()
 	} else {

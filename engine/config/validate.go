@@ -130,6 +130,7 @@ func (c *Config) validate() []*Error {
 	v.nonEmpty("dispatcher.state_dir", d.StateDir)
 	v.minInt("dispatcher.max_instances", d.MaxInstances, 1)
 	v.minInt("dispatcher.max_containers_per_instance", d.MaxContainersPerInstance, 0)
+	v.minInt("dispatcher.event_retention", d.EventRetention, 0)
 	v.minFloat("dispatcher.max_price_factor", d.MaxPriceFactor, 1)
 	v.oneOf("dispatcher.scheduler_profile", d.SchedulerProfile, "pack", "spread")
 	v.positiveDur("dispatcher.stale_lock_timeout", d.StaleLockTimeout)

@@ -61,6 +61,9 @@ type Options struct {
 	DefaultMaxAttempts int
 	// EventsInMemory is how many recent events are kept for fast reads.
 	EventsInMemory int
+	// EventRetention is how many of the newest events the store keeps
+	// (0 = all); older ones are deleted as new ones are written.
+	EventRetention int
 	// NoSync skips fsync on commit: for benchmarks and tests only.
 	NoSync bool
 }
@@ -542,6 +545,33 @@ func (q *Queue) Events(since uint64, limit int) ([]Event, error) {
 	return out, err
 }
 
+// pruneBatch bounds the events one flush deletes, so that turning
+// retention on for a large log spreads the work over many passes.
+const pruneBatch = 10000
+
+// pruneEvents deletes events with seq ≤ newest-keep, oldest first, at
+// most pruneBatch of them.
+func pruneEvents(b *bolt.Bucket, newest, keep uint64) error {
+	if newest <= keep {
+		return nil
+	}
+	cut := newest - keep
+	var old [][]byte
+	cur := b.Cursor()
+	for k, _ := cur.First(); k != nil && len(old) < pruneBatch; k, _ = cur.Next() {
+		if len(k) != 8 || binary.BigEndian.Uint64(k) > cut {
+			break
+		}
+		old = append(old, k)
+	}
+	for _, k := range old {
+		if err := b.Delete(k); err != nil {
+			return fmt.Errorf("prune events: %w", err)
+		}
+	}
+	return nil
+}
+
 // Flush writes every changed record and new event in one transaction.
 func (q *Queue) Flush() error {
 	q.flushMu.Lock()
@@ -588,6 +618,11 @@ func (q *Queue) Flush() error {
 			var k [8]byte
 			binary.BigEndian.PutUint64(k[:], e.Seq)
 			if err := eb.Put(k[:], body); err != nil {
+				return err
+			}
+		}
+		if n := len(events); n > 0 && q.opts.EventRetention > 0 {
+			if err := pruneEvents(eb, events[n-1].Seq, uint64(q.opts.EventRetention)); err != nil {
 				return err
 			}
 		}

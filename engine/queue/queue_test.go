@@ -3,6 +3,7 @@ package queue
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -705,4 +706,30 @@ func TestLoadMigratesIDKeyedStore(t *testing.T) {
 	slices.Sort(got)
 	slices.Sort(ids)
 	wantEqual(t, "stored ids", got, ids)
+}
+
+// The store keeps only the newest EventRetention events; the rest are
+// deleted as new ones are written, and the file holds no more after a
+// reopen.
+func TestEventRetention(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.EventRetention = 10; o.EventsInMemory = 4 })
+	for i := 0; i < 25; i++ {
+		if err := e.q.AddEvent("test", "verb", "x", "act", fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs := e.events()
+	if len(evs) != 10 || evs[0].Reason != "15" || evs[9].Reason != "24" {
+		t.Fatalf("kept %d events, %+v .. %+v; want reasons 15..24", len(evs), evs[0], evs[len(evs)-1])
+	}
+	e.reopen()
+	if evs := e.events(); len(evs) != 10 || evs[0].Reason != "15" {
+		t.Fatalf("after reopen: %d events from %q", len(evs), evs[0].Reason)
+	}
+	if err := e.q.AddEvent("test", "verb", "x", "act", "25"); err != nil {
+		t.Fatal(err)
+	}
+	if evs := e.events(); len(evs) != 10 || evs[0].Reason != "16" || evs[9].Reason != "25" {
+		t.Fatalf("after one more: %d events %q..%q", len(evs), evs[0].Reason, evs[len(evs)-1].Reason)
+	}
 }
