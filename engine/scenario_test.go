@@ -498,11 +498,21 @@ func TestKillRunningContainerTermThenKill(t *testing.T) {
 	if _, err := h.eng.KillContainer(c, "test", "stuck"); err != nil {
 		t.Fatal(err)
 	}
-	h.step(5)
+	// The engine sent TERM; the passes that see it still running must not
+	// count (or send) it again.
+	kills := 0
+	for i := 0; i < 5; i++ {
+		kills += h.eng.Step().Kills
+		h.eng.Settle()
+		h.clk.Advance(time.Second)
+	}
 	if h.state(c) != queue.Running || len(h.cloud.RunningOn(cloud.InstanceID(inst))) != 1 {
 		t.Fatalf("container ignoring TERM ended before kill_grace")
 	}
 	h.until("killed after grace", 20, func() bool { return h.state(c) == queue.Cancelled })
+	if kills != 0 {
+		t.Fatalf("the scheduler counted %d kills of a container the operator killed, want 0", kills)
+	}
 	got := h.container(c)
 	if got.Reason != "stuck" || got.ExitCode == nil || *got.ExitCode != cloudtest.ExitKill {
 		t.Fatalf("after KILL: reason %q exit %v", got.Reason, got.ExitCode)

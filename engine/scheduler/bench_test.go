@@ -33,7 +33,7 @@ func (p *staticPool) Instances(buf []worker.InstanceView) []worker.InstanceView 
 func (p *staticPool) Ready() bool                                        { return true }
 func (p *staticPool) Create(string) error                                { return worker.ErrAtQuota }
 func (p *staticPool) StartContainer(cloud.InstanceID, runner.Spec) error { return nil }
-func (p *staticPool) KillContainer(cloud.InstanceID, string)             {}
+func (p *staticPool) KillContainer(cloud.InstanceID, string) bool        { return false }
 func (p *staticPool) ForgetContainer(cloud.InstanceID, string)           {}
 func (p *staticPool) TakeStartFailures() []worker.StartFailure           { return nil }
 func (p *staticPool) Shutdown(cloud.InstanceID, string) bool             { return false }

@@ -28,7 +28,7 @@ type Pool interface {
 	Ready() bool
 	Create(typeName string) error
 	StartContainer(id cloud.InstanceID, spec runner.Spec) error
-	KillContainer(id cloud.InstanceID, containerID string)
+	KillContainer(id cloud.InstanceID, containerID string) bool
 	ForgetContainer(id cloud.InstanceID, containerID string)
 	TakeStartFailures() []worker.StartFailure
 	Shutdown(id cloud.InstanceID, reason string) bool
@@ -362,16 +362,18 @@ func (s *Scheduler) reconcileReports(tx *queue.Tx, ready bool, st *Stats) (anyUn
 			switch {
 			case c == nil || c.State.Final():
 				if running {
-					s.pool.KillContainer(v.ID, r.ID)
-					st.Kills++
+					if s.pool.KillContainer(v.ID, r.ID) {
+						st.Kills++
+					}
 				} else {
 					s.pool.ForgetContainer(v.ID, r.ID)
 				}
 			case c.State == queue.Running && c.InstanceID != string(v.ID):
 				// Another copy elsewhere: only one may run.
 				if running {
-					s.pool.KillContainer(v.ID, r.ID)
-					st.Kills++
+					if s.pool.KillContainer(v.ID, r.ID) {
+						st.Kills++
+					}
 				} else {
 					s.pool.ForgetContainer(v.ID, r.ID)
 				}
@@ -410,12 +412,14 @@ func (s *Scheduler) reconcileReports(tx *queue.Tx, ready bool, st *Stats) (anyUn
 					continue
 				}
 				if c.KillRequested || c.Priority == 0 {
-					s.pool.KillContainer(v.ID, r.ID)
-					st.Kills++
+					if s.pool.KillContainer(v.ID, r.ID) {
+						st.Kills++
+					}
 				} else if mrt := time.Duration(c.Scheduling.MaxRunTime); mrt > 0 && tx.Now().Sub(c.StartedAt) > mrt {
 					tx.RequestKill(c, "max_run_time "+mrt.String()+" exceeded")
-					s.pool.KillContainer(v.ID, r.ID)
-					st.Kills++
+					if s.pool.KillContainer(v.ID, r.ID) {
+						st.Kills++
+					}
 				}
 			}
 		}
@@ -478,8 +482,12 @@ func (s *Scheduler) reconcileRunning(tx *queue.Tx, ready, anyUnknown bool, st *S
 			}
 			continue
 		}
-		if c.KillRequested && v.State != worker.StateShutdown {
-			s.pool.KillContainer(v.ID, c.ID)
+		if _, reported := s.reported[c.ID]; c.KillRequested && !reported && v.State != worker.StateShutdown {
+			// Not listed yet (its start may be in flight); a reported one
+			// was handled with the runner's report.
+			if s.pool.KillContainer(v.ID, c.ID) {
+				st.Kills++
+			}
 		}
 		if !slices.Contains(v.Containers, c.ID) {
 			sl.count++

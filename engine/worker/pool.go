@@ -1386,24 +1386,26 @@ func (p *Pool) TakeStartFailures() []StartFailure {
 
 // KillContainer sends TERM to a container now and, if a list issued after
 // the TERM still reports it running once kill_grace has passed, KILL (once).
-// Calls while a kill is pending do nothing.
-func (p *Pool) KillContainer(id cloud.InstanceID, containerID string) {
+// Calls while a kill is pending do nothing. It reports whether it sent a
+// new TERM.
+func (p *Pool) KillContainer(id cloud.InstanceID, containerID string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w := p.workers[id]
 	if w == nil || w.v.State == StateShutdown || !runner.ValidID(containerID) {
-		return
+		return false
 	}
 	if slices.ContainsFunc(w.kills, func(k killEntry) bool { return k.id == containerID }) {
-		return
+		return false // already being killed
 	}
 	if i := findStatus(w.v.Reported, containerID); i >= 0 && w.v.Reported[i].State == runner.StateExited &&
 		!slices.Contains(w.v.Containers, containerID) {
-		return // already exited
+		return false // already exited
 	}
 	now := p.clk.Now()
 	w.kills = append(w.kills, killEntry{id: containerID, termAt: now, termSeq: p.nextSeqLocked()})
 	p.sendSignalLocked(w, containerID, runner.SignalTerm)
+	return true
 }
 
 // checkKillsLocked sends KILL to containers still reported running by a
