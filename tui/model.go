@@ -64,6 +64,10 @@ type (
 		gen  uint64
 		snap *backend.Snapshot
 		err  error
+		// rows are the snapshot's table rows for every view, built and
+		// compared with the tables by the fetch off the UI goroutine
+		// (nil: do it on load).
+		rows *viewPrepared
 	}
 	pollMsg     struct{ seq uint64 }
 	changedMsg  struct{}
@@ -110,7 +114,8 @@ type Model struct {
 	mode          mode
 	prevMode      mode
 	tables        [nViews]*table.Table
-	searchJobs    []tea.Cmd // filter indexes to build after this update
+	searchJobs    []tea.Cmd     // filter indexes to build after this update
+	snapRows      *viewPrepared // rows of snap prepared by the fetch, if it did
 	stale         [nViews]bool
 	snap          *backend.Snapshot
 	snapErr       error
@@ -199,10 +204,25 @@ func (m *Model) startFetch() tea.Cmd {
 	}
 	m.fetching, m.again = true, false
 	m.fetchGen++
-	gen, be, ctx := m.fetchGen, m.be, m.ctx
+	gen, be, ctx, now := m.fetchGen, m.be, m.ctx, m.now
+	var bases [nViews]table.Base
+	for v, t := range m.tables {
+		bases[v] = t.Base()
+	}
 	return func() tea.Msg {
 		s, err := be.Snapshot(ctx)
-		return snapshotMsg{gen: gen, snap: s, err: err}
+		msg := snapshotMsg{gen: gen, snap: s, err: err}
+		if err == nil && s != nil {
+			// Building and comparing 100,000 rows takes tens of
+			// milliseconds: do it here, not in Update, where it would
+			// delay key presses.
+			rows := buildRows(s, now())
+			msg.rows = new(viewPrepared)
+			for v := range rows {
+				msg.rows[v] = bases[v].Prepare(rows[v])
+			}
+		}
+		return msg
 	}
 }
 
@@ -314,6 +334,7 @@ func (m *Model) onSnapshot(msg snapshotMsg) tea.Cmd {
 	} else if msg.snap != nil {
 		m.snapErr = nil
 		m.snap = msg.snap
+		m.snapRows = msg.rows
 		m.ctrIdx = nil
 		s := msg.snap.Summary
 		m.queueSpark.add(float64(s.Containers[queue.Queued] + s.Containers[queue.Locked]))
@@ -342,22 +363,45 @@ func (m *Model) onSnapshot(msg snapshotMsg) tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
+// viewRows holds the table rows of a snapshot for each view.
+type viewRows [nViews][]table.Row
+
+// viewPrepared holds them compared with each view's table.
+type viewPrepared [nViews]*table.Prepared
+
+// buildRows builds the rows of every view from s.
+func buildRows(s *backend.Snapshot, now time.Time) *viewRows {
+	var r viewRows
+	for v := range r {
+		r[v] = viewRowsOf(s, viewID(v), now)
+	}
+	return &r
+}
+
+func viewRowsOf(s *backend.Snapshot, v viewID, now time.Time) []table.Row {
+	switch v {
+	case vInstances:
+		return instanceRows(s, now)
+	case vContainers:
+		return containerRows(s, now)
+	case vTypes:
+		return typeRows(s)
+	case vEvents:
+		return eventRows(s)
+	}
+	return nil
+}
+
 // refreshTable loads the snapshot into a view's table if it is stale.
 func (m *Model) refreshTable(v viewID) {
 	if m.snap == nil || !m.stale[v] {
 		return
 	}
 	m.stale[v] = false
-	now := m.now()
-	switch v {
-	case vInstances:
-		m.tables[v].SetRows(instanceRows(m.snap, now))
-	case vContainers:
-		m.tables[v].SetRows(containerRows(m.snap, now))
-	case vTypes:
-		m.tables[v].SetRows(typeRows(m.snap))
-	case vEvents:
-		m.tables[v].SetRows(eventRows(m.snap))
+	if m.snapRows != nil {
+		m.tables[v].SetPrepared(m.snapRows[v])
+	} else {
+		m.tables[v].SetRows(viewRowsOf(m.snap, v, m.now()))
 	}
 	if job := m.tables[v].SearchJob(); job != nil {
 		m.searchJobs = append(m.searchJobs, func() tea.Msg { return searchIndexMsg{view: v, idx: job()} })

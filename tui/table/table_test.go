@@ -116,3 +116,37 @@ func TestSearchJob(t *testing.T) {
 		t.Fatalf("filter without the background index shows %d rows, want 1", tb.Shown())
 	}
 }
+
+// A refresh prepared off the owning goroutine gives the same result as
+// SetRows; one prepared from a table refreshed since falls back to it.
+func TestSetPrepared(t *testing.T) {
+	row := func(id, v string) Row { return Row{ID: id, Cells: []string{id, v}} }
+	newT := func() *Table {
+		tb := New([]Column{{Title: "A"}, {Title: "B"}}, theme.New("dark", true, true))
+		tb.SetSize(80, 10)
+		tb.SetRows([]Row{row("a", "1"), row("b", "1")})
+		return tb
+	}
+	next := []Row{row("a", "1"), row("b", "2"), row("c", "1")}
+
+	direct, prepared := newT(), newT()
+	direct.SetRows(next)
+	prepared.SetPrepared(prepared.Base().Prepare(next))
+	for _, id := range []string{"a", "b", "c"} {
+		if direct.Changed(id) != prepared.Changed(id) {
+			t.Errorf("row %s: changed %v via SetRows, %v via SetPrepared", id, direct.Changed(id), prepared.Changed(id))
+		}
+	}
+	if !prepared.Changed("b") || !prepared.Changed("c") || prepared.Changed("a") {
+		t.Errorf("changed a/b/c = %v/%v/%v, want false/true/true", prepared.Changed("a"), prepared.Changed("b"), prepared.Changed("c"))
+	}
+
+	// Prepared against data that was replaced meanwhile: compared again.
+	stale := newT()
+	p := stale.Base().Prepare(next)
+	stale.SetRows([]Row{row("a", "1"), row("b", "2")})
+	stale.SetPrepared(p)
+	if stale.Len() != 3 || stale.Changed("b") != true || !stale.Changed("c") {
+		t.Errorf("fallback: len %d, b changed %v, c changed %v", stale.Len(), stale.Changed("b"), stale.Changed("c"))
+	}
+}
