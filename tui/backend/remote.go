@@ -127,12 +127,20 @@ func (r *Remote) fullSnapshot(ctx context.Context) (*Snapshot, error) {
 			}
 		}()
 	}
+	// The summary and the events first, the lists after them: whatever
+	// changed after the events were read shows in a later event or count,
+	// so the next refresh's cheap check cannot keep lists older than the
+	// events it compares with (a verb landing between the two reads used
+	// to leave the console showing the state before it).
 	run("summary", func() (err error) { s.Summary, err = r.c.Summary(ctx); return })
-	run("instances", func() (err error) { s.Instances, err = r.c.Instances(ctx); return })
-	run("types", func() (err error) { s.Types, err = r.c.Types(ctx); return })
 	run("events", func() (err error) { s.Events, err = r.events.latest(ctx); return })
-	run("containers", func() (err error) { s.Containers, err = r.containers(ctx); return })
 	wg.Wait()
+	if len(errs) == 0 {
+		run("instances", func() (err error) { s.Instances, err = r.c.Instances(ctx); return })
+		run("types", func() (err error) { s.Types, err = r.c.Types(ctx); return })
+		run("containers", func() (err error) { s.Containers, err = r.containers(ctx); return })
+		wg.Wait()
+	}
 	if len(errs) > 0 {
 		return nil, firstCause(errs)
 	}

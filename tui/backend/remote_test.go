@@ -277,3 +277,67 @@ func TestRemoteIdleRefreshReadsNoLists(t *testing.T) {
 		t.Fatalf("new container not in the snapshot after a change")
 	}
 }
+
+// lateVerbTransport applies a verb while the first full snapshot runs,
+// at the worst moment for the console: after the container list was read
+// (it waits up to a bound for that), before the events are.
+type lateVerbTransport struct {
+	verb       func()
+	listsRead  chan struct{}
+	once, done sync.Once
+}
+
+func (h *lateVerbTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Path == "/v1/events" {
+		h.once.Do(func() {
+			select {
+			case <-h.listsRead:
+			case <-time.After(300 * time.Millisecond): // lists are read after the events
+			}
+			h.verb()
+		})
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if req.URL.Path == "/v1/containers" {
+		h.done.Do(func() { close(h.listsRead) })
+	}
+	return resp, err
+}
+
+// A verb that lands while a full snapshot is taken must show on the next
+// refresh: the cheap check may reuse lists only if they are no older than
+// the events it compares with.
+func TestRemoteVerbDuringSnapshotIsSeenNextRefresh(t *testing.T) {
+	e, _, srv := newRemoteEnv(t)
+	if err := e.eng.Pause("test", ""); err != nil {
+		t.Fatal(err)
+	}
+	id := e.submit("late-hold", -1, 1)
+	ht := &lateVerbTransport{listsRead: make(chan struct{}), verb: func() {
+		if _, err := e.eng.HoldContainer(id, "test", "during the snapshot"); err != nil {
+			t.Error(err)
+		}
+	}}
+	c := api.NewClient(srv.URL, testToken)
+	c.HTTP = &http.Client{Transport: ht}
+	r := NewRemote(c, "remote")
+	if _, err := r.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s, err := r.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, ct := range s.Containers {
+		if ct.ID == id {
+			found = true
+			if !ct.Held {
+				t.Fatalf("the refresh after the hold still shows %s not held", id)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("container %s missing", id)
+	}
+}
