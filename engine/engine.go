@@ -100,6 +100,7 @@ func New(opts Options) (*Engine, error) {
 		Path: opts.StorePath, Clock: opts.Clock,
 		DefaultMaxAttempts: opts.Config.Containers.MaxAttempts,
 		EventRetention:     opts.Config.Dispatcher.EventRetention,
+		KeepFinished:       opts.Config.Containers.KeepFinished,
 	})
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -610,5 +611,32 @@ func TestStartWithUnknownOutcomeIsSettledByTheRunnerList(t *testing.T) {
 				t.Fatalf("ran on %s, want the idle %s", got.InstanceID, inst)
 			}
 		})
+	}
+}
+
+// containers.keep_finished bounds the finished containers the engine keeps.
+func TestKeepFinishedDropsTheOldestFinished(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Containers.KeepFinished = 2
+	h := newHarness(t, cfg, cloudtest.Options{})
+	var ids []string
+	for i := 0; i < 4; i++ {
+		ids = append(ids, h.submit(time.Duration(1+i)*time.Second, 0))
+	}
+	h.until("all done", 60, func() bool {
+		_, ok := h.eng.Container(ids[3])
+		return ok && h.state(ids[3]) == queue.Complete
+	})
+	h.step(2)
+	cs, _ := h.eng.Containers(ListOptions{})
+	var kept []string
+	for _, c := range cs {
+		kept = append(kept, c.ID)
+	}
+	slices.Sort(kept)
+	want := []string{ids[2], ids[3]}
+	slices.Sort(want)
+	if !slices.Equal(kept, want) {
+		t.Fatalf("kept %v; want the last two to finish %v", kept, want)
 	}
 }

@@ -85,6 +85,9 @@ type SSHHost struct {
 type Containers struct {
 	MaxAttempts int
 	KillGrace   time.Duration
+	// KeepFinished is how many Complete/Cancelled containers are kept,
+	// newest first (0 = all); older ones are dropped with their output.
+	KeepFinished int
 }
 
 // TUI is the [tui] section.

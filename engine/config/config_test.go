@@ -53,7 +53,7 @@ func TestDefault(t *testing.T) {
 			{Name: "medium", ProviderType: "medium", VCPUs: 2, RAM: 4 << 30, Scratch: 20 << 30, Price: 0.08},
 			{Name: "large", ProviderType: "large", VCPUs: 4, RAM: 16 << 30, Scratch: 40 << 30, Price: 0.30},
 		},
-		Containers: Containers{MaxAttempts: 3, KillGrace: 30 * time.Second},
+		Containers: Containers{MaxAttempts: 3, KillGrace: 30 * time.Second, KeepFinished: 10000},
 		TUI:        TUI{Refresh: time.Second, Theme: "auto", Keys: map[string]string{}},
 	}
 	if !reflect.DeepEqual(c, want) {
@@ -179,6 +179,7 @@ price = 0.1
 [containers]
 max_attempts = 5
 kill_grace = "1m"
+keep_finished = 0
 
 [tui]
 refresh = "250ms"
@@ -237,7 +238,7 @@ kill = "ctrl+k"
 			{Name: "cpu", ProviderType: "cpu", VCPUs: 2, RAM: 3 << 29, Price: 0.1},
 			{Name: "gpu", ProviderType: "g4dn.xlarge", VCPUs: 4, RAM: 16 << 30, Scratch: 125e9, GPUs: 1, Price: 0.526, Preemptible: true},
 		},
-		Containers: Containers{MaxAttempts: 5, KillGrace: time.Minute},
+		Containers: Containers{MaxAttempts: 5, KillGrace: time.Minute, KeepFinished: 0},
 		TUI: TUI{Refresh: 250 * time.Millisecond, Theme: "dark", ReadOnly: true,
 			Keys: map[string]string{"hold": "H", "kill": "ctrl+k"}},
 	}

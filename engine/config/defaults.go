@@ -48,8 +48,9 @@ func Default() *Config {
 		},
 		InstanceTypes: DefaultInstanceTypes(),
 		Containers: Containers{
-			MaxAttempts: 3,
-			KillGrace:   30 * time.Second,
+			MaxAttempts:  3,
+			KillGrace:    30 * time.Second,
+			KeepFinished: 10000,
 		},
 		TUI: TUI{
 			Refresh: time.Second,

@@ -233,8 +233,9 @@ type rawInstanceType struct {
 }
 
 type rawContainers struct {
-	MaxAttempts value `toml:"max_attempts"`
-	KillGrace   value `toml:"kill_grace"`
+	MaxAttempts  value `toml:"max_attempts"`
+	KillGrace    value `toml:"kill_grace"`
+	KeepFinished value `toml:"keep_finished"`
 }
 
 type rawTUI struct {
@@ -736,6 +737,7 @@ func (p *parser) convert(r *rawFile, c *Config, dir string, hasTypes bool) {
 	ct, rct := &c.Containers, &r.Containers
 	p.integer("containers.max_attempts", rct.MaxAttempts, &ct.MaxAttempts)
 	p.duration("containers.kill_grace", rct.KillGrace, &ct.KillGrace)
+	p.integer("containers.keep_finished", rct.KeepFinished, &ct.KeepFinished)
 
 	t, rt := &c.TUI, &r.TUI
 	p.duration("tui.refresh", rt.Refresh, &t.Refresh)

@@ -214,6 +214,7 @@ func (c *Config) validate() []*Error {
 	ct := &c.Containers
 	v.minInt("containers.max_attempts", ct.MaxAttempts, 1)
 	v.nonNegDur("containers.kill_grace", ct.KillGrace)
+	v.minInt("containers.keep_finished", ct.KeepFinished, 0)
 
 	t := &c.TUI
 	v.positiveDur("tui.refresh", t.Refresh)

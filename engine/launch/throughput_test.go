@@ -29,6 +29,7 @@ func TestLocalThroughput(t *testing.T) {
 	cfg := e2eConfig(t.TempDir())
 	cfg.Cloud.ProbeInterval = 100 * time.Millisecond
 	cfg.Cloud.MaxProbesPerSecond = 0
+	cfg.Containers.KeepFinished = 0 // the test counts every Complete container
 	cfg.InstanceTypes = []cloud.InstanceType{{Name: "big", ProviderType: "big", VCPUs: *throughputVCPUs, RAM: 1 << 40, Scratch: 1 << 40, Price: 0.1}}
 	var r *Running
 	if *throughputSingle {

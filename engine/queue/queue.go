@@ -64,6 +64,10 @@ type Options struct {
 	// EventRetention is how many of the newest events the store keeps
 	// (0 = all); older ones are deleted as new ones are written.
 	EventRetention int
+	// KeepFinished is how many final containers are kept, those that
+	// ended last (0 = all); older ones are dropped, with their stored
+	// output, at a flush.
+	KeepFinished int
 	// NoSync skips fsync on commit: for benchmarks and tests only.
 	NoSync bool
 }
@@ -479,6 +483,12 @@ func (q *Queue) StoreLogs(id string, output []byte) error {
 	if len(output) > MaxStoredLogs {
 		output = output[len(output)-MaxStoredLogs:]
 	}
+	q.mu.Lock()
+	_, known := q.byID[id]
+	q.mu.Unlock()
+	if !known {
+		return nil // dropped (keep_finished) before its output arrived
+	}
 	err := q.db.Batch(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketLogs).Put([]byte(id), output)
 	})
@@ -545,6 +555,58 @@ func (q *Queue) Events(since uint64, limit int) ([]Event, error) {
 	return out, err
 }
 
+// dropFinishedLocked removes from memory the final containers beyond
+// KeepFinished (those that ended first, at most pruneBatch) and returns them
+// for the flush to delete from the store. Ones with unwritten changes wait
+// for a later flush.
+func (q *Queue) dropFinishedLocked() []*Container {
+	keep := q.opts.KeepFinished
+	if keep <= 0 {
+		return nil
+	}
+	q.sortLocked() // moves newly final containers to q.finished
+	n := min(len(q.finished)-keep, pruneBatch)
+	if n <= 0 {
+		return nil
+	}
+	var drop []*Container
+	kept := q.finished[:0:0]
+	for i, c := range q.finished {
+		if i < n {
+			if _, dirty := q.dirty[c.ID]; !dirty {
+				drop = append(drop, c)
+				delete(q.byID, c.ID)
+				q.final--
+				continue
+			}
+		}
+		kept = append(kept, c)
+	}
+	q.finished = kept
+	if len(drop) > 0 {
+		q.notifyLocked()
+	}
+	return drop
+}
+
+// overFinishedLocked reports whether more final containers are kept than
+// KeepFinished allows (counting those not yet moved out of q.active).
+func (q *Queue) overFinishedLocked() bool {
+	return q.opts.KeepFinished > 0 && q.final > q.opts.KeepFinished
+}
+
+// undropLocked puts back containers whose deletion could not be written.
+func (q *Queue) undropLocked(drop []*Container) {
+	if len(drop) == 0 {
+		return
+	}
+	for _, c := range drop {
+		q.byID[c.ID] = c
+		q.final++
+	}
+	q.finished = append(drop, q.finished...)
+}
+
 // pruneBatch bounds the events one flush deletes, so that turning
 // retention on for a large log spreads the work over many passes.
 const pruneBatch = 10000
@@ -577,7 +639,7 @@ func (q *Queue) Flush() error {
 	q.flushMu.Lock()
 	defer q.flushMu.Unlock()
 	q.mu.Lock()
-	if len(q.dirty) == 0 && len(q.newEvents) == 0 {
+	if len(q.dirty) == 0 && len(q.newEvents) == 0 && !q.overFinishedLocked() {
 		q.mu.Unlock()
 		return nil
 	}
@@ -596,6 +658,7 @@ func (q *Queue) Flush() error {
 		recs = append(recs, rec{id, q.byID[id].Seq, body})
 	}
 	clear(q.dirty)
+	drop := q.dropFinishedLocked()
 	events := q.newEvents
 	q.newEvents = nil
 	paused := q.paused
@@ -621,6 +684,14 @@ func (q *Queue) Flush() error {
 				return err
 			}
 		}
+		for _, c := range drop {
+			if err := b.Delete(containerKey(c.Seq)); err != nil {
+				return err
+			}
+			if err := tx.Bucket(bucketLogs).Delete([]byte(c.ID)); err != nil {
+				return err
+			}
+		}
 		if n := len(events); n > 0 && q.opts.EventRetention > 0 {
 			if err := pruneEvents(eb, events[n-1].Seq, uint64(q.opts.EventRetention)); err != nil {
 				return err
@@ -639,6 +710,7 @@ func (q *Queue) Flush() error {
 			q.dirty[r.id] = struct{}{}
 		}
 		q.newEvents = append(events, q.newEvents...)
+		q.undropLocked(drop)
 		q.mu.Unlock()
 		return fmt.Errorf("write store: %w", err)
 	}

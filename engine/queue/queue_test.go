@@ -733,3 +733,51 @@ func TestEventRetention(t *testing.T) {
 		t.Fatalf("after one more: %d events %q..%q", len(evs), evs[0].Reason, evs[len(evs)-1].Reason)
 	}
 }
+
+// Only the KeepFinished containers that ended last are kept, in memory and
+// in the file, with their stored output; active ones are never dropped.
+func TestKeepFinished(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.KeepFinished = 3 })
+	var ids []string
+	for i := 0; i < 6; i++ {
+		c := e.submit(spec("true"))
+		ids = append(ids, c.ID)
+	}
+	active := e.submit(spec("sleep", "1")).ID
+	for _, id := range ids {
+		e.toState(id, Complete)
+		if err := e.q.StoreLogs(id, []byte("out of "+id+"\n")); err != nil {
+			t.Fatal(err)
+		}
+		e.clk.Advance(time.Second)
+	}
+	if err := e.q.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when string) {
+		t.Helper()
+		for i, id := range ids {
+			_, ok := e.q.Get(id)
+			_, logged, err := e.q.StoredLogs(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := i >= 3; ok != want || logged != want {
+				t.Errorf("%s: container %d (ended %d of 6) kept %v, output kept %v; want %v", when, i, i+1, ok, logged, want)
+			}
+		}
+		if _, ok := e.q.Get(active); !ok {
+			t.Errorf("%s: the active container was dropped", when)
+		}
+		if total, act := e.q.Len(); total != 4 || act != 1 {
+			t.Errorf("%s: Len = %d, %d; want 4, 1", when, total, act)
+		}
+	}
+	check("after the flush")
+	e.reopen()
+	check("after reopen")
+	e.close()
+	if got := fileContainerKeys(t, e.opts.Path); len(got) != 4 {
+		t.Errorf("file holds %d containers, want 4: %v", len(got), got)
+	}
+}
