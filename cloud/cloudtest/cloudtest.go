@@ -121,7 +121,7 @@ const (
 	streamBroken
 	streamCrash
 	streamVanish
-	streamLostReply
+	streamLost // lost requests and replies
 )
 
 // Driver is an in-memory cloud.InstanceSet. Use New.
@@ -146,7 +146,7 @@ type Driver struct {
 	loseNextStart    Loss
 	runnerHash       string
 
-	rngCreate, rngDestroy, rngRateLimit, rngBroken, rngCrash, rngVanish, rngLostReply *rand.Rand
+	rngCreate, rngDestroy, rngRateLimit, rngBroken, rngCrash, rngVanish, rngLost *rand.Rand
 
 	seq         int
 	pid         int
@@ -209,7 +209,7 @@ func New(opts Options) *Driver {
 		rngBroken:        stream(streamBroken),
 		rngCrash:         stream(streamCrash),
 		rngVanish:        stream(streamVanish),
-		rngLostReply:     stream(streamLostReply),
+		rngLost:          stream(streamLost),
 		instances:        map[cloud.InstanceID]*instState{},
 		startCounts:      map[string]int{},
 	}
@@ -570,6 +570,13 @@ func (d *Driver) SetLostReplyRate(f float64) {
 	d.mu.Unlock()
 }
 
+// SetLostRequestRate sets Options.LostRequestRate.
+func (d *Driver) SetLostRequestRate(f float64) {
+	d.mu.Lock()
+	d.lostRequestRate = f
+	d.mu.Unlock()
+}
+
 // Loss is what LoseNextStart loses.
 type Loss int
 
@@ -585,13 +592,6 @@ const (
 func (d *Driver) LoseNextStart(l Loss) {
 	d.mu.Lock()
 	d.loseNextStart = l
-	d.mu.Unlock()
-}
-
-// SetLostRequestRate sets Options.LostRequestRate.
-func (d *Driver) SetLostRequestRate(f float64) {
-	d.mu.Lock()
-	d.lostRequestRate = f
 	d.mu.Unlock()
 }
 

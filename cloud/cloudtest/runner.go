@@ -179,50 +179,52 @@ func (e *executor) Execute(ctx context.Context, line string, stdin []byte) (stdo
 	if len(f) < 2 || f[1] != "runner" {
 		return d.shell(s, line, stdin)
 	}
-	loseStart := LoseNone
-	if d.loseNextStart != LoseNone {
-		if _, cmd, err := runner.ParseLine(line); err == nil && (cmd.Verb == "start" || cmd.Verb == "batch" && bytes.Contains(stdin, []byte(`"verb":"start"`))) {
-			loseStart, d.loseNextStart = d.loseNextStart, LoseNone
-		}
-	}
-	if loseStart == LoseRequest || roll(d.rngLostReply, d.lostRequestRate) {
-		// The connection drops before the command runs; the caller sees
-		// the same error as for a lost reply.
-		d.stats.LostRequests++
-		return nil, nil, fmt.Errorf("ssh %s: session ended without an exit status (connection lost): %w", s.address, ErrUnreachable)
-	}
-	stdout, stderr, err = d.runnerCall(s, now, line, stdin)
-	if loseStart == LoseReply || roll(d.rngLostReply, d.lostReplyRate) {
-		// The command ran; its reply is lost on the way back.
-		d.stats.LostReplies++
-		return nil, nil, fmt.Errorf("ssh %s: session ended without an exit status (connection lost): %w", s.address, ErrUnreachable)
-	}
-	return stdout, stderr, err
-}
-
-// runnerCall runs one runner command line on s's in-memory runner.
-func (d *Driver) runnerCall(s *instState, now time.Time, line string, stdin []byte) (stdout, stderr []byte, err error) {
 	runnerPath, cmd, err := runner.ParseLine(line)
 	if err != nil {
 		return exitErr(2, "%v", err)
 	}
-	if cmd.Verb == "batch" {
-		return d.batch(s, now, runnerPath, stdin)
+	loss := LoseNone
+	if d.loseNextStart != LoseNone && (cmd.Verb == "start" || cmd.Verb == "batch" && bytes.Contains(stdin, []byte(`"verb":"start"`))) {
+		loss, d.loseNextStart = d.loseNextStart, LoseNone
 	}
-	return d.runnerVerb(s, now, runnerPath, cmd, stdin)
+	if loss == LoseRequest || roll(d.rngLost, d.lostRequestRate) {
+		d.stats.LostRequests++
+		return nil, nil, connectionLost(s)
+	}
+	if cmd.Verb == "batch" {
+		stdout, stderr, err = d.batch(s, now, runnerPath, stdin)
+	} else {
+		stdout, stderr, err = d.runnerVerb(s, now, runnerPath, cmd, stdin)
+	}
+	if loss == LoseReply || roll(d.rngLost, d.lostReplyRate) {
+		d.stats.LostReplies++ // it ran; its reply is lost
+		return nil, nil, connectionLost(s)
+	}
+	return stdout, stderr, err
 }
 
-// batch runs "runner batch": one request per JSON line on stdin, one reply
-// per line on stdout, as the real runner does.
+// connectionLost is the error of a call whose connection dropped: the
+// caller cannot tell whether the command ran.
+func connectionLost(s *instState) error {
+	return fmt.Errorf("ssh %s: session ended without an exit status (connection lost): %w", s.address, ErrUnreachable)
+}
+
+// batch runs "runner batch" as the real runner does: every request is read
+// first (a stream that cannot be read fails the call before anything
+// runs), then each is answered in order, one reply per line.
 func (d *Driver) batch(s *instState, now time.Time, runnerPath string, stdin []byte) (stdout, stderr []byte, err error) {
-	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
+	var reqs []runner.Request
 	dec := json.NewDecoder(bytes.NewReader(stdin))
 	for dec.More() {
 		var req runner.Request
 		if err := dec.Decode(&req); err != nil {
-			return exitErr(2, "runner batch: request %d: %v", 1, err)
+			return exitErr(2, "runner batch: reading request %d: %v", len(reqs)+1, err)
 		}
+		reqs = append(reqs, req)
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	for _, req := range reqs {
 		var reply runner.Reply
 		if req.Verb == "batch" {
 			reply = runner.Reply{Code: 2, Stderr: "runner batch: batch cannot be nested\n"}
