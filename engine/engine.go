@@ -270,8 +270,8 @@ func (e *Engine) Containers(opts ListOptions) ([]queue.Container, int) {
 	// queue's lock), then copy out only the requested page: a client
 	// paging through 100,000 containers must not make the daemon copy all
 	// of them for every page.
-	total, _ := e.queue.Len()
-	es := make([]listEntry, 0, total)
+	n, _ := e.queue.Len()
+	es := make([]listEntry, 0, n)
 	e.queue.Each(func(c *queue.Container) bool {
 		if len(opts.States) > 0 && !slices.Contains(opts.States, c.State) {
 			return true
@@ -283,7 +283,7 @@ func (e *Engine) Containers(opts ListOptions) ([]queue.Container, int) {
 		return true
 	})
 	sortEntries(es, opts.Sort)
-	total = len(es)
+	total := len(es)
 	if opts.Offset > 0 {
 		es = es[min(opts.Offset, len(es)):]
 	}

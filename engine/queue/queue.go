@@ -557,35 +557,24 @@ func (q *Queue) Events(since uint64, limit int) ([]Event, error) {
 
 // dropFinishedLocked removes from memory the final containers beyond
 // KeepFinished (those that ended first, at most pruneBatch) and returns them
-// for the flush to delete from the store. Ones with unwritten changes wait
-// for a later flush.
+// for the flush to delete from the store (after writing any change to them
+// in the same transaction).
 func (q *Queue) dropFinishedLocked() []*Container {
-	keep := q.opts.KeepFinished
-	if keep <= 0 {
+	if q.opts.KeepFinished <= 0 {
 		return nil
 	}
 	q.sortLocked() // moves newly final containers to q.finished
-	n := min(len(q.finished)-keep, pruneBatch)
+	n := min(len(q.finished)-q.opts.KeepFinished, pruneBatch)
 	if n <= 0 {
 		return nil
 	}
-	var drop []*Container
-	kept := q.finished[:0:0]
-	for i, c := range q.finished {
-		if i < n {
-			if _, dirty := q.dirty[c.ID]; !dirty {
-				drop = append(drop, c)
-				delete(q.byID, c.ID)
-				q.final--
-				continue
-			}
-		}
-		kept = append(kept, c)
+	drop := slices.Clone(q.finished[:n])
+	q.finished = slices.Delete(q.finished, 0, n)
+	for _, c := range drop {
+		delete(q.byID, c.ID)
 	}
-	q.finished = kept
-	if len(drop) > 0 {
-		q.notifyLocked()
-	}
+	q.final -= n
+	q.notifyLocked()
 	return drop
 }
 

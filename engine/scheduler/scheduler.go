@@ -362,18 +362,14 @@ func (s *Scheduler) reconcileReports(tx *queue.Tx, ready bool, st *Stats) (anyUn
 			switch {
 			case c == nil || c.State.Final():
 				if running {
-					if s.pool.KillContainer(v.ID, r.ID) {
-						st.Kills++
-					}
+					s.kill(st, v.ID, r.ID)
 				} else {
 					s.pool.ForgetContainer(v.ID, r.ID)
 				}
 			case c.State == queue.Running && c.InstanceID != string(v.ID):
 				// Another copy elsewhere: only one may run.
 				if running {
-					if s.pool.KillContainer(v.ID, r.ID) {
-						st.Kills++
-					}
+					s.kill(st, v.ID, r.ID)
 				} else {
 					s.pool.ForgetContainer(v.ID, r.ID)
 				}
@@ -412,14 +408,10 @@ func (s *Scheduler) reconcileReports(tx *queue.Tx, ready bool, st *Stats) (anyUn
 					continue
 				}
 				if c.KillRequested || c.Priority == 0 {
-					if s.pool.KillContainer(v.ID, r.ID) {
-						st.Kills++
-					}
+					s.kill(st, v.ID, r.ID)
 				} else if mrt := time.Duration(c.Scheduling.MaxRunTime); mrt > 0 && tx.Now().Sub(c.StartedAt) > mrt {
 					tx.RequestKill(c, "max_run_time "+mrt.String()+" exceeded")
-					if s.pool.KillContainer(v.ID, r.ID) {
-						st.Kills++
-					}
+					s.kill(st, v.ID, r.ID)
 				}
 			}
 		}
@@ -485,9 +477,7 @@ func (s *Scheduler) reconcileRunning(tx *queue.Tx, ready, anyUnknown bool, st *S
 		if _, reported := s.reported[c.ID]; c.KillRequested && !reported && v.State != worker.StateShutdown {
 			// Not listed yet (its start may be in flight); a reported one
 			// was handled with the runner's report.
-			if s.pool.KillContainer(v.ID, c.ID) {
-				st.Kills++
-			}
+			s.kill(st, v.ID, c.ID)
 		}
 		if !slices.Contains(v.Containers, c.ID) {
 			sl.count++
@@ -496,6 +486,14 @@ func (s *Scheduler) reconcileRunning(tx *queue.Tx, ready, anyUnknown bool, st *S
 		sl.allocated = true
 	}
 	s.finishIndex()
+}
+
+// kill asks the pool to kill a container, counting it when a new TERM went
+// out (the pool ignores repeats while a kill is under way).
+func (s *Scheduler) kill(st *Stats, inst cloud.InstanceID, id string) {
+	if s.pool.KillContainer(inst, id) {
+		st.Kills++
+	}
 }
 
 func addUse(u *queue.Constraints, rc queue.Constraints, reserve int64) {

@@ -1248,7 +1248,7 @@ func (p *Pool) StartContainer(id cloud.InstanceID, spec runner.Spec) error {
 		if err == nil {
 			client := runner.Client{Exec: exec, Path: p.s.runnerPath}
 			err = client.Start(p.ctx, spec)
-			outcome = classifyStartErr(err)
+			outcome = classifyStartErr(err, false)
 		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -1281,18 +1281,7 @@ func (p *Pool) runStartBatches(w *worker) {
 		if err == nil {
 			client := runner.Client{Exec: exec, Path: p.s.runnerPath}
 			errs, err = client.StartMany(p.ctx, specs)
-			var ee *runner.ExitError
-			switch {
-			case err == nil || errors.Is(err, runner.ErrNotSent):
-			case errors.As(err, &ee) && (ee.Code == 2 || ee.Code == 126 || ee.Code == 127):
-				// "runner batch" could not read its requests, or the
-				// runner could not be run: nothing started.
-				outcome = startRefused
-			default:
-				// The batch call failed on the way, or the runner ended
-				// part way through: some may have started.
-				outcome = startUnknown
-			}
+			outcome = classifyStartErr(err, true)
 		}
 		p.mu.Lock()
 		for i := range specs {
@@ -1321,15 +1310,21 @@ const (
 	startUnknown
 )
 
-// classifyStartErr says what a single "runner start" call's error means.
-func classifyStartErr(err error) startOutcome {
+// classifyStartErr says what the error of a "runner start" call, or of a
+// whole "runner batch" call (batch), means for the containers it started.
+func classifyStartErr(err error, batch bool) startOutcome {
 	var ee *runner.ExitError
 	switch {
 	case errors.Is(err, runner.ErrNotSent):
 		return startNeverSent
-	case errors.As(err, &ee):
+	case errors.As(err, &ee) && (!batch || ee.Code == 2 || ee.Code == 126 || ee.Code == 127):
+		// The runner refused; a batch exits 2 only when it could not
+		// read its requests, 126/127 when the runner could not be run:
+		// nothing started.
 		return startRefused
 	}
+	// Failed on the way, or a batch that ended part way through: some
+	// may have started.
 	return startUnknown
 }
 
