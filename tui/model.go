@@ -115,7 +115,7 @@ type Model struct {
 	prevMode      mode
 	tables        [nViews]*table.Table
 	searchJobs    []tea.Cmd     // filter indexes to build after this update
-	snapRows      *viewPrepared // rows of snap prepared by the fetch, if it did
+	snapRows      *viewPrepared // rows of snap, prepared by the fetch
 	stale         [nViews]bool
 	snap          *backend.Snapshot
 	snapErr       error
@@ -204,11 +204,7 @@ func (m *Model) startFetch() tea.Cmd {
 	}
 	m.fetching, m.again = true, false
 	m.fetchGen++
-	gen, be, ctx, now := m.fetchGen, m.be, m.ctx, m.now
-	var bases [nViews]table.Base
-	for v, t := range m.tables {
-		bases[v] = t.Base()
-	}
+	gen, be, ctx, now, bases := m.fetchGen, m.be, m.ctx, m.now, m.bases()
 	return func() tea.Msg {
 		s, err := be.Snapshot(ctx)
 		msg := snapshotMsg{gen: gen, snap: s, err: err}
@@ -216,11 +212,7 @@ func (m *Model) startFetch() tea.Cmd {
 			// Building and comparing 100,000 rows takes tens of
 			// milliseconds: do it here, not in Update, where it would
 			// delay key presses.
-			rows := buildRows(s, now())
-			msg.rows = new(viewPrepared)
-			for v := range rows {
-				msg.rows[v] = bases[v].Prepare(rows[v])
-			}
+			msg.rows = prepareRows(s, now(), &bases)
 		}
 		return msg
 	}
@@ -335,6 +327,10 @@ func (m *Model) onSnapshot(msg snapshotMsg) tea.Cmd {
 		m.snapErr = nil
 		m.snap = msg.snap
 		m.snapRows = msg.rows
+		if m.snapRows == nil { // a snapshot not from startFetch
+			b := m.bases()
+			m.snapRows = prepareRows(m.snap, m.now(), &b)
+		}
 		m.ctrIdx = nil
 		s := msg.snap.Summary
 		m.queueSpark.add(float64(s.Containers[queue.Queued] + s.Containers[queue.Locked]))
@@ -363,19 +359,27 @@ func (m *Model) onSnapshot(msg snapshotMsg) tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-// viewRows holds the table rows of a snapshot for each view.
-type viewRows [nViews][]table.Row
-
-// viewPrepared holds them compared with each view's table.
+// viewPrepared holds a snapshot's rows for each view, compared with the
+// view's table.
 type viewPrepared [nViews]*table.Prepared
 
-// buildRows builds the rows of every view from s.
-func buildRows(s *backend.Snapshot, now time.Time) *viewRows {
-	var r viewRows
-	for v := range r {
-		r[v] = viewRowsOf(s, viewID(v), now)
+// bases takes every table's data for prepareRows.
+func (m *Model) bases() [nViews]table.Base {
+	var b [nViews]table.Base
+	for v, t := range m.tables {
+		b[v] = t.Base()
 	}
-	return &r
+	return b
+}
+
+// prepareRows builds the rows of every view from s and compares them with
+// the tables' data in bases; it may run off the UI goroutine.
+func prepareRows(s *backend.Snapshot, now time.Time, bases *[nViews]table.Base) *viewPrepared {
+	var p viewPrepared
+	for v := range p {
+		p[v] = bases[v].Prepare(viewRowsOf(s, viewID(v), now))
+	}
+	return &p
 }
 
 func viewRowsOf(s *backend.Snapshot, v viewID, now time.Time) []table.Row {
@@ -398,11 +402,7 @@ func (m *Model) refreshTable(v viewID) {
 		return
 	}
 	m.stale[v] = false
-	if m.snapRows != nil {
-		m.tables[v].SetPrepared(m.snapRows[v])
-	} else {
-		m.tables[v].SetRows(viewRowsOf(m.snap, v, m.now()))
-	}
+	m.tables[v].SetPrepared(m.snapRows[v])
 	if job := m.tables[v].SearchJob(); job != nil {
 		m.searchJobs = append(m.searchJobs, func() tea.Msg { return searchIndexMsg{view: v, idx: job()} })
 	}

@@ -126,15 +126,13 @@ func sameContent(cols []Column, a, b []string) bool {
 // SetRows replaces the data (one refresh). Rows whose cells differ from
 // the previous refresh, or that are new, are flagged as changed.
 func (t *Table) SetRows(rows []Row) {
-	// On the owning goroutine the search texts need no copy.
-	b := Base{gen: t.gen, cols: t.cols, rows: t.rows, byID: t.byID, changed: t.changed, search: t.search}
-	t.install(b.Prepare(rows))
+	t.install(t.Base().Prepare(rows))
 }
 
 // Base is what Prepare compares new rows with: the table's data at one
 // moment. Take it on the goroutine that owns the table; Prepare may then
-// run on any goroutine (SetRows replaces the slices and map it holds and
-// never changes them in place; the search texts are copied).
+// run on any goroutine (the table replaces the slices and map it holds and
+// never changes them in place).
 type Base struct {
 	gen     uint32
 	cols    []Column
@@ -146,7 +144,7 @@ type Base struct {
 
 // Base returns the table's current data for Prepare.
 func (t *Table) Base() Base {
-	return Base{gen: t.gen, cols: t.cols, rows: t.rows, byID: t.byID, changed: t.changed, search: slices.Clone(t.search)}
+	return Base{gen: t.gen, cols: t.cols, rows: t.rows, byID: t.byID, changed: t.changed, search: t.search}
 }
 
 // Prepared is a refresh computed by Prepare, for SetPrepared.
@@ -307,7 +305,15 @@ func (t *Table) SetFilter(f string) {
 func (t *Table) Filter() string { return t.filter }
 
 // buildSearch fills in the search text of every row that has none.
-func (t *Table) buildSearch() { fillSearch(t.rows, t.search) }
+func (t *Table) buildSearch() {
+	if slices.Contains(t.search, "") {
+		// A new slice, not filled in place: a Base taken earlier may be
+		// reading the old one on another goroutine.
+		s := slices.Clone(t.search)
+		fillSearch(t.rows, s)
+		t.search = s
+	}
+}
 
 // SearchJob returns a function that builds the search text of the current
 // rows off the UI goroutine (it reads only the rows, which SetRows
