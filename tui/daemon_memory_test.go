@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/tui/backend"
 )
@@ -78,11 +79,9 @@ func TestDaemonMemory100k(t *testing.T) {
 		t.Skip("run with -daemon-memory (make bench-memory)")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "dispatch-tui")
-	build := exec.Command("go", "build", "-o", bin, "dispatch-tui")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	bin, err := enginetest.BuildBinary(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/launch"
 )
 
@@ -42,14 +43,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "dispatch-tui")
-	build := exec.Command("go", "build", "-o", binary, "dispatch-tui")
-	// Static, as make build makes it: the runner starts faster without
-	// the dynamic loader, and runs on instances whatever their libc.
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build dispatch-tui:", err)
+	if binary, err = enginetest.BuildBinary(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
