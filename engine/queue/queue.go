@@ -90,7 +90,7 @@ type Queue struct {
 	final     int
 	dirty     map[string]struct{}
 	newEvents []Event
-	recent    []Event // ring of the last EventsInMemory events, oldest first
+	recent    []Event // the last EventsInMemory to 2×EventsInMemory events, oldest first
 	nextEvent uint64
 	nextSeq   uint64
 	paused    bool
@@ -457,9 +457,12 @@ func (q *Queue) addEventLocked(t time.Time, actor, kind, target, action, reason 
 	e := Event{Seq: q.nextEvent, Time: t, Actor: actor, Kind: kind, Target: target, Action: action, Reason: reason}
 	q.nextEvent++
 	q.newEvents = append(q.newEvents, e)
-	if len(q.recent) >= q.opts.EventsInMemory {
-		copy(q.recent, q.recent[1:])
-		q.recent = q.recent[:len(q.recent)-1]
+	if len(q.recent) >= 2*q.opts.EventsInMemory {
+		// Keep the newest EventsInMemory, in one copy every
+		// EventsInMemory events rather than a shift per event.
+		n := copy(q.recent, q.recent[len(q.recent)-q.opts.EventsInMemory:])
+		clear(q.recent[n:])
+		q.recent = q.recent[:n]
 	}
 	q.recent = append(q.recent, e)
 }
