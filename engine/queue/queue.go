@@ -90,7 +90,8 @@ type Queue struct {
 	final     int
 	dirty     map[string]struct{}
 	newEvents []Event
-	recent    []Event // the last EventsInMemory to 2×EventsInMemory events, oldest first
+	recent    []Event // the last EventsInMemory events, oldest first (a window of recentBuf)
+	recentBuf []Event
 	nextEvent uint64
 	nextSeq   uint64
 	paused    bool
@@ -191,6 +192,7 @@ func (q *Queue) load() error {
 			n++
 		}
 		slices.Reverse(q.recent)
+		q.recentBuf = q.recent
 		if q.nextEvent == 0 {
 			q.nextEvent = 1
 		}
@@ -457,14 +459,16 @@ func (q *Queue) addEventLocked(t time.Time, actor, kind, target, action, reason 
 	e := Event{Seq: q.nextEvent, Time: t, Actor: actor, Kind: kind, Target: target, Action: action, Reason: reason}
 	q.nextEvent++
 	q.newEvents = append(q.newEvents, e)
-	if len(q.recent) >= 2*q.opts.EventsInMemory {
-		// Keep the newest EventsInMemory, in one copy every
-		// EventsInMemory events rather than a shift per event.
-		n := copy(q.recent, q.recent[len(q.recent)-q.opts.EventsInMemory:])
-		clear(q.recent[n:])
-		q.recent = q.recent[:n]
+	// recent is the window of the newest EventsInMemory events at the end
+	// of recentBuf, which is cut back in one copy when it reaches twice
+	// that: no shift of the whole window per event.
+	if len(q.recentBuf) >= 2*q.opts.EventsInMemory {
+		n := copy(q.recentBuf, q.recent)
+		clear(q.recentBuf[n:])
+		q.recentBuf = q.recentBuf[:n]
 	}
-	q.recent = append(q.recent, e)
+	q.recentBuf = append(q.recentBuf, e)
+	q.recent = q.recentBuf[max(0, len(q.recentBuf)-q.opts.EventsInMemory):]
 }
 
 // AddEvent records an event (e.g. a cloud error or an instance verb) and
