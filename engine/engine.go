@@ -379,6 +379,9 @@ type Summary struct {
 	LongestWait  time.Duration               `json:"longest_wait"`
 	LastPass     time.Duration               `json:"last_pass"`
 	Behaviors    map[worker.IdleBehavior]int `json:"idle_behaviors"`
+	// ContainersGen changes whenever any container's record or pending
+	// reason does: a client's copy of the list is current while it stays.
+	ContainersGen uint64 `json:"containers_gen"`
 }
 
 // Summary returns counts, cost, quota and the paused flag.
@@ -387,7 +390,7 @@ func (e *Engine) Summary() Summary {
 		Driver:    e.cfg.Cloud.Driver,
 		Instances: map[worker.State]int{}, Containers: map[queue.State]int{},
 		Behaviors: map[worker.IdleBehavior]int{},
-		Paused:    e.queue.Paused(),
+		Paused:    e.queue.Paused(), ContainersGen: e.queue.Generation(),
 	}
 	for _, v := range e.pool.Instances(nil) {
 		s.Instances[v.State]++

@@ -82,11 +82,15 @@ type Queue struct {
 
 	flushMu sync.Mutex
 
-	mu        sync.Mutex
-	byID      map[string]*Container
-	active    []*Container // non-final containers, in scheduling order when !unsorted
-	finished  []*Container // final containers: loaded ones by Seq, then as they leave active
-	unsorted  bool
+	mu       sync.Mutex
+	byID     map[string]*Container
+	active   []*Container // non-final containers, in scheduling order when !unsorted
+	finished []*Container // final containers: loaded ones by Seq, then as they leave active
+	unsorted bool
+	// gen counts changes a reader of the containers could see (records,
+	// pending reasons, submits, drops), so a client can tell its copy is
+	// still current.
+	gen       uint64
 	final     int
 	dirty     map[string]struct{}
 	newEvents []Event
@@ -306,6 +310,7 @@ func (q *Queue) SubmitBatch(specs []Spec, actor string) ([]Container, error) {
 		out[i] = c.View()
 	}
 	q.unsorted = true
+	q.gen++
 	q.notifyLocked()
 	q.mu.Unlock()
 	return out, q.Flush()
@@ -378,6 +383,14 @@ func (q *Queue) Each(fn func(c *Container) bool) {
 			return
 		}
 	}
+}
+
+// Generation changes whenever a container changes in a way a reader could
+// see (its record, its pending reason), one is submitted or one is dropped.
+func (q *Queue) Generation() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.gen
 }
 
 // Views returns copies of cs (records handed to an Each callback), taken
@@ -581,6 +594,7 @@ func (q *Queue) dropFinishedLocked() []*Container {
 		delete(q.byID, c.ID)
 	}
 	q.final -= n
+	q.gen++
 	q.notifyLocked()
 	return drop
 }

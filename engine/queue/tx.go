@@ -53,7 +53,12 @@ func (tx *Tx) Get(id string) *Container { return tx.q.byID[id] }
 func (tx *Tx) Paused() bool { return tx.q.paused }
 
 // SetPending records a container's pending reason (memory only).
-func (tx *Tx) SetPending(c *Container, p Pending) { c.pending = p }
+func (tx *Tx) SetPending(c *Container, p Pending) {
+	if c.pending != p {
+		c.pending = p
+		tx.q.gen++ // visible in the container's reason
+	}
+}
 
 // move changes c's state and records a state event with reason.
 func (tx *Tx) move(c *Container, to State, reason string) error {
@@ -73,6 +78,7 @@ func (tx *Tx) move(c *Container, to State, reason string) error {
 }
 
 func (tx *Tx) touch(c *Container) {
+	tx.q.gen++
 	tx.q.dirty[c.ID] = struct{}{}
 	tx.changed = true
 }

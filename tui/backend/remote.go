@@ -99,11 +99,12 @@ func lastSeq(evs []queue.Event) uint64 {
 }
 
 // sameCounts compares the parts of two summaries that change whenever an
-// instance or a container does (not the pass time or the longest wait).
+// instance or a container does (not the pass time or the longest wait);
+// ContainersGen covers what counts do not, such as a pending reason.
 func sameCounts(a, b engine.Summary) bool {
 	return maps.Equal(a.Instances, b.Instances) && maps.Equal(a.Containers, b.Containers) &&
 		maps.Equal(a.Behaviors, b.Behaviors) && a.Paused == b.Paused && a.AtQuota == b.AtQuota &&
-		a.QuotaLimit == b.QuotaLimit && a.PricePerHour == b.PricePerHour
+		a.QuotaLimit == b.QuotaLimit && a.PricePerHour == b.PricePerHour && a.ContainersGen == b.ContainersGen
 }
 
 func (r *Remote) fullSnapshot(ctx context.Context) (*Snapshot, error) {

@@ -341,3 +341,33 @@ func TestRemoteVerbDuringSnapshotIsSeenNextRefresh(t *testing.T) {
 		t.Fatalf("container %s missing", id)
 	}
 }
+
+// A pass that only changes pending reasons (no event, no count) must still
+// reach the console: the summary's containers generation moves.
+func TestRemoteSeesPendingReasonChanges(t *testing.T) {
+	e, r, _ := newRemoteEnv(t)
+	if err := e.eng.Pause("test", ""); err != nil {
+		t.Fatal(err)
+	}
+	id := e.submit("reason", -1, 1)
+	e.step(1)
+	if _, err := r.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.eng.HoldContainer(id, "test", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Snapshot(context.Background()); err != nil { // reads the hold, before any pass
+		t.Fatal(err)
+	}
+	e.step(1) // the pass gives it the reason "held"; no event, same counts
+	s, err := r.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range s.Containers {
+		if c.ID == id && c.ReasonCode != queue.ReasonHeld {
+			t.Fatalf("reason after the pass: %s %q, want %s", c.ReasonCode, c.Reason, queue.ReasonHeld)
+		}
+	}
+}
