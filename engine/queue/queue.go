@@ -457,6 +457,14 @@ func (q *Queue) sortLocked() {
 	if !q.unsorted {
 		return
 	}
+	q.moveFinalLocked()
+	slices.SortFunc(q.active, compareContainers)
+	q.unsorted = false
+}
+
+// moveFinalLocked moves containers that ended from the active list to the
+// end of q.finished, keeping both in order.
+func (q *Queue) moveFinalLocked() {
 	q.active = slices.DeleteFunc(q.active, func(c *Container) bool {
 		if c.State.Final() {
 			q.finished = append(q.finished, c)
@@ -464,8 +472,6 @@ func (q *Queue) sortLocked() {
 		}
 		return false
 	})
-	slices.SortFunc(q.active, compareContainers)
-	q.unsorted = false
 }
 
 func (q *Queue) addEventLocked(t time.Time, actor, kind, target, action, reason string) {
@@ -583,7 +589,10 @@ func (q *Queue) dropFinishedLocked() []*Container {
 	if q.opts.KeepFinished <= 0 {
 		return nil
 	}
-	q.sortLocked() // moves newly final containers to q.finished
+	if q.final > len(q.finished) {
+		// Without re-sorting the queue: a flush follows every submit.
+		q.moveFinalLocked()
+	}
 	n := min(len(q.finished)-q.opts.KeepFinished, pruneBatch)
 	if n <= 0 {
 		return nil
