@@ -54,7 +54,9 @@ func (tx *Tx) Paused() bool { return tx.q.paused }
 
 // SetPending records a container's pending reason (memory only).
 func (tx *Tx) SetPending(c *Container, p Pending) {
-	if c.pending != p {
+	// Field by field, cheapest first: a pass calls this for every waiting
+	// container, and most calls change nothing or only N.
+	if c.pending.N != p.N || c.pending.Code != p.Code || c.pending.Arg != p.Arg {
 		c.pending = p
 		tx.q.gen++ // visible in the container's reason
 	}
