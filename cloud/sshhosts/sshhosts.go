@@ -703,6 +703,9 @@ func (h *Instance) killLeftovers(ctx context.Context) error {
 			log.Warn("sshhosts: destroy: forgetting container", "container", st.ID, "err", err)
 		}
 	}
+	if err := client.Clean(ctx); err != nil {
+		log.Warn("sshhosts: destroy: removing the runner's recycled directories", "err", err)
+	}
 	return nil
 }
 

@@ -127,7 +127,7 @@ func InstallLine(path string) string {
 
 // Command is a parsed runner command line: "<path> runner <verb> [args...]".
 type Command struct {
-	Verb   string // version, start, list, kill, logs, forget, batch
+	Verb   string // version, start, list, kill, logs, forget, batch, serve, clean
 	ID     string // start, kill, logs, forget
 	Signal string // kill: TERM or KILL
 	Tail   int    // logs: 0 = all
@@ -158,13 +158,13 @@ func (c Command) Line(path string) string {
 // ParseArgs parses the words after "runner" (e.g. ["kill","c1","--signal","KILL"]).
 func ParseArgs(args []string) (Command, error) {
 	if len(args) == 0 {
-		return Command{}, errors.New("runner: missing verb (version|start|list|kill|logs|forget|batch)")
+		return Command{}, errors.New("runner: missing verb (version|start|list|kill|logs|forget|batch|serve|clean)")
 	}
 	c := Command{Verb: args[0]}
 	rest := args[1:]
 	needID := false
 	switch c.Verb {
-	case "version", "list", "batch":
+	case "version", "list", "batch", "serve", "clean":
 	case "start", "forget":
 		needID = true
 	case "kill":
@@ -258,6 +258,20 @@ type Executor interface {
 	Close() error
 }
 
+// SessionExecutor is an Executor that can also keep one command running
+// on the instance and exchange frames with it: how Client sends batches to
+// a long-lived "runner serve" (DESIGN §9) instead of paying for an SSH
+// session and a process start per call.
+type SessionExecutor interface {
+	Executor
+	// Exchange writes frame (lines ending in "\n", the last one empty) to
+	// the stdin of a session running cmd, starting one if none is free,
+	// and returns what cmd writes back up to and including the next empty
+	// line. Errors are as Execute's: one that matches ErrNotSent means the
+	// frame never reached cmd whole, so nothing of it ran.
+	Exchange(ctx context.Context, cmd string, frame []byte) ([]byte, error)
+}
+
 // Client speaks the runner protocol to one instance through an Executor.
 type Client struct {
 	Exec Executor
@@ -297,6 +311,16 @@ func (c *Client) Start(ctx context.Context, spec Spec) error {
 
 // List returns the containers the runner knows.
 func (c *Client) List(ctx context.Context) ([]Status, error) {
+	if _, ok := c.Exec.(SessionExecutor); ok {
+		replies, err := c.Batch(ctx, []Request{{Verb: "list"}})
+		if err != nil {
+			return nil, err
+		}
+		if err := replies[0].Err("list"); err != nil {
+			return nil, err
+		}
+		return ParseList(replies[0].Stdout)
+	}
 	out, err := c.run(ctx, Command{Verb: "list"}, nil)
 	if err != nil {
 		return nil, err
@@ -318,6 +342,13 @@ func (c *Client) Logs(ctx context.Context, id string, tail int) ([]byte, error) 
 // Forget removes a finished container's files.
 func (c *Client) Forget(ctx context.Context, id string) error {
 	_, err := c.run(ctx, Command{Verb: "forget", ID: id}, nil)
+	return err
+}
+
+// Clean removes the directories forgotten containers left for reuse: what
+// a host handed back should not keep.
+func (c *Client) Clean(ctx context.Context) error {
+	_, err := c.run(ctx, Command{Verb: "clean"}, nil)
 	return err
 }
 
@@ -356,8 +387,14 @@ func (c *Client) Batch(ctx context.Context, reqs []Request) ([]Reply, error) {
 			return nil, err
 		}
 	}
-	out, err := c.run(ctx, Command{Verb: "batch"}, in.Bytes())
-	if err != nil {
+	var out []byte
+	var err error
+	if se, ok := c.Exec.(SessionExecutor); ok {
+		in.WriteByte('\n')
+		if out, err = se.Exchange(ctx, Command{Verb: "serve"}.Line(c.Path), in.Bytes()); err != nil {
+			return nil, fmt.Errorf("runner serve: %w", err)
+		}
+	} else if out, err = c.run(ctx, Command{Verb: "batch"}, in.Bytes()); err != nil {
 		return nil, err
 	}
 	replies := make([]Reply, 0, len(reqs))

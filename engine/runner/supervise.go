@@ -224,7 +224,7 @@ func (w *worker) superviseStart(dir string, self pidRecord, specJSON []byte, fro
 	}
 	defer closeOuts()
 	var err error
-	if outs[0], err = openRetry(filepath.Join(dir, fileStdout), syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_APPEND|syscall.O_CLOEXEC, 0o600); err != nil {
+	if outs[0], err = openFresh(filepath.Join(dir, fileStdout), syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_APPEND|syscall.O_CLOEXEC, 0o600); err != nil {
 		return nil, fmt.Errorf("claiming %s: %v", dir, err)
 	}
 	failed := func(code int, msg string) (*supervised, error) {
@@ -235,7 +235,7 @@ func (w *worker) superviseStart(dir string, self pidRecord, specJSON []byte, fro
 		writeSmall(filepath.Join(dir, fileExit), append(formatPIDRecord(rec), formatExitLine(code, w.env.Now())...))
 		return nil, errors.New(msg)
 	}
-	if outs[1], err = openRetry(filepath.Join(dir, fileStderr), syscall.O_WRONLY|syscall.O_CREAT|syscall.O_APPEND|syscall.O_CLOEXEC, 0o600); err != nil {
+	if outs[1], err = openFresh(filepath.Join(dir, fileStderr), syscall.O_WRONLY|syscall.O_CREAT|syscall.O_APPEND|syscall.O_CLOEXEC, 0o600); err != nil {
 		return failed(127, (&fs.PathError{Op: "open", Path: filepath.Join(dir, fileStderr), Err: err}).Error())
 	}
 	var spec Spec

@@ -29,6 +29,10 @@ package runner
 // (pid and the first field of pid_start keep the meaning they had for
 // earlier runners: other tools read them.)
 //
+// "forget" keeps the directory, emptied, in <StateDir>/free~/ for a later
+// "start" to reuse, files included (see recycle.go): a file "created" in a
+// recycled directory is its empty spare renamed into place.
+//
 // Each file is written with a single write(2) (see writeSmall), and the
 // exit record reuses pid_start's inode: inode allocation for ~10 files
 // per container was most of the cost of a start on ext4. Directories
@@ -149,7 +153,7 @@ func (e *WorkerEnv) fill() {
 	}
 }
 
-const workerUsage = "usage: runner version | start <id> (spec JSON on stdin) | list | kill <id> [--signal TERM|KILL] | logs <id> [--tail N] | forget <id> | batch (JSON requests on stdin)"
+const workerUsage = "usage: runner version | start <id> (spec JSON on stdin) | list | kill <id> [--signal TERM|KILL] | logs <id> [--tail N] | forget <id> | batch (JSON requests on stdin) | serve (frames of batch requests on stdin) | clean"
 
 // Main runs one runner verb with args (the words after "runner"), reading
 // stdin and writing stdout/stderr; it returns the process exit code: 0 on
@@ -190,6 +194,10 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env WorkerEn
 		return w.forget(cmd.ID)
 	case "batch":
 		return w.batch(stdin)
+	case "serve":
+		return w.serve(stdin)
+	case "clean":
+		return w.clean()
 	}
 	fmt.Fprintf(stderr, "runner: unknown verb %q; %s\n", cmd.Verb, workerUsage)
 	return 2
@@ -385,7 +393,10 @@ func (w *worker) start(id string, stdin io.Reader) int {
 		return w.fail(1, "runner start %s: %v", id, err)
 	}
 	dir := filepath.Join(root, id)
-	if err := os.Mkdir(dir, 0o700); err != nil {
+	pool := newFreePool(root)
+	err = pool.makeDir(dir, w.env.Now())
+	pool.close()
+	if err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return w.fail(1, "container %s already exists (forget it first, or use a new id)", id)
 		}
@@ -871,6 +882,9 @@ func (w *worker) forget(id string) int {
 	if err := os.Rename(dir, gone); err != nil {
 		return w.fail(1, "runner forget %s: %v", id, err)
 	}
+	if recycle(filepath.Dir(dir), gone) == nil {
+		return 0
+	}
 	if err := os.RemoveAll(gone); err != nil {
 		return w.fail(1, "runner forget %s: removing %s: %v", id, gone, err)
 	}
@@ -889,7 +903,7 @@ func (w *worker) forget(id string) int {
 // content ends with the newline every writer puts last, and take an empty
 // or unterminated file for one not written yet.
 func writeSmall(path string, data []byte) error {
-	fd, err := openRetry(path, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, 0o600)
+	fd, err := openFresh(path, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return &fs.PathError{Op: "open", Path: path, Err: err}
 	}
@@ -1256,8 +1270,7 @@ func (w *worker) batch(stdin io.Reader) int {
 	if stdin == nil {
 		stdin = strings.NewReader("")
 	}
-	sc := bufio.NewScanner(stdin)
-	sc.Buffer(make([]byte, 0, 64*1024), 2*maxSpecBytes+4096)
+	sc := newRequestScanner(stdin)
 	var reqs []Request
 	var parseErrs []error
 	for sc.Scan() {
@@ -1273,6 +1286,25 @@ func (w *worker) batch(stdin io.Reader) int {
 	if err := sc.Err(); err != nil {
 		return w.fail(2, "runner batch: reading requests: %v", err)
 	}
+	bw := bufio.NewWriter(w.stdout)
+	if err := writeReplies(bw, w.runRequests(reqs, parseErrs)); err != nil {
+		return w.fail(1, "runner batch: %v", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return w.fail(1, "runner batch: %v", err)
+	}
+	return 0
+}
+
+func newRequestScanner(r io.Reader) *bufio.Scanner {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 2*maxSpecBytes+4096)
+	return sc
+}
+
+// runRequests runs a batch's requests in order, consecutive starts under
+// one supervisor, and returns one reply per request.
+func (w *worker) runRequests(reqs []Request, parseErrs []error) []Reply {
 	replies := make([]Reply, len(reqs))
 	for i := 0; i < len(reqs); {
 		if parseErrs[i] == nil && reqs[i].Verb == "start" {
@@ -1291,15 +1323,57 @@ func (w *worker) batch(stdin io.Reader) int {
 		}
 		i++
 	}
-	bw := bufio.NewWriter(w.stdout)
+	return replies
+}
+
+func writeReplies(bw *bufio.Writer, replies []Reply) error {
 	enc := json.NewEncoder(bw)
 	for i := range replies {
 		if err := enc.Encode(&replies[i]); err != nil {
-			return w.fail(1, "runner batch: %v", err)
+			return err
 		}
 	}
-	if err := bw.Flush(); err != nil {
-		return w.fail(1, "runner batch: %v", err)
+	return nil
+}
+
+// serve runs "runner serve": batches over one long-lived session (DESIGN
+// §9), so that the dispatcher pays for neither an SSH session nor a
+// process start per call. stdin carries frames: request lines as for
+// batch, then an empty line. For each frame serve writes its replies, one
+// line each, then an empty line. A frame cut short by the end of stdin is
+// not run (the dispatcher takes a frame it could not finish sending for
+// one never sent). Containers started here outlive the session as they
+// outlive a batch.
+func (w *worker) serve(stdin io.Reader) int {
+	if stdin == nil {
+		return 0
+	}
+	sc := newRequestScanner(stdin)
+	bw := bufio.NewWriter(w.stdout)
+	var reqs []Request
+	var parseErrs []error
+	for sc.Scan() {
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) > 0 {
+			var r Request
+			err := json.Unmarshal(b, &r)
+			reqs = append(reqs, r)
+			parseErrs = append(parseErrs, err)
+			continue
+		}
+		if err := writeReplies(bw, w.runRequests(reqs, parseErrs)); err != nil {
+			return w.fail(1, "runner serve: %v", err)
+		}
+		if err := bw.WriteByte('\n'); err != nil {
+			return w.fail(1, "runner serve: %v", err)
+		}
+		if err := bw.Flush(); err != nil {
+			return w.fail(1, "runner serve: %v", err)
+		}
+		reqs, parseErrs = reqs[:0], parseErrs[:0]
+	}
+	if err := sc.Err(); err != nil {
+		return w.fail(2, "runner serve: reading requests: %v", err)
 	}
 	return 0
 }
@@ -1360,6 +1434,9 @@ func (w *worker) batchStart(reqs []Request, replies []Reply) {
 	var ids []string
 	var idx []int
 	var bodies [][]byte
+	pool := newFreePool(root)
+	defer pool.close()
+	now := w.env.Now()
 	for i, r := range reqs {
 		if !safeID(r.ID) {
 			failf(i, 2, "runner start: invalid container id %q: want [A-Za-z0-9_.-]{1,128}, not . or ..", r.ID)
@@ -1388,7 +1465,7 @@ func (w *worker) batchStart(reqs []Request, replies []Reply) {
 			continue
 		}
 		dir := filepath.Join(root, r.ID)
-		if err := os.Mkdir(dir, 0o700); err != nil {
+		if err := pool.makeDir(dir, now); err != nil {
 			if errors.Is(err, fs.ErrExist) {
 				failf(i, 1, "container %s already exists (forget it first, or use a new id)", r.ID)
 			} else {

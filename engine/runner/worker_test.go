@@ -447,7 +447,7 @@ func TestForget(t *testing.T) {
 	if _, ok := h.status("done"); ok {
 		t.Fatal("forgotten container still listed")
 	}
-	if names := dirEntries(t, h.env.StateDir); !reflect.DeepEqual(names, []string{"busy"}) {
+	if names := dirEntries(t, h.env.StateDir); !reflect.DeepEqual(names, []string{"busy", freeDir}) {
 		t.Fatalf("state dir holds %v", names)
 	}
 	code, _, errs = h.run("", "forget", "done")

@@ -107,6 +107,10 @@ type Executor struct {
 	client       *ssh.Client
 	closed       bool
 	hostKeyAlgos []string // learned after a host key type mismatch
+
+	// serveMu guards idle: long-lived sessions (serve.go) by command.
+	serveMu sync.Mutex
+	idle    map[string][]*serveSession
 }
 
 var _ runner.Executor = (*Executor)(nil)

@@ -11,6 +11,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -242,7 +243,14 @@ func (s *testServer) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 			cmd := exec.Command("/bin/sh", "-c", m.Command)
 			cmd.Dir = s.dir
 			cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + s.dir}, env...)
-			cmd.Stdin = ch
+			// Like sshd, the exit is reported when the command exits,
+			// whether or not the client has closed its stdin.
+			if stdin, err := cmd.StdinPipe(); err == nil {
+				go func() {
+					io.Copy(stdin, ch)
+					stdin.Close()
+				}()
+			}
 			cmd.Stdout = ch
 			cmd.Stderr = ch.Stderr()
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -1,0 +1,208 @@
+//go:build unix
+
+package runner
+
+// Recycling container directories. Creating a file costs an inode, and on
+// ext4 without a journal allocating one scans past every inode freed in the
+// last seconds: at a thousand short containers a second, creating the ~5
+// files and the directory of each new container was most of the runner's
+// CPU. So "forget" empties a container's directory and keeps it, with its
+// files, in <StateDir>/free~/ ('~' is not valid in an id, so list never
+// sees it); "start" takes a directory from there when it can. An emptied
+// directory keeps each file under a spare name ("spare~stdout", ...), empty;
+// whoever would create the file renames the spare into place instead
+// (openFresh), which claims it exactly as an exclusive create would.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const (
+	freeDir     = "free~"
+	sparePrefix = "spare~"
+	// maxFree bounds the pool, so a burst of containers does not leave
+	// its directories behind for good.
+	maxFree = 4096
+)
+
+// spareName maps a file of a finished container to the file it is kept
+// for; "" means the file is removed. The exit record is pid_start renamed,
+// so it becomes pid_start's spare.
+func spareName(name string) string {
+	switch name {
+	case fileStdout, fileStderr, filePID, filePIDStart:
+		return name
+	case fileExit:
+		return filePIDStart
+	}
+	if s, ok := strings.CutPrefix(name, sparePrefix); ok {
+		return spareName(s)
+	}
+	return ""
+}
+
+// recycle empties gone, the directory of a forgotten container already
+// renamed out of list's sight, and moves it to the free pool. On error
+// the caller removes gone instead.
+func recycle(root, gone string) error {
+	pool := filepath.Join(root, freeDir)
+	var st syscall.Stat_t
+	// A directory's link count is 2 + its subdirectories (1 once too
+	// many to count).
+	if err := syscall.Stat(pool, &st); err == nil && (st.Nlink < 2 || st.Nlink-2 >= maxFree) {
+		return errors.New("free pool full")
+	}
+	ents, err := os.ReadDir(gone)
+	if err != nil {
+		return err
+	}
+	kept := map[string]bool{}
+	for _, e := range ents {
+		path := filepath.Join(gone, e.Name())
+		keep := spareName(e.Name())
+		if keep == "" || kept[keep] || !e.Type().IsRegular() {
+			if err := os.RemoveAll(path); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := os.Truncate(path, 0); err != nil {
+			return err
+		}
+		if spare := sparePrefix + keep; e.Name() != spare {
+			if err := os.Rename(path, filepath.Join(gone, spare)); err != nil {
+				return err
+			}
+		}
+		kept[keep] = true
+	}
+	// Moved with the same call claim uses: where it does not work (not
+	// Linux, or a file system without it) nothing is kept.
+	dst := filepath.Join(pool, filepath.Base(gone))
+	err = renameNoReplace(gone, dst)
+	if errors.Is(err, syscall.ENOENT) {
+		if err := os.Mkdir(pool, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return err
+		}
+		err = renameNoReplace(gone, dst)
+	}
+	return err
+}
+
+// freePool hands out recycled directories to one start or batch.
+type freePool struct {
+	dir   string
+	dirf  *os.File
+	names []string
+	done  bool // nothing more to read (or recycling does not work here)
+}
+
+func newFreePool(root string) *freePool { return &freePool{dir: filepath.Join(root, freeDir)} }
+
+// claim moves a recycled directory to dir, which must not exist: true when
+// it did; false with no error when the pool is empty (the caller makes a
+// new directory); an error wrapping fs.ErrExist when dir exists.
+func (p *freePool) claim(dir string, now time.Time) (bool, error) {
+	for {
+		if len(p.names) == 0 && !p.fill() {
+			return false, nil
+		}
+		src := filepath.Join(p.dir, p.names[0])
+		p.names = p.names[1:]
+		// list takes a directory without a pid file for a container that
+		// is starting while it is new: make it new before it appears.
+		if err := os.Chtimes(src, now, now); err != nil {
+			continue // taken by another runner since it was listed
+		}
+		err := renameNoReplace(src, dir)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, syscall.ENOENT):
+			continue // taken by another runner
+		case errors.Is(err, syscall.EEXIST), errors.Is(err, syscall.ENOTEMPTY):
+			return false, &os.PathError{Op: "mkdir", Path: dir, Err: os.ErrExist}
+		default: // not supported here: make new directories
+			p.done = true
+			return false, nil
+		}
+	}
+}
+
+func (p *freePool) fill() bool {
+	if p.done {
+		return false
+	}
+	if p.dirf == nil {
+		f, err := os.Open(p.dir)
+		if err != nil {
+			p.done = true
+			return false
+		}
+		p.dirf = f
+	}
+	names, err := p.dirf.Readdirnames(256)
+	p.names = names
+	if err == io.EOF || len(names) == 0 {
+		p.done = true
+	}
+	return len(names) > 0
+}
+
+func (p *freePool) close() {
+	if p.dirf != nil {
+		p.dirf.Close()
+	}
+}
+
+// makeDir makes the directory of a new container: a recycled one when the
+// pool has one, else a new one. The error wraps fs.ErrExist when the
+// container exists.
+func (p *freePool) makeDir(dir string, now time.Time) error {
+	if ok, err := p.claim(dir, now); ok || err != nil {
+		return err
+	}
+	return os.Mkdir(dir, 0o700)
+}
+
+// openFresh opens path, which a writer is about to create, with flags
+// (O_CREAT, maybe O_EXCL): when a recycled directory keeps an empty spare
+// for it, the spare is renamed into place (failing, like O_EXCL, if path
+// exists) and opened without creating anything.
+func openFresh(path string, flags int, perm uint32) (int, error) {
+	spare := filepath.Join(filepath.Dir(path), sparePrefix+filepath.Base(path))
+	if renameNoReplace(spare, path) == nil {
+		flags &^= syscall.O_CREAT | syscall.O_EXCL
+	}
+	return openRetry(path, flags, perm)
+}
+
+// clean runs "runner clean": it removes the free pool.
+func (w *worker) clean() int {
+	root, exists, err := w.stateRoot(false)
+	if err != nil {
+		return w.fail(1, "runner clean: %v", err)
+	}
+	if !exists {
+		return 0
+	}
+	// Out of the way first, so that no start takes from it meanwhile.
+	gone := filepath.Join(root, fmt.Sprintf("clean~%d", os.Getpid()))
+	if err := os.Rename(filepath.Join(root, freeDir), gone); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return 0
+		}
+		return w.fail(1, "runner clean: %v", err)
+	}
+	if err := os.RemoveAll(gone); err != nil {
+		return w.fail(1, "runner clean: %v", err)
+	}
+	return 0
+}

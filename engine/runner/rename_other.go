@@ -1,0 +1,9 @@
+//go:build unix && !linux
+
+package runner
+
+import "syscall"
+
+// renameNoReplace is only available on Linux; elsewhere directories and
+// files are not recycled.
+func renameNoReplace(oldpath, newpath string) error { return syscall.ENOSYS }

@@ -1,0 +1,168 @@
+package sshexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"dispatch-tui/engine/runner"
+)
+
+// frameCounter answers each frame (lines up to an empty one) with the number
+// of lines it held, then an empty line: "runner serve"'s framing.
+const frameCounter = `n=0; while IFS= read -r line; do if [ -z "$line" ]; then echo "$n lines"; echo; n=0; else n=$((n+1)); fi; done`
+
+func exchange(t *testing.T, e *Executor, cmd string, lines int) string {
+	t.Helper()
+	out, err := e.Exchange(context.Background(), cmd, []byte(strings.Repeat("x\n", lines)+"\n"))
+	if err != nil {
+		t.Fatalf("Exchange: %v", err)
+	}
+	return string(out)
+}
+
+func countStarted(s *testServer, cmd string) int {
+	n := 0
+	for {
+		select {
+		case c := <-s.execStarted:
+			if c == cmd {
+				n++
+			}
+		default:
+			return n
+		}
+	}
+}
+
+func TestExchangeKeepsOneSession(t *testing.T) {
+	f := newFixture(t)
+	e := f.executor(t, f.opts())
+	for i := range 5 {
+		if out := exchange(t, e, frameCounter, i); out != fmt.Sprintf("%d lines\n\n", i) {
+			t.Fatalf("exchange %d: %q", i, out)
+		}
+	}
+	if n := countStarted(f.srv, frameCounter); n != 1 {
+		t.Fatalf("the command was started %d times for 5 exchanges", n)
+	}
+}
+
+func TestExchangeConcurrent(t *testing.T) {
+	f := newFixture(t)
+	e := f.executor(t, f.opts())
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 10 {
+				out, err := e.Exchange(context.Background(), frameCounter, []byte(strings.Repeat("x\n", g+i)+"\n"))
+				if err == nil && string(out) != fmt.Sprintf("%d lines\n\n", g+i) {
+					err = fmt.Errorf("reply %q to %d lines", out, g+i)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if n := countStarted(f.srv, frameCounter); n > DefaultMaxSessions {
+		t.Fatalf("%d sessions started, more than the connection's %d slots", n, DefaultMaxSessions)
+	}
+}
+
+func TestExchangeReplacesEndedSession(t *testing.T) {
+	f := newFixture(t)
+	e := f.executor(t, f.opts())
+	// Answers one frame of one line, then exits.
+	const once = `read -r a; read -r b; echo one; echo`
+	for range 3 {
+		out, err := e.Exchange(context.Background(), once, []byte("x\n\n"))
+		if err != nil || string(out) != "one\n\n" {
+			t.Fatalf("Exchange: %q %v", out, err)
+		}
+		f.srv.waitExited(t, once)
+		waitIdleDead(t, e, once)
+	}
+	if n := countStarted(f.srv, once); n != 3 {
+		t.Fatalf("started %d times, want a new session per exchange (3)", n)
+	}
+
+	// A dropped connection: the next exchange dials again.
+	exchange(t, e, frameCounter, 1)
+	f.srv.dropAll()
+	waitIdleDead(t, e, frameCounter)
+	if out := exchange(t, e, frameCounter, 2); out != "2 lines\n\n" {
+		t.Fatalf("after a drop: %q", out)
+	}
+}
+
+func TestExchangeOutcomes(t *testing.T) {
+	f := newFixture(t)
+	o := f.opts()
+	o.CommandTimeout = 300 * time.Millisecond
+	e := f.executor(t, o)
+	for _, tc := range []struct {
+		name, cmd string
+		want      error
+	}{
+		// It read the frame and died without replying: it may have run.
+		{"exits without replying", `read -r a; read -r b; exit 3`, nil},
+		// Never replies: the timeout closes the session.
+		{"never replies", `cat > /dev/null`, context.DeadlineExceeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := e.Exchange(context.Background(), tc.cmd, []byte("x\n\n"))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if errors.Is(err, runner.ErrNotSent) {
+				t.Fatalf("a frame that reached the command must not count as never sent: %v", err)
+			}
+			if tc.want != nil && !errors.Is(err, tc.want) {
+				t.Fatalf("want %v, got %v", tc.want, err)
+			}
+			if !strings.Contains(err.Error(), f.srv.addr) {
+				t.Fatalf("error does not name the address: %v", err)
+			}
+		})
+	}
+	// Nothing can be sent to a closed executor.
+	e.Close()
+	if _, err := e.Exchange(context.Background(), frameCounter, []byte("\n")); !errors.Is(err, runner.ErrNotSent) || !errors.Is(err, ErrClosed) {
+		t.Fatalf("after Close: %v", err)
+	}
+}
+
+// waitIdleDead waits until the client has heard that cmd's idle session
+// ended. (Until then a reused session takes the frame and fails with an
+// unknown outcome, which is right: it cannot tell when the command died.)
+func waitIdleDead(t *testing.T, e *Executor, cmd string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		e.serveMu.Lock()
+		dead := true
+		for _, s := range e.idle[cmd] {
+			dead = dead && s.dead()
+		}
+		e.serveMu.Unlock()
+		if dead {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the client never heard that %q ended", cmd)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
