@@ -73,7 +73,7 @@ func recycle(root, gone string) error {
 			}
 			continue
 		}
-		if err := os.Truncate(path, 0); err != nil {
+		if err := emptyFile(path); err != nil {
 			return err
 		}
 		if spare := sparePrefix + keep; e.Name() != spare {
@@ -94,6 +94,19 @@ func recycle(root, gone string) error {
 		err = renameNoReplace(gone, dst)
 	}
 	return err
+}
+
+// emptyFile truncates path to nothing through an open descriptor, not
+// truncate(2): ext4 marks a file truncated to zero for allocation and
+// writeback at its next close, which with truncate(2) would be the close
+// after the next container wrote it (its pid files, on every start). Here
+// that close is this one, with nothing left to write.
+func emptyFile(path string) error {
+	fd, err := openRetry(path, syscall.O_WRONLY|syscall.O_TRUNC|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return syscall.Close(fd)
 }
 
 // freePool hands out recycled directories to one start or batch.
