@@ -1074,12 +1074,26 @@ func parseExitLine(line string) (r exitRecord, ok bool) {
 	return r, !r.finished.IsZero()
 }
 
-// readPIDRecord reads the pid file of the container in dir ("<pid>"),
-// then pid_start: five fields, with the exit line after them once the
-// command ended; or, written by earlier runners, the start time alone,
-// with started_at in its own file. A pid_start gone (renamed to exit just
-// now) leaves the start time unknown.
+// readPIDRecord reads pid_start of the container in dir: five fields,
+// with the exit line after them once the command ended. Otherwise (written
+// by earlier runners, or renamed to exit just now) it reads the pid file
+// ("<pid>"), then pid_start as earlier runners wrote it: the start time
+// alone, with started_at in its own file; a pid_start gone leaves the start
+// time unknown.
 func readPIDRecord(dir string) (pidRecord, error) {
+	// This runner's pid_start carries the pid: one file to read, not two,
+	// for each running container on every list.
+	if lines, err := readLines(filepath.Join(dir, filePIDStart)); err == nil {
+		if r, ok := parsePIDLine(lines[0]); ok && r.pid > 0 {
+			if len(lines) > 1 {
+				if ex, ok := parseExitLine(lines[1]); ok {
+					ex.pid, ex.started, ex.full = r.pid, r.started, true
+					r.exit = &ex
+				}
+			}
+			return r, nil
+		}
+	}
 	path := filepath.Join(dir, filePID)
 	pid, _, err := readPIDFile(path)
 	if err != nil {
