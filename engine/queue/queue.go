@@ -79,6 +79,7 @@ type Queue struct {
 	db    *bolt.DB
 	clock clock.Clock
 	opts  Options
+	group *groupCommit // submits and stored logs
 
 	flushMu sync.Mutex
 
@@ -121,10 +122,8 @@ func Open(opts Options) (*Queue, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w (is another dispatcher using this state_dir?)", opts.Path, err)
 	}
-	// Concurrent submits share a commit; a lone submit waits at most 1ms.
-	db.MaxBatchDelay = time.Millisecond
 	q := &Queue{
-		db: db, clock: opts.Clock, opts: opts,
+		db: db, clock: opts.Clock, opts: opts, group: &groupCommit{db: db},
 		byID:  map[string]*Container{},
 		dirty: map[string]struct{}{},
 		subs:  map[int]chan struct{}{},
@@ -284,7 +283,7 @@ func (q *Queue) SubmitBatch(specs []Spec, actor string) ([]Container, error) {
 	for i := range specs {
 		recs[i] = q.newContainer(&specs[i], now, seq+uint64(i))
 	}
-	err := q.db.Batch(func(tx *bolt.Tx) error {
+	err := q.group.write(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketContainers)
 		b.FillPercent = appendFill
 		for _, c := range recs {
@@ -515,7 +514,7 @@ func (q *Queue) StoreLogs(id string, output []byte) error {
 	if !known {
 		return nil // dropped (keep_finished) before its output arrived
 	}
-	err := q.db.Batch(func(tx *bolt.Tx) error {
+	err := q.group.write(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketLogs).Put([]byte(id), output)
 	})
 	if err != nil {
