@@ -283,6 +283,13 @@ func (q *Queue) SubmitBatch(specs []Spec, actor string) ([]Container, error) {
 	for i := range specs {
 		recs[i] = q.newContainer(&specs[i], now, seq+uint64(i))
 	}
+	// The submit events go into the same commit as the containers (one
+	// fsync per group of submits, not two). They take their sequence
+	// numbers and join the in-memory log inside the transaction, under the
+	// queue's lock, so the log stays in order for readers that follow it;
+	// a retry of the function (alone, after a shared transaction failed)
+	// reuses them.
+	var events []Event
 	err := q.group.write(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketContainers)
 		b.FillPercent = appendFill
@@ -295,9 +302,28 @@ func (q *Queue) SubmitBatch(specs []Spec, actor string) ([]Container, error) {
 				return err
 			}
 		}
+		if events == nil {
+			q.mu.Lock()
+			for _, c := range recs {
+				events = append(events, q.logEventLocked(now, actor, "verb", c.ID, "submit", ""))
+			}
+			q.mu.Unlock()
+		}
+		eb := tx.Bucket(bucketEvents)
+		if err := putEvents(eb, events); err != nil {
+			return err
+		}
+		if q.opts.EventRetention > 0 {
+			return pruneEvents(eb, events[len(events)-1].Seq, uint64(q.opts.EventRetention))
+		}
 		return nil
 	})
 	if err != nil {
+		if events != nil {
+			q.mu.Lock()
+			q.unlogEventsLocked(events)
+			q.mu.Unlock()
+		}
 		return nil, fmt.Errorf("store container: %w", err)
 	}
 	out := make([]Container, len(recs))
@@ -305,14 +331,13 @@ func (q *Queue) SubmitBatch(specs []Spec, actor string) ([]Container, error) {
 	for i, c := range recs {
 		q.byID[c.ID] = c
 		q.active = append(q.active, c)
-		q.addEventLocked(now, actor, "verb", c.ID, "submit", "")
 		out[i] = c.View()
 	}
 	q.unsorted = true
 	q.gen++
 	q.notifyLocked()
 	q.mu.Unlock()
-	return out, q.Flush()
+	return out, nil
 }
 
 func (q *Queue) newContainer(spec *Spec, now time.Time, seq uint64) *Container {
@@ -473,10 +498,16 @@ func (q *Queue) moveFinalLocked() {
 	})
 }
 
+// addEventLocked records an event for the next flush to write.
 func (q *Queue) addEventLocked(t time.Time, actor, kind, target, action, reason string) {
+	q.newEvents = append(q.newEvents, q.logEventLocked(t, actor, kind, target, action, reason))
+}
+
+// logEventLocked gives an event the next sequence number and adds it to the
+// in-memory log; the caller writes it to the store.
+func (q *Queue) logEventLocked(t time.Time, actor, kind, target, action, reason string) Event {
 	e := Event{Seq: q.nextEvent, Time: t, Actor: actor, Kind: kind, Target: target, Action: action, Reason: reason}
 	q.nextEvent++
-	q.newEvents = append(q.newEvents, e)
 	// recent is the window of the newest EventsInMemory events at the end
 	// of recentBuf, which is cut back in one copy when it reaches twice
 	// that: no shift of the whole window per event.
@@ -487,6 +518,35 @@ func (q *Queue) addEventLocked(t time.Time, actor, kind, target, action, reason 
 	}
 	q.recentBuf = append(q.recentBuf, e)
 	q.recent = q.recentBuf[max(0, len(q.recentBuf)-q.opts.EventsInMemory):]
+	return e
+}
+
+// unlogEventsLocked takes events that could not be written back out of
+// the in-memory log (their sequence numbers stay unused).
+func (q *Queue) unlogEventsLocked(events []Event) {
+	drop := make(map[uint64]bool, len(events))
+	for _, e := range events {
+		drop[e.Seq] = true
+	}
+	q.recentBuf = slices.DeleteFunc(q.recentBuf, func(e Event) bool { return drop[e.Seq] })
+	q.recent = q.recentBuf[max(0, len(q.recentBuf)-q.opts.EventsInMemory):]
+}
+
+// putEvents writes events to the events bucket.
+func putEvents(eb *bolt.Bucket, events []Event) error {
+	eb.FillPercent = appendFill
+	for _, e := range events {
+		body, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		var k [8]byte
+		binary.BigEndian.PutUint64(k[:], e.Seq)
+		if err := eb.Put(k[:], body); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // AddEvent records an event (e.g. a cloud error or an instance verb) and
@@ -690,17 +750,8 @@ func (q *Queue) Flush() error {
 			}
 		}
 		eb := tx.Bucket(bucketEvents)
-		eb.FillPercent = appendFill
-		for _, e := range events {
-			body, err := json.Marshal(e)
-			if err != nil {
-				return err
-			}
-			var k [8]byte
-			binary.BigEndian.PutUint64(k[:], e.Seq)
-			if err := eb.Put(k[:], body); err != nil {
-				return err
-			}
+		if err := putEvents(eb, events); err != nil {
+			return err
 		}
 		for _, c := range drop {
 			if err := b.Delete(containerKey(c.Seq)); err != nil {

@@ -781,3 +781,38 @@ func TestKeepFinished(t *testing.T) {
 		t.Errorf("file holds %d containers, want 4: %v", len(got), got)
 	}
 }
+
+// A submit's event is written in the submit's own commit (no flush needed),
+// and submits alone keep the event log within its retention.
+func TestSubmitEventsAreStoredWithTheContainers(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.EventRetention = 5; o.EventsInMemory = 2 })
+	var last string
+	for i := 0; i < 8; i++ {
+		last = e.submit(spec("true")).ID
+	}
+	var stored []Event
+	if err := e.q.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketEvents).ForEach(func(_, v []byte) error {
+			var ev Event
+			if err := json.Unmarshal(v, &ev); err != nil {
+				return err
+			}
+			stored = append(stored, ev)
+			return nil
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != 5 || stored[4].Action != "submit" || stored[4].Target != last {
+		t.Fatalf("store holds %d events, last %+v; want 5 ending with the submit of %s", len(stored), stored[len(stored)-1], last)
+	}
+	for i := 1; i < len(stored); i++ {
+		if stored[i].Seq != stored[i-1].Seq+1 {
+			t.Fatalf("event sequence numbers %d then %d", stored[i-1].Seq, stored[i].Seq)
+		}
+	}
+	e.reopen()
+	if evs := e.events(); len(evs) != 5 || evs[4].Target != last {
+		t.Fatalf("after reopen: %+v", evs)
+	}
+}
