@@ -285,11 +285,15 @@ func (q *Queue) SubmitBatch(specs []Spec, actor string) ([]Container, error) {
 	}
 	// The submit events go into the same commit as the containers (one
 	// fsync per group of submits, not two). They take their sequence
-	// numbers and join the in-memory log inside the transaction, under the
-	// queue's lock, so the log stays in order for readers that follow it;
-	// a retry of the function (alone, after a shared transaction failed)
-	// reuses them.
-	var events []Event
+	// numbers and join the in-memory log first, so the log stays in order
+	// for readers that follow it (as the events a flush writes do); a
+	// failed commit takes them back out.
+	events := make([]Event, len(recs))
+	q.mu.Lock()
+	for i, c := range recs {
+		events[i] = q.logEventLocked(now, actor, "verb", c.ID, "submit", "")
+	}
+	q.mu.Unlock()
 	err := q.group.write(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketContainers)
 		b.FillPercent = appendFill
@@ -302,13 +306,6 @@ func (q *Queue) SubmitBatch(specs []Spec, actor string) ([]Container, error) {
 				return err
 			}
 		}
-		if events == nil {
-			q.mu.Lock()
-			for _, c := range recs {
-				events = append(events, q.logEventLocked(now, actor, "verb", c.ID, "submit", ""))
-			}
-			q.mu.Unlock()
-		}
 		eb := tx.Bucket(bucketEvents)
 		if err := putEvents(eb, events); err != nil {
 			return err
@@ -319,11 +316,9 @@ func (q *Queue) SubmitBatch(specs []Spec, actor string) ([]Container, error) {
 		return nil
 	})
 	if err != nil {
-		if events != nil {
-			q.mu.Lock()
-			q.unlogEventsLocked(events)
-			q.mu.Unlock()
-		}
+		q.mu.Lock()
+		q.unlogEventsLocked(events)
+		q.mu.Unlock()
 		return nil, fmt.Errorf("store container: %w", err)
 	}
 	out := make([]Container, len(recs))
