@@ -8,140 +8,58 @@ package launch
 //	make bench-e2e   (go test -run='^TestDaemonThroughput$' ./engine/launch -throughput.containers=20000)
 
 import (
-	"bytes"
-	"encoding/json"
+	"context"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/queue"
 )
 
 var throughputClients = flag.Int("throughput.clients", 16, "concurrent API clients submitting in TestDaemonThroughput")
 
-// throughputDaemonConfig is e2eConfig's daemon twin with TestLocalThroughput's
-// settings: four instances of a type big enough for every container at once.
-func throughputDaemonConfig(t *testing.T, stateDir string, port, vcpus int) string {
-	t.Helper()
-	body := fmt.Sprintf(`[dispatcher]
-state_dir = %q
-listen = "127.0.0.1:%d"
-max_instances = 4
-max_containers_per_instance = 0
-stale_lock_timeout = "20s"
-
-[cloud]
-driver = "local"
-runner_path = %q
-probe_interval = "100ms"
-sync_interval = "1s"
-timeout_idle = "1m"
-max_concurrent_creates = 4
-max_cloud_ops_per_second = 100
-max_probes_per_second = 1000
-
-[cloud.local]
-boot_delay = "100ms"
-
-[[instance_type]]
-name = "big"
-vcpus = %d
-ram = "1TiB"
-scratch = "1TiB"
-price = 0.1
-
-[containers]
-kill_grace = "1s"
-keep_finished = 0
-`, stateDir, port, filepath.Join(stateDir, "dispatch-tui-runner"), vcpus)
-	path := filepath.Join(t.TempDir(), "config.toml")
-	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// apiClient talks to a daemon's management API on loopback (no token).
-type apiClient struct {
-	base string
-	http *http.Client
-}
-
-func (c *apiClient) do(method, path string, body any, out any) error {
-	var r io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		r = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, c.base+path, r)
-	if err != nil {
-		return err
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, strings.TrimSpace(string(data)))
-	}
-	if out != nil {
-		return json.Unmarshal(data, out)
-	}
-	return nil
-}
-
-func (c *apiClient) summary(t *testing.T) map[queue.State]int {
-	t.Helper()
-	var s struct {
-		Containers map[queue.State]int `json:"containers"`
-	}
-	if err := c.do("GET", "/v1/summary", nil, &s); err != nil {
-		t.Fatal(err)
-	}
-	return s.Containers
-}
-
-// submitAll posts specs with `clients` concurrent connections.
-func (c *apiClient) submitAll(specs []queue.Spec, clients int) error {
+// submitAll submits specs through the API, one call each, from clients
+// concurrent connections.
+func submitAll(c *api.Client, specs []queue.Spec, clients int) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, clients)
 	for range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= len(specs) {
 					return
 				}
-				if err := c.do("POST", "/v1/containers", specs[i], nil); err != nil {
+				if _, err := c.Submit(context.Background(), specs[i]); err != nil {
 					errs <- err
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// completed returns how many containers the daemon counts Complete, and
+// all its counts.
+func completed(t *testing.T, c *api.Client) (int, map[queue.State]int) {
+	t.Helper()
+	s, err := c.Summary(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Containers[queue.Complete], s.Containers
 }
 
 func TestDaemonThroughput(t *testing.T) {
@@ -151,7 +69,12 @@ func TestDaemonThroughput(t *testing.T) {
 	}
 	state := t.TempDir()
 	port := freePort(t)
-	cfgPath := throughputDaemonConfig(t, state, port, *throughputVCPUs)
+	// TestLocalThroughput's settings: four instances of a type big enough
+	// for every container at once, probed often.
+	cfgPath := writeDaemonConfig(t, state, daemonSettings{
+		listen: fmt.Sprintf("127.0.0.1:%d", port), probeInterval: "100ms", maxProbes: 1000,
+		vcpus: *throughputVCPUs, extra: "keep_finished = 0\n",
+	})
 	daemon := exec.Command(binary, "--daemon", "--config", cfgPath)
 	logPath := filepath.Join(t.TempDir(), "daemon.log")
 	logFile, err := os.Create(logPath)
@@ -179,22 +102,25 @@ func TestDaemonThroughput(t *testing.T) {
 			dumpWarnings(t, logPath)
 		}
 	})
-	api := &apiClient{base: fmt.Sprintf("http://127.0.0.1:%d", port), http: &http.Client{
-		Timeout:   30 * time.Second,
-		Transport: &http.Transport{MaxIdleConnsPerHost: *throughputClients},
-	}}
-	waitFor(t, "daemon API", 30*time.Second, func() bool { return api.do("GET", "/healthz", nil, nil) == nil })
+	client := api.NewClient(fmt.Sprintf("127.0.0.1:%d", port), "")
+	client.HTTP.Transport = &http.Transport{MaxIdleConnsPerHost: *throughputClients}
+	client.HTTP.Timeout = 30 * time.Second
+	waitFor(t, "daemon API", 30*time.Second, func() bool {
+		_, err := client.Summary(context.Background())
+		return err == nil
+	})
 
 	// Warm up: boot the instances and deploy the runner before timing.
 	warm := make([]queue.Spec, 4)
 	for i := range warm {
 		warm[i] = queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: *throughputVCPUs}}
 	}
-	if err := api.submitAll(warm, len(warm)); err != nil {
+	if err := submitAll(client, warm, len(warm)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "warm-up containers Complete", 2*time.Minute, func() bool {
-		return api.summary(t)[queue.Complete] == len(warm)
+		done, _ := completed(t, client)
+		return done == len(warm)
 	})
 
 	specs := make([]queue.Spec, n)
@@ -205,7 +131,7 @@ func TestDaemonThroughput(t *testing.T) {
 	submitted := make(chan error, 1)
 	var submitTook time.Duration
 	go func() {
-		err := api.submitAll(specs, *throughputClients)
+		err := submitAll(client, specs, *throughputClients)
 		submitTook = time.Since(t0)
 		submitted <- err
 	}()
@@ -213,8 +139,7 @@ func TestDaemonThroughput(t *testing.T) {
 	last, lastAt := 0, time.Now()
 	deadline := time.Now().Add(time.Duration(n)*20*time.Millisecond + time.Minute)
 	for {
-		s := api.summary(t)
-		done := s[queue.Complete]
+		done, s := completed(t, client)
 		if done >= want {
 			break
 		}
@@ -230,7 +155,7 @@ func TestDaemonThroughput(t *testing.T) {
 	if err := <-submitted; err != nil {
 		t.Fatal(err)
 	}
-	s := api.summary(t)
+	_, s := completed(t, client)
 	t.Logf("%d containers submitted through the API (%d clients) → Complete in %s (submits took %s): %.0f containers/s",
 		n, *throughputClients, took.Round(time.Millisecond), submitTook.Round(time.Millisecond), float64(n)/took.Seconds())
 	for _, st := range []queue.State{queue.Cancelled, queue.Queued, queue.Locked, queue.Running} {

@@ -377,8 +377,43 @@ func TestLocalSIGKILLedDispatcherReadoptsRunningContainers(t *testing.T) {
 // daemonConfig writes a config file equivalent to e2eConfig(stateDir).
 func daemonConfig(t *testing.T, stateDir string) string {
 	t.Helper()
+	return writeDaemonConfig(t, stateDir, daemonSettings{})
+}
+
+// daemonSettings are what daemon configs of these tests differ in; zero
+// fields keep e2eConfig's values.
+type daemonSettings struct {
+	listen        string // "" = the default address
+	probeInterval string
+	maxProbes     int
+	vcpus         int    // of the one instance type ("slot8" unless set)
+	extra         string // appended to [containers]
+}
+
+func writeDaemonConfig(t *testing.T, stateDir string, s daemonSettings) string {
+	t.Helper()
+	listen := ""
+	if s.listen != "" {
+		listen = fmt.Sprintf("listen = %q\n", s.listen)
+	}
+	if s.probeInterval == "" {
+		s.probeInterval = "200ms"
+	}
+	if s.maxProbes == 0 {
+		s.maxProbes = 100
+	}
+	typ := `name = "slot8"
+vcpus = 8
+ram = "16GiB"
+scratch = "10GiB"`
+	if s.vcpus > 0 {
+		typ = fmt.Sprintf(`name = "big"
+vcpus = %d
+ram = "1TiB"
+scratch = "1TiB"`, s.vcpus)
+	}
 	body := fmt.Sprintf(`[dispatcher]
-state_dir = %q
+%sstate_dir = %q
 max_instances = 4
 max_containers_per_instance = 0
 stale_lock_timeout = "20s"
@@ -386,26 +421,23 @@ stale_lock_timeout = "20s"
 [cloud]
 driver = "local"
 runner_path = %q
-probe_interval = "200ms"
+probe_interval = %q
 sync_interval = "1s"
 timeout_idle = "1m"
 max_concurrent_creates = 4
 max_cloud_ops_per_second = 100
-max_probes_per_second = 100
+max_probes_per_second = %d
 
 [cloud.local]
 boot_delay = "100ms"
 
 [[instance_type]]
-name = "slot8"
-vcpus = 8
-ram = "16GiB"
-scratch = "10GiB"
+%s
 price = 0.1
 
 [containers]
 kill_grace = "1s"
-`, stateDir, filepath.Join(stateDir, "dispatch-tui-runner"))
+%s`, listen, stateDir, filepath.Join(stateDir, "dispatch-tui-runner"), s.probeInterval, s.maxProbes, typ, s.extra)
 	path := filepath.Join(t.TempDir(), "config.toml")
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
@@ -430,13 +462,8 @@ func TestDaemonStopsCleanlyOnSignalsLeavingContainersRunning(t *testing.T) {
 			waitFor(t, "containers running", time.Minute, func() bool { return len(runnerPIDs(state)) == len(ids) })
 			stop()
 
-			cfgPath := daemonConfig(t, state)
 			// A port of its own: never the default one another daemon may hold.
-			b, _ := os.ReadFile(cfgPath)
-			b = []byte(strings.Replace(string(b), "[dispatcher]\n", fmt.Sprintf("[dispatcher]\nlisten = \"127.0.0.1:%d\"\n", freePort(t)), 1))
-			if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			cfgPath := writeDaemonConfig(t, state, daemonSettings{listen: fmt.Sprintf("127.0.0.1:%d", freePort(t))})
 			daemon := exec.Command(binary, "--daemon", "--config", cfgPath)
 			var logs strings.Builder
 			daemon.Stderr = &logs
