@@ -1285,23 +1285,15 @@ func (w *worker) batch(stdin io.Reader) int {
 		stdin = strings.NewReader("")
 	}
 	sc := newRequestScanner(stdin)
-	var reqs []Request
-	var parseErrs []error
+	var f frame
 	for sc.Scan() {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		var r Request
-		err := json.Unmarshal(b, &r)
-		reqs = append(reqs, r)
-		parseErrs = append(parseErrs, err)
+		f.add(sc.Bytes())
 	}
 	if err := sc.Err(); err != nil {
 		return w.fail(2, "runner batch: reading requests: %v", err)
 	}
 	bw := bufio.NewWriter(w.stdout)
-	if err := writeReplies(bw, w.runRequests(reqs, parseErrs)); err != nil {
+	if err := writeReplies(bw, w.runRequests(&f)); err != nil {
 		return w.fail(1, "runner batch: %v", err)
 	}
 	if err := bw.Flush(); err != nil {
@@ -1316,9 +1308,30 @@ func newRequestScanner(r io.Reader) *bufio.Scanner {
 	return sc
 }
 
+// frame is the requests of a batch, or of one frame of serve, as read.
+type frame struct {
+	reqs      []Request
+	parseErrs []error
+}
+
+// add parses one input line; it reports false for an empty line (which
+// ends a frame of serve).
+func (f *frame) add(line []byte) bool {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return false
+	}
+	var r Request
+	err := json.Unmarshal(line, &r)
+	f.reqs = append(f.reqs, r)
+	f.parseErrs = append(f.parseErrs, err)
+	return true
+}
+
 // runRequests runs a batch's requests in order, consecutive starts under
 // one supervisor, and returns one reply per request.
-func (w *worker) runRequests(reqs []Request, parseErrs []error) []Reply {
+func (w *worker) runRequests(f *frame) []Reply {
+	reqs, parseErrs := f.reqs, f.parseErrs
 	replies := make([]Reply, len(reqs))
 	for i := 0; i < len(reqs); {
 		if parseErrs[i] == nil && reqs[i].Verb == "start" {
@@ -1364,18 +1377,12 @@ func (w *worker) serve(stdin io.Reader) int {
 	}
 	sc := newRequestScanner(stdin)
 	bw := bufio.NewWriter(w.stdout)
-	var reqs []Request
-	var parseErrs []error
+	var f frame
 	for sc.Scan() {
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) > 0 {
-			var r Request
-			err := json.Unmarshal(b, &r)
-			reqs = append(reqs, r)
-			parseErrs = append(parseErrs, err)
+		if f.add(sc.Bytes()) {
 			continue
 		}
-		if err := writeReplies(bw, w.runRequests(reqs, parseErrs)); err != nil {
+		if err := writeReplies(bw, w.runRequests(&f)); err != nil {
 			return w.fail(1, "runner serve: %v", err)
 		}
 		if err := bw.WriteByte('\n'); err != nil {
@@ -1384,7 +1391,7 @@ func (w *worker) serve(stdin io.Reader) int {
 		if err := bw.Flush(); err != nil {
 			return w.fail(1, "runner serve: %v", err)
 		}
-		reqs, parseErrs = reqs[:0], parseErrs[:0]
+		f = frame{reqs: f.reqs[:0], parseErrs: f.parseErrs[:0]}
 	}
 	if err := sc.Err(); err != nil {
 		return w.fail(2, "runner serve: reading requests: %v", err)

@@ -182,12 +182,8 @@ func (e *Executor) startSession(ctx context.Context, cmd string) (*serveSession,
 		sess, err := c.NewSession()
 		stop()
 		if err != nil {
-			var refused *ssh.OpenChannelError
-			if !errors.As(err, &refused) {
-				e.drop(c)
-				if !fresh && attempt == 0 && ctx.Err() == nil {
-					continue // the connection was gone; nothing ran
-				}
+			if e.redial(ctx, c, fresh, attempt, err) {
+				continue
 			}
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -204,9 +200,7 @@ func (e *Executor) startSession(ctx context.Context, cmd string) (*serveSession,
 }
 
 func (e *Executor) startCommand(c *ssh.Client, sess *ssh.Session, cmd string) (*serveSession, error) {
-	for _, k := range e.envKeys {
-		_ = sess.Setenv(k, e.opts.Env[k]) // refusal is fine
-	}
+	e.setenv(sess)
 	stdin, err := sess.StdinPipe()
 	if err != nil {
 		return nil, err

@@ -173,14 +173,8 @@ func (e *Executor) Execute(ctx context.Context, cmd string, stdin []byte) (stdou
 		}
 		r := e.run(ctx, c, cmd, stdin)
 		if r.openErr != nil {
-			var refused *ssh.OpenChannelError
-			if !errors.As(r.openErr, &refused) {
-				// The connection is gone. Nothing ran, so a reused
-				// connection may be replaced once right away.
-				e.drop(c)
-				if !fresh && attempt == 0 && ctx.Err() == nil {
-					continue
-				}
+			if e.redial(ctx, c, fresh, attempt, r.openErr) {
+				continue
 			}
 			return nil, nil, runner.NotSent(e.wrap(ctx, r.openErr))
 		}
@@ -189,6 +183,26 @@ func (e *Executor) Execute(ctx context.Context, cmd string, stdin []byte) (stdou
 			r.err = e.wrap(ctx, r.err)
 		}
 		return r.stdout, r.stderr, r.err
+	}
+}
+
+// redial is what to do when a session could not be opened on c: unless
+// the server merely refused the channel, the connection is gone and is
+// dropped; nothing ran, so true means to try once more on a new one (c was
+// reused, and may have died while idle).
+func (e *Executor) redial(ctx context.Context, c *ssh.Client, fresh bool, attempt int, openErr error) bool {
+	var refused *ssh.OpenChannelError
+	if errors.As(openErr, &refused) {
+		return false
+	}
+	e.drop(c)
+	return !fresh && attempt == 0 && ctx.Err() == nil
+}
+
+// setenv asks for the configured environment on s (a refusal is fine).
+func (e *Executor) setenv(s *ssh.Session) {
+	for _, k := range e.envKeys {
+		_ = s.Setenv(k, e.opts.Env[k])
 	}
 }
 
@@ -420,9 +434,7 @@ func (e *Executor) run(ctx context.Context, c *ssh.Client, cmd string, stdin []b
 		return r
 	}
 
-	for _, k := range e.envKeys {
-		_ = s.Setenv(k, e.opts.Env[k]) // refusal is fine
-	}
+	e.setenv(s)
 	out := &capBuffer{max: e.opts.MaxOutput}
 	errOut := &capBuffer{max: e.opts.MaxOutput}
 	s.Stdout, s.Stderr = out, errOut
