@@ -14,7 +14,7 @@ import (
 )
 
 // A new container's directory holds few files, and an exited one says
-// everything list reports in its exit file.
+// everything list reports in pid_start.
 func TestStateFiles(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
@@ -29,24 +29,27 @@ func TestStateFiles(t *testing.T) {
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	if want := []string{fileExit, filePID, fileStderr, fileStdout}; !slices.Equal(names, want) {
+	if want := []string{filePIDStart, fileStderr, fileStdout}; !slices.Equal(names, want) {
 		t.Fatalf("files %v, want %v", names, want)
 	}
-	ex, ok := readExitRecord(dir)
-	if !ok || !ex.full || ex.code != 3 || ex.pid != st.PID || !ex.started.Equal(st.StartedAt) || !ex.finished.Equal(st.FinishedAt) {
+	pr, err := readPIDRecord(dir)
+	if err != nil || pr.exit == nil {
+		t.Fatalf("pid record %+v, %v", pr, err)
+	}
+	if ex := *pr.exit; !ex.full || ex.code != 3 || ex.pid != st.PID || !ex.started.Equal(st.StartedAt) || !ex.finished.Equal(st.FinishedAt) {
 		t.Fatalf("exit record %+v, status %+v", ex, st)
 	}
 	if st.PID <= 0 || st.StartedAt.IsZero() || st.FinishedAt.Before(st.StartedAt) {
 		t.Fatalf("status %+v", st)
 	}
-	// Between the append of the exit line and the rename.
-	if err := os.Rename(filepath.Join(dir, fileExit), filepath.Join(dir, filePIDStart)); err != nil {
+	// Earlier runners renamed pid_start to exit, next to a pid file.
+	if err := os.Rename(filepath.Join(dir, filePIDStart), filepath.Join(dir, fileExit)); err != nil {
 		t.Fatal(err)
 	}
+	os.WriteFile(filepath.Join(dir, filePID), []byte(strconv.Itoa(st.PID)+"\n"), 0o600)
 	if st2, _ := h.status("few"); st2 != st {
-		t.Fatalf("from the pid file: %+v, want %+v", st2, st)
+		t.Fatalf("from the exit file: %+v, want %+v", st2, st)
 	}
-	os.Rename(filepath.Join(dir, filePIDStart), filepath.Join(dir, fileExit))
 	// Partly written files count as not written.
 	os.WriteFile(filepath.Join(dir, fileExit), []byte("3 2026"), 0o600)
 	if _, ok := readExitRecord(dir); ok {

@@ -4,14 +4,19 @@ package runner
 
 // Recycling container directories. Creating a file costs an inode, and on
 // ext4 without a journal allocating one scans past every inode freed in the
-// last seconds: at a thousand short containers a second, creating the ~5
+// last seconds: at a thousand short containers a second, creating the
 // files and the directory of each new container was most of the runner's
 // CPU. So "forget" empties a container's directory and keeps it, with its
 // files, in <StateDir>/free~/ ('~' is not valid in an id, so list never
-// sees it); "start" takes a directory from there when it can. An emptied
-// directory keeps each file under a spare name ("spare~stdout", ...), empty;
-// whoever would create the file renames the spare into place instead
-// (openFresh), which claims it exactly as an exclusive create would.
+// sees it); "start" takes a directory from there when it can.
+//
+// An emptied directory holds stderr and pid_start, empty, under their own
+// names, and stdout as "spare~stdout": the supervisor claims a directory by
+// creating stdout exclusively, and in a recycled one it renames the spare
+// into place instead (openFresh), which claims it just the same. Every
+// other file is removed. Renames and truncations are what recycling costs,
+// so a file is only renamed when its name changes and only truncated when
+// it is not empty.
 
 import (
 	"errors"
@@ -19,7 +24,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
+	"sort"
 	"syscall"
 	"time"
 )
@@ -32,18 +37,18 @@ const (
 	maxFree = 4096
 )
 
-// spareName maps a file of a finished container to the file it is kept
-// for; "" means the file is removed. The exit record is pid_start renamed,
-// so it becomes pid_start's spare.
-func spareName(name string) string {
+// keptName is the name a file of a finished container is kept under in
+// a recycled directory; "" means the file is removed. Earlier runners
+// renamed pid_start to exit when the command ended, and kept every file
+// under a spare name: those become the files they stood for.
+func keptName(name string) string {
 	switch name {
-	case fileStdout, fileStderr, filePID, filePIDStart:
-		return name
-	case fileExit:
+	case fileStdout, sparePrefix + fileStdout:
+		return sparePrefix + fileStdout
+	case fileStderr, sparePrefix + fileStderr:
+		return fileStderr
+	case filePIDStart, sparePrefix + filePIDStart, fileExit:
 		return filePIDStart
-	}
-	if s, ok := strings.CutPrefix(name, sparePrefix); ok {
-		return spareName(s)
 	}
 	return ""
 }
@@ -63,21 +68,31 @@ func recycle(root, gone string) error {
 	if err != nil {
 		return err
 	}
+	// Files already under the name they are kept under go first, so that
+	// another file kept for the same name is the one removed.
+	sort.SliceStable(ents, func(i, j int) bool {
+		return ents[i].Name() == keptName(ents[i].Name()) && ents[j].Name() != keptName(ents[j].Name())
+	})
 	kept := map[string]bool{}
 	for _, e := range ents {
 		path := filepath.Join(gone, e.Name())
-		keep := spareName(e.Name())
+		keep := keptName(e.Name())
 		if keep == "" || kept[keep] || !e.Type().IsRegular() {
 			if err := os.RemoveAll(path); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := emptyFile(path); err != nil {
-			return err
+		if err := syscall.Stat(path, &st); err != nil {
+			return &os.PathError{Op: "stat", Path: path, Err: err}
 		}
-		if spare := sparePrefix + keep; e.Name() != spare {
-			if err := os.Rename(path, filepath.Join(gone, spare)); err != nil {
+		if st.Size != 0 {
+			if err := emptyFile(path); err != nil {
+				return err
+			}
+		}
+		if e.Name() != keep {
+			if err := os.Rename(path, filepath.Join(gone, keep)); err != nil {
 				return err
 			}
 		}
@@ -99,7 +114,7 @@ func recycle(root, gone string) error {
 // emptyFile truncates path to nothing through an open descriptor, not
 // truncate(2): ext4 marks a file truncated to zero for allocation and
 // writeback at its next close, which with truncate(2) would be the close
-// after the next container wrote it (its pid files, on every start). Here
+// after the next container wrote it (its pid_start, on every start). Here
 // that close is this one, with nothing left to write.
 func emptyFile(path string) error {
 	fd, err := openRetry(path, syscall.O_WRONLY|syscall.O_TRUNC|syscall.O_CLOEXEC, 0)
@@ -129,7 +144,7 @@ func (p *freePool) claim(dir string, now time.Time) (bool, error) {
 		}
 		src := filepath.Join(p.dir, p.names[0])
 		p.names = p.names[1:]
-		// list takes a directory without a pid file for a container that
+		// list takes a directory without a pid record for a container that
 		// is starting while it is new: make it new before it appears.
 		if err := os.Chtimes(src, now, now); err != nil {
 			continue // taken by another runner since it was listed

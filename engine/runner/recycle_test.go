@@ -24,7 +24,7 @@ func inode(t *testing.T, path string) uint64 {
 }
 
 // poolDirs returns the recycled directories in the free pool and checks
-// that each holds only empty spare files.
+// that each holds only the kept files, empty.
 func poolDirs(t *testing.T, root string) []string {
 	t.Helper()
 	pool := filepath.Join(root, freeDir)
@@ -35,7 +35,7 @@ func poolDirs(t *testing.T, root string) []string {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.HasPrefix(f, sparePrefix) || fi.Size() != 0 {
+			if keptName(f) != f || fi.Size() != 0 {
 				t.Fatalf("pool directory %s holds %s (%d bytes)", d, f, fi.Size())
 			}
 		}
@@ -51,7 +51,7 @@ func TestForgottenDirectoriesAreReused(t *testing.T) {
 	h.waitState("first", StateExited)
 	dirIno := inode(t, filepath.Join(root, "first"))
 	stdoutIno := inode(t, filepath.Join(root, "first", fileStdout))
-	exitIno := inode(t, filepath.Join(root, "first", fileExit))
+	pidIno := inode(t, filepath.Join(root, "first", filePIDStart))
 
 	code, _, errs := h.run("", "forget", "first")
 	wantCode(t, "forget", code, errs, 0, "")
@@ -60,7 +60,7 @@ func TestForgottenDirectoriesAreReused(t *testing.T) {
 		t.Fatalf("pool holds %v, want one directory", dirs)
 	}
 	files := dirEntries(t, filepath.Join(root, freeDir, dirs[0]))
-	want := []string{sparePrefix + filePID, sparePrefix + filePIDStart, sparePrefix + fileStderr, sparePrefix + fileStdout}
+	want := []string{filePIDStart, sparePrefix + fileStdout, fileStderr}
 	if !reflect.DeepEqual(files, want) {
 		t.Fatalf("recycled directory holds %v, want %v", files, want)
 	}
@@ -82,17 +82,74 @@ func TestForgottenDirectoriesAreReused(t *testing.T) {
 	if got := inode(t, filepath.Join(dir, fileStdout)); got != stdoutIno {
 		t.Fatalf("stdout is a new inode %d, not the recycled %d", got, stdoutIno)
 	}
-	if got := inode(t, filepath.Join(dir, fileExit)); got != exitIno {
-		t.Fatalf("exit is a new inode %d, not the recycled %d", got, exitIno)
+	if got := inode(t, filepath.Join(dir, filePIDStart)); got != pidIno {
+		t.Fatalf("pid_start is a new inode %d, not the recycled %d", got, pidIno)
 	}
 	if out := h.logs("second"); out != "again\n" {
 		t.Fatalf("second's logs: %q", out)
 	}
-	if names := dirEntries(t, dir); !reflect.DeepEqual(names, []string{fileExit, filePID, fileStderr, fileStdout}) {
+	if names := dirEntries(t, dir); !reflect.DeepEqual(names, []string{filePIDStart, fileStderr, fileStdout}) {
 		t.Fatalf("second's directory holds %v", names)
 	}
 	if dirs := poolDirs(t, root); len(dirs) != 0 {
 		t.Fatalf("pool still holds %v", dirs)
+	}
+}
+
+// recycle keeps stdout, stderr and pid_start, empty, whatever layout the
+// directory has (this runner's, a failed start's, an earlier runner's),
+// and removes everything else.
+func TestRecycleLayouts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		// kept maps a file of the result to the file whose inode it is.
+		kept map[string]string
+	}{
+		{"this runner", map[string]string{fileStdout: "out\n", fileStderr: "", filePIDStart: "1 - 2 - 3\n0 x\n"},
+			map[string]string{sparePrefix + fileStdout: fileStdout, fileStderr: fileStderr, filePIDStart: filePIDStart}},
+		{"failed start", map[string]string{fileStdout: "", fileStderr: "", filePIDStart: "", fileExit: "x\n", fileError: "no\n"},
+			map[string]string{sparePrefix + fileStdout: fileStdout, fileStderr: fileStderr, filePIDStart: filePIDStart}},
+		{"earlier runner", map[string]string{fileStdout: "", fileStderr: "err\n", fileExit: "1 - 2 - 3\n0 x\n", filePID: "3\n"},
+			map[string]string{sparePrefix + fileStdout: fileStdout, fileStderr: fileStderr, filePIDStart: fileExit}},
+		{"earlier runner's pool", map[string]string{sparePrefix + fileStdout: "", sparePrefix + fileStderr: "", sparePrefix + filePIDStart: "", sparePrefix + filePID: ""},
+			map[string]string{sparePrefix + fileStdout: sparePrefix + fileStdout, fileStderr: sparePrefix + fileStderr, filePIDStart: sparePrefix + filePIDStart}},
+		{"oldest runner", map[string]string{fileStdout: "", fileStderr: "", fileSpec: "{}\n", fileStartedAt: "x\n", filePIDStart: "1\n", filePID: "3\n", fileFinishedAt: "x\n", fileExit: "0\n"},
+			map[string]string{sparePrefix + fileStdout: fileStdout, fileStderr: fileStderr, filePIDStart: filePIDStart}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			gone := filepath.Join(root, "forget~c~1")
+			if err := os.Mkdir(gone, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			inodes := map[string]uint64{}
+			for name, content := range tc.files {
+				path := filepath.Join(gone, name)
+				if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				inodes[name] = inode(t, path)
+			}
+			if err := recycle(root, gone); err != nil {
+				t.Fatal(err)
+			}
+			dirs := poolDirs(t, root)
+			if len(dirs) != 1 {
+				t.Fatalf("pool holds %v", dirs)
+			}
+			got := dirEntries(t, filepath.Join(root, freeDir, dirs[0]))
+			if want := []string{filePIDStart, sparePrefix + fileStdout, fileStderr}; !slices.Equal(got, want) {
+				t.Fatalf("recycled directory holds %v, want %v", got, want)
+			}
+			for name, from := range tc.kept {
+				if ino := inode(t, filepath.Join(root, freeDir, dirs[0], name)); ino != inodes[from] {
+					t.Errorf("%s is inode %d, want %s's %d", name, ino, from, inodes[from])
+				}
+			}
+		})
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -186,7 +185,7 @@ type supervised struct {
 	spec    Spec
 	pid     int
 	started time.Time
-	rec     pidRecord // the pid file's line
+	rec     pidRecord // pid_start's line
 	ended   bool
 	status  int // exit code, 128+signal, or -1 (set by the reaper)
 }
@@ -205,7 +204,7 @@ func exitStatus(ws syscall.WaitStatus) int {
 
 // superviseStart claims the container in dir (one supervisor per
 // directory, ever: the first to create its stdout), starts its command and
-// records its pid. self holds the supervisor's pid and start time. The spec
+// records its pid in pid_start. self holds the supervisor's pid and start time. The spec
 // is specJSON when fromStdin is set, else dir/spec.json.
 func (w *worker) superviseStart(dir string, self pidRecord, specJSON []byte, fromStdin bool, devnull *os.File) (*supervised, error) {
 	born := w.env.Now()
@@ -235,7 +234,8 @@ func (w *worker) superviseStart(dir string, self pidRecord, specJSON []byte, fro
 		writeSmall(filepath.Join(dir, fileExit), append(formatPIDRecord(rec), formatExitLine(code, w.env.Now())...))
 		return nil, errors.New(msg)
 	}
-	if outs[1], err = openFresh(filepath.Join(dir, fileStderr), syscall.O_WRONLY|syscall.O_CREAT|syscall.O_APPEND|syscall.O_CLOEXEC, 0o600); err != nil {
+	// A recycled directory keeps an empty stderr: no inode to allocate.
+	if outs[1], err = openRetry(filepath.Join(dir, fileStderr), syscall.O_WRONLY|syscall.O_CREAT|syscall.O_APPEND|syscall.O_CLOEXEC, 0o600); err != nil {
 		return failed(127, (&fs.PathError{Op: "open", Path: filepath.Join(dir, fileStderr), Err: err}).Error())
 	}
 	var spec Spec
@@ -285,10 +285,7 @@ func (w *worker) superviseStart(dir string, self pidRecord, specJSON []byte, fro
 	c.started = w.env.Now()
 	c.rec = self
 	c.rec.pid, c.rec.start, c.rec.started = c.pid, procStart(c.pid), c.started
-	if err := errors.Join(
-		writeSmall(filepath.Join(dir, filePIDStart), formatPIDRecord(c.rec)),
-		writeSmall(filepath.Join(dir, filePID), []byte(strconv.Itoa(c.pid)+"\n")),
-	); err != nil {
+	if err := writeRecord(filepath.Join(dir, filePIDStart), formatPIDRecord(c.rec)); err != nil {
 		syscall.Kill(-c.pid, syscall.SIGKILL)
 		var ws syscall.WaitStatus
 		for {
@@ -308,16 +305,13 @@ func (c *supervised) finish(w *worker) {
 	// member is left.
 	syscall.Kill(-c.pid, syscall.SIGKILL)
 	code := c.status
-	// Append the exit line to pid_start, then rename it to exit: no new
-	// inode (the cost that matters on ext4). Readers take a pid_start
-	// with an exit line for an exited container.
+	// The exit line goes after the pid record in pid_start: no new inode
+	// and no rename (the costs that matter on ext4), and list reads one
+	// file for an exited container.
 	line := formatExitLine(code, w.env.Now())
-	pidPath := filepath.Join(c.dir, filePIDStart)
-	if err := appendSmall(pidPath, line); err != nil {
+	if err := appendSmall(filepath.Join(c.dir, filePIDStart), line); err != nil {
 		writeSmall(filepath.Join(c.dir, fileExit), append(formatPIDRecord(c.rec), line...))
-		return
 	}
-	os.Rename(pidPath, filepath.Join(c.dir, fileExit))
 }
 
 // commandLine returns the argv and environment a spec runs with: the

@@ -14,37 +14,33 @@ package runner
 //	             starttime> <pid>\n": the command's start time in clock
 //	             ticks (/proc/<pid>/stat, "-" when unknown), the RFC 3339
 //	             time it was started, the same for its supervisor, and its
-//	             pid
-//	pid          the command's pid ("<pid>\n"); written after pid_start
-//	exit         once the command ended: pid_start with "<code>
-//	             <finished_at>\n" appended (the exit code, 128+signal when
-//	             killed, and the RFC 3339 time it ended), renamed; so list
-//	             reads one file for an exited container. A command that
-//	             could not be started gets an exit file with pid 0.
+//	             pid; once the command ended, "<code> <finished_at>\n"
+//	             follows (the exit code, 128+signal when killed, and the
+//	             RFC 3339 time it ended), so list reads one file
+//	exit         only for a command that could not be started: pid_start's
+//	             line with pid 0, then the exit line
 //	error        why the command could not be started (only then)
 //	spec.json    the spec, only for containers with an image (kill needs it
 //	             to kill the docker container); the supervisor gets the
 //	             specs on its stdin
 //
-// (pid and the first field of pid_start keep the meaning they had for
-// earlier runners: other tools read them.)
-//
 // "forget" keeps the directory, emptied, in <StateDir>/free~/ for a later
-// "start" to reuse, files included (see recycle.go): a file "created" in a
-// recycled directory is its empty spare renamed into place.
+// "start" to reuse, files included (see recycle.go).
 //
 // Each file is written with a single write(2) (see writeSmall), and the
-// exit record reuses pid_start's inode: inode allocation for ~10 files
+// exit record goes into pid_start's inode: inode allocation for ~10 files
 // per container was most of the cost of a start on ext4. Directories
-// written by earlier runners hold instead spec.json, supervisor ("<pid>
-// <starttime>"), started_at, pid_start, pid ("<pid>"), finished_at and
-// exit ("<code>"); list, kill and forget still read them (readPIDRecord,
-// readExitRecord), so a restarted dispatcher re-adopts their containers.
+// written by earlier runners hold instead a pid file ("<pid>"), and either
+// an exit file (pid_start with the exit line, renamed) or spec.json,
+// supervisor ("<pid> <starttime>"), started_at, pid_start (the start time
+// alone), finished_at and exit ("<code>"); list, kill and forget still
+// read them (readPIDRecord, readExitRecord), so a restarted dispatcher
+// re-adopts their containers.
 //
 // "start" re-executes the runner binary as the hidden verb "supervise" in a
 // new session; the supervisor starts the command in yet another session (so
 // the command leads its own process group and can be signalled as a group),
-// writes pid, waits for it and writes exit. Neither the supervisor nor the
+// writes pid_start, waits for it and appends the exit line. Neither the supervisor nor the
 // command keeps the SSH session's stdin, stdout or stderr open, so "start"
 // returns as soon as the command runs and the container outlives both the
 // runner invocation and the SSH session.
@@ -85,7 +81,7 @@ const (
 	// startTimeout bounds how long "start" waits for the supervisor to
 	// report that the command runs.
 	startTimeout = 5 * time.Second
-	// startingGrace is how long a container directory without a pid file
+	// startingGrace is how long a container directory without a pid record
 	// counts as still starting; after that it is reported exited with -1.
 	startingGrace = 2 * startTimeout
 	// basePATH is the PATH of every command unless its spec sets one.
@@ -98,10 +94,10 @@ const (
 	fileStdout   = "stdout"
 	fileStderr   = "stderr"
 	filePIDStart = "pid_start"
-	filePID      = "pid"
 	fileExit     = "exit"
 	fileError    = "error"
 	// Written by earlier runners only (read for re-adoption).
+	filePID        = "pid"
 	fileSupervisor = "supervisor"
 	fileStartedAt  = "started_at"
 	fileFinishedAt = "finished_at"
@@ -539,12 +535,9 @@ func (w *worker) launchMany(root string, ids []string, specs [][]byte) []error {
 			continue
 		}
 		switch verdict {
-		case "ok":
+		case "ok": // sent once pid_start is written
 			reported[i] = true
 			left--
-			if _, err := os.Stat(filepath.Join(root, id, filePID)); err != nil {
-				errs[i] = fmt.Errorf("supervisor reported a start but wrote no pid: %v", err)
-			}
 		case "error":
 			reported[i] = true
 			left--
@@ -629,56 +622,43 @@ func (w *worker) list() int {
 
 // status reads the state of the container in dir.
 //
-// A container is exited once its exit file exists. Without one it is
-// running while its command is alive, and also while its supervisor is
-// alive (the command just ended and the supervisor is about to write exit).
-// When both are gone without an exit file (the supervisor was killed) it is
-// exited with code -1. A directory without a pid file is starting for
-// startingGrace after it was made (or its spec written), then exited with
-// -1.
+// A container is exited once pid_start holds its exit line (or, for a
+// command that could not be started and for earlier runners' directories,
+// once an exit file exists). Without one it is running while its command
+// is alive, and also while its supervisor is alive (the command just ended
+// and the supervisor is about to record the exit). When both are gone
+// without an exit record (the supervisor was killed) it is exited with
+// code -1. A directory without a pid record is starting for startingGrace
+// after it was made, then exited with -1.
 //
-// An exit file written by this runner holds everything list reports, so an
-// exited container costs one open and one read.
+// pid_start holds everything list reports, so a container costs one open
+// and one read, plus a look at /proc while it runs.
 func (w *worker) status(dir, id string) Status {
 	st := Status{ID: id, State: StateRunning}
-	ex, exOK := readExitRecord(dir)
-	if exOK && ex.full {
-		ex.fill(&st)
-		return st
-	}
 	pr, pidErr := readPIDRecord(dir)
 	if pidErr == nil && pr.exit != nil {
 		pr.exit.fill(&st)
 		return st
 	}
-	if pidErr != nil && !exOK {
-		// The supervisor may have renamed pid to exit since we looked.
-		ex, exOK = readExitRecord(dir)
-	}
-	if pidErr == nil {
-		st.PID = pr.pid
-		st.StartedAt = pr.started
-		if st.StartedAt.IsZero() {
-			st.StartedAt = modTime(filepath.Join(dir, filePID))
-		}
-	} else {
-		st.StartedAt = bornTime(dir)
-	}
-	if exOK {
-		ex.fill(&st)
-		return st
-	}
 	if pidErr != nil {
-		// "start" makes the directory, then the supervisor writes the
-		// pid: a directory without one is starting for a while.
-		if since := w.env.Now().Sub(st.StartedAt); since >= 0 && since < startingGrace {
-			return st // starting
-		}
+		// Earlier runners renamed pid_start to exit when the command
+		// ended: look there too (and for a start that failed).
+		st.StartedAt = bornTime(dir)
 		if w.readExit(dir, &st) {
 			return st
 		}
+		// "start" makes the directory, then the supervisor writes the
+		// pid record: a directory without one is starting for a while.
+		if since := w.env.Now().Sub(st.StartedAt); since >= 0 && since < startingGrace {
+			return st // starting
+		}
 		st.State, st.ExitCode = StateExited, -1
 		return st
+	}
+	st.PID = pr.pid
+	st.StartedAt = pr.started
+	if st.StartedAt.IsZero() {
+		st.StartedAt = modTime(filepath.Join(dir, filePID))
 	}
 	if alive(pr.pid, pr.start) {
 		return st
@@ -920,6 +900,35 @@ func writeSmall(path string, data []byte) error {
 	return nil
 }
 
+// writeRecord writes data as the whole content of path with a single
+// write(2), creating path if need be: in a recycled directory the file is
+// there, empty, and opening it costs no inode (see recycle.go). A file
+// that is not empty is truncated first, through the descriptor.
+func writeRecord(path string, data []byte) error {
+	fd, err := openRetry(path, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	var st syscall.Stat_t
+	if err = syscall.Fstat(fd, &st); err == nil && st.Size != 0 {
+		err = syscall.Ftruncate(fd, 0)
+	}
+	if err == nil {
+		var n int
+		n, err = syscall.Write(fd, data)
+		if err == nil && n < len(data) {
+			err = io.ErrShortWrite
+		}
+	}
+	if cerr := syscall.Close(fd); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return &fs.PathError{Op: "write", Path: path, Err: err}
+	}
+	return nil
+}
+
 // appendSmall appends data to the existing file path with a single
 // write(2) (see writeSmall for why readers see all of it or none).
 func appendSmall(path string, data []byte) error {
@@ -1003,7 +1012,7 @@ type pidRecord struct {
 	started time.Time
 	spid    int // the supervisor; 0 = see the supervisor file (earlier runners)
 	sstart  string
-	exit    *exitRecord // pid_start's exit line, once appended (before the rename to exit)
+	exit    *exitRecord // pid_start's exit line, once appended
 }
 
 // formatPIDRecord renders pid_start (the first line of exit).
@@ -1076,7 +1085,7 @@ func parseExitLine(line string) (r exitRecord, ok bool) {
 
 // readPIDRecord reads pid_start of the container in dir: five fields,
 // with the exit line after them once the command ended. Otherwise (written
-// by earlier runners, or renamed to exit just now) it reads the pid file
+// by earlier runners, which renamed pid_start to exit) it reads the pid file
 // ("<pid>"), then pid_start as earlier runners wrote it: the start time
 // alone, with started_at in its own file; a pid_start gone leaves the start
 // time unknown.

@@ -1,0 +1,152 @@
+//go:build linux
+
+package runner
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// BenchmarkServeCycle runs what the dispatcher asks of one instance's
+// runner for each container, through one "runner serve": a frame of starts
+// of `true`, list frames until all have exited, a frame of logs and a frame
+// of forgets. Each op is one round of 256 containers; cpu-ms/container is
+// the CPU time of this process and its children (the supervisors and the
+// commands) per container, the cost that limits end-to-end throughput
+// (DESIGN §9).
+//
+//	go test -run='^$' -bench=ServeCycle -benchtime=20x ./engine/runner
+func BenchmarkServeCycle(b *testing.B) {
+	const round = 256
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := WorkerEnv{StateDir: b.TempDir(), Version: "0.1.0-test", Hash: "abc123", Self: self, SelfArgs: []string{"runner"}, KillGrace: 200 * time.Millisecond}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		code := Main([]string{"serve"}, inR, outW, io.Discard, env)
+		outW.Close()
+		done <- code
+	}()
+	defer func() {
+		inW.Close()
+		<-done
+	}()
+	replies := bufio.NewReader(outR)
+	exchange := func(reqs []string) []Reply {
+		if _, err := io.WriteString(inW, strings.Join(reqs, "\n")+"\n\n"); err != nil {
+			b.Fatal(err)
+		}
+		var out []Reply
+		for {
+			line, err := replies.ReadString('\n')
+			if err != nil {
+				b.Fatalf("reading replies: %v", err)
+			}
+			if line == "\n" {
+				return out
+			}
+			var r Reply
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				b.Fatalf("reply %q: %v", line, err)
+			}
+			if r.Code != 0 {
+				b.Fatalf("reply %+v", r)
+			}
+			out = append(out, r)
+		}
+	}
+	request := func(verb, id string) string {
+		r := Request{Verb: verb, ID: id}
+		if verb == "start" {
+			spec, _ := json.Marshal(Spec{ID: id, Command: []string{"true"}})
+			r.Spec = spec
+		}
+		if verb == "logs" {
+			r.Tail = 1000
+		}
+		line, _ := json.Marshal(r)
+		return string(line)
+	}
+	frame := func(verb string, ids []string) []string {
+		reqs := make([]string, len(ids))
+		for i, id := range ids {
+			reqs[i] = request(verb, id)
+		}
+		return reqs
+	}
+	cpu := func() time.Duration {
+		var self, kids syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+		syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
+		return time.Duration(self.Utime.Nano() + self.Stime.Nano() + kids.Utime.Nano() + kids.Stime.Nano())
+	}
+	var lists int
+	var tStart, tList, tLogs, tForget time.Duration
+	timed := func(d *time.Duration, reqs []string) []Reply {
+		t0 := time.Now()
+		r := exchange(reqs)
+		*d += time.Since(t0)
+		return r
+	}
+	cycle := func(name string) {
+		ids := make([]string, round)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("%s-%d", name, i)
+		}
+		timed(&tStart, frame("start", ids))
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			lists++
+			sts, err := ParseList(timed(&tList, []string{`{"verb":"list"}`})[0].Stdout)
+			if err != nil {
+				b.Fatal(err)
+			}
+			exited := 0
+			for _, st := range sts {
+				if st.State == StateExited {
+					exited++
+				}
+			}
+			if exited == len(sts) {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("%d of %d exited after 30s", exited, len(sts))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		timed(&tLogs, frame("logs", ids))
+		timed(&tForget, frame("forget", ids))
+	}
+	// One round untimed, so that the free pool holds a round's
+	// directories, as on an instance that has been running containers.
+	cycle("warm")
+	time.Sleep(100 * time.Millisecond)
+	lists, tStart, tList, tLogs, tForget = 0, 0, 0, 0, 0
+	cpu0 := cpu()
+	b.ResetTimer()
+	for n := range b.N {
+		cycle(fmt.Sprint("c", n))
+	}
+	b.StopTimer()
+	// Wait for the last supervisors to be reaped, so their CPU counts.
+	time.Sleep(100 * time.Millisecond)
+	b.ReportMetric(float64(cpu()-cpu0)/float64(time.Millisecond)/float64(b.N*round), "cpu-ms/container")
+	b.ReportMetric(float64(lists)/float64(b.N), "lists/op")
+	per := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) / float64(b.N*round) }
+	b.ReportMetric(per(tStart), "start-µs/container")
+	b.ReportMetric(per(tList)/float64(lists)*float64(b.N), "list-µs/container")
+	b.ReportMetric(per(tLogs), "logs-µs/container")
+	b.ReportMetric(per(tForget), "forget-µs/container")
+}
