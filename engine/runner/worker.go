@@ -641,10 +641,15 @@ func (w *worker) status(dir, id string) Status {
 		return st
 	}
 	if pidErr != nil {
-		// Earlier runners renamed pid_start to exit when the command
-		// ended: look there too (and for a start that failed).
-		st.StartedAt = bornTime(dir)
-		if w.readExit(dir, &st) {
+		// A start that failed has an exit file, and so has a container
+		// of an earlier runner, which renamed pid_start to exit.
+		if errors.Is(pidErr, errNotWritten) {
+			st.StartedAt = modTime(dir) // made (or claimed) by start
+		} else {
+			st.StartedAt = bornTime(dir)
+		}
+		if ex, ok := readExitRecord(dir); ok {
+			ex.fill(&st)
 			return st
 		}
 		// "start" makes the directory, then the supervisor writes the
@@ -1083,46 +1088,41 @@ func parseExitLine(line string) (r exitRecord, ok bool) {
 	return r, !r.finished.IsZero()
 }
 
+// errNotWritten is readPIDRecord's error for a pid_start that is there
+// but not complete: the supervisor has yet to write it (in a recycled
+// directory it is there, empty, from the start).
+var errNotWritten = errors.New("pid record not written yet")
+
 // readPIDRecord reads pid_start of the container in dir: five fields,
-// with the exit line after them once the command ended. Otherwise (written
-// by earlier runners, which renamed pid_start to exit) it reads the pid file
-// ("<pid>"), then pid_start as earlier runners wrote it: the start time
-// alone, with started_at in its own file; a pid_start gone leaves the start
-// time unknown.
+// with the exit line after them once the command ended. Without pid_start
+// (earlier runners renamed it to exit when the command ended), or with
+// pid_start as the oldest runners wrote it (the start time alone, with
+// started_at in its own file), the pid comes from the pid file ("<pid>"),
+// which those runners wrote after pid_start.
 func readPIDRecord(dir string) (pidRecord, error) {
-	// This runner's pid_start carries the pid: one file to read, not two,
-	// for each running container on every list.
-	if lines, err := readLines(filepath.Join(dir, filePIDStart)); err == nil {
-		if r, ok := parsePIDLine(lines[0]); ok && r.pid > 0 {
-			if len(lines) > 1 {
-				if ex, ok := parseExitLine(lines[1]); ok {
-					ex.pid, ex.started, ex.full = r.pid, r.started, true
-					r.exit = &ex
-				}
-			}
-			return r, nil
-		}
-	}
-	path := filepath.Join(dir, filePID)
-	pid, _, err := readPIDFile(path)
-	if err != nil {
-		return pidRecord{}, err
-	}
-	r := pidRecord{pid: pid}
-	lines, err := readLines(filepath.Join(dir, filePIDStart))
+	var r pidRecord
+	b, err := readSmall(filepath.Join(dir, filePIDStart))
 	if err == nil {
-		if m, ok := parsePIDLine(lines[0]); ok && m.pid == pid {
-			r = m
+		if len(b) == 0 || b[len(b)-1] != '\n' {
+			return r, errNotWritten
+		}
+		lines := strings.Split(string(b[:len(b)-1]), "\n")
+		if m, ok := parsePIDLine(lines[0]); ok && m.pid > 0 {
 			if len(lines) > 1 {
 				if ex, ok := parseExitLine(lines[1]); ok {
-					ex.pid, ex.started, ex.full = r.pid, r.started, true
-					r.exit = &ex
+					ex.pid, ex.started, ex.full = m.pid, m.started, true
+					m.exit = &ex
 				}
 			}
-			return r, nil
+			return m, nil
 		}
 		r.start = strings.TrimSpace(lines[0])
 	}
+	pid, _, err := readPIDFile(filepath.Join(dir, filePID))
+	if err != nil {
+		return pidRecord{}, err
+	}
+	r.pid = pid
 	r.started = readTime(filepath.Join(dir, fileStartedAt))
 	return r, nil
 }
