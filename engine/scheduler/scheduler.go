@@ -87,6 +87,7 @@ type Scheduler struct {
 	blockedStart map[string]struct{}
 	adopted      []*queue.Container
 	starts       []startAction
+	forgets      []forgetAction
 	revert       []worker.StartFailure
 	touchSink    int // keeps touch's loads from being optimised away
 }
@@ -246,6 +247,7 @@ func (s *Scheduler) RunPass() Stats {
 	quotaLimit, poolAtQuota := s.pool.Quota()
 	st := Stats{ByState: map[queue.State]int{}, QuotaLimit: quotaLimit}
 	s.starts = s.starts[:0]
+	s.forgets = s.forgets[:0]
 
 	err := s.queue.Pass(func(tx *queue.Tx) {
 		s.indexInstances()
@@ -259,6 +261,14 @@ func (s *Scheduler) RunPass() Stats {
 	})
 	if err != nil {
 		s.log.Error("write queue after pass", "err", err)
+	} else {
+		// Only once the final states are on disk: a runner that forgot
+		// a container the store still has running would get it retried
+		// after a restart. Unwritten, the exits are reported again by
+		// the next probe.
+		for _, f := range s.forgets {
+			s.pool.ForgetContainer(f.inst, f.containerID)
+		}
 	}
 	for _, a := range s.starts {
 		if err := s.pool.StartContainer(a.inst, a.spec); err != nil {
@@ -271,6 +281,13 @@ func (s *Scheduler) RunPass() Stats {
 	st.AtQuota = st.AtQuota || poolAtQuota
 	st.Duration = time.Since(t0)
 	return st
+}
+
+// forgetAction is an exited container the runner of inst can forget once
+// the pass is written.
+type forgetAction struct {
+	inst        cloud.InstanceID
+	containerID string
 }
 
 // indexInstances builds the per-pass slot table and per-type lists.
@@ -365,14 +382,14 @@ func (s *Scheduler) reconcileReports(tx *queue.Tx, ready bool, st *Stats) (anyUn
 				if running {
 					s.kill(st, v.ID, r.ID)
 				} else {
-					s.pool.ForgetContainer(v.ID, r.ID)
+					s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
 				}
 			case c.State == queue.Running && c.InstanceID != string(v.ID):
 				// Another copy elsewhere: only one may run.
 				if running {
 					s.kill(st, v.ID, r.ID)
 				} else {
-					s.pool.ForgetContainer(v.ID, r.ID)
+					s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
 				}
 			case c.State != queue.Running:
 				// The record missed a start (a crash between start and
@@ -382,7 +399,7 @@ func (s *Scheduler) reconcileReports(tx *queue.Tx, ready bool, st *Stats) (anyUn
 				}
 				if !running && c.State == queue.Queued && c.Attempts > 0 {
 					// An exited earlier attempt of a requeued container.
-					s.pool.ForgetContainer(v.ID, r.ID)
+					s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
 					s.blockedStart[r.ID] = struct{}{}
 					continue
 				}
@@ -399,7 +416,7 @@ func (s *Scheduler) reconcileReports(tx *queue.Tx, ready bool, st *Stats) (anyUn
 						s.log.Error("finish container", "container", c.ID, "err", err)
 						continue
 					}
-					s.pool.ForgetContainer(v.ID, r.ID)
+					s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
 					if !c.State.Final() {
 						// Retried under on-failure: the runner refuses to
 						// start an id it still holds, so the retry waits

@@ -1,0 +1,70 @@
+package scheduler
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"dispatch-tui/cloud"
+	"dispatch-tui/engine/clock"
+	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/worker"
+)
+
+// forgetPool is a staticPool that records the forgets asked of it.
+type forgetPool struct {
+	staticPool
+	forgot []string
+}
+
+func (p *forgetPool) ForgetContainer(_ cloud.InstanceID, id string) { p.forgot = append(p.forgot, id) }
+
+// A runner is told to forget an exited container only once the store has
+// its final state: if the write fails, the store still has it running, and
+// a runner that forgot it would get it run again after a restart.
+func TestForgetOnlyOnceTheExitIsWritten(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		failWrite  bool
+		wantForgot int
+	}{
+		{"written", false, 1},
+		{"write fails", true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			q, err := queue.Open(queue.Options{Path: filepath.Join(t.TempDir(), "q.db"), Clock: clk, NoSync: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer q.Close()
+			cfg := config.Default()
+			cfg.InstanceTypes = benchTypes
+			c, err := q.Submit(queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 1 << 30}}, "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			typ := benchTypes[0]
+			pool := &forgetPool{staticPool: staticPool{quota: 1, views: []worker.InstanceView{{
+				ID: "i-1", Type: typ.Name, ProviderType: typ.ProviderType, State: worker.StateRunning, IdleBehavior: worker.IdleRun,
+				ListedAt: clk.Now(),
+				Reported: []runner.Status{{ID: c.ID, PID: 7, State: runner.StateExited, StartedAt: clk.Now().Add(-time.Second), FinishedAt: clk.Now()}},
+			}}}}
+			s := New(cfg, q, pool, clk, nil)
+			if tc.failWrite {
+				q.Close() // every write fails from now on
+			}
+			s.RunPass()
+			if len(pool.forgot) != tc.wantForgot {
+				t.Fatalf("forgets %v, want %d", pool.forgot, tc.wantForgot)
+			}
+			if got, _ := q.Get(c.ID); got.State != queue.Complete {
+				t.Fatalf("container %s, want Complete (in memory)", got.State)
+			}
+		})
+	}
+}
