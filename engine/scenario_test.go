@@ -239,22 +239,35 @@ func TestKillInstanceRequeuesAndCancelsAtMaxAttempts(t *testing.T) {
 func TestAtQuotaHeadStaysLockedOthersUnlockIdleShutDown(t *testing.T) {
 	h := newHarness(t, testConfig(t), cloudtest.Options{Quota: 2})
 	large := idleInstance(h, ram(20*gib)) // not needed by small containers
+	// Held while the pool learns the quota, so it is not shut down yet:
+	// creates run concurrently with a pass, and which container meets the
+	// quota first depends on which create fails first.
+	if _, err := h.eng.HoldInstance(large, "test", ""); err != nil {
+		t.Fatal(err)
+	}
 	a := h.submit(-1, 0)
 	h.runningOn(a, 30) // quota now full: large + small
 	b := h.submit(-1, 0, prio(5))
 	c := h.submit(-1, 0, prio(3))
 	d := h.submit(-1, 0, prio(1))
-	h.until("head at quota", 20, func() bool { return h.container(b).ReasonCode == queue.ReasonQuota })
-	if h.state(b) != queue.Locked {
-		t.Fatalf("head %s at quota: %s, want Locked", b, h.state(b))
+	h.until("quota learned", 20, func() bool { limit, at := h.eng.pool.Quota(); return limit == 2 && at })
+	h.step(2) // creates in flight at the time have failed too
+	if got := h.container(b); got.State != queue.Locked || got.ReasonCode != queue.ReasonQuota {
+		t.Fatalf("head %s at quota: %s %s, want Locked QUOTA", b, got.State, got.ReasonCode)
 	}
 	for _, id := range []string{c, d} {
 		if got := h.container(id); got.State != queue.Queued || got.ReasonCode != queue.ReasonPosition {
 			t.Fatalf("%s at quota: %s %s, want Queued POSITION", id, got.State, got.ReasonCode)
 		}
 	}
-	// The idle large instance is not needed: it is shut down so the head
-	// gets the freed quota.
+	if !slicesContains(h.live(), cloud.InstanceID(large)) {
+		t.Fatalf("held instance shut down")
+	}
+	// Released, the idle large instance is not needed: it is shut down so
+	// the head gets the freed quota.
+	if _, err := h.eng.RunInstance(large, "test", ""); err != nil {
+		t.Fatal(err)
+	}
 	h.until("large instance shut down", 20, func() bool { return !slicesContains(h.live(), cloud.InstanceID(large)) })
 	h.runningOn(b, 30)
 	if h.state(c) == queue.Running || h.state(d) == queue.Running {

@@ -1632,7 +1632,7 @@ func (p *Pool) Create(typeName string) error {
 	if until, ok := p.capBlocked[it.ProviderType]; ok && now.Before(until) {
 		return &CapacityBlockedError{Type: typeName, Until: until}
 	}
-	if p.countLocked() >= p.limitLocked(now) {
+	if p.atCapLocked(now) {
 		return ErrAtQuota
 	}
 	if p.s.maxConcurrentCreates > 0 && len(p.pending) >= p.s.maxConcurrentCreates {
@@ -1682,7 +1682,9 @@ func (p *Pool) createDoneLocked(pc *pendingCreate, it cloud.InstanceType, inst c
 	p.countOpLocked("create", err)
 	if err != nil {
 		if cloud.IsQuota(err) {
-			p.quotaEst = p.countLocked()
+			// What the provider counts: instances still shutting down
+			// hold their quota until they are gone.
+			p.quotaEst = p.providerCountLocked()
 			p.quotaProbeAt = now.Add(p.s.quotaProbeAfter)
 			p.log.Warn("quota error: capping instances", "limit", p.quotaEst, "probe_at", p.quotaProbeAt)
 		} else if ce, ok := cloud.AsCapacity(err); ok {
@@ -1708,7 +1710,7 @@ func (p *Pool) createDoneLocked(pc *pendingCreate, it cloud.InstanceType, inst c
 	}
 	w.createdAt = pc.view.AppearedAt
 	if p.quotaEst >= 0 {
-		if n := p.countLocked(); n > p.quotaEst {
+		if n := p.providerCountLocked(); n > p.quotaEst {
 			// The probe above the estimate worked: raise it, and probe
 			// again later.
 			p.quotaEst = n
@@ -1728,21 +1730,43 @@ func (p *Pool) countLocked() int {
 	return len(p.list) - p.nShutdown + len(p.pending)
 }
 
-// limitLocked is the effective instance cap: min(max_instances, quota
-// estimate, plus one once the quota probe is due).
-func (p *Pool) limitLocked(now time.Time) int {
-	limit := math.MaxInt
-	if p.s.maxInstances > 0 {
-		limit = p.s.maxInstances
+// providerCountLocked is the number of instances the provider counts
+// against its quota: every live one, shutting down or not, plus creates in
+// flight.
+func (p *Pool) providerCountLocked() int {
+	return len(p.list) + len(p.pending)
+}
+
+// quotaLimitLocked is the quota estimate, plus one once the quota probe is
+// due; math.MaxInt without an estimate.
+func (p *Pool) quotaLimitLocked(now time.Time) int {
+	if p.quotaEst < 0 {
+		return math.MaxInt
 	}
-	if p.quotaEst >= 0 {
-		q := p.quotaEst
-		if !now.Before(p.quotaProbeAt) {
-			q++
-		}
-		limit = min(limit, q)
+	if !now.Before(p.quotaProbeAt) {
+		return p.quotaEst + 1
+	}
+	return p.quotaEst
+}
+
+// limitLocked is the effective instance cap: min(max_instances, quota
+// limit).
+func (p *Pool) limitLocked(now time.Time) int {
+	limit := p.quotaLimitLocked(now)
+	if p.s.maxInstances > 0 {
+		limit = min(limit, p.s.maxInstances)
 	}
 	return limit
+}
+
+// atCapLocked reports whether no instance may be created now: max_instances
+// counts the instances not shutting down, the quota estimate those the
+// provider still has.
+func (p *Pool) atCapLocked(now time.Time) bool {
+	if p.s.maxInstances > 0 && p.countLocked() >= p.s.maxInstances {
+		return true
+	}
+	return p.providerCountLocked() >= p.quotaLimitLocked(now)
 }
 
 // Quota returns the effective instance cap (math.MaxInt when unlimited) and
@@ -1750,8 +1774,8 @@ func (p *Pool) limitLocked(now time.Time) int {
 func (p *Pool) Quota() (limit int, atQuota bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	limit = p.limitLocked(p.clk.Now())
-	return limit, p.countLocked() >= limit
+	now := p.clk.Now()
+	return p.limitLocked(now), p.atCapLocked(now)
 }
 
 // ---------------------------------------------------------------------------
@@ -1919,7 +1943,7 @@ func (p *Pool) Stats() Stats {
 	s.BootTime = p.stats.BootTime.clone()
 	now := p.clk.Now()
 	s.QuotaLimit = p.limitLocked(now)
-	s.AtQuota = p.countLocked() >= s.QuotaLimit
+	s.AtQuota = p.atCapLocked(now)
 	s.PausedUntil = p.pausedUntil
 	return s
 }

@@ -574,6 +574,43 @@ func TestQuota(t *testing.T) {
 	}
 }
 
+// An instance shutting down still holds its quota at the provider: the
+// pool neither creates past it nor lowers its estimate when a create made
+// meanwhile fails.
+func TestQuotaCountsInstancesShuttingDown(t *testing.T) {
+	h := newHarness(t, hopt{
+		cfg: func(c *config.Config) { c.Cloud.TimeoutIdle = time.Hour },
+		drv: func(o *cloudtest.Options) { o.Quota = 2 },
+	})
+	h.step()
+	for range 3 {
+		h.pool.Create("small")
+		h.pool.Wait()
+	}
+	if l, at := h.pool.Quota(); l != 2 || !at {
+		t.Fatalf("Quota() = %d %v, want 2 true", l, at)
+	}
+	ids := h.drv.Live()
+	h.until("idle", time.Minute, func() bool { return h.state(ids[0]) == StateIdle })
+	h.drv.SetDestroyErrorRate(1) // the destroy keeps failing: the instance stays
+	if _, err := h.pool.KillInstance(ids[0], ""); err != nil {
+		t.Fatal(err)
+	}
+	h.pool.Wait()
+	if err := h.pool.Create("small"); !errors.Is(err, ErrAtQuota) {
+		t.Fatalf("create while an instance is shutting down: %v, want ErrAtQuota", err)
+	}
+	h.pool.Wait()
+	if l, at := h.pool.Quota(); l != 2 || !at {
+		t.Fatalf("Quota() while shutting down = %d %v, want 2 true", l, at)
+	}
+	h.drv.SetDestroyErrorRate(0)
+	h.until("shut-down instance gone", 5*time.Minute, func() bool { return len(h.pool.Instances(nil)) == 1 })
+	if err := h.pool.Create("small"); err != nil {
+		t.Fatalf("create once it is gone: %v", err)
+	}
+}
+
 func TestMaxInstances(t *testing.T) {
 	h := newHarness(t, hopt{cfg: func(c *config.Config) { c.Dispatcher.MaxInstances = 2 }})
 	h.step()
