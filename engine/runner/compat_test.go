@@ -115,3 +115,31 @@ func TestOldStateDirs(t *testing.T) {
 		t.Fatalf("forget old-done: %d %s", code, errs)
 	}
 }
+
+func TestParseProcStat(t *testing.T) {
+	t.Parallel()
+	tail := " 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 987654 20 21 22\n"
+	for _, tc := range []struct {
+		line  string
+		state byte
+		start string
+		ok    bool
+	}{
+		{"42 (true) R" + tail, 'R', "987654", true},
+		{"42 (a) b (c)) S" + tail, 'S', "987654", true},
+		{"42 (x y  z) Z" + tail, 'Z', "987654", true},
+		{"42 (true) R 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 555\n", 'R', "555", true},
+		{"42 (true) R 1 2 3\n", 0, "", false},
+		{"42 true R" + tail, 0, "", false},
+		{"", 0, "", false},
+	} {
+		state, start, ok := parseProcStat([]byte(tc.line))
+		if state != tc.state || start != tc.start || ok != tc.ok {
+			t.Errorf("parseProcStat(%q) = %q %q %v, want %q %q %v", tc.line, state, start, ok, tc.state, tc.start, tc.ok)
+		}
+	}
+	// And this process's own line, as the kernel writes it.
+	if state, start, err := procStat(os.Getpid()); err != nil || state != 'R' && state != 'S' || start == "" {
+		t.Fatalf("procStat(self) = %q %q %v", state, start, err)
+	}
+}

@@ -1232,22 +1232,46 @@ func readSpecFile(dir string) (Spec, error) {
 }
 
 // procStat returns the state letter (field 3) and start time in clock
-// ticks (field 22, as text) of pid from /proc/<pid>/stat.
+// ticks (field 22, as text) of pid from /proc/<pid>/stat. It runs for
+// every container started and every running one listed, so it reads with
+// bare system calls (os.ReadFile would also try the poller and fstat).
 func procStat(pid int) (state byte, start string, err error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	b, err := readSmall("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, "", err
 	}
+	state, start, ok := parseProcStat(b)
+	if !ok {
+		return 0, "", fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	return state, start, nil
+}
+
+// parseProcStat returns fields 3 and 22 of a /proc/<pid>/stat line.
+func parseProcStat(b []byte) (state byte, start string, ok bool) {
 	// The command name (field 2) is in parentheses and may hold anything.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, "", fmt.Errorf("/proc/%d/stat: malformed", pid)
+		return 0, "", false
 	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 || len(f[0]) == 0 {
-		return 0, "", fmt.Errorf("/proc/%d/stat: malformed", pid)
+	rest := b[i+1:]
+	for field := 3; ; field++ {
+		rest = bytes.TrimLeft(rest, " ")
+		end := bytes.IndexAny(rest, " \n")
+		if end < 0 {
+			end = len(rest)
+		}
+		if end == 0 {
+			return 0, "", false
+		}
+		switch field {
+		case 3:
+			state = rest[0]
+		case 22:
+			return state, string(rest[:end]), true
+		}
+		rest = rest[end:]
 	}
-	return f[0][0], f[19], nil
 }
 
 // procStart returns pid's start time for later alive checks, "" when /proc
