@@ -86,6 +86,18 @@ func TestOldStateDirs(t *testing.T) {
 		t.Fatalf("old-done: %+v", st)
 	}
 
+	// The layout before this one: pid_start renamed to exit at the end,
+	// next to a pid file. The pid may have been reused since (here: this
+	// process); the exit file decides.
+	self := os.Getpid()
+	write("old-renamed", map[string]string{
+		fileStdout: "", fileStderr: "", filePID: strconv.Itoa(self) + "\n",
+		fileExit: string(formatPIDRecord(pidRecord{pid: self, start: "1", started: started, spid: 999999999})) + string(formatExitLine(5, finished)),
+	})
+	if st, _ := h.status("old-renamed"); st.State != StateExited || st.ExitCode != 5 || st.PID != self || !st.StartedAt.Equal(started) || !st.FinishedAt.Equal(finished) {
+		t.Fatalf("old-renamed: %+v", st)
+	}
+
 	sleeper := exec.Command("sleep", "60")
 	sleeper.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := sleeper.Start(); err != nil {

@@ -640,18 +640,28 @@ func (w *worker) status(dir, id string) Status {
 		pr.exit.fill(&st)
 		return st
 	}
-	if pidErr != nil {
-		// A start that failed has an exit file, and so has a container
-		// of an earlier runner, which renamed pid_start to exit.
-		if errors.Is(pidErr, errNotWritten) {
-			st.StartedAt = modTime(dir) // made (or claimed) by start
-		} else {
-			st.StartedAt = bornTime(dir)
+	switch {
+	case pidErr == nil:
+		st.PID = pr.pid
+		st.StartedAt = pr.started
+		if st.StartedAt.IsZero() {
+			st.StartedAt = modTime(filepath.Join(dir, filePID))
 		}
+	case errors.Is(pidErr, errNotWritten):
+		st.StartedAt = modTime(dir) // made (or claimed) by start
+	default:
+		st.StartedAt = bornTime(dir)
+	}
+	// A start that failed has an exit file, and so has an exited
+	// container of an earlier runner (which renamed pid_start to exit,
+	// leaving its pid file, whose pid may have been reused since).
+	if pidErr != nil || pr.legacy {
 		if ex, ok := readExitRecord(dir); ok {
 			ex.fill(&st)
 			return st
 		}
+	}
+	if pidErr != nil {
 		// "start" makes the directory, then the supervisor writes the
 		// pid record: a directory without one is starting for a while.
 		if since := w.env.Now().Sub(st.StartedAt); since >= 0 && since < startingGrace {
@@ -659,11 +669,6 @@ func (w *worker) status(dir, id string) Status {
 		}
 		st.State, st.ExitCode = StateExited, -1
 		return st
-	}
-	st.PID = pr.pid
-	st.StartedAt = pr.started
-	if st.StartedAt.IsZero() {
-		st.StartedAt = modTime(filepath.Join(dir, filePID))
 	}
 	if alive(pr.pid, pr.start) {
 		return st
@@ -1018,6 +1023,7 @@ type pidRecord struct {
 	spid    int // the supervisor; 0 = see the supervisor file (earlier runners)
 	sstart  string
 	exit    *exitRecord // pid_start's exit line, once appended
+	legacy  bool        // the pid came from an earlier runner's pid file
 }
 
 // formatPIDRecord renders pid_start (the first line of exit).
@@ -1122,7 +1128,7 @@ func readPIDRecord(dir string) (pidRecord, error) {
 	if err != nil {
 		return pidRecord{}, err
 	}
-	r.pid = pid
+	r.pid, r.legacy = pid, true
 	r.started = readTime(filepath.Join(dir, fileStartedAt))
 	return r, nil
 }
