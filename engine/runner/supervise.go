@@ -204,8 +204,8 @@ func exitStatus(ws syscall.WaitStatus) int {
 
 // superviseStart claims the container in dir (one supervisor per
 // directory, ever: the first to create its stdout), starts its command and
-// records its pid in pid_start. self holds the supervisor's pid and start time. The spec
-// is specJSON when fromStdin is set, else dir/spec.json.
+// records its pid in pid_start. self holds the supervisor's pid and start
+// time. The spec is specJSON when fromStdin is set, else dir/spec.json.
 func (w *worker) superviseStart(dir string, self pidRecord, specJSON []byte, fromStdin bool, devnull *os.File) (*supervised, error) {
 	born := w.env.Now()
 	c := &supervised{dir: dir, started: born}
