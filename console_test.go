@@ -177,7 +177,10 @@ func TestConsoleDemo(t *testing.T) {
 		t.Errorf("demo state dir %q, driver %q", dir, c.cfg.Cloud.Driver)
 	}
 	ctx := context.Background()
-	deadline := time.Now().Add(60 * time.Second)
+	// Every instance first gets the runner deployed: a copy of this test
+	// binary (25 MB when built with -race) over SSH, eight at once. On a
+	// loaded two-core machine that alone took over a minute.
+	deadline := time.Now().Add(3 * time.Minute)
 	var s *backend.Snapshot
 	for {
 		s, err = c.backend.Snapshot(ctx)
