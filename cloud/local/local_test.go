@@ -272,9 +272,9 @@ func TestDestroy(t *testing.T) {
 	keep := create(t, d, cloud.Tags{"a": "b"})
 	idir := inst.(*Instance).Dir()
 
-	// A "container" recorded the way the runner does: its own session,
-	// pid_start (start ticks, start time, supervisor, pid) and pid files
-	// under <instance>/runner/<id>/.
+	// A "container" recorded the way the runner does: its own session and
+	// pid_start (start ticks, start time, supervisor, pid) under
+	// <instance>/runner/<id>/.
 	sleeper := exec.Command("sleep", "300")
 	sleeper.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := sleeper.Start(); err != nil {
@@ -294,9 +294,6 @@ func TestDestroy(t *testing.T) {
 	ticks := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))[19] // field 22: starttime
 	record := fmt.Sprintf("%s 2026-01-01T00:00:00Z 0 - %d\n", ticks, sleeper.Process.Pid)
 	if err := os.WriteFile(filepath.Join(cdir, "pid_start"), []byte(record), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(cdir, "pid"), []byte(strconv.Itoa(sleeper.Process.Pid)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 

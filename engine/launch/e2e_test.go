@@ -300,17 +300,23 @@ func childDispatcher() int {
 	return 0
 }
 
-// runnerPIDs reads the pid files the runner keeps for each container on
-// every local instance: container id -> pid.
+// runnerPIDs reads the pid record the runner keeps for each container on
+// every local instance (the last field of pid_start's first line) and
+// returns the live ones: container id -> pid.
 func runnerPIDs(stateDir string) map[string]int {
 	out := map[string]int{}
-	files, _ := filepath.Glob(filepath.Join(stateDir, "local", "instances", "*", "runner", "*", "pid"))
+	files, _ := filepath.Glob(filepath.Join(stateDir, "local", "instances", "*", "runner", "*", "pid_start"))
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			continue
 		}
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && alive(pid) {
+		line, _, complete := strings.Cut(string(b), "\n")
+		fields := strings.Fields(line)
+		if !complete || len(fields) != 5 {
+			continue
+		}
+		if pid, err := strconv.Atoi(fields[4]); err == nil && alive(pid) {
 			out[filepath.Base(filepath.Dir(f))] = pid
 		}
 	}

@@ -1573,7 +1573,7 @@ func KillAll(stateDir string) {
 			continue
 		}
 		r, err := readPIDRecord(dir)
-		if err != nil {
+		if err != nil || r.exit != nil {
 			continue
 		}
 		spid, sstart := r.spid, r.sstart
