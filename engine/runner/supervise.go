@@ -92,7 +92,31 @@ func (w *worker) supervise(args []string) int {
 			specs[i] = raw
 		}
 	}
+	// The supervisor's only children are the commands it starts, so
+	// wait4(-1) sees each exit exactly once. While the batch starts, exits
+	// are collected between starts without waiting: a batch of short
+	// commands then shows them exited while the rest is still starting,
+	// instead of running (list reads /proc for each running container).
 	var live []*supervised
+	byPID := make(map[int]*supervised, len(ids)) // started, not yet reaped
+	reapEnded := func() {
+		for len(byPID) > 0 {
+			var ws syscall.WaitStatus
+			pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil || pid <= 0 {
+				return
+			}
+			if c := byPID[pid]; c != nil {
+				delete(byPID, pid)
+				c.status = exitStatus(ws)
+				c.ended = true
+				c.finish(w)
+			}
+		}
+	}
 	for i, id := range ids {
 		c, err := w.superviseStart(filepath.Join(*root, id), self, specs[i], *specsStdin, devnull)
 		if err != nil {
@@ -101,21 +125,19 @@ func (w *worker) supervise(args []string) int {
 		}
 		report("ok " + id)
 		live = append(live, c)
+		byPID[c.pid] = c
+		reapEnded()
 	}
 	flushReady()
 	if len(live) == 0 {
 		return 1
 	}
 
-	// One reaper for all commands: the supervisor's only children are
-	// the commands it started, so wait4(-1) sees each exit exactly once.
-	done := make(chan *supervised, len(live))
-	byPID := make(map[int]*supervised, len(live))
-	for _, c := range live {
-		byPID[c.pid] = c
-	}
+	// Then one reaper waits for the rest; it owns byPID from here.
+	running := len(byPID)
+	done := make(chan *supervised, running)
 	go func() {
-		for reaped := 0; reaped < len(live); {
+		for reaped := 0; reaped < running; {
 			var ws syscall.WaitStatus
 			pid, err := syscall.Wait4(-1, &ws, 0, nil)
 			if err == syscall.EINTR {
@@ -149,7 +171,7 @@ func (w *worker) supervise(args []string) int {
 			time.AfterFunc(c.spec.MaxRunTime, func() { timers <- timer{c: c} })
 		}
 	}
-	left := len(live)
+	left := running
 	for left > 0 {
 		select {
 		case c := <-done:
