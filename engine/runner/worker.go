@@ -897,9 +897,19 @@ func writeSmall(path string, data []byte) error {
 	if err != nil {
 		return &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	n, err := syscall.Write(fd, data)
-	if err == nil && n < len(data) {
-		err = io.ErrShortWrite
+	return writeClose(fd, path, data, nil)
+}
+
+// writeClose writes data to fd, open on path, with a single write(2)
+// unless err (from preparing fd) is set, and closes fd. It returns the
+// first error, as a *fs.PathError.
+func writeClose(fd int, path string, data []byte, err error) error {
+	if err == nil {
+		var n int
+		n, err = syscall.Write(fd, data)
+		if err == nil && n < len(data) {
+			err = io.ErrShortWrite
+		}
 	}
 	if cerr := syscall.Close(fd); err == nil {
 		err = cerr
@@ -923,20 +933,7 @@ func writeRecord(path string, data []byte) error {
 	if err = syscall.Fstat(fd, &st); err == nil && st.Size != 0 {
 		err = syscall.Ftruncate(fd, 0)
 	}
-	if err == nil {
-		var n int
-		n, err = syscall.Write(fd, data)
-		if err == nil && n < len(data) {
-			err = io.ErrShortWrite
-		}
-	}
-	if cerr := syscall.Close(fd); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return &fs.PathError{Op: "write", Path: path, Err: err}
-	}
-	return nil
+	return writeClose(fd, path, data, err)
 }
 
 // appendSmall appends data to the existing file path with a single
@@ -946,17 +943,7 @@ func appendSmall(path string, data []byte) error {
 	if err != nil {
 		return &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	n, err := syscall.Write(fd, data)
-	if err == nil && n < len(data) {
-		err = io.ErrShortWrite
-	}
-	if cerr := syscall.Close(fd); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return &fs.PathError{Op: "write", Path: path, Err: err}
-	}
-	return nil
+	return writeClose(fd, path, data, nil)
 }
 
 func openRetry(path string, flags int, perm uint32) (int, error) {
@@ -1051,14 +1038,15 @@ func unDash(s string) string {
 }
 
 // readLines returns the lines of path's content when it is complete (ends
-// with a newline), else an error.
+// with a newline); an error wrapping errNotWritten when it is there but
+// empty or unterminated.
 func readLines(path string) ([]string, error) {
 	b, err := readSmall(path)
 	if err != nil {
 		return nil, err
 	}
 	if len(b) == 0 || b[len(b)-1] != '\n' {
-		return nil, fmt.Errorf("%s: not written yet", path)
+		return nil, fmt.Errorf("%s: %w", path, errNotWritten)
 	}
 	return strings.Split(string(b[:len(b)-1]), "\n"), nil
 }
@@ -1094,10 +1082,10 @@ func parseExitLine(line string) (r exitRecord, ok bool) {
 	return r, !r.finished.IsZero()
 }
 
-// errNotWritten is readPIDRecord's error for a pid_start that is there
-// but not complete: the supervisor has yet to write it (in a recycled
-// directory it is there, empty, from the start).
-var errNotWritten = errors.New("pid record not written yet")
+// errNotWritten: a state file is there but not complete. For pid_start,
+// the supervisor has yet to write it (in a recycled directory it is there,
+// empty, from the start).
+var errNotWritten = errors.New("not written yet")
 
 // readPIDRecord reads pid_start of the container in dir: five fields,
 // with the exit line after them once the command ended. Without pid_start
@@ -1107,12 +1095,11 @@ var errNotWritten = errors.New("pid record not written yet")
 // which those runners wrote after pid_start.
 func readPIDRecord(dir string) (pidRecord, error) {
 	var r pidRecord
-	b, err := readSmall(filepath.Join(dir, filePIDStart))
+	lines, err := readLines(filepath.Join(dir, filePIDStart))
+	if errors.Is(err, errNotWritten) {
+		return r, err
+	}
 	if err == nil {
-		if len(b) == 0 || b[len(b)-1] != '\n' {
-			return r, errNotWritten
-		}
-		lines := strings.Split(string(b[:len(b)-1]), "\n")
 		if m, ok := parsePIDLine(lines[0]); ok && m.pid > 0 {
 			if len(lines) > 1 {
 				if ex, ok := parseExitLine(lines[1]); ok {
