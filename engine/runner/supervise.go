@@ -97,23 +97,27 @@ func (w *worker) supervise(args []string) int {
 	// are collected between starts without waiting: a batch of short
 	// commands then shows them exited while the rest is still starting,
 	// instead of running (list reads /proc for each running container).
+	// Then one reaper goroutine waits for the rest.
 	var live []*supervised
 	byPID := make(map[int]*supervised, len(ids)) // started, not yet reaped
-	reapEnded := func() {
-		for len(byPID) > 0 {
+	// reap waits for a command to end (only looks, with WNOHANG) and
+	// takes it out of byPID: nil and no error when none has ended yet.
+	reap := func(options int) (*supervised, error) {
+		for {
 			var ws syscall.WaitStatus
-			pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
-			if err == syscall.EINTR {
+			pid, err := syscall.Wait4(-1, &ws, options, nil)
+			switch {
+			case err == syscall.EINTR:
 				continue
-			}
-			if err != nil || pid <= 0 {
-				return
+			case err != nil:
+				return nil, err
+			case pid <= 0:
+				return nil, nil
 			}
 			if c := byPID[pid]; c != nil {
 				delete(byPID, pid)
 				c.status = exitStatus(ws)
-				c.ended = true
-				c.finish(w)
+				return c, nil
 			}
 		}
 	}
@@ -126,23 +130,25 @@ func (w *worker) supervise(args []string) int {
 		report("ok " + id)
 		live = append(live, c)
 		byPID[c.pid] = c
-		reapEnded()
+		for len(byPID) > 0 {
+			ended, _ := reap(syscall.WNOHANG)
+			if ended == nil {
+				break
+			}
+			ended.ended = true
+			ended.finish(w)
+		}
 	}
 	flushReady()
 	if len(live) == 0 {
 		return 1
 	}
 
-	// Then one reaper waits for the rest; it owns byPID from here.
-	running := len(byPID)
-	done := make(chan *supervised, running)
-	go func() {
-		for reaped := 0; reaped < running; {
-			var ws syscall.WaitStatus
-			pid, err := syscall.Wait4(-1, &ws, 0, nil)
-			if err == syscall.EINTR {
-				continue
-			}
+	left := len(byPID)
+	done := make(chan *supervised, left)
+	go func() { // owns byPID from here
+		for len(byPID) > 0 {
+			c, err := reap(0)
 			if err != nil {
 				// ECHILD: nothing left to wait for (cannot happen
 				// while a command is unreaped). Report the rest as
@@ -153,12 +159,7 @@ func (w *worker) supervise(args []string) int {
 				}
 				return
 			}
-			if c := byPID[pid]; c != nil {
-				delete(byPID, pid)
-				c.status = exitStatus(ws)
-				reaped++
-				done <- c
-			}
+			done <- c
 		}
 	}()
 	type timer struct {
@@ -171,7 +172,6 @@ func (w *worker) supervise(args []string) int {
 			time.AfterFunc(c.spec.MaxRunTime, func() { timers <- timer{c: c} })
 		}
 	}
-	left := running
 	for left > 0 {
 		select {
 		case c := <-done:
