@@ -3,12 +3,9 @@
 package runner
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -30,41 +27,19 @@ func BenchmarkServeCycle(b *testing.B) {
 		b.Fatal(err)
 	}
 	env := WorkerEnv{StateDir: b.TempDir(), Version: "0.1.0-test", Hash: "abc123", Self: self, SelfArgs: []string{"runner"}, KillGrace: 200 * time.Millisecond}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		code := Main([]string{"serve"}, inR, outW, io.Discard, env)
-		outW.Close()
-		done <- code
-	}()
+	srv := startServe(b, env)
 	defer func() {
-		inW.Close()
-		<-done
+		srv.in.Close()
+		<-srv.done
 	}()
-	replies := bufio.NewReader(outR)
 	exchange := func(reqs []string) []Reply {
-		if _, err := io.WriteString(inW, strings.Join(reqs, "\n")+"\n\n"); err != nil {
-			b.Fatal(err)
-		}
-		var out []Reply
-		for {
-			line, err := replies.ReadString('\n')
-			if err != nil {
-				b.Fatalf("reading replies: %v", err)
-			}
-			if line == "\n" {
-				return out
-			}
-			var r Reply
-			if err := json.Unmarshal([]byte(line), &r); err != nil {
-				b.Fatalf("reply %q: %v", line, err)
-			}
+		replies := srv.exchange(reqs...)
+		for _, r := range replies {
 			if r.Code != 0 {
 				b.Fatalf("reply %+v", r)
 			}
-			out = append(out, r)
 		}
+		return replies
 	}
 	request := func(verb, id string) string {
 		r := Request{Verb: verb, ID: id}

@@ -10,46 +10,62 @@ import (
 	"testing"
 )
 
+// serveConn is a "runner serve" run by Main in this process, fed through
+// a pipe.
+type serveConn struct {
+	tb      testing.TB
+	in      *io.PipeWriter
+	replies *bufio.Reader
+	done    chan int // serve's exit code
+}
+
+func startServe(tb testing.TB, env WorkerEnv) *serveConn {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	s := &serveConn{tb: tb, in: inW, replies: bufio.NewReader(outR), done: make(chan int, 1)}
+	go func() {
+		code := Main([]string{"serve"}, inR, outW, io.Discard, env)
+		outW.Close()
+		s.done <- code
+	}()
+	return s
+}
+
+// exchange sends reqs as one frame and returns the replies.
+func (s *serveConn) exchange(reqs ...string) []Reply {
+	s.tb.Helper()
+	frame := "\n"
+	if len(reqs) > 0 {
+		frame = strings.Join(reqs, "\n") + "\n\n"
+	}
+	if _, err := io.WriteString(s.in, frame); err != nil {
+		s.tb.Fatal(err)
+	}
+	var out []Reply
+	for {
+		line, err := s.replies.ReadString('\n')
+		if err != nil {
+			s.tb.Fatalf("reading replies: %v", err)
+		}
+		if line == "\n" {
+			return out
+		}
+		var r Reply
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			s.tb.Fatalf("reply %q: %v", line, err)
+		}
+		out = append(out, r)
+	}
+}
+
 // TestServeFrames drives "runner serve" through a pipe: each frame gets its
 // replies and an empty line; a frame cut short by the end of stdin is not
 // run.
 func TestServeFrames(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan int, 1)
-	go func() {
-		code := Main([]string{"serve"}, inR, outW, io.Discard, h.env)
-		outW.Close()
-		done <- code
-	}()
-	replies := bufio.NewReader(outR)
-	exchange := func(reqs ...string) []Reply {
-		t.Helper()
-		frame := "\n"
-		if len(reqs) > 0 {
-			frame = strings.Join(reqs, "\n") + "\n\n"
-		}
-		if _, err := io.WriteString(inW, frame); err != nil {
-			t.Fatal(err)
-		}
-		var out []Reply
-		for {
-			line, err := replies.ReadString('\n')
-			if err != nil {
-				t.Fatalf("reading replies: %v", err)
-			}
-			if line == "\n" {
-				return out
-			}
-			var r Reply
-			if err := json.Unmarshal([]byte(line), &r); err != nil {
-				t.Fatalf("reply %q: %v", line, err)
-			}
-			out = append(out, r)
-		}
-	}
+	srv := startServe(t, h.env)
+	exchange := srv.exchange
 	start := func(id string, cmd ...string) string {
 		b, _ := json.Marshal(Request{Verb: "start", ID: id, Spec: mustJSON(t, Spec{ID: id, Command: cmd})})
 		return string(b)
@@ -72,11 +88,11 @@ func TestServeFrames(t *testing.T) {
 		t.Fatalf("empty frame: %+v", rs)
 	}
 	// Half a frame, then the end of stdin: serve exits without running it.
-	if _, err := io.WriteString(inW, `{"verb":"forget","id":"s1"}`+"\n"); err != nil {
+	if _, err := io.WriteString(srv.in, `{"verb":"forget","id":"s1"}`+"\n"); err != nil {
 		t.Fatal(err)
 	}
-	inW.Close()
-	if code := <-done; code != 0 {
+	srv.in.Close()
+	if code := <-srv.done; code != 0 {
 		t.Fatalf("serve exited %d", code)
 	}
 	if _, ok := h.status("s1"); !ok {
