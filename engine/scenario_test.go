@@ -217,8 +217,11 @@ func TestKillInstanceRequeuesAndCancelsAtMaxAttempts(t *testing.T) {
 	if got.State != queue.Queued || got.Attempts != 1 || got.InstanceID != "" {
 		t.Fatalf("after kill instance: %s attempts=%d inst=%q; want Queued with the killed attempt counted (1)", got.State, got.Attempts, got.InstanceID)
 	}
+	// The destroy call runs in the background: wait for it, not for the
+	// next pass.
+	h.eng.Settle()
 	if slicesContains(h.live(), cloud.InstanceID(inst)) {
-		t.Fatalf("killed instance still alive")
+		t.Fatalf("killed instance still alive after its destroy call")
 	}
 	inst2 := h.runningOn(c, 30)
 	if inst2 == inst || h.container(c).Attempts != 2 {
