@@ -177,7 +177,7 @@ type Pool struct {
 	workers     map[cloud.InstanceID]*worker
 	list        []*worker // sorted by ID
 	pending     []*pendingCreate
-	nShutdown   int // workers in state shutdown
+	nDestroyed  int // workers in state shutdown whose last Destroy call succeeded
 	probeCursor int
 
 	cloudBucket   bucket
@@ -620,7 +620,6 @@ func (p *Pool) shutdownLocked(w *worker, now time.Time, reason string) {
 		return
 	}
 	w.v.State = StateShutdown
-	p.nShutdown++
 	w.tagsDirty = false
 	w.kills = nil
 	p.eventLocked(now, w.v.ID, EventShutdown, "shutdown: "+reason, slog.LevelInfo)
@@ -654,6 +653,7 @@ func (p *Pool) startDestroyLocked(w *worker, now time.Time) {
 			return
 		}
 		w.destroyed = true
+		p.nDestroyed++
 		w.destroyAt = now
 		p.log.Info("destroyed instance", "instance", string(w.v.ID))
 		p.syncAtLocked(now.Add(p.s.timeoutShutdown))
@@ -752,6 +752,7 @@ func (p *Pool) syncDoneLocked(insts []cloud.Instance, seq uint64, issued time.Ti
 			}
 			if w.v.State == StateShutdown && w.destroyed && issued.Sub(w.destroyAt) >= p.s.timeoutShutdown {
 				w.destroyed = false
+				p.nDestroyed--
 				p.log.Warn("instance still listed after destroy; destroying again", "instance", string(id), "destroyed_at", w.destroyAt)
 				p.startDestroyLocked(w, now)
 			}
@@ -847,8 +848,8 @@ func (p *Pool) addWorkerLocked(inst cloud.Instance, it cloud.InstanceType, st St
 func (p *Pool) removeLocked(w *worker) {
 	w.removed = true
 	delete(p.workers, w.v.ID)
-	if w.v.State == StateShutdown {
-		p.nShutdown--
+	if w.destroyed {
+		p.nDestroyed--
 	}
 	if e := w.exec; e != nil {
 		w.exec = nil
@@ -1724,10 +1725,12 @@ func (p *Pool) createDoneLocked(pc *pendingCreate, it cloud.InstanceType, inst c
 	p.syncAtLocked(now)
 }
 
-// countLocked is the number of instances counting against the cap: live
-// ones not shutting down, plus creates in flight.
+// countLocked is the number of instances counting against max_instances:
+// every live one the provider has not accepted a destroy for (an instance
+// shutting down still runs, and costs, until then), plus creates in
+// flight.
 func (p *Pool) countLocked() int {
-	return len(p.list) - p.nShutdown + len(p.pending)
+	return len(p.list) - p.nDestroyed + len(p.pending)
 }
 
 // providerCountLocked is the number of instances the provider counts
@@ -1760,8 +1763,8 @@ func (p *Pool) limitLocked(now time.Time) int {
 }
 
 // atCapLocked reports whether no instance may be created now: max_instances
-// counts the instances not shutting down, the quota estimate those the
-// provider still has.
+// counts the instances not yet destroyed, the quota estimate those the
+// provider still lists.
 func (p *Pool) atCapLocked(now time.Time) bool {
 	if p.s.maxInstances > 0 && p.countLocked() >= p.s.maxInstances {
 		return true

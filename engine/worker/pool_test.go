@@ -621,11 +621,22 @@ func TestMaxInstances(t *testing.T) {
 	}
 	h.pool.Wait()
 	ids := h.drv.Live()
-	// A shut-down instance does not count.
+	// An instance shutting down counts until the provider accepts its
+	// destroy: it still runs.
 	h.until("idle", time.Minute, func() bool { return h.state(ids[0]) == StateIdle })
+	h.drv.SetDestroyErrorRate(1)
 	h.pool.KillInstance(ids[0], "")
+	h.pool.Wait()
+	if err := h.pool.Create("small"); !errors.Is(err, ErrAtQuota) {
+		t.Fatalf("create while the killed instance's destroy fails: %v", err)
+	}
+	if n := len(h.drv.Live()); n != 2 {
+		t.Fatalf("%d instances live, want 2", n)
+	}
+	h.drv.SetDestroyErrorRate(0)
+	h.until("destroy accepted", time.Minute, func() bool { return len(h.drv.Live()) == 1 })
 	if err := h.pool.Create("small"); err != nil {
-		t.Fatalf("create after kill: %v", err)
+		t.Fatalf("create after the destroy: %v", err)
 	}
 }
 
