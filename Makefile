@@ -51,9 +51,10 @@ bench-memory:
 	$(GO) test -run='^TestMemory100k$$' -count=1 -v ./engine -memory
 	$(GO) test -run='^TestDaemonMemory100k$$' -count=1 -v -timeout=30m ./tui -daemon-memory
 
-# The chaos soak at full size (a 600-container version runs in make test).
+# The chaos soak with 16 fault and workload seeds (make test runs one), then
+# the kill -9 soak at full size.
 soak:
-	$(GO) test -run='^TestChaosSoak$$' -count=1 -v ./engine -soak.containers=2000 -soak.budget=10m
+	$(GO) test -run='^TestChaosSoak$$' -count=1 -v -timeout=10m ./engine -soak.containers=2000 -soak.seeds=16
 	$(GO) test -run='^TestCrashRestartSoak$$' -count=1 -v -timeout=15m ./engine/launch -crash.containers=500
 
 # Each fuzz target, one at a time (go test -fuzz takes one target per run).

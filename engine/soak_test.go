@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -12,29 +13,37 @@ import (
 	"dispatch-tui/engine/worker"
 )
 
-var soakContainers = flag.Int("soak.containers", 600, "containers in TestChaosSoak (make soak: 2000)")
-var soakBudget = flag.Duration("soak.budget", 90*time.Second, "wall-clock budget for TestChaosSoak (make soak: 10m)")
+var (
+	soakContainers = flag.Int("soak.containers", 2000, "containers in each run of TestChaosSoak")
+	soakSeeds      = flag.Int("soak.seeds", 1, "runs of TestChaosSoak, each with its own faults and workload (make soak: 16)")
+	soakBudget     = flag.Duration("soak.budget", 90*time.Second, "wall-clock budget for each run of TestChaosSoak")
+)
 
 // TestChaosSoak runs the engine against a cloud that fails in every way the
 // cloudtest driver knows, on a fake clock, and checks invariants at every
 // step: no container on two instances, never more instances than
-// max_instances, no held instance shut down automatically. In the end every
-// container is Complete or Cancelled with a reason, and no instance is left
-// once the queue drains and idle timeouts pass.
+// max_instances, no held instance shut down automatically. The containers
+// come in waves with quiet gaps longer than timeout_idle, so the pool
+// shrinks and grows again (destroys meet their errors too), and other users
+// of the account hold 0–5 instances of its quota of 10 at times, so that
+// either the quota or max_instances (8) is the limit. In the end every
+// container is Complete or Cancelled with a reason, no instance is left once
+// the queue drains and idle timeouts pass, and every kind of fault was met.
 func TestChaosSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak skipped in -short mode")
 	}
-	for _, batch := range []bool{false, true} {
-		t.Run(map[bool]string{false: "one runner call per verb", true: "runner batch"}[batch], func(t *testing.T) {
-			chaosSoak(t, batch)
-		})
+	for seed := int64(42); seed < 42+int64(*soakSeeds); seed++ {
+		for _, batch := range []bool{false, true} {
+			name := fmt.Sprintf("seed=%d/%s", seed, map[bool]string{false: "one runner call per verb", true: "runner batch"}[batch])
+			t.Run(name, func(t *testing.T) { chaosSoak(t, seed, batch) })
+		}
 	}
 }
 
-func chaosSoak(t *testing.T, batch bool) {
+func chaosSoak(t *testing.T, seed int64, batch bool) {
 	cfg := testConfig(t)
-	cfg.Dispatcher.MaxInstances = 20
+	cfg.Dispatcher.MaxInstances = 8
 	cfg.Dispatcher.MaxContainersPerInstance = 2
 	// medium is always out of capacity: containers that need it must be
 	// able to fall back to large.
@@ -46,7 +55,7 @@ func chaosSoak(t *testing.T, batch bool) {
 	cfg.Cloud.SyncInterval = 10 * time.Second
 	cfg.Cloud.ProbeInterval = 2 * time.Second
 	h := newHarnessOpts(t, cfg, batch, cloudtest.Options{
-		Seed:               42,
+		Seed:               seed,
 		CreateErrorRate:    0.20,
 		DestroyErrorRate:   0.10,
 		Quota:              10,
@@ -56,14 +65,19 @@ func chaosSoak(t *testing.T, batch bool) {
 		BootDelay:          20 * time.Second,
 		BrokenRate:         0.03,
 		RunnerCrashRate:    0.05,
-		VanishRate:         0.002,
+		VanishFraction:     0.05,
 		LostReplyRate:      0.01,
 		LostRequestRate:    0.01,
 	})
-	rng := rand.New(rand.NewPCG(7, 9))
+	rng := rand.New(rand.NewPCG(uint64(seed), 9))
 	n := *soakContainers
 	ids := make([]string, 0, n)
 	submitted := 0
+	// Waves of 100 containers; after each, a quiet gap once the queue is
+	// empty, long enough for idle instances to be shut down.
+	const wave = 100
+	const quiet = 180 // steps; timeout_idle is 2m
+	quietFrom := -1   // step at which the current gap began, -1: none
 	submitSome := func(k int) {
 		for ; k > 0 && submitted < n; k-- {
 			d := time.Duration(5+rng.IntN(115)) * time.Second
@@ -107,14 +121,21 @@ func chaosSoak(t *testing.T, batch bool) {
 		}
 		return false
 	}
+	atMax := 0 // steps with max_instances of ours live
 	check := func(step int) {
 		for id, on := range h.cloud.RunningAnywhere() {
 			if len(on) > 1 {
 				t.Fatalf("step %d: container %s runs on %v at once", step, id, on)
 			}
 		}
-		if live := len(h.cloud.Live()); live > cfg.Dispatcher.MaxInstances {
+		// Live() is this dispatcher's instances: the other users' are
+		// never listed.
+		live := len(h.cloud.Live())
+		if live > cfg.Dispatcher.MaxInstances {
 			t.Fatalf("step %d: %d instances, max_instances %d", step, live, cfg.Dispatcher.MaxInstances)
+		}
+		if live == cfg.Dispatcher.MaxInstances {
+			atMax++
 		}
 	}
 	allFinal := func() bool {
@@ -138,7 +159,21 @@ func chaosSoak(t *testing.T, batch bool) {
 			t.Logf("stuck: %v\ninstances: %+v\ncloud live %v stats %+v\npool %+v", reasons, h.eng.Instances(), h.cloud.Live(), h.cloud.Stats(), h.eng.PoolStats())
 			t.Fatalf("soak budget %s spent after %d steps (%s simulated): %v containers", *soakBudget, step, time.Duration(step)*time.Second, sum.Containers)
 		}
-		if step%2 == 0 {
+		if step%300 == 0 {
+			// Other users of the account come and go.
+			h.cloud.SetForeignInstances(rng.IntN(6))
+		}
+		switch {
+		case submitted%wave != 0 || submitted == 0:
+			if step%2 == 0 {
+				submitSome(3)
+			}
+		case quietFrom < 0:
+			if _, active := h.eng.queue.Len(); active == 0 {
+				quietFrom = step
+			}
+		case step-quietFrom >= quiet:
+			quietFrom = -1
 			submitSome(3)
 		}
 		if held == "" && step > 300 {
@@ -186,11 +221,7 @@ func chaosSoak(t *testing.T, batch bool) {
 	if held != "" {
 		h.eng.RunInstance(held, "soak", "release hold")
 	}
-	// Calm the cloud down and let idle timeouts pass: nothing may be left.
-	h.cloud.SetCreateErrorRate(0)
-	h.cloud.SetDestroyErrorRate(0)
-	h.cloud.SetRateLimitRate(0)
-	h.cloud.SetVanishRate(0)
+	// Let idle timeouts pass, the faults still on: nothing may be left.
 	drainSteps := 0
 	for ; len(h.cloud.Live()) > 0; drainSteps++ {
 		if drainSteps > 1800 {
@@ -199,11 +230,24 @@ func chaosSoak(t *testing.T, batch bool) {
 		h.step(1)
 	}
 	st := h.cloud.Stats()
-	t.Logf("soak: %d containers %v in %d steps (%s simulated, %s real); cloud: %d creates (%d failed), %d destroys (%d failed), %d rate-limited calls, %d vanished, %d runner crashes, %d lost replies, %d lost requests; drained in %ds; %d containers with an attempt that never ran",
+	injected := st.CreateErrors - st.QuotaErrors - st.CapacityErrors
+	t.Logf("soak: %d containers %v in %d steps (%s simulated, %s real); cloud: %d creates (%d injected errors, %d quota, %d capacity), %d instances, %d destroys (%d failed), %d rate-limited calls, %d vanished (%.1f %%), %d runner crashes of %d starts, %d lost replies, %d lost requests; %d steps at max_instances; drained in %ds; %d containers with an attempt that never ran",
 		n, byState, step, time.Duration(step)*time.Second, time.Since(start).Round(time.Millisecond),
-		st.Creates, st.CreateErrors, st.Destroys, st.DestroyErrors, st.RateLimited, st.Vanished, st.Crashed, st.LostReplies, st.LostRequests, drainSteps, overcounted)
+		st.Creates, injected, st.QuotaErrors, st.CapacityErrors, st.Created, st.Destroys, st.DestroyErrors, st.RateLimited,
+		st.Vanished, 100*float64(st.Vanished)/float64(max(st.Created, 1)), st.Crashed, st.Starts, st.LostReplies, st.LostRequests, atMax, drainSteps, overcounted)
 	if byState[queue.Complete]+byState[queue.Cancelled] != n {
 		t.Fatalf("final states %v do not add up to %d", byState, n)
+	}
+	// A soak that met no fault of a kind tested nothing of it.
+	for what, count := range map[string]int{
+		"injected create errors": injected, "quota errors": st.QuotaErrors, "capacity errors": st.CapacityErrors,
+		"destroy errors": st.DestroyErrors, "rate limits": st.RateLimited, "vanished instances": st.Vanished,
+		"runner crashes": st.Crashed, "lost replies": st.LostReplies, "lost requests": st.LostRequests,
+		"steps at max_instances": atMax,
+	} {
+		if count == 0 {
+			t.Errorf("the soak met no %s", what)
+		}
 	}
 }
 

@@ -63,6 +63,11 @@ type Options struct {
 	// VanishRate: on every successful Instances() call, each live instance
 	// disappears with this probability (as if the provider terminated it).
 	VanishRate float64
+	// VanishFraction is the fraction of created instances that disappear
+	// once, at the first listing after a moment drawn uniformly from the
+	// first VanishWithin (default 30m) of their life.
+	VanishFraction float64
+	VanishWithin   time.Duration
 	// LostReplyRate is the fraction of runner calls that run on the
 	// instance but whose reply is lost (the connection drops before the
 	// exit status arrives), so the caller cannot tell whether they ran.
@@ -94,15 +99,17 @@ var (
 
 // Stats counts what the driver was asked to do.
 type Stats struct {
-	Creates       int // Create calls, whatever the outcome
-	CreateErrors  int // Create calls failing with quota, capacity or injected errors (not rate limits)
-	Destroys      int // Destroy calls, whatever the outcome
-	DestroyErrors int // Destroy calls failing with an injected error (not rate limits)
-	Lists         int // Instances calls, whatever the outcome
-	SetTags       int // SetTags calls, whatever the outcome
-	RateLimited   int // cloud calls of any kind refused with *cloud.RateLimitError
-	Starts        int // "runner start" commands accepted
-	Kills         int // "runner kill" commands accepted
+	Creates        int // Create calls, whatever the outcome
+	CreateErrors   int // Create calls failing with quota, capacity or injected errors (not rate limits)
+	QuotaErrors    int // of those, quota errors
+	CapacityErrors int // of those, capacity errors (per type or provider-wide)
+	Destroys       int // Destroy calls, whatever the outcome
+	DestroyErrors  int // Destroy calls failing with an injected error (not rate limits)
+	Lists          int // Instances calls, whatever the outcome
+	SetTags        int // SetTags calls, whatever the outcome
+	RateLimited    int // cloud calls of any kind refused with *cloud.RateLimitError
+	Starts         int // "runner start" commands accepted
+	Kills          int // "runner kill" commands accepted
 
 	Created      int // instances created
 	Destroyed    int // instances destroyed by a successful Destroy
@@ -141,10 +148,15 @@ type Driver struct {
 	brokenRate       float64
 	crashRate        float64
 	vanishRate       float64
+	vanishFraction   float64
+	vanishWithin     time.Duration
 	lostReplyRate    float64
 	lostRequestRate  float64
 	loseNextStart    Loss
 	runnerHash       string
+	// foreign instances count against quota and are never listed: other
+	// users of the same account.
+	foreign int
 
 	rngCreate, rngDestroy, rngRateLimit, rngBroken, rngCrash, rngVanish, rngLost *rand.Rand
 
@@ -168,6 +180,7 @@ type instState struct {
 	broken       bool
 	destroyed    bool
 	vanished     bool
+	vanishAt     time.Time // zero: never (VanishFraction)
 	containers   map[string]*ctr
 	installed    map[string]string // runner path -> sha256 hex of installed bytes
 }
@@ -181,6 +194,9 @@ func New(opts Options) *Driver {
 	}
 	if opts.RateLimitFor <= 0 {
 		opts.RateLimitFor = 10 * time.Second
+	}
+	if opts.VanishWithin <= 0 {
+		opts.VanishWithin = 30 * time.Minute
 	}
 	if opts.RunnerHash == "" {
 		opts.RunnerHash = "0"
@@ -200,6 +216,8 @@ func New(opts Options) *Driver {
 		brokenRate:       opts.BrokenRate,
 		crashRate:        opts.RunnerCrashRate,
 		vanishRate:       opts.VanishRate,
+		vanishFraction:   opts.VanishFraction,
+		vanishWithin:     opts.VanishWithin,
 		lostReplyRate:    opts.LostReplyRate,
 		lostRequestRate:  opts.LostRequestRate,
 		runnerHash:       opts.RunnerHash,
@@ -288,14 +306,17 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 	}
 	if d.providerCapacity {
 		d.stats.CreateErrors++
+		d.stats.CapacityErrors++
 		return nil, &cloud.CapacityError{Err: errors.New("cloudtest: insufficient capacity")}
 	}
 	if d.capacityTypes[pt] {
 		d.stats.CreateErrors++
+		d.stats.CapacityErrors++
 		return nil, &cloud.CapacityError{InstanceType: pt, Err: errors.New("cloudtest: insufficient instance capacity")}
 	}
-	if d.quota > 0 && d.liveCount() >= d.quota {
+	if d.quota > 0 && d.liveCount()+d.foreign >= d.quota {
 		d.stats.CreateErrors++
+		d.stats.QuotaErrors++
 		return nil, &cloud.QuotaError{Err: fmt.Errorf("cloudtest: instance limit %d reached", d.quota)}
 	}
 	if roll(d.rngCreate, d.createErrorRate) {
@@ -316,6 +337,9 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 		containers:   map[string]*ctr{},
 		installed:    map[string]string{},
 	}
+	if roll(d.rngVanish, d.vanishFraction) {
+		s.vanishAt = now.Add(time.Duration(d.rngVanish.Int64N(int64(d.vanishWithin))))
+	}
 	d.instances[id] = s
 	d.stats.Created++
 	return d.handle(s), nil
@@ -323,7 +347,8 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 
 // Instances implements cloud.InstanceSet: live instances whose tags contain
 // every pair in filter, in creation order. Before listing, each live
-// instance vanishes with probability VanishRate.
+// instance vanishes with probability VanishRate, and those whose
+// VanishFraction moment has come vanish.
 func (d *Driver) Instances(ctx context.Context, filter cloud.Tags) ([]cloud.Instance, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -337,7 +362,7 @@ func (d *Driver) Instances(ctx context.Context, filter cloud.Tags) ([]cloud.Inst
 	}
 	var out []cloud.Instance
 	for _, s := range d.sorted(true) {
-		if roll(d.rngVanish, d.vanishRate) {
+		if roll(d.rngVanish, d.vanishRate) || (!s.vanishAt.IsZero() && !now.Before(s.vanishAt)) {
 			d.vanish(s)
 			continue
 		}
@@ -599,6 +624,14 @@ func (d *Driver) LoseNextStart(l Loss) {
 func (d *Driver) SetVanishRate(f float64) {
 	d.mu.Lock()
 	d.vanishRate = f
+	d.mu.Unlock()
+}
+
+// SetForeignInstances says how many instances other users of the same
+// account hold: they count against Quota and no listing shows them.
+func (d *Driver) SetForeignInstances(n int) {
+	d.mu.Lock()
+	d.foreign = n
 	d.mu.Unlock()
 }
 

@@ -379,6 +379,67 @@ func TestVanish(t *testing.T) {
 	}
 }
 
+func TestVanishFraction(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name     string
+		fraction float64
+		want     int // of 200 instances, vanished within VanishWithin
+	}{
+		{"none", 0, 0},
+		{"all", 1, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, clk := newDriver(t, Options{Seed: 1, VanishFraction: tc.fraction, VanishWithin: 10 * time.Minute})
+			for range 200 {
+				mustCreate(t, d, small, nil)
+			}
+			if got, _ := d.Instances(ctx, nil); tc.fraction < 1 && len(got) != 200 {
+				t.Fatalf("%d listed at once", len(got))
+			}
+			clk.Advance(10 * time.Minute)
+			got, err := d.Instances(ctx, nil)
+			if err != nil || 200-len(got) != tc.want || d.Stats().Vanished != tc.want {
+				t.Fatalf("after VanishWithin: %d listed (%v), %d vanished; want %d vanished", len(got), err, d.Stats().Vanished, tc.want)
+			}
+		})
+	}
+	// A fraction: about that many, spread over the window, each once.
+	d, clk := newDriver(t, Options{Seed: 1, VanishFraction: 0.05, VanishWithin: 10 * time.Minute})
+	for range 1000 {
+		mustCreate(t, d, small, nil)
+	}
+	clk.Advance(5 * time.Minute)
+	d.Instances(ctx, nil)
+	half := d.Stats().Vanished
+	clk.Advance(time.Hour)
+	d.Instances(ctx, nil)
+	d.Instances(ctx, nil)
+	all := d.Stats().Vanished
+	if all < 30 || all > 70 || half == 0 || half == all {
+		t.Fatalf("5 %% of 1000: %d vanished in all, %d in the first half of the window", all, half)
+	}
+}
+
+func TestForeignInstancesCountAgainstQuota(t *testing.T) {
+	ctx := context.Background()
+	d, _ := newDriver(t, Options{Quota: 3})
+	d.SetForeignInstances(2)
+	mustCreate(t, d, small, nil)
+	var qe *cloud.QuotaError
+	if _, err := d.Create(ctx, small, nil); !errors.As(err, &qe) {
+		t.Fatalf("create with 1 own + 2 foreign at quota 3: %v", err)
+	}
+	if got, _ := d.Instances(ctx, nil); len(got) != 1 {
+		t.Fatalf("listing shows %d instances, want only our 1", len(got))
+	}
+	d.SetForeignInstances(0)
+	mustCreate(t, d, small, nil)
+	if st := d.Stats(); st.QuotaErrors != 1 || st.CreateErrors != 1 || st.CapacityErrors != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
 func mustExec(t *testing.T, d *Driver, inst cloud.Instance) runner.Executor {
 	t.Helper()
 	ex, err := d.Executor(inst)
