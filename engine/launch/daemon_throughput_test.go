@@ -28,6 +28,7 @@ import (
 
 var (
 	throughputClients = flag.Int("throughput.clients", 16, "concurrent API clients submitting in TestDaemonThroughput")
+	throughputTrace   = flag.String("throughput.trace", "", "write the Complete count over time to this CSV file in TestDaemonThroughput")
 	throughputProbe   = flag.Duration("throughput.probe", 100*time.Millisecond, "the daemon's probe_interval in TestDaemonThroughput")
 )
 
@@ -144,8 +145,10 @@ func TestDaemonThroughput(t *testing.T) {
 	want := len(warm) + n
 	last, lastAt := 0, time.Now()
 	deadline := time.Now().Add(time.Duration(n)*20*time.Millisecond + time.Minute)
+	var progress []sample
 	for {
 		done, s := completed(t, client)
+		progress = append(progress, sample{time.Since(t0), done - len(warm)})
 		if done >= want {
 			break
 		}
@@ -165,11 +168,58 @@ func TestDaemonThroughput(t *testing.T) {
 	_, s := completed(t, client)
 	t.Logf("%d containers submitted through the API (%d clients) → Complete in %s (submits took %s): %.0f containers/s, %.2f ms of CPU (machine-wide) per container",
 		n, *throughputClients, took.Round(time.Millisecond), submitTook.Round(time.Millisecond), float64(n)/took.Seconds(), float64(busy)/float64(time.Millisecond)/float64(n))
+	if *throughputTrace != "" {
+		var b strings.Builder
+		b.WriteString("seconds,complete\n")
+		for _, p := range progress {
+			fmt.Fprintf(&b, "%.3f,%d\n", p.at.Seconds(), p.done)
+		}
+		if err := os.WriteFile(*throughputTrace, []byte(b.String()), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	if rate, at, ok := slowestWindow(progress, n, time.Second); ok {
+		t.Logf("sustained: the slowest 1 s between 5 %% and 95 %% Complete ran %.0f containers/s (from %s)", rate, at.Round(time.Millisecond))
+	}
 	for _, st := range []queue.State{queue.Cancelled, queue.Queued, queue.Locked, queue.Running} {
 		if c := s[st]; c > 0 {
 			t.Errorf("%d containers %s", c, st)
 		}
 	}
+}
+
+// sample is how many of the timed containers were Complete at a moment
+// (time since the first submit).
+type sample struct {
+	at   time.Duration
+	done int
+}
+
+// slowestWindow returns the lowest completion rate over any stretch of at
+// least window between the samples where 5 % and 95 % of n were Complete
+// (the start-up and the last stragglers left out), and where that stretch
+// began. ok is false when that part of the run is shorter than window.
+func slowestWindow(samples []sample, n int, window time.Duration) (rate float64, from time.Duration, ok bool) {
+	var mid []sample
+	for _, s := range samples {
+		if s.done*20 >= n && s.done*20 <= n*19 {
+			mid = append(mid, s)
+		}
+	}
+	j := 0
+	for i := range mid {
+		for j < len(mid) && mid[j].at-mid[i].at < window {
+			j++
+		}
+		if j == len(mid) {
+			break
+		}
+		r := float64(mid[j].done-mid[i].done) / (mid[j].at - mid[i].at).Seconds()
+		if !ok || r < rate {
+			rate, from, ok = r, mid[i].at, true
+		}
+	}
+	return rate, from, ok
 }
 
 // busyCPU is the CPU time the whole machine has spent so far, from
@@ -196,4 +246,29 @@ func busyCPU(t *testing.T) time.Duration {
 		ticks += v
 	}
 	return time.Duration(ticks) * (time.Second / 100) // USER_HZ
+}
+
+func TestSlowestWindow(t *testing.T) {
+	ms := func(v int) time.Duration { return time.Duration(v) * time.Millisecond }
+	tests := []struct {
+		name    string
+		samples []sample
+		n       int
+		rate    float64
+		from    time.Duration
+		ok      bool
+	}{
+		{"too short", []sample{{0, 0}, {ms(500), 50}, {ms(900), 100}}, 100, 0, 0, false},
+		{"steady", []sample{{0, 0}, {ms(500), 10}, {ms(1000), 20}, {ms(1500), 30}, {ms(2000), 40}, {ms(2500), 50}}, 50, 20, ms(500), true},
+		{"a stall in the middle", []sample{{0, 10}, {ms(1000), 40}, {ms(2000), 45}, {ms(3000), 90}, {ms(4000), 100}}, 100, 5, ms(1000), true},
+		{"ramp and tail left out", []sample{{0, 0}, {ms(1000), 1}, {ms(2000), 10}, {ms(3000), 60}, {ms(4000), 90}, {ms(5000), 99}, {ms(6000), 100}}, 100, 30, ms(3000), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rate, from, ok := slowestWindow(tc.samples, tc.n, time.Second)
+			if ok != tc.ok || rate != tc.rate || from != tc.from {
+				t.Fatalf("got %v %s %v, want %v %s %v", rate, from, ok, tc.rate, tc.from, tc.ok)
+			}
+		})
+	}
 }
