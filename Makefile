@@ -58,11 +58,16 @@ soak:
 	$(GO) test -run='^TestCrashRestartSoak$$' -count=1 -v -timeout=15m ./engine/launch -crash.containers=500
 
 # Each fuzz target, one at a time (go test -fuzz takes one target per run).
+# Minimizing each new interesting input may take the fuzzer a minute by
+# default, with no fuzzing meanwhile: FUZZMIN bounds it.
+FUZZMIN     ?= 5s
 fuzz:
-	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) ./engine/config
-	$(GO) test -run='^$$' -fuzz='^FuzzParseSize$$' -fuzztime=$(FUZZTIME) ./engine/config
-	$(GO) test -run='^$$' -fuzz='^FuzzParseArgs$$' -fuzztime=$(FUZZTIME) ./engine/runner
-	$(GO) test -run='^$$' -fuzz='^FuzzParseList$$' -fuzztime=$(FUZZTIME) ./engine/runner
-	$(GO) test -run='^$$' -fuzz='^FuzzDecodeSpec$$' -fuzztime=$(FUZZTIME) ./engine/api
-	$(GO) test -run='^$$' -fuzz='^FuzzListQuery$$' -fuzztime=$(FUZZTIME) ./engine/api
-	$(GO) test -run='^$$' -fuzz='^FuzzParseDuration$$' -fuzztime=$(FUZZTIME) ./engine/config
+	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMIN) ./engine/config
+	$(GO) test -run='^$$' -fuzz='^FuzzParseSize$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMIN) ./engine/config
+	$(GO) test -run='^$$' -fuzz='^FuzzParseArgs$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMIN) ./engine/runner
+	$(GO) test -run='^$$' -fuzz='^FuzzParseList$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMIN) ./engine/runner
+	$(GO) test -run='^$$' -fuzz='^FuzzDecodeSpec$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMIN) ./engine/api
+	$(GO) test -run='^$$' -fuzz='^FuzzListQuery$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMIN) ./engine/api
+	$(GO) test -run='^$$' -fuzz='^FuzzParseDuration$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMIN) ./engine/config
+	$(GO) test -run='^$$' -fuzz='^FuzzServe$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMIN) ./engine/runner
+	$(GO) test -run='^$$' -fuzz='^FuzzBatchReplies$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMIN) ./engine/runner
