@@ -652,6 +652,11 @@ func (p *Pool) startDestroyLocked(w *worker, now time.Time) {
 			w.destroyRetry = now.Add(min(time.Duration(w.destroyFailures)*time.Second, p.s.timeoutShutdown))
 			return
 		}
+		if w.removed {
+			// A listing dropped it while the call ran (it vanished):
+			// it no longer counts, and must not be uncounted again.
+			return
+		}
 		w.destroyed = true
 		p.nDestroyed++
 		w.destroyAt = now

@@ -51,10 +51,12 @@ func testConfig() *config.Config {
 	}
 }
 
-// wrapSet wraps an InstanceSet to gate creates and to make destroys no-ops.
+// wrapSet wraps an InstanceSet to gate creates and destroys and to make
+// destroys no-ops.
 type wrapSet struct {
 	cloud.InstanceSet
 	gate          chan struct{} // non-nil: each Create waits for a value
+	destroyGate   chan struct{} // non-nil: each Destroy waits for a value
 	stickyDestroy atomic.Bool   // Destroy returns nil but does nothing
 	destroys      atomic.Int32
 }
@@ -88,6 +90,13 @@ type wrapInst struct {
 }
 
 func (i *wrapInst) Destroy(ctx context.Context) error {
+	if i.s.destroyGate != nil {
+		select {
+		case <-i.s.destroyGate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	i.s.destroys.Add(1)
 	if i.s.stickyDestroy.Load() {
 		return nil
@@ -637,6 +646,41 @@ func TestMaxInstances(t *testing.T) {
 	h.until("destroy accepted", time.Minute, func() bool { return len(h.drv.Live()) == 1 })
 	if err := h.pool.Create("small"); err != nil {
 		t.Fatalf("create after the destroy: %v", err)
+	}
+}
+
+// A destroy that succeeds after the listing already dropped its instance
+// (it vanished meanwhile) must not free a slot twice.
+func TestMaxInstancesDestroyEndingAfterTheInstanceLeft(t *testing.T) {
+	h := newHarness(t, hopt{cfg: func(c *config.Config) {
+		c.Dispatcher.MaxInstances = 2
+		c.Cloud.TimeoutIdle = time.Hour
+	}})
+	h.step()
+	h.pool.Create("small")
+	h.pool.Create("small")
+	h.pool.Wait()
+	ids := h.drv.Live()
+	h.until("idle", time.Minute, func() bool { return h.state(ids[0]) == StateIdle && h.state(ids[1]) == StateIdle })
+	h.set.destroyGate = make(chan struct{})
+	h.pool.KillInstance(ids[0], "") // its destroy waits at the gate
+	h.drv.Vanish(ids[0])
+	h.clk.Advance(h.cfg.Cloud.SyncInterval)
+	h.pool.Step() // a listing without it
+	deadline := time.Now().Add(10 * time.Second)
+	for len(h.pool.Instances(nil)) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the listing did not drop the vanished instance: %s", h.dump())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(h.set.destroyGate) // now the destroy succeeds
+	h.pool.Wait()
+	if err := h.pool.Create("small"); err != nil {
+		t.Fatalf("create with 1 of 2 instances: %v", err)
+	}
+	if err := h.pool.Create("small"); !errors.Is(err, ErrAtQuota) {
+		t.Fatalf("third instance at max_instances 2: %v", err)
 	}
 }
 
