@@ -598,30 +598,40 @@ func TestContainersRequeuedWhenTheirInstanceIsShutDown(t *testing.T) {
 	}
 }
 
-// A start call whose outcome is unknown (the connection dropped) is not a
-// failure: the runner's next listing decides. A start that ran is kept
-// (one attempt, one run); one that never ran goes back to the queue
-// without counting an attempt and runs once later.
+// A start call whose outcome is unknown (the connection dropped after the
+// request may have reached the runner) is not a failure: the runner's next
+// listing decides. A start that ran is kept (one attempt, one run). One the
+// listing does not show goes back to the queue with its attempt counted,
+// whether it never ran or ran and had its record lost before that listing:
+// the dispatcher cannot tell the two apart, and max_attempts must bound the
+// runs.
 func TestStartWithUnknownOutcomeIsSettledByTheRunnerList(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		loss cloudtest.Loss
+		name           string
+		loss           cloudtest.Loss
+		crash          bool // the runner loses the container before the next list
+		attempts, runs int
 	}{
-		{"reply lost, container ran", cloudtest.LoseReply},
-		{"request lost, container did not run", cloudtest.LoseRequest},
+		{"reply lost, container ran", cloudtest.LoseReply, false, 1, 1},
+		{"request lost, container did not run", cloudtest.LoseRequest, false, 2, 1},
+		{"reply lost, container ran and was lost", cloudtest.LoseReply, true, 2, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, testConfig(t), cloudtest.Options{})
 			inst := idleInstance(h)
 			h.cloud.LoseNextStart(tc.loss)
 			c := h.submit(5*time.Second, 0)
-			h.until("complete", 60, func() bool { return h.state(c) == queue.Complete })
+			h.step(1) // the pass records the start and makes the call
 			if st := h.cloud.Stats(); st.LostReplies+st.LostRequests != 1 {
 				t.Fatalf("setup: %d lost replies, %d lost requests; want one start lost", st.LostReplies, st.LostRequests)
 			}
+			if tc.crash {
+				h.cloud.CrashRunner(cloud.InstanceID(inst))
+			}
+			h.until("complete", 60, func() bool { return h.state(c) == queue.Complete })
 			got := h.container(c)
-			if got.Attempts != 1 || h.cloud.StartCount(c) != 1 {
-				t.Fatalf("attempts %d, runs %d: want 1 and 1", got.Attempts, h.cloud.StartCount(c))
+			if got.Attempts != tc.attempts || h.cloud.StartCount(c) != tc.runs {
+				t.Fatalf("attempts %d, runs %d: want %d and %d", got.Attempts, h.cloud.StartCount(c), tc.attempts, tc.runs)
 			}
 			if got.InstanceID != inst {
 				t.Fatalf("ran on %s, want the idle %s", got.InstanceID, inst)

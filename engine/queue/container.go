@@ -201,13 +201,23 @@ type Container struct {
 	// KillRequested is set when an operator killed a running container; it
 	// ends Cancelled once its process is confirmed dead.
 	KillRequested bool `json:"kill_requested,omitempty"`
-	// RunnerSeen is set once a runner has listed the current attempt: a
-	// Running container whose runner never saw it was never started.
-	RunnerSeen bool   `json:"runner_seen,omitempty"`
+	// RunnerSeen is set once a runner has listed the current attempt.
+	RunnerSeen bool `json:"runner_seen,omitempty"`
+	// startSent is set, in memory only, while this process has the start
+	// of the current attempt to make or has made it: a Running container
+	// no runner lists was never started only when neither a runner saw it
+	// nor this process sent its start (it was recorded just before a
+	// crash). A start that was sent may have run and its record been lost
+	// since, so its attempt counts.
+	startSent  bool
 	KillReason string `json:"kill_reason,omitempty"`
 	// Seq orders containers submitted in the same instant.
 	Seq uint64 `json:"seq"`
 }
+
+// StartSent reports whether this process made, or is about to make, the
+// start of the current attempt (see startSent; false in a View).
+func (c *Container) StartSent() bool { return c.startSent }
 
 // Pending returns the reason the last pass left on the container.
 func (c *Container) Pending() Pending { return c.pending }
@@ -216,6 +226,7 @@ func (c *Container) Pending() Pending { return c.pending }
 // pending reason for containers that are not final.
 func (c *Container) View() Container {
 	v := *c
+	v.startSent = false // the scheduler's, not part of the record
 	v.Command = append([]string(nil), c.Command...)
 	v.Env = copyMap(c.Env)
 	v.Scheduling.Labels = copyMap(c.Scheduling.Labels)

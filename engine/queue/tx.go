@@ -74,6 +74,9 @@ func (tx *Tx) move(c *Container, to State, reason string) error {
 		tx.q.final++
 	}
 	c.State = to
+	if to != Running {
+		c.startSent = false
+	}
 	tx.touch(c)
 	tx.q.addEventLocked(tx.now, "scheduler", "state", c.ID, string(to), reason)
 	return nil
@@ -126,6 +129,7 @@ func (tx *Tx) Run(c *Container, instanceID, typeName string) error {
 	}
 	c.Attempts++
 	c.RunnerSeen = false
+	c.startSent = true
 	c.InstanceID = instanceID
 	c.InstanceType = typeName
 	c.StartedAt = tx.now
@@ -144,8 +148,9 @@ func (tx *Tx) MarkSeen(c *Container) {
 }
 
 // RevertStart returns a Running container whose start never reached its
-// runner (e.g. the dispatcher died between recording the start and making
-// it) to the queue without counting the attempt.
+// runner (the dispatcher died between recording the start and making it,
+// or the start was refused before anything was sent) to the queue without
+// counting the attempt.
 func (tx *Tx) RevertStart(c *Container, why string) error {
 	if c.State != Running || c.RunnerSeen {
 		return &TransitionError{ID: c.ID, From: c.State, To: Queued}

@@ -480,11 +480,18 @@ func (s *Scheduler) reconcileRunning(tx *queue.Tx, ready, anyUnknown bool, st *S
 		}
 		if _, seen := s.reported[c.ID]; !seen && !v.ListedAt.IsZero() && v.ListedAt.After(c.StartedAt) && !slices.Contains(v.Containers, c.ID) && !isReported(v, c.ID) {
 			var err error
-			if c.RunnerSeen {
+			switch {
+			case c.RunnerSeen:
 				err = tx.Requeue(c, "runner on "+c.InstanceID+" lost it")
-			} else {
-				// Recorded as started but never reached the runner (the
-				// dispatcher stopped in between): not an attempt.
+			case c.StartSent():
+				// Sent, and not listed since: it may never have run, or
+				// run and been lost (a start whose reply was lost, then
+				// the runner's record of it): the attempt counts, or
+				// max_attempts would not bound the runs.
+				err = tx.Requeue(c, "start on "+c.InstanceID+" sent, but its runner does not list it")
+			default:
+				// Recorded as started before a restart, never sent by
+				// this process, and not listed: not an attempt.
 				err = tx.RevertStart(c, "start on "+c.InstanceID+" never reached its runner")
 			}
 			if err != nil {
