@@ -128,6 +128,18 @@ func (h *harness) dumpContainers() string {
 	return s
 }
 
+// eventsOf returns the events about target, a line each.
+func (h *harness) eventsOf(target string) string {
+	evs, _ := h.eng.Events(0, 1<<30)
+	s := ""
+	for _, e := range evs {
+		if e.Target == target {
+			s += fmt.Sprintf("\n  %s %s %s %s %q", e.Time.Format(time.TimeOnly), e.Actor, e.Kind, e.Action, e.Reason)
+		}
+	}
+	return s
+}
+
 type specOpt func(*queue.Spec)
 
 func prio(p int) specOpt { return func(s *queue.Spec) { s.Priority = &p } }

@@ -207,10 +207,11 @@ func chaosSoak(t *testing.T, seed int64, batch bool) {
 		c := h.container(id)
 		byState[c.State]++
 		// Attempts bound the runs (max_attempts must hold). An attempt
-		// may count a run that never happened only when its instance
-		// vanished or was shut down before any runner listing showed it.
+		// may count a run that never happened when its instance vanished
+		// or was shut down before any runner listing showed it, or when
+		// its start call failed after the request may have been sent.
 		if runs := h.cloud.StartCount(id); runs > c.Attempts {
-			t.Fatalf("container %s ran %d times but records %d attempts", id, runs, c.Attempts)
+			t.Fatalf("container %s ran %d times but records %d attempts; runs: %q; events:%s", id, runs, c.Attempts, h.cloud.Starts(id), h.eventsOf(id))
 		} else if runs < c.Attempts {
 			overcounted++
 		}

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -65,7 +66,8 @@ type Options struct {
 	VanishRate float64
 	// VanishFraction is the fraction of created instances that disappear
 	// once, at the first listing after a moment drawn uniformly from the
-	// first VanishWithin (default 30m) of their life.
+	// first VanishWithin (default 30m) of their life. The fraction is
+	// exact, not drawn: at 0.05, every 20th instance created.
 	VanishFraction float64
 	VanishWithin   time.Duration
 	// LostReplyRate is the fraction of runner calls that run on the
@@ -150,6 +152,7 @@ type Driver struct {
 	vanishRate       float64
 	vanishFraction   float64
 	vanishWithin     time.Duration
+	vanishDue        float64 // VanishFraction owed so far; an instance vanishes at each whole one
 	lostReplyRate    float64
 	lostRequestRate  float64
 	loseNextStart    Loss
@@ -164,6 +167,7 @@ type Driver struct {
 	pid         int
 	instances   map[cloud.InstanceID]*instState
 	startCounts map[string]int
+	starts      map[string][]string // container id -> "<instance> <time>" of each start
 	stats       Stats
 }
 
@@ -230,6 +234,7 @@ func New(opts Options) *Driver {
 		rngLost:          stream(streamLost),
 		instances:        map[cloud.InstanceID]*instState{},
 		startCounts:      map[string]int{},
+		starts:           map[string][]string{},
 	}
 	for _, t := range opts.CapacityErrorTypes {
 		d.capacityTypes[t] = true
@@ -337,7 +342,8 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 		containers:   map[string]*ctr{},
 		installed:    map[string]string{},
 	}
-	if roll(d.rngVanish, d.vanishFraction) {
+	if d.vanishDue += d.vanishFraction; d.vanishDue >= 1 {
+		d.vanishDue--
 		s.vanishAt = now.Add(time.Duration(d.rngVanish.Int64N(int64(d.vanishWithin))))
 	}
 	d.instances[id] = s
@@ -697,6 +703,15 @@ func (d *Driver) StartCount(containerID string) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.startCounts[containerID]
+}
+
+// Starts returns where and when each accepted start of a container ran,
+// as "<instance> <clock time>" lines: what a test prints to explain a
+// count.
+func (d *Driver) Starts(containerID string) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.starts[containerID])
 }
 
 // RunningOn returns the ids of the containers running on an instance now,

@@ -404,7 +404,7 @@ func TestVanishFraction(t *testing.T) {
 			}
 		})
 	}
-	// A fraction: about that many, spread over the window, each once.
+	// A fraction: exactly that many, spread over the window, each once.
 	d, clk := newDriver(t, Options{Seed: 1, VanishFraction: 0.05, VanishWithin: 10 * time.Minute})
 	for range 1000 {
 		mustCreate(t, d, small, nil)
@@ -416,7 +416,7 @@ func TestVanishFraction(t *testing.T) {
 	d.Instances(ctx, nil)
 	d.Instances(ctx, nil)
 	all := d.Stats().Vanished
-	if all < 30 || all > 70 || half == 0 || half == all {
+	if all != 50 || half == 0 || half == all {
 		t.Fatalf("5 %% of 1000: %d vanished in all, %d in the first half of the window", all, half)
 	}
 }
