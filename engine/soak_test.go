@@ -66,6 +66,7 @@ func chaosSoak(t *testing.T, seed int64, batch bool) {
 		BrokenRate:         0.03,
 		RunnerCrashRate:    0.05,
 		VanishFraction:     0.05,
+		VanishWithin:       2 * time.Minute,
 		LostReplyRate:      0.01,
 		LostRequestRate:    0.01,
 	})

@@ -67,7 +67,8 @@ type Options struct {
 	// VanishFraction is the fraction of created instances that disappear
 	// once, at the first listing after a moment drawn uniformly from the
 	// first VanishWithin (default 30m) of their life. The fraction is
-	// exact, not drawn: at 0.05, every 20th instance created.
+	// exact, not drawn: at 0.05, every 20th instance created; one
+	// destroyed before its moment passes its turn to the next created.
 	VanishFraction float64
 	VanishWithin   time.Duration
 	// LostReplyRate is the fraction of runner calls that run on the
@@ -481,6 +482,9 @@ func (i *instance) Destroy(ctx context.Context) error {
 	s.destroyed = true
 	s.containers = map[string]*ctr{}
 	d.stats.Destroyed++
+	if !s.vanishAt.IsZero() {
+		d.vanishDue++ // it never got to vanish: the next one created will
+	}
 	return nil
 }
 

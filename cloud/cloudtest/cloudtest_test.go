@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -418,6 +419,23 @@ func TestVanishFraction(t *testing.T) {
 	all := d.Stats().Vanished
 	if all != 50 || half == 0 || half == all {
 		t.Fatalf("5 %% of 1000: %d vanished in all, %d in the first half of the window", all, half)
+	}
+}
+
+func TestVanishFractionPassesTheTurnOfADestroyedInstance(t *testing.T) {
+	ctx := context.Background()
+	d, clk := newDriver(t, Options{Seed: 1, VanishFraction: 0.5, VanishWithin: time.Minute})
+	mustCreate(t, d, small, nil)
+	chosen := mustCreate(t, d, small, nil) // the second of two at 0.5
+	if err := chosen.Destroy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	third := mustCreate(t, d, small, nil) // takes the destroyed one's turn
+	mustCreate(t, d, small, nil)          // and its own turn comes here
+	clk.Advance(time.Minute)
+	got, _ := d.Instances(ctx, nil)
+	if st := d.Stats(); st.Vanished != 2 || len(got) != 1 || slices.Contains(ids(got), third.ID()) {
+		t.Fatalf("%d vanished, listed %v; want 2 vanished, %s among them", st.Vanished, ids(got), third.ID())
 	}
 }
 
