@@ -33,14 +33,8 @@ func TestCrashRestartSoak(t *testing.T) {
 	}
 	state := t.TempDir()
 	runs := filepath.Join(t.TempDir(), "runs")
-	port := freePort(t)
-	cfgPath := daemonConfig(t, state)
-	b, _ := os.ReadFile(cfgPath)
-	b = []byte(strings.Replace(string(b), "[dispatcher]\n", fmt.Sprintf("[dispatcher]\nlisten = \"127.0.0.1:%d\"\n", port), 1))
-	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	server := fmt.Sprintf("127.0.0.1:%d", port)
+	server := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cfgPath := writeDaemonConfig(t, state, daemonSettings{listen: server})
 	var daemon *exec.Cmd
 	logPath := filepath.Join(t.TempDir(), "daemon.log")
 	logFile, err := os.Create(logPath)
