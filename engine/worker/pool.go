@@ -177,7 +177,6 @@ type Pool struct {
 	workers     map[cloud.InstanceID]*worker
 	list        []*worker // sorted by ID
 	pending     []*pendingCreate
-	nDestroyed  int // workers in state shutdown whose last Destroy call succeeded
 	probeCursor int
 
 	cloudBucket   bucket
@@ -652,13 +651,7 @@ func (p *Pool) startDestroyLocked(w *worker, now time.Time) {
 			w.destroyRetry = now.Add(min(time.Duration(w.destroyFailures)*time.Second, p.s.timeoutShutdown))
 			return
 		}
-		if w.removed {
-			// A listing dropped it while the call ran (it vanished):
-			// it no longer counts, and must not be uncounted again.
-			return
-		}
 		w.destroyed = true
-		p.nDestroyed++
 		w.destroyAt = now
 		p.log.Info("destroyed instance", "instance", string(w.v.ID))
 		p.syncAtLocked(now.Add(p.s.timeoutShutdown))
@@ -757,7 +750,6 @@ func (p *Pool) syncDoneLocked(insts []cloud.Instance, seq uint64, issued time.Ti
 			}
 			if w.v.State == StateShutdown && w.destroyed && issued.Sub(w.destroyAt) >= p.s.timeoutShutdown {
 				w.destroyed = false
-				p.nDestroyed--
 				p.log.Warn("instance still listed after destroy; destroying again", "instance", string(id), "destroyed_at", w.destroyAt)
 				p.startDestroyLocked(w, now)
 			}
@@ -853,9 +845,6 @@ func (p *Pool) addWorkerLocked(inst cloud.Instance, it cloud.InstanceType, st St
 func (p *Pool) removeLocked(w *worker) {
 	w.removed = true
 	delete(p.workers, w.v.ID)
-	if w.destroyed {
-		p.nDestroyed--
-	}
 	if e := w.exec; e != nil {
 		w.exec = nil
 		if !p.goLocked(func() { e.Close() }) {
@@ -1733,9 +1722,17 @@ func (p *Pool) createDoneLocked(pc *pendingCreate, it cloud.InstanceType, inst c
 // countLocked is the number of instances counting against max_instances:
 // every live one the provider has not accepted a destroy for (an instance
 // shutting down still runs, and costs, until then), plus creates in
-// flight.
+// flight. It is counted, not kept: a destroy can end after a listing
+// dropped its instance, and a running count got that wrong. A pass asks a
+// few times at most.
 func (p *Pool) countLocked() int {
-	return len(p.list) - p.nDestroyed + len(p.pending)
+	n := len(p.pending)
+	for _, w := range p.list {
+		if !w.destroyed {
+			n++
+		}
+	}
+	return n
 }
 
 // providerCountLocked is the number of instances the provider counts
