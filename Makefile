@@ -61,13 +61,11 @@ soak:
 # Minimizing each new interesting input may take the fuzzer a minute by
 # default, with no fuzzing meanwhile: FUZZMIN bounds it.
 FUZZMIN     ?= 5s
+FUZZ_TARGETS := engine/config:FuzzParse engine/config:FuzzParseSize engine/config:FuzzParseDuration \
+	engine/runner:FuzzParseArgs engine/runner:FuzzParseList engine/runner:FuzzServe engine/runner:FuzzBatchReplies \
+	engine/api:FuzzDecodeSpec engine/api:FuzzListQuery
 fuzz:
-	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMIN) ./engine/config
-	$(GO) test -run='^$$' -fuzz='^FuzzParseSize$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMIN) ./engine/config
-	$(GO) test -run='^$$' -fuzz='^FuzzParseArgs$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMIN) ./engine/runner
-	$(GO) test -run='^$$' -fuzz='^FuzzParseList$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMIN) ./engine/runner
-	$(GO) test -run='^$$' -fuzz='^FuzzDecodeSpec$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMIN) ./engine/api
-	$(GO) test -run='^$$' -fuzz='^FuzzListQuery$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMIN) ./engine/api
-	$(GO) test -run='^$$' -fuzz='^FuzzParseDuration$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMIN) ./engine/config
-	$(GO) test -run='^$$' -fuzz='^FuzzServe$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMIN) ./engine/runner
-	$(GO) test -run='^$$' -fuzz='^FuzzBatchReplies$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMIN) ./engine/runner
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "== $${t#*:} (./$${t%%:*}), $(FUZZTIME)"; \
+		$(GO) test -run='^$$' -fuzz="^$${t#*:}\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMIN) ./$${t%%:*}; \
+	done
