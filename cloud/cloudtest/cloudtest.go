@@ -164,12 +164,11 @@ type Driver struct {
 
 	rngCreate, rngDestroy, rngRateLimit, rngBroken, rngCrash, rngVanish, rngLost *rand.Rand
 
-	seq         int
-	pid         int
-	instances   map[cloud.InstanceID]*instState
-	startCounts map[string]int
-	starts      map[string][]string // container id -> "<instance> <time>" of each start
-	stats       Stats
+	seq       int
+	pid       int
+	instances map[cloud.InstanceID]*instState
+	starts    map[string][]string // container id -> "<instance> <time>" of each start
+	stats     Stats
 }
 
 var _ cloud.InstanceSet = (*Driver)(nil)
@@ -234,7 +233,6 @@ func New(opts Options) *Driver {
 		rngVanish:        stream(streamVanish),
 		rngLost:          stream(streamLost),
 		instances:        map[cloud.InstanceID]*instState{},
-		startCounts:      map[string]int{},
 		starts:           map[string][]string{},
 	}
 	for _, t := range opts.CapacityErrorTypes {
@@ -706,7 +704,7 @@ func (d *Driver) Live() []cloud.InstanceID {
 func (d *Driver) StartCount(containerID string) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.startCounts[containerID]
+	return len(d.starts[containerID])
 }
 
 // Starts returns where and when each accepted start of a container ran,

@@ -375,7 +375,6 @@ func (d *Driver) start(s *instState, now time.Time, id string, stdin []byte) ([]
 	d.pid++
 	c.pid = 1000 + d.pid
 	s.containers[id] = c
-	d.startCounts[id]++
 	d.starts[id] = append(d.starts[id], string(s.id)+" "+now.Format(time.TimeOnly))
 	d.stats.Starts++
 	return nil, nil, nil
