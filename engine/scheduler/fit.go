@@ -1,0 +1,106 @@
+package scheduler
+
+import (
+	"strconv"
+
+	"dispatch-tui/cloud"
+	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/queue"
+)
+
+type fit struct {
+	candidates []int // type indices within max_price_factor of the cheapest, by price
+	why        string
+}
+
+// Fits reports whether some configured type can hold a container with rc,
+// and if not, an explanation naming the largest type.
+// It is safe to call from any goroutine.
+func (s *Scheduler) Fits(rc queue.Constraints) (bool, string) {
+	f := ComputeFit(s.types, rc, s.reserveRAM, s.cfg.Dispatcher.MaxPriceFactor)
+	return len(f.Candidates) > 0, f.Why
+}
+
+func (s *Scheduler) fitFor(rc queue.Constraints) *fit {
+	// A small direct-mapped cache in front of the map: queues hold few
+	// distinct shapes, and hashing a map key per container costs more.
+	h := uint(rc.VCPUs)*31 + uint(rc.RAM>>20)*17 + uint(rc.Scratch>>20)*7 + uint(rc.GPUs)
+	e := &s.fitSmall[h%uint(len(s.fitSmall))]
+	if e.ok && e.key == rc {
+		return &e.f
+	}
+	f, ok := s.fitCache[rc]
+	if !ok {
+		cf := ComputeFit(s.types, rc, s.reserveRAM, s.cfg.Dispatcher.MaxPriceFactor)
+		if len(s.fitCache) > 100000 {
+			clear(s.fitCache)
+		}
+		f = fit{candidates: cf.Candidates, why: cf.Why}
+		s.fitCache[rc] = f
+	}
+	*e = fitSlot{key: rc, f: f, ok: true}
+	return &e.f
+}
+
+type fitSlot struct {
+	key queue.Constraints
+	f   fit
+	ok  bool
+}
+
+// Fit is the result of ComputeFit.
+type Fit struct {
+	Candidates []int  // indices into types, cheapest first, within the price factor
+	Why        string // when Candidates is empty: what is needed and what the largest type has
+}
+
+// ComputeFit finds the types (sorted by price) that hold rc with
+// reserveRAM extra, keeping those priced within factor × the cheapest.
+func ComputeFit(types []cloud.InstanceType, rc queue.Constraints, reserveRAM int64, factor float64) Fit {
+	var out Fit
+	cheapest := -1.0
+	for i, t := range types {
+		if !typeHolds(t, rc, reserveRAM) {
+			continue
+		}
+		if cheapest < 0 {
+			cheapest = t.Price
+		}
+		if t.Price <= cheapest*factor+1e-12 {
+			out.Candidates = append(out.Candidates, i)
+		}
+	}
+	if len(out.Candidates) == 0 {
+		out.Why = explainNoFit(types, rc, reserveRAM)
+	}
+	return out
+}
+
+func typeHolds(t cloud.InstanceType, rc queue.Constraints, reserveRAM int64) bool {
+	return rc.VCPUs <= t.VCPUs && rc.RAM+reserveRAM <= t.RAM && rc.Scratch <= t.Scratch && rc.GPUs <= t.GPUs
+}
+
+func explainNoFit(types []cloud.InstanceType, rc queue.Constraints, reserveRAM int64) string {
+	if len(types) == 0 {
+		return "no instance types are configured"
+	}
+	var maxT cloud.InstanceType
+	for _, t := range types {
+		maxT.VCPUs = max(maxT.VCPUs, t.VCPUs)
+		maxT.RAM = max(maxT.RAM, t.RAM)
+		maxT.Scratch = max(maxT.Scratch, t.Scratch)
+		maxT.GPUs = max(maxT.GPUs, t.GPUs)
+	}
+	switch {
+	case rc.RAM+reserveRAM > maxT.RAM:
+		return "needs " + config.FormatSize(rc.RAM+reserveRAM) + " RAM (with reserve_extra_ram), largest is " + config.FormatSize(maxT.RAM)
+	case rc.VCPUs > maxT.VCPUs:
+		return "needs " + strconv.Itoa(rc.VCPUs) + " vCPUs, largest is " + strconv.Itoa(maxT.VCPUs)
+	case rc.Scratch > maxT.Scratch:
+		return "needs " + config.FormatSize(rc.Scratch) + " scratch, largest is " + config.FormatSize(maxT.Scratch)
+	case rc.GPUs > maxT.GPUs:
+		return "needs " + strconv.Itoa(rc.GPUs) + " GPUs, largest has " + strconv.Itoa(maxT.GPUs)
+	}
+	return "no single type has every resource it needs (vCPUs " + strconv.Itoa(rc.VCPUs) + ", RAM " +
+		config.FormatSize(rc.RAM+reserveRAM) + ", scratch " + config.FormatSize(rc.Scratch) + ", GPUs " + strconv.Itoa(rc.GPUs) + ")"
+}

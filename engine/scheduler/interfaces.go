@@ -1,0 +1,20 @@
+package scheduler
+
+import (
+	"dispatch-tui/cloud"
+	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/worker"
+)
+
+// Pool is what the scheduler needs from the worker pool.
+type Pool interface {
+	Instances(buf []worker.InstanceView) []worker.InstanceView
+	Ready() bool
+	Create(typeName string) error
+	StartContainer(id cloud.InstanceID, spec runner.Spec) error
+	KillContainer(id cloud.InstanceID, containerID string) bool
+	ForgetContainer(id cloud.InstanceID, containerID string)
+	TakeStartFailures() []worker.StartFailure
+	Shutdown(id cloud.InstanceID, reason string) bool
+	Quota() (limit int, atQuota bool)
+}

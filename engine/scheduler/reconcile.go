@@ -1,0 +1,210 @@
+package scheduler
+
+import (
+	"slices"
+	"time"
+
+	"dispatch-tui/cloud"
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/worker"
+)
+
+func (s *Scheduler) handleStartFailures(tx *queue.Tx, failures []worker.StartFailure) {
+	for _, f := range failures {
+		c := tx.Get(f.ContainerID)
+		if c == nil || c.State != queue.Running || c.InstanceID != string(f.InstanceID) {
+			continue
+		}
+		s.log.Warn("container start failed", "container", c.ID, "instance", f.InstanceID, "err", f.Err)
+		why := "start on " + string(f.InstanceID) + " failed: " + errString(f.Err)
+		var err error
+		if f.NeverSent && !c.RunnerSeen {
+			err = tx.RevertStart(c, why)
+		} else {
+			err = tx.Requeue(c, why)
+		}
+		if err != nil {
+			s.log.Error("requeue after start failure", "container", c.ID, "err", err)
+		}
+	}
+}
+
+// reconcileReports acts on what runners report: exits, unknown or
+// cancelled containers still running, and containers to re-adopt.
+func (s *Scheduler) reconcileReports(tx *queue.Tx, ready bool, st *Stats) (anyUnknown bool) {
+	clear(s.reported)
+	clear(s.blockedStart)
+	s.adopted = s.adopted[:0]
+	for i := range s.views {
+		v := &s.views[i]
+		if v.State == worker.StateUnknown {
+			anyUnknown = true
+		}
+		for j := range v.Reported {
+			r := &v.Reported[j]
+			c := tx.Get(r.ID)
+			running := r.State == runner.StateRunning
+			if running {
+				s.reported[r.ID] = struct{}{}
+			}
+			switch {
+			case c == nil || c.State.Final():
+				if running {
+					s.kill(st, v.ID, r.ID)
+				} else {
+					s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
+				}
+			case c.State == queue.Running && c.InstanceID != string(v.ID):
+				// Another copy elsewhere: only one may run.
+				if running {
+					s.kill(st, v.ID, r.ID)
+				} else {
+					s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
+				}
+			case c.State != queue.Running:
+				// The record missed a start (a crash between start and
+				// write): adopt it, unless its instance is going away.
+				if v.State == worker.StateShutdown {
+					continue
+				}
+				if !running && c.State == queue.Queued && c.Attempts > 0 {
+					// An exited earlier attempt of a requeued container.
+					s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
+					s.blockedStart[r.ID] = struct{}{}
+					continue
+				}
+				if err := tx.Adopt(c, string(v.ID), v.Type, r.StartedAt); err != nil {
+					s.log.Error("adopt container", "container", c.ID, "err", err)
+					continue
+				}
+				s.adopted = append(s.adopted, c)
+				fallthrough
+			default: // Running here
+				tx.MarkSeen(c)
+				if !running {
+					if err := tx.Finish(c, r.ExitCode, r.FinishedAt); err != nil {
+						s.log.Error("finish container", "container", c.ID, "err", err)
+						continue
+					}
+					s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
+					if !c.State.Final() {
+						// Retried under on-failure: the runner refuses to
+						// start an id it still holds, so the retry waits
+						// until the exited attempt is forgotten.
+						s.blockedStart[r.ID] = struct{}{}
+					}
+					continue
+				}
+				if c.KillRequested || c.Priority == 0 {
+					s.kill(st, v.ID, r.ID)
+				} else if mrt := time.Duration(c.Scheduling.MaxRunTime); mrt > 0 && tx.Now().Sub(c.StartedAt) > mrt {
+					tx.RequestKill(c, "max_run_time "+mrt.String()+" exceeded")
+					s.kill(st, v.ID, r.ID)
+				}
+			}
+		}
+	}
+	for id := range s.reported {
+		if c := tx.Get(id); c != nil && !c.State.Final() && c.State != queue.Running {
+			s.blockedStart[id] = struct{}{}
+		}
+	}
+	return anyUnknown
+}
+
+// reconcileRunning handles Running records whose instance is gone or whose
+// runner no longer lists them, and accounts resource use per instance.
+func (s *Scheduler) reconcileRunning(tx *queue.Tx, ready, anyUnknown bool, st *Stats) {
+	// Only the containers Running at the start of the pass, plus those
+	// adopted just now, can be Running: no need to walk the whole queue.
+	running := tx.RunningAtStart()
+	for k := 0; k < len(running)+len(s.adopted); k++ {
+		var c *queue.Container
+		if k < len(running) {
+			c = running[k]
+		} else {
+			c = s.adopted[k-len(running)]
+		}
+		if c.State != queue.Running {
+			continue
+		}
+		idx, ok := s.byID[cloud.InstanceID(c.InstanceID)]
+		if !ok {
+			if !ready || anyUnknown {
+				continue // it may be on an instance not yet probed
+			}
+			if err := tx.Requeue(c, "instance "+c.InstanceID+" disappeared"); err != nil {
+				s.log.Error("requeue", "container", c.ID, "err", err)
+			}
+			continue
+		}
+		sl := &s.slots[idx]
+		v := sl.view
+		if v.State == worker.StateShutdown {
+			// Its instance is being destroyed (killed, or shut down after
+			// failing probes): the container dies with it.
+			if err := tx.Requeue(c, "instance "+c.InstanceID+" shut down"); err != nil {
+				s.log.Error("requeue", "container", c.ID, "err", err)
+			}
+			continue
+		}
+		if _, seen := s.reported[c.ID]; !seen && !v.ListedAt.IsZero() && v.ListedAt.After(c.StartedAt) && !slices.Contains(v.Containers, c.ID) && !isReported(v, c.ID) {
+			var err error
+			switch {
+			case c.RunnerSeen:
+				err = tx.Requeue(c, "runner on "+c.InstanceID+" lost it")
+			case c.StartSent():
+				// Sent, and not listed since: it may never have run, or
+				// run and been lost (a start whose reply was lost, then
+				// the runner's record of it): the attempt counts, or
+				// max_attempts would not bound the runs.
+				err = tx.Requeue(c, "start on "+c.InstanceID+" sent, but its runner does not list it")
+			default:
+				// Recorded as started before a restart, never sent by
+				// this process, and not listed: not an attempt.
+				err = tx.RevertStart(c, "start on "+c.InstanceID+" never reached its runner")
+			}
+			if err != nil {
+				s.log.Error("requeue", "container", c.ID, "err", err)
+			}
+			continue
+		}
+		if _, reported := s.reported[c.ID]; c.KillRequested && !reported && v.State != worker.StateShutdown {
+			// Not listed yet (its start may be in flight); a reported one
+			// was handled with the runner's report.
+			s.kill(st, v.ID, c.ID)
+		}
+		if !slices.Contains(v.Containers, c.ID) {
+			sl.count++
+		}
+		addUse(&sl.used, c.RuntimeConstraints, s.reserveRAM)
+		sl.allocated = true
+	}
+	s.finishIndex()
+}
+
+// kill asks the pool to kill a container, counting it when a new TERM went
+// out (the pool ignores repeats while a kill is under way).
+func (s *Scheduler) kill(st *Stats, inst cloud.InstanceID, id string) {
+	if s.pool.KillContainer(inst, id) {
+		st.Kills++
+	}
+}
+
+// isReported reports whether the runner listed id at all (running or exited).
+func isReported(v *worker.InstanceView, id string) bool {
+	for i := range v.Reported {
+		if v.Reported[i].ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "unknown error"
+	}
+	return err.Error()
+}

@@ -1,0 +1,260 @@
+package scheduler
+
+import (
+	"errors"
+	"time"
+
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/worker"
+)
+
+// passState is the mapping pass's running state.
+type passState struct {
+	tx        *queue.Tx
+	now       time.Time
+	ready     bool
+	paused    bool
+	createErr error // sticky for the pass once the cloud says no
+	headKept  bool
+	position  int
+	st        *Stats
+}
+
+// mapQueue walks Locked and Queued containers in order and decides, for
+// each, start / wait / create / unlock, leaving a pending reason.
+func (s *Scheduler) mapQueue(tx *queue.Tx, now time.Time, ready bool, st *Stats) {
+	ps := passState{tx: tx, now: now, ready: ready, paused: tx.Paused(), st: st}
+	clear(s.blockedType)
+	var byState [len(queue.States)]int
+	var oldest time.Time // first seen of the longest-waiting container
+	active := tx.Active()
+	for k, c := range active {
+		if k%touchAhead == 0 {
+			s.touch(active[k:min(len(active), k+touchAhead)])
+		}
+		// Active still holds containers that finished earlier in this pass.
+		if c.State.Final() {
+			byState[stateIndex(c.State)]++
+			continue
+		}
+		if c.State == queue.Running {
+			if c.InstanceID != "" {
+				tx.SetPending(c, queue.Pending{})
+			}
+		} else {
+			if oldest.IsZero() || c.FirstSeenAt.Before(oldest) {
+				oldest = c.FirstSeenAt
+			}
+			s.mapOne(&ps, c)
+		}
+		byState[stateIndex(c.State)]++
+	}
+	for i, n := range byState {
+		if n > 0 {
+			st.ByState[queue.States[i]] = n
+		}
+	}
+	st.AllocatedNotStart = st.ByState[queue.Locked]
+	if !oldest.IsZero() {
+		st.LongestWait = max(0, now.Sub(oldest))
+	}
+}
+
+// touchAhead is how many records mapQueue loads ahead of its walk.
+const touchAhead = 64
+
+// touch loads the first cache lines of a run of records in a tight loop,
+// so their misses overlap instead of stalling the walk one at a time: at
+// 100,000 queued the records are far beyond the cache, and the pass is
+// dominated by these loads.
+func (s *Scheduler) touch(cs []*queue.Container) {
+	n := 0
+	for _, c := range cs {
+		n += len(c.State) + c.Pending().N
+	}
+	s.touchSink = n
+}
+
+func (s *Scheduler) unlock(ps *passState, c *queue.Container) {
+	if c.State == queue.Locked {
+		if err := ps.tx.Unlock(c); err == nil {
+			ps.st.Unlocks++
+		}
+	}
+}
+
+func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
+	tx, st := ps.tx, ps.st
+	ps.position++
+	switch {
+	case !ps.ready:
+		tx.SetPending(c, queue.Pending{Code: queue.ReasonStartup})
+		return
+	case c.Held:
+		s.unlock(ps, c)
+		tx.SetPending(c, queue.Pending{Code: queue.ReasonHeld})
+		return
+	case c.Priority == 0:
+		s.unlock(ps, c)
+		tx.SetPending(c, queue.Pending{Code: queue.ReasonPriorityZero})
+		return
+	case ps.paused:
+		s.unlock(ps, c)
+		tx.SetPending(c, queue.Pending{Code: queue.ReasonPaused})
+		return
+	}
+	if len(s.blockedStart) > 0 {
+		if _, ok := s.blockedStart[c.ID]; ok {
+			// A previous attempt is still on a runner (being killed
+			// or forgotten).
+			tx.SetPending(c, queue.Pending{Code: queue.ReasonRequeued})
+			return
+		}
+	}
+	f := s.fitFor(c.RuntimeConstraints)
+	if len(f.candidates) == 0 {
+		s.unlock(ps, c)
+		tx.SetPending(c, queue.Pending{Code: queue.ReasonNoFit, Arg: f.why})
+		return
+	}
+	rc := c.RuntimeConstraints
+	// 1. An instance that can take it now, cheapest type first.
+	if i := s.pickAmong(f.candidates, rc, true); i >= 0 {
+		sl := &s.slots[i]
+		tname := s.types[sl.typ].Name
+		if c.State == queue.Queued {
+			if err := tx.Lock(c, tname); err != nil {
+				s.log.Error("lock", "container", c.ID, "err", err)
+				return
+			}
+		}
+		if err := tx.Run(c, string(sl.view.ID), tname); err != nil {
+			s.log.Error("run", "container", c.ID, "err", err)
+			return
+		}
+		s.place(i, rc)
+		ps.position--
+		s.starts = append(s.starts, startAction{inst: sl.view.ID, spec: runner.Spec{
+			ID: c.ID, Command: c.Command, Env: c.Env, Image: c.Image,
+			MaxRunTime: time.Duration(c.Scheduling.MaxRunTime),
+		}})
+		return
+	}
+	// 2. An instance that is booting (or being created) with room for it.
+	if i := s.pickAmong(f.candidates, rc, false); i >= 0 {
+		sl := &s.slots[i]
+		if !s.lockFor(tx, c, s.types[sl.typ].Name) {
+			return
+		}
+		s.place(i, rc)
+		tx.SetPending(c, queue.Pending{Code: queue.ReasonBooting, Arg: string(sl.view.ID)})
+		return
+	}
+	// 3. Create an instance, unless the cloud already said no this pass.
+	if ps.createErr == nil {
+		typ, err := s.create(f.candidates, s.blockedType)
+		switch {
+		case err == nil:
+			st.Creates++
+			if !s.lockFor(tx, c, s.types[typ].Name) {
+				return
+			}
+			s.addPending(typ, rc)
+			tx.SetPending(c, queue.Pending{Code: queue.ReasonBooting})
+			return
+		case errors.Is(err, worker.ErrAtQuota), errors.Is(err, worker.ErrThrottled):
+			ps.createErr = err
+		default: // every candidate type is in a capacity back-off
+			s.staleUnlock(c, tx, ps.now, st)
+			tx.SetPending(c, queue.Pending{Code: queue.ReasonCapacity, Arg: err.Error()})
+			return
+		}
+	}
+	if errors.Is(ps.createErr, worker.ErrAtQuota) {
+		st.AtQuota = true
+		st.OverQuota++
+		if !ps.headKept {
+			// The head keeps (or takes) its lock so the next free slot
+			// goes to it; it is never unlocked for being at quota.
+			ps.headKept = true
+			if c.State == queue.Queued {
+				if err := tx.Lock(c, s.types[f.candidates[0]].Name); err != nil {
+					s.log.Error("lock", "container", c.ID, "err", err)
+				}
+			}
+			tx.SetPending(c, queue.Pending{Code: queue.ReasonQuota, N: st.QuotaLimit})
+			return
+		}
+		s.unlock(ps, c)
+		tx.SetPending(c, queue.Pending{Code: queue.ReasonPosition, N: ps.position})
+		return
+	}
+	// Throttled: keep whatever lock it has, unless it has gone stale.
+	s.staleUnlock(c, tx, ps.now, st)
+	tx.SetPending(c, queue.Pending{Code: queue.ReasonCreating, Arg: s.types[f.candidates[0]].Name})
+}
+
+func (s *Scheduler) lockFor(tx *queue.Tx, c *queue.Container, typeName string) bool {
+	if c.State == queue.Queued {
+		if err := tx.Lock(c, typeName); err != nil {
+			s.log.Error("lock", "container", c.ID, "err", err)
+			return false
+		}
+		return true
+	}
+	tx.SetLockedType(c, typeName)
+	return true
+}
+
+// create asks the pool for an instance of the cheapest candidate type not
+// in a capacity back-off.
+func (s *Scheduler) create(candidates []int, blocked []bool) (int, error) {
+	var lastErr error
+	for _, t := range candidates {
+		if blocked[t] {
+			continue
+		}
+		err := s.pool.Create(s.types[t].Name)
+		if err == nil {
+			return t, nil
+		}
+		var cb *worker.CapacityBlockedError
+		if errors.As(err, &cb) {
+			blocked[t] = true
+			lastErr = err
+			continue
+		}
+		return -1, err
+	}
+	if lastErr == nil {
+		lastErr = errors.New("every fitting type is out of capacity")
+	}
+	return -1, lastErr
+}
+
+// shutdownUnallocated shuts down idle instances no container wants, so
+// that at quota the cloud's capacity goes to types that are needed.
+func (s *Scheduler) shutdownUnallocated() {
+	for i := range s.slots {
+		sl := &s.slots[i]
+		if sl.allocated || sl.view.ID == "" || sl.view.State != worker.StateIdle || sl.view.IdleBehavior != worker.IdleRun {
+			continue
+		}
+		s.pool.Shutdown(sl.view.ID, "at quota: idle and not needed by the queue")
+	}
+}
+
+func stateIndex(s queue.State) int {
+	switch s {
+	case queue.Queued:
+		return 0
+	case queue.Locked:
+		return 1
+	case queue.Running:
+		return 2
+	case queue.Complete:
+		return 3
+	}
+	return 4
+}
