@@ -8,6 +8,7 @@ import (
 	"dispatch-tui/engine/queue"
 )
 
+// fit is the scheduler's cached form of Fit.
 type fit struct {
 	candidates []int // type indices within max_price_factor of the cheapest, by price
 	why        string
@@ -21,6 +22,7 @@ func (s *Scheduler) Fits(rc queue.Constraints) (bool, string) {
 	return len(f.Candidates) > 0, f.Why
 }
 
+// fitFor is ComputeFit for this scheduler's types, cached by shape.
 func (s *Scheduler) fitFor(rc queue.Constraints) *fit {
 	// A small direct-mapped cache in front of the map: queues hold few
 	// distinct shapes, and hashing a map key per container costs more.
@@ -76,10 +78,12 @@ func ComputeFit(types []cloud.InstanceType, rc queue.Constraints, reserveRAM int
 	return out
 }
 
+// typeHolds reports whether one instance of t can hold rc on its own.
 func typeHolds(t cloud.InstanceType, rc queue.Constraints, reserveRAM int64) bool {
 	return rc.VCPUs <= t.VCPUs && rc.RAM+reserveRAM <= t.RAM && rc.Scratch <= t.Scratch && rc.GPUs <= t.GPUs
 }
 
+// explainNoFit says which resource rc needs more of than any type has.
 func explainNoFit(types []cloud.InstanceType, rc queue.Constraints, reserveRAM int64) string {
 	if len(types) == 0 {
 		return "no instance types are configured"

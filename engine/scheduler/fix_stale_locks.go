@@ -6,12 +6,21 @@ import (
 	"dispatch-tui/engine/queue"
 )
 
+// startupOver reports whether the scheduler may act on what the pool shows:
+// once every instance has been probed, or stale_lock_timeout after start-up
+// at the latest. Until then nothing is unlocked or requeued, so containers
+// still running on instances not yet probed are re-adopted, not run twice.
+func (s *Scheduler) startupOver(now time.Time) bool {
+	return s.pool.Ready() || now.Sub(s.started) >= s.cfg.Dispatcher.StaleLockTimeout
+}
+
 // staleUnlock releases a lock that has waited longer than
-// stale_lock_timeout without an instance.
-func (s *Scheduler) staleUnlock(c *queue.Container, tx *queue.Tx, now time.Time, st *Stats) {
-	if c.State == queue.Locked && !c.LockedAt.IsZero() && now.Sub(c.LockedAt) > s.cfg.Dispatcher.StaleLockTimeout {
-		if err := tx.Unlock(c); err == nil {
-			st.Unlocks++
+// stale_lock_timeout without an instance, so a container that cannot get
+// one stops holding its place ahead of those that might.
+func (s *Scheduler) staleUnlock(ps *passState, c *queue.Container) {
+	if c.State == queue.Locked && !c.LockedAt.IsZero() && ps.now.Sub(c.LockedAt) > s.cfg.Dispatcher.StaleLockTimeout {
+		if err := ps.tx.Unlock(c); err == nil {
+			ps.st.Unlocks++
 		}
 	}
 }

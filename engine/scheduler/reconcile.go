@@ -10,6 +10,8 @@ import (
 	"dispatch-tui/engine/worker"
 )
 
+// handleStartFailures puts containers whose start failed back in the queue:
+// as a new attempt unless the start never left this process.
 func (s *Scheduler) handleStartFailures(tx *queue.Tx, failures []worker.StartFailure) {
 	for _, f := range failures {
 		c := tx.Get(f.ContainerID)
@@ -32,7 +34,7 @@ func (s *Scheduler) handleStartFailures(tx *queue.Tx, failures []worker.StartFai
 
 // reconcileReports acts on what runners report: exits, unknown or
 // cancelled containers still running, and containers to re-adopt.
-func (s *Scheduler) reconcileReports(tx *queue.Tx, ready bool, st *Stats) (anyUnknown bool) {
+func (s *Scheduler) reconcileReports(tx *queue.Tx, st *Stats) (anyUnknown bool) {
 	clear(s.reported)
 	clear(s.blockedStart)
 	s.adopted = s.adopted[:0]
@@ -115,6 +117,10 @@ func (s *Scheduler) reconcileReports(tx *queue.Tx, ready bool, st *Stats) (anyUn
 
 // reconcileRunning handles Running records whose instance is gone or whose
 // runner no longer lists them, and accounts resource use per instance.
+//
+// Until ready (instances probed, or the start-up wait over) and while any
+// instance is unknown, a record whose instance is missing is left alone: it
+// may be on an instance not probed yet.
 func (s *Scheduler) reconcileRunning(tx *queue.Tx, ready, anyUnknown bool, st *Stats) {
 	// Only the containers Running at the start of the pass, plus those
 	// adopted just now, can be Running: no need to walk the whole queue.
@@ -202,6 +208,7 @@ func isReported(v *worker.InstanceView, id string) bool {
 	return false
 }
 
+// errString is err's text, for errors that may be nil.
 func errString(err error) string {
 	if err == nil {
 		return "unknown error"

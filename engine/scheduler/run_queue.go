@@ -76,6 +76,7 @@ func (s *Scheduler) touch(cs []*queue.Container) {
 	s.touchSink = n
 }
 
+// unlock gives up a Locked container's claim on an instance type.
 func (s *Scheduler) unlock(ps *passState, c *queue.Container) {
 	if c.State == queue.Locked {
 		if err := ps.tx.Unlock(c); err == nil {
@@ -84,6 +85,12 @@ func (s *Scheduler) unlock(ps *passState, c *queue.Container) {
 	}
 }
 
+// mapOne decides what happens to one waiting (Queued or Locked) container
+// and records why it is still waiting if it is: the first of these that
+// applies wins: start-up wait, held, priority 0, paused, previous attempt
+// still on a runner, no type fits, start on an instance with room now,
+// wait for a booting instance with room, create an instance, and failing
+// that wait for capacity, quota or the create throttle.
 func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 	tx, st := ps.tx, ps.st
 	ps.position++
@@ -121,24 +128,7 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 	rc := c.RuntimeConstraints
 	// 1. An instance that can take it now, cheapest type first.
 	if i := s.pickAmong(f.candidates, rc, true); i >= 0 {
-		sl := &s.slots[i]
-		tname := s.types[sl.typ].Name
-		if c.State == queue.Queued {
-			if err := tx.Lock(c, tname); err != nil {
-				s.log.Error("lock", "container", c.ID, "err", err)
-				return
-			}
-		}
-		if err := tx.Run(c, string(sl.view.ID), tname); err != nil {
-			s.log.Error("run", "container", c.ID, "err", err)
-			return
-		}
-		s.place(i, rc)
-		ps.position--
-		s.starts = append(s.starts, startAction{inst: sl.view.ID, spec: runner.Spec{
-			ID: c.ID, Command: c.Command, Env: c.Env, Image: c.Image,
-			MaxRunTime: time.Duration(c.Scheduling.MaxRunTime),
-		}})
+		s.startOn(ps, c, i)
 		return
 	}
 	// 2. An instance that is booting (or being created) with room for it.
@@ -166,35 +156,66 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 		case errors.Is(err, worker.ErrAtQuota), errors.Is(err, worker.ErrThrottled):
 			ps.createErr = err
 		default: // every candidate type is in a capacity back-off
-			s.staleUnlock(c, tx, ps.now, st)
+			s.staleUnlock(ps, c)
 			tx.SetPending(c, queue.Pending{Code: queue.ReasonCapacity, Arg: err.Error()})
 			return
 		}
 	}
 	if errors.Is(ps.createErr, worker.ErrAtQuota) {
-		st.AtQuota = true
-		st.OverQuota++
-		if !ps.headKept {
-			// The head keeps (or takes) its lock so the next free slot
-			// goes to it; it is never unlocked for being at quota.
-			ps.headKept = true
-			if c.State == queue.Queued {
-				if err := tx.Lock(c, s.types[f.candidates[0]].Name); err != nil {
-					s.log.Error("lock", "container", c.ID, "err", err)
-				}
-			}
-			tx.SetPending(c, queue.Pending{Code: queue.ReasonQuota, N: st.QuotaLimit})
-			return
-		}
-		s.unlock(ps, c)
-		tx.SetPending(c, queue.Pending{Code: queue.ReasonPosition, N: ps.position})
+		s.waitAtQuota(ps, c, s.types[f.candidates[0]].Name)
 		return
 	}
 	// Throttled: keep whatever lock it has, unless it has gone stale.
-	s.staleUnlock(c, tx, ps.now, st)
+	s.staleUnlock(ps, c)
 	tx.SetPending(c, queue.Pending{Code: queue.ReasonCreating, Arg: s.types[f.candidates[0]].Name})
 }
 
+// startOn locks c if need be, records it Running on slot i and queues its
+// start, which RunPass sends once the pass is written.
+func (s *Scheduler) startOn(ps *passState, c *queue.Container, i int) {
+	sl := &s.slots[i]
+	tname := s.types[sl.typ].Name
+	if c.State == queue.Queued {
+		if err := ps.tx.Lock(c, tname); err != nil {
+			s.log.Error("lock", "container", c.ID, "err", err)
+			return
+		}
+	}
+	if err := ps.tx.Run(c, string(sl.view.ID), tname); err != nil {
+		s.log.Error("run", "container", c.ID, "err", err)
+		return
+	}
+	s.place(i, c.RuntimeConstraints)
+	ps.position-- // running, so it holds no place in the queue
+	s.starts = append(s.starts, startAction{inst: sl.view.ID, spec: runner.Spec{
+		ID: c.ID, Command: c.Command, Env: c.Env, Image: c.Image,
+		MaxRunTime: time.Duration(c.Scheduling.MaxRunTime),
+	}})
+}
+
+// waitAtQuota leaves c waiting because no instance can be created: the
+// first such container keeps (or takes) a lock on typeName so the next free
+// slot goes to it, and is never unlocked for being at quota; the rest are
+// unlocked and wait their turn.
+func (s *Scheduler) waitAtQuota(ps *passState, c *queue.Container, typeName string) {
+	ps.st.AtQuota = true
+	ps.st.OverQuota++
+	if !ps.headKept {
+		ps.headKept = true
+		if c.State == queue.Queued {
+			if err := ps.tx.Lock(c, typeName); err != nil {
+				s.log.Error("lock", "container", c.ID, "err", err)
+			}
+		}
+		ps.tx.SetPending(c, queue.Pending{Code: queue.ReasonQuota, N: ps.st.QuotaLimit})
+		return
+	}
+	s.unlock(ps, c)
+	ps.tx.SetPending(c, queue.Pending{Code: queue.ReasonPosition, N: ps.position})
+}
+
+// lockFor locks a Queued container to typeName, or moves a Locked one's
+// lock there; false if the lock could not be written.
 func (s *Scheduler) lockFor(tx *queue.Tx, c *queue.Container, typeName string) bool {
 	if c.State == queue.Queued {
 		if err := tx.Lock(c, typeName); err != nil {
@@ -245,6 +266,7 @@ func (s *Scheduler) shutdownUnallocated() {
 	}
 }
 
+// stateIndex is s's index in queue.States, for counting without a map.
 func stateIndex(s queue.State) int {
 	switch s {
 	case queue.Queued:

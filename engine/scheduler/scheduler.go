@@ -1,10 +1,17 @@
-// Package scheduler maps queued containers onto instances (DESIGN §5): the
-// mapping pass, the reconcile pass and the stale-lock fixer, with pending
-// reasons for every container that is not running.
+// Package scheduler maps queued containers onto instances (docs/design.md
+// §5): the mapping pass, the reconcile pass and the stale-lock fixer, with
+// pending reasons for every container that is not running.
 //
 // A pass walks the queue once in scheduling order. Per-type instance lists,
 // a per-shape cache of fitting types, and short-circuits once a type or the
 // cloud is exhausted keep it O(queued + instances), not O(queued × instances).
+//
+// One job per file: interfaces.go (what the scheduler needs from the pool),
+// scheduler.go (the type and RunPass), reconcile.go (sync with what runners
+// report), slots.go (the per-pass table of instances and their room),
+// run_queue.go (the mapping pass and its pending reasons), fit.go (which
+// instance types fit a container), fix_stale_locks.go (locks and the
+// start-up wait bounded by stale_lock_timeout).
 package scheduler
 
 import (
@@ -120,7 +127,7 @@ func (s *Scheduler) RunPass() Stats {
 	s.views = s.pool.Instances(s.views)
 	failures := append(s.pool.TakeStartFailures(), s.revert...)
 	s.revert = s.revert[:0]
-	ready := s.pool.Ready() || now.Sub(s.started) >= s.cfg.Dispatcher.StaleLockTimeout
+	ready := s.startupOver(now)
 	quotaLimit, poolAtQuota := s.pool.Quota()
 	st := Stats{ByState: map[queue.State]int{}, QuotaLimit: quotaLimit}
 	s.starts = s.starts[:0]
@@ -129,7 +136,7 @@ func (s *Scheduler) RunPass() Stats {
 	err := s.queue.Pass(func(tx *queue.Tx) {
 		s.indexInstances()
 		s.handleStartFailures(tx, failures)
-		anyUnknown := s.reconcileReports(tx, ready, &st)
+		anyUnknown := s.reconcileReports(tx, &st)
 		s.reconcileRunning(tx, ready, anyUnknown, &st)
 		s.mapQueue(tx, now, ready, &st)
 		if st.AtQuota {

@@ -5,6 +5,8 @@ import (
 	"dispatch-tui/engine/worker"
 )
 
+// slot is one instance as a pass sees it: what it can take and what the
+// pass has put on it so far.
 type slot struct {
 	view      *worker.InstanceView
 	typ       int
@@ -64,6 +66,7 @@ func (s *Scheduler) finishIndex() {
 	}
 }
 
+// addUse adds a container's needs (with the per-container RAM reserve) to u.
 func addUse(u *queue.Constraints, rc queue.Constraints, reserve int64) {
 	u.VCPUs += rc.VCPUs
 	u.RAM += rc.RAM + reserve
@@ -71,6 +74,7 @@ func addUse(u *queue.Constraints, rc queue.Constraints, reserve int64) {
 	u.GPUs += rc.GPUs
 }
 
+// hasRoom reports whether sl can take one more container needing rc.
 func (s *Scheduler) hasRoom(sl *slot, rc queue.Constraints) bool {
 	if s.maxPer > 0 && sl.count >= s.maxPer {
 		return false
@@ -116,6 +120,7 @@ func (s *Scheduler) pick(typ int, rc queue.Constraints, wantReady bool) int {
 	return best
 }
 
+// mode is the first index of freeCount, failNeed and failed.
 func mode(ready bool) int {
 	if ready {
 		return 0
@@ -123,10 +128,12 @@ func mode(ready bool) int {
 	return 1
 }
 
+// geq reports whether a needs at least as much as b of every resource.
 func geq(a, b queue.Constraints) bool {
 	return a.VCPUs >= b.VCPUs && a.RAM >= b.RAM && a.Scratch >= b.Scratch && a.GPUs >= b.GPUs
 }
 
+// place puts a container needing rc on slot i.
 func (s *Scheduler) place(i int, rc queue.Constraints) {
 	sl := &s.slots[i]
 	hadRoom := s.hasRoom(sl, queue.Constraints{})
@@ -138,6 +145,7 @@ func (s *Scheduler) place(i int, rc queue.Constraints) {
 	}
 }
 
+// pickAmong is pick over the candidate types, cheapest first.
 func (s *Scheduler) pickAmong(candidates []int, rc queue.Constraints, wantReady bool) int {
 	for _, t := range candidates {
 		if i := s.pick(t, rc, wantReady); i >= 0 {
