@@ -108,11 +108,9 @@ const (
 	ReasonPaused       ReasonCode = "PAUSED"        // scheduler paused
 	ReasonPriorityZero ReasonCode = "PRIORITY_ZERO" // priority 0: do not schedule
 	ReasonStartup      ReasonCode = "STARTUP"       // dispatcher waiting for instances to be probed
-	ReasonStarting     ReasonCode = "STARTING"      // start requested on an instance
 	ReasonRequeued     ReasonCode = "REQUEUED"      // waiting for its previous attempt to be confirmed dead
-	ReasonKilled       ReasonCode = "KILLED"        // killed by an operator
+	ReasonKilled       ReasonCode = "KILLED"        // killed by an operator or for exceeding max_run_time
 	ReasonMaxAttempts  ReasonCode = "MAX_ATTEMPTS"  // gave up after max_attempts
-	ReasonStartFailed  ReasonCode = "START_FAILED"  // runner could not start it
 )
 
 // Pending is a compact pending reason set by every scheduler pass. It is
@@ -155,8 +153,6 @@ func (p Pending) Text() string {
 		return "priority 0 (not scheduled)"
 	case ReasonStartup:
 		return "waiting for instances to be probed after start-up"
-	case ReasonStarting:
-		return "starting on " + p.Arg
 	case ReasonRequeued:
 		if p.Arg == "" {
 			return "waiting for its previous attempt to end"

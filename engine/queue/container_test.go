@@ -25,15 +25,12 @@ func TestPendingText(t *testing.T) {
 		{Pending{Code: ReasonPaused}, "scheduler paused"},
 		{Pending{Code: ReasonPriorityZero}, "priority 0 (not scheduled)"},
 		{Pending{Code: ReasonStartup}, "waiting for instances to be probed after start-up"},
-		{Pending{Code: ReasonStarting, Arg: "i-7"}, "starting on i-7"},
 		{Pending{Code: ReasonRequeued, Arg: "i-7"}, "waiting for previous attempt on i-7 to end"},
 		{Pending{Code: ReasonRequeued}, "waiting for its previous attempt to end"},
 		{Pending{Code: ReasonKilled}, "KILLED"},
 		{Pending{Code: ReasonKilled, Arg: "killed by operator"}, "killed by operator"},
 		{Pending{Code: ReasonMaxAttempts}, "MAX_ATTEMPTS"},
 		{Pending{Code: ReasonMaxAttempts, Arg: "gave up"}, "gave up"},
-		{Pending{Code: ReasonStartFailed}, "START_FAILED"},
-		{Pending{Code: ReasonStartFailed, Arg: "no such image"}, "no such image"},
 		{Pending{Code: "SOMETHING_NEW", Arg: ""}, "SOMETHING_NEW"},
 	}
 	for _, tt := range tests {
@@ -43,8 +40,8 @@ func TestPendingText(t *testing.T) {
 	}
 	// Every declared code renders to something non-empty, except None.
 	for _, code := range []ReasonCode{ReasonPosition, ReasonQuota, ReasonBooting, ReasonCreating, ReasonCapacity,
-		ReasonNoFit, ReasonHeld, ReasonPaused, ReasonPriorityZero, ReasonStartup, ReasonStarting, ReasonRequeued,
-		ReasonKilled, ReasonMaxAttempts, ReasonStartFailed} {
+		ReasonNoFit, ReasonHeld, ReasonPaused, ReasonPriorityZero, ReasonStartup, ReasonRequeued,
+		ReasonKilled, ReasonMaxAttempts} {
 		if (Pending{Code: code}).Text() == "" {
 			t.Errorf("%s renders empty", code)
 		}

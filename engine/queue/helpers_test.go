@@ -234,7 +234,7 @@ func (e *env) toState(id string, s State) {
 		e.toState(id, Running)
 		e.mustTx(id, func(tx *Tx, c *Container) error { return tx.Finish(c, 0, e.clk.Now()) })
 	case Cancelled:
-		e.mustTx(id, func(tx *Tx, c *Container) error { return tx.Cancel(c, ReasonStartFailed, "test cancel") })
+		e.mustTx(id, func(tx *Tx, c *Container) error { return tx.Cancel(c, ReasonKilled, "test cancel") })
 	default:
 		e.tb.Fatalf("toState: unknown state %q", s)
 	}

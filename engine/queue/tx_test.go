@@ -88,9 +88,9 @@ var txOps = []txOp{
 			}
 		}},
 	{"Cancel", Cancelled,
-		func(e *env, tx *Tx, c *Container) error { return tx.Cancel(c, ReasonStartFailed, "no such image") },
+		func(e *env, tx *Tx, c *Container) error { return tx.Cancel(c, ReasonKilled, "killed by operator") },
 		func(t *testing.T, e *env, before, after Container) {
-			if after.Reason != "no such image" || after.ReasonCode != ReasonStartFailed || !after.FinishedAt.Equal(e.clk.Now()) {
+			if after.Reason != "killed by operator" || after.ReasonCode != ReasonKilled || !after.FinishedAt.Equal(e.clk.Now()) {
 				t.Errorf("Cancel: %+v", after)
 			}
 		}},
