@@ -155,7 +155,10 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 			return
 		case errors.Is(err, worker.ErrAtQuota), errors.Is(err, worker.ErrThrottled):
 			ps.createErr = err
-		default: // every candidate type is in a capacity back-off
+		default:
+			// Every candidate type is in a capacity back-off, or the
+			// pool refused for another reason (stopped, unknown type),
+			// which is shown as a capacity reason too.
 			s.staleUnlock(ps, c)
 			tx.SetPending(c, queue.Pending{Code: queue.ReasonCapacity, Arg: err.Error()})
 			return
