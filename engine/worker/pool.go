@@ -75,13 +75,6 @@ type Options struct {
 	// CapacityBackoff: how long a provider type (or the whole provider)
 	// is blocked after a capacity error. Default 1m.
 	CapacityBackoff time.Duration
-	// BatchRunnerCalls sends starts, and the logs and forgets of exited
-	// containers, to each instance in "runner batch" calls (up to
-	// runner.MaxBatch requests each, one supervisor per batch of starts)
-	// instead of one runner process and SSH session per call, and probes
-	// an instance as soon as a batch of starts on it is done (DESIGN §9).
-	// The runner on the instances must understand "runner batch".
-	BatchRunnerCalls bool
 }
 
 // Event is something that happened to an instance or a cloud call, for the
@@ -276,8 +269,8 @@ type worker struct {
 	forgetting []string
 	forgotten  []forgotEntry
 
-	// BatchRunnerCalls: specs and ids waiting for the next batch, and
-	// whether a goroutine is sending batches for this instance.
+	// Specs and ids waiting for the next "runner batch" call, and whether
+	// a goroutine is sending batches for this instance.
 	startQ     []runner.Spec
 	startBusy  bool
 	forgetQ    []string
@@ -1225,31 +1218,15 @@ func (p *Pool) StartContainer(id cloud.InstanceID, spec runner.Spec) error {
 	w.v.LastContainer = spec.ID
 	w.v.LastBusy = now
 	p.notifyLocked()
-	if p.opts.BatchRunnerCalls {
-		w.startQ = append(w.startQ, spec)
-		if w.startBusy {
-			return nil
-		}
-		w.startBusy = true
-		if !p.goLocked(func() { p.runStartBatches(w) }) {
-			w.startBusy = false
-			return errStopped
-		}
+	// Starts go out in "runner batch" calls, one sender per instance: a
+	// start queued while a batch is in flight joins the next one.
+	w.startQ = append(w.startQ, spec)
+	if w.startBusy {
 		return nil
 	}
-	ok := p.goLocked(func() {
-		exec, err := p.executor(w)
-		outcome := startNeverSent
-		if err == nil {
-			client := runner.Client{Exec: exec, Path: p.s.runnerPath}
-			err = client.Start(p.ctx, spec)
-			outcome = classifyStartErr(err, false)
-		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		p.startDoneLocked(w, spec.ID, err, outcome)
-	})
-	if !ok {
+	w.startBusy = true
+	if !p.goLocked(func() { p.runStartBatches(w) }) {
+		w.startBusy = false
 		return errStopped
 	}
 	return nil
@@ -1276,7 +1253,7 @@ func (p *Pool) runStartBatches(w *worker) {
 		if err == nil {
 			client := runner.Client{Exec: exec, Path: p.s.runnerPath}
 			errs, err = client.StartMany(p.ctx, specs)
-			outcome = classifyStartErr(err, true)
+			outcome = classifyBatchErr(err)
 		}
 		p.mu.Lock()
 		for i := range specs {
@@ -1305,17 +1282,16 @@ const (
 	startUnknown
 )
 
-// classifyStartErr says what the error of a "runner start" call, or of a
-// whole "runner batch" call (batch), means for the containers it started.
-func classifyStartErr(err error, batch bool) startOutcome {
+// classifyBatchErr says what the error of a whole "runner batch" call of
+// starts means for the containers in it.
+func classifyBatchErr(err error) startOutcome {
 	var ee *runner.ExitError
 	switch {
 	case errors.Is(err, runner.ErrNotSent):
 		return startNeverSent
-	case errors.As(err, &ee) && (!batch || ee.Code == 2 || ee.Code == 126 || ee.Code == 127):
-		// The runner refused; a batch exits 2 only when it could not
-		// read its requests, 126/127 when the runner could not be run:
-		// nothing started.
+	case errors.As(err, &ee) && (ee.Code == 2 || ee.Code == 126 || ee.Code == 127):
+		// A batch exits 2 only when it could not read its requests,
+		// 126/127 when the runner could not be run: nothing started.
 		return startRefused
 	}
 	// Failed on the way, or a batch that ended part way through: some
@@ -1448,49 +1424,16 @@ func (p *Pool) ForgetContainer(id cloud.InstanceID, containerID string) {
 		return
 	}
 	w.forgetting = append(w.forgetting, containerID)
-	if p.opts.BatchRunnerCalls {
-		w.forgetQ = append(w.forgetQ, containerID)
-		if w.forgetBusy {
-			return
-		}
-		w.forgetBusy = true
-		if !p.goLocked(func() { p.runForgetBatches(w) }) {
-			w.forgetBusy = false
-			w.forgetQ = w.forgetQ[:len(w.forgetQ)-1]
-			w.forgetting = w.forgetting[:len(w.forgetting)-1]
-		}
+	// Like starts, forgets go out in "runner batch" calls, one sender per
+	// instance.
+	w.forgetQ = append(w.forgetQ, containerID)
+	if w.forgetBusy {
 		return
 	}
-	if !p.goLocked(func() {
-		exec, err := p.executor(w)
-		if err == nil {
-			client := runner.Client{Exec: exec, Path: p.s.runnerPath}
-			if p.opts.OnLogs != nil {
-				var out []byte
-				if out, err = client.Logs(p.ctx, containerID, LogTailLines); err == nil {
-					p.opts.OnLogs(containerID, out)
-				}
-			}
-			if err == nil {
-				err = client.Forget(p.ctx, containerID)
-			}
-		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		w.forgetting = slices.DeleteFunc(w.forgetting, func(s string) bool { return s == containerID })
-		if w.removed || p.canceled() {
-			return
-		}
-		if err != nil {
-			p.log.Warn("runner forget failed", "instance", string(w.v.ID), "container", containerID, "error", err.Error())
-			return
-		}
-		w.forgotten = append(w.forgotten, forgotEntry{id: containerID, seq: p.nextSeqLocked()})
-		if i := findStatus(w.v.Reported, containerID); i >= 0 {
-			w.v.Reported = slices.Delete(w.v.Reported, i, i+1)
-		}
-		p.notifyLocked()
-	}) {
+	w.forgetBusy = true
+	if !p.goLocked(func() { p.runForgetBatches(w) }) {
+		w.forgetBusy = false
+		w.forgetQ = w.forgetQ[:len(w.forgetQ)-1]
 		w.forgetting = w.forgetting[:len(w.forgetting)-1]
 	}
 }
