@@ -1,0 +1,201 @@
+package worker
+
+import (
+	"dispatch-tui/cloud"
+	"dispatch-tui/engine/runner"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// State is an instance's state in the pool (DESIGN §6).
+type State string
+
+// Instance states.
+const (
+	StateUnknown  State = "unknown"  // listed by the cloud, not yet probed
+	StateBooting  State = "booting"  // created by us, not yet ready
+	StateIdle     State = "idle"     // ready, no containers
+	StateRunning  State = "running"  // ready, containers running
+	StateShutdown State = "shutdown" // destroy requested
+)
+
+type startEntry struct {
+	id      string
+	seq     uint64 // when issued
+	doneSeq uint64 // when it completed successfully (0 = in flight)
+}
+
+type killEntry struct {
+	id       string
+	termAt   time.Time
+	termSeq  uint64
+	killSent bool
+}
+
+type forgotEntry struct {
+	id  string
+	seq uint64
+}
+
+// worker is one instance in the pool.
+type worker struct {
+	inst  cloud.Instance
+	itype cloud.InstanceType
+	v     InstanceView // Containers and Reported are owned by the worker
+	exec  runner.Executor
+
+	removed  bool
+	addedSeq uint64
+	seenGen  uint64
+	initial  bool // found by the first listing
+	probed   bool // probed at least once
+
+	probing      bool
+	nextProbe    time.Time
+	probeFailing bool
+	lastProbeOK  time.Time
+	readyAt      time.Time
+	createdAt    time.Time // when this pool asked for it (zero: found in a listing)
+	listSeq      uint64
+
+	csSpare    []string // spare buffer for Containers
+	starts     []startEntry
+	kills      []killEntry
+	forgetting []string
+	forgotten  []forgotEntry
+
+	// Specs and ids waiting for the next "runner batch" call, and whether
+	// a goroutine is sending batches for this instance.
+	startQ     []runner.Spec
+	startBusy  bool
+	forgetQ    []string
+	forgetBusy bool
+
+	destroying bool
+	destroyed  bool // last Destroy call succeeded
+	destroyAt  time.Time
+	// destroyRetry: after a failed destroy, no new attempt before this.
+	destroyRetry    time.Time
+	destroyFailures int
+
+	tagsDirty    bool
+	tagsInFlight bool
+}
+
+// autoShutdownReason returns why w should be shut down now ("" = keep).
+// The caller has checked that w is not held.
+func (p *Pool) autoShutdownReason(w *worker, now time.Time) string {
+	switch w.v.State {
+	case StateBooting:
+		if now.Sub(w.v.AppearedAt) > p.s.timeoutBooting {
+			return fmt.Sprintf("boot timeout: not ready after %s", p.s.timeoutBooting)
+		}
+		return ""
+	case StateUnknown, StateIdle, StateRunning:
+		if w.probeFailing {
+			since := w.v.AppearedAt
+			if w.lastProbeOK.After(since) {
+				since = w.lastProbeOK
+			}
+			if now.Sub(since) > p.s.timeoutProbe {
+				return fmt.Sprintf("probe timeout: probes failing for %s: %s", now.Sub(since).Round(time.Second), w.v.LastError)
+			}
+		}
+	}
+	if w.v.State != StateIdle || len(w.starts) > 0 || len(w.v.Containers) > 0 {
+		return ""
+	}
+	switch w.v.IdleBehavior {
+	case IdleDrain:
+		return "drained"
+	case IdleRun:
+		since := w.v.LastBusy
+		if w.readyAt.After(since) {
+			since = w.readyAt
+		}
+		if now.Sub(since) >= p.s.timeoutIdle {
+			return fmt.Sprintf("idle for %s", now.Sub(since).Round(time.Second))
+		}
+	}
+	return ""
+}
+
+// shutdownLocked moves w to state shutdown and starts destroying it.
+func (p *Pool) shutdownLocked(w *worker, now time.Time, reason string) {
+	if w.v.State == StateShutdown {
+		return
+	}
+	w.v.State = StateShutdown
+	w.tagsDirty = false
+	w.kills = nil
+	p.eventLocked(now, w.v.ID, EventShutdown, "shutdown: "+reason, slog.LevelInfo)
+	p.notifyLocked()
+	p.startDestroyLocked(w, now)
+}
+
+func (p *Pool) startDestroyLocked(w *worker, now time.Time) {
+	if w.destroying || !p.cloudAllowedLocked(now) {
+		return
+	}
+	w.destroying = true
+	inst := w.inst
+	if !p.goLocked(func() {
+		err := inst.Destroy(p.ctx)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		w.destroying = false
+		if err != nil && p.canceled() {
+			return
+		}
+		now := p.clk.Now()
+		p.countOpLocked("destroy", err)
+		if err != nil {
+			w.v.LastError = err.Error()
+			p.cloudErrLocked(now, w.v.ID, "destroy", err)
+			// Retry, but not on every step: a host that refuses forever
+			// would flood the cloud and the event log.
+			w.destroyFailures++
+			w.destroyRetry = now.Add(min(time.Duration(w.destroyFailures)*time.Second, p.s.timeoutShutdown))
+			return
+		}
+		w.destroyed = true
+		w.destroyAt = now
+		p.log.Info("destroyed instance", "instance", string(w.v.ID))
+		p.syncAtLocked(now.Add(p.s.timeoutShutdown))
+	}) {
+		w.destroying = false
+	}
+}
+
+// executor returns w's executor, creating it on first use.
+func (p *Pool) executor(w *worker) (runner.Executor, error) {
+	p.mu.Lock()
+	if e := w.exec; e != nil {
+		p.mu.Unlock()
+		return e, nil
+	}
+	if w.removed || p.stopped {
+		p.mu.Unlock()
+		return nil, errRemoved
+	}
+	inst := w.inst
+	p.mu.Unlock()
+	e, err := p.opts.NewExecutor(inst)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	if w.exec == nil && !w.removed && !p.stopped {
+		w.exec = e
+		p.mu.Unlock()
+		return e, nil
+	}
+	cur := w.exec
+	p.mu.Unlock()
+	e.Close()
+	if cur == nil {
+		return nil, errRemoved
+	}
+	return cur, nil
+}
