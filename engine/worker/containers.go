@@ -19,7 +19,7 @@ func (p *Pool) StartContainer(id cloud.InstanceID, spec runner.Spec) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	w := p.workers[id]
+	w := p.byID[id]
 	if w == nil {
 		return ErrNotFound
 	}
@@ -36,7 +36,7 @@ func (p *Pool) StartContainer(id cloud.InstanceID, spec runner.Spec) error {
 	if !slices.Contains(w.v.Containers, spec.ID) {
 		w.v.Containers = append(w.v.Containers, spec.ID)
 	}
-	w.v.State = StateRunning
+	w.setState(StateRunning, "container start sent")
 	w.v.LastContainer = spec.ID
 	w.v.LastBusy = now
 	p.notifyLocked()
@@ -56,7 +56,7 @@ func (p *Pool) StartContainer(id cloud.InstanceID, spec runner.Spec) error {
 
 // runStartBatches sends w's queued starts in "runner batch" calls until
 // none are left, then probes w soon so that short containers are noticed.
-func (p *Pool) runStartBatches(w *worker) {
+func (p *Pool) runStartBatches(w *instance) {
 	for {
 		p.mu.Lock()
 		n := min(len(w.startQ), runner.MaxBatch)
@@ -123,7 +123,7 @@ func classifyBatchErr(err error) startOutcome {
 
 // startDoneLocked records the end of a start call. err == nil means it
 // started; otherwise outcome says what the error means.
-func (p *Pool) startDoneLocked(w *worker, cid string, err error, outcome startOutcome) {
+func (p *Pool) startDoneLocked(w *instance, cid string, err error, outcome startOutcome) {
 	i := slices.IndexFunc(w.starts, func(s startEntry) bool { return s.id == cid && s.doneSeq == 0 })
 	if i < 0 || w.removed {
 		return
@@ -156,7 +156,7 @@ func (p *Pool) startDoneLocked(w *worker, cid string, err error, outcome startOu
 	if j := findStatus(w.v.Reported, cid); j < 0 || w.v.Reported[j].State != runner.StateRunning {
 		w.v.Containers = slices.DeleteFunc(w.v.Containers, func(s string) bool { return s == cid })
 	}
-	p.updateBusyLocked(w, p.clk.Now())
+	w.updateBusy(p.clk.Now(), "a start failed")
 	p.startFailures = append(p.startFailures, StartFailure{ContainerID: cid, InstanceID: w.v.ID, Err: err, NeverSent: outcome == startNeverSent})
 	p.log.Warn("container start failed", "instance", string(w.v.ID), "container", cid, "error", err.Error())
 	p.notifyLocked()
@@ -179,7 +179,7 @@ func (p *Pool) TakeStartFailures() []StartFailure {
 func (p *Pool) KillContainer(id cloud.InstanceID, containerID string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	w := p.workers[id]
+	w := p.byID[id]
 	if w == nil || w.v.State == StateShutdown || !runner.ValidID(containerID) {
 		return false
 	}
@@ -198,7 +198,7 @@ func (p *Pool) KillContainer(id cloud.InstanceID, containerID string) bool {
 
 // checkKillsLocked sends KILL to containers still reported running by a
 // list issued after their TERM, once kill_grace has passed.
-func (p *Pool) checkKillsLocked(w *worker, now time.Time) {
+func (p *Pool) checkKillsLocked(w *instance, now time.Time) {
 	for i := range w.kills {
 		k := &w.kills[i]
 		if k.killSent || now.Sub(k.termAt) < p.s.killGrace || w.listSeq < k.termSeq {
@@ -212,7 +212,7 @@ func (p *Pool) checkKillsLocked(w *worker, now time.Time) {
 	}
 }
 
-func (p *Pool) sendSignalLocked(w *worker, cid, sig string) {
+func (p *Pool) sendSignalLocked(w *instance, cid, sig string) {
 	p.stats.Kills++
 	p.log.Info("killing container", "instance", string(w.v.ID), "container", cid, "signal", sig)
 	p.goLocked(func() {
@@ -232,7 +232,7 @@ func (p *Pool) sendSignalLocked(w *worker, cid, sig string) {
 func (p *Pool) ForgetContainer(id cloud.InstanceID, containerID string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	w := p.workers[id]
+	w := p.byID[id]
 	if w == nil || !runner.ValidID(containerID) || slices.Contains(w.forgetting, containerID) {
 		return
 	}
@@ -263,7 +263,7 @@ func (p *Pool) ForgetContainer(id cloud.InstanceID, containerID string) {
 // runForgetBatches sends w's queued forgets (after fetching the logs of
 // those containers when OnLogs is set) in "runner batch" calls until none
 // are left.
-func (p *Pool) runForgetBatches(w *worker) {
+func (p *Pool) runForgetBatches(w *instance) {
 	for {
 		p.mu.Lock()
 		n := min(len(w.forgetQ), runner.MaxBatch)
@@ -353,7 +353,7 @@ const LogTailLines = 1000
 // last tail lines when tail > 0). It blocks on the runner call.
 func (p *Pool) Logs(ctx context.Context, id cloud.InstanceID, containerID string, tail int) ([]byte, error) {
 	p.mu.Lock()
-	w := p.workers[id]
+	w := p.byID[id]
 	p.mu.Unlock()
 	if w == nil {
 		return nil, ErrNotFound

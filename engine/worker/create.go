@@ -105,14 +105,14 @@ func (p *Pool) createDoneLocked(pc *pendingCreate, it cloud.InstanceType, inst c
 		return
 	}
 	id := inst.ID()
-	w := p.workers[id]
+	w := p.byID[id]
 	if w != nil {
 		// Already found by a listing that raced with the create.
 		if w.v.State == StateUnknown {
-			w.v.State = StateBooting
+			w.setState(StateBooting, "created by this dispatcher (a listing found it first)")
 		}
 	} else {
-		w = p.addWorkerLocked(inst, it, StateBooting, IdleRun, now)
+		w = p.addInstanceLocked(inst, it, StateBooting, "created by this dispatcher", IdleRun, now)
 	}
 	w.createdAt = pc.view.AppearedAt
 	if p.quotaEst >= 0 {

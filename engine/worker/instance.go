@@ -38,11 +38,12 @@ type forgotEntry struct {
 	seq uint64
 }
 
-// worker is one instance in the pool.
-type worker struct {
+// instance is one cloud instance in the pool and its state machine.
+type instance struct {
+	pool  *Pool
 	inst  cloud.Instance
 	itype cloud.InstanceType
-	v     InstanceView // Containers and Reported are owned by the worker
+	v     InstanceView // Containers and Reported are owned by the instance
 	exec  runner.Executor
 
 	removed  bool
@@ -85,7 +86,7 @@ type worker struct {
 
 // autoShutdownReason returns why w should be shut down now ("" = keep).
 // The caller has checked that w is not held.
-func (p *Pool) autoShutdownReason(w *worker, now time.Time) string {
+func (p *Pool) autoShutdownReason(w *instance, now time.Time) string {
 	switch w.v.State {
 	case StateBooting:
 		if now.Sub(w.v.AppearedAt) > p.s.timeoutBooting {
@@ -121,12 +122,67 @@ func (p *Pool) autoShutdownReason(w *worker, now time.Time) string {
 	return ""
 }
 
-// shutdownLocked moves w to state shutdown and starts destroying it.
-func (p *Pool) shutdownLocked(w *worker, now time.Time, reason string) {
+// setState moves w to state to; why says what caused it. Every state
+// change goes through here, and states.txt lists the changes allowed: one
+// it does not list is a bug, logged as an error (and failing the pool's
+// tests). The pool's mutex must be held.
+func (w *instance) setState(to State, why string) {
+	from := w.v.State
+	if from == to {
+		return
+	}
+	p := w.pool
+	if _, ok := p.transitions[transition{from, to}]; !ok {
+		p.log.Error("instance state change missing from states.txt", "instance", string(w.v.ID),
+			"from", stateName(from), "to", stateName(to), "why", why)
+	}
+	w.v.State = to
+	p.log.Debug("instance state", "instance", string(w.v.ID), "from", stateName(from), "to", stateName(to), "why", why)
+	if p.onTransition != nil {
+		p.onTransition(w.v.ID, from, to, why)
+	}
+}
+
+// ready moves a booting or unknown instance to idle or running after its
+// first successful probe.
+func (w *instance) ready(now time.Time) {
+	p := w.pool
+	prev := w.v.State
+	w.readyAt = now
+	if prev == StateBooting && !w.createdAt.IsZero() {
+		p.stats.BootTime.observe(now.Sub(w.createdAt))
+	}
+	if len(w.v.Containers) > 0 {
+		w.setState(StateRunning, "first probe: the runner reports running containers")
+	} else {
+		w.setState(StateIdle, "first probe: no container running")
+	}
+	p.eventLocked(now, w.v.ID, EventState, fmt.Sprintf("%s -> %s (%d containers)", prev, w.v.State, len(w.v.Containers)), slog.LevelInfo)
+}
+
+// updateBusy moves a ready instance between idle and running to match
+// Containers, and records when it was last busy.
+func (w *instance) updateBusy(now time.Time, why string) {
+	if len(w.v.Containers) > 0 {
+		w.v.LastBusy = now
+	}
+	switch w.v.State {
+	case StateIdle, StateRunning:
+		if len(w.v.Containers) > 0 {
+			w.setState(StateRunning, why)
+		} else {
+			w.setState(StateIdle, why)
+		}
+	}
+}
+
+// shutdown moves w to state shutdown and starts destroying it.
+func (w *instance) shutdown(now time.Time, reason string) {
 	if w.v.State == StateShutdown {
 		return
 	}
-	w.v.State = StateShutdown
+	p := w.pool
+	w.setState(StateShutdown, reason)
 	w.tagsDirty = false
 	w.kills = nil
 	p.eventLocked(now, w.v.ID, EventShutdown, "shutdown: "+reason, slog.LevelInfo)
@@ -134,7 +190,7 @@ func (p *Pool) shutdownLocked(w *worker, now time.Time, reason string) {
 	p.startDestroyLocked(w, now)
 }
 
-func (p *Pool) startDestroyLocked(w *worker, now time.Time) {
+func (p *Pool) startDestroyLocked(w *instance, now time.Time) {
 	if w.destroying || !p.cloudAllowedLocked(now) {
 		return
 	}
@@ -169,7 +225,7 @@ func (p *Pool) startDestroyLocked(w *worker, now time.Time) {
 }
 
 // executor returns w's executor, creating it on first use.
-func (p *Pool) executor(w *worker) (runner.Executor, error) {
+func (p *Pool) executor(w *instance) (runner.Executor, error) {
 	p.mu.Lock()
 	if e := w.exec; e != nil {
 		p.mu.Unlock()

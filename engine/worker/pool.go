@@ -105,10 +105,10 @@ type Pool struct {
 	idle    *sync.Cond // broadcast when running drops to 0
 	running int        // goroutines in flight
 	stopped bool
-	seq     uint64 // orders list issues, start/forget completions, worker additions
+	seq     uint64 // orders list issues, start/forget completions, instance additions
 
-	workers     map[cloud.InstanceID]*worker
-	list        []*worker // sorted by ID
+	byID        map[cloud.InstanceID]*instance
+	list        []*instance // sorted by ID
 	pending     []*pendingCreate
 	probeCursor int
 
@@ -127,6 +127,12 @@ type Pool struct {
 	lastSyncIssued time.Time
 	ready          bool
 	ignored        map[cloud.InstanceID]bool
+
+	// transitions are the state changes states.txt allows; onTransition,
+	// if set (by tests, before the first Step), sees every state change
+	// as it is made, with the pool's mutex held.
+	transitions  map[transition]string
+	onTransition func(id cloud.InstanceID, from, to State, why string)
 
 	startFailures []StartFailure
 	stats         Stats
@@ -205,19 +211,24 @@ func New(opts Options) (*Pool, error) {
 	}
 	s.bootProbeInterval = min(s.probeInterval, time.Second)
 	s.syncSoon = min(s.syncInterval, 5*time.Second)
+	transitions, err := parseStateDiagram(stateDiagram)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
 	p := &Pool{
-		s:          s,
-		opts:       opts,
-		is:         opts.InstanceSet,
-		clk:        opts.Clock,
-		log:        opts.Logger,
-		changed:    make(chan struct{}, 1),
-		types:      make(map[string]cloud.InstanceType, len(c.InstanceTypes)),
-		byProvider: make(map[string]string, len(c.InstanceTypes)),
-		workers:    make(map[cloud.InstanceID]*worker),
-		capBlocked: make(map[string]time.Time),
-		quotaEst:   -1,
-		ignored:    make(map[cloud.InstanceID]bool),
+		s:           s,
+		transitions: transitions,
+		opts:        opts,
+		is:          opts.InstanceSet,
+		clk:         opts.Clock,
+		log:         opts.Logger,
+		changed:     make(chan struct{}, 1),
+		types:       make(map[string]cloud.InstanceType, len(c.InstanceTypes)),
+		byProvider:  make(map[string]string, len(c.InstanceTypes)),
+		byID:        make(map[cloud.InstanceID]*instance),
+		capBlocked:  make(map[string]time.Time),
+		quotaEst:    -1,
+		ignored:     make(map[cloud.InstanceID]bool),
 		stats: Stats{
 			CloudOps: make(map[string]map[string]int),
 			ProbeLatency: newDurationHistogram(time.Millisecond, 2500*time.Microsecond, 5*time.Millisecond,
@@ -385,7 +396,7 @@ func (p *Pool) Step() {
 		}
 		if w.v.IdleBehavior != IdleHold {
 			if reason := p.autoShutdownReason(w, now); reason != "" {
-				p.shutdownLocked(w, now, reason)
+				w.shutdown(now, reason)
 				continue
 			}
 		}

@@ -111,6 +111,9 @@ type harness struct {
 	set  *wrapSet
 	cfg  *config.Config
 	pool *Pool
+	// trans sees every state change of the harness's pools and fails the
+	// test on one states.txt does not list.
+	trans *transitionRecorder
 
 	mu     sync.Mutex
 	events []Event
@@ -124,7 +127,7 @@ type hopt struct {
 
 func newHarness(t *testing.T, o hopt) *harness {
 	t.Helper()
-	h := &harness{t: t, clk: clock.NewFake(t0), cfg: testConfig()}
+	h := &harness{t: t, clk: clock.NewFake(t0), cfg: testConfig(), trans: newTransitionRecorder(t)}
 	if o.cfg != nil {
 		o.cfg(h.cfg)
 	}
@@ -161,6 +164,7 @@ func (h *harness) newPool(mod func(*Options)) *Pool {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	h.trans.watch(p)
 	h.t.Cleanup(p.Stop)
 	return p
 }
@@ -1054,7 +1058,7 @@ func TestContainersIncludeStartsAfterList(t *testing.T) {
 	h.step()
 	id := h.createIdle("small")
 	h.pool.mu.Lock()
-	w := h.pool.workers[id]
+	w := h.pool.byID[id]
 	listSeq := h.pool.nextSeqLocked()
 	h.pool.mu.Unlock()
 	h.pool.StartContainer(id, spec("c1", "sleep", "1000"))
@@ -1177,7 +1181,7 @@ func TestProbeRateLimit(t *testing.T) {
 // bigPool lists n idle instances with one container each.
 func bigPool(tb testing.TB, n int) *harness {
 	t, _ := tb.(*testing.T)
-	h := &harness{t: t, clk: clock.NewFake(t0), cfg: testConfig()}
+	h := &harness{t: t, clk: clock.NewFake(t0), cfg: testConfig(), trans: newTransitionRecorder(tb)}
 	h.cfg.Dispatcher.MaxInstances = n
 	h.cfg.Cloud.MaxProbesPerSecond = 0
 	h.drv = cloudtest.New(cloudtest.Options{Clock: h.clk})
@@ -1199,6 +1203,7 @@ func bigPool(tb testing.TB, n int) *harness {
 		tb.Fatal(err)
 	}
 	h.pool = p
+	h.trans.watch(p)
 	tb.Cleanup(p.Stop)
 	p.Step()
 	p.Wait()

@@ -37,7 +37,7 @@ const (
 	probeAdopt                  // deploy, list (instance found in the listing)
 )
 
-func (p *Pool) startProbeLocked(w *worker, now time.Time) {
+func (p *Pool) startProbeLocked(w *instance, now time.Time) {
 	mode := probeList
 	interval := p.s.probeInterval
 	switch w.v.State {
@@ -54,7 +54,7 @@ func (p *Pool) startProbeLocked(w *worker, now time.Time) {
 	}
 }
 
-func (p *Pool) runProbe(w *worker, mode probeMode) {
+func (p *Pool) runProbe(w *instance, mode probeMode) {
 	t0 := p.clk.Now()
 	var (
 		sts     []runner.Status
@@ -122,19 +122,7 @@ func (p *Pool) runProbe(w *worker, mode probeMode) {
 		changed = true
 	}
 	if prev == StateBooting || prev == StateUnknown {
-		if w.v.State == StateShutdown {
-			p.notifyLocked()
-			return
-		}
-		w.readyAt = now
-		if prev == StateBooting && !w.createdAt.IsZero() {
-			p.stats.BootTime.observe(now.Sub(w.createdAt))
-		}
-		w.v.State = StateIdle
-		if len(w.v.Containers) > 0 {
-			w.v.State = StateRunning
-		}
-		p.eventLocked(now, w.v.ID, EventState, fmt.Sprintf("%s -> %s (%d containers)", prev, w.v.State, len(w.v.Containers)), slog.LevelInfo)
+		w.ready(now)
 		changed = true
 	}
 	if changed {
@@ -217,7 +205,7 @@ func versionHash(v string) string {
 // applyListLocked records a successful "runner list" issued at (listSeq,
 // listAt) and recomputes Containers, the state (idle/running) and LastBusy.
 // It reports whether Containers, Reported or the state changed.
-func (p *Pool) applyListLocked(w *worker, sts []runner.Status, listSeq uint64, listAt, now time.Time) bool {
+func (p *Pool) applyListLocked(w *instance, sts []runner.Status, listSeq uint64, listAt, now time.Time) bool {
 	if listSeq < w.listSeq {
 		return false // an older list than the one we have
 	}
@@ -280,28 +268,13 @@ func (p *Pool) applyListLocked(w *worker, sts []runner.Status, listSeq uint64, l
 		w.kills = slices.DeleteFunc(w.kills, func(k killEntry) bool { return !slices.Contains(cs, k.id) })
 	}
 	prev := w.v.State
-	p.updateBusyLocked(w, now)
+	w.updateBusy(now, "runner list")
 	return changed || w.v.State != prev
 }
 
 func statusEqual(a, b runner.Status) bool {
 	return a.ID == b.ID && a.PID == b.PID && a.State == b.State && a.ExitCode == b.ExitCode &&
 		a.StartedAt.Equal(b.StartedAt) && a.FinishedAt.Equal(b.FinishedAt)
-}
-
-// updateBusyLocked sets idle/running from Containers and LastBusy.
-func (p *Pool) updateBusyLocked(w *worker, now time.Time) {
-	if len(w.v.Containers) > 0 {
-		w.v.LastBusy = now
-	}
-	switch w.v.State {
-	case StateIdle, StateRunning:
-		if len(w.v.Containers) > 0 {
-			w.v.State = StateRunning
-		} else {
-			w.v.State = StateIdle
-		}
-	}
 }
 
 func findStatus(sts []runner.Status, id string) int {

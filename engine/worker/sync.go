@@ -57,7 +57,7 @@ func (p *Pool) syncDoneLocked(insts []cloud.Instance, seq uint64, issued time.Ti
 	gen := p.syncGen
 	for _, inst := range insts {
 		id := inst.ID()
-		if w := p.workers[id]; w != nil {
+		if w := p.byID[id]; w != nil {
 			w.seenGen = gen
 			w.inst = inst
 			if a := inst.Address(); a != w.v.Address {
@@ -91,7 +91,7 @@ func (p *Pool) syncDoneLocked(insts []cloud.Instance, seq uint64, issued time.Ti
 		if !ValidIdleBehavior(b) {
 			b = IdleRun
 		}
-		w := p.addWorkerLocked(inst, it, StateUnknown, b, now)
+		w := p.addInstanceLocked(inst, it, StateUnknown, "found in the cloud listing", b, now)
 		w.seenGen = gen
 		w.initial = !p.synced
 		p.log.Info("found instance", "instance", string(id), "type", it.Name, "idle_behavior", string(b))
@@ -123,9 +123,10 @@ func (p *Pool) syncDoneLocked(insts []cloud.Instance, seq uint64, issued time.Ti
 	}
 }
 
-// addWorkerLocked adds an instance to the pool (keeping p.list sorted).
-func (p *Pool) addWorkerLocked(inst cloud.Instance, it cloud.InstanceType, st State, b IdleBehavior, now time.Time) *worker {
-	w := &worker{
+// addInstanceLocked adds an instance to the pool (keeping p.list sorted).
+func (p *Pool) addInstanceLocked(inst cloud.Instance, it cloud.InstanceType, st State, why string, b IdleBehavior, now time.Time) *instance {
+	w := &instance{
+		pool:     p,
 		inst:     inst,
 		itype:    it,
 		addedSeq: p.nextSeqLocked(),
@@ -135,7 +136,6 @@ func (p *Pool) addWorkerLocked(inst cloud.Instance, it cloud.InstanceType, st St
 			ProviderType: inst.ProviderType(),
 			Address:      inst.Address(),
 			Price:        it.Price,
-			State:        st,
 			IdleBehavior: b,
 			AppearedAt:   now,
 		},
@@ -144,8 +144,9 @@ func (p *Pool) addWorkerLocked(inst cloud.Instance, it cloud.InstanceType, st St
 	if w.v.ProviderType == "" {
 		w.v.ProviderType = it.ProviderType
 	}
-	p.workers[w.v.ID] = w
-	i, _ := slices.BinarySearchFunc(p.list, w.v.ID, func(x *worker, id cloud.InstanceID) int {
+	w.setState(st, why)
+	p.byID[w.v.ID] = w
+	i, _ := slices.BinarySearchFunc(p.list, w.v.ID, func(x *instance, id cloud.InstanceID) int {
 		return strings.Compare(string(x.v.ID), string(id))
 	})
 	p.list = slices.Insert(p.list, i, w)
@@ -158,9 +159,9 @@ func (p *Pool) addWorkerLocked(inst cloud.Instance, it cloud.InstanceType, st St
 
 // removeLocked drops w from the map (not from p.list: the caller does) and
 // closes its executor.
-func (p *Pool) removeLocked(w *worker) {
+func (p *Pool) removeLocked(w *instance) {
 	w.removed = true
-	delete(p.workers, w.v.ID)
+	delete(p.byID, w.v.ID)
 	if e := w.exec; e != nil {
 		w.exec = nil
 		if !p.goLocked(func() { e.Close() }) {

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-func (p *Pool) startTagsLocked(w *worker, now time.Time) {
+func (p *Pool) startTagsLocked(w *instance, now time.Time) {
 	if !p.cloudAllowedLocked(now) {
 		return
 	}
@@ -41,12 +41,12 @@ func (p *Pool) startTagsLocked(w *worker, now time.Time) {
 // (false) held, non-idle and unknown instances.
 func (p *Pool) Shutdown(id cloud.InstanceID, reason string) bool {
 	p.mu.Lock()
-	w := p.workers[id]
+	w := p.byID[id]
 	if w == nil || w.v.IdleBehavior == IdleHold || w.v.State != StateIdle || len(w.starts) > 0 || len(w.v.Containers) > 0 {
 		p.mu.Unlock()
 		return false
 	}
-	p.shutdownLocked(w, p.clk.Now(), reason)
+	w.shutdown(p.clk.Now(), reason)
 	p.mu.Unlock()
 	p.flush()
 	return true
@@ -56,7 +56,7 @@ func (p *Pool) Shutdown(id cloud.InstanceID, reason string) bool {
 // behaviour.
 func (p *Pool) KillInstance(id cloud.InstanceID, reason string) (InstanceView, error) {
 	p.mu.Lock()
-	w := p.workers[id]
+	w := p.byID[id]
 	if w == nil {
 		p.mu.Unlock()
 		return InstanceView{}, ErrNotFound
@@ -64,7 +64,7 @@ func (p *Pool) KillInstance(id cloud.InstanceID, reason string) (InstanceView, e
 	if reason == "" {
 		reason = "operator request"
 	}
-	p.shutdownLocked(w, p.clk.Now(), "killed: "+reason)
+	w.shutdown(p.clk.Now(), "killed: "+reason)
 	v := w.view()
 	p.mu.Unlock()
 	p.flush()
@@ -79,7 +79,7 @@ func (p *Pool) SetIdleBehavior(id cloud.InstanceID, b IdleBehavior) (InstanceVie
 		return InstanceView{}, fmt.Errorf("invalid idle behavior %q (run, hold or drain)", b)
 	}
 	p.mu.Lock()
-	w := p.workers[id]
+	w := p.byID[id]
 	if w == nil {
 		p.mu.Unlock()
 		return InstanceView{}, ErrNotFound

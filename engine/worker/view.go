@@ -99,7 +99,7 @@ func (p *Pool) countOpLocked(op string, err error) {
 }
 
 // view returns a deep copy of w's view.
-func (w *worker) view() InstanceView {
+func (w *instance) view() InstanceView {
 	v := w.v
 	v.Containers = slices.Clone(w.v.Containers)
 	if v.Containers == nil {
@@ -148,7 +148,7 @@ func (p *Pool) Instances(buf []InstanceView) []InstanceView {
 func (p *Pool) Instance(id cloud.InstanceID) (InstanceView, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	w := p.workers[id]
+	w := p.byID[id]
 	if w == nil {
 		return InstanceView{}, false
 	}
