@@ -38,7 +38,9 @@ const (
 // Options configure a Pool.
 type Options struct {
 	// Config supplies [cloud], dispatcher.max_instances, the instance types
-	// and containers.kill_grace. It is read once, by New.
+	// and containers.kill_grace. It is read once, by New, and must be
+	// complete: start from config.Default() or config.Load; New applies no
+	// defaults of its own and refuses a missing or invalid setting.
 	Config      *config.Config
 	InstanceSet cloud.InstanceSet
 	// NewExecutor returns the executor for an instance. It is called once
@@ -65,10 +67,10 @@ type Options struct {
 	// Listings are filtered on it ("" lists every instance).
 	Owner string
 	// QuotaProbeAfter: after a quota error, allow one create above the
-	// estimated quota after this long. Default 1m.
+	// estimated quota after this long. 0 = one minute.
 	QuotaProbeAfter time.Duration
 	// CapacityBackoff: how long a provider type (or the whole provider)
-	// is blocked after a capacity error. Default 1m.
+	// is blocked after a capacity error. 0 = one minute.
 	CapacityBackoff time.Duration
 }
 
@@ -140,32 +142,6 @@ type Pool struct {
 	flushing      bool
 }
 
-// settings are the config values the pool uses, with defaults applied.
-type settings struct {
-	maxInstances         int // <= 0: unlimited
-	runnerPath           string
-	bootProbe            string
-	timeoutIdle          time.Duration
-	timeoutBooting       time.Duration
-	timeoutProbe         time.Duration
-	timeoutShutdown      time.Duration
-	probeInterval        time.Duration
-	bootProbeInterval    time.Duration
-	syncInterval         time.Duration
-	syncSoon             time.Duration
-	killGrace            time.Duration
-	maxConcurrentCreates int // <= 0: unlimited
-	quotaProbeAfter      time.Duration
-	capacityBackoff      time.Duration
-}
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
-}
-
 var errStopped = errors.New("worker pool stopped")
 var errRemoved = errors.New("instance removed from pool")
 
@@ -188,29 +164,10 @@ func New(opts Options) (*Pool, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := opts.Config
-	s := settings{
-		maxInstances:         c.Dispatcher.MaxInstances,
-		runnerPath:           c.Cloud.RunnerPath,
-		bootProbe:            c.Cloud.BootProbeCommand,
-		timeoutIdle:          orDefault(c.Cloud.TimeoutIdle, time.Minute),
-		timeoutBooting:       orDefault(c.Cloud.TimeoutBooting, 10*time.Minute),
-		timeoutProbe:         orDefault(c.Cloud.TimeoutProbe, 10*time.Minute),
-		timeoutShutdown:      orDefault(c.Cloud.TimeoutShutdown, 10*time.Second),
-		probeInterval:        orDefault(c.Cloud.ProbeInterval, 10*time.Second),
-		syncInterval:         orDefault(c.Cloud.SyncInterval, time.Minute),
-		killGrace:            orDefault(c.Containers.KillGrace, 30*time.Second),
-		maxConcurrentCreates: c.Cloud.MaxConcurrentCreates,
-		quotaProbeAfter:      orDefault(opts.QuotaProbeAfter, time.Minute),
-		capacityBackoff:      orDefault(opts.CapacityBackoff, time.Minute),
+	s, err := newSettings(c, opts)
+	if err != nil {
+		return nil, err
 	}
-	if s.runnerPath == "" {
-		s.runnerPath = "/tmp/dispatch-tui-runner"
-	}
-	if opts.RunnerHash != "" {
-		s.runnerPath += "~" + opts.RunnerHash
-	}
-	s.bootProbeInterval = min(s.probeInterval, time.Second)
-	s.syncSoon = min(s.syncInterval, 5*time.Second)
 	transitions, err := parseStateDiagram(stateDiagram)
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)

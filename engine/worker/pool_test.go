@@ -26,29 +26,20 @@ var (
 	t0         = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 )
 
+// testConfig is the built-in configuration with two types, max_instances
+// 10 and cloud rate limits high enough not to get in the tests' way.
 func testConfig() *config.Config {
-	return &config.Config{
-		Dispatcher: config.Dispatcher{MaxInstances: 10},
-		Cloud: config.Cloud{
-			Driver:               "cloudtest",
-			RunnerPath:           "/tmp/dispatch-tui-runner",
-			BootProbeCommand:     "true",
-			TimeoutIdle:          time.Minute,
-			TimeoutBooting:       10 * time.Minute,
-			TimeoutProbe:         10 * time.Minute,
-			TimeoutShutdown:      10 * time.Second,
-			ProbeInterval:        10 * time.Second,
-			SyncInterval:         time.Minute,
-			MaxProbesPerSecond:   100,
-			MaxCloudOpsPerSecond: 100,
-			MaxConcurrentCreates: 10,
-		},
-		InstanceTypes: []cloud.InstanceType{
-			{Name: "small", ProviderType: "s1", VCPUs: 1, RAM: 1 << 30, Price: 0.02},
-			{Name: "large", ProviderType: "l1", VCPUs: 4, RAM: 8 << 30, Price: 0.08},
-		},
-		Containers: config.Containers{KillGrace: 30 * time.Second},
+	cfg := config.Default()
+	cfg.Dispatcher.MaxInstances = 10
+	cfg.Cloud.Driver = "cloudtest"
+	cfg.Cloud.MaxProbesPerSecond = 100
+	cfg.Cloud.MaxCloudOpsPerSecond = 100
+	cfg.Cloud.MaxConcurrentCreates = 10
+	cfg.InstanceTypes = []cloud.InstanceType{
+		{Name: "small", ProviderType: "s1", VCPUs: 1, RAM: 1 << 30, Price: 0.02},
+		{Name: "large", ProviderType: "l1", VCPUs: 4, RAM: 8 << 30, Price: 0.08},
 	}
+	return cfg
 }
 
 // wrapSet wraps an InstanceSet to gate creates and destroys and to make
@@ -1384,5 +1375,46 @@ func TestRunnerBinarySharedWhileInstallsRun(t *testing.T) {
 	p.releaseRunnerBinary()
 	if reads != 2 {
 		t.Fatalf("reads %d, want 2", reads)
+	}
+}
+
+func TestNewRefusesIncompleteSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*config.Config, *Options)
+		want string // "" = accepted
+	}{
+		{"defaults", func(*config.Config, *Options) {}, ""},
+		{"zero timeout_idle and kill_grace", func(c *config.Config, _ *Options) {
+			c.Cloud.TimeoutIdle, c.Containers.KillGrace = 0, 0
+		}, ""},
+		{"no runner_path", func(c *config.Config, _ *Options) { c.Cloud.RunnerPath = "" }, "cloud.runner_path is empty"},
+		{"zero timeout_booting", func(c *config.Config, _ *Options) { c.Cloud.TimeoutBooting = 0 }, "cloud.timeout_booting is not set"},
+		{"zero timeout_probe", func(c *config.Config, _ *Options) { c.Cloud.TimeoutProbe = 0 }, "cloud.timeout_probe is not set"},
+		{"zero timeout_shutdown", func(c *config.Config, _ *Options) { c.Cloud.TimeoutShutdown = 0 }, "cloud.timeout_shutdown is not set"},
+		{"zero probe_interval", func(c *config.Config, _ *Options) { c.Cloud.ProbeInterval = 0 }, "cloud.probe_interval is not set"},
+		{"zero sync_interval", func(c *config.Config, _ *Options) { c.Cloud.SyncInterval = 0 }, "cloud.sync_interval is not set"},
+		{"negative timeout_idle", func(c *config.Config, _ *Options) { c.Cloud.TimeoutIdle = -time.Second }, "cloud.timeout_idle is negative"},
+		{"negative kill_grace", func(c *config.Config, _ *Options) { c.Containers.KillGrace = -time.Second }, "containers.kill_grace is negative"},
+		{"negative CapacityBackoff", func(_ *config.Config, o *Options) { o.CapacityBackoff = -time.Second }, "CapacityBackoff is negative"},
+		{"empty config", func(c *config.Config, _ *Options) { *c = config.Config{} }, "cloud.runner_path is empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			drv := cloudtest.New(cloudtest.Options{Clock: clock.NewFake(t0)})
+			opts := Options{Config: cfg, InstanceSet: drv, NewExecutor: drv.Executor, Clock: clock.NewFake(t0)}
+			tc.mod(cfg, &opts)
+			p, err := New(opts)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				p.Stop()
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New: %v, want an error containing %q", err, tc.want)
+			}
+		})
 	}
 }
