@@ -217,10 +217,6 @@ func New(opts Options) (*Pool, error) {
 	return p, nil
 }
 
-// RunnerPath returns the path of the runner on instances (config
-// runner_path plus "~<hash>" when a hash is deployed).
-func (p *Pool) RunnerPath() string { return p.s.runnerPath }
-
 // goLocked runs fn in a tracked goroutine. p.mu must be held. It returns
 // false (and runs nothing) once the pool is stopped.
 func (p *Pool) goLocked(fn func()) bool {
