@@ -2,12 +2,13 @@ package worker
 
 import (
 	"context"
-	"dispatch-tui/cloud"
-	"dispatch-tui/engine/runner"
 	"errors"
 	"slices"
 	"sync"
 	"time"
+
+	"dispatch-tui/cloud"
+	"dispatch-tui/engine/runner"
 )
 
 // StartContainer starts a container on an idle or running instance whose

@@ -2,13 +2,14 @@ package worker
 
 import (
 	"crypto/rand"
-	"dispatch-tui/cloud"
 	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"math"
 	"slices"
 	"time"
+
+	"dispatch-tui/cloud"
 )
 
 type pendingCreate struct {

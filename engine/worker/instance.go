@@ -1,14 +1,16 @@
 package worker
 
 import (
-	"dispatch-tui/cloud"
-	"dispatch-tui/engine/runner"
 	"fmt"
 	"log/slog"
 	"time"
+
+	"dispatch-tui/cloud"
+	"dispatch-tui/engine/runner"
 )
 
-// State is an instance's state in the pool (DESIGN §6).
+// State is an instance's state in the pool; states.txt draws the states and
+// lists the changes between them.
 type State string
 
 // Instance states.

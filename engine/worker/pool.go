@@ -1,13 +1,20 @@
-// Package worker is the dispatcher's pool of cloud instances (DESIGN §6):
-// it lists, creates, probes and destroys instances, deploys the runner on
-// them, starts and kills containers through it, and applies the idle
-// behaviours and timeouts.
+// Package worker is the dispatcher's pool of cloud instances (see
+// docs/design.md §6): it lists, creates, probes and destroys instances,
+// deploys the runner on them, starts and kills containers through it, and
+// applies the idle behaviours and timeouts.
 //
 // The pool keeps all of its state behind one mutex. Cloud and runner calls
 // run in goroutines the pool starts and tracks; Step, the verbs and the
 // snapshot methods never block on them. Time is read only from the injected
 // clock, so a test driving a clock.Fake with Step/Wait/Advance sees a
 // deterministic sequence of states.
+//
+// Files by job: pool.go (Pool, New, Step, Stop/Wait, events), settings.go,
+// instance.go (one instance and its state machine, drawn and listed in
+// states.txt), sync.go (cloud listing), probe.go (probes, runner
+// deployment, applying "runner list"), containers.go (start, kill, forget,
+// logs), create.go (creates, quota, limits), verbs.go (shutdown, kill,
+// idle behaviour), view.go (snapshots, stats), throttle.go (rate limits).
 package worker
 
 import (

@@ -1,12 +1,13 @@
 package worker
 
 import (
-	"dispatch-tui/engine/runner"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 	"time"
+
+	"dispatch-tui/engine/runner"
 )
 
 func (p *Pool) startProbesLocked(now time.Time) {

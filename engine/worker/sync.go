@@ -1,12 +1,13 @@
 package worker
 
 import (
-	"dispatch-tui/cloud"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 	"time"
+
+	"dispatch-tui/cloud"
 )
 
 // syncAtLocked makes the next listing happen no later than t (but not

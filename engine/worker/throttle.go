@@ -1,10 +1,11 @@
 package worker
 
 import (
-	"dispatch-tui/cloud"
 	"fmt"
 	"log/slog"
 	"time"
+
+	"dispatch-tui/cloud"
 )
 
 // cloudErrLocked handles a failed cloud call: a rate-limit error pauses

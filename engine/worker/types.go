@@ -11,7 +11,7 @@ import (
 // IdleBehavior is what the pool does with an instance when it is idle.
 type IdleBehavior string
 
-// Idle behaviours (DESIGN §4).
+// Idle behaviours (docs/design.md §4).
 const (
 	IdleRun   IdleBehavior = "run"   // normal: gets containers, shut down after timeout_idle
 	IdleHold  IdleBehavior = "hold"  // no new containers, never shut down automatically

@@ -1,10 +1,11 @@
 package worker
 
 import (
-	"dispatch-tui/cloud"
 	"fmt"
 	"log/slog"
 	"time"
+
+	"dispatch-tui/cloud"
 )
 
 func (p *Pool) startTagsLocked(w *instance, now time.Time) {

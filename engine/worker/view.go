@@ -1,10 +1,11 @@
 package worker
 
 import (
-	"dispatch-tui/cloud"
-	"dispatch-tui/engine/runner"
 	"slices"
 	"time"
+
+	"dispatch-tui/cloud"
+	"dispatch-tui/engine/runner"
 )
 
 // InstanceView is a copy of one instance's state, safe to keep.
