@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -139,7 +140,9 @@ func (w *instance) setState(to State, why string) {
 			"from", stateName(from), "to", stateName(to), "why", why)
 	}
 	w.v.State = to
-	p.log.Debug("instance state", "instance", string(w.v.ID), "from", stateName(from), "to", stateName(to), "why", why)
+	if p.log.Enabled(context.Background(), slog.LevelDebug) { // spare the arguments' allocations
+		p.log.Debug("instance state", "instance", string(w.v.ID), "from", stateName(from), "to", stateName(to), "why", why)
+	}
 	if p.onTransition != nil {
 		p.onTransition(w.v.ID, from, to, why)
 	}
