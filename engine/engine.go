@@ -41,8 +41,6 @@ type Options struct {
 	// OnPass, if set, is called after every scheduler pass with its
 	// statistics (metrics use it for the pass-duration histogram).
 	OnPass func(scheduler.Stats)
-	// BatchRunnerCalls: see worker.Options.BatchRunnerCalls.
-	BatchRunnerCalls bool
 }
 
 // Engine is the dispatcher: queue + pool + scheduler + cloud.
@@ -110,7 +108,6 @@ func New(opts Options) (*Engine, error) {
 		Config: opts.Config, InstanceSet: opts.InstanceSet, NewExecutor: opts.NewExecutor,
 		Clock: opts.Clock, Logger: opts.Logger, OnEvent: e.poolEvent, OnLogs: e.storeLogs,
 		RunnerHash: opts.RunnerHash, RunnerBinary: opts.RunnerBinary, Owner: opts.Owner,
-		BatchRunnerCalls: opts.BatchRunnerCalls,
 	})
 	if err != nil {
 		q.Close()

@@ -70,12 +70,6 @@ func startEngine(t *testing.T, cfg *config.Config) (*Running, context.CancelFunc
 	return startEngineWith(t, cfg, Options{Config: cfg, RunnerBinary: binary})
 }
 
-func startEngineOpts(t *testing.T, cfg *config.Config, opts Options) *Running {
-	t.Helper()
-	r, _ := startEngineWith(t, cfg, opts)
-	return r
-}
-
 func startEngineWith(t *testing.T, cfg *config.Config, opts Options) (*Running, context.CancelFunc) {
 	t.Helper()
 	r, err := New(opts)

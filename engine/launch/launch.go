@@ -28,10 +28,6 @@ type Options struct {
 	// RunnerBinary is the dispatch-tui executable deployed to instances as
 	// the runner; "" = this process's own executable.
 	RunnerBinary string
-	// SingleRunnerCalls turns off batching of runner calls (one runner
-	// process and SSH session per start, logs and forget, as before
-	// "runner batch"); for comparison benchmarks.
-	SingleRunnerCalls bool
 }
 
 // Running is an Engine together with the driver it owns and its metrics.
@@ -116,7 +112,6 @@ func New(opts Options) (*Running, error) {
 	eng, err := engine.New(engine.Options{
 		Config: cfg, InstanceSet: set, NewExecutor: newExec, Logger: log,
 		RunnerHash: hash, RunnerBinary: readBinary, OnPass: m.ObservePass,
-		BatchRunnerCalls: !opts.SingleRunnerCalls,
 	})
 	if err != nil {
 		set.Stop()

@@ -16,9 +16,8 @@ import (
 )
 
 var (
-	throughputN      = flag.Int("throughput.containers", 0, "run TestLocalThroughput with this many `true` containers (0 = skip)")
-	throughputVCPUs  = flag.Int("throughput.vcpus", 256, "vCPUs per instance in TestLocalThroughput (each container takes 1)")
-	throughputSingle = flag.Bool("throughput.single", false, "TestLocalThroughput without runner batches (one runner call per container, as before)")
+	throughputN     = flag.Int("throughput.containers", 0, "run TestLocalThroughput with this many `true` containers (0 = skip)")
+	throughputVCPUs = flag.Int("throughput.vcpus", 256, "vCPUs per instance in TestLocalThroughput (each container takes 1)")
 )
 
 func TestLocalThroughput(t *testing.T) {
@@ -31,12 +30,7 @@ func TestLocalThroughput(t *testing.T) {
 	cfg.Cloud.MaxProbesPerSecond = 0
 	cfg.Containers.KeepFinished = 0 // the test counts every Complete container
 	cfg.InstanceTypes = []cloud.InstanceType{{Name: "big", ProviderType: "big", VCPUs: *throughputVCPUs, RAM: 1 << 40, Scratch: 1 << 40, Price: 0.1}}
-	var r *Running
-	if *throughputSingle {
-		r = startEngineOpts(t, cfg, Options{Config: cfg, RunnerBinary: binary, SingleRunnerCalls: true})
-	} else {
-		r, _ = startEngine(t, cfg)
-	}
+	r, _ := startEngine(t, cfg)
 
 	// Warm up: boot the instances and deploy the runner before timing.
 	warm := make([]queue.Spec, 4*cfg.Dispatcher.MaxInstances)

@@ -26,29 +26,20 @@ var (
 	t0         = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 )
 
+// testConfig is the built-in configuration with two types, max_instances
+// 10 and cloud rate limits high enough not to get in the tests' way.
 func testConfig() *config.Config {
-	return &config.Config{
-		Dispatcher: config.Dispatcher{MaxInstances: 10},
-		Cloud: config.Cloud{
-			Driver:               "cloudtest",
-			RunnerPath:           "/tmp/dispatch-tui-runner",
-			BootProbeCommand:     "true",
-			TimeoutIdle:          time.Minute,
-			TimeoutBooting:       10 * time.Minute,
-			TimeoutProbe:         10 * time.Minute,
-			TimeoutShutdown:      10 * time.Second,
-			ProbeInterval:        10 * time.Second,
-			SyncInterval:         time.Minute,
-			MaxProbesPerSecond:   100,
-			MaxCloudOpsPerSecond: 100,
-			MaxConcurrentCreates: 10,
-		},
-		InstanceTypes: []cloud.InstanceType{
-			{Name: "small", ProviderType: "s1", VCPUs: 1, RAM: 1 << 30, Price: 0.02},
-			{Name: "large", ProviderType: "l1", VCPUs: 4, RAM: 8 << 30, Price: 0.08},
-		},
-		Containers: config.Containers{KillGrace: 30 * time.Second},
+	cfg := config.Default()
+	cfg.Dispatcher.MaxInstances = 10
+	cfg.Cloud.Driver = "cloudtest"
+	cfg.Cloud.MaxProbesPerSecond = 100
+	cfg.Cloud.MaxCloudOpsPerSecond = 100
+	cfg.Cloud.MaxConcurrentCreates = 10
+	cfg.InstanceTypes = []cloud.InstanceType{
+		{Name: "small", ProviderType: "s1", VCPUs: 1, RAM: 1 << 30, Price: 0.02},
+		{Name: "large", ProviderType: "l1", VCPUs: 4, RAM: 8 << 30, Price: 0.08},
 	}
+	return cfg
 }
 
 // wrapSet wraps an InstanceSet to gate creates and destroys and to make
@@ -111,6 +102,9 @@ type harness struct {
 	set  *wrapSet
 	cfg  *config.Config
 	pool *Pool
+	// trans sees every state change of the harness's pools and fails the
+	// test on one states.txt does not list.
+	trans *transitionRecorder
 
 	mu     sync.Mutex
 	events []Event
@@ -124,7 +118,7 @@ type hopt struct {
 
 func newHarness(t *testing.T, o hopt) *harness {
 	t.Helper()
-	h := &harness{t: t, clk: clock.NewFake(t0), cfg: testConfig()}
+	h := &harness{t: t, clk: clock.NewFake(t0), cfg: testConfig(), trans: newTransitionRecorder(t)}
 	if o.cfg != nil {
 		o.cfg(h.cfg)
 	}
@@ -161,6 +155,7 @@ func (h *harness) newPool(mod func(*Options)) *Pool {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	h.trans.watch(p)
 	h.t.Cleanup(p.Stop)
 	return p
 }
@@ -1054,7 +1049,7 @@ func TestContainersIncludeStartsAfterList(t *testing.T) {
 	h.step()
 	id := h.createIdle("small")
 	h.pool.mu.Lock()
-	w := h.pool.workers[id]
+	w := h.pool.byID[id]
 	listSeq := h.pool.nextSeqLocked()
 	h.pool.mu.Unlock()
 	h.pool.StartContainer(id, spec("c1", "sleep", "1000"))
@@ -1177,7 +1172,7 @@ func TestProbeRateLimit(t *testing.T) {
 // bigPool lists n idle instances with one container each.
 func bigPool(tb testing.TB, n int) *harness {
 	t, _ := tb.(*testing.T)
-	h := &harness{t: t, clk: clock.NewFake(t0), cfg: testConfig()}
+	h := &harness{t: t, clk: clock.NewFake(t0), cfg: testConfig(), trans: newTransitionRecorder(tb)}
 	h.cfg.Dispatcher.MaxInstances = n
 	h.cfg.Cloud.MaxProbesPerSecond = 0
 	h.drv = cloudtest.New(cloudtest.Options{Clock: h.clk})
@@ -1199,6 +1194,7 @@ func bigPool(tb testing.TB, n int) *harness {
 		tb.Fatal(err)
 	}
 	h.pool = p
+	h.trans.watch(p)
 	tb.Cleanup(p.Stop)
 	p.Step()
 	p.Wait()
@@ -1379,5 +1375,46 @@ func TestRunnerBinarySharedWhileInstallsRun(t *testing.T) {
 	p.releaseRunnerBinary()
 	if reads != 2 {
 		t.Fatalf("reads %d, want 2", reads)
+	}
+}
+
+func TestNewRefusesIncompleteSettings(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*config.Config, *Options)
+		want string // "" = accepted
+	}{
+		{"defaults", func(*config.Config, *Options) {}, ""},
+		{"zero timeout_idle and kill_grace", func(c *config.Config, _ *Options) {
+			c.Cloud.TimeoutIdle, c.Containers.KillGrace = 0, 0
+		}, ""},
+		{"no runner_path", func(c *config.Config, _ *Options) { c.Cloud.RunnerPath = "" }, "cloud.runner_path is empty"},
+		{"zero timeout_booting", func(c *config.Config, _ *Options) { c.Cloud.TimeoutBooting = 0 }, "cloud.timeout_booting is not set"},
+		{"zero timeout_probe", func(c *config.Config, _ *Options) { c.Cloud.TimeoutProbe = 0 }, "cloud.timeout_probe is not set"},
+		{"zero timeout_shutdown", func(c *config.Config, _ *Options) { c.Cloud.TimeoutShutdown = 0 }, "cloud.timeout_shutdown is not set"},
+		{"zero probe_interval", func(c *config.Config, _ *Options) { c.Cloud.ProbeInterval = 0 }, "cloud.probe_interval is not set"},
+		{"zero sync_interval", func(c *config.Config, _ *Options) { c.Cloud.SyncInterval = 0 }, "cloud.sync_interval is not set"},
+		{"negative timeout_idle", func(c *config.Config, _ *Options) { c.Cloud.TimeoutIdle = -time.Second }, "cloud.timeout_idle is negative"},
+		{"negative kill_grace", func(c *config.Config, _ *Options) { c.Containers.KillGrace = -time.Second }, "containers.kill_grace is negative"},
+		{"negative CapacityBackoff", func(_ *config.Config, o *Options) { o.CapacityBackoff = -time.Second }, "CapacityBackoff is negative"},
+		{"empty config", func(c *config.Config, _ *Options) { *c = config.Config{} }, "cloud.runner_path is empty"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			drv := cloudtest.New(cloudtest.Options{Clock: clock.NewFake(t0)})
+			opts := Options{Config: cfg, InstanceSet: drv, NewExecutor: drv.Executor, Clock: clock.NewFake(t0)}
+			tc.mod(cfg, &opts)
+			p, err := New(opts)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				p.Stop()
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New: %v, want an error containing %q", err, tc.want)
+			}
+		})
 	}
 }

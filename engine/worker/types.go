@@ -6,25 +6,12 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/engine/runner"
-)
-
-// State is an instance's state in the pool (DESIGN §6).
-type State string
-
-// Instance states.
-const (
-	StateUnknown  State = "unknown"  // listed by the cloud, not yet probed
-	StateBooting  State = "booting"  // created by us, not yet ready
-	StateIdle     State = "idle"     // ready, no containers
-	StateRunning  State = "running"  // ready, containers running
-	StateShutdown State = "shutdown" // destroy requested
 )
 
 // IdleBehavior is what the pool does with an instance when it is idle.
 type IdleBehavior string
 
-// Idle behaviours (DESIGN §4).
+// Idle behaviours (docs/design.md §4).
 const (
 	IdleRun   IdleBehavior = "run"   // normal: gets containers, shut down after timeout_idle
 	IdleHold  IdleBehavior = "hold"  // no new containers, never shut down automatically
@@ -34,32 +21,6 @@ const (
 // ValidIdleBehavior reports whether b is one of run, hold, drain.
 func ValidIdleBehavior(b IdleBehavior) bool {
 	return b == IdleRun || b == IdleHold || b == IdleDrain
-}
-
-// InstanceView is a copy of one instance's state, safe to keep.
-type InstanceView struct {
-	ID           cloud.InstanceID `json:"id"` // "" while the create call is in flight
-	Type         string           `json:"type"`
-	ProviderType string           `json:"provider_type"`
-	Address      string           `json:"address"`
-	Price        float64          `json:"price"`
-	State        State            `json:"state"`
-	IdleBehavior IdleBehavior     `json:"idle_behavior"`
-	// Containers are the ids the pool believes are on the instance: those the
-	// runner last listed as running plus starts in flight or done since.
-	Containers    []string  `json:"containers"`
-	LastContainer string    `json:"last_container,omitempty"`
-	LastBusy      time.Time `json:"last_busy,omitzero"`
-	AppearedAt    time.Time `json:"appeared_at,omitzero"`
-	LastProbe     time.Time `json:"last_probe,omitzero"`
-	LastError     string    `json:"last_error,omitempty"`
-	// ProbeFailing: the last probe failed; the scheduler starts nothing
-	// there until one succeeds.
-	ProbeFailing bool `json:"probe_failing,omitempty"`
-	// Reported is the runner's last "runner list" (running and exited
-	// containers), taken at ListedAt. Nil until the first successful list.
-	Reported []runner.Status `json:"-"`
-	ListedAt time.Time       `json:"-"`
 }
 
 // Errors returned by Pool.Create without making a cloud call.

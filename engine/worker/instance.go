@@ -1,0 +1,262 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"dispatch-tui/cloud"
+	"dispatch-tui/engine/runner"
+)
+
+// State is an instance's state in the pool; states.txt draws the states and
+// lists the changes between them.
+type State string
+
+// Instance states.
+const (
+	StateUnknown  State = "unknown"  // listed by the cloud, not yet probed
+	StateBooting  State = "booting"  // created by us, not yet ready
+	StateIdle     State = "idle"     // ready, no containers
+	StateRunning  State = "running"  // ready, containers running
+	StateShutdown State = "shutdown" // destroy requested
+)
+
+type startEntry struct {
+	id      string
+	seq     uint64 // when issued
+	doneSeq uint64 // when it completed successfully (0 = in flight)
+}
+
+type killEntry struct {
+	id       string
+	termAt   time.Time
+	termSeq  uint64
+	killSent bool
+}
+
+type forgotEntry struct {
+	id  string
+	seq uint64
+}
+
+// instance is one cloud instance in the pool and its state machine.
+type instance struct {
+	pool  *Pool
+	inst  cloud.Instance
+	itype cloud.InstanceType
+	v     InstanceView // Containers and Reported are owned by the instance
+	exec  runner.Executor
+
+	removed  bool
+	addedSeq uint64
+	seenGen  uint64
+	initial  bool // found by the first listing
+	probed   bool // probed at least once
+
+	probing      bool
+	nextProbe    time.Time
+	probeFailing bool
+	lastProbeOK  time.Time
+	readyAt      time.Time
+	createdAt    time.Time // when this pool asked for it (zero: found in a listing)
+	listSeq      uint64
+
+	csSpare    []string // spare buffer for Containers
+	starts     []startEntry
+	kills      []killEntry
+	forgetting []string
+	forgotten  []forgotEntry
+
+	// Specs and ids waiting for the next "runner batch" call, and whether
+	// a goroutine is sending batches for this instance.
+	startQ     []runner.Spec
+	startBusy  bool
+	forgetQ    []string
+	forgetBusy bool
+
+	destroying bool
+	destroyed  bool // last Destroy call succeeded
+	destroyAt  time.Time
+	// destroyRetry: after a failed destroy, no new attempt before this.
+	destroyRetry    time.Time
+	destroyFailures int
+
+	tagsDirty    bool
+	tagsInFlight bool
+}
+
+// autoShutdownReason returns why w should be shut down now ("" = keep).
+// The caller has checked that w is not held.
+func (p *Pool) autoShutdownReason(w *instance, now time.Time) string {
+	switch w.v.State {
+	case StateBooting:
+		if now.Sub(w.v.AppearedAt) > p.s.timeoutBooting {
+			return fmt.Sprintf("boot timeout: not ready after %s", p.s.timeoutBooting)
+		}
+		return ""
+	case StateUnknown, StateIdle, StateRunning:
+		if w.probeFailing {
+			since := w.v.AppearedAt
+			if w.lastProbeOK.After(since) {
+				since = w.lastProbeOK
+			}
+			if now.Sub(since) > p.s.timeoutProbe {
+				return fmt.Sprintf("probe timeout: probes failing for %s: %s", now.Sub(since).Round(time.Second), w.v.LastError)
+			}
+		}
+	}
+	if w.v.State != StateIdle || len(w.starts) > 0 || len(w.v.Containers) > 0 {
+		return ""
+	}
+	switch w.v.IdleBehavior {
+	case IdleDrain:
+		return "drained"
+	case IdleRun:
+		since := w.v.LastBusy
+		if w.readyAt.After(since) {
+			since = w.readyAt
+		}
+		if now.Sub(since) >= p.s.timeoutIdle {
+			return fmt.Sprintf("idle for %s", now.Sub(since).Round(time.Second))
+		}
+	}
+	return ""
+}
+
+// setState moves w to state to; why says what caused it. Every state
+// change goes through here, and states.txt lists the changes allowed: one
+// it does not list is a bug, logged as an error (and failing the pool's
+// tests). The pool's mutex must be held.
+func (w *instance) setState(to State, why string) {
+	from := w.v.State
+	if from == to {
+		return
+	}
+	p := w.pool
+	if _, ok := p.transitions[transition{from, to}]; !ok {
+		p.log.Error("instance state change missing from states.txt", "instance", string(w.v.ID),
+			"from", stateName(from), "to", stateName(to), "why", why)
+	}
+	w.v.State = to
+	if p.log.Enabled(context.Background(), slog.LevelDebug) { // spare the arguments' allocations
+		p.log.Debug("instance state", "instance", string(w.v.ID), "from", stateName(from), "to", stateName(to), "why", why)
+	}
+	if p.onTransition != nil {
+		p.onTransition(w.v.ID, from, to, why)
+	}
+}
+
+// ready moves a booting or unknown instance to idle or running after its
+// first successful probe.
+func (w *instance) ready(now time.Time) {
+	p := w.pool
+	prev := w.v.State
+	w.readyAt = now
+	if prev == StateBooting && !w.createdAt.IsZero() {
+		p.stats.BootTime.observe(now.Sub(w.createdAt))
+	}
+	if len(w.v.Containers) > 0 {
+		w.setState(StateRunning, "first probe: the runner reports running containers")
+	} else {
+		w.setState(StateIdle, "first probe: no container running")
+	}
+	p.eventLocked(now, w.v.ID, EventState, fmt.Sprintf("%s -> %s (%d containers)", prev, w.v.State, len(w.v.Containers)), slog.LevelInfo)
+}
+
+// updateBusy moves a ready instance between idle and running to match
+// Containers, and records when it was last busy.
+func (w *instance) updateBusy(now time.Time, why string) {
+	if len(w.v.Containers) > 0 {
+		w.v.LastBusy = now
+	}
+	switch w.v.State {
+	case StateIdle, StateRunning:
+		if len(w.v.Containers) > 0 {
+			w.setState(StateRunning, why)
+		} else {
+			w.setState(StateIdle, why)
+		}
+	}
+}
+
+// shutdown moves w to state shutdown and starts destroying it.
+func (w *instance) shutdown(now time.Time, reason string) {
+	if w.v.State == StateShutdown {
+		return
+	}
+	p := w.pool
+	w.setState(StateShutdown, reason)
+	w.tagsDirty = false
+	w.kills = nil
+	p.eventLocked(now, w.v.ID, EventShutdown, "shutdown: "+reason, slog.LevelInfo)
+	p.notifyLocked()
+	p.startDestroyLocked(w, now)
+}
+
+func (p *Pool) startDestroyLocked(w *instance, now time.Time) {
+	if w.destroying || !p.cloudAllowedLocked(now) {
+		return
+	}
+	w.destroying = true
+	inst := w.inst
+	if !p.goLocked(func() {
+		err := inst.Destroy(p.ctx)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		w.destroying = false
+		if err != nil && p.canceled() {
+			return
+		}
+		now := p.clk.Now()
+		p.countOpLocked("destroy", err)
+		if err != nil {
+			w.v.LastError = err.Error()
+			p.cloudErrLocked(now, w.v.ID, "destroy", err)
+			// Retry, but not on every step: a host that refuses forever
+			// would flood the cloud and the event log.
+			w.destroyFailures++
+			w.destroyRetry = now.Add(min(time.Duration(w.destroyFailures)*time.Second, p.s.timeoutShutdown))
+			return
+		}
+		w.destroyed = true
+		w.destroyAt = now
+		p.log.Info("destroyed instance", "instance", string(w.v.ID))
+		p.syncAtLocked(now.Add(p.s.timeoutShutdown))
+	}) {
+		w.destroying = false
+	}
+}
+
+// executor returns w's executor, creating it on first use.
+func (p *Pool) executor(w *instance) (runner.Executor, error) {
+	p.mu.Lock()
+	if e := w.exec; e != nil {
+		p.mu.Unlock()
+		return e, nil
+	}
+	if w.removed || p.stopped {
+		p.mu.Unlock()
+		return nil, errRemoved
+	}
+	inst := w.inst
+	p.mu.Unlock()
+	e, err := p.opts.NewExecutor(inst)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	if w.exec == nil && !w.removed && !p.stopped {
+		w.exec = e
+		p.mu.Unlock()
+		return e, nil
+	}
+	cur := w.exec
+	p.mu.Unlock()
+	e.Close()
+	if cur == nil {
+		return nil, errRemoved
+	}
+	return cur, nil
+}

@@ -1,0 +1,172 @@
+package worker
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"dispatch-tui/cloud"
+)
+
+// syncAtLocked makes the next listing happen no later than t (but not
+// sooner than syncSoon after the previous one).
+func (p *Pool) syncAtLocked(t time.Time) {
+	if earliest := p.lastSyncIssued.Add(p.s.syncSoon); t.Before(earliest) {
+		t = earliest
+	}
+	if t.Before(p.nextSync) {
+		p.nextSync = t
+	}
+}
+
+func (p *Pool) startSyncLocked(now time.Time) {
+	p.syncing = true
+	p.lastSyncIssued = now
+	p.nextSync = now.Add(p.s.syncInterval)
+	seq := p.nextSeqLocked()
+	var filter cloud.Tags
+	if p.opts.Owner != "" {
+		filter = cloud.Tags{cloud.TagOwner: p.opts.Owner}
+	}
+	if !p.goLocked(func() {
+		insts, err := p.is.Instances(p.ctx, filter)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.syncing = false
+		if err != nil && p.canceled() {
+			return
+		}
+		p.countOpLocked("list", err)
+		if err != nil {
+			p.cloudErrLocked(p.clk.Now(), "", "list instances", err)
+			if !p.synced {
+				p.nextSync = p.clk.Now().Add(p.s.bootProbeInterval)
+			}
+			return
+		}
+		p.syncDoneLocked(insts, seq, now)
+	}) {
+		p.syncing = false
+	}
+}
+
+func (p *Pool) syncDoneLocked(insts []cloud.Instance, seq uint64, issued time.Time) {
+	now := p.clk.Now()
+	p.syncGen++
+	gen := p.syncGen
+	for _, inst := range insts {
+		id := inst.ID()
+		if w := p.byID[id]; w != nil {
+			w.seenGen = gen
+			w.inst = inst
+			if a := inst.Address(); a != w.v.Address {
+				w.v.Address = a
+				p.notifyLocked()
+			}
+			if w.v.State == StateShutdown && w.destroyed && issued.Sub(w.destroyAt) >= p.s.timeoutShutdown {
+				w.destroyed = false
+				p.log.Warn("instance still listed after destroy; destroying again", "instance", string(id), "destroyed_at", w.destroyAt)
+				p.startDestroyLocked(w, now)
+			}
+			continue
+		}
+		if p.ignored[id] {
+			continue
+		}
+		tags := inst.Tags()
+		it, ok := p.types[tags[cloud.TagInstanceType]]
+		if !ok {
+			var name string
+			if name, ok = p.byProvider[inst.ProviderType()]; ok {
+				it = p.types[name]
+			}
+		}
+		if !ok {
+			p.ignored[id] = true
+			p.log.Warn("ignoring instance of unknown type", "instance", string(id), "type_tag", tags[cloud.TagInstanceType], "provider_type", inst.ProviderType())
+			continue
+		}
+		b := IdleBehavior(tags[cloud.TagIdleBehavior])
+		if !ValidIdleBehavior(b) {
+			b = IdleRun
+		}
+		w := p.addInstanceLocked(inst, it, StateUnknown, "found in the cloud listing", b, now)
+		w.seenGen = gen
+		w.initial = !p.synced
+		p.log.Info("found instance", "instance", string(id), "type", it.Name, "idle_behavior", string(b))
+	}
+	// Remove known instances missing from the listing (those added before
+	// the listing was issued; newer ones may simply not be listed yet).
+	kept := p.list[:0]
+	for _, w := range p.list {
+		if w.seenGen == gen || w.addedSeq > seq {
+			kept = append(kept, w)
+			continue
+		}
+		if w.v.State == StateShutdown {
+			p.eventLocked(now, w.v.ID, EventState, "gone after shutdown", slog.LevelInfo)
+		} else {
+			p.eventLocked(now, w.v.ID, EventDisappeared, fmt.Sprintf("instance disappeared from the listing (was %s)", w.v.State), slog.LevelWarn)
+		}
+		p.removeLocked(w)
+		p.notifyLocked()
+	}
+	clear(p.list[len(kept):])
+	p.list = kept
+	if p.probeCursor >= len(p.list) {
+		p.probeCursor = 0
+	}
+	if !p.synced {
+		p.synced = true
+		p.notifyLocked()
+	}
+}
+
+// addInstanceLocked adds an instance to the pool (keeping p.list sorted).
+func (p *Pool) addInstanceLocked(inst cloud.Instance, it cloud.InstanceType, st State, why string, b IdleBehavior, now time.Time) *instance {
+	w := &instance{
+		pool:     p,
+		inst:     inst,
+		itype:    it,
+		addedSeq: p.nextSeqLocked(),
+		v: InstanceView{
+			ID:           inst.ID(),
+			Type:         it.Name,
+			ProviderType: inst.ProviderType(),
+			Address:      inst.Address(),
+			Price:        it.Price,
+			IdleBehavior: b,
+			AppearedAt:   now,
+		},
+		nextProbe: now,
+	}
+	if w.v.ProviderType == "" {
+		w.v.ProviderType = it.ProviderType
+	}
+	w.setState(st, why)
+	p.byID[w.v.ID] = w
+	i, _ := slices.BinarySearchFunc(p.list, w.v.ID, func(x *instance, id cloud.InstanceID) int {
+		return strings.Compare(string(x.v.ID), string(id))
+	})
+	p.list = slices.Insert(p.list, i, w)
+	if i < p.probeCursor {
+		p.probeCursor++
+	}
+	p.notifyLocked()
+	return w
+}
+
+// removeLocked drops w from the map (not from p.list: the caller does) and
+// closes its executor.
+func (p *Pool) removeLocked(w *instance) {
+	w.removed = true
+	delete(p.byID, w.v.ID)
+	if e := w.exec; e != nil {
+		w.exec = nil
+		if !p.goLocked(func() { e.Close() }) {
+			go e.Close()
+		}
+	}
+}

@@ -1,0 +1,198 @@
+package worker
+
+import (
+	"slices"
+	"time"
+
+	"dispatch-tui/cloud"
+	"dispatch-tui/engine/runner"
+)
+
+// InstanceView is a copy of one instance's state, safe to keep.
+type InstanceView struct {
+	ID           cloud.InstanceID `json:"id"` // "" while the create call is in flight
+	Type         string           `json:"type"`
+	ProviderType string           `json:"provider_type"`
+	Address      string           `json:"address"`
+	Price        float64          `json:"price"`
+	State        State            `json:"state"`
+	IdleBehavior IdleBehavior     `json:"idle_behavior"`
+	// Containers are the ids the pool believes are on the instance: those the
+	// runner last listed as running plus starts in flight or done since.
+	Containers    []string  `json:"containers"`
+	LastContainer string    `json:"last_container,omitempty"`
+	LastBusy      time.Time `json:"last_busy,omitzero"`
+	AppearedAt    time.Time `json:"appeared_at,omitzero"`
+	LastProbe     time.Time `json:"last_probe,omitzero"`
+	LastError     string    `json:"last_error,omitempty"`
+	// ProbeFailing: the last probe failed; the scheduler starts nothing
+	// there until one succeeds.
+	ProbeFailing bool `json:"probe_failing,omitempty"`
+	// Reported is the runner's last "runner list" (running and exited
+	// containers), taken at ListedAt. Nil until the first successful list.
+	Reported []runner.Status `json:"-"`
+	ListedAt time.Time       `json:"-"`
+}
+
+// Stats are the pool's counters, for metrics.
+type Stats struct {
+	// CloudOps counts cloud calls: op (create, destroy, list, set_tags) ->
+	// error kind ("" ok, quota, capacity, rate_limit, other) -> count.
+	CloudOps      map[string]map[string]int
+	Probes        int           // probes completed
+	ProbeFailures int           // probes that failed
+	ProbeTime     time.Duration // total latency of completed probes
+	ProbeMaxTime  time.Duration // longest probe
+	RunnerDeploys int           // runner binaries installed
+	Starts        int           // "runner start" calls completed
+	StartFailures int           // of which failed
+	Kills         int           // "runner kill" calls issued
+	Creating      int           // create calls in flight now
+	QuotaLimit    int           // effective instance cap now (Quota)
+	AtQuota       bool
+	PausedUntil   time.Time // cloud calls paused by a rate limit until then
+	// ProbeLatency holds the latency of every completed probe (the
+	// observations summed in ProbeTime).
+	ProbeLatency DurationHistogram
+	// BootTime holds, for each instance this pool created, the time from
+	// the create request to its first successful probe (ready).
+	BootTime DurationHistogram
+}
+
+// DurationHistogram counts observations in fixed buckets (for metrics).
+type DurationHistogram struct {
+	// Bounds are the buckets' inclusive upper bounds, ascending. The slice
+	// is fixed when the pool is created and shared by every copy: do not
+	// modify it.
+	Bounds []time.Duration
+	// Counts[i] is the number of observations in (Bounds[i-1], Bounds[i]];
+	// the last element (len(Bounds)) counts those above every bound.
+	Counts []uint64
+	Count  uint64        // observations
+	Sum    time.Duration // their total
+}
+
+func newDurationHistogram(bounds ...time.Duration) DurationHistogram {
+	return DurationHistogram{Bounds: bounds, Counts: make([]uint64, len(bounds)+1)}
+}
+
+func (h *DurationHistogram) observe(d time.Duration) {
+	i, _ := slices.BinarySearch(h.Bounds, d)
+	h.Counts[i]++
+	h.Count++
+	h.Sum += d
+}
+
+// clone returns a copy that does not share Counts.
+func (h DurationHistogram) clone() DurationHistogram {
+	h.Counts = slices.Clone(h.Counts)
+	return h
+}
+
+// countOpLocked records a cloud call in Stats.
+func (p *Pool) countOpLocked(op string, err error) {
+	m := p.stats.CloudOps[op]
+	if m == nil {
+		m = make(map[string]int, 2)
+		p.stats.CloudOps[op] = m
+	}
+	m[cloud.ErrorKind(err)]++
+}
+
+// view returns a deep copy of w's view.
+func (w *instance) view() InstanceView {
+	v := w.v
+	v.Containers = slices.Clone(w.v.Containers)
+	if v.Containers == nil {
+		v.Containers = []string{}
+	}
+	if w.v.Reported != nil {
+		v.Reported = append([]runner.Status{}, w.v.Reported...)
+	}
+	return v
+}
+
+// Instances appends a snapshot of every instance to buf[:0]: by ID, then
+// creates in flight (ID ""). Containers and Reported are copies.
+func (p *Pool) Instances(buf []InstanceView) []InstanceView {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	buf = buf[:0]
+	nc, nr := 0, 0
+	for _, w := range p.list {
+		nc += len(w.v.Containers)
+		nr += len(w.v.Reported)
+	}
+	cs := make([]string, nc)
+	rs := make([]runner.Status, nr)
+	for _, w := range p.list {
+		v := w.v
+		n := copy(cs, w.v.Containers)
+		v.Containers = cs[:n:n]
+		cs = cs[n:]
+		if w.v.Reported != nil {
+			n = copy(rs, w.v.Reported)
+			v.Reported = rs[:n:n]
+			rs = rs[n:]
+		}
+		buf = append(buf, v)
+	}
+	for _, pc := range p.pending {
+		v := pc.view
+		v.Containers = cs[:0:0]
+		buf = append(buf, v)
+	}
+	return buf
+}
+
+// Instance returns a snapshot of one instance.
+func (p *Pool) Instance(id cloud.InstanceID) (InstanceView, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.byID[id]
+	if w == nil {
+		return InstanceView{}, false
+	}
+	return w.view(), true
+}
+
+// Ready reports whether the first listing is done and every instance it
+// found has been probed at least once (successfully or not).
+func (p *Pool) Ready() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ready {
+		return true
+	}
+	if !p.synced {
+		return false
+	}
+	for _, w := range p.list {
+		if w.initial && !w.probed && w.v.State != StateShutdown {
+			return false
+		}
+	}
+	p.ready = true
+	return true
+}
+
+// Stats returns a copy of the pool's counters.
+func (p *Pool) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.stats
+	s.CloudOps = make(map[string]map[string]int, len(p.stats.CloudOps))
+	for op, m := range p.stats.CloudOps {
+		s.CloudOps[op] = make(map[string]int, len(m))
+		for k, n := range m {
+			s.CloudOps[op][k] = n
+		}
+	}
+	s.ProbeLatency = p.stats.ProbeLatency.clone()
+	s.BootTime = p.stats.BootTime.clone()
+	now := p.clk.Now()
+	s.QuotaLimit = p.limitLocked(now)
+	s.AtQuota = p.atCapLocked(now)
+	s.PausedUntil = p.pausedUntil
+	return s
+}
