@@ -1,5 +1,5 @@
-// Package cloudtest is an in-memory, fault-injecting cloud driver (DESIGN §8)
-// with an in-memory runner on every instance (DESIGN §7.3).
+// Package cloudtest is an in-memory, fault-injecting cloud driver (docs/design.md §8)
+// with an in-memory runner on every instance (docs/design.md §7.3).
 //
 // It is meant for the engine's scenario tests and the chaos soak. All time
 // is read from the injected clock on every call, so with a *clock.Fake the

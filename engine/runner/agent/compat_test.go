@@ -1,6 +1,6 @@
 //go:build unix
 
-package runner
+package agent
 
 import (
 	"os"
@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"dispatch-tui/engine/runner"
 )
 
 // A new container's directory holds few files, and an exited one says
@@ -18,8 +20,8 @@ import (
 func TestStateFiles(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.start(Spec{ID: "few", Command: []string{"sh", "-c", "exit 3"}})
-	st := h.waitState("few", StateExited)
+	h.start(runner.Spec{ID: "few", Command: []string{"sh", "-c", "exit 3"}})
+	st := h.waitState("few", runner.StateExited)
 	dir := filepath.Join(h.env.StateDir, "few")
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -82,7 +84,7 @@ func TestOldStateDirs(t *testing.T) {
 		fileStartedAt: started.Format(time.RFC3339Nano) + "\n", filePIDStart: "1\n", filePID: "4242\n",
 		fileFinishedAt: finished.Format(time.RFC3339Nano) + "\n", fileExit: "3\n",
 	})
-	if st, _ := h.status("old-done"); st.State != StateExited || st.ExitCode != 3 || st.PID != 4242 || !st.StartedAt.Equal(started) || !st.FinishedAt.Equal(finished) {
+	if st, _ := h.status("old-done"); st.State != runner.StateExited || st.ExitCode != 3 || st.PID != 4242 || !st.StartedAt.Equal(started) || !st.FinishedAt.Equal(finished) {
 		t.Fatalf("old-done: %+v", st)
 	}
 
@@ -94,7 +96,7 @@ func TestOldStateDirs(t *testing.T) {
 		fileStdout: "", fileStderr: "", filePID: strconv.Itoa(self) + "\n",
 		fileExit: string(formatPIDRecord(pidRecord{pid: self, start: "1", started: started, spid: 999999999})) + string(formatExitLine(5, finished)),
 	})
-	if st, _ := h.status("old-renamed"); st.State != StateExited || st.ExitCode != 5 || st.PID != self || !st.StartedAt.Equal(started) || !st.FinishedAt.Equal(finished) {
+	if st, _ := h.status("old-renamed"); st.State != runner.StateExited || st.ExitCode != 5 || st.PID != self || !st.StartedAt.Equal(started) || !st.FinishedAt.Equal(finished) {
 		t.Fatalf("old-renamed: %+v", st)
 	}
 
@@ -111,7 +113,7 @@ func TestOldStateDirs(t *testing.T) {
 		fileSpec: `{"id":"old-run","command":["sleep","60"]}`, fileSupervisor: "999999999 1\n", fileStdout: "", fileStderr: "",
 		fileStartedAt: started.Format(time.RFC3339Nano) + "\n", filePIDStart: procStart(pid) + "\n", filePID: strconv.Itoa(pid) + "\n",
 	})
-	if st, _ := h.status("old-run"); st.State != StateRunning || st.PID != pid || !st.StartedAt.Equal(started) {
+	if st, _ := h.status("old-run"); st.State != runner.StateRunning || st.PID != pid || !st.StartedAt.Equal(started) {
 		t.Fatalf("old-run: %+v", st)
 	}
 	h.run("", "kill", "old-run", "--signal", "KILL")
@@ -120,7 +122,7 @@ func TestOldStateDirs(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("old-run not killed")
 	}
-	if st, _ := h.status("old-run"); st.State != StateExited || st.ExitCode != -1 {
+	if st, _ := h.status("old-run"); st.State != runner.StateExited || st.ExitCode != -1 {
 		t.Fatalf("old-run after kill: %+v", st)
 	}
 	if code, _, errs := h.run("", "forget", "old-done"); code != 0 {

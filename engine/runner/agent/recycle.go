@@ -1,6 +1,6 @@
 //go:build unix
 
-package runner
+package agent
 
 // Recycling container directories. Creating a file costs an inode, and on
 // ext4 without a journal allocating one scans past every inode freed in the
@@ -213,10 +213,10 @@ func openFresh(path string, flags int, perm uint32) (int, error) {
 }
 
 // clean runs "runner clean": it removes the free pool.
-func (w *worker) clean() int {
-	root, exists, err := w.stateRoot(false)
+func (a *agent) clean() int {
+	root, exists, err := a.stateRoot(false)
 	if err != nil {
-		return w.fail(1, "runner clean: %v", err)
+		return a.fail(1, "runner clean: %v", err)
 	}
 	if !exists {
 		return 0
@@ -227,10 +227,10 @@ func (w *worker) clean() int {
 		if errors.Is(err, os.ErrNotExist) {
 			return 0
 		}
-		return w.fail(1, "runner clean: %v", err)
+		return a.fail(1, "runner clean: %v", err)
 	}
 	if err := os.RemoveAll(gone); err != nil {
-		return w.fail(1, "runner clean: %v", err)
+		return a.fail(1, "runner clean: %v", err)
 	}
 	return 0
 }
