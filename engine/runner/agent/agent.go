@@ -29,13 +29,7 @@
 //
 // Each file is written with a single write(2) (see writeSmall), and the
 // exit record goes into pid_start's inode: inode allocation for ~10 files
-// per container was most of the cost of a start on ext4. Directories
-// written by earlier runners hold instead a pid file ("<pid>"), and either
-// an exit file (pid_start with the exit line, renamed) or spec.json,
-// supervisor ("<pid> <starttime>"), started_at, pid_start (the start time
-// alone), finished_at and exit ("<code>"); list, kill and forget still
-// read them (readPIDRecord, readExitRecord), so a restarted dispatcher
-// re-adopts their containers.
+// per container was most of the cost of a start on ext4.
 //
 // "start" re-executes the runner binary as the hidden verb "supervise" in a
 // new session; the supervisor starts the command in yet another session (so
@@ -91,11 +85,6 @@ const (
 	filePIDStart = "pid_start"
 	fileExit     = "exit"
 	fileError    = "error"
-	// Written by earlier runners only (read for re-adoption).
-	filePID        = "pid"
-	fileSupervisor = "supervisor"
-	fileStartedAt  = "started_at"
-	fileFinishedAt = "finished_at"
 )
 
 // Env is what Main needs from its surroundings.

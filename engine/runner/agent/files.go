@@ -5,7 +5,6 @@ package agent
 import (
 	"io"
 	"io/fs"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -106,18 +105,6 @@ func readSmall(path string) ([]byte, error) {
 		}
 	}
 	return append([]byte(nil), buf[:n]...), nil
-}
-
-func readString(path string) string {
-	b, err := readSmall(path)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
-}
-
-func readTime(path string) time.Time {
-	return parseTime(readString(path))
 }
 
 func parseTime(s string) time.Time {

@@ -71,13 +71,9 @@ func KillAll(stateDir string) {
 		if err != nil || r.exit != nil {
 			continue
 		}
-		spid, sstart := r.spid, r.sstart
-		if spid == 0 { // earlier runners kept the supervisor in its own file
-			spid, sstart, _ = readPIDFile(filepath.Join(dir, fileSupervisor))
-		}
-		if spid > 1 && sstart != "" && alive(spid, sstart) {
-			syscall.Kill(-spid, syscall.SIGKILL)
-			syscall.Kill(spid, syscall.SIGKILL)
+		if r.spid > 1 && r.sstart != "" && alive(r.spid, r.sstart) {
+			syscall.Kill(-r.spid, syscall.SIGKILL)
+			syscall.Kill(r.spid, syscall.SIGKILL)
 		}
 		if r.pid > 1 && r.start != "" && alive(r.pid, r.start) {
 			syscall.Kill(-r.pid, syscall.SIGKILL)

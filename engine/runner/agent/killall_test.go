@@ -1,42 +1,75 @@
-//go:build unix
+//go:build linux
 
 package agent
 
 import (
-	"fmt"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
 
-// KillAll must leave alone a finished container's pid and a pid whose
-// start time does not match its record (reused by another process).
+// KillAll kills a running container of this runner, and leaves alone a
+// finished container's pid, a failed start's and a pid whose start time
+// does not match its record (reused by another process).
 func TestKillAllSparesFinishedAndReusedPIDs(t *testing.T) {
-	bystander := exec.Command("sleep", "60")
-	if err := bystander.Start(); err != nil {
-		t.Fatal(err)
+	sleeper := func() *exec.Cmd {
+		c := exec.Command("sleep", "60")
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+		return c
 	}
-	t.Cleanup(func() { bystander.Process.Kill(); bystander.Wait() })
+	bystander, victim := sleeper(), sleeper()
 	pid := bystander.Process.Pid
 	root := t.TempDir()
-	write := func(id, name, body string) {
+	write := func(id, name string, body []byte) {
 		dir := filepath.Join(root, id)
 		os.MkdirAll(dir, 0o700)
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, name), body, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Finished: an exit record exists.
-	write("done", filePID, fmt.Sprintf("%d\n", pid))
-	write("done", fileExit, fmt.Sprintf("1 2026-01-01T00:00:00Z - %d\n0 2026-01-01T00:00:01Z\n", pid))
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rec := pidRecord{pid: pid, start: procStart(pid), started: at}
+	// Finished: pid_start holds the exit line.
+	write("done", filePIDStart, append(formatPIDRecord(rec), formatExitLine(0, at)...))
+	// A failed start: an exit file, no pid_start.
+	write("failed", fileExit, append(formatPIDRecord(rec), formatExitLine(127, at)...))
 	// Reused: the recorded start ticks are not the bystander's.
-	write("reused", filePIDStart, fmt.Sprintf("1 2026-01-01T00:00:00Z 0 - %d\n", pid))
-	write("reused", filePID, fmt.Sprintf("%d\n", pid))
+	reused := rec
+	reused.start = "1"
+	write("reused", filePIDStart, formatPIDRecord(reused))
+	// Running: the victim, as recorded.
+	vpid := victim.Process.Pid
+	write("running", filePIDStart, formatPIDRecord(pidRecord{pid: vpid, start: procStart(vpid), started: at}))
+
 	KillAll(root)
-	time.Sleep(50 * time.Millisecond) // a SIGKILL would have landed by now
-	if !alive(pid, "") {
-		t.Fatal("KillAll killed a process that is not a running container of this runner")
+	// kill(2) marks its target for death before it returns: a SIGKILL
+	// sent by KillAll is the signal a process reports dying of, whatever
+	// is sent after it.
+	bystander.Process.Signal(syscall.SIGTERM)
+	victim.Process.Signal(syscall.SIGTERM)
+	for _, c := range []struct {
+		cmd  *exec.Cmd
+		want syscall.Signal
+		what string
+	}{
+		{bystander, syscall.SIGTERM, "a process that is not a running container of this runner"},
+		{victim, syscall.SIGKILL, "a running container"},
+	} {
+		err := c.cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("%s: wait: %v", c.what, err)
+		}
+		if ws := ee.Sys().(syscall.WaitStatus); !ws.Signaled() || ws.Signal() != c.want {
+			t.Errorf("%s ended with %v, want the signal %v", c.what, ws, c.want)
+		}
 	}
 }

@@ -41,8 +41,7 @@ func (a *agent) list() int {
 // status reads the state of the container in dir.
 //
 // A container is exited once pid_start holds its exit line (or, for a
-// command that could not be started and for earlier runners' directories,
-// once an exit file exists). Without one it is running while its command
+// command that could not be started, once an exit file exists). Without one it is running while its command
 // is alive, and also while its supervisor is alive (the command just ended
 // and the supervisor is about to record the exit). When both are gone
 // without an exit record (the supervisor was killed) it is exited with
@@ -62,24 +61,17 @@ func (a *agent) status(dir, id string) runner.Status {
 	case pidErr == nil:
 		st.PID = pr.pid
 		st.StartedAt = pr.started
-		if st.StartedAt.IsZero() {
-			st.StartedAt = modTime(filepath.Join(dir, filePID))
-		}
 	case errors.Is(pidErr, errNotWritten):
 		st.StartedAt = modTime(dir) // made (or claimed) by start
 	default:
 		st.StartedAt = bornTime(dir)
 	}
-	// A start that failed has an exit file, and so has an exited
-	// container of an earlier runner (which renamed pid_start to exit,
-	// leaving its pid file, whose pid may have been reused since).
-	if pidErr != nil || pr.legacy {
+	if pidErr != nil {
+		// A start that failed has an exit file instead.
 		if ex, ok := readExitRecord(dir); ok {
 			ex.fill(&st)
 			return st
 		}
-	}
-	if pidErr != nil {
 		// "start" makes the directory, then the supervisor writes the
 		// pid record: a directory without one is starting for a while.
 		if since := a.env.Now().Sub(st.StartedAt); since >= 0 && since < startingGrace {
@@ -91,7 +83,7 @@ func (a *agent) status(dir, id string) runner.Status {
 	if alive(pr.pid, pr.start) {
 		return st
 	}
-	if spid, sstart := pr.supervisor(dir); alive(spid, sstart) {
+	if alive(pr.spid, pr.sstart) {
 		return st // the supervisor is recording the exit
 	}
 	if a.readExit(dir, &st) { // written between the checks above
@@ -102,7 +94,7 @@ func (a *agent) status(dir, id string) runner.Status {
 }
 
 // bornTime is when the container in dir was made: its spec file's time
-// (written by earlier runners for every container), else the directory's.
+// (written first, for a container with an image), else the directory's.
 func bornTime(dir string) time.Time {
 	if t := modTime(filepath.Join(dir, fileSpec)); !t.IsZero() {
 		return t

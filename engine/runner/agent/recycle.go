@@ -38,17 +38,13 @@ const (
 )
 
 // keptName is the name a file of a finished container is kept under in
-// a recycled directory; "" means the file is removed. Earlier runners
-// renamed pid_start to exit when the command ended, and kept every file
-// under a spare name: those become the files they stood for.
+// a recycled directory; "" means the file is removed.
 func keptName(name string) string {
 	switch name {
 	case fileStdout, sparePrefix + fileStdout:
 		return sparePrefix + fileStdout
-	case fileStderr, sparePrefix + fileStderr:
-		return fileStderr
-	case filePIDStart, sparePrefix + filePIDStart, fileExit:
-		return filePIDStart
+	case fileStderr, filePIDStart:
+		return name
 	}
 	return ""
 }

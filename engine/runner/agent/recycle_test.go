@@ -98,9 +98,9 @@ func TestForgottenDirectoriesAreReused(t *testing.T) {
 	}
 }
 
-// recycle keeps stdout, stderr and pid_start, empty, whatever layout the
-// directory has (this runner's, a failed start's, an earlier runner's),
-// and removes everything else.
+// recycle keeps stdout, stderr and pid_start, empty, whatever the
+// directory holds (a finished container's files, a failed start's, a
+// container's with an image), and removes everything else.
 func TestRecycleLayouts(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -113,11 +113,9 @@ func TestRecycleLayouts(t *testing.T) {
 			map[string]string{sparePrefix + fileStdout: fileStdout, fileStderr: fileStderr, filePIDStart: filePIDStart}},
 		{"failed start", map[string]string{fileStdout: "", fileStderr: "", filePIDStart: "", fileExit: "x\n", fileError: "no\n"},
 			map[string]string{sparePrefix + fileStdout: fileStdout, fileStderr: fileStderr, filePIDStart: filePIDStart}},
-		{"earlier runner", map[string]string{fileStdout: "", fileStderr: "err\n", fileExit: "1 - 2 - 3\n0 x\n", filePID: "3\n"},
-			map[string]string{sparePrefix + fileStdout: fileStdout, fileStderr: fileStderr, filePIDStart: fileExit}},
-		{"earlier runner's pool", map[string]string{sparePrefix + fileStdout: "", sparePrefix + fileStderr: "", sparePrefix + filePIDStart: "", sparePrefix + filePID: ""},
-			map[string]string{sparePrefix + fileStdout: sparePrefix + fileStdout, fileStderr: sparePrefix + fileStderr, filePIDStart: sparePrefix + filePIDStart}},
-		{"oldest runner", map[string]string{fileStdout: "", fileStderr: "", fileSpec: "{}\n", fileStartedAt: "x\n", filePIDStart: "1\n", filePID: "3\n", fileFinishedAt: "x\n", fileExit: "0\n"},
+		{"recycled before", map[string]string{sparePrefix + fileStdout: "", fileStderr: "", filePIDStart: ""},
+			map[string]string{sparePrefix + fileStdout: sparePrefix + fileStdout, fileStderr: fileStderr, filePIDStart: filePIDStart}},
+		{"with an image", map[string]string{fileStdout: "", fileStderr: "err\n", filePIDStart: "1 - 2 - 3\n0 x\n", fileSpec: "{}\n"},
 			map[string]string{sparePrefix + fileStdout: fileStdout, fileStderr: fileStderr, filePIDStart: filePIDStart}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -172,7 +170,7 @@ func TestRecycledDirectoriesInBatches(t *testing.T) {
 	for _, s := range specs {
 		h.waitState(s.ID, runner.StateExited)
 	}
-	for _, f := range []string{fileSpec, fileFinishedAt} {
+	for _, f := range []string{fileSpec, fileError} {
 		if err := os.WriteFile(filepath.Join(root(h), "old2", f), []byte("x\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
