@@ -678,6 +678,24 @@ func (d *Driver) CrashRunner(id cloud.InstanceID) {
 	}
 }
 
+// CrashContainer kills a running container together with its
+// supervisor, so that nothing records its exit: its runner lists it as
+// exited with code -1 and no finish time.
+func (d *Driver) CrashContainer(id cloud.InstanceID, containerID string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.instances[id]
+	if s == nil {
+		return
+	}
+	now := d.clock.Now()
+	if c := s.containers[containerID]; c != nil {
+		if st, gone := c.status(now); !gone && st.State == runner.StateRunning {
+			c.killed, c.killedAt, c.killCode, c.unrecorded = true, now, -1, true
+		}
+	}
+}
+
 // --- observation ---
 
 // Stats returns a copy of the counters.
