@@ -191,7 +191,7 @@ func (e *executor) Execute(ctx context.Context, line string, stdin []byte) (stdo
 	if d.loseNextStart != LoseNone && (cmd.Verb == "start" || cmd.Verb == "batch" && bytes.Contains(stdin, []byte(`"verb":"start"`))) {
 		loss, d.loseNextStart = d.loseNextStart, LoseNone
 	}
-	if loss == LoseRequest || roll(d.rngLost, d.lostRequestRate) {
+	if loss == LoseRequest || roll(d.rngLost, d.faults.LostRequestRate) {
 		d.stats.LostRequests++
 		return nil, nil, connectionLost(s)
 	}
@@ -200,7 +200,7 @@ func (e *executor) Execute(ctx context.Context, line string, stdin []byte) (stdo
 	} else {
 		stdout, stderr, err = d.runnerVerb(s, now, runnerPath, cmd, stdin)
 	}
-	if loss == LoseReply || roll(d.rngLost, d.lostReplyRate) {
+	if loss == LoseReply || roll(d.rngLost, d.faults.LostReplyRate) {
 		d.stats.LostReplies++ // it ran; its reply is lost
 		return nil, nil, connectionLost(s)
 	}
@@ -398,7 +398,7 @@ func (d *Driver) start(s *instState, now time.Time, id string, stdin []byte) ([]
 			c.ignoreTerm = true
 		}
 	}
-	if roll(d.rngCrash, d.crashRate) {
+	if roll(d.rngCrash, d.faults.RunnerCrashRate) {
 		c.crash = true
 		if dur == forever {
 			c.crashAt = now.Add(time.Second)
