@@ -17,8 +17,9 @@
 //	             pid; once the command ended, "<code> <finished_at>\n"
 //	             follows (the exit code, 128+signal when killed, and the
 //	             RFC 3339 time it ended), so list reads one file
-//	exit         only for a command that could not be started: pid_start's
-//	             line with pid 0, then the exit line
+//	exit         only for a command that could not be started (pid_start's
+//	             line with pid 0, then the exit line), or one whose exit
+//	             line could not be appended to pid_start
 //	error        why the command could not be started (only then)
 //	spec.json    the spec, only for containers with an image (kill needs it
 //	             to kill the docker container); the supervisor gets the
@@ -144,12 +145,12 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env Env) int
 	if len(args) > 0 && args[0] == "supervise" {
 		return a.supervise(args[1:])
 	}
-	// "runner batch" (docs/design.md §9) reads one JSON request per line on stdin
-	// (the same verbs and arguments, with the spec inline for start) and
-	// writes one JSON reply per line on stdout, so that the dispatcher pays
-	// for one SSH session and one process start per batch instead of one
-	// per command. Consecutive starts share one detached supervisor, so
-	// the containers outlive the batch and its session.
+	// "runner batch" (docs/design.md §9) reads one JSON request per line
+	// on stdin (the same verbs and arguments, with the spec inline for
+	// start) and writes one JSON reply per line on stdout, so that the
+	// dispatcher pays for one SSH session and one process start per batch
+	// instead of one per command. Consecutive starts share one detached
+	// supervisor, so the containers outlive the batch and its session.
 	cmd, err := runner.ParseArgs(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "%v; %s\n", err, usage)
