@@ -62,7 +62,7 @@ soak:
 # default, with no fuzzing meanwhile: FUZZMIN bounds it.
 FUZZMIN     ?= 5s
 FUZZ_TARGETS := engine/config:FuzzParse engine/config:FuzzParseSize engine/config:FuzzParseDuration \
-	engine/runner:FuzzParseArgs engine/runner:FuzzParseList engine/runner:FuzzServe engine/runner:FuzzBatchReplies \
+	engine/runner:FuzzParseArgs engine/runner:FuzzParseList engine/runner/agent:FuzzServe engine/runner:FuzzBatchReplies \
 	engine/api:FuzzDecodeSpec engine/api:FuzzListQuery
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -20,7 +20,7 @@ import (
 	"dispatch-tui/engine/api/cli"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/launch"
-	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/runner/agent"
 	"dispatch-tui/engine/simulate"
 )
 
@@ -110,8 +110,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case cmd == "simulate":
 		return simulateCmd(fs.Lookup("config").Value.String(), rest, stdout, stderr)
 	case cmd == "runner":
-		// The worker-side program the dispatcher runs on instances.
-		return runner.Main(rest, os.Stdin, stdout, stderr, runner.WorkerEnv{Version: version})
+		// The on-instance program the dispatcher runs over SSH.
+		return agent.Main(rest, os.Stdin, stdout, stderr, agent.Env{Version: version})
 	case cli.IsCommand(cmd):
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()

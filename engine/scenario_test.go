@@ -319,7 +319,7 @@ func TestEightEqualContainersQuotaTwoThirtyPasses(t *testing.T) {
 func TestLowerPriorityStartsOnIdleWhileHigherWaitsForBoot(t *testing.T) {
 	h := newHarness(t, testConfig(t), cloudtest.Options{})
 	small := idleInstance(h)
-	h.cloud.SetBootDelay(20 * time.Second)
+	h.cloud.Configure(func(f *cloudtest.Faults) { f.BootDelay = 20 * time.Second })
 	high := h.submit(-1, 0, prio(10), ram(20*gib)) // needs large: booting
 	low := h.submit(-1, 0, prio(1))
 	got := h.runningOn(low, 5)
@@ -422,7 +422,7 @@ func TestCapacityFallbackAndRateLimit(t *testing.T) {
 	if h.cloud.Stats().Creates < before+2 {
 		t.Fatalf("small was not tried again after its back-off (creates %d→%d)", before, h.cloud.Stats().Creates)
 	}
-	h.cloud.SetCapacityError("small", false)
+	h.cloud.Configure(func(f *cloudtest.Faults) { f.CapacityErrorTypes["small"] = false })
 	h.step(70)
 	c := h.submit(-1, 0)
 	if got := h.instance(h.runningOn(c, 30)).Type; got != "small" {
@@ -431,7 +431,7 @@ func TestCapacityFallbackAndRateLimit(t *testing.T) {
 
 	// Rate limit: no cloud call until its time.
 	until := h.clk.Now().Add(30 * time.Second)
-	h.cloud.SetRateLimitedUntil(until)
+	h.cloud.Configure(func(f *cloudtest.Faults) { f.RateLimitedUntil = until })
 	d := h.submit(-1, 0, ram(3*gib))
 	h.step(1) // the create meets the rate limit
 	created := h.cloud.Stats().Created
@@ -587,7 +587,7 @@ func TestContainersRequeuedWhenTheirInstanceIsShutDown(t *testing.T) {
 	// Its probes fail until timeout_probe shuts it down; the destroy
 	// keeps failing, so the instance stays listed in state shutdown.
 	h.cloud.Break(cloud.InstanceID(inst))
-	h.cloud.SetDestroyErrorRate(1)
+	h.cloud.Configure(func(f *cloudtest.Faults) { f.DestroyErrorRate = 1 })
 	h.until("instance shut down", 60, func() bool { return h.instance(inst).State == worker.StateShutdown })
 	h.step(2)
 	if _, still := h.eng.Instance(inst); !still {

@@ -159,7 +159,7 @@ func chaosSoak(t *testing.T, seed int64) {
 		}
 		if step%300 == 0 {
 			// Other users of the account come and go.
-			h.cloud.SetForeignInstances(rng.IntN(6))
+			h.cloud.Configure(func(f *cloudtest.Faults) { f.ForeignInstances = rng.IntN(6) })
 		}
 		switch {
 		case submitted%wave != 0 || submitted == 0:

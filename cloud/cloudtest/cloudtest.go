@@ -1,5 +1,5 @@
-// Package cloudtest is an in-memory, fault-injecting cloud driver (DESIGN §8)
-// with an in-memory runner on every instance (DESIGN §7.3).
+// Package cloudtest is an in-memory, fault-injecting cloud driver (docs/design.md §8)
+// with an in-memory runner on every instance (docs/design.md §7.3).
 //
 // It is meant for the engine's scenario tests and the chaos soak. All time
 // is read from the injected clock on every call, so with a *clock.Fake the
@@ -139,28 +139,13 @@ type Driver struct {
 	mu    sync.Mutex
 	clock clock.Clock
 
-	createErrorRate  float64
-	destroyErrorRate float64
-	quota            int
-	capacityTypes    map[string]bool
-	providerCapacity bool
-	rateLimitRate    float64
-	rateLimitFor     time.Duration
-	rateLimitedUntil time.Time
-	bootDelay        time.Duration
-	brokenRate       float64
-	crashRate        float64
-	vanishRate       float64
-	vanishFraction   float64
-	vanishWithin     time.Duration
-	vanishDue        float64 // VanishFraction owed so far; an instance vanishes at each whole one
-	lostReplyRate    float64
-	lostRequestRate  float64
-	loseNextStart    Loss
-	runnerHash       string
-	// foreign instances count against quota and are never listed: other
-	// users of the same account.
-	foreign int
+	faults         Faults
+	rateLimitFor   time.Duration
+	vanishFraction float64
+	vanishWithin   time.Duration
+	vanishDue      float64 // VanishFraction owed so far; an instance vanishes at each whole one
+	loseNextStart  Loss
+	runnerHash     string
 
 	rngCreate, rngDestroy, rngRateLimit, rngBroken, rngCrash, rngVanish, rngLost *rand.Rand
 
@@ -208,35 +193,37 @@ func New(opts Options) *Driver {
 	seed := uint64(opts.Seed)
 	stream := func(k uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, k)) }
 	d := &Driver{
-		clock:            opts.Clock,
-		createErrorRate:  opts.CreateErrorRate,
-		destroyErrorRate: opts.DestroyErrorRate,
-		quota:            opts.Quota,
-		capacityTypes:    map[string]bool{},
-		providerCapacity: opts.ProviderCapacityError,
-		rateLimitRate:    opts.RateLimitRate,
-		rateLimitFor:     opts.RateLimitFor,
-		bootDelay:        opts.BootDelay,
-		brokenRate:       opts.BrokenRate,
-		crashRate:        opts.RunnerCrashRate,
-		vanishRate:       opts.VanishRate,
-		vanishFraction:   opts.VanishFraction,
-		vanishWithin:     opts.VanishWithin,
-		lostReplyRate:    opts.LostReplyRate,
-		lostRequestRate:  opts.LostRequestRate,
-		runnerHash:       opts.RunnerHash,
-		rngCreate:        stream(streamCreate),
-		rngDestroy:       stream(streamDestroy),
-		rngRateLimit:     stream(streamRateLimit),
-		rngBroken:        stream(streamBroken),
-		rngCrash:         stream(streamCrash),
-		rngVanish:        stream(streamVanish),
-		rngLost:          stream(streamLost),
-		instances:        map[cloud.InstanceID]*instState{},
-		starts:           map[string][]string{},
+		clock: opts.Clock,
+		faults: Faults{
+			Quota:                 opts.Quota,
+			CapacityErrorTypes:    map[string]bool{},
+			ProviderCapacityError: opts.ProviderCapacityError,
+			CreateErrorRate:       opts.CreateErrorRate,
+			DestroyErrorRate:      opts.DestroyErrorRate,
+			RateLimitRate:         opts.RateLimitRate,
+			BootDelay:             opts.BootDelay,
+			BrokenRate:            opts.BrokenRate,
+			RunnerCrashRate:       opts.RunnerCrashRate,
+			VanishRate:            opts.VanishRate,
+			LostReplyRate:         opts.LostReplyRate,
+			LostRequestRate:       opts.LostRequestRate,
+		},
+		rateLimitFor:   opts.RateLimitFor,
+		vanishFraction: opts.VanishFraction,
+		vanishWithin:   opts.VanishWithin,
+		runnerHash:     opts.RunnerHash,
+		rngCreate:      stream(streamCreate),
+		rngDestroy:     stream(streamDestroy),
+		rngRateLimit:   stream(streamRateLimit),
+		rngBroken:      stream(streamBroken),
+		rngCrash:       stream(streamCrash),
+		rngVanish:      stream(streamVanish),
+		rngLost:        stream(streamLost),
+		instances:      map[cloud.InstanceID]*instState{},
+		starts:         map[string][]string{},
 	}
 	for _, t := range opts.CapacityErrorTypes {
-		d.capacityTypes[t] = true
+		d.faults.CapacityErrorTypes[t] = true
 	}
 	return d
 }
@@ -257,14 +244,14 @@ func roll(r *rand.Rand, p float64) bool {
 // It returns a *cloud.RateLimitError if a rate-limit period is in force or
 // one starts now.
 func (d *Driver) rateLimit(now time.Time) error {
-	if now.Before(d.rateLimitedUntil) {
+	if now.Before(d.faults.RateLimitedUntil) {
 		d.stats.RateLimited++
-		return &cloud.RateLimitError{RetryAfter: d.rateLimitedUntil, Err: errors.New("cloudtest: request limit exceeded")}
+		return &cloud.RateLimitError{RetryAfter: d.faults.RateLimitedUntil, Err: errors.New("cloudtest: request limit exceeded")}
 	}
-	if roll(d.rngRateLimit, d.rateLimitRate) {
-		d.rateLimitedUntil = now.Add(d.rateLimitFor)
+	if roll(d.rngRateLimit, d.faults.RateLimitRate) {
+		d.faults.RateLimitedUntil = now.Add(d.rateLimitFor)
 		d.stats.RateLimited++
-		return &cloud.RateLimitError{RetryAfter: d.rateLimitedUntil, Err: errors.New("cloudtest: request limit exceeded")}
+		return &cloud.RateLimitError{RetryAfter: d.faults.RateLimitedUntil, Err: errors.New("cloudtest: request limit exceeded")}
 	}
 	return nil
 }
@@ -308,22 +295,22 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 	if pt == "" {
 		pt = it.Name
 	}
-	if d.providerCapacity {
+	if d.faults.ProviderCapacityError {
 		d.stats.CreateErrors++
 		d.stats.CapacityErrors++
 		return nil, &cloud.CapacityError{Err: errors.New("cloudtest: insufficient capacity")}
 	}
-	if d.capacityTypes[pt] {
+	if d.faults.CapacityErrorTypes[pt] {
 		d.stats.CreateErrors++
 		d.stats.CapacityErrors++
 		return nil, &cloud.CapacityError{InstanceType: pt, Err: errors.New("cloudtest: insufficient instance capacity")}
 	}
-	if d.quota > 0 && d.liveCount()+d.foreign >= d.quota {
+	if d.faults.Quota > 0 && d.liveCount()+d.faults.ForeignInstances >= d.faults.Quota {
 		d.stats.CreateErrors++
 		d.stats.QuotaErrors++
-		return nil, &cloud.QuotaError{Err: fmt.Errorf("cloudtest: instance limit %d reached", d.quota)}
+		return nil, &cloud.QuotaError{Err: fmt.Errorf("cloudtest: instance limit %d reached", d.faults.Quota)}
 	}
-	if roll(d.rngCreate, d.createErrorRate) {
+	if roll(d.rngCreate, d.faults.CreateErrorRate) {
 		d.stats.CreateErrors++
 		return nil, fmt.Errorf("create %s: %w", pt, ErrInjected)
 	}
@@ -336,8 +323,8 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 		address:      string(id) + ":22",
 		tags:         tags.Clone(),
 		created:      now,
-		readyAt:      now.Add(d.bootDelay),
-		broken:       roll(d.rngBroken, d.brokenRate),
+		readyAt:      now.Add(d.faults.BootDelay),
+		broken:       roll(d.rngBroken, d.faults.BrokenRate),
 		containers:   map[string]*ctr{},
 		installed:    map[string]string{},
 	}
@@ -367,7 +354,7 @@ func (d *Driver) Instances(ctx context.Context, filter cloud.Tags) ([]cloud.Inst
 	}
 	var out []cloud.Instance
 	for _, s := range d.sorted(true) {
-		if roll(d.rngVanish, d.vanishRate) || (!s.vanishAt.IsZero() && !now.Before(s.vanishAt)) {
+		if roll(d.rngVanish, d.faults.VanishRate) || (!s.vanishAt.IsZero() && !now.Before(s.vanishAt)) {
 			d.vanish(s)
 			continue
 		}
@@ -473,7 +460,7 @@ func (i *instance) Destroy(ctx context.Context) error {
 	if !s.live() {
 		return nil
 	}
-	if roll(d.rngDestroy, d.destroyErrorRate) {
+	if roll(d.rngDestroy, d.faults.DestroyErrorRate) {
 		d.stats.DestroyErrors++
 		return fmt.Errorf("destroy %s: %w", i.id, ErrInjected)
 	}
@@ -520,94 +507,38 @@ func (d *Driver) Instance(id cloud.InstanceID) (cloud.Instance, bool) {
 
 // --- knobs ---
 
-// SetQuota sets the max number of live instances (0 = unlimited).
-func (d *Driver) SetQuota(n int) {
-	d.mu.Lock()
-	d.quota = n
-	d.mu.Unlock()
+// Faults are the knobs a test may turn while the driver runs. They start
+// as the Options of the same names.
+type Faults struct {
+	Quota int // max live instances, foreign ones included; 0 = unlimited
+	// CapacityErrorTypes are provider types whose Create returns
+	// *cloud.CapacityError{InstanceType: t} while set to true.
+	CapacityErrorTypes    map[string]bool
+	ProviderCapacityError bool
+	// RateLimitedUntil makes every cloud call fail with a RateLimitError
+	// (RetryAfter this time) until the clock reaches it; zero: none.
+	// RateLimitRate sets it too.
+	RateLimitedUntil time.Time
+	RateLimitRate    float64
+	CreateErrorRate  float64
+	DestroyErrorRate float64
+	BootDelay        time.Duration // for instances created from now on
+	BrokenRate       float64       // for instances created from now on
+	RunnerCrashRate  float64       // for containers started from now on
+	VanishRate       float64
+	LostReplyRate    float64
+	LostRequestRate  float64
+	// ForeignInstances are held by other users of the same account: they
+	// count against Quota and no listing shows them.
+	ForeignInstances int
 }
 
-// SetCapacityError turns capacity errors for one provider type on or off.
-func (d *Driver) SetCapacityError(providerType string, on bool) {
+// Configure changes the driver's faults: change runs with the driver
+// locked, on the faults in force.
+func (d *Driver) Configure(change func(*Faults)) {
 	d.mu.Lock()
-	if on {
-		d.capacityTypes[providerType] = true
-	} else {
-		delete(d.capacityTypes, providerType)
-	}
-	d.mu.Unlock()
-}
-
-// SetProviderCapacityError turns provider-wide capacity errors on or off.
-func (d *Driver) SetProviderCapacityError(on bool) {
-	d.mu.Lock()
-	d.providerCapacity = on
-	d.mu.Unlock()
-}
-
-// SetRateLimitedUntil makes every cloud call fail with a RateLimitError
-// (RetryAfter t) until the clock reaches t. A zero t ends it.
-func (d *Driver) SetRateLimitedUntil(t time.Time) {
-	d.mu.Lock()
-	d.rateLimitedUntil = t
-	d.mu.Unlock()
-}
-
-// SetRateLimitRate sets Options.RateLimitRate.
-func (d *Driver) SetRateLimitRate(f float64) {
-	d.mu.Lock()
-	d.rateLimitRate = f
-	d.mu.Unlock()
-}
-
-// SetCreateErrorRate sets Options.CreateErrorRate.
-func (d *Driver) SetCreateErrorRate(f float64) {
-	d.mu.Lock()
-	d.createErrorRate = f
-	d.mu.Unlock()
-}
-
-// SetDestroyErrorRate sets Options.DestroyErrorRate.
-func (d *Driver) SetDestroyErrorRate(f float64) {
-	d.mu.Lock()
-	d.destroyErrorRate = f
-	d.mu.Unlock()
-}
-
-// SetBootDelay sets Options.BootDelay for instances created from now on.
-func (d *Driver) SetBootDelay(b time.Duration) {
-	d.mu.Lock()
-	d.bootDelay = b
-	d.mu.Unlock()
-}
-
-// SetBrokenRate sets Options.BrokenRate for instances created from now on.
-func (d *Driver) SetBrokenRate(f float64) {
-	d.mu.Lock()
-	d.brokenRate = f
-	d.mu.Unlock()
-}
-
-// SetRunnerCrashRate sets Options.RunnerCrashRate for containers started
-// from now on.
-func (d *Driver) SetRunnerCrashRate(f float64) {
-	d.mu.Lock()
-	d.crashRate = f
-	d.mu.Unlock()
-}
-
-// SetLostReplyRate sets Options.LostReplyRate.
-func (d *Driver) SetLostReplyRate(f float64) {
-	d.mu.Lock()
-	d.lostReplyRate = f
-	d.mu.Unlock()
-}
-
-// SetLostRequestRate sets Options.LostRequestRate.
-func (d *Driver) SetLostRequestRate(f float64) {
-	d.mu.Lock()
-	d.lostRequestRate = f
-	d.mu.Unlock()
+	defer d.mu.Unlock()
+	change(&d.faults)
 }
 
 // Loss is what LoseNextStart loses.
@@ -625,21 +556,6 @@ const (
 func (d *Driver) LoseNextStart(l Loss) {
 	d.mu.Lock()
 	d.loseNextStart = l
-	d.mu.Unlock()
-}
-
-// SetVanishRate sets Options.VanishRate.
-func (d *Driver) SetVanishRate(f float64) {
-	d.mu.Lock()
-	d.vanishRate = f
-	d.mu.Unlock()
-}
-
-// SetForeignInstances says how many instances other users of the same
-// account hold: they count against Quota and no listing shows them.
-func (d *Driver) SetForeignInstances(n int) {
-	d.mu.Lock()
-	d.foreign = n
 	d.mu.Unlock()
 }
 
@@ -675,6 +591,24 @@ func (d *Driver) CrashRunner(id cloud.InstanceID) {
 	if s := d.instances[id]; s != nil {
 		d.stats.Crashed += len(s.containers)
 		s.containers = map[string]*ctr{}
+	}
+}
+
+// CrashContainer kills a running container together with its
+// supervisor, so that nothing records its exit: its runner lists it as
+// exited with code -1 and no finish time.
+func (d *Driver) CrashContainer(id cloud.InstanceID, containerID string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.instances[id]
+	if s == nil {
+		return
+	}
+	now := d.clock.Now()
+	if c := s.containers[containerID]; c != nil {
+		if st, gone := c.status(now); !gone && st.State == runner.StateRunning {
+			c.killed, c.killedAt, c.killCode, c.unrecorded = true, now, -1, true
+		}
 	}
 }
 

@@ -167,15 +167,15 @@ func TestCreateErrors(t *testing.T) {
 	}{
 		{"quota", Options{Quota: 2}, nil,
 			[]cloud.InstanceType{small, large, small}, []check{ok, ok, quota}},
-		{"quota via knob", Options{}, func(d *Driver) { d.SetQuota(1) },
+		{"quota via knob", Options{}, func(d *Driver) { d.Configure(func(f *Faults) { f.Quota = 1 }) },
 			[]cloud.InstanceType{small, small}, []check{ok, quota}},
 		{"capacity per type", Options{CapacityErrorTypes: []string{"t.large"}}, nil,
 			[]cloud.InstanceType{large, small}, []check{capacity("t.large"), ok}},
-		{"capacity via knob", Options{}, func(d *Driver) { d.SetCapacityError("t.small", true) },
+		{"capacity via knob", Options{}, func(d *Driver) { d.Configure(func(f *Faults) { f.CapacityErrorTypes["t.small"] = true }) },
 			[]cloud.InstanceType{small, large}, []check{capacity("t.small"), ok}},
 		{"provider capacity", Options{ProviderCapacityError: true}, nil,
 			[]cloud.InstanceType{small, large}, []check{capacity(""), capacity("")}},
-		{"provider capacity via knob", Options{}, func(d *Driver) { d.SetProviderCapacityError(true) },
+		{"provider capacity via knob", Options{}, func(d *Driver) { d.Configure(func(f *Faults) { f.ProviderCapacityError = true }) },
 			[]cloud.InstanceType{large}, []check{capacity("")}},
 		{"capacity beats quota", Options{Quota: 1, CapacityErrorTypes: []string{"t.small"}}, nil,
 			[]cloud.InstanceType{large, small, large}, []check{ok, capacity("t.small"), quota}},
@@ -213,12 +213,12 @@ func TestCreateErrors(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 	// Turning capacity off again works.
-	d.SetQuota(0)
-	d.SetCapacityError("t.small", true)
+	d.Configure(func(f *Faults) { f.Quota = 0 })
+	d.Configure(func(f *Faults) { f.CapacityErrorTypes["t.small"] = true })
 	if _, err := d.Create(ctx, small, nil); err == nil {
 		t.Fatal("want capacity error")
 	}
-	d.SetCapacityError("t.small", false)
+	d.Configure(func(f *Faults) { f.CapacityErrorTypes["t.small"] = false })
 	mustCreate(t, d, small, nil)
 }
 
@@ -227,7 +227,7 @@ func TestRateLimit(t *testing.T) {
 	d, clk := newDriver(t, Options{})
 	a := mustCreate(t, d, small, nil)
 	until := t0.Add(30 * time.Second)
-	d.SetRateLimitedUntil(until)
+	d.Configure(func(f *Faults) { f.RateLimitedUntil = until })
 
 	calls := []struct {
 		name string
@@ -275,7 +275,7 @@ func TestRateLimit(t *testing.T) {
 		t.Fatalf("RetryAfter moved: %v", rl.RetryAfter)
 	}
 	clk2.Advance(time.Second)
-	d2.SetRateLimitRate(0)
+	d2.Configure(func(f *Faults) { f.RateLimitRate = 0 })
 	if _, err := d2.Instances(ctx, nil); err != nil {
 		t.Fatalf("after period: %v", err)
 	}
@@ -442,7 +442,7 @@ func TestVanishFractionPassesTheTurnOfADestroyedInstance(t *testing.T) {
 func TestForeignInstancesCountAgainstQuota(t *testing.T) {
 	ctx := context.Background()
 	d, _ := newDriver(t, Options{Quota: 3})
-	d.SetForeignInstances(2)
+	d.Configure(func(f *Faults) { f.ForeignInstances = 2 })
 	mustCreate(t, d, small, nil)
 	var qe *cloud.QuotaError
 	if _, err := d.Create(ctx, small, nil); !errors.As(err, &qe) {
@@ -451,7 +451,7 @@ func TestForeignInstancesCountAgainstQuota(t *testing.T) {
 	if got, _ := d.Instances(ctx, nil); len(got) != 1 {
 		t.Fatalf("listing shows %d instances, want only our 1", len(got))
 	}
-	d.SetForeignInstances(0)
+	d.Configure(func(f *Faults) { f.ForeignInstances = 0 })
 	mustCreate(t, d, small, nil)
 	if st := d.Stats(); st.QuotaErrors != 1 || st.CreateErrors != 1 || st.CapacityErrors != 0 {
 		t.Fatalf("stats %+v", st)
@@ -717,7 +717,7 @@ func TestLostReply(t *testing.T) {
 	if err == nil || errors.As(err, &ee) || errors.Is(err, runner.ErrNotSent) || !errors.Is(err, ErrUnreachable) {
 		t.Fatalf("lost reply: got %v", err)
 	}
-	d.SetLostReplyRate(0)
+	d.Configure(func(f *Faults) { f.LostReplyRate = 0 })
 	sts, err := cl.List(ctx)
 	if err != nil || len(sts) != 1 || sts[0].ID != "c1" || sts[0].State != runner.StateRunning {
 		t.Fatalf("the start ran anyway: list %+v err %v", sts, err)
@@ -727,12 +727,12 @@ func TestLostReply(t *testing.T) {
 	}
 
 	// A lost request: the same kind of error, but nothing ran.
-	d.SetLostRequestRate(1)
+	d.Configure(func(f *Faults) { f.LostRequestRate = 1 })
 	err = cl.Start(ctx, runner.Spec{ID: "c2", Command: []string{"daemon"}})
 	if err == nil || errors.As(err, &ee) || errors.Is(err, runner.ErrNotSent) || !errors.Is(err, ErrUnreachable) {
 		t.Fatalf("lost request: got %v", err)
 	}
-	d.SetLostRequestRate(0)
+	d.Configure(func(f *Faults) { f.LostRequestRate = 0 })
 	if d.StartCount("c2") != 0 || d.Stats().LostRequests != 1 {
 		t.Fatalf("start count %d, lost requests %d", d.StartCount("c2"), d.Stats().LostRequests)
 	}
@@ -855,8 +855,8 @@ func TestSeededReproducible(t *testing.T) {
 	if fails < 400 || fails > 600 {
 		t.Fatalf("create errors %d/2000 at rate 0.25", fails)
 	}
-	d.SetCreateErrorRate(0)
-	d.SetDestroyErrorRate(1)
+	d.Configure(func(f *Faults) { f.CreateErrorRate = 0 })
+	d.Configure(func(f *Faults) { f.DestroyErrorRate = 1 })
 	inst := mustCreate(t, d, small, nil)
 	if err := inst.Destroy(ctx); !errors.Is(err, ErrInjected) {
 		t.Fatalf("destroy: %v", err)

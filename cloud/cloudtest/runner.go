@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"sort"
 	"strconv"
@@ -56,6 +57,7 @@ type ctr struct {
 	killed     bool
 	killedAt   time.Time
 	killCode   int
+	unrecorded bool // killed with its supervisor: exit -1, no finish time
 	crash      bool
 	crashAt    time.Time
 }
@@ -116,7 +118,9 @@ func (c *ctr) status(now time.Time) (st runner.Status, gone bool) {
 	if ok && !now.Before(at) {
 		st.State = runner.StateExited
 		st.ExitCode = code
-		st.FinishedAt = at
+		if !c.unrecorded {
+			st.FinishedAt = at
+		}
 	}
 	return st, false
 }
@@ -187,7 +191,7 @@ func (e *executor) Execute(ctx context.Context, line string, stdin []byte) (stdo
 	if d.loseNextStart != LoseNone && (cmd.Verb == "start" || cmd.Verb == "batch" && bytes.Contains(stdin, []byte(`"verb":"start"`))) {
 		loss, d.loseNextStart = d.loseNextStart, LoseNone
 	}
-	if loss == LoseRequest || roll(d.rngLost, d.lostRequestRate) {
+	if loss == LoseRequest || roll(d.rngLost, d.faults.LostRequestRate) {
 		d.stats.LostRequests++
 		return nil, nil, connectionLost(s)
 	}
@@ -196,7 +200,7 @@ func (e *executor) Execute(ctx context.Context, line string, stdin []byte) (stdo
 	} else {
 		stdout, stderr, err = d.runnerVerb(s, now, runnerPath, cmd, stdin)
 	}
-	if loss == LoseReply || roll(d.rngLost, d.lostReplyRate) {
+	if loss == LoseReply || roll(d.rngLost, d.faults.LostReplyRate) {
 		d.stats.LostReplies++ // it ran; its reply is lost
 		return nil, nil, connectionLost(s)
 	}
@@ -209,28 +213,26 @@ func connectionLost(s *instState) error {
 	return fmt.Errorf("ssh %s: session ended without an exit status (connection lost): %w", s.address, ErrUnreachable)
 }
 
-// batch runs "runner batch" as the real runner does: every request is read
-// first (a stream that cannot be read fails the call before anything
-// runs), then each is answered in order, one reply per line.
+// batch runs "runner batch" as the real runner does: one reply per
+// request line, in order; a line that is not a request, or a request the
+// runner would refuse as a command line, gets code 2 on its own.
 func (d *Driver) batch(s *instState, now time.Time, runnerPath string, stdin []byte) (stdout, stderr []byte, err error) {
-	var reqs []runner.Request
-	dec := json.NewDecoder(bytes.NewReader(stdin))
-	for dec.More() {
-		var req runner.Request
-		if err := dec.Decode(&req); err != nil {
-			return exitErr(2, "runner batch: reading request %d: %v", len(reqs)+1, err)
-		}
-		reqs = append(reqs, req)
-	}
 	var out bytes.Buffer
 	enc := json.NewEncoder(&out)
-	for _, req := range reqs {
+	for line := range bytes.Lines(stdin) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 {
+			continue
+		}
 		var reply runner.Reply
-		if req.Verb == "batch" {
-			reply = runner.Reply{Code: 2, Stderr: "runner batch: batch cannot be nested\n"}
+		var req runner.Request
+		if err := json.Unmarshal(line, &req); err != nil {
+			reply = runner.Reply{Code: 2, Stderr: "runner batch: bad request: " + err.Error()}
+		} else if cmd, err := batchCommand(req); err != nil {
+			reply = runner.Reply{Code: 2, Stderr: err.Error()}
 		} else {
-			o, e, err := d.runnerVerb(s, now, runnerPath, runner.Command{Verb: req.Verb, ID: req.ID, Signal: req.Signal, Tail: req.Tail}, req.Spec)
-			reply.Stdout, reply.Stderr = o, string(e)
+			o, e, err := d.runnerVerb(s, now, runnerPath, cmd, req.Spec)
+			reply.Stdout, reply.Stderr = o, strings.TrimSpace(string(e))
 			var ee *runner.ExitError
 			if errors.As(err, &ee) {
 				reply.Code = ee.Code
@@ -243,6 +245,30 @@ func (d *Driver) batch(s *instState, now time.Time, runnerPath string, stdin []b
 		}
 	}
 	return out.Bytes(), nil, nil
+}
+
+// batchCommand checks a batch request as the runner does: its verb and
+// arguments must make a valid command line, of a verb a batch may hold.
+func batchCommand(r runner.Request) (runner.Command, error) {
+	args := []string{r.Verb}
+	if r.ID != "" {
+		args = append(args, r.ID)
+	}
+	if r.Signal != "" {
+		args = append(args, "--signal", r.Signal)
+	}
+	if r.Tail > 0 {
+		args = append(args, "--tail", strconv.Itoa(r.Tail))
+	}
+	cmd, err := runner.ParseArgs(args)
+	if err != nil {
+		return cmd, err
+	}
+	switch cmd.Verb {
+	case "version", "start", "list", "kill", "logs", "forget":
+		return cmd, nil
+	}
+	return cmd, fmt.Errorf("runner batch: verb %q not allowed in a batch", cmd.Verb)
 }
 
 // runnerVerb runs one runner verb on s's in-memory runner.
@@ -262,6 +288,11 @@ func (d *Driver) runnerVerb(s *instState, now time.Time, runnerPath string, cmd 
 		return buf.Bytes(), nil, nil
 	case "start":
 		return d.start(s, now, cmd.ID, stdin)
+	case "clean": // the in-memory runner keeps no directories for reuse
+		return nil, nil, nil
+	case "kill", "logs", "forget":
+	default:
+		return exitErr(2, "runner: verb %q is not run here", cmd.Verb)
 	}
 
 	// kill, logs, forget: need an existing container.
@@ -297,9 +328,8 @@ func (d *Driver) runnerVerb(s *instState, now time.Time, runnerPath string, cmd 
 			return exitErr(1, "runner forget: container %q is still running", cmd.ID)
 		}
 		delete(s.containers, cmd.ID)
-		return nil, nil, nil
 	}
-	return exitErr(2, "runner: unknown verb %q", cmd.Verb)
+	return nil, nil, nil
 }
 
 // shell handles a non-runner command line: the runner install line (reads
@@ -339,8 +369,12 @@ func installPath(line string) string {
 func (d *Driver) start(s *instState, now time.Time, id string, stdin []byte) ([]byte, []byte, error) {
 	var spec runner.Spec
 	dec := json.NewDecoder(bytes.NewReader(stdin))
+	dec.DisallowUnknownFields()
 	if err := dec.Decode(&spec); err != nil {
 		return exitErr(2, "runner start: reading spec: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return exitErr(2, "runner start: reading spec: data after the spec object")
 	}
 	if err := runner.ValidateSpec(&spec); err != nil {
 		return exitErr(2, "runner start: %v", err)
@@ -364,7 +398,7 @@ func (d *Driver) start(s *instState, now time.Time, id string, stdin []byte) ([]
 			c.ignoreTerm = true
 		}
 	}
-	if roll(d.rngCrash, d.crashRate) {
+	if roll(d.rngCrash, d.faults.RunnerCrashRate) {
 		c.crash = true
 		if dur == forever {
 			c.crashAt = now.Add(time.Second)

@@ -1,6 +1,6 @@
 //go:build unix
 
-// Package local is the embedded default cloud driver (DESIGN §8): every
+// Package local is the embedded default cloud driver (docs/design.md §8): every
 // instance is a sandbox directory on this machine plus an in-process SSH
 // server on 127.0.0.1 with its own host key, accepting only the dispatcher's
 // client key. Containers started through the runner are real local
@@ -38,7 +38,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/runner/agent"
 )
 
 // File and directory names.
@@ -429,7 +429,7 @@ func (i *Instance) Destroy(ctx context.Context) error {
 	if srv != nil {
 		srv.close()
 	}
-	runner.KillAll(filepath.Join(i.dir, dirRunner))
+	agent.KillAll(filepath.Join(i.dir, dirRunner))
 
 	dead := filepath.Join(d.instancesDir(), deadPrefix+string(i.id))
 	if err := os.Rename(i.dir, dead); err != nil {

@@ -333,7 +333,7 @@ func TestMetrics(t *testing.T) {
 	}
 
 	// Quota: the cloud refuses a 4th instance.
-	env.cloud.SetQuota(3)
+	env.cloud.Configure(func(f *cloudtest.Faults) { f.Quota = 3 })
 	env.submit(2)
 	env.until("at quota", 30, func() bool { return env.eng.Summary().AtQuota })
 	env.step(1)

@@ -1,6 +1,7 @@
-// Package runner holds the worker-side runner protocol of DESIGN §7.3: the
+// Package runner holds the runner protocol of docs/design.md §7.3: the
 // command lines the dispatcher sends to an instance, the JSON that travels on
-// stdin and stdout, and a Client that speaks it through an Executor.
+// stdin and stdout, and a Client that speaks it through an Executor. The
+// program that answers on the instance is package runner/agent.
 package runner
 
 import (
@@ -260,7 +261,7 @@ type Executor interface {
 
 // SessionExecutor is an Executor that can also keep one command running
 // on the instance and exchange frames with it: how Client sends batches to
-// a long-lived "runner serve" (DESIGN §9) instead of paying for an SSH
+// a long-lived "runner serve" (docs/design.md §9) instead of paying for an SSH
 // session and a process start per call.
 type SessionExecutor interface {
 	Executor

@@ -352,7 +352,7 @@ func TestTimeouts(t *testing.T) {
 		{
 			name: "boot timeout",
 			setup: func(h *harness) cloud.InstanceID {
-				h.drv.SetBootDelay(time.Hour)
+				h.drv.Configure(func(f *cloudtest.Faults) { f.BootDelay = time.Hour })
 				h.pool.Create("small")
 				h.pool.Wait()
 				return h.pool.Instances(nil)[0].ID
@@ -563,7 +563,7 @@ func TestQuota(t *testing.T) {
 	}
 	// The provider raises the quota: the next probe succeeds and the
 	// estimate follows.
-	h.drv.SetQuota(3)
+	h.drv.Configure(func(f *cloudtest.Faults) { f.Quota = 3 })
 	h.clk.Advance(5 * time.Minute)
 	if err := h.pool.Create("small"); err != nil {
 		t.Fatalf("probe create: %v", err)
@@ -596,7 +596,7 @@ func TestQuotaCountsInstancesShuttingDown(t *testing.T) {
 	}
 	ids := h.drv.Live()
 	h.until("idle", time.Minute, func() bool { return h.state(ids[0]) == StateIdle })
-	h.drv.SetDestroyErrorRate(1) // the destroy keeps failing: the instance stays
+	h.drv.Configure(func(f *cloudtest.Faults) { f.DestroyErrorRate = 1 }) // the destroy keeps failing: the instance stays
 	if _, err := h.pool.KillInstance(ids[0], ""); err != nil {
 		t.Fatal(err)
 	}
@@ -608,7 +608,7 @@ func TestQuotaCountsInstancesShuttingDown(t *testing.T) {
 	if l, at := h.pool.Quota(); l != 2 || !at {
 		t.Fatalf("Quota() while shutting down = %d %v, want 2 true", l, at)
 	}
-	h.drv.SetDestroyErrorRate(0)
+	h.drv.Configure(func(f *cloudtest.Faults) { f.DestroyErrorRate = 0 })
 	h.until("shut-down instance gone", 5*time.Minute, func() bool { return len(h.pool.Instances(nil)) == 1 })
 	if err := h.pool.Create("small"); err != nil {
 		t.Fatalf("create once it is gone: %v", err)
@@ -628,7 +628,7 @@ func TestMaxInstances(t *testing.T) {
 	// An instance shutting down counts until the provider accepts its
 	// destroy: it still runs.
 	h.until("idle", time.Minute, func() bool { return h.state(ids[0]) == StateIdle })
-	h.drv.SetDestroyErrorRate(1)
+	h.drv.Configure(func(f *cloudtest.Faults) { f.DestroyErrorRate = 1 })
 	h.pool.KillInstance(ids[0], "")
 	h.pool.Wait()
 	if err := h.pool.Create("small"); !errors.Is(err, ErrAtQuota) {
@@ -637,7 +637,7 @@ func TestMaxInstances(t *testing.T) {
 	if n := len(h.drv.Live()); n != 2 {
 		t.Fatalf("%d instances live, want 2", n)
 	}
-	h.drv.SetDestroyErrorRate(0)
+	h.drv.Configure(func(f *cloudtest.Faults) { f.DestroyErrorRate = 0 })
 	h.until("destroy accepted", time.Minute, func() bool { return len(h.drv.Live()) == 1 })
 	if err := h.pool.Create("small"); err != nil {
 		t.Fatalf("create after the destroy: %v", err)
@@ -685,9 +685,9 @@ func TestCapacity(t *testing.T) {
 			h := newHarness(t, hopt{pool: func(o *Options) { o.CapacityBackoff = 2 * time.Minute }})
 			h.step()
 			if providerWide {
-				h.drv.SetProviderCapacityError(true)
+				h.drv.Configure(func(f *cloudtest.Faults) { f.ProviderCapacityError = true })
 			} else {
-				h.drv.SetCapacityError("s1", true)
+				h.drv.Configure(func(f *cloudtest.Faults) { f.CapacityErrorTypes["s1"] = true })
 			}
 			if err := h.pool.Create("small"); err != nil {
 				t.Fatal(err)
@@ -716,8 +716,8 @@ func TestCapacity(t *testing.T) {
 				t.Fatalf("Create(large) other type: %v", err)
 			}
 			h.pool.Wait()
-			h.drv.SetCapacityError("s1", false)
-			h.drv.SetProviderCapacityError(false)
+			h.drv.Configure(func(f *cloudtest.Faults) { f.CapacityErrorTypes["s1"] = false })
+			h.drv.Configure(func(f *cloudtest.Faults) { f.ProviderCapacityError = false })
 			h.run(time.Minute + 50*time.Second)
 			if err := h.pool.Create("small"); !errors.As(err, &cb) {
 				t.Fatalf("Create(small) before back-off ends: %v", err)
@@ -742,7 +742,7 @@ func TestRateLimit(t *testing.T) {
 	h.pool.StartContainer(b, spec("c1", "sleep", "100000"))
 	h.pool.Wait()
 	until := h.clk.Now().Add(3 * time.Minute)
-	h.drv.SetRateLimitedUntil(until)
+	h.drv.Configure(func(f *cloudtest.Faults) { f.RateLimitedUntil = until })
 	if err := h.pool.Create("small"); err != nil {
 		t.Fatal(err)
 	}
@@ -977,13 +977,13 @@ func TestDestroyErrorRetried(t *testing.T) {
 	h := newHarness(t, hopt{})
 	h.step()
 	id := h.createIdle("small")
-	h.drv.SetDestroyErrorRate(1)
+	h.drv.Configure(func(f *cloudtest.Faults) { f.DestroyErrorRate = 1 })
 	h.pool.KillInstance(id, "test")
 	h.run(7 * time.Second) // retries back off: after 1s, 2s, 3s...
 	if n := h.drv.Stats().DestroyErrors; n < 3 || n > 5 {
 		t.Fatalf("destroy errors %d in 7s, want a few retries with back-off", n)
 	}
-	h.drv.SetDestroyErrorRate(0)
+	h.drv.Configure(func(f *cloudtest.Faults) { f.DestroyErrorRate = 0 })
 	h.run(12 * time.Second)
 	if len(h.drv.Live()) != 0 {
 		t.Fatal("not destroyed")
@@ -1247,7 +1247,7 @@ func BenchmarkIdleStep1000(b *testing.B) {
 
 func TestListingErrorRetried(t *testing.T) {
 	h := newHarness(t, hopt{})
-	h.drv.SetRateLimitRate(1)
+	h.drv.Configure(func(f *cloudtest.Faults) { f.RateLimitRate = 1 })
 	h.step()
 	if h.pool.Ready() {
 		t.Fatal("ready after a failed first listing")
@@ -1255,8 +1255,8 @@ func TestListingErrorRetried(t *testing.T) {
 	if !h.hasEvent("", EventCloudError, "list instances") {
 		t.Fatalf("events: %+v", h.events)
 	}
-	h.drv.SetRateLimitRate(0)
-	h.drv.SetRateLimitedUntil(time.Time{})
+	h.drv.Configure(func(f *cloudtest.Faults) { f.RateLimitRate = 0 })
+	h.drv.Configure(func(f *cloudtest.Faults) { f.RateLimitedUntil = time.Time{} })
 	h.until("ready", time.Minute, h.pool.Ready)
 	if n := h.pool.Stats().CloudOps["list"]["rate_limit"]; n != 1 {
 		t.Fatalf("list stats: %v", h.pool.Stats().CloudOps["list"])
@@ -1296,9 +1296,9 @@ func TestSoak(t *testing.T) {
 		if i < 400 {
 			typ := []string{"small", "large"}[i%2]
 			if i%50 == 10 {
-				h.drv.SetCapacityError("s1", true)
+				h.drv.Configure(func(f *cloudtest.Faults) { f.CapacityErrorTypes["s1"] = true })
 			} else if i%50 == 30 {
-				h.drv.SetCapacityError("s1", false)
+				h.drv.Configure(func(f *cloudtest.Faults) { f.CapacityErrorTypes["s1"] = false })
 			}
 			h.pool.Create(typ)
 		}

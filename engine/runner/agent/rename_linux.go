@@ -1,4 +1,4 @@
-package runner
+package agent
 
 import "golang.org/x/sys/unix"
 

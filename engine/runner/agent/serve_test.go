@@ -1,6 +1,6 @@
 //go:build linux
 
-package runner
+package agent
 
 import (
 	"bufio"
@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"dispatch-tui/engine/runner"
 )
 
 // serveConn is a "runner serve" run by Main in this process, fed through
@@ -19,7 +21,7 @@ type serveConn struct {
 	done    chan int // serve's exit code
 }
 
-func startServe(tb testing.TB, env WorkerEnv) *serveConn {
+func startServe(tb testing.TB, env Env) *serveConn {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	s := &serveConn{tb: tb, in: inW, replies: bufio.NewReader(outR), done: make(chan int, 1)}
@@ -32,7 +34,7 @@ func startServe(tb testing.TB, env WorkerEnv) *serveConn {
 }
 
 // exchange sends reqs as one frame and returns the replies.
-func (s *serveConn) exchange(reqs ...string) []Reply {
+func (s *serveConn) exchange(reqs ...string) []runner.Reply {
 	s.tb.Helper()
 	frame := "\n"
 	if len(reqs) > 0 {
@@ -41,7 +43,7 @@ func (s *serveConn) exchange(reqs ...string) []Reply {
 	if _, err := io.WriteString(s.in, frame); err != nil {
 		s.tb.Fatal(err)
 	}
-	var out []Reply
+	var out []runner.Reply
 	for {
 		line, err := s.replies.ReadString('\n')
 		if err != nil {
@@ -50,7 +52,7 @@ func (s *serveConn) exchange(reqs ...string) []Reply {
 		if line == "\n" {
 			return out
 		}
-		var r Reply
+		var r runner.Reply
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			s.tb.Fatalf("reply %q: %v", line, err)
 		}
@@ -67,7 +69,7 @@ func TestServeFrames(t *testing.T) {
 	srv := startServe(t, h.env)
 	exchange := srv.exchange
 	start := func(id string, cmd ...string) string {
-		b, _ := json.Marshal(Request{Verb: "start", ID: id, Spec: mustJSON(t, Spec{ID: id, Command: cmd})})
+		b, _ := json.Marshal(runner.Request{Verb: "start", ID: id, Spec: mustJSON(t, runner.Spec{ID: id, Command: cmd})})
 		return string(b)
 	}
 
@@ -75,13 +77,13 @@ func TestServeFrames(t *testing.T) {
 	if len(rs) != 4 || rs[0].Code != 0 || rs[1].Code != 0 || rs[2].Code != 2 || rs[3].Code != 2 {
 		t.Fatalf("first frame replies: %+v", rs)
 	}
-	h.waitState("s1", StateExited)
-	h.waitState("s2", StateExited)
+	h.waitState("s1", runner.StateExited)
+	h.waitState("s2", runner.StateExited)
 	rs = exchange(`{"verb":"logs","id":"s1"}`, `{"verb":"list"}`)
 	if len(rs) != 2 || string(rs[0].Stdout) != "hello\n" {
 		t.Fatalf("second frame replies: %+v", rs)
 	}
-	if sts, err := ParseList(rs[1].Stdout); err != nil || len(sts) != 2 {
+	if sts, err := runner.ParseList(rs[1].Stdout); err != nil || len(sts) != 2 {
 		t.Fatalf("list in a frame: %v %+v", err, sts)
 	}
 	if rs := exchange(); len(rs) != 0 {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package runner
+package agent
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"dispatch-tui/engine/runner"
 )
 
 // mainExecutor runs command lines through Main in-process (the harness's
@@ -15,7 +17,7 @@ import (
 type mainExecutor struct{ h *harness }
 
 func (e mainExecutor) Execute(ctx context.Context, line string, stdin []byte) ([]byte, []byte, error) {
-	_, cmd, err := ParseLine(line)
+	_, cmd, err := runner.ParseLine(line)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -25,7 +27,7 @@ func (e mainExecutor) Execute(ctx context.Context, line string, stdin []byte) ([
 	}
 	var out, errb bytes.Buffer
 	if code := Main(args, bytes.NewReader(stdin), &out, &errb, e.h.env); code != 0 {
-		return out.Bytes(), errb.Bytes(), &ExitError{Code: code, Stderr: errb.String()}
+		return out.Bytes(), errb.Bytes(), &runner.ExitError{Code: code, Stderr: errb.String()}
 	}
 	return out.Bytes(), errb.Bytes(), nil
 }
@@ -34,9 +36,9 @@ func (mainExecutor) Close() error { return nil }
 
 func TestBatchStartsLogsAndForgets(t *testing.T) {
 	h := newHarness(t)
-	c := &Client{Exec: mainExecutor{h}, Path: "/runner"}
+	c := &runner.Client{Exec: mainExecutor{h}, Path: "/runner"}
 	ctx := context.Background()
-	specs := []Spec{
+	specs := []runner.Spec{
 		{ID: "b1", Command: []string{"sh", "-c", "echo one; exit 3"}},
 		{ID: "b2", Command: []string{"/usr/bin/printf", "%s|", "$(x)", "a b"}, Env: map[string]string{"V": "`id`"}},
 		{ID: "b3", Command: []string{"sleep", "30"}},
@@ -55,19 +57,19 @@ func TestBatchStartsLogsAndForgets(t *testing.T) {
 		t.Fatalf("duplicate start: %v %v", errs, err)
 	}
 	// Every started container has its own supervisor-recorded state.
-	if st := h.waitState("b1", StateExited); st.ExitCode != 3 {
+	if st := h.waitState("b1", runner.StateExited); st.ExitCode != 3 {
 		t.Fatalf("b1: %+v", st)
 	}
-	h.waitState("b2", StateExited)
-	if st := h.waitState("b3", StateRunning); st.PID <= 0 {
+	h.waitState("b2", runner.StateExited)
+	if st := h.waitState("b3", runner.StateRunning); st.PID <= 0 {
 		t.Fatalf("b3: %+v", st)
 	}
 	if _, ok := h.status("b4"); ok {
 		t.Fatal("a failed start left its directory")
 	}
-	replies, err := c.Batch(ctx, []Request{
+	replies, err := c.Batch(ctx, []runner.Request{
 		{Verb: "logs", ID: "b1"}, {Verb: "logs", ID: "b2", Tail: 10}, {Verb: "forget", ID: "b1"},
-		{Verb: "forget", ID: "b3"}, {Verb: "kill", ID: "b3", Signal: SignalKill}, {Verb: "start", ID: "../x"},
+		{Verb: "forget", ID: "b3"}, {Verb: "kill", ID: "b3", Signal: runner.SignalKill}, {Verb: "start", ID: "../x"},
 		{Verb: "logs", ID: ".."}, {Verb: "batch"}, {Verb: "list"},
 	})
 	if err != nil {
@@ -84,15 +86,15 @@ func TestBatchStartsLogsAndForgets(t *testing.T) {
 			t.Fatalf("reply %d: %+v, want a usage error", i, replies[i])
 		}
 	}
-	sts, err := ParseList(replies[8].Stdout)
+	sts, err := runner.ParseList(replies[8].Stdout)
 	if err != nil || len(sts) != 2 {
 		t.Fatalf("list in batch: %v %+v", err, sts)
 	}
-	h.waitState("b3", StateExited)
+	h.waitState("b3", runner.StateExited)
 	// A malformed line gets its own error reply; the others still run.
 	code, out, _ := h.run("{\"verb\":\"list\"}\nnot json\n", "batch")
 	dec := json.NewDecoder(strings.NewReader(out))
-	var r1, r2 Reply
+	var r1, r2 runner.Reply
 	if code != 0 || dec.Decode(&r1) != nil || dec.Decode(&r2) != nil || r1.Code != 0 || r2.Code != 2 {
 		t.Fatalf("batch with a bad line: code %d, %q", code, out)
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package runner
+package agent
 
 import (
 	"bufio"
@@ -18,6 +18,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"dispatch-tui/engine/runner"
 )
 
 // supervise runs "runner supervise --dir D --ready-fd N --grace G <id>...",
@@ -29,20 +31,20 @@ import (
 // "error <id> <why>" on the ready fd for each id once its command runs or
 // could not be started. Its own stdout and stderr are /dev/null; a failure
 // to start is also written to the container's error file.
-func (w *worker) supervise(args []string) int {
+func (a *agent) supervise(args []string) int {
 	fl := flag.NewFlagSet("supervise", flag.ContinueOnError)
 	fl.SetOutput(io.Discard)
 	root := fl.String("dir", "", "state dir")
 	readyFD := fl.Int("ready-fd", -1, "fd to report readiness on")
-	grace := fl.Duration("grace", w.env.KillGrace, "TERM to KILL delay after max_run_time")
+	grace := fl.Duration("grace", a.env.KillGrace, "TERM to KILL delay after max_run_time")
 	specsStdin := fl.Bool("specs-stdin", false, "read the specs from stdin (one JSON object per line, in the order of the ids), not from spec.json")
 	if err := fl.Parse(args); err != nil || fl.NArg() < 1 || *root == "" || !filepath.IsAbs(*root) {
-		return w.fail(2, "usage: runner supervise --dir ABSDIR [--ready-fd N] [--grace D] <id>... (internal; run by start)")
+		return a.fail(2, "usage: runner supervise --dir ABSDIR [--ready-fd N] [--grace D] <id>... (internal; run by start)")
 	}
 	ids := fl.Args()
 	for _, id := range ids {
 		if !safeID(id) {
-			return w.fail(2, "runner supervise: invalid container id %q", id)
+			return a.fail(2, "runner supervise: invalid container id %q", id)
 		}
 	}
 	var ready *os.File
@@ -122,7 +124,7 @@ func (w *worker) supervise(args []string) int {
 		}
 	}
 	for i, id := range ids {
-		c, err := w.superviseStart(filepath.Join(*root, id), self, specs[i], *specsStdin, devnull)
+		c, err := a.superviseStart(filepath.Join(*root, id), self, specs[i], *specsStdin, devnull)
 		if err != nil {
 			report("error " + id + " " + err.Error())
 			continue
@@ -136,7 +138,7 @@ func (w *worker) supervise(args []string) int {
 				break
 			}
 			ended.ended = true
-			ended.finish(w)
+			ended.finish(a)
 		}
 	}
 	flushReady()
@@ -177,7 +179,7 @@ func (w *worker) supervise(args []string) int {
 		case c := <-done:
 			left--
 			c.ended = true
-			c.finish(w)
+			c.finish(a)
 		case s := <-sigs:
 			for _, c := range live {
 				if !c.ended {
@@ -204,7 +206,7 @@ func (w *worker) supervise(args []string) int {
 // supervised is one container a supervisor runs.
 type supervised struct {
 	dir     string
-	spec    Spec
+	spec    runner.Spec
 	pid     int
 	started time.Time
 	rec     pidRecord // pid_start's line
@@ -228,8 +230,8 @@ func exitStatus(ws syscall.WaitStatus) int {
 // directory, ever: the first to create its stdout), starts its command and
 // records its pid in pid_start. self holds the supervisor's pid and start
 // time. The spec is specJSON when fromStdin is set, else dir/spec.json.
-func (w *worker) superviseStart(dir string, self pidRecord, specJSON []byte, fromStdin bool, devnull *os.File) (*supervised, error) {
-	born := w.env.Now()
+func (a *agent) superviseStart(dir string, self pidRecord, specJSON []byte, fromStdin bool, devnull *os.File) (*supervised, error) {
+	born := a.env.Now()
 	c := &supervised{dir: dir, started: born}
 	// The command's stdout and stderr. The supervisor closes its copies as
 	// soon as the command runs: every open descriptor is one more to copy
@@ -253,14 +255,14 @@ func (w *worker) superviseStart(dir string, self pidRecord, specJSON []byte, fro
 		writeSmall(filepath.Join(dir, fileError), []byte(msg+"\n"))
 		rec := self
 		rec.started = born
-		writeSmall(filepath.Join(dir, fileExit), append(formatPIDRecord(rec), formatExitLine(code, w.env.Now())...))
+		writeSmall(filepath.Join(dir, fileExit), append(formatPIDRecord(rec), formatExitLine(code, a.env.Now())...))
 		return nil, errors.New(msg)
 	}
 	// A recycled directory keeps an empty stderr: no inode to allocate.
 	if outs[1], err = openRetry(filepath.Join(dir, fileStderr), syscall.O_WRONLY|syscall.O_CREAT|syscall.O_APPEND|syscall.O_CLOEXEC, 0o600); err != nil {
 		return failed(127, (&fs.PathError{Op: "open", Path: filepath.Join(dir, fileStderr), Err: err}).Error())
 	}
-	var spec Spec
+	var spec runner.Spec
 	switch {
 	case !fromStdin:
 		spec, err = readSpecFile(dir)
@@ -304,7 +306,7 @@ func (w *worker) superviseStart(dir string, self pidRecord, specJSON []byte, fro
 	}
 	closeOuts()
 	c.pid = pid
-	c.started = w.env.Now()
+	c.started = a.env.Now()
 	c.rec = self
 	c.rec.pid, c.rec.start, c.rec.started = c.pid, procStart(c.pid), c.started
 	if err := writeRecord(filepath.Join(dir, filePIDStart), formatPIDRecord(c.rec)); err != nil {
@@ -321,7 +323,7 @@ func (w *worker) superviseStart(dir string, self pidRecord, specJSON []byte, fro
 }
 
 // finish records the exit of c's command (already waited for).
-func (c *supervised) finish(w *worker) {
+func (c *supervised) finish(a *agent) {
 	// Like a container runtime, end whatever the command left running in
 	// its process group. The group id cannot have been reused while any
 	// member is left.
@@ -330,7 +332,7 @@ func (c *supervised) finish(w *worker) {
 	// The exit line goes after the pid record in pid_start: no new inode
 	// and no rename (the costs that matter on ext4), and list reads one
 	// file for an exited container.
-	line := formatExitLine(code, w.env.Now())
+	line := formatExitLine(code, a.env.Now())
 	if err := appendSmall(filepath.Join(c.dir, filePIDStart), line); err != nil {
 		writeSmall(filepath.Join(c.dir, fileExit), append(formatPIDRecord(c.rec), line...))
 	}
@@ -341,7 +343,7 @@ func (c *supervised) finish(w *worker) {
 // environment is PATH and HOME, overridden and extended by the spec's env
 // (passed as --env options to docker for an image). Nothing goes through a
 // shell.
-func commandLine(spec Spec, docker, home string) (argv, env []string) {
+func commandLine(spec runner.Spec, docker, home string) (argv, env []string) {
 	keys := make([]string, 0, len(spec.Env))
 	for k := range spec.Env {
 		keys = append(keys, k)

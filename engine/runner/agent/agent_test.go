@@ -1,6 +1,6 @@
 //go:build linux
 
-package runner
+package agent
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"dispatch-tui/engine/runner"
 )
 
 // testMainEnv makes the test binary act as dispatch-tui: when it is set and
@@ -25,9 +28,30 @@ import (
 // That is how "start" can re-exec the binary as "runner supervise".
 const testMainEnv = "DISPATCH_TUI_RUNNER_TEST_MAIN"
 
+// The test binary also stands in for printf and env in the commands of
+// containers (argvEcho, envEcho), so that tests of what reaches a command
+// depend on no program of the machine's.
+const (
+	argvEcho = "argv-echo" // prints each further argument on a line
+	envEcho  = "env-echo"  // prints its environment, one variable a line
+)
+
 func TestMain(m *testing.M) {
-	if os.Getenv(testMainEnv) == "1" && len(os.Args) > 1 && os.Args[1] == "runner" {
-		os.Exit(Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr, WorkerEnv{Version: "0.1.0-test", Hash: "testhash"}))
+	if len(os.Args) > 1 {
+		switch {
+		case os.Getenv(testMainEnv) == "1" && os.Args[1] == "runner":
+			os.Exit(Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr, Env{Version: "0.1.0-test", Hash: "testhash"}))
+		case os.Args[1] == argvEcho:
+			for _, a := range os.Args[2:] {
+				fmt.Println(a)
+			}
+			os.Exit(0)
+		case os.Args[1] == envEcho:
+			for _, kv := range os.Environ() {
+				fmt.Println(kv)
+			}
+			os.Exit(0)
+		}
 	}
 	os.Setenv(testMainEnv, "1")
 	os.Exit(m.Run())
@@ -37,7 +61,7 @@ const waitFor = 15 * time.Second
 
 type harness struct {
 	t   *testing.T
-	env WorkerEnv
+	env Env
 }
 
 func newHarness(t *testing.T) *harness {
@@ -46,7 +70,7 @@ func newHarness(t *testing.T) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, env: WorkerEnv{
+	h := &harness{t: t, env: Env{
 		StateDir:  t.TempDir(),
 		Version:   "0.1.0-test",
 		Hash:      "abc123",
@@ -67,7 +91,7 @@ func (h *harness) cleanup() {
 	for {
 		running := 0
 		for _, st := range h.listQuiet() {
-			if st.State != StateRunning {
+			if st.State != runner.StateRunning {
 				continue
 			}
 			running++
@@ -92,7 +116,7 @@ func (h *harness) run(stdin string, args ...string) (code int, stdout, stderr st
 	return code, out.String(), errb.String()
 }
 
-func (h *harness) start(spec Spec) {
+func (h *harness) start(spec runner.Spec) {
 	h.t.Helper()
 	body, err := json.Marshal(spec)
 	if err != nil {
@@ -104,32 +128,32 @@ func (h *harness) start(spec Spec) {
 	}
 }
 
-func (h *harness) listQuiet() []Status {
+func (h *harness) listQuiet() []runner.Status {
 	code, out, errs := h.run("", "list")
 	if code != 0 {
 		h.t.Errorf("list: code %d: %s", code, errs)
 		return nil
 	}
-	sts, err := ParseList([]byte(out))
+	sts, err := runner.ParseList([]byte(out))
 	if err != nil {
 		h.t.Errorf("list output: %v\n%s", err, out)
 	}
 	return sts
 }
 
-func (h *harness) status(id string) (Status, bool) {
+func (h *harness) status(id string) (runner.Status, bool) {
 	for _, st := range h.listQuiet() {
 		if st.ID == id {
 			return st, true
 		}
 	}
-	return Status{}, false
+	return runner.Status{}, false
 }
 
 // waitState polls list until id is in state.
-func (h *harness) waitState(id, state string) Status {
+func (h *harness) waitState(id, state string) runner.Status {
 	h.t.Helper()
-	var st Status
+	var st runner.Status
 	eventually(h.t, id+" "+state, func() bool {
 		var ok bool
 		st, ok = h.status(id)
@@ -215,7 +239,7 @@ func TestVersion(t *testing.T) {
 	if want := "0.1.0-test " + hex.EncodeToString(sum[:]) + "\n"; out != want {
 		t.Fatalf("version = %q, want %q", out, want)
 	}
-	if got, err := ExecutableHash(); err != nil || got != hex.EncodeToString(sum[:]) {
+	if got, err := runner.ExecutableHash(); err != nil || got != hex.EncodeToString(sum[:]) {
 		t.Fatalf("ExecutableHash = %q, %v", got, err)
 	}
 }
@@ -223,8 +247,8 @@ func TestVersion(t *testing.T) {
 func TestStartExitCodeEnvAndLogs(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.start(Spec{ID: "c1", Command: []string{"sh", "-c", "echo \"$X\"; echo out2; echo err1 >&2; exit 3"}, Env: map[string]string{"X": "hello  world"}})
-	st := h.waitState("c1", StateExited)
+	h.start(runner.Spec{ID: "c1", Command: []string{"sh", "-c", "echo \"$X\"; echo out2; echo err1 >&2; exit 3"}, Env: map[string]string{"X": "hello  world"}})
+	st := h.waitState("c1", runner.StateExited)
 	if st.ExitCode != 3 || st.PID <= 0 || st.StartedAt.IsZero() || st.FinishedAt.Before(st.StartedAt) {
 		t.Fatalf("status = %+v", st)
 	}
@@ -242,11 +266,6 @@ func TestStartExitCodeEnvAndLogs(t *testing.T) {
 
 func TestArgvAndEnvArriveLiterally(t *testing.T) {
 	t.Parallel()
-	for _, p := range []string{"/usr/bin/printf", "/usr/bin/env"} {
-		if _, err := os.Stat(p); err != nil {
-			t.Skip(p, "missing")
-		}
-	}
 	h := newHarness(t)
 	marks := t.TempDir()
 	nasty := []string{
@@ -261,7 +280,7 @@ func TestArgvAndEnvArriveLiterally(t *testing.T) {
 		"  spaces  ",
 		"*",
 	}
-	h.start(Spec{ID: "argv", Command: append([]string{"/usr/bin/printf", `%s\n`}, nasty...)})
+	h.start(runner.Spec{ID: "argv", Command: append([]string{h.env.Self, argvEcho}, nasty...)})
 	want := strings.Join(nasty, "\n") + "\n"
 
 	env := map[string]string{
@@ -269,16 +288,16 @@ func TestArgvAndEnvArriveLiterally(t *testing.T) {
 		"Y":        "`id` $PATH",
 		"LC_EMPTY": "",
 	}
-	h.start(Spec{ID: "env", Command: []string{"/usr/bin/env"}, Env: env})
+	h.start(runner.Spec{ID: "env", Command: []string{h.env.Self, envEcho}, Env: env})
 
-	if st := h.waitState("argv", StateExited); st.ExitCode != 0 {
-		t.Fatalf("printf exited %d: %s", st.ExitCode, h.logs("argv"))
+	if st := h.waitState("argv", runner.StateExited); st.ExitCode != 0 {
+		t.Fatalf("argv echo exited %d: %s", st.ExitCode, h.logs("argv"))
 	}
 	if got := h.logs("argv"); got != want {
-		t.Fatalf("printf output:\n%q\nwant\n%q", got, want)
+		t.Fatalf("argv echo output:\n%q\nwant\n%q", got, want)
 	}
-	if st := h.waitState("env", StateExited); st.ExitCode != 0 {
-		t.Fatalf("env exited %d", st.ExitCode)
+	if st := h.waitState("env", runner.StateExited); st.ExitCode != 0 {
+		t.Fatalf("env echo exited %d", st.ExitCode)
 	}
 	out := h.logs("env")
 	for k, v := range env {
@@ -300,15 +319,15 @@ func TestArgvAndEnvArriveLiterally(t *testing.T) {
 func TestKillTerm(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.start(Spec{ID: "sleeper", Command: []string{"sleep", "60"}})
+	h.start(runner.Spec{ID: "sleeper", Command: []string{"sleep", "60"}})
 	// Main has returned; the container runs on.
-	st := h.waitState("sleeper", StateRunning)
+	st := h.waitState("sleeper", runner.StateRunning)
 	if st.PID <= 0 || !alive(st.PID, "") {
 		t.Fatalf("status = %+v, pid not alive", st)
 	}
 	code, _, errs := h.run("", "kill", "sleeper")
 	wantCode(t, "kill", code, errs, 0, "")
-	if st := h.waitState("sleeper", StateExited); st.ExitCode != 128+15 {
+	if st := h.waitState("sleeper", runner.StateExited); st.ExitCode != 128+15 {
 		t.Fatalf("exit code %d, want 143", st.ExitCode)
 	}
 	code, _, errs = h.run("", "kill", "sleeper", "--signal", "KILL")
@@ -320,19 +339,19 @@ func TestKillTerm(t *testing.T) {
 func TestKillIgnoringTerm(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.start(Spec{ID: "stubborn", Command: []string{"sh", "-c", `trap "" TERM; echo ready; sleep 60`}})
+	// The shell notes each TERM and goes on; TERM to the group also ends
+	// the sleep it waits for, so it starts another.
+	h.start(runner.Spec{ID: "stubborn", Command: []string{"sh", "-c", `trap "echo got TERM" TERM; echo ready; while :; do sleep 60 & wait $!; done`}})
 	eventually(t, "the trap to be set", func() bool { return strings.Contains(h.logs("stubborn"), "ready") })
 	code, _, errs := h.run("", "kill", "stubborn", "--signal", "TERM")
 	wantCode(t, "kill TERM", code, errs, 0, "")
-	// An observation window: the container must not end on TERM.
-	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		if st, _ := h.status("stubborn"); st.State != StateRunning {
-			t.Fatalf("container ignoring TERM ended: %+v", st)
-		}
+	eventually(t, "the TERM to arrive", func() bool { return strings.Contains(h.logs("stubborn"), "got TERM") })
+	if st, _ := h.status("stubborn"); st.State != runner.StateRunning {
+		t.Fatalf("container ignoring TERM ended: %+v", st)
 	}
 	code, _, errs = h.run("", "kill", "stubborn", "--signal", "KILL")
 	wantCode(t, "kill KILL", code, errs, 0, "")
-	if st := h.waitState("stubborn", StateExited); st.ExitCode != 128+9 {
+	if st := h.waitState("stubborn", runner.StateExited); st.ExitCode != 128+9 {
 		t.Fatalf("exit code %d, want 137", st.ExitCode)
 	}
 }
@@ -341,19 +360,19 @@ func TestKillReachesTheProcessGroup(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	// The shell waits for a background child; TERM to the group ends both.
-	h.start(Spec{ID: "group", Command: []string{"sh", "-c", "sleep 60 & echo $!; wait"}})
+	h.start(runner.Spec{ID: "group", Command: []string{"sh", "-c", "sleep 60 & echo $!; wait"}})
 	var bg int
 	eventually(t, "the background pid", func() bool {
 		bg, _ = strconv.Atoi(strings.TrimSpace(h.logs("group")))
 		return bg > 0
 	})
 	h.run("", "kill", "group")
-	h.waitState("group", StateExited)
+	h.waitState("group", runner.StateExited)
 	eventually(t, "the background child to end", func() bool { return !alive(bg, "") })
 
 	// What the command leaves running in its group ends with it.
-	h.start(Spec{ID: "leaver", Command: []string{"sh", "-c", "sleep 60 & echo $!; exit 0"}})
-	if st := h.waitState("leaver", StateExited); st.ExitCode != 0 {
+	h.start(runner.Spec{ID: "leaver", Command: []string{"sh", "-c", "sleep 60 & echo $!; exit 0"}})
+	if st := h.waitState("leaver", runner.StateExited); st.ExitCode != 0 {
 		t.Fatalf("exit %d", st.ExitCode)
 	}
 	bg, _ = strconv.Atoi(strings.TrimSpace(h.logs("leaver")))
@@ -383,7 +402,7 @@ func TestOutlivesRunner(t *testing.T) {
 	if stdout.Len() != 0 || stderr.Len() != 0 {
 		t.Fatalf("start printed %q / %q", stdout.String(), stderr.String())
 	}
-	st := h.waitState("detached", StateRunning)
+	st := h.waitState("detached", runner.StateRunning)
 	if !alive(st.PID, "") {
 		t.Fatalf("pid %d not alive", st.PID)
 	}
@@ -398,20 +417,20 @@ func TestOutlivesRunner(t *testing.T) {
 func TestSupervisorKilled(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.start(Spec{ID: "orphan", Command: []string{"sleep", "60"}})
-	st := h.waitState("orphan", StateRunning)
+	h.start(runner.Spec{ID: "orphan", Command: []string{"sleep", "60"}})
+	st := h.waitState("orphan", runner.StateRunning)
 	pr, err := readPIDRecord(filepath.Join(h.env.StateDir, "orphan"))
-	spid, sstart := pr.supervisor(filepath.Join(h.env.StateDir, "orphan"))
+	spid, sstart := pr.spid, pr.sstart
 	if err != nil || !alive(spid, sstart) {
 		t.Fatalf("supervisor %d: %v", spid, err)
 	}
 	syscall.Kill(spid, syscall.SIGKILL)
 	eventually(t, "the supervisor to die", func() bool { return !alive(spid, sstart) })
-	if st2, _ := h.status("orphan"); st2.State != StateRunning || st2.PID != st.PID {
+	if st2, _ := h.status("orphan"); st2.State != runner.StateRunning || st2.PID != st.PID {
 		t.Fatalf("after the supervisor died: %+v", st2)
 	}
 	h.run("", "kill", "orphan", "--signal", "KILL")
-	if st := h.waitState("orphan", StateExited); st.ExitCode != -1 {
+	if st := h.waitState("orphan", runner.StateExited); st.ExitCode != -1 {
 		t.Fatalf("exit code %d, want -1 (no supervisor to record it)", st.ExitCode)
 	}
 }
@@ -419,15 +438,15 @@ func TestSupervisorKilled(t *testing.T) {
 func TestMaxRunTime(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.start(Spec{ID: "slow", Command: []string{"sleep", "60"}, MaxRunTime: 50 * time.Millisecond})
-	h.start(Spec{ID: "deaf", Command: []string{"sh", "-c", `trap "" TERM; sleep 60`}, MaxRunTime: 50 * time.Millisecond})
-	if st := h.waitState("slow", StateExited); st.ExitCode != 143 {
+	h.start(runner.Spec{ID: "slow", Command: []string{"sleep", "60"}, MaxRunTime: 50 * time.Millisecond})
+	h.start(runner.Spec{ID: "deaf", Command: []string{"sh", "-c", `trap "" TERM; sleep 60`}, MaxRunTime: 50 * time.Millisecond})
+	if st := h.waitState("slow", runner.StateExited); st.ExitCode != 143 {
 		t.Fatalf("slow: exit %d, want 143", st.ExitCode)
 	}
 	if !strings.Contains(h.logs("slow"), "max_run_time") {
 		t.Fatalf("logs do not say why: %q", h.logs("slow"))
 	}
-	if st := h.waitState("deaf", StateExited); st.ExitCode != 137 {
+	if st := h.waitState("deaf", runner.StateExited); st.ExitCode != 137 {
 		t.Fatalf("deaf: exit %d, want 137", st.ExitCode)
 	}
 }
@@ -435,10 +454,10 @@ func TestMaxRunTime(t *testing.T) {
 func TestForget(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.start(Spec{ID: "done", Command: []string{"true"}})
-	h.start(Spec{ID: "busy", Command: []string{"sleep", "60"}})
-	h.waitState("done", StateExited)
-	h.waitState("busy", StateRunning)
+	h.start(runner.Spec{ID: "done", Command: []string{"true"}})
+	h.start(runner.Spec{ID: "busy", Command: []string{"sleep", "60"}})
+	h.waitState("done", runner.StateExited)
+	h.waitState("busy", runner.StateRunning)
 
 	code, _, errs := h.run("", "forget", "busy")
 	wantCode(t, "forget running", code, errs, 1, "running")
@@ -454,8 +473,8 @@ func TestForget(t *testing.T) {
 	wantCode(t, "forget again", code, errs, 1, "no such container")
 
 	// Once forgotten, the id can be started again.
-	h.start(Spec{ID: "done", Command: []string{"sh", "-c", "exit 7"}})
-	if st := h.waitState("done", StateExited); st.ExitCode != 7 {
+	h.start(runner.Spec{ID: "done", Command: []string{"sh", "-c", "exit 7"}})
+	if st := h.waitState("done", runner.StateExited); st.ExitCode != 7 {
 		t.Fatalf("restarted: exit %d", st.ExitCode)
 	}
 }
@@ -468,7 +487,7 @@ func TestInvalidIDs(t *testing.T) {
 	ids := []string{"../x", "", strings.Repeat("a", 129), "..", ".", "a/b", "/etc", "a b", "x\n", "é"}
 	for _, id := range ids {
 		for _, verb := range [][]string{{"start", id}, {"kill", id}, {"kill", id, "--signal", "KILL"}, {"logs", id}, {"forget", id}} {
-			spec, _ := json.Marshal(Spec{ID: id, Command: []string{"true"}})
+			spec, _ := json.Marshal(runner.Spec{ID: id, Command: []string{"true"}})
 			code, out, errs := h.run(string(spec), verb...)
 			wantCode(t, strings.Join(verb, " "), code, errs, 2, "")
 			if out != "" {
@@ -484,8 +503,8 @@ func TestInvalidIDs(t *testing.T) {
 	}
 	// 128 characters is fine.
 	long := strings.Repeat("b", 128)
-	h.start(Spec{ID: long, Command: []string{"true"}})
-	h.waitState(long, StateExited)
+	h.start(runner.Spec{ID: long, Command: []string{"true"}})
+	h.waitState(long, runner.StateExited)
 
 	for _, args := range [][]string{nil, {"bogus"}, {"list", "extra"}, {"kill", "c1", "--signal", "HUP"}, {"logs", "c1", "--tail", "-1"}, {"start"}, {"supervise"}} {
 		code, _, errs := h.run("", args...)
@@ -496,11 +515,11 @@ func TestInvalidIDs(t *testing.T) {
 func TestDuplicateStart(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	h.start(Spec{ID: "dup", Command: []string{"sleep", "60"}})
-	st := h.waitState("dup", StateRunning)
+	h.start(runner.Spec{ID: "dup", Command: []string{"sleep", "60"}})
+	st := h.waitState("dup", runner.StateRunning)
 	code, _, errs := h.run(`{"id":"dup","command":["true"]}`, "start", "dup")
 	wantCode(t, "duplicate start", code, errs, 1, "container dup already exists")
-	if st2 := h.waitState("dup", StateRunning); st2.PID != st.PID {
+	if st2 := h.waitState("dup", runner.StateRunning); st2.PID != st.PID {
 		t.Fatalf("duplicate start changed the container: %+v", st2)
 	}
 }
@@ -542,7 +561,7 @@ func TestBadSpec(t *testing.T) {
 func TestStartFailureLeavesNothing(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	for name, spec := range map[string]Spec{
+	for name, spec := range map[string]runner.Spec{
 		"not in PATH":    {ID: "c1", Command: []string{"no-such-command-dispatch-tui"}},
 		"PATH from spec": {ID: "c1", Command: []string{"sleep", "1"}, Env: map[string]string{"PATH": "/nonexistent"}},
 		"absolute":       {ID: "c1", Command: []string{"/nonexistent/cmd"}},
@@ -569,7 +588,7 @@ func TestImageWithoutDocker(t *testing.T) {
 }
 
 func TestCommandLine(t *testing.T) {
-	spec := Spec{ID: "c1", Command: []string{"echo", "$X; rm"}, Env: map[string]string{"X": "a b", "B": "--privileged"}, Image: "debian:12"}
+	spec := runner.Spec{ID: "c1", Command: []string{"echo", "$X; rm"}, Env: map[string]string{"X": "a b", "B": "--privileged"}, Image: "debian:12"}
 	argv, env := commandLine(spec, "/usr/bin/docker", "/home/u")
 	wantArgv := []string{"/usr/bin/docker", "run", "--rm", "--name=c1", "--env=B=--privileged", "--env=X=a b", "debian:12", "echo", "$X; rm"}
 	if !reflect.DeepEqual(argv, wantArgv) {
@@ -596,9 +615,9 @@ func TestListStates(t *testing.T) {
 	if code, out, errs := h.run("", "list"); code != 0 || out != "" {
 		t.Fatalf("empty list: %d %q %q", code, out, errs)
 	}
-	h.start(Spec{ID: "b-run", Command: []string{"sleep", "60"}})
-	h.start(Spec{ID: "a-done", Command: []string{"sh", "-c", "exit 4"}})
-	h.waitState("a-done", StateExited)
+	h.start(runner.Spec{ID: "b-run", Command: []string{"sleep", "60"}})
+	h.start(runner.Spec{ID: "a-done", Command: []string{"sh", "-c", "exit 4"}})
+	h.waitState("a-done", runner.StateExited)
 	// Junk list must skip.
 	os.WriteFile(filepath.Join(root, "junk"), []byte("x"), 0o600)
 	os.Mkdir(filepath.Join(root, "bad id"), 0o700)
@@ -615,7 +634,7 @@ func TestListStates(t *testing.T) {
 
 	sts := h.listQuiet()
 	var ids []string
-	got := map[string]Status{}
+	got := map[string]runner.Status{}
 	for _, st := range sts {
 		ids = append(ids, st.ID)
 		got[st.ID] = st
@@ -623,16 +642,16 @@ func TestListStates(t *testing.T) {
 	if want := []string{"a-done", "b-run", "c-lost", "d-starting"}; !reflect.DeepEqual(ids, want) {
 		t.Fatalf("ids = %v, want %v", ids, want)
 	}
-	if st := got["a-done"]; st.State != StateExited || st.ExitCode != 4 || st.FinishedAt.IsZero() {
+	if st := got["a-done"]; st.State != runner.StateExited || st.ExitCode != 4 || st.FinishedAt.IsZero() {
 		t.Errorf("a-done: %+v", st)
 	}
-	if st := got["b-run"]; st.State != StateRunning || st.PID <= 0 || st.StartedAt.IsZero() || !st.FinishedAt.IsZero() {
+	if st := got["b-run"]; st.State != runner.StateRunning || st.PID <= 0 || st.StartedAt.IsZero() || !st.FinishedAt.IsZero() {
 		t.Errorf("b-run: %+v", st)
 	}
-	if st := got["c-lost"]; st.State != StateExited || st.ExitCode != -1 {
+	if st := got["c-lost"]; st.State != runner.StateExited || st.ExitCode != -1 {
 		t.Errorf("c-lost: %+v", st)
 	}
-	if st := got["d-starting"]; st.State != StateRunning || st.PID != 0 {
+	if st := got["d-starting"]; st.State != runner.StateRunning || st.PID != 0 {
 		t.Errorf("d-starting: %+v", st)
 	}
 	code, _, errs := h.run("", "kill", "d-starting")
@@ -740,7 +759,7 @@ func TestListDuringStartIsNotExited(t *testing.T) {
 	}
 	defer os.RemoveAll(dir) // nothing to wait for in cleanup
 	st, ok := h.status("racing")
-	if !ok || st.State != StateRunning {
+	if !ok || st.State != runner.StateRunning {
 		t.Fatalf("directory without spec listed as %+v (found %v), want running (starting)", st, ok)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package runner
+package agent
 
 // Recycling container directories. Creating a file costs an inode, and on
 // ext4 without a journal allocating one scans past every inode freed in the
@@ -38,17 +38,13 @@ const (
 )
 
 // keptName is the name a file of a finished container is kept under in
-// a recycled directory; "" means the file is removed. Earlier runners
-// renamed pid_start to exit when the command ended, and kept every file
-// under a spare name: those become the files they stood for.
+// a recycled directory; "" means the file is removed.
 func keptName(name string) string {
 	switch name {
 	case fileStdout, sparePrefix + fileStdout:
 		return sparePrefix + fileStdout
-	case fileStderr, sparePrefix + fileStderr:
-		return fileStderr
-	case filePIDStart, sparePrefix + filePIDStart, fileExit:
-		return filePIDStart
+	case fileStderr, filePIDStart:
+		return name
 	}
 	return ""
 }
@@ -213,10 +209,10 @@ func openFresh(path string, flags int, perm uint32) (int, error) {
 }
 
 // clean runs "runner clean": it removes the free pool.
-func (w *worker) clean() int {
-	root, exists, err := w.stateRoot(false)
+func (a *agent) clean() int {
+	root, exists, err := a.stateRoot(false)
 	if err != nil {
-		return w.fail(1, "runner clean: %v", err)
+		return a.fail(1, "runner clean: %v", err)
 	}
 	if !exists {
 		return 0
@@ -227,10 +223,10 @@ func (w *worker) clean() int {
 		if errors.Is(err, os.ErrNotExist) {
 			return 0
 		}
-		return w.fail(1, "runner clean: %v", err)
+		return a.fail(1, "runner clean: %v", err)
 	}
 	if err := os.RemoveAll(gone); err != nil {
-		return w.fail(1, "runner clean: %v", err)
+		return a.fail(1, "runner clean: %v", err)
 	}
 	return 0
 }

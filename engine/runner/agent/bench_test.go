@@ -1,6 +1,6 @@
 //go:build linux
 
-package runner
+package agent
 
 import (
 	"encoding/json"
@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"dispatch-tui/engine/runner"
 )
 
 // BenchmarkServeCycle runs what the dispatcher asks of one instance's
@@ -17,7 +19,7 @@ import (
 // of forgets. Each op is one round of 256 containers; cpu-ms/container is
 // the CPU time of this process and its children (the supervisors and the
 // commands) per container, the cost that limits end-to-end throughput
-// (DESIGN §9).
+// (docs/design.md §9).
 //
 //	go test -run='^$' -bench=ServeCycle -benchtime=20x ./engine/runner
 func BenchmarkServeCycle(b *testing.B) {
@@ -26,13 +28,13 @@ func BenchmarkServeCycle(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	env := WorkerEnv{StateDir: b.TempDir(), Version: "0.1.0-test", Hash: "abc123", Self: self, SelfArgs: []string{"runner"}, KillGrace: 200 * time.Millisecond}
+	env := Env{StateDir: b.TempDir(), Version: "0.1.0-test", Hash: "abc123", Self: self, SelfArgs: []string{"runner"}, KillGrace: 200 * time.Millisecond}
 	srv := startServe(b, env)
 	defer func() {
 		srv.in.Close()
 		<-srv.done
 	}()
-	exchange := func(reqs []string) []Reply {
+	exchange := func(reqs []string) []runner.Reply {
 		replies := srv.exchange(reqs...)
 		for _, r := range replies {
 			if r.Code != 0 {
@@ -42,9 +44,9 @@ func BenchmarkServeCycle(b *testing.B) {
 		return replies
 	}
 	request := func(verb, id string) string {
-		r := Request{Verb: verb, ID: id}
+		r := runner.Request{Verb: verb, ID: id}
 		if verb == "start" {
-			spec, _ := json.Marshal(Spec{ID: id, Command: []string{"true"}})
+			spec, _ := json.Marshal(runner.Spec{ID: id, Command: []string{"true"}})
 			r.Spec = spec
 		}
 		if verb == "logs" {
@@ -68,7 +70,7 @@ func BenchmarkServeCycle(b *testing.B) {
 	}
 	var lists int
 	var tStart, tList, tLogs, tForget time.Duration
-	timed := func(d *time.Duration, reqs []string) []Reply {
+	timed := func(d *time.Duration, reqs []string) []runner.Reply {
 		t0 := time.Now()
 		r := exchange(reqs)
 		*d += time.Since(t0)
@@ -83,13 +85,13 @@ func BenchmarkServeCycle(b *testing.B) {
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			lists++
-			sts, err := ParseList(timed(&tList, []string{`{"verb":"list"}`})[0].Stdout)
+			sts, err := runner.ParseList(timed(&tList, []string{`{"verb":"list"}`})[0].Stdout)
 			if err != nil {
 				b.Fatal(err)
 			}
 			exited := 0
 			for _, st := range sts {
-				if st.State == StateExited {
+				if st.State == runner.StateExited {
 					exited++
 				}
 			}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package runner
+package agent
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"dispatch-tui/engine/runner"
 )
 
 func inode(t *testing.T, path string) uint64 {
@@ -47,8 +49,8 @@ func TestForgottenDirectoriesAreReused(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	root := h.env.StateDir
-	h.start(Spec{ID: "first", Command: []string{"sh", "-c", "echo out; echo err >&2; exit 3"}})
-	h.waitState("first", StateExited)
+	h.start(runner.Spec{ID: "first", Command: []string{"sh", "-c", "echo out; echo err >&2; exit 3"}})
+	h.waitState("first", runner.StateExited)
 	dirIno := inode(t, filepath.Join(root, "first"))
 	stdoutIno := inode(t, filepath.Join(root, "first", fileStdout))
 	pidIno := inode(t, filepath.Join(root, "first", filePIDStart))
@@ -70,8 +72,8 @@ func TestForgottenDirectoriesAreReused(t *testing.T) {
 
 	// The next container gets the same directory and files, with nothing
 	// of the first one left in them.
-	h.start(Spec{ID: "second", Command: []string{"sh", "-c", "echo again"}})
-	st := h.waitState("second", StateExited)
+	h.start(runner.Spec{ID: "second", Command: []string{"sh", "-c", "echo again"}})
+	st := h.waitState("second", runner.StateExited)
 	if st.ExitCode != 0 || st.StartedAt.IsZero() || st.FinishedAt.IsZero() {
 		t.Fatalf("second: %+v", st)
 	}
@@ -96,9 +98,9 @@ func TestForgottenDirectoriesAreReused(t *testing.T) {
 	}
 }
 
-// recycle keeps stdout, stderr and pid_start, empty, whatever layout the
-// directory has (this runner's, a failed start's, an earlier runner's),
-// and removes everything else.
+// recycle keeps stdout, stderr and pid_start, empty, whatever the
+// directory holds (a finished container's files, a failed start's, a
+// container's with an image), and removes everything else.
 func TestRecycleLayouts(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -111,11 +113,9 @@ func TestRecycleLayouts(t *testing.T) {
 			map[string]string{sparePrefix + fileStdout: fileStdout, fileStderr: fileStderr, filePIDStart: filePIDStart}},
 		{"failed start", map[string]string{fileStdout: "", fileStderr: "", filePIDStart: "", fileExit: "x\n", fileError: "no\n"},
 			map[string]string{sparePrefix + fileStdout: fileStdout, fileStderr: fileStderr, filePIDStart: filePIDStart}},
-		{"earlier runner", map[string]string{fileStdout: "", fileStderr: "err\n", fileExit: "1 - 2 - 3\n0 x\n", filePID: "3\n"},
-			map[string]string{sparePrefix + fileStdout: fileStdout, fileStderr: fileStderr, filePIDStart: fileExit}},
-		{"earlier runner's pool", map[string]string{sparePrefix + fileStdout: "", sparePrefix + fileStderr: "", sparePrefix + filePIDStart: "", sparePrefix + filePID: ""},
-			map[string]string{sparePrefix + fileStdout: sparePrefix + fileStdout, fileStderr: sparePrefix + fileStderr, filePIDStart: sparePrefix + filePIDStart}},
-		{"oldest runner", map[string]string{fileStdout: "", fileStderr: "", fileSpec: "{}\n", fileStartedAt: "x\n", filePIDStart: "1\n", filePID: "3\n", fileFinishedAt: "x\n", fileExit: "0\n"},
+		{"recycled before", map[string]string{sparePrefix + fileStdout: "", fileStderr: "", filePIDStart: ""},
+			map[string]string{sparePrefix + fileStdout: sparePrefix + fileStdout, fileStderr: fileStderr, filePIDStart: filePIDStart}},
+		{"with an image", map[string]string{fileStdout: "", fileStderr: "err\n", filePIDStart: "1 - 2 - 3\n0 x\n", fileSpec: "{}\n"},
 			map[string]string{sparePrefix + fileStdout: fileStdout, fileStderr: fileStderr, filePIDStart: filePIDStart}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -156,21 +156,21 @@ func TestRecycleLayouts(t *testing.T) {
 func TestRecycledDirectoriesInBatches(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
-	c := &Client{Exec: mainExecutor{h}, Path: "/runner"}
+	c := &runner.Client{Exec: mainExecutor{h}, Path: "/runner"}
 	ctx := context.Background()
 	// Three directories in the pool, one with files other than those kept
 	// (an image's spec.json, a file of an earlier runner): not kept.
-	var specs []Spec
+	var specs []runner.Spec
 	for i := range 3 {
-		specs = append(specs, Spec{ID: fmt.Sprintf("old%d", i), Command: []string{"true"}})
+		specs = append(specs, runner.Spec{ID: fmt.Sprintf("old%d", i), Command: []string{"true"}})
 	}
 	if _, err := c.StartMany(ctx, specs); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range specs {
-		h.waitState(s.ID, StateExited)
+		h.waitState(s.ID, runner.StateExited)
 	}
-	for _, f := range []string{fileSpec, fileFinishedAt} {
+	for _, f := range []string{fileSpec, fileError} {
 		if err := os.WriteFile(filepath.Join(root(h), "old2", f), []byte("x\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -187,7 +187,7 @@ func TestRecycledDirectoriesInBatches(t *testing.T) {
 	// exists fails without using up a pooled directory.
 	specs = specs[:0]
 	for i := range 5 {
-		specs = append(specs, Spec{ID: fmt.Sprintf("new%d", i), Command: []string{"sh", "-c", fmt.Sprintf("echo %d; exit %d", i, i)}})
+		specs = append(specs, runner.Spec{ID: fmt.Sprintf("new%d", i), Command: []string{"sh", "-c", fmt.Sprintf("echo %d; exit %d", i, i)}})
 	}
 	errs, err := c.StartMany(ctx, specs)
 	if err != nil {
@@ -199,7 +199,7 @@ func TestRecycledDirectoriesInBatches(t *testing.T) {
 		}
 	}
 	for i, s := range specs {
-		st := h.waitState(s.ID, StateExited)
+		st := h.waitState(s.ID, runner.StateExited)
 		if st.ExitCode != i {
 			t.Fatalf("%s: exit %d, want %d", s.ID, st.ExitCode, i)
 		}
@@ -239,8 +239,8 @@ func TestFreePoolIsBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h.start(Spec{ID: "c", Command: []string{"true"}})
-	h.waitState("c", StateExited)
+	h.start(runner.Spec{ID: "c", Command: []string{"true"}})
+	h.waitState("c", runner.StateExited)
 	code, _, errs := h.run("", "forget", "c")
 	wantCode(t, "forget", code, errs, 0, "")
 	if n := len(dirEntries(t, pool)); n != maxFree {
@@ -258,8 +258,8 @@ func TestCleanRemovesThePool(t *testing.T) {
 	h := newHarness(t)
 	code, _, errs := h.run("", "clean")
 	wantCode(t, "clean without a state dir", code, errs, 0, "")
-	h.start(Spec{ID: "c", Command: []string{"true"}})
-	h.waitState("c", StateExited)
+	h.start(runner.Spec{ID: "c", Command: []string{"true"}})
+	h.waitState("c", runner.StateExited)
 	code, _, errs = h.run("", "forget", "c")
 	wantCode(t, "forget", code, errs, 0, "")
 	code, _, errs = h.run("", "clean")

@@ -1,0 +1,103 @@
+//go:build unix
+
+package local
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/runner/agent"
+	"dispatch-tui/engine/runner/runnertest"
+	"dispatch-tui/engine/sshexec"
+)
+
+// TestMain lets the test binary be the runner on the instances: a session
+// running "<test binary> runner <verb>" runs the agent, as
+// "dispatch-tui runner <verb>" does.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "runner" {
+		os.Exit(agent.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr, agent.Env{Version: "0.0.0-test", Hash: "testhash"}))
+	}
+	os.Exit(m.Run())
+}
+
+// The runner conformance suite against the real agent, reached over SSH
+// on an instance of this driver as the dispatcher reaches it.
+func TestRunnerConformance(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runnertest.Run(t, func(t *testing.T) runnertest.Target {
+		d := newDriver(t, t.TempDir(), 0)
+		inst := create(t, d, nil)
+		hk, _ := d.HostKey(inst.ID())
+		exec := sshexec.New(sshexec.Options{
+			Address: inst.Address(), User: "dispatch", Signer: d.ClientSigner(),
+			HostKeyCallback: sshexec.Pinned(hk),
+		})
+		stateDir := filepath.Join(inst.(*Instance).Dir(), dirRunner)
+		t.Cleanup(func() {
+			exec.Close()
+			if err := inst.Destroy(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
+		return runnertest.Target{
+			Client:  &runner.Client{Exec: exec, Path: self},
+			Command: shellProgram,
+			Lose: func(t *testing.T) {
+				agent.KillAll(stateDir)
+				if err := os.RemoveAll(stateDir); err != nil {
+					t.Fatal(err)
+				}
+			},
+			Crash: func(t *testing.T, id string) { crash(t, filepath.Join(stateDir, id)) },
+		}
+	})
+}
+
+// shellProgram renders p as a shell script.
+func shellProgram(p runnertest.Program) []string {
+	switch {
+	case p.Forever && p.IgnoreTerm:
+		return []string{"sh", "-c", `trap "" TERM; echo ready; exec sleep 600`}
+	case p.Forever:
+		return []string{"sh", "-c", "echo ready; exec sleep 600"}
+	}
+	return []string{"sh", "-c", fmt.Sprintf("echo ready; echo exiting %d; exit %d", p.Exit, p.Exit)}
+}
+
+// crash kills the supervisor of the container in dir, then the command's
+// process group. The pids come from pid_start: "<start ticks> <started>
+// <supervisor pid> <supervisor start ticks> <pid>".
+func crash(t *testing.T, dir string) {
+	b, err := os.ReadFile(filepath.Join(dir, "pid_start"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 5 {
+		t.Fatalf("pid_start %q", b)
+	}
+	spid, err1 := strconv.Atoi(f[2])
+	pid, err2 := strconv.Atoi(f[4])
+	if err1 != nil || err2 != nil || spid <= 1 || pid <= 1 {
+		t.Fatalf("pid_start %q", b)
+	}
+	// SIGKILL marks the supervisor dead before kill(2) returns: it records
+	// nothing of what happens next.
+	if err := syscall.Kill(spid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+}

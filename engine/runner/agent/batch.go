@@ -1,0 +1,260 @@
+//go:build unix
+
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"dispatch-tui/engine/runner"
+)
+
+// batch runs "runner batch": one Request per line on stdin, one Reply per
+// line on stdout, in order. Consecutive starts are launched together under
+// one supervisor. A request that fails gets a non-zero code in its reply;
+// the batch itself fails only when stdin cannot be read.
+func (a *agent) batch(stdin io.Reader) int {
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
+	sc := newRequestScanner(stdin)
+	var f frame
+	for sc.Scan() {
+		f.add(sc.Bytes())
+	}
+	if err := sc.Err(); err != nil {
+		return a.fail(2, "runner batch: reading requests: %v", err)
+	}
+	bw := bufio.NewWriter(a.stdout)
+	if err := writeReplies(bw, a.runRequests(&f)); err != nil {
+		return a.fail(1, "runner batch: %v", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return a.fail(1, "runner batch: %v", err)
+	}
+	return 0
+}
+
+func newRequestScanner(r io.Reader) *bufio.Scanner {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 2*maxSpecBytes+4096)
+	return sc
+}
+
+// frame is the requests of a batch, or of one frame of serve, as read.
+type frame struct {
+	reqs      []runner.Request
+	parseErrs []error
+}
+
+// add parses one input line; it reports false for an empty line (which
+// ends a frame of serve).
+func (f *frame) add(line []byte) bool {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return false
+	}
+	var r runner.Request
+	err := json.Unmarshal(line, &r)
+	f.reqs = append(f.reqs, r)
+	f.parseErrs = append(f.parseErrs, err)
+	return true
+}
+
+// runRequests runs a batch's requests in order, consecutive starts under
+// one supervisor, and returns one reply per request.
+func (a *agent) runRequests(f *frame) []runner.Reply {
+	reqs, parseErrs := f.reqs, f.parseErrs
+	replies := make([]runner.Reply, len(reqs))
+	for i := 0; i < len(reqs); {
+		if parseErrs[i] == nil && reqs[i].Verb == "start" {
+			j := i
+			for j < len(reqs) && parseErrs[j] == nil && reqs[j].Verb == "start" {
+				j++
+			}
+			a.batchStart(reqs[i:j], replies[i:j])
+			i = j
+			continue
+		}
+		if parseErrs[i] != nil {
+			replies[i] = runner.Reply{Code: 2, Stderr: "runner batch: bad request: " + parseErrs[i].Error()}
+		} else {
+			replies[i] = a.batchOne(reqs[i])
+		}
+		i++
+	}
+	return replies
+}
+
+func writeReplies(bw *bufio.Writer, replies []runner.Reply) error {
+	enc := json.NewEncoder(bw)
+	for i := range replies {
+		if err := enc.Encode(&replies[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serve runs "runner serve": batches over one long-lived session (DESIGN
+// §9), so that the dispatcher pays for neither an SSH session nor a
+// process start per call. stdin carries frames: request lines as for
+// batch, then an empty line. For each frame serve writes its replies, one
+// line each, then an empty line. A frame cut short by the end of stdin is
+// not run (the dispatcher takes a frame it could not finish sending for
+// one never sent). Containers started here outlive the session as they
+// outlive a batch.
+func (a *agent) serve(stdin io.Reader) int {
+	if stdin == nil {
+		return 0
+	}
+	sc := newRequestScanner(stdin)
+	bw := bufio.NewWriter(a.stdout)
+	var f frame
+	for sc.Scan() {
+		if f.add(sc.Bytes()) {
+			continue
+		}
+		if err := writeReplies(bw, a.runRequests(&f)); err != nil {
+			return a.fail(1, "runner serve: %v", err)
+		}
+		if err := bw.WriteByte('\n'); err != nil {
+			return a.fail(1, "runner serve: %v", err)
+		}
+		if err := bw.Flush(); err != nil {
+			return a.fail(1, "runner serve: %v", err)
+		}
+		f = frame{reqs: f.reqs[:0], parseErrs: f.parseErrs[:0]}
+	}
+	if err := sc.Err(); err != nil {
+		return a.fail(2, "runner serve: reading requests: %v", err)
+	}
+	return 0
+}
+
+// batchOne runs one request other than start as its verb would.
+func (a *agent) batchOne(r runner.Request) runner.Reply {
+	var out, errb bytes.Buffer
+	sub := &agent{env: a.env, stdout: &out, stderr: &errb}
+	args := []string{r.Verb}
+	if r.ID != "" {
+		args = append(args, r.ID)
+	}
+	if r.Signal != "" {
+		args = append(args, "--signal", r.Signal)
+	}
+	if r.Tail > 0 {
+		args = append(args, "--tail", strconv.Itoa(r.Tail))
+	}
+	cmd, err := runner.ParseArgs(args)
+	code := 0
+	switch {
+	case err != nil:
+		code = sub.fail(2, "%v", err)
+	case cmd.ID != "" && !safeID(cmd.ID):
+		code = sub.fail(2, "runner %s: invalid container id %q", cmd.Verb, cmd.ID)
+	default:
+		switch cmd.Verb {
+		case "version":
+			code = sub.version()
+		case "list":
+			code = sub.list()
+		case "kill":
+			code = sub.kill(cmd.ID, cmd.Signal)
+		case "logs":
+			code = sub.logs(cmd.ID, cmd.Tail)
+		case "forget":
+			code = sub.forget(cmd.ID)
+		default:
+			code = sub.fail(2, "runner batch: verb %q not allowed in a batch", cmd.Verb)
+		}
+	}
+	return runner.Reply{Code: code, Stdout: out.Bytes(), Stderr: strings.TrimSpace(errb.String())}
+}
+
+// batchStart starts the containers of reqs (all "start") under one
+// supervisor and fills their replies.
+func (a *agent) batchStart(reqs []runner.Request, replies []runner.Reply) {
+	failf := func(i, code int, format string, args ...any) {
+		replies[i] = runner.Reply{Code: code, Stderr: strings.ReplaceAll(strings.TrimSpace(fmt.Sprintf(format, args...)), "\n", " ")}
+	}
+	root, _, err := a.stateRoot(true)
+	if err != nil {
+		for i := range reqs {
+			failf(i, 1, "runner start %s: %v", reqs[i].ID, err)
+		}
+		return
+	}
+	var ids []string
+	var idx []int
+	var bodies [][]byte
+	pool := newFreePool(root)
+	defer pool.close()
+	now := a.env.Now()
+	for i, r := range reqs {
+		if !safeID(r.ID) {
+			failf(i, 2, "runner start: invalid container id %q: want [A-Za-z0-9_.-]{1,128}, not . or ..", r.ID)
+			continue
+		}
+		if len(r.Spec) > maxSpecBytes {
+			failf(i, 2, "runner start %s: spec is larger than 1 MiB", r.ID)
+			continue
+		}
+		spec, err := decodeSpec(r.Spec)
+		if err == nil && spec.ID != r.ID {
+			err = fmt.Errorf("spec id %q does not match the request id %q", spec.ID, r.ID)
+		}
+		if err != nil {
+			failf(i, 2, "runner start %s: %v", r.ID, err)
+			continue
+		}
+		if spec.Image != "" {
+			if _, err := exec.LookPath("docker"); err != nil {
+				failf(i, 1, "runner start %s: image given but docker is not installed (install docker on the instance, or submit without an image)", r.ID)
+				continue
+			}
+		}
+		if slices.Contains(ids, r.ID) {
+			failf(i, 1, "container %s already exists (forget it first, or use a new id)", r.ID)
+			continue
+		}
+		dir := filepath.Join(root, r.ID)
+		if err := pool.makeDir(dir, now); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				failf(i, 1, "container %s already exists (forget it first, or use a new id)", r.ID)
+			} else {
+				failf(i, 1, "runner start %s: %v", r.ID, err)
+			}
+			continue
+		}
+		body, err := writeSpec(dir, &spec)
+		if err != nil {
+			os.RemoveAll(dir)
+			failf(i, 1, "runner start %s: writing spec: %v", r.ID, err)
+			continue
+		}
+		ids = append(ids, r.ID)
+		idx = append(idx, i)
+		bodies = append(bodies, body)
+	}
+	if len(ids) == 0 {
+		return
+	}
+	for k, err := range a.launchMany(root, ids, bodies) {
+		if err != nil {
+			os.RemoveAll(filepath.Join(root, ids[k]))
+			failf(idx[k], 1, "runner start %s: %v", ids[k], err)
+		}
+	}
+}

@@ -1,0 +1,125 @@
+//go:build unix
+
+package agent
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"dispatch-tui/engine/runner"
+)
+
+func (a *agent) list() int {
+	root, exists, err := a.stateRoot(false)
+	if err != nil {
+		return a.fail(1, "runner list: %v", err)
+	}
+	if !exists {
+		return 0
+	}
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return a.fail(1, "runner list: %v", err)
+	}
+	sts := make([]runner.Status, 0, len(ents))
+	for _, e := range ents {
+		if !e.IsDir() || !safeID(e.Name()) {
+			continue
+		}
+		sts = append(sts, a.status(filepath.Join(root, e.Name()), e.Name()))
+	}
+	sort.Slice(sts, func(i, j int) bool { return sts[i].ID < sts[j].ID })
+	if err := runner.FormatList(a.stdout, sts); err != nil {
+		return a.fail(1, "runner list: %v", err)
+	}
+	return 0
+}
+
+// status reads the state of the container in dir.
+//
+// A container is exited once pid_start holds its exit line (or, for a
+// command that could not be started, once an exit file exists). Without one it is running while its command
+// is alive, and also while its supervisor is alive (the command just ended
+// and the supervisor is about to record the exit). When both are gone
+// without an exit record (the supervisor was killed) it is exited with
+// code -1. A directory without a pid record is starting for startingGrace
+// after it was made, then exited with -1.
+//
+// pid_start holds everything list reports, so a container costs one open
+// and one read, plus a look at /proc while it runs.
+func (a *agent) status(dir, id string) runner.Status {
+	st := runner.Status{ID: id, State: runner.StateRunning}
+	pr, pidErr := readPIDRecord(dir)
+	if pidErr == nil && pr.exit != nil {
+		pr.exit.fill(&st)
+		return st
+	}
+	switch {
+	case pidErr == nil:
+		st.PID = pr.pid
+		st.StartedAt = pr.started
+	case errors.Is(pidErr, errNotWritten):
+		st.StartedAt = modTime(dir) // made (or claimed) by start
+	default:
+		st.StartedAt = bornTime(dir)
+	}
+	if pidErr != nil {
+		// A start that failed has an exit file instead.
+		if ex, ok := readExitRecord(dir); ok {
+			ex.fill(&st)
+			return st
+		}
+		// "start" makes the directory, then the supervisor writes the
+		// pid record: a directory without one is starting for a while.
+		if since := a.env.Now().Sub(st.StartedAt); since >= 0 && since < startingGrace {
+			return st // starting
+		}
+		st.State, st.ExitCode = runner.StateExited, -1
+		return st
+	}
+	if alive(pr.pid, pr.start) {
+		return st
+	}
+	if alive(pr.spid, pr.sstart) {
+		return st // the supervisor is recording the exit
+	}
+	if a.readExit(dir, &st) { // written between the checks above
+		return st
+	}
+	st.State, st.ExitCode = runner.StateExited, -1
+	return st
+}
+
+// bornTime is when the container in dir was made: its spec file's time
+// (written first, for a container with an image), else the directory's.
+func bornTime(dir string) time.Time {
+	if t := modTime(filepath.Join(dir, fileSpec)); !t.IsZero() {
+		return t
+	}
+	return modTime(dir)
+}
+
+// readExit fills the exit code and finished time from the exit file and
+// reports whether there is one.
+func (a *agent) readExit(dir string, st *runner.Status) bool {
+	if ex, ok := readExitRecord(dir); ok {
+		ex.fill(st)
+		return true
+	}
+	if pr, err := readPIDRecord(dir); err == nil && pr.exit != nil {
+		pr.exit.fill(st)
+		return true
+	}
+	return false
+}
+
+func modTime(path string) time.Time {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime().UTC()
+}

@@ -1,0 +1,151 @@
+//go:build unix
+
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"dispatch-tui/engine/runner"
+)
+
+// pidRecord is what pid_start says.
+type pidRecord struct {
+	pid     int
+	start   string // the command's start time in clock ticks; "" = unknown
+	started time.Time
+	spid    int // the supervisor
+	sstart  string
+	exit    *exitRecord // pid_start's exit line, once appended
+}
+
+// formatPIDRecord renders pid_start (the first line of exit).
+func formatPIDRecord(r pidRecord) []byte {
+	return fmt.Appendf(nil, "%s %s %d %s %d\n", orDash(r.start), r.started.UTC().Format(time.RFC3339Nano), r.spid, orDash(r.sstart), r.pid)
+}
+
+// formatExitLine renders the second line of the exit file.
+func formatExitLine(code int, finished time.Time) []byte {
+	return fmt.Appendf(nil, "%d %s\n", code, finished.UTC().Format(time.RFC3339Nano))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func unDash(s string) string {
+	if s == "-" {
+		return ""
+	}
+	return s
+}
+
+// readLines returns the lines of path's content when it is complete (ends
+// with a newline); an error wrapping errNotWritten when it is there but
+// empty or unterminated.
+func readLines(path string) ([]string, error) {
+	b, err := readSmall(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) == 0 || b[len(b)-1] != '\n' {
+		return nil, fmt.Errorf("%s: %w", path, errNotWritten)
+	}
+	return strings.Split(string(b[:len(b)-1]), "\n"), nil
+}
+
+// parsePIDLine parses the five fields of formatPIDRecord.
+func parsePIDLine(line string) (r pidRecord, ok bool) {
+	f := strings.Fields(line)
+	if len(f) < 5 {
+		return r, false
+	}
+	var err error
+	if r.pid, err = strconv.Atoi(f[4]); err != nil || r.pid < 0 {
+		return r, false
+	}
+	r.start = unDash(f[0])
+	r.started = parseTime(f[1])
+	r.spid, _ = strconv.Atoi(f[2])
+	r.sstart = unDash(f[3])
+	return r, true
+}
+
+// parseExitLine parses formatExitLine.
+func parseExitLine(line string) (r exitRecord, ok bool) {
+	f := strings.Fields(line)
+	if len(f) < 2 {
+		return r, false
+	}
+	var err error
+	if r.code, err = strconv.Atoi(f[0]); err != nil {
+		return r, false
+	}
+	r.finished = parseTime(f[1])
+	return r, !r.finished.IsZero()
+}
+
+// errNotWritten: a state file is there but not complete. For pid_start,
+// the supervisor has yet to write it (in a recycled directory it is there,
+// empty, from the start).
+var errNotWritten = errors.New("not written yet")
+
+// readPIDRecord reads pid_start of the container in dir: five fields,
+// with the exit line after them once the command ended.
+func readPIDRecord(dir string) (pidRecord, error) {
+	path := filepath.Join(dir, filePIDStart)
+	lines, err := readLines(path)
+	if err != nil {
+		return pidRecord{}, err
+	}
+	r, ok := parsePIDLine(lines[0])
+	if !ok || r.pid <= 0 {
+		return pidRecord{}, fmt.Errorf("%s: malformed", path)
+	}
+	if len(lines) > 1 {
+		if ex, ok := parseExitLine(lines[1]); ok {
+			ex.pid, ex.started = r.pid, r.started
+			r.exit = &ex
+		}
+	}
+	return r, nil
+}
+
+// exitRecord is an exit line with the pid line before it.
+type exitRecord struct {
+	code     int
+	finished time.Time
+	pid      int
+	started  time.Time
+}
+
+// readExitRecord reads the exit file of the container in dir, written
+// instead of pid_start's exit line when the command could not be started
+// (or the line could not be appended): the pid line and the exit line. ok
+// is false when there is none (yet).
+func readExitRecord(dir string) (r exitRecord, ok bool) {
+	lines, err := readLines(filepath.Join(dir, fileExit))
+	if err != nil || len(lines) < 2 {
+		return r, false
+	}
+	p, ok1 := parsePIDLine(lines[0])
+	ex, ok2 := parseExitLine(lines[1])
+	if !ok1 || !ok2 {
+		return r, false
+	}
+	ex.pid, ex.started = p.pid, p.started
+	return ex, true
+}
+
+// fill sets st's exit fields, its pid and its start time.
+func (r exitRecord) fill(st *runner.Status) {
+	st.State, st.ExitCode, st.FinishedAt = runner.StateExited, r.code, r.finished
+	st.PID, st.StartedAt = r.pid, r.started
+}

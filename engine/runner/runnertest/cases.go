@@ -1,0 +1,291 @@
+package runnertest
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+
+	"dispatch-tui/engine/runner"
+)
+
+// cases is the table of protocol behaviours.
+var cases = []struct {
+	name string
+	run  func(e *env)
+}{
+	{"version names a version and a hash", func(e *env) {
+		v, err := e.client().Version(e.ctx)
+		if err != nil || len(strings.Fields(v)) != 2 {
+			e.t.Fatalf("version %q, %v", v, err)
+		}
+	}},
+	{"a new runner lists nothing", func(e *env) {
+		if sts := e.list(); len(sts) != 0 {
+			e.t.Fatalf("list %+v", sts)
+		}
+	}},
+	{"exit codes", func(e *env) {
+		for _, code := range []int{0, 1, 3, 127} {
+			id := "exit-" + strconv.Itoa(code)
+			e.start(id, Program{Exit: code})
+			st := e.waitState(id, runner.StateExited)
+			if st.ExitCode != code || st.PID <= 0 || st.StartedAt.IsZero() || st.FinishedAt.Before(st.StartedAt) {
+				e.t.Fatalf("exit %d: status %+v", code, st)
+			}
+		}
+	}},
+	{"running container", func(e *env) {
+		e.start("run", Program{Forever: true})
+		st := e.waitState("run", runner.StateRunning)
+		if st.PID <= 0 || st.StartedAt.IsZero() || !st.FinishedAt.IsZero() || st.ExitCode != 0 {
+			e.t.Fatalf("status %+v", st)
+		}
+	}},
+	{"list is sorted by id", func(e *env) {
+		for _, id := range []string{"m", "b", "z", "a"} {
+			e.start(id, Program{Exit: 0})
+		}
+		if got := ids(e.list()); !slices.Equal(got, []string{"a", "b", "m", "z"}) {
+			e.t.Fatalf("list ids %v", got)
+		}
+	}},
+	{"kill TERM and KILL", func(e *env) {
+		e.start("t", Program{Forever: true})
+		e.start("k", Program{Forever: true})
+		e.ready("t")
+		e.ready("k")
+		e.wantExit("kill TERM", e.client().Kill(e.ctx, "t", runner.SignalTerm), 0, "")
+		e.wantExit("kill KILL", e.client().Kill(e.ctx, "k", runner.SignalKill), 0, "")
+		if st := e.waitState("t", runner.StateExited); st.ExitCode != exitTerm || st.FinishedAt.IsZero() {
+			e.t.Fatalf("after TERM: %+v", st)
+		}
+		if st := e.waitState("k", runner.StateExited); st.ExitCode != exitKill || st.FinishedAt.IsZero() {
+			e.t.Fatalf("after KILL: %+v", st)
+		}
+		// An exited container takes any signal without complaint and
+		// keeps its exit.
+		e.wantExit("kill of an exited container", e.client().Kill(e.ctx, "t", runner.SignalKill), 0, "")
+		if st, _ := e.status("t"); st.ExitCode != exitTerm {
+			e.t.Fatalf("exit changed by a later kill: %+v", st)
+		}
+	}},
+	{"a container ignoring TERM ends on KILL", func(e *env) {
+		e.start("deaf", Program{Forever: true, IgnoreTerm: true})
+		e.ready("deaf")
+		e.wantExit("kill TERM", e.client().Kill(e.ctx, "deaf", runner.SignalTerm), 0, "")
+		if st, _ := e.status("deaf"); st.State != runner.StateRunning {
+			e.t.Fatalf("ended on TERM: %+v", st)
+		}
+		e.wantExit("kill KILL", e.client().Kill(e.ctx, "deaf", runner.SignalKill), 0, "")
+		// Had TERM ended it, it would report TERM's code.
+		if st := e.waitState("deaf", runner.StateExited); st.ExitCode != exitKill {
+			e.t.Fatalf("status %+v, want exit %d", st, exitKill)
+		}
+	}},
+	{"unknown container", func(e *env) {
+		e.wantExit("kill", e.client().Kill(e.ctx, "ghost", runner.SignalTerm), 1, "no such container")
+		_, err := e.client().Logs(e.ctx, "ghost", 0)
+		e.wantExit("logs", err, 1, "no such container")
+		e.wantExit("forget", e.client().Forget(e.ctx, "ghost"), 1, "no such container")
+	}},
+	{"logs and their tail", func(e *env) {
+		e.start("talk", Program{Exit: 2})
+		e.waitState("talk", runner.StateExited)
+		all, err := e.client().Logs(e.ctx, "talk", 0)
+		if err != nil || len(all) == 0 || !bytes.HasSuffix(all, []byte("\n")) {
+			e.t.Fatalf("logs %q, %v", all, err)
+		}
+		lines := strings.SplitAfter(string(all), "\n")
+		last := lines[len(lines)-2]
+		for tail, want := range map[int]string{1: last, len(lines) - 1: string(all), 1000: string(all)} {
+			got, err := e.client().Logs(e.ctx, "talk", tail)
+			if err != nil || string(got) != want {
+				e.t.Fatalf("logs --tail %d = %q, %v; want %q", tail, got, err, want)
+			}
+		}
+	}},
+	{"forget", func(e *env) {
+		e.start("done", Program{Exit: 0})
+		e.start("busy", Program{Forever: true})
+		e.waitState("done", runner.StateExited)
+		e.waitState("busy", runner.StateRunning)
+		e.wantExit("forget of a running container", e.client().Forget(e.ctx, "busy"), 1, "running")
+		if st, ok := e.status("busy"); !ok || st.State != runner.StateRunning {
+			e.t.Fatalf("after a refused forget: %+v (listed %v)", st, ok)
+		}
+		e.wantExit("forget", e.client().Forget(e.ctx, "done"), 0, "")
+		if got := ids(e.list()); !slices.Equal(got, []string{"busy"}) {
+			e.t.Fatalf("list after forget: %v", got)
+		}
+		e.wantExit("forget again", e.client().Forget(e.ctx, "done"), 1, "no such container")
+		// A forgotten id can be started again.
+		e.start("done", Program{Exit: 5})
+		if st := e.waitState("done", runner.StateExited); st.ExitCode != 5 {
+			e.t.Fatalf("restarted: %+v", st)
+		}
+	}},
+	{"duplicate start", func(e *env) {
+		e.start("dup", Program{Forever: true})
+		st := e.waitState("dup", runner.StateRunning)
+		err := e.client().Start(e.ctx, runner.Spec{ID: "dup", Command: e.tg.Command(Program{Exit: 0})})
+		e.wantExit("second start", err, 1, "already exists")
+		if st2 := e.waitState("dup", runner.StateRunning); st2.PID != st.PID || !st2.StartedAt.Equal(st.StartedAt) {
+			e.t.Fatalf("the second start changed the container: %+v, was %+v", st2, st)
+		}
+	}},
+	{"invalid ids and arguments", func(e *env) {
+		for _, id := range []string{"..", ".", "../x", "a/b", strings.Repeat("a", 129)} {
+			for _, verb := range []string{"kill", "logs", "forget", "start"} {
+				spec, _ := json.Marshal(runner.Spec{ID: id, Command: e.tg.Command(Program{Exit: 0})})
+				_, err := e.raw(verb+" "+id, string(spec))
+				e.wantExit(verb+" "+id, err, 2, "")
+			}
+		}
+		for _, line := range []string{"bogus", "list extra", "kill c1 --signal HUP", "logs c1 --tail -1", "start"} {
+			_, err := e.raw(line, "")
+			e.wantExit(line, err, 2, "")
+		}
+		if sts := e.list(); len(sts) != 0 {
+			e.t.Fatalf("list %+v", sts)
+		}
+	}},
+	{"bad specs", func(e *env) {
+		for name, spec := range map[string]string{
+			"id mismatch":   `{"id":"c2","command":["true"]}`,
+			"truncated":     `{"id":"c1","command":["true"]`,
+			"unknown field": `{"id":"c1","command":["true"],"shell":"sh"}`,
+			"no command":    `{"id":"c1","command":[]}`,
+			"trailing data": `{"id":"c1","command":["true"]} {}`,
+			"empty":         ``,
+		} {
+			_, err := e.raw("start c1", spec)
+			e.wantExit(name, err, 2, "")
+		}
+		if sts := e.list(); len(sts) != 0 {
+			e.t.Fatalf("list %+v", sts)
+		}
+	}},
+	{"batch of starts, kills and forgets", func(e *env) {
+		start := func(id string, p Program) runner.Request {
+			return runner.Request{Verb: "start", ID: id, Spec: e.specJSON(id, p)}
+		}
+		codes, replies := e.batch(
+			start("b1", Program{Exit: 4}),
+			start("b2", Program{Forever: true}),
+			start("b1", Program{Exit: 0}), // a duplicate within the batch
+			runner.Request{Verb: "list"},
+			runner.Request{Verb: "kill", ID: "nope", Signal: runner.SignalTerm},
+			runner.Request{Verb: "forget", ID: "b2"}, // running
+			start("b3", Program{Forever: true}),
+		)
+		e.wantCodes("first batch", codes, []int{0, 0, 1, 0, 1, 1, 0}, replies)
+		if !strings.Contains(replies[2].Stderr, "already exists") || !strings.Contains(replies[4].Stderr, "no such container") {
+			e.t.Fatalf("replies %+v", replies)
+		}
+		listed, err := runner.ParseList(replies[3].Stdout)
+		if err != nil || !slices.Equal(ids(listed), []string{"b1", "b2"}) {
+			e.t.Fatalf("list in the batch: %+v, %v", listed, err)
+		}
+		e.waitState("b1", runner.StateExited)
+		e.ready("b2")
+		e.ready("b3")
+		codes, replies = e.batch(
+			runner.Request{Verb: "kill", ID: "b2", Signal: runner.SignalKill},
+			runner.Request{Verb: "kill", ID: "b3", Signal: runner.SignalTerm},
+			runner.Request{Verb: "logs", ID: "b1", Tail: 1},
+			runner.Request{Verb: "forget", ID: "b1"},
+		)
+		e.wantCodes("second batch", codes, []int{0, 0, 0, 0}, replies)
+		if len(replies[2].Stdout) == 0 {
+			e.t.Fatalf("logs in a batch: %+v", replies[2])
+		}
+		if st := e.waitState("b2", runner.StateExited); st.ExitCode != exitKill {
+			e.t.Fatalf("b2: %+v", st)
+		}
+		if st := e.waitState("b3", runner.StateExited); st.ExitCode != exitTerm {
+			e.t.Fatalf("b3: %+v", st)
+		}
+		codes, replies = e.batch(
+			runner.Request{Verb: "forget", ID: "b2"},
+			runner.Request{Verb: "forget", ID: "b3"},
+			runner.Request{Verb: "forget", ID: "b1"}, // already forgotten
+			runner.Request{Verb: "list"},
+		)
+		e.wantCodes("third batch", codes, []int{0, 0, 1, 0}, replies)
+		if len(bytes.TrimSpace(replies[3].Stdout)) != 0 {
+			e.t.Fatalf("list after forgetting all: %q", replies[3].Stdout)
+		}
+	}},
+	{"StartMany", func(e *env) {
+		specs := []runner.Spec{
+			{ID: "m1", Command: e.tg.Command(Program{Exit: 0})},
+			{ID: "m/2", Command: e.tg.Command(Program{Exit: 0})}, // refused before sending
+			{ID: "m3", Command: e.tg.Command(Program{Exit: 6})},
+		}
+		errs, err := e.client().StartMany(e.ctx, specs)
+		if err != nil || len(errs) != 3 || errs[0] != nil || errs[1] == nil || errs[2] != nil {
+			e.t.Fatalf("StartMany: %v, %v", errs, err)
+		}
+		if st := e.waitState("m3", runner.StateExited); st.ExitCode != 6 {
+			e.t.Fatalf("m3: %+v", st)
+		}
+	}},
+	{"bad requests in a batch", func(e *env) {
+		codes, replies := e.batch(
+			runner.Request{Verb: "kill", ID: "../x", Signal: runner.SignalKill},
+			runner.Request{Verb: "bogus"},
+			runner.Request{Verb: "batch"},
+			runner.Request{Verb: "serve"},
+			runner.Request{Verb: "start", ID: "c1", Spec: json.RawMessage(`{"id":"c2","command":["true"]}`)},
+			runner.Request{Verb: "start", ID: "c1"},
+			runner.Request{Verb: "list"},
+		)
+		e.wantCodes("bad requests", codes, []int{2, 2, 2, 2, 2, 2, 0}, replies)
+		// A line that is not a request fails alone.
+		out, err := e.raw("batch", "{\"verb\":\"list\"}\nnot json\n{\"verb\":\"list\"}\n")
+		if err != nil {
+			e.t.Fatalf("batch with a bad line: %v", err)
+		}
+		var got []int
+		dec := json.NewDecoder(bytes.NewReader(out))
+		for dec.More() {
+			var r runner.Reply
+			if err := dec.Decode(&r); err != nil {
+				e.t.Fatalf("reply: %v in %q", err, out)
+			}
+			got = append(got, r.Code)
+		}
+		if !slices.Equal(got, []int{0, 2, 0}) {
+			e.t.Fatalf("reply codes %v, want [0 2 0]", got)
+		}
+	}},
+	{"a lost runner state", func(e *env) {
+		e.start("l1", Program{Forever: true})
+		e.start("l2", Program{Exit: 0})
+		e.waitState("l1", runner.StateRunning)
+		e.waitState("l2", runner.StateExited)
+		e.tg.Lose(e.t)
+		if sts := e.list(); len(sts) != 0 {
+			e.t.Fatalf("list after the state was lost: %+v", sts)
+		}
+		e.wantExit("kill", e.client().Kill(e.ctx, "l1", runner.SignalKill), 1, "no such container")
+		e.wantExit("forget", e.client().Forget(e.ctx, "l2"), 1, "no such container")
+		e.start("l1", Program{Exit: 9})
+		if st := e.waitState("l1", runner.StateExited); st.ExitCode != 9 {
+			e.t.Fatalf("started again: %+v", st)
+		}
+	}},
+	{"a crashed container", func(e *env) {
+		e.start("crash", Program{Forever: true})
+		st := e.waitState("crash", runner.StateRunning)
+		e.tg.Crash(e.t, "crash")
+		got := e.waitState("crash", runner.StateExited)
+		if got.ExitCode != -1 || got.PID != st.PID || !got.StartedAt.Equal(st.StartedAt) || !got.FinishedAt.IsZero() {
+			e.t.Fatalf("crashed: %+v, was %+v", got, st)
+		}
+		e.wantExit("kill", e.client().Kill(e.ctx, "crash", runner.SignalKill), 0, "")
+		e.wantExit("forget", e.client().Forget(e.ctx, "crash"), 0, "")
+	}},
+}
