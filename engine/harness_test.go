@@ -33,11 +33,9 @@ type harness struct {
 	cloud *cloudtest.Driver
 	cfg   *config.Config
 	eng   *Engine
-	// batch makes the engine use "runner batch" calls (set before start).
-	batch bool
 }
 
-func testConfig(t *testing.T) *config.Config {
+func testConfig(t testing.TB) *config.Config {
 	cfg := config.Default()
 	cfg.Dispatcher.StateDir = t.TempDir()
 	cfg.Cloud.Driver = "cloudtest"
@@ -58,15 +56,9 @@ func testConfig(t *testing.T) *config.Config {
 
 func newHarness(t *testing.T, cfg *config.Config, ct cloudtest.Options) *harness {
 	t.Helper()
-	return newHarnessOpts(t, cfg, false, ct)
-}
-
-// newHarnessOpts is newHarness with "runner batch" calls when batch is set.
-func newHarnessOpts(t *testing.T, cfg *config.Config, batch bool, ct cloudtest.Options) *harness {
-	t.Helper()
 	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	ct.Clock = clk
-	h := &harness{t: t, clk: clk, cloud: cloudtest.New(ct), cfg: cfg, batch: batch}
+	h := &harness{t: t, clk: clk, cloud: cloudtest.New(ct), cfg: cfg}
 	h.start()
 	return h
 }
@@ -75,7 +67,7 @@ func newHarnessOpts(t *testing.T, cfg *config.Config, batch bool, ct cloudtest.O
 // restart()).
 func (h *harness) start() {
 	h.t.Helper()
-	eng, err := New(Options{Config: h.cfg, InstanceSet: h.cloud, NewExecutor: h.cloud.Executor, Clock: h.clk, BatchRunnerCalls: h.batch})
+	eng, err := New(Options{Config: h.cfg, InstanceSet: h.cloud, NewExecutor: h.cloud.Executor, Clock: h.clk})
 	if err != nil {
 		h.t.Fatal(err)
 	}

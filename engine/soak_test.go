@@ -34,14 +34,11 @@ func TestChaosSoak(t *testing.T) {
 		t.Skip("soak skipped in -short mode")
 	}
 	for seed := int64(42); seed < 42+int64(*soakSeeds); seed++ {
-		for _, batch := range []bool{false, true} {
-			name := fmt.Sprintf("seed=%d/%s", seed, map[bool]string{false: "one runner call per verb", true: "runner batch"}[batch])
-			t.Run(name, func(t *testing.T) { chaosSoak(t, seed, batch) })
-		}
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { chaosSoak(t, seed) })
 	}
 }
 
-func chaosSoak(t *testing.T, seed int64, batch bool) {
+func chaosSoak(t *testing.T, seed int64) {
 	cfg := testConfig(t)
 	cfg.Dispatcher.MaxInstances = 8
 	cfg.Dispatcher.MaxContainersPerInstance = 2
@@ -54,7 +51,7 @@ func chaosSoak(t *testing.T, seed int64, batch bool) {
 	cfg.Cloud.TimeoutShutdown = 30 * time.Second
 	cfg.Cloud.SyncInterval = 10 * time.Second
 	cfg.Cloud.ProbeInterval = 2 * time.Second
-	h := newHarnessOpts(t, cfg, batch, cloudtest.Options{
+	h := newHarness(t, cfg, cloudtest.Options{
 		Seed:               seed,
 		CreateErrorRate:    0.20,
 		DestroyErrorRate:   0.10,

@@ -116,7 +116,6 @@ func New(opts Options) (*Running, error) {
 	eng, err := engine.New(engine.Options{
 		Config: cfg, InstanceSet: set, NewExecutor: newExec, Logger: log,
 		RunnerHash: hash, RunnerBinary: readBinary, OnPass: m.ObservePass,
-		BatchRunnerCalls: !opts.SingleRunnerCalls,
 	})
 	if err != nil {
 		set.Stop()
