@@ -35,7 +35,7 @@ type harness struct {
 	eng   *Engine
 }
 
-func testConfig(t *testing.T) *config.Config {
+func testConfig(t testing.TB) *config.Config {
 	cfg := config.Default()
 	cfg.Dispatcher.StateDir = t.TempDir()
 	cfg.Cloud.Driver = "cloudtest"

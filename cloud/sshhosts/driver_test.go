@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/sshexec"
 )
@@ -31,11 +30,11 @@ func newDriverEnv(t *testing.T, types ...string) *driverEnv {
 	t.Helper()
 	env := newSSHDEnv(t, len(types))
 	de := &driverEnv{sshdEnv: env}
-	var hosts []config.SSHHost
+	var hosts []Host
 	for i, s := range env.servers {
 		wd := filepath.Join(env.dir, "work", s.dir[len(env.dir)+1:])
 		de.workDirs = append(de.workDirs, wd)
-		hosts = append(hosts, config.SSHHost{Address: s.addr, InstanceType: types[i], WorkDir: wd})
+		hosts = append(hosts, Host{Address: s.addr, InstanceType: types[i], WorkDir: wd})
 	}
 	de.opts = Options{
 		Hosts: hosts, Types: unitTypes,

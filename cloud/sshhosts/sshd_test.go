@@ -43,9 +43,12 @@ func TestEngineOnRealSSHD(t *testing.T) {
 	cfg.Cloud.MaxConcurrentCreates = 3
 	cfg.InstanceTypes = []cloud.InstanceType{{Name: "small", ProviderType: "small", VCPUs: 2, RAM: 2 << 30, Scratch: 10 << 30, Price: 0.1}}
 	workRoot := filepath.Join(env.dir, "work") // under env.dir: checked for leftover processes
+	var hosts []Host
 	for i, s := range env.servers {
+		h := Host{Address: s.addr, InstanceType: "small", WorkDir: filepath.Join(workRoot, fmt.Sprintf("host%d", i))}
+		hosts = append(hosts, h)
 		cfg.Cloud.SSHHosts.Hosts = append(cfg.Cloud.SSHHosts.Hosts, config.SSHHost{
-			Address: s.addr, InstanceType: "small", WorkDir: filepath.Join(workRoot, fmt.Sprintf("host%d", i)),
+			Address: h.Address, InstanceType: h.InstanceType, WorkDir: h.WorkDir,
 		})
 	}
 	if err := cfg.Validate(); err != nil {
@@ -53,7 +56,7 @@ func TestEngineOnRealSSHD(t *testing.T) {
 	}
 
 	drv, err := New(Options{
-		Hosts: cfg.Cloud.SSHHosts.Hosts, Types: cfg.InstanceTypes,
+		Hosts: hosts, Types: cfg.InstanceTypes,
 		DefaultUser: cfg.Cloud.SSHUser, DefaultKeyFile: cfg.Cloud.SSHKeyFile, KnownHosts: cfg.Cloud.KnownHosts,
 		RunnerPath: cfg.Cloud.RunnerPath + "~" + hash,
 		Logger:     logger,

@@ -40,7 +40,6 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/sshexec"
 )
@@ -78,11 +77,19 @@ var (
 	errTaken      = errors.New("host already has a tags file")
 )
 
+// Host is one existing machine the driver manages.
+type Host struct {
+	Address      string // host:port; also the instance's id
+	InstanceType string // the name of one of Options.Types
+	User         string // "" = Options.DefaultUser
+	KeyFile      string // "" = Options.DefaultKeyFile
+	WorkDir      string // "" = the login directory
+}
+
 // Options configure a Driver.
 type Options struct {
-	// Hosts are the configured hosts: address (host:port), instance type
-	// name, and optional user, key file and work_dir.
-	Hosts []config.SSHHost
+	// Hosts are the machines to manage, one instance each.
+	Hosts []Host
 	// Types are the configured instance types; every host's instance type
 	// must be one of them.
 	Types []cloud.InstanceType

@@ -12,7 +12,6 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/engine/config"
 )
 
 var unitTypes = []cloud.InstanceType{
@@ -53,9 +52,9 @@ func TestNewRejectsBadOptionsNamingTheHost(t *testing.T) {
 	enc := filepath.Join(dir, "enc")
 	os.WriteFile(enc, pem.EncodeToMemory(encBlock), 0o600)
 
-	good := config.SSHHost{Address: "10.0.0.5:22", InstanceType: "small"}
+	good := Host{Address: "10.0.0.5:22", InstanceType: "small"}
 	base := func() Options {
-		return Options{Hosts: []config.SSHHost{good}, Types: unitTypes, DefaultUser: "u", DefaultKeyFile: key, KnownHosts: kh}
+		return Options{Hosts: []Host{good}, Types: unitTypes, DefaultUser: "u", DefaultKeyFile: key, KnownHosts: kh}
 	}
 	if d, err := New(base()); err != nil {
 		t.Fatalf("good options: %v", err)
@@ -70,7 +69,7 @@ func TestNewRejectsBadOptionsNamingTheHost(t *testing.T) {
 		{"no known_hosts", func(o *Options) { o.KnownHosts = "" }, []string{"known_hosts"}},
 		{"missing known_hosts", func(o *Options) { o.KnownHosts = filepath.Join(dir, "nope") }, []string{"known_hosts", "nope"}},
 		{"no hosts", func(o *Options) { o.Hosts = nil }, []string{"no hosts"}},
-		{"bad address", func(o *Options) { o.Hosts = []config.SSHHost{{Address: "10.0.0.5", InstanceType: "small"}} }, []string{"10.0.0.5", "host:port"}},
+		{"bad address", func(o *Options) { o.Hosts = []Host{{Address: "10.0.0.5", InstanceType: "small"}} }, []string{"10.0.0.5", "host:port"}},
 		{"unknown type", func(o *Options) { o.Hosts[0].InstanceType = "huge" }, []string{"10.0.0.5:22", `"huge"`}},
 		{"no key", func(o *Options) { o.DefaultKeyFile = "" }, []string{"10.0.0.5:22", "key_file"}},
 		{"missing key file", func(o *Options) { o.Hosts[0].KeyFile = filepath.Join(dir, "missing") }, []string{"10.0.0.5:22", "missing"}},
@@ -79,14 +78,14 @@ func TestNewRejectsBadOptionsNamingTheHost(t *testing.T) {
 		{"quote in work_dir", func(o *Options) { o.Hosts[0].WorkDir = "/srv/it's" }, []string{"10.0.0.5:22", "work_dir", "single quote"}},
 		{"~user work_dir", func(o *Options) { o.Hosts[0].WorkDir = "~bob/x" }, []string{"10.0.0.5:22", "work_dir"}},
 		{"same id", func(o *Options) {
-			o.Hosts = []config.SSHHost{good, {Address: "10-0.0.5:22", InstanceType: "small"}}
+			o.Hosts = []Host{good, {Address: "10-0.0.5:22", InstanceType: "small"}}
 		}, []string{"10-0.0.5:22", "host-10-0-0-5-22"}},
 		{"quote in runner path", func(o *Options) { o.RunnerPath = "/tmp/it's" }, []string{"runner path"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			o := base()
-			o.Hosts = append([]config.SSHHost(nil), o.Hosts...)
+			o.Hosts = append([]Host(nil), o.Hosts...)
 			c.mod(&o)
 			d, err := New(o)
 			if err == nil {

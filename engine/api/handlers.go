@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"dispatch-tui/engine"
 	"dispatch-tui/engine/queue"
 )
 
@@ -33,12 +34,17 @@ func (s *server) instanceVerb(w http.ResponseWriter, r *http.Request) {
 		writeError(w, herr)
 		return
 	}
-	v, err := s.eng.InstanceVerb(id, verb, actor(r), body.Reason)
+	v, err := engine.ParseInstanceVerb(verb)
 	if err != nil {
 		writeError(w, classify(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, v)
+	iv, err := s.eng.ApplyInstanceVerb(id, v, actor(r), body.Reason)
+	if err != nil {
+		writeError(w, classify(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, iv)
 }
 
 func (s *server) listContainers(w http.ResponseWriter, r *http.Request) {
@@ -99,7 +105,13 @@ func (s *server) containerVerb(w http.ResponseWriter, r *http.Request) {
 		writeError(w, herr)
 		return
 	}
-	s.applyContainerVerb(w, id, func() (queue.Container, error) { return s.eng.ContainerVerb(id, verb, actor(r), body.Reason) })
+	s.applyContainerVerb(w, id, func() (queue.Container, error) {
+		v, err := engine.ParseContainerVerb(verb)
+		if err != nil {
+			return queue.Container{}, err
+		}
+		return s.eng.ApplyContainerVerb(id, v, actor(r), body.Reason)
+	})
 }
 
 func (s *server) patchContainer(w http.ResponseWriter, r *http.Request) {

@@ -649,19 +649,9 @@ func withPort(addr string, port int) string {
 // file's directory; hasTypes tells whether the file has instance types
 // (which then replace the built-in ones).
 func (p *parser) convert(r *rawFile, c *Config, dir string, hasTypes bool) {
-	d, rd := &c.Dispatcher, &r.Dispatcher
-	p.str("dispatcher.listen", rd.Listen, &d.Listen)
-	p.str("dispatcher.token", rd.Token, &d.Token)
-	p.str("dispatcher.token_file", rd.TokenFile, &d.TokenFile)
-	p.str("dispatcher.state_dir", rd.StateDir, &d.StateDir)
-	p.integer("dispatcher.max_instances", rd.MaxInstances, &d.MaxInstances)
-	p.integer("dispatcher.max_containers_per_instance", rd.MaxContainersPerInstance, &d.MaxContainersPerInstance)
-	p.number("dispatcher.max_price_factor", rd.MaxPriceFactor, &d.MaxPriceFactor)
-	p.str("dispatcher.scheduler_profile", rd.SchedulerProfile, &d.SchedulerProfile)
-	p.duration("dispatcher.stale_lock_timeout", rd.StaleLockTimeout, &d.StaleLockTimeout)
-	p.size("dispatcher.reserve_extra_ram", rd.ReserveExtraRAM, &d.ReserveExtraRAM)
-	p.size("dispatcher.memory_limit", rd.MemoryLimit, &d.MemoryLimit)
-	p.integer("dispatcher.event_retention", rd.EventRetention, &d.EventRetention)
+	p.convertFields("", reflect.ValueOf(r).Elem(), reflect.ValueOf(c).Elem())
+
+	d := &c.Dispatcher
 	if d.StateDir == "" {
 		d.StateDir = DefaultStateDir()
 	} else {
@@ -680,35 +670,14 @@ func (p *parser) convert(r *rawFile, c *Config, dir string, hasTypes bool) {
 		d.Token = tok
 	}
 
-	cl, rc := &c.Cloud, &r.Cloud
-	p.str("cloud.driver", rc.Driver, &cl.Driver)
-	p.str("cloud.ssh_user", rc.SSHUser, &cl.SSHUser)
-	p.str("cloud.ssh_key_file", rc.SSHKeyFile, &cl.SSHKeyFile)
+	cl := &c.Cloud
 	cl.SSHKeyFile = localPath(dir, cl.SSHKeyFile)
-	p.integer("cloud.ssh_port", rc.SSHPort, &cl.SSHPort)
-	p.str("cloud.known_hosts", rc.KnownHosts, &cl.KnownHosts)
 	cl.KnownHosts = localPath(dir, cl.KnownHosts)
-	p.str("cloud.runner_path", rc.RunnerPath, &cl.RunnerPath)
-	p.str("cloud.boot_probe_command", rc.BootProbeCommand, &cl.BootProbeCommand)
-	p.duration("cloud.timeout_idle", rc.TimeoutIdle, &cl.TimeoutIdle)
-	p.duration("cloud.timeout_booting", rc.TimeoutBooting, &cl.TimeoutBooting)
-	p.duration("cloud.timeout_probe", rc.TimeoutProbe, &cl.TimeoutProbe)
-	p.duration("cloud.timeout_shutdown", rc.TimeoutShutdown, &cl.TimeoutShutdown)
-	p.duration("cloud.probe_interval", rc.ProbeInterval, &cl.ProbeInterval)
-	p.duration("cloud.sync_interval", rc.SyncInterval, &cl.SyncInterval)
-	p.number("cloud.max_probes_per_second", rc.MaxProbesPerSecond, &cl.MaxProbesPerSecond)
-	p.number("cloud.max_cloud_ops_per_second", rc.MaxCloudOpsPerSecond, &cl.MaxCloudOpsPerSecond)
-	p.integer("cloud.max_concurrent_creates", rc.MaxConcurrentCreates, &cl.MaxConcurrentCreates)
-	p.duration("cloud.local.boot_delay", rc.Local.BootDelay, &cl.Local.BootDelay)
 	cl.SSHHosts.Hosts = nil
-	for i, rh := range rc.SSHHosts.Hosts {
-		k := fmt.Sprintf("cloud.sshhosts.host[%d].", i)
+	for i := range r.Cloud.SSHHosts.Hosts {
 		var h SSHHost
-		p.str(k+"address", rh.Address, &h.Address)
-		p.str(k+"instance_type", rh.InstanceType, &h.InstanceType)
-		p.str(k+"user", rh.User, &h.User)
-		p.str(k+"key_file", rh.KeyFile, &h.KeyFile)
-		p.str(k+"work_dir", rh.WorkDir, &h.WorkDir)
+		p.convertFields(fmt.Sprintf("cloud.sshhosts.host[%d]", i),
+			reflect.ValueOf(&r.Cloud.SSHHosts.Hosts[i]).Elem(), reflect.ValueOf(&h).Elem())
 		h.Address = withPort(h.Address, cl.SSHPort)
 		h.KeyFile = localPath(dir, h.KeyFile)
 		cl.SSHHosts.Hosts = append(cl.SSHHosts.Hosts, h)
@@ -716,33 +685,18 @@ func (p *parser) convert(r *rawFile, c *Config, dir string, hasTypes bool) {
 
 	if hasTypes {
 		c.InstanceTypes = make([]cloud.InstanceType, 0, len(r.InstanceTypes))
-		for i, ri := range r.InstanceTypes {
-			k := fmt.Sprintf("instance_type[%d].", i)
+		for i := range r.InstanceTypes {
+			k := fmt.Sprintf("instance_type[%d]", i)
 			var it cloud.InstanceType
-			p.str(k+"name", ri.Name, &it.Name)
-			p.str(k+"provider_type", ri.ProviderType, &it.ProviderType)
-			p.integer(k+"vcpus", ri.VCPUs, &it.VCPUs)
-			p.size(k+"ram", ri.RAM, &it.RAM)
-			p.size(k+"scratch", ri.Scratch, &it.Scratch)
-			p.integer(k+"gpus", ri.GPUs, &it.GPUs)
-			p.number(k+"price", ri.Price, &it.Price)
-			p.boolean(k+"preemptible", ri.Preemptible, &it.Preemptible)
-			if it.ProviderType == "" && !p.failed[k+"provider_type"] {
+			p.convertFields(k, reflect.ValueOf(&r.InstanceTypes[i]).Elem(), reflect.ValueOf(&it).Elem())
+			if it.ProviderType == "" && !p.failed[k+".provider_type"] {
 				it.ProviderType = it.Name
 			}
 			c.InstanceTypes = append(c.InstanceTypes, it)
 		}
 	}
 
-	ct, rct := &c.Containers, &r.Containers
-	p.integer("containers.max_attempts", rct.MaxAttempts, &ct.MaxAttempts)
-	p.duration("containers.kill_grace", rct.KillGrace, &ct.KillGrace)
-	p.integer("containers.keep_finished", rct.KeepFinished, &ct.KeepFinished)
-
 	t, rt := &c.TUI, &r.TUI
-	p.duration("tui.refresh", rt.Refresh, &t.Refresh)
-	p.str("tui.theme", rt.Theme, &t.Theme)
-	p.boolean("tui.read_only", rt.ReadOnly, &t.ReadOnly)
 	for _, action := range sortedKeys(rt.Keys) {
 		k := joinKey("tui.keys", action)
 		var key string
@@ -750,5 +704,48 @@ func (p *parser) convert(r *rawFile, c *Config, dir string, hasTypes bool) {
 		if !p.failed[k] {
 			t.Keys[action] = key
 		}
+	}
+}
+
+// convertFields converts every value field of the raw struct raw, and of
+// the raw structs inside it, onto the field of dst with the same Go name,
+// by that field's type. path is raw's dotted key; the keys below it come
+// from the toml tags, which are thus the only spelling of a key. Arrays of
+// tables and maps are left to the caller.
+func (p *parser) convertFields(path string, raw, dst reflect.Value) {
+	for i := 0; i < raw.NumField(); i++ {
+		f := raw.Type().Field(i)
+		df := dst.FieldByName(f.Name)
+		if !df.IsValid() {
+			panic(fmt.Sprintf("config: raw field %s has no counterpart in %s", f.Name, dst.Type()))
+		}
+		key := joinKey(path, tagName(f))
+		switch {
+		case f.Type == valueType:
+			p.convertValue(key, raw.Field(i).Interface().(value), df)
+		case f.Type.Kind() == reflect.Struct:
+			p.convertFields(key, raw.Field(i), df)
+		}
+	}
+}
+
+// convertValue converts v to dst's type: a time.Duration is a duration,
+// an int64 a size, and the other types are what they say.
+func (p *parser) convertValue(key string, v value, dst reflect.Value) {
+	switch ptr := dst.Addr().Interface().(type) {
+	case *string:
+		p.str(key, v, ptr)
+	case *int:
+		p.integer(key, v, ptr)
+	case *float64:
+		p.number(key, v, ptr)
+	case *bool:
+		p.boolean(key, v, ptr)
+	case *int64:
+		p.size(key, v, ptr)
+	case *time.Duration:
+		p.duration(key, v, ptr)
+	default:
+		panic(fmt.Sprintf("config: %s: no conversion to %s", key, dst.Type()))
 	}
 }

@@ -91,7 +91,7 @@ func New(opts Options) (*Running, error) {
 		}
 	case "sshhosts":
 		d, err := sshhosts.New(sshhosts.Options{
-			Hosts: cfg.Cloud.SSHHosts.Hosts, Types: cfg.InstanceTypes,
+			Hosts: sshHosts(cfg.Cloud.SSHHosts.Hosts), Types: cfg.InstanceTypes,
 			DefaultUser: cfg.Cloud.SSHUser, DefaultKeyFile: cfg.Cloud.SSHKeyFile,
 			KnownHosts: cfg.Cloud.KnownHosts, RunnerPath: cfg.Cloud.RunnerPath + "~" + hash,
 			Logger: log,
@@ -119,4 +119,17 @@ func New(opts Options) (*Running, error) {
 	}
 	m.Attach(eng)
 	return &Running{Engine: eng, Driver: set, Metrics: m}, nil
+}
+
+// sshHosts converts the configured [[cloud.sshhosts.host]] entries to the
+// driver's own host type: the cloud drivers do not read the config.
+func sshHosts(hs []config.SSHHost) []sshhosts.Host {
+	out := make([]sshhosts.Host, len(hs))
+	for i, h := range hs {
+		out[i] = sshhosts.Host{
+			Address: h.Address, InstanceType: h.InstanceType,
+			User: h.User, KeyFile: h.KeyFile, WorkDir: h.WorkDir,
+		}
+	}
+	return out
 }

@@ -91,8 +91,10 @@ type Queue struct {
 	// gen counts changes a reader of the containers could see (records,
 	// pending reasons, submits, drops), so a client can tell its copy is
 	// still current.
-	gen       uint64
-	final     int
+	gen uint64
+	// counts is how many containers of byID are in each state; it changes
+	// only through countLocked, uncountLocked and setStateLocked.
+	counts    map[State]int
 	dirty     map[string]struct{}
 	newEvents []Event
 	recent    []Event // the last EventsInMemory events, oldest first (a window of recentBuf)
@@ -124,9 +126,10 @@ func Open(opts Options) (*Queue, error) {
 	}
 	q := &Queue{
 		db: db, clock: opts.Clock, opts: opts, group: &groupCommit{db: db},
-		byID:  map[string]*Container{},
-		dirty: map[string]struct{}{},
-		subs:  map[int]chan struct{}{},
+		byID:   map[string]*Container{},
+		counts: map[State]int{},
+		dirty:  map[string]struct{}{},
+		subs:   map[int]chan struct{}{},
 	}
 	if err := q.load(); err != nil {
 		db.Close()
@@ -153,8 +156,8 @@ func (q *Queue) load() error {
 				oldKeys = append(oldKeys, k)
 			}
 			q.byID[c.ID] = c
+			q.countLocked(c)
 			if c.State.Final() {
-				q.final++
 				q.finished = append(q.finished, c)
 			} else {
 				q.active = append(q.active, c)
@@ -325,6 +328,7 @@ func (q *Queue) SubmitBatch(specs []Spec, actor string) ([]Container, error) {
 	q.mu.Lock()
 	for i, c := range recs {
 		q.byID[c.ID] = c
+		q.countLocked(c)
 		q.active = append(q.active, c)
 		out[i] = c.View()
 	}
@@ -378,10 +382,45 @@ func (q *Queue) Get(id string) (Container, bool) {
 func (q *Queue) Len() (total, active int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	// q.active keeps final containers until the next sort; q.final counts
-	// them exactly.
-	return len(q.byID), len(q.byID) - q.final
+	// q.active keeps final containers until the next sort; the counts by
+	// state are exact.
+	return len(q.byID), len(q.byID) - q.finalLocked()
 }
+
+// Counts returns how many containers are in each state, without walking
+// them.
+func (q *Queue) Counts() map[State]int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make(map[State]int, len(q.counts))
+	for s, n := range q.counts {
+		if n > 0 {
+			out[s] = n
+		}
+	}
+	return out
+}
+
+// countLocked adds a container that joins byID to the counts by state.
+func (q *Queue) countLocked(c *Container) { q.counts[c.State]++ }
+
+// uncountLocked takes a container that leaves byID out of the counts.
+func (q *Queue) uncountLocked(c *Container) { q.counts[c.State]-- }
+
+// setStateLocked moves c to state to, keeping the counts by state and the
+// scheduling order's dirty flag right. The caller checks the transition.
+func (q *Queue) setStateLocked(c *Container, to State) {
+	if rank(c.State) != rank(to) || to.Final() {
+		q.unsorted = true
+	}
+	q.counts[c.State]--
+	q.counts[to]++
+	c.State = to
+}
+
+// finalLocked is how many containers are Complete or Cancelled (some may
+// still sit in q.active until the next sort).
+func (q *Queue) finalLocked() int { return q.counts[Complete] + q.counts[Cancelled] }
 
 // Each calls fn with every container under the queue's lock: active ones
 // in scheduling order, then final ones in a stable order (those that end
@@ -643,7 +682,7 @@ func (q *Queue) dropFinishedLocked() []*Container {
 	if q.opts.KeepFinished <= 0 {
 		return nil
 	}
-	if q.final > len(q.finished) {
+	if q.finalLocked() > len(q.finished) {
 		// Without re-sorting the queue: a flush follows every submit.
 		q.moveFinalLocked()
 	}
@@ -655,8 +694,8 @@ func (q *Queue) dropFinishedLocked() []*Container {
 	q.finished = slices.Delete(q.finished, 0, n)
 	for _, c := range drop {
 		delete(q.byID, c.ID)
+		q.uncountLocked(c)
 	}
-	q.final -= n
 	q.gen++
 	q.notifyLocked()
 	return drop
@@ -665,7 +704,7 @@ func (q *Queue) dropFinishedLocked() []*Container {
 // overFinishedLocked reports whether more final containers are kept than
 // KeepFinished allows (counting those not yet moved out of q.active).
 func (q *Queue) overFinishedLocked() bool {
-	return q.opts.KeepFinished > 0 && q.final > q.opts.KeepFinished
+	return q.opts.KeepFinished > 0 && q.finalLocked() > q.opts.KeepFinished
 }
 
 // undropLocked puts back containers whose deletion could not be written.
@@ -675,7 +714,7 @@ func (q *Queue) undropLocked(drop []*Container) {
 	}
 	for _, c := range drop {
 		q.byID[c.ID] = c
-		q.final++
+		q.countLocked(c)
 	}
 	q.finished = append(drop, q.finished...)
 }

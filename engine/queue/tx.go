@@ -67,13 +67,7 @@ func (tx *Tx) move(c *Container, to State, reason string) error {
 	if !CanTransition(c.State, to) {
 		return &TransitionError{ID: c.ID, From: c.State, To: to}
 	}
-	if rank(c.State) != rank(to) || to.Final() {
-		tx.q.unsorted = true
-	}
-	if to.Final() {
-		tx.q.final++
-	}
-	c.State = to
+	tx.q.setStateLocked(c, to)
 	if to != Running {
 		c.startSent = false
 	}

@@ -84,9 +84,7 @@ func (q *Queue) Kill(id, actor, reason string) (Container, error) {
 		c.Reason, c.ReasonCode = reason, ReasonKilled
 		c.FinishedAt = q.clock.Now().UTC()
 		c.pending = Pending{}
-		c.State = Cancelled
-		q.final++
-		q.unsorted = true
+		q.setStateLocked(c, Cancelled)
 		q.addEventLocked(c.FinishedAt, actor, "state", c.ID, string(Cancelled), reason)
 		return nil
 	})

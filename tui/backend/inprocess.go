@@ -105,7 +105,11 @@ func (b *InProcess) InstanceVerb(ctx context.Context, id, verb, reason string) e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, err := b.eng.InstanceVerb(id, verb, b.actor, reason)
+	v, err := engine.ParseInstanceVerb(verb)
+	if err != nil {
+		return err
+	}
+	_, err = b.eng.ApplyInstanceVerb(id, v, b.actor, reason)
 	return err
 }
 
@@ -114,7 +118,11 @@ func (b *InProcess) ContainerVerb(ctx context.Context, id, verb, reason string) 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, err := b.eng.ContainerVerb(id, verb, b.actor, reason)
+	v, err := engine.ParseContainerVerb(verb)
+	if err != nil {
+		return err
+	}
+	_, err = b.eng.ApplyContainerVerb(id, v, b.actor, reason)
 	return err
 }
 

@@ -228,23 +228,21 @@ func (r *Remote) Logs(ctx context.Context, id string, tail int) ([]byte, error) 
 
 // InstanceVerb implements Backend.
 func (r *Remote) InstanceVerb(ctx context.Context, id, verb, reason string) error {
-	switch verb {
-	case "hold", "drain", "run", "kill":
-	default:
-		return fmt.Errorf("unknown instance verb %q (hold, drain, run or kill)", verb)
+	v, err := engine.ParseInstanceVerb(verb)
+	if err != nil {
+		return err
 	}
-	_, err := r.c.InstanceVerb(ctx, id, verb, reason)
+	_, err = r.c.InstanceVerb(ctx, id, v.String(), reason)
 	return err
 }
 
 // ContainerVerb implements Backend.
 func (r *Remote) ContainerVerb(ctx context.Context, id, verb, reason string) error {
-	switch verb {
-	case "hold", "release", "kill":
-	default:
-		return fmt.Errorf("unknown container verb %q (hold, release or kill)", verb)
+	v, err := engine.ParseContainerVerb(verb)
+	if err != nil {
+		return err
 	}
-	_, err := r.c.ContainerVerb(ctx, id, verb, reason)
+	_, err = r.c.ContainerVerb(ctx, id, v.String(), reason)
 	return err
 }
 

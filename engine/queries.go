@@ -1,0 +1,243 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"dispatch-tui/cloud"
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/scheduler"
+	"dispatch-tui/engine/worker"
+)
+
+// Instances returns every instance in the pool.
+func (e *Engine) Instances() []worker.InstanceView { return e.pool.Instances(nil) }
+
+// Instance returns one instance.
+func (e *Engine) Instance(id string) (worker.InstanceView, bool) {
+	return e.pool.Instance(cloud.InstanceID(id))
+}
+
+// Container returns one container.
+func (e *Engine) Container(id string) (queue.Container, bool) { return e.queue.Get(id) }
+
+// ListOptions filter, sort and page the container list.
+type ListOptions struct {
+	States []queue.State // empty = all
+	Query  string        // substring of id, name or command
+	Sort   string        // "" (scheduling order), "priority", "-priority", "created", "-created", "name", "state"
+	Offset int
+	Limit  int // 0 = all
+}
+
+// Containers returns the containers matching opts and how many match.
+func (e *Engine) Containers(opts ListOptions) ([]queue.Container, int) {
+	// Filter and sort small entries (the sort keys copied under the
+	// queue's lock), then copy out only the requested page: a client
+	// paging through 100,000 containers must not make the daemon copy all
+	// of them for every page.
+	n, _ := e.queue.Len()
+	es := make([]listEntry, 0, n)
+	e.queue.Each(func(c *queue.Container) bool {
+		if len(opts.States) > 0 && !slices.Contains(opts.States, c.State) {
+			return true
+		}
+		if opts.Query != "" && !matches(c, opts.Query) {
+			return true
+		}
+		es = append(es, listEntry{c: c, priority: c.Priority, created: c.CreatedAt, name: c.Name, state: c.State})
+		return true
+	})
+	sortEntries(es, opts.Sort)
+	total := len(es)
+	if opts.Offset > 0 {
+		es = es[min(opts.Offset, len(es)):]
+	}
+	if opts.Limit > 0 && len(es) > opts.Limit {
+		es = es[:opts.Limit]
+	}
+	page := make([]*queue.Container, len(es))
+	for i := range es {
+		page[i] = es[i].c
+	}
+	return e.queue.Views(page), total
+}
+
+// listEntry is one container of a list being sorted: a handle to the
+// record and copies of its sort keys.
+type listEntry struct {
+	c        *queue.Container // read only through Queue.Views
+	priority int
+	created  time.Time
+	name     string
+	state    queue.State
+}
+
+func matches(c *queue.Container, q string) bool {
+	if strings.Contains(c.ID, q) || strings.Contains(c.Name, q) {
+		return true
+	}
+	for _, a := range c.Command {
+		if strings.Contains(a, q) {
+			return true
+		}
+	}
+	return false
+}
+
+func sortEntries(es []listEntry, key string) {
+	desc := strings.HasPrefix(key, "-")
+	key = strings.TrimPrefix(key, "-")
+	var cmp func(a, b *listEntry) int
+	switch key {
+	case "priority":
+		cmp = func(a, b *listEntry) int { return a.priority - b.priority }
+	case "created":
+		cmp = func(a, b *listEntry) int { return a.created.Compare(b.created) }
+	case "name":
+		cmp = func(a, b *listEntry) int { return strings.Compare(a.name, b.name) }
+	case "state":
+		cmp = func(a, b *listEntry) int { return strings.Compare(string(a.state), string(b.state)) }
+	default:
+		return
+	}
+	slices.SortStableFunc(es, func(a, b listEntry) int {
+		if desc {
+			return cmp(&b, &a)
+		}
+		return cmp(&a, &b)
+	})
+}
+
+// TypeSummary is one instance type with how many instances of it exist.
+type TypeSummary struct {
+	cloud.InstanceType
+	Count   int                  `json:"count"`
+	ByState map[worker.State]int `json:"by_state"`
+}
+
+// Types returns the configured types with instance counts.
+func (e *Engine) Types() []TypeSummary {
+	out := make([]TypeSummary, len(e.cfg.InstanceTypes))
+	idx := map[string]int{}
+	for i, t := range e.cfg.InstanceTypes {
+		out[i] = TypeSummary{InstanceType: t, ByState: map[worker.State]int{}}
+		idx[t.Name] = i
+	}
+	for _, v := range e.pool.Instances(nil) {
+		if i, ok := idx[v.Type]; ok {
+			out[i].Count++
+			out[i].ByState[v.State]++
+		}
+	}
+	return out
+}
+
+// Summary is the header line of the console and GET /v1/summary.
+type Summary struct {
+	Driver       string                      `json:"driver"`
+	Instances    map[worker.State]int        `json:"instances"`
+	Containers   map[queue.State]int         `json:"containers"`
+	PricePerHour float64                     `json:"price_per_hour"`
+	QuotaLimit   int                         `json:"quota_limit"`
+	AtQuota      bool                        `json:"at_quota"`
+	Paused       bool                        `json:"paused"`
+	LongestWait  time.Duration               `json:"longest_wait"`
+	LastPass     time.Duration               `json:"last_pass"`
+	Behaviors    map[worker.IdleBehavior]int `json:"idle_behaviors"`
+	// ContainersGen changes whenever any container's record or pending
+	// reason does: a client's copy of the list is current while it stays.
+	ContainersGen uint64 `json:"containers_gen"`
+}
+
+// Summary returns counts, cost, quota and the paused flag. It costs the
+// number of instances, not containers: the queue keeps its counts by state.
+func (e *Engine) Summary() Summary {
+	s := Summary{
+		Driver:    e.cfg.Cloud.Driver,
+		Instances: map[worker.State]int{},
+		Behaviors: map[worker.IdleBehavior]int{},
+		Paused:    e.queue.Paused(), ContainersGen: e.queue.Generation(),
+	}
+	for _, v := range e.pool.Instances(nil) {
+		s.Instances[v.State]++
+		s.Behaviors[v.IdleBehavior]++
+		if v.State != worker.StateShutdown {
+			s.PricePerHour += v.Price
+		}
+	}
+	s.Containers = e.queue.Counts()
+	s.QuotaLimit, s.AtQuota = e.pool.Quota()
+	e.mu.Lock()
+	s.LongestWait = e.lastStats.LongestWait
+	s.LastPass = e.lastStats.Duration
+	s.AtQuota = s.AtQuota || e.lastStats.AtQuota
+	e.mu.Unlock()
+	return s
+}
+
+// LastPass returns the statistics of the last scheduler pass.
+func (e *Engine) LastPass() scheduler.Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lastStats
+}
+
+// PoolStats returns the pool's counters (cloud calls, probes).
+func (e *Engine) PoolStats() worker.Stats { return e.pool.Stats() }
+
+// Events returns events after since.
+func (e *Engine) Events(since uint64, limit int) ([]queue.Event, error) {
+	return e.queue.Events(since, limit)
+}
+
+// ErrNoLogs is returned by Logs when a container has no output to show yet.
+var ErrNoLogs = errors.New("no logs for this container yet")
+
+// Logs returns a container's output (the last tail lines when tail > 0):
+// from its runner while it runs, from the store once it has finished.
+func (e *Engine) Logs(ctx context.Context, id string, tail int) ([]byte, error) {
+	c, ok := e.queue.Get(id)
+	if !ok {
+		return nil, fmt.Errorf("container %s: %w", id, queue.ErrNotFound)
+	}
+	if c.State == queue.Running && c.InstanceID != "" {
+		out, err := e.pool.Logs(ctx, cloud.InstanceID(c.InstanceID), id, tail)
+		if err == nil {
+			return out, nil
+		}
+		// It may have just exited and been forgotten: fall through.
+	}
+	out, found, err := e.queue.StoredLogs(id)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, ErrNoLogs
+	}
+	return TailLines(out, tail), nil
+}
+
+// TailLines returns the last n lines of b (all of b when n <= 0).
+func TailLines(b []byte, n int) []byte {
+	if n <= 0 {
+		return b
+	}
+	end := len(b)
+	if end > 0 && b[end-1] == '\n' {
+		end--
+	}
+	for i := end - 1; i >= 0; i-- {
+		if b[i] == '\n' {
+			n--
+			if n == 0 {
+				return b[i+1:]
+			}
+		}
+	}
+	return b
+}

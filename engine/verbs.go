@@ -1,0 +1,203 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"dispatch-tui/cloud"
+	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/worker"
+)
+
+// NoFitError is returned by Submit and SubmitBatch when no configured type
+// can hold a container.
+type NoFitError struct {
+	Why   string
+	Types []string // each configured type with its size, for the message
+}
+
+func (e *NoFitError) Error() string {
+	return "no instance type fits: " + e.Why + " (types: " + strings.Join(e.Types, ", ") + ")"
+}
+
+// checkFits returns a *NoFitError when no configured type can hold c, and
+// nil when one can.
+func (e *Engine) checkFits(c queue.Constraints) error {
+	ok, why := e.sched.Fits(c)
+	if ok {
+		return nil
+	}
+	names := make([]string, len(e.cfg.InstanceTypes))
+	for i, t := range e.cfg.InstanceTypes {
+		names[i] = fmt.Sprintf("%s (%d vCPU, %s RAM, %s scratch, %d GPU)", t.Name, t.VCPUs,
+			config.FormatSize(t.RAM), config.FormatSize(t.Scratch), t.GPUs)
+	}
+	return &NoFitError{Why: why, Types: names}
+}
+
+// Submit validates and stores a new container. A container no configured
+// type can hold is refused with *NoFitError and nothing is stored.
+func (e *Engine) Submit(spec queue.Spec, actor string) (queue.Container, error) {
+	if err := spec.Validate(); err != nil {
+		return queue.Container{}, err
+	}
+	if err := e.checkFits(spec.RuntimeConstraints); err != nil {
+		return queue.Container{}, err
+	}
+	c, err := e.queue.Submit(spec, actor)
+	if err == nil {
+		e.notify()
+	}
+	return c, err
+}
+
+// SubmitBatch validates and stores several containers in one commit. If any
+// spec is invalid or fits no configured type, nothing is stored and the
+// error names the spec's index.
+func (e *Engine) SubmitBatch(specs []queue.Spec, actor string) ([]queue.Container, error) {
+	for i := range specs {
+		if err := specs[i].Validate(); err != nil {
+			return nil, fmt.Errorf("container %d: %w", i, err)
+		}
+		if err := e.checkFits(specs[i].RuntimeConstraints); err != nil {
+			return nil, fmt.Errorf("container %d: %w", i, err)
+		}
+	}
+	cs, err := e.queue.SubmitBatch(specs, actor)
+	if err == nil {
+		e.notify()
+	}
+	return cs, err
+}
+
+func (e *Engine) setBehavior(id, actor, reason string, b worker.IdleBehavior) (worker.InstanceView, error) {
+	v, err := e.pool.SetIdleBehavior(cloud.InstanceID(id), b)
+	if err != nil {
+		return v, fmt.Errorf("instance %s: %w", id, err)
+	}
+	if err := e.queue.AddEvent(actor, "verb", id, string(b), reason); err != nil {
+		e.log.Error("record event", "err", err)
+	}
+	e.notify()
+	return v, nil
+}
+
+// HoldInstance stops new containers on an instance and exempts it from
+// automatic shutdown.
+func (e *Engine) HoldInstance(id, actor, reason string) (worker.InstanceView, error) {
+	return e.setBehavior(id, actor, reason, worker.IdleHold)
+}
+
+// DrainInstance stops new containers and shuts the instance down once idle.
+func (e *Engine) DrainInstance(id, actor, reason string) (worker.InstanceView, error) {
+	return e.setBehavior(id, actor, reason, worker.IdleDrain)
+}
+
+// RunInstance returns an instance to normal.
+func (e *Engine) RunInstance(id, actor, reason string) (worker.InstanceView, error) {
+	return e.setBehavior(id, actor, reason, worker.IdleRun)
+}
+
+// KillInstance destroys an instance now; its containers go back to the
+// queue (an attempt counted) or end Cancelled at max_attempts.
+func (e *Engine) KillInstance(id, actor, reason string) (worker.InstanceView, error) {
+	if reason == "" {
+		reason = "killed by operator"
+	}
+	v, err := e.pool.KillInstance(cloud.InstanceID(id), reason)
+	if err != nil {
+		return v, fmt.Errorf("instance %s: %w", id, err)
+	}
+	err = e.queue.Pass(func(tx *queue.Tx) {
+		for _, c := range tx.RunningAtStart() {
+			if c.State == queue.Running && c.InstanceID == id {
+				if err := tx.Requeue(c, "instance "+id+" killed: "+reason); err != nil {
+					e.log.Error("requeue", "container", c.ID, "err", err)
+				}
+			}
+		}
+	})
+	if err2 := e.queue.AddEvent(actor, "verb", id, "kill", reason); err2 != nil {
+		err = errors.Join(err, err2)
+	}
+	e.notify()
+	return v, err
+}
+
+// ApplyInstanceVerb applies v to an instance: the one entry for callers
+// that choose the verb at run time (the API, the TUI).
+func (e *Engine) ApplyInstanceVerb(id string, v InstanceVerb, actor, reason string) (worker.InstanceView, error) {
+	switch v {
+	case InstanceHold:
+		return e.HoldInstance(id, actor, reason)
+	case InstanceDrain:
+		return e.DrainInstance(id, actor, reason)
+	case InstanceRun:
+		return e.RunInstance(id, actor, reason)
+	case InstanceKill:
+		return e.KillInstance(id, actor, reason)
+	}
+	return worker.InstanceView{}, unknownInstanceVerb(v.String())
+}
+
+// ApplyContainerVerb applies v to a container: the one entry for callers
+// that choose the verb at run time (the API, the TUI).
+func (e *Engine) ApplyContainerVerb(id string, v ContainerVerb, actor, reason string) (queue.Container, error) {
+	switch v {
+	case ContainerHold:
+		return e.HoldContainer(id, actor, reason)
+	case ContainerRelease:
+		return e.ReleaseContainer(id, actor, reason)
+	case ContainerKill:
+		return e.KillContainer(id, actor, reason)
+	}
+	return queue.Container{}, unknownContainerVerb(v.String())
+}
+
+// HoldContainer keeps a container from starting.
+func (e *Engine) HoldContainer(id, actor, reason string) (queue.Container, error) {
+	c, err := e.queue.Hold(id, actor, reason)
+	e.notify()
+	return c, err
+}
+
+// ReleaseContainer makes a held container eligible again.
+func (e *Engine) ReleaseContainer(id, actor, reason string) (queue.Container, error) {
+	c, err := e.queue.Release(id, actor, reason)
+	e.notify()
+	return c, err
+}
+
+// SetPriority changes a container's priority.
+func (e *Engine) SetPriority(id string, priority int, actor, reason string) (queue.Container, error) {
+	c, err := e.queue.SetPriority(id, priority, actor, reason)
+	e.notify()
+	return c, err
+}
+
+// KillContainer cancels a queued container, or kills a running one (TERM,
+// then KILL after kill_grace) and cancels it once it is dead.
+func (e *Engine) KillContainer(id, actor, reason string) (queue.Container, error) {
+	c, err := e.queue.Kill(id, actor, reason)
+	if err == nil && c.State == queue.Running && c.InstanceID != "" {
+		e.pool.KillContainer(cloud.InstanceID(c.InstanceID), c.ID)
+	}
+	e.notify()
+	return c, err
+}
+
+// Pause stops the scheduler starting containers and creating instances.
+func (e *Engine) Pause(actor, reason string) error {
+	err := e.queue.SetPaused(true, actor, reason)
+	e.notify()
+	return err
+}
+
+// Resume undoes Pause.
+func (e *Engine) Resume(actor, reason string) error {
+	err := e.queue.SetPaused(false, actor, reason)
+	e.notify()
+	return err
+}
