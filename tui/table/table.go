@@ -539,9 +539,6 @@ func (t *Table) CursorRow() (Row, bool) {
 	return t.rows[t.byID[id]], true
 }
 
-// Position returns the cursor's position in the shown rows.
-func (t *Table) Position() int { t.ensure(); return t.cursorPos }
-
 // ToggleMark marks or unmarks the cursor row.
 func (t *Table) ToggleMark() {
 	id := t.Cursor()
