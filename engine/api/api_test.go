@@ -394,7 +394,7 @@ func TestNoTokenServer(t *testing.T) {
 	}
 }
 
-// TestErrors covers every error row of DESIGN §7.2 and the query checks.
+// TestErrors covers every error row of docs/design.md §7.2 and the query checks.
 func TestErrors(t *testing.T) {
 	e := newEnv(t)
 	queued := e.submit("q", []string{"run-forever"}, 0) // priority 0: stays queued
