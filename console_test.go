@@ -176,11 +176,14 @@ func TestConsoleDemo(t *testing.T) {
 	if !strings.Contains(filepath.Base(dir), "dispatch-tui-demo-") || c.cfg.Cloud.Driver != "local" {
 		t.Errorf("demo state dir %q, driver %q", dir, c.cfg.Cloud.Driver)
 	}
-	ctx := context.Background()
 	// Every instance first gets the runner deployed: a copy of this test
 	// binary (25 MB when built with -race) over SSH, eight at once. On a
 	// loaded two-core machine that alone took over a minute.
-	deadline := time.Now().Add(3 * time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	// Subscribed before the first snapshot, so no change goes unseen: each
+	// one is a reason to look again.
+	changes := c.backend.Changes(ctx)
 	var s *backend.Snapshot
 	for {
 		s, err = c.backend.Snapshot(ctx)
@@ -191,11 +194,10 @@ func TestConsoleDemo(t *testing.T) {
 		if s.Summary.Containers[queue.Complete] > 0 {
 			break
 		}
-		if time.Now().After(deadline) {
+		if _, ok := <-changes; !ok {
 			c.close()
-			t.Fatalf("no demo container completed: %+v", s.Summary)
+			t.Fatalf("no demo container completed within 3 minutes: %+v", s.Summary)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 	if len(s.Instances) == 0 {
 		t.Error("no instances")

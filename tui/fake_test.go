@@ -161,6 +161,7 @@ func newTest(t testing.TB, opts Options) (*Model, *fakeBackend) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	m.tick = stillTick
 	return m, fb
 }
 
@@ -217,28 +218,32 @@ func typeText(m *Model, s string) {
 	}
 }
 
+// tickNotFired is what a timer armed in a test returns: timers never fire
+// in these tests, so a poll or flash expiry happens only when a test sends
+// its message itself.
+type tickNotFired struct{}
+
+// stillTick stands in for tea.Tick in tests.
+func stillTick(time.Duration, func(time.Time) tea.Msg) tea.Cmd {
+	return func() tea.Msg { return tickNotFired{} }
+}
+
 // runCmd runs a command and feeds back the messages it produces, skipping
-// ticks (which would sleep).
+// timers.
 func runCmd(m *Model, cmd tea.Cmd) {
 	if cmd == nil {
 		return
 	}
-	done := make(chan tea.Msg, 1)
-	go func() { done <- cmd() }()
-	select {
-	case msg := <-done:
-		switch msg := msg.(type) {
-		case tea.BatchMsg:
-			for _, c := range msg {
-				runCmd(m, c)
-			}
-		case nil:
-		default:
-			_, next := m.Update(msg)
-			if _, isVerb := msg.(verbMsg); isVerb {
-				runCmd(m, next)
-			}
+	switch msg := cmd().(type) {
+	case tea.BatchMsg:
+		for _, c := range msg {
+			runCmd(m, c)
 		}
-	case <-time.After(50 * time.Millisecond): // a tick: ignore
+	case nil, tickNotFired:
+	default:
+		_, next := m.Update(msg)
+		if _, isVerb := msg.(verbMsg); isVerb {
+			runCmd(m, next)
+		}
 	}
 }

@@ -108,6 +108,9 @@ type Model struct {
 	km   *keys.Keymap
 	th   *theme.Theme
 	now  func() time.Time
+	// tick schedules a message after a delay (tea.Tick); tests swap it
+	// for one that never fires, so a command can be told from a timer.
+	tick func(time.Duration, func(time.Time) tea.Msg) tea.Cmd
 
 	width, height int
 	view          viewID
@@ -174,7 +177,7 @@ func newModel(opts Options, now func() time.Time) (*Model, error) {
 		return nil, fmt.Errorf("tui: theme %q: want auto, dark or light", opts.Theme)
 	}
 	m := &Model{
-		ctx: context.Background(), opts: opts, be: opts.Backend, km: km, now: now,
+		ctx: context.Background(), opts: opts, be: opts.Backend, km: km, now: now, tick: tea.Tick,
 		th:      theme.New(opts.Theme, true, opts.NoColor),
 		pending: map[string]uint64{},
 	}
@@ -221,14 +224,14 @@ func (m *Model) startFetch() tea.Cmd {
 func (m *Model) armPoll() tea.Cmd {
 	m.pollSeq++
 	seq := m.pollSeq
-	return tea.Tick(m.opts.Refresh, func(time.Time) tea.Msg { return pollMsg{seq: seq} })
+	return m.tick(m.opts.Refresh, func(time.Time) tea.Msg { return pollMsg{seq: seq} })
 }
 
 func (m *Model) setFlash(s string, isErr bool) tea.Cmd {
 	m.flash, m.flashErr = s, isErr
 	m.flashSeq++
 	seq := m.flashSeq
-	return tea.Tick(flashFor, func(time.Time) tea.Msg { return flashEndMsg{seq: seq} })
+	return m.tick(flashFor, func(time.Time) tea.Msg { return flashEndMsg{seq: seq} })
 }
 
 func (m *Model) scope() keys.Scope {

@@ -12,6 +12,7 @@ import (
 	"dispatch-tui/tui/table"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 )
 
 // ring keeps the last n samples (one per snapshot) for a sparkline.
@@ -269,29 +270,11 @@ func overlay(body, box string, w, h int) string {
 		if top+i >= len(lines) {
 			break
 		}
-		lw := len([]rune(stripSGR(l)))
+		lw := ansi.StringWidth(l)
 		left := max((w-lw)/2, 0)
 		lines[top+i] = strings.Repeat(" ", left) + l + strings.Repeat(" ", max(w-left-lw, 0))
 	}
 	return strings.Join(lines[:h], "\n")
-}
-
-func stripSGR(s string) string {
-	var b strings.Builder
-	esc := false
-	for _, r := range s {
-		switch {
-		case esc:
-			if r == 'm' {
-				esc = false
-			}
-		case r == 0x1b:
-			esc = true
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }
 
 func (m *Model) textBody(lines []string, h int) string {

@@ -2,25 +2,79 @@ package tui
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
+// TestCoalesce runs coalesce on synctest's fake clock, so "within the
+// window" and "after the window" are exact instants rather than guesses
+// about a busy machine's scheduler.
 func TestCoalesce(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	in := make(chan struct{})
-	var sent atomic.Int32
-	done := make(chan struct{})
-	go func() { coalesce(ctx, in, 50*time.Millisecond, func() { sent.Add(1) }); close(done) }()
-	for range 100 {
+	const window = 50 * time.Millisecond
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		in := make(chan struct{})
+		sent := make(chan struct{}, 10)
+		done := make(chan struct{})
+		go func() {
+			coalesce(ctx, in, window, func() { sent <- struct{}{} })
+			close(done)
+		}()
+		expectSends := func(when string, want int) {
+			t.Helper()
+			synctest.Wait()
+			if got := len(sent); got != want {
+				t.Fatalf("%s: %d sends, want %d", when, got, want)
+			}
+			for range want {
+				<-sent
+			}
+		}
+
+		for range 100 {
+			in <- struct{}{}
+		}
+		time.Sleep(window - time.Nanosecond)
+		expectSends("100 changes, just before the window ends", 0)
+		time.Sleep(time.Nanosecond)
+		expectSends("100 changes, when the window ends", 1)
+		time.Sleep(10 * window)
+		expectSends("no change since", 0)
+
 		in <- struct{}{}
-	}
-	time.Sleep(150 * time.Millisecond)
-	if n := sent.Load(); n < 1 || n > 2 {
-		t.Errorf("100 changes gave %d sends, want 1 or 2", n)
-	}
-	close(in)
-	<-done
+		time.Sleep(window / 2)
+		in <- struct{}{}
+		time.Sleep(window / 2)
+		expectSends("two changes half a window apart", 1)
+
+		in <- struct{}{}
+		close(in)
+		<-done
+		expectSends("a change still pending when the input closes", 1)
+	})
+}
+
+// TestCoalesceStopsWithContext checks a pending change is dropped, and the
+// goroutine returns, when the context ends before the window does.
+func TestCoalesceStopsWithContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		in := make(chan struct{})
+		var sends int
+		done := make(chan struct{})
+		go func() {
+			coalesce(ctx, in, time.Second, func() { sends++ })
+			close(done)
+		}()
+		in <- struct{}{}
+		cancel()
+		<-done
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if sends != 0 {
+			t.Errorf("%d sends after the context ended, want 0", sends)
+		}
+	})
 }

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -30,12 +29,6 @@ const (
 	gib       = enginetest.GiB
 )
 
-func TestMain(m *testing.M) {
-	// Set before any server exists: follow streams poll quickly in tests.
-	followPoll = 5 * time.Millisecond
-	os.Exit(m.Run())
-}
-
 // apiEnv is an Engine on the cloudtest driver with a fake clock, served by
 // an httptest.Server, and a client for it.
 type apiEnv struct {
@@ -46,6 +39,9 @@ type apiEnv struct {
 	eng    *engine.Engine
 	srv    *httptest.Server
 	client *Client
+	// followWaits receives (dropping when full) each time a follow
+	// stream has written what there is and waits for the next poll.
+	followWaits chan struct{}
 }
 
 func newEnv(t *testing.T) *apiEnv {
@@ -54,11 +50,51 @@ func newEnv(t *testing.T) *apiEnv {
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "dispatch_up 1\n")
 	})
-	srv := httptest.NewServer(NewServer(ServerOptions{Engine: env.Engine, Token: testToken, Metrics: metrics}))
+	h := NewServer(ServerOptions{Engine: env.Engine, Token: testToken, Metrics: metrics}).(*server)
+	h.followPoll = 5 * time.Millisecond
+	waits := make(chan struct{}, 1)
+	h.followWaiting = func() {
+		select {
+		case waits <- struct{}{}:
+		default:
+		}
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close) // before the engine closes
 	c := NewClient(srv.URL, testToken)
 	c.Actor = "test:alice"
-	return &apiEnv{Env: env, t: t, clk: env.Clock, cloud: env.Cloud, eng: env.Engine, srv: srv, client: c}
+	return &apiEnv{Env: env, t: t, clk: env.Clock, cloud: env.Cloud, eng: env.Engine, srv: srv, client: c, followWaits: waits}
+}
+
+// followPolledSince returns once a follow stream has read the container
+// from start to end after this call, and is still waiting for more: the
+// first signal may come from a poll that began before the call, the
+// second cannot.
+func (e *apiEnv) followPolledSince() {
+	e.t.Helper()
+	select {
+	case <-e.followWaits:
+	default:
+	}
+	for range 2 {
+		select {
+		case <-e.followWaits:
+		case <-time.After(10 * time.Second):
+			e.t.Fatal("no follow stream polled within 10s")
+		}
+	}
+}
+
+// awaitFollow waits (with a deadline) for a follow stream to end.
+func awaitFollow(t *testing.T, done <-chan error, what string) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatalf("follow did not end %s", what)
+		return nil
+	}
 }
 
 func (e *apiEnv) step(n int) { e.Step(n) }
@@ -358,7 +394,7 @@ func TestNoTokenServer(t *testing.T) {
 	}
 }
 
-// TestErrors covers every error row of DESIGN §7.2 and the query checks.
+// TestErrors covers every error row of docs/design.md §7.2 and the query checks.
 func TestErrors(t *testing.T) {
 	e := newEnv(t)
 	queued := e.submit("q", []string{"run-forever"}, 0) // priority 0: stays queued
@@ -666,30 +702,29 @@ func TestLogsFollow(t *testing.T) {
 
 	// Queued: the stream waits without output.
 	e.step(1)
+	e.followPolledSince()
 	select {
 	case err := <-done:
 		t.Fatalf("follow ended while queued: %v %q", err, out.String())
-	case <-time.After(20 * time.Millisecond):
+	default:
+	}
+	if got := out.String(); got != "" {
+		t.Fatalf("output while queued: %q", got)
 	}
 	e.until("running", 30, func() bool { return e.state(id) == queue.Running })
 	waitReal(t, "the running line", func() bool { return strings.Contains(out.String(), "running") })
 
-	// Step until the container completes and the stream ends.
-	finished := false
-	for i := 0; i < 3000 && !finished; i++ {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-			finished = true
-		default:
-			e.step(1)
-			time.Sleep(time.Millisecond)
+	// Step until the container has completed and its output is stored:
+	// then the stream has all there will be and ends.
+	e.until("complete with its output stored", 300, func() bool {
+		if e.state(id) != queue.Complete {
+			return false
 		}
-	}
-	if !finished {
-		t.Fatalf("follow did not end; container %s, output %q", e.state(id), out.String())
+		_, err := e.eng.Logs(t.Context(), id, 0)
+		return err == nil
+	})
+	if err := awaitFollow(t, done, "after the container completed"); err != nil {
+		t.Fatal(err)
 	}
 	if st := e.state(id); st != queue.Complete {
 		t.Fatalf("stream ended with the container %s", st)
@@ -713,17 +748,12 @@ func TestLogsFollowNeverRan(t *testing.T) {
 	var out syncBuffer
 	done := make(chan error, 1)
 	go func() { done <- e.client.Logs(t.Context(), id, 0, true, &out) }()
-	time.Sleep(20 * time.Millisecond)
+	e.followPolledSince() // the stream waits for the queued container
 	if _, err := e.client.ContainerVerb(t.Context(), id, "kill", ""); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-done:
-		if err != nil || out.String() != "" {
-			t.Fatalf("follow = %q, %v", out.String(), err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("follow did not end after the container was cancelled")
+	if err := awaitFollow(t, done, "after the container was cancelled"); err != nil || out.String() != "" {
+		t.Fatalf("follow = %q, %v", out.String(), err)
 	}
 }
 
@@ -737,13 +767,8 @@ func TestLogsFollowClientGoesAway(t *testing.T) {
 	go func() { done <- e.client.Logs(ctx, id, 0, true, &out) }()
 	waitReal(t, "output", func() bool { return strings.Contains(out.String(), "running") })
 	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("err = %v, want context.Canceled", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("follow did not end after the client went away")
+	if err := awaitFollow(t, done, "after the client went away"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }
 

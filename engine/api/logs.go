@@ -11,8 +11,9 @@ import (
 	"dispatch-tui/engine/queue"
 )
 
-// followPoll is how often a followed container's output is read again.
-var followPoll = 500 * time.Millisecond
+// defaultFollowPoll is how often a followed container's output is read
+// again (tests poll faster).
+const defaultFollowPoll = 500 * time.Millisecond
 
 // finalLogsGrace is how long a follow waits, after the container ended,
 // for its output to be stored (the pool stores it just before the runner
@@ -66,7 +67,7 @@ func logsError(id string, err error) *httpError {
 }
 
 // followLogs streams a container's output: what there is now (its last
-// tail lines when tail > 0), then whatever is new every followPoll, until
+// tail lines when tail > 0), then whatever is new every s.followPoll, until
 // the container is final and its output was written, or the client goes
 // away.
 func (s *server) followLogs(w http.ResponseWriter, r *http.Request, id string, tail int) {
@@ -78,7 +79,7 @@ func (s *server) followLogs(w http.ResponseWriter, r *http.Request, id string, t
 
 	var tr logTracker
 	var finalSince time.Time // wall time the container was first seen final
-	tick := time.NewTicker(followPoll)
+	tick := time.NewTicker(s.followPoll)
 	defer tick.Stop()
 	for {
 		c, ok := s.eng.Container(id)
@@ -120,6 +121,9 @@ func (s *server) followLogs(w http.ResponseWriter, r *http.Request, id string, t
 			}
 		} else if !errors.Is(err, engine.ErrNoLogs) {
 			s.log.Debug("follow logs", "container", id, "err", err.Error())
+		}
+		if s.followWaiting != nil {
+			s.followWaiting()
 		}
 		select {
 		case <-ctx.Done():

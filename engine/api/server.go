@@ -42,11 +42,17 @@ type server struct {
 	mux      *http.ServeMux
 	hasToken bool
 	token    [sha256.Size]byte
+
+	followPoll time.Duration // how often a followed container's output is read again
+	// followWaiting, when set, is called each time a follow stream has
+	// written what there is and waits for the next poll: tests use it to
+	// know a stream is under way.
+	followWaiting func()
 }
 
 // NewServer returns the API handler.
 func NewServer(opts ServerOptions) http.Handler {
-	s := &server{eng: opts.Engine, log: opts.Logger, mux: http.NewServeMux()}
+	s := &server{eng: opts.Engine, log: opts.Logger, mux: http.NewServeMux(), followPoll: defaultFollowPoll}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -5,13 +5,13 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"dispatch-tui/cloud/cloudtest"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
-	"dispatch-tui/engine/queue"
 )
 
 func TestDemoConfig(t *testing.T) {
@@ -57,36 +57,37 @@ func TestDemoSpec(t *testing.T) {
 	}
 }
 
+// TestFeed runs on synctest's clock: a second of feeding at 500 a second is
+// 500 ticks, far past the 15 the cap allows, in no wall time.
 func TestFeed(t *testing.T) {
-	cfg := config.Default()
-	cfg.Dispatcher.StateDir = t.TempDir()
-	cfg.Cloud.Driver = "cloudtest"
-	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	ct := cloudtest.New(cloudtest.Options{Clock: clk})
-	eng, err := engine.New(engine.Options{Config: cfg, InstanceSet: ct, NewExecutor: ct.Executor, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer eng.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Feed(ctx, eng, FeedOptions{Rate: 500, MaxQueued: 15, Seed: 3}) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for eng.Summary().Containers[queue.Queued] < 15 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(50 * time.Millisecond) // the cap holds
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	cs, n := eng.Containers(engine.ListOptions{})
-	if n != 15 {
-		t.Errorf("%d containers submitted, want 15 (the MaxQueued cap)", n)
-	}
-	for _, c := range cs {
-		if c.Command[0] != cloudtest.CmdName {
-			t.Errorf("container %s runs %q, want a cloudtest command", c.ID, c.Command)
+	synctest.Test(t, func(t *testing.T) {
+		cfg := config.Default()
+		cfg.Dispatcher.StateDir = t.TempDir()
+		cfg.Cloud.Driver = "cloudtest"
+		clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+		ct := cloudtest.New(cloudtest.Options{Clock: clk})
+		eng, err := engine.New(engine.Options{Config: cfg, InstanceSet: ct, NewExecutor: ct.Executor, Clock: clk})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		defer eng.Close()
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- Feed(ctx, eng, FeedOptions{Rate: 500, MaxQueued: 15, Seed: 3}) }()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		cs, n := eng.Containers(engine.ListOptions{})
+		if n != 15 {
+			t.Errorf("%d containers submitted, want 15 (the MaxQueued cap)", n)
+		}
+		for _, c := range cs {
+			if c.Command[0] != cloudtest.CmdName {
+				t.Errorf("container %s runs %q, want a cloudtest command", c.ID, c.Command)
+			}
+		}
+	})
 }

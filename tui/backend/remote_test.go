@@ -278,29 +278,34 @@ func TestRemoteIdleRefreshReadsNoLists(t *testing.T) {
 	}
 }
 
-// lateVerbTransport applies a verb while the first full snapshot runs,
-// at the worst moment for the console: after the container list was read
-// (it waits up to a bound for that), before the events are.
+// lateVerbTransport applies a verb while the first full snapshot runs, at
+// the worst moment for the console: after one of the event log and the
+// container list was read, before the other is. Whichever request comes
+// first is answered and then the verb applied; the other waits for the
+// verb, so the order holds even if the two are read in parallel.
 type lateVerbTransport struct {
-	verb       func()
-	listsRead  chan struct{}
-	once, done sync.Once
+	verb    func()
+	applied chan struct{}
+
+	mu      sync.Mutex
+	claimed bool // a request was chosen to go first
 }
 
 func (h *lateVerbTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Path == "/v1/events" {
-		h.once.Do(func() {
-			select {
-			case <-h.listsRead:
-			case <-time.After(300 * time.Millisecond): // lists are read after the events
-			}
-			h.verb()
-		})
+	if req.URL.Path != "/v1/events" && req.URL.Path != "/v1/containers" {
+		return http.DefaultTransport.RoundTrip(req)
+	}
+	h.mu.Lock()
+	first := !h.claimed
+	h.claimed = true
+	h.mu.Unlock()
+	if !first {
+		<-h.applied
+		return http.DefaultTransport.RoundTrip(req)
 	}
 	resp, err := http.DefaultTransport.RoundTrip(req)
-	if req.URL.Path == "/v1/containers" {
-		h.done.Do(func() { close(h.listsRead) })
-	}
+	h.verb()
+	close(h.applied)
 	return resp, err
 }
 
@@ -313,7 +318,7 @@ func TestRemoteVerbDuringSnapshotIsSeenNextRefresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := e.submit("late-hold", -1, 1)
-	ht := &lateVerbTransport{listsRead: make(chan struct{}), verb: func() {
+	ht := &lateVerbTransport{applied: make(chan struct{}), verb: func() {
 		if _, err := e.eng.HoldContainer(id, "test", "during the snapshot"); err != nil {
 			t.Error(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"dispatch-tui/tui/theme"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 )
 
 // Result is what a key did to the dialog.
@@ -97,7 +98,7 @@ func (d *Confirm) View(th *theme.Theme, width int) string {
 		ok = th.Selected.Render("> " + d.OK + " <")
 	}
 	btn := cancel + "   " + ok
-	lines = append(lines, btn+strings.Repeat(" ", max(inner-visibleLen(btn), 0)))
+	lines = append(lines, btn+strings.Repeat(" ", max(inner-ansi.StringWidth(btn), 0)))
 	lines = append(lines, pad("tab: switch  enter: choose  esc: cancel", inner))
 	var b strings.Builder
 	b.WriteString("┌" + strings.Repeat("─", w-2) + "┐\n")
@@ -108,27 +109,10 @@ func (d *Confirm) View(th *theme.Theme, width int) string {
 	return b.String()
 }
 
-func visibleLen(s string) int {
-	n, esc := 0, false
-	for _, r := range s {
-		switch {
-		case esc:
-			if r == 'm' {
-				esc = false
-			}
-		case r == 0x1b:
-			esc = true
-		default:
-			n++
-		}
-	}
-	return n
-}
-
+// pad pads or truncates s to exactly w cells.
 func pad(s string, w int) string {
-	r := []rune(s)
-	if len(r) > w {
-		return string(r[:w-1]) + "…"
+	if ansi.StringWidth(s) > w {
+		s = ansi.Truncate(s, w, "…")
 	}
-	return s + strings.Repeat(" ", w-len(r))
+	return s + strings.Repeat(" ", max(w-ansi.StringWidth(s), 0))
 }

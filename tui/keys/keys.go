@@ -201,9 +201,6 @@ func (km *Keymap) IsVerb(action string) bool {
 	return false
 }
 
-// Bindings returns a copy of the bindings in help order.
-func (km *Keymap) Bindings() []Binding { return slices.Clone(km.bindings) }
-
 // HelpLines renders the help screen: one line per action, verbs left out
 // when readOnly.
 func (km *Keymap) HelpLines(readOnly bool) []string {

@@ -14,7 +14,7 @@ import (
 
 	"dispatch-tui/tui/theme"
 
-	"github.com/mattn/go-runewidth"
+	"github.com/charmbracelet/x/ansi"
 )
 
 // Column describes one column.
@@ -539,9 +539,6 @@ func (t *Table) CursorRow() (Row, bool) {
 	return t.rows[t.byID[id]], true
 }
 
-// Position returns the cursor's position in the shown rows.
-func (t *Table) Position() int { t.ensure(); return t.cursorPos }
-
 // ToggleMark marks or unmarks the cursor row.
 func (t *Table) ToggleMark() {
 	id := t.Cursor()
@@ -714,7 +711,7 @@ func (t *Table) line(r *Row) *cacheLine {
 			styled.WriteString(cell)
 		}
 	}
-	pad := t.width - GutterWidth - runewidthOf(plain.String())
+	pad := t.width - GutterWidth - cellWidth(plain.String())
 	if pad > 0 {
 		sp := strings.Repeat(" ", pad)
 		plain.WriteString(sp)
@@ -804,11 +801,13 @@ func Sanitize(s string) string {
 	}, s)
 }
 
-func runewidthOf(s string) int {
+// cellWidth is ansi.StringWidth with a fast path for the common case of
+// printable ASCII, where cells and bytes are one to one.
+func cellWidth(s string) int {
 	if isASCII(s) {
 		return len(s)
 	}
-	return runewidth.StringWidth(s)
+	return ansi.StringWidth(s)
 }
 
 // Fit pads or truncates s (plain text) to exactly w cells.
@@ -834,10 +833,10 @@ func Fit(s string, w int, right bool) string {
 	// Cells are one line of text from users and programs: no control
 	// characters may reach the terminal.
 	s = strings.ReplaceAll(Sanitize(s), "\n", " ")
-	sw := runewidth.StringWidth(s)
+	sw := ansi.StringWidth(s)
 	if sw > w {
-		s = runewidth.Truncate(s, w, "…")
-		sw = runewidth.StringWidth(s)
+		s = ansi.Truncate(s, w, "…")
+		sw = ansi.StringWidth(s)
 	}
 	if sw < w {
 		if right {

@@ -40,7 +40,15 @@ func TestFit(t *testing.T) {
 		w     int
 		right bool
 		want  string
-	}{{"abc", 5, false, "abc  "}, {"abc", 5, true, "  abc"}, {"abcdef", 4, false, "abc…"}, {"日本語", 4, false, "日… "}} {
+	}{
+		{"abc", 5, false, "abc  "},
+		{"abc", 5, true, "  abc"},
+		{"abcdef", 4, false, "abc…"},
+		{"日本語", 4, false, "日… "},
+		{"日本語", 6, false, "日本語"},
+		{"日本", 5, true, " 日本"},
+		{"e\u0301t\u00e9", 4, false, "e\u0301t\u00e9 "}, // a combining accent takes no cell
+	} {
 		if got := Fit(tc.s, tc.w, tc.right); got != tc.want {
 			t.Errorf("Fit(%q,%d) = %q, want %q", tc.s, tc.w, got, tc.want)
 		}
