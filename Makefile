@@ -32,7 +32,7 @@ bench-scheduler:
 
 # Containers running `true` submitted through the API of the real binary
 # running as a daemon, timed to Complete through real SSH on the local
-# driver (DESIGN §9, issue 6), recorded in BENCHMARKS.md.
+# driver (docs/design.md §9, issue 6), recorded in BENCHMARKS.md.
 BENCH_E2E_N ?= 20000
 bench-e2e:
 	$(GO) test -run='^TestDaemonThroughput$$' -count=1 -v -timeout=30m ./engine/launch -throughput.containers=$(BENCH_E2E_N)

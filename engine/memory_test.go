@@ -39,7 +39,7 @@ func procStatus(t *testing.T, key string) int64 {
 
 // TestMemory100k measures the engine's resident memory with 100,000
 // containers queued and 1,000 instances running (cloudtest driver), the
-// shape of DESIGN §9's memory target. It reports, it does not assert a
+// shape of docs/design.md §9's memory target. It reports, it does not assert a
 // timing; the RSS bound is checked.
 func TestMemory100k(t *testing.T) {
 	if !*memoryRun {

@@ -1,5 +1,5 @@
 // Package sshhosts is the cloud driver for a fixed pool of existing hosts
-// reached with real SSH (DESIGN §8).
+// reached with real SSH (docs/design.md §8).
 //
 // Every configured host is one instance with a stable id. Create claims a
 // free host of the requested type; Destroy kills whatever the runner still

@@ -1,4 +1,4 @@
-// Package api is the dispatcher's management HTTP API (DESIGN §7.2): a
+// Package api is the dispatcher's management HTTP API (docs/design.md §7.2): a
 // server over an *engine.Engine and a Go client for it (the TUI's remote
 // backend and the CLI use the client).
 package api

@@ -1,5 +1,5 @@
 // Package config loads and validates the dispatcher's TOML configuration
-// (DESIGN §7.4): built-in defaults, sizes like "2GiB", durations like "90s",
+// (docs/design.md §7.4): built-in defaults, sizes like "2GiB", durations like "90s",
 // unknown keys rejected, and every error tied to its line in the file.
 package config
 

@@ -14,7 +14,7 @@ const (
 	giB = int64(1) << 30
 )
 
-// Default returns the built-in configuration (DESIGN §7.4): the local
+// Default returns the built-in configuration (docs/design.md §7.4): the local
 // driver, state under $XDG_STATE_HOME/dispatch-tui, and three instance types.
 func Default() *Config {
 	return &Config{

@@ -20,7 +20,7 @@ import (
 	"dispatch-tui/cloud"
 )
 
-// Find returns the config file to use when --config is absent (DESIGN §7.1):
+// Find returns the config file to use when --config is absent (docs/design.md §7.1):
 // ./dispatch-tui.toml, then $XDG_CONFIG_HOME/dispatch-tui/config.toml
 // ($HOME/.config/dispatch-tui/config.toml when XDG_CONFIG_HOME is unset).
 // It returns "" and no error when neither exists.
@@ -160,7 +160,7 @@ func (x *value) UnmarshalTOML(v any) error {
 }
 
 // The raw structs mirror the file. Their toml tags are the key names of
-// DESIGN §7.4; unknownKeys also uses them as the schema of known keys.
+// docs/design.md §7.4; unknownKeys also uses them as the schema of known keys.
 type rawFile struct {
 	Dispatcher    rawDispatcher     `toml:"dispatcher"`
 	Cloud         rawCloud          `toml:"cloud"`

@@ -1,6 +1,6 @@
 package launch
 
-// The throughput benchmark of DESIGN §9: containers running `true` taken
+// The throughput benchmark of docs/design.md §9: containers running `true` taken
 // from submit to Complete through real SSH on the local driver. It runs
 // only when asked for (make bench-e2e):
 //

@@ -1,5 +1,5 @@
 // Package metrics exposes the engine's state as Prometheus metrics for
-// GET /metrics (DESIGN §7.2).
+// GET /metrics (docs/design.md §7.2).
 //
 // Gauges and counters are read from the engine at scrape time (Summary,
 // Instances, LastPass, PoolStats) by a custom collector, so a scrape costs

@@ -437,7 +437,7 @@ func TestConstHistogram(t *testing.T) {
 }
 
 // BenchmarkObservePass: the per-pass cost metrics add to the scheduler
-// (DESIGN §9 counts it in the pass budget).
+// (docs/design.md §9 counts it in the pass budget).
 func BenchmarkObservePass(b *testing.B) {
 	m := NewRecorder()
 	st := scheduler.Stats{Duration: 2 * time.Millisecond, Starts: 3, Creates: 1}

@@ -1,6 +1,6 @@
 // Package queue holds container records: the persistent store (bbolt), the
 // in-memory index the scheduler walks every pass, the legal state
-// transitions of DESIGN §3, the event log, and change notifications.
+// transitions of docs/design.md §3, the event log, and change notifications.
 package queue
 
 import (
@@ -13,7 +13,7 @@ import (
 // State is a container's lifecycle state.
 type State string
 
-// Container states (DESIGN §3).
+// Container states (docs/design.md §3).
 const (
 	Queued    State = "Queued"
 	Locked    State = "Locked"
@@ -165,7 +165,7 @@ func (p Pending) Text() string {
 	return string(p.Code)
 }
 
-// Container is one container record (DESIGN §3).
+// Container is one container record (docs/design.md §3).
 type Container struct {
 	// The fields a scheduler pass reads for every container come first, so
 	// a pass over 100,000 records touches as few cache lines as possible.

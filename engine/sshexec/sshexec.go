@@ -1,4 +1,4 @@
-// Package sshexec implements runner.Executor over SSH (DESIGN §6, §7.3, §8).
+// Package sshexec implements runner.Executor over SSH (docs/design.md §6, §7.3, §8).
 //
 // An Executor keeps one multiplexed SSH connection to one instance and runs
 // every command in a new session on it, so concurrent calls share a single

@@ -1,4 +1,4 @@
-// Package cli implements the client sub-commands of dispatch-tui (DESIGN
+// Package cli implements the client sub-commands of dispatch-tui (docs/design.md
 // §7.1): submit, ls, instance and container verbs, logs, pause and resume,
 // all through the management API. Exit codes: 0 success, 1 an error the
 // server reported (or it could not be reached), 2 a usage error.

@@ -107,8 +107,8 @@ func writeReplies(bw *bufio.Writer, replies []runner.Reply) error {
 	return nil
 }
 
-// serve runs "runner serve": batches over one long-lived session (DESIGN
-// §9), so that the dispatcher pays for neither an SSH session nor a
+// serve runs "runner serve": batches over one long-lived session (docs/design.md
+// §7.3 for the format, §9 for why), so that the dispatcher pays for neither an SSH session nor a
 // process start per call. stdin carries frames: request lines as for
 // batch, then an empty line. For each frame serve writes its replies, one
 // line each, then an empty line. A frame cut short by the end of stdin is
