@@ -47,7 +47,7 @@ type Dispatcher struct {
 	TLSKey  string
 	// MaxConnections caps the API's open connections (TCP and socket
 	// each).
-	MaxConnections int
+	MaxConnections           int
 	StateDir                 string // resolved: never "" after Load/Default
 	MaxInstances             int
 	MaxContainersPerInstance int // 0 = unlimited (pack by resources)

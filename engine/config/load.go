@@ -213,15 +213,15 @@ type rawDispatcher struct {
 	TLSCert                  value      `toml:"tls_cert"`
 	TLSKey                   value      `toml:"tls_key"`
 	MaxConnections           value      `toml:"max_connections"`
-	StateDir                 value `toml:"state_dir"`
-	MaxInstances             value `toml:"max_instances"`
-	MaxContainersPerInstance value `toml:"max_containers_per_instance"`
-	MaxPriceFactor           value `toml:"max_price_factor"`
-	SchedulerProfile         value `toml:"scheduler_profile"`
-	StaleLockTimeout         value `toml:"stale_lock_timeout"`
-	ReserveExtraRAM          value `toml:"reserve_extra_ram"`
-	MemoryLimit              value `toml:"memory_limit"`
-	EventRetention           value `toml:"event_retention"`
+	StateDir                 value      `toml:"state_dir"`
+	MaxInstances             value      `toml:"max_instances"`
+	MaxContainersPerInstance value      `toml:"max_containers_per_instance"`
+	MaxPriceFactor           value      `toml:"max_price_factor"`
+	SchedulerProfile         value      `toml:"scheduler_profile"`
+	StaleLockTimeout         value      `toml:"stale_lock_timeout"`
+	ReserveExtraRAM          value      `toml:"reserve_extra_ram"`
+	MemoryLimit              value      `toml:"memory_limit"`
+	EventRetention           value      `toml:"event_retention"`
 }
 
 type rawToken struct {
