@@ -54,6 +54,12 @@ func NewRemote(c *api.Client, describe string) *Remote {
 	return r
 }
 
+// Identity asks the dispatcher who it takes this console for and with
+// which role (a viewer token cannot apply verbs).
+func (r *Remote) Identity(ctx context.Context) (api.Identity, error) {
+	return r.c.WhoAmI(ctx)
+}
+
 // Describe implements Backend.
 func (r *Remote) Describe() string { return r.describe }
 
