@@ -242,3 +242,36 @@ func TestConsoleDemo(t *testing.T) {
 		t.Errorf("demo state dir left behind: %v", err)
 	}
 }
+
+// TestConsoleConnectAsViewer: attached with a viewer token the console is
+// read-only and says why; with an operator token it is not.
+func TestConsoleConnectAsViewer(t *testing.T) {
+	cfgPath, stateDir := writeConsoleConfig(t, "token = \"op-secret\"\n[[dispatcher.tokens]]\nname = \"bob\"\ntoken = \"bob-secret\"\n")
+	c, err := startConsole(consoleFlags{configPath: cfgPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	l := logLine(t, filepath.Join(stateDir, "dispatch-tui.log"), "api listening", "addr")
+	if l == nil {
+		t.Fatal("no TCP listener in the log")
+	}
+	addr, _ := l["addr"].(string)
+	for _, tc := range []struct{ token, want string }{
+		{"bob-secret", "token:bob has the viewer role; verbs need an operator token"},
+		{"op-secret", ""},
+	} {
+		rc, err := startConsole(consoleFlags{configPath: cfgPath, connect: addr, token: tc.token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rc.readOnly != tc.want {
+			t.Errorf("token %s: read-only %q, want %q", tc.token, rc.readOnly, tc.want)
+		}
+		err = rc.backend.SetPaused(context.Background(), true, "")
+		if (err != nil) != (tc.want != "") {
+			t.Errorf("token %s: pause: %v", tc.token, err)
+		}
+		rc.close()
+	}
+}

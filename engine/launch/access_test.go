@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -70,7 +71,9 @@ func otherUser(t *testing.T) (uid, gid uint32) {
 	if _, err := exec.LookPath("useradd"); err != nil {
 		t.Skip("no useradd")
 	}
-	name := fmt.Sprintf("dtui%d", os.Getpid()%100000)
+	h := fnv.New32a()
+	h.Write([]byte(t.Name()))
+	name := fmt.Sprintf("dtui%d-%d", os.Getpid()%100000, h.Sum32()%1000)
 	if out, err := exec.Command("useradd", "-M", "-N", "-s", "/bin/false", name).CombinedOutput(); err != nil {
 		t.Fatalf("useradd: %v: %s", err, out)
 	}
@@ -84,11 +87,14 @@ func otherUser(t *testing.T) (uid, gid uint32) {
 }
 
 // curlAs runs curl as uid:gid against the socket and returns its exit
-// code (7: could not connect).
-func curlAs(t *testing.T, uid, gid uint32, socket string) (int, string) {
+// code (7: could not connect) and output; with no args it submits a
+// container.
+func curlAs(t *testing.T, uid, gid uint32, socket string, args ...string) (int, string) {
 	t.Helper()
-	cmd := exec.Command("curl", "-sS", "--max-time", "10", "--unix-socket", socket,
-		"http://localhost/v1/containers", "-d", `{"command":["id"]}`)
+	if len(args) == 0 {
+		args = []string{"http://localhost/v1/containers", "-d", `{"command":["id"]}`}
+	}
+	cmd := exec.Command("curl", append([]string{"-sS", "--max-time", "10", "--unix-socket", socket}, args...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: gid, NoSetGroups: true}}
 	out, err := cmd.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -456,4 +462,48 @@ func TestSecretsStayOut(t *testing.T) {
 // instance, as on a real host) from files that need to stay private.
 func executableWithoutSecrets(path string) bool {
 	return strings.Contains(filepath.Base(path), "dispatch-tui-runner")
+}
+
+// TestSocketGroupAdmitsItsMembers: with socket_group, the group's members
+// reach the socket (as operators, named by uid) and others still do not.
+func TestSocketGroupAdmitsItsMembers(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("no curl")
+	}
+	uid, gid := otherUser(t)
+	g, err := user.LookupGroupId(strconv.Itoa(int(gid)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	// Let the other user walk down to the state dir; the dispatcher
+	// decides the rest.
+	for d := filepath.Dir(state); d != "/" && d != os.TempDir(); d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := e2eConfig(state)
+	cfg.Cloud.Driver = "cloudtest"
+	cfg.Dispatcher.SocketGroup = g.Name
+	serveTest(t, cfg, nil)
+	socket := cfg.Dispatcher.SocketPath()
+	for path, want := range map[string]os.FileMode{state: 0o710, socket: 0o660} {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if fi.Mode().Perm() != want || st.Gid != gid {
+			t.Errorf("%s: mode %04o group %d, want %04o group %d", path, fi.Mode().Perm(), st.Gid, want, gid)
+		}
+	}
+	code, out := curlAs(t, uid, gid, socket, "http://localhost/v1/whoami")
+	if want := fmt.Sprintf(`"actor":"uid:%d(`, uid); code != 0 || !strings.Contains(out, want) || !strings.Contains(out, `"role":"operator"`) {
+		t.Fatalf("a member of %s: curl exit %d: %s, want %s… as operator", g.Name, code, out, want)
+	}
+	// The same user outside the group: refused.
+	if code, out := curlAs(t, uid, 65534, socket, "http://localhost/v1/whoami"); code != 7 {
+		t.Fatalf("outside the group: curl exit %d: %s, want 7", code, out)
+	}
 }
