@@ -75,11 +75,6 @@ func (s *server) followLogs(w http.ResponseWriter, r *http.Request, id string, t
 	textHeader(w)
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	// The server's read timeout bounds how long a client may take to send
-	// its request; past it, the connection's pending read would fail and
-	// cancel this stream. A follow reads nothing more, so it lifts the
-	// deadline (the write side has none).
-	rc.SetReadDeadline(time.Time{})
 	rc.Flush()
 
 	var tr logTracker

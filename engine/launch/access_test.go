@@ -507,3 +507,44 @@ func TestSocketGroupAdmitsItsMembers(t *testing.T) {
 		t.Fatalf("outside the group: curl exit %d: %s, want 7", code, out)
 	}
 }
+
+// TestFollowOutlivesTheReadTimeout: the whole-request timeout bounds how
+// long a client takes to send its request, not how long a logs --follow
+// stream may last.
+func TestFollowOutlivesTheReadTimeout(t *testing.T) {
+	cfg := e2eConfig(t.TempDir())
+	cfg.Cloud.Driver = "cloudtest"
+	timeouts := &Timeouts{ReadHeader: 100 * time.Millisecond, Read: 200 * time.Millisecond, Idle: 200 * time.Millisecond}
+	r, _ := serveTest(t, cfg, timeouts)
+	c, err := api.Dial("unix:"+cfg.Dispatcher.SocketPath(), api.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	sub, err := c.Submit(ctx, queue.Spec{Command: []string{"some-daemon"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 1 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "container running", 30*time.Second, func() bool {
+		got, _ := r.Container(sub.ID)
+		return got.State == queue.Running
+	})
+	done := make(chan error, 1)
+	go func() { done <- c.Logs(ctx, sub.ID, 0, true, io.Discard) }()
+	select {
+	case err := <-done:
+		t.Fatalf("follow ended after less than 5 read timeouts: %v", err)
+	case <-time.After(5 * timeouts.Read):
+	}
+	if _, err := c.ContainerVerb(ctx, sub.ID, "kill", ""); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("follow: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("follow did not end after the kill")
+	}
+}
