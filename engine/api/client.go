@@ -25,8 +25,8 @@ type Client struct {
 	Socket string
 	Token  string       // bearer token; "" sends none
 	HTTP   *http.Client // nil = http.DefaultClient
-	// Actor, when set, is sent as X-Dispatch-Actor: the server records
-	// verbs as "api:" + Actor.
+	// Actor, when set, is sent as X-Dispatch-Actor; a server that knows
+	// who the client is (socket peer, token) records that instead.
 	Actor string
 }
 

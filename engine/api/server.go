@@ -19,7 +19,9 @@ import (
 const MaxBodyBytes = 1 << 20
 
 // ActorHeader carries the name of whoever drives a client (e.g.
-// "cli:alice"); the server records verbs as "api:" + its sanitised value.
+// "cli:alice"). An authenticated request is recorded as its socket peer or
+// token; only a server without tokens records "api:" + the header's
+// sanitised value.
 const ActorHeader = "X-Dispatch-Actor"
 
 // maxActorLen caps the sanitised actor header.

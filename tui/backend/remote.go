@@ -21,7 +21,7 @@ const DefaultRefresh = time.Second
 // Remote is a Backend over a dispatcher's management API (--connect URL).
 // The API has no change stream, so Changes simply ticks every Refresh and
 // the console re-reads a Snapshot on each tick. Verbs carry the actor
-// header "tui:<username>" (the server records them as "api:tui:<username>").
+// header "tui:<username>"; the server records its socket peer or token.
 type Remote struct {
 	// Refresh is the interval of the Changes ticker (0 = DefaultRefresh).
 	// Set it before calling Changes.
