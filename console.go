@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/api/cli"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/launch"
 	"dispatch-tui/engine/simulate"
@@ -21,6 +22,7 @@ type consoleFlags struct {
 	configPath string
 	connect    string
 	token      string
+	pin        string // --tls-fingerprint
 	demo       bool
 	readOnly   bool
 }
@@ -29,7 +31,10 @@ type consoleFlags struct {
 type console struct {
 	backend backend.Backend
 	cfg     *config.Config // its [tui] section configures the TUI
-	logPath string         // "" with --connect and --demo
+	// readOnly says why the console must be read-only ("" = it need
+	// not): the token is a viewer's.
+	readOnly string
+	logPath  string // "" with --connect and --demo
 	// close stops what startConsole started. Instances and containers keep
 	// running, except in demo mode, which destroys its instances and
 	// removes its temporary state dir.
@@ -46,16 +51,7 @@ func startConsole(f consoleFlags) (*console, error) {
 		return nil, err
 	}
 	if f.connect != "" {
-		token := f.token
-		if token == "" {
-			token = os.Getenv("DISPATCH_TUI_TOKEN")
-		}
-		if token == "" {
-			token = cfg.Dispatcher.Token
-		}
-		r := backend.NewRemote(api.NewClient(f.connect, token), "remote "+f.connect)
-		r.Refresh = cfg.TUI.Refresh
-		return &console{backend: r, cfg: cfg, close: func() error { return nil }}, nil
+		return connectConsole(f, cfg)
 	}
 
 	describe := cfg.Cloud.Driver + " (in-process)"
@@ -97,9 +93,9 @@ func startConsole(f consoleFlags) (*console, error) {
 	stopAPI, err := launch.Serve(r, opts)
 	if err != nil && f.demo {
 		// A daemon may hold the configured port: serve the demo's API on
-		// any free loopback port instead (the address is in the log).
-		log.Warn("demo: serve the API on a free port instead", "err", err.Error())
-		cfg.Dispatcher.Listen = "127.0.0.1:0"
+		// its socket only.
+		log.Warn("demo: serve the API on the socket only", "err", err.Error())
+		cfg.Dispatcher.Listen = ""
 		stopAPI, err = launch.Serve(r, opts)
 	}
 	if err != nil {
@@ -168,4 +164,41 @@ func startConsole(f consoleFlags) (*console, error) {
 		c.logPath = logPath
 	}
 	return c, nil
+}
+
+// connectConsole attaches the console to a running dispatcher (--connect):
+// its socket needs no token; TCP takes --token, $DISPATCH_TUI_TOKEN or the
+// config's, and https a pinned fingerprint or a certificate the system
+// trusts. A viewer token makes the console read-only, saying why.
+func connectConsole(f consoleFlags, cfg *config.Config) (*console, error) {
+	token, pin := f.token, f.pin
+	if token == "" {
+		token = os.Getenv("DISPATCH_TUI_TOKEN")
+	}
+	if token == "" {
+		token = cfg.Dispatcher.Token
+	}
+	if pin == "" {
+		pin = os.Getenv("DISPATCH_TUI_TLS_FINGERPRINT")
+	}
+	if cli.IsSocket(f.connect) {
+		token = ""
+	}
+	c, err := api.Dial(f.connect, api.ClientOptions{Token: token, TLSFingerprint: pin})
+	if err != nil {
+		return nil, err
+	}
+	r := backend.NewRemote(c, "remote "+f.connect)
+	r.Refresh = cfg.TUI.Refresh
+	con := &console{backend: r, cfg: cfg, close: func() error { return nil }}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	id, err := r.Identity(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", f.connect, err)
+	}
+	if id.Role != "operator" {
+		con.readOnly = fmt.Sprintf("%s has the %s role; verbs need an operator token", id.Actor, id.Role)
+	}
+	return con, nil
 }

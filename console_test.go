@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -25,22 +27,28 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// consoleToken is the operator token of writeConsoleConfig's TCP listener.
+const consoleToken = "console-token"
+
 // writeConsoleConfig writes a config serving the API on a free loopback
-// port with its state in a temporary dir.
+// port (and the socket) with its state in a temporary dir.
 func writeConsoleConfig(t *testing.T, extra string) (path, stateDir string) {
 	t.Helper()
 	dir := t.TempDir()
 	stateDir = filepath.Join(dir, "state")
 	path = filepath.Join(dir, "config.toml")
 	body := "[dispatcher]\nlisten = \"127.0.0.1:0\"\nstate_dir = \"" + stateDir + "\"\n" + extra
+	if !strings.Contains(extra, "token") {
+		body = strings.Replace(body, "[dispatcher]\n", "[dispatcher]\ntoken = \""+consoleToken+"\"\n", 1)
+	}
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path, stateDir
 }
 
-// logLine returns the first JSON log line with msg.
-func logLine(t *testing.T, path, msg string) map[string]any {
+// logLine returns the first JSON log line with msg (and each of keys).
+func logLine(t *testing.T, path, msg string, keys ...string) map[string]any {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -53,7 +61,15 @@ func logLine(t *testing.T, path, msg string) map[string]any {
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 			t.Fatalf("log line %q is not JSON: %v", sc.Text(), err)
 		}
-		if m["msg"] == msg {
+		if m["msg"] != msg {
+			continue
+		}
+		has := true
+		for _, k := range keys {
+			_, ok := m[k]
+			has = has && ok
+		}
+		if has {
 			return m
 		}
 	}
@@ -92,7 +108,7 @@ func TestConsoleInProcessAndConnect(t *testing.T) {
 	if c.logPath != logPath {
 		t.Errorf("logPath %q, want %q", c.logPath, logPath)
 	}
-	l := logLine(t, logPath, "api listening")
+	l := logLine(t, logPath, "api listening", "addr")
 	if l == nil {
 		t.Fatal("no \"api listening\" line in the log")
 	}
@@ -120,6 +136,22 @@ func TestConsoleInProcessAndConnect(t *testing.T) {
 	if err := rc.close(); err != nil {
 		t.Error(err)
 	}
+	// --connect to its socket: no token, and the user's uid is the actor.
+	sock := "unix:" + filepath.Join(stateDir, "dispatch-tui.sock")
+	sc, err := startConsole(consoleFlags{configPath: cfgPath, connect: sock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.readOnly != "" {
+		t.Errorf("socket console read-only: %s", sc.readOnly)
+	}
+	if err := sc.backend.SetPaused(ctx, false, "socket"); err != nil {
+		t.Fatal(err)
+	}
+	evs, _ := c.backend.Snapshot(ctx)
+	if last := evs.Events[len(evs.Events)-1]; !strings.HasPrefix(last.Actor, fmt.Sprintf("uid:%d", os.Getuid())) {
+		t.Errorf("resume over the socket recorded as %+v, want the uid", last)
+	}
 
 	closed = true
 	if err := c.close(); err != nil {
@@ -141,6 +173,7 @@ func TestConsoleConnectToken(t *testing.T) {
 	var got string
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got = r.Header.Get("Authorization")
+		io.WriteString(w, `{"actor":"token:x","role":"operator"}`)
 	}))
 	defer ts.Close()
 	for _, tc := range []struct{ flag, env, want string }{
@@ -207,5 +240,38 @@ func TestConsoleDemo(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("demo state dir left behind: %v", err)
+	}
+}
+
+// TestConsoleConnectAsViewer: attached with a viewer token the console is
+// read-only and says why; with an operator token it is not.
+func TestConsoleConnectAsViewer(t *testing.T) {
+	cfgPath, stateDir := writeConsoleConfig(t, "token = \"op-secret\"\n[[dispatcher.tokens]]\nname = \"bob\"\ntoken = \"bob-secret\"\n")
+	c, err := startConsole(consoleFlags{configPath: cfgPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+	l := logLine(t, filepath.Join(stateDir, "dispatch-tui.log"), "api listening", "addr")
+	if l == nil {
+		t.Fatal("no TCP listener in the log")
+	}
+	addr, _ := l["addr"].(string)
+	for _, tc := range []struct{ token, want string }{
+		{"bob-secret", "token:bob has the viewer role; verbs need an operator token"},
+		{"op-secret", ""},
+	} {
+		rc, err := startConsole(consoleFlags{configPath: cfgPath, connect: addr, token: tc.token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rc.readOnly != tc.want {
+			t.Errorf("token %s: read-only %q, want %q", tc.token, rc.readOnly, tc.want)
+		}
+		err = rc.backend.SetPaused(context.Background(), true, "")
+		if (err != nil) != (tc.want != "") {
+			t.Errorf("token %s: pause: %v", tc.token, err)
+		}
+		rc.close()
 	}
 }

@@ -12,11 +12,12 @@ import (
 // empty) turns colour off.
 func runConsole(ctx context.Context, c *console, f consoleFlags) error {
 	return tui.Run(ctx, tui.Options{
-		Backend:      c.backend,
-		ReadOnly:     f.readOnly || c.cfg.TUI.ReadOnly,
-		Refresh:      c.cfg.TUI.Refresh,
-		KeyOverrides: c.cfg.TUI.Keys,
-		Theme:        c.cfg.TUI.Theme,
-		NoColor:      os.Getenv("NO_COLOR") != "",
+		Backend:        c.backend,
+		ReadOnly:       f.readOnly || c.cfg.TUI.ReadOnly || c.readOnly != "",
+		ReadOnlyReason: c.readOnly,
+		Refresh:        c.cfg.TUI.Refresh,
+		KeyOverrides:   c.cfg.TUI.Keys,
+		Theme:          c.cfg.TUI.Theme,
+		NoColor:        os.Getenv("NO_COLOR") != "",
 	})
 }

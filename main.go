@@ -29,8 +29,9 @@ const version = "0.1.0-dev"
 const usage = `usage:
   dispatch-tui [--config FILE] [--read-only]   TUI + in-process engine (also serves the API)
   dispatch-tui --daemon [--config FILE]        headless engine, JSON logs to stderr
-  dispatch-tui --connect URL [--token T] [--read-only]
+  dispatch-tui --connect URL [--token T] [--tls-fingerprint SHA256] [--read-only]
                                                TUI attached to a running daemon
+                                               (URL: unix:PATH, https://host:port, http://127.0.0.1:port)
   dispatch-tui --demo [--read-only]            TUI + engine + local driver + a sample workload
   dispatch-tui submit [--vcpus N --ram 2GiB --scratch 10GiB --gpus N --priority N
                        --max-attempts N --restart on-failure --name S --env K=V] -- CMD ARGS...
@@ -44,6 +45,11 @@ const usage = `usage:
   dispatch-tui version
   dispatch-tui simulate [--driver local|cloudtest --containers N --quota N --timeout 2m]
                                                the engine with a sample workload
+
+Client commands and --connect reach the daemon on its socket in the state
+dir (no token; same user, or dispatcher.socket_group), else over TCP with
+--server/--token (https off loopback; --tls-fingerprint pins a self-signed
+certificate). See "Access and security" in README.md.
 
 The TUI modes log to <state_dir>/dispatch-tui.log, never to the terminal;
 --demo uses a temporary state dir and removes it, and its instances, on
@@ -68,7 +74,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	daemon := fs.Bool("daemon", false, "run the engine headless")
 	connect := fs.String("connect", "", "URL of a daemon to attach the TUI to")
 	fs.String("token", "", "API token (default $DISPATCH_TUI_TOKEN, then the config)")
-	server := fs.String("server", "", "dispatcher API address for client commands (default $DISPATCH_TUI_SERVER, then dispatcher.listen)")
+	server := fs.String("server", "", "dispatcher API for client commands: unix:PATH, https://host:port or http://host:port (default $DISPATCH_TUI_SERVER, then the socket in the state dir, then dispatcher.listen)")
+	pin := fs.String("tls-fingerprint", "", "SHA-256 of the server's TLS certificate to pin (default $DISPATCH_TUI_TLS_FINGERPRINT)")
 	demo := fs.Bool("demo", false, "TUI with a sample workload")
 	readOnly := fs.Bool("read-only", false, "TUI without the verbs")
 	if err := fs.Parse(args); err != nil {
@@ -88,7 +95,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return consoleCmd(consoleFlags{
 			configPath: fs.Lookup("config").Value.String(), connect: *connect,
-			token: fs.Lookup("token").Value.String(), demo: *demo, readOnly: *readOnly,
+			token: fs.Lookup("token").Value.String(), pin: *pin, demo: *demo, readOnly: *readOnly,
 		}, stderr)
 	}
 
@@ -117,7 +124,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer stop()
 		return cli.Run(ctx, cmd, rest, cli.Env{
 			Stdout: stdout, Stderr: stderr, ConfigPath: fs.Lookup("config").Value.String(),
-			Server: *server, Token: fs.Lookup("token").Value.String(),
+			Server: *server, Token: fs.Lookup("token").Value.String(), TLSFingerprint: *pin,
 		})
 	default:
 		fmt.Fprintf(stderr, "dispatch-tui: unknown command %q\n\n%s", cmd, usage)

@@ -93,6 +93,7 @@ func TestDaemonMemory100k(t *testing.T) {
 	cfg := fmt.Sprintf(`[dispatcher]
 state_dir = %q
 listen = %q
+token = "memtest-token"
 max_instances = 1000
 
 [cloud]
@@ -125,7 +126,7 @@ price = 0.05
 		daemon.Process.Signal(syscall.SIGTERM)
 		daemon.Wait()
 	})
-	client := api.NewClient(addr, "")
+	client := api.NewClient(addr, "memtest-token")
 	ctx := context.Background()
 	poll := func(what string, max time.Duration, cond func() bool) {
 		t.Helper()
@@ -181,7 +182,7 @@ price = 0.05
 
 	// Attach a console the way --connect does and measure it.
 	ct := &countingTransport{}
-	rc := api.NewClient(addr, "")
+	rc := api.NewClient(addr, "memtest-token")
 	rc.HTTP = &http.Client{Transport: ct}
 	remote := backend.NewRemote(rc, "remote "+addr)
 	m, err := newModel(Options{Backend: remote, Theme: "dark"}, time.Now)

@@ -23,12 +23,16 @@ import (
 
 // Options configure the console.
 type Options struct {
-	Backend      backend.Backend
-	ReadOnly     bool              // --read-only: no verbs offered, header shows RO
-	Refresh      time.Duration     // poll interval when Changes is quiet (default 1s)
-	KeyOverrides map[string]string // [tui.keys]: action name -> key(s), e.g. "hold" -> "H"
-	Theme        string            // auto | dark | light
-	NoColor      bool              // NO_COLOR: no colours, state always as text
+	Backend  backend.Backend
+	ReadOnly bool // --read-only: no verbs offered, header shows RO
+	// ReadOnlyReason says why the console is read-only when it is not
+	// the user's choice (e.g. a viewer token); shown on a verb key and in
+	// the help.
+	ReadOnlyReason string
+	Refresh        time.Duration     // poll interval when Changes is quiet (default 1s)
+	KeyOverrides   map[string]string // [tui.keys]: action name -> key(s), e.g. "hold" -> "H"
+	Theme          string            // auto | dark | light
+	NoColor        bool              // NO_COLOR: no colours, state always as text
 }
 
 // Minimum terminal size; below it the console shows "terminal too small".
@@ -193,6 +197,9 @@ func newModel(opts Options, now func() time.Time) (*Model, error) {
 // background colour when the theme is auto).
 func (m *Model) Init() tea.Cmd {
 	cmds := []tea.Cmd{m.startFetch()}
+	if m.opts.ReadOnly && m.opts.ReadOnlyReason != "" {
+		cmds = append(cmds, m.setFlash("read-only: "+m.opts.ReadOnlyReason, false))
+	}
 	if !m.opts.NoColor && (m.opts.Theme == "" || m.opts.Theme == "auto") {
 		cmds = append(cmds, tea.RequestBackgroundColor)
 	}
@@ -590,6 +597,9 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	if m.km.IsVerb(act) && m.opts.ReadOnly {
+		if m.opts.ReadOnlyReason != "" {
+			return m.setFlash("read-only: "+m.opts.ReadOnlyReason, true)
+		}
 		return m.setFlash("read-only", true)
 	}
 	switch act {

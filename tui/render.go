@@ -304,6 +304,9 @@ func (m *Model) helpLines() []string {
 	out = append(out, "", "Logs view: "+m.km.Key("bottom")+" follows the end, scrolling stops following.")
 	if m.opts.ReadOnly {
 		out = append(out, "", "Read-only: verbs are disabled.")
+		if m.opts.ReadOnlyReason != "" {
+			out = append(out, "  ("+m.opts.ReadOnlyReason+")")
+		}
 	}
 	return out
 }

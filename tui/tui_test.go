@@ -509,3 +509,27 @@ func TestFilterIndexBuiltInBackground(t *testing.T) {
 		t.Fatalf("filter shows %d rows, want 6", got)
 	}
 }
+
+// TestReadOnlyBecauseViewer: a console made read-only by a viewer token
+// says why, on start, on a verb key and in the help.
+func TestReadOnlyBecauseViewer(t *testing.T) {
+	const why = "token:bob has the viewer role; verbs need an operator token"
+	m, fb := newTest(t, Options{ReadOnly: true, ReadOnlyReason: why})
+	size(m, 120, 40)
+	m.Init()
+	if m.flash != "read-only: "+why {
+		t.Errorf("start flash %q", m.flash)
+	}
+	load(t, m, fb, fakeSnapshot(3, 5))
+	runCmd(m, press(m, "K"))
+	if m.flash != "read-only: "+why || m.dlg != nil {
+		t.Errorf("kill key: flash %q, dialog %v", m.flash, m.dlg != nil)
+	}
+	press(m, "?")
+	if !strings.Contains(plain(m), why) {
+		t.Error("help does not say why the console is read-only")
+	}
+	if len(fb.calls) != 0 {
+		t.Errorf("calls: %v", fb.calls)
+	}
+}

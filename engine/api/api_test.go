@@ -280,20 +280,21 @@ func TestClientEndpoints(t *testing.T) {
 		t.Fatalf("kill instance: %+v, %v", kv, err)
 	}
 
-	// The event log has every verb, by the client's actor.
+	// The event log has every verb, by the token's name (the client's
+	// own X-Dispatch-Actor does not count once a token says who it is).
 	evs, err := c.Events(ctx, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	byAPI := map[string]bool{}
 	for _, ev := range evs {
-		if ev.Actor == "api:test:alice" && ev.Kind == "verb" {
+		if ev.Actor == "token:default" && ev.Kind == "verb" {
 			byAPI[ev.Action] = true
 		}
 	}
 	for _, want := range []string{"hold", "drain", "run", "release", "priority 9", "pause", "resume", "kill"} {
 		if !byAPI[want] {
-			t.Errorf("no %q event by api:test:alice in %+v", want, evs)
+			t.Errorf("no %q event by token:default in %+v", want, evs)
 		}
 	}
 	// since and limit page the log.
@@ -308,9 +309,13 @@ func TestClientEndpoints(t *testing.T) {
 		t.Fatalf("Containers = %+v, %d, %v", list, n, err)
 	}
 
-	// Unauthenticated endpoints.
+	// /healthz needs no token; /metrics needs one (any role).
 	for _, path := range []string{"/healthz", "/metrics"} {
-		resp, data := e.do("GET", path, nil, map[string]string{"Authorization": ""})
+		hdr := map[string]string{"Authorization": ""}
+		if path == "/metrics" {
+			hdr = nil
+		}
+		resp, data := e.do("GET", path, nil, hdr)
 		if resp.StatusCode != 200 {
 			t.Errorf("%s: %d %s", path, resp.StatusCode, data)
 		}
@@ -348,7 +353,7 @@ func TestAuth(t *testing.T) {
 		{"lower-case scheme", "/v1/summary", "bearer " + testToken, http.StatusOK},
 		{"unknown path needs auth too", "/v1/nothing", "", http.StatusUnauthorized},
 		{"healthz without token", "/healthz", "", http.StatusOK},
-		{"metrics without token", "/metrics", "", http.StatusOK},
+		{"metrics without token", "/metrics", "", http.StatusUnauthorized},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hdr := map[string]string{"Authorization": tc.auth}
@@ -822,25 +827,48 @@ func TestTailLines(t *testing.T) {
 	}
 }
 
+// TestActor: a server without tokens (tests only) records the client's
+// sanitised X-Dispatch-Actor; an authenticated client is its token's name.
 func TestActor(t *testing.T) {
 	e := newEnv(t)
+	anon := httptest.NewServer(NewServer(ServerOptions{Engine: e.eng}))
+	defer anon.Close()
 	id := e.submit("a", []string{"run-forever"}, 0)
 	for _, tc := range []struct {
 		header, want string
+		token        bool
 	}{
-		{"", "api"},
-		{"cli:alice", "api:cli:alice"},
-		{"bob@example.com", "api:bob@example.com"},
-		{"evil name <x>/y \u00e9", "api:evil_name__x__y__"},
-		{strings.Repeat("z", 100), "api:" + strings.Repeat("z", 64)},
-		{"  ", "api"},
+		{"", "api", false},
+		{"cli:alice", "api:cli:alice", false},
+		{"bob@example.com", "api:bob@example.com", false},
+		{"evil name <x>/y \u00e9", "api:evil_name__x__y__", false},
+		{strings.Repeat("z", 100), "api:" + strings.Repeat("z", 64), false},
+		{"  ", "api", false},
+		{"cli:mallory", "token:default", true},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			var since uint64
 			if before, _ := e.eng.Events(0, MaxListLimit); len(before) > 0 {
 				since = before[len(before)-1].Seq
 			}
-			resp, data := e.req(t, "POST", "/v1/containers/"+id+"/hold", nil, map[string]string{ActorHeader: tc.header})
+			base := anon.URL
+			if tc.token {
+				base = e.srv.URL
+			}
+			req, err := http.NewRequestWithContext(t.Context(), "POST", base+"/v1/containers/"+id+"/hold", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set(ActorHeader, tc.header)
+			if tc.token {
+				req.Header.Set("Authorization", "Bearer "+testToken)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
 			if resp.StatusCode != 200 {
 				t.Fatalf("status %d: %s", resp.StatusCode, data)
 			}
@@ -854,29 +882,30 @@ func TestActor(t *testing.T) {
 
 func TestCheckListen(t *testing.T) {
 	for _, tc := range []struct {
-		addr, token string
-		ok          bool
+		addr   string
+		tokens int
+		tls    bool
+		want   string // "" = ok; else a part of the error
 	}{
-		{"127.0.0.1:9006", "", true},
-		{"127.3.4.5:9006", "", true},
-		{"[::1]:1", "", true},
-		{"localhost:1", "", true},
-		{"LOCALHOST:1", "", true},
-		{"0.0.0.0:9006", "", false},
-		{":9006", "", false},
-		{"[::]:9006", "", false},
-		{"10.0.0.5:9006", "", false},
-		{"example.com:9006", "", false},
-		{"10.0.0.5:9006", "tok", true},
-		{"0.0.0.0:9006", "tok", true},
-		{"127.0.0.1", "", false}, // no port
+		{"127.0.0.1:9006", 1, false, ""},
+		{"127.3.4.5:9006", 1, false, ""},
+		{"[::1]:1", 1, false, ""},
+		{"localhost:1", 1, false, ""},
+		{"LOCALHOST:1", 1, true, ""},
+		{"127.0.0.1:9006", 0, false, "without a token"},
+		{"0.0.0.0:9006", 0, true, "without a token"},
+		{"0.0.0.0:9006", 1, false, "plain HTTP"},
+		{":9006", 1, false, "plain HTTP"},
+		{"[::]:9006", 1, false, "plain HTTP"},
+		{"10.0.0.5:9006", 1, false, "plain HTTP"},
+		{"example.com:9006", 1, false, "plain HTTP"},
+		{"10.0.0.5:9006", 1, true, ""},
+		{"0.0.0.0:9006", 2, true, ""},
+		{"127.0.0.1", 1, false, "host:port"},
 	} {
-		err := CheckListen(tc.addr, tc.token)
-		if (err == nil) != tc.ok {
-			t.Errorf("CheckListen(%q, %q) = %v, want ok=%v", tc.addr, tc.token, err, tc.ok)
-		}
-		if err != nil && strings.Contains(tc.addr, ":9006") && !strings.Contains(err.Error(), "dispatcher.token or token_file") {
-			t.Errorf("CheckListen(%q): message %q does not say how to set a token", tc.addr, err)
+		err := CheckListen(tc.addr, tc.tokens, tc.tls)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("CheckListen(%q, %d, %v) = %v, want %q", tc.addr, tc.tokens, tc.tls, err, tc.want)
 		}
 	}
 }

@@ -20,16 +20,27 @@ import (
 
 // Client talks to a dispatcher's management API.
 type Client struct {
-	BaseURL string       // "http://host:port"
-	Token   string       // bearer token; "" sends none
-	HTTP    *http.Client // nil = http.DefaultClient
-	// Actor, when set, is sent as X-Dispatch-Actor: the server records
-	// verbs as "api:" + Actor.
+	BaseURL string // "http://host:port"
+	// Socket is the unix socket requests go to ("" = BaseURL's host).
+	Socket string
+	Token  string       // bearer token; "" sends none
+	HTTP   *http.Client // nil = http.DefaultClient
+	// Actor, when set, is sent as X-Dispatch-Actor; a server that knows
+	// who the client is (socket peer, token) records that instead.
 	Actor string
 }
 
+// Where names the server for messages: its socket or its URL.
+func (c *Client) Where() string {
+	if c.Socket != "" {
+		return c.Socket
+	}
+	return c.BaseURL
+}
+
 // NewClient returns a client for baseURL ("http://host:port" or
-// "host:port").
+// "host:port") that trusts the system's roots for https; Dial also takes
+// sockets and pinned certificates.
 func NewClient(baseURL, token string) *Client {
 	baseURL = strings.TrimSpace(baseURL)
 	if !strings.Contains(baseURL, "://") {
@@ -179,6 +190,13 @@ func (c *Client) Events(ctx context.Context, since uint64, limit int) ([]queue.E
 func (c *Client) Summary(ctx context.Context) (engine.Summary, error) {
 	var v engine.Summary
 	err := c.do(ctx, http.MethodGet, "/v1/summary", nil, nil, &v)
+	return v, err
+}
+
+// WhoAmI returns who the server takes this client for and its role.
+func (c *Client) WhoAmI(ctx context.Context) (Identity, error) {
+	var v Identity
+	err := c.do(ctx, http.MethodGet, "/v1/whoami", nil, nil, &v)
 	return v, err
 }
 

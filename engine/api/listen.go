@@ -7,20 +7,24 @@ import (
 	"strings"
 )
 
-// CheckListen refuses to serve the API without a token anywhere but on a
-// loopback address (127.0.0.0/8, ::1 or localhost).
-func CheckListen(addr, token string) error {
+// CheckListen refuses a TCP listener that would take requests without a
+// token (tokens is how many are configured), and one that would carry
+// tokens in clear (no TLS) anywhere but on a loopback address.
+func CheckListen(addr string, tokens int, tls bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("dispatcher.listen %q: %v (want host:port, e.g. 127.0.0.1:9006)", addr, err)
 	}
-	if strings.TrimSpace(token) != "" || IsLoopback(host) {
-		return nil
+	if tokens == 0 {
+		return fmt.Errorf("refusing to serve the API on %s without a token: set dispatcher.token, token_file or [[dispatcher.tokens]] (local users need none: they use the socket in the state dir)", addr)
 	}
-	if host == "" {
-		host = "every interface"
+	if !tls && !IsLoopback(host) {
+		if host == "" {
+			host = "every interface"
+		}
+		return fmt.Errorf("refusing plain HTTP on %s (%s): tokens would travel in clear; use TLS (dispatcher.tls = \"auto\" or \"on\") or listen on 127.0.0.1", addr, host)
 	}
-	return fmt.Errorf("refusing to serve the API on %s (%s) without a token: set dispatcher.token or token_file, or listen on 127.0.0.1", addr, host)
+	return nil
 }
 
 // IsLoopback reports whether host (no port) is a loopback address or

@@ -4,8 +4,9 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
-	"crypto/subtle"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -18,7 +19,9 @@ import (
 const MaxBodyBytes = 1 << 20
 
 // ActorHeader carries the name of whoever drives a client (e.g.
-// "cli:alice"); the server records verbs as "api:" + its sanitised value.
+// "cli:alice"). An authenticated request is recorded as its socket peer or
+// token; only a server without tokens records "api:" + the header's
+// sanitised value.
 const ActorHeader = "X-Dispatch-Actor"
 
 // maxActorLen caps the sanitised actor header.
@@ -27,21 +30,31 @@ const maxActorLen = 64
 // ServerOptions configure NewServer.
 type ServerOptions struct {
 	Engine *engine.Engine
-	// Token is the bearer token every /v1 request must carry. "" disables
-	// authentication (only sensible on loopback: see CheckListen).
+	// Token, when set, is an operator token named "default" (kept for
+	// callers that know one token).
 	Token string
-	// Metrics, when non-nil, is served at GET /metrics without auth.
+	// Tokens are the named bearer tokens TCP clients may present. With
+	// neither Token nor Tokens, requests without a socket peer are not
+	// authenticated at all: only tests serve so.
+	Tokens []Token
+	// SocketPeer, when set, decides whether a unix socket peer may use the
+	// API (an accepted peer is an operator); nil accepts every peer, the
+	// socket's file mode being the boundary.
+	SocketPeer func(Peer) bool
+	// Metrics, when non-nil, is served at GET /metrics (viewer role).
 	Metrics http.Handler
 	// Logger receives one debug line per request; nil discards.
 	Logger *slog.Logger
 }
 
 type server struct {
-	eng      *engine.Engine
-	log      *slog.Logger
-	mux      *http.ServeMux
-	hasToken bool
-	token    [sha256.Size]byte
+	eng        *engine.Engine
+	log        *slog.Logger
+	mux        *http.ServeMux
+	tokens     []hashedToken
+	socketPeer func(Peer) bool
+	// roles maps each registered pattern to the least role it needs.
+	roles map[string]Role
 
 	followPoll time.Duration // how often a followed container's output is read again
 	// followWaiting, when set, is called each time a follow stream has
@@ -52,53 +65,52 @@ type server struct {
 
 // NewServer returns the API handler.
 func NewServer(opts ServerOptions) http.Handler {
-	s := &server{eng: opts.Engine, log: opts.Logger, mux: http.NewServeMux(), followPoll: defaultFollowPoll}
+	s := &server{
+		eng: opts.Engine, log: opts.Logger, mux: http.NewServeMux(), followPoll: defaultFollowPoll,
+		socketPeer: opts.SocketPeer, roles: map[string]Role{},
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	tokens := opts.Tokens
 	if opts.Token != "" {
-		s.hasToken = true
-		s.token = sha256.Sum256([]byte(opts.Token))
+		tokens = append([]Token{{Name: "default", Role: RoleOperator, Secret: opts.Token}}, tokens...)
 	}
-	m := s.mux
-	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Write([]byte("ok"))
-	})
-	if opts.Metrics != nil {
-		m.Handle("GET /metrics", opts.Metrics)
+	for _, t := range tokens {
+		s.tokens = append(s.tokens, hashedToken{name: t.Name, role: t.Role, hash: sha256.Sum256([]byte(t.Secret))})
 	}
-	m.HandleFunc("GET /v1/instances", s.listInstances)
-	m.HandleFunc("POST /v1/instances/{id}/{verb}", s.instanceVerb)
-	m.HandleFunc("GET /v1/containers", s.listContainers)
-	m.HandleFunc("POST /v1/containers", s.submit)
-	m.HandleFunc("GET /v1/containers/{id}", s.getContainer)
-	m.HandleFunc("PATCH /v1/containers/{id}", s.patchContainer)
-	m.HandleFunc("POST /v1/containers/{id}/{verb}", s.containerVerb)
-	m.HandleFunc("GET /v1/containers/{id}/logs", s.logs)
-	m.HandleFunc("GET /v1/types", s.types)
-	m.HandleFunc("GET /v1/events", s.events)
-	m.HandleFunc("GET /v1/summary", s.summary)
-	m.HandleFunc("POST /v1/scheduler/{verb}", s.schedulerVerb)
+	for _, rt := range s.routes(opts.Metrics) {
+		s.mux.Handle(rt.pattern, rt.handler)
+		s.roles[rt.pattern] = rt.role
+	}
 	return s
 }
-
-// public reports whether a path is served without authentication.
-func public(path string) bool { return path == "/healthz" || path == "/metrics" }
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rec := &recorder{ResponseWriter: w}
+	who := "-"
 	defer func() {
 		s.log.LogAttrs(r.Context(), slog.LevelDebug, "api request",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path),
 			slog.Int("status", rec.status()), slog.Duration("duration", time.Since(start)),
-			slog.String("remote", r.RemoteAddr))
+			slog.String("remote", r.RemoteAddr), slog.String("actor", who))
 	}()
-	if s.hasToken && !public(r.URL.Path) && !s.authorize(rec, r) {
-		return
-	}
 	h, pattern := s.mux.Handler(r)
+	need, registered := s.roles[pattern]
+	if need != rolePublic {
+		p, ok := s.authenticate(rec, r)
+		if !ok {
+			return
+		}
+		who = p.actor
+		r = r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+		if registered && (need == roleUnset || p.role < need) {
+			writeError(rec, &httpError{status: http.StatusForbidden, msg: fmt.Sprintf(
+				"%s has the %s role: %s %s needs the %s role", p.actor, p.role, r.Method, r.URL.Path, need)})
+			return
+		}
+	}
 	if pattern == "" {
 		// Not found, method not allowed, or a path-cleaning redirect: find
 		// out which without writing, and answer 404/405 in JSON.
@@ -115,34 +127,6 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mux.ServeHTTP(rec, r)
-}
-
-// authorize checks the bearer token: none → 401, wrong → 403.
-func (s *server) authorize(w http.ResponseWriter, r *http.Request) bool {
-	auth := r.Header.Get("Authorization")
-	scheme, tok, _ := strings.Cut(auth, " ")
-	tok = strings.TrimSpace(tok)
-	if !strings.EqualFold(scheme, "Bearer") || tok == "" {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="dispatch-tui"`)
-		writeError(w, &httpError{status: http.StatusUnauthorized, msg: "authentication required: send Authorization: Bearer <token>"})
-		return false
-	}
-	got := sha256.Sum256([]byte(tok))
-	if subtle.ConstantTimeCompare(got[:], s.token[:]) != 1 {
-		writeError(w, &httpError{status: http.StatusForbidden, msg: "invalid token"})
-		return false
-	}
-	return true
-}
-
-// actor names who performs a verb: "api", or "api:" + the sanitised
-// X-Dispatch-Actor header.
-func actor(r *http.Request) string {
-	v := sanitizeActor(r.Header.Get(ActorHeader))
-	if v == "" {
-		return "api"
-	}
-	return "api:" + v
 }
 
 // sanitizeActor keeps [A-Za-z0-9_.@:-] (':' so that "cli:alice" survives),

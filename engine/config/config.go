@@ -4,6 +4,7 @@
 package config
 
 import (
+	"path/filepath"
 	"time"
 
 	"dispatch-tui/cloud"
@@ -18,13 +19,35 @@ type Config struct {
 	TUI           TUI
 	// Path is the file the config was read from ("" for built-in defaults).
 	Path string
+	// holdsToken tells Load that the file itself holds a secret.
+	holdsToken bool
 }
 
 // Dispatcher is the [dispatcher] section.
 type Dispatcher struct {
-	Listen                   string
-	Token                    string
-	TokenFile                string
+	// Listen is the TCP address of the API; "" (the default) serves it
+	// only on the unix socket in StateDir.
+	Listen string
+	// Token and TokenFile are the single token of older configs: an
+	// operator token named "default" (see APITokens).
+	Token     string
+	TokenFile string
+	// Tokens are the named [[dispatcher.tokens]], each with a role.
+	Tokens []APIToken
+	// SocketGroup, when set, makes the API socket 0660 with this group
+	// (and the state dir 0710 with it) so its members may drive the
+	// dispatcher; "" keeps the socket to the dispatcher's own user.
+	SocketGroup string
+	// TLS is "auto" (TLS off loopback, plain HTTP on it), "on" or "off"
+	// (refused off loopback).
+	TLS string
+	// TLSCert and TLSKey are PEM files; "" = a self-signed pair kept in
+	// StateDir.
+	TLSCert string
+	TLSKey  string
+	// MaxConnections caps the API's open connections (TCP and socket
+	// each).
+	MaxConnections           int
 	StateDir                 string // resolved: never "" after Load/Default
 	MaxInstances             int
 	MaxContainersPerInstance int // 0 = unlimited (pack by resources)
@@ -39,6 +62,42 @@ type Dispatcher struct {
 	// (0 = all).
 	EventRetention int
 }
+
+// Token roles: a viewer reads, an operator also changes things.
+const (
+	RoleViewer   = "viewer"
+	RoleOperator = "operator"
+)
+
+// DefaultTokenName names the token of dispatcher.token / token_file.
+const DefaultTokenName = "default"
+
+// APIToken is one [[dispatcher.tokens]]: Token holds the secret, read
+// from TokenFile when that is set.
+type APIToken struct {
+	Name      string
+	Role      string // RoleViewer or RoleOperator
+	Token     string
+	TokenFile string
+}
+
+// APITokens lists every token clients may present: dispatcher.token (or
+// token_file) as the operator token "default", then [[dispatcher.tokens]].
+func (d *Dispatcher) APITokens() []APIToken {
+	var out []APIToken
+	if d.Token != "" {
+		out = append(out, APIToken{Name: DefaultTokenName, Role: RoleOperator, Token: d.Token, TokenFile: d.TokenFile})
+	}
+	return append(out, d.Tokens...)
+}
+
+// SocketPath is where the API's unix socket lives: in the state dir.
+func (d *Dispatcher) SocketPath() string {
+	return filepath.Join(d.StateDir, SocketName)
+}
+
+// SocketName is the file name of the API socket in the state dir.
+const SocketName = "dispatch-tui.sock"
 
 // Cloud is the [cloud] section.
 type Cloud struct {

@@ -21,7 +21,8 @@ func TestDefault(t *testing.T) {
 	c := Default()
 	want := &Config{
 		Dispatcher: Dispatcher{
-			Listen:                   "127.0.0.1:9006",
+			TLS:                      "auto",
+			MaxConnections:           256,
 			StateDir:                 "/var/state/dispatch-tui",
 			MaxInstances:             64,
 			MaxContainersPerInstance: 1,
@@ -200,6 +201,8 @@ kill = "ctrl+k"
 			Listen:                   "0.0.0.0:7000",
 			Token:                    "s3cret",
 			TokenFile:                filepath.Join(dir, "token"),
+			TLS:                      "auto",
+			MaxConnections:           256,
 			StateDir:                 "/srv/dispatch",
 			MaxInstances:             10,
 			MaxContainersPerInstance: 0,
@@ -289,7 +292,7 @@ max_instances = 2
 `, []string{"config.toml:3: invalid TOML: "}},
 		{"unknown key", `
 [dispatcher]
-listen = "127.0.0.1:1"
+state_dir = "/x"
 
 max_instance = 3
 `, []string{"config.toml:4: unknown key dispatcher.max_instance (did you mean dispatcher.max_instances?)"}},
@@ -510,7 +513,7 @@ token_file = "` + dir + `"
 		{"no token off loopback", `
 [dispatcher]
 listen = ":9006"
-`, []string{"config.toml:2: dispatcher.token: required when listen (:9006) is not a loopback address"}},
+`, []string{"config.toml:2: dispatcher.token: required when listen is set: TCP clients authenticate with a token"}},
 		{"bad listen", `
 [dispatcher]
 listen = "localhost"

@@ -19,7 +19,8 @@ const (
 func Default() *Config {
 	return &Config{
 		Dispatcher: Dispatcher{
-			Listen:                   "127.0.0.1:9006",
+			TLS:                      "auto",
+			MaxConnections:           256,
 			StateDir:                 DefaultStateDir(),
 			MaxInstances:             64,
 			MaxContainersPerInstance: 1,

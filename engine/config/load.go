@@ -63,13 +63,38 @@ func FindAndLoad(explicit string) (*Config, error) {
 	return Load(path)
 }
 
-// Load reads and parses the config file at path.
+// Load reads and parses the config file at path. A file that holds a
+// token (token, or a token of [[dispatcher.tokens]]) must not be readable
+// by anyone but its owner.
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return Parse(data, path)
+	c, err := Parse(data, path)
+	if err != nil {
+		return nil, err
+	}
+	if c.holdsToken {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return nil, err
+		}
+		if err := privateFile(path, fi); err != nil {
+			return nil, Errors{&Error{File: path, Msg: "holds a token: " + err.Error()}}
+		}
+	}
+	return c, nil
+}
+
+// privateFile refuses a secret file that group or others may access, as
+// OpenSSH does for private keys: anyone who reads a token can drive the
+// dispatcher.
+func privateFile(path string, fi fs.FileInfo) error {
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		return fmt.Errorf("%s is accessible by group or others (mode %04o): run chmod 600 %s", path, perm, path)
+	}
+	return nil
 }
 
 // Parse parses a config file's contents over the built-in defaults and
@@ -117,6 +142,10 @@ func Parse(data []byte, path string) (*Config, error) {
 		dir = filepath.Dir(path)
 	}
 	p.convert(&raw, c, dir, md.IsDefined("instance_type"))
+	c.holdsToken = raw.Dispatcher.Token.nonEmptyString()
+	for _, t := range raw.Dispatcher.Tokens {
+		c.holdsToken = c.holdsToken || t.Token.nonEmptyString()
+	}
 	for _, e := range c.validate() {
 		if p.failed[e.Key] {
 			continue
@@ -153,6 +182,11 @@ type value struct {
 	set bool
 }
 
+func (x value) nonEmptyString() bool {
+	s, ok := x.v.(string)
+	return ok && s != ""
+}
+
 // UnmarshalTOML implements toml.Unmarshaler.
 func (x *value) UnmarshalTOML(v any) error {
 	x.v, x.set = v, true
@@ -170,18 +204,31 @@ type rawFile struct {
 }
 
 type rawDispatcher struct {
-	Listen                   value `toml:"listen"`
-	Token                    value `toml:"token"`
-	TokenFile                value `toml:"token_file"`
-	StateDir                 value `toml:"state_dir"`
-	MaxInstances             value `toml:"max_instances"`
-	MaxContainersPerInstance value `toml:"max_containers_per_instance"`
-	MaxPriceFactor           value `toml:"max_price_factor"`
-	SchedulerProfile         value `toml:"scheduler_profile"`
-	StaleLockTimeout         value `toml:"stale_lock_timeout"`
-	ReserveExtraRAM          value `toml:"reserve_extra_ram"`
-	MemoryLimit              value `toml:"memory_limit"`
-	EventRetention           value `toml:"event_retention"`
+	Listen                   value      `toml:"listen"`
+	Token                    value      `toml:"token"`
+	TokenFile                value      `toml:"token_file"`
+	Tokens                   []rawToken `toml:"tokens"`
+	SocketGroup              value      `toml:"socket_group"`
+	TLS                      value      `toml:"tls"`
+	TLSCert                  value      `toml:"tls_cert"`
+	TLSKey                   value      `toml:"tls_key"`
+	MaxConnections           value      `toml:"max_connections"`
+	StateDir                 value      `toml:"state_dir"`
+	MaxInstances             value      `toml:"max_instances"`
+	MaxContainersPerInstance value      `toml:"max_containers_per_instance"`
+	MaxPriceFactor           value      `toml:"max_price_factor"`
+	SchedulerProfile         value      `toml:"scheduler_profile"`
+	StaleLockTimeout         value      `toml:"stale_lock_timeout"`
+	ReserveExtraRAM          value      `toml:"reserve_extra_ram"`
+	MemoryLimit              value      `toml:"memory_limit"`
+	EventRetention           value      `toml:"event_retention"`
+}
+
+type rawToken struct {
+	Name      value `toml:"name"`
+	Role      value `toml:"role"`
+	Token     value `toml:"token"`
+	TokenFile value `toml:"token_file"`
 }
 
 type rawCloud struct {
@@ -607,6 +654,9 @@ func readToken(path string) (string, error) {
 	if !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("cannot read token: %s is not a regular file", path)
 	}
+	if err := privateFile(path, fi); err != nil {
+		return "", err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("cannot read token: %v", err)
@@ -624,6 +674,23 @@ func readToken(path string) (string, error) {
 		return "", fmt.Errorf("token file %s is empty", path)
 	}
 	return tok, nil
+}
+
+// token reads a token from its file (section.token_file), if set; the
+// token then holds the file's contents.
+func (p *parser) token(section, dir string, tok, file *string) {
+	switch {
+	case *tok != "" && *file != "":
+		p.fail(section+".token_file", "set token or token_file, not both")
+	case *file != "":
+		*file = localPath(dir, *file)
+		t, err := readToken(*file)
+		if err != nil {
+			p.fail(section+".token_file", "%v", err)
+			p.failed[section+".token"] = true
+		}
+		*tok = t
+	}
 }
 
 // withPort adds port to an address that has none ("10.0.0.5", "::1",
@@ -657,17 +724,22 @@ func (p *parser) convert(r *rawFile, c *Config, dir string, hasTypes bool) {
 	} else {
 		d.StateDir = localPath(dir, d.StateDir)
 	}
-	switch {
-	case d.Token != "" && d.TokenFile != "":
-		p.fail("dispatcher.token_file", "set token or token_file, not both")
-	case d.TokenFile != "":
-		d.TokenFile = localPath(dir, d.TokenFile)
-		tok, err := readToken(d.TokenFile)
-		if err != nil {
-			p.fail("dispatcher.token_file", "%v", err)
-			p.failed["dispatcher.token"] = true
+	p.token("dispatcher", dir, &d.Token, &d.TokenFile)
+	d.TLSCert = localPath(dir, d.TLSCert)
+	d.TLSKey = localPath(dir, d.TLSKey)
+	d.Tokens = nil
+	for i := range r.Dispatcher.Tokens {
+		k := fmt.Sprintf("dispatcher.tokens[%d]", i)
+		var t APIToken
+		p.convertFields(k, reflect.ValueOf(&r.Dispatcher.Tokens[i]).Elem(), reflect.ValueOf(&t).Elem())
+		if t.Role == "" && !p.failed[k+".role"] {
+			t.Role = RoleViewer
 		}
-		d.Token = tok
+		if t.Token == "" && t.TokenFile == "" && !p.failed[k+".token"] && !p.failed[k+".token_file"] {
+			p.fail(k+".token_file", "set token_file (or token)")
+		}
+		p.token(k, dir, &t.Token, &t.TokenFile)
+		d.Tokens = append(d.Tokens, t)
 	}
 
 	cl := &c.Cloud

@@ -133,10 +133,7 @@ func (c *Config) validate() []*Error {
 	v := validator{keys: indexKeys(c)}
 
 	d := &c.Dispatcher
-	if v.hostPort(&d.Listen, 0) && d.Token == "" && !isLoopback(d.Listen) {
-		e := v.addAt(&d.Token, "required when listen (%s) is not a loopback address: set token or token_file", d.Listen)
-		e.lineKey = v.keys.of(&d.Listen)
-	}
+	v.validateAccess(d)
 	v.nonEmpty(&d.StateDir)
 	v.minInt(&d.MaxInstances, 1)
 	v.minInt(&d.MaxContainersPerInstance, 0)
@@ -240,4 +237,68 @@ func (c *Config) validate() []*Error {
 		}
 	}
 	return v.errs
+}
+
+// tokenName is what a token's name may hold: it becomes the actor
+// "token:<name>" of the events.
+func tokenName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, c := range s {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_.@-", c)
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// validateAccess checks who may reach the API: a TCP listener needs a
+// token, and off loopback TLS too.
+func (v *validator) validateAccess(d *Dispatcher) {
+	v.oneOf(&d.TLS, "auto", "on", "off")
+	v.minInt(&d.MaxConnections, 1)
+	if (d.TLSCert == "") != (d.TLSKey == "") {
+		v.addAt(&d.TLSKey, "set both tls_cert and tls_key, or neither (a self-signed pair is made in state_dir)")
+	}
+	names := map[string]int{}
+	values := map[string]int{}
+	if d.Token != "" {
+		names[DefaultTokenName] = -1
+		values[d.Token] = -1
+	}
+	for i := range d.Tokens {
+		t := &d.Tokens[i]
+		switch j, dup := names[t.Name]; {
+		case !tokenName(t.Name):
+			v.addAt(&t.Name, "must be 1 to 64 of A-Z a-z 0-9 _ . @ - (got %q)", t.Name)
+		case dup && j < 0:
+			v.addAt(&t.Name, "%q is the name of dispatcher.token; pick another", t.Name)
+		case dup:
+			v.addAt(&t.Name, "duplicate token name %q (also dispatcher.tokens[%d])", t.Name, j)
+		default:
+			names[t.Name] = i
+		}
+		v.oneOf(&t.Role, RoleViewer, RoleOperator)
+		if t.Token == "" {
+			continue
+		}
+		if _, dup := values[t.Token]; dup {
+			v.addAt(&t.Token, "the same secret as another token: each token needs its own")
+		} else {
+			values[t.Token] = i
+		}
+	}
+	if d.Listen == "" || !v.hostPort(&d.Listen, 0) {
+		return
+	}
+	if len(d.APITokens()) == 0 {
+		e := v.addAt(&d.Token, "required when listen is set: TCP clients authenticate with a token (set token, token_file or [[dispatcher.tokens]]; local users can use the socket in state_dir instead)")
+		e.lineKey = v.keys.of(&d.Listen)
+	}
+	if d.TLS == "off" && !isLoopback(d.Listen) {
+		e := v.addAt(&d.TLS, "plain HTTP off loopback would send tokens in clear: listen (%s) needs tls = \"auto\" or \"on\"", d.Listen)
+		e.lineKey = v.keys.of(&d.TLS)
+	}
 }

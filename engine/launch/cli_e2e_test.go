@@ -215,7 +215,7 @@ func TestDaemonAPIThroughCLI(t *testing.T) {
 
 	// Events record the verbs with actor and reason.
 	ev := h.cli(0, "ls", "events", "-o", "json")
-	for _, want := range []string{`"action": "hold"`, `"reason": "e2e instance kill"`, `"actor": "api:cli:`} {
+	for _, want := range []string{`"action": "hold"`, `"reason": "e2e instance kill"`, `"actor": "token:default"`} {
 		if !strings.Contains(ev, want) {
 			t.Fatalf("events lack %s", want)
 		}
@@ -259,21 +259,31 @@ func TestDaemonAPIThroughCLI(t *testing.T) {
 	}
 }
 
-func TestDaemonRefusesOpenListenWithoutToken(t *testing.T) {
-	cfgPath := daemonConfig(t, t.TempDir())
-	b, _ := os.ReadFile(cfgPath)
-	b = bytes.Replace(b, []byte("[dispatcher]\n"), []byte(fmt.Sprintf("[dispatcher]\nlisten = \"0.0.0.0:%d\"\n", freePort(t))), 1)
-	if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd := exec.Command(binary, "--daemon", "--config", cfgPath)
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
-		t.Fatalf("daemon on 0.0.0.0 without a token: %v, want exit 1\n%s", err, stderr.String())
-	}
-	if !strings.Contains(stderr.String(), "token") {
-		t.Fatalf("refusal does not say what to do: %s", stderr.String())
+func TestDaemonRefusesUnsafeListeners(t *testing.T) {
+	for _, tc := range []struct {
+		name, keys, want string
+	}{
+		{"no token on loopback", "listen = \"127.0.0.1:%d\"\n", "token"},
+		{"no token off loopback", "listen = \"0.0.0.0:%d\"\n", "token"},
+		{"plain HTTP off loopback", "listen = \"0.0.0.0:%d\"\ntoken = \"t\"\ntls = \"off\"\n", "plain HTTP"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfgPath := daemonConfig(t, t.TempDir())
+			b, _ := os.ReadFile(cfgPath)
+			b = bytes.Replace(b, []byte("[dispatcher]\n"), []byte("[dispatcher]\n"+fmt.Sprintf(tc.keys, freePort(t))), 1)
+			if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			cmd := exec.Command(binary, "--daemon", "--config", cfgPath)
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+				t.Fatalf("daemon: %v, want exit 1\n%s", err, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.want) {
+				t.Fatalf("refusal does not say %q: %s", tc.want, stderr.String())
+			}
+		})
 	}
 }

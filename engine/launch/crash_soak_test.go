@@ -70,7 +70,7 @@ func TestCrashRestartSoak(t *testing.T) {
 		}
 	})
 	start()
-	c := api.NewClient(server, "")
+	c := api.NewClient(server, e2eToken)
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(3, 4))
 	n := *crashContainers

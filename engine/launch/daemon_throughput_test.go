@@ -108,7 +108,7 @@ func TestDaemonThroughput(t *testing.T) {
 			dumpWarnings(t, logPath)
 		}
 	})
-	client := api.NewClient(fmt.Sprintf("127.0.0.1:%d", port), "")
+	client := api.NewClient(fmt.Sprintf("127.0.0.1:%d", port), e2eToken)
 	client.HTTP.Transport = &http.Transport{MaxIdleConnsPerHost: *throughputClients}
 	client.HTTP.Timeout = 30 * time.Second
 	waitFor(t, "daemon API", 30*time.Second, func() bool {

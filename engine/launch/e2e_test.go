@@ -374,6 +374,9 @@ func TestLocalSIGKILLedDispatcherReadoptsRunningContainers(t *testing.T) {
 	}
 }
 
+// e2eToken is the operator token of daemon configs with a TCP listener.
+const e2eToken = "e2e-token"
+
 // daemonConfig writes a config file equivalent to e2eConfig(stateDir).
 func daemonConfig(t *testing.T, stateDir string) string {
 	t.Helper()
@@ -394,7 +397,7 @@ func writeDaemonConfig(t *testing.T, stateDir string, s daemonSettings) string {
 	t.Helper()
 	listen := ""
 	if s.listen != "" {
-		listen = fmt.Sprintf("listen = %q\n", s.listen)
+		listen = fmt.Sprintf("listen = %q\ntoken = %q\n", s.listen, e2eToken)
 	}
 	if s.probeInterval == "" {
 		s.probeInterval = "200ms"

@@ -28,6 +28,8 @@ type Options struct {
 	// RunnerBinary is the dispatch-tui executable deployed to instances as
 	// the runner; "" = this process's own executable.
 	RunnerBinary string
+	// Timeouts of the API server; nil = DefaultTimeouts.
+	Timeouts *Timeouts
 }
 
 // Running is an Engine together with the driver it owns and its metrics.
@@ -51,6 +53,9 @@ func New(opts Options) (*Running, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if err := prepareStateDir(&cfg.Dispatcher); err != nil {
+		return nil, err
 	}
 	bin := opts.RunnerBinary
 	if bin == "" {

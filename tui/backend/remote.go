@@ -21,7 +21,7 @@ const DefaultRefresh = time.Second
 // Remote is a Backend over a dispatcher's management API (--connect URL).
 // The API has no change stream, so Changes simply ticks every Refresh and
 // the console re-reads a Snapshot on each tick. Verbs carry the actor
-// header "tui:<username>" (the server records them as "api:tui:<username>").
+// header "tui:<username>"; the server records its socket peer or token.
 type Remote struct {
 	// Refresh is the interval of the Changes ticker (0 = DefaultRefresh).
 	// Set it before calling Changes.
@@ -52,6 +52,12 @@ func NewRemote(c *api.Client, describe string) *Remote {
 	r := &Remote{c: &cc, describe: describe, pageSize: api.MaxListLimit}
 	r.events = newEventTail(cc.Events)
 	return r
+}
+
+// Identity asks the dispatcher who it takes this console for and with
+// which role (a viewer token cannot apply verbs).
+func (r *Remote) Identity(ctx context.Context) (api.Identity, error) {
+	return r.c.WhoAmI(ctx)
 }
 
 // Describe implements Backend.

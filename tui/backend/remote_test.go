@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -85,7 +84,7 @@ func TestRemotePaging(t *testing.T) {
 func TestRemoteVerbs(t *testing.T) {
 	e, r, _ := newRemoteEnv(t)
 	ctx := context.Background()
-	actor := "api:" + Actor()
+	actor := "token:default" // the token's name, not the client's header
 	id := e.submit("c", -1, 1)
 
 	if err := r.SetPaused(ctx, true, "maintenance"); err != nil {
@@ -94,7 +93,7 @@ func TestRemoteVerbs(t *testing.T) {
 	if !e.eng.Summary().Paused {
 		t.Error("not paused")
 	}
-	if ev := e.lastEvent(); !strings.HasPrefix(ev.Actor, "api:tui:") || ev.Reason != "maintenance" {
+	if ev := e.lastEvent(); ev.Actor != actor || ev.Reason != "maintenance" {
 		t.Errorf("pause recorded as %+v, want actor %q", ev, actor)
 	}
 	if err := r.ContainerVerb(ctx, id, "hold", "wait"); err != nil {
@@ -103,7 +102,7 @@ func TestRemoteVerbs(t *testing.T) {
 	if !e.container(id).Held {
 		t.Error("hold: not held")
 	}
-	if ev := e.lastEvent(); !strings.HasPrefix(ev.Actor, "api:tui:") || ev.Action != "hold" || ev.Target != id {
+	if ev := e.lastEvent(); ev.Actor != actor || ev.Action != "hold" || ev.Target != id {
 		t.Errorf("hold recorded as %+v", ev)
 	}
 	if err := r.ContainerVerb(ctx, id, "release", ""); err != nil {

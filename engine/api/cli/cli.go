@@ -6,6 +6,7 @@ package cli
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -31,6 +32,9 @@ type Env struct {
 	ConfigPath string
 	// Server and Token are --server and --token ("" = environment, then config).
 	Server, Token string
+	// TLSFingerprint is --tls-fingerprint ("" = environment, else verify
+	// against the system's roots).
+	TLSFingerprint string
 }
 
 // usageError is a mistake on the command line: exit 2.
@@ -92,43 +96,84 @@ func run(ctx context.Context, cmd string, args []string, env *Env) error {
 	return usagef("unknown command %q", cmd)
 }
 
-// client finds the server and token: flag, then environment, then config.
+// client finds the server and token: flag, then environment, then
+// config. Without a server it uses the dispatcher's socket in the
+// config's state dir when there is one, else dispatcher.listen.
 func client(env *Env) (*api.Client, error) {
-	server, token := env.Server, env.Token
+	server, token, pin := env.Server, env.Token, env.TLSFingerprint
 	if server == "" {
 		server = env.Getenv("DISPATCH_TUI_SERVER")
 	}
 	if token == "" {
 		token = env.Getenv("DISPATCH_TUI_TOKEN")
 	}
-	if server == "" || token == "" {
+	if pin == "" {
+		pin = env.Getenv("DISPATCH_TUI_TLS_FINGERPRINT")
+	}
+	if server == "" || token == "" && !IsSocket(server) {
 		cfg, err := config.FindAndLoad(env.ConfigPath)
 		if err != nil {
 			return nil, err
 		}
 		if server == "" {
-			server = cfg.Dispatcher.Listen
+			server = LocalServer(cfg)
 		}
-		if token == "" {
+		if token == "" && !IsSocket(server) {
 			token = cfg.Dispatcher.Token
 		}
 	}
-	c := api.NewClient(server, token)
+	if IsSocket(server) {
+		token = "" // the socket knows who connects
+	}
+	c, err := api.Dial(server, api.ClientOptions{Token: token, TLSFingerprint: pin})
+	if err != nil {
+		return nil, err
+	}
 	c.Actor = api.UserActor("cli")
 	return c, nil
+}
+
+// IsSocket reports whether a server address names a unix socket.
+func IsSocket(server string) bool {
+	return strings.HasPrefix(server, "unix:") || strings.HasPrefix(server, "/")
+}
+
+// LocalServer is the server a client on this machine uses without
+// --server: the socket in the state dir when it exists or no TCP listener
+// is configured, else dispatcher.listen (https off loopback or with
+// tls = "on").
+func LocalServer(cfg *config.Config) string {
+	d := &cfg.Dispatcher
+	sock := "unix:" + d.SocketPath()
+	if _, err := os.Stat(d.SocketPath()); err == nil || d.Listen == "" {
+		return sock
+	}
+	host, _, _ := net.SplitHostPort(d.Listen)
+	if d.TLS == "on" || d.TLS == "auto" && !api.IsLoopback(host) {
+		return "https://" + d.Listen
+	}
+	return "http://" + d.Listen
 }
 
 // explain turns a transport error into advice.
 func explain(c *api.Client, err error) error {
 	var ne net.Error
 	var oe *net.OpError
-	if errors.As(err, &oe) || (errors.As(err, &ne) && ne.Timeout()) {
-		return fmt.Errorf("cannot reach the dispatcher at %s: %v (is `dispatch-tui --daemon` running? set --server or DISPATCH_TUI_SERVER)", c.BaseURL, err)
+	var ue x509.UnknownAuthorityError
+	switch {
+	case errors.As(err, &ue):
+		return fmt.Errorf("cannot verify the dispatcher at %s: %v (for the self-signed certificate the daemon makes, pass the fingerprint it logs: --tls-fingerprint or DISPATCH_TUI_TLS_FINGERPRINT)", c.Where(), err)
+	case strings.Contains(err.Error(), "fingerprint"):
+		return fmt.Errorf("refusing the dispatcher at %s: %v", c.Where(), err)
+	case errors.Is(err, os.ErrPermission) && c.Socket != "":
+		return fmt.Errorf("cannot use the dispatcher's socket %s: %v (it admits the user running the dispatcher, and dispatcher.socket_group when set)", c.Socket, err)
+	case errors.As(err, &oe) || (errors.As(err, &ne) && ne.Timeout()):
+		return fmt.Errorf("cannot reach the dispatcher at %s: %v (is `dispatch-tui --daemon` running? set --server or DISPATCH_TUI_SERVER)", c.Where(), err)
 	}
 	var ae *api.APIError
 	if errors.As(err, &ae) {
 		msg := ae.Message
-		if ae.Status == 401 || ae.Status == 403 {
+		if ae.Status == 401 || ae.Status == 403 && ae.Message == "invalid token" {
 			msg += " (set --token or DISPATCH_TUI_TOKEN)"
 		}
 		if len(ae.Types) > 0 {
@@ -144,8 +189,9 @@ func explain(c *api.Client, err error) error {
 func newFlags(name string, env *Env) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
-	fs.StringVar(&env.Server, "server", env.Server, "dispatcher API address (default $DISPATCH_TUI_SERVER, then dispatcher.listen)")
-	fs.StringVar(&env.Token, "token", env.Token, "API token (default $DISPATCH_TUI_TOKEN, then the config)")
+	fs.StringVar(&env.Server, "server", env.Server, "dispatcher API: unix:PATH, https://host:port or http://host:port (default $DISPATCH_TUI_SERVER, then the socket in the state dir, then dispatcher.listen)")
+	fs.StringVar(&env.Token, "token", env.Token, "API token for TCP (default $DISPATCH_TUI_TOKEN, then the config)")
+	fs.StringVar(&env.TLSFingerprint, "tls-fingerprint", env.TLSFingerprint, "SHA-256 of the server's certificate to pin (default $DISPATCH_TUI_TLS_FINGERPRINT)")
 	fs.StringVar(&env.ConfigPath, "config", env.ConfigPath, "config file")
 	return fs
 }

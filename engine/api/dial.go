@@ -1,0 +1,135 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// socketBaseURL is the URL of requests sent over a unix socket: the host
+// part is never resolved.
+const socketBaseURL = "http://dispatch-tui.sock"
+
+// ClientOptions configure Dial.
+type ClientOptions struct {
+	// Token is the bearer token; "" sends none (the socket needs none).
+	Token string
+	// TLSFingerprint pins the server's certificate by the hex SHA-256 of
+	// its DER bytes (colons and a "sha256:" prefix are allowed) instead
+	// of verifying it against the system's roots: for the self-signed
+	// certificate a daemon generates.
+	TLSFingerprint string
+}
+
+// Dial returns a client for server: "unix:PATH" or an absolute PATH for
+// the daemon's unix socket, "https://host:port" for TLS, or
+// "http://host:port" ("host:port") for plain HTTP, which it refuses with a
+// token for anything but a loopback address.
+func Dial(server string, opts ClientOptions) (*Client, error) {
+	server = strings.TrimSpace(server)
+	if path, ok := socketPath(server); ok {
+		if opts.TLSFingerprint != "" {
+			return nil, errors.New("--tls-fingerprint applies to https:// servers, not to the socket " + path)
+		}
+		tr := &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", path)
+			},
+		}
+		return &Client{BaseURL: socketBaseURL, Socket: path, Token: opts.Token, HTTP: &http.Client{Transport: tr}}, nil
+	}
+	c := NewClient(server, opts.Token)
+	u, err := url.Parse(c.BaseURL)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("server %q: want unix:PATH, https://host:port or http://host:port", server)
+	}
+	switch u.Scheme {
+	case "https":
+		tc, err := clientTLS(opts.TLSFingerprint)
+		if err != nil {
+			return nil, err
+		}
+		c.HTTP = &http.Client{Transport: &http.Transport{TLSClientConfig: tc, Proxy: http.ProxyFromEnvironment}}
+	case "http":
+		if opts.TLSFingerprint != "" {
+			return nil, fmt.Errorf("--tls-fingerprint needs an https:// server (got %s)", c.BaseURL)
+		}
+		if opts.Token != "" && !IsLoopback(u.Hostname()) {
+			return nil, fmt.Errorf("refusing to send a token in clear to %s: use https://%s (the daemon serves TLS off loopback)", c.BaseURL, u.Host)
+		}
+	default:
+		return nil, fmt.Errorf("server %q: unknown scheme %q (unix, https or http)", server, u.Scheme)
+	}
+	return c, nil
+}
+
+// socketPath reports whether server names a unix socket, and its path.
+func socketPath(server string) (string, bool) {
+	if p, ok := strings.CutPrefix(server, "unix://"); ok {
+		return p, true
+	}
+	if p, ok := strings.CutPrefix(server, "unix:"); ok {
+		return p, true
+	}
+	if strings.HasPrefix(server, "/") {
+		return server, true
+	}
+	return "", false
+}
+
+// clientTLS verifies the server against the system's roots, or against a
+// pinned certificate fingerprint.
+func clientTLS(fingerprint string) (*tls.Config, error) {
+	if fingerprint == "" {
+		return &tls.Config{MinVersion: tls.VersionTLS12}, nil
+	}
+	want, err := ParseFingerprint(fingerprint)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		// The chain is not checked against any root: the pin replaces
+		// it, and VerifyConnection checks the pin on every handshake.
+		InsecureSkipVerify: true,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return errors.New("server sent no certificate")
+			}
+			got := sha256.Sum256(cs.PeerCertificates[0].Raw)
+			if !bytes.Equal(got[:], want) {
+				return fmt.Errorf("server certificate fingerprint %s does not match the pinned %s", hex.EncodeToString(got[:]), hex.EncodeToString(want))
+			}
+			return nil
+		},
+	}, nil
+}
+
+// Fingerprint is the hex SHA-256 of a certificate's DER bytes, as the
+// daemon logs it and --tls-fingerprint takes it.
+func Fingerprint(der []byte) string {
+	sum := sha256.Sum256(der)
+	return hex.EncodeToString(sum[:])
+}
+
+// ParseFingerprint reads a hex SHA-256 fingerprint, with or without
+// colons and a "sha256:" prefix.
+func ParseFingerprint(s string) ([]byte, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
+	t = strings.TrimPrefix(t, "sha256:")
+	t = strings.ReplaceAll(t, ":", "")
+	b, err := hex.DecodeString(t)
+	if err != nil || len(b) != sha256.Size {
+		return nil, fmt.Errorf("TLS fingerprint %q: want 64 hex digits (the SHA-256 the daemon logs)", s)
+	}
+	return b, nil
+}
