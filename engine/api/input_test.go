@@ -50,7 +50,7 @@ func TestSubmitRefusesWhatTheRunnerWould(t *testing.T) {
 		// argv, env and image as the runner checks them
 		{"NUL in argv", `{"command":["echo","a","b\u0000c"]}`, 400, "command[2]", "command[2]: contains a NUL byte"},
 		{"NUL in argv0", `{"command":["ec\u0000ho"]}`, 400, "command[0]", "contains a NUL byte"},
-		{"NUL in env value", `{"command":["x"],"env":{"A":"a\u0000b"}}`, 400, "env", "value of A contains a NUL byte"},
+		{"NUL in env value", `{"command":["x"],"env":{"A":"a\u0000b"}}`, 400, "env", `value of "A" contains a NUL byte`},
 		{"= in env name", `{"command":["x"],"env":{"A=B":"c"}}`, 400, "env", `env: invalid name "A=B"`},
 		{"NUL in env name", `{"command":["x"],"env":{"A\u0000":"c"}}`, 400, "env", `invalid name "A\x00"`},
 		{"empty env name", `{"command":["x"],"env":{"":"c"}}`, 400, "env", `invalid name ""`},

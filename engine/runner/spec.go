@@ -128,11 +128,11 @@ func checkEnv(s *Spec) error {
 		case k == "" || strings.ContainsAny(k, "=\x00") || !utf8.ValidString(k):
 			err = specErr("env", "invalid name %q (not empty, no '=' or NUL byte, UTF-8)", k)
 		case strings.IndexByte(v, 0) >= 0:
-			err = specErr("env", "value of %s contains a NUL byte", k)
+			err = specErr("env", "value of %q contains a NUL byte", k)
 		case !utf8.ValidString(v):
-			err = specErr("env", "value of %s is not valid UTF-8", k)
+			err = specErr("env", "value of %q is not valid UTF-8", k)
 		case prefix+len(k)+1+len(v) > MaxArgBytes:
-			err = specErr("env", "%s=value is %d bytes, more than the kernel takes in one string (%d, MAX_ARG_STRLEN)",
+			err = specErr("env", "%q=value is %d bytes, more than the kernel takes in one string (%d, MAX_ARG_STRLEN)",
 				k, prefix+len(k)+1+len(v), MaxArgBytes)
 		}
 		if err != nil && (worst == nil || k < worstKey) {

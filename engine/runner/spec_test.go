@@ -53,7 +53,7 @@ func TestValidateSpec(t *testing.T) {
 		{"env name with =", Spec{ID: "c1", Command: []string{"true"}, Env: map[string]string{"A=B": "c"}}, "env", `invalid name "A=B"`},
 		{"env name with NUL", Spec{ID: "c1", Command: []string{"true"}, Env: map[string]string{"A\x00": "c"}}, "env", `invalid name "A\x00"`},
 		{"empty env name", Spec{ID: "c1", Command: []string{"true"}, Env: map[string]string{"": "c"}}, "env", `invalid name ""`},
-		{"NUL in env value", Spec{ID: "c1", Command: []string{"true"}, Env: map[string]string{"A": "a\x00"}}, "env", "value of A contains a NUL byte"},
+		{"NUL in env value", Spec{ID: "c1", Command: []string{"true"}, Env: map[string]string{"A": "a\x00"}}, "env", `value of "A" contains a NUL byte`},
 		{"env over the limit", Spec{ID: "c1", Command: []string{"env"}, Env: map[string]string{"A": big}}, "env", "MAX_ARG_STRLEN"},
 		{"env over the limit with docker's prefix", Spec{ID: "c1", Command: []string{"env"}, Image: "debian",
 			Env: map[string]string{"A": big[:MaxArgBytes-2]}}, "env", "MAX_ARG_STRLEN"},
