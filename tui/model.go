@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/termsafe"
 	"dispatch-tui/tui/backend"
 	"dispatch-tui/tui/dialog"
 	"dispatch-tui/tui/keys"
@@ -467,14 +468,11 @@ func (m *Model) onLogs(msg logsMsg) {
 	if m.mode != modeLogs || msg.id != m.logID {
 		return
 	}
-	m.logLines = strings.Split(strings.TrimRight(table.Sanitize(text), "\n"), "\n")
+	m.logLines = termsafe.Lines(strings.TrimRight(text, "\n"))
 	if m.logFollow {
 		m.scroll = max(len(m.logLines)-m.bodyHeight(), 0)
 	}
 }
-
-// sanitize drops control characters (other than newline and tab) so a
-// container's output cannot drive the terminal.
 
 func (m *Model) bodyHeight() int { return max(m.height-headerLines-1, 1) }
 

@@ -9,6 +9,7 @@ import (
 
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/worker"
+	"dispatch-tui/termsafe"
 	"dispatch-tui/tui/table"
 
 	tea "charm.land/bubbletea/v2"
@@ -326,7 +327,9 @@ func (m *Model) detailLines() []string {
 		return []string{"loading…"}
 	}
 	var out []string
-	add := func(k, v string) { out = append(out, fmt.Sprintf("%-14s %s", k+":", table.Sanitize(v))) }
+	// Every value shown is escaped (termsafe): names, commands, env and
+	// reasons come from users and programs.
+	add := func(k, v string) { out = append(out, fmt.Sprintf("%-14s %s", k+":", termsafe.Escape(v))) }
 	switch m.detailView {
 	case vInstances:
 		var v *worker.InstanceView
@@ -358,7 +361,7 @@ func (m *Model) detailLines() []string {
 		if c == nil {
 			return []string{"container " + m.detailID + " is gone"}
 		}
-		out = append(out, "Container "+c.ID+"  "+c.Name, "")
+		out = append(out, "Container "+c.ID+"  "+termsafe.Escape(c.Name), "")
 		add("state", containerState(c))
 		add("priority", strconv.Itoa(c.Priority))
 		add("command", strings.Join(c.Command, " "))
@@ -404,7 +407,7 @@ func (m *Model) detailLines() []string {
 		if m.detailLogs == "" {
 			out = append(out, "  (none yet)")
 		}
-		for _, l := range strings.Split(strings.TrimRight(table.Sanitize(m.detailLogs), "\n"), "\n") {
+		for _, l := range termsafe.Lines(strings.TrimRight(m.detailLogs, "\n")) {
 			if l != "" {
 				out = append(out, "  "+l)
 			}

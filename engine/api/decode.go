@@ -196,7 +196,10 @@ func fieldByJSONName(t reflect.Type, key string) (reflect.Type, bool) {
 	return fold, fold != nil
 }
 
-// decodeSpec decodes and validates a submitted container spec.
+// decodeSpec decodes and validates a submitted container spec. Validate
+// checks command, env and image with the runner's own validator
+// (runner.ValidateContent): what the runner would refuse is a 400 here,
+// naming the field, not a container that burns its attempts.
 func decodeSpec(data []byte) (queue.Spec, *httpError) {
 	var spec queue.Spec
 	if len(bytes.TrimSpace(data)) == 0 {

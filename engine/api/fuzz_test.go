@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/runner"
 )
 
 // FuzzDecodeSpec: decoding a request body never panics; what it accepts
@@ -32,6 +34,8 @@ func FuzzDecodeSpec(f *testing.F) {
 		`{"Command":["x"],"PRIORITY":2}`,
 		`[`,
 		"{\"command\":[\"\xff\"]}",
+		`{"command":["a\u0000b"],"env":{"A=B":"\u0000"},"image":"--x"}`,
+		`{"name":"\u001b[31m\u009b","command":["<<<<<<<<"],"runtime_constraints":{"ram":9223372036854775807}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -54,6 +58,13 @@ func FuzzDecodeSpec(f *testing.F) {
 			}
 			if _, herr := decodeSpec(b); herr != nil {
 				t.Fatalf("round trip of %s: %s", b, herr.msg)
+			}
+			// What a submit accepts, the runner accepts once the
+			// container has an id (the longest there can be).
+			rs := runner.Spec{ID: strings.Repeat("c", 128), Command: spec.Command, Env: spec.Env, Image: spec.Image,
+				MaxRunTime: time.Duration(spec.Scheduling.MaxRunTime)}
+			if err := runner.ValidateSpec(&rs); err != nil {
+				t.Fatalf("accepted at submit, the runner would refuse: %v", err)
 			}
 		}
 		// The verb bodies go through the same decoder.

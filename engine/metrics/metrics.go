@@ -280,7 +280,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		typeIdx[t.Name] = i
 	}
 	var price float64
-	var vcpuTotal, ramTotal int64
+	// Totals add up as floats: what they are exported as, and a sum of
+	// sizes that cannot wrap around.
+	var vcpuTotal, ramTotal float64
 	for _, v := range e.Instances() {
 		counts[instanceKey{v.State, v.Type, v.IdleBehavior}]++
 		if v.State == worker.StateShutdown {
@@ -288,8 +290,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		price += v.Price
 		if i, ok := typeIdx[v.Type]; ok {
-			vcpuTotal += int64(types[i].VCPUs)
-			ramTotal += types[i].RAM
+			vcpuTotal += float64(types[i].VCPUs)
+			ramTotal += float64(types[i].RAM)
 		}
 	}
 	for k, n := range counts {
@@ -297,16 +299,16 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.price, price)
 
-	var vcpuUsed, ramUsed int64
+	var vcpuUsed, ramUsed float64
 	running, _ := e.Containers(engine.ListOptions{States: []queue.State{queue.Running}})
 	for i := range running {
-		vcpuUsed += int64(running[i].RuntimeConstraints.VCPUs)
-		ramUsed += running[i].RuntimeConstraints.RAM
+		vcpuUsed += float64(running[i].RuntimeConstraints.VCPUs)
+		ramUsed += float64(running[i].RuntimeConstraints.RAM)
 	}
-	gauge(c.vcpus, float64(vcpuTotal), "total")
-	gauge(c.vcpus, float64(vcpuUsed), "in_use")
-	gauge(c.ram, float64(ramTotal), "total")
-	gauge(c.ram, float64(ramUsed), "in_use")
+	gauge(c.vcpus, vcpuTotal, "total")
+	gauge(c.vcpus, vcpuUsed, "in_use")
+	gauge(c.ram, ramTotal, "total")
+	gauge(c.ram, ramUsed, "in_use")
 
 	// Queue and scheduler.
 	for _, st := range c.containerState {

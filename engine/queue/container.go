@@ -5,9 +5,14 @@ package queue
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
+
+	"dispatch-tui/engine/runner"
 )
 
 // State is a container's lifecycle state.
@@ -291,13 +296,31 @@ func (s *Spec) Validate() error {
 	default:
 		return &FieldError{Field: "restart_policy", Msg: "must be never or on-failure"}
 	}
-	for k := range s.Env {
-		if k == "" {
-			return &FieldError{Field: "env", Msg: "variable name must not be empty"}
+	if len(s.Name) > MaxNameBytes {
+		return &FieldError{Field: "name", Msg: fmt.Sprintf("is %d bytes, at most %d", len(s.Name), MaxNameBytes)}
+	}
+	if !utf8.ValidString(s.Name) || strings.IndexByte(s.Name, 0) >= 0 {
+		return &FieldError{Field: "name", Msg: "must be UTF-8 text without NUL bytes"}
+	}
+	// What the runner would refuse is refused here, with the runner's own
+	// checks: a container that could never start is never queued.
+	rs := runner.Spec{Command: s.Command, Env: s.Env, Image: s.Image, MaxRunTime: time.Duration(s.Scheduling.MaxRunTime)}
+	if err := runner.ValidateContent(&rs); err != nil {
+		var se *runner.SpecError
+		if !errors.As(err, &se) {
+			return err
 		}
+		field := se.Field
+		if field == "max_run_time" {
+			field = "scheduling.max_run_time"
+		}
+		return &FieldError{Field: field, Msg: se.Msg}
 	}
 	return nil
 }
+
+// MaxNameBytes bounds a container's name: it is for people to read.
+const MaxNameBytes = 256
 
 // FieldError is a validation error about one field of a request.
 type FieldError struct {

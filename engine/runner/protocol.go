@@ -66,17 +66,6 @@ func ValidID(id string) bool {
 	return true
 }
 
-// ValidateSpec checks a spec read from stdin.
-func ValidateSpec(s *Spec) error {
-	if !ValidID(s.ID) {
-		return fmt.Errorf("invalid container id %q: want [A-Za-z0-9_.-]{1,128}", s.ID)
-	}
-	if len(s.Command) == 0 || s.Command[0] == "" {
-		return errors.New("spec: command is empty")
-	}
-	return nil
-}
-
 // ParseList parses "runner list" output: one JSON object per line; blank
 // lines are ignored. A malformed line is an error naming its line number.
 func ParseList(data []byte) ([]Status, error) {

@@ -80,7 +80,7 @@ func ComputeFit(types []cloud.InstanceType, rc queue.Constraints, reserveRAM int
 
 // typeHolds reports whether one instance of t can hold rc on its own.
 func typeHolds(t cloud.InstanceType, rc queue.Constraints, reserveRAM int64) bool {
-	return rc.VCPUs <= t.VCPUs && rc.RAM+reserveRAM <= t.RAM && rc.Scratch <= t.Scratch && rc.GPUs <= t.GPUs
+	return rc.VCPUs <= t.VCPUs && addSize(rc.RAM, reserveRAM) <= t.RAM && rc.Scratch <= t.Scratch && rc.GPUs <= t.GPUs
 }
 
 // explainNoFit says which resource rc needs more of than any type has.
@@ -88,6 +88,7 @@ func explainNoFit(types []cloud.InstanceType, rc queue.Constraints, reserveRAM i
 	if len(types) == 0 {
 		return "no instance types are configured"
 	}
+	ram := addSize(rc.RAM, reserveRAM)
 	var maxT cloud.InstanceType
 	for _, t := range types {
 		maxT.VCPUs = max(maxT.VCPUs, t.VCPUs)
@@ -96,8 +97,8 @@ func explainNoFit(types []cloud.InstanceType, rc queue.Constraints, reserveRAM i
 		maxT.GPUs = max(maxT.GPUs, t.GPUs)
 	}
 	switch {
-	case rc.RAM+reserveRAM > maxT.RAM:
-		return "needs " + config.FormatSize(rc.RAM+reserveRAM) + " RAM (with reserve_extra_ram), largest is " + config.FormatSize(maxT.RAM)
+	case ram > maxT.RAM:
+		return "needs " + config.FormatSize(ram) + " RAM (with reserve_extra_ram), largest is " + config.FormatSize(maxT.RAM)
 	case rc.VCPUs > maxT.VCPUs:
 		return "needs " + strconv.Itoa(rc.VCPUs) + " vCPUs, largest is " + strconv.Itoa(maxT.VCPUs)
 	case rc.Scratch > maxT.Scratch:
@@ -106,5 +107,5 @@ func explainNoFit(types []cloud.InstanceType, rc queue.Constraints, reserveRAM i
 		return "needs " + strconv.Itoa(rc.GPUs) + " GPUs, largest has " + strconv.Itoa(maxT.GPUs)
 	}
 	return "no single type has every resource it needs (vCPUs " + strconv.Itoa(rc.VCPUs) + ", RAM " +
-		config.FormatSize(rc.RAM+reserveRAM) + ", scratch " + config.FormatSize(rc.Scratch) + ", GPUs " + strconv.Itoa(rc.GPUs) + ")"
+		config.FormatSize(ram) + ", scratch " + config.FormatSize(rc.Scratch) + ", GPUs " + strconv.Itoa(rc.GPUs) + ")"
 }

@@ -68,10 +68,8 @@ func (s *Scheduler) finishIndex() {
 
 // addUse adds a container's needs (with the per-container RAM reserve) to u.
 func addUse(u *queue.Constraints, rc queue.Constraints, reserve int64) {
-	u.VCPUs += rc.VCPUs
-	u.RAM += rc.RAM + reserve
-	u.Scratch += rc.Scratch
-	u.GPUs += rc.GPUs
+	rc.RAM = addSize(rc.RAM, reserve)
+	*u = addConstraints(*u, rc)
 }
 
 // hasRoom reports whether sl can take one more container needing rc.
@@ -80,10 +78,10 @@ func (s *Scheduler) hasRoom(sl *slot, rc queue.Constraints) bool {
 		return false
 	}
 	t := &s.types[sl.typ]
-	return sl.used.VCPUs+rc.VCPUs <= t.VCPUs &&
-		sl.used.RAM+rc.RAM+s.reserveRAM <= t.RAM &&
-		sl.used.Scratch+rc.Scratch <= t.Scratch &&
-		sl.used.GPUs+rc.GPUs <= t.GPUs
+	return addCount(sl.used.VCPUs, rc.VCPUs) <= t.VCPUs &&
+		addSize(addSize(sl.used.RAM, rc.RAM), s.reserveRAM) <= t.RAM &&
+		addSize(sl.used.Scratch, rc.Scratch) <= t.Scratch &&
+		addCount(sl.used.GPUs, rc.GPUs) <= t.GPUs
 }
 
 // pick finds the best instance of type typ with room for rc: ready ones

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"dispatch-tui/termsafe"
 	"dispatch-tui/tui/theme"
 
 	"github.com/charmbracelet/x/ansi"
@@ -784,23 +785,6 @@ func isASCII(s string) bool {
 	return true
 }
 
-// Sanitize removes control characters (escape sequences included) from
-// text that came from users or programs, so it cannot drive the terminal;
-// tabs become spaces and newlines are kept.
-func Sanitize(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n':
-			return r
-		case r == '\t':
-			return ' '
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			return -1
-		}
-		return r
-	}, s)
-}
-
 // cellWidth is ansi.StringWidth with a fast path for the common case of
 // printable ASCII, where cells and bytes are one to one.
 func cellWidth(s string) int {
@@ -830,9 +814,9 @@ func Fit(s string, w int, right bool) string {
 		}
 		return s + strings.Repeat(" ", w-len(s))
 	}
-	// Cells are one line of text from users and programs: no control
-	// characters may reach the terminal.
-	s = strings.ReplaceAll(Sanitize(s), "\n", " ")
+	// Cells are one line of text from users and programs: control
+	// characters are shown escaped, never sent to the terminal.
+	s = termsafe.Escape(s)
 	sw := ansi.StringWidth(s)
 	if sw > w {
 		s = ansi.Truncate(s, w, "…")

@@ -18,10 +18,12 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/termsafe"
 )
 
 // Env is what a command needs from its surroundings.
@@ -73,7 +75,8 @@ func Run(ctx context.Context, cmd string, args []string, env Env) int {
 		fmt.Fprintf(env.Stderr, "dispatch-tui %s: %s\n", cmd, ue.msg)
 		return 2
 	default:
-		fmt.Fprintf(env.Stderr, "dispatch-tui %s: %s\n", cmd, err)
+		// The dispatcher's messages may quote what was submitted.
+		fmt.Fprintf(env.Stderr, "dispatch-tui %s: %s\n", cmd, strings.Join(termsafe.Lines(err.Error()), "\n"))
 		return 1
 	}
 }
@@ -508,11 +511,15 @@ func pauseResume(ctx context.Context, name string, args []string, env *Env) erro
 
 func tw(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
 
+// clip escapes s for the terminal (names, commands, reasons and errors
+// come from users and programs: their control characters must not reach
+// it) and cuts it to n characters.
 func clip(s string, n int) string {
-	if len(s) <= n {
+	s = termsafe.Escape(s)
+	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	return s[:n-1] + "…"
+	return string([]rune(s)[:n-1]) + "…"
 }
 
 func ago(t time.Time) string {

@@ -9,7 +9,12 @@ import (
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/worker"
+	"dispatch-tui/termsafe"
 )
+
+// Every string cell of these tables is escaped (termsafe, through clip or
+// directly): they are printed to a terminal. -o json prints values as they
+// are.
 
 func instanceTable(w io.Writer, items []worker.InstanceView) error {
 	t := tw(w)
@@ -19,7 +24,7 @@ func instanceTable(w io.Writer, items []worker.InstanceView) error {
 		if id == "" {
 			id = "(creating)"
 		}
-		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%d\t%.3f\t%s\t%s\n", id, v.Type, v.State, v.IdleBehavior,
+		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%d\t%.3f\t%s\t%s\n", termsafe.Escape(id), termsafe.Escape(v.Type), v.State, v.IdleBehavior,
 			len(v.Containers), v.Price, ago(v.AppearedAt), clip(v.LastError, 30))
 	}
 	return t.Flush()
@@ -45,7 +50,7 @@ func containerTable(w io.Writer, items []queue.Container, available int) error {
 		if c.Reason != "" {
 			detail = c.Reason
 		}
-		fmt.Fprintf(t, "%s\t%s\t%d\t%s\t%s\t%s\n", c.ID, state, c.Priority, exit, clip(inst, 16), clip(detail, 28))
+		fmt.Fprintf(t, "%s\t%s\t%d\t%s\t%s\t%s\n", termsafe.Escape(c.ID), state, c.Priority, exit, clip(inst, 16), clip(detail, 28))
 	}
 	if err := t.Flush(); err != nil {
 		return err
@@ -60,7 +65,7 @@ func typeTable(w io.Writer, items []engine.TypeSummary) error {
 	t := tw(w)
 	fmt.Fprintln(t, "NAME\tVCPUS\tRAM\tSCRATCH\tGPUS\tPRICE/H\tINSTANCES")
 	for _, v := range items {
-		fmt.Fprintf(t, "%s\t%d\t%s\t%s\t%d\t%.3f\t%d\n", v.Name, v.VCPUs, config.FormatSize(v.RAM),
+		fmt.Fprintf(t, "%s\t%d\t%s\t%s\t%d\t%.3f\t%d\n", termsafe.Escape(v.Name), v.VCPUs, config.FormatSize(v.RAM),
 			config.FormatSize(v.Scratch), v.GPUs, v.Price, v.Count)
 	}
 	return t.Flush()

@@ -67,7 +67,7 @@ const (
 )
 
 const (
-	maxSpecBytes = 1 << 20
+	maxSpecBytes = runner.MaxSpecBytes
 	// startTimeout bounds how long "start" waits for the supervisor to
 	// report that the command runs.
 	startTimeout = 5 * time.Second

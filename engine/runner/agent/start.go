@@ -51,59 +51,12 @@ func decodeSpec(data []byte) (runner.Spec, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return runner.Spec{}, errors.New("bad spec JSON on stdin: data after the spec object")
 	}
+	// The same checks as the dispatcher's at submit: what exec(2) and
+	// docker could not take literally is refused before anything starts.
 	if err := runner.ValidateSpec(&spec); err != nil {
-		return runner.Spec{}, err
-	}
-	if err := checkSpec(&spec); err != nil {
-		return runner.Spec{}, err
+		return runner.Spec{}, fmt.Errorf("spec: %w", err)
 	}
 	return spec, nil
-}
-
-// checkSpec adds the agent's checks to ValidateSpec: what exec(2) and
-// docker could not take literally.
-func checkSpec(s *runner.Spec) error {
-	if !safeID(s.ID) {
-		return fmt.Errorf("invalid container id %q", s.ID)
-	}
-	for i, a := range s.Command {
-		if strings.IndexByte(a, 0) >= 0 {
-			return fmt.Errorf("spec: command[%d] contains a NUL byte", i)
-		}
-	}
-	for k, v := range s.Env {
-		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return fmt.Errorf("spec: invalid env name %q (no '=' or NUL, not empty)", k)
-		}
-		if strings.IndexByte(v, 0) >= 0 {
-			return fmt.Errorf("spec: env %s contains a NUL byte", k)
-		}
-	}
-	if s.Image != "" && !validImage(s.Image) {
-		return fmt.Errorf("spec: invalid image %q: want a docker reference such as debian:12 or registry/name@sha256:<digest>", s.Image)
-	}
-	if s.MaxRunTime < 0 {
-		return fmt.Errorf("spec: negative max_run_time %v", s.MaxRunTime)
-	}
-	return nil
-}
-
-// validImage accepts docker image references: [A-Za-z0-9._/:@-], starting
-// with a letter or digit (so it can never be taken for a docker option).
-func validImage(s string) bool {
-	if len(s) == 0 || len(s) > 512 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case i > 0 && (c == '.' || c == '_' || c == '/' || c == ':' || c == '@' || c == '-'):
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 func (a *agent) start(id string, stdin io.Reader) int {

@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/worker"
+)
+
+// hostile is user data that would drive a terminal if printed raw: a colour,
+// a carriage return, a bell and a C1 CSI.
+const hostile = "\x1b[31mred\r\x07\u009b"
+
+// TestTablesEscapeUserData: the ls tables show control characters from
+// names, commands, reasons, errors and events escaped, as the console does
+// (termsafe).
+func TestTablesEscapeUserData(t *testing.T) {
+	var out bytes.Buffer
+	ctrs := []queue.Container{
+		{ID: "c-1", Name: hostile, State: queue.Running, Command: []string{"echo", hostile}},
+		{ID: "c-2", State: queue.Cancelled, Command: []string{"x"}, Reason: "said \x1b]0;t\x07"},
+		{ID: "c-3", State: queue.Queued, Command: []string{strings.Repeat("あ", 40)}},
+	}
+	if err := containerTable(&out, ctrs, len(ctrs)); err != nil {
+		t.Fatal(err)
+	}
+	insts := []worker.InstanceView{{ID: "i-1", Type: "small", State: worker.StateIdle, LastError: "ssh: \x1b[2J", AppearedAt: time.Now()}}
+	if err := instanceTable(&out, insts); err != nil {
+		t.Fatal(err)
+	}
+	evs := []queue.Event{{Seq: 1, Time: time.Now(), Actor: "op\x1b[9m", Target: "c-1", Action: "kill", Reason: "\r\x07"}}
+	if err := eventTable(&out, evs); err != nil {
+		t.Fatal(err)
+	}
+	got := out.String()
+	for _, raw := range []string{"\x1b", "\r", "\x07", "\u009b"} {
+		if strings.Contains(got, raw) {
+			t.Errorf("table prints %q raw:\n%s", raw, got)
+		}
+	}
+	for _, want := range []string{`echo \x1b[31mred\r\a\u009b`, `said \x1b]0;t\a`, `ssh: \x1b[2J`, `op\x1b[9m`, `\r\a`, strings.Repeat("あ", 27) + "…"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("tables lack %q:\n%s", want, got)
+		}
+	}
+}
