@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/queue"
-	"dispatch-tui/termsafe"
+	"dispatch-tui/engine/termsafe"
 	"dispatch-tui/tui/backend"
 	"dispatch-tui/tui/dialog"
 	"dispatch-tui/tui/keys"

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/termsafe"
 	"dispatch-tui/engine/worker"
-	"dispatch-tui/termsafe"
 	"dispatch-tui/tui/table"
 
 	tea "charm.land/bubbletea/v2"

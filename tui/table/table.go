@@ -12,7 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"dispatch-tui/termsafe"
+	"dispatch-tui/engine/termsafe"
 	"dispatch-tui/tui/theme"
 
 	"github.com/charmbracelet/x/ansi"

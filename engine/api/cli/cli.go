@@ -23,7 +23,7 @@ import (
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
-	"dispatch-tui/termsafe"
+	"dispatch-tui/engine/termsafe"
 )
 
 // Env is what a command needs from its surroundings.

@@ -8,8 +8,8 @@ import (
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/termsafe"
 	"dispatch-tui/engine/worker"
-	"dispatch-tui/termsafe"
 )
 
 // Every string cell of these tables is escaped (termsafe, through clip or
