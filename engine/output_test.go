@@ -2,12 +2,15 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"dispatch-tui/cloud"
 	"dispatch-tui/cloud/cloudtest"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/runner"
 )
 
 // At quota, an instance whose last container just exited is shut down as
@@ -40,5 +43,64 @@ func TestOutputKeptWhenInstanceShutDownAtQuotaRightAfterItsLastExit(t *testing.T
 		if err != nil || !strings.Contains(string(out), "exited 3") || c.LogsError != "" {
 			t.Errorf("logs of %s (on %s, shut down at quota): %q, %v (logs_error %q); want its output%s", id, c.InstanceID, out, err, c.LogsError, h.eventsOf(c.InstanceID))
 		}
+	}
+}
+
+// Logs says "yet" only for a container that has not finished; for a
+// finished one without output it says why.
+func TestLogsSayWhyOutputIsUnavailable(t *testing.T) {
+	h := newHarness(t, testConfig(t), cloudtest.Options{})
+	ctx := context.Background()
+
+	queued := h.submit(time.Second, 0, prio(0))
+	h.step(1)
+	_, err := h.eng.Logs(ctx, queued, 0)
+	if !errors.Is(err, ErrNoLogs) || !strings.Contains(err.Error(), "no output yet") {
+		t.Errorf("queued: %v, want no output yet", err)
+	}
+
+	if _, err := h.eng.KillContainer(queued, "test", "not wanted"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.eng.Logs(ctx, queued, 0)
+	var unavailable *LogsUnavailableError
+	if !errors.As(err, &unavailable) || !strings.Contains(err.Error(), "never started") || strings.Contains(err.Error(), "yet") {
+		t.Errorf("cancelled before it started: %v", err)
+	}
+
+	done := h.submit(5*time.Second, 0)
+	h.runningOn(done, 30)
+	h.until("complete", 30, func() bool { return h.state(done) == queue.Complete })
+	if _, err := h.eng.Logs(ctx, done, 0); err != nil {
+		t.Fatalf("complete: %v", err)
+	}
+	// Its instance unreachable from the moment its exit is listed, then
+	// killed: the output is lost, and the record, an event, a counter and
+	// Logs say why.
+	other := h.submit(5*time.Second, 0)
+	inst2 := h.runningOn(other, 30)
+	h.until("exit listed", 30, func() bool {
+		for _, st := range h.instance(inst2).Reported {
+			if st.ID == other && st.State == runner.StateExited {
+				return true
+			}
+		}
+		return false
+	})
+	h.cloud.Break(cloud.InstanceID(inst2))
+	h.until("probe failing", 30, func() bool { return h.instance(inst2).ProbeFailing })
+	if _, err := h.eng.KillInstance(inst2, "test", "gone wrong"); err != nil {
+		t.Fatal(err)
+	}
+	h.until("output lost", 30, func() bool { return h.container(other).LogsError != "" })
+	if got := h.container(other); got.State != queue.Complete || !strings.HasPrefix(got.LogsError, "logs: lost: instance "+inst2) || !strings.Contains(got.LogsError, "while unreachable") {
+		t.Errorf("%s: logs_error %q", got.State, got.LogsError)
+	}
+	if h.eng.LogsStats().Lost != 1 || !strings.Contains(h.eventsOf(other), "logs_error lost") {
+		t.Errorf("lost counted %d, events:%s", h.eng.LogsStats().Lost, h.eventsOf(other))
+	}
+	_, err = h.eng.Logs(ctx, other, 0)
+	if !errors.As(err, &unavailable) || !strings.Contains(err.Error(), "output unavailable: lost: instance "+inst2) {
+		t.Errorf("logs of lost output: %v", err)
 	}
 }

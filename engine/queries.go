@@ -229,13 +229,13 @@ func (e *Engine) Logs(ctx context.Context, id string, tail int) ([]byte, error) 
 		return TailLines(out, tail), nil
 	}
 	if !c.State.Final() {
-		return nil, ErrNoLogs
+		return nil, fmt.Errorf("%w (the container is %s)", ErrNoLogs, c.State)
 	}
 	if c.StartedAt.IsZero() {
 		return nil, &LogsUnavailableError{Reason: "the container never started"}
 	}
 	if c.InstanceID == "" {
-		return nil, &LogsUnavailableError{Reason: orDefault(c.LogsError, "not stored, and no instance is recorded for its last attempt")}
+		return nil, &LogsUnavailableError{Reason: orDefault(strings.TrimPrefix(c.LogsError, "logs: "), "not stored, and no instance is recorded for its last attempt")}
 	}
 	// Not stored (about to be, or the store failed): its runner may still
 	// keep it.
@@ -243,7 +243,7 @@ func (e *Engine) Logs(ctx context.Context, id string, tail int) ([]byte, error) 
 	if runnerErr == nil {
 		return out, nil
 	}
-	why := c.LogsError
+	why := strings.TrimPrefix(c.LogsError, "logs: ")
 	switch {
 	case why != "":
 	case errors.Is(runnerErr, worker.ErrNotFound):
