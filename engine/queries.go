@@ -229,7 +229,7 @@ func (e *Engine) Logs(ctx context.Context, id string, tail int) ([]byte, error) 
 		return TailLines(out, tail), nil
 	}
 	if !c.State.Final() {
-		return nil, fmt.Errorf("%w (the container is %s)", ErrNoLogs, c.State)
+		return nil, fmt.Errorf("%w: the container is %s", ErrNoLogs, c.State)
 	}
 	if c.StartedAt.IsZero() {
 		return nil, &LogsUnavailableError{Reason: "the container never started"}
