@@ -70,6 +70,10 @@ func filler(argv []string) []string {
 	return out
 }
 
+// Unrunnable is a command the in-memory runner cannot execute: its start
+// is refused, as the real runner refuses a command that does not exist.
+const Unrunnable = "/nonexistent/cloudtest-command"
+
 // Exit codes "runner list" reports for killed containers.
 const (
 	ExitTerm = 128 + 15
@@ -419,6 +423,9 @@ func (d *Driver) start(s *instState, now time.Time, id string, stdin []byte) ([]
 	d.list(s, now) // prune crashed containers
 	if s.containers[id] != nil {
 		return exitErr(1, "runner start: container %q already exists", id)
+	}
+	if spec.Command[0] == Unrunnable {
+		return exitErr(1, "runner start %s: cannot run %q: exec %s: no such file or directory", id, Unrunnable, Unrunnable)
 	}
 	dur, code := behaviour(spec.Command)
 	c := &ctr{
