@@ -238,10 +238,23 @@ func (e *Engine) Logs(ctx context.Context, id string, tail int) ([]byte, error) 
 		return nil, &LogsUnavailableError{Reason: orDefault(strings.TrimPrefix(c.LogsError, "logs: "), "not stored, and no instance is recorded for its last attempt")}
 	}
 	// Not stored (about to be, or the store failed): its runner may still
-	// keep it.
-	out, runnerErr := e.pool.Logs(ctx, cloud.InstanceID(c.InstanceID), id, tail)
-	if runnerErr == nil {
-		return out, nil
+	// keep it. Asked only when it answers probes, and briefly: a reader
+	// must not hang on a dead host.
+	inst := cloud.InstanceID(c.InstanceID)
+	v, ok := e.pool.Instance(inst)
+	var runnerErr error
+	switch {
+	case !ok:
+		runnerErr = worker.ErrNotFound
+	case v.ProbeFailing:
+		runnerErr = fmt.Errorf("unreachable: %s", v.LastError)
+	default:
+		rctx, cancel := context.WithTimeout(ctx, runnerLogsTimeout)
+		out, runnerErr = e.pool.Logs(rctx, inst, id, tail)
+		cancel()
+		if runnerErr == nil {
+			return out, nil
+		}
 	}
 	why := strings.TrimPrefix(c.LogsError, "logs: ")
 	switch {
@@ -253,6 +266,10 @@ func (e *Engine) Logs(ctx context.Context, id string, tail int) ([]byte, error) 
 	}
 	return nil, &LogsUnavailableError{Reason: why}
 }
+
+// runnerLogsTimeout bounds the runner call Logs makes for a finished
+// container whose output is not stored.
+const runnerLogsTimeout = 10 * time.Second
 
 func orDefault(s, def string) string {
 	if s != "" {

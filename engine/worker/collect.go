@@ -72,13 +72,26 @@ func (p *Pool) collect(w *instance, ids []string, unreachable bool) {
 
 	p.mu.Lock()
 	w.collecting = false
-	if w.removed || p.canceled() {
+	if p.canceled() {
+		// The pool stops: the instance is not destroyed, and a restarted
+		// dispatcher finds the output on its runner.
 		p.mu.Unlock()
 		return
 	}
 	now := p.clk.Now()
-	type lostOutput struct{ id, why string }
 	var lost []lostOutput
+	if w.removed {
+		// Gone from the provider's listing meanwhile.
+		for i, id := range ids {
+			if !stored[i] {
+				lost = append(lost, lostOutput{id, fmt.Sprintf("instance %s disappeared before its output could be stored", w.v.ID)})
+			}
+		}
+		w.needLogs = nil
+		p.mu.Unlock()
+		p.reportLost(w, lost)
+		return
+	}
 	for i, id := range ids {
 		if !stored[i] && !isNoSuchContainer(errs[i]) {
 			continue
@@ -110,13 +123,20 @@ func (p *Pool) collect(w *instance, ids []string, unreachable bool) {
 	}
 	w.needLogs = nil
 	w.collectDone = true
-	for _, l := range lost {
-		p.log.Warn("container output lost", "instance", string(w.v.ID), "container", l.id, "why", l.why)
-	}
 	p.startDestroyLocked(w, now)
 	p.mu.Unlock()
-	if p.opts.OnLogsLost != nil {
-		for _, l := range lost {
+	p.reportLost(w, lost)
+}
+
+// lostOutput is a container whose output can no longer be stored, and why.
+type lostOutput struct{ id, why string }
+
+// reportLost logs and hands to OnLogsLost the output lost on w. The pool's
+// lock must not be held.
+func (p *Pool) reportLost(w *instance, lost []lostOutput) {
+	for _, l := range lost {
+		p.log.Warn("container output lost", "instance", string(w.v.ID), "container", l.id, "why", l.why)
+		if p.opts.OnLogsLost != nil {
 			p.opts.OnLogsLost(l.id, l.why)
 		}
 	}
