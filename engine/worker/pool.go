@@ -13,7 +13,7 @@
 // instance.go (one instance and its state machine, drawn and listed in
 // states.txt), sync.go (cloud listing), probe.go (probes, runner
 // deployment, applying "runner list"), containers.go (start, kill, forget,
-// logs), create.go (creates, quota, limits), verbs.go (shutdown, kill,
+// logs), collect.go (output stored before a destroy), create.go (creates, quota, limits), verbs.go (shutdown, kill,
 // idle behaviour), view.go (snapshots, stats), throttle.go (rate limits).
 package worker
 
