@@ -3,7 +3,8 @@
 // subscribe, verbs) that the API server and the TUI use.
 //
 // engine.go builds and drives the Engine; queries.go is its read-only
-// surface; verbs.go and verbnames.go are the operator verbs.
+// surface; verbs.go and verbnames.go are the operator verbs; output.go
+// stores containers' output and says when it cannot.
 package engine
 
 import (
@@ -56,6 +57,8 @@ type Engine struct {
 
 	stepMu sync.Mutex // serialises Step; the scheduler is single-threaded
 
+	output outputCounters // output.go
+
 	mu        sync.Mutex // guards the fields below
 	lastStats scheduler.Stats
 	poolEvs   []worker.Event // pool events waiting to be written to the log
@@ -96,7 +99,7 @@ func New(opts Options) (*Engine, error) {
 	e := &Engine{cfg: opts.Config, opts: opts, log: opts.Logger, clock: opts.Clock, queue: q, subs: map[int]chan struct{}{}}
 	e.pool, err = worker.New(worker.Options{
 		Config: opts.Config, InstanceSet: opts.InstanceSet, NewExecutor: opts.NewExecutor,
-		Clock: opts.Clock, Logger: opts.Logger, OnEvent: e.poolEvent, OnLogs: e.storeLogs,
+		Clock: opts.Clock, Logger: opts.Logger, OnEvent: e.poolEvent, OnLogs: e.storeLogs, OnLogsLost: e.logsLost,
 		RunnerHash: opts.RunnerHash, RunnerBinary: opts.RunnerBinary, Owner: opts.Owner,
 	})
 	if err != nil {
@@ -113,14 +116,6 @@ func (e *Engine) poolEvent(ev worker.Event) {
 	e.mu.Lock()
 	e.poolEvs = append(e.poolEvs, ev)
 	e.mu.Unlock()
-}
-
-// storeLogs keeps a finished container's output before its runner forgets
-// it; called from a pool goroutine that holds no lock.
-func (e *Engine) storeLogs(id string, output []byte) {
-	if err := e.queue.StoreLogs(id, output); err != nil {
-		e.log.Error("store container logs", "container", id, "err", err)
-	}
 }
 
 func (e *Engine) recordPoolEvents() {

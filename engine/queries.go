@@ -195,11 +195,20 @@ func (e *Engine) Events(since uint64, limit int) ([]queue.Event, error) {
 	return e.queue.Events(since, limit)
 }
 
-// ErrNoLogs is returned by Logs when a container has no output to show yet.
-var ErrNoLogs = errors.New("no logs for this container yet")
+// ErrNoLogs is returned by Logs for a container that has not finished and
+// has no output to show (not started, or its runner did not answer).
+var ErrNoLogs = errors.New("no output yet")
+
+// LogsUnavailableError is returned by Logs for a finished container whose
+// output cannot be shown; Reason says why.
+type LogsUnavailableError struct{ Reason string }
+
+func (e *LogsUnavailableError) Error() string { return "output unavailable: " + e.Reason }
 
 // Logs returns a container's output (the last tail lines when tail > 0):
-// from its runner while it runs, from the store once it has finished.
+// from its runner while it runs, from the store once it has finished, or
+// from its runner again if the store does not have it (not stored, and
+// its runner still keeps it).
 func (e *Engine) Logs(ctx context.Context, id string, tail int) ([]byte, error) {
 	c, ok := e.queue.Get(id)
 	if !ok {
@@ -216,10 +225,57 @@ func (e *Engine) Logs(ctx context.Context, id string, tail int) ([]byte, error) 
 	if err != nil {
 		return nil, err
 	}
-	if !found {
-		return nil, ErrNoLogs
+	if found {
+		return TailLines(out, tail), nil
 	}
-	return TailLines(out, tail), nil
+	if !c.State.Final() {
+		return nil, fmt.Errorf("%w: the container is %s", ErrNoLogs, c.State)
+	}
+	if c.StartedAt.IsZero() {
+		return nil, &LogsUnavailableError{Reason: "the container never started"}
+	}
+	if c.InstanceID == "" {
+		return nil, &LogsUnavailableError{Reason: orDefault(strings.TrimPrefix(c.LogsError, "logs: "), "not stored, and no instance is recorded for its last attempt")}
+	}
+	// Not stored (about to be, or the store failed): its runner may still
+	// keep it. Asked only when it answers probes, and briefly: a reader
+	// must not hang on a dead host.
+	inst := cloud.InstanceID(c.InstanceID)
+	v, ok := e.pool.Instance(inst)
+	var runnerErr error
+	switch {
+	case !ok:
+		runnerErr = worker.ErrNotFound
+	case v.ProbeFailing:
+		runnerErr = fmt.Errorf("unreachable: %s", v.LastError)
+	default:
+		rctx, cancel := context.WithTimeout(ctx, runnerLogsTimeout)
+		out, runnerErr = e.pool.Logs(rctx, inst, id, tail)
+		cancel()
+		if runnerErr == nil {
+			return out, nil
+		}
+	}
+	why := strings.TrimPrefix(c.LogsError, "logs: ")
+	switch {
+	case why != "":
+	case errors.Is(runnerErr, worker.ErrNotFound):
+		why = "not stored, and its instance " + c.InstanceID + " is gone: the output was never fetched"
+	default:
+		why = "not stored, and its instance " + c.InstanceID + " did not give it: " + runnerErr.Error()
+	}
+	return nil, &LogsUnavailableError{Reason: why}
+}
+
+// runnerLogsTimeout bounds the runner call Logs makes for a finished
+// container whose output is not stored.
+const runnerLogsTimeout = 10 * time.Second
+
+func orDefault(s, def string) string {
+	if s != "" {
+		return s
+	}
+	return def
 }
 
 // TailLines returns the last n lines of b (all of b when n <= 0).

@@ -457,7 +457,9 @@ func (m *Model) onLogs(msg logsMsg) {
 	m.logBusy = false
 	text := string(msg.data)
 	if msg.err != nil {
-		text = "(logs unavailable: " + msg.err.Error() + ")"
+		// The engine's words: "no output yet" for an unfinished
+		// container, "output unavailable: <why>" for a finished one.
+		text = "(" + msg.err.Error() + ")"
 	}
 	if msg.detail {
 		if m.mode == modeDetails && msg.id == m.detailID {

@@ -384,6 +384,9 @@ func (m *Model) detailLines() []string {
 		if c.ExitCode != nil {
 			add("exit code", strconv.Itoa(*c.ExitCode))
 		}
+		if c.LogsError != "" {
+			add("output", c.LogsError)
+		}
 		add("created", tf(c.CreatedAt))
 		add("started", tf(c.StartedAt))
 		add("finished", tf(c.FinishedAt))
@@ -404,7 +407,11 @@ func (m *Model) detailLines() []string {
 			add("labels", strings.Join(labels, " "))
 		}
 		out = append(out, "", "Log tail:")
-		if m.detailLogs == "" {
+		switch {
+		case m.detailLogs != "":
+		case c.State.Final():
+			out = append(out, "  (no output)")
+		default:
 			out = append(out, "  (none yet)")
 		}
 		for _, l := range termsafe.Lines(strings.TrimRight(m.detailLogs, "\n")) {

@@ -35,6 +35,8 @@ func TestRunnerConformance(t *testing.T) {
 // program renders p as a command the in-memory runner understands.
 func program(p runnertest.Program) []string {
 	switch {
+	case p.Unrunnable:
+		return []string{Unrunnable}
 	case p.Forever && p.IgnoreTerm:
 		return []string{"run-until-killed", IgnoreTerm}
 	case p.Forever:

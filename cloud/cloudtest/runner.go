@@ -37,6 +37,43 @@ func Cmd(d time.Duration, exitCode int) []string {
 	return []string{CmdName, d.String(), strconv.Itoa(exitCode)}
 }
 
+// CmdOutput is Cmd for a container that also writes about n bytes of
+// output, in lines of outputLine bytes (tests of large outputs).
+func CmdOutput(d time.Duration, exitCode, n int) []string {
+	return append(Cmd(d, exitCode), OutputArg+strconv.Itoa(n))
+}
+
+// OutputArg, followed by a byte count, as an argument of a Cmd command
+// makes the container write that much output.
+const OutputArg = "output="
+
+// outputLine is the length of the filler lines CmdOutput's containers write.
+const outputLine = 1024
+
+// filler returns the filler lines a command asks for with OutputArg.
+func filler(argv []string) []string {
+	var out []string
+	for _, a := range argv {
+		v, ok := strings.CutPrefix(a, OutputArg)
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			continue
+		}
+		for i := 0; i*outputLine < n; i++ {
+			line := fmt.Sprintf("cloudtest: output %d ", i)
+			out = append(out, line+strings.Repeat("x", max(outputLine-1-len(line), 0)))
+		}
+	}
+	return out
+}
+
+// Unrunnable is a command the in-memory runner cannot execute: its start
+// is refused, as the real runner refuses a command that does not exist.
+const Unrunnable = "/nonexistent/cloudtest-command"
+
 // Exit codes "runner list" reports for killed containers.
 const (
 	ExitTerm = 128 + 15
@@ -316,6 +353,7 @@ func (d *Driver) runnerVerb(s *instState, now time.Time, runnerPath string, cmd 
 		return nil, nil, nil
 	case "logs":
 		lines := []string{fmt.Sprintf("cloudtest: %s running %s", c.spec.ID, strings.Join(c.spec.Command, " "))}
+		lines = append(lines, filler(c.spec.Command)...)
 		if st.State == runner.StateExited {
 			lines = append(lines, fmt.Sprintf("cloudtest: %s exited %d", c.spec.ID, st.ExitCode))
 		}
@@ -385,6 +423,9 @@ func (d *Driver) start(s *instState, now time.Time, id string, stdin []byte) ([]
 	d.list(s, now) // prune crashed containers
 	if s.containers[id] != nil {
 		return exitErr(1, "runner start: container %q already exists", id)
+	}
+	if spec.Command[0] == Unrunnable {
+		return exitErr(1, "runner start %s: cannot run %q: exec %s: no such file or directory", id, Unrunnable, Unrunnable)
 	}
 	dur, code := behaviour(spec.Command)
 	c := &ctr{

@@ -67,6 +67,8 @@ func TestRunnerConformance(t *testing.T) {
 // shellProgram renders p as a shell script.
 func shellProgram(p runnertest.Program) []string {
 	switch {
+	case p.Unrunnable:
+		return []string{"/nonexistent/dispatch-tui-test-command"}
 	case p.Forever && p.IgnoreTerm:
 		return []string{"sh", "-c", `trap "" TERM; echo ready; exec sleep 600`}
 	case p.Forever:

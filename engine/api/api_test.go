@@ -453,7 +453,7 @@ func TestErrors(t *testing.T) {
 		{"unknown endpoint", "GET", "/v2/things", ``, 404, "", "no such endpoint", 0},
 		{"method not allowed", "DELETE", "/v1/containers", ``, 405, "", "not allowed", 0},
 		// logs of a container that never ran
-		{"no logs yet", "GET", "/v1/containers/" + queued + "/logs", ``, 404, "", "no logs", 0},
+		{"no logs yet", "GET", "/v1/containers/" + queued + "/logs", ``, 404, "", "no output yet: the container is Queued", 0},
 		// bad query parameters: 400 naming the parameter
 		{"unknown state", "GET", "/v1/containers?state=Sleeping", ``, 400, "state", "Sleeping", 0},
 		{"unknown state in list", "GET", "/v1/containers?state=Queued,Nope", ``, 400, "state", "Nope", 0},

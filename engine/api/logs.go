@@ -16,8 +16,7 @@ import (
 const defaultFollowPoll = 500 * time.Millisecond
 
 // finalLogsGrace is how long a follow waits, after the container ended,
-// for its output to be stored (the pool stores it just before the runner
-// forgets the container).
+// for its output to be readable (from the store, or from its runner).
 var finalLogsGrace = 30 * time.Second
 
 func (s *server) logs(w http.ResponseWriter, r *http.Request) {
@@ -57,8 +56,9 @@ func textHeader(w http.ResponseWriter) {
 }
 
 func logsError(id string, err error) *httpError {
+	var unavailable *engine.LogsUnavailableError
 	switch {
-	case errors.Is(err, engine.ErrNoLogs):
+	case errors.Is(err, engine.ErrNoLogs), errors.As(err, &unavailable):
 		return notFound("container " + id + ": " + err.Error())
 	case errors.Is(err, queue.ErrNotFound):
 		return containerNotFound(id)
@@ -109,9 +109,10 @@ func (s *server) followLogs(w http.ResponseWriter, r *http.Request, id string, t
 				return
 			}
 		} else if final {
-			// Never ran: no output will come. Ran: wait a while for the
-			// pool to store its output.
-			if c.StartedAt.IsZero() && !tr.started {
+			// Never ran, or its output is known to be lost or not
+			// stored: no output will come. Otherwise wait a while for
+			// the pool to store it.
+			if (c.StartedAt.IsZero() || c.LogsError != "") && !tr.started {
 				return
 			}
 			if finalSince.IsZero() {

@@ -170,6 +170,8 @@ type collector struct {
 	runnerDeploys   *prometheus.Desc
 	starts          *prometheus.Desc
 	killSignals     *prometheus.Desc
+	logsNotStored   *prometheus.Desc
+	logsLost        *prometheus.Desc
 }
 
 func name(n string) string { return prometheus.BuildFQName(Namespace, "", n) }
@@ -228,6 +230,10 @@ func newCollector(m *Metrics) *collector {
 			"\"runner start\" calls completed, by result (ok or error).", []string{"result"}, nil),
 		killSignals: prometheus.NewDesc(name("container_kill_signals_total"),
 			"Signals (TERM, then KILL after kill_grace) sent to containers through their runner.", nil, nil),
+		logsNotStored: prometheus.NewDesc(name("logs_store_failures_total"),
+			"Containers whose output could not be written to the store (a full disk): counted once per container and error; the runner keeps the output and it is stored again later.", nil, nil),
+		logsLost: prometheus.NewDesc(name("logs_lost_total"),
+			"Containers whose output is lost: their instance was destroyed unreachable, or before the output could be stored within timeout_shutdown.", nil, nil),
 	}
 }
 
@@ -236,7 +242,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.buildInfo, c.instances, c.price, c.vcpus, c.ram, c.containers, c.longestWait,
 		c.allocNotStarted, c.overQuota, c.atQuota, c.quotaLimit, c.paused, c.lastPass,
 		c.creating, c.cloudOps, c.probes, c.probeDuration, c.bootDuration, c.runnerDeploys,
-		c.starts, c.killSignals,
+		c.starts, c.killSignals, c.logsNotStored, c.logsLost,
 	} {
 		ch <- d
 	}
@@ -353,6 +359,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.starts, float64(ps.Starts-ps.StartFailures), "ok")
 	counter(c.starts, float64(ps.StartFailures), "error")
 	counter(c.killSignals, float64(ps.Kills))
+
+	// Output not stored.
+	ls := e.LogsStats()
+	counter(c.logsNotStored, float64(ls.StoreFailures))
+	counter(c.logsLost, float64(ls.Lost))
 }
 
 // constHistogram converts a pool histogram (per-bucket counts in durations)

@@ -366,6 +366,9 @@ func TestMetrics(t *testing.T) {
 	env.until("container cancelled", 60, func() bool { return env.count(queue.Cancelled) == 1 })
 	_, fams = scrape(t, m)
 	expect(t, fams, 1, "dispatch_tui_containers", "state", "Cancelled")
+	// Every output stored.
+	expect(t, fams, 0, "dispatch_tui_logs_store_failures_total")
+	expect(t, fams, 0, "dispatch_tui_logs_lost_total")
 	if v := value(t, fams, "dispatch_tui_container_kill_signals_total"); v < 1 {
 		t.Errorf("kill signals = %v, want >= 1", v)
 	}

@@ -212,6 +212,10 @@ type Container struct {
 	// since, so its attempt counts.
 	startSent  bool
 	KillReason string `json:"kill_reason,omitempty"`
+	// LogsError says why the output of a finished attempt is not stored
+	// (it could not be written, or its instance went away before it was
+	// fetched); empty once it is stored.
+	LogsError string `json:"logs_error,omitempty"`
 	// Seq orders containers submitted in the same instant.
 	Seq uint64 `json:"seq"`
 }

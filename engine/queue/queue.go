@@ -617,6 +617,23 @@ func (q *Queue) StoreLogs(id string, output []byte) error {
 	return nil
 }
 
+// SetLogsError records why a container's output is not stored (msg "" once
+// it is) and reports whether that changed the record. The change is written
+// with the next flush; until then it is visible in memory.
+func (q *Queue) SetLogsError(id, msg string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	c, ok := q.byID[id]
+	if !ok || c.LogsError == msg {
+		return false
+	}
+	c.LogsError = msg
+	q.gen++
+	q.dirty[id] = struct{}{}
+	q.notifyLocked()
+	return true
+}
+
 // StoredLogs returns the output kept by StoreLogs, if any.
 func (q *Queue) StoredLogs(id string) ([]byte, bool, error) {
 	var out []byte

@@ -816,3 +816,33 @@ func TestSubmitEventsAreStoredWithTheContainers(t *testing.T) {
 		t.Fatalf("after reopen: %+v", evs)
 	}
 }
+
+// SetLogsError changes the record in memory at once, is written with the
+// next flush, and reports only real changes (so that callers count each
+// failure once).
+func TestSetLogsError(t *testing.T) {
+	e := newEnv(t, nil)
+	id := e.submit(spec("true")).ID
+	e.toState(id, Complete)
+	gen := e.q.Generation()
+	const msg = "logs: not stored: no space left on device"
+	if !e.q.SetLogsError(id, msg) || e.q.SetLogsError(id, msg) {
+		t.Fatal("SetLogsError: want a change, then none")
+	}
+	if c, _ := e.q.Get(id); c.LogsError != msg || e.q.Generation() == gen {
+		t.Fatalf("in memory: %q, gen %d (was %d)", c.LogsError, e.q.Generation(), gen)
+	}
+	if err := e.q.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	e.reopen()
+	if c, _ := e.q.Get(id); c.LogsError != msg {
+		t.Fatalf("after reopen: %q", c.LogsError)
+	}
+	if !e.q.SetLogsError(id, "") {
+		t.Fatal("clearing: no change")
+	}
+	if e.q.SetLogsError("c-0000000000000000", msg) {
+		t.Fatal("an unknown container changed")
+	}
+}

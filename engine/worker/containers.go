@@ -237,8 +237,15 @@ func (p *Pool) ForgetContainer(id cloud.InstanceID, containerID string) {
 	if w == nil || !runner.ValidID(containerID) || slices.Contains(w.forgetting, containerID) {
 		return
 	}
+	if t, ok := w.logsRetry[containerID]; ok {
+		if p.clk.Now().Before(t) {
+			return // its output could not be stored just now
+		}
+		delete(w.logsRetry, containerID)
+	}
 	if w.v.State == StateShutdown {
 		// Its runner goes away with it: just stop reporting the container.
+		// Its output, if any, is stored before the destroy (collect.go).
 		w.forgotten = append(w.forgotten, forgotEntry{id: containerID, seq: p.nextSeqLocked()})
 		if i := findStatus(w.v.Reported, containerID); i >= 0 {
 			w.v.Reported = slices.Delete(w.v.Reported, i, i+1)
@@ -262,8 +269,8 @@ func (p *Pool) ForgetContainer(id cloud.InstanceID, containerID string) {
 }
 
 // runForgetBatches sends w's queued forgets (after fetching the logs of
-// those containers when OnLogs is set) in "runner batch" calls until none
-// are left.
+// those containers when OnLogs is set, and only for those whose output
+// OnLogs stored) in "runner batch" calls until none are left.
 func (p *Pool) runForgetBatches(w *instance) {
 	for {
 		p.mu.Lock()
@@ -274,6 +281,10 @@ func (p *Pool) runForgetBatches(w *instance) {
 				w.forgetting = slices.DeleteFunc(w.forgetting, func(s string) bool { return s == id })
 			}
 			w.forgetQ = nil
+			if w.v.State == StateShutdown && !w.collectDone && !w.removed {
+				// A shutdown was waiting for this batch to store output.
+				p.collectLocked(w, p.clk.Now())
+			}
 			p.mu.Unlock()
 			return
 		}
@@ -296,7 +307,11 @@ func (p *Pool) runForgetBatches(w *instance) {
 				var wg sync.WaitGroup
 				for i := range replies {
 					if errs[i] = replies[i].Err("logs"); errs[i] == nil {
-						wg.Go(func() { p.opts.OnLogs(ids[i], replies[i].Stdout) })
+						wg.Go(func() {
+							if serr := p.opts.OnLogs(ids[i], replies[i].Stdout); serr != nil {
+								errs[i] = &storeError{err: serr}
+							}
+						})
 					}
 				}
 				wg.Wait()
@@ -320,6 +335,7 @@ func (p *Pool) runForgetBatches(w *instance) {
 		}
 		p.mu.Lock()
 		changed := false
+		now := p.clk.Now()
 		for i, id := range ids {
 			w.forgetting = slices.DeleteFunc(w.forgetting, func(s string) bool { return s == id })
 			if w.removed || p.canceled() {
@@ -329,10 +345,16 @@ func (p *Pool) runForgetBatches(w *instance) {
 			if e == nil {
 				e = errs[i]
 			}
+			if se := (*storeError)(nil); errors.As(e, &se) {
+				p.logsNotStoredLocked(w, id, se, now)
+				continue
+			}
 			if e != nil {
 				p.log.Warn("runner forget failed", "instance", string(w.v.ID), "container", id, "error", e.Error())
 				continue
 			}
+			// Stored and forgotten: a shutdown under way need not fetch it.
+			w.needLogs = slices.DeleteFunc(w.needLogs, func(s string) bool { return s == id })
 			w.forgotten = append(w.forgotten, forgotEntry{id: id, seq: p.nextSeqLocked()})
 			if j := findStatus(w.v.Reported, id); j >= 0 {
 				w.v.Reported = slices.Delete(w.v.Reported, j, j+1)

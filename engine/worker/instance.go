@@ -76,6 +76,19 @@ type instance struct {
 	forgetQ    []string
 	forgetBusy bool
 
+	// The output of exited containers is stored before the destroy
+	// (collect.go): needLogs are those still to store, from the runner's
+	// last list at shutdown; the destroy waits until collectDone.
+	shutdownReason string
+	needLogs       []string
+	collecting     bool
+	collectDone    bool
+	collectStart   time.Time
+	collectRetry   time.Time
+	// logsRetry: containers whose output could not be stored are not
+	// fetched again before this (their runner keeps them meanwhile).
+	logsRetry map[string]time.Time
+
 	destroying bool
 	destroyed  bool // last Destroy call succeeded
 	destroyAt  time.Time
@@ -190,12 +203,26 @@ func (w *instance) shutdown(now time.Time, reason string) {
 	w.setState(StateShutdown, reason)
 	w.tagsDirty = false
 	w.kills = nil
+	w.shutdownReason = reason
+	w.collectStart = now
+	w.needLogs = w.needLogs[:0]
+	for _, st := range w.v.Reported {
+		if st.State == runner.StateExited {
+			w.needLogs = append(w.needLogs, st.ID)
+		}
+	}
 	p.eventLocked(now, w.v.ID, EventShutdown, "shutdown: "+reason, slog.LevelInfo)
 	p.notifyLocked()
 	p.startDestroyLocked(w, now)
 }
 
+// startDestroyLocked destroys w once the output of its exited containers
+// is stored (or cannot be).
 func (p *Pool) startDestroyLocked(w *instance, now time.Time) {
+	if !w.collectDone {
+		p.collectLocked(w, now)
+		return
+	}
 	if w.destroying || !p.cloudAllowedLocked(now) {
 		return
 	}

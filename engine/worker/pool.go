@@ -13,7 +13,7 @@
 // instance.go (one instance and its state machine, drawn and listed in
 // states.txt), sync.go (cloud listing), probe.go (probes, runner
 // deployment, applying "runner list"), containers.go (start, kill, forget,
-// logs), create.go (creates, quota, limits), verbs.go (shutdown, kill,
+// logs), collect.go (output stored before a destroy), create.go (creates, quota, limits), verbs.go (shutdown, kill,
 // idle behaviour), view.go (snapshots, stats), throttle.go (rate limits).
 package worker
 
@@ -59,11 +59,18 @@ type Options struct {
 	// OnEvent, if set, is called for every Event, in order, without the
 	// pool's lock held (it may call the pool's methods).
 	OnEvent func(Event)
-	// OnLogs, if set, receives the tail of an exited container's output just
-	// before the runner forgets it (which deletes its files). Called from a
-	// pool goroutine without the pool's lock held. If fetching the output
-	// fails, the container is not forgotten (the next forget retries).
-	OnLogs func(containerID string, output []byte)
+	// OnLogs, if set, receives the tail of an exited container's output to
+	// store, before the runner forgets it (which deletes its files) and
+	// before its instance is destroyed. Called from a pool goroutine
+	// without the pool's lock held. If fetching the output fails, or OnLogs
+	// returns an error (it could not be stored), the container is not
+	// forgotten: its runner keeps the files and a later forget retries.
+	OnLogs func(containerID string, output []byte) error
+	// OnLogsLost, if set, is told when the output of an exited container
+	// can no longer be stored: its instance is destroyed and could not be
+	// reached, or the fetch or the store kept failing for timeout_shutdown.
+	// why says so. Called like OnLogs.
+	OnLogsLost func(containerID, why string)
 	// RunnerHash is the sha256 (hex) of the runner binary to deploy; ""
 	// skips deployment and uses Config.Cloud.RunnerPath as is.
 	RunnerHash string
@@ -349,7 +356,7 @@ func (p *Pool) Step() {
 	}
 	for _, w := range p.list {
 		if w.v.State == StateShutdown {
-			if !w.destroying && !w.destroyed && !now.Before(w.destroyRetry) {
+			if !w.destroying && !w.destroyed && !w.collecting && !now.Before(w.destroyRetry) {
 				p.startDestroyLocked(w, now)
 			}
 			continue

@@ -251,6 +251,12 @@ func (a *agent) superviseStart(dir string, self pidRecord, specJSON []byte, from
 		return nil, fmt.Errorf("claiming %s: %v", dir, err)
 	}
 	failed := func(code int, msg string) (*supervised, error) {
+		// Also in the container's stderr: when the reply of the start
+		// is lost, "list" shows the container exited with code, and
+		// its logs are all anyone sees of why.
+		if outs[1] >= 0 {
+			writeAll(outs[1], []byte(stderrPrefix+msg+"\n"))
+		}
 		closeOuts()
 		writeSmall(filepath.Join(dir, fileError), []byte(msg+"\n"))
 		rec := self
@@ -302,7 +308,7 @@ func (a *agent) superviseStart(dir string, self pidRecord, specJSON []byte, from
 		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.ENOEXEC) {
 			code = 126
 		}
-		return failed(code, fmt.Sprintf("cannot run %q: %v", argv[0], err))
+		return failed(code, fmt.Sprintf("cannot run %q: exec %s: %v", argv[0], path, err))
 	}
 	closeOuts()
 	c.pid = pid
@@ -320,6 +326,25 @@ func (a *agent) superviseStart(dir string, self pidRecord, specJSON []byte, from
 		return failed(127, "recording the pid: "+err.Error())
 	}
 	return c, nil
+}
+
+// stderrPrefix starts the lines the runner itself writes to a container's
+// stderr.
+const stderrPrefix = "dispatch-tui runner: "
+
+// writeAll writes b to fd, retrying short and interrupted writes; errors
+// are dropped (the error file records the same message).
+func writeAll(fd int, b []byte) {
+	for len(b) > 0 {
+		n, err := syscall.Write(fd, b)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || n <= 0 {
+			return
+		}
+		b = b[n:]
+	}
 }
 
 // finish records the exit of c's command (already waited for).

@@ -36,6 +36,21 @@ var cases = []struct {
 			}
 		}
 	}},
+	{"a command that cannot run is refused, saying why", func(e *env) {
+		err := e.client().Start(e.ctx, runner.Spec{ID: "nope", Command: e.tg.Command(Program{Unrunnable: true})})
+		e.wantExit("start", err, 1, "cannot run")
+		if sts := e.list(); len(sts) != 0 {
+			e.t.Fatalf("list after a refused start: %+v", sts)
+		}
+		codes, replies := e.batch(runner.Request{Verb: "start", ID: "nope", Spec: e.specJSON("nope", Program{Unrunnable: true})})
+		e.wantCodes("start in a batch", codes, []int{1}, replies)
+		if !strings.Contains(replies[0].Stderr, "cannot run") {
+			e.t.Fatalf("batch reply %+v", replies[0])
+		}
+		if sts := e.list(); len(sts) != 0 {
+			e.t.Fatalf("list after a refused start: %+v", sts)
+		}
+	}},
 	{"running container", func(e *env) {
 		e.start("run", Program{Forever: true})
 		st := e.waitState("run", runner.StateRunning)

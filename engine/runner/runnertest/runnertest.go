@@ -27,6 +27,9 @@ type Program struct {
 	Forever    bool
 	Exit       int
 	IgnoreTerm bool // with Forever: TERM does not end it, KILL does
+	// Unrunnable: a command that cannot be executed (no such file);
+	// every other field is ignored.
+	Unrunnable bool
 }
 
 // Target is one runner implementation, fresh for one test.

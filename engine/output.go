@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"errors"
+	"sync/atomic"
+	"syscall"
+)
+
+// outputCounters count the containers whose output could not be stored,
+// for metrics (LogsStats).
+type outputCounters struct {
+	storeFailures atomic.Uint64
+	lost          atomic.Uint64
+}
+
+// LogsStats are the engine's counts of output not stored.
+type LogsStats struct {
+	// StoreFailures: containers whose output could not be written to the
+	// store (counted once per container and error until it is stored).
+	StoreFailures uint64
+	// Lost: containers whose output can no longer be stored (their
+	// instance went away first).
+	Lost uint64
+}
+
+// LogsStats returns the counts of output not stored.
+func (e *Engine) LogsStats() LogsStats {
+	return LogsStats{StoreFailures: e.output.storeFailures.Load(), Lost: e.output.lost.Load()}
+}
+
+// storeLogs keeps an exited container's output before its runner forgets
+// it or its instance is destroyed; called from a pool goroutine that holds
+// no lock. When the store fails (a full disk), the record, an event and a
+// counter say so, and the error tells the pool to leave the output on the
+// runner: a later forget stores it.
+func (e *Engine) storeLogs(id string, output []byte) error {
+	err := e.queue.StoreLogs(id, output)
+	if err == nil {
+		e.queue.SetLogsError(id, "")
+		return nil
+	}
+	msg := "logs: not stored: " + rootCause(err)
+	if e.queue.SetLogsError(id, msg) {
+		e.output.storeFailures.Add(1)
+		e.queue.AppendEvent("pool", "logs_error", id, "not_stored", msg+" (kept on its instance; retried)")
+	}
+	e.log.Error("store container output", "container", id, "err", err)
+	return err
+}
+
+// logsLost records that a container's output can no longer be stored.
+func (e *Engine) logsLost(id, why string) {
+	msg := "logs: lost: " + why
+	if e.queue.SetLogsError(id, msg) {
+		e.output.lost.Add(1)
+		e.queue.AppendEvent("pool", "logs_error", id, "lost", msg)
+	}
+	e.log.Warn("container output lost", "container", id, "why", why)
+}
+
+// rootCause is the text of the system error under err when there is one
+// ("no space left on device"), else err's text.
+func rootCause(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	return err.Error()
+}

@@ -1,0 +1,212 @@
+package worker
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"dispatch-tui/cloud"
+	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/runner"
+)
+
+// outputSink records what the pool hands to OnLogs and OnLogsLost; fail
+// makes OnLogs fail (a full disk).
+type outputSink struct {
+	h *harness
+
+	mu       sync.Mutex
+	fail     error
+	stored   map[string]string
+	attempts map[string]int
+	lost     map[string]string
+	// destroysAtStore: how many destroys had happened when each output
+	// was stored.
+	destroysAtStore map[string]int32
+}
+
+// newSinkHarness returns a harness whose pool hands output to a sink,
+// after its first step.
+func newSinkHarness(t *testing.T, o hopt) (*harness, *outputSink) {
+	s := &outputSink{stored: map[string]string{}, attempts: map[string]int{}, lost: map[string]string{}, destroysAtStore: map[string]int32{}}
+	o.pool = s.options
+	h := newHarness(t, o)
+	s.h = h
+	h.step()
+	return h, s
+}
+
+func (s *outputSink) options(o *Options) {
+	o.OnLogs = func(id string, out []byte) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.attempts[id]++
+		if s.fail != nil {
+			return s.fail
+		}
+		s.stored[id] = string(out)
+		s.destroysAtStore[id] = s.h.set.destroys.Load()
+		return nil
+	}
+	o.OnLogsLost = func(id, why string) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.lost[id] = why
+	}
+}
+
+func (s *outputSink) setFail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fail = err
+}
+
+func (s *outputSink) get(id string) (stored string, ok bool, attempts int, lost string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stored, ok = s.stored[id]
+	return stored, ok, s.attempts[id], s.lost[id]
+}
+
+// exitedOn starts a container that exits at once on inst and waits until
+// the runner's list reports it exited.
+func exitedOn(h *harness, inst cloud.InstanceID, cid string) {
+	h.t.Helper()
+	if err := h.pool.StartContainer(inst, spec(cid, cloudtest.Cmd(time.Second, 3)...)); err != nil {
+		h.t.Fatal(err)
+	}
+	h.until(cid+" exited", time.Minute, func() bool {
+		v, _ := h.pool.Instance(inst)
+		i := findStatus(v.Reported, cid)
+		return i >= 0 && v.Reported[i].State == runner.StateExited
+	})
+}
+
+func listed(h *harness, inst cloud.InstanceID, cid string) bool {
+	return slices.ContainsFunc(h.drv.Containers(inst), func(st runner.Status) bool { return st.ID == cid })
+}
+
+// Whatever the reason of a shutdown, the output of the instance's exited
+// containers is stored before the destroy.
+func TestShutdownStoresOutputBeforeTheDestroy(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		shutdown func(h *harness, id cloud.InstanceID)
+	}{
+		{"the scheduler's shutdown", func(h *harness, id cloud.InstanceID) {
+			if !h.pool.Shutdown(id, "at quota: idle and not needed by the queue") {
+				h.t.Fatal("shutdown refused")
+			}
+		}},
+		{"drain", func(h *harness, id cloud.InstanceID) {
+			if _, err := h.pool.SetIdleBehavior(id, IdleDrain); err != nil {
+				h.t.Fatal(err)
+			}
+			h.step()
+		}},
+		{"operator kill", func(h *harness, id cloud.InstanceID) {
+			if _, err := h.pool.KillInstance(id, "test"); err != nil {
+				h.t.Fatal(err)
+			}
+		}},
+		{"forget in flight", func(h *harness, id cloud.InstanceID) {
+			h.pool.ForgetContainer(id, "c1")
+			if !h.pool.Shutdown(id, "test") {
+				h.t.Fatal("shutdown refused")
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, sink := newSinkHarness(t, hopt{})
+			id := h.createIdle("small")
+			exitedOn(h, id, "c1")
+			tc.shutdown(h, id)
+			h.until("destroyed", time.Minute, func() bool { return h.set.destroys.Load() > 0 })
+			out, ok, _, lost := sink.get("c1")
+			if !ok || !strings.Contains(out, "exited 3") || lost != "" {
+				t.Fatalf("output %q (stored %v, lost %q), want it stored", out, ok, lost)
+			}
+			if d := sink.destroysAtStore["c1"]; d != 0 {
+				t.Fatalf("output stored after %d destroys", d)
+			}
+		})
+	}
+}
+
+// Output that cannot be stored stays on the runner (no forget), is not
+// fetched again on every pass, and is stored and forgotten once the store
+// works again.
+func TestOutputNotStoredIsNotForgotten(t *testing.T) {
+	h, sink := newSinkHarness(t, hopt{})
+	id := h.createIdle("small")
+	exitedOn(h, id, "c1")
+	sink.setFail(errors.New("no space left on device"))
+	h.pool.ForgetContainer(id, "c1")
+	h.pool.Wait()
+	if !listed(h, id, "c1") {
+		t.Fatal("the runner forgot a container whose output was not stored")
+	}
+	if v, _ := h.pool.Instance(id); findStatus(v.Reported, "c1") < 0 {
+		t.Fatal("dropped from Reported although not forgotten")
+	}
+	// The scheduler asks again every pass: not fetched again at once.
+	h.pool.ForgetContainer(id, "c1")
+	h.pool.Wait()
+	if _, _, n, _ := sink.get("c1"); n != 1 {
+		t.Fatalf("%d store attempts right after a failure, want 1", n)
+	}
+	sink.setFail(nil)
+	h.until("forgotten", time.Minute, func() bool {
+		h.pool.ForgetContainer(id, "c1")
+		h.pool.Wait()
+		return !listed(h, id, "c1")
+	})
+	if out, ok, _, _ := sink.get("c1"); !ok || !strings.Contains(out, "exited 3") {
+		t.Fatalf("output %q, stored %v", out, ok)
+	}
+}
+
+// A shutdown waits for a failing store only until timeout_shutdown, then
+// reports the output lost and destroys the instance.
+func TestShutdownGivesUpOnAFailingStoreAfterTimeoutShutdown(t *testing.T) {
+	h, sink := newSinkHarness(t, hopt{cfg: func(c *config.Config) { c.Cloud.TimeoutShutdown = 10 * time.Second }})
+	id := h.createIdle("small")
+	exitedOn(h, id, "c1")
+	sink.setFail(errors.New("no space left on device"))
+	start := h.clk.Now()
+	if _, err := h.pool.KillInstance(id, "test"); err != nil {
+		t.Fatal(err)
+	}
+	h.until("destroyed", time.Minute, func() bool { return h.set.destroys.Load() > 0 })
+	if waited := h.clk.Now().Sub(start); waited < 10*time.Second {
+		t.Errorf("destroyed after %s, before timeout_shutdown", waited)
+	}
+	_, _, n, lost := sink.get("c1")
+	if n < 2 || !strings.Contains(lost, "before its output could be stored") || !strings.Contains(lost, "no space left on device") {
+		t.Fatalf("%d attempts, lost %q", n, lost)
+	}
+}
+
+// An instance that cannot be reached is not kept waiting for output it
+// cannot give: the output is reported lost, with why, and it is destroyed.
+func TestShutdownOfAnUnreachableInstanceReportsOutputLost(t *testing.T) {
+	h, sink := newSinkHarness(t, hopt{})
+	id := h.createIdle("small")
+	exitedOn(h, id, "c1")
+	h.drv.Break(id)
+	h.until("probe failing", time.Minute, func() bool { v, _ := h.pool.Instance(id); return v.ProbeFailing })
+	if _, err := h.pool.KillInstance(id, "test"); err != nil {
+		t.Fatal(err)
+	}
+	h.step()
+	if h.set.destroys.Load() == 0 {
+		t.Fatal("not destroyed at once")
+	}
+	if _, ok, _, lost := sink.get("c1"); ok || !strings.Contains(lost, "while unreachable") {
+		t.Fatalf("stored %v, lost %q", ok, lost)
+	}
+}
