@@ -33,7 +33,8 @@ type Options struct {
 	Logger       *slog.Logger // nil = discard
 	RunnerHash   string
 	RunnerBinary func() ([]byte, error)
-	// Owner tags the instances this dispatcher manages; default "dispatch-tui".
+	// Owner tags the instances this dispatcher manages; default the
+	// cluster_id (configured, or kept in the state dir; see clusterid.go).
 	Owner string
 	// PassInterval is the longest time between passes; default 1s.
 	PassInterval time.Duration
@@ -75,14 +76,26 @@ func New(opts Options) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.Owner == "" {
-		opts.Owner = "dispatch-tui"
-	}
 	if opts.PassInterval <= 0 {
 		opts.PassInterval = time.Second
 	}
 	if opts.StorePath == "" {
 		opts.StorePath = filepath.Join(opts.Config.Dispatcher.StateDir, "dispatch-tui.db")
+	}
+	var legacyOwner string
+	if opts.Owner == "" {
+		ci, err := resolveClusterID(opts.Config.Dispatcher.StateDir, opts.Config.Dispatcher.ClusterID, opts.StorePath)
+		if err != nil {
+			return nil, err
+		}
+		if ci.Note != "" {
+			opts.Logger.Warn(ci.Note)
+		}
+		opts.Owner = ci.ID
+		if ci.AdoptLegacy {
+			legacyOwner = LegacyOwner
+			opts.Logger.Info("first start with a cluster id: adopting instances tagged with the old owner", "cluster_id", ci.ID, "legacy_owner", LegacyOwner)
+		}
 	}
 	q, err := queue.Open(queue.Options{
 		Path: opts.StorePath, Clock: opts.Clock,
@@ -98,6 +111,7 @@ func New(opts Options) (*Engine, error) {
 		Config: opts.Config, InstanceSet: opts.InstanceSet, NewExecutor: opts.NewExecutor,
 		Clock: opts.Clock, Logger: opts.Logger, OnEvent: e.poolEvent, OnLogs: e.storeLogs,
 		RunnerHash: opts.RunnerHash, RunnerBinary: opts.RunnerBinary, Owner: opts.Owner,
+		LegacyOwner: legacyOwner,
 	})
 	if err != nil {
 		q.Close()
@@ -225,6 +239,9 @@ func (e *Engine) notify() {
 		}
 	}
 }
+
+// ClusterID returns the owner tag of this dispatcher's instances.
+func (e *Engine) ClusterID() string { return e.opts.Owner }
 
 // Config returns the engine's configuration.
 func (e *Engine) Config() *config.Config { return e.cfg }

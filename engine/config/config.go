@@ -22,10 +22,13 @@ type Config struct {
 
 // Dispatcher is the [dispatcher] section.
 type Dispatcher struct {
-	Listen                   string
-	Token                    string
-	TokenFile                string
-	StateDir                 string // resolved: never "" after Load/Default
+	Listen    string
+	Token     string
+	TokenFile string
+	StateDir  string // resolved: never "" after Load/Default
+	// ClusterID is this dispatcher's identity in the owner tag of its
+	// instances; "" = the one kept in the state dir (made up on first use).
+	ClusterID                string
 	MaxInstances             int
 	MaxContainersPerInstance int // 0 = unlimited (pack by resources)
 	MaxPriceFactor           float64

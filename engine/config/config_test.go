@@ -293,6 +293,10 @@ listen = "127.0.0.1:1"
 
 max_instance = 3
 `, []string{"config.toml:4: unknown key dispatcher.max_instance (did you mean dispatcher.max_instances?)"}},
+		{"bad cluster_id", `
+[dispatcher]
+cluster_id = "Team A"
+`, []string{"config.toml:2: dispatcher.cluster_id: \"Team A\": only lowercase letters"}},
 		{"unknown key, wrong case", `
 [dispatcher]
 Max_Instances = 3

@@ -174,6 +174,7 @@ type rawDispatcher struct {
 	Token                    value `toml:"token"`
 	TokenFile                value `toml:"token_file"`
 	StateDir                 value `toml:"state_dir"`
+	ClusterID                value `toml:"cluster_id"`
 	MaxInstances             value `toml:"max_instances"`
 	MaxContainersPerInstance value `toml:"max_containers_per_instance"`
 	MaxPriceFactor           value `toml:"max_price_factor"`
