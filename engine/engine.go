@@ -36,6 +36,9 @@ type Options struct {
 	// Owner tags the instances this dispatcher manages; default the
 	// cluster_id (configured, or kept in the state dir; see clusterid.go).
 	Owner string
+	// AdoptLegacyOwner, with Owner set, also adopts (and retags with
+	// Owner) instances tagged LegacyOwner: ClusterIdentity.AdoptLegacy.
+	AdoptLegacyOwner bool
 	// PassInterval is the longest time between passes; default 1s.
 	PassInterval time.Duration
 	// StorePath overrides <state_dir>/dispatch-tui.db.
@@ -80,22 +83,19 @@ func New(opts Options) (*Engine, error) {
 		opts.PassInterval = time.Second
 	}
 	if opts.StorePath == "" {
-		opts.StorePath = filepath.Join(opts.Config.Dispatcher.StateDir, "dispatch-tui.db")
+		opts.StorePath = filepath.Join(opts.Config.Dispatcher.StateDir, StoreFile)
 	}
-	var legacyOwner string
 	if opts.Owner == "" {
-		ci, err := resolveClusterID(opts.Config.Dispatcher.StateDir, opts.Config.Dispatcher.ClusterID, opts.StorePath)
+		ci, err := ResolveClusterID(opts.Config, opts.StorePath)
 		if err != nil {
 			return nil, err
 		}
-		if ci.Note != "" {
-			opts.Logger.Warn(ci.Note)
-		}
-		opts.Owner = ci.ID
-		if ci.AdoptLegacy {
-			legacyOwner = LegacyOwner
-			opts.Logger.Info("first start with a cluster id: adopting instances tagged with the old owner", "cluster_id", ci.ID, "legacy_owner", LegacyOwner)
-		}
+		ci.Log(opts.Logger)
+		opts.Owner, opts.AdoptLegacyOwner = ci.ID, ci.AdoptLegacy
+	}
+	var legacyOwner string
+	if opts.AdoptLegacyOwner {
+		legacyOwner = LegacyOwner
 	}
 	q, err := queue.Open(queue.Options{
 		Path: opts.StorePath, Clock: opts.Clock,
