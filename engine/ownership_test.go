@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -142,4 +143,50 @@ func exitOf(c queue.Container) string {
 		return "-"
 	}
 	return strconv.Itoa(*c.ExitCode)
+}
+
+// Upgrade from the constant owner tag: the first start that makes up a
+// cluster id in a state dir that already holds a store adopts instances
+// tagged "dispatch-tui" and retags them; a fresh install leaves them alone.
+func TestLegacyOwnerAdoptedOnceOnUpgrade(t *testing.T) {
+	for _, upgrade := range []bool{true, false} {
+		t.Run(map[bool]string{true: "upgrade", false: "fresh install"}[upgrade], func(t *testing.T) {
+			clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+			drv := cloudtest.New(cloudtest.Options{Clock: clk})
+			legacy, err := drv.Create(t.Context(), testTypes[0], cloud.Tags{
+				cloud.TagOwner: LegacyOwner, cloud.TagInstanceType: "small", cloud.TagIdleBehavior: "run",
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := testConfig(t)
+			cfg.Cloud.TimeoutIdle = time.Hour
+			if upgrade { // an older version's store, and no cluster_id file
+				q, err := queue.Open(queue.Options{Path: filepath.Join(cfg.Dispatcher.StateDir, StoreFile), Clock: clk})
+				if err != nil {
+					t.Fatal(err)
+				}
+				q.Close()
+			}
+			eng, err := New(Options{Config: cfg, InstanceSet: drv, NewExecutor: drv.Executor, Clock: clk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer eng.Close()
+			for range 10 {
+				eng.Step()
+				eng.Settle()
+				clk.Advance(time.Second)
+			}
+			_, adopted := eng.Instance(string(legacy.ID()))
+			now, _ := drv.Instance(legacy.ID())
+			owner := now.Tags()[cloud.TagOwner]
+			if upgrade && (!adopted || owner != eng.ClusterID()) {
+				t.Fatalf("upgrade: adopted %v, owner tag %q; want adopted and retagged %s", adopted, owner, eng.ClusterID())
+			}
+			if !upgrade && (adopted || owner != LegacyOwner) {
+				t.Fatalf("fresh install: adopted %v, owner tag %q; want the legacy instance left alone", adopted, owner)
+			}
+		})
+	}
 }
