@@ -107,6 +107,7 @@ func (p *Pool) syncDoneLocked(insts []cloud.Instance, seq uint64, issued time.Ti
 			p.retagLegacyLocked(w)
 		}
 	}
+	p.pruneForeignLocked(insts)
 	// Remove known instances missing from the listing (those added before
 	// the listing was issued; newer ones may simply not be listed yet).
 	kept := p.list[:0]
@@ -201,6 +202,23 @@ func (p *Pool) ownedLocked(inst cloud.Instance) (legacy, ours bool) {
 		p.log.Info("instance owned by another dispatcher; not touched", "instance", string(inst.ID()), "owner", owner)
 	}
 	return false, false
+}
+
+// pruneForeignLocked forgets the foreign instances no longer listed, so
+// that the map stays as small as the listing.
+func (p *Pool) pruneForeignLocked(insts []cloud.Instance) {
+	if len(p.foreign) == 0 {
+		return
+	}
+	listed := make(map[cloud.InstanceID]bool, len(insts))
+	for _, inst := range insts {
+		listed[inst.ID()] = true
+	}
+	for id := range p.foreign {
+		if !listed[id] {
+			delete(p.foreign, id)
+		}
+	}
 }
 
 // retagLegacyLocked moves an adopted legacy-tagged instance to this
