@@ -34,8 +34,12 @@ type Options struct {
 	Logger       *slog.Logger // nil = discard
 	RunnerHash   string
 	RunnerBinary func() ([]byte, error)
-	// Owner tags the instances this dispatcher manages; default "dispatch-tui".
+	// Owner tags the instances this dispatcher manages; default the
+	// cluster_id (configured, or kept in the state dir; see clusterid.go).
 	Owner string
+	// AdoptLegacyOwner, with Owner set, also adopts (and retags with
+	// Owner) instances tagged LegacyOwner: ClusterIdentity.AdoptLegacy.
+	AdoptLegacyOwner bool
 	// PassInterval is the longest time between passes; default 1s.
 	PassInterval time.Duration
 	// StorePath overrides <state_dir>/dispatch-tui.db.
@@ -78,14 +82,23 @@ func New(opts Options) (*Engine, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.Owner == "" {
-		opts.Owner = "dispatch-tui"
-	}
 	if opts.PassInterval <= 0 {
 		opts.PassInterval = time.Second
 	}
 	if opts.StorePath == "" {
-		opts.StorePath = filepath.Join(opts.Config.Dispatcher.StateDir, "dispatch-tui.db")
+		opts.StorePath = filepath.Join(opts.Config.Dispatcher.StateDir, StoreFile)
+	}
+	if opts.Owner == "" {
+		ci, err := ResolveClusterID(opts.Config, opts.StorePath)
+		if err != nil {
+			return nil, err
+		}
+		ci.Log(opts.Logger)
+		opts.Owner, opts.AdoptLegacyOwner = ci.ID, ci.AdoptLegacy
+	}
+	var legacyOwner string
+	if opts.AdoptLegacyOwner {
+		legacyOwner = LegacyOwner
 	}
 	q, err := queue.Open(queue.Options{
 		Path: opts.StorePath, Clock: opts.Clock,
@@ -101,6 +114,7 @@ func New(opts Options) (*Engine, error) {
 		Config: opts.Config, InstanceSet: opts.InstanceSet, NewExecutor: opts.NewExecutor,
 		Clock: opts.Clock, Logger: opts.Logger, OnEvent: e.poolEvent, OnLogs: e.storeLogs, OnLogsLost: e.logsLost,
 		RunnerHash: opts.RunnerHash, RunnerBinary: opts.RunnerBinary, Owner: opts.Owner,
+		LegacyOwner: legacyOwner,
 	})
 	if err != nil {
 		q.Close()
@@ -220,6 +234,9 @@ func (e *Engine) notify() {
 		}
 	}
 }
+
+// ClusterID returns the owner tag of this dispatcher's instances.
+func (e *Engine) ClusterID() string { return e.opts.Owner }
 
 // Config returns the engine's configuration.
 func (e *Engine) Config() *config.Config { return e.cfg }

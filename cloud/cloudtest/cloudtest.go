@@ -612,6 +612,24 @@ func (d *Driver) CrashContainer(id cloud.InstanceID, containerID string) {
 	}
 }
 
+// SignalContainer sends sig ("TERM" or "KILL") to a running container from
+// outside the runner, as a user's kill(1) of its pid: the runner reports
+// it exited by that signal. A no-op for an unknown or exited container.
+func (d *Driver) SignalContainer(id cloud.InstanceID, containerID, sig string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.instances[id]
+	if s == nil || !s.live() {
+		return
+	}
+	now := d.clock.Now()
+	if c := s.containers[containerID]; c != nil {
+		if st, gone := c.status(now); !gone && st.State == runner.StateRunning {
+			c.signal(now, sig)
+		}
+	}
+}
+
 // --- observation ---
 
 // Stats returns a copy of the counters.

@@ -28,6 +28,9 @@ func TestRunnerConformance(t *testing.T) {
 			Command: program,
 			Lose:    func(*testing.T) { d.CrashRunner(inst.ID()) },
 			Crash:   func(_ *testing.T, id string) { d.CrashContainer(inst.ID(), id) },
+			Signal: func(_ *testing.T, st runner.Status, sig string) {
+				d.SignalContainer(inst.ID(), st.ID, sig)
+			},
 		}
 	})
 }

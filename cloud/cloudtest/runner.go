@@ -94,7 +94,8 @@ type ctr struct {
 	killed     bool
 	killedAt   time.Time
 	killCode   int
-	unrecorded bool // killed with its supervisor: exit -1, no finish time
+	killSignal string // the signal that ended it ("TERM", "KILL")
+	unrecorded bool   // killed with its supervisor: exit -1, no finish time
 	crash      bool
 	crashAt    time.Time
 }
@@ -144,6 +145,18 @@ func (c *ctr) exit() (at time.Time, code int, ok bool) {
 	return time.Time{}, 0, false
 }
 
+// signal delivers TERM or KILL (whoever sends it): it ends the container,
+// unless it is TERM and the container ignores TERM.
+func (c *ctr) signal(now time.Time, sig string) {
+	if sig == runner.SignalTerm && c.ignoreTerm {
+		return
+	}
+	c.killed, c.killedAt, c.killCode, c.killSignal = true, now, ExitTerm, runner.SignalTerm
+	if sig == runner.SignalKill {
+		c.killCode, c.killSignal = ExitKill, runner.SignalKill
+	}
+}
+
 // status returns the container's status at now, and gone if the runner has
 // lost it (crash while it was still running).
 func (c *ctr) status(now time.Time) (st runner.Status, gone bool) {
@@ -155,6 +168,9 @@ func (c *ctr) status(now time.Time) (st runner.Status, gone bool) {
 	if ok && !now.Before(at) {
 		st.State = runner.StateExited
 		st.ExitCode = code
+		if c.killed && !c.unrecorded {
+			st.Signal = c.killSignal
+		}
 		if !c.unrecorded {
 			st.FinishedAt = at
 		}
@@ -341,13 +357,8 @@ func (d *Driver) runnerVerb(s *instState, now time.Time, runnerPath string, cmd 
 	st, _ := c.status(now)
 	switch cmd.Verb {
 	case "kill":
-		if st.State == runner.StateRunning && !(cmd.Signal == runner.SignalTerm && c.ignoreTerm) {
-			c.killed = true
-			c.killedAt = now
-			c.killCode = ExitTerm
-			if cmd.Signal == runner.SignalKill {
-				c.killCode = ExitKill
-			}
+		if st.State == runner.StateRunning {
+			c.signal(now, cmd.Signal)
 		}
 		d.stats.Kills++
 		return nil, nil, nil

@@ -60,6 +60,15 @@ func TestRunnerConformance(t *testing.T) {
 				}
 			},
 			Crash: func(t *testing.T, id string) { crash(t, filepath.Join(stateDir, id)) },
+			Signal: func(t *testing.T, st runner.Status, sig string) {
+				s := syscall.SIGTERM
+				if sig == runner.SignalKill {
+					s = syscall.SIGKILL
+				}
+				if err := syscall.Kill(st.PID, s); err != nil {
+					t.Fatal(err)
+				}
+			},
 		}
 	})
 }

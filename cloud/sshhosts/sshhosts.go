@@ -33,6 +33,7 @@ import (
 	"os"
 	"os/user"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -105,7 +106,15 @@ type Options struct {
 	// leftover containers. A relative path is relative to the work_dir.
 	// "" skips that cleanup.
 	RunnerPath string
-	Logger     *slog.Logger // nil = discard
+	// Owner is this dispatcher's cloud.TagOwner value (its cluster_id).
+	// A host whose tags name another owner is another dispatcher's: it is
+	// reported "claimed by <owner>" and never re-tagged or released here.
+	// "" = no check (tests of the driver alone).
+	Owner string
+	// LegacyOwner, if set, is an owner tag also treated as ours (hosts
+	// claimed before dispatchers had their own ids, being adopted).
+	LegacyOwner string
+	Logger      *slog.Logger // nil = discard
 }
 
 // Driver is the sshhosts cloud.InstanceSet.
@@ -148,6 +157,7 @@ type Instance struct {
 	releasePending bool       // released; not claimable until a listing has seen it free
 	releasedAt     uint64     // d.listStarts when released
 	unreachable    bool       // the last contact failed (for logging transitions)
+	foreignOwner   string     // the other dispatcher last seen holding it (logged once)
 }
 
 var _ cloud.Instance = (*Instance)(nil)
@@ -400,12 +410,20 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 	if provider == "" {
 		provider = it.Name
 	}
-	n, unreachable, taken := 0, 0, 0
+	n, unreachable := 0, 0
+	takenBy := map[string]int{} // owner ("" = unknown) -> hosts
 	for _, h := range d.hosts {
 		if h.it.Name != it.Name {
 			continue
 		}
 		n++
+		d.mu.Lock()
+		foreign := h.foreignOwnerLocked()
+		d.mu.Unlock()
+		if foreign != "" {
+			takenBy[foreign]++ // another dispatcher's, as last listed
+			continue
+		}
 		if !h.opMu.TryLock() {
 			continue // being created, re-tagged or destroyed
 		}
@@ -429,15 +447,16 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 			d.log.Info("sshhosts: host claimed", "instance", string(h.id), "address", h.addr, "type", it.Name)
 			return h, nil
 		case errors.Is(err, errTaken):
-			taken++
+			owner, held := h.holder(ctx)
+			takenBy[owner]++
 			d.mu.Lock()
 			if !h.claimed {
 				h.claimed = true
-				h.tags = nil // someone else's; the next listing reads them
+				h.tags = held // someone else's (nil if unread; the next listing reads them)
 				h.gen++
 			}
 			d.mu.Unlock()
-			d.log.Info("sshhosts: host already claimed (tags file present); skipping", "instance", string(h.id), "address", h.addr)
+			d.log.Info("sshhosts: host already claimed; skipping", "instance", string(h.id), "address", h.addr, "claimed_by", owner)
 		default:
 			unreachable++
 			h.noteUnreachable(err)
@@ -451,9 +470,7 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 	if unreachable > 0 {
 		why += fmt.Sprintf(", %d unreachable", unreachable)
 	}
-	if taken > 0 {
-		why += fmt.Sprintf(", %d claimed elsewhere", taken)
-	}
+	why += describeTaken(takenBy)
 	return nil, &cloud.CapacityError{InstanceType: provider, Err: errors.New(why + ")")}
 }
 
@@ -524,6 +541,12 @@ func (d *Driver) Instances(ctx context.Context, filter cloud.Tags) ([]cloud.Inst
 		if h.releasePending && h.releasedAt < start {
 			h.releasePending = false
 		}
+		if f := h.foreignOwnerLocked(); f != h.foreignOwner {
+			h.foreignOwner = f
+			if f != "" {
+				d.log.Info("sshhosts: host claimed by another dispatcher; not touched", "instance", string(h.id), "address", h.addr, "claimed_by", f)
+			}
+		}
 		if h.tags != nil && matches(h.tags, filter) {
 			out = append(out, h)
 		}
@@ -589,6 +612,9 @@ func (h *Instance) SetTags(ctx context.Context, tags cloud.Tags) error {
 	if cur == nil {
 		return fmt.Errorf("sshhosts: set tags on %s: %w", h.id, ErrNotClaimed)
 	}
+	if f := h.d.foreign(cur); f != "" {
+		return fmt.Errorf("sshhosts: set tags on %s: %w", h.id, &ClaimedError{Owner: f})
+	}
 	line := h.setTagsLine(false)
 	stdin := body
 	if s := tags[cloud.TagSecret]; s != cur[cloud.TagSecret] {
@@ -624,6 +650,33 @@ func (h *Instance) Destroy(ctx context.Context) error {
 	h.d.mu.Unlock()
 	if !claimed {
 		return nil
+	}
+	if h.d.opts.Owner != "" {
+		// The tags file on the host is the authority: the host may have
+		// been released and claimed by another dispatcher since we last
+		// listed it. Only its holder can release it, so no one else can
+		// claim it between this check and the release below.
+		rctx, cancel := context.WithTimeout(ctx, listTimeout)
+		tags, found, err := h.readTags(rctx)
+		cancel()
+		if err != nil {
+			h.noteUnreachable(err)
+			return fmt.Errorf("sshhosts: destroy %s: reading its tags: %w", h.id, err)
+		}
+		if !found {
+			h.d.mu.Lock()
+			h.tags, h.claimed = nil, false
+			h.gen++
+			h.d.mu.Unlock()
+			return nil // released already
+		}
+		if f := h.d.foreign(tags); f != "" {
+			h.d.mu.Lock()
+			h.tags = tags
+			h.gen++
+			h.d.mu.Unlock()
+			return fmt.Errorf("sshhosts: destroy %s: %w", h.id, &ClaimedError{Owner: f})
+		}
 	}
 	if err := h.killLeftovers(ctx); err != nil {
 		h.noteUnreachable(err)
@@ -714,6 +767,73 @@ func (h *Instance) killLeftovers(ctx context.Context) error {
 		log.Warn("sshhosts: destroy: removing the runner's recycled directories", "err", err)
 	}
 	return nil
+}
+
+// ---- ownership
+
+// ClaimedError reports a host claimed by another dispatcher.
+type ClaimedError struct{ Owner string }
+
+func (e *ClaimedError) Error() string {
+	return "host claimed by " + e.Owner + ", not by this dispatcher"
+}
+
+// foreign returns the owner named by tags when it is another dispatcher's,
+// else "". Without Options.Owner nothing is foreign.
+func (d *Driver) foreign(tags cloud.Tags) string {
+	if d.opts.Owner == "" || tags == nil {
+		return ""
+	}
+	o := tags[cloud.TagOwner]
+	if o == d.opts.Owner || (d.opts.LegacyOwner != "" && o == d.opts.LegacyOwner) {
+		return ""
+	}
+	if o == "" {
+		return "an unknown owner"
+	}
+	return o
+}
+
+// foreignOwnerLocked is the other dispatcher holding h as last seen, or "".
+func (h *Instance) foreignOwnerLocked() string {
+	if !h.claimed {
+		return ""
+	}
+	return h.d.foreign(h.tags)
+}
+
+// holder reads who holds a host whose claim just failed: its owner tag
+// ("" when it cannot be read) and its tags (nil then).
+func (h *Instance) holder(ctx context.Context) (string, cloud.Tags) {
+	ctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
+	tags, found, err := h.readTags(ctx)
+	if err != nil || !found {
+		return "", nil
+	}
+	if o := tags[cloud.TagOwner]; o != "" {
+		return o, tags
+	}
+	return "an unknown owner", tags
+}
+
+// describeTaken renders the hosts claimed elsewhere for a capacity error:
+// ", 2 claimed by dt-1a2b3c4d".
+func describeTaken(takenBy map[string]int) string {
+	owners := make([]string, 0, len(takenBy))
+	for o := range takenBy {
+		owners = append(owners, o)
+	}
+	slices.Sort(owners)
+	var b strings.Builder
+	for _, o := range owners {
+		if o == "" {
+			fmt.Fprintf(&b, ", %d claimed elsewhere", takenBy[o])
+		} else {
+			fmt.Fprintf(&b, ", %d claimed by %s", takenBy[o], o)
+		}
+	}
+	return b.String()
 }
 
 // ---- host state helpers

@@ -47,8 +47,11 @@ type Dispatcher struct {
 	TLSKey  string
 	// MaxConnections caps the API's open connections (TCP and socket
 	// each).
-	MaxConnections           int
-	StateDir                 string // resolved: never "" after Load/Default
+	MaxConnections int
+	StateDir       string // resolved: never "" after Load/Default
+	// ClusterID is this dispatcher's identity in the owner tag of its
+	// instances; "" = the one kept in the state dir (made up on first use).
+	ClusterID                string
 	MaxInstances             int
 	MaxContainersPerInstance int // 0 = unlimited (pack by resources)
 	MaxPriceFactor           float64

@@ -296,6 +296,10 @@ state_dir = "/x"
 
 max_instance = 3
 `, []string{"config.toml:4: unknown key dispatcher.max_instance (did you mean dispatcher.max_instances?)"}},
+		{"bad cluster_id", `
+[dispatcher]
+cluster_id = "Team A"
+`, []string{"config.toml:2: dispatcher.cluster_id: \"Team A\": only lowercase letters"}},
 		{"unknown key, wrong case", `
 [dispatcher]
 Max_Instances = 3

@@ -214,6 +214,7 @@ type rawDispatcher struct {
 	TLSKey                   value      `toml:"tls_key"`
 	MaxConnections           value      `toml:"max_connections"`
 	StateDir                 value      `toml:"state_dir"`
+	ClusterID                value      `toml:"cluster_id"`
 	MaxInstances             value      `toml:"max_instances"`
 	MaxContainersPerInstance value      `toml:"max_containers_per_instance"`
 	MaxPriceFactor           value      `toml:"max_price_factor"`

@@ -135,6 +135,11 @@ func (c *Config) validate() []*Error {
 	d := &c.Dispatcher
 	v.validateAccess(d)
 	v.nonEmpty(&d.StateDir)
+	if d.ClusterID != "" {
+		if err := CheckClusterID(d.ClusterID); err != nil {
+			v.addAt(&d.ClusterID, "%v", err)
+		}
+	}
 	v.minInt(&d.MaxInstances, 1)
 	v.minInt(&d.MaxContainersPerInstance, 0)
 	v.minInt(&d.EventRetention, 0)

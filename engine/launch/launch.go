@@ -71,6 +71,17 @@ func New(opts Options) (*Running, error) {
 	}
 	readBinary := func() ([]byte, error) { return os.ReadFile(bin) }
 
+	// Who we are in the owner tag: the drivers that keep claims on shared
+	// hosts need it as well as the engine.
+	ci, err := engine.ResolveClusterID(cfg, "")
+	if err != nil {
+		return nil, err
+	}
+	ci.Log(log)
+	var legacyOwner string
+	if ci.AdoptLegacy {
+		legacyOwner = engine.LegacyOwner
+	}
 	var (
 		set     cloud.InstanceSet
 		newExec func(cloud.Instance) (runner.Executor, error)
@@ -99,7 +110,7 @@ func New(opts Options) (*Running, error) {
 			Hosts: sshHosts(cfg.Cloud.SSHHosts.Hosts), Types: cfg.InstanceTypes,
 			DefaultUser: cfg.Cloud.SSHUser, DefaultKeyFile: cfg.Cloud.SSHKeyFile,
 			KnownHosts: cfg.Cloud.KnownHosts, RunnerPath: cfg.Cloud.RunnerPath + "~" + hash,
-			Logger: log,
+			Owner: ci.ID, LegacyOwner: legacyOwner, Logger: log,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("start sshhosts driver: %w", err)
@@ -116,6 +127,7 @@ func New(opts Options) (*Running, error) {
 	m := metrics.NewRecorder()
 	eng, err := engine.New(engine.Options{
 		Config: cfg, InstanceSet: set, NewExecutor: newExec, Logger: log,
+		Owner: ci.ID, AdoptLegacyOwner: ci.AdoptLegacy,
 		RunnerHash: hash, RunnerBinary: readBinary, OnPass: m.ObservePass,
 	})
 	if err != nil {

@@ -116,6 +116,9 @@ const (
 	ReasonRequeued     ReasonCode = "REQUEUED"      // waiting for its previous attempt to be confirmed dead
 	ReasonKilled       ReasonCode = "KILLED"        // killed by an operator or for exceeding max_run_time
 	ReasonMaxAttempts  ReasonCode = "MAX_ATTEMPTS"  // gave up after max_attempts
+	// ReasonKilledExternally: its last attempt was ended by a signal this
+	// dispatcher did not send, and no attempts were left.
+	ReasonKilledExternally ReasonCode = "KILLED_EXTERNALLY"
 )
 
 // Pending is a compact pending reason set by every scheduler pass. It is

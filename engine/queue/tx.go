@@ -224,6 +224,19 @@ func (tx *Tx) Requeue(c *Container, why string) error {
 	return nil
 }
 
+// RequeueKilledExternally is Requeue for a container whose process a
+// signal from outside the dispatcher ended: with no attempts left it ends
+// Cancelled KILLED_EXTERNALLY, keeping the exit code, instead of
+// MAX_ATTEMPTS.
+func (tx *Tx) RequeueKilledExternally(c *Container, exitCode int, why string) error {
+	if c.State != Running || c.KillRequested || c.Attempts < c.MaxAttempts {
+		return tx.Requeue(c, why)
+	}
+	code := exitCode
+	c.ExitCode = &code
+	return tx.Cancel(c, ReasonKilledExternally, why+"; no attempts left ("+strconv.Itoa(c.Attempts)+" of "+strconv.Itoa(c.MaxAttempts)+")")
+}
+
 // RequestKill marks a Running container to be killed; it ends Cancelled with
 // reason once its process is confirmed dead.
 func (tx *Tx) RequestKill(c *Container, reason string) {

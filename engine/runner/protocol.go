@@ -47,6 +47,10 @@ type Status struct {
 	ExitCode   int       `json:"exit_code"`
 	StartedAt  time.Time `json:"started_at"`
 	FinishedAt time.Time `json:"finished_at,omitzero"`
+	// Signal names the signal that ended the command ("TERM", "KILL", or
+	// its number), "" when it exited by itself (even with code 128+n) or
+	// the runner does not know. Runners before this field never set it.
+	Signal string `json:"signal,omitempty"`
 }
 
 // ValidID reports whether id matches [A-Za-z0-9_.-]{1,128} and is not "."

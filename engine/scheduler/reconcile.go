@@ -84,6 +84,11 @@ func (s *Scheduler) reconcileReports(tx *queue.Tx, st *Stats) (anyUnknown bool) 
 				fallthrough
 			default: // Running here
 				tx.MarkSeen(c)
+				if !running && r.Signal != "" && s.endedBySignal(tx, c, v, r) {
+					s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
+					s.blockedStart[r.ID] = struct{}{}
+					continue
+				}
 				if !running {
 					if err := tx.Finish(c, r.ExitCode, r.FinishedAt); err != nil {
 						s.log.Error("finish container", "container", c.ID, "err", err)
@@ -113,6 +118,41 @@ func (s *Scheduler) reconcileReports(tx *queue.Tx, st *Stats) (anyUnknown bool) 
 		}
 	}
 	return anyUnknown
+}
+
+// endedBySignal handles a Running container its runner reports ended by a
+// signal. A signal this dispatcher sent (an operator's kill, priority 0,
+// max_run_time, or its instance shutting down) ends it as usual, and false
+// is returned (max_run_time, which the runner enforces itself, is marked as
+// the kill it is). Any other signal came from outside the dispatcher: that
+// is no completion, so the container is requeued (the attempt counts) or,
+// with no attempts left, Cancelled KILLED_EXTERNALLY; it returns true.
+func (s *Scheduler) endedBySignal(tx *queue.Tx, c *queue.Container, v *worker.InstanceView, r *runner.Status) bool {
+	if c.KillRequested || c.Priority == 0 {
+		return false
+	}
+	if mrt := time.Duration(c.Scheduling.MaxRunTime); mrt > 0 && !r.FinishedAt.IsZero() && r.FinishedAt.Sub(r.StartedAt) >= mrt {
+		// Both times are the runner's clock.
+		tx.RequestKill(c, "max_run_time "+mrt.String()+" exceeded")
+		return false
+	}
+	var why string
+	if v.State == worker.StateShutdown {
+		why = "instance " + c.InstanceID + " shut down"
+	} else {
+		why = "killed by signal " + r.Signal + " from outside the dispatcher"
+		s.log.Warn("container killed by a signal from outside the dispatcher", "container", c.ID, "instance", v.ID, "signal", r.Signal, "exit_code", r.ExitCode)
+	}
+	var err error
+	if v.State == worker.StateShutdown {
+		err = tx.Requeue(c, why)
+	} else {
+		err = tx.RequeueKilledExternally(c, r.ExitCode, why)
+	}
+	if err != nil {
+		s.log.Error("requeue after a signal", "container", c.ID, "err", err)
+	}
+	return true
 }
 
 // reconcileRunning handles Running records whose instance is gone or whose

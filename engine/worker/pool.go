@@ -78,8 +78,13 @@ type Options struct {
 	// runner reports another hash.
 	RunnerBinary func() ([]byte, error)
 	// Owner is the cloud.TagOwner value on this dispatcher's instances.
-	// Listings are filtered on it ("" lists every instance).
+	// Listings are filtered on it ("" lists every instance), and an
+	// instance listed with another owner is never adopted or touched.
 	Owner string
+	// LegacyOwner, if set, is an owner tag this dispatcher also adopts
+	// (an upgrade from the constant owner of older versions): such an
+	// instance is retagged with Owner when found.
+	LegacyOwner string
 	// QuotaProbeAfter: after a quota error, allow one create above the
 	// estimated quota after this long. 0 = one minute.
 	QuotaProbeAfter time.Duration
@@ -143,6 +148,7 @@ type Pool struct {
 	lastSyncIssued time.Time
 	ready          bool
 	ignored        map[cloud.InstanceID]bool
+	foreign        map[cloud.InstanceID]string // listed with another owner (logged once)
 
 	// transitions are the state changes states.txt allows; onTransition,
 	// if set (by tests, before the first Step), sees every state change
@@ -200,6 +206,7 @@ func New(opts Options) (*Pool, error) {
 		capBlocked:  make(map[string]time.Time),
 		quotaEst:    -1,
 		ignored:     make(map[cloud.InstanceID]bool),
+		foreign:     make(map[cloud.InstanceID]string),
 		stats: Stats{
 			CloudOps: make(map[string]map[string]int),
 			ProbeLatency: newDurationHistogram(time.Millisecond, 2500*time.Microsecond, 5*time.Millisecond,

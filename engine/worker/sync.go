@@ -27,7 +27,7 @@ func (p *Pool) startSyncLocked(now time.Time) {
 	p.nextSync = now.Add(p.s.syncInterval)
 	seq := p.nextSeqLocked()
 	var filter cloud.Tags
-	if p.opts.Owner != "" {
+	if p.opts.Owner != "" && p.opts.LegacyOwner == "" {
 		filter = cloud.Tags{cloud.TagOwner: p.opts.Owner}
 	}
 	if !p.goLocked(func() {
@@ -58,6 +58,13 @@ func (p *Pool) syncDoneLocked(insts []cloud.Instance, seq uint64, issued time.Ti
 	gen := p.syncGen
 	for _, inst := range insts {
 		id := inst.ID()
+		legacy, ours := p.ownedLocked(inst)
+		if !ours {
+			// Another dispatcher's: never adopted, probed or destroyed. An
+			// instance of ours listed under another owner is gone for us
+			// (below, as missing from the listing).
+			continue
+		}
 		if w := p.byID[id]; w != nil {
 			w.seenGen = gen
 			w.inst = inst
@@ -96,7 +103,11 @@ func (p *Pool) syncDoneLocked(insts []cloud.Instance, seq uint64, issued time.Ti
 		w.seenGen = gen
 		w.initial = !p.synced
 		p.log.Info("found instance", "instance", string(id), "type", it.Name, "idle_behavior", string(b))
+		if legacy {
+			p.retagLegacyLocked(w)
+		}
 	}
+	p.pruneForeignLocked(insts)
 	// Remove known instances missing from the listing (those added before
 	// the listing was issued; newer ones may simply not be listed yet).
 	kept := p.list[:0]
@@ -169,4 +180,66 @@ func (p *Pool) removeLocked(w *instance) {
 			go e.Close()
 		}
 	}
+}
+
+// ownedLocked tells whether inst is this dispatcher's (ours), and whether it
+// carries the legacy owner tag (to be retagged). A foreign instance is
+// logged the first time it is listed with a given owner.
+func (p *Pool) ownedLocked(inst cloud.Instance) (legacy, ours bool) {
+	if p.opts.Owner == "" {
+		return false, true
+	}
+	owner := inst.Tags()[cloud.TagOwner]
+	switch {
+	case owner == p.opts.Owner:
+		delete(p.foreign, inst.ID())
+		return false, true
+	case p.opts.LegacyOwner != "" && owner == p.opts.LegacyOwner:
+		return true, true
+	}
+	if p.foreign[inst.ID()] != owner {
+		p.foreign[inst.ID()] = owner
+		p.log.Info("instance owned by another dispatcher; not touched", "instance", string(inst.ID()), "owner", owner)
+	}
+	return false, false
+}
+
+// pruneForeignLocked forgets the foreign instances no longer listed, so
+// that the map stays as small as the listing.
+func (p *Pool) pruneForeignLocked(insts []cloud.Instance) {
+	if len(p.foreign) == 0 {
+		return
+	}
+	listed := make(map[cloud.InstanceID]bool, len(insts))
+	for _, inst := range insts {
+		listed[inst.ID()] = true
+	}
+	for id := range p.foreign {
+		if !listed[id] {
+			delete(p.foreign, id)
+		}
+	}
+}
+
+// retagLegacyLocked moves an adopted legacy-tagged instance to this
+// dispatcher's owner tag, so that the next start (which adopts no legacy
+// instances) still knows it as its own.
+func (p *Pool) retagLegacyLocked(w *instance) {
+	inst := w.inst
+	owner := p.opts.Owner
+	p.eventLocked(p.clk.Now(), w.v.ID, EventState, "adopted from an older version's owner tag "+p.opts.LegacyOwner+"; retagging with "+owner, slog.LevelInfo)
+	p.goLocked(func() {
+		tags := inst.Tags().Clone()
+		tags[cloud.TagOwner] = owner
+		err := inst.SetTags(p.ctx, tags)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if err != nil && p.canceled() {
+			return
+		}
+		p.countOpLocked("set_tags", err)
+		if err != nil {
+			p.cloudErrLocked(p.clk.Now(), w.v.ID, "retag with owner "+owner, err)
+		}
+	})
 }

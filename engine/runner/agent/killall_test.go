@@ -38,9 +38,9 @@ func TestKillAllSparesFinishedAndReusedPIDs(t *testing.T) {
 	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	rec := pidRecord{pid: pid, start: procStart(pid), started: at}
 	// Finished: pid_start holds the exit line.
-	write("done", filePIDStart, append(formatPIDRecord(rec), formatExitLine(0, at)...))
+	write("done", filePIDStart, append(formatPIDRecord(rec), formatExitLine(0, at, "")...))
 	// A failed start: an exit file, no pid_start.
-	write("failed", fileExit, append(formatPIDRecord(rec), formatExitLine(127, at)...))
+	write("failed", fileExit, append(formatPIDRecord(rec), formatExitLine(127, at, "")...))
 	// Reused: the recorded start ticks are not the bystander's.
 	reused := rec
 	reused.start = "1"

@@ -28,9 +28,11 @@ func formatPIDRecord(r pidRecord) []byte {
 	return fmt.Appendf(nil, "%s %s %d %s %d\n", orDash(r.start), r.started.UTC().Format(time.RFC3339Nano), r.spid, orDash(r.sstart), r.pid)
 }
 
-// formatExitLine renders the second line of the exit file.
-func formatExitLine(code int, finished time.Time) []byte {
-	return fmt.Appendf(nil, "%d %s\n", code, finished.UTC().Format(time.RFC3339Nano))
+// formatExitLine renders the second line of the exit file: the exit code,
+// the finish time, and the signal that ended the command ("-" for none).
+// Readers ignore fields they do not know, and take a missing signal as none.
+func formatExitLine(code int, finished time.Time, signal string) []byte {
+	return fmt.Appendf(nil, "%d %s %s\n", code, finished.UTC().Format(time.RFC3339Nano), orDash(signal))
 }
 
 func orDash(s string) string {
@@ -89,6 +91,9 @@ func parseExitLine(line string) (r exitRecord, ok bool) {
 		return r, false
 	}
 	r.finished = parseTime(f[1])
+	if len(f) > 2 {
+		r.signal = unDash(f[2])
+	}
 	return r, !r.finished.IsZero()
 }
 
@@ -122,6 +127,7 @@ func readPIDRecord(dir string) (pidRecord, error) {
 type exitRecord struct {
 	code     int
 	finished time.Time
+	signal   string // "" = exited by itself
 	pid      int
 	started  time.Time
 }
@@ -146,6 +152,6 @@ func readExitRecord(dir string) (r exitRecord, ok bool) {
 
 // fill sets st's exit fields, its pid and its start time.
 func (r exitRecord) fill(st *runner.Status) {
-	st.State, st.ExitCode, st.FinishedAt = runner.StateExited, r.code, r.finished
+	st.State, st.ExitCode, st.FinishedAt, st.Signal = runner.StateExited, r.code, r.finished, r.signal
 	st.PID, st.StartedAt = r.pid, r.started
 }

@@ -50,7 +50,7 @@ func TestExitFile(t *testing.T) {
 	dir := t.TempDir()
 	started := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
 	finished := started.Add(time.Second)
-	full := append(formatPIDRecord(pidRecord{started: started, spid: 7}), formatExitLine(127, finished)...)
+	full := append(formatPIDRecord(pidRecord{started: started, spid: 7}), formatExitLine(127, finished, "")...)
 	for _, tc := range []struct {
 		content string
 		ok      bool

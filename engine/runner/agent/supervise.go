@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -118,7 +119,7 @@ func (a *agent) supervise(args []string) int {
 			}
 			if c := byPID[pid]; c != nil {
 				delete(byPID, pid)
-				c.status = exitStatus(ws)
+				c.status, c.signal = exitStatus(ws)
 				return c, nil
 			}
 		}
@@ -211,19 +212,51 @@ type supervised struct {
 	started time.Time
 	rec     pidRecord // pid_start's line
 	ended   bool
-	status  int // exit code, 128+signal, or -1 (set by the reaper)
+	status  int    // exit code, 128+signal, or -1 (set by the reaper)
+	signal  string // the signal that ended it, "" if none (set by the reaper)
 }
 
-// exitStatus is a wait status as the container's exit code: the code, or
-// 128+signal when a signal ended it.
-func exitStatus(ws syscall.WaitStatus) int {
+// exitStatus is a wait status as the container's exit code (the code, or
+// 128+signal when a signal ended it) and the name of that signal: a command
+// that exits 143 by itself is told apart from one killed by TERM.
+func exitStatus(ws syscall.WaitStatus) (int, string) {
 	switch {
 	case ws.Exited():
-		return ws.ExitStatus()
+		return ws.ExitStatus(), ""
 	case ws.Signaled():
-		return 128 + int(ws.Signal())
+		return 128 + int(ws.Signal()), signalName(ws.Signal())
 	}
-	return -1
+	return -1, ""
+}
+
+// signalName is a signal's name without "SIG" for the common ones, else
+// its number.
+func signalName(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGHUP:
+		return "HUP"
+	case syscall.SIGINT:
+		return "INT"
+	case syscall.SIGQUIT:
+		return "QUIT"
+	case syscall.SIGABRT:
+		return "ABRT"
+	case syscall.SIGKILL:
+		return "KILL"
+	case syscall.SIGSEGV:
+		return "SEGV"
+	case syscall.SIGPIPE:
+		return "PIPE"
+	case syscall.SIGALRM:
+		return "ALRM"
+	case syscall.SIGTERM:
+		return "TERM"
+	case syscall.SIGUSR1:
+		return "USR1"
+	case syscall.SIGUSR2:
+		return "USR2"
+	}
+	return strconv.Itoa(int(sig))
 }
 
 // superviseStart claims the container in dir (one supervisor per
@@ -261,7 +294,7 @@ func (a *agent) superviseStart(dir string, self pidRecord, specJSON []byte, from
 		writeSmall(filepath.Join(dir, fileError), []byte(msg+"\n"))
 		rec := self
 		rec.started = born
-		writeSmall(filepath.Join(dir, fileExit), append(formatPIDRecord(rec), formatExitLine(code, a.env.Now())...))
+		writeSmall(filepath.Join(dir, fileExit), append(formatPIDRecord(rec), formatExitLine(code, a.env.Now(), "")...))
 		return nil, errors.New(msg)
 	}
 	// A recycled directory keeps an empty stderr: no inode to allocate.
@@ -357,7 +390,7 @@ func (c *supervised) finish(a *agent) {
 	// The exit line goes after the pid record in pid_start: no new inode
 	// and no rename (the costs that matter on ext4), and list reads one
 	// file for an exited container.
-	line := formatExitLine(code, a.env.Now())
+	line := formatExitLine(code, a.env.Now(), c.signal)
 	if err := appendSmall(filepath.Join(c.dir, filePIDStart), line); err != nil {
 		writeSmall(filepath.Join(c.dir, fileExit), append(formatPIDRecord(c.rec), line...))
 	}

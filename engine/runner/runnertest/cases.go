@@ -27,11 +27,13 @@ var cases = []struct {
 		}
 	}},
 	{"exit codes", func(e *env) {
-		for _, code := range []int{0, 1, 3, 127} {
+		// 143 looks like TERM's code, but the command exits with it by
+		// itself: no signal is reported.
+		for _, code := range []int{0, 1, 3, 127, exitTerm} {
 			id := "exit-" + strconv.Itoa(code)
 			e.start(id, Program{Exit: code})
 			st := e.waitState(id, runner.StateExited)
-			if st.ExitCode != code || st.PID <= 0 || st.StartedAt.IsZero() || st.FinishedAt.Before(st.StartedAt) {
+			if st.ExitCode != code || st.Signal != "" || st.PID <= 0 || st.StartedAt.IsZero() || st.FinishedAt.Before(st.StartedAt) {
 				e.t.Fatalf("exit %d: status %+v", code, st)
 			}
 		}
@@ -49,6 +51,15 @@ var cases = []struct {
 		}
 		if sts := e.list(); len(sts) != 0 {
 			e.t.Fatalf("list after a refused start: %+v", sts)
+		}
+	}},
+	{"a signal from outside the runner is reported", func(e *env) {
+		e.start("victim", Program{Forever: true})
+		e.ready("victim")
+		st := e.waitState("victim", runner.StateRunning)
+		e.tg.Signal(e.t, st, runner.SignalTerm)
+		if st := e.waitState("victim", runner.StateExited); st.ExitCode != exitTerm || st.Signal != runner.SignalTerm {
+			e.t.Fatalf("after an outside TERM: %+v, want exit %d and signal TERM", st, exitTerm)
 		}
 	}},
 	{"running container", func(e *env) {
@@ -73,10 +84,10 @@ var cases = []struct {
 		e.ready("k")
 		e.wantExit("kill TERM", e.client().Kill(e.ctx, "t", runner.SignalTerm), 0, "")
 		e.wantExit("kill KILL", e.client().Kill(e.ctx, "k", runner.SignalKill), 0, "")
-		if st := e.waitState("t", runner.StateExited); st.ExitCode != exitTerm || st.FinishedAt.IsZero() {
+		if st := e.waitState("t", runner.StateExited); st.ExitCode != exitTerm || st.Signal != runner.SignalTerm || st.FinishedAt.IsZero() {
 			e.t.Fatalf("after TERM: %+v", st)
 		}
-		if st := e.waitState("k", runner.StateExited); st.ExitCode != exitKill || st.FinishedAt.IsZero() {
+		if st := e.waitState("k", runner.StateExited); st.ExitCode != exitKill || st.Signal != runner.SignalKill || st.FinishedAt.IsZero() {
 			e.t.Fatalf("after KILL: %+v", st)
 		}
 		// An exited container takes any signal without complaint and

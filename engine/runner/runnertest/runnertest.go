@@ -45,6 +45,10 @@ type Target struct {
 	// Crash kills the supervisor of running container id, then its
 	// command, so that nothing records the exit.
 	Crash func(t *testing.T, id string)
+	// Signal sends signal sig ("TERM" or "KILL") to the command of the
+	// running container st from outside the runner, as a user's kill(1)
+	// of the pid "runner list" shows.
+	Signal func(t *testing.T, st runner.Status, sig string)
 }
 
 // Exit codes of a command ended by a signal.

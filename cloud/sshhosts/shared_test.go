@@ -1,0 +1,179 @@
+//go:build linux
+
+package sshhosts
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"dispatch-tui/cloud"
+	"dispatch-tui/engine"
+	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/queue"
+)
+
+// TestTwoDispatchersShareHosts runs two dispatchers (own state dirs, own
+// drivers, as two daemons) on one set of four real sshd hosts; each may
+// hold two, and both list all four. Every container of each runs exactly
+// once (a marker file per container counts the runs) and completes;
+// neither adopts, kills or releases the other's hosts. Hosts are kept
+// (no idle shutdown) and never all taken: a capacity error blocks creates
+// for a minute, and this test is about sharing, not about that wait.
+func TestTwoDispatchersShareHosts(t *testing.T) {
+	// 20, not 50: each run takes a few SSH round trips (start, list,
+	// logs, forget) on two hosts per dispatcher; 50 each took over three
+	// minutes on a loaded 2-core machine. The cloudtest twin of this test
+	// runs 50 each.
+	const perDispatcher = 20
+	env := newSSHDEnv(t, 4)
+	_, bin, hash := dispatchBinary(t)
+	logger := testLogger(t)
+	marks := t.TempDir()
+	workRoot := filepath.Join(env.dir, "work")
+
+	type side struct {
+		name string
+		drv  *Driver
+		eng  *engine.Engine
+		ids  []string
+	}
+	var sides []*side
+	for _, name := range []string{"a", "b"} {
+		cfg := config.Default()
+		cfg.Dispatcher.StateDir = t.TempDir()
+		cfg.Dispatcher.MaxContainersPerInstance = 0
+		// Two hosts each at most: no claim finds every host taken.
+		cfg.Dispatcher.MaxInstances = 2
+		cfg.Dispatcher.StaleLockTimeout = 5 * time.Second
+		cfg.Cloud.Driver = "sshhosts"
+		cfg.Cloud.SSHUser = env.user
+		cfg.Cloud.SSHKeyFile = env.clientKey
+		cfg.Cloud.KnownHosts = env.knownHosts
+		cfg.Cloud.RunnerPath = "./dispatch-tui-runner"
+		cfg.Cloud.BootProbeCommand = "true"
+		cfg.Cloud.ProbeInterval = 200 * time.Millisecond
+		cfg.Cloud.SyncInterval = 500 * time.Millisecond
+		cfg.Cloud.TimeoutIdle = time.Minute
+		cfg.Cloud.MaxProbesPerSecond = 100
+		cfg.Cloud.MaxCloudOpsPerSecond = 100
+		cfg.Cloud.MaxConcurrentCreates = 4
+		cfg.InstanceTypes = []cloud.InstanceType{{Name: "small", ProviderType: "small", VCPUs: 2, RAM: 2 << 30, Scratch: 10 << 30, Price: 0.1}}
+		var hosts []Host
+		for i, s := range env.servers {
+			h := Host{Address: s.addr, InstanceType: "small", WorkDir: filepath.Join(workRoot, fmt.Sprintf("host%d", i))}
+			hosts = append(hosts, h)
+			cfg.Cloud.SSHHosts.Hosts = append(cfg.Cloud.SSHHosts.Hosts, config.SSHHost{Address: h.Address, InstanceType: h.InstanceType, WorkDir: h.WorkDir})
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("config: %v", err)
+		}
+		ci, err := engine.ResolveClusterID(cfg, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		drv, err := New(Options{
+			Hosts: hosts, Types: cfg.InstanceTypes,
+			DefaultUser: cfg.Cloud.SSHUser, DefaultKeyFile: cfg.Cloud.SSHKeyFile, KnownHosts: cfg.Cloud.KnownHosts,
+			RunnerPath: cfg.Cloud.RunnerPath + "~" + hash, Owner: ci.ID,
+			Logger: logger.With("dispatcher", name),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(drv.Stop)
+		t.Cleanup(func() {
+			insts, _ := drv.Instances(context.Background(), cloud.Tags{cloud.TagOwner: ci.ID})
+			for _, inst := range insts {
+				if err := inst.Destroy(context.Background()); err != nil {
+					t.Logf("cleanup: %v", err)
+				}
+			}
+		})
+		eng, err := engine.New(engine.Options{
+			Config: cfg, InstanceSet: drv, NewExecutor: drv.Executor, Logger: logger.With("dispatcher", name),
+			Owner: ci.ID, RunnerHash: hash, RunnerBinary: func() ([]byte, error) { return bin, nil },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { eng.Close() })
+		sides = append(sides, &side{name: name, drv: drv, eng: eng})
+	}
+	if sides[0].eng.ClusterID() == sides[1].eng.ClusterID() {
+		t.Fatalf("both dispatchers have cluster id %s", sides[0].eng.ClusterID())
+	}
+	for _, s := range sides {
+		for i := range perDispatcher {
+			mark := s.name + "-" + fmt.Sprint(i)
+			c, err := s.eng.Submit(queue.Spec{
+				Name:               mark,
+				Command:            []string{"sh", "-c", `echo run >> "$MARKS/$MARK"; sleep 0.2`},
+				Env:                map[string]string{"MARKS": marks, "MARK": mark},
+				RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 256 << 20},
+			}, "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.ids = append(s.ids, c.ID)
+		}
+	}
+	dump := func() string {
+		var b strings.Builder
+		for _, s := range sides {
+			fmt.Fprintf(&b, "\n dispatcher %s (%s):", s.name, s.eng.ClusterID())
+			for _, v := range s.eng.Instances() {
+				fmt.Fprintf(&b, "\n  instance %s %s containers=%v last_error=%q", v.ID, v.State, v.Containers, v.LastError)
+			}
+			cs, _ := s.eng.Containers(engine.ListOptions{})
+			for _, c := range cs {
+				if c.State != queue.Complete || c.Attempts != 1 {
+					fmt.Fprintf(&b, "\n  container %s %s %s inst=%s attempts=%d reason=%q", c.ID, c.Name, c.State, c.InstanceID, c.Attempts, c.Reason)
+				}
+			}
+		}
+		return b.String()
+	}
+	done := func() bool {
+		for _, s := range sides {
+			for _, id := range s.ids {
+				if c, _ := s.eng.Container(id); !c.State.Final() {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(4 * time.Minute)
+	for !done() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not all containers final:%s", dump())
+		}
+		for _, s := range sides {
+			s.eng.Step()
+		}
+		for _, s := range sides {
+			s.eng.Settle()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, s := range sides {
+		for _, id := range s.ids {
+			c, _ := s.eng.Container(id)
+			if c.State != queue.Complete || c.ExitCode == nil || *c.ExitCode != 0 || c.Attempts != 1 {
+				t.Errorf("dispatcher %s: container %s (%s): %s attempts=%d reason=%q", s.name, id, c.Name, c.State, c.Attempts, c.Reason)
+			}
+			b, err := os.ReadFile(filepath.Join(marks, c.Name))
+			if n := strings.Count(string(b), "run\n"); err != nil || n != 1 {
+				t.Errorf("dispatcher %s: container %s (%s) ran %d times (%v)", s.name, id, c.Name, n, err)
+			}
+		}
+	}
+	if t.Failed() {
+		t.Log(dump())
+	}
+}

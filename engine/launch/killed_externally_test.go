@@ -1,0 +1,80 @@
+package launch
+
+import (
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/runner"
+)
+
+// A user's kill(1) of a container's process (its pid as the runner lists
+// it) is no completion: the container runs again, attempt 2, and once its
+// attempts are used up it ends Cancelled KILLED_EXTERNALLY, never Complete
+// with exit 143. The command's own "exit 143" does complete.
+func TestLocalContainerKilledFromOutside(t *testing.T) {
+	cfg := e2eConfig(t.TempDir())
+	r, _ := startEngine(t, cfg)
+	submit := func(script string, attempts int) string {
+		t.Helper()
+		c, err := r.Submit(queue.Spec{
+			Command:            []string{"sh", "-c", script},
+			RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 64 << 20},
+			MaxAttempts:        attempts,
+		}, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.ID
+	}
+	victim := submit("exec sleep 600", 2)
+	selfExit := submit("exit 143", 1)
+
+	// pid returns the victim's pid as its runner lists it, once it runs
+	// attempt n.
+	pid := func(n int) int {
+		var p int
+		waitFor(t, "the victim running its attempt "+strconv.Itoa(n), time.Minute, func() bool {
+			c, _ := r.Container(victim)
+			if c.State != queue.Running || c.Attempts != n {
+				return false
+			}
+			v, ok := r.Instance(c.InstanceID)
+			if !ok {
+				return false
+			}
+			for _, st := range v.Reported {
+				if st.ID == victim && st.State == runner.StateRunning && st.PID > 1 {
+					p = st.PID
+					return true
+				}
+			}
+			return false
+		})
+		return p
+	}
+	for n := 1; n <= 2; n++ {
+		if err := syscall.Kill(pid(n), syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the victim final", time.Minute, func() bool {
+		c, _ := r.Container(victim)
+		return c.State.Final()
+	})
+	c, _ := r.Container(victim)
+	if c.State != queue.Cancelled || c.ReasonCode != queue.ReasonKilledExternally || c.Attempts != 2 ||
+		!strings.Contains(c.Reason, "killed by signal TERM from outside the dispatcher") {
+		t.Fatalf("victim: %s %s %q attempts=%d; want Cancelled KILLED_EXTERNALLY after 2 attempts", c.State, c.ReasonCode, c.Reason, c.Attempts)
+	}
+	waitFor(t, "the self-exiting container final", time.Minute, func() bool {
+		c, _ := r.Container(selfExit)
+		return c.State.Final()
+	})
+	if c, _ := r.Container(selfExit); c.State != queue.Complete || c.ExitCode == nil || *c.ExitCode != 143 {
+		t.Fatalf("a command exiting 143 by itself: %s %v %q, want Complete exit 143", c.State, c.ExitCode, c.Reason)
+	}
+}
