@@ -138,17 +138,18 @@ func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode) {
 		return
 	}
 	now := p.clk.Now()
-	p.stats.Probes++
-	p.stats.ProbeTime += lat
-	p.stats.ProbeMaxTime = max(p.stats.ProbeMaxTime, lat)
-	p.stats.ProbeLatency.observe(lat)
 	w.v.LastProbe = now
 	w.probed = true
-	if err != nil {
-		if !overdue { // else counted when its deadline passed
-			p.probeFailedLocked(w, now, t0, pc.stage+": "+err.Error(), err)
+	if overdue { // counted, as failed, when its deadline passed
+		if err != nil {
+			return
 		}
-		return
+	} else {
+		p.countProbeLocked(lat)
+		if err != nil {
+			p.probeFailedLocked(w, now, t0, pc.stage+": "+err.Error(), err)
+			return
+		}
 	}
 	changed := w.probeFailing || w.v.LastError != ""
 	if !w.v.UnreachableSince.IsZero() {
@@ -186,8 +187,17 @@ func (p *Pool) checkProbeDeadlineLocked(w *instance, now time.Time) {
 	w.probeCancel()
 	w.v.LastProbe = now
 	w.probed = true
+	p.countProbeLocked(now.Sub(w.probeStart))
 	msg := fmt.Sprintf("%s: no answer within %s", w.callStage, w.callLimit)
 	p.probeFailedLocked(w, now, w.probeStart, msg, context.DeadlineExceeded)
+}
+
+// countProbeLocked counts a probe that ended (or was given up on) after lat.
+func (p *Pool) countProbeLocked(lat time.Duration) {
+	p.stats.Probes++
+	p.stats.ProbeTime += lat
+	p.stats.ProbeMaxTime = max(p.stats.ProbeMaxTime, lat)
+	p.stats.ProbeLatency.observe(lat)
 }
 
 // probeFailedLocked records a failed probe that started at started. The
