@@ -401,6 +401,7 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 		provider = it.Name
 	}
 	n, unreachable, taken := 0, 0, 0
+	var unreachableErr error // the first, for the create's error (and so its event)
 	for _, h := range d.hosts {
 		if h.it.Name != it.Name {
 			continue
@@ -440,6 +441,9 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 			d.log.Info("sshhosts: host already claimed (tags file present); skipping", "instance", string(h.id), "address", h.addr)
 		default:
 			unreachable++
+			if unreachableErr == nil {
+				unreachableErr = fmt.Errorf("%s: %w", h.addr, err)
+			}
 			h.noteUnreachable(err)
 		}
 		h.opMu.Unlock()
@@ -454,7 +458,11 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 	if taken > 0 {
 		why += fmt.Sprintf(", %d claimed elsewhere", taken)
 	}
-	return nil, &cloud.CapacityError{InstanceType: provider, Err: errors.New(why + ")")}
+	why += ")"
+	if unreachableErr != nil {
+		why += "; " + unreachableErr.Error()
+	}
+	return nil, &cloud.CapacityError{InstanceType: provider, Err: errors.New(why)}
 }
 
 // Instances reads every host's tags file (in parallel, each bounded by a
