@@ -252,8 +252,11 @@ func (p *Pool) ensureRunner(pc *probeCall, exec runner.Executor, client *runner.
 	if p.canceled() {
 		return p.ctx.Err()
 	}
-	if pc.ctx.Err() != nil {
-		return err // past the deadline: installing would not help
+	var exitErr *runner.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		// No answer (a dead connection, a deadline): installing would
+		// only wait longer. A runner that is missing exits non-zero.
+		return err
 	}
 	if p.opts.RunnerBinary == nil {
 		return fmt.Errorf("runner at %s reports %q, want hash %s, and no binary to install", p.s.runnerPath, v, want)
