@@ -153,8 +153,11 @@ func instanceRows(s *backend.Snapshot, now time.Time) []table.Row {
 		ag, agn := age(now, v.AppearedAt)
 		state, errText := string(v.State), v.LastError
 		if !v.UnreachableSince.IsZero() {
-			// As text too, so that it reads without colour.
-			state, errText = theme.StateUnreachable, unreachableText(v)
+			errText = unreachableText(v)
+			if v.State != worker.StateShutdown { // being destroyed says more
+				// As text too, so that it reads without colour.
+				state = theme.StateUnreachable
+			}
 		}
 		rows[i] = table.Row{
 			ID:    instanceID(v, i),
