@@ -259,7 +259,7 @@ func (p *Pool) executor(w *instance) (runner.Executor, error) {
 	if err != nil {
 		return nil, err
 	}
-	e = withCallDeadline(e, p.s.callTimeout)
+	e = withCallDeadline(e, p.s.slowCallTimeout)
 	p.mu.Lock()
 	if w.exec == nil && !w.removed && !p.stopped {
 		w.exec = e

@@ -71,6 +71,7 @@ type probeCall struct {
 	p     *Pool
 	w     *instance
 	ctx   context.Context // canceled by Step at the deadline, or by Stop
+	limit time.Duration   // each call's deadline (the install's is longer)
 	stage string
 }
 
@@ -98,14 +99,20 @@ func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode) {
 		listSeq uint64
 		listAt  time.Time
 	)
-	pc := &probeCall{p: p, w: w, ctx: ctx}
+	// A ready instance's probe is what shows a cut within seconds; a
+	// booting or adopted one deploys and starts the runner first.
+	limit := p.s.callTimeout
+	if mode != probeList {
+		limit = p.s.slowCallTimeout
+	}
+	pc := &probeCall{p: p, w: w, ctx: ctx, limit: limit}
 	exec, err := p.executor(w)
 	if err != nil {
 		pc.stage = "connect"
 	}
 	client := runner.Client{Exec: exec, Path: p.s.runnerPath}
 	if err == nil && mode == probeBoot && p.s.bootProbe != "" {
-		err = pc.call("boot probe", p.s.callTimeout, func(ctx context.Context) error {
+		err = pc.call("boot probe", pc.limit, func(ctx context.Context) error {
 			_, _, err := exec.Execute(ctx, p.s.bootProbe, nil)
 			return err
 		})
@@ -118,7 +125,7 @@ func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode) {
 		listSeq = p.nextSeqLocked()
 		listAt = p.clk.Now()
 		p.mu.Unlock()
-		err = pc.call("runner list", p.s.callTimeout, func(ctx context.Context) error {
+		err = pc.call("runner list", pc.limit, func(ctx context.Context) error {
 			var err error
 			sts, err = client.List(ctx)
 			return err
@@ -239,7 +246,7 @@ func (p *Pool) ensureRunner(pc *probeCall, exec runner.Executor, client *runner.
 		return nil
 	}
 	version := func() (v string, err error) {
-		err = pc.call("runner deploy", p.s.callTimeout, func(ctx context.Context) error {
+		err = pc.call("runner deploy", pc.limit, func(ctx context.Context) error {
 			v, err = client.Version(ctx)
 			return err
 		})
@@ -266,7 +273,7 @@ func (p *Pool) ensureRunner(pc *probeCall, exec runner.Executor, client *runner.
 		return fmt.Errorf("reading runner binary: %w", err)
 	}
 	var stderr []byte
-	err = pc.call("runner deploy", p.s.installTimeout, func(ctx context.Context) error {
+	err = pc.call("runner deploy", p.s.slowCallTimeout, func(ctx context.Context) error {
 		var err error
 		_, stderr, err = exec.Execute(ctx, runner.InstallLine(p.s.runnerPath), bin)
 		return err

@@ -18,8 +18,8 @@ type settings struct {
 	timeoutBooting       time.Duration
 	timeoutProbe         time.Duration
 	timeoutShutdown      time.Duration
-	callTimeout          time.Duration // each command run on an instance
-	installTimeout       time.Duration // installing the runner binary
+	callTimeout          time.Duration // each call of a ready instance's probe
+	slowCallTimeout      time.Duration // calls that may install or start the runner
 	probeInterval        time.Duration
 	bootProbeInterval    time.Duration
 	syncInterval         time.Duration
@@ -34,7 +34,7 @@ type settings struct {
 const (
 	defaultQuotaProbeAfter = time.Minute
 	defaultCapacityBackoff = time.Minute
-	minInstallTimeout      = time.Minute
+	minSlowCallTimeout     = time.Minute
 )
 
 // newSettings reads the pool's settings from c and opts. It reports every
@@ -95,8 +95,10 @@ func newSettings(c *config.Config, opts Options) (settings, error) {
 	if opts.RunnerHash != "" {
 		s.runnerPath += "~" + opts.RunnerHash
 	}
-	// The binary is tens of MB: its upload gets at least a minute.
-	s.installTimeout = max(s.callTimeout, minInstallTimeout)
+	// Uploading the runner (tens of MB), starting it the first time and
+	// starting containers may take long on a loaded instance; cut short
+	// and retried from scratch, they might never finish.
+	s.slowCallTimeout = max(s.callTimeout, minSlowCallTimeout)
 	s.bootProbeInterval = min(s.probeInterval, time.Second)
 	s.syncSoon = min(s.syncInterval, 5*time.Second)
 	return s, nil
