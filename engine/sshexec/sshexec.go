@@ -38,7 +38,7 @@ const (
 	// DefaultKeepaliveInterval and DefaultKeepaliveTimeout: a connection
 	// that has not answered a keepalive within interval+timeout is closed.
 	DefaultKeepaliveInterval = 5 * time.Second
-	DefaultKeepaliveTimeout  = 5 * time.Second
+	DefaultKeepaliveTimeout  = 10 * time.Second
 	// DefaultSecretCommand prints the instance's secret, relative to the
 	// login directory. The local driver writes that file into each sandbox
 	// and sshhosts writes it when it claims a host.
@@ -98,7 +98,8 @@ type Options struct {
 	// "keepalive@openssh.com" request; KeepaliveTimeout is how long it
 	// waits for the reply (any reply, even a refusal) before closing the
 	// connection, so that the next call dials a new one. Defaults 5s and
-	// 5s; a negative interval turns keepalives off.
+	// 10s (generous: dropping a slow but live connection fails the calls
+	// on it); a negative interval turns keepalives off.
 	KeepaliveInterval time.Duration
 	KeepaliveTimeout  time.Duration
 }
