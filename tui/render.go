@@ -112,6 +112,9 @@ func (m *Model) header() []string {
 			nc += n
 		}
 		l2 = fmt.Sprintf("instances %d: %s", ni, counts(sum.Instances, instanceOrder))
+		if n := unreachableCount(s.Instances); n > 0 {
+			l2 += fmt.Sprintf("  UNREACHABLE %d", n)
+		}
 		l3 = fmt.Sprintf("containers %d: %s", nc, counts(sum.Containers, queue.States[:]))
 		quota := "quota " + strconv.Itoa(live) + "/"
 		if sum.QuotaLimit > 0 {
@@ -351,7 +354,11 @@ func (m *Model) detailLines() []string {
 		add("last probe", tf(v.LastProbe))
 		add("last busy", tf(v.LastBusy))
 		add("last ctr", v.LastContainer)
-		add("last error", or(v.LastError, "-"))
+		if !v.UnreachableSince.IsZero() {
+			add("reachable", "NO, "+unreachableText(v)+" (for "+fmtAge(m.now().Sub(v.UnreachableSince))+")")
+		} else {
+			add("last error", or(v.LastError, "-"))
+		}
 		out = append(out, "", fmt.Sprintf("Containers (%d):", len(v.Containers)))
 		for _, c := range v.Containers {
 			out = append(out, "  "+c)
@@ -429,6 +436,16 @@ func (m *Model) detailLines() []string {
 		}
 	}
 	return out
+}
+
+func unreachableCount(vs []worker.InstanceView) int {
+	n := 0
+	for i := range vs {
+		if !vs[i].UnreachableSince.IsZero() && vs[i].State != worker.StateShutdown {
+			n++
+		}
+	}
+	return n
 }
 
 func or(s, d string) string {

@@ -11,6 +11,7 @@ import (
 	"dispatch-tui/engine/worker"
 	"dispatch-tui/tui/backend"
 	"dispatch-tui/tui/table"
+	"dispatch-tui/tui/theme"
 )
 
 // viewID names the table views, in the order of the 1–4 keys.
@@ -140,16 +141,29 @@ func instanceID(v *worker.InstanceView, i int) string {
 	return string(v.ID)
 }
 
+// unreachableText says since when an instance has not answered, and why.
+func unreachableText(v *worker.InstanceView) string {
+	return "unreachable since " + v.UnreachableSince.Format("15:04:05") + ": " + v.LastError
+}
+
 func instanceRows(s *backend.Snapshot, now time.Time) []table.Row {
 	rows := make([]table.Row, len(s.Instances))
 	for i := range s.Instances {
 		v := &s.Instances[i]
 		ag, agn := age(now, v.AppearedAt)
+		state, errText := string(v.State), v.LastError
+		if !v.UnreachableSince.IsZero() {
+			errText = unreachableText(v)
+			if v.State != worker.StateShutdown { // being destroyed says more
+				// As text too, so that it reads without colour.
+				state = theme.StateUnreachable
+			}
+		}
 		rows[i] = table.Row{
 			ID:    instanceID(v, i),
-			State: string(v.State),
-			Cells: []string{instanceID(v, i), v.Type, string(v.State), string(v.IdleBehavior),
-				strconv.Itoa(len(v.Containers)), strconv.FormatFloat(v.Price, 'f', 3, 64), ag, v.Address, v.LastError},
+			State: state,
+			Cells: []string{instanceID(v, i), v.Type, state, string(v.IdleBehavior),
+				strconv.Itoa(len(v.Containers)), strconv.FormatFloat(v.Price, 'f', 3, 64), ag, v.Address, errText},
 			Nums: []float64{0, 0, 0, 0, float64(len(v.Containers)), v.Price, agn, 0, 0},
 		}
 	}

@@ -320,6 +320,12 @@ func TestUnreachableHostKeepsBeingListed(t *testing.T) {
 	if got := list(t, d, owner); len(got) != 2 {
 		t.Fatalf("after a failed destroy listed %v", ids(got))
 	}
+	// A create that finds no host says why the unreachable one was skipped.
+	_, err = fresh.Create(ctx, unitTypes[0], testTags("me", "s3"))
+	if _, ok := cloud.AsCapacity(err); !ok || !strings.Contains(err.Error(), "1 unreachable") ||
+		!strings.Contains(err.Error(), "; "+de.servers[0].addr+": ") {
+		t.Fatalf("create with host 0 down and host 1 taken: %v; want a capacity error naming host 0's error", err)
+	}
 	// Back up: listed from the host itself again, and destroyable.
 	de.servers[0].start()
 	if got := ids(list(t, fresh, owner)); len(got) != 2 || !slicesContains(got, string(inst.ID())) {

@@ -412,6 +412,7 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 	}
 	n, unreachable := 0, 0
 	takenBy := map[string]int{} // owner ("" = unknown) -> hosts
+	var unreachableErr error    // the first, for the create's error (and so its event)
 	for _, h := range d.hosts {
 		if h.it.Name != it.Name {
 			continue
@@ -459,6 +460,9 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 			d.log.Info("sshhosts: host already claimed; skipping", "instance", string(h.id), "address", h.addr, "claimed_by", owner)
 		default:
 			unreachable++
+			if unreachableErr == nil {
+				unreachableErr = fmt.Errorf("%s: %w", h.addr, err)
+			}
 			h.noteUnreachable(err)
 		}
 		h.opMu.Unlock()
@@ -470,8 +474,11 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 	if unreachable > 0 {
 		why += fmt.Sprintf(", %d unreachable", unreachable)
 	}
-	why += describeTaken(takenBy)
-	return nil, &cloud.CapacityError{InstanceType: provider, Err: errors.New(why + ")")}
+	why += describeTaken(takenBy) + ")"
+	if unreachableErr != nil {
+		why += "; " + unreachableErr.Error()
+	}
+	return nil, &cloud.CapacityError{InstanceType: provider, Err: errors.New(why)}
 }
 
 // Instances reads every host's tags file (in parallel, each bounded by a

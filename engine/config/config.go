@@ -114,6 +114,7 @@ type Cloud struct {
 	TimeoutIdle          time.Duration
 	TimeoutBooting       time.Duration
 	TimeoutProbe         time.Duration
+	TimeoutRunnerCall    time.Duration // bounds each command run on an instance (docs/design.md §6)
 	TimeoutShutdown      time.Duration
 	ProbeInterval        time.Duration
 	SyncInterval         time.Duration

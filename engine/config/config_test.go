@@ -41,6 +41,7 @@ func TestDefault(t *testing.T) {
 			TimeoutIdle:          time.Minute,
 			TimeoutBooting:       10 * time.Minute,
 			TimeoutProbe:         10 * time.Minute,
+			TimeoutRunnerCall:    10 * time.Second,
 			TimeoutShutdown:      10 * time.Second,
 			ProbeInterval:        10 * time.Second,
 			SyncInterval:         time.Minute,
@@ -135,6 +136,7 @@ boot_probe_command = "test -d /data"
 timeout_idle = "0s"
 timeout_booting = "5m"
 timeout_probe = "3m"
+timeout_runner_call = "4s"
 timeout_shutdown = "20s"
 probe_interval = "5s"
 sync_interval = "30s"
@@ -224,6 +226,7 @@ kill = "ctrl+k"
 			TimeoutIdle:          0,
 			TimeoutBooting:       5 * time.Minute,
 			TimeoutProbe:         3 * time.Minute,
+			TimeoutRunnerCall:    4 * time.Second,
 			TimeoutShutdown:      20 * time.Second,
 			ProbeInterval:        5 * time.Second,
 			SyncInterval:         30 * time.Second,

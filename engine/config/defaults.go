@@ -39,6 +39,7 @@ func Default() *Config {
 			TimeoutIdle:          time.Minute,
 			TimeoutBooting:       10 * time.Minute,
 			TimeoutProbe:         10 * time.Minute,
+			TimeoutRunnerCall:    10 * time.Second,
 			TimeoutShutdown:      10 * time.Second,
 			ProbeInterval:        10 * time.Second,
 			SyncInterval:         time.Minute,

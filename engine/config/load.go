@@ -243,6 +243,7 @@ type rawCloud struct {
 	TimeoutIdle          value       `toml:"timeout_idle"`
 	TimeoutBooting       value       `toml:"timeout_booting"`
 	TimeoutProbe         value       `toml:"timeout_probe"`
+	TimeoutRunnerCall    value       `toml:"timeout_runner_call"`
 	TimeoutShutdown      value       `toml:"timeout_shutdown"`
 	ProbeInterval        value       `toml:"probe_interval"`
 	SyncInterval         value       `toml:"sync_interval"`

@@ -160,6 +160,7 @@ func (c *Config) validate() []*Error {
 	v.nonNegDur(&cl.TimeoutIdle)
 	v.positiveDur(&cl.TimeoutBooting)
 	v.positiveDur(&cl.TimeoutProbe)
+	v.positiveDur(&cl.TimeoutRunnerCall)
 	v.positiveDur(&cl.TimeoutShutdown)
 	v.positiveDur(&cl.ProbeInterval)
 	v.positiveDur(&cl.SyncInterval)

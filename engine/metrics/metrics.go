@@ -151,6 +151,7 @@ type collector struct {
 
 	buildInfo       *prometheus.Desc
 	instances       *prometheus.Desc
+	unreachable     *prometheus.Desc
 	price           *prometheus.Desc
 	vcpus           *prometheus.Desc
 	ram             *prometheus.Desc
@@ -189,6 +190,9 @@ func newCollector(m *Metrics) *collector {
 		instances: prometheus.NewDesc(name("instances"),
 			"Instances in the worker pool (creates in flight count as booting), by state, instance type and idle behavior.",
 			[]string{"state", "type", "idle_behavior"}, nil),
+		unreachable: prometheus.NewDesc(name("instances_unreachable"),
+			"Instances not shut down whose probes are failing (unreachable_since is set), by instance type.",
+			[]string{"type"}, nil),
 		price: prometheus.NewDesc(name("price_per_hour_dollars"),
 			"Total hourly price of the instances that are not shut down (creates in flight included).", nil, nil),
 		vcpus: prometheus.NewDesc(name("vcpus"),
@@ -239,7 +243,7 @@ func newCollector(m *Metrics) *collector {
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
-		c.buildInfo, c.instances, c.price, c.vcpus, c.ram, c.containers, c.longestWait,
+		c.buildInfo, c.instances, c.unreachable, c.price, c.vcpus, c.ram, c.containers, c.longestWait,
 		c.allocNotStarted, c.overQuota, c.atQuota, c.quotaLimit, c.paused, c.lastPass,
 		c.creating, c.cloudOps, c.probes, c.probeDuration, c.bootDuration, c.runnerDeploys,
 		c.starts, c.killSignals, c.logsNotStored, c.logsLost,
@@ -285,6 +289,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for i, t := range types {
 		typeIdx[t.Name] = i
 	}
+	unreachable := make(map[string]int, len(types))
+	for _, t := range types {
+		unreachable[t.Name] = 0
+	}
 	var price float64
 	// Totals add up as floats: what they are exported as, and a sum of
 	// sizes that cannot wrap around.
@@ -294,6 +302,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		if v.State == worker.StateShutdown {
 			continue
 		}
+		if !v.UnreachableSince.IsZero() {
+			unreachable[v.Type]++
+		}
 		price += v.Price
 		if i, ok := typeIdx[v.Type]; ok {
 			vcpuTotal += float64(types[i].VCPUs)
@@ -302,6 +313,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for k, n := range counts {
 		gauge(c.instances, float64(n), string(k.state), k.typ, string(k.behavior))
+	}
+	for typ, n := range unreachable {
+		gauge(c.unreachable, float64(n), typ)
 	}
 	gauge(c.price, price)
 

@@ -374,6 +374,35 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+// An instance whose probes fail counts in instances_unreachable until it
+// answers again; the series exist (at 0) for every type.
+func TestUnreachableGauge(t *testing.T) {
+	env := newEnv(t, cloudtest.Options{Seed: 1})
+	env.submit(1)
+	env.until("running", 60, func() bool { return env.count(queue.Running) == 1 })
+	_, fams := scrape(t, env.m)
+	expect(t, fams, 0, "dispatch_tui_instances_unreachable", "type", "small")
+	expect(t, fams, 0, "dispatch_tui_instances_unreachable", "type", "large")
+
+	inst := env.eng.Instances()[0].ID
+	env.cloud.Break(inst)
+	env.until("unreachable", 30, func() bool {
+		v, _ := env.eng.Instance(string(inst))
+		return !v.UnreachableSince.IsZero()
+	})
+	text, fams := scrape(t, env.m)
+	expect(t, fams, 1, "dispatch_tui_instances_unreachable", "type", "small")
+	t.Run("promtool", func(t *testing.T) { promtoolCheck(t, text) })
+
+	env.cloud.Unbreak(inst)
+	env.until("reachable", 30, func() bool {
+		v, _ := env.eng.Instance(string(inst))
+		return v.UnreachableSince.IsZero()
+	})
+	_, fams = scrape(t, env.m)
+	expect(t, fams, 0, "dispatch_tui_instances_unreachable", "type", "small")
+}
+
 // TestConcurrentScrapes scrapes while the engine steps (run with -race).
 func TestConcurrentScrapes(t *testing.T) {
 	env := newEnv(t, cloudtest.Options{Seed: 2})

@@ -5,7 +5,9 @@
 // TCP connection. The connection is dialed lazily, checked against the
 // caller's host key policy (KnownHosts or Pinned) and, when a per-instance
 // secret is configured, against that secret before any other command runs.
-// A broken connection is dropped and dialed again on the next call.
+// A broken connection is dropped and dialed again on the next call; one
+// that stops answering (a network cut, which closes nothing) is found by
+// keepalive requests and dropped the same way (keepalive.go).
 package sshexec
 
 import (
@@ -33,6 +35,10 @@ const (
 	// DefaultMaxSessions matches OpenSSH's default MaxSessions: sshd refuses
 	// more concurrent sessions than that on one connection.
 	DefaultMaxSessions = 10
+	// DefaultKeepaliveInterval and DefaultKeepaliveTimeout: a connection
+	// that has not answered a keepalive within interval+timeout is closed.
+	DefaultKeepaliveInterval = 5 * time.Second
+	DefaultKeepaliveTimeout  = 10 * time.Second
 	// DefaultSecretCommand prints the instance's secret, relative to the
 	// login directory. The local driver writes that file into each sandbox
 	// and sshhosts writes it when it claims a host.
@@ -87,6 +93,15 @@ type Options struct {
 
 	MaxOutput   int // cap on each of stdout and stderr; default 64 MiB
 	MaxSessions int // concurrent sessions on the connection; default 10, <0 = unlimited
+
+	// KeepaliveInterval is how often an open connection sends a
+	// "keepalive@openssh.com" request; KeepaliveTimeout is how long it
+	// waits for the reply (any reply, even a refusal) before closing the
+	// connection, so that the next call dials a new one. Defaults 5s and
+	// 10s (generous: dropping a slow but live connection fails the calls
+	// on it); a negative interval turns keepalives off.
+	KeepaliveInterval time.Duration
+	KeepaliveTimeout  time.Duration
 }
 
 // Executor runs commands on one instance over one SSH connection. It
@@ -132,6 +147,12 @@ func New(opts Options) *Executor {
 	}
 	if opts.MaxSessions == 0 {
 		opts.MaxSessions = DefaultMaxSessions
+	}
+	if opts.KeepaliveInterval == 0 {
+		opts.KeepaliveInterval = DefaultKeepaliveInterval
+	}
+	if opts.KeepaliveTimeout <= 0 {
+		opts.KeepaliveTimeout = DefaultKeepaliveTimeout
 	}
 	e := &Executor{opts: opts, killGrace: defaultKillGrace}
 	if opts.MaxSessions > 0 {
@@ -252,10 +273,15 @@ func (e *Executor) getClient(ctx context.Context) (c *ssh.Client, fresh bool, er
 		return nil, false, err
 	}
 	e.client = c
+	gone := make(chan struct{})
 	go func() {
 		_ = c.Wait()
+		close(gone)
 		e.drop(c)
 	}()
+	if e.opts.KeepaliveInterval > 0 {
+		go e.keepalive(c, gone)
+	}
 	return c, true, nil
 }
 

@@ -69,6 +69,7 @@ type testServer struct {
 	ln       net.Listener
 
 	accepted    atomic.Int32 // TCP connections accepted
+	keepalives  atomic.Int32 // keepalive@openssh.com requests answered
 	running     atomic.Int32 // commands running now
 	maxRunning  atomic.Int32 // most commands running at once
 	execStarted chan string  // commands started (never blocks)
@@ -190,7 +191,14 @@ func (s *testServer) serveConn(conn net.Conn) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		ssh.DiscardRequests(reqs)
+		for r := range reqs {
+			if r.Type == keepaliveRequest {
+				s.keepalives.Add(1)
+			}
+			if r.WantReply {
+				_ = r.Reply(false, nil) // as OpenSSH's sshd does
+			}
+		}
 	}()
 	for nc := range chans {
 		if nc.ChannelType() != "session" {
@@ -992,5 +1000,62 @@ func TestHungConnectionIsDropped(t *testing.T) {
 	}
 	if got := p.accepted.Load(); got != 2 {
 		t.Fatalf("proxy accepted %d connections, want 2", got)
+	}
+}
+
+// connected reports whether e holds an open connection.
+func (e *Executor) connected() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.client != nil
+}
+
+// A connection that stops answering while idle (a network cut: nothing is
+// closed) is found by the keepalive within interval+timeout and dropped,
+// and the first call after the cut heals dials a new one.
+func TestKeepaliveDropsDeadConnection(t *testing.T) {
+	f := newFixture(t)
+	p := newFreezeProxy(t, f.srv.addr)
+	o := f.opts()
+	o.Address = p.ln.Addr().String()
+	o.KeepaliveInterval = 50 * time.Millisecond
+	o.KeepaliveTimeout = 100 * time.Millisecond
+	e := f.executor(t, o)
+	mustExec(t, e, "true", nil)
+
+	// Keepalives are answered (with a refusal, as sshd does): the
+	// connection stays up across several rounds.
+	waitFor(t, "three keepalives answered", func() bool { return f.srv.keepalives.Load() >= 3 })
+	if !e.connected() {
+		t.Fatal("a healthy connection was dropped by the keepalive")
+	}
+
+	p.setFrozen(true)
+	cut := time.Now()
+	waitFor(t, "the dead connection to be dropped", func() bool { return !e.connected() })
+	// Generous bound for a loaded machine, still far below the 60s a
+	// command timeout would take.
+	if d, bound := time.Since(cut), o.KeepaliveInterval+o.KeepaliveTimeout; d > 3*bound+time.Second {
+		t.Fatalf("dead connection dropped after %v, want about %v", d, bound)
+	}
+
+	p.setFrozen(false)
+	if out, _ := mustExec(t, e, "echo healed", nil); out != "healed\n" {
+		t.Fatalf("%q", out)
+	}
+	if got := p.accepted.Load(); got != 2 {
+		t.Fatalf("proxy accepted %d connections, want 2 (a redial after the heal)", got)
+	}
+}
+
+// waitFor polls cond until it holds, failing after 10s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond) // poll interval
 	}
 }

@@ -63,6 +63,19 @@ type instance struct {
 	createdAt    time.Time // when this pool asked for it (zero: found in a listing)
 	listSeq      uint64
 
+	// The probe in flight: its cancel, when it started, and the deadline
+	// (on the pool's clock) and name of the call it is making. overdue:
+	// it was already counted as failed when that deadline passed.
+	probeCancel  context.CancelFunc
+	probeStart   time.Time
+	callStage    string
+	callLimit    time.Duration
+	callDeadline time.Time
+	probeOverdue bool
+	// hostKeyReported: a host key refusal of this run of failures is
+	// already an event.
+	hostKeyReported bool
+
 	csSpare    []string // spare buffer for Containers
 	starts     []startEntry
 	kills      []killEntry
@@ -273,6 +286,7 @@ func (p *Pool) executor(w *instance) (runner.Executor, error) {
 	if err != nil {
 		return nil, err
 	}
+	e = withCallDeadline(e, p.s.slowCallTimeout)
 	p.mu.Lock()
 	if w.exec == nil && !w.removed && !p.stopped {
 		w.exec = e

@@ -35,7 +35,8 @@ import (
 const (
 	EventState        = "state"         // an instance changed state (ready, gone)
 	EventCloudError   = "cloud_error"   // a cloud call failed
-	EventProbeError   = "probe_error"   // an instance's probes started failing
+	EventProbeError   = "probe_error"   // an instance became unreachable (or refused its host key)
+	EventProbeOK      = "probe_ok"      // an unreachable instance answers again
 	EventIdleBehavior = "idle_behavior" // hold/drain/run changed
 	EventShutdown     = "shutdown"      // the pool decided to destroy an instance
 	EventCreate       = "create"        // a create call succeeded
@@ -374,6 +375,7 @@ func (p *Pool) Step() {
 				continue
 			}
 		}
+		p.checkProbeDeadlineLocked(w, now)
 		if len(w.kills) > 0 {
 			p.checkKillsLocked(w, now)
 		}

@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/sshexec"
 )
 
 func (p *Pool) startProbesLocked(now time.Time) {
@@ -50,71 +53,119 @@ func (p *Pool) startProbeLocked(w *instance, now time.Time) {
 	}
 	w.probing = true
 	w.nextProbe = now.Add(interval)
-	if !p.goLocked(func() { p.runProbe(w, mode) }) {
+	ctx, cancel := context.WithCancel(p.ctx)
+	w.probeCancel = cancel
+	w.probeStart = now
+	if !p.goLocked(func() { p.runProbe(ctx, w, mode) }) {
 		w.probing = false
+		w.probeCancel = nil
+		cancel()
 	}
 }
 
-func (p *Pool) runProbe(w *instance, mode probeMode) {
+// probeCall is one probe in flight: it runs each of the probe's calls under
+// its own deadline and tells the pool which call it is in, so that Step
+// can count the probe as failed as soon as that deadline passes on the
+// pool's clock, without waiting for the call to return.
+type probeCall struct {
+	p     *Pool
+	w     *instance
+	ctx   context.Context // canceled by Step at the deadline, or by Stop
+	limit time.Duration   // each call's deadline (the install's is longer)
+	stage string
+}
+
+// call runs fn as stage, bounded by limit.
+func (c *probeCall) call(stage string, limit time.Duration, fn func(context.Context) error) error {
+	c.stage = stage
+	c.p.mu.Lock()
+	c.w.callStage = stage
+	c.w.callLimit = limit
+	c.w.callDeadline = c.p.clk.Now().Add(limit)
+	c.p.mu.Unlock()
+	ctx, cancel := context.WithTimeout(c.ctx, limit)
+	defer cancel()
+	err := fn(ctx)
+	if err != nil && ctx.Err() != nil && !c.p.canceled() {
+		err = fmt.Errorf("no answer within %s: %w", limit, err)
+	}
+	return err
+}
+
+func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode) {
 	t0 := p.clk.Now()
 	var (
 		sts     []runner.Status
 		listSeq uint64
 		listAt  time.Time
-		stage   string
 	)
+	// A ready instance's probe is what shows a cut within seconds; a
+	// booting or adopted one deploys and starts the runner first.
+	limit := p.s.callTimeout
+	if mode != probeList {
+		limit = p.s.slowCallTimeout
+	}
+	pc := &probeCall{p: p, w: w, ctx: ctx, limit: limit}
 	exec, err := p.executor(w)
 	if err != nil {
-		stage = "connect"
+		pc.stage = "connect"
 	}
 	client := runner.Client{Exec: exec, Path: p.s.runnerPath}
 	if err == nil && mode == probeBoot && p.s.bootProbe != "" {
-		stage = "boot probe"
-		_, _, err = exec.Execute(p.ctx, p.s.bootProbe, nil)
+		err = pc.call("boot probe", pc.limit, func(ctx context.Context) error {
+			_, _, err := exec.Execute(ctx, p.s.bootProbe, nil)
+			return err
+		})
 	}
 	if err == nil && mode != probeList {
-		stage = "runner deploy"
-		err = p.ensureRunner(exec, &client)
+		err = p.ensureRunner(pc, exec, &client)
 	}
 	if err == nil {
-		stage = "runner list"
 		p.mu.Lock()
 		listSeq = p.nextSeqLocked()
 		listAt = p.clk.Now()
 		p.mu.Unlock()
-		sts, err = client.List(p.ctx)
+		err = pc.call("runner list", pc.limit, func(ctx context.Context) error {
+			var err error
+			sts, err = client.List(ctx)
+			return err
+		})
 	}
 	lat := p.clk.Now().Sub(t0)
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w.probing = false
+	w.probeCancel()
+	w.probeCancel = nil
+	w.callDeadline = time.Time{}
+	overdue := w.probeOverdue
+	w.probeOverdue = false
 	if w.removed || (err != nil && p.canceled()) {
 		return
 	}
 	now := p.clk.Now()
-	p.stats.Probes++
-	p.stats.ProbeTime += lat
-	p.stats.ProbeMaxTime = max(p.stats.ProbeMaxTime, lat)
-	p.stats.ProbeLatency.observe(lat)
 	w.v.LastProbe = now
 	w.probed = true
-	if err != nil {
-		p.stats.ProbeFailures++
-		msg := stage + ": " + err.Error()
-		w.v.LastError = msg
-		w.v.ProbeFailing = true
-		if !w.probeFailing && w.v.State != StateBooting {
-			p.eventLocked(now, w.v.ID, EventProbeError, "probe failed: "+msg, slog.LevelWarn)
-			p.notifyLocked()
-		} else {
-			p.log.Debug("probe failed", "instance", string(w.v.ID), "state", string(w.v.State), "error", msg)
+	if overdue { // counted, as failed, when its deadline passed
+		if err != nil {
+			return
 		}
-		w.probeFailing = true
-		return
+	} else {
+		p.countProbeLocked(lat)
+		if err != nil {
+			p.probeFailedLocked(w, now, t0, pc.stage+": "+err.Error(), err)
+			return
+		}
 	}
 	changed := w.probeFailing || w.v.LastError != ""
+	if !w.v.UnreachableSince.IsZero() {
+		p.eventLocked(now, w.v.ID, EventProbeOK, fmt.Sprintf("reachable again after %s (unreachable since %s)",
+			now.Sub(w.v.UnreachableSince).Round(time.Second), w.v.UnreachableSince.Format(time.TimeOnly)), slog.LevelInfo)
+		w.v.UnreachableSince = time.Time{}
+	}
 	w.probeFailing = false
+	w.hostKeyReported = false
 	w.lastProbeOK = now
 	w.v.LastError = ""
 	w.v.ProbeFailing = false
@@ -131,19 +182,88 @@ func (p *Pool) runProbe(w *instance, mode probeMode) {
 	}
 }
 
+// checkProbeDeadlineLocked counts w's probe as failed once the call it is
+// making is past its deadline on the pool's clock, and cancels it: an
+// instance that stops answering is shown unreachable at that deadline, not
+// whenever the call finally returns.
+func (p *Pool) checkProbeDeadlineLocked(w *instance, now time.Time) {
+	if !w.probing || w.probeOverdue || w.callDeadline.IsZero() || now.Before(w.callDeadline) {
+		return
+	}
+	w.probeOverdue = true
+	w.probeCancel()
+	w.v.LastProbe = now
+	w.probed = true
+	p.countProbeLocked(now.Sub(w.probeStart))
+	msg := fmt.Sprintf("%s: no answer within %s", w.callStage, w.callLimit)
+	p.probeFailedLocked(w, now, w.probeStart, msg, context.DeadlineExceeded)
+}
+
+// countProbeLocked counts a probe that ended (or was given up on) after lat.
+func (p *Pool) countProbeLocked(lat time.Duration) {
+	p.stats.Probes++
+	p.stats.ProbeTime += lat
+	p.stats.ProbeMaxTime = max(p.stats.ProbeMaxTime, lat)
+	p.stats.ProbeLatency.observe(lat)
+}
+
+// probeFailedLocked records a failed probe that started at started. The
+// first failure of a ready (or adopted) instance makes it unreachable since
+// then, with one event; later ones only update LastError. A booting
+// instance is not expected to answer yet, except that a refused host key is
+// worth an event at once.
+func (p *Pool) probeFailedLocked(w *instance, now, started time.Time, msg string, err error) {
+	p.stats.ProbeFailures++
+	w.v.LastError = msg
+	w.v.ProbeFailing = true
+	w.probeFailing = true
+	hostKey := errors.Is(err, sshexec.ErrHostKey) && !w.hostKeyReported
+	if hostKey {
+		w.hostKeyReported = true
+	}
+	switch {
+	case w.v.State == StateBooting || w.v.State == StateShutdown:
+		if hostKey {
+			p.eventLocked(now, w.v.ID, EventProbeError, "host key refused: "+msg, slog.LevelWarn)
+		} else {
+			p.log.Debug("probe failed", "instance", string(w.v.ID), "state", string(w.v.State), "error", msg)
+		}
+	case w.v.UnreachableSince.IsZero():
+		w.v.UnreachableSince = started
+		p.eventLocked(now, w.v.ID, EventProbeError, fmt.Sprintf("unreachable since %s: %s",
+			started.Format(time.TimeOnly), msg), slog.LevelWarn)
+	default:
+		p.log.Debug("probe failed", "instance", string(w.v.ID), "state", string(w.v.State), "error", msg)
+	}
+	p.notifyLocked()
+}
+
 // ensureRunner installs the runner if "runner version" does not report
 // RunnerHash.
-func (p *Pool) ensureRunner(exec runner.Executor, client *runner.Client) error {
+func (p *Pool) ensureRunner(pc *probeCall, exec runner.Executor, client *runner.Client) error {
 	want := p.opts.RunnerHash
 	if want == "" {
 		return nil
 	}
-	v, err := client.Version(p.ctx)
+	version := func() (v string, err error) {
+		err = pc.call("runner deploy", pc.limit, func(ctx context.Context) error {
+			v, err = client.Version(ctx)
+			return err
+		})
+		return v, err
+	}
+	v, err := version()
 	if err == nil && versionHash(v) == want {
 		return nil
 	}
 	if p.canceled() {
 		return p.ctx.Err()
+	}
+	var exitErr *runner.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		// No answer (a dead connection, a deadline): installing would
+		// only wait longer. A runner that is missing exits non-zero.
+		return err
 	}
 	if p.opts.RunnerBinary == nil {
 		return fmt.Errorf("runner at %s reports %q, want hash %s, and no binary to install", p.s.runnerPath, v, want)
@@ -152,7 +272,12 @@ func (p *Pool) ensureRunner(exec runner.Executor, client *runner.Client) error {
 	if err != nil {
 		return fmt.Errorf("reading runner binary: %w", err)
 	}
-	_, stderr, err := exec.Execute(p.ctx, runner.InstallLine(p.s.runnerPath), bin)
+	var stderr []byte
+	err = pc.call("runner deploy", p.s.slowCallTimeout, func(ctx context.Context) error {
+		var err error
+		_, stderr, err = exec.Execute(ctx, runner.InstallLine(p.s.runnerPath), bin)
+		return err
+	})
 	p.releaseRunnerBinary()
 	if err != nil {
 		return fmt.Errorf("installing runner at %s: %w (%s)", p.s.runnerPath, err, strings.TrimSpace(string(stderr)))
@@ -160,7 +285,7 @@ func (p *Pool) ensureRunner(exec runner.Executor, client *runner.Client) error {
 	p.mu.Lock()
 	p.stats.RunnerDeploys++
 	p.mu.Unlock()
-	v, err = client.Version(p.ctx)
+	v, err = version()
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,8 @@ type settings struct {
 	timeoutBooting       time.Duration
 	timeoutProbe         time.Duration
 	timeoutShutdown      time.Duration
+	callTimeout          time.Duration // each call of a ready instance's probe
+	slowCallTimeout      time.Duration // calls that may install or start the runner
 	probeInterval        time.Duration
 	bootProbeInterval    time.Duration
 	syncInterval         time.Duration
@@ -32,6 +34,7 @@ type settings struct {
 const (
 	defaultQuotaProbeAfter = time.Minute
 	defaultCapacityBackoff = time.Minute
+	minSlowCallTimeout     = time.Minute
 )
 
 // newSettings reads the pool's settings from c and opts. It reports every
@@ -45,6 +48,7 @@ func newSettings(c *config.Config, opts Options) (settings, error) {
 		timeoutBooting:       c.Cloud.TimeoutBooting,
 		timeoutProbe:         c.Cloud.TimeoutProbe,
 		timeoutShutdown:      c.Cloud.TimeoutShutdown,
+		callTimeout:          c.Cloud.TimeoutRunnerCall,
 		probeInterval:        c.Cloud.ProbeInterval,
 		syncInterval:         c.Cloud.SyncInterval,
 		killGrace:            c.Containers.KillGrace,
@@ -65,6 +69,7 @@ func newSettings(c *config.Config, opts Options) (settings, error) {
 		{"cloud.timeout_booting", s.timeoutBooting, false},
 		{"cloud.timeout_probe", s.timeoutProbe, false},
 		{"cloud.timeout_shutdown", s.timeoutShutdown, false},
+		{"cloud.timeout_runner_call", s.callTimeout, false},
 		{"cloud.probe_interval", s.probeInterval, false},
 		{"cloud.sync_interval", s.syncInterval, false},
 		{"containers.kill_grace", s.killGrace, true},
@@ -90,6 +95,10 @@ func newSettings(c *config.Config, opts Options) (settings, error) {
 	if opts.RunnerHash != "" {
 		s.runnerPath += "~" + opts.RunnerHash
 	}
+	// Uploading the runner (tens of MB), starting it the first time and
+	// starting containers may take long on a loaded instance; cut short
+	// and retried from scratch, they might never finish.
+	s.slowCallTimeout = max(s.callTimeout, minSlowCallTimeout)
 	s.bootProbeInterval = min(s.probeInterval, time.Second)
 	s.syncSoon = min(s.syncInterval, 5*time.Second)
 	return s, nil

@@ -28,6 +28,10 @@ type InstanceView struct {
 	// ProbeFailing: the last probe failed; the scheduler starts nothing
 	// there until one succeeds.
 	ProbeFailing bool `json:"probe_failing,omitempty"`
+	// UnreachableSince is when the first of the current run of failed
+	// probes started (zero while probes succeed, and while booting):
+	// set at the latest when that probe's call deadline passes.
+	UnreachableSince time.Time `json:"unreachable_since,omitzero"`
 	// Reported is the runner's last "runner list" (running and exited
 	// containers), taken at ListedAt. Nil until the first successful list.
 	Reported []runner.Status `json:"-"`

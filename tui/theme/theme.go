@@ -66,6 +66,7 @@ func New(mode string, dark, noColor bool) *Theme {
 		t.Changed = paint(ansi.Style{}.Bold())
 		t.Mark = paint(ansi.Style{}.Underline(true))
 		t.Selected = t.Cursor
+		t.states[StateUnreachable] = t.Bold
 		return t
 	}
 	c := func(light, darkC string) color.Color {
@@ -87,6 +88,7 @@ func New(mode string, dark, noColor bool) *Theme {
 	t.Selected = paint(fg("#005f87", "#5fd7ff").Reverse(true))
 	green, yellow, blue, red, grey := fg("#00875f", "#5fd787"), fg("#af8700", "#ffd75f"),
 		fg("#005fd7", "#5fafff"), fg("#d70000", "#ff5f5f"), fg("#8a8a8a", "#8a8a8a")
+	t.states[StateUnreachable] = paint(red.Bold().Reverse(true))
 	for s, st := range map[string]ansi.Style{
 		"running": green, "idle": blue, "booting": yellow, "unknown": grey, "shutdown": red,
 		"Running": green, "Queued": yellow, "Locked": blue, "Complete": grey, "Cancelled": red,
@@ -95,6 +97,11 @@ func New(mode string, dark, noColor bool) *Theme {
 	}
 	return t
 }
+
+// StateUnreachable is the row state, and the STATE text, of an instance
+// whose probes are failing: a state of its own for the eye, although the
+// pool keeps its real state (shown in the details).
+const StateUnreachable = "unreach"
 
 // State returns the paint for a state name (none when unknown or NO_COLOR).
 func (t *Theme) State(s string) Paint { return t.states[s] }

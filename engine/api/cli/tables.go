@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/config"
@@ -25,9 +26,19 @@ func instanceTable(w io.Writer, items []worker.InstanceView) error {
 			id = "(creating)"
 		}
 		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%d\t%.3f\t%s\t%s\n", termsafe.Escape(id), termsafe.Escape(v.Type), v.State, v.IdleBehavior,
-			len(v.Containers), v.Price, ago(v.AppearedAt), clip(v.LastError, 30))
+			len(v.Containers), v.Price, ago(v.AppearedAt), instanceError(v))
 	}
 	return t.Flush()
+}
+
+// instanceError is the LAST ERROR column: an unreachable instance reads
+// "unreachable since 15:04:05: <error>", so that a partition is seen
+// without -o json.
+func instanceError(v worker.InstanceView) string {
+	if v.UnreachableSince.IsZero() {
+		return clip(v.LastError, 40)
+	}
+	return clip("unreachable since "+v.UnreachableSince.Local().Format(time.TimeOnly)+": "+v.LastError, 80)
 }
 
 func containerTable(w io.Writer, items []queue.Container, available int) error {

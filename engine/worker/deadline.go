@@ -1,0 +1,52 @@
+package worker
+
+import (
+	"context"
+	"time"
+
+	"dispatch-tui/engine/runner"
+)
+
+// withCallDeadline returns e with a deadline of limit on every call whose
+// context has none, so that no runner call (start, kill, forget, logs)
+// waits on a dead connection for longer: probes set their own, tighter,
+// deadlines (probe.go). It keeps e's SessionExecutor side, which the
+// runner client looks for.
+func withCallDeadline(e runner.Executor, limit time.Duration) runner.Executor {
+	b := boundedExecutor{inner: e, limit: limit}
+	if se, ok := e.(runner.SessionExecutor); ok {
+		return boundedSessionExecutor{boundedExecutor: b, session: se}
+	}
+	return b
+}
+
+type boundedExecutor struct {
+	inner runner.Executor
+	limit time.Duration
+}
+
+func (b boundedExecutor) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, b.limit)
+}
+
+func (b boundedExecutor) Execute(ctx context.Context, cmd string, stdin []byte) ([]byte, []byte, error) {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	return b.inner.Execute(ctx, cmd, stdin)
+}
+
+func (b boundedExecutor) Close() error { return b.inner.Close() }
+
+type boundedSessionExecutor struct {
+	boundedExecutor
+	session runner.SessionExecutor
+}
+
+func (b boundedSessionExecutor) Exchange(ctx context.Context, cmd string, frame []byte) ([]byte, error) {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	return b.session.Exchange(ctx, cmd, frame)
+}
