@@ -42,17 +42,21 @@ type Dispatcher struct {
 
 // Cloud is the [cloud] section.
 type Cloud struct {
-	Driver               string // "local" | "sshhosts" (tests also use "cloudtest")
-	SSHUser              string
-	SSHKeyFile           string
-	SSHPort              int
-	KnownHosts           string
-	RunnerPath           string
-	BootProbeCommand     string
-	TimeoutIdle          time.Duration
-	TimeoutBooting       time.Duration
-	TimeoutProbe         time.Duration
-	TimeoutShutdown      time.Duration
+	Driver           string // "local" | "sshhosts" (tests also use "cloudtest")
+	SSHUser          string
+	SSHKeyFile       string
+	SSHPort          int
+	KnownHosts       string
+	RunnerPath       string
+	BootProbeCommand string
+	TimeoutIdle      time.Duration
+	TimeoutBooting   time.Duration
+	TimeoutProbe     time.Duration
+	TimeoutShutdown  time.Duration
+	// TimeoutUnreachable: after this long unreachable, an instance's
+	// containers are written off and requeued although they may still run
+	// (0 = never).
+	TimeoutUnreachable   time.Duration
 	ProbeInterval        time.Duration
 	SyncInterval         time.Duration
 	MaxProbesPerSecond   float64

@@ -39,6 +39,7 @@ func Default() *Config {
 			TimeoutBooting:       10 * time.Minute,
 			TimeoutProbe:         10 * time.Minute,
 			TimeoutShutdown:      10 * time.Second,
+			TimeoutUnreachable:   0, // never: see config.toml.example
 			ProbeInterval:        10 * time.Second,
 			SyncInterval:         time.Minute,
 			MaxProbesPerSecond:   10,

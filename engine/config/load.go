@@ -196,6 +196,7 @@ type rawCloud struct {
 	TimeoutBooting       value       `toml:"timeout_booting"`
 	TimeoutProbe         value       `toml:"timeout_probe"`
 	TimeoutShutdown      value       `toml:"timeout_shutdown"`
+	TimeoutUnreachable   value       `toml:"timeout_unreachable"`
 	ProbeInterval        value       `toml:"probe_interval"`
 	SyncInterval         value       `toml:"sync_interval"`
 	MaxProbesPerSecond   value       `toml:"max_probes_per_second"`
