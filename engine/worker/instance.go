@@ -76,9 +76,13 @@ type instance struct {
 	forgetQ    []string
 	forgetBusy bool
 
-	destroying bool
-	destroyed  bool // last Destroy call succeeded
-	destroyAt  time.Time
+	destroying  bool
+	destroyed   bool   // last Destroy call succeeded
+	shutdownWhy string // why it was shut down
+	// keptForCollection: past timeout_probe but kept out of shutdown
+	// (fence.go); the event saying so was sent.
+	keptForCollection bool
+	destroyAt         time.Time
 	// destroyRetry: after a failed destroy, no new attempt before this.
 	destroyRetry    time.Time
 	destroyFailures int
@@ -102,7 +106,7 @@ func (p *Pool) autoShutdownReason(w *instance, now time.Time) string {
 			if w.lastProbeOK.After(since) {
 				since = w.lastProbeOK
 			}
-			if now.Sub(since) > p.s.timeoutProbe {
+			if now.Sub(since) > p.s.timeoutProbe && !p.keepForCollection(w, now) {
 				return fmt.Sprintf("probe timeout: probes failing for %s: %s", now.Sub(since).Round(time.Second), w.v.LastError)
 			}
 		}
@@ -188,6 +192,7 @@ func (w *instance) shutdown(now time.Time, reason string) {
 	}
 	p := w.pool
 	w.setState(StateShutdown, reason)
+	w.shutdownWhy = reason
 	w.tagsDirty = false
 	w.kills = nil
 	p.eventLocked(now, w.v.ID, EventShutdown, "shutdown: "+reason, slog.LevelInfo)
@@ -222,6 +227,8 @@ func (p *Pool) startDestroyLocked(w *instance, now time.Time) {
 		}
 		w.destroyed = true
 		w.destroyAt = now
+		w.destroyedLocked()
+		p.notifyLocked()
 		p.log.Info("destroyed instance", "instance", string(w.v.ID))
 		p.syncAtLocked(now.Add(p.s.timeoutShutdown))
 	}) {

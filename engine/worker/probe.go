@@ -113,7 +113,8 @@ func (p *Pool) runProbe(w *instance, mode probeMode) {
 		w.probeFailing = true
 		return
 	}
-	changed := w.probeFailing || w.v.LastError != ""
+	changed := w.probeFailing || w.v.LastError != "" || w.v.ContainersLost != ""
+	w.answeredLocked()
 	w.probeFailing = false
 	w.lastProbeOK = now
 	w.v.LastError = ""

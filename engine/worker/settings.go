@@ -18,6 +18,7 @@ type settings struct {
 	timeoutBooting       time.Duration
 	timeoutProbe         time.Duration
 	timeoutShutdown      time.Duration
+	timeoutUnreachable   time.Duration // 0: never give up on an unreachable instance
 	probeInterval        time.Duration
 	bootProbeInterval    time.Duration
 	syncInterval         time.Duration
@@ -45,6 +46,7 @@ func newSettings(c *config.Config, opts Options) (settings, error) {
 		timeoutBooting:       c.Cloud.TimeoutBooting,
 		timeoutProbe:         c.Cloud.TimeoutProbe,
 		timeoutShutdown:      c.Cloud.TimeoutShutdown,
+		timeoutUnreachable:   c.Cloud.TimeoutUnreachable,
 		probeInterval:        c.Cloud.ProbeInterval,
 		syncInterval:         c.Cloud.SyncInterval,
 		killGrace:            c.Containers.KillGrace,
@@ -65,6 +67,7 @@ func newSettings(c *config.Config, opts Options) (settings, error) {
 		{"cloud.timeout_booting", s.timeoutBooting, false},
 		{"cloud.timeout_probe", s.timeoutProbe, false},
 		{"cloud.timeout_shutdown", s.timeoutShutdown, false},
+		{"cloud.timeout_unreachable", s.timeoutUnreachable, true},
 		{"cloud.probe_interval", s.probeInterval, false},
 		{"cloud.sync_interval", s.syncInterval, false},
 		{"containers.kill_grace", s.killGrace, true},
