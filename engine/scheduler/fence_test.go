@@ -92,3 +92,38 @@ func TestRunningKeptUntilInstanceContainersLost(t *testing.T) {
 		t.Fatalf("after the requeue: %s, reason %q", got.State, got.Reason)
 	}
 }
+
+// An exit the lost instance's last list shows is still recorded: the
+// container ends Complete rather than running again.
+func TestExitSeenBeforeInstanceLostCounts(t *testing.T) {
+	t.Parallel()
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	q, err := queue.Open(queue.Options{Path: filepath.Join(t.TempDir(), "q.db"), Clock: clk, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	cfg := config.Default()
+	cfg.InstanceTypes = benchTypes
+	c, err := q.Submit(queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 1 << 30}, MaxAttempts: 3}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ := benchTypes[0]
+	started := clk.Now()
+	pool := &staticPool{quota: 1, views: []worker.InstanceView{{
+		ID: "i-1", Type: typ.Name, ProviderType: typ.ProviderType, State: worker.StateRunning, IdleBehavior: worker.IdleRun,
+		ListedAt: started, Containers: []string{c.ID},
+		Reported: []runner.Status{{ID: c.ID, PID: 7, State: runner.StateRunning, StartedAt: started}},
+	}}}
+	s := New(cfg, q, pool, clk, nil)
+	s.RunPass()
+	clk.Advance(time.Minute)
+	v := &pool.views[0]
+	v.State, v.ContainersLost, v.ListedAt, v.Containers = worker.StateShutdown, "instance i-1 killed: retire", clk.Now(), nil
+	v.Reported = []runner.Status{{ID: c.ID, PID: 7, State: runner.StateExited, StartedAt: started, FinishedAt: clk.Now()}}
+	s.RunPass()
+	if got, _ := q.Get(c.ID); got.State != queue.Complete || got.ExitCode == nil || *got.ExitCode != 0 {
+		t.Fatalf("container %s exit %v, want Complete with exit 0", got.State, got.ExitCode)
+	}
+}

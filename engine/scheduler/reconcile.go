@@ -43,16 +43,17 @@ func (s *Scheduler) reconcileReports(tx *queue.Tx, st *Stats) (anyUnknown bool) 
 		if v.State == worker.StateUnknown {
 			anyUnknown = true
 		}
-		if v.ContainersLost != "" {
-			// Written off (reconcileRunning requeues its containers): its
-			// last list is stale, and must not hold their next attempt
-			// back. Should it answer again, a fresh list is read first.
-			continue
-		}
+		lost := v.ContainersLost != ""
 		for j := range v.Reported {
 			r := &v.Reported[j]
 			c := tx.Get(r.ID)
 			running := r.State == runner.StateRunning
+			if lost && (running || c == nil || c.State != queue.Running || c.InstanceID != string(v.ID)) {
+				// Written off (reconcileRunning requeues its containers):
+				// its list is stale and must not hold their next attempts
+				// back. Only an exit it saw still counts.
+				continue
+			}
 			if running {
 				s.reported[r.ID] = struct{}{}
 			}
