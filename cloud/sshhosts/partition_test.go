@@ -272,13 +272,11 @@ func newPartitionEnv(t *testing.T, hosts int, tune func(*config.Config)) *partit
 func (pe *partitionEnv) submit(name string, maxAttempts int) string {
 	pe.t.Helper()
 	c, err := pe.eng.Submit(queue.Spec{
-		Name:    name,
-		Command: []string{"sh", "-c", `echo run >> "$M"; echo "hello from $N"; i=0; while [ ! -e "$G" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; [ -e "$G" ]`},
-		Env: map[string]string{
-			"M": filepath.Join(pe.markers, name),
-			"G": filepath.Join(pe.gates, name),
-			"N": name,
-		},
+		Name: name,
+		// The paths are arguments, so that a leftover process shows them
+		// in its command line (processesMentioning).
+		Command: []string{"sh", "-c", `echo run >> "$1"; echo "hello from $3"; i=0; while [ ! -e "$2" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; [ -e "$2" ]`,
+			"sh", filepath.Join(pe.markers, name), filepath.Join(pe.gates, name), name},
 		RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 256 << 20},
 		MaxAttempts:        maxAttempts,
 	}, "test")
