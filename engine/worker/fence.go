@@ -21,9 +21,10 @@ import (
 
 // mayHoldContainers reports whether w may have containers the scheduler
 // cares about: running, starting, or exited but not yet forgotten (their
-// exit code or output not collected).
+// exit code or output not collected). An instance found in the listing
+// and never read (after a restart, say) may hold anything.
 func (w *instance) mayHoldContainers() bool {
-	return len(w.v.Containers) > 0 || len(w.starts) > 0 || len(w.v.Reported) > 0
+	return w.v.State == StateUnknown || len(w.v.Containers) > 0 || len(w.starts) > 0 || len(w.v.Reported) > 0
 }
 
 // unreachableSince is when w last answered a probe (or appeared).

@@ -147,3 +147,21 @@ func TestKillInstanceLosesContainersAtOnce(t *testing.T) {
 		t.Fatalf("ContainersLost = %q after a kill", l)
 	}
 }
+
+// After a restart, a host found in the listing that never answers may be
+// running containers of the previous run: timeout_probe does not destroy it.
+func TestProbeTimeoutKeepsUnreadReachDestroyHost(t *testing.T) {
+	h := newHarness(t, hopt{})
+	h.set.reachDestroy.Store(true)
+	h.step()
+	id := h.busyBroken()
+	h.pool.Stop()
+	h.pool = h.newPool(nil) // a restarted dispatcher
+	h.run(30 * time.Minute)
+	if st := h.state(id); st != StateUnknown {
+		t.Fatalf("an unread host that may run containers is %s, want still unknown: %s", st, h.dump())
+	}
+	if n := h.set.destroys.Load(); n != 0 {
+		t.Fatalf("%d destroys", n)
+	}
+}
