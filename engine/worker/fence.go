@@ -60,8 +60,8 @@ func (p *Pool) keepForCollection(w *instance, now time.Time) bool {
 // requeues them although they may still be running there, and the
 // instance is shut down unless it is held.
 func (p *Pool) giveUpUnreachableLocked(w *instance, now time.Time) {
-	if p.s.timeoutUnreachable <= 0 || !w.probeFailing || w.v.ContainersLost != "" || w.v.State == StateBooting {
-		return
+	if p.s.timeoutUnreachable <= 0 || !w.probeFailing || w.v.ContainersLost != "" || w.v.State == StateBooting || !w.mayHoldContainers() {
+		return // nothing to give up (timeout_probe deals with an empty one)
 	}
 	d := now.Sub(w.unreachableSince())
 	if d <= p.s.timeoutUnreachable {
