@@ -207,7 +207,10 @@ func newPartitionEnv(t *testing.T, hosts int, tune func(*config.Config)) *partit
 	cfg.Cloud.BootProbeCommand = "true"
 	cfg.Cloud.ProbeInterval = time.Second
 	cfg.Cloud.TimeoutProbe = 5 * time.Second
-	cfg.Cloud.TimeoutIdle = 2 * time.Second
+	// Long enough for a finished container's output to be fetched before
+	// its idle host is released (a shutdown right after the last exit loses
+	// it: the output-loss part of issue #12).
+	cfg.Cloud.TimeoutIdle = 10 * time.Second
 	cfg.Cloud.SyncInterval = time.Second
 	cfg.Cloud.MaxProbesPerSecond = 100
 	cfg.Cloud.MaxCloudOpsPerSecond = 100
