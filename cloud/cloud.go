@@ -65,6 +65,24 @@ type Instance interface {
 	Destroy(ctx context.Context) error
 }
 
+// ReachDestroyer is implemented by instances whose Destroy has to reach the
+// instance itself, because the driver cannot power it off (sshhosts): such
+// a Destroy fails while the instance does not answer, and once it gets
+// through it ends whatever still runs there. The worker pool therefore does
+// not destroy such an instance for failing probes while containers may be
+// on it: a destroy could only succeed once the instance answers again, and
+// then it would throw away what they did.
+type ReachDestroyer interface {
+	DestroyNeedsReach() bool
+}
+
+// DestroyNeedsReach reports whether inst's Destroy has to reach it (see
+// ReachDestroyer).
+func DestroyNeedsReach(inst Instance) bool {
+	r, ok := inst.(ReachDestroyer)
+	return ok && r.DestroyNeedsReach()
+}
+
 // InstanceSet is a provider's collection of instances.
 type InstanceSet interface {
 	// Create starts a new instance of the given type with the given tags.

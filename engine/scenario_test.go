@@ -578,7 +578,10 @@ func TestProbeFailingInstanceGetsNoContainers(t *testing.T) {
 	}
 }
 
-func TestContainersRequeuedWhenTheirInstanceIsShutDown(t *testing.T) {
+// A container on an instance shut down for failing probes may still be
+// running there: it is requeued only once the provider accepts the
+// destroy (docs/design.md §10.1).
+func TestContainersRequeuedOnceTheirInstanceIsDestroyed(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Cloud.TimeoutProbe = 30 * time.Second
 	h := newHarness(t, cfg, cloudtest.Options{})
@@ -593,8 +596,13 @@ func TestContainersRequeuedWhenTheirInstanceIsShutDown(t *testing.T) {
 	if _, still := h.eng.Instance(inst); !still {
 		t.Fatalf("setup: instance %s left the pool", inst)
 	}
-	if got := h.container(c); got.InstanceID == inst {
-		t.Fatalf("container still recorded on the shut-down instance: %s %s", got.State, got.InstanceID)
+	if got := h.container(c); got.State != queue.Running || got.InstanceID != inst || got.Attempts != 1 {
+		t.Fatalf("requeued before the destroy was accepted: %s on %q, attempts %d", got.State, got.InstanceID, got.Attempts)
+	}
+	h.cloud.Configure(func(f *cloudtest.Faults) { f.DestroyErrorRate = 0 })
+	h.until("requeued once destroyed", 60, func() bool { return h.container(c).InstanceID != inst })
+	if got := h.container(c); got.State == queue.Running && got.Attempts != 2 {
+		t.Fatalf("after the destroy: %s, attempts %d", got.State, got.Attempts)
 	}
 }
 

@@ -808,7 +808,7 @@ func (m *Model) verb(act string) tea.Cmd {
 	n := len(pv.targets)
 	switch {
 	case act == keys.Kill && n == 1:
-		body := []string{"Destroy instance " + ids[0] + " now.", "Its containers are killed and requeued (or cancelled)."}
+		body := []string{"Destroy instance " + ids[0] + " now.", "Its containers are requeued at once (or cancelled). If it cannot be", "reached, their old attempts may still be running there."}
 		if v == vContainers {
 			body = []string{"Kill container " + ids[0] + " (SIGTERM, then SIGKILL).", "It ends Cancelled."}
 		}

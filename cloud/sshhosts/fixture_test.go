@@ -55,6 +55,8 @@ type sshdEnv struct {
 type sshdServer struct {
 	env     *sshdEnv
 	dir     string
+	listen  string // IP address sshd listens on
+	netns   string // network namespace sshd runs in ("" = the test's own)
 	port    int
 	addr    string
 	hostKey string // private key file in use
@@ -70,6 +72,17 @@ type sshdServer struct {
 // newSSHDEnv starts n sshd servers and writes a known_hosts file listing
 // all of them. Every process is killed in t.Cleanup.
 func newSSHDEnv(t *testing.T, n int) *sshdEnv {
+	t.Helper()
+	return newSSHDEnvAt(t, n, nil)
+}
+
+// sshdPlace says where server i listens: in network namespace netns ("" =
+// the test's own), on ip, port 2222 (127.0.0.1 and a free port when place is
+// nil).
+type sshdPlace func(i int) (netns, ip string)
+
+// newSSHDEnvAt is newSSHDEnv with the servers placed by place.
+func newSSHDEnvAt(t *testing.T, n int, place sshdPlace) *sshdEnv {
 	t.Helper()
 	requireSSHD(t)
 	dir := t.TempDir()
@@ -97,8 +110,13 @@ func newSSHDEnv(t *testing.T, n int) *sshdEnv {
 		if err := os.Mkdir(s.dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		s.port = freePort(t)
-		s.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+		if place != nil {
+			s.netns, s.listen = place(i)
+			s.port = 2222
+		} else {
+			s.listen, s.port = "127.0.0.1", freePort(t)
+		}
+		s.addr = net.JoinHostPort(s.listen, strconv.Itoa(s.port))
 		s.newHostKey()
 		env.servers = append(env.servers, s)
 	}
@@ -119,7 +137,7 @@ func newSSHDEnv(t *testing.T, n int) *sshdEnv {
 func (env *sshdEnv) writeKnownHosts(servers ...*sshdServer) {
 	var b strings.Builder
 	for _, s := range servers {
-		fmt.Fprintf(&b, "[127.0.0.1]:%d %s\n", s.port, s.hostPub)
+		fmt.Fprintf(&b, "[%s]:%d %s\n", s.listen, s.port, s.hostPub)
 	}
 	if err := os.WriteFile(env.knownHosts, []byte(b.String()), 0o600); err != nil {
 		env.t.Fatal(err)
@@ -167,7 +185,7 @@ func (s *sshdServer) start() {
 	t := s.env.t
 	t.Helper()
 	cfg := fmt.Sprintf(`Port %d
-ListenAddress 127.0.0.1
+ListenAddress %s
 HostKey %s
 AuthorizedKeysFile %s
 PidFile %s
@@ -184,13 +202,18 @@ PrintLastLog no
 MaxStartups 100
 MaxSessions 20
 LogLevel INFO
-`, s.port, s.hostKey, filepath.Join(s.env.dir, "authorized_keys"), filepath.Join(s.dir, "sshd.pid"))
+`, s.port, s.listen, s.hostKey, filepath.Join(s.env.dir, "authorized_keys"), filepath.Join(s.dir, "sshd.pid"))
 	cfgPath := filepath.Join(s.dir, "sshd_config")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	stderr := &lockedBuffer{}
 	cmd := exec.Command(sshdPath, "-D", "-e", "-f", cfgPath)
+	if s.netns != "" {
+		// ip execs sshd once it has entered the namespace: cmd's process
+		// is sshd itself.
+		cmd = exec.Command("ip", "netns", "exec", s.netns, sshdPath, "-D", "-e", "-f", cfgPath)
+	}
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start sshd: %v", err)

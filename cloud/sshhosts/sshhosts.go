@@ -160,7 +160,10 @@ type Instance struct {
 	foreignOwner   string     // the other dispatcher last seen holding it (logged once)
 }
 
-var _ cloud.Instance = (*Instance)(nil)
+var (
+	_ cloud.Instance       = (*Instance)(nil)
+	_ cloud.ReachDestroyer = (*Instance)(nil)
+)
 
 // New checks the options, loads the client keys and the known_hosts file.
 // It makes no connection.
@@ -583,6 +586,11 @@ func (h *Instance) ProviderType() string { return h.it.ProviderType }
 // Address is the host's SSH address (host:port).
 func (h *Instance) Address() string { return h.addr }
 
+// DestroyNeedsReach is true: Destroy releases a host only by reaching it,
+// so it cannot end what runs on a host that does not answer
+// (cloud.ReachDestroyer).
+func (h *Instance) DestroyNeedsReach() bool { return true }
+
 // WorkDir is the host's work directory ("" = the login directory).
 func (h *Instance) WorkDir() string { return h.workDir }
 
@@ -645,7 +653,9 @@ func (h *Instance) SetTags(ctx context.Context, tags cloud.Tags) error {
 // are logged; a missing runner is fine), then removes the tags and secret
 // files, which releases the host. A released host is not claimed again
 // until a listing has seen it free. Destroying a host that is not claimed
-// returns nil.
+// returns nil. It fails while the host cannot be reached: it cannot end
+// what runs there then, so a failed Destroy proves nothing about the
+// containers, and a successful one means they are dead.
 func (h *Instance) Destroy(ctx context.Context) error {
 	if h.d.isStopped() {
 		return ErrStopped

@@ -104,18 +104,22 @@ const SocketName = "dispatch-tui.sock"
 
 // Cloud is the [cloud] section.
 type Cloud struct {
-	Driver               string // "local" | "sshhosts" (tests also use "cloudtest")
-	SSHUser              string
-	SSHKeyFile           string
-	SSHPort              int
-	KnownHosts           string
-	RunnerPath           string
-	BootProbeCommand     string
-	TimeoutIdle          time.Duration
-	TimeoutBooting       time.Duration
-	TimeoutProbe         time.Duration
-	TimeoutRunnerCall    time.Duration // bounds each command run on an instance (docs/design.md §6)
-	TimeoutShutdown      time.Duration
+	Driver            string // "local" | "sshhosts" (tests also use "cloudtest")
+	SSHUser           string
+	SSHKeyFile        string
+	SSHPort           int
+	KnownHosts        string
+	RunnerPath        string
+	BootProbeCommand  string
+	TimeoutIdle       time.Duration
+	TimeoutBooting    time.Duration
+	TimeoutProbe      time.Duration
+	TimeoutRunnerCall time.Duration // bounds each command run on an instance (docs/design.md §6)
+	TimeoutShutdown   time.Duration
+	// TimeoutUnreachable: after this long unreachable, an instance's
+	// containers are written off and requeued although they may still run
+	// (0 = never).
+	TimeoutUnreachable   time.Duration
 	ProbeInterval        time.Duration
 	SyncInterval         time.Duration
 	MaxProbesPerSecond   float64

@@ -420,6 +420,13 @@ sync_interval = "0s"
 			`config.toml:4: cloud.probe_interval: must be a duration string like "90s" or "10m" (got integer)`,
 			"config.toml:5: cloud.sync_interval: must be > 0 (got 0s)",
 		}},
+		{"timeout_unreachable below timeout_probe", `
+[cloud]
+timeout_probe = "5m"
+timeout_unreachable = "1m"
+`, []string{
+			"config.toml:3: cloud.timeout_unreachable: must be 0 (off) or at least timeout_probe (5m0s): an instance is given up for failing probes first (got 1m0s)",
+		}},
 		{"enumerations", `
 [dispatcher]
 scheduler_profile = "random"

@@ -41,6 +41,7 @@ func Default() *Config {
 			TimeoutProbe:         10 * time.Minute,
 			TimeoutRunnerCall:    10 * time.Second,
 			TimeoutShutdown:      10 * time.Second,
+			TimeoutUnreachable:   0, // never: see config.toml.example
 			ProbeInterval:        10 * time.Second,
 			SyncInterval:         time.Minute,
 			MaxProbesPerSecond:   10,

@@ -245,6 +245,7 @@ type rawCloud struct {
 	TimeoutProbe         value       `toml:"timeout_probe"`
 	TimeoutRunnerCall    value       `toml:"timeout_runner_call"`
 	TimeoutShutdown      value       `toml:"timeout_shutdown"`
+	TimeoutUnreachable   value       `toml:"timeout_unreachable"`
 	ProbeInterval        value       `toml:"probe_interval"`
 	SyncInterval         value       `toml:"sync_interval"`
 	MaxProbesPerSecond   value       `toml:"max_probes_per_second"`

@@ -162,6 +162,10 @@ func (c *Config) validate() []*Error {
 	v.positiveDur(&cl.TimeoutProbe)
 	v.positiveDur(&cl.TimeoutRunnerCall)
 	v.positiveDur(&cl.TimeoutShutdown)
+	v.nonNegDur(&cl.TimeoutUnreachable)
+	if cl.TimeoutUnreachable > 0 && cl.TimeoutUnreachable < cl.TimeoutProbe {
+		v.addAt(&cl.TimeoutUnreachable, "must be 0 (off) or at least timeout_probe (%s): an instance is given up for failing probes first (got %s)", cl.TimeoutProbe, cl.TimeoutUnreachable)
+	}
 	v.positiveDur(&cl.ProbeInterval)
 	v.positiveDur(&cl.SyncInterval)
 	v.positiveFloat(&cl.MaxProbesPerSecond)

@@ -43,10 +43,17 @@ func (s *Scheduler) reconcileReports(tx *queue.Tx, st *Stats) (anyUnknown bool) 
 		if v.State == worker.StateUnknown {
 			anyUnknown = true
 		}
+		lost := v.ContainersLost != ""
 		for j := range v.Reported {
 			r := &v.Reported[j]
 			c := tx.Get(r.ID)
 			running := r.State == runner.StateRunning
+			if lost && (running || c == nil || c.State != queue.Running || c.InstanceID != string(v.ID)) {
+				// Written off (reconcileRunning requeues its containers):
+				// its list is stale and must not hold their next attempts
+				// back. Only an exit it saw still counts.
+				continue
+			}
 			if running {
 				s.reported[r.ID] = struct{}{}
 			}
@@ -187,10 +194,12 @@ func (s *Scheduler) reconcileRunning(tx *queue.Tx, ready, anyUnknown bool, st *S
 		}
 		sl := &s.slots[idx]
 		v := sl.view
-		if v.State == worker.StateShutdown {
-			// Its instance is being destroyed (killed, or shut down after
-			// failing probes): the container dies with it.
-			if err := tx.Requeue(c, "instance "+c.InstanceID+" shut down"); err != nil {
+		if v.ContainersLost != "" {
+			// Its instance was destroyed, killed by an operator, or given
+			// up after timeout_unreachable. Until then, even in shutdown,
+			// the container may still be running there: it is not run
+			// again (docs/design.md §10.1).
+			if err := tx.Requeue(c, v.ContainersLost); err != nil {
 				s.log.Error("requeue", "container", c.ID, "err", err)
 			}
 			continue

@@ -104,7 +104,10 @@ type instance struct {
 
 	destroying bool
 	destroyed  bool // last Destroy call succeeded
-	destroyAt  time.Time
+	// keptForCollection: past timeout_probe but kept out of shutdown
+	// (fence.go); the event saying so was sent.
+	keptForCollection bool
+	destroyAt         time.Time
 	// destroyRetry: after a failed destroy, no new attempt before this.
 	destroyRetry    time.Time
 	destroyFailures int
@@ -128,7 +131,7 @@ func (p *Pool) autoShutdownReason(w *instance, now time.Time) string {
 			if w.lastProbeOK.After(since) {
 				since = w.lastProbeOK
 			}
-			if now.Sub(since) > p.s.timeoutProbe {
+			if now.Sub(since) > p.s.timeoutProbe && !p.keepForCollection(w, now) {
 				return fmt.Sprintf("probe timeout: probes failing for %s: %s", now.Sub(since).Round(time.Second), w.v.LastError)
 			}
 		}
@@ -262,6 +265,8 @@ func (p *Pool) startDestroyLocked(w *instance, now time.Time) {
 		}
 		w.destroyed = true
 		w.destroyAt = now
+		w.destroyedLocked()
+		p.notifyLocked()
 		p.log.Info("destroyed instance", "instance", string(w.v.ID))
 		p.syncAtLocked(now.Add(p.s.timeoutShutdown))
 	}) {

@@ -41,6 +41,12 @@ const (
 	EventShutdown     = "shutdown"      // the pool decided to destroy an instance
 	EventCreate       = "create"        // a create call succeeded
 	EventDisappeared  = "disappeared"   // a live instance vanished from the listing
+	// EventShutdownDeferred: timeout_probe passed, but the instance is kept
+	// until it answers, for its containers may still run (fence.go).
+	EventShutdownDeferred = "shutdown_deferred"
+	// EventGiveUp: timeout_unreachable passed; the instance's containers
+	// are requeued although they may still run there.
+	EventGiveUp = "give_up"
 )
 
 // Options configure a Pool.
@@ -363,6 +369,7 @@ func (p *Pool) Step() {
 		p.startSyncLocked(now)
 	}
 	for _, w := range p.list {
+		p.giveUpUnreachableLocked(w, now)
 		if w.v.State == StateShutdown {
 			if !w.destroying && !w.destroyed && !w.collecting && !now.Before(w.destroyRetry) {
 				p.startDestroyLocked(w, now)

@@ -50,6 +50,9 @@ type wrapSet struct {
 	destroyGate   chan struct{} // non-nil: each Destroy waits for a value
 	stickyDestroy atomic.Bool   // Destroy returns nil but does nothing
 	destroys      atomic.Int32
+	// reachDestroy: the instances say their Destroy must reach them, as
+	// sshhosts hosts do (cloud.ReachDestroyer).
+	reachDestroy atomic.Bool
 }
 
 func (s *wrapSet) Create(ctx context.Context, it cloud.InstanceType, tags cloud.Tags) (cloud.Instance, error) {
@@ -79,6 +82,8 @@ type wrapInst struct {
 	cloud.Instance
 	s *wrapSet
 }
+
+func (i *wrapInst) DestroyNeedsReach() bool { return i.s.reachDestroy.Load() }
 
 func (i *wrapInst) Destroy(ctx context.Context) error {
 	if i.s.destroyGate != nil {

@@ -158,7 +158,8 @@ func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode) {
 			return
 		}
 	}
-	changed := w.probeFailing || w.v.LastError != ""
+	changed := w.probeFailing || w.v.LastError != "" || w.v.ContainersLost != ""
+	w.answeredLocked()
 	if !w.v.UnreachableSince.IsZero() {
 		p.eventLocked(now, w.v.ID, EventProbeOK, fmt.Sprintf("reachable again after %s (unreachable since %s)",
 			now.Sub(w.v.UnreachableSince).Round(time.Second), w.v.UnreachableSince.Format(time.TimeOnly)), slog.LevelInfo)

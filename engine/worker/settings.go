@@ -20,6 +20,7 @@ type settings struct {
 	timeoutShutdown      time.Duration
 	callTimeout          time.Duration // each call of a ready instance's probe
 	slowCallTimeout      time.Duration // calls that may install or start the runner
+	timeoutUnreachable   time.Duration // 0: never give up on an unreachable instance
 	probeInterval        time.Duration
 	bootProbeInterval    time.Duration
 	syncInterval         time.Duration
@@ -49,6 +50,7 @@ func newSettings(c *config.Config, opts Options) (settings, error) {
 		timeoutProbe:         c.Cloud.TimeoutProbe,
 		timeoutShutdown:      c.Cloud.TimeoutShutdown,
 		callTimeout:          c.Cloud.TimeoutRunnerCall,
+		timeoutUnreachable:   c.Cloud.TimeoutUnreachable,
 		probeInterval:        c.Cloud.ProbeInterval,
 		syncInterval:         c.Cloud.SyncInterval,
 		killGrace:            c.Containers.KillGrace,
@@ -70,6 +72,7 @@ func newSettings(c *config.Config, opts Options) (settings, error) {
 		{"cloud.timeout_probe", s.timeoutProbe, false},
 		{"cloud.timeout_shutdown", s.timeoutShutdown, false},
 		{"cloud.timeout_runner_call", s.callTimeout, false},
+		{"cloud.timeout_unreachable", s.timeoutUnreachable, true},
 		{"cloud.probe_interval", s.probeInterval, false},
 		{"cloud.sync_interval", s.syncInterval, false},
 		{"containers.kill_grace", s.killGrace, true},

@@ -66,6 +66,11 @@ func (p *Pool) KillInstance(id cloud.InstanceID, reason string) (InstanceView, e
 		reason = "operator request"
 	}
 	w.shutdown(p.clk.Now(), "killed: "+reason)
+	if w.v.ContainersLost == "" {
+		// The operator's word: requeue now, even if an old attempt may
+		// still run on an instance that cannot be reached.
+		w.v.ContainersLost = "instance " + string(id) + " killed: " + reason
+	}
 	v := w.view()
 	p.mu.Unlock()
 	p.flush()

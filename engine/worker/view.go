@@ -32,6 +32,12 @@ type InstanceView struct {
 	// probes started (zero while probes succeed, and while booting):
 	// set at the latest when that probe's call deadline passes.
 	UnreachableSince time.Time `json:"unreachable_since,omitzero"`
+	// ContainersLost says why the containers recorded on this instance are
+	// to be requeued now: its destroy was accepted, an operator killed it,
+	// or it was unreachable past timeout_unreachable. While it is "", they
+	// may still be running there, even on an instance in shutdown, and
+	// their records stay Running (fence.go).
+	ContainersLost string `json:"-"`
 	// Reported is the runner's last "runner list" (running and exited
 	// containers), taken at ListedAt. Nil until the first successful list.
 	Reported []runner.Status `json:"-"`
