@@ -155,21 +155,6 @@ func (pn *partitionNet) heal(i int) {
 	}
 }
 
-// boundedExecutor gives every runner call a deadline. It stands in for the
-// probe and runner-call deadlines of issue #12 ("bounded probes"), so that a
-// cut is noticed while it lasts; without them a call on a dead connection
-// waits for the executor's 60 s command timeout.
-type boundedExecutor struct {
-	runner.Executor
-	limit time.Duration
-}
-
-func (b boundedExecutor) Execute(ctx context.Context, cmd string, stdin []byte) ([]byte, []byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.limit)
-	defer cancel()
-	return b.Executor.Execute(ctx, cmd, stdin)
-}
-
 // partitionEnv is an engine on the sshhosts driver over hosts in network
 // namespaces.
 type partitionEnv struct {
@@ -177,6 +162,7 @@ type partitionEnv struct {
 	net     *partitionNet
 	sshd    *sshdEnv
 	eng     *engine.Engine
+	cfg     *config.Config
 	markers string // one file per container, a line per run
 	gates   string // a container's command ends once its gate file exists
 	hostIdx map[string]int
@@ -207,10 +193,10 @@ func newPartitionEnv(t *testing.T, hosts int, tune func(*config.Config)) *partit
 	cfg.Cloud.BootProbeCommand = "true"
 	cfg.Cloud.ProbeInterval = time.Second
 	cfg.Cloud.TimeoutProbe = 5 * time.Second
-	// Long enough for a finished container's output to be fetched before
-	// its idle host is released (a shutdown right after the last exit loses
-	// it: the output-loss part of issue #12).
-	cfg.Cloud.TimeoutIdle = 10 * time.Second
+	cfg.Cloud.TimeoutRunnerCall = 2 * time.Second
+	// Short, so a host is released right after its last container exits:
+	// the output must be stored before that release all the same.
+	cfg.Cloud.TimeoutIdle = 2 * time.Second
 	cfg.Cloud.SyncInterval = time.Second
 	cfg.Cloud.MaxProbesPerSecond = 100
 	cfg.Cloud.MaxCloudOpsPerSecond = 100
@@ -252,14 +238,11 @@ func newPartitionEnv(t *testing.T, hosts int, tune func(*config.Config)) *partit
 			}
 		}
 	})
+	pe.cfg = cfg
 	pe.eng, err = engine.New(engine.Options{
 		Config: cfg, InstanceSet: drv, Logger: logger,
 		NewExecutor: func(inst cloud.Instance) (runner.Executor, error) {
-			e, err := drv.Executor(inst)
-			if err != nil {
-				return nil, err
-			}
-			return boundedExecutor{e, 3 * time.Second}, nil
+			return drv.Executor(inst)
 		},
 		RunnerHash: hash, RunnerBinary: func() ([]byte, error) { return bin, nil },
 	})
@@ -378,11 +361,9 @@ func (pe *partitionEnv) reportedRunning(id string) bool {
 }
 
 // shownUnreachable reports whether the instance shows an operator that it
-// does not answer. Today that is a failing probe with its error; the lead
-// tightens this (an "unreachable since" and its bound) once the work on
-// bounded probes is merged.
+// cannot be reached: since when, and why.
 func shownUnreachable(v worker.InstanceView) bool {
-	return v.ProbeFailing && v.LastError != ""
+	return !v.UnreachableSince.IsZero() && v.LastError != ""
 }
 
 // settledClean waits until every container is final, every host is
@@ -449,7 +430,13 @@ func TestPartitionNoDoubleRun(t *testing.T) {
 		v, ok := pe.eng.Instance(cutHost)
 		return ok && shownUnreachable(v)
 	})
-	t.Logf("cut host %s shown unreachable after %s", cutHost, time.Since(t0).Round(time.Millisecond))
+	shownAfter := time.Since(t0)
+	t.Logf("cut host %s shown unreachable after %s", cutHost, shownAfter.Round(time.Millisecond))
+	// The promise: within probe_interval + timeout_runner_call of the cut
+	// (plus a margin for the engine's step and a busy machine).
+	if bound := pe.cfg.Cloud.ProbeInterval + pe.cfg.Cloud.TimeoutRunnerCall + 3*time.Second; shownAfter > bound {
+		t.Fatalf("the cut host was shown unreachable after %s, want within %s", shownAfter, bound)
+	}
 	// Stay cut well past timeout_probe (5s), counted from the first
 	// failed probe.
 	pe.stepFor(14*time.Second - time.Since(t0))
