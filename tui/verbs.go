@@ -1,0 +1,227 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	tea "charm.land/bubbletea/v2"
+
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/tui/dialog"
+	"dispatch-tui/tui/keys"
+)
+
+// Verbs: choosing their targets, confirming them in a dialog, sending
+// them to the backend, and reading back their outcome.
+
+func (m *Model) onVerb(msg verbMsg) tea.Cmd {
+	clearGen := m.fetchGen + 1
+	ok := 0
+	var firstErr error
+	var firstID string
+	for _, id := range msg.ids {
+		if err, bad := msg.failed[id]; bad {
+			delete(m.pending, id)
+			for _, t := range m.tables {
+				t.SetPending(id, false)
+			}
+			if firstErr == nil {
+				firstErr, firstID = err, id
+			}
+			continue
+		}
+		ok++
+		if _, p := m.pending[id]; p {
+			m.pending[id] = clearGen
+		}
+	}
+	var flash tea.Cmd
+	what := msg.action
+	if len(msg.ids) == 1 {
+		what += " " + msg.ids[0]
+	} else if len(msg.ids) > 1 {
+		what += fmt.Sprintf(" (%d)", len(msg.ids))
+	}
+	switch {
+	case firstErr == nil:
+		flash = m.setFlash("ok: "+what, false)
+	case ok == 0 && len(msg.ids) <= 1:
+		flash = m.setFlash("error: "+what+": "+firstErr.Error(), true)
+	default:
+		flash = m.setFlash(fmt.Sprintf("error: %s: %d ok, %d failed; %s: %v", what, ok, len(msg.failed), firstID, firstErr), true)
+	}
+	return tea.Batch(flash, m.startFetch())
+}
+
+// verb prepares an instance or container verb: the targets are the marked
+// rows, or the cursor row. Destructive and bulk verbs open a dialog.
+func (m *Model) verb(act string) tea.Cmd {
+	v := m.view
+	if m.mode == modeDetails {
+		v = m.detailView
+	}
+	if v != vInstances && v != vContainers {
+		return m.setFlash(act+": not available in this view", true)
+	}
+	t := m.tables[v]
+	ids := t.Marked()
+	if len(ids) == 0 {
+		if m.mode == modeDetails {
+			ids = []string{m.detailID}
+		} else if id := t.Cursor(); id != "" {
+			ids = []string{id}
+		}
+	}
+	if len(ids) == 0 {
+		return m.setFlash(act+": no row selected", true)
+	}
+	pv := &pendingVerb{action: act, view: v}
+	label := act
+	switch {
+	case v == vInstances:
+		for _, id := range ids {
+			pv.targets = append(pv.targets, verbTarget{id: id, verb: act})
+		}
+	case act == keys.Hold:
+		allHeld := true
+		for _, id := range ids {
+			if c := m.container(id); c == nil || !c.Held {
+				allHeld = false
+			}
+		}
+		verb := "hold"
+		if allHeld {
+			verb = "release"
+		}
+		label, pv.action = verb, verb
+		for _, id := range ids {
+			pv.targets = append(pv.targets, verbTarget{id: id, verb: verb})
+		}
+	case act == keys.Kill:
+		for _, id := range ids {
+			pv.targets = append(pv.targets, verbTarget{id: id, verb: "kill"})
+		}
+	case act == keys.PrioUp || act == keys.PrioDown:
+		d := 1
+		label = "priority +1"
+		if act == keys.PrioDown {
+			d, label = -1, "priority -1"
+		}
+		pv.action = label
+		for _, id := range ids {
+			c := m.container(id)
+			if c == nil {
+				continue
+			}
+			pv.targets = append(pv.targets, verbTarget{id: id, prio: max(c.Priority+d, 0)})
+		}
+	default:
+		return nil
+	}
+	if len(pv.targets) == 0 {
+		return nil
+	}
+	kind := "instance"
+	if v == vContainers {
+		kind = "container"
+	}
+	n := len(pv.targets)
+	switch {
+	case act == keys.Kill && n == 1:
+		body := []string{"Destroy instance " + ids[0] + " now.", "Its containers are requeued at once (or cancelled). If it cannot be", "reached, their old attempts may still be running there."}
+		if v == vContainers {
+			body = []string{"Kill container " + ids[0] + " (SIGTERM, then SIGKILL).", "It ends Cancelled."}
+		}
+		m.dlg = dialog.New("Kill "+kind+" "+ids[0]+"?", "Kill", ids[0], body...)
+	case n > 1:
+		body := []string{fmt.Sprintf("Apply %s to %d %ss:", label, n, kind), summarizeIDs(ids, 4)}
+		m.dlg = dialog.New(fmt.Sprintf("%s %d %ss?", label, n, kind), label, strconv.Itoa(n), body...)
+	case act == keys.Drain:
+		m.dlg = dialog.New("Drain instance "+ids[0]+"?", "Drain", "", "Start no new containers; shut it down once idle.")
+	case act == keys.Hold && v == vInstances:
+		m.dlg = dialog.New("Hold instance "+ids[0]+"?", "Hold", "",
+			"Start no new containers on it and never shut it down automatically;", "running containers continue.")
+	default:
+		return m.execute(pv)
+	}
+	m.dlgFor = pv
+	return nil
+}
+
+func summarizeIDs(ids []string, n int) string {
+	if len(ids) <= n {
+		return strings.Join(ids, " ")
+	}
+	return strings.Join(ids[:n], " ") + fmt.Sprintf(" … and %d more", len(ids)-n)
+}
+
+func (m *Model) container(id string) *queue.Container {
+	if m.snap == nil {
+		return nil
+	}
+	if m.ctrIdx == nil {
+		m.ctrIdx = make(map[string]int32, len(m.snap.Containers))
+		for i := range m.snap.Containers {
+			m.ctrIdx[m.snap.Containers[i].ID] = int32(i)
+		}
+	}
+	if i, ok := m.ctrIdx[id]; ok {
+		return &m.snap.Containers[i]
+	}
+	return nil
+}
+
+// execute runs a confirmed verb: rows are flagged pending, and the Cmd
+// captures only values.
+func (m *Model) execute(pv *pendingVerb) tea.Cmd {
+	if pv == nil {
+		return nil
+	}
+	be, ctx := m.be, m.ctx
+	if pv.action == "pause" || pv.action == "resume" {
+		paused, action := pv.paused, pv.action
+		return func() tea.Msg {
+			c, cancel := context.WithTimeout(ctx, verbTimeout)
+			defer cancel()
+			msg := verbMsg{action: action, ids: []string{"scheduler"}}
+			if err := be.SetPaused(c, paused, ""); err != nil {
+				msg.failed = map[string]error{"scheduler": err}
+			}
+			return msg
+		}
+	}
+	targets := append([]verbTarget(nil), pv.targets...)
+	ids := make([]string, len(targets))
+	for i, tg := range targets {
+		ids[i] = tg.id
+		m.pending[tg.id] = 0
+		m.tables[pv.view].SetPending(tg.id, true)
+	}
+	m.tables[pv.view].ClearMarks()
+	view, action := pv.view, pv.action
+	return func() tea.Msg {
+		c, cancel := context.WithTimeout(ctx, verbTimeout)
+		defer cancel()
+		msg := verbMsg{action: action, ids: ids}
+		for _, tg := range targets {
+			var err error
+			switch {
+			case view == vInstances:
+				err = be.InstanceVerb(c, tg.id, tg.verb, "")
+			case tg.verb == "":
+				err = be.SetPriority(c, tg.id, tg.prio)
+			default:
+				err = be.ContainerVerb(c, tg.id, tg.verb, "")
+			}
+			if err != nil {
+				if msg.failed == nil {
+					msg.failed = map[string]error{}
+				}
+				msg.failed[tg.id] = err
+			}
+		}
+		return msg
+	}
+}
