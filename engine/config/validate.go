@@ -85,6 +85,22 @@ func (v *validator) nonEmpty(s *string) {
 	}
 }
 
+// runnerPath checks a path on the instances: it must be absolute. A
+// relative one would be resolved against whatever directory each command
+// happens to run in (the login directory, or a host's work_dir), and one
+// without a slash is looked up in $PATH, so the runner is installed in one
+// place and run from another ("command not found") on every boot.
+func (v *validator) runnerPath(s *string) {
+	switch {
+	case *s == "":
+		v.addAt(s, "must not be empty")
+	case !strings.HasPrefix(*s, "/"):
+		v.addAt(s, "must be an absolute path on the instances (got %q); a relative path is not resolved against work_dir, use e.g. \"/tmp/dispatch-tui-runner\"", *s)
+	case strings.ContainsAny(*s, "'\n"):
+		v.addAt(s, "must not contain a single quote or newline (got %q)", *s)
+	}
+}
+
 func (v *validator) oneOf(s *string, allowed ...string) {
 	for _, a := range allowed {
 		if *s == a {
@@ -156,7 +172,7 @@ func (c *Config) validate() []*Error {
 	cl := &c.Cloud
 	v.oneOf(&cl.Driver, "local", "sshhosts", "cloudtest")
 	v.intRange(&cl.SSHPort, 1, 65535)
-	v.nonEmpty(&cl.RunnerPath)
+	v.runnerPath(&cl.RunnerPath)
 	v.nonNegDur(&cl.TimeoutIdle)
 	v.positiveDur(&cl.TimeoutBooting)
 	v.positiveDur(&cl.TimeoutProbe)
