@@ -299,14 +299,10 @@ state_dir = "/x"
 
 max_instance = 3
 `, []string{"config.toml:4: unknown key dispatcher.max_instance (did you mean dispatcher.max_instances?)"}},
-		{"relative runner_path", `
-[cloud]
-runner_path = "bin/dispatch-tui-runner"
-`, []string{"config.toml:2: cloud.runner_path: must be an absolute path on the instances (got \"bin/dispatch-tui-runner\")"}},
-		{"runner_path without a directory", `
+		{"runner_path a bare name", `
 [cloud]
 runner_path = "dispatch-tui-runner"
-`, []string{"config.toml:2: cloud.runner_path: must be an absolute path"}},
+`, []string{"config.toml:2: cloud.runner_path: must be an absolute path, or relative to the work_dir with a slash (\"./dispatch-tui-runner\")"}},
 		{"runner_path with a quote", `
 [cloud]
 runner_path = "/tmp/it's"

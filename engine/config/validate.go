@@ -85,17 +85,17 @@ func (v *validator) nonEmpty(s *string) {
 	}
 }
 
-// runnerPath checks a path on the instances: it must be absolute. A
-// relative one would be resolved against whatever directory each command
-// happens to run in (the login directory, or a host's work_dir), and one
-// without a slash is looked up in $PATH, so the runner is installed in one
-// place and run from another ("command not found") on every boot.
+// runnerPath checks a path on the instances. A relative path with a slash
+// ("./runner", "bin/runner") works: every command runs in the host's
+// work_dir (or the login directory, or a local instance's home). A bare
+// name does not: the shell looks it up in $PATH, so the runner would be
+// installed in one place and not found in the other on every boot.
 func (v *validator) runnerPath(s *string) {
 	switch {
 	case *s == "":
 		v.addAt(s, "must not be empty")
-	case !strings.HasPrefix(*s, "/"):
-		v.addAt(s, "must be an absolute path on the instances (got %q); a relative path is not resolved against work_dir, use e.g. \"/tmp/dispatch-tui-runner\"", *s)
+	case !strings.Contains(*s, "/"):
+		v.addAt(s, "must be an absolute path, or relative to the work_dir with a slash (\"./%s\"): a bare name is looked up in $PATH, where the runner is not installed (got %q)", *s, *s)
 	case strings.ContainsAny(*s, "'\n"):
 		v.addAt(s, "must not contain a single quote or newline (got %q)", *s)
 	}
