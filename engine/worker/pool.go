@@ -160,6 +160,9 @@ type Pool struct {
 	ready          bool
 	ignored        map[cloud.InstanceID]bool
 	foreign        map[cloud.InstanceID]string // listed with another owner (logged once)
+	// The hosts the driver refused after the last listing (refused.go).
+	refused      map[cloud.InstanceID]string
+	refusedHosts []cloud.RefusedHost
 
 	// transitions are the state changes states.txt allows; onTransition,
 	// if set (by tests, before the first Step), sees every state change
