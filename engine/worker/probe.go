@@ -154,7 +154,10 @@ func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode) {
 	} else {
 		p.countProbeLocked(lat)
 		if err != nil {
-			msg := pc.stage + ": " + err.Error()
+			msg := err.Error()
+			if !strings.HasPrefix(msg, pc.stage) { // the runner client's errors name their verb
+				msg = pc.stage + ": " + msg
+			}
 			p.probeFailedLocked(w, now, t0, msg, err)
 			if mode == probeBoot && w.v.State == StateBooting && w.v.IdleBehavior != IdleHold && definiteBootError(pc.stage, err) {
 				p.bootFailedLocked(w, now, msg)
