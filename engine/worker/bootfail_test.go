@@ -126,7 +126,7 @@ func TestBootTimeoutNamesLastStep(t *testing.T) {
 	h.pool.Wait()
 	id := h.pool.Instances(nil)[0].ID
 	h.until("boot timeout", h.cfg.Cloud.TimeoutBooting+time.Minute, func() bool { return h.state(id) == StateShutdown || h.state(id) == "" })
-	if !h.hasEvent(id, EventBootError, "boot timeout") || !h.hasEvent(id, EventBootError, "last error: boot probe") {
+	if !h.hasEvent(id, EventBootError, "boot timeout") || !h.hasEvent(id, EventBootError, "boot failed: boot probe") {
 		t.Fatalf("boot_error event without the step: %+v", h.events)
 	}
 }

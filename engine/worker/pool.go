@@ -388,7 +388,8 @@ func (p *Pool) Step() {
 			if reason := p.autoShutdownReason(w, now); reason != "" {
 				if w.v.State == StateBooting {
 					if w.v.LastError != "" {
-						reason += "; last error: " + w.v.LastError
+						// The step it is stuck at first: LAST ERROR is clipped.
+						reason = w.v.LastError + " (" + reason + ")"
 					}
 					p.bootFailedLocked(w, now, reason)
 				} else {

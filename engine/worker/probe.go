@@ -289,7 +289,10 @@ func (p *Pool) ensureRunner(pc *probeCall, exec runner.Executor, client *runner.
 	})
 	p.releaseRunnerBinary()
 	if err != nil {
-		err = fmt.Errorf("installing runner at %s: %w (%s)", p.s.runnerPath, err, strings.TrimSpace(string(stderr)))
+		if msg := strings.TrimSpace(string(stderr)); msg != "" && !strings.Contains(err.Error(), msg) {
+			err = fmt.Errorf("%w (%s)", err, msg)
+		}
+		err = fmt.Errorf("installing runner at %s: %w", p.s.runnerPath, err)
 		if errors.As(err, &exitErr) { // it ran and failed: e.g. a missing directory
 			err = &deployError{err}
 		}
