@@ -94,6 +94,22 @@ type InstanceSet interface {
 	Stop()
 }
 
+// RefusedReporter is an InstanceSet that can name the hosts it refuses to
+// use (sshhosts: a host key known_hosts does not accept), so that an
+// operator sees them although they are not instances.
+type RefusedReporter interface {
+	// Refused returns the hosts refused by the last contact with each.
+	Refused() []RefusedHost
+}
+
+// RefusedHost is a host a driver refuses to use, and why.
+type RefusedHost struct {
+	ID           InstanceID
+	Address      string
+	InstanceType string // configured type name
+	Err          string
+}
+
 // QuotaError reports that the provider refused a create because an account
 // quota (instances, cores, ...) is exhausted.
 type QuotaError struct{ Err error }

@@ -14,8 +14,11 @@ import (
 	"dispatch-tui/engine/worker"
 )
 
-// Instances returns every instance in the pool.
-func (e *Engine) Instances() []worker.InstanceView { return e.pool.Instances(nil) }
+// Instances returns every instance in the pool, then a row (state
+// refused) for each host the driver refuses to use.
+func (e *Engine) Instances() []worker.InstanceView {
+	return append(e.pool.Instances(nil), e.pool.RefusedHosts()...)
+}
 
 // Instance returns one instance.
 func (e *Engine) Instance(id string) (worker.InstanceView, bool) {
@@ -169,6 +172,9 @@ func (e *Engine) Summary() Summary {
 		if v.State != worker.StateShutdown {
 			s.PricePerHour += v.Price
 		}
+	}
+	if n := len(e.pool.RefusedHosts()); n > 0 {
+		s.Instances[worker.StateRefused] = n
 	}
 	s.Containers = e.queue.Counts()
 	s.QuotaLimit, s.AtQuota = e.pool.Quota()

@@ -131,7 +131,10 @@ type Driver struct {
 	execs      map[*executor]struct{}
 }
 
-var _ cloud.InstanceSet = (*Driver)(nil)
+var (
+	_ cloud.InstanceSet     = (*Driver)(nil)
+	_ cloud.RefusedReporter = (*Driver)(nil)
+)
 
 // Instance is one configured host. Its id never changes; whether it is an
 // instance right now (claimed) depends on its tags file.
@@ -158,6 +161,7 @@ type Instance struct {
 	releasedAt     uint64     // d.listStarts when released
 	unreachable    bool       // the last contact failed (for logging transitions)
 	foreignOwner   string     // the other dispatcher last seen holding it (logged once)
+	refusedErr     string     // the last contact refused its host key ("" = not refused)
 }
 
 var (
@@ -175,7 +179,7 @@ func New(opts Options) (*Driver, error) {
 	if opts.KnownHosts == "" {
 		return nil, errors.New("sshhosts: a known_hosts file is required ([cloud] known_hosts)")
 	}
-	cb, err := sshexec.KnownHosts(opts.KnownHosts)
+	kh, err := newKnownHostsFile(opts.KnownHosts, log)
 	if err != nil {
 		return nil, fmt.Errorf("sshhosts: %w", err)
 	}
@@ -195,7 +199,7 @@ func New(opts Options) (*Driver, error) {
 	d := &Driver{
 		opts:     opts,
 		log:      log,
-		hostKeys: cb,
+		hostKeys: kh.check,
 		byID:     make(map[cloud.InstanceID]*Instance, len(opts.Hosts)),
 		execs:    make(map[*executor]struct{}),
 	}
@@ -564,6 +568,21 @@ func (d *Driver) Instances(ctx context.Context, filter cloud.Tags) ([]cloud.Inst
 	return out, nil
 }
 
+// Refused returns the hosts whose last contact refused their host key
+// (cloud.RefusedReporter): a host refused since start-up is listed by no
+// listing, and would otherwise be seen only in the log.
+func (d *Driver) Refused() []cloud.RefusedHost {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []cloud.RefusedHost
+	for _, h := range d.hosts {
+		if h.refusedErr != "" {
+			out = append(out, cloud.RefusedHost{ID: h.id, Address: h.addr, InstanceType: h.it.Name, Err: h.refusedErr})
+		}
+	}
+	return out
+}
+
 func matches(tags, filter cloud.Tags) bool {
 	for k, v := range filter {
 		if got, ok := tags[k]; !ok || got != v {
@@ -868,6 +887,9 @@ func (h *Instance) noteUnreachableLocked(err error) {
 		h.d.log.Debug("sshhosts: host still unreachable", "instance", string(h.id), "address", h.addr, "err", err)
 	}
 	h.unreachable = true
+	if errors.Is(err, sshexec.ErrHostKey) {
+		h.refusedErr = err.Error()
+	}
 }
 
 func (h *Instance) noteReachableLocked() {
@@ -875,6 +897,7 @@ func (h *Instance) noteReachableLocked() {
 		h.d.log.Info("sshhosts: host reachable again", "instance", string(h.id), "address", h.addr)
 	}
 	h.unreachable = false
+	h.refusedErr = ""
 }
 
 // ---- shell lines (fixed text plus quoted paths from the config)

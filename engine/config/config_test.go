@@ -299,6 +299,14 @@ state_dir = "/x"
 
 max_instance = 3
 `, []string{"config.toml:4: unknown key dispatcher.max_instance (did you mean dispatcher.max_instances?)"}},
+		{"runner_path a bare name", `
+[cloud]
+runner_path = "dispatch-tui-runner"
+`, []string{"config.toml:2: cloud.runner_path: must be an absolute path, or relative to the work_dir with a slash (\"./dispatch-tui-runner\")"}},
+		{"runner_path with a quote", `
+[cloud]
+runner_path = "/tmp/it's"
+`, []string{"config.toml:2: cloud.runner_path: must not contain a single quote"}},
 		{"bad cluster_id", `
 [dispatcher]
 cluster_id = "Team A"

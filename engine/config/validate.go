@@ -85,6 +85,22 @@ func (v *validator) nonEmpty(s *string) {
 	}
 }
 
+// runnerPath checks a path on the instances. A relative path with a slash
+// ("./runner", "bin/runner") works: every command runs in the host's
+// work_dir (or the login directory, or a local instance's home). A bare
+// name does not: the shell looks it up in $PATH, so the runner would be
+// installed in one place and not found in the other on every boot.
+func (v *validator) runnerPath(s *string) {
+	switch {
+	case *s == "":
+		v.addAt(s, "must not be empty")
+	case !strings.Contains(*s, "/"):
+		v.addAt(s, "must be an absolute path, or relative to the work_dir with a slash (\"./%s\"): a bare name is looked up in $PATH, where the runner is not installed (got %q)", *s, *s)
+	case strings.ContainsAny(*s, "'\n"):
+		v.addAt(s, "must not contain a single quote or newline (got %q)", *s)
+	}
+}
+
 func (v *validator) oneOf(s *string, allowed ...string) {
 	for _, a := range allowed {
 		if *s == a {
@@ -156,7 +172,7 @@ func (c *Config) validate() []*Error {
 	cl := &c.Cloud
 	v.oneOf(&cl.Driver, "local", "sshhosts", "cloudtest")
 	v.intRange(&cl.SSHPort, 1, 65535)
-	v.nonEmpty(&cl.RunnerPath)
+	v.runnerPath(&cl.RunnerPath)
 	v.nonNegDur(&cl.TimeoutIdle)
 	v.positiveDur(&cl.TimeoutBooting)
 	v.positiveDur(&cl.TimeoutProbe)

@@ -108,6 +108,7 @@ const (
 	ReasonBooting      ReasonCode = "BOOTING"       // waiting for an instance to boot
 	ReasonCreating     ReasonCode = "CREATING"      // waiting for an instance create to be possible
 	ReasonCapacity     ReasonCode = "CAPACITY"      // fitting types are out of capacity
+	ReasonBootFailing  ReasonCode = "BOOT_FAILING"  // instances of the type it waits for keep failing to boot
 	ReasonNoFit        ReasonCode = "NO_FIT"        // no configured type can hold it
 	ReasonHeld         ReasonCode = "HELD"          // held by an operator
 	ReasonPaused       ReasonCode = "PAUSED"        // scheduler paused
@@ -151,6 +152,8 @@ func (p Pending) Text() string {
 		return "waiting to create a " + p.Arg + " instance"
 	case ReasonCapacity:
 		return "no capacity: " + p.Arg
+	case ReasonBootFailing:
+		return p.Arg // "instances of type T fail to boot: <error>"
 	case ReasonNoFit:
 		return "no instance type fits: " + p.Arg
 	case ReasonHeld:

@@ -36,6 +36,7 @@ func (p *staticPool) StartContainer(cloud.InstanceID, runner.Spec) error { retur
 func (p *staticPool) KillContainer(cloud.InstanceID, string) bool        { return false }
 func (p *staticPool) ForgetContainer(cloud.InstanceID, string)           {}
 func (p *staticPool) TakeStartFailures() []worker.StartFailure           { return nil }
+func (p *staticPool) BootFailing(string) string                          { return "" }
 func (p *staticPool) Shutdown(cloud.InstanceID, string) bool             { return false }
 func (p *staticPool) Quota() (int, bool)                                 { return p.quota, true }
 

@@ -17,4 +17,7 @@ type Pool interface {
 	TakeStartFailures() []worker.StartFailure
 	Shutdown(id cloud.InstanceID, reason string) bool
 	Quota() (limit int, atQuota bool)
+	// BootFailing returns the last boot error of a type whose instances
+	// keep failing to boot, "" if they do not.
+	BootFailing(typeName string) string
 }

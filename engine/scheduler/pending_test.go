@@ -27,9 +27,11 @@ type stubPool struct {
 	views     []worker.InstanceView
 	probed    bool
 	createErr error // nil: every create succeeds
-	quota     int
-	created   []string
-	started   []string
+	// bootFailing: types whose instances keep failing to boot, and why.
+	bootFailing map[string]string
+	quota       int
+	created     []string
+	started     []string
 }
 
 func (p *stubPool) Instances(buf []worker.InstanceView) []worker.InstanceView {
@@ -56,6 +58,7 @@ func (p *stubPool) StartContainer(_ cloud.InstanceID, spec runner.Spec) error {
 func (p *stubPool) KillContainer(cloud.InstanceID, string) bool { return false }
 func (p *stubPool) ForgetContainer(cloud.InstanceID, string)    {}
 func (p *stubPool) TakeStartFailures() []worker.StartFailure    { return nil }
+func (p *stubPool) BootFailing(typeName string) string          { return p.bootFailing[typeName] }
 func (p *stubPool) Shutdown(cloud.InstanceID, string) bool      { return false }
 func (p *stubPool) Quota() (int, bool) {
 	return p.quota, errors.Is(p.createErr, worker.ErrAtQuota)
@@ -250,6 +253,33 @@ func TestPendingReasons(t *testing.T) {
 			},
 			wantState: queue.Queued, wantCode: queue.ReasonCapacity,
 			wantText: "no capacity: provider out of capacity until 00:10:00",
+		},
+		{
+			name: "instances of its type fail to boot, creates backing off",
+			setup: func(e *pendingEnv) {
+				why := "runner deploy: installing runner at /missing/runner: exit status 2"
+				e.pool.bootFailing = map[string]string{benchTypes[0].Name: why}
+				e.pool.createErr = &worker.BootFailingError{Type: benchTypes[0].Name, Err: why, Until: start.Add(time.Minute)}
+			},
+			wantState: queue.Queued, wantCode: queue.ReasonBootFailing,
+			wantText: "instances of type small fail to boot: runner deploy: installing runner at /missing/runner: exit status 2",
+		},
+		{
+			name: "a retry of a type failing to boot is booting",
+			setup: func(e *pendingEnv) {
+				e.pool.bootFailing = map[string]string{benchTypes[0].Name: "boot timeout: not ready after 10m0s"}
+				e.pool.views = []worker.InstanceView{e.instance("i-2", worker.StateBooting)}
+			},
+			wantState: queue.Locked, wantCode: queue.ReasonBootFailing,
+			wantText: "instances of type small fail to boot: boot timeout: not ready after 10m0s",
+		},
+		{
+			name: "a retry of a type failing to boot is created",
+			setup: func(e *pendingEnv) {
+				e.pool.bootFailing = map[string]string{benchTypes[0].Name: "runner list: exit status 127"}
+			},
+			wantState: queue.Locked, wantCode: queue.ReasonBootFailing,
+			wantText: "instances of type small fail to boot: runner list: exit status 127",
 		},
 		{
 			name:      "at quota, head of the queue keeps a lock",

@@ -26,6 +26,12 @@ type passState struct {
 func (s *Scheduler) mapQueue(tx *queue.Tx, now time.Time, ready bool, st *Stats) {
 	ps := passState{tx: tx, now: now, ready: ready, paused: tx.Paused(), st: st}
 	clear(s.blockedType)
+	for i, t := range s.types {
+		s.bootFailing[i] = ""
+		if err := s.pool.BootFailing(t.Name); err != "" {
+			s.bootFailing[i] = (&worker.BootFailingError{Type: t.Name, Err: err}).Error()
+		}
+	}
 	var byState [len(queue.States)]int
 	var oldest time.Time // first seen of the longest-waiting container
 	active := tx.Active()
@@ -138,6 +144,11 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 			return
 		}
 		s.place(i, rc)
+		if msg := s.bootFailing[sl.typ]; msg != "" {
+			// A retry of a type that keeps failing: say so, not "booting".
+			tx.SetPending(c, queue.Pending{Code: queue.ReasonBootFailing, Arg: msg})
+			return
+		}
 		tx.SetPending(c, queue.Pending{Code: queue.ReasonBooting, Arg: string(sl.view.ID)})
 		return
 	}
@@ -151,15 +162,25 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 				return
 			}
 			s.addPending(typ, rc)
+			if msg := s.bootFailing[typ]; msg != "" {
+				tx.SetPending(c, queue.Pending{Code: queue.ReasonBootFailing, Arg: msg})
+				return
+			}
 			tx.SetPending(c, queue.Pending{Code: queue.ReasonBooting})
 			return
 		case errors.Is(err, worker.ErrAtQuota), errors.Is(err, worker.ErrThrottled):
 			ps.createErr = err
 		default:
-			// Every candidate type is in a capacity back-off, or the
-			// pool refused for another reason (stopped, unknown type),
-			// which is shown as a capacity reason too.
+			// Every candidate type is in a capacity or failed-boot
+			// back-off, or the pool refused for another reason
+			// (stopped, unknown type), which is shown as a capacity
+			// reason too.
 			s.staleUnlock(ps, c)
+			var bf *worker.BootFailingError
+			if errors.As(err, &bf) {
+				tx.SetPending(c, queue.Pending{Code: queue.ReasonBootFailing, Arg: err.Error()})
+				return
+			}
 			tx.SetPending(c, queue.Pending{Code: queue.ReasonCapacity, Arg: err.Error()})
 			return
 		}
@@ -232,7 +253,7 @@ func (s *Scheduler) lockFor(tx *queue.Tx, c *queue.Container, typeName string) b
 }
 
 // create asks the pool for an instance of the cheapest candidate type not
-// in a capacity back-off.
+// in a capacity or failed-boot back-off.
 func (s *Scheduler) create(candidates []int, blocked []bool) (int, error) {
 	var lastErr error
 	for _, t := range candidates {
@@ -244,7 +265,8 @@ func (s *Scheduler) create(candidates []int, blocked []bool) (int, error) {
 			return t, nil
 		}
 		var cb *worker.CapacityBlockedError
-		if errors.As(err, &cb) {
+		var bf *worker.BootFailingError
+		if errors.As(err, &cb) || errors.As(err, &bf) {
 			blocked[t] = true
 			lastErr = err
 			continue

@@ -71,6 +71,9 @@ type Scheduler struct {
 	failNeed    [2][]queue.Constraints
 	failed      [2][]bool
 	blockedType []bool
+	// bootFailing, per type, for this pass: "instances of type T fail to
+	// boot: <error>", or "".
+	bootFailing []string
 	reported    map[string]struct{}
 	// blockedStart holds non-Running containers some runner still reports
 	// (running, or exited and not yet forgotten): they must not start
@@ -116,6 +119,7 @@ func New(cfg *config.Config, q *queue.Queue, pool Pool, clk clock.Clock, log *sl
 		s.failed[m] = make([]bool, len(s.types))
 	}
 	s.blockedType = make([]bool, len(s.types))
+	s.bootFailing = make([]string, len(s.types))
 	return s
 }
 

@@ -39,6 +39,9 @@ func (p *Pool) Create(typeName string) error {
 	if until, ok := p.capBlocked[it.ProviderType]; ok && now.Before(until) {
 		return &CapacityBlockedError{Type: typeName, Until: until}
 	}
+	if err := p.bootFailingLocked(typeName, now); err != nil {
+		return err
+	}
 	if p.atCapLocked(now) {
 		return ErrAtQuota
 	}

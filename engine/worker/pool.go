@@ -44,6 +44,9 @@ const (
 	// EventShutdownDeferred: timeout_probe passed, but the instance is kept
 	// until it answers, for its containers may still run (fence.go).
 	EventShutdownDeferred = "shutdown_deferred"
+	// EventBootError: an instance failed to boot (timeout_booting, or a
+	// failed runner deployment); the message names the step that failed.
+	EventBootError = "boot_error"
 	// EventGiveUp: timeout_unreachable passed; the instance's containers
 	// are requeued although they may still run there.
 	EventGiveUp = "give_up"
@@ -145,7 +148,8 @@ type Pool struct {
 	pausedUntil   time.Time
 	capBlocked    map[string]time.Time // provider type -> until
 	capBlockedAll time.Time
-	quotaEst      int // -1 = no estimate
+	bootFails     map[string]*bootFailures // instance type -> its run of failed boots
+	quotaEst      int                      // -1 = no estimate
 	quotaProbeAt  time.Time
 
 	syncing        bool
@@ -156,6 +160,9 @@ type Pool struct {
 	ready          bool
 	ignored        map[cloud.InstanceID]bool
 	foreign        map[cloud.InstanceID]string // listed with another owner (logged once)
+	// The hosts the driver refused after the last listing (refused.go).
+	refused      map[cloud.InstanceID]string
+	refusedHosts []cloud.RefusedHost
 
 	// transitions are the state changes states.txt allows; onTransition,
 	// if set (by tests, before the first Step), sees every state change
@@ -211,6 +218,7 @@ func New(opts Options) (*Pool, error) {
 		byProvider:  make(map[string]string, len(c.InstanceTypes)),
 		byID:        make(map[cloud.InstanceID]*instance),
 		capBlocked:  make(map[string]time.Time),
+		bootFails:   make(map[string]*bootFailures),
 		quotaEst:    -1,
 		ignored:     make(map[cloud.InstanceID]bool),
 		foreign:     make(map[cloud.InstanceID]string),
@@ -378,7 +386,15 @@ func (p *Pool) Step() {
 		}
 		if w.v.IdleBehavior != IdleHold {
 			if reason := p.autoShutdownReason(w, now); reason != "" {
-				w.shutdown(now, reason)
+				if w.v.State == StateBooting {
+					if w.v.LastError != "" {
+						// The step it is stuck at first: LAST ERROR is clipped.
+						reason = w.v.LastError + " (" + reason + ")"
+					}
+					p.bootFailedLocked(w, now, reason)
+				} else {
+					w.shutdown(now, reason)
+				}
 				continue
 			}
 		}

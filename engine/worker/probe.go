@@ -154,7 +154,14 @@ func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode) {
 	} else {
 		p.countProbeLocked(lat)
 		if err != nil {
-			p.probeFailedLocked(w, now, t0, pc.stage+": "+err.Error(), err)
+			msg := err.Error()
+			if !strings.HasPrefix(msg, pc.stage) { // the runner client's errors name their verb
+				msg = pc.stage + ": " + msg
+			}
+			p.probeFailedLocked(w, now, t0, msg, err)
+			if mode == probeBoot && w.v.State == StateBooting && w.v.IdleBehavior != IdleHold && definiteBootError(pc.stage, err) {
+				p.bootFailedLocked(w, now, msg)
+			}
 			return
 		}
 	}
@@ -175,6 +182,7 @@ func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode) {
 		changed = true
 	}
 	if prev == StateBooting || prev == StateUnknown {
+		p.bootOKLocked(w.itype.Name)
 		w.ready(now)
 		changed = true
 	}
@@ -267,7 +275,7 @@ func (p *Pool) ensureRunner(pc *probeCall, exec runner.Executor, client *runner.
 		return err
 	}
 	if p.opts.RunnerBinary == nil {
-		return fmt.Errorf("runner at %s reports %q, want hash %s, and no binary to install", p.s.runnerPath, v, want)
+		return &deployError{fmt.Errorf("runner at %s reports %q, want hash %s, and no binary to install", p.s.runnerPath, v, want)}
 	}
 	bin, err := p.acquireRunnerBinary()
 	if err != nil {
@@ -281,17 +289,27 @@ func (p *Pool) ensureRunner(pc *probeCall, exec runner.Executor, client *runner.
 	})
 	p.releaseRunnerBinary()
 	if err != nil {
-		return fmt.Errorf("installing runner at %s: %w (%s)", p.s.runnerPath, err, strings.TrimSpace(string(stderr)))
+		if msg := strings.TrimSpace(string(stderr)); msg != "" && !strings.Contains(err.Error(), msg) {
+			err = fmt.Errorf("%w (%s)", err, msg)
+		}
+		err = fmt.Errorf("installing runner at %s: %w", p.s.runnerPath, err)
+		if errors.As(err, &exitErr) { // it ran and failed: e.g. a missing directory
+			err = &deployError{err}
+		}
+		return err
 	}
 	p.mu.Lock()
 	p.stats.RunnerDeploys++
 	p.mu.Unlock()
 	v, err = version()
 	if err != nil {
+		if errors.As(err, &exitErr) { // installed, but does not run
+			err = &deployError{fmt.Errorf("runner installed at %s: %w", p.s.runnerPath, err)}
+		}
 		return err
 	}
 	if got := versionHash(v); got != want {
-		return fmt.Errorf("runner installed at %s reports hash %q, want %s", p.s.runnerPath, got, want)
+		return &deployError{fmt.Errorf("runner installed at %s reports hash %q, want %s", p.s.runnerPath, got, want)}
 	}
 	return nil
 }

@@ -47,6 +47,7 @@ func (p *Pool) startSyncLocked(now time.Time) {
 			return
 		}
 		p.syncDoneLocked(insts, seq, now)
+		p.noteRefusedLocked(p.clk.Now())
 	}) {
 		p.syncing = false
 	}

@@ -90,7 +90,7 @@ func New(mode string, dark, noColor bool) *Theme {
 		fg("#005fd7", "#5fafff"), fg("#d70000", "#ff5f5f"), fg("#8a8a8a", "#8a8a8a")
 	t.states[StateUnreachable] = paint(red.Bold().Reverse(true))
 	for s, st := range map[string]ansi.Style{
-		"running": green, "idle": blue, "booting": yellow, "unknown": grey, "shutdown": red,
+		"running": green, "idle": blue, "booting": yellow, "unknown": grey, "shutdown": red, "refused": red,
 		"Running": green, "Queued": yellow, "Locked": blue, "Complete": grey, "Cancelled": red,
 	} {
 		t.states[s] = paint(st)
