@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"dispatch-tui/cloud"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
@@ -181,69 +180,32 @@ func newPartitionEnv(t *testing.T, hosts int, tune func(*config.Config)) *partit
 		}
 	}
 
-	cfg := config.Default()
-	cfg.Dispatcher.StateDir = t.TempDir()
-	cfg.Dispatcher.StaleLockTimeout = 5 * time.Second
+	cfg, hs := env.engineConfig(t)
 	cfg.Dispatcher.MaxContainersPerInstance = 2
-	cfg.Cloud.Driver = "sshhosts"
-	cfg.Cloud.SSHUser = env.user
-	cfg.Cloud.SSHKeyFile = env.clientKey
-	cfg.Cloud.KnownHosts = env.knownHosts
-	cfg.Cloud.RunnerPath = "./dispatch-tui-runner"
-	cfg.Cloud.BootProbeCommand = "true"
 	cfg.Cloud.ProbeInterval = time.Second
 	cfg.Cloud.TimeoutProbe = 5 * time.Second
 	cfg.Cloud.TimeoutRunnerCall = 2 * time.Second
 	// Short, so a host is released right after its last container exits:
 	// the output must be stored before that release all the same.
 	cfg.Cloud.TimeoutIdle = 2 * time.Second
-	cfg.Cloud.SyncInterval = time.Second
-	cfg.Cloud.MaxProbesPerSecond = 100
-	cfg.Cloud.MaxCloudOpsPerSecond = 100
-	cfg.Cloud.MaxConcurrentCreates = 2
-	cfg.InstanceTypes = []cloud.InstanceType{{Name: "small", ProviderType: "small", VCPUs: 2, RAM: 2 << 30, Scratch: 10 << 30, Price: 0.1}}
-	var hs []Host
 	for i, s := range env.servers {
-		h := Host{Address: s.addr, InstanceType: "small", WorkDir: filepath.Join(env.dir, "work", fmt.Sprintf("host%d", i))}
-		hs = append(hs, h)
 		pe.hostIdx[string(InstanceID(s.addr))] = i
-		cfg.Cloud.SSHHosts.Hosts = append(cfg.Cloud.SSHHosts.Hosts, config.SSHHost{Address: h.Address, InstanceType: h.InstanceType, WorkDir: h.WorkDir})
 	}
 	if tune != nil {
 		tune(cfg)
 	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("config: %v", err)
-	}
-	drv, err := New(Options{
-		Hosts: hs, Types: cfg.InstanceTypes,
-		DefaultUser: cfg.Cloud.SSHUser, DefaultKeyFile: cfg.Cloud.SSHKeyFile, KnownHosts: cfg.Cloud.KnownHosts,
-		RunnerPath: cfg.Cloud.RunnerPath + "~" + hash,
-		Logger:     logger,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(drv.Stop)
-	// Release every host at the end (killing leftovers) while the network
-	// and the sshd processes are still there.
+	drv := newDriver(t, cfg, hs, hash, "", logger)
+	// Bring every link up first, so that the driver's release at the end
+	// (a cleanup registered earlier, so run later) reaches every host.
 	t.Cleanup(func() {
 		for i := range pn.outer {
 			ipCmd("link", "set", pn.outer[i], "up")
 		}
-		insts, _ := drv.Instances(context.Background(), nil)
-		for _, inst := range insts {
-			if err := inst.Destroy(context.Background()); err != nil {
-				t.Logf("cleanup: %v", err)
-			}
-		}
 	})
 	pe.cfg = cfg
+	var err error
 	pe.eng, err = engine.New(engine.Options{
-		Config: cfg, InstanceSet: drv, Logger: logger,
-		NewExecutor: func(inst cloud.Instance) (runner.Executor, error) {
-			return drv.Executor(inst)
-		},
+		Config: cfg, InstanceSet: drv, Logger: logger, NewExecutor: drv.Executor,
 		RunnerHash: hash, RunnerBinary: func() ([]byte, error) { return bin, nil },
 	})
 	if err != nil {

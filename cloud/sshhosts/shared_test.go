@@ -3,7 +3,6 @@
 package sshhosts
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,9 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"dispatch-tui/cloud"
 	"dispatch-tui/engine"
-	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
 )
 
@@ -32,7 +29,6 @@ func TestTwoDispatchersShareHosts(t *testing.T) {
 	_, bin, hash := dispatchBinary(t)
 	logger := testLogger(t)
 	marks := t.TempDir()
-	workRoot := filepath.Join(env.dir, "work")
 
 	type side struct {
 		name string
@@ -42,56 +38,17 @@ func TestTwoDispatchersShareHosts(t *testing.T) {
 	}
 	var sides []*side
 	for _, name := range []string{"a", "b"} {
-		cfg := config.Default()
-		cfg.Dispatcher.StateDir = t.TempDir()
+		cfg, hosts := env.engineConfig(t)
 		cfg.Dispatcher.MaxContainersPerInstance = 0
 		// Two hosts each at most: no claim finds every host taken.
 		cfg.Dispatcher.MaxInstances = 2
-		cfg.Dispatcher.StaleLockTimeout = 5 * time.Second
-		cfg.Cloud.Driver = "sshhosts"
-		cfg.Cloud.SSHUser = env.user
-		cfg.Cloud.SSHKeyFile = env.clientKey
-		cfg.Cloud.KnownHosts = env.knownHosts
-		cfg.Cloud.RunnerPath = "./dispatch-tui-runner"
-		cfg.Cloud.BootProbeCommand = "true"
-		cfg.Cloud.ProbeInterval = 200 * time.Millisecond
 		cfg.Cloud.SyncInterval = 500 * time.Millisecond
 		cfg.Cloud.TimeoutIdle = time.Minute
-		cfg.Cloud.MaxProbesPerSecond = 100
-		cfg.Cloud.MaxCloudOpsPerSecond = 100
-		cfg.Cloud.MaxConcurrentCreates = 4
-		cfg.InstanceTypes = []cloud.InstanceType{{Name: "small", ProviderType: "small", VCPUs: 2, RAM: 2 << 30, Scratch: 10 << 30, Price: 0.1}}
-		var hosts []Host
-		for i, s := range env.servers {
-			h := Host{Address: s.addr, InstanceType: "small", WorkDir: filepath.Join(workRoot, fmt.Sprintf("host%d", i))}
-			hosts = append(hosts, h)
-			cfg.Cloud.SSHHosts.Hosts = append(cfg.Cloud.SSHHosts.Hosts, config.SSHHost{Address: h.Address, InstanceType: h.InstanceType, WorkDir: h.WorkDir})
-		}
-		if err := cfg.Validate(); err != nil {
-			t.Fatalf("config: %v", err)
-		}
 		ci, err := engine.ResolveClusterID(cfg, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		drv, err := New(Options{
-			Hosts: hosts, Types: cfg.InstanceTypes,
-			DefaultUser: cfg.Cloud.SSHUser, DefaultKeyFile: cfg.Cloud.SSHKeyFile, KnownHosts: cfg.Cloud.KnownHosts,
-			RunnerPath: cfg.Cloud.RunnerPath + "~" + hash, Owner: ci.ID,
-			Logger: logger.With("dispatcher", name),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(drv.Stop)
-		t.Cleanup(func() {
-			insts, _ := drv.Instances(context.Background(), cloud.Tags{cloud.TagOwner: ci.ID})
-			for _, inst := range insts {
-				if err := inst.Destroy(context.Background()); err != nil {
-					t.Logf("cleanup: %v", err)
-				}
-			}
-		})
+		drv := newDriver(t, cfg, hosts, hash, ci.ID, logger.With("dispatcher", name))
 		eng, err := engine.New(engine.Options{
 			Config: cfg, InstanceSet: drv, NewExecutor: drv.Executor, Logger: logger.With("dispatcher", name),
 			Owner: ci.ID, RunnerHash: hash, RunnerBinary: func() ([]byte, error) { return bin, nil },

@@ -14,7 +14,6 @@ import (
 
 	"dispatch-tui/cloud"
 	"dispatch-tui/engine"
-	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/sshexec"
 )
@@ -26,55 +25,9 @@ func TestEngineOnRealSSHD(t *testing.T) {
 	_, bin, hash := dispatchBinary(t)
 	logger := testLogger(t)
 
-	cfg := config.Default()
-	cfg.Dispatcher.StateDir = t.TempDir()
+	cfg, hosts := env.engineConfig(t)
 	cfg.Dispatcher.MaxContainersPerInstance = 1
-	cfg.Dispatcher.StaleLockTimeout = 5 * time.Second
-	cfg.Cloud.Driver = "sshhosts"
-	cfg.Cloud.SSHUser = env.user
-	cfg.Cloud.SSHKeyFile = env.clientKey
-	cfg.Cloud.KnownHosts = env.knownHosts
-	cfg.Cloud.RunnerPath = "./dispatch-tui-runner"
-	cfg.Cloud.BootProbeCommand = "true"
-	cfg.Cloud.ProbeInterval = 200 * time.Millisecond
-	cfg.Cloud.SyncInterval = time.Second
-	cfg.Cloud.MaxProbesPerSecond = 100
-	cfg.Cloud.MaxCloudOpsPerSecond = 100
-	cfg.Cloud.MaxConcurrentCreates = 3
-	cfg.InstanceTypes = []cloud.InstanceType{{Name: "small", ProviderType: "small", VCPUs: 2, RAM: 2 << 30, Scratch: 10 << 30, Price: 0.1}}
-	workRoot := filepath.Join(env.dir, "work") // under env.dir: checked for leftover processes
-	var hosts []Host
-	for i, s := range env.servers {
-		h := Host{Address: s.addr, InstanceType: "small", WorkDir: filepath.Join(workRoot, fmt.Sprintf("host%d", i))}
-		hosts = append(hosts, h)
-		cfg.Cloud.SSHHosts.Hosts = append(cfg.Cloud.SSHHosts.Hosts, config.SSHHost{
-			Address: h.Address, InstanceType: h.InstanceType, WorkDir: h.WorkDir,
-		})
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatalf("config: %v", err)
-	}
-
-	drv, err := New(Options{
-		Hosts: hosts, Types: cfg.InstanceTypes,
-		DefaultUser: cfg.Cloud.SSHUser, DefaultKeyFile: cfg.Cloud.SSHKeyFile, KnownHosts: cfg.Cloud.KnownHosts,
-		RunnerPath: cfg.Cloud.RunnerPath + "~" + hash,
-		Logger:     logger,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(drv.Stop)
-	// Release every host at the end (killing leftovers), before the sshd
-	// processes go away.
-	t.Cleanup(func() {
-		insts, _ := drv.Instances(context.Background(), nil)
-		for _, inst := range insts {
-			if err := inst.Destroy(context.Background()); err != nil {
-				t.Logf("cleanup: %v", err)
-			}
-		}
-	})
+	drv := newDriver(t, cfg, hosts, hash, "", logger)
 
 	newEngine := func() *engine.Engine {
 		t.Helper()
