@@ -12,6 +12,7 @@ import (
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/worker"
 )
 
 // Two dispatchers (own state dirs, so own cluster ids) share one cloud
@@ -70,7 +71,9 @@ func TestTwoDispatchersShareOneCloud(t *testing.T) {
 			s.eng.Step()
 			s.eng.Settle()
 			for _, v := range s.eng.Instances() {
-				s.seen[string(v.ID)] = true
+				if v.State != worker.StateForeign { // the other's, shown as such
+					s.seen[string(v.ID)] = true
+				}
 			}
 		}
 		clk.Advance(time.Second)
@@ -178,7 +181,7 @@ func TestLegacyOwnerAdoptedOnceOnUpgrade(t *testing.T) {
 				eng.Settle()
 				clk.Advance(time.Second)
 			}
-			_, adopted := eng.Instance(string(legacy.ID()))
+			_, adopted := eng.pool.Instance(legacy.ID())
 			now, _ := drv.Instance(legacy.ID())
 			owner := now.Tags()[cloud.TagOwner]
 			if upgrade && (!adopted || owner != eng.ClusterID()) {
@@ -186,6 +189,9 @@ func TestLegacyOwnerAdoptedOnceOnUpgrade(t *testing.T) {
 			}
 			if !upgrade && (adopted || owner != LegacyOwner) {
 				t.Fatalf("fresh install: adopted %v, owner tag %q; want the legacy instance left alone", adopted, owner)
+			}
+			if v, _ := eng.Instance(string(legacy.ID())); !upgrade && (v.State != worker.StateForeign || v.LastError != "owned by "+LegacyOwner) {
+				t.Fatalf("fresh install: the legacy instance shows as %+v, want foreign, owned by %s", v, LegacyOwner)
 			}
 		})
 	}

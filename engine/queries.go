@@ -15,14 +15,25 @@ import (
 )
 
 // Instances returns every instance in the pool, then a row (state
-// refused) for each host the driver refuses to use.
+// refused) for each host the driver refuses to use, then one (state
+// foreign) for each instance another dispatcher owns.
 func (e *Engine) Instances() []worker.InstanceView {
-	return append(e.pool.Instances(nil), e.pool.RefusedHosts()...)
+	out := append(e.pool.Instances(nil), e.pool.RefusedHosts()...)
+	return append(out, e.pool.ForeignInstances()...)
 }
 
-// Instance returns one instance.
+// Instance returns one instance, or another dispatcher's as its display
+// row.
 func (e *Engine) Instance(id string) (worker.InstanceView, bool) {
-	return e.pool.Instance(cloud.InstanceID(id))
+	if v, ok := e.pool.Instance(cloud.InstanceID(id)); ok {
+		return v, true
+	}
+	for _, v := range e.pool.ForeignInstances() {
+		if string(v.ID) == id {
+			return v, true
+		}
+	}
+	return worker.InstanceView{}, false
 }
 
 // Container returns one container.
@@ -175,6 +186,9 @@ func (e *Engine) Summary() Summary {
 	}
 	if n := len(e.pool.RefusedHosts()); n > 0 {
 		s.Instances[worker.StateRefused] = n
+	}
+	if n := len(e.pool.ForeignInstances()); n > 0 {
+		s.Instances[worker.StateForeign] = n
 	}
 	s.Containers = e.queue.Counts()
 	s.QuotaLimit, s.AtQuota = e.pool.Quota()

@@ -75,7 +75,7 @@ func (e *Engine) SubmitBatch(specs []queue.Spec, actor string) ([]queue.Containe
 func (e *Engine) setBehavior(id, actor, reason string, b worker.IdleBehavior) (worker.InstanceView, error) {
 	v, err := e.pool.SetIdleBehavior(cloud.InstanceID(id), b)
 	if err != nil {
-		return v, fmt.Errorf("instance %s: %w", id, err)
+		return v, instanceErr(id, err)
 	}
 	if err := e.queue.AddEvent(actor, "verb", id, string(b), reason); err != nil {
 		e.log.Error("record event", "err", err)
@@ -108,7 +108,7 @@ func (e *Engine) KillInstance(id, actor, reason string) (worker.InstanceView, er
 	}
 	v, err := e.pool.KillInstance(cloud.InstanceID(id), reason)
 	if err != nil {
-		return v, fmt.Errorf("instance %s: %w", id, err)
+		return v, instanceErr(id, err)
 	}
 	err = e.queue.Pass(func(tx *queue.Tx) {
 		for _, c := range tx.RunningAtStart() {
@@ -200,4 +200,14 @@ func (e *Engine) Resume(actor, reason string) error {
 	err := e.queue.SetPaused(false, actor, reason)
 	e.notify()
 	return err
+}
+
+// instanceErr names the instance in a pool verb's error, unless the error
+// already does (another dispatcher's instance).
+func instanceErr(id string, err error) error {
+	var fe *worker.ForeignError
+	if errors.As(err, &fe) {
+		return err
+	}
+	return fmt.Errorf("instance %s: %w", id, err)
 }

@@ -82,7 +82,7 @@ func counts[K ~string](m map[K]int, order []K) string {
 	return strings.Join(parts, ", ")
 }
 
-var instanceOrder = []worker.State{worker.StateRunning, worker.StateIdle, worker.StateBooting, worker.StateUnknown, worker.StateShutdown, worker.StateRefused}
+var instanceOrder = []worker.State{worker.StateRunning, worker.StateIdle, worker.StateBooting, worker.StateUnknown, worker.StateShutdown, worker.StateRefused, worker.StateForeign}
 
 func (m *Model) header() []string {
 	w := m.width

@@ -12,6 +12,7 @@ import (
 
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/worker"
 )
 
 // TestTwoDispatchersShareHosts runs two dispatchers (own state dirs, own
@@ -104,6 +105,7 @@ func TestTwoDispatchersShareHosts(t *testing.T) {
 		return true
 	}
 	deadline := time.Now().Add(4 * time.Minute)
+	foreignSeen := 0 // rows showing a host the other dispatcher holds
 	for !done() {
 		if time.Now().After(deadline) {
 			t.Fatalf("not all containers final:%s", dump())
@@ -111,10 +113,22 @@ func TestTwoDispatchersShareHosts(t *testing.T) {
 		for _, s := range sides {
 			s.eng.Step()
 		}
-		for _, s := range sides {
+		for i, s := range sides {
 			s.eng.Settle()
+			for _, v := range s.eng.Instances() {
+				if v.State != worker.StateForeign {
+					continue
+				}
+				foreignSeen++
+				if want := "owned by " + sides[1-i].eng.ClusterID(); v.LastError != want {
+					t.Errorf("dispatcher %s shows foreign host %s with %q, want %q", s.name, v.ID, v.LastError, want)
+				}
+			}
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	if foreignSeen == 0 {
+		t.Errorf("neither dispatcher ever showed a host the other held as foreign")
 	}
 	for _, s := range sides {
 		for _, id := range s.ids {

@@ -47,7 +47,7 @@ func writeError(w http.ResponseWriter, e *httpError) {
 }
 
 // classify maps an engine error to a response: unknown id → 404, a field
-// error → 400, an illegal transition → 409, no type fits → 422, anything
+// error → 400, an illegal transition or another dispatcher's instance → 409, no type fits → 422, anything
 // else → 500.
 func classify(err error) *httpError {
 	var he *httpError
@@ -55,6 +55,7 @@ func classify(err error) *httpError {
 	var te *queue.TransitionError
 	var nf *engine.NoFitError
 	var uv *engine.UnknownVerbError
+	var fe2 *worker.ForeignError
 	switch {
 	case errors.As(err, &he):
 		return he
@@ -62,7 +63,7 @@ func classify(err error) *httpError {
 		return notFound(err.Error())
 	case errors.As(err, &fe):
 		return badRequest(fe.Field, fe.Error())
-	case errors.As(err, &te):
+	case errors.As(err, &te), errors.As(err, &fe2):
 		return &httpError{status: http.StatusConflict, msg: err.Error()}
 	case errors.As(err, &nf):
 		types := nf.Types

@@ -299,8 +299,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	var vcpuTotal, ramTotal float64
 	for _, v := range e.Instances() {
 		counts[instanceKey{v.State, v.Type, v.IdleBehavior}]++
-		if v.State == worker.StateShutdown {
-			continue
+		if v.State == worker.StateShutdown || v.State == worker.StateRefused || v.State == worker.StateForeign {
+			continue // display rows and dying instances add no capacity
 		}
 		if !v.UnreachableSince.IsZero() {
 			unreachable[v.Type]++

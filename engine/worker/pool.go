@@ -159,7 +159,7 @@ type Pool struct {
 	lastSyncIssued time.Time
 	ready          bool
 	ignored        map[cloud.InstanceID]bool
-	foreign        map[cloud.InstanceID]string // listed with another owner (logged once)
+	foreign        map[cloud.InstanceID]cloud.Instance // listed with another owner (foreign.go)
 	// The hosts the driver refused after the last listing (refused.go).
 	refused      map[cloud.InstanceID]string
 	refusedHosts []cloud.RefusedHost
@@ -221,7 +221,7 @@ func New(opts Options) (*Pool, error) {
 		bootFails:   make(map[string]*bootFailures),
 		quotaEst:    -1,
 		ignored:     make(map[cloud.InstanceID]bool),
-		foreign:     make(map[cloud.InstanceID]string),
+		foreign:     make(map[cloud.InstanceID]cloud.Instance),
 		stats: Stats{
 			CloudOps: make(map[string]map[string]int),
 			ProbeLatency: newDurationHistogram(time.Millisecond, 2500*time.Microsecond, 5*time.Millisecond,

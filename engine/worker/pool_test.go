@@ -887,6 +887,17 @@ func TestListedInstancesAdoptedAndIgnored(t *testing.T) {
 	if okc || okd {
 		t.Fatalf("c, d adopted: %s", h.dump())
 	}
+	if f := h.pool.ForeignInstances(); len(f) != 1 || f[0].ID != d || f[0].State != StateForeign || f[0].LastError != "owned by other" {
+		t.Fatalf("foreign rows %+v, want %s owned by other", f, d)
+	}
+	for name, verb := range map[string]func() error{
+		"kill": func() error { _, err := h.pool.KillInstance(d, ""); return err },
+		"hold": func() error { _, err := h.pool.SetIdleBehavior(d, IdleHold); return err },
+	} {
+		if err := verb(); err == nil || err.Error() != "instance "+string(d)+" belongs to dispatcher other; not touched" {
+			t.Fatalf("%s on another dispatcher's instance: %v", name, err)
+		}
+	}
 	if h.pool.Ready() {
 		t.Fatal("ready before probes")
 	}

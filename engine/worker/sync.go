@@ -26,12 +26,10 @@ func (p *Pool) startSyncLocked(now time.Time) {
 	p.lastSyncIssued = now
 	p.nextSync = now.Add(p.s.syncInterval)
 	seq := p.nextSeqLocked()
-	var filter cloud.Tags
-	if p.opts.Owner != "" && p.opts.LegacyOwner == "" {
-		filter = cloud.Tags{cloud.TagOwner: p.opts.Owner}
-	}
 	if !p.goLocked(func() {
-		insts, err := p.is.Instances(p.ctx, filter)
+		// Unfiltered: ownership is judged per instance (ownedLocked), so
+		// that other dispatchers' instances can be shown as theirs.
+		insts, err := p.is.Instances(p.ctx, nil)
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.syncing = false
@@ -185,7 +183,7 @@ func (p *Pool) removeLocked(w *instance) {
 
 // ownedLocked tells whether inst is this dispatcher's (ours), and whether it
 // carries the legacy owner tag (to be retagged). A foreign instance is
-// logged the first time it is listed with a given owner.
+// kept for display (foreign.go).
 func (p *Pool) ownedLocked(inst cloud.Instance) (legacy, ours bool) {
 	if p.opts.Owner == "" {
 		return false, true
@@ -198,28 +196,8 @@ func (p *Pool) ownedLocked(inst cloud.Instance) (legacy, ours bool) {
 	case p.opts.LegacyOwner != "" && owner == p.opts.LegacyOwner:
 		return true, true
 	}
-	if p.foreign[inst.ID()] != owner {
-		p.foreign[inst.ID()] = owner
-		p.log.Info("instance owned by another dispatcher; not touched", "instance", string(inst.ID()), "owner", owner)
-	}
+	p.noteForeignLocked(inst)
 	return false, false
-}
-
-// pruneForeignLocked forgets the foreign instances no longer listed, so
-// that the map stays as small as the listing.
-func (p *Pool) pruneForeignLocked(insts []cloud.Instance) {
-	if len(p.foreign) == 0 {
-		return
-	}
-	listed := make(map[cloud.InstanceID]bool, len(insts))
-	for _, inst := range insts {
-		listed[inst.ID()] = true
-	}
-	for id := range p.foreign {
-		if !listed[id] {
-			delete(p.foreign, id)
-		}
-	}
 }
 
 // retagLegacyLocked moves an adopted legacy-tagged instance to this

@@ -59,8 +59,9 @@ func (p *Pool) KillInstance(id cloud.InstanceID, reason string) (InstanceView, e
 	p.mu.Lock()
 	w := p.byID[id]
 	if w == nil {
+		err := p.foreignErrLocked(id)
 		p.mu.Unlock()
-		return InstanceView{}, ErrNotFound
+		return InstanceView{}, err
 	}
 	if reason == "" {
 		reason = "operator request"
@@ -87,8 +88,9 @@ func (p *Pool) SetIdleBehavior(id cloud.InstanceID, b IdleBehavior) (InstanceVie
 	p.mu.Lock()
 	w := p.byID[id]
 	if w == nil {
+		err := p.foreignErrLocked(id)
 		p.mu.Unlock()
-		return InstanceView{}, ErrNotFound
+		return InstanceView{}, err
 	}
 	if w.v.IdleBehavior != b {
 		now := p.clk.Now()
