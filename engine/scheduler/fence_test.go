@@ -21,26 +21,7 @@ import (
 // next attempt back.
 func TestRunningKeptUntilInstanceContainersLost(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	q, err := queue.Open(queue.Options{Path: filepath.Join(t.TempDir(), "q.db"), Clock: clk, NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
-	cfg := config.Default()
-	cfg.InstanceTypes = benchTypes
-	c, err := q.Submit(queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 1 << 30}, MaxAttempts: 3}, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	typ := benchTypes[0]
-	started := clk.Now()
-	pool := &staticPool{quota: 1, views: []worker.InstanceView{{
-		ID: "i-1", Type: typ.Name, ProviderType: typ.ProviderType, State: worker.StateRunning, IdleBehavior: worker.IdleRun,
-		ListedAt: started, Containers: []string{c.ID},
-		Reported: []runner.Status{{ID: c.ID, PID: 7, State: runner.StateRunning, StartedAt: started}},
-	}}}
-	s := New(cfg, q, pool, clk, nil)
+	clk, q, pool, s, c := newFenceEnv(t)
 	s.RunPass()
 	if got, _ := q.Get(c.ID); got.State != queue.Running || got.InstanceID != "i-1" {
 		t.Fatalf("after the first pass: %s on %q, want Running on i-1 (adopted)", got.State, got.InstanceID)
@@ -97,26 +78,8 @@ func TestRunningKeptUntilInstanceContainersLost(t *testing.T) {
 // container ends Complete rather than running again.
 func TestExitSeenBeforeInstanceLostCounts(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	q, err := queue.Open(queue.Options{Path: filepath.Join(t.TempDir(), "q.db"), Clock: clk, NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
-	cfg := config.Default()
-	cfg.InstanceTypes = benchTypes
-	c, err := q.Submit(queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 1 << 30}, MaxAttempts: 3}, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	typ := benchTypes[0]
+	clk, q, pool, s, c := newFenceEnv(t)
 	started := clk.Now()
-	pool := &staticPool{quota: 1, views: []worker.InstanceView{{
-		ID: "i-1", Type: typ.Name, ProviderType: typ.ProviderType, State: worker.StateRunning, IdleBehavior: worker.IdleRun,
-		ListedAt: started, Containers: []string{c.ID},
-		Reported: []runner.Status{{ID: c.ID, PID: 7, State: runner.StateRunning, StartedAt: started}},
-	}}}
-	s := New(cfg, q, pool, clk, nil)
 	s.RunPass()
 	clk.Advance(time.Minute)
 	v := &pool.views[0]
@@ -126,4 +89,30 @@ func TestExitSeenBeforeInstanceLostCounts(t *testing.T) {
 	if got, _ := q.Get(c.ID); got.State != queue.Complete || got.ExitCode == nil || *got.ExitCode != 0 {
 		t.Fatalf("container %s exit %v, want Complete with exit 0", got.State, got.ExitCode)
 	}
+}
+
+// newFenceEnv is a scheduler over a real queue holding one container that
+// runs on i-1, the only instance of a static pool, as i-1's runner reports.
+func newFenceEnv(t *testing.T) (*clock.Fake, *queue.Queue, *staticPool, *Scheduler, queue.Container) {
+	t.Helper()
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	q, err := queue.Open(queue.Options{Path: filepath.Join(t.TempDir(), "q.db"), Clock: clk, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	cfg := config.Default()
+	cfg.InstanceTypes = benchTypes
+	c, err := q.Submit(queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 1 << 30}, MaxAttempts: 3}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ, started := benchTypes[0], clk.Now()
+	pool := &staticPool{quota: 1, views: []worker.InstanceView{{
+		ID: "i-1", Type: typ.Name, ProviderType: typ.ProviderType, State: worker.StateRunning, IdleBehavior: worker.IdleRun,
+		ListedAt: started, Containers: []string{c.ID},
+		Reported: []runner.Status{{ID: c.ID, PID: 7, State: runner.StateRunning, StartedAt: started}},
+	}}}
+	s := New(cfg, q, pool, clk, nil)
+	return clk, q, pool, s, c
 }
