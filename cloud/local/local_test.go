@@ -22,6 +22,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"dispatch-tui/cloud"
+	"dispatch-tui/engine/enginetest"
 )
 
 var testType = cloud.InstanceType{Name: "small", ProviderType: "small", VCPUs: 1, RAM: 1 << 30, Price: 0.02}
@@ -304,7 +305,7 @@ func TestDestroy(t *testing.T) {
 		t.Fatal(err)
 	}
 	sessDone := make(chan error, 1)
-	var out lockedBuffer
+	var out enginetest.Buffer
 	s.Stdout = &out
 	if err := s.Start("echo started; exec sleep 300"); err != nil {
 		t.Fatal(err)
@@ -353,25 +354,6 @@ func TestDestroy(t *testing.T) {
 	if list, _ := d2.Instances(context.Background(), nil); len(list) != 1 {
 		t.Fatalf("after restart: %v", list)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for the ssh session's copier
-// goroutine to write while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func TestBootDelay(t *testing.T) {

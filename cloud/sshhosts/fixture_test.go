@@ -4,11 +4,9 @@ package sshhosts
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -21,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"dispatch-tui/engine/enginetest"
 )
 
 const sshdPath = "/usr/sbin/sshd"
@@ -66,7 +66,7 @@ type sshdServer struct {
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	done   chan struct{}
-	stderr *lockedBuffer
+	stderr *enginetest.Buffer
 }
 
 // newSSHDEnv starts n sshd servers and writes a known_hosts file listing
@@ -207,7 +207,7 @@ LogLevel INFO
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stderr := &lockedBuffer{}
+	stderr := &enginetest.Buffer{}
 	cmd := exec.Command(sshdPath, "-D", "-e", "-f", cfgPath)
 	if s.netns != "" {
 		// ip execs sshd once it has entered the namespace: cmd's process
@@ -385,27 +385,10 @@ func checkNoProcesses(t *testing.T, dir string) {
 	}
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // testLogger logs into a buffer that is printed when the test fails (or
 // always, with SSHHOSTS_TEST_LOG set).
 func testLogger(t *testing.T) *slog.Logger {
-	buf := &lockedBuffer{}
+	buf := &enginetest.Buffer{}
 	t.Cleanup(func() {
 		if t.Failed() || os.Getenv("SSHHOSTS_TEST_LOG") != "" {
 			t.Logf("driver/engine log:\n%s", buf.String())
@@ -468,5 +451,3 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
-
-var _ io.Writer = (*lockedBuffer)(nil)

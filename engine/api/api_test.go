@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -664,24 +663,6 @@ func TestListContainers(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // waitReal waits (wall clock) for cond, for streams served by other
 // goroutines.
 func waitReal(t *testing.T, what string, cond func() bool) {
@@ -701,7 +682,7 @@ func TestLogsFollow(t *testing.T) {
 	e := newEnv(t)
 	id := e.submit("follow-me", cloudtest.Cmd(5*time.Second, 3), 1)
 
-	var out syncBuffer
+	var out enginetest.Buffer
 	done := make(chan error, 1)
 	go func() { done <- e.client.Logs(t.Context(), id, 0, true, &out) }()
 
@@ -750,7 +731,7 @@ func TestLogsFollow(t *testing.T) {
 func TestLogsFollowNeverRan(t *testing.T) {
 	e := newEnv(t)
 	id := e.submit("never", []string{"run-forever"}, 0)
-	var out syncBuffer
+	var out enginetest.Buffer
 	done := make(chan error, 1)
 	go func() { done <- e.client.Logs(t.Context(), id, 0, true, &out) }()
 	e.followPolledSince() // the stream waits for the queued container
@@ -767,7 +748,7 @@ func TestLogsFollowClientGoesAway(t *testing.T) {
 	e := newEnv(t)
 	id, _ := e.running("forever")
 	ctx, cancel := context.WithCancel(t.Context())
-	var out syncBuffer
+	var out enginetest.Buffer
 	done := make(chan error, 1)
 	go func() { done <- e.client.Logs(ctx, id, 0, true, &out) }()
 	waitReal(t, "output", func() bool { return strings.Contains(out.String(), "running") })
@@ -913,7 +894,7 @@ func TestCheckListen(t *testing.T) {
 // TestRequestLog: every request is logged at debug level.
 func TestRequestLog(t *testing.T) {
 	e := newEnv(t)
-	var logs syncBuffer
+	var logs enginetest.Buffer
 	log := slogText(&logs)
 	srv := httptest.NewServer(NewServer(ServerOptions{Engine: e.eng, Token: testToken, Logger: log}))
 	defer srv.Close()

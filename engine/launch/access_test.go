@@ -30,6 +30,7 @@ import (
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/queue"
 )
 
@@ -141,7 +142,7 @@ func TestDefaultDaemonAnswersOnlyItsUser(t *testing.T) {
 
 	daemon := exec.Command(binary, "--daemon")
 	daemon.Dir, daemon.Env = work, env
-	var logs syncBuffer
+	var logs enginetest.Buffer
 	daemon.Stderr = &logs
 	if err := daemon.Start(); err != nil {
 		t.Fatal(err)
@@ -206,29 +207,11 @@ func TestDefaultDaemonAnswersOnlyItsUser(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a writer and readers at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // serveTest builds an engine on cfg (cloudtest unless it says otherwise),
 // serves its API and returns the log it writes.
-func serveTest(t *testing.T, cfg *config.Config, timeouts *Timeouts) (*Running, *syncBuffer) {
+func serveTest(t *testing.T, cfg *config.Config, timeouts *Timeouts) (*Running, *enginetest.Buffer) {
 	t.Helper()
-	var logs syncBuffer
+	var logs enginetest.Buffer
 	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	opts := Options{Config: cfg, RunnerBinary: binary, Logger: log, Timeouts: timeouts}
 	r, _ := startEngineWith(t, cfg, opts)
