@@ -344,7 +344,11 @@ func (c *check) step(name string, limit time.Duration, fn func(context.Context) 
 	ctx, cancel := context.WithTimeout(c.ctx, limit)
 	defer cancel()
 	t0 := time.Now()
-	detail, err := fn(ctx)
+	var detail string
+	err := ctx.Err() // interrupted before it started
+	if err == nil {
+		detail, err = fn(ctx)
+	}
 	took := time.Since(t0)
 	var skip *skipError
 	switch {
@@ -594,7 +598,7 @@ func (c *check) deploy(ctx context.Context) (string, error) {
 	if got := versionHash(v); got != c.hash {
 		return "", fmt.Errorf("the runner installed at %s reports hash %q, want %s: something else writes that path", path, got, c.hash)
 	}
-	return fmt.Sprintf("installed %s (%d MiB)", path, (len(bin)+1<<20-1)>>20), nil
+	return fmt.Sprintf("installed %s (%.1f MiB)", path, float64(len(bin))/(1<<20)), nil
 }
 
 func (c *check) version(ctx context.Context) (string, error) {
