@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/launch"
@@ -227,7 +226,8 @@ type check struct {
 	parent context.Context // the caller's: done on interrupt
 	ctx    context.Context // parent with the overall timeout
 
-	inst      cloud.Instance // nil until created
+	inst      cloud.Instance     // nil until created
+	seen      []cloud.InstanceID // instances a listing has shown
 	exec      runner.Executor
 	client    runner.Client
 	failed    *StepError
@@ -308,10 +308,7 @@ func (c *check) runFilter() cloud.Tags {
 
 // inMemory reports whether the driver's instances are the cloudtest
 // driver's: no SSH, hence no secret to check.
-func (c *check) inMemory() bool {
-	_, ok := c.drv.Set.(*cloudtest.Driver)
-	return ok
-}
+func (c *check) inMemory() bool { return c.drv.InMemory }
 
 func (c *check) runSteps() {
 	steps := []struct {
@@ -472,6 +469,7 @@ func (c *check) listed(ctx context.Context) (string, error) {
 			return false, err
 		}
 		c.inst = inst // the listing's view: a cloud may assign the address late
+		c.seen = append(c.seen, id)
 		return true, nil
 	})
 	if err != nil {
@@ -740,6 +738,7 @@ func (c *check) cleanup(ctx context.Context) {
 	insts, listErr := c.drv.Set.Instances(ctx, c.runFilter())
 	for _, inst := range insts {
 		add(inst)
+		c.seen = append(c.seen, inst.ID())
 	}
 	if len(targets) == 0 {
 		if listErr != nil {
@@ -751,9 +750,17 @@ func (c *check) cleanup(ctx context.Context) {
 	}
 	var destroyErrs []string
 	for _, inst := range targets {
-		// Retry: a destroy may be throttled, or fail for a while.
+		// Retry: a destroy may be throttled, or fail for a while. One
+		// that fails on an instance a listing showed before and no longer
+		// shows (a destroy that got through before the interrupt) is
+		// done; one never listed may just not be listed yet.
 		if err := c.poll(ctx, func(ctx context.Context) (bool, error) {
 			err := inst.Destroy(ctx)
+			if err != nil && slices.Contains(c.seen, inst.ID()) {
+				if cur, lerr := c.find(ctx, inst.ID()); lerr == nil && cur == nil {
+					return true, nil
+				}
+			}
 			return err == nil, err
 		}); err != nil {
 			destroyErrs = append(destroyErrs, fmt.Sprintf("destroy %s: %v", inst.ID(), err))

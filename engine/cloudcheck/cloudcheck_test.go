@@ -74,7 +74,7 @@ func realRunner(t *testing.T) string {
 func cloudtestDriver(o cloudtest.Options) (*cloudtest.Driver, *launch.Driver) {
 	o.Clock = clock.Real{}
 	d := cloudtest.New(o)
-	return d, &launch.Driver{Set: d, NewExecutor: d.Executor}
+	return d, &launch.Driver{Set: d, NewExecutor: d.Executor, InMemory: true}
 }
 
 // localDriver starts the local driver as the engine would, for a test
@@ -444,5 +444,71 @@ func TestTypeChoice(t *testing.T) {
 		if err != nil || created != tc.want {
 			t.Errorf("--type %q: created %q, err %v, want %q\n%s", tc.flag, created, err, tc.want, &out)
 		}
+	}
+}
+
+// lossySet hands out instances whose first Destroy gets through but
+// whose reply is lost to an interrupt, and whose later Destroys fail as
+// a provider's do for an instance already gone.
+type lossySet struct {
+	cloud.InstanceSet
+	cancel    context.CancelFunc
+	mu        sync.Mutex
+	destroyed map[cloud.InstanceID]bool
+}
+
+type lossyInstance struct {
+	cloud.Instance
+	s *lossySet
+}
+
+func (s *lossySet) Create(ctx context.Context, it cloud.InstanceType, tags cloud.Tags) (cloud.Instance, error) {
+	inst, err := s.InstanceSet.Create(ctx, it, tags)
+	if err != nil {
+		return nil, err
+	}
+	return &lossyInstance{inst, s}, nil
+}
+
+func (s *lossySet) Instances(ctx context.Context, filter cloud.Tags) ([]cloud.Instance, error) {
+	insts, err := s.InstanceSet.Instances(ctx, filter)
+	for i := range insts {
+		insts[i] = &lossyInstance{insts[i], s}
+	}
+	return insts, err
+}
+
+func (i *lossyInstance) Destroy(ctx context.Context) error {
+	i.s.mu.Lock()
+	again := i.s.destroyed[i.ID()]
+	i.s.destroyed[i.ID()] = true
+	i.s.mu.Unlock()
+	if again {
+		return errors.New("no such instance " + string(i.ID()))
+	}
+	if err := i.Instance.Destroy(ctx); err != nil {
+		return err
+	}
+	i.s.cancel()
+	return context.Canceled
+}
+
+// An interrupt that cuts off the destroy step's reply after the destroy
+// got through: cleanup sees the instance gone, although destroying it
+// again fails.
+func TestInterruptDuringDestroy(t *testing.T) {
+	cfg := testConfig(t, "cloudtest")
+	ct, drv := cloudtestDriver(cloudtest.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	drv.Set = &lossySet{InstanceSet: drv.Set, cancel: cancel, destroyed: map[cloud.InstanceID]bool{}}
+	var out bytes.Buffer
+	err := Run(ctx, cfg, Options{
+		Driver: drv, RunnerBinary: fakeRunner(t), Poll: 10 * time.Millisecond,
+		Steps: StepTimeouts{Cleanup: 2 * time.Second},
+	}, &out)
+	checkInterrupted(t, err, StepDestroy, out.String())
+	if live := ct.Live(); len(live) != 0 {
+		t.Errorf("instances left: %v", live)
 	}
 }

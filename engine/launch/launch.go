@@ -104,6 +104,9 @@ type Driver struct {
 	// SSH it checks the instance's host key and, before anything else
 	// runs, the secret in its cloud.TagSecret tag.
 	NewExecutor func(cloud.Instance) (runner.Executor, error)
+	// InMemory: the instances are cloudtest's, without SSH, so there is
+	// no host key or secret to check.
+	InMemory bool
 }
 
 // NewDriver starts the driver cfg.Cloud.Driver names, acting as ci (the
@@ -161,7 +164,8 @@ func NewDriver(cfg *config.Config, ci engine.ClusterIdentity, hash string, log *
 	default:
 		return nil, fmt.Errorf("cloud.driver %q is not supported (use local, sshhosts or cloudtest)", cfg.Cloud.Driver)
 	}
-	return &Driver{Set: set, NewExecutor: newExec}, nil
+	_, inMemory := set.(*cloudtest.Driver)
+	return &Driver{Set: set, NewExecutor: newExec, InMemory: inMemory}, nil
 }
 
 // sshHosts converts the configured [[cloud.sshhosts.host]] entries to the
