@@ -138,7 +138,7 @@ type UsageError struct{ Msg string }
 
 func (e *UsageError) Error() string { return e.Msg }
 
-// errSkip marks a step that does not apply to the driver; its message
+// skipError marks a step that does not apply to the driver; its message
 // says why.
 type skipError struct{ why string }
 
