@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/api/cli"
+	"dispatch-tui/engine/cloudcheck"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/launch"
 	"dispatch-tui/engine/runner/agent"
@@ -41,6 +42,9 @@ const usage = `usage:
   dispatch-tui logs CONTAINER [--tail N] [--follow]
   dispatch-tui pause|resume
   dispatch-tui check-config FILE              validate; exit 0 / print errors with line numbers
+  dispatch-tui cloudtest [--config FILE] [--type NAME] [--timeout 30m]
+                                               check the configured driver end to end on one
+                                               instance (exit 0 ok, 1 a step failed, 2 usage)
   dispatch-tui runner ...                      worker-side protocol
   dispatch-tui version
   dispatch-tui simulate [--driver local|cloudtest --containers N --quota N --timeout 2m]
@@ -114,6 +118,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return checkConfig(rest[0], stdout, stderr)
+	case cmd == "cloudtest":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return cloudcheck.Main(ctx, rest, fs.Lookup("config").Value.String(), stdout, stderr)
 	case cmd == "simulate":
 		return simulateCmd(fs.Lookup("config").Value.String(), rest, stdout, stderr)
 	case cmd == "runner":

@@ -35,6 +35,8 @@ func TestCheckConfig(t *testing.T) {
 		{"unknown command", []string{"frobnicate"}, 2, "", "unknown command"},
 		{"version", []string{"version"}, 0, "dispatch-tui " + version, ""},
 		{"simulate bad flag", []string{"simulate", "--containers", "0"}, 2, "", "usage"},
+		{"cloudtest bad flag", []string{"cloudtest", "--timeout", "0s"}, 2, "", "usage: dispatch-tui cloudtest"},
+		{"cloudtest", []string{"--config", write("ct.toml", "[dispatcher]\nstate_dir = \""+filepath.Join(dir, "state")+"\"\n[cloud]\ndriver = \"cloudtest\"\n"), "cloudtest"}, 0, "cloudtest: ok, every step held", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer

@@ -939,3 +939,29 @@ func TestRunnerBatch(t *testing.T) {
 		t.Fatalf("after kill and forget: %+v %v", after, err)
 	}
 }
+
+// "echo" exits 0 at once and its words are a line of its log, as with a
+// real runner: what "dispatch-tui cloudtest" runs on every driver.
+func TestEchoWritesItsWords(t *testing.T) {
+	ctx := context.Background()
+	d, _ := newDriver(t, Options{})
+	inst := mustCreate(t, d, small, nil)
+	cl := &runner.Client{Exec: mustExec(t, d, inst), Path: "/r"}
+	if err := cl.Start(ctx, runner.Spec{ID: "e1", Command: []string{"echo", "hello", "there"}}); err != nil {
+		t.Fatal(err)
+	}
+	sts, err := cl.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sts) != 1 || sts[0].State != runner.StateExited || sts[0].ExitCode != 0 {
+		t.Fatalf("list %+v, want e1 exited 0", sts)
+	}
+	out, err := cl.Logs(ctx, "e1", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(strings.Split(string(out), "\n"), "hello there") {
+		t.Fatalf("logs %q lack the line %q", out, "hello there")
+	}
+}

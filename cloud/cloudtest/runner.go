@@ -31,7 +31,8 @@ const IgnoreTerm = "ignore-term"
 // it ignore TERM.
 //
 // The in-memory runner also understands ["true"] (exits 0 at once),
-// ["false"] (exits 1 at once) and ["sleep", "N"] (N seconds, then 0); any
+// ["false"] (exits 1 at once), ["echo", ARGS...] (writes ARGS on one line
+// of its log, exits 0 at once) and ["sleep", "N"] (N seconds, then 0); any
 // other command runs until killed.
 func Cmd(d time.Duration, exitCode int) []string {
 	return []string{CmdName, d.String(), strconv.Itoa(exitCode)}
@@ -116,7 +117,7 @@ func behaviour(argv []string) (dur time.Duration, code int) {
 			return 0, 2
 		}
 		return d, c
-	case "true":
+	case "true", "echo":
 		return 0, 0
 	case "false":
 		return 0, 1
@@ -364,6 +365,9 @@ func (d *Driver) runnerVerb(s *instState, now time.Time, runnerPath string, cmd 
 		return nil, nil, nil
 	case "logs":
 		lines := []string{fmt.Sprintf("cloudtest: %s running %s", c.spec.ID, strings.Join(c.spec.Command, " "))}
+		if path.Base(c.spec.Command[0]) == "echo" {
+			lines = append(lines, strings.Join(c.spec.Command[1:], " "))
+		}
 		lines = append(lines, filler(c.spec.Command)...)
 		if st.State == runner.StateExited {
 			lines = append(lines, fmt.Sprintf("cloudtest: %s exited %d", c.spec.ID, st.ExitCode))

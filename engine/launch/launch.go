@@ -78,6 +78,46 @@ func New(opts Options) (*Running, error) {
 		return nil, err
 	}
 	ci.Log(log)
+	drv, err := NewDriver(cfg, ci, hash, log)
+	if err != nil {
+		return nil, err
+	}
+	m := metrics.NewRecorder()
+	eng, err := engine.New(engine.Options{
+		Config: cfg, InstanceSet: drv.Set, NewExecutor: drv.NewExecutor, Logger: log,
+		Owner: ci.ID, AdoptLegacyOwner: ci.AdoptLegacy,
+		RunnerHash: hash, RunnerBinary: readBinary, OnPass: m.ObservePass,
+	})
+	if err != nil {
+		drv.Set.Stop()
+		return nil, err
+	}
+	m.Attach(eng)
+	return &Running{Engine: eng, Driver: drv.Set, Metrics: m}, nil
+}
+
+// Driver is the cloud driver cfg names, with the way the worker pool
+// reaches its instances.
+type Driver struct {
+	Set cloud.InstanceSet
+	// NewExecutor returns the executor for one of Set's instances: over
+	// SSH it checks the instance's host key and, before anything else
+	// runs, the secret in its cloud.TagSecret tag.
+	NewExecutor func(cloud.Instance) (runner.Executor, error)
+	// InMemory: the instances are cloudtest's, without SSH, so there is
+	// no host key or secret to check.
+	InMemory bool
+}
+
+// NewDriver starts the driver cfg.Cloud.Driver names, acting as ci (the
+// owner tag; drivers that claim shared hosts need it). hash is the runner
+// binary's hash, which names the runner path of drivers that keep it per
+// host. The engine and "dispatch-tui cloudtest" both build drivers here,
+// so a driver added here is covered by both. Stop the Set when done.
+func NewDriver(cfg *config.Config, ci engine.ClusterIdentity, hash string, log *slog.Logger) (*Driver, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	var legacyOwner string
 	if ci.AdoptLegacy {
 		legacyOwner = engine.LegacyOwner
@@ -124,18 +164,8 @@ func New(opts Options) (*Running, error) {
 	default:
 		return nil, fmt.Errorf("cloud.driver %q is not supported (use local, sshhosts or cloudtest)", cfg.Cloud.Driver)
 	}
-	m := metrics.NewRecorder()
-	eng, err := engine.New(engine.Options{
-		Config: cfg, InstanceSet: set, NewExecutor: newExec, Logger: log,
-		Owner: ci.ID, AdoptLegacyOwner: ci.AdoptLegacy,
-		RunnerHash: hash, RunnerBinary: readBinary, OnPass: m.ObservePass,
-	})
-	if err != nil {
-		set.Stop()
-		return nil, err
-	}
-	m.Attach(eng)
-	return &Running{Engine: eng, Driver: set, Metrics: m}, nil
+	_, inMemory := set.(*cloudtest.Driver)
+	return &Driver{Set: set, NewExecutor: newExec, InMemory: inMemory}, nil
 }
 
 // sshHosts converts the configured [[cloud.sshhosts.host]] entries to the

@@ -85,3 +85,8 @@ func inGroup(uid, primary uint32, gid int) bool {
 	}
 	return false
 }
+
+// PrepareStateDir creates cfg's state dir as New does, for a caller that
+// builds a driver with NewDriver: the local driver keeps its instances
+// there, and the cluster identity is kept there.
+func PrepareStateDir(cfg *config.Config) error { return prepareStateDir(&cfg.Dispatcher) }
