@@ -31,10 +31,10 @@ func TestCheckConfig(t *testing.T) {
 		{"bad value", []string{"check-config", write("bad2.toml", "[dispatcher]\n\nmax_instances = 0\n")}, 1, "", "bad2.toml:3: dispatcher.max_instances"},
 		{"syntax", []string{"check-config", write("bad3.toml", "[dispatcher]\nlisten = \"x\" y\n")}, 1, "", "bad3.toml:2:"},
 		{"missing file", []string{"check-config", filepath.Join(dir, "nope.toml")}, 1, "", "nope.toml"},
-		{"no args", []string{"check-config"}, 2, "", "usage"},
+		{"no args", []string{"check-config"}, 2, "", "want one FILE"},
 		{"unknown command", []string{"frobnicate"}, 2, "", "unknown command"},
 		{"version", []string{"version"}, 0, "dispatch-tui " + version, ""},
-		{"simulate bad flag", []string{"simulate", "--containers", "0"}, 2, "", "usage"},
+		{"simulate bad flag", []string{"simulate", "--containers", "0"}, 2, "", "--containers >= 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
