@@ -339,8 +339,8 @@ func lsEventsCmd(env *Env) *cobra.Command {
 
 func instanceTable(items []worker.InstanceView) *table {
 	t := &table{cols: []column{
-		{name: "ID"}, {name: "TYPE", drop: 4}, {name: "STATE"}, {name: "IDLE", drop: 3}, {name: "CTRS", drop: 5},
-		{name: "PRICE/H", drop: 6}, {name: "AGE", drop: 7}, {name: "LAST ERROR", flex: true, min: 12, drop: 9},
+		{name: "ID"}, {name: "TYPE", drop: 4}, {name: "STATE"}, {name: "IDLE", drop: 3}, {name: "CTRS", drop: 7},
+		{name: "PRICE/H", drop: 9}, {name: "AGE", drop: 8}, {name: "LAST ERROR", flex: true, min: 12, drop: 6},
 		{name: "ADDRESS", wide: true}, {name: "PROVIDER TYPE", wide: true}, {name: "LAST CONTAINER", wide: true},
 	}}
 	for _, v := range items {
