@@ -104,7 +104,8 @@ func newRoot(env *cli.Env) *cobra.Command {
 		},
 	}
 	cli.Configure(root)
-	root.CompletionOptions.HiddenDefaultCmd = false
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
 	f := root.Flags()
 	f.BoolVar(&daemon, "daemon", false, "run the engine headless, JSON logs on stderr")
 	f.StringVar(&cf.connect, "connect", "", "`URL` of a daemon to attach the console to")

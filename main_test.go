@@ -33,14 +33,25 @@ func TestCheckConfig(t *testing.T) {
 		{"missing file", []string{"check-config", filepath.Join(dir, "nope.toml")}, 1, "", "nope.toml"},
 		{"no args", []string{"check-config"}, 2, "", "want one FILE"},
 		{"unknown command", []string{"frobnicate"}, 2, "", "unknown command"},
+		{"keys bound twice", []string{"check-config", write("keys.toml", "[tui.keys]\nhold = \"d\"\n")}, 1, "", "[tui.keys]"},
+		{"keys ok", []string{"check-config", write("keys2.toml", "[tui.keys]\nhold = \"H\"\n")}, 0, "keys2.toml: ok", ""},
+		{"daemon and connect", []string{"--daemon", "--connect", "unix:/nowhere"}, 2, "", "--daemon runs the engine here: it excludes --connect"},
+		{"connect and demo", []string{"--connect", "unix:/nowhere", "--demo"}, 2, "", "exclude each other"},
+		{"help command", []string{"help", "submit"}, 0, "--health-cmd", ""},
+		{"help examples", []string{"ls", "--help"}, 0, "xargs dispatch-tui hold", ""},
+		{"completion bash", []string{"completion", "bash"}, 0, "bash completion V2 for dispatch-tui", ""},
+		{"completion zsh", []string{"completion", "zsh"}, 0, "#compdef dispatch-tui", ""},
+		{"completion fish", []string{"completion", "fish"}, 0, "complete -c dispatch-tui", ""},
+		{"unknown flag", []string{"version", "--verbose"}, 2, "", "unknown flag: --verbose"},
 		{"version", []string{"version"}, 0, "dispatch-tui " + version, ""},
 		{"simulate bad flag", []string{"simulate", "--containers", "0"}, 2, "", "--containers >= 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			code := run(tc.args, &out, &errb)
-			if code != tc.code || !strings.Contains(out.String(), tc.inStdout) || !strings.Contains(errb.String(), tc.inStderr) {
-				t.Fatalf("run(%q) = %d\nstdout: %s\nstderr: %s\nwant %d, stdout containing %q, stderr containing %q",
+			if code != tc.code || !strings.Contains(out.String(), tc.inStdout) || !strings.Contains(errb.String(), tc.inStderr) ||
+				code == 2 && strings.Count(errb.String(), "\n") != 2 {
+				t.Fatalf("run(%q) = %d\nstdout: %s\nstderr: %s\nwant %d, stdout containing %q, stderr containing %q (a usage error: one line and a hint)",
 					tc.args, code, out.String(), errb.String(), tc.code, tc.inStdout, tc.inStderr)
 			}
 		})

@@ -73,6 +73,8 @@ func runCLICtx(ctx context.Context, t *testing.T, server string, env map[string]
 		Getenv: func(k string) string { return env[k] }, WatchInterval: time.Millisecond}
 	root := &cobra.Command{Use: "dispatch-tui"}
 	Configure(root)
+	root.SetOut(&out)
+	root.SetErr(&errb)
 	BindGlobalFlags(root.PersistentFlags(), e)
 	AddCommands(root, e)
 	code := Execute(ctx, root, args, &errb)
