@@ -36,6 +36,7 @@ func TestCheckConfig(t *testing.T) {
 		{"keys bound twice", []string{"check-config", write("keys.toml", "[tui.keys]\nhold = \"d\"\n")}, 1, "", "[tui.keys]"},
 		{"keys ok", []string{"check-config", write("keys2.toml", "[tui.keys]\nhold = \"H\"\n")}, 0, "keys2.toml: ok", ""},
 		{"daemon and connect", []string{"--daemon", "--connect", "unix:/nowhere"}, 2, "", "--daemon runs the engine here: it excludes --connect"},
+		{"daemon and connect, one dash", []string{"-daemon", "-connect", "unix:/nowhere"}, 2, "", "--daemon runs the engine here"},
 		{"connect and demo", []string{"--connect", "unix:/nowhere", "--demo"}, 2, "", "exclude each other"},
 		{"help command", []string{"help", "submit"}, 0, "--health-cmd", ""},
 		{"help examples", []string{"ls", "--help"}, 0, "xargs dispatch-tui hold", ""},

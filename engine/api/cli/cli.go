@@ -90,7 +90,7 @@ func Configure(root *cobra.Command) {
 // Execute runs root with args, prints any error once on stderr and
 // returns the exit code: 0, 1 (the server or the work failed) or 2 (usage).
 func Execute(ctx context.Context, root *cobra.Command, args []string, stderr io.Writer) int {
-	root.SetArgs(args)
+	root.SetArgs(singleDashLongFlags(root, args))
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return 0
@@ -139,6 +139,38 @@ func (e silentError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 // Silent ends a command with exit code, printing nothing more: for
 // commands that reported their own error.
 func Silent(code int) error { return silentError{code} }
+
+// singleDashLongFlags rewrites "-name" and "-name=value" to "--name..."
+// where name is a long flag of the command args run (as the flag package
+// before cobra read them), up to "--". No long flag is spelled by
+// shorthand letters alone, so nothing that worked with two dashes changes.
+func singleDashLongFlags(root *cobra.Command, args []string) []string {
+	// The root's flags first, so that finding the command skips their
+	// values; then the command's.
+	out := dashLong(root, args)
+	if cmd, _, err := root.Find(out); err == nil && cmd != root {
+		out = dashLong(cmd, out)
+	}
+	return out
+}
+
+func dashLong(cmd *cobra.Command, args []string) []string {
+	out := make([]string, len(args))
+	copy(out, args)
+	for i, a := range out {
+		if a == "--" {
+			break
+		}
+		if len(a) < 3 || a[0] != '-' || a[1] == '-' {
+			continue
+		}
+		name, _, _ := strings.Cut(a[1:], "=")
+		if len(name) > 1 && cmd.Flag(name) != nil {
+			out[i] = "-" + a
+		}
+	}
+	return out
+}
 
 // UsageError makes err a usage error (exit 2), for the commands main.go
 // defines.

@@ -463,3 +463,23 @@ func TestVerbSaysWhatItActedOn(t *testing.T) {
 		t.Fatalf("requests %v", reqs)
 	}
 }
+
+// TestSingleDashLongFlags: the long flags the flag package read with one
+// dash still work; shorthands, values and the command after -- are kept.
+func TestSingleDashLongFlags(t *testing.T) {
+	f := newFake(t, submitted)
+	code, out, errOut := runCLI(t, f.srv.URL, nil, "", "submit", "-vcpus", "2", "-ram=1GiB", "-label", "a=b", "--", "cmd", "-vcpus")
+	if code != 0 || !strings.Contains(out, "c-0123456789abcdef") {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	body := f.requests()[0].body
+	for _, want := range []string{`"vcpus":2`, `"ram":1073741824`, `"a":"b"`, `"command":["cmd","-vcpus"]`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("body lacks %s: %s", want, body)
+		}
+	}
+	code, _, errOut = runCLI(t, f.srv.URL, nil, "", "submit", "-bogus", "--", "x")
+	if code != 2 || !strings.Contains(errOut, "-bogus") {
+		t.Fatalf("unknown single-dash flag: exit %d: %s", code, errOut)
+	}
+}
