@@ -60,9 +60,9 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 // BindGlobalFlags adds the flags every client command takes, before or
 // after its name: --server, --token, --tls-fingerprint and --config.
 func BindGlobalFlags(fs *pflag.FlagSet, env *Env) {
-	fs.StringVar(&env.ConfigPath, "config", env.ConfigPath, "config `FILE` (default ./dispatch-tui.toml, then $XDG_CONFIG_HOME/dispatch-tui/config.toml)")
-	fs.StringVar(&env.Server, "server", env.Server, "dispatcher API for client commands: unix:PATH, https://host:port or http://host:port (default $DISPATCH_TUI_SERVER, then the socket in the state dir, then dispatcher.listen)")
-	fs.StringVar(&env.Token, "token", env.Token, "API token for TCP (default $DISPATCH_TUI_TOKEN, then the config)")
+	fs.StringVar(&env.ConfigPath, "config", env.ConfigPath, "read the config from `FILE` (default ./dispatch-tui.toml, then $XDG_CONFIG_HOME/dispatch-tui/config.toml)")
+	fs.StringVar(&env.Server, "server", env.Server, "dispatcher API for client commands, a `URL`: unix:PATH, https://host:port or http://host:port (default $DISPATCH_TUI_SERVER, then the socket in the state dir, then dispatcher.listen)")
+	fs.StringVar(&env.Token, "token", env.Token, "API `TOKEN` for TCP (default $DISPATCH_TUI_TOKEN, then the config)")
 	fs.StringVar(&env.TLSFingerprint, "tls-fingerprint", env.TLSFingerprint, "`SHA256` of the server's TLS certificate to pin (default $DISPATCH_TUI_TLS_FINGERPRINT)")
 }
 

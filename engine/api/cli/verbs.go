@@ -36,7 +36,7 @@ func verbCmd(env *Env, name string) *cobra.Command {
 	var reason string
 	h := verbHelp[name]
 	cmd := &cobra.Command{
-		Use:   name + " [--reason TEXT] " + h[1],
+		Use:   name + " [flags] " + h[1],
 		Short: h[0],
 		Long: h[0] + `.
 An id of the form c- and 16 hex digits is a container; anything else is an
@@ -130,7 +130,7 @@ func logsCmd(env *Env) *cobra.Command {
 	var tail int
 	var follow bool
 	cmd := &cobra.Command{
-		Use:   "logs CONTAINER",
+		Use:   "logs [flags] CONTAINER",
 		Short: "Print a container's output",
 		Example: `  dispatch-tui logs c-38613a4f0b33d3d6 --tail 100
   dispatch-tui logs -f c-38613a4f0b33d3d6`,
@@ -162,7 +162,7 @@ func pauseCmd(env *Env, name string) *cobra.Command {
 		short = "Start scheduling again after pause"
 	}
 	cmd := &cobra.Command{
-		Use:     name + " [--reason TEXT]",
+		Use:     name + " [flags]",
 		Short:   short,
 		Example: fmt.Sprintf(`  dispatch-tui %s --reason "quota review"`, name),
 		Args:    noArgs,
