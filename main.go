@@ -1,13 +1,12 @@
 // Command dispatch-tui runs a container scheduler and cloud worker pool
-// with a terminal UI. This file only parses flags and dispatches
-// sub-commands; the work is done in the packages under engine/, cloud/
+// with a terminal UI. This file only builds the command line (cobra) and
+// dispatches sub-commands; the work is done in the packages under engine/, cloud/
 // and tui/.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,52 +16,45 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
 	"dispatch-tui/engine/api/cli"
 	"dispatch-tui/engine/cloudcheck"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/launch"
 	"dispatch-tui/engine/runner/agent"
 	"dispatch-tui/engine/simulate"
+	"dispatch-tui/tui/keys"
 )
 
 const version = "0.1.0-dev"
 
-const usage = `usage:
-  dispatch-tui [--config FILE] [--read-only]   TUI + in-process engine (also serves the API)
-  dispatch-tui --daemon [--config FILE]        headless engine, JSON logs to stderr
+// rootLong is the top of `dispatch-tui help`.
+const rootLong = `dispatch-tui runs a container scheduler and cloud worker pool with a terminal UI.
+
+Without a command it runs the console:
+  dispatch-tui [--config FILE] [--read-only]    console + in-process engine (also serves the API)
+  dispatch-tui --daemon [--config FILE]         headless engine, JSON logs to stderr
   dispatch-tui --connect URL [--token T] [--tls-fingerprint SHA256] [--read-only]
-                                               TUI attached to a running daemon
-                                               (URL: unix:PATH, https://host:port, http://127.0.0.1:port)
-  dispatch-tui --demo [--read-only]            TUI + engine + local driver + a sample workload
-  dispatch-tui submit [--vcpus N --ram 2GiB --scratch 10GiB --gpus N --priority N
-                       --max-attempts N --restart on-failure --name S --env K=V] -- CMD ARGS...
-  dispatch-tui ls instances|containers|types|events [-o table|json]
-  dispatch-tui hold|drain|run|kill INSTANCE...          (kill takes --reason)
-  dispatch-tui hold|release|kill CONTAINER...; dispatch-tui priority CONTAINER N
-  dispatch-tui logs CONTAINER [--tail N] [--follow]
-  dispatch-tui pause|resume
-  dispatch-tui check-config FILE              validate; exit 0 / print errors with line numbers
-  dispatch-tui cloudtest [--config FILE] [--type NAME] [--timeout 30m]
-                                               check the configured driver end to end on one
-                                               instance (exit 0 ok, 1 a step failed, 2 usage)
-  dispatch-tui runner ...                      worker-side protocol
-  dispatch-tui version
-  dispatch-tui simulate [--driver local|cloudtest --containers N --quota N --timeout 2m]
-                                               the engine with a sample workload
+                                                console attached to a running daemon
+                                                (URL: unix:PATH, https://host:port, http://127.0.0.1:port)
+  dispatch-tui --demo [--read-only]             console + engine + local driver + a sample workload
 
-Client commands and --connect reach the daemon on its socket in the state
-dir (no token; same user, or dispatcher.socket_group), else over TCP with
---server/--token (https off loopback; --tls-fingerprint pins a self-signed
-certificate). See "Access and security" in README.md.
+Client commands and --connect reach the daemon on its socket in the state dir (no
+token; same user, or dispatcher.socket_group), else over TCP with --server/--token
+(https off loopback; --tls-fingerprint pins a self-signed certificate). See "Access
+and security" in README.md. Exit codes: 0 success, 1 an error (the server's, or it
+could not be reached), 2 a usage error.
 
-The TUI modes log to <state_dir>/dispatch-tui.log, never to the terminal;
---demo uses a temporary state dir and removes it, and its instances, on
-quit. NO_COLOR turns colour off.
+The console modes log to <state_dir>/dispatch-tui.log, never to the terminal; --demo
+uses a temporary state dir and removes it, and its instances, on quit. NO_COLOR turns
+colour off. "dispatch-tui runner ..." is the worker-side protocol the dispatcher runs
+on instances.
 
 Without --config the config file is ./dispatch-tui.toml, else
 $XDG_CONFIG_HOME/dispatch-tui/config.toml, else the built-in defaults.
-config.toml.example lists every key.
-`
+config.toml.example lists every key.`
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -71,117 +63,177 @@ func main() {
 // run executes the command line args and returns the exit status: 0 on
 // success, 1 on an error, 2 on a usage error.
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("dispatch-tui", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	fs.String("config", "", "config file")
-	daemon := fs.Bool("daemon", false, "run the engine headless")
-	connect := fs.String("connect", "", "URL of a daemon to attach the TUI to")
-	fs.String("token", "", "API token (default $DISPATCH_TUI_TOKEN, then the config)")
-	server := fs.String("server", "", "dispatcher API for client commands: unix:PATH, https://host:port or http://host:port (default $DISPATCH_TUI_SERVER, then the socket in the state dir, then dispatcher.listen)")
-	pin := fs.String("tls-fingerprint", "", "SHA-256 of the server's TLS certificate to pin (default $DISPATCH_TUI_TLS_FINGERPRINT)")
-	demo := fs.Bool("demo", false, "TUI with a sample workload")
-	readOnly := fs.Bool("read-only", false, "TUI without the verbs")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	args = fs.Args()
-	if len(args) == 0 && *daemon {
-		return daemonCmd(fs.Lookup("config").Value.String(), stderr)
-	}
-	if len(args) == 0 {
-		if *connect != "" && *demo {
-			fmt.Fprintf(stderr, "dispatch-tui: --connect and --demo exclude each other\n\n%s", usage)
-			return 2
-		}
-		return consoleCmd(consoleFlags{
-			configPath: fs.Lookup("config").Value.String(), connect: *connect,
-			token: fs.Lookup("token").Value.String(), pin: *pin, demo: *demo, readOnly: *readOnly,
-		}, stderr)
-	}
-
-	cmd, rest := args[0], args[1:]
-	switch {
-	case cmd == "version":
-		if len(rest) != 0 {
-			fmt.Fprintf(stderr, "usage: dispatch-tui version\n")
-			return 2
-		}
-		fmt.Fprintf(stdout, "dispatch-tui %s\n", version)
-		return 0
-	case cmd == "check-config":
-		if len(rest) != 1 {
-			fmt.Fprintf(stderr, "usage: dispatch-tui check-config FILE\n")
-			return 2
-		}
-		return checkConfig(rest[0], stdout, stderr)
-	case cmd == "cloudtest":
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		return cloudcheck.Main(ctx, rest, fs.Lookup("config").Value.String(), stdout, stderr)
-	case cmd == "simulate":
-		return simulateCmd(fs.Lookup("config").Value.String(), rest, stdout, stderr)
-	case cmd == "runner":
-		// The on-instance program the dispatcher runs over SSH.
-		return agent.Main(rest, os.Stdin, stdout, stderr, agent.Env{Version: version})
-	case cli.IsCommand(cmd):
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		return cli.Run(ctx, cmd, rest, cli.Env{
-			Stdout: stdout, Stderr: stderr, ConfigPath: fs.Lookup("config").Value.String(),
-			Server: *server, Token: fs.Lookup("token").Value.String(), TLSFingerprint: *pin,
-		})
-	default:
-		fmt.Fprintf(stderr, "dispatch-tui: unknown command %q\n\n%s", cmd, usage)
-		return 2
-	}
-}
-
-// checkConfig validates the config file at path.
-func checkConfig(path string, stdout, stderr io.Writer) int {
-	if _, err := config.Load(path); err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
-	fmt.Fprintf(stdout, "%s: ok\n", path)
-	return 0
-}
-
-// simulateCmd runs the engine headless on the cloudtest driver.
-func simulateCmd(configPath string, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	n := fs.Int("containers", 60, "sample containers to submit")
-	quota := fs.Int("quota", 8, "cloud quota in instances (0 = unlimited)")
-	timeout := fs.Duration("timeout", 2*time.Minute, "stop after this long")
-	seed := fs.Uint64("seed", 1, "random seed for the workload and faults")
-	driver := fs.String("driver", "local", "local (real processes over SSH) or cloudtest (in-memory)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() != 0 || *n < 1 || *quota < 0 || *timeout <= 0 {
-		fmt.Fprintln(stderr, "usage: dispatch-tui simulate [--driver local|cloudtest] [--containers N>=1] [--quota N>=0] [--timeout D>0] [--seed N]")
-		return 2
-	}
-	cfg, err := config.FindAndLoad(configPath)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
+	if len(args) > 0 && args[0] == "runner" {
+		// The on-instance program the dispatcher runs over SSH: its own
+		// protocol and exit codes, no flags of ours.
+		return agent.Main(args[1:], os.Stdin, stdout, stderr, agent.Env{Version: version})
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err = simulate.Run(ctx, simulate.Options{Config: cfg, Containers: *n, Quota: *quota, Timeout: *timeout, Seed: *seed, Out: stdout, Driver: *driver})
-	if err != nil {
-		fmt.Fprintln(stderr, "dispatch-tui simulate:", err)
-		return 1
+	env := &cli.Env{Stdout: stdout, Stderr: stderr, Stdin: os.Stdin, TermWidth: stdoutWidth(stdout)}
+	return cli.Execute(ctx, newRoot(env), args, stderr)
+}
+
+// newRoot builds the command tree: the console modes on the root, the
+// client commands of engine/api/cli, and check-config, simulate, version.
+func newRoot(env *cli.Env) *cobra.Command {
+	var cf consoleFlags
+	var daemon bool
+	root := &cobra.Command{
+		Use:   "dispatch-tui",
+		Short: "Container scheduler and cloud worker pool with a terminal UI",
+		Long:  rootLong,
+		Example: `  dispatch-tui --demo
+  dispatch-tui --daemon --config /etc/dispatch-tui.toml
+  dispatch-tui --connect unix:/var/lib/dispatch-tui/dispatch-tui.sock
+  dispatch-tui submit --vcpus 2 --ram 4GiB -- ./job.sh
+  dispatch-tui ls instances -o wide
+  source <(dispatch-tui completion bash)`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cf.configPath, cf.token, cf.pin = env.ConfigPath, env.Token, env.TLSFingerprint
+			switch {
+			case daemon && (cf.connect != "" || cf.demo):
+				return cli.UsageError("--daemon runs the engine here: it excludes --connect and --demo")
+			case cf.connect != "" && cf.demo:
+				return cli.UsageError("--connect and --demo exclude each other")
+			case daemon && cf.readOnly:
+				return cli.UsageError("--read-only is a console setting; --daemon has no console")
+			case daemon:
+				return exitCode(daemonCmd(cf.configPath, env.Stderr))
+			}
+			return exitCode(consoleCmd(cf, env.Stderr))
+		},
 	}
-	return 0
+	cli.Configure(root)
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	f := root.Flags()
+	f.BoolVar(&daemon, "daemon", false, "run the engine headless, JSON logs on stderr")
+	f.StringVar(&cf.connect, "connect", "", "`URL` of a daemon to attach the console to")
+	f.BoolVar(&cf.demo, "demo", false, "console with a sample workload in a temporary state dir")
+	f.BoolVar(&cf.readOnly, "read-only", false, "console without the verbs")
+	cli.BindGlobalFlags(root.PersistentFlags(), env)
+	cli.AddCommands(root, env)
+
+	root.AddGroup(&cobra.Group{ID: "other", Title: "Other commands:"})
+	version := &cobra.Command{
+		Use: "version", Short: "Print the version", Args: cli.NoArgs, GroupID: "other",
+		Run: func(*cobra.Command, []string) { fmt.Fprintf(env.Stdout, "dispatch-tui %s\n", version) },
+	}
+	check := &cobra.Command{
+		Use: "check-config FILE", Short: "Validate a config file; print errors with line numbers", GroupID: "other",
+		Long: `Validate a config file: every key known, every value in range, and the console's
+[tui.keys] bindings usable. Prints "FILE: ok" (exit 0) or the errors with line
+numbers (exit 1).`,
+		Example: "  dispatch-tui check-config /etc/dispatch-tui.toml",
+		Args:    cli.ExactArgs(1, "one FILE"),
+		RunE: func(_ *cobra.Command, args []string) error {
+			return checkConfig(args[0], env.Stdout)
+		},
+	}
+	root.AddCommand(version, check, simulateCmd(env), cloudtestCmd(env))
+	root.SetHelpCommandGroupID("other")
+	root.SetCompletionCommandGroupID("other")
+	return root
+}
+
+// exitCode turns a console or daemon exit code (which printed its own
+// error) into Execute's error.
+func exitCode(code int) error {
+	if code == 0 {
+		return nil
+	}
+	return cli.Silent(code)
+}
+
+// checkConfig validates the config file at path, and the console's key
+// bindings in it.
+func checkConfig(path string, stdout io.Writer) error {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return err
+	}
+	if _, err := keys.New(cfg.TUI.Keys); err != nil {
+		return fmt.Errorf("%s: [tui.keys]: %w", path, err)
+	}
+	fmt.Fprintf(stdout, "%s: ok\n", path)
+	return nil
+}
+
+// cloudtestCmd checks the configured driver end to end on one instance.
+func cloudtestCmd(env *cli.Env) *cobra.Command {
+	var o cloudcheck.Options
+	cmd := &cobra.Command{
+		Use:   "cloudtest",
+		Short: "Check the configured driver end to end on one instance",
+		Long:  cloudcheck.Help,
+		Example: `  dispatch-tui cloudtest --config /etc/dispatch-tui.toml
+  dispatch-tui cloudtest --config aws.toml --type large --timeout 15m`,
+		GroupID: "other",
+		Args:    cli.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return exitCode(cloudcheck.Exec(cmd.Context(), env.ConfigPath, o, env.Stdout, env.Stderr))
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Type, "type", "", "instance type to create (default: the cheapest configured)")
+	f.DurationVar(&o.Timeout, "timeout", cloudcheck.DefaultTimeout, "limit for all steps together")
+	return cmd
+}
+
+// simulateCmd runs the engine headless with a sample workload.
+func simulateCmd(env *cli.Env) *cobra.Command {
+	var o simulate.Options
+	cmd := &cobra.Command{
+		Use:   "simulate",
+		Short: "Run the engine headless with a sample workload; print progress",
+		Long: `Run the engine headless on a sample workload, printing instances and containers by
+state every second until every container is final and every instance has shut down.`,
+		Example: `  dispatch-tui simulate
+  dispatch-tui simulate --driver cloudtest --containers 500 --quota 20`,
+		GroupID: "other",
+		Args:    cli.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Containers < 1 || o.Quota < 0 || o.Timeout <= 0 {
+				return cli.UsageError("want --containers >= 1, --quota >= 0, --timeout > 0")
+			}
+			if o.Driver != "local" && o.Driver != "cloudtest" {
+				return cli.UsageError("--driver must be local or cloudtest")
+			}
+			cfg, err := config.FindAndLoad(env.ConfigPath)
+			if err != nil {
+				return err
+			}
+			o.Config, o.Out = cfg, env.Stdout
+			return simulate.Run(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.Containers, "containers", 60, "sample containers to submit")
+	f.IntVar(&o.Quota, "quota", 8, "cloud quota in instances (0 = unlimited)")
+	f.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "stop after this long")
+	f.Uint64Var(&o.Seed, "seed", 1, "random seed for the workload and faults")
+	f.StringVar(&o.Driver, "driver", "local", "local (real processes over SSH) or cloudtest (in-memory)")
+	cmd.RegisterFlagCompletionFunc("driver", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return []string{"local", "cloudtest"}, cobra.ShellCompDirectiveNoFileComp
+	})
+	return cmd
+}
+
+// stdoutWidth reports the width of the terminal on stdout, 0 when it is
+// not one.
+func stdoutWidth(stdout io.Writer) func() int {
+	return func() int {
+		f, ok := stdout.(*os.File)
+		if !ok {
+			return 0
+		}
+		ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+		if err != nil {
+			return 0
+		}
+		return int(ws.Col)
+	}
 }
 
 // daemonCmd runs the engine headless with JSON logs on stderr until SIGINT

@@ -31,18 +31,31 @@ func TestCheckConfig(t *testing.T) {
 		{"bad value", []string{"check-config", write("bad2.toml", "[dispatcher]\n\nmax_instances = 0\n")}, 1, "", "bad2.toml:3: dispatcher.max_instances"},
 		{"syntax", []string{"check-config", write("bad3.toml", "[dispatcher]\nlisten = \"x\" y\n")}, 1, "", "bad3.toml:2:"},
 		{"missing file", []string{"check-config", filepath.Join(dir, "nope.toml")}, 1, "", "nope.toml"},
-		{"no args", []string{"check-config"}, 2, "", "usage"},
+		{"no args", []string{"check-config"}, 2, "", "want one FILE"},
 		{"unknown command", []string{"frobnicate"}, 2, "", "unknown command"},
+		{"keys bound twice", []string{"check-config", write("keys.toml", "[tui.keys]\nhold = \"d\"\n")}, 1, "", "[tui.keys]"},
+		{"keys ok", []string{"check-config", write("keys2.toml", "[tui.keys]\nhold = \"H\"\n")}, 0, "keys2.toml: ok", ""},
+		{"daemon and connect", []string{"--daemon", "--connect", "unix:/nowhere"}, 2, "", "--daemon runs the engine here: it excludes --connect"},
+		{"daemon and connect, one dash", []string{"-daemon", "-connect", "unix:/nowhere"}, 2, "", "--daemon runs the engine here"},
+		{"connect and demo", []string{"--connect", "unix:/nowhere", "--demo"}, 2, "", "exclude each other"},
+		{"help command", []string{"help", "submit"}, 0, "--health-cmd", ""},
+		{"help examples", []string{"ls", "--help"}, 0, "xargs dispatch-tui hold", ""},
+		{"completion bash", []string{"completion", "bash"}, 0, "bash completion V2 for dispatch-tui", ""},
+		{"completion zsh", []string{"completion", "zsh"}, 0, "#compdef dispatch-tui", ""},
+		{"completion fish", []string{"completion", "fish"}, 0, "complete -c dispatch-tui", ""},
+		{"unknown flag", []string{"version", "--verbose"}, 2, "", "unknown flag: --verbose"},
 		{"version", []string{"version"}, 0, "dispatch-tui " + version, ""},
-		{"simulate bad flag", []string{"simulate", "--containers", "0"}, 2, "", "usage"},
+		{"simulate bad flag", []string{"simulate", "--containers", "0"}, 2, "", "--containers >= 1"},
 		{"cloudtest bad flag", []string{"cloudtest", "--timeout", "0s"}, 2, "", "usage: dispatch-tui cloudtest"},
+		{"cloudtest extra argument", []string{"cloudtest", "now"}, 2, "", "cloudtest"},
 		{"cloudtest", []string{"--config", write("ct.toml", "[dispatcher]\nstate_dir = \""+filepath.Join(dir, "state")+"\"\n[cloud]\ndriver = \"cloudtest\"\n"), "cloudtest"}, 0, "cloudtest: ok, every step held", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
 			code := run(tc.args, &out, &errb)
-			if code != tc.code || !strings.Contains(out.String(), tc.inStdout) || !strings.Contains(errb.String(), tc.inStderr) {
-				t.Fatalf("run(%q) = %d\nstdout: %s\nstderr: %s\nwant %d, stdout containing %q, stderr containing %q",
+			if code != tc.code || !strings.Contains(out.String(), tc.inStdout) || !strings.Contains(errb.String(), tc.inStderr) ||
+				code == 2 && strings.Count(errb.String(), "\n") != 2 {
+				t.Fatalf("run(%q) = %d\nstdout: %s\nstderr: %s\nwant %d, stdout containing %q, stderr containing %q (a usage error: one line and a hint)",
 					tc.args, code, out.String(), errb.String(), tc.code, tc.inStdout, tc.inStderr)
 			}
 		})

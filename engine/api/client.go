@@ -310,3 +310,64 @@ func UserActor(prefix string) string {
 	}
 	return prefix + ":" + name
 }
+
+// ContinueHeader carries the token for the next page of GET /v1/containers
+// when more remain.
+const ContinueHeader = "X-Continue-Token"
+
+// ContainerPage is one page of GET /v1/containers.
+type ContainerPage struct {
+	Items     []queue.Container
+	Available int    // items_available: how many match in all
+	Continue  string // the continue token for the next page; "" = no more
+}
+
+// ListContainerPage gets one page of the containers q and labels (each
+// "key=value", all must match) select, from the continue token cont of
+// the previous page ("" = the first page, at q.Offset).
+func (c *Client) ListContainerPage(ctx context.Context, q ListQuery, labels []string, cont string) (ContainerPage, error) {
+	v := url.Values{}
+	if len(q.States) > 0 {
+		v.Set("state", strings.Join(q.States, ","))
+	}
+	if q.Q != "" {
+		v.Set("q", q.Q)
+	}
+	if q.Sort != "" {
+		v.Set("sort", q.Sort)
+	}
+	if q.Offset != 0 && cont == "" {
+		v.Set("offset", strconv.Itoa(q.Offset))
+	}
+	if q.Limit != 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	for _, l := range labels {
+		v.Add("label", l)
+	}
+	if cont != "" {
+		v.Set("continue", cont)
+	}
+	resp, err := c.send(ctx, http.MethodGet, "/v1/containers", v, nil)
+	if err != nil {
+		return ContainerPage{}, err
+	}
+	defer resp.Body.Close()
+	var body listBody[queue.Container]
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return ContainerPage{}, fmt.Errorf("GET /v1/containers: decode response: %w", err)
+	}
+	p := ContainerPage{Items: body.Items, Available: len(body.Items), Continue: resp.Header.Get(ContinueHeader)}
+	if body.ItemsAvailable != nil {
+		p.Available = *body.ItemsAvailable
+	}
+	return p, nil
+}
+
+// SubmitJSON adds a container from a spec already encoded as a JSON
+// object, passing on fields this client's queue.Spec may not know.
+func (c *Client) SubmitJSON(ctx context.Context, spec json.RawMessage) (queue.Container, error) {
+	var v queue.Container
+	err := c.do(ctx, http.MethodPost, "/v1/containers", nil, spec, &v)
+	return v, err
+}

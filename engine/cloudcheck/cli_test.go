@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"dispatch-tui/engine/config"
 )
@@ -36,24 +37,23 @@ func TestMainExitStatus(t *testing.T) {
 	slowPath, slowCfg := writeConfig(t, "local", "\n[cloud.local]\nboot_delay = \"1h\"\n")
 	for _, tc := range []struct {
 		name       string
-		args       []string
+		config     string
+		opts       Options
 		want       int
 		stdout     string // regexp
 		stderr     string // substring
 		noInstance bool   // nothing left in slowCfg's local dir
 	}{
-		{name: "unknown flag", args: []string{"--bogus"}, want: ExitUsage, stderr: "flag provided but not defined"},
-		{name: "extra argument", args: []string{"--config", ctPath, "now"}, want: ExitUsage, stderr: Usage},
-		{name: "zero timeout", args: []string{"--config", ctPath, "--timeout", "0s"}, want: ExitUsage, stderr: Usage},
-		{name: "unknown type", args: []string{"--config", ctPath, "--type", "huge"}, want: ExitUsage, stderr: `unknown instance type "huge"`},
-		{name: "missing config", args: []string{"--config", filepath.Join(t.TempDir(), "none.toml")}, want: ExitFailed, stderr: "none.toml"},
-		{name: "every step holds", args: []string{"--config", ctPath}, want: ExitOK, stdout: `(?m)^destroy +ok .*\ncloudtest: ok, every step held`},
-		{name: "a step fails", args: []string{"--config", slowPath, "--timeout", "1s"}, want: ExitFailed,
+		{name: "zero timeout", config: ctPath, want: ExitUsage, stderr: Usage},
+		{name: "unknown type", config: ctPath, opts: Options{Type: "huge", Timeout: DefaultTimeout}, want: ExitUsage, stderr: `unknown instance type "huge"`},
+		{name: "missing config", config: filepath.Join(t.TempDir(), "none.toml"), opts: Options{Timeout: DefaultTimeout}, want: ExitFailed, stderr: "none.toml"},
+		{name: "every step holds", config: ctPath, opts: Options{Timeout: DefaultTimeout}, want: ExitOK, stdout: `(?m)^destroy +ok .*\ncloudtest: ok, every step held`},
+		{name: "a step fails", config: slowPath, opts: Options{Timeout: time.Second}, want: ExitFailed,
 			stdout: `(?m)^ssh +FAIL .*--timeout 1s.*\ncleanup +ok .*nothing left\ncloudtest: FAILED at step "ssh"`, noInstance: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			got := Main(context.Background(), tc.args, "", &stdout, &stderr)
+			got := Exec(context.Background(), tc.config, tc.opts, &stdout, &stderr)
 			if got != tc.want {
 				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", got, tc.want, &stdout, &stderr)
 			}
@@ -69,14 +69,5 @@ func TestMainExitStatus(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// --config falls back to the global flag's value.
-func TestMainGlobalConfig(t *testing.T) {
-	path, _ := writeConfig(t, "cloudtest", "")
-	var stdout, stderr bytes.Buffer
-	if got := Main(context.Background(), nil, path, &stdout, &stderr); got != ExitOK {
-		t.Fatalf("exit %d\n%s%s", got, &stdout, &stderr)
 	}
 }

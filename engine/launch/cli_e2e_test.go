@@ -222,8 +222,9 @@ func TestDaemonAPIThroughCLI(t *testing.T) {
 	}
 
 	// Tables stay readable at 80 columns.
+	narrow := &cliHarness{t: t, env: append(append([]string(nil), h.env...), "COLUMNS=80")}
 	for _, what := range []string{"instances", "containers", "types", "events"} {
-		for _, line := range strings.Split(h.cli(0, "ls", what), "\n") {
+		for _, line := range strings.Split(narrow.cli(0, "ls", what), "\n") {
 			if n := len([]rune(line)); n > 80 {
 				t.Fatalf("ls %s: line of %d columns: %q", what, n, line)
 			}

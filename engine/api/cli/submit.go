@@ -1,0 +1,285 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"sigs.k8s.io/yaml"
+
+	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/queue"
+)
+
+// sizeValue is a --ram/--scratch flag: "2GiB", "512MiB", bytes.
+type sizeValue struct{ v *int64 }
+
+func (s sizeValue) String() string {
+	if *s.v == 0 {
+		return ""
+	}
+	return config.FormatSize(*s.v)
+}
+func (s sizeValue) Type() string { return "size" }
+func (s sizeValue) Set(v string) error {
+	n, err := config.ParseSize(v)
+	if err != nil {
+		return err
+	}
+	*s.v = n
+	return nil
+}
+
+// submitFlags are submit's flags beyond what queue.Spec holds directly.
+type submitFlags struct {
+	spec           queue.Spec
+	priority       int
+	maxRun         time.Duration
+	env, labels    []string
+	supervisor     bool
+	preemptible    bool
+	healthCmd      string
+	healthInterval time.Duration
+	healthTimeout  time.Duration
+	healthRetries  int
+	file           string
+}
+
+// specFlags are the flags that describe one spec: -f takes none of them.
+var specFlags = []string{"vcpus", "ram", "scratch", "gpus", "priority", "max-attempts", "restart", "name", "image",
+	"max-run-time", "env", "label", "supervisor", "preemptible", "health-cmd", "health-interval", "health-timeout", "health-retries"}
+
+func submitCmd(env *Env) *cobra.Command {
+	sf := &submitFlags{}
+	cmd := &cobra.Command{
+		Use:   "submit [flags] -- CMD ARGS... | submit -f FILE",
+		Short: "Submit containers; print their ids",
+		Long: `Submit a container running CMD ARGS, or (-f) the specs in FILE: one JSON
+object a line, or a YAML or JSON list of specs (the API's spec objects). The new
+ids are printed one a line on stdout. Specs from a file are checked before any is
+sent.`,
+		Example: `  dispatch-tui submit --vcpus 2 --ram 4GiB --name align -- sh -c 'align ref.fa reads.fq'
+  dispatch-tui submit --label team=genomics --preemptible --restart on-failure -- ./job.sh
+  dispatch-tui submit --health-cmd 'curl -fs localhost:8080/health' --health-interval 30s -- ./server
+  dispatch-tui submit -f specs.jsonl
+  generate-specs | dispatch-tui submit -f -`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			specs, err := sf.specs(cmd.Flags(), args, env)
+			if err != nil {
+				return err
+			}
+			c, err := client(env)
+			if err != nil {
+				return err
+			}
+			return submitSpecs(cmd.Context(), c, specs, env.Stdout)
+		},
+	}
+	f := cmd.Flags()
+	s := &sf.spec
+	f.IntVar(&s.RuntimeConstraints.VCPUs, "vcpus", 1, "vCPUs")
+	f.Var(sizeValue{&s.RuntimeConstraints.RAM}, "ram", "RAM, e.g. 2GiB")
+	f.Var(sizeValue{&s.RuntimeConstraints.Scratch}, "scratch", "scratch disk, e.g. 10GiB")
+	f.IntVar(&s.RuntimeConstraints.GPUs, "gpus", 0, "GPUs")
+	f.IntVar(&sf.priority, "priority", 1, "priority (higher first; 0 = do not schedule)")
+	f.IntVar(&s.MaxAttempts, "max-attempts", 0, "attempts before giving up (0 = config default)")
+	f.StringVar(&s.RestartPolicy, "restart", "never", "restart policy: never or on-failure")
+	f.StringVar(&s.Name, "name", "", "name")
+	f.StringVar(&s.Image, "image", "", "container image (runs with docker)")
+	f.DurationVar(&sf.maxRun, "max-run-time", 0, "kill the container after this long (0 = no limit)")
+	f.StringArrayVar(&sf.env, "env", nil, "environment variable `K=V` (repeatable)")
+	f.StringArrayVar(&sf.labels, "label", nil, "label `KEY=VALUE` (repeatable; ls containers -l selects by it)")
+	f.BoolVar(&sf.supervisor, "supervisor", false, "the container supervises others (scheduling.supervisor)")
+	f.BoolVar(&sf.preemptible, "preemptible", false, "may run on preemptible instances (--preemptible=false forbids; unset = the server's default)")
+	f.StringVar(&sf.healthCmd, "health-cmd", "", "health check: run `CMD` with sh -c in the container; non-zero = unhealthy")
+	f.DurationVar(&sf.healthInterval, "health-interval", 0, "time between health checks (0 = server default)")
+	f.DurationVar(&sf.healthTimeout, "health-timeout", 0, "time a health check may take (0 = server default)")
+	f.IntVar(&sf.healthRetries, "health-retries", 0, "failed checks in a row before unhealthy (0 = server default)")
+	f.StringVarP(&sf.file, "file", "f", "", "submit the specs in `FILE` (- = stdin): JSON lines, or a YAML or JSON list")
+	cmd.RegisterFlagCompletionFunc("restart", fixedCompletion(queue.RestartNever, queue.RestartOnFailure))
+	return cmd
+}
+
+// specs builds the specs to submit from the flags and args, or from -f.
+func (sf *submitFlags) specs(fs *pflag.FlagSet, args []string, env *Env) ([]json.RawMessage, error) {
+	if sf.file != "" {
+		for _, name := range specFlags {
+			if fs.Changed(name) {
+				return nil, usagef("--%s describes one container: put it in the specs of -f instead", name)
+			}
+		}
+		if len(args) != 0 {
+			return nil, usagef("-f takes no command; got %q", args[0])
+		}
+		return readSpecs(sf.file, env)
+	}
+	spec, err := sf.build(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	return []json.RawMessage{spec}, nil
+}
+
+// build is the one spec the flags describe, encoded for the API.
+func (sf *submitFlags) build(fs *pflag.FlagSet, args []string) (json.RawMessage, error) {
+	spec := sf.spec
+	spec.Command = args
+	if len(spec.Command) == 0 {
+		return nil, usagef("no command: dispatch-tui submit [flags] -- CMD ARGS... (or -f FILE)")
+	}
+	if sf.priority < 0 {
+		return nil, usagef("--priority must not be negative")
+	}
+	spec.Priority = &sf.priority
+	spec.Scheduling.MaxRunTime = queue.Duration(sf.maxRun)
+	var err error
+	if spec.Env, err = keyValues("--env", sf.env); err != nil {
+		return nil, err
+	}
+	if spec.Scheduling.Labels, err = keyValues("--label", sf.labels); err != nil {
+		return nil, err
+	}
+	if err := spec.Validate(); err != nil {
+		return nil, usagef("%v", err)
+	}
+	// queue.Spec holds what the server knew when this client was built;
+	// the newer fields go into the JSON object directly.
+	var obj map[string]any
+	b, _ := json.Marshal(spec)
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return nil, err
+	}
+	sched, _ := obj["scheduling"].(map[string]any)
+	delete(sched, "preemptible") // sent only when given
+	if fs.Changed("preemptible") {
+		sched["preemptible"] = sf.preemptible
+	}
+	if sf.supervisor {
+		sched["supervisor"] = true
+	}
+	health := fs.Changed("health-interval") || fs.Changed("health-timeout") || fs.Changed("health-retries")
+	switch {
+	case sf.healthCmd != "":
+		hc := map[string]any{"command": []string{"sh", "-c", sf.healthCmd}}
+		if sf.healthInterval < 0 || sf.healthTimeout < 0 || sf.healthRetries < 0 {
+			return nil, usagef("--health-interval, --health-timeout and --health-retries must not be negative")
+		}
+		if sf.healthInterval > 0 {
+			hc["interval"] = sf.healthInterval.String()
+		}
+		if sf.healthTimeout > 0 {
+			hc["timeout"] = sf.healthTimeout.String()
+		}
+		if sf.healthRetries > 0 {
+			hc["retries"] = sf.healthRetries
+		}
+		obj["health_check"] = hc
+	case health:
+		return nil, usagef("--health-interval, --health-timeout and --health-retries need --health-cmd")
+	}
+	return json.Marshal(obj)
+}
+
+// keyValues parses repeated K=V flags.
+func keyValues(flag string, kvs []string) (map[string]string, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	m := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usagef("%s wants K=V, got %q", flag, kv)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+// readSpecs reads the specs of submit -f: JSON lines, or a YAML or JSON
+// list (a single object is one spec). Each is checked before any is sent.
+func readSpecs(name string, env *Env) ([]json.RawMessage, error) {
+	var data []byte
+	var err error
+	if name == "-" {
+		in := env.Stdin
+		if in == nil {
+			in = os.Stdin
+		}
+		data, err = io.ReadAll(in)
+		name = "stdin"
+	} else {
+		data, err = os.ReadFile(name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read specs: %w", err)
+	}
+	var specs []json.RawMessage
+	if t := bytes.TrimSpace(data); bytes.HasPrefix(t, []byte("{")) {
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		sc.Buffer(make([]byte, 64<<10), api.MaxBodyBytes)
+		for n := 1; sc.Scan(); n++ {
+			line := bytes.TrimSpace(sc.Bytes())
+			if len(line) == 0 {
+				continue
+			}
+			if !json.Valid(line) || line[0] != '{' {
+				return nil, usagef("%s:%d: not a JSON object (JSON lines: one spec a line)", name, n)
+			}
+			specs = append(specs, append(json.RawMessage(nil), line...))
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("read specs: %w", err)
+		}
+	} else {
+		j, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			return nil, usagef("%s: %v", name, err)
+		}
+		if err := json.Unmarshal(j, &specs); err != nil {
+			return nil, usagef("%s: want a list of specs: %v", name, err)
+		}
+	}
+	if len(specs) == 0 {
+		return nil, usagef("%s: no specs", name)
+	}
+	for i, raw := range specs {
+		var s queue.Spec
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, usagef("%s: spec %d: %v", name, i+1, err)
+		}
+		if err := s.Validate(); err != nil {
+			return nil, usagef("%s: spec %d: %v", name, i+1, err)
+		}
+	}
+	return specs, nil
+}
+
+// submitSpecs sends specs to the dispatcher and prints the new ids, one a
+// line. It is the one place submit sends from: for now one request per
+// spec, stopping at the first refusal (the ids printed so far were
+// submitted).
+func submitSpecs(ctx context.Context, c *api.Client, specs []json.RawMessage, stdout io.Writer) error {
+	for i, s := range specs {
+		got, err := c.SubmitJSON(ctx, s)
+		if err != nil {
+			err = explain(c, err)
+			if len(specs) > 1 {
+				return fmt.Errorf("spec %d of %d (%d submitted): %w", i+1, len(specs), i, err)
+			}
+			return err
+		}
+		fmt.Fprintln(stdout, got.ID)
+	}
+	return nil
+}
