@@ -105,7 +105,10 @@ func TestTooSmall(t *testing.T) {
 	}
 }
 
-func TestCursorKeptByID(t *testing.T) {
+// When a refresh reorders the rows the cursor stays on its row position
+// (k9s' way; it does not leap after its row); a sort or filter the user
+// asks for follows the row.
+func TestCursorPositionAndRow(t *testing.T) {
 	m, fb := newTest(t, Options{})
 	size(m, 120, 40)
 	s := fakeSnapshot(10, 0)
@@ -117,8 +120,9 @@ func TestCursorKeptByID(t *testing.T) {
 	tests := []struct {
 		name string
 		do   func()
+		want string
 	}{
-		{"insert rows above", func() {
+		{"insert rows above: same position", func() {
 			s2 := fakeSnapshot(10, 0)
 			ins := slices.Clone(s2.Instances[:3])
 			for i := range ins {
@@ -126,18 +130,19 @@ func TestCursorKeptByID(t *testing.T) {
 			}
 			s2.Instances = append(ins, s2.Instances...)
 			load(t, m, fb, s2)
-		}},
-		{"sort by state", func() { press(m, "S") }},
-		{"invert sort", func() { press(m, "S") }},
-		{"sort by price", func() { press(m, "P") }},
-		{"refresh after sort", func() { load(t, m, fb, fakeSnapshot(12, 0)) }},
-		{"filter keeps it", func() { press(m, "/"); typeText(m, "i-000"); press(m, "enter") }},
-		{"clear filter", func() { press(m, "esc") }},
+		}, "i-0000"},
+		{"sort by state follows the row", func() { press(m, "S") }, "i-0000"},
+		{"invert sort", func() { press(m, "S") }, "i-0000"},
+		{"sort by price", func() { press(m, "P") }, "i-0000"},
+		{"source order, move", func() { m.table().SetSort(-1, false); press(m, "g", "j", "j", "j") }, "i-0000"},
+		{"refresh reorders: same position", func() { load(t, m, fb, fakeSnapshot(12, 0)) }, "i-0003"},
+		{"filter keeps it", func() { press(m, "/"); typeText(m, "i-000"); press(m, "enter") }, "i-0003"},
+		{"clear filter", func() { press(m, "esc") }, "i-0003"},
 	}
 	for _, tc := range tests {
 		tc.do()
-		if got := m.table().Cursor(); got != "i-0003" {
-			t.Errorf("after %s: cursor on %q, want i-0003", tc.name, got)
+		if got := m.table().Cursor(); got != tc.want {
+			t.Errorf("after %s: cursor on %q, want %s", tc.name, got, tc.want)
 		}
 		if !strings.Contains(plain(m), ">") {
 			t.Errorf("after %s: no cursor marker drawn", tc.name)
@@ -343,9 +348,10 @@ func TestReadOnly(t *testing.T) {
 	m, fb := newTest(t, Options{ReadOnly: true})
 	size(m, 120, 40)
 	load(t, m, fb, fakeSnapshot(7, 35))
+	verbKeys := map[string][]string{"1": {"h", "d", "r", "K", "p"}, "2": {"h", "K", "+", "-", "p"}}
 	for _, view := range []string{"1", "2"} {
 		press(m, view)
-		for _, k := range []string{"h", "d", "r", "K", "+", "-", "p"} {
+		for _, k := range verbKeys[view] {
 			cmd := press(m, k)
 			runCmd(m, cmd)
 			if m.dlg != nil {

@@ -71,6 +71,10 @@ type Table struct {
 	cursorID  string
 	cursorPos int
 	top       int
+	// holdPos: the rows were refreshed, so the cursor keeps its position
+	// (k9s' way) instead of leaping after its row; a sort or filter the
+	// user asks for follows the row.
+	holdPos bool
 
 	width, height int
 	widths        []int // laid-out widths, 0 = hidden
@@ -207,6 +211,7 @@ func (t *Table) install(p *Prepared) {
 		clear(t.cache)
 	}
 	t.dirtySort = true
+	t.holdPos = true
 }
 
 // Len returns the number of rows loaded; Shown the number after the filter.
@@ -300,6 +305,18 @@ func (t *Table) SetFilter(f string) {
 	}
 	low := strings.ToLower(pat)
 	t.match = func(s string) bool { return strings.Contains(s, low) }
+}
+
+// FilterError says why a filter that looks like a regular expression
+// (it uses regexp syntax) does not compile; SetFilter then matches it as
+// text. nil when it compiles or is plain text.
+func FilterError(f string) error {
+	pat := strings.TrimPrefix(f, "!")
+	if !metas.MatchString(pat) {
+		return nil
+	}
+	_, err := regexp.Compile("(?i)" + pat)
+	return err
 }
 
 // Filter returns the filter text.
@@ -449,14 +466,17 @@ func (t *Table) ensure() {
 	t.relocate()
 }
 
-// relocate finds the cursor row in the view; if it is gone, the cursor
-// stays at the same position (on whatever row is there now).
+// relocate finds the cursor row in the view; after a refresh, or if the
+// row is gone, the cursor stays at the same position (on whatever row is
+// there now).
 func (t *Table) relocate() {
+	hold := t.holdPos
+	t.holdPos = false
 	if len(t.view) == 0 {
 		t.cursorPos, t.top = 0, 0
 		return
 	}
-	if i, ok := t.byID[t.cursorID]; ok && t.cursorID != "" {
+	if i, ok := t.byID[t.cursorID]; ok && t.cursorID != "" && !hold {
 		for p, j := range t.view {
 			if j == i {
 				t.cursorPos = p
@@ -508,8 +528,8 @@ func (t *Table) End() { t.Move(len(t.rows) + 1) }
 
 // SetCursor puts the cursor on the row with that id (if shown).
 func (t *Table) SetCursor(id string) {
-	t.cursorID = id
 	t.ensure()
+	t.cursorID = id
 	t.relocate()
 }
 
@@ -578,6 +598,21 @@ func (t *Table) Marked() []string {
 		}
 	}
 	return out
+}
+
+// MarkedShown returns the marked ids the filter shows, in display order,
+// and how many marked rows it hides.
+func (t *Table) MarkedShown() (shown []string, hidden int) {
+	if len(t.marks) == 0 {
+		return nil, 0
+	}
+	t.ensure()
+	for _, i := range t.view {
+		if _, ok := t.marks[t.rows[i].ID]; ok {
+			shown = append(shown, t.rows[i].ID)
+		}
+	}
+	return shown, len(t.marks) - len(shown)
 }
 
 // ClearMarks unmarks every row.
@@ -654,10 +689,23 @@ func (t *Table) Visible() []bool {
 	return out
 }
 
+// Sort-key letters in the header are underlined (reversed without
+// colour, where the whole header is underlined): "the column whose letter
+// is marked".
+const (
+	keyOn, keyOff           = "\x1b[4m", "\x1b[24m"
+	keyOnPlain, keyOffPlain = "\x1b[7m", "\x1b[27m"
+)
+
 func (t *Table) header() string {
 	w := t.layout()
+	on, off := keyOn, keyOff
+	if t.theme.NoColor {
+		on, off = keyOnPlain, keyOffPlain
+	}
 	var b strings.Builder
 	b.WriteString(strings.Repeat(" ", GutterWidth))
+	used := GutterWidth
 	first := true
 	for i, c := range t.cols {
 		if w[i] == 0 {
@@ -665,6 +713,7 @@ func (t *Table) header() string {
 		}
 		if !first {
 			b.WriteByte(' ')
+			used++
 		}
 		first = false
 		title := c.Title
@@ -678,9 +727,20 @@ func (t *Table) header() string {
 				title += "↑"
 			}
 		}
-		b.WriteString(Fit(title, w[i], c.Right))
+		cell := Fit(title, w[i], c.Right)
+		used += w[i]
+		if used > t.width {
+			break
+		}
+		if k := strings.Index(cell, c.SortKey); c.SortKey != "" && k >= 0 && isASCII(cell[:k+1]) {
+			cell = cell[:k] + on + cell[k:k+1] + off + cell[k+1:]
+		}
+		b.WriteString(cell)
 	}
-	return t.theme.TableHeader.Render(Fit(b.String(), t.width, false))
+	if used < t.width {
+		b.WriteString(strings.Repeat(" ", t.width-used))
+	}
+	return t.theme.TableHeader.Render(b.String())
 }
 
 func (t *Table) line(r *Row) *cacheLine {
