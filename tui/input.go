@@ -333,11 +333,15 @@ func (m *Model) searchLogs(s string) tea.Cmd {
 		re = regexp.MustCompile("(?i)" + regexp.QuoteMeta(s))
 		note = m.setFlash("search: not a valid regular expression; matching it as text", true)
 	}
-	matches := re.FindAllStringIndex(m.vp.GetContent(), -1)
+	content := m.vp.GetContent()
+	matches := re.FindAllStringIndex(content, -1)
 	if len(matches) == 0 {
 		return m.setFlash("search: no match for "+s, true)
 	}
 	m.logFollow = false
+	if last := strings.Count(content[:matches[len(matches)-1][0]], "\n"); last < m.vp.YOffset() {
+		m.vp.SetYOffset(0) // every match is above: wrap around to the first
+	}
 	m.vp.SetHighlights(matches)
 	if note != nil {
 		return note

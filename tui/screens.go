@@ -89,7 +89,9 @@ func (m *Model) syncScreen() {
 	var lines []string
 	switch m.mode {
 	case modeHelp:
-		lines = m.helpLines()
+		for _, l := range m.helpLines() {
+			lines = append(lines, strings.Split(lipgloss.Wrap(l, max(m.width, 1), " "), "\n")...)
+		}
 	case modeDetails:
 		lines = m.detailLines()
 	case modeLogs, modeSearch:
@@ -100,7 +102,7 @@ func (m *Model) syncScreen() {
 	default:
 		return
 	}
-	m.vp.SoftWrap = m.screenWrap || m.mode == modeHelp
+	m.vp.SoftWrap = m.screenWrap && m.mode != modeHelp
 	m.vp.SetWidth(max(m.width, 1))
 	m.vp.SetHeight(m.bodyHeight())
 	y := m.vp.YOffset()
@@ -137,7 +139,7 @@ func (m *Model) helpLines() []string {
 		}
 	}
 	out = append(out, "This view: "+strings.Join(ks, "  "))
-	out = append(out, "", "Logs: "+m.km.Key(keys.Bottom)+" follows the end; scrolling up stops following.")
+	out = append(out, "", "Logs: "+strings.Join(m.km.Keys(keys.Bottom), "/")+" follows the end; scrolling up stops following.")
 	if m.opts.ReadOnly {
 		out = append(out, "", "Read-only: verbs are disabled.")
 		if m.opts.ReadOnlyReason != "" {
@@ -178,8 +180,9 @@ func (m *Model) footer() string {
 	var bs []bkey.Binding
 	switch m.mode {
 	case modeHelp:
-		bs = m.km.ShortOf(keys.Quit, keys.Back, keys.Down, keys.PageDown)
-		bs[1].SetHelp(m.km.Key(keys.Back), "close help")
+		bs = m.km.ShortOf(keys.Quit, keys.Back, keys.Down, keys.PageDown, keys.Bottom)
+		bs[1].SetHelp(m.km.Key(keys.Back), "close")
+		bs[2].SetHelp("↑↓", "scroll")
 	case modeLogs:
 		bs = m.km.ShortOf(keys.Quit, keys.Back, keys.Bottom, keys.Filter, keys.Search, keys.Wrap)
 		follow := "follow: off"

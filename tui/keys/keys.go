@@ -92,7 +92,8 @@ type Binding struct {
 	Action string
 	Scope  Scope
 	Group  Group
-	Short  string // the footer's word for it ("" = not in the footer)
+	Short  string // its word in the short help
+	Footer bool   // in the table views' footer
 	Verb   bool   // changes the dispatcher (disabled by --read-only)
 }
 
@@ -106,37 +107,38 @@ type def struct {
 	verb   bool
 }
 
-// defaults are the built-in bindings in help order.
+// defaults are the built-in bindings in help order. A short word starting
+// with + is also in the table views' footer.
 var defaults = []def{
-	{Quit, []string{"q", "ctrl+c"}, Global, GroupGeneral, "quit", "quit", false},
-	{Help, []string{"?"}, Global, GroupGeneral, "help", "help (this screen)", false},
-	{Command, []string{":"}, Global, GroupGeneral, "cmd", "command (:containers Running, :types, :q; tab completes, ↑↓ history)", false},
-	{Filter, []string{"/"}, Global, GroupGeneral, "filter", "filter rows (substring or regexp; leading ! inverts)", false},
-	{Back, []string{"esc"}, Global, GroupGeneral, "", "clear filter, or go back", false},
-	{Mouse, []string{"m"}, Global, GroupGeneral, "", "toggle mouse (off keeps text selection)", false},
-	{ViewInst, []string{"1"}, Global, GroupViews, "", "instances view", false},
-	{ViewCtr, []string{"2"}, Global, GroupViews, "", "containers view", false},
-	{ViewTypes, []string{"3"}, Global, GroupViews, "", "instance types view", false},
-	{ViewEv, []string{"4"}, Global, GroupViews, "", "events view", false},
-	{Details, []string{"enter"}, Global, GroupViews, "details", "details", false},
-	{Logs, []string{"l"}, Global, GroupViews, "logs", "container logs (follow)", false},
-	{Search, []string{"n"}, Global, GroupViews, "", "logs: search (/ sets the pattern, n the next match)", false},
-	{Wrap, []string{"w"}, Global, GroupViews, "", "logs and details: wrap long lines", false},
-	{Up, []string{"up", "k"}, Global, GroupMove, "", "cursor up / scroll up", false},
-	{Down, []string{"down", "j"}, Global, GroupMove, "", "cursor down / scroll down", false},
-	{PageUp, []string{"pgup", "ctrl+b"}, Global, GroupMove, "", "page up", false},
-	{PageDown, []string{"pgdown", "ctrl+f"}, Global, GroupMove, "", "page down", false},
-	{Top, []string{"home", "g"}, Global, GroupMove, "", "first row / top", false},
-	{Bottom, []string{"end", "G"}, Global, GroupMove, "", "last row / bottom (logs: follow)", false},
-	{Mark, []string{"space"}, Global, GroupRows, "mark", "mark/unmark row (verbs apply to marked rows)", false},
-	{MarkAll, []string{"ctrl+a"}, Global, GroupRows, "", "mark all shown rows / clear marks", false},
-	{Pause, []string{"p"}, Global, GroupVerbs, "", "pause/resume the scheduler", true},
-	{Hold, []string{"h"}, Global, GroupVerbs, "hold", "instances: hold; containers: hold/release", true},
-	{Drain, []string{"d"}, Instances, GroupVerbs, "drain", "drain instance", true},
-	{Run, []string{"r"}, Instances, GroupVerbs, "run", "run instance (back to normal)", true},
-	{Kill, []string{"K"}, Global, GroupVerbs, "kill", "kill instance or container", true},
-	{PrioUp, []string{"+", "="}, Containers, GroupVerbs, "prio+", "raise priority", true},
-	{PrioDown, []string{"-"}, Containers, GroupVerbs, "prio-", "lower priority (0 = never scheduled, asks first)", true},
+	{Quit, []string{"q", "ctrl+c"}, Global, GroupGeneral, "+quit", "quit", false},
+	{Help, []string{"?"}, Global, GroupGeneral, "+help", "help (this screen)", false},
+	{Command, []string{":"}, Global, GroupGeneral, "+cmd", "command (:containers Running, :types, :q; tab completes, ↑↓ history)", false},
+	{Filter, []string{"/"}, Global, GroupGeneral, "+filter", "filter rows (substring or regexp; leading ! inverts)", false},
+	{Back, []string{"esc"}, Global, GroupGeneral, "back", "clear filter, or go back", false},
+	{Mouse, []string{"m"}, Global, GroupGeneral, "mouse", "toggle mouse (off keeps text selection)", false},
+	{ViewInst, []string{"1"}, Global, GroupViews, "instances", "instances view", false},
+	{ViewCtr, []string{"2"}, Global, GroupViews, "containers", "containers view", false},
+	{ViewTypes, []string{"3"}, Global, GroupViews, "types", "instance types view", false},
+	{ViewEv, []string{"4"}, Global, GroupViews, "events", "events view", false},
+	{Details, []string{"enter"}, Global, GroupViews, "+details", "details", false},
+	{Logs, []string{"l"}, Global, GroupViews, "+logs", "container logs (follow)", false},
+	{Search, []string{"n"}, Global, GroupViews, "next", "logs: next match (/ searches)", false},
+	{Wrap, []string{"w"}, Global, GroupViews, "wrap", "logs and details: wrap long lines or not", false},
+	{Up, []string{"up", "k"}, Global, GroupMove, "up", "cursor up / scroll up", false},
+	{Down, []string{"down", "j"}, Global, GroupMove, "down", "cursor down / scroll down", false},
+	{PageUp, []string{"pgup", "ctrl+b"}, Global, GroupMove, "page up", "page up", false},
+	{PageDown, []string{"pgdown", "ctrl+f"}, Global, GroupMove, "page down", "page down", false},
+	{Top, []string{"home", "g"}, Global, GroupMove, "top", "first row / top", false},
+	{Bottom, []string{"end", "G"}, Global, GroupMove, "end", "last row / end (logs: follow)", false},
+	{Mark, []string{"space"}, Global, GroupRows, "+mark", "mark/unmark row (verbs apply to marked rows)", false},
+	{MarkAll, []string{"ctrl+a"}, Global, GroupRows, "mark all", "mark all shown rows / clear marks", false},
+	{Pause, []string{"p"}, Global, GroupVerbs, "pause", "pause/resume the scheduler", true},
+	{Hold, []string{"h"}, Global, GroupVerbs, "+hold", "instances: hold; containers: hold/release", true},
+	{Drain, []string{"d"}, Instances, GroupVerbs, "+drain", "drain instance", true},
+	{Run, []string{"r"}, Instances, GroupVerbs, "+run", "run instance (back to normal)", true},
+	{Kill, []string{"K"}, Global, GroupVerbs, "+kill", "kill instance or container", true},
+	{PrioUp, []string{"+", "="}, Containers, GroupVerbs, "+prio+", "raise priority", true},
+	{PrioDown, []string{"-"}, Containers, GroupVerbs, "+prio-", "lower priority (0 = never scheduled, asks first)", true},
 }
 
 // Keymap resolves keys to actions.
@@ -154,12 +156,11 @@ func Validate(overrides map[string]string) error {
 }
 
 func parseKeys(s string) []string {
+	if s == " " {
+		return []string{"space"}
+	}
 	var ks []string
 	for _, k := range strings.Split(s, ",") {
-		if k == " " {
-			ks = append(ks, "space")
-			continue
-		}
 		if k = strings.TrimSpace(k); k != "" {
 			ks = append(ks, k)
 		}
@@ -211,7 +212,8 @@ func New(overrides map[string]string) (*Keymap, error) {
 		}
 		km.bindings = append(km.bindings, Binding{
 			Binding: key.NewBinding(key.WithKeys(ks[i]...), key.WithHelp(strings.Join(ks[i], "/"), long)),
-			Action:  d.action, Scope: d.scope, Group: d.group, Short: d.short, Verb: d.verb,
+			Action:  d.action, Scope: d.scope, Group: d.group, Verb: d.verb,
+			Short: strings.TrimPrefix(d.short, "+"), Footer: strings.HasPrefix(d.short, "+"),
 		})
 	}
 	return km, nil
@@ -279,7 +281,7 @@ func (km *Keymap) Short(scope Scope, readOnly bool) []key.Binding {
 	// from the end, and `?` lists it all.
 	for _, verbs := range []bool{true, false} {
 		for _, b := range km.bindings {
-			if b.Verb != verbs || b.Short == "" || b.Action == Quit || b.Action == Help || (readOnly && b.Verb) {
+			if b.Verb != verbs || !b.Footer || b.Action == Quit || b.Action == Help || (readOnly && b.Verb) {
 				continue
 			}
 			if b.Scope != Global && b.Scope != scope {
@@ -310,11 +312,7 @@ func (km *Keymap) ShortOf(actions ...string) []key.Binding {
 func (km *Keymap) short(action string) key.Binding {
 	i := km.byAction[action]
 	b := km.bindings[i]
-	word := b.Short
-	if word == "" {
-		word = b.Help().Desc
-	}
-	return key.NewBinding(key.WithKeys(b.Keys()...), key.WithHelp(b.Keys()[0], word))
+	return key.NewBinding(key.WithKeys(b.Keys()...), key.WithHelp(b.Keys()[0], b.Short))
 }
 
 // Section is one group of the full help.
