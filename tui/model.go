@@ -161,6 +161,7 @@ type Model struct {
 	// latest, for the footer's spinner.
 	inflight     int
 	inflightWhat string
+	footerCache  footerCache
 
 	pending map[string]uint64 // row id -> fetch gen that clears it (0 = verb in flight)
 
@@ -303,6 +304,7 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.BackgroundColorMsg:
 		m.th = theme.New(m.opts.Theme, msg.IsDark(), m.opts.NoColor)
 		m.help = newHelp(msg.IsDark(), m.opts.NoColor)
+		m.footerCache.ok = false
 		for _, t := range m.tables {
 			t.SetTheme(m.th)
 		}

@@ -169,6 +169,16 @@ func (m *Model) footer() string {
 		v := m.in.View()
 		return ansi.Truncate(v+m.th.Dim.Render(hint), w, "…") + strings.Repeat(" ", max(w-ansi.StringWidth(v+hint), 0))
 	}
+	// The short help is rendered with lipgloss styles item by item: more
+	// than the rest of a frame costs. It changes only with these.
+	ck := footerKey{mode: m.mode, scope: m.scope(), width: w, follow: m.logFollow, logID: m.logID}
+	if m.spinning() {
+		ck.spin = m.spin.View() + m.inflightWhat
+		ck.spinning = true
+	}
+	if m.footerCache.ok && m.footerCache.key == ck {
+		return m.footerCache.line
+	}
 	var prefix string
 	if m.spinning() {
 		what := "reconnecting…"
@@ -201,7 +211,28 @@ func (m *Model) footer() string {
 	h := m.help
 	h.SetWidth(max(w-ansi.StringWidth(prefix), 0))
 	line := prefix + h.ShortHelpView(bs)
-	return line + strings.Repeat(" ", max(w-ansi.StringWidth(line), 0))
+	line += strings.Repeat(" ", max(w-ansi.StringWidth(line), 0))
+	m.footerCache.key, m.footerCache.line, m.footerCache.ok = ck, line, true
+	return line
+}
+
+// footerKey is what the footer of the table, help, details and logs
+// screens depends on (the keymap, theme and read-only flag are fixed
+// once the theme is known: a theme change drops the cache).
+type footerKey struct {
+	mode     mode
+	scope    keys.Scope
+	width    int
+	follow   bool
+	logID    string
+	spinning bool
+	spin     string
+}
+
+type footerCache struct {
+	key  footerKey
+	line string
+	ok   bool
 }
 
 // tooSmall is the message below the minimum size, wrapped to the width.

@@ -77,7 +77,8 @@ type Table struct {
 	holdPos bool
 
 	width, height int
-	widths        []int // laid-out widths, 0 = hidden
+	widths        []int  // laid-out widths, 0 = hidden
+	hdr           string // rendered header line ("" = render it again)
 	cache         map[string]*cacheLine
 
 	marks   map[string]struct{}
@@ -98,6 +99,7 @@ func New(cols []Column, th *theme.Theme) *Table {
 // SetTheme changes the theme (drops the line cache).
 func (t *Table) SetTheme(th *theme.Theme) {
 	t.theme = th
+	t.hdr = ""
 	clear(t.cache)
 }
 
@@ -236,6 +238,7 @@ func (t *Table) SetSize(w, h int) {
 	if w != t.width {
 		t.width = w
 		t.widths = nil
+		t.hdr = ""
 		clear(t.cache)
 	}
 	t.height = h
@@ -253,6 +256,7 @@ func (t *Table) SortBy(key string) bool {
 				t.relayout() // the sorted column is never dropped
 			}
 			t.dirtySort = true
+			t.hdr = ""
 			return true
 		}
 	}
@@ -269,11 +273,13 @@ func (t *Table) SetSort(col int, desc bool) {
 	}
 	t.sortCol, t.sortDesc = col, desc
 	t.dirtySort = true
+	t.hdr = ""
 }
 
 // relayout forgets column widths and rendered lines.
 func (t *Table) relayout() {
 	t.widths = nil
+	t.hdr = ""
 	clear(t.cache)
 }
 
@@ -698,6 +704,13 @@ const (
 )
 
 func (t *Table) header() string {
+	if t.hdr == "" {
+		t.hdr = t.renderHeader()
+	}
+	return t.hdr
+}
+
+func (t *Table) renderHeader() string {
 	w := t.layout()
 	on, off := keyOn, keyOff
 	if t.theme.NoColor {

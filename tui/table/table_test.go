@@ -158,3 +158,33 @@ func TestSetPrepared(t *testing.T) {
 		t.Errorf("fallback: len %d, b changed %v, c changed %v", stale.Len(), stale.Changed("b"), stale.Changed("c"))
 	}
 }
+
+// The help says sort keys are marked in the header: each column's sort
+// letter is underlined (reversed without colour), and the sorted column
+// shows its direction.
+func TestHeaderMarksSortKeys(t *testing.T) {
+	cols := []Column{{Title: "ID", Width: 6, SortKey: "I"}, {Title: "PRIO", Width: 5, SortKey: "P"}, {Title: "GPU", Width: 3}}
+	for _, noColor := range []bool{false, true} {
+		on, off := keyOn, keyOff
+		if noColor {
+			on, off = keyOnPlain, keyOffPlain
+		}
+		tb := New(cols, theme.New("dark", true, noColor))
+		tb.SetRows([]Row{{ID: "a", Cells: []string{"a", "1", "0"}}})
+		tb.SetSize(40, 5)
+		h := strings.Split(tb.View(), "\n")[0]
+		for _, want := range []string{on + "I" + off + "D", on + "P" + off + "RIO"} {
+			if !strings.Contains(h, want) {
+				t.Errorf("noColor %v: header %q lacks %q", noColor, h, want)
+			}
+		}
+		if strings.Contains(h, on+"G") {
+			t.Errorf("noColor %v: GPU has no sort key but is marked", noColor)
+		}
+		tb.SortBy("P")
+		tb.SortBy("P")
+		if h := ansi.Strip(strings.Split(tb.View(), "\n")[0]); !strings.Contains(h, "PRIO↓") || ansi.StringWidth(h) != 40 {
+			t.Errorf("noColor %v: sorted header %q (%d cells)", noColor, h, ansi.StringWidth(h))
+		}
+	}
+}
