@@ -1,14 +1,14 @@
-// Package table is a virtualized table for large, live data sets: the
-// cursor is kept by row id (refreshes, filters and re-sorts never move it
-// to another row), the filtered/sorted index is recomputed only when the
+// Package table is a virtualized table for large, live data sets: a sort
+// or filter the user asks for keeps the cursor on its row (by id), a
+// refresh keeps it on its row position (k9s' way), the filtered/sorted index is recomputed only when the
 // data, filter or sort change, only the visible rows are rendered, and
 // rendered lines are cached per row.
 //
 // It is not bubbles' table: measured side by side (BenchmarkTables,
 // BENCHMARKS.md, issue 16) that one takes 1.4–7 ms per frame at 1k–100k
 // rows, over the console's 2 ms View budget, and about 10 ms to move its
-// cursor; it has no sort or filter, and its cursor is an index, which a
-// refresh silently moves to another row.
+// cursor; it has no sort or filter, and its cursor is only an index, so a
+// sort or filter the user asks for could not follow the selected row.
 package table
 
 import (
