@@ -1,8 +1,8 @@
 // Package table is a virtualized table for large, live data sets: a sort
 // or filter the user asks for keeps the cursor on its row (by id), a
-// refresh keeps it on its row position (k9s' way), the filtered/sorted index is recomputed only when the
-// data, filter or sort change, only the visible rows are rendered, and
-// rendered lines are cached per row.
+// refresh keeps it on its row position (k9s' way), the filtered/sorted
+// index is recomputed only when the data, filter or sort change, only the
+// visible rows are rendered, and rendered lines are cached per row.
 //
 // It is not bubbles' table: measured side by side (BenchmarkTables,
 // BENCHMARKS.md, issue 16) that one takes 1.4–7 ms per frame at 1k–100k
