@@ -320,3 +320,26 @@ func TestSpinner(t *testing.T) {
 		t.Errorf("no reconnecting spinner: %q", lines(m)[39])
 	}
 }
+
+// A prompt typed over the logs keeps them on screen (and following).
+func TestPromptOverScreen(t *testing.T) {
+	m, fb := newTest(t, Options{})
+	fb.logs = "first line\n"
+	size(m, 120, 40)
+	load(t, m, fb, fakeSnapshot(7, 35))
+	press(m, "2")
+	runCmd(m, press(m, "l"))
+	press(m, ":")
+	if got := plain(m); !strings.Contains(got, "first line") {
+		t.Fatalf("`:` over the logs hid them:\n%s", got)
+	}
+	fb.logs = "first line\nsecond line\n"
+	runCmd(m, m.fetchLogs())
+	if got := plain(m); !strings.Contains(got, "second line") {
+		t.Errorf("logs stopped refreshing under the prompt:\n%s", got)
+	}
+	press(m, "esc")
+	if m.mode != modeLogs {
+		t.Errorf("esc from the prompt went to mode %d, want the logs", m.mode)
+	}
+}

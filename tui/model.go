@@ -395,7 +395,7 @@ func (m *Model) onSnapshot(msg snapshotMsg) tea.Cmd {
 			}
 		}
 	}
-	if m.mode == modeDetails {
+	if m.screenMode() == modeDetails {
 		m.syncScreen()
 	}
 	cmds = append(cmds, m.armSpin())
@@ -471,9 +471,9 @@ func (m *Model) fetchLogs() tea.Cmd {
 	var tail int
 	detail := false
 	switch {
-	case m.mode == modeLogs:
+	case m.screenMode() == modeLogs:
 		id, tail = m.logID, logTail
-	case m.mode == modeDetails && m.detailView == vContainers:
+	case m.screenMode() == modeDetails && m.detailView == vContainers:
 		id, tail, detail = m.detailID, detailTail, true
 	default:
 		return nil
@@ -502,12 +502,12 @@ func (m *Model) onLogs(msg logsMsg) {
 		text = "(" + msg.err.Error() + ")"
 	}
 	if msg.detail {
-		if m.mode == modeDetails && msg.id == m.detailID {
+		if m.screenMode() == modeDetails && msg.id == m.detailID {
 			m.detailLogs = text
 		}
 		return
 	}
-	if m.mode != modeLogs || msg.id != m.logID {
+	if m.screenMode() != modeLogs || msg.id != m.logID {
 		return
 	}
 	m.logLines = termsafe.Lines(strings.TrimRight(text, "\n"))

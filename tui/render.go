@@ -208,8 +208,8 @@ func (m *Model) render() string {
 		b.WriteByte('\n')
 	}
 	var body string
-	switch m.mode {
-	case modeHelp, modeDetails, modeLogs, modeSearch:
+	switch m.screenMode() {
+	case modeHelp, modeDetails, modeLogs:
 		body = m.vp.View()
 	default:
 		body = m.table().View()

@@ -72,6 +72,16 @@ func (m *Model) onSpin(msg spinMsg) tea.Cmd {
 	return m.armSpin()
 }
 
+// screenMode is the screen under a prompt being typed (the mode itself
+// otherwise).
+func (m *Model) screenMode() mode {
+	switch m.mode {
+	case modeCommand, modeFilter, modeSearch:
+		return m.inputFrom
+	}
+	return m.mode
+}
+
 // openScreen shows help, details or logs.
 func (m *Model) openScreen(md mode) {
 	if md == modeHelp && m.mode != modeHelp {
@@ -87,14 +97,15 @@ func (m *Model) openScreen(md mode) {
 // scroll position (or the end, for logs that follow).
 func (m *Model) syncScreen() {
 	var lines []string
-	switch m.mode {
+	md := m.screenMode()
+	switch md {
 	case modeHelp:
 		for _, l := range m.helpLines() {
 			lines = append(lines, strings.Split(lipgloss.Wrap(l, max(m.width, 1), " "), "\n")...)
 		}
 	case modeDetails:
 		lines = m.detailLines()
-	case modeLogs, modeSearch:
+	case modeLogs:
 		lines = m.logLines
 		if len(lines) == 0 {
 			lines = []string{"(waiting for output…)"}
@@ -102,17 +113,17 @@ func (m *Model) syncScreen() {
 	default:
 		return
 	}
-	m.vp.SoftWrap = m.screenWrap && m.mode != modeHelp
+	m.vp.SoftWrap = m.screenWrap && md != modeHelp
 	m.vp.SetWidth(max(m.width, 1))
 	m.vp.SetHeight(m.bodyHeight())
 	y := m.vp.YOffset()
 	m.vp.SetContentLines(slices.Clone(lines)) // it may split lines in place
-	if m.mode == modeLogs && m.logFollow {
+	if md == modeLogs && m.logFollow {
 		m.vp.GotoBottom()
 	} else {
 		m.vp.SetYOffset(y)
 	}
-	if m.mode == modeLogs && m.logSearch != "" {
+	if md == modeLogs && m.logSearch != "" {
 		y := m.vp.YOffset()
 		m.searchLogs(m.logSearch)
 		m.vp.SetYOffset(y)
