@@ -16,7 +16,7 @@ func TestValidate(t *testing.T) {
 		{map[string]string{"hold": "H"}, nil},
 		{map[string]string{"hold": "d"}, []string{`"hold"`, `"drain"`}},
 		{map[string]string{"pause": "q"}, []string{`"quit"`, `"pause"`}},
-		{map[string]string{"kill": "x, y"}, nil},
+		{map[string]string{"kill": "x, X"}, nil},
 		{map[string]string{"drain": "+"}, nil}, // instances vs containers: no overlap
 		{map[string]string{"nosuch": "x"}, []string{`"nosuch"`}},
 		{map[string]string{"hold": " , "}, []string{"no key"}},

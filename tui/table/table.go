@@ -1,8 +1,9 @@
 // Package table is a virtualized table for large, live data sets: a sort
-// or filter the user asks for keeps the cursor on its row (by id), a
-// refresh keeps it on its row position (k9s' way), the filtered/sorted
-// index is recomputed only when the data, filter or sort change, only the
-// visible rows are rendered, and rendered lines are cached per row.
+// or filter the user asks for keeps the cursor on its row (by id), and so
+// does a refresh that only adds or removes rows, while one that reorders
+// them keeps it on its position (k9s' way); the filtered/sorted index is
+// recomputed only when the data, filter or sort change, only the visible
+// rows are rendered, and rendered lines are cached per row.
 //
 // It is not bubbles' table: measured side by side (BenchmarkTables,
 // BENCHMARKS.md, issue 16) that one takes 1.4–7 ms per frame at 1k–100k
@@ -77,10 +78,9 @@ type Table struct {
 	cursorID  string
 	cursorPos int
 	top       int
-	// holdPos: the rows were refreshed, so the cursor keeps its position
-	// (k9s' way) instead of leaping after its row; a sort or filter the
-	// user asks for follows the row.
-	holdPos bool
+	// reorder is what a refresh needs to tell whether the rows above the
+	// cursor were reordered (nil: no refresh since the last ensure).
+	reorder *refreshed
 
 	width, height int
 	widths        []int  // laid-out widths, 0 = hidden
@@ -208,6 +208,15 @@ func (t *Table) SetPrepared(p *Prepared) {
 }
 
 func (t *Table) install(p *Prepared) {
+	if t.reorder == nil && !t.dirtySort && !t.dirtyView && t.cursorPos < len(t.view) {
+		// The ids shown above the cursor before the refresh (the row
+		// slices and maps are replaced by a refresh, never changed).
+		r := &refreshed{pos: t.cursorPos, oldByID: t.byID, above: make([]string, t.cursorPos)}
+		for k, i := range t.view[:t.cursorPos] {
+			r.above[k] = t.rows[i].ID
+		}
+		t.reorder = r
+	}
 	t.gen = p.base + 1
 	t.rows, t.byID, t.changed, t.search = p.rows, p.byID, p.changed, p.search
 	for id := range t.marks {
@@ -219,7 +228,6 @@ func (t *Table) install(p *Prepared) {
 		clear(t.cache)
 	}
 	t.dirtySort = true
-	t.holdPos = true
 }
 
 // Len returns the number of rows loaded; Shown the number after the filter.
@@ -478,19 +486,53 @@ func (t *Table) ensure() {
 	t.relocate()
 }
 
-// relocate finds the cursor row in the view; after a refresh, or if the
-// row is gone, the cursor stays at the same position (on whatever row is
-// there now).
+// refreshed is the state before a refresh that relocate compares with.
+type refreshed struct {
+	pos     int              // cursor position
+	oldByID map[string]int32 // the rows before
+	above   []string         // ids shown above the cursor
+}
+
+// reordered reports whether a refresh moved the cursor row relative to
+// the rows that were there before (q is its new position): rows only
+// added or removed above it are not a reorder, rows that changed places
+// with it are.
+func (t *Table) reordered(r *refreshed, q int) bool {
+	before := 0 // old rows still there that were above it
+	for _, id := range r.above {
+		if _, ok := t.byID[id]; ok {
+			before++
+		}
+	}
+	now := 0 // old rows above it now
+	for _, i := range t.view[:q] {
+		if _, ok := r.oldByID[t.rows[i].ID]; ok {
+			now++
+		}
+	}
+	return now != before
+}
+
+// relocate finds the cursor row in the view. When a refresh reorders
+// the rows, the cursor keeps its position (k9s' way: it does not leap
+// after its row); when rows are only added or removed above it, and on a
+// sort or filter the user asks for, it follows its row. If the row is
+// gone, the cursor stays at the same position (on whatever row is there
+// now).
 func (t *Table) relocate() {
-	hold := t.holdPos
-	t.holdPos = false
+	r := t.reorder
+	t.reorder = nil
 	if len(t.view) == 0 {
 		t.cursorPos, t.top = 0, 0
 		return
 	}
-	if i, ok := t.byID[t.cursorID]; ok && t.cursorID != "" && !hold {
+	if i, ok := t.byID[t.cursorID]; ok && t.cursorID != "" {
 		for p, j := range t.view {
 			if j == i {
+				if r != nil && t.reordered(r, p) {
+					t.cursorPos = r.pos
+					break
+				}
 				t.cursorPos = p
 				t.clampTop()
 				return
