@@ -19,9 +19,13 @@ import (
 // log search and `:` command prompts, which are one bubbles textinput.
 
 // notHere is the one message for a key that does nothing where it was
-// pressed.
-func (m *Model) notHere(what string) tea.Cmd {
-	return m.setFlash(what+": not available here", true)
+// pressed, with why when it helps.
+func (m *Model) notHere(what string, why ...string) tea.Cmd {
+	msg := what + ": not available here"
+	if len(why) > 0 {
+		msg += " (" + strings.Join(why, " ") + ")"
+	}
+	return m.setFlash(msg, true)
 }
 
 const historyLen = 50
@@ -35,7 +39,6 @@ func newInput() textinput.Model {
 	in.SetStyles(st)
 	in.KeyMap.NextSuggestion.SetKeys("ctrl+n")
 	in.KeyMap.PrevSuggestion.SetKeys("ctrl+p")
-	in.KeyMap.LineStart.SetKeys("home") // ctrl+a is mark all elsewhere; here it would surprise
 	return in
 }
 
@@ -213,7 +216,7 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	case keys.Details:
 		id := m.table().Cursor()
 		if id == "" {
-			return m.notHere("details")
+			return m.notHere("details", "no row selected")
 		}
 		m.detailID, m.detailView, m.detailLogs = id, m.view, ""
 		m.openScreen(modeDetails)
@@ -224,7 +227,7 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 			id = m.detailID
 		}
 		if (m.mode == modeDetails && m.detailView != vContainers) || (m.mode != modeDetails && m.view != vContainers) || id == "" {
-			return m.setFlash("logs: not available here (select a container in view 2)", true)
+			return m.notHere("logs", "select a container in view 2")
 		}
 		m.logID, m.logLines, m.logFollow, m.logSearch = id, nil, true, ""
 		m.openScreen(modeLogs)

@@ -80,7 +80,7 @@ func (m *Model) verb(act string) tea.Cmd {
 		}
 	}
 	if len(ids) == 0 {
-		return m.setFlash(act+": no row selected", true)
+		return m.notHere(act, "no row selected")
 	}
 	pv := &pendingVerb{action: act, view: v}
 	kind := "instance"

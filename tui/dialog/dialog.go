@@ -97,13 +97,9 @@ func (d *Confirm) Update(msg tea.KeyPressMsg) Result {
 	return Open
 }
 
-// View renders the dialog as a box at most width cells wide and height
+// View renders the dialog as a box at most width cells wide and maxH
 // lines high (0 = no limit).
-func (d *Confirm) View(th *theme.Theme, width int, height ...int) string {
-	maxH := 0
-	if len(height) > 0 {
-		maxH = height[0]
-	}
+func (d *Confirm) View(th *theme.Theme, width, maxH int) string {
 	w := min(max(width-8, 30), 72, max(width, 12))
 	inner := w - 4
 	wrap := func(s string) []string { return WrapWords(s, inner) }

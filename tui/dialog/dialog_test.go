@@ -24,7 +24,7 @@ func TestViewLinesAreBoxWide(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &Confirm{Title: "Hold", Body: tc.body, OK: "Hold", Expect: "c-1", Hint: "type it"}
-			box := d.View(theme.New("dark", true, false), tc.width)
+			box := d.View(theme.New("dark", true, false), tc.width, 0)
 			lines := strings.Split(box, "\n")
 			want := ansi.StringWidth(lines[0])
 			for i, l := range lines {
