@@ -177,10 +177,11 @@ func (m *Model) verb(act string) tea.Cmd {
 		m.dlg = dialog.New("Priority 0 for "+ids[0]+"?", "Set 0", "",
 			append([]string{"At priority 0 a container is never scheduled; a running one is stopped."}, hiddenNote...)...)
 	case act == keys.Drain:
-		m.dlg = dialog.New("Drain instance "+ids[0]+"?", "Drain", "", "Start no new containers; shut it down once idle.")
+		m.dlg = dialog.New("Drain instance "+ids[0]+"?", "Drain", "",
+			append([]string{"Start no new containers; shut it down once idle."}, hiddenNote...)...)
 	case act == keys.Hold && v == vInstances:
 		m.dlg = dialog.New("Hold instance "+ids[0]+"?", "Hold", "",
-			"Start no new containers on it and never shut it down automatically;", "running containers continue.")
+			append([]string{"Start no new containers on it and never shut it down automatically; running containers continue."}, hiddenNote...)...)
 	case hidden > 0:
 		m.dlg = dialog.New(label+" "+ids[0]+"?", label, "", hiddenNote...)
 	default:
