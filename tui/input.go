@@ -32,14 +32,23 @@ const historyLen = 50
 
 // newInput returns the prompt's text input: a steady cursor (no blink
 // timer), ↑↓ left to the command history, tab completing.
-func newInput() textinput.Model {
+func newInput(dark, noColor bool) textinput.Model {
 	in := textinput.New()
-	st := in.Styles()
-	st.Cursor.Blink = false
-	in.SetStyles(st)
+	in.SetStyles(inputStyles(dark, noColor))
 	in.KeyMap.NextSuggestion.SetKeys("ctrl+n")
 	in.KeyMap.PrevSuggestion.SetKeys("ctrl+p")
 	return in
+}
+
+// inputStyles are bubbles' text input styles for the theme: a steady
+// cursor, and no colour at all under NO_COLOR (the cursor is reversed).
+func inputStyles(dark, noColor bool) textinput.Styles {
+	st := textinput.DefaultStyles(dark)
+	if noColor {
+		st = textinput.Styles{}
+	}
+	st.Cursor.Blink = false
+	return st
 }
 
 // commandNames are what `:` completes: the views (with a state argument

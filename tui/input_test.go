@@ -343,3 +343,26 @@ func TestPromptOverScreen(t *testing.T) {
 		t.Errorf("esc from the prompt went to mode %d, want the logs", m.mode)
 	}
 }
+
+// NO_COLOR: the prompts, the footer's help and the dialog's input use no
+// colour (bubbles' default styles do).
+func TestNoColorPromptsAndDialog(t *testing.T) {
+	m, fb := newTest(t, Options{NoColor: true})
+	size(m, 120, 40)
+	load(t, m, fb, fakeSnapshot(7, 35))
+	noColour := func(what string) {
+		t.Helper()
+		if raw := m.View().Content; strings.Contains(raw, "38;") || strings.Contains(raw, "48;") {
+			t.Errorf("%s: colour sequences under NO_COLOR", what)
+		}
+	}
+	noColour("table and footer")
+	press(m, ":")
+	typeText(m, "cont")
+	noColour("command prompt with a suggestion")
+	press(m, "esc", "2", "K")
+	typeText(m, "c-0")
+	noColour("kill dialog input")
+	press(m, "esc", "?")
+	noColour("help")
+}

@@ -205,7 +205,8 @@ func newModel(opts Options, now func() time.Time) (*Model, error) {
 		ctx: context.Background(), opts: opts, be: opts.Backend, km: km, now: now, tick: tea.Tick,
 		th:      theme.New(opts.Theme, true, opts.NoColor),
 		pending: map[string]uint64{},
-		in:      newInput(), vp: newViewport(), help: newHelp(true, opts.NoColor), spin: newSpinner(),
+		in:      newInput(opts.Theme != "light", opts.NoColor), vp: newViewport(), help: newHelp(opts.Theme != "light", opts.NoColor),
+		spin:       newSpinner(),
 		screenWrap: true,
 	}
 	cols := [nViews][]table.Column{instanceColumns(), containerColumns(), typeColumns(), eventColumns()}
@@ -303,7 +304,9 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.resize()
 	case tea.BackgroundColorMsg:
 		m.th = theme.New(m.opts.Theme, msg.IsDark(), m.opts.NoColor)
-		m.help = newHelp(msg.IsDark(), m.opts.NoColor)
+		dark := msg.IsDark() && m.opts.Theme != "light" || m.opts.Theme == "dark"
+		m.help = newHelp(dark, m.opts.NoColor)
+		m.in.SetStyles(inputStyles(dark, m.opts.NoColor))
 		m.footerCache.ok = false
 		for _, t := range m.tables {
 			t.SetTheme(m.th)

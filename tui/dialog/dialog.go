@@ -36,7 +36,8 @@ type Confirm struct {
 	Focus int
 	Hint  string // shown after a failed attempt
 
-	input textinput.Model
+	input                 textinput.Model
+	styled, dark, noColor bool // the input's styles are the theme's
 }
 
 // New returns a dialog with Cancel focused.
@@ -111,7 +112,7 @@ func (d *Confirm) View(th *theme.Theme, width, maxH int) string {
 	}
 	var typed []string
 	if d.Expect != "" {
-		typed = append(wrap("Type "+d.Expect+" to confirm:"), d.inputView(inner))
+		typed = append(wrap("Type "+d.Expect+" to confirm:"), d.inputView(th, inner))
 	}
 	var hint []string
 	if d.Hint != "" && !d.Ready() {
@@ -183,9 +184,18 @@ func (d *Confirm) View(th *theme.Theme, width, maxH int) string {
 	return b.String()
 }
 
-func (d *Confirm) inputView(inner int) string {
+func (d *Confirm) inputView(th *theme.Theme, inner int) string {
 	if d.input.Prompt == "" {
 		d.input = newInput()
+	}
+	if th.Dark != d.dark || th.NoColor != d.noColor || !d.styled {
+		st := textinput.DefaultStyles(th.Dark)
+		if th.NoColor {
+			st = textinput.Styles{}
+		}
+		st.Cursor.Blink = false
+		d.input.SetStyles(st)
+		d.dark, d.noColor, d.styled = th.Dark, th.NoColor, true
 	}
 	d.input.SetWidth(max(inner-3, 1))
 	return d.input.View()
