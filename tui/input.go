@@ -1,31 +1,146 @@
 package tui
 
 import (
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
+	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
+	"dispatch-tui/engine/queue"
 	"dispatch-tui/tui/dialog"
 	"dispatch-tui/tui/keys"
+	"dispatch-tui/tui/table"
 )
 
-// Keys and typed input: the key dispatch of every mode, the filter and
-// `:` command prompts, and scrolling.
+// Keys and typed input: the key dispatch of every mode, and the filter,
+// log search and `:` command prompts, which are one bubbles textinput.
 
-func (m *Model) scrollBy(d int) {
-	switch m.mode {
-	case modeNormal:
-		m.table().Move(d)
-	case modeLogs:
-		m.logFollow = false
-		m.scroll = max(min(m.scroll+d, len(m.logLines)-m.bodyHeight()), 0)
-	case modeDetails, modeHelp:
-		m.scroll = max(m.scroll+d, 0)
+// notHere is the one message for a key that does nothing where it was
+// pressed, with why when it helps.
+func (m *Model) notHere(what string, why ...string) tea.Cmd {
+	msg := what + ": not available here"
+	if len(why) > 0 {
+		msg += " (" + strings.Join(why, " ") + ")"
 	}
+	return m.setFlash(msg, true)
+}
+
+const historyLen = 50
+
+// newInput returns the prompt's text input: a steady cursor (no blink
+// timer), ↑↓ left to the command history, tab completing.
+func newInput(dark, noColor bool) textinput.Model {
+	in := textinput.New()
+	in.SetStyles(inputStyles(dark, noColor))
+	in.KeyMap.NextSuggestion.SetKeys("ctrl+n")
+	in.KeyMap.PrevSuggestion.SetKeys("ctrl+p")
+	return in
+}
+
+// inputStyles are bubbles' text input styles for the theme: a steady
+// cursor, and no colour at all under NO_COLOR (the cursor is reversed).
+func inputStyles(dark, noColor bool) textinput.Styles {
+	st := textinput.DefaultStyles(dark)
+	if noColor {
+		st = textinput.Styles{}
+	}
+	st.Cursor.Blink = false
+	return st
+}
+
+// commandNames are what `:` completes: the views (with a state argument
+// for the two stateful ones) and quit.
+func commandNames() []string {
+	out := []string{"instances", "containers", "types", "events", "help", "quit"}
+	for _, s := range queue.States {
+		out = append(out, "containers "+string(s))
+	}
+	for _, s := range instanceOrder {
+		out = append(out, "instances "+string(s))
+	}
+	return out
+}
+
+// openInput starts typing a command, a filter or a log search.
+func (m *Model) openInput(md mode, prompt, value string) {
+	m.inputFrom = m.mode
+	m.mode = md
+	m.in.Reset()
+	m.in.Prompt = prompt
+	m.in.ShowSuggestions = md == modeCommand
+	if md == modeCommand {
+		m.in.SetSuggestions(commandNames())
+	} else {
+		m.in.SetSuggestions(nil)
+	}
+	m.in.SetValue(value)
+	m.in.CursorEnd()
+	m.in.Focus()
+	m.histPos = len(m.history)
+}
+
+func (m *Model) closeInput() {
+	m.mode = m.inputFrom
+	m.in.Blur()
+}
+
+func (m *Model) onInputKey(msg tea.KeyPressMsg) tea.Cmd {
+	md := m.mode
+	switch msg.String() {
+	case "esc":
+		m.closeInput()
+		if md == modeFilter {
+			m.table().SetFilter("")
+		}
+		return nil
+	case "enter":
+		s := m.in.Value()
+		m.closeInput()
+		switch md {
+		case modeCommand:
+			if strings.TrimSpace(s) != "" && (len(m.history) == 0 || m.history[len(m.history)-1] != s) {
+				m.history = append(m.history, s)
+				if len(m.history) > historyLen {
+					m.history = slices.Delete(m.history, 0, len(m.history)-historyLen)
+				}
+			}
+			return m.command(s)
+		case modeFilter:
+			if err := table.FilterError(s); err != nil {
+				return m.setFlash("filter: not a valid regular expression ("+err.Error()+"); matching it as text", true)
+			}
+		case modeSearch:
+			return m.searchLogs(s)
+		}
+		return nil
+	case "up", "down":
+		if md == modeCommand && len(m.history) > 0 {
+			if msg.String() == "up" {
+				m.histPos = max(m.histPos-1, 0)
+			} else {
+				m.histPos = min(m.histPos+1, len(m.history))
+			}
+			v := ""
+			if m.histPos < len(m.history) {
+				v = m.history[m.histPos]
+			}
+			m.in.SetValue(v)
+			m.in.CursorEnd()
+		}
+		return nil
+	}
+	var cmd tea.Cmd
+	m.in, cmd = m.in.Update(msg)
+	if md == modeFilter {
+		m.table().SetFilter(m.in.Value())
+	}
+	return cmd
 }
 
 func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
-	k := msg.String()
 	if m.dlg != nil {
 		switch m.dlg.Update(msg) {
 		case dialog.Cancelled:
@@ -39,55 +154,27 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	switch m.mode {
-	case modeCommand:
-		return m.onInput(msg, func(s string) tea.Cmd { return m.command(s) }, nil)
-	case modeFilter:
-		return m.onInput(msg, func(string) tea.Cmd { return nil }, func(s string) { m.table().SetFilter(s) })
+	case modeCommand, modeFilter, modeSearch:
+		return m.onInputKey(msg)
 	}
-	act := m.km.Lookup(m.scope(), k)
-	// Modes layered over the table: scrolling keys scroll them.
+	act := m.km.Lookup(m.scope(), msg)
+	// Screens layered over the table (help, details, logs): the moving
+	// keys scroll their viewport.
 	if m.mode == modeHelp || m.mode == modeDetails || m.mode == modeLogs {
-		switch act {
-		case keys.Up:
-			m.scrollBy(-1)
-			return nil
-		case keys.Down:
-			m.scrollBy(1)
-			return nil
-		case keys.PageUp:
-			m.scrollBy(-m.bodyHeight())
-			return nil
-		case keys.PageDown:
-			m.scrollBy(m.bodyHeight())
-			return nil
-		case keys.Top:
-			m.logFollow = false
-			m.scroll = 0
-			return nil
-		case keys.Bottom:
-			if m.mode == modeLogs {
-				m.logFollow = true
-				m.scroll = max(len(m.logLines)-m.bodyHeight(), 0)
-			}
-			return nil
-		case keys.Back:
-			m.mode, m.scroll = modeNormal, 0
-			return nil
-		case keys.Help:
-			if m.mode == modeHelp {
-				m.mode, m.scroll = m.prevMode, 0
-				return nil
-			}
-		case keys.Details, keys.Mark, keys.MarkAll, keys.Filter:
-			return nil
-		}
-		if m.mode == modeHelp && act != keys.Quit && act != keys.Command {
-			return nil
+		if cmd, done := m.onScreenKey(act); done {
+			return cmd
 		}
 	}
 	if act == "" {
-		if len(k) == 1 && k[0] >= 'A' && k[0] <= 'Z' && m.mode == modeNormal {
-			m.table().SortBy(k)
+		k := msg.String()
+		if len(k) == 1 && k[0] >= 'A' && k[0] <= 'Z' {
+			if m.mode == modeNormal && m.table().SortBy(k) {
+				return nil
+			}
+			return m.notHere("sort " + k)
+		}
+		if m.km.BoundElsewhere(msg) {
+			return m.notHere(k)
 		}
 		return nil
 	}
@@ -101,11 +188,11 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	case keys.Quit:
 		return tea.Quit
 	case keys.Help:
-		m.prevMode, m.mode, m.scroll = m.mode, modeHelp, 0
+		m.openScreen(modeHelp)
 	case keys.Command:
-		m.mode, m.input = modeCommand, ""
+		m.openInput(modeCommand, ":", "")
 	case keys.Filter:
-		m.mode, m.input = modeFilter, m.table().Filter()
+		m.openInput(modeFilter, "/", m.table().Filter())
 	case keys.Back:
 		if m.table().Filter() != "" {
 			m.table().SetFilter("")
@@ -138,9 +225,10 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	case keys.Details:
 		id := m.table().Cursor()
 		if id == "" {
-			return nil
+			return m.notHere("details", "no row selected")
 		}
-		m.mode, m.detailID, m.detailView, m.detailLogs, m.scroll = modeDetails, id, m.view, "", 0
+		m.detailID, m.detailView, m.detailLogs = id, m.view, ""
+		m.openScreen(modeDetails)
 		return m.fetchLogs()
 	case keys.Logs:
 		id := m.table().Cursor()
@@ -148,9 +236,10 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 			id = m.detailID
 		}
 		if (m.mode == modeDetails && m.detailView != vContainers) || (m.mode != modeDetails && m.view != vContainers) || id == "" {
-			return m.setFlash("logs: select a container (2)", true)
+			return m.notHere("logs", "select a container in view 2")
 		}
-		m.mode, m.logID, m.logLines, m.logFollow, m.scroll = modeLogs, id, nil, true, 0
+		m.logID, m.logLines, m.logFollow, m.logSearch = id, nil, true, ""
+		m.openScreen(modeLogs)
 		m.logBusy = false
 		return m.fetchLogs()
 	case keys.Mouse:
@@ -168,62 +257,138 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		m.dlg = dialog.New(name+" the scheduler?", name, "", body)
 		m.dlgFor = &pendingVerb{action: strings.ToLower(name), paused: !paused}
+	case keys.Search, keys.Wrap:
+		return m.notHere(m.km.Key(act))
 	default:
 		return m.verb(act)
 	}
 	return nil
 }
 
-func (m *Model) onInput(msg tea.KeyPressMsg, enter func(string) tea.Cmd, live func(string)) tea.Cmd {
-	switch msg.String() {
-	case "esc":
+// onScreenKey handles a key on the help, details or logs screen; done is
+// false when the table's handling applies (quit, views, verbs on the
+// detailed row).
+func (m *Model) onScreenKey(act string) (cmd tea.Cmd, done bool) {
+	vp := &m.vp
+	switch act {
+	case keys.Up:
+		vp.ScrollUp(1)
+	case keys.Down:
+		vp.ScrollDown(1)
+	case keys.PageUp:
+		vp.PageUp()
+	case keys.PageDown:
+		vp.PageDown()
+	case keys.Top:
+		vp.GotoTop()
+	case keys.Bottom:
+		vp.GotoBottom()
+	case keys.Back:
 		m.mode = modeNormal
-		if live != nil {
-			live("")
+		return nil, true
+	case keys.Help:
+		if m.mode != modeHelp {
+			return nil, false
 		}
-		m.input = ""
-		return nil
-	case "enter":
-		m.mode = modeNormal
-		s := m.input
-		m.input = ""
-		return enter(s)
-	case "backspace":
-		if m.input != "" {
-			r := []rune(m.input)
-			m.input = string(r[:len(r)-1])
+		m.mode = m.prevMode
+		m.syncScreen()
+		return nil, true
+	case keys.Wrap:
+		if m.mode == modeHelp {
+			return m.notHere(m.km.Key(act)), true
 		}
-	case "ctrl+u":
-		m.input = ""
+		m.screenWrap = !m.screenWrap
+		m.syncScreen()
+		return nil, true
+	case keys.Filter:
+		if m.mode != modeLogs {
+			return m.notHere(m.km.Key(act)), true
+		}
+		m.openInput(modeSearch, "search: ", m.logSearch)
+		return nil, true
+	case keys.Search:
+		if m.mode != modeLogs || m.logSearch == "" {
+			return m.notHere(m.km.Key(act)), true
+		}
+		vp.HighlightNext()
+		m.logFollow = false
+		return nil, true
+	case keys.Details, keys.Mark, keys.MarkAll:
+		return m.notHere(m.km.Key(act)), true
 	default:
-		if msg.Text == "" {
-			return nil
+		if m.mode == modeHelp && act != keys.Quit && act != keys.Command {
+			if act != "" {
+				return m.notHere(m.km.Key(act)), true
+			}
+			return nil, true
 		}
-		m.input += msg.Text
+		return nil, false
 	}
-	if live != nil {
-		live(m.input)
+	if m.mode == modeLogs {
+		// Scrolling away from the end stops following; the end resumes it.
+		m.logFollow = vp.AtBottom()
 	}
-	return nil
+	return nil, true
+}
+
+// searchLogs highlights the matches of a pattern (regexp, or text when it
+// does not compile) in the logs and scrolls to the first one.
+func (m *Model) searchLogs(s string) tea.Cmd {
+	m.logSearch = s
+	m.vp.ClearHighlights()
+	if s == "" {
+		return nil
+	}
+	re, err := regexp.Compile("(?i)" + s)
+	var note tea.Cmd
+	if err != nil {
+		re = regexp.MustCompile("(?i)" + regexp.QuoteMeta(s))
+		note = m.setFlash("search: not a valid regular expression; matching it as text", true)
+	}
+	content := m.vp.GetContent()
+	matches := re.FindAllStringIndex(content, -1)
+	if len(matches) == 0 {
+		return m.setFlash("search: no match for "+s, true)
+	}
+	m.logFollow = false
+	if last := strings.Count(content[:matches[len(matches)-1][0]], "\n"); last < m.vp.YOffset() {
+		m.vp.SetYOffset(0) // every match is above: wrap around to the first
+	}
+	m.vp.SetHighlights(matches)
+	if note != nil {
+		return note
+	}
+	return m.setFlash("search: "+strconv.Itoa(len(matches))+" matches ("+m.km.Key(keys.Search)+" next)", false)
 }
 
 func (m *Model) command(s string) tea.Cmd {
-	switch strings.TrimSpace(s) {
+	name, arg, _ := strings.Cut(strings.TrimSpace(s), " ")
+	arg = strings.TrimSpace(arg)
+	var v viewID
+	switch name {
 	case "":
+		return nil
 	case "instances", "instance", "inst", "i", "in":
-		m.switchView(vInstances)
+		v = vInstances
 	case "containers", "container", "ctr", "c", "co":
-		m.switchView(vContainers)
+		v = vContainers
 	case "types", "type", "t":
-		m.switchView(vTypes)
+		v = vTypes
 	case "events", "event", "ev", "e":
-		m.switchView(vEvents)
+		v = vEvents
 	case "q", "quit", "q!":
 		return tea.Quit
 	case "help":
-		m.prevMode, m.mode = modeNormal, modeHelp
+		m.switchView(m.view)
+		m.openScreen(modeHelp)
+		return nil
 	default:
-		return m.setFlash("unknown command :"+s+" (try :instances :containers :types :events :q)", true)
+		return m.setFlash("unknown command :"+s+" (tab completes: :instances :containers :types :events :q)", true)
+	}
+	m.switchView(v)
+	if arg != "" {
+		// `:containers Running`: the argument filters the view.
+		m.table().SetFilter(arg)
 	}
 	return nil
 }

@@ -18,6 +18,10 @@ import (
 	"dispatch-tui/tui/table"
 	"dispatch-tui/tui/theme"
 
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/spinner"
+	"charm.land/bubbles/v2/textinput"
+	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 )
 
@@ -59,6 +63,7 @@ const (
 	modeHelp
 	modeDetails
 	modeLogs
+	modeSearch // typing a search of the logs
 )
 
 // Messages. Every result of a Cmd carries the values it was started with;
@@ -138,20 +143,36 @@ type Model struct {
 	flashErr bool
 	flashSeq uint64
 
-	input  string // command or filter being typed
+	in        textinput.Model // the `:`, filter and log search prompt
+	inputFrom mode            // the mode to go back to when it closes
+	history   []string        // `:` commands run, oldest first
+	histPos   int
+
 	dlg    *dialog.Confirm
 	dlgFor *pendingVerb
+
+	vp         viewport.Model // help, details and logs
+	screenWrap bool           // details and logs wrap long lines
+	help       help.Model
+	spin       spinner.Model
+	spinArmed  bool
+	spinSeq    uint64
+	// inflight counts verbs sent and not answered; inflightWhat names the
+	// latest, for the footer's spinner.
+	inflight     int
+	inflightWhat string
+	footerCache  footerCache
 
 	pending map[string]uint64 // row id -> fetch gen that clears it (0 = verb in flight)
 
 	detailID   string
 	detailView viewID
 	detailLogs string
-	scroll     int
 
 	logID     string
 	logLines  []string
 	logFollow bool
+	logSearch string
 	logGen    uint64
 	logBusy   bool
 
@@ -184,6 +205,9 @@ func newModel(opts Options, now func() time.Time) (*Model, error) {
 		ctx: context.Background(), opts: opts, be: opts.Backend, km: km, now: now, tick: tea.Tick,
 		th:      theme.New(opts.Theme, true, opts.NoColor),
 		pending: map[string]uint64{},
+		in:      newInput(opts.Theme != "light", opts.NoColor), vp: newViewport(), help: newHelp(opts.Theme != "light", opts.NoColor),
+		spin:       newSpinner(),
+		screenWrap: true,
 	}
 	cols := [nViews][]table.Column{instanceColumns(), containerColumns(), typeColumns(), eventColumns()}
 	for i := range m.tables {
@@ -280,6 +304,10 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.resize()
 	case tea.BackgroundColorMsg:
 		m.th = theme.New(m.opts.Theme, msg.IsDark(), m.opts.NoColor)
+		dark := msg.IsDark() && m.opts.Theme != "light" || m.opts.Theme == "dark"
+		m.help = newHelp(dark, m.opts.NoColor)
+		m.in.SetStyles(inputStyles(dark, m.opts.NoColor))
+		m.footerCache.ok = false
 		for _, t := range m.tables {
 			t.SetTheme(m.th)
 		}
@@ -297,9 +325,13 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.flash = ""
 		}
 	case verbMsg:
+		m.inflight = max(m.inflight-1, 0)
 		return m, m.onVerb(msg)
+	case spinMsg:
+		return m, m.onSpin(msg)
 	case logsMsg:
 		m.onLogs(msg)
+		m.syncScreen()
 	case tea.KeyPressMsg:
 		return m, m.onKey(msg)
 	case tea.MouseWheelMsg:
@@ -308,7 +340,14 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			if msg.Button == tea.MouseWheelUp {
 				d = -3
 			}
-			m.scrollBy(d)
+			if m.mode == modeNormal {
+				m.table().Move(d)
+			} else if d < 0 {
+				m.vp.ScrollUp(-d)
+				m.logFollow = false
+			} else {
+				m.vp.ScrollDown(d)
+			}
 		}
 	case tea.MouseClickMsg:
 		if m.mouse && m.mode == modeNormal && msg.Y > headerLines {
@@ -323,6 +362,7 @@ func (m *Model) resize() {
 	for _, t := range m.tables {
 		t.SetSize(m.width, h)
 	}
+	m.syncScreen()
 }
 
 func (m *Model) onSnapshot(msg snapshotMsg) tea.Cmd {
@@ -358,6 +398,10 @@ func (m *Model) onSnapshot(msg snapshotMsg) tea.Cmd {
 			}
 		}
 	}
+	if m.screenMode() == modeDetails {
+		m.syncScreen()
+	}
+	cmds = append(cmds, m.armSpin())
 	if m.again {
 		cmds = append(cmds, m.startFetch())
 	} else {
@@ -430,9 +474,9 @@ func (m *Model) fetchLogs() tea.Cmd {
 	var tail int
 	detail := false
 	switch {
-	case m.mode == modeLogs:
+	case m.screenMode() == modeLogs:
 		id, tail = m.logID, logTail
-	case m.mode == modeDetails && m.detailView == vContainers:
+	case m.screenMode() == modeDetails && m.detailView == vContainers:
 		id, tail, detail = m.detailID, detailTail, true
 	default:
 		return nil
@@ -461,18 +505,15 @@ func (m *Model) onLogs(msg logsMsg) {
 		text = "(" + msg.err.Error() + ")"
 	}
 	if msg.detail {
-		if m.mode == modeDetails && msg.id == m.detailID {
+		if m.screenMode() == modeDetails && msg.id == m.detailID {
 			m.detailLogs = text
 		}
 		return
 	}
-	if m.mode != modeLogs || msg.id != m.logID {
+	if m.screenMode() != modeLogs || msg.id != m.logID {
 		return
 	}
 	m.logLines = termsafe.Lines(strings.TrimRight(text, "\n"))
-	if m.logFollow {
-		m.scroll = max(len(m.logLines)-m.bodyHeight(), 0)
-	}
 }
 
 func (m *Model) bodyHeight() int { return max(m.height-headerLines-1, 1) }

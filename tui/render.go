@@ -182,41 +182,6 @@ func (m *Model) tabBar() string {
 	return b.String() + fitLine(info, max(m.width-plainLen, 0))
 }
 
-func (m *Model) footer() string {
-	switch m.mode {
-	case modeCommand:
-		return fitLine(":"+m.input+"_", m.width)
-	case modeFilter:
-		return fitLine("/"+m.input+"_  (enter keep, esc clear; !inverts)", m.width)
-	}
-	k := m.km.Key
-	var hints string
-	switch m.mode {
-	case modeHelp:
-		hints = k("back") + " close help"
-	case modeLogs:
-		f := "off"
-		if m.logFollow {
-			f = "on"
-		}
-		hints = fmt.Sprintf("logs %s  follow:%s (%s)  %s back  ↑↓ scroll", m.logID, f, k("bottom"), k("back"))
-	case modeDetails:
-		hints = k("back") + " back  " + k("logs") + " logs  ↑↓ scroll"
-	default:
-		hints = fmt.Sprintf("%s help  : cmd  / filter  %s mark  %s details", k("help"), k("mark"), k("details"))
-		if !m.opts.ReadOnly {
-			switch m.view {
-			case vInstances:
-				hints += fmt.Sprintf("  %s hold %s drain %s run %s kill", k("hold"), k("drain"), k("run"), k("kill"))
-			case vContainers:
-				hints += fmt.Sprintf("  %s hold %s/%s prio %s kill %s logs", k("hold"), k("priority_up"), k("priority_down"), k("kill"), k("logs"))
-			}
-		}
-		hints += "  " + k("quit") + " quit"
-	}
-	return m.th.Dim.Render(fitLine(hints, m.width))
-}
-
 // View renders the screen.
 func (m *Model) View() tea.View {
 	v := tea.NewView(m.render())
@@ -233,43 +198,50 @@ func (m *Model) render() string {
 		return "starting…"
 	}
 	if m.width < MinWidth || m.height < MinHeight {
-		return fmt.Sprintf("terminal too small: %d×%d (need at least %d×%d)", m.width, m.height, MinWidth, MinHeight)
+		return tooSmall(m.width, m.height)
 	}
 	var b strings.Builder
 	b.Grow(m.width * m.height * 2)
-	for _, l := range m.header() {
+	head := m.header()
+	for _, l := range head {
 		b.WriteString(l)
 		b.WriteByte('\n')
 	}
-	bh := m.bodyHeight()
 	var body string
-	switch m.mode {
-	case modeHelp:
-		body = m.textBody(m.helpLines(), bh)
-	case modeDetails:
-		body = m.textBody(m.detailLines(), bh)
-	case modeLogs:
-		body = m.textBody(m.logLines, bh)
+	switch m.screenMode() {
+	case modeHelp, modeDetails, modeLogs:
+		body = m.vp.View()
 	default:
 		body = m.table().View()
 	}
 	if m.dlg != nil {
-		body = overlay(body, m.dlg.View(m.th, m.width), m.width, bh)
+		// The dialog may cover the header too, never the footer: its
+		// buttons always show.
+		above := b.String()
+		b.Reset()
+		screen := above + body
+		box := m.dlg.View(m.th, m.width, m.height-1)
+		b.WriteString(overlay(screen, box, m.width, m.height-1, len(head)))
+	} else {
+		b.WriteString(body)
 	}
-	b.WriteString(body)
 	b.WriteByte('\n')
 	b.WriteString(m.footer())
 	return b.String()
 }
 
-// overlay replaces body lines with the dialog's, centred.
-func overlay(body, box string, w, h int) string {
+// overlay replaces screen lines with the dialog's: centred below the
+// first skip lines when it fits there, else higher.
+func overlay(body, box string, w, h, skip int) string {
 	lines := strings.Split(body, "\n")
 	for len(lines) < h {
 		lines = append(lines, "")
 	}
 	bl := strings.Split(box, "\n")
-	top := max((h-len(bl))/2, 0)
+	top := skip + max((h-skip-len(bl))/2, 0)
+	if top+len(bl) > h {
+		top = max(h-len(bl), 0)
+	}
 	for i, l := range bl {
 		if top+i >= len(lines) {
 			break
@@ -279,40 +251,6 @@ func overlay(body, box string, w, h int) string {
 		lines[top+i] = strings.Repeat(" ", left) + l + strings.Repeat(" ", max(w-left-lw, 0))
 	}
 	return strings.Join(lines[:h], "\n")
-}
-
-func (m *Model) textBody(lines []string, h int) string {
-	maxScroll := max(len(lines)-h, 0)
-	m.scroll = min(m.scroll, maxScroll)
-	out := make([]string, 0, h)
-	for i := m.scroll; i < len(lines) && len(out) < h; i++ {
-		out = append(out, fitLine(lines[i], m.width))
-	}
-	for len(out) < h {
-		out = append(out, "")
-	}
-	return strings.Join(out, "\n")
-}
-
-func (m *Model) helpLines() []string {
-	out := []string{"Keys (rebind in [tui.keys] of the config):", ""}
-	out = append(out, m.km.HelpLines(m.opts.ReadOnly)...)
-	out = append(out, "", "Sort keys of this view:")
-	var ks []string
-	for _, c := range m.table().Columns() {
-		if c.SortKey != "" {
-			ks = append(ks, c.SortKey+"="+c.Title)
-		}
-	}
-	out = append(out, "  "+strings.Join(ks, "  "))
-	out = append(out, "", "Logs view: "+m.km.Key("bottom")+" follows the end, scrolling stops following.")
-	if m.opts.ReadOnly {
-		out = append(out, "", "Read-only: verbs are disabled.")
-		if m.opts.ReadOnlyReason != "" {
-			out = append(out, "  ("+m.opts.ReadOnlyReason+")")
-		}
-	}
-	return out
 }
 
 func tf(t interface {

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"dispatch-tui/tui/backend"
 	"flag"
 	"fmt"
 	"os"
@@ -105,43 +106,61 @@ func TestTooSmall(t *testing.T) {
 	}
 }
 
-func TestCursorKeptByID(t *testing.T) {
+// When a refresh reorders the rows the cursor stays on its row position
+// (k9s' way; it does not leap after its row); rows added above it, and a
+// sort or filter the user asks for, leave it on its row.
+func TestCursorPositionAndRow(t *testing.T) {
 	m, fb := newTest(t, Options{})
 	size(m, 120, 40)
-	s := fakeSnapshot(10, 0)
-	load(t, m, fb, s)
+	load(t, m, fb, fakeSnapshot(10, 0))
 	press(m, "j", "j", "j") // i-0003
-	if got := m.table().Cursor(); got != "i-0003" {
-		t.Fatalf("cursor on %q, want i-0003", got)
+	cursorLine := func() int {
+		for i, l := range lines(m) {
+			if strings.HasPrefix(l, ">") {
+				return i
+			}
+		}
+		return -1
+	}
+	withInserted := func() *backend.Snapshot {
+		s := fakeSnapshot(10, 0)
+		ins := slices.Clone(s.Instances[:3])
+		for i := range ins {
+			ins[i].ID = ins[i].ID + "a"
+		}
+		s.Instances = append(ins, s.Instances...)
+		return s
 	}
 	tests := []struct {
 		name string
 		do   func()
+		want string
 	}{
-		{"insert rows above", func() {
-			s2 := fakeSnapshot(10, 0)
-			ins := slices.Clone(s2.Instances[:3])
-			for i := range ins {
-				ins[i].ID = ins[i].ID + "a"
-			}
-			s2.Instances = append(ins, s2.Instances...)
-			load(t, m, fb, s2)
-		}},
-		{"sort by state", func() { press(m, "S") }},
-		{"invert sort", func() { press(m, "S") }},
-		{"sort by price", func() { press(m, "P") }},
-		{"refresh after sort", func() { load(t, m, fb, fakeSnapshot(12, 0)) }},
-		{"filter keeps it", func() { press(m, "/"); typeText(m, "i-000"); press(m, "enter") }},
-		{"clear filter", func() { press(m, "esc") }},
+		{"rows added above", func() { load(t, m, fb, withInserted()) }, "i-0003"},
+		{"sort by state", func() { press(m, "S") }, "i-0003"},
+		{"invert sort", func() { press(m, "S") }, "i-0003"},
+		{"sort by price", func() { press(m, "P") }, "i-0003"},
+		{"filter", func() { press(m, "/"); typeText(m, "i-000"); press(m, "enter") }, "i-0003"},
+		{"clear filter", func() { press(m, "esc") }, "i-0003"},
 	}
 	for _, tc := range tests {
 		tc.do()
-		if got := m.table().Cursor(); got != "i-0003" {
-			t.Errorf("after %s: cursor on %q, want i-0003", tc.name, got)
+		if got := m.table().Cursor(); got != tc.want {
+			t.Errorf("after %s: cursor on %q, want %s", tc.name, got, tc.want)
 		}
-		if !strings.Contains(plain(m), ">") {
-			t.Errorf("after %s: no cursor marker drawn", tc.name)
+	}
+	// Its price changes: sorted by price, the row moves; the cursor
+	// stays on the screen line it was on.
+	at := cursorLine()
+	s := withInserted()
+	for i := range s.Instances {
+		if s.Instances[i].ID == "i-0003" {
+			s.Instances[i].Price = 9
 		}
+	}
+	load(t, m, fb, s)
+	if got := m.table().Cursor(); got == "i-0003" || cursorLine() != at {
+		t.Errorf("reordered by a refresh: cursor on %q at line %d, want another row at line %d", got, cursorLine(), at)
 	}
 }
 
@@ -343,9 +362,10 @@ func TestReadOnly(t *testing.T) {
 	m, fb := newTest(t, Options{ReadOnly: true})
 	size(m, 120, 40)
 	load(t, m, fb, fakeSnapshot(7, 35))
+	verbKeys := map[string][]string{"1": {"h", "d", "r", "K", "p"}, "2": {"h", "K", "+", "-", "p"}}
 	for _, view := range []string{"1", "2"} {
 		press(m, view)
-		for _, k := range []string{"h", "d", "r", "K", "+", "-", "p"} {
+		for _, k := range verbKeys[view] {
 			cmd := press(m, k)
 			runCmd(m, cmd)
 			if m.dlg != nil {

@@ -63,10 +63,15 @@ func (m *Model) verb(act string) tea.Cmd {
 		v = m.detailView
 	}
 	if v != vInstances && v != vContainers {
-		return m.setFlash(act+": not available in this view", true)
+		return m.notHere(act)
 	}
 	t := m.tables[v]
-	ids := t.Marked()
+	// Verbs act on the marked rows the filter shows; the dialog says how
+	// many marked rows it hides and leaves alone.
+	ids, hidden := t.MarkedShown()
+	if len(ids) == 0 && hidden > 0 {
+		return m.setFlash(fmt.Sprintf("%s: the %d marked rows are hidden by the filter (esc clears it)", act, hidden), true)
+	}
 	if len(ids) == 0 {
 		if m.mode == modeDetails {
 			ids = []string{m.detailID}
@@ -75,10 +80,15 @@ func (m *Model) verb(act string) tea.Cmd {
 		}
 	}
 	if len(ids) == 0 {
-		return m.setFlash(act+": no row selected", true)
+		return m.notHere(act, "no row selected")
 	}
 	pv := &pendingVerb{action: act, view: v}
+	kind := "instance"
+	if v == vContainers {
+		kind = "container"
+	}
 	label := act
+	var toZero []string // containers this verb drops to priority 0
 	switch {
 	case v == vInstances:
 		for _, id := range ids {
@@ -110,12 +120,26 @@ func (m *Model) verb(act string) tea.Cmd {
 			d, label = -1, "priority -1"
 		}
 		pv.action = label
+		atZero := 0
 		for _, id := range ids {
 			c := m.container(id)
 			if c == nil {
 				continue
 			}
-			pv.targets = append(pv.targets, verbTarget{id: id, prio: max(c.Priority+d, 0)})
+			if c.Priority+d < 0 {
+				atZero++ // already 0: nothing to lower
+				continue
+			}
+			if c.Priority+d == 0 {
+				toZero = append(toZero, id)
+			}
+			pv.targets = append(pv.targets, verbTarget{id: id, prio: c.Priority + d})
+		}
+		if len(pv.targets) == 0 && atZero > 0 {
+			if atZero == 1 {
+				return m.setFlash("priority: "+ids[0]+" is already 0, the lowest (never scheduled)", true)
+			}
+			return m.setFlash(fmt.Sprintf("priority: all %d are already 0, the lowest", atZero), true)
 		}
 	default:
 		return nil
@@ -123,38 +147,48 @@ func (m *Model) verb(act string) tea.Cmd {
 	if len(pv.targets) == 0 {
 		return nil
 	}
-	kind := "instance"
-	if v == vContainers {
-		kind = "container"
-	}
 	n := len(pv.targets)
+	ids = ids[:0:0]
+	for _, tg := range pv.targets {
+		ids = append(ids, tg.id)
+	}
+	var hiddenNote []string
+	if hidden > 0 {
+		hiddenNote = []string{fmt.Sprintf("%d more marked %ss are hidden by the filter and left alone.", hidden, kind)}
+	}
 	switch {
 	case act == keys.Kill && n == 1:
-		body := []string{"Destroy instance " + ids[0] + " now.", "Its containers are requeued at once (or cancelled). If it cannot be", "reached, their old attempts may still be running there."}
+		body := []string{"Destroy instance " + ids[0] + " now. Its containers are requeued at once (or cancelled). If it cannot be reached, their old attempts may still be running there."}
 		if v == vContainers {
-			body = []string{"Kill container " + ids[0] + " (SIGTERM, then SIGKILL).", "It ends Cancelled."}
+			body = []string{"Kill container " + ids[0] + " (SIGTERM, then SIGKILL). It ends Cancelled."}
 		}
-		m.dlg = dialog.New("Kill "+kind+" "+ids[0]+"?", "Kill", ids[0], body...)
+		m.dlg = dialog.New("Kill "+kind+" "+ids[0]+"?", "Kill", ids[0], append(body, hiddenNote...)...)
 	case n > 1:
-		body := []string{fmt.Sprintf("Apply %s to %d %ss:", label, n, kind), summarizeIDs(ids, 4)}
+		// The notes first: a long id list is what is cut when the
+		// screen is short.
+		body := []string{fmt.Sprintf("Apply %s to %d %ss.", label, n, kind)}
+		if len(toZero) > 0 {
+			body = append(body, fmt.Sprintf("%d of them drop to priority 0: never scheduled, and stopped if running.", len(toZero)))
+		}
+		body = append(body, hiddenNote...)
+		body = append(body, strings.Join(ids, " "))
 		m.dlg = dialog.New(fmt.Sprintf("%s %d %ss?", label, n, kind), label, strconv.Itoa(n), body...)
+	case len(toZero) == 1:
+		m.dlg = dialog.New("Priority 0 for "+ids[0]+"?", "Set 0", "",
+			append([]string{"At priority 0 a container is never scheduled; a running one is stopped."}, hiddenNote...)...)
 	case act == keys.Drain:
-		m.dlg = dialog.New("Drain instance "+ids[0]+"?", "Drain", "", "Start no new containers; shut it down once idle.")
+		m.dlg = dialog.New("Drain instance "+ids[0]+"?", "Drain", "",
+			append([]string{"Start no new containers; shut it down once idle."}, hiddenNote...)...)
 	case act == keys.Hold && v == vInstances:
 		m.dlg = dialog.New("Hold instance "+ids[0]+"?", "Hold", "",
-			"Start no new containers on it and never shut it down automatically;", "running containers continue.")
+			append([]string{"Start no new containers on it and never shut it down automatically; running containers continue."}, hiddenNote...)...)
+	case hidden > 0:
+		m.dlg = dialog.New(label+" "+ids[0]+"?", label, "", hiddenNote...)
 	default:
 		return m.execute(pv)
 	}
 	m.dlgFor = pv
 	return nil
-}
-
-func summarizeIDs(ids []string, n int) string {
-	if len(ids) <= n {
-		return strings.Join(ids, " ")
-	}
-	return strings.Join(ids[:n], " ") + fmt.Sprintf(" … and %d more", len(ids)-n)
 }
 
 func (m *Model) container(id string) *queue.Container {
@@ -182,7 +216,9 @@ func (m *Model) execute(pv *pendingVerb) tea.Cmd {
 	be, ctx := m.be, m.ctx
 	if pv.action == "pause" || pv.action == "resume" {
 		paused, action := pv.paused, pv.action
-		return func() tea.Msg {
+		m.inflight++
+		m.inflightWhat = action
+		return tea.Batch(m.armSpin(), func() tea.Msg {
 			c, cancel := context.WithTimeout(ctx, verbTimeout)
 			defer cancel()
 			msg := verbMsg{action: action, ids: []string{"scheduler"}}
@@ -190,8 +226,16 @@ func (m *Model) execute(pv *pendingVerb) tea.Cmd {
 				msg.failed = map[string]error{"scheduler": err}
 			}
 			return msg
-		}
+		})
 	}
+	m.inflight++
+	m.inflightWhat = pv.action
+	if len(pv.targets) == 1 {
+		m.inflightWhat += " " + pv.targets[0].id
+	} else if len(pv.targets) > 1 {
+		m.inflightWhat += fmt.Sprintf(" (%d)", len(pv.targets))
+	}
+	spin := m.armSpin()
 	targets := append([]verbTarget(nil), pv.targets...)
 	ids := make([]string, len(targets))
 	for i, tg := range targets {
@@ -201,7 +245,7 @@ func (m *Model) execute(pv *pendingVerb) tea.Cmd {
 	}
 	m.tables[pv.view].ClearMarks()
 	view, action := pv.view, pv.action
-	return func() tea.Msg {
+	return tea.Batch(spin, func() tea.Msg {
 		c, cancel := context.WithTimeout(ctx, verbTimeout)
 		defer cancel()
 		msg := verbMsg{action: action, ids: ids}
@@ -223,5 +267,5 @@ func (m *Model) execute(pv *pendingVerb) tea.Cmd {
 			}
 		}
 		return msg
-	}
+	})
 }

@@ -1,7 +1,9 @@
 // Package dialog is the confirmation dialog: Cancel is focused when it
 // opens, tab/arrows move the focus, enter chooses, esc cancels. A typed
-// confirmation (an id, or a count for bulk verbs) must be entered before
-// the OK button does anything.
+// confirmation (an id, or a count for bulk verbs) is entered in a bubbles
+// textinput; once it matches, the focus moves to OK, so enter confirms.
+// The body wraps (ids are never cut) and the box fits the height it is
+// given, dropping spacing and then body lines, never the buttons.
 package dialog
 
 import (
@@ -9,6 +11,7 @@ import (
 
 	"dispatch-tui/tui/theme"
 
+	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 )
@@ -29,27 +32,48 @@ type Confirm struct {
 	Body   []string
 	OK     string // label of the confirming button
 	Expect string // text to type before OK works ("" = none)
-	Typed  string
 	// Focus: 0 = Cancel (default), 1 = OK.
 	Focus int
 	Hint  string // shown after a failed attempt
+
+	input                 textinput.Model
+	styled, dark, noColor bool // the input's styles are the theme's
 }
 
 // New returns a dialog with Cancel focused.
 func New(title, ok, expect string, body ...string) *Confirm {
-	return &Confirm{Title: title, OK: ok, Expect: expect, Body: body}
+	d := &Confirm{Title: title, OK: ok, Expect: expect, Body: body}
+	d.input = newInput()
+	return d
 }
 
+func newInput() textinput.Model {
+	in := textinput.New()
+	in.Prompt = "> "
+	st := in.Styles()
+	st.Cursor.Blink = false // no timer: the cursor is drawn steady
+	in.SetStyles(st)
+	in.Focus()
+	return in
+}
+
+// Typed returns the confirmation typed so far.
+func (d *Confirm) Typed() string { return d.input.Value() }
+
 // Ready reports whether the typed confirmation matches.
-func (d *Confirm) Ready() bool { return d.Expect == "" || d.Typed == d.Expect }
+func (d *Confirm) Ready() bool { return d.Expect == "" || d.Typed() == d.Expect }
 
 // Update handles one key.
 func (d *Confirm) Update(msg tea.KeyPressMsg) Result {
+	if d.Expect != "" && d.input.Prompt == "" {
+		d.input = newInput() // a Confirm built as a literal
+	}
 	switch k := msg.String(); k {
 	case "esc", "ctrl+c":
 		return Cancelled
 	case "tab", "shift+tab", "left", "right":
 		d.Focus = 1 - d.Focus
+		return Open
 	case "enter":
 		if d.Focus == 0 {
 			return Cancelled
@@ -59,47 +83,98 @@ func (d *Confirm) Update(msg tea.KeyPressMsg) Result {
 			return Open
 		}
 		return Confirmed
-	case "backspace":
-		if d.Typed != "" {
-			r := []rune(d.Typed)
-			d.Typed = string(r[:len(r)-1])
-		}
-	default:
-		if d.Expect != "" && msg.Text != "" {
-			d.Typed += msg.Text
-		}
+	}
+	if d.Expect == "" {
+		return Open
+	}
+	was := d.Ready()
+	d.input, _ = d.input.Update(msg)
+	switch {
+	case d.Ready() && !was:
+		d.Focus = 1 // typed in full: enter now confirms
+	case was && !d.Ready():
+		d.Focus = 0 // no longer matches: back to the safe choice
 	}
 	return Open
 }
 
-// View renders the dialog as a box of the given width.
-func (d *Confirm) View(th *theme.Theme, width int) string {
-	w := min(max(width-8, 30), 72)
+// View renders the dialog as a box at most width cells wide and maxH
+// lines high (0 = no limit).
+func (d *Confirm) View(th *theme.Theme, width, maxH int) string {
+	w := min(max(width-8, 30), 72, max(width, 12))
 	inner := w - 4
-	var lines []string
-	lines = append(lines, th.Bold.Render(pad(d.Title, inner)))
-	lines = append(lines, pad("", inner))
+	wrap := func(s string) []string { return WrapWords(s, inner) }
+
+	title := wrap(d.Title)
+	var body []string
 	for _, b := range d.Body {
-		lines = append(lines, pad(b, inner))
+		body = append(body, wrap(b)...)
 	}
+	var typed []string
 	if d.Expect != "" {
-		lines = append(lines, pad("", inner))
-		lines = append(lines, pad("Type "+d.Expect+" to confirm:", inner))
-		lines = append(lines, pad("> "+d.Typed+"_", inner))
+		typed = append(wrap("Type "+d.Expect+" to confirm:"), d.inputView(th, inner))
 	}
+	var hint []string
 	if d.Hint != "" && !d.Ready() {
-		lines = append(lines, th.Warn.Render(pad(d.Hint, inner)))
+		hint = wrap(d.Hint)
 	}
-	lines = append(lines, pad("", inner))
-	cancel, ok := "[ Cancel ]", "[ "+d.OK+" ]"
-	if d.Focus == 0 {
-		cancel = th.Selected.Render("> Cancel <")
-	} else {
-		ok = th.Selected.Render("> " + d.OK + " <")
+	keysLine := []string{"tab: switch  enter: choose  esc: cancel"}
+	buttons := []string{d.buttons(th)}
+
+	// Fit the height: first the blank lines, then the key hint, then
+	// body lines from the end (the title, input and buttons stay).
+	spacing := true
+	count := func() int {
+		n := 2 + len(title) + len(body) + len(typed) + len(hint) + len(buttons) + len(keysLine)
+		if spacing {
+			n += 1 + 1
+			if len(typed) > 0 {
+				n++
+			}
+		}
+		return n
 	}
-	btn := cancel + "   " + ok
-	lines = append(lines, btn+strings.Repeat(" ", max(inner-ansi.StringWidth(btn), 0)))
-	lines = append(lines, pad("tab: switch  enter: choose  esc: cancel", inner))
+	if maxH > 0 {
+		if count() > maxH {
+			spacing = false
+		}
+		if count() > maxH {
+			keysLine = nil
+		}
+		for count() > maxH && len(body) > 0 {
+			body = body[:len(body)-1]
+			if len(body) > 0 {
+				body[len(body)-1] = "…"
+			}
+		}
+	}
+	var lines []string
+	add := func(ls ...string) {
+		for _, l := range ls {
+			lines = append(lines, pad(l, inner))
+		}
+	}
+	for _, l := range title {
+		lines = append(lines, th.Bold.Render(pad(l, inner)))
+	}
+	if spacing {
+		add("")
+	}
+	add(body...)
+	if len(typed) > 0 {
+		if spacing {
+			add("")
+		}
+		add(typed...)
+	}
+	for _, l := range hint {
+		lines = append(lines, th.Warn.Render(pad(l, inner)))
+	}
+	if spacing {
+		add("")
+	}
+	add(buttons...)
+	add(keysLine...)
 	var b strings.Builder
 	b.WriteString("┌" + strings.Repeat("─", w-2) + "┐\n")
 	for _, l := range lines {
@@ -107,6 +182,63 @@ func (d *Confirm) View(th *theme.Theme, width int) string {
 	}
 	b.WriteString("└" + strings.Repeat("─", w-2) + "┘")
 	return b.String()
+}
+
+func (d *Confirm) inputView(th *theme.Theme, inner int) string {
+	if d.input.Prompt == "" {
+		d.input = newInput()
+	}
+	if th.Dark != d.dark || th.NoColor != d.noColor || !d.styled {
+		st := textinput.DefaultStyles(th.Dark)
+		if th.NoColor {
+			st = textinput.Styles{}
+		}
+		st.Cursor.Blink = false
+		d.input.SetStyles(st)
+		d.dark, d.noColor, d.styled = th.Dark, th.NoColor, true
+	}
+	d.input.SetWidth(max(inner-3, 1))
+	return d.input.View()
+}
+
+func (d *Confirm) buttons(th *theme.Theme) string {
+	cancel, ok := "[ Cancel ]", "[ "+d.OK+" ]"
+	if d.Focus == 0 {
+		cancel = th.Selected.Render("> Cancel <")
+	} else {
+		ok = th.Selected.Render("> " + d.OK + " <")
+	}
+	return cancel + "   " + ok
+}
+
+// WrapWords wraps plain text at spaces only (ids like c-000007 are never
+// split at their hyphen); a word longer than the width is cut into pieces.
+func WrapWords(s string, w int) []string {
+	var out []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		for ansi.StringWidth(word) > w {
+			if line != "" {
+				out = append(out, line)
+				line = ""
+			}
+			out = append(out, ansi.Truncate(word, w, ""))
+			word = ansi.TruncateLeft(word, w, "")
+		}
+		switch {
+		case line == "":
+			line = word
+		case ansi.StringWidth(line)+1+ansi.StringWidth(word) <= w:
+			line += " " + word
+		default:
+			out = append(out, line)
+			line = word
+		}
+	}
+	if line != "" || len(out) == 0 {
+		out = append(out, line)
+	}
+	return out
 }
 
 // pad pads or truncates s to exactly w cells.

@@ -24,7 +24,7 @@ func TestViewLinesAreBoxWide(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &Confirm{Title: "Hold", Body: tc.body, OK: "Hold", Expect: "c-1", Hint: "type it"}
-			box := d.View(theme.New("dark", true, false), tc.width)
+			box := d.View(theme.New("dark", true, false), tc.width, 0)
 			lines := strings.Split(box, "\n")
 			want := ansi.StringWidth(lines[0])
 			for i, l := range lines {
@@ -33,5 +33,40 @@ func TestViewLinesAreBoxWide(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestWrapWords(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		w    int
+		want []string
+	}{
+		{"c-000006 c-000007 c-000008", 17, []string{"c-000006 c-000007", "c-000008"}},
+		{"c-000006 c-000007", 12, []string{"c-000006", "c-000007"}},
+		{"abcdefghij", 4, []string{"abcd", "efgh", "ij"}},
+		{"", 10, []string{""}},
+	} {
+		if got := WrapWords(tc.in, tc.w); strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("WrapWords(%q, %d) = %q, want %q", tc.in, tc.w, got, tc.want)
+		}
+	}
+}
+
+// A dialog taller than the room it gets keeps its title, typed input and
+// buttons, and is no taller than that room.
+func TestViewFitsHeight(t *testing.T) {
+	d := New("Kill 40 containers?", "Kill", "40", "Apply kill to 40 containers.", strings.Repeat("c-000000 ", 40))
+	for _, h := range []int{0, 30, 12, 9} {
+		box := ansi.Strip(d.View(theme.New("dark", true, true), 60, h))
+		n := strings.Count(box, "\n") + 1
+		if h > 0 && n > h {
+			t.Errorf("height %d: box is %d lines", h, n)
+		}
+		for _, want := range []string{"Kill 40 containers?", "Type 40", "> Cancel <", "[ Kill ]"} {
+			if !strings.Contains(box, want) {
+				t.Errorf("height %d: box lacks %q:\n%s", h, want, box)
+			}
+		}
 	}
 }

@@ -107,15 +107,22 @@ func TestTUIInProcess(t *testing.T) {
 func filterTo(t *testing.T, tm *term, text string, n int) string {
 	t.Helper()
 	tm.keys("/")
-	tm.waitText("(enter keep, esc clear; !inverts)", screenWait)
+	tm.waitText(filterPromptHint, screenWait)
 	tm.typeText(text)
+	// The rows are filtered as the text is typed, before enter.
+	tm.waitScreen(fmt.Sprintf("live filter %s", text), screenWait, func(sc string) bool {
+		return strings.Contains(sc, "/"+text) && strings.Contains(line(sc, 5), fmt.Sprintf(" %d/", n))
+	})
 	tm.keys("Enter")
 	return tm.waitScreen(fmt.Sprintf("%d rows matching %s", n, text), screenWait, func(sc string) bool {
 		tab := line(sc, 5)
 		return strings.Contains(tab, "filter:"+text) && strings.Contains(tab, fmt.Sprintf(" %d/", n)) &&
-			!strings.Contains(sc, "(enter keep, esc clear")
+			!strings.Contains(sc, filterPromptHint)
 	})
 }
+
+// filterPromptHint is the footer's hint while a filter is typed.
+const filterPromptHint = "enter: keep  esc: clear"
 
 // filterToID filters to the row of id and checks the cursor is on it.
 func filterToID(t *testing.T, tm *term, id string) {
@@ -270,7 +277,9 @@ func exerciseVerbs(t *testing.T, tm *term, c *cli) {
 		t.Fatal("instance gone before the kill was confirmed")
 	}
 	tm.typeText(inst)
-	t.Logf("kill dialog:\n%s", tm.waitText("> "+inst+"_", screenWait))
+	t.Logf("kill dialog:\n%s", tm.waitScreen("the typed id", screenWait, func(sc string) bool {
+		return strings.Contains(sc, "> "+inst) && strings.Contains(sc, "> Kill <")
+	}))
 	tm.keys("Enter")
 	waitNoDialog(t, tm)
 	waitCLI(t, "killed instance gone or shut down", stateWait, func() bool {
@@ -339,12 +348,23 @@ func exerciseVerbs(t *testing.T, tm *term, c *cli) {
 	tm.typeText("-")
 	prioIs(t, tm, q1, 1)
 	waitCLI(t, "q1 priority 1 again", stateWait, func() bool { return c.ls("containers")[q1].Priority == 1 })
-	// Kill, typing the id.
+	// Down to 0 (never scheduled) asks first; enter on Cancel keeps 1.
+	tm.typeText("-")
+	waitDialog(t, tm, "Priority 0 for "+q1+"?")
+	tm.keys("Enter")
+	waitNoDialog(t, tm)
+	tm.waitText("cancelled", screenWait)
+	if got := c.ls("containers")[q1].Priority; got != 1 {
+		t.Fatalf("cancelled priority 0 changed the priority to %d", got)
+	}
+	// Kill, typing the id: once it matches, the focus is on Kill and
+	// enter confirms (no tab).
 	tm.keys("K")
 	waitDialog(t, tm, "Kill container "+q1+"?")
-	tm.keys("Tab")
 	tm.typeText(q1)
-	tm.waitText("> "+q1+"_", screenWait)
+	tm.waitScreen("the typed id and Kill focused", screenWait, func(sc string) bool {
+		return strings.Contains(sc, "> "+q1) && strings.Contains(sc, "> Kill <") && !strings.Contains(sc, "> Cancel <")
+	})
 	tm.keys("Enter")
 	waitNoDialog(t, tm)
 	waitCLI(t, "q1 Cancelled", stateWait, func() bool { return c.ls("containers")[q1].State == "Cancelled" })
@@ -390,6 +410,24 @@ func exerciseVerbs(t *testing.T, tm *term, c *cli) {
 			t.Fatalf("line %d is %d columns at 80×24: %q", i, n, l)
 		}
 	}
+	if !strings.HasPrefix(line(sc, 23), "q quit") {
+		t.Errorf("footer at 80×24 lacks q quit: %q", line(sc, 23))
+	}
+	// The help scrolls at 80×24, to its last line and back.
+	tm.keys("?")
+	tm.waitScreen("the help's top", screenWait, func(sc string) bool {
+		return strings.Contains(sc, "Keys (rebind") && !strings.Contains(sc, "follows the end")
+	})
+	tm.keys("PageDown")
+	tm.waitScreen("the help scrolled a page", screenWait, func(sc string) bool { return !strings.Contains(sc, "Keys (rebind") })
+	tm.keys("End")
+	tm.waitScreen("the help's end", screenWait, func(sc string) bool {
+		return strings.Contains(sc, "follows the end") && strings.Contains(sc, "Sorting")
+	})
+	tm.keys("Home")
+	tm.waitText("Keys (rebind", screenWait)
+	tm.keys("Escape")
+	tm.waitScreen("the table again", screenWait, func(sc string) bool { return strings.HasPrefix(line(sc, 6), "  ID ") })
 	filterToID(t, tm, q2)
 	tm.keys("h") // all marked rows held: this releases
 	tm.waitScreen("q2 released at 80×24", screenWait, func(sc string) bool {
@@ -400,11 +438,28 @@ func exerciseVerbs(t *testing.T, tm *term, c *cli) {
 	tm.typeText("+")
 	prioIs(t, tm, q2, 6)
 	waitCLI(t, "q2 priority 6", stateWait, func() bool { return c.ls("containers")[q2].Priority == 6 })
+	// At 60×16 the kill dialog fits above the footer, buttons included.
+	tm.resize(60, 16)
+	tm.waitScreen("the 60×16 layout", screenWait, func(sc string) bool { return strings.HasPrefix(line(sc, 15), "q quit") })
+	tm.keys("K")
+	sc = waitDialog(t, tm, "Kill container "+q2+"?")
+	if !strings.Contains(sc, "[ Kill ]") || !strings.HasPrefix(line(sc, 15), "q quit") {
+		t.Fatalf("kill dialog at 60×16 lost its buttons or the footer:\n%s", sc)
+	}
+	tm.keys("Escape")
+	waitNoDialog(t, tm)
+	tm.resize(80, 24)
+	tm.waitScreen("the 80×24 layout again", screenWait, func(sc string) bool {
+		return strings.HasPrefix(line(sc, 23), "q quit") && strings.Contains(line(sc, 5), "filter:"+q2)
+	})
 	clearFilter(t, tm)
 	view(t, tm, 1)
 	// Too small, then back.
-	tm.resize(50, 12)
-	tm.waitText("terminal too small", screenWait)
+	tm.resize(40, 10)
+	sc = tm.waitText("terminal too small", screenWait)
+	if got := strings.Join(strings.Fields(sc), " "); !strings.Contains(got, "terminal too small: 40×10; need at least 60×16") {
+		t.Errorf("too-small message cut at 40×10:\n%s", sc)
+	}
 	tm.resize(80, 24)
 	tm.waitScreen("the table again", screenWait, func(sc string) bool {
 		return !strings.Contains(sc, "terminal too small") && strings.Contains(line(sc, 5), "[1:instances]")

@@ -158,3 +158,74 @@ func TestSetPrepared(t *testing.T) {
 		t.Errorf("fallback: len %d, b changed %v, c changed %v", stale.Len(), stale.Changed("b"), stale.Changed("c"))
 	}
 }
+
+// The help says sort keys are marked in the header: each column's sort
+// letter is underlined (reversed without colour), and the sorted column
+// shows its direction.
+func TestHeaderMarksSortKeys(t *testing.T) {
+	cols := []Column{{Title: "ID", Width: 6, SortKey: "I"}, {Title: "PRIO", Width: 5, SortKey: "P"}, {Title: "GPU", Width: 3}}
+	for _, noColor := range []bool{false, true} {
+		on, off := keyOn, keyOff
+		if noColor {
+			on, off = keyOnPlain, keyOffPlain
+		}
+		tb := New(cols, theme.New("dark", true, noColor))
+		tb.SetRows([]Row{{ID: "a", Cells: []string{"a", "1", "0"}}})
+		tb.SetSize(40, 5)
+		h := strings.Split(tb.View(), "\n")[0]
+		for _, want := range []string{on + "I" + off + "D", on + "P" + off + "RIO"} {
+			if !strings.Contains(h, want) {
+				t.Errorf("noColor %v: header %q lacks %q", noColor, h, want)
+			}
+		}
+		if strings.Contains(h, on+"G") {
+			t.Errorf("noColor %v: GPU has no sort key but is marked", noColor)
+		}
+		tb.SortBy("P")
+		tb.SortBy("P")
+		if h := ansi.Strip(strings.Split(tb.View(), "\n")[0]); !strings.Contains(h, "PRIO↓") || ansi.StringWidth(h) != 40 {
+			t.Errorf("noColor %v: sorted header %q (%d cells)", noColor, h, ansi.StringWidth(h))
+		}
+	}
+}
+
+// A refresh that only adds or removes rows above the cursor leaves it on
+// its row; one that reorders the rows leaves it on its position.
+func TestCursorOnRefresh(t *testing.T) {
+	rows := func(ids ...string) []Row {
+		out := make([]Row, len(ids))
+		for i, id := range ids {
+			out[i] = Row{ID: id, Cells: []string{id}}
+		}
+		return out
+	}
+	tb := New([]Column{{Title: "ID", Width: 6, SortKey: "I"}}, theme.New("dark", true, true))
+	tb.SetSize(20, 20)
+	tb.SetRows(rows("a", "b", "c", "d", "e"))
+	tb.SetCursor("c")
+	tests := []struct {
+		name string
+		ids  []string
+		want string
+	}{
+		{"rows added above: follows its row", []string{"x", "y", "a", "b", "c", "d", "e"}, "c"},
+		{"rows added below", []string{"x", "y", "a", "b", "c", "d", "e", "f"}, "c"},
+		{"a row removed above: follows its row", []string{"y", "a", "b", "c", "d", "e", "f"}, "c"},
+		{"its row moves to the end: keeps the position", []string{"y", "a", "b", "d", "e", "f", "c"}, "d"},
+		{"rows above swap among themselves: follows its row", []string{"a", "y", "b", "d", "e", "f", "c"}, "d"},
+		{"its row moves above others: keeps the position", []string{"d", "a", "y", "b", "e", "f", "c"}, "b"},
+		{"its row is gone: keeps the position", []string{"d", "a", "y", "e", "f", "c"}, "e"},
+		{"unchanged", []string{"d", "a", "y", "e", "f", "c"}, "e"},
+	}
+	for _, tc := range tests {
+		tb.SetRows(rows(tc.ids...))
+		if got := tb.Cursor(); got != tc.want {
+			t.Errorf("%s: cursor on %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	// A sort the user asks for follows the row.
+	tb.SortBy("I")
+	if got := tb.Cursor(); got != "e" {
+		t.Errorf("after sorting: cursor on %q, want e", got)
+	}
+}
