@@ -153,7 +153,7 @@ func checkConfig(path string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if _, err := keys.New(cfg.TUI.Keys); err != nil {
+	if err := keys.Validate(cfg.TUI.Keys); err != nil {
 		return fmt.Errorf("%s: [tui.keys]: %w", path, err)
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", path)
