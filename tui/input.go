@@ -46,6 +46,11 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 	}
 	act := m.km.Lookup(m.scope(), k)
 	// Modes layered over the table: scrolling keys scroll them.
+	if m.mode == modeDetails {
+		if cmd, ok := m.detailKey(act); ok { // drill-down (inspect.go)
+			return cmd
+		}
+	}
 	if m.mode == modeHelp || m.mode == modeDetails || m.mode == modeLogs {
 		switch act {
 		case keys.Up:
@@ -153,6 +158,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.mode, m.logID, m.logLines, m.logFollow, m.scroll = modeLogs, id, nil, true, 0
 		m.logBusy = false
 		return m.fetchLogs()
+	case keys.Copy:
+		return m.copyID()
 	case keys.Mouse:
 		m.mouse = !m.mouse
 		if m.mouse {

@@ -158,6 +158,8 @@ type Model struct {
 	mouse bool
 
 	ctrIdx map[string]int32 // container id -> index in snap, built on demand
+
+	insp inspectState // drill-down, aged-out events, failure count (inspect.go)
 }
 
 // New builds the console's model. It fails on unknown action names in
@@ -343,8 +345,8 @@ func (m *Model) onSnapshot(msg snapshotMsg) tea.Cmd {
 		}
 		m.ctrIdx = nil
 		s := msg.snap.Summary
-		m.queueSpark.add(float64(s.Containers[queue.Queued] + s.Containers[queue.Locked]))
-		m.costSpark.add(s.PricePerHour)
+		m.queueSpark.addAt(m.now(), float64(s.Containers[queue.Queued]+s.Containers[queue.Locked]))
+		m.costSpark.addAt(m.now(), s.PricePerHour)
 		for i := range m.stale {
 			m.stale[i] = true
 		}
@@ -412,7 +414,11 @@ func (m *Model) refreshTable(v viewID) {
 		return
 	}
 	m.stale[v] = false
+	follow := v == vEvents && m.tables[v].AtTop() // newest first: stay on the newest
 	m.tables[v].SetPrepared(m.snapRows[v])
+	if follow {
+		m.tables[v].Home()
+	}
 	if job := m.tables[v].SearchJob(); job != nil {
 		m.searchJobs = append(m.searchJobs, func() tea.Msg { return searchIndexMsg{view: v, idx: job()} })
 	}

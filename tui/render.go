@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/termsafe"
@@ -15,45 +16,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 )
-
-// ring keeps the last n samples (one per snapshot) for a sparkline.
-type ring struct {
-	n    int
-	vals []float64
-}
-
-func (r *ring) add(v float64) {
-	if len(r.vals) == r.n {
-		copy(r.vals, r.vals[1:])
-		r.vals[len(r.vals)-1] = v
-		return
-	}
-	r.vals = append(r.vals, v)
-}
-
-var sparkRunes = []rune("▁▂▃▄▅▆▇█")
-
-// spark renders the last w samples.
-func (r *ring) spark(w int) string {
-	vs := r.vals
-	if len(vs) > w {
-		vs = vs[len(vs)-w:]
-	}
-	if len(vs) == 0 {
-		return strings.Repeat(" ", w)
-	}
-	lo, hi := slices.Min(vs), slices.Max(vs)
-	var b strings.Builder
-	for _, v := range vs {
-		i := 0
-		if hi > lo {
-			i = int((v - lo) / (hi - lo) * float64(len(sparkRunes)-1))
-		}
-		b.WriteRune(sparkRunes[i])
-	}
-	b.WriteString(strings.Repeat(" ", w-len(vs)))
-	return b.String()
-}
 
 func fitLine(s string, w int) string { return table.Fit(s, w, false) }
 
@@ -116,6 +78,9 @@ func (m *Model) header() []string {
 			l2 += fmt.Sprintf("  UNREACHABLE %d", n)
 		}
 		l3 = fmt.Sprintf("containers %d: %s", nc, counts(sum.Containers, queue.States[:]))
+		if n := m.failedCount(); n > 0 {
+			l3 += fmt.Sprintf("  FAILED %d", n)
+		}
 		quota := "quota " + strconv.Itoa(live) + "/"
 		if sum.QuotaLimit > 0 {
 			quota += strconv.Itoa(sum.QuotaLimit)
@@ -125,10 +90,12 @@ func (m *Model) header() []string {
 		depth := sum.Containers[queue.Queued] + sum.Containers[queue.Locked]
 		sw := 20
 		if w < 100 {
-			sw = 12
+			sw = 10
 		}
-		l4 = fmt.Sprintf("$/h %.2f  %s  queue %s %d  $/h %s", sum.PricePerHour, quota,
-			m.queueSpark.spark(sw), depth, m.costSpark.spark(sw))
+		// One bar a second, scaled from zero to the range shown.
+		l4 = fmt.Sprintf("$/h %.2f  %s  queue %d %s %s  $/h %s %s", sum.PricePerHour, quota,
+			depth, m.queueSpark.spark(sw), m.queueSpark.scale(sw, fmtCount),
+			m.costSpark.spark(sw), m.costSpark.scale(sw, fmtPrice))
 	} else {
 		l2 = "loading…"
 	}
@@ -325,14 +292,52 @@ func tf(t interface {
 	return t.Format("2006-01-02 15:04:05")
 }
 
+// detailText builds the lines of a details view. Values are escaped
+// (termsafe: names, commands, env and reasons come from users and
+// programs) and wrapped, never cut: a last error is read in full.
+type detailText struct {
+	lines []string
+	width int
+}
+
+const detailKeyWidth = 14
+
+func (d *detailText) line(s ...string) { d.lines = append(d.lines, s...) }
+
+// kv adds "key: value", wrapping the value under itself.
+func (d *detailText) kv(k, v string) {
+	v = termsafe.Escape(v)
+	room := max(d.width-detailKeyWidth-1, 20)
+	first := true
+	for _, part := range wrap(v, room) {
+		if first {
+			d.lines = append(d.lines, fmt.Sprintf("%-*s %s", detailKeyWidth, k+":", part))
+			first = false
+			continue
+		}
+		d.lines = append(d.lines, strings.Repeat(" ", detailKeyWidth+1)+part)
+	}
+}
+
+// wrap splits s into pieces of at most w cells, at spaces when it can.
+func wrap(s string, w int) []string {
+	if ansi.StringWidth(s) <= w {
+		return []string{s}
+	}
+	var out []string
+	for _, l := range strings.Split(ansi.Wordwrap(s, w, " /,;:"), "\n") {
+		// Words longer than w (ids, paths) are cut hard.
+		out = append(out, strings.Split(ansi.Hardwrap(l, w, true), "\n")...)
+	}
+	return out
+}
+
 func (m *Model) detailLines() []string {
 	if m.snap == nil {
 		return []string{"loading…"}
 	}
-	var out []string
-	// Every value shown is escaped (termsafe): names, commands, env and
-	// reasons come from users and programs.
-	add := func(k, v string) { out = append(out, fmt.Sprintf("%-14s %s", k+":", termsafe.Escape(v))) }
+	d := &detailText{width: m.width}
+	add := d.kv
 	switch m.detailView {
 	case vInstances:
 		var v *worker.InstanceView
@@ -342,34 +347,67 @@ func (m *Model) detailLines() []string {
 			}
 		}
 		if v == nil {
-			return []string{"instance " + m.detailID + " is gone"}
+			return []string{"instance " + m.detailID + " is gone (destroyed, or no longer listed by the cloud)"}
 		}
-		out = append(out, "Instance "+m.detailID, "")
+		now := m.now()
+		d.line("Instance "+m.detailID, "")
 		add("type", v.Type+" ("+v.ProviderType+")")
 		add("state", string(v.State))
 		add("idle behavior", string(v.IdleBehavior))
 		add("address", v.Address)
 		add("price", strconv.FormatFloat(v.Price, 'f', 4, 64)+" /h")
+		if c := createdAt(v); !c.IsZero() {
+			add("created", tf(c)+" ("+fmtAge(now.Sub(c))+" ago)")
+		}
 		add("appeared", tf(v.AppearedAt))
 		add("last probe", tf(v.LastProbe))
 		add("last busy", tf(v.LastBusy))
-		add("last ctr", v.LastContainer)
-		if !v.UnreachableSince.IsZero() {
-			add("reachable", "NO, "+unreachableText(v)+" (for "+fmtAge(m.now().Sub(v.UnreachableSince))+")")
-		} else {
+		add("last ctr", or(v.LastContainer, "-"))
+		probeErr, shown := or(v.ProbeError, v.LastError), ""
+		switch {
+		case !v.UnreachableSince.IsZero():
+			add("reachable", "NO, unreachable for "+fmtAge(now.Sub(v.UnreachableSince))+
+				" (since "+v.UnreachableSince.Format("15:04:05")+")")
+			add("probe error", probeErr)
+			shown = probeErr
+		case v.State == worker.StateBooting && v.ProbeFailing:
+			// Not an error yet: a host takes a while to answer.
+			add("boot probe", probeErr+" (retried until timeout_booting)")
+			shown = probeErr
+		case v.ProbeFailing:
+			add("probe error", probeErr)
+			shown = probeErr
+		}
+		if v.LastError != shown || shown == "" {
 			add("last error", or(v.LastError, "-"))
 		}
-		out = append(out, "", fmt.Sprintf("Containers (%d):", len(v.Containers)))
-		for _, c := range v.Containers {
-			out = append(out, "  "+c)
+		ctrs := m.detailContainers()
+		d.line("", fmt.Sprintf("Containers (%d):", len(v.Containers)))
+		for i, id := range ctrs {
+			mark := "  "
+			if i == m.insp.sel {
+				mark = selMark
+			}
+			what := ""
+			if c := m.container(id); c != nil {
+				what = "  " + containerState(c) + "  " + c.Name
+			}
+			d.line(mark + id + termsafe.Escape(what))
 		}
+		if len(ctrs) > 0 {
+			d.line("  (↑↓ select, enter opens, y copies the id)")
+		}
+		m.instanceEvents(d, string(v.ID))
 	case vContainers:
 		c := m.container(m.detailID)
 		if c == nil {
-			return []string{"container " + m.detailID + " is gone"}
+			return []string{"container " + m.detailID + " is gone (its record was dropped)"}
 		}
-		out = append(out, "Container "+c.ID+"  "+termsafe.Escape(c.Name), "")
+		d.line("Container "+c.ID+"  "+termsafe.Escape(c.Name), "")
 		add("state", containerState(c))
+		if failed(c) {
+			add("FAILED", "exit code "+strconv.Itoa(*c.ExitCode))
+		}
 		add("priority", strconv.Itoa(c.Priority))
 		add("command", strings.Join(c.Command, " "))
 		if c.Image != "" {
@@ -378,7 +416,11 @@ func (m *Model) detailLines() []string {
 		rc := c.RuntimeConstraints
 		add("needs", fmt.Sprintf("%d vCPU, %s RAM, %s scratch, %d GPU", rc.VCPUs, fmtBytes(rc.RAM), fmtBytes(rc.Scratch), rc.GPUs))
 		add("attempts", fmt.Sprintf("%d of %d (restart %s)", c.Attempts, c.MaxAttempts, or(c.RestartPolicy, "never")))
-		add("instance", or(c.InstanceID, "-")+" "+c.InstanceType)
+		on := or(c.InstanceID, "-") + " " + c.InstanceType
+		if c.InstanceID != "" {
+			on += "  (enter opens it)"
+		}
+		add("instance", on)
 		label := "pending"
 		if c.State.Final() {
 			label = "reason"
@@ -405,27 +447,22 @@ func (m *Model) detailLines() []string {
 		if len(envs) > 0 {
 			add("env", strings.Join(envs, " "))
 		}
-		labels := make([]string, 0)
-		for k, v := range c.Scheduling.Labels {
-			labels = append(labels, k+"="+v)
-		}
-		slices.SortFunc(labels, cmp.Compare[string])
-		if len(labels) > 0 {
-			add("labels", strings.Join(labels, " "))
-		}
-		out = append(out, "", "Log tail:")
+		schedulingLines(d, c)
+		d.line("", "Log tail:")
 		switch {
 		case m.detailLogs != "":
 		case c.State.Final():
-			out = append(out, "  (no output)")
+			d.line("  (no output)")
 		default:
-			out = append(out, "  (none yet)")
+			d.line("  (none yet)")
 		}
 		for _, l := range termsafe.Lines(strings.TrimRight(m.detailLogs, "\n")) {
 			if l != "" {
-				out = append(out, "  "+l)
+				d.line("  " + l)
 			}
 		}
+	case vEvents:
+		return m.eventLines(d)
 	default:
 		row, ok := m.tables[m.detailView].Row(m.detailID)
 		if !ok {
@@ -435,7 +472,54 @@ func (m *Model) detailLines() []string {
 			add(strings.ToLower(c.Title), row.Cells[i])
 		}
 	}
-	return out
+	return d.lines
+}
+
+// instanceEvents lists the newest events about an instance (its probe
+// errors, state changes, cloud errors).
+func (m *Model) instanceEvents(d *detailText, id string) {
+	const most = 8
+	var evs []queue.Event
+	for i := len(m.snap.Events) - 1; i >= 0 && len(evs) < most; i-- {
+		if m.snap.Events[i].Target == id {
+			evs = append(evs, m.snap.Events[i])
+		}
+	}
+	if len(evs) == 0 {
+		return
+	}
+	d.line("", "Recent events (newest first):")
+	for _, e := range evs {
+		d.kv("  "+e.Time.Format("15:04:05"), e.Kind+" "+e.Action+" "+e.Reason)
+	}
+}
+
+// schedulingLines shows a container's scheduling fields: labels and
+// preemptible now; supervisor and the health check once the spec has them
+// (see the TODO: they land with issue #15).
+func schedulingLines(d *detailText, c *queue.Container) {
+	labels := make([]string, 0, len(c.Scheduling.Labels))
+	for k, v := range c.Scheduling.Labels {
+		labels = append(labels, k+"="+v)
+	}
+	slices.SortFunc(labels, cmp.Compare[string])
+	d.kv("labels", or(strings.Join(labels, " "), "-"))
+	d.kv("preemptible", yesNo(c.Scheduling.Preemptible))
+	if c.Scheduling.MaxRunTime > 0 {
+		d.kv("max run time", time.Duration(c.Scheduling.MaxRunTime).String())
+	}
+	// #15: once queue.Scheduling has Supervisor (bool) and the spec has
+	// HealthCheck{Command, Interval, Timeout, Retries} with a health
+	// status, add here:
+	//   d.kv("supervisor", yesNo(c.Scheduling.Supervisor))
+	//   d.kv("health check", healthText(c))  (command, every/timeout/retries, status)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 func unreachableCount(vs []worker.InstanceView) int {

@@ -63,6 +63,7 @@ const (
 	Kill      = "kill"
 	PrioUp    = "priority_up"
 	PrioDown  = "priority_down"
+	Copy      = "copy"
 )
 
 // Binding is one action and its keys.
@@ -98,6 +99,7 @@ func Defaults() []Binding {
 		{Logs, []string{"l"}, Global, "container logs (follow)", false},
 		{Pause, []string{"p"}, Global, "pause/resume the scheduler", true},
 		{Mouse, []string{"m"}, Global, "toggle mouse (off keeps text selection)", false},
+		{Copy, []string{"y"}, Global, "copy the full id to the clipboard (OSC 52)", false},
 		{Hold, []string{"h"}, Global, "instances: hold; containers: hold/release", true},
 		{Drain, []string{"d"}, Instances, "drain instance", true},
 		{Run, []string{"r"}, Instances, "run instance (back to normal)", true},
