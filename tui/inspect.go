@@ -29,6 +29,9 @@ type inspectState struct {
 
 	failedOf *backend.Snapshot // the snapshot failed was counted in
 	failed   int
+
+	// fatal is the backend error the console exits with (Run returns it).
+	fatal error
 }
 
 type detailRef struct {

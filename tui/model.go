@@ -333,6 +333,10 @@ func (m *Model) onSnapshot(msg snapshotMsg) tea.Cmd {
 	}
 	m.fetching = false
 	var cmds []tea.Cmd
+	if backend.IsFatal(msg.err) { // retrying cannot help: exit with it
+		m.insp.fatal = msg.err
+		return tea.Quit
+	}
 	if msg.err != nil {
 		m.snapErr = msg.err
 	} else if msg.snap != nil {

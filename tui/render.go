@@ -2,6 +2,7 @@ package tui
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/termsafe"
 	"dispatch-tui/engine/worker"
+	"dispatch-tui/tui/backend"
 	"dispatch-tui/tui/table"
 
 	tea "charm.land/bubbletea/v2"
@@ -111,7 +113,7 @@ func (m *Model) header() []string {
 	}
 	switch {
 	case m.snapErr != nil && m.flash == "":
-		out = append(out, m.th.FlashErr.Render(fitLine("snapshot: "+m.snapErr.Error(), w)))
+		out = append(out, m.th.FlashErr.Render(fitLine(m.disconnected(), w)))
 	case m.flashErr:
 		out = append(out, m.th.FlashErr.Render(fitLine(m.flash, w)))
 	default:
@@ -537,4 +539,15 @@ func or(s, d string) string {
 		return d
 	}
 	return s
+}
+
+// disconnected says why the console shows stale data and, when the
+// backend backs off, when it tries again.
+func (m *Model) disconnected() string {
+	var re *backend.RetryError
+	if errors.As(m.snapErr, &re) {
+		wait := max(re.At.Sub(m.now()), 0).Round(time.Second)
+		return fmt.Sprintf("disconnected: %v — retrying in %s (attempt %d); verbs are off", re.Err, wait, re.Attempt)
+	}
+	return "snapshot: " + m.snapErr.Error()
 }

@@ -65,6 +65,9 @@ func (m *Model) verb(act string) tea.Cmd {
 	if v != vInstances && v != vContainers {
 		return m.setFlash(act+": not available in this view", true)
 	}
+	if m.snapErr != nil { // the rows are stale: a verb would act on a guess
+		return m.setFlash(act+": not connected ("+m.snapErr.Error()+")", true)
+	}
 	t := m.tables[v]
 	ids := t.Marked()
 	if len(ids) == 0 {
