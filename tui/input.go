@@ -146,6 +146,7 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		m.mode, m.detailID, m.detailView, m.detailLogs, m.scroll = modeDetails, id, m.view, "", 0
+		m.insp.back = m.insp.back[:0] // opened from the table: esc goes back there
 		return m.fetchLogs()
 	case keys.Logs:
 		id := m.table().Cursor()

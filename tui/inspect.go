@@ -21,8 +21,9 @@ type inspectState struct {
 	// none yet), for the instance selFor.
 	sel    int
 	selFor string
-	// back is the details shown before a drill-down (esc returns there).
-	back []detailRef
+	// back holds the drill-downs taken, newest last: esc on the details
+	// a step led to returns to the details it came from.
+	back []drillStep
 	// event is the last event shown in details: kept so that it can
 	// still be explained once it ages out of the snapshot's events.
 	event queue.Event
@@ -38,6 +39,8 @@ type detailRef struct {
 	view viewID
 	id   string
 }
+
+type drillStep struct{ from, to detailRef }
 
 // failedCount returns how many containers of the snapshot ended with a
 // non-zero exit (counted once per snapshot).
@@ -73,16 +76,22 @@ func (m *Model) detailKey(act string) (cmd tea.Cmd, ok bool) {
 		if act == keys.Up {
 			d = -1
 		}
-		m.insp.sel = min(max(m.insp.sel+d, 0), len(ctrs)-1)
+		next := m.insp.sel + d
+		if next < 0 || next >= len(ctrs) {
+			return nil, false // past the first or last: scroll the text
+		}
+		m.insp.sel = next
 		m.keepSelectionShown()
 		return nil, true
 	case keys.Back:
-		if n := len(m.insp.back); n > 0 {
-			ref := m.insp.back[n-1]
+		here := detailRef{m.detailView, m.detailID}
+		if n := len(m.insp.back); n > 0 && m.insp.back[n-1].to == here {
+			from := m.insp.back[n-1].from
 			m.insp.back = m.insp.back[:n-1]
-			m.openDetails(ref.view, ref.id)
+			m.openDetails(from.view, from.id)
 			return m.fetchLogs(), true
 		}
+		m.insp.back = m.insp.back[:0] // details opened afresh from a table
 		return nil, false
 	case keys.Details:
 		var to detailRef
@@ -107,7 +116,7 @@ func (m *Model) detailKey(act string) (cmd tea.Cmd, ok bool) {
 		default:
 			return nil, true
 		}
-		m.insp.back = append(m.insp.back, detailRef{m.detailView, m.detailID})
+		m.insp.back = append(m.insp.back, drillStep{from: detailRef{m.detailView, m.detailID}, to: to})
 		m.openDetails(to.view, to.id)
 		return m.fetchLogs(), true
 	}

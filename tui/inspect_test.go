@@ -279,3 +279,41 @@ func TestUnreachableRowPainted(t *testing.T) {
 		t.Errorf("the TYPE cell of the unreachable row is not painted")
 	}
 }
+
+func TestHealthCheckText(t *testing.T) {
+	for _, tc := range []struct {
+		cmd     []string
+		i, to   time.Duration
+		retries int
+		status  string
+		want    string
+	}{
+		{[]string{"curl", "-fs", "localhost:8080/health"}, 10 * time.Second, 2 * time.Second, 3, "healthy",
+			"curl -fs localhost:8080/health  every 10s, timeout 2s, 3 retries: healthy"},
+		{[]string{"true"}, 0, 0, 0, "", "true: not checked yet"},
+	} {
+		if got := healthCheckText(tc.cmd, tc.i, tc.to, tc.retries, tc.status); got != tc.want {
+			t.Errorf("healthCheckText = %q, want %q", got, tc.want)
+		}
+	}
+}
+
+// Leaving details by another way than esc forgets the drill-downs: esc in
+// details opened afresh from the table goes back to the table.
+func TestDrillDownForgottenOnFreshDetails(t *testing.T) {
+	m, fb := newTest(t, Options{})
+	size(m, 120, 40)
+	s := fakeSnapshot(3, 10)
+	s.Instances[0].Containers = []string{"c-000003"}
+	load(t, m, fb, s)
+	press(m, "1")
+	m.table().SetCursor("i-0000")
+	press(m, "enter", "enter") // into c-000003
+	m.mode = modeNormal        // left some other way (a view key, logs)
+	press(m, "2")
+	m.table().SetCursor("c-000003")
+	press(m, "enter", "esc")
+	if m.mode != modeNormal {
+		t.Errorf("esc in fresh details went to %v %q, want the table", m.detailView, m.detailID)
+	}
+}

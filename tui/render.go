@@ -514,7 +514,30 @@ func schedulingLines(d *detailText, c *queue.Container) {
 	// HealthCheck{Command, Interval, Timeout, Retries} with a health
 	// status, add here:
 	//   d.kv("supervisor", yesNo(c.Scheduling.Supervisor))
-	//   d.kv("health check", healthText(c))  (command, every/timeout/retries, status)
+	//   if hc := c.HealthCheck; hc != nil {
+	//       d.kv("health check", healthCheckText(hc.Command, time.Duration(hc.Interval),
+	//           time.Duration(hc.Timeout), hc.Retries, <health status>))
+	//   }
+}
+
+// healthCheckText renders a container's health check and its state:
+// "curl -fs localhost:8080/health  every 10s, timeout 2s, 3 retries: healthy".
+func healthCheckText(command []string, interval, timeout time.Duration, retries int, status string) string {
+	s := strings.Join(command, " ")
+	var how []string
+	if interval > 0 {
+		how = append(how, "every "+interval.String())
+	}
+	if timeout > 0 {
+		how = append(how, "timeout "+timeout.String())
+	}
+	if retries > 0 {
+		how = append(how, strconv.Itoa(retries)+" retries")
+	}
+	if len(how) > 0 {
+		s += "  " + strings.Join(how, ", ")
+	}
+	return s + ": " + or(status, "not checked yet")
 }
 
 func yesNo(b bool) string {
