@@ -79,10 +79,13 @@ func (m *Model) header() []string {
 		if n := unreachableCount(s.Instances); n > 0 {
 			l2 += fmt.Sprintf("  UNREACHABLE %d", n)
 		}
-		l3 = fmt.Sprintf("containers %d: %s", nc, counts(sum.Containers, queue.States[:]))
+		failedPart := ""
 		if n := m.failedCount(); n > 0 {
-			l3 += fmt.Sprintf("  FAILED %d", n)
+			// Ahead of the per-state counts: a narrow terminal cuts
+			// the end of the line.
+			failedPart = fmt.Sprintf(", FAILED %d", n)
 		}
+		l3 = fmt.Sprintf("containers %d%s: %s", nc, failedPart, counts(sum.Containers, queue.States[:]))
 		quota := "quota " + strconv.Itoa(live) + "/"
 		if sum.QuotaLimit > 0 {
 			quota += strconv.Itoa(sum.QuotaLimit)
