@@ -26,6 +26,9 @@ const (
 	TagIdleBehavior = TagPrefix + "idle-behavior"
 	TagSecret       = TagPrefix + "secret"
 	TagOwner        = TagPrefix + "owner"
+	// TagCreatedAt is when the dispatcher created the instance (RFC 3339,
+	// UTC): an instance's age survives a restart of the dispatcher.
+	TagCreatedAt = TagPrefix + "created-at"
 )
 
 // Clone returns a copy of t.

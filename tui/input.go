@@ -158,6 +158,11 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.onInputKey(msg)
 	}
 	act := m.km.Lookup(m.scope(), msg)
+	if m.mode == modeDetails {
+		if cmd, ok := m.detailKey(act); ok { // drill-down (inspect.go)
+			return cmd
+		}
+	}
 	// Screens layered over the table (help, details, logs): the moving
 	// keys scroll their viewport.
 	if m.mode == modeHelp || m.mode == modeDetails || m.mode == modeLogs {
@@ -228,6 +233,7 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 			return m.notHere("details", "no row selected")
 		}
 		m.detailID, m.detailView, m.detailLogs = id, m.view, ""
+		m.insp.back = m.insp.back[:0] // opened from the table: esc goes back there
 		m.openScreen(modeDetails)
 		return m.fetchLogs()
 	case keys.Logs:
@@ -242,6 +248,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.openScreen(modeLogs)
 		m.logBusy = false
 		return m.fetchLogs()
+	case keys.Copy:
+		return m.copyID()
 	case keys.Mouse:
 		m.mouse = !m.mouse
 		if m.mouse {

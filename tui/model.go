@@ -179,6 +179,8 @@ type Model struct {
 	mouse bool
 
 	ctrIdx map[string]int32 // container id -> index in snap, built on demand
+
+	insp inspectState // drill-down, aged-out events, failure count (inspect.go)
 }
 
 // New builds the console's model. It fails on unknown action names in
@@ -371,6 +373,10 @@ func (m *Model) onSnapshot(msg snapshotMsg) tea.Cmd {
 	}
 	m.fetching = false
 	var cmds []tea.Cmd
+	if backend.IsFatal(msg.err) { // retrying cannot help: exit with it
+		m.insp.fatal = msg.err
+		return tea.Quit
+	}
 	if msg.err != nil {
 		m.snapErr = msg.err
 	} else if msg.snap != nil {
@@ -383,8 +389,8 @@ func (m *Model) onSnapshot(msg snapshotMsg) tea.Cmd {
 		}
 		m.ctrIdx = nil
 		s := msg.snap.Summary
-		m.queueSpark.add(float64(s.Containers[queue.Queued] + s.Containers[queue.Locked]))
-		m.costSpark.add(s.PricePerHour)
+		m.queueSpark.addAt(m.now(), float64(s.Containers[queue.Queued]+s.Containers[queue.Locked]))
+		m.costSpark.addAt(m.now(), s.PricePerHour)
 		for i := range m.stale {
 			m.stale[i] = true
 		}
@@ -456,7 +462,11 @@ func (m *Model) refreshTable(v viewID) {
 		return
 	}
 	m.stale[v] = false
+	follow := v == vEvents && m.tables[v].AtTop() // newest first: stay on the newest
 	m.tables[v].SetPrepared(m.snapRows[v])
+	if follow {
+		m.tables[v].Home()
+	}
 	if job := m.tables[v].SearchJob(); job != nil {
 		m.searchJobs = append(m.searchJobs, func() tea.Msg { return searchIndexMsg{view: v, idx: job()} })
 	}

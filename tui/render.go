@@ -2,58 +2,22 @@ package tui
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/termsafe"
 	"dispatch-tui/engine/worker"
+	"dispatch-tui/tui/backend"
 	"dispatch-tui/tui/table"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 )
-
-// ring keeps the last n samples (one per snapshot) for a sparkline.
-type ring struct {
-	n    int
-	vals []float64
-}
-
-func (r *ring) add(v float64) {
-	if len(r.vals) == r.n {
-		copy(r.vals, r.vals[1:])
-		r.vals[len(r.vals)-1] = v
-		return
-	}
-	r.vals = append(r.vals, v)
-}
-
-var sparkRunes = []rune("▁▂▃▄▅▆▇█")
-
-// spark renders the last w samples.
-func (r *ring) spark(w int) string {
-	vs := r.vals
-	if len(vs) > w {
-		vs = vs[len(vs)-w:]
-	}
-	if len(vs) == 0 {
-		return strings.Repeat(" ", w)
-	}
-	lo, hi := slices.Min(vs), slices.Max(vs)
-	var b strings.Builder
-	for _, v := range vs {
-		i := 0
-		if hi > lo {
-			i = int((v - lo) / (hi - lo) * float64(len(sparkRunes)-1))
-		}
-		b.WriteRune(sparkRunes[i])
-	}
-	b.WriteString(strings.Repeat(" ", w-len(vs)))
-	return b.String()
-}
 
 func fitLine(s string, w int) string { return table.Fit(s, w, false) }
 
@@ -115,7 +79,13 @@ func (m *Model) header() []string {
 		if n := unreachableCount(s.Instances); n > 0 {
 			l2 += fmt.Sprintf("  UNREACHABLE %d", n)
 		}
-		l3 = fmt.Sprintf("containers %d: %s", nc, counts(sum.Containers, queue.States[:]))
+		failedPart := ""
+		if n := m.failedCount(); n > 0 {
+			// Ahead of the per-state counts: a narrow terminal cuts
+			// the end of the line.
+			failedPart = fmt.Sprintf(", FAILED %d", n)
+		}
+		l3 = fmt.Sprintf("containers %d%s: %s", nc, failedPart, counts(sum.Containers, queue.States[:]))
 		quota := "quota " + strconv.Itoa(live) + "/"
 		if sum.QuotaLimit > 0 {
 			quota += strconv.Itoa(sum.QuotaLimit)
@@ -125,10 +95,12 @@ func (m *Model) header() []string {
 		depth := sum.Containers[queue.Queued] + sum.Containers[queue.Locked]
 		sw := 20
 		if w < 100 {
-			sw = 12
+			sw = 10
 		}
-		l4 = fmt.Sprintf("$/h %.2f  %s  queue %s %d  $/h %s", sum.PricePerHour, quota,
-			m.queueSpark.spark(sw), depth, m.costSpark.spark(sw))
+		// One bar a second, scaled from zero to the range shown.
+		l4 = fmt.Sprintf("$/h %.2f  %s  queue %d %s %s  $/h %s %s", sum.PricePerHour, quota,
+			depth, m.queueSpark.spark(sw), m.queueSpark.scale(sw, fmtCount),
+			m.costSpark.spark(sw), m.costSpark.scale(sw, fmtPrice))
 	} else {
 		l2 = "loading…"
 	}
@@ -144,7 +116,7 @@ func (m *Model) header() []string {
 	}
 	switch {
 	case m.snapErr != nil && m.flash == "":
-		out = append(out, m.th.FlashErr.Render(fitLine("snapshot: "+m.snapErr.Error(), w)))
+		out = append(out, m.th.FlashErr.Render(fitLine(m.disconnected(), w)))
 	case m.flashErr:
 		out = append(out, m.th.FlashErr.Render(fitLine(m.flash, w)))
 	default:
@@ -263,14 +235,52 @@ func tf(t interface {
 	return t.Format("2006-01-02 15:04:05")
 }
 
+// detailText builds the lines of a details view. Values are escaped
+// (termsafe: names, commands, env and reasons come from users and
+// programs) and wrapped, never cut: a last error is read in full.
+type detailText struct {
+	lines []string
+	width int
+}
+
+const detailKeyWidth = 14
+
+func (d *detailText) line(s ...string) { d.lines = append(d.lines, s...) }
+
+// kv adds "key: value", wrapping the value under itself.
+func (d *detailText) kv(k, v string) {
+	v = termsafe.Escape(v)
+	room := max(d.width-detailKeyWidth-1, 20)
+	first := true
+	for _, part := range wrap(v, room) {
+		if first {
+			d.lines = append(d.lines, fmt.Sprintf("%-*s %s", detailKeyWidth, k+":", part))
+			first = false
+			continue
+		}
+		d.lines = append(d.lines, strings.Repeat(" ", detailKeyWidth+1)+part)
+	}
+}
+
+// wrap splits s into pieces of at most w cells, at spaces when it can.
+func wrap(s string, w int) []string {
+	if ansi.StringWidth(s) <= w {
+		return []string{s}
+	}
+	var out []string
+	for _, l := range strings.Split(ansi.Wordwrap(s, w, " /,;:"), "\n") {
+		// Words longer than w (ids, paths) are cut hard.
+		out = append(out, strings.Split(ansi.Hardwrap(l, w, true), "\n")...)
+	}
+	return out
+}
+
 func (m *Model) detailLines() []string {
 	if m.snap == nil {
 		return []string{"loading…"}
 	}
-	var out []string
-	// Every value shown is escaped (termsafe): names, commands, env and
-	// reasons come from users and programs.
-	add := func(k, v string) { out = append(out, fmt.Sprintf("%-14s %s", k+":", termsafe.Escape(v))) }
+	d := &detailText{width: m.width}
+	add := d.kv
 	switch m.detailView {
 	case vInstances:
 		var v *worker.InstanceView
@@ -280,34 +290,67 @@ func (m *Model) detailLines() []string {
 			}
 		}
 		if v == nil {
-			return []string{"instance " + m.detailID + " is gone"}
+			return []string{"instance " + m.detailID + " is gone (destroyed, or no longer listed by the cloud)"}
 		}
-		out = append(out, "Instance "+m.detailID, "")
+		now := m.now()
+		d.line("Instance "+m.detailID, "")
 		add("type", v.Type+" ("+v.ProviderType+")")
 		add("state", string(v.State))
 		add("idle behavior", string(v.IdleBehavior))
 		add("address", v.Address)
 		add("price", strconv.FormatFloat(v.Price, 'f', 4, 64)+" /h")
+		if c := createdAt(v); !c.IsZero() {
+			add("created", tf(c)+" ("+fmtAge(now.Sub(c))+" ago)")
+		}
 		add("appeared", tf(v.AppearedAt))
 		add("last probe", tf(v.LastProbe))
 		add("last busy", tf(v.LastBusy))
-		add("last ctr", v.LastContainer)
-		if !v.UnreachableSince.IsZero() {
-			add("reachable", "NO, "+unreachableText(v)+" (for "+fmtAge(m.now().Sub(v.UnreachableSince))+")")
-		} else {
+		add("last ctr", or(v.LastContainer, "-"))
+		probeErr, shown := or(v.ProbeError, v.LastError), ""
+		switch {
+		case !v.UnreachableSince.IsZero():
+			add("reachable", "NO, unreachable for "+fmtAge(now.Sub(v.UnreachableSince))+
+				" (since "+v.UnreachableSince.Format("15:04:05")+")")
+			add("probe error", probeErr)
+			shown = probeErr
+		case v.State == worker.StateBooting && v.ProbeFailing:
+			// Not an error yet: a host takes a while to answer.
+			add("boot probe", probeErr+" (retried until timeout_booting)")
+			shown = probeErr
+		case v.ProbeFailing:
+			add("probe error", probeErr)
+			shown = probeErr
+		}
+		if v.LastError != shown || shown == "" {
 			add("last error", or(v.LastError, "-"))
 		}
-		out = append(out, "", fmt.Sprintf("Containers (%d):", len(v.Containers)))
-		for _, c := range v.Containers {
-			out = append(out, "  "+c)
+		ctrs := m.detailContainers()
+		d.line("", fmt.Sprintf("Containers (%d):", len(v.Containers)))
+		for i, id := range ctrs {
+			mark := "  "
+			if i == m.insp.sel {
+				mark = selMark
+			}
+			what := ""
+			if c := m.container(id); c != nil {
+				what = "  " + containerState(c) + "  " + c.Name
+			}
+			d.line(mark + id + termsafe.Escape(what))
 		}
+		if len(ctrs) > 0 {
+			d.line("  (↑↓ select, enter opens, y copies the id)")
+		}
+		m.instanceEvents(d, string(v.ID))
 	case vContainers:
 		c := m.container(m.detailID)
 		if c == nil {
-			return []string{"container " + m.detailID + " is gone"}
+			return []string{"container " + m.detailID + " is gone (its record was dropped)"}
 		}
-		out = append(out, "Container "+c.ID+"  "+termsafe.Escape(c.Name), "")
+		d.line("Container "+c.ID+"  "+termsafe.Escape(c.Name), "")
 		add("state", containerState(c))
+		if failed(c) {
+			add("FAILED", "exit code "+strconv.Itoa(*c.ExitCode))
+		}
 		add("priority", strconv.Itoa(c.Priority))
 		add("command", strings.Join(c.Command, " "))
 		if c.Image != "" {
@@ -316,7 +359,11 @@ func (m *Model) detailLines() []string {
 		rc := c.RuntimeConstraints
 		add("needs", fmt.Sprintf("%d vCPU, %s RAM, %s scratch, %d GPU", rc.VCPUs, fmtBytes(rc.RAM), fmtBytes(rc.Scratch), rc.GPUs))
 		add("attempts", fmt.Sprintf("%d of %d (restart %s)", c.Attempts, c.MaxAttempts, or(c.RestartPolicy, "never")))
-		add("instance", or(c.InstanceID, "-")+" "+c.InstanceType)
+		on := or(c.InstanceID, "-") + " " + c.InstanceType
+		if c.InstanceID != "" {
+			on += "  (enter opens it)"
+		}
+		add("instance", on)
 		label := "pending"
 		if c.State.Final() {
 			label = "reason"
@@ -343,27 +390,22 @@ func (m *Model) detailLines() []string {
 		if len(envs) > 0 {
 			add("env", strings.Join(envs, " "))
 		}
-		labels := make([]string, 0)
-		for k, v := range c.Scheduling.Labels {
-			labels = append(labels, k+"="+v)
-		}
-		slices.SortFunc(labels, cmp.Compare[string])
-		if len(labels) > 0 {
-			add("labels", strings.Join(labels, " "))
-		}
-		out = append(out, "", "Log tail:")
+		schedulingLines(d, c)
+		d.line("", "Log tail:")
 		switch {
 		case m.detailLogs != "":
 		case c.State.Final():
-			out = append(out, "  (no output)")
+			d.line("  (no output)")
 		default:
-			out = append(out, "  (none yet)")
+			d.line("  (none yet)")
 		}
 		for _, l := range termsafe.Lines(strings.TrimRight(m.detailLogs, "\n")) {
 			if l != "" {
-				out = append(out, "  "+l)
+				d.line("  " + l)
 			}
 		}
+	case vEvents:
+		return m.eventLines(d)
 	default:
 		row, ok := m.tables[m.detailView].Row(m.detailID)
 		if !ok {
@@ -373,7 +415,77 @@ func (m *Model) detailLines() []string {
 			add(strings.ToLower(c.Title), row.Cells[i])
 		}
 	}
-	return out
+	return d.lines
+}
+
+// instanceEvents lists the newest events about an instance (its probe
+// errors, state changes, cloud errors).
+func (m *Model) instanceEvents(d *detailText, id string) {
+	const most = 8
+	var evs []queue.Event
+	for i := len(m.snap.Events) - 1; i >= 0 && len(evs) < most; i-- {
+		if m.snap.Events[i].Target == id {
+			evs = append(evs, m.snap.Events[i])
+		}
+	}
+	if len(evs) == 0 {
+		return
+	}
+	d.line("", "Recent events (newest first):")
+	for _, e := range evs {
+		d.kv("  "+e.Time.Format("15:04:05"), e.Kind+" "+e.Action+" "+e.Reason)
+	}
+}
+
+// schedulingLines shows a container's scheduling fields: labels and
+// preemptible now; supervisor and the health check once the spec has them
+// (see the TODO: they land with issue #15).
+func schedulingLines(d *detailText, c *queue.Container) {
+	labels := make([]string, 0, len(c.Scheduling.Labels))
+	for k, v := range c.Scheduling.Labels {
+		labels = append(labels, k+"="+v)
+	}
+	slices.SortFunc(labels, cmp.Compare[string])
+	d.kv("labels", or(strings.Join(labels, " "), "-"))
+	d.kv("preemptible", yesNo(c.Scheduling.Preemptible))
+	if c.Scheduling.MaxRunTime > 0 {
+		d.kv("max run time", time.Duration(c.Scheduling.MaxRunTime).String())
+	}
+	// #15: once queue.Scheduling has Supervisor (bool) and the spec has
+	// HealthCheck{Command, Interval, Timeout, Retries} with a health
+	// status, add here:
+	//   d.kv("supervisor", yesNo(c.Scheduling.Supervisor))
+	//   if hc := c.HealthCheck; hc != nil {
+	//       d.kv("health check", healthCheckText(hc.Command, time.Duration(hc.Interval),
+	//           time.Duration(hc.Timeout), hc.Retries, <health status>))
+	//   }
+}
+
+// healthCheckText renders a container's health check and its state:
+// "curl -fs localhost:8080/health  every 10s, timeout 2s, 3 retries: healthy".
+func healthCheckText(command []string, interval, timeout time.Duration, retries int, status string) string {
+	s := strings.Join(command, " ")
+	var how []string
+	if interval > 0 {
+		how = append(how, "every "+interval.String())
+	}
+	if timeout > 0 {
+		how = append(how, "timeout "+timeout.String())
+	}
+	if retries > 0 {
+		how = append(how, strconv.Itoa(retries)+" retries")
+	}
+	if len(how) > 0 {
+		s += "  " + strings.Join(how, ", ")
+	}
+	return s + ": " + or(status, "not checked yet")
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
 
 func unreachableCount(vs []worker.InstanceView) int {
@@ -391,4 +503,15 @@ func or(s, d string) string {
 		return d
 	}
 	return s
+}
+
+// disconnected says why the console shows stale data and, when the
+// backend backs off, when it tries again.
+func (m *Model) disconnected() string {
+	var re *backend.RetryError
+	if errors.As(m.snapErr, &re) {
+		wait := max(re.At.Sub(m.now()), 0).Round(time.Second)
+		return fmt.Sprintf("disconnected: %v — retrying in %s (attempt %d); verbs are off", re.Err, wait, re.Attempt)
+	}
+	return "snapshot: " + m.snapErr.Error()
 }

@@ -63,5 +63,8 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil && errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil // the caller's context ended: a normal exit
 	}
+	if err == nil && m.insp.fatal != nil {
+		return m.insp.fatal // e.g. the token was refused: say so, like the CLI
+	}
 	return err
 }

@@ -18,7 +18,7 @@ func TestUnreachableInstanceShown(t *testing.T) {
 			size(m, 120, 40)
 			s := fakeSnapshot(7, 10)
 			cut := &s.Instances[0] // running
-			cut.UnreachableSince = t0.Add(-90 * time.Second)
+			cut.UnreachableSince = t0.Add(-34 * time.Second)
 			cut.LastError = "runner list: no answer within 10s"
 			cut.ProbeFailing = true
 			load(t, m, fb, s)
@@ -32,7 +32,7 @@ func TestUnreachableInstanceShown(t *testing.T) {
 					row = l
 				}
 			}
-			for _, want := range []string{" " + theme.StateUnreachable + " ", "unreachable since 11:58:30: runner list"} {
+			for _, want := range []string{" unreachable 34s ", "runner list: no answer within 10s"} {
 				if !strings.Contains(row, want) {
 					t.Errorf("row lacks %q: %q", want, row)
 				}
@@ -40,7 +40,7 @@ func TestUnreachableInstanceShown(t *testing.T) {
 			if !strings.Contains(got, "UNREACHABLE 1") {
 				t.Errorf("header does not count the unreachable instance:\n%s", got)
 			}
-			if paint := m.th.State(theme.StateUnreachable); paint.Empty() || !strings.Contains(m.View().Content, paint.Render(table.Fit(theme.StateUnreachable, 8, false))) {
+			if paint := m.th.State(theme.StateUnreachable); paint.Empty() || !strings.Contains(m.View().Content, paint.Render(table.Fit("unreachable 34s", 15, false))) {
 				t.Errorf("STATE cell of the unreachable row is not painted")
 			}
 			if noColor {
@@ -52,7 +52,7 @@ func TestUnreachableInstanceShown(t *testing.T) {
 			m.table().SetCursor("i-0000")
 			press(m, "enter")
 			got = plain(m)
-			if !strings.Contains(got, "reachable:") || !strings.Contains(got, "NO, unreachable since 11:58:30: runner list: no answer within 10s") {
+			if !strings.Contains(got, "reachable:     NO, unreachable for 34s (since 11:59:26)") || !strings.Contains(got, "probe error:   runner list: no answer within 10s") {
 				t.Errorf("details lack the unreachable line:\n%s", got)
 			}
 		})

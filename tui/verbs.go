@@ -65,6 +65,9 @@ func (m *Model) verb(act string) tea.Cmd {
 	if v != vInstances && v != vContainers {
 		return m.notHere(act)
 	}
+	if m.snapErr != nil { // the rows are stale: a verb would act on a guess
+		return m.setFlash(act+": not connected ("+m.snapErr.Error()+")", true)
+	}
 	t := m.tables[v]
 	// Verbs act on the marked rows the filter shows; the dialog says how
 	// many marked rows it hides and leaves alone.

@@ -31,27 +31,29 @@ var viewNames = [nViews]string{"instances", "containers", "types", "events"}
 // and bottom, so no title starts with them).
 func instanceColumns() []table.Column {
 	return []table.Column{
-		{Title: "ID", Width: 18, SortKey: "I"},
+		{Title: "ID", Width: 18, SortKey: "I", CutMiddle: true},
 		{Title: "TYPE", Width: 9, SortKey: "T", Priority: 2},
-		{Title: "STATE", Width: 8, SortKey: "S", State: true},
+		// Volatile: "unreachable 34s" counts up; a change of state is
+		// still seen through the row's State.
+		{Title: "STATE", Width: 15, SortKey: "S", State: true, Volatile: true},
 		{Title: "BEHAV", Width: 5, SortKey: "B", Priority: 1},
 		{Title: "CTRS", Width: 4, SortKey: "C", Right: true, Numeric: true, Priority: 1},
 		{Title: "PRICE", Width: 6, SortKey: "P", Right: true, Numeric: true, Priority: 3},
 		{Title: "AGE", Width: 5, SortKey: "A", Right: true, Numeric: true, Priority: 2, Volatile: true},
-		{Title: "HOST", Width: 15, SortKey: "H", Priority: 4},
+		{Title: "HOST", Width: 15, SortKey: "H", Priority: 4, CutMiddle: true},
 		{Title: "ERROR", Width: 10, SortKey: "E", Flex: true, Priority: 1},
 	}
 }
 
 func containerColumns() []table.Column {
 	return []table.Column{
-		{Title: "ID", Width: 18, SortKey: "I"},
-		{Title: "NAME", Width: 12, SortKey: "N", Priority: 3},
+		{Title: "ID", Width: 18, SortKey: "I", CutMiddle: true},
+		{Title: "NAME", Width: 12, SortKey: "N", Priority: 3, CutMiddle: true},
 		{Title: "STATE", Width: 12, SortKey: "S", State: true},
 		{Title: "PRIO", Width: 5, SortKey: "P", Right: true, Numeric: true},
 		{Title: "CPU", Width: 3, SortKey: "C", Right: true, Numeric: true, Priority: 2},
 		{Title: "MEM", Width: 6, SortKey: "M", Right: true, Numeric: true, Priority: 2},
-		{Title: "ON", Width: 12, SortKey: "O", Priority: 1},
+		{Title: "ON", Width: 12, SortKey: "O", Priority: 1, CutMiddle: true},
 		{Title: "TRIES", Width: 5, SortKey: "T", Right: true, Numeric: true, Priority: 4},
 		{Title: "AGE", Width: 5, SortKey: "A", Right: true, Numeric: true, Priority: 3, Volatile: true},
 		{Title: "REASON", Width: 12, SortKey: "R", Flex: true, Priority: 1},
@@ -75,10 +77,11 @@ func typeColumns() []table.Column {
 
 func eventColumns() []table.Column {
 	return []table.Column{
+		{Title: "SEQ", Width: 6, SortKey: "S", Right: true, Numeric: true, Priority: 3, CutMiddle: true},
 		{Title: "TIME", Width: 8, SortKey: "T"},
-		{Title: "ACTOR", Width: 12, SortKey: "A", Priority: 1},
+		{Title: "ACTOR", Width: 12, SortKey: "A", Priority: 1, CutMiddle: true},
 		{Title: "KIND", Width: 11, Priority: 2},
-		{Title: "OBJECT", Width: 14, SortKey: "O"},
+		{Title: "OBJECT", Width: 18, SortKey: "O", CutMiddle: true, Alias: "target"},
 		{Title: "WHAT", Width: 10, SortKey: "W"},
 		{Title: "REASON", Width: 12, SortKey: "R", Flex: true, Priority: 1},
 	}
@@ -141,29 +144,32 @@ func instanceID(v *worker.InstanceView, i int) string {
 	return string(v.ID)
 }
 
-// unreachableText says since when an instance has not answered, and why.
-func unreachableText(v *worker.InstanceView) string {
-	return "unreachable since " + v.UnreachableSince.Format("15:04:05") + ": " + v.LastError
+// createdAt is an instance's creation time: the one kept in its tags, or
+// when this dispatcher first saw it (an instance of an older version).
+func createdAt(v *worker.InstanceView) time.Time {
+	if !v.CreatedAt.IsZero() {
+		return v.CreatedAt
+	}
+	return v.AppearedAt
 }
 
 func instanceRows(s *backend.Snapshot, now time.Time) []table.Row {
 	rows := make([]table.Row, len(s.Instances))
 	for i := range s.Instances {
 		v := &s.Instances[i]
-		ag, agn := age(now, v.AppearedAt)
-		state, errText := string(v.State), v.LastError
-		if !v.UnreachableSince.IsZero() {
-			errText = unreachableText(v)
-			if v.State != worker.StateShutdown { // being destroyed says more
-				// As text too, so that it reads without colour.
-				state = theme.StateUnreachable
-			}
+		ag, agn := age(now, createdAt(v))
+		state, stateText := string(v.State), string(v.State)
+		if !v.UnreachableSince.IsZero() && v.State != worker.StateShutdown { // being destroyed says more
+			// As text too, so that it reads without colour, with how
+			// long it has not answered.
+			state = theme.StateUnreachable
+			stateText = "unreachable " + fmtAge(now.Sub(v.UnreachableSince))
 		}
 		rows[i] = table.Row{
 			ID:    instanceID(v, i),
 			State: state,
-			Cells: []string{instanceID(v, i), v.Type, state, string(v.IdleBehavior),
-				strconv.Itoa(len(v.Containers)), strconv.FormatFloat(v.Price, 'f', 3, 64), ag, v.Address, errText},
+			Cells: []string{instanceID(v, i), v.Type, stateText, string(v.IdleBehavior),
+				strconv.Itoa(len(v.Containers)), strconv.FormatFloat(v.Price, 'f', 3, 64), ag, v.Address, v.LastError},
 			Nums: []float64{0, 0, 0, 0, float64(len(v.Containers)), v.Price, agn, 0, 0},
 		}
 	}
@@ -187,16 +193,19 @@ func containerRows(s *backend.Snapshot, now time.Time) []table.Row {
 	for i := range s.Containers {
 		c := &s.Containers[i]
 		ag, agn := age(now, c.CreatedAt)
-		reason := c.Reason
+		reason, rowState := c.Reason, string(c.State)
 		if c.State == queue.Complete && c.ExitCode != nil {
 			reason = "exit " + strconv.Itoa(*c.ExitCode)
+		}
+		if failed(c) {
+			rowState = theme.StateFailed
 		}
 		n := nums[i*10 : i*10+10 : i*10+10]
 		n[3], n[4], n[5], n[7], n[8] = float64(c.Priority), float64(c.RuntimeConstraints.VCPUs),
 			float64(c.RuntimeConstraints.RAM), float64(c.Attempts), agn
 		rows[i] = table.Row{
 			ID:    c.ID,
-			State: string(c.State),
+			State: rowState,
 			Cells: []string{c.ID, c.Name, containerState(c), strconv.Itoa(c.Priority),
 				strconv.Itoa(c.RuntimeConstraints.VCPUs), fmtBytes(c.RuntimeConstraints.RAM), c.InstanceID,
 				strconv.Itoa(c.Attempts) + "/" + strconv.Itoa(c.MaxAttempts), ag, reason},
@@ -234,10 +243,19 @@ func eventRows(s *backend.Snapshot) []table.Row {
 	rows := make([]table.Row, 0, len(s.Events))
 	for i := len(s.Events) - 1; i >= 0; i-- { // newest first
 		e := s.Events[i]
+		seq := strconv.FormatUint(e.Seq, 10)
 		rows = append(rows, table.Row{
-			ID:    strconv.FormatUint(e.Seq, 10),
-			Cells: []string{e.Time.Format("15:04:05"), e.Actor, e.Kind, e.Target, e.Action, e.Reason},
+			ID:    seq,
+			Cells: []string{seq, e.Time.Format("15:04:05"), e.Actor, e.Kind, e.Target, e.Action, e.Reason},
+			Nums:  []float64{float64(e.Seq), 0, 0, 0, 0, 0, 0},
 		})
 	}
 	return rows
+}
+
+// failed tells a container that ended badly: completed with a non-zero
+// exit code. (Cancelled is an operator's or a limit's doing and has its
+// own colour.)
+func failed(c *queue.Container) bool {
+	return c.State == queue.Complete && c.ExitCode != nil && *c.ExitCode != 0
 }

@@ -299,6 +299,18 @@ func TestPendingReasons(t *testing.T) {
 			wantState: queue.Queued, wantCode: queue.ReasonPosition, wantText: "position 2 in queue",
 		},
 		{
+			name: "a held container ahead holds no place in the queue",
+			n:    3,
+			setup: func(e *pendingEnv) {
+				if _, err := e.q.Hold(e.ids[0], "test", ""); err != nil {
+					e.t.Fatal(err)
+				}
+				e.pool.createErr = worker.ErrAtQuota
+			},
+			check:     2,
+			wantState: queue.Queued, wantCode: queue.ReasonPosition, wantText: "position 2 in queue",
+		},
+		{
 			name:      "creates throttled",
 			setup:     func(e *pendingEnv) { e.pool.createErr = worker.ErrThrottled },
 			wantState: queue.Queued, wantCode: queue.ReasonCreating,

@@ -99,7 +99,6 @@ func (s *Scheduler) unlock(ps *passState, c *queue.Container) {
 // that wait for capacity, quota or the create throttle.
 func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 	tx, st := ps.tx, ps.st
-	ps.position++
 	switch {
 	case !ps.ready:
 		tx.SetPending(c, queue.Pending{Code: queue.ReasonStartup})
@@ -117,6 +116,9 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 		tx.SetPending(c, queue.Pending{Code: queue.ReasonPaused})
 		return
 	}
+	// Held and priority-0 containers hold no place in the queue: a hold
+	// moves everyone behind it up at once.
+	ps.position++
 	if len(s.blockedStart) > 0 {
 		if _, ok := s.blockedStart[c.ID]; ok {
 			// A previous attempt is still on a runner (being killed

@@ -47,8 +47,10 @@ func DemoConfig(base *config.Config, dir string) *config.Config {
 type FeedOptions struct {
 	// Rate is how many containers a second to submit (default 2).
 	Rate float64
-	// MaxQueued pauses submitting while this many containers wait
-	// (Queued or Locked), so that the queue stays bounded (default 40).
+	// MaxQueued bounds the queue (Queued and Locked): the more are
+	// waiting, the fewer are submitted, none at MaxQueued (default 12).
+	// The queue so settles where submissions match what the pool runs,
+	// instead of filling up to the cap and staying there.
 	MaxQueued int
 	// Real submits `sh -c 'sleep N; exit C'` commands (local and sshhosts
 	// drivers); otherwise cloudtest's simulated commands.
@@ -68,7 +70,7 @@ func Feed(ctx context.Context, eng *engine.Engine, opts FeedOptions) error {
 		opts.Rate = 2
 	}
 	if opts.MaxQueued <= 0 {
-		opts.MaxQueued = 40
+		opts.MaxQueued = 12
 	}
 	if opts.Actor == "" {
 		opts.Actor = "demo"
@@ -88,7 +90,7 @@ func Feed(ctx context.Context, eng *engine.Engine, opts FeedOptions) error {
 		case <-tick.C:
 		}
 		s := eng.Summary()
-		if s.Containers[queue.Queued]+s.Containers[queue.Locked] >= opts.MaxQueued {
+		if rng.Float64() >= submitChance(s.Containers[queue.Queued]+s.Containers[queue.Locked], opts.MaxQueued) {
 			continue
 		}
 		spec := DemoSpec(rng, i, types, opts.Real)
@@ -100,6 +102,17 @@ func Feed(ctx context.Context, eng *engine.Engine, opts FeedOptions) error {
 		}
 		i++
 	}
+}
+
+// submitChance is the chance of a submission at a tick with depth
+// containers waiting: 1 on an empty queue, falling to 0 at max. Where it
+// meets the pool's pace the queue holds steady, a few deep on a busy pool
+// and near empty on an idle one.
+func submitChance(depth, max int) float64 {
+	if depth >= max {
+		return 0
+	}
+	return 1 - float64(depth)/float64(max)
 }
 
 // DemoSpec is the i-th container of the demonstration workload: like the

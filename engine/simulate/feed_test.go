@@ -91,3 +91,39 @@ func TestFeed(t *testing.T) {
 		}
 	})
 }
+
+// The demo's queue settles: fed at 2 a second by submitChance into a pool
+// that runs about 1.5 a second, its depth holds a few deep (as the
+// README's picture) instead of sitting at the cap.
+func TestFeedSettles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	const max, ticks = 12, 4000 // a tick is half a second
+	depth, sum, n, atCap := 0, 0, 0, 0
+	for i := range ticks {
+		if rng.Float64() < submitChance(depth, max) {
+			depth++
+		}
+		if depth > 0 && rng.Float64() < 0.75 { // 1.5 a second started
+			depth--
+		}
+		if i >= ticks/2 {
+			sum += depth
+			n++
+			if depth >= max {
+				atCap++
+			}
+		}
+	}
+	mean := float64(sum) / float64(n)
+	if mean < 1 || mean > max/2 || atCap > n/100 {
+		t.Errorf("mean depth %.1f, %d of %d ticks at the cap %d: want a steady few", mean, atCap, n, max)
+	}
+	for _, tc := range []struct {
+		depth int
+		want  float64
+	}{{0, 1}, {6, 0.5}, {12, 0}, {20, 0}} {
+		if got := submitChance(tc.depth, max); got != tc.want {
+			t.Errorf("submitChance(%d, %d) = %v, want %v", tc.depth, max, got, tc.want)
+		}
+	}
+}

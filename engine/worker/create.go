@@ -58,6 +58,7 @@ func (p *Pool) Create(typeName string) error {
 		cloud.TagInstanceType: it.Name,
 		cloud.TagIdleBehavior: string(IdleRun),
 		cloud.TagSecret:       hex.EncodeToString(secret[:]),
+		cloud.TagCreatedAt:    now.UTC().Format(time.RFC3339),
 	}
 	pc := &pendingCreate{view: InstanceView{
 		Type:         it.Name,
@@ -66,6 +67,7 @@ func (p *Pool) Create(typeName string) error {
 		State:        StateBooting,
 		IdleBehavior: IdleRun,
 		AppearedAt:   now,
+		CreatedAt:    now,
 	}}
 	p.pending = append(p.pending, pc)
 	p.stats.Creating = len(p.pending)
@@ -119,6 +121,9 @@ func (p *Pool) createDoneLocked(pc *pendingCreate, it cloud.InstanceType, inst c
 		w = p.addInstanceLocked(inst, it, StateBooting, "created by this dispatcher", IdleRun, now)
 	}
 	w.createdAt = pc.view.AppearedAt
+	if w.v.CreatedAt.IsZero() {
+		w.v.CreatedAt = pc.view.CreatedAt
+	}
 	if p.quotaEst >= 0 {
 		if n := p.providerCountLocked(); n > p.quotaEst {
 			// The probe above the estimate worked: raise it, and probe

@@ -387,9 +387,9 @@ func (p *Pool) Step() {
 		if w.v.IdleBehavior != IdleHold {
 			if reason := p.autoShutdownReason(w, now); reason != "" {
 				if w.v.State == StateBooting {
-					if w.v.LastError != "" {
+					if stuck := or(w.v.LastError, w.v.ProbeError); stuck != "" {
 						// The step it is stuck at first: LAST ERROR is clipped.
-						reason = w.v.LastError + " (" + reason + ")"
+						reason = stuck + " (" + reason + ")"
 					}
 					p.bootFailedLocked(w, now, reason)
 				} else {

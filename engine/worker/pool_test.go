@@ -53,6 +53,8 @@ type wrapSet struct {
 	// reachDestroy: the instances say their Destroy must reach them, as
 	// sshhosts hosts do (cloud.ReachDestroyer).
 	reachDestroy atomic.Bool
+	// tagsGate non-nil: each SetTags waits for a value.
+	tagsGate chan struct{}
 }
 
 func (s *wrapSet) Create(ctx context.Context, it cloud.InstanceType, tags cloud.Tags) (cloud.Instance, error) {
@@ -84,6 +86,17 @@ type wrapInst struct {
 }
 
 func (i *wrapInst) DestroyNeedsReach() bool { return i.s.reachDestroy.Load() }
+
+func (i *wrapInst) SetTags(ctx context.Context, tags cloud.Tags) error {
+	if i.s.tagsGate != nil {
+		select {
+		case <-i.s.tagsGate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return i.Instance.SetTags(ctx, tags)
+}
 
 func (i *wrapInst) Destroy(ctx context.Context) error {
 	if i.s.destroyGate != nil {

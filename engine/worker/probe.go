@@ -176,6 +176,7 @@ func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode) {
 	w.hostKeyReported = false
 	w.lastProbeOK = now
 	w.v.LastError = ""
+	w.v.ProbeError = ""
 	w.v.ProbeFailing = false
 	prev := w.v.State
 	if p.applyListLocked(w, sts, listSeq, listAt, now) {
@@ -223,7 +224,10 @@ func (p *Pool) countProbeLocked(lat time.Duration) {
 // worth an event at once.
 func (p *Pool) probeFailedLocked(w *instance, now, started time.Time, msg string, err error) {
 	p.stats.ProbeFailures++
-	w.v.LastError = msg
+	w.v.ProbeError = msg
+	if w.v.State != StateBooting {
+		w.v.LastError = msg
+	}
 	w.v.ProbeFailing = true
 	w.probeFailing = true
 	hostKey := errors.Is(err, sshexec.ErrHostKey) && !w.hostKeyReported
@@ -233,6 +237,7 @@ func (p *Pool) probeFailedLocked(w *instance, now, started time.Time, msg string
 	switch {
 	case w.v.State == StateBooting || w.v.State == StateShutdown:
 		if hostKey {
+			w.v.LastError = msg // a refused key will not fix itself by waiting
 			p.eventLocked(now, w.v.ID, EventProbeError, "host key refused: "+msg, slog.LevelWarn)
 		} else {
 			p.log.Debug("probe failed", "instance", string(w.v.ID), "state", string(w.v.State), "error", msg)

@@ -149,6 +149,7 @@ func (p *Pool) addInstanceLocked(inst cloud.Instance, it cloud.InstanceType, st 
 			Price:        it.Price,
 			IdleBehavior: b,
 			AppearedAt:   now,
+			CreatedAt:    createdAt(inst.Tags()),
 		},
 		nextProbe: now,
 	}
@@ -221,4 +222,14 @@ func (p *Pool) retagLegacyLocked(w *instance) {
 			p.cloudErrLocked(p.clk.Now(), w.v.ID, "retag with owner "+owner, err)
 		}
 	})
+}
+
+// createdAt reads an instance's creation time from its tags (zero when
+// the tag is missing or unreadable: an instance of an older version).
+func createdAt(tags cloud.Tags) time.Time {
+	t, err := time.Parse(time.RFC3339, tags[cloud.TagCreatedAt])
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }

@@ -27,6 +27,14 @@ func (p *Pool) startTagsLocked(w *instance, now time.Time) {
 		}
 		p.countOpLocked("set_tags", err)
 		if err != nil {
+			if w.v.State == StateShutdown || w.removed {
+				// Draining an idle instance shuts it down at once, so
+				// the destroy often wins the race with this call: the
+				// tag no longer matters, and the failure is no cloud
+				// error worth an event.
+				p.log.Debug("set tags on an instance shutting down", "instance", string(w.v.ID), "error", err.Error())
+				return
+			}
 			p.cloudErrLocked(p.clk.Now(), w.v.ID, "set tags", err)
 			return
 		}

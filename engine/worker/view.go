@@ -32,6 +32,16 @@ type InstanceView struct {
 	// probes started (zero while probes succeed, and while booting):
 	// set at the latest when that probe's call deadline passes.
 	UnreachableSince time.Time `json:"unreachable_since,omitzero"`
+	// ProbeError is the last failed probe's error while probes fail,
+	// booting included. A booting instance is not expected to answer
+	// until timeout_booting, so its probe errors stay here and reach
+	// LastError only when the boot fails.
+	ProbeError string `json:"probe_error,omitempty"`
+	// CreatedAt is when the instance was created, kept in its tags
+	// (cloud.TagCreatedAt) so that it survives a restart of the
+	// dispatcher; zero when unknown (created by an older version).
+	// AppearedAt is when this process first saw it.
+	CreatedAt time.Time `json:"created_at,omitzero"`
 	// ContainersLost says why the containers recorded on this instance are
 	// to be requeued now: its destroy was accepted, an operator killed it,
 	// or it was unreachable past timeout_unreachable. While it is "", they
@@ -204,5 +214,13 @@ func (p *Pool) Stats() Stats {
 	s.QuotaLimit = p.limitLocked(now)
 	s.AtQuota = p.atCapLocked(now)
 	s.PausedUntil = p.pausedUntil
+	return s
+}
+
+// or returns s, or d when s is empty.
+func or(s, d string) string {
+	if s == "" {
+		return d
+	}
 	return s
 }

@@ -39,6 +39,10 @@ type Remote struct {
 	// with itself only in tests; the TUI keeps one in flight).
 	mu   sync.Mutex
 	last *Snapshot
+	// retry spaces out attempts after a failed snapshot (guarded by mu).
+	retry backoff
+	// now is the clock of the back-off (time.Now; tests set it).
+	now func() time.Time
 }
 
 var _ Backend = (*Remote)(nil)
@@ -49,7 +53,7 @@ var _ Backend = (*Remote)(nil)
 func NewRemote(c *api.Client, describe string) *Remote {
 	cc := *c
 	cc.Actor = Actor()
-	r := &Remote{c: &cc, describe: describe, pageSize: api.MaxListLimit}
+	r := &Remote{c: &cc, describe: describe, pageSize: api.MaxListLimit, now: time.Now}
 	r.events = newEventTail(cc.Events)
 	return r
 }
@@ -67,7 +71,32 @@ func (r *Remote) Describe() string { return r.describe }
 // events and containers concurrently; containers come in pages of
 // api.MaxListLimit (sorted by creation time, so that pages stay aligned
 // while the set changes) until items_available, without duplicates.
+//
+// A failed snapshot is a *FatalError when retrying cannot help (a wrong
+// token, not a dispatcher) and a *RetryError otherwise; after one, the
+// next attempts wait out a doubling back-off (1s up to 30s) and return
+// the RetryError at once meanwhile.
 func (r *Remote) Snapshot(ctx context.Context) (*Snapshot, error) {
+	r.mu.Lock()
+	if err := r.retry.wait(r.now()); err != nil {
+		r.mu.Unlock()
+		return nil, err
+	}
+	r.mu.Unlock()
+	s, err := r.snapshot(ctx)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err // the console is leaving: no verdict
+		}
+		return nil, r.retry.failed(r.now(), err)
+	}
+	r.retry.ok()
+	return s, nil
+}
+
+func (r *Remote) snapshot(ctx context.Context) (*Snapshot, error) {
 	r.mu.Lock()
 	last := r.last
 	r.mu.Unlock()

@@ -69,6 +69,7 @@ const (
 	Kill      = "kill"
 	PrioUp    = "priority_up"
 	PrioDown  = "priority_down"
+	Copy      = "copy"
 )
 
 // Group names the sections of the full help.
@@ -132,6 +133,7 @@ var defaults = []def{
 	{Bottom, []string{"end", "G"}, Global, GroupMove, "end", "last row / end (logs: follow)", false},
 	{Mark, []string{"space"}, Global, GroupRows, "+mark", "mark/unmark row (verbs apply to marked rows)", false},
 	{MarkAll, []string{"ctrl+a"}, Global, GroupRows, "mark all", "mark all shown rows / clear marks", false},
+	{Copy, []string{"y"}, Global, GroupRows, "copy", "copy the full id to the clipboard (OSC 52)", false},
 	{Pause, []string{"p"}, Global, GroupVerbs, "pause", "pause/resume the scheduler", true},
 	{Hold, []string{"h"}, Global, GroupVerbs, "+hold", "instances: hold; containers: hold/release", true},
 	{Drain, []string{"d"}, Instances, GroupVerbs, "+drain", "drain instance", true},

@@ -36,6 +36,12 @@ type Column struct {
 	SortKey  string
 	State    bool // painted by the row's state
 	Volatile bool // changes on its own (ages): not a "changed" row
+	// CutMiddle cuts a long value in the middle (head…tail): ids and
+	// names differ in their tails, which a cut at the end loses.
+	CutMiddle bool
+	// Alias is another name for the column in a column filter
+	// ("target:c-1" for OBJECT); the title, lower-cased, always works.
+	Alias string
 }
 
 // Row is one row. Cells are parallel to the columns; Nums too when any
@@ -69,6 +75,7 @@ type Table struct {
 	filter   string
 	match    func(string) bool
 	invert   bool
+	matchCol int // column a "name:value" filter applies to; -1 = all
 
 	order     []int32 // all rows, sorted
 	view      []int32 // order, filtered
@@ -97,7 +104,7 @@ const GutterWidth = 2
 // New returns an empty table.
 func New(cols []Column, th *theme.Theme) *Table {
 	return &Table{
-		cols: cols, theme: th, sortCol: -1, byID: map[string]int32{},
+		cols: cols, theme: th, sortCol: -1, matchCol: -1, byID: map[string]int32{},
 		cache: map[string]*cacheLine{}, marks: map[string]struct{}{}, pending: map[string]struct{}{},
 	}
 }
@@ -313,6 +320,7 @@ func (t *Table) SetFilter(f string) {
 		pat, inv = pat[1:], true
 	}
 	t.invert = inv
+	t.matchCol, pat = t.columnFilter(pat)
 	if pat == "" {
 		t.match = nil
 		return
@@ -476,7 +484,11 @@ func (t *Table) ensure() {
 		t.buildSearch()
 		v := make([]int32, 0, len(t.order)/4)
 		for _, i := range t.order {
-			if t.match(t.search[i]) != t.invert {
+			text := t.search[i]
+			if t.matchCol >= 0 {
+				text = strings.ToLower(t.rows[i].Cells[t.matchCol])
+			}
+			if t.match(text) != t.invert {
 				v = append(v, i)
 			}
 		}
@@ -810,6 +822,7 @@ func (t *Table) line(r *Row) *cacheLine {
 		return cl
 	}
 	w := t.layout()
+	rowPaint := t.theme.Row(r.State)
 	var plain, styled strings.Builder
 	first := true
 	for i, c := range t.cols {
@@ -825,12 +838,17 @@ func (t *Table) line(r *Row) *cacheLine {
 		if i < len(r.Cells) {
 			s = r.Cells[i]
 		}
-		cell := Fit(s, w[i], c.Right)
+		var cell string
+		if c.CutMiddle {
+			cell = FitMiddle(s, w[i], c.Right)
+		} else {
+			cell = Fit(s, w[i], c.Right)
+		}
 		plain.WriteString(cell)
 		if c.State {
 			styled.WriteString(t.theme.State(r.State).Render(cell))
 		} else {
-			styled.WriteString(cell)
+			styled.WriteString(rowPaint.Render(cell)) // failures stand out
 		}
 	}
 	pad := t.width - GutterWidth - cellWidth(plain.String())

@@ -41,6 +41,7 @@ type Theme struct {
 	TableHeader, Cursor, Mark  Paint
 	Changed, Pending, Selected Paint
 	states                     map[string]Paint
+	rows                       map[string]Paint // states that paint their whole row
 }
 
 // New builds a theme. mode is auto, dark or light; dark is what auto
@@ -52,7 +53,7 @@ func New(mode string, dark, noColor bool) *Theme {
 	case "light":
 		dark = false
 	}
-	t := &Theme{Dark: dark, NoColor: noColor, states: map[string]Paint{}}
+	t := &Theme{Dark: dark, NoColor: noColor, states: map[string]Paint{}, rows: map[string]Paint{}}
 	if noColor {
 		// Attributes only: bold, reverse, underline are not colours.
 		t.Title = paint(ansi.Style{}.Bold())
@@ -67,6 +68,10 @@ func New(mode string, dark, noColor bool) *Theme {
 		t.Mark = paint(ansi.Style{}.Underline(true))
 		t.Selected = t.Cursor
 		t.states[StateUnreachable] = t.Bold
+		t.states[StateFailed] = t.Bold
+		// Whole rows in reverse video: failures stand out without colour.
+		t.rows[StateUnreachable] = paint(ansi.Style{}.Bold())
+		t.rows[StateFailed] = paint(ansi.Style{}.Bold())
 		return t
 	}
 	c := func(light, darkC string) color.Color {
@@ -89,6 +94,9 @@ func New(mode string, dark, noColor bool) *Theme {
 	green, yellow, blue, red, grey := fg("#00875f", "#5fd787"), fg("#af8700", "#ffd75f"),
 		fg("#005fd7", "#5fafff"), fg("#d70000", "#ff5f5f"), fg("#8a8a8a", "#8a8a8a")
 	t.states[StateUnreachable] = paint(red.Bold().Reverse(true))
+	t.states[StateFailed] = paint(red.Bold())
+	t.rows[StateUnreachable] = paint(fg("#d70000", "#ff8787").Bold())
+	t.rows[StateFailed] = paint(fg("#d70000", "#ff8787"))
 	for s, st := range map[string]ansi.Style{
 		"running": green, "idle": blue, "booting": yellow, "unknown": grey, "shutdown": red, "refused": red,
 		"Running": green, "Queued": yellow, "Locked": blue, "Complete": grey, "Cancelled": red,
@@ -103,5 +111,14 @@ func New(mode string, dark, noColor bool) *Theme {
 // pool keeps its real state (shown in the details).
 const StateUnreachable = "unreach"
 
+// StateFailed is the row state of a container that completed with a
+// non-zero exit code: it stands out from the ones that succeeded.
+const StateFailed = "failed"
+
 // State returns the paint for a state name (none when unknown or NO_COLOR).
 func (t *Theme) State(s string) Paint { return t.states[s] }
+
+// Row returns the paint of a whole row in state s: failures (unreachable
+// instances, failed containers) stand out from the rest of the table.
+// Empty for the other states.
+func (t *Theme) Row(s string) Paint { return t.rows[s] }
