@@ -48,7 +48,7 @@ type FeedOptions struct {
 	// Rate is how many containers a second to submit (default 2).
 	Rate float64
 	// MaxQueued bounds the queue (Queued and Locked): the more are
-	// waiting, the fewer are submitted, none at MaxQueued (default 12).
+	// waiting, the fewer are submitted, none at MaxQueued (default 8).
 	// The queue so settles where submissions match what the pool runs,
 	// instead of filling up to the cap and staying there.
 	MaxQueued int
@@ -70,7 +70,7 @@ func Feed(ctx context.Context, eng *engine.Engine, opts FeedOptions) error {
 		opts.Rate = 2
 	}
 	if opts.MaxQueued <= 0 {
-		opts.MaxQueued = 12
+		opts.MaxQueued = 8
 	}
 	if opts.Actor == "" {
 		opts.Actor = "demo"
