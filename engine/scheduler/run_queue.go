@@ -125,7 +125,7 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 			return
 		}
 	}
-	f := s.fitFor(c.RuntimeConstraints)
+	f := s.fitForContainer(c)
 	if len(f.candidates) == 0 {
 		s.unlock(ps, c)
 		tx.SetPending(c, queue.Pending{Code: queue.ReasonNoFit, Arg: f.why})

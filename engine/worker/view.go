@@ -38,6 +38,10 @@ type InstanceView struct {
 	// may still be running there, even on an instance in shutdown, and
 	// their records stay Running (fence.go).
 	ContainersLost string `json:"-"`
+	// Preempted: the provider is taking the instance back (a spot
+	// interruption); ContainersLost says so, and its containers are
+	// requeued without spending an attempt (preempt.go).
+	Preempted bool `json:"preempted,omitempty"`
 	// Reported is the runner's last "runner list" (running and exited
 	// containers), taken at ListedAt. Nil until the first successful list.
 	Reported []runner.Status `json:"-"`
