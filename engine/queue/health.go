@@ -71,7 +71,8 @@ func (tx *Tx) SetHealth(c *Container, h *runner.Health) bool {
 		return false
 	}
 	old := c.health
-	if old != nil && *old == *h {
+	if old != nil && old.State == h.State && old.Failures == h.Failures && old.LastCheck.Equal(h.LastCheck) &&
+		old.LastResult == h.LastResult && old.LastOutput == h.LastOutput {
 		return false
 	}
 	v := *h

@@ -91,6 +91,10 @@ func (s *Scheduler) reconcileReports(tx *queue.Tx, st *Stats) (anyUnknown bool) 
 				fallthrough
 			default: // Running here
 				tx.MarkSeen(c)
+				s.noteHealth(tx, c, r)
+				if !running && s.endedUnhealthy(tx, c, v, r) {
+					continue
+				}
 				if !running && r.Signal != "" && s.endedBySignal(tx, c, v, r) {
 					s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
 					s.blockedStart[r.ID] = struct{}{}

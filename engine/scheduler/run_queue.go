@@ -213,7 +213,8 @@ func (s *Scheduler) startOn(ps *passState, c *queue.Container, i int) {
 	ps.position-- // running, so it holds no place in the queue
 	s.starts = append(s.starts, startAction{inst: sl.view.ID, spec: runner.Spec{
 		ID: c.ID, Command: c.Command, Env: c.Env, Image: c.Image,
-		MaxRunTime: time.Duration(c.Scheduling.MaxRunTime),
+		MaxRunTime:  time.Duration(c.Scheduling.MaxRunTime),
+		HealthCheck: c.HealthCheck.Runner(),
 	}})
 }
 
