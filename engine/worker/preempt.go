@@ -9,11 +9,10 @@ import (
 
 // Preemptible instances (docs/design.md §6, Spot): the provider may take
 // one back at any time. Either its driver says so in a listing
-// (cloud.Interruptible), and the pool writes its containers off and
-// destroys it, or it simply vanishes from the listing. Its containers are
-// then requeued without spending an attempt: the interruption was not
-// their failure. A container there is certainly ended: the provider
-// reclaims the whole machine.
+// (cloud.Interruptible), and the pool destroys it, or it simply vanishes
+// from the listing. Once it is destroyed or gone, its containers are
+// requeued without spending an attempt: the interruption was not their
+// failure. Not before: until then they may still run there.
 
 // preemption is a removed instance the provider took back.
 type preemption struct {
@@ -27,8 +26,10 @@ type preemption struct {
 const preemptedKeep = time.Hour
 
 // checkInterruptedLocked acts on a listed instance whose driver reports an
-// interruption: its containers are written off (requeued without an
-// attempt spent) and it is shut down, hold or not.
+// interruption: it is shut down, hold or not, and once its destroy is
+// accepted (the provider ended it: its containers are certainly gone, so
+// none runs twice) its containers are written off with the interruption
+// as the reason, to be requeued without an attempt spent.
 func (p *Pool) checkInterruptedLocked(w *instance, now time.Time) {
 	if w.v.Preempted {
 		return
@@ -41,10 +42,20 @@ func (p *Pool) checkInterruptedLocked(w *instance, now time.Time) {
 		why = "interrupted"
 	}
 	w.v.Preempted = true
-	w.v.ContainersLost = "instance " + string(w.v.ID) + " was interrupted (spot): " + why
-	p.eventLocked(now, w.v.ID, EventPreempted, w.v.ContainersLost, slog.LevelWarn)
+	text := "instance " + string(w.v.ID) + " was interrupted (spot): " + why
+	p.rememberPreemptedLocked(w.v.ID, text, now)
+	p.eventLocked(now, w.v.ID, EventPreempted, text, slog.LevelWarn)
 	p.notifyLocked()
 	w.shutdown(now, "spot interruption: "+why)
+}
+
+// preemptedLostLocked is ContainersLost for a preempted instance whose
+// destroy was accepted.
+func (p *Pool) preemptedLostLocked(w *instance) string {
+	if e, ok := p.preempted[w.v.ID]; ok {
+		return e.why
+	}
+	return "instance " + string(w.v.ID) + " was interrupted (spot)"
 }
 
 // vanishedPreemptedLocked is called for an instance about to be removed
@@ -53,7 +64,7 @@ func (p *Pool) checkInterruptedLocked(w *instance, now time.Time) {
 // vanished while it may hold containers) it remembers why for
 // PreemptedInstance and reports true, after emitting the event.
 func (p *Pool) vanishedPreemptedLocked(w *instance, now time.Time) bool {
-	why := w.v.ContainersLost
+	why := p.preemptedLostLocked(w)
 	if !w.v.Preempted {
 		if !w.itype.Preemptible || w.v.State == StateShutdown || !w.mayHoldContainers() {
 			return false
@@ -63,16 +74,22 @@ func (p *Pool) vanishedPreemptedLocked(w *instance, now time.Time) bool {
 	} else {
 		p.eventLocked(now, w.v.ID, EventState, "gone after a spot interruption", slog.LevelInfo)
 	}
+	p.rememberPreemptedLocked(w.v.ID, why, now)
+	return true
+}
+
+// rememberPreemptedLocked records why the provider took id back, dropping
+// what is older than preemptedKeep.
+func (p *Pool) rememberPreemptedLocked(id cloud.InstanceID, why string, now time.Time) {
 	if p.preempted == nil {
 		p.preempted = map[cloud.InstanceID]preemption{}
 	}
-	for id, e := range p.preempted {
+	for old, e := range p.preempted {
 		if now.Sub(e.at) > preemptedKeep {
-			delete(p.preempted, id)
+			delete(p.preempted, old)
 		}
 	}
-	p.preempted[w.v.ID] = preemption{why: why, at: now}
-	return true
+	p.preempted[id] = preemption{why: why, at: now}
 }
 
 // PreemptedInstance says why the provider took back id, an instance no
