@@ -86,7 +86,7 @@ func (c *ctr) healthAt(t time.Time) *runner.Health {
 	case h.pass:
 		out.State = runner.HealthHealthy
 	case n >= h.hc.Retries:
-		out.State, out.Failures = runner.HealthUnhealthy, n
+		out.State, out.Failures, out.Killed = runner.HealthUnhealthy, n, true
 	default:
 		out.Failures = n
 	}

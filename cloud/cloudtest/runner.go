@@ -181,7 +181,7 @@ func (c *ctr) status(now time.Time) (st runner.Status, gone bool) {
 			st.Signal = c.killSignal
 		}
 		if unhealthy {
-			st.Signal, st.EndReason = uSig, runner.EndUnhealthy
+			st.Signal = uSig
 		}
 		if !c.unrecorded {
 			st.FinishedAt = at

@@ -47,7 +47,7 @@ const (
 	HealthUnhealthy = "unhealthy" // Retries checks failed in a row: killed
 )
 
-// EndUnhealthy is Status.EndReason for a container the runner killed
+// EndUnhealthy is Status.EndReason() for a container the runner killed
 // because its health check failed Retries times in a row.
 const EndUnhealthy = "unhealthy"
 
@@ -64,6 +64,10 @@ type Health struct {
 	// LastOutput is the end of the last check's output (stdout, then
 	// stderr), at most MaxHealthOutput bytes.
 	LastOutput string `json:"last_output,omitempty"`
+	// Killed: Retries checks failed in a row and the runner killed (or is
+	// killing) the container for it; once it has exited, its EndReason()
+	// is EndUnhealthy.
+	Killed bool `json:"killed,omitempty"`
 }
 
 // MaxHealthOutput bounds Health.LastOutput: it is a snippet for people,

@@ -55,12 +55,19 @@ type Status struct {
 	// the runner does not know. Runners before this field never set it.
 	Signal string `json:"signal,omitempty"`
 	// Health is the state of the container's health check; nil when it
-	// has none (and from runners before this field).
+	// has none (and from runners before this field). One pointer: every
+	// pass copies the statuses of every runner's list.
 	Health *Health `json:"health,omitempty"`
-	// EndReason says why the runner itself ended the command:
-	// EndUnhealthy, or "" (it exited by itself, or was signalled by
-	// someone else: see Signal).
-	EndReason string `json:"end_reason,omitempty"`
+}
+
+// EndReason says why the runner itself ended an exited command:
+// EndUnhealthy when its health check killed it, else "" (it exited by
+// itself, or was signalled by someone else: see Signal).
+func (s *Status) EndReason() string {
+	if s.State == StateExited && s.Health != nil && s.Health.Killed {
+		return EndUnhealthy
+	}
+	return ""
 }
 
 // ValidID reports whether id matches [A-Za-z0-9_.-]{1,128} and is not "."

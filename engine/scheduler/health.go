@@ -20,7 +20,7 @@ func (s *Scheduler) noteHealth(tx *queue.Tx, c *queue.Container, r *runner.Statu
 // its health check: a failure, retried under on-failure while attempts
 // remain, else Cancelled UNHEALTHY. It reports whether r was such an end.
 func (s *Scheduler) endedUnhealthy(tx *queue.Tx, c *queue.Container, v *worker.InstanceView, r *runner.Status) bool {
-	if r.EndReason != runner.EndUnhealthy {
+	if r.EndReason() != runner.EndUnhealthy {
 		return false
 	}
 	why := "unhealthy"

@@ -45,7 +45,7 @@ const (
 type healthRecord struct {
 	Health runner.Health `json:"health"`
 	// Killed: the runner killed the container for failing its checks,
-	// so its exit is reported with EndReason unhealthy.
+	// so its exit's EndReason() is unhealthy (copied to Health.Killed).
 	Killed bool `json:"killed,omitempty"`
 }
 
@@ -318,15 +318,13 @@ func (a *agent) startHealth(root string, c *supervised, grace time.Duration, dev
 }
 
 // addHealth fills st's health from the container's health file when its
-// pid record says it has a health check, and EndReason when the checker
+// pid record says it has a health check, with Killed when the checker
 // killed it.
 func addHealth(dir string, pr pidRecord, st *runner.Status) {
 	if !pr.health {
 		return
 	}
 	rec := readHealth(dir)
+	rec.Health.Killed = rec.Killed
 	st.Health = &rec.Health
-	if rec.Killed && st.State == runner.StateExited {
-		st.EndReason = runner.EndUnhealthy
-	}
 }

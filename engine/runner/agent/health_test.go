@@ -261,7 +261,7 @@ func TestHealthCheckEndToEnd(t *testing.T) {
 	h.start(runner.Spec{ID: "plain", Command: []string{"/bin/sleep", "60"}})
 
 	st := h.waitState("sick", runner.StateExited)
-	if st.EndReason != runner.EndUnhealthy || st.Signal != runner.SignalTerm || st.Health == nil ||
+	if st.EndReason() != runner.EndUnhealthy || st.Signal != runner.SignalTerm || st.Health == nil ||
 		st.Health.State != runner.HealthUnhealthy || st.Health.Failures != 2 || st.Health.LastResult != "exit status 1" || st.Health.LastOutput != "not ready" {
 		t.Fatalf("sick: %+v health %+v", st, st.Health)
 	}
@@ -269,7 +269,7 @@ func TestHealthCheckEndToEnd(t *testing.T) {
 		st, ok := h.status("well")
 		return ok && st.State == runner.StateRunning && st.Health != nil && st.Health.State == runner.HealthHealthy && !st.Health.LastCheck.IsZero()
 	})
-	if st, _ := h.status("plain"); st.Health != nil || st.EndReason != "" {
+	if st, _ := h.status("plain"); st.Health != nil || st.EndReason() != "" {
 		t.Fatalf("plain: %+v", st)
 	}
 	// Killed by the dispatcher: no end reason of the runner's own.
@@ -277,7 +277,7 @@ func TestHealthCheckEndToEnd(t *testing.T) {
 		t.Fatalf("kill: %s", errs)
 	}
 	st = h.waitState("well", runner.StateExited)
-	if st.EndReason != "" || st.Health == nil || st.Health.State != runner.HealthHealthy {
+	if st.EndReason() != "" || st.Health == nil || st.Health.State != runner.HealthHealthy {
 		t.Fatalf("well after kill: %+v health %+v", st, st.Health)
 	}
 	// Forgotten and started again under the same id: the old health is gone.

@@ -7,8 +7,8 @@ import (
 	"dispatch-tui/engine/runner"
 )
 
-// healthCases are the cases of runner.HealthCheck and Status.Health and
-// EndReason; Run runs them after cases.
+// healthCases are the cases of runner.HealthCheck, Status.Health and
+// EndReason(); Run runs them after cases.
 var healthCases = []struct {
 	name string
 	run  func(e *env)
@@ -18,7 +18,7 @@ var healthCases = []struct {
 			HealthCheck: &runner.HealthCheck{Command: e.tg.Command(Program{Exit: 1}), Interval: 200 * time.Millisecond, Timeout: 200 * time.Millisecond, Retries: 2}})
 		st := e.waitState("sick", runner.StateExited)
 		h := st.Health
-		if st.EndReason != runner.EndUnhealthy || st.Signal != runner.SignalTerm || st.ExitCode != exitTerm ||
+		if st.EndReason() != runner.EndUnhealthy || st.Signal != runner.SignalTerm || st.ExitCode != exitTerm ||
 			h == nil || h.State != runner.HealthUnhealthy || h.Failures != 2 || h.LastResult == "" || h.LastCheck.IsZero() {
 			e.t.Fatalf("status %+v, health %+v; want ended unhealthy by TERM after 2 failures", st, h)
 		}
@@ -41,7 +41,7 @@ var healthCases = []struct {
 			e.t.Fatalf("a container without a health check reports health %+v", p.Health)
 		}
 		e.wantExit("kill", e.client().Kill(e.ctx, "well", runner.SignalTerm), 0, "")
-		if st := e.waitState("well", runner.StateExited); st.EndReason != "" || st.Signal != runner.SignalTerm {
+		if st := e.waitState("well", runner.StateExited); st.EndReason() != "" || st.Signal != runner.SignalTerm {
 			e.t.Fatalf("killed by the dispatcher: %+v", st)
 		}
 		e.wantExit("kill", e.client().Kill(e.ctx, "plain", runner.SignalKill), 0, "")
