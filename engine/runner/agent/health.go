@@ -65,6 +65,9 @@ type healthDeps struct {
 	check func(timeout time.Duration) checkResult
 	// alive reports whether the container's command still runs.
 	alive func() bool
+	// ended is closed once the container has ended (nil: never), so that
+	// the checker exits then, not up to an interval later.
+	ended <-chan struct{}
 	// signal sends sig to the container's process group.
 	signal func(sig syscall.Signal)
 	// record writes the health file.
@@ -80,7 +83,11 @@ func healthLoop(hc runner.HealthCheck, d healthDeps) {
 	rec := healthRecord{Health: runner.Health{State: runner.HealthStarting}}
 	d.record(rec)
 	for {
-		<-d.after(hc.Interval)
+		select {
+		case <-d.after(hc.Interval):
+		case <-d.ended:
+			return
+		}
 		if !d.alive() {
 			return
 		}
@@ -138,11 +145,33 @@ func (a *agent) health(args []string, stdin io.Reader) int {
 		cur, err := readPIDRecord(dir)
 		return err == nil && cur.pid == pr.pid && cur.start == pr.start
 	}
+	isAlive := func() bool { return alive(pr.pid, pr.start) && mine() }
+	// The container is no child of ours: look every second whether it
+	// ended, so that no checker outlives its container by an interval.
+	ended := make(chan struct{})
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if !isAlive() {
+					close(ended)
+					return
+				}
+			}
+		}
+	}()
 	healthLoop(*spec.HealthCheck, healthDeps{
 		now:   a.env.Now,
 		after: time.After,
 		check: func(timeout time.Duration) checkResult { return runCheck(argv, env, wd, timeout) },
-		alive: func() bool { return alive(pr.pid, pr.start) && mine() },
+		alive: isAlive,
+		ended: ended,
 		signal: func(sig syscall.Signal) {
 			if pr.pid > 1 && alive(pr.pid, pr.start) {
 				syscall.Kill(-pr.pid, sig)

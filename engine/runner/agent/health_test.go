@@ -28,6 +28,7 @@ type loopRig struct {
 	signals []syscall.Signal
 	records []healthRecord
 	done    chan struct{}
+	ended   chan struct{}
 	// The loop's wait the test has taken and not yet released.
 	pending    time.Duration
 	hasPending bool
@@ -35,7 +36,7 @@ type loopRig struct {
 
 func newLoopRig(t *testing.T, hc runner.HealthCheck, results ...checkResult) *loopRig {
 	r := &loopRig{t: t, now: time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC),
-		waits: make(chan time.Duration), release: make(chan time.Time), results: results, done: make(chan struct{})}
+		waits: make(chan time.Duration), release: make(chan time.Time), results: results, done: make(chan struct{}), ended: make(chan struct{})}
 	go func() {
 		defer close(r.done)
 		healthLoop(hc, healthDeps{
@@ -55,6 +56,7 @@ func newLoopRig(t *testing.T, hc runner.HealthCheck, results ...checkResult) *lo
 				return res
 			},
 			alive: func() bool { r.mu.Lock(); defer r.mu.Unlock(); return !r.dead },
+			ended: r.ended,
 			signal: func(sig syscall.Signal) {
 				r.mu.Lock()
 				defer r.mu.Unlock()
@@ -190,6 +192,22 @@ func TestHealthLoop(t *testing.T) {
 		r.finish()
 		if len(r.signals) != 1 {
 			t.Fatalf("signals %v, want TERM only", r.signals)
+		}
+	})
+
+	t.Run("the checker ends with its container, not an interval later", func(t *testing.T) {
+		r := newLoopRig(t, hc, pass)
+		r.step(hc.Interval)
+		if !r.settle() {
+			t.Fatal("loop ended early")
+		}
+		r.mu.Lock()
+		r.dead = true
+		r.mu.Unlock()
+		close(r.ended) // the wait in progress is not released
+		<-r.done
+		if r.checks != 1 || len(r.signals) != 0 {
+			t.Fatalf("%d checks, signals %v", r.checks, r.signals)
 		}
 	})
 
