@@ -151,3 +151,30 @@ func TestOnDemandInstanceVanishingSpendsTheAttempt(t *testing.T) {
 		t.Fatalf("reason %s %q, want MAX_ATTEMPTS", c.ReasonCode, c.Reason)
 	}
 }
+
+// A hold keeps the pool from shutting an instance down, not the provider
+// from taking it back: an interrupted held instance goes, its container is
+// requeued without an attempt spent, and the instance's view says
+// preempted meanwhile.
+func TestSpotInterruptionOfAHeldInstance(t *testing.T) {
+	h := newHarness(t, spotConfig(t), cloudtest.Options{})
+	id := h.submit(-1, 0, preemptible(true), maxAttempts(1))
+	inst := h.runningOn(id, 30)
+	if _, err := h.eng.HoldInstance(inst, "test", "keep"); err != nil {
+		t.Fatal(err)
+	}
+	h.cloud.Interrupt(cloud.InstanceID(inst), "capacity-rebalance")
+	h.until(inst+" preempted", 20, func() bool {
+		v, ok := h.eng.Instance(inst)
+		return ok && v.Preempted && v.State == worker.StateShutdown
+	})
+	h.until(id+" requeued", 30, func() bool { return h.container(id).InstanceID != inst })
+	if c := h.container(id); c.Attempts != 0 || c.State == queue.Cancelled {
+		t.Fatalf("%s after %d attempts (%q), want requeued with none spent", c.State, c.Attempts, c.Reason)
+	}
+	if ev := h.eventsOf(id); !strings.Contains(ev, "instance "+inst+" was interrupted (spot): capacity-rebalance") {
+		t.Fatalf("events: %s", ev)
+	}
+	h.until("interrupted instance gone", 30, func() bool { return !slices.Contains(h.live(), cloud.InstanceID(inst)) })
+	h.runningOn(id, 60)
+}
