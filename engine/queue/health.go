@@ -51,18 +51,6 @@ func (h *HealthCheck) clone() *HealthCheck {
 	return &c
 }
 
-// copyBool returns a copy of *b, or nil.
-func copyBool(b *bool) *bool {
-	if b == nil {
-		return nil
-	}
-	v := *b
-	return &v
-}
-
-// IsPreemptible reports whether a container may run on preemptible types.
-func (s *Scheduling) IsPreemptible() bool { return s.Preemptible != nil && *s.Preemptible }
-
 // SetHealth records what a runner reports of c's health check (in memory:
 // see Container.Health). It reports whether the state changed, and records
 // an event when it did.
@@ -112,27 +100,5 @@ func (tx *Tx) FinishUnhealthy(c *Container, exitCode int, finishedAt time.Time, 
 		return err
 	}
 	c.FinishedAt = finishedAt.UTC()
-	return nil
-}
-
-// RequeuePreempted returns a Running container whose preemptible instance
-// the provider took back to the queue without spending an attempt: the
-// interruption was no fault of the container's.
-func (tx *Tx) RequeuePreempted(c *Container, why string) error {
-	if c.State != Running {
-		return &TransitionError{ID: c.ID, From: c.State, To: Queued}
-	}
-	if c.KillRequested {
-		return tx.Cancel(c, ReasonKilled, c.KillReason)
-	}
-	c.Attempts--
-	c.Reason, c.ReasonCode = why, ReasonPreempted
-	if err := tx.move(c, Queued, why); err != nil {
-		c.Attempts++
-		return err
-	}
-	c.RunnerSeen = false
-	c.InstanceID, c.InstanceType = "", ""
-	c.LockedAt = time.Time{}
 	return nil
 }
