@@ -178,3 +178,20 @@ func TestSpotInterruptionOfAHeldInstance(t *testing.T) {
 	h.until("interrupted instance gone", 30, func() bool { return !slices.Contains(h.live(), cloud.InstanceID(inst)) })
 	h.runningOn(id, 60)
 }
+
+// An idle preemptible instance that vanishes held no container: it is
+// an ordinary disappearance, not remembered as preempted.
+func TestIdleSpotInstanceVanishingIsNoPreemption(t *testing.T) {
+	h := newHarness(t, spotConfig(t), cloudtest.Options{})
+	inst := idleInstance(h, preemptible(true))
+	h.cloud.Vanish(cloud.InstanceID(inst))
+	h.until(inst+" removed", 30, func() bool { _, ok := h.eng.Instance(inst); return !ok })
+	h.step(1) // the pool's events reach the log at the next step
+	ev := h.eventsOf(inst)
+	if strings.Contains(ev, worker.EventPreempted) || !strings.Contains(ev, worker.EventDisappeared) {
+		t.Fatalf("events of %s: %s", inst, ev)
+	}
+	if why := h.eng.pool.PreemptedInstance(cloud.InstanceID(inst)); why != "" {
+		t.Fatalf("remembered as preempted: %q", why)
+	}
+}
