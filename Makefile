@@ -64,7 +64,8 @@ soak:
 FUZZMIN     ?= 5s
 FUZZ_TARGETS := engine/config:FuzzParse engine/config:FuzzParseSize engine/config:FuzzParseDuration \
 	engine/runner:FuzzParseArgs engine/runner:FuzzParseList engine/runner/agent:FuzzServe engine/runner:FuzzBatchReplies \
-	engine/api:FuzzDecodeSpec engine/api:FuzzListQuery engine/runner/agent:FuzzValidateSpec engine/termsafe:FuzzEscape
+	engine/api:FuzzDecodeSpec engine/api:FuzzListQuery engine/runner/agent:FuzzValidateSpec engine/termsafe:FuzzEscape \
+	engine/runner:FuzzValidateHealthCheck
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "== $${t#*:} (./$${t%%:*}), $(FUZZTIME)"; \

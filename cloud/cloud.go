@@ -86,6 +86,27 @@ func DestroyNeedsReach(inst Instance) bool {
 	return ok && r.DestroyNeedsReach()
 }
 
+// Interruptible is implemented by instances the provider may take back
+// (spot or preemptible capacity). The pool asks the instances each listing
+// returns: one that reports an interruption (announced or under way) has
+// its containers requeued at once, without spending their attempts, and is
+// destroyed. why is the provider's word for people ("spot capacity
+// reclaimed", "Server.SpotInstanceTermination"). An instance of a
+// preemptible type that vanishes from the listing is taken as interrupted
+// too, whether or not its driver implements this.
+type Interruptible interface {
+	Interrupted() (why string, ok bool)
+}
+
+// Interrupted reports whether inst says it is being taken back by its
+// provider (see Interruptible), and why.
+func Interrupted(inst Instance) (why string, ok bool) {
+	if i, is := inst.(Interruptible); is {
+		return i.Interrupted()
+	}
+	return "", false
+}
+
 // InstanceSet is a provider's collection of instances.
 type InstanceSet interface {
 	// Create starts a new instance of the given type with the given tags.

@@ -103,6 +103,7 @@ func New(opts Options) (*Engine, error) {
 	q, err := queue.Open(queue.Options{
 		Path: opts.StorePath, Clock: opts.Clock,
 		DefaultMaxAttempts: opts.Config.Containers.MaxAttempts,
+		DefaultPreemptible: opts.Config.Containers.AlwaysUsePreemptible,
 		EventRetention:     opts.Config.Dispatcher.EventRetention,
 		KeepFinished:       opts.Config.Containers.KeepFinished,
 	})

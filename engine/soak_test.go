@@ -51,6 +51,7 @@ func chaosSoak(t *testing.T, seed int64) {
 	cfg.Cloud.TimeoutShutdown = 30 * time.Second
 	cfg.Cloud.SyncInterval = 10 * time.Second
 	cfg.Cloud.ProbeInterval = 2 * time.Second
+	cfg.InstanceTypes = addSoakSpotType(cfg.InstanceTypes)
 	h := newHarness(t, cfg, cloudtest.Options{
 		Seed:               seed,
 		CreateErrorRate:    0.20,
@@ -66,6 +67,7 @@ func chaosSoak(t *testing.T, seed int64) {
 		VanishWithin:       2 * time.Minute,
 		LostReplyRate:      0.01,
 		LostRequestRate:    0.01,
+		SpotInterruptRate:  soakSpotInterruptRate,
 	})
 	rng := rand.New(rand.NewPCG(uint64(seed), 9))
 	n := *soakContainers
@@ -97,6 +99,7 @@ func chaosSoak(t *testing.T, seed int64) {
 			if rng.IntN(5) == 0 {
 				spec.RestartPolicy = queue.RestartOnFailure
 			}
+			soakSpotSpec(rng, &spec)
 			c, err := h.eng.Submit(spec, "soak")
 			if err != nil {
 				t.Fatal(err)
@@ -113,7 +116,7 @@ func chaosSoak(t *testing.T, seed int64) {
 		}
 		evs, _ := h.eng.Events(0, 1<<30)
 		for _, e := range evs {
-			if e.Target == held && e.Kind == worker.EventShutdown {
+			if e.Target == held && e.Kind == worker.EventShutdown && !isSpotShutdown(e.Reason) {
 				return true
 			}
 		}
@@ -135,6 +138,7 @@ func chaosSoak(t *testing.T, seed int64) {
 		if live == cfg.Dispatcher.MaxInstances {
 			atMax++
 		}
+		checkSoakSpotPlacement(t, h, step)
 	}
 	allFinal := func() bool {
 		if submitted < n {
@@ -201,6 +205,7 @@ func chaosSoak(t *testing.T, seed int64) {
 	}
 	byState := map[queue.State]int{}
 	overcounted := 0
+	preempted := soakPreemptions(h) // runs that spent no attempt
 	for _, id := range ids {
 		c := h.container(id)
 		byState[c.State]++
@@ -208,7 +213,7 @@ func chaosSoak(t *testing.T, seed int64) {
 		// may count a run that never happened when its instance vanished
 		// or was shut down before any runner listing showed it, or when
 		// its start call failed after the request may have been sent.
-		if runs := h.cloud.StartCount(id); runs > c.Attempts {
+		if runs := h.cloud.StartCount(id) - preempted[id]; runs > c.Attempts {
 			t.Fatalf("container %s ran %d times but records %d attempts; runs: %q; events:%s", id, runs, c.Attempts, h.cloud.Starts(id), h.eventsOf(id))
 		} else if runs < c.Attempts {
 			overcounted++
@@ -234,6 +239,7 @@ func chaosSoak(t *testing.T, seed int64) {
 		n, byState, step, time.Duration(step)*time.Second, time.Since(start).Round(time.Millisecond),
 		st.Creates, injected, st.QuotaErrors, st.CapacityErrors, st.Created, st.Destroys, st.DestroyErrors, st.RateLimited,
 		st.Vanished, 100*float64(st.Vanished)/float64(max(st.Created, 1)), st.Crashed, st.Starts, st.LostReplies, st.LostRequests, atMax, drainSteps, overcounted)
+	t.Logf("soak spot: %d interruptions, %d containers requeued by one", st.Interrupted, len(preempted))
 	if byState[queue.Complete]+byState[queue.Cancelled] != n {
 		t.Fatalf("final states %v do not add up to %d", byState, n)
 	}
@@ -243,6 +249,10 @@ func chaosSoak(t *testing.T, seed int64) {
 		"destroy errors": st.DestroyErrors, "rate limits": st.RateLimited, "vanished instances": st.Vanished,
 		"runner crashes": st.Crashed, "lost replies": st.LostReplies, "lost requests": st.LostRequests,
 		"steps at max_instances": atMax,
+
+		// Preemptible containers (soak_spot_test.go).
+		"spot interruptions":                         st.Interrupted,
+		"containers requeued by a spot interruption": len(preempted),
 	} {
 		if count == 0 {
 			t.Errorf("the soak met no %s", what)

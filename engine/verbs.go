@@ -22,10 +22,10 @@ func (e *NoFitError) Error() string {
 	return "no instance type fits: " + e.Why + " (types: " + strings.Join(e.Types, ", ") + ")"
 }
 
-// checkFits returns a *NoFitError when no configured type can hold c, and
-// nil when one can.
-func (e *Engine) checkFits(c queue.Constraints) error {
-	ok, why := e.sched.Fits(c)
+// checkFits returns a *NoFitError when no configured type can hold a
+// container of spec, and nil when one can.
+func (e *Engine) checkFits(spec *queue.Spec) error {
+	ok, why := e.sched.FitsPreemptible(spec.RuntimeConstraints, e.preemptible(spec))
 	if ok {
 		return nil
 	}
@@ -37,13 +37,22 @@ func (e *Engine) checkFits(c queue.Constraints) error {
 	return &NoFitError{Why: why, Types: names}
 }
 
+// preemptible is what spec's scheduling.preemptible is once submitted:
+// its own value, else [containers] always_use_preemptible.
+func (e *Engine) preemptible(spec *queue.Spec) bool {
+	if p := spec.Scheduling.Preemptible; p != nil {
+		return *p
+	}
+	return e.cfg.Containers.AlwaysUsePreemptible
+}
+
 // Submit validates and stores a new container. A container no configured
 // type can hold is refused with *NoFitError and nothing is stored.
 func (e *Engine) Submit(spec queue.Spec, actor string) (queue.Container, error) {
 	if err := spec.Validate(); err != nil {
 		return queue.Container{}, err
 	}
-	if err := e.checkFits(spec.RuntimeConstraints); err != nil {
+	if err := e.checkFits(&spec); err != nil {
 		return queue.Container{}, err
 	}
 	c, err := e.queue.Submit(spec, actor)
@@ -61,7 +70,7 @@ func (e *Engine) SubmitBatch(specs []queue.Spec, actor string) ([]queue.Containe
 		if err := specs[i].Validate(); err != nil {
 			return nil, fmt.Errorf("container %d: %w", i, err)
 		}
-		if err := e.checkFits(specs[i].RuntimeConstraints); err != nil {
+		if err := e.checkFits(&specs[i]); err != nil {
 			return nil, fmt.Errorf("container %d: %w", i, err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/worker"
 	"dispatch-tui/tui/backend"
 	"dispatch-tui/tui/table"
@@ -251,13 +252,19 @@ func TestContainerSchedulingFields(t *testing.T) {
 	size(m, 120, 40)
 	s := fakeSnapshot(1, 3)
 	s.Containers[1].Scheduling.Labels = map[string]string{"team": "ml", "env": "prod"}
-	s.Containers[1].Scheduling.Preemptible = true
+	yes := true
+	s.Containers[1].Scheduling.Preemptible = &yes
+	s.Containers[1].HealthCheck = &queue.HealthCheck{Command: []string{"curl", "-fs", "localhost/health"},
+		Interval: queue.Duration(10 * time.Second), Timeout: queue.Duration(2 * time.Second), Retries: 3}
+	s.Containers[1].Health = &runner.Health{State: "unhealthy", Failures: 2, LastResult: "exit status 7", LastOutput: "connection refused"}
 	load(t, m, fb, s)
 	press(m, "2")
 	m.table().SetCursor("c-000001")
 	press(m, "enter")
 	got := plain(m)
-	for _, want := range []string{"labels:        env=prod team=ml", "preemptible:   yes"} {
+	for _, want := range []string{"labels:        env=prod team=ml", "preemptible:   yes",
+		"health check:  curl -fs localhost/health  every 10s, timeout 2s, 3 retries: unhealthy, 2 failures, last: exit status 7",
+		"health output: connection refused"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("details lack %q:\n%s", want, got)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/termsafe"
 	"dispatch-tui/engine/worker"
 	"dispatch-tui/tui/backend"
@@ -437,9 +438,8 @@ func (m *Model) instanceEvents(d *detailText, id string) {
 	}
 }
 
-// schedulingLines shows a container's scheduling fields: labels and
-// preemptible now; supervisor and the health check once the spec has them
-// (see the TODO: they land with issue #15).
+// schedulingLines shows a container's scheduling fields and its health
+// check with the runner's last word on it.
 func schedulingLines(d *detailText, c *queue.Container) {
 	labels := make([]string, 0, len(c.Scheduling.Labels))
 	for k, v := range c.Scheduling.Labels {
@@ -447,18 +447,36 @@ func schedulingLines(d *detailText, c *queue.Container) {
 	}
 	slices.SortFunc(labels, cmp.Compare[string])
 	d.kv("labels", or(strings.Join(labels, " "), "-"))
-	d.kv("preemptible", yesNo(c.Scheduling.Preemptible))
+	d.kv("preemptible", yesNo(c.Scheduling.Preemptible != nil && *c.Scheduling.Preemptible))
 	if c.Scheduling.MaxRunTime > 0 {
 		d.kv("max run time", time.Duration(c.Scheduling.MaxRunTime).String())
 	}
-	// #15: once queue.Scheduling has Supervisor (bool) and the spec has
-	// HealthCheck{Command, Interval, Timeout, Retries} with a health
-	// status, add here:
-	//   d.kv("supervisor", yesNo(c.Scheduling.Supervisor))
-	//   if hc := c.HealthCheck; hc != nil {
-	//       d.kv("health check", healthCheckText(hc.Command, time.Duration(hc.Interval),
-	//           time.Duration(hc.Timeout), hc.Retries, <health status>))
-	//   }
+	if hc := c.HealthCheck; hc != nil {
+		d.kv("health check", healthCheckText(hc.Command, time.Duration(hc.Interval),
+			time.Duration(hc.Timeout), hc.Retries, healthStatus(c.Health)))
+		if h := c.Health; h != nil && h.LastOutput != "" {
+			d.kv("health output", h.LastOutput)
+		}
+	}
+}
+
+// healthStatus is the runner's health report in a few words:
+// "unhealthy, 3 failures, last: exit status 1".
+func healthStatus(h *runner.Health) string {
+	if h == nil {
+		return ""
+	}
+	s := h.State
+	if h.Failures > 0 {
+		s += ", " + strconv.Itoa(h.Failures) + " failures"
+	}
+	if h.LastResult != "" {
+		s += ", last: " + h.LastResult
+	}
+	if h.Killed {
+		s += " (killed for it)"
+	}
+	return s
 }
 
 // healthCheckText renders a container's health check and its state:

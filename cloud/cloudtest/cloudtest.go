@@ -78,6 +78,10 @@ type Options struct {
 	// LostRequestRate is the fraction of runner calls whose connection
 	// drops before they run, with the same error as a lost reply.
 	LostRequestRate float64
+	// SpotInterruptRate: on every successful Instances() call, each live
+	// instance of a preemptible type is interrupted with this probability
+	// (see Interrupt).
+	SpotInterruptRate float64
 	// RunnerHash is the hash "runner version" reports ("cloudtest-runner
 	// <RunnerHash>") for a runner path that was not installed through the
 	// executor. Default "0". After runner.InstallLine(path) ran with the
@@ -117,6 +121,7 @@ type Stats struct {
 	Created      int // instances created
 	Destroyed    int // instances destroyed by a successful Destroy
 	Vanished     int // instances that vanished (VanishRate or Vanish)
+	Interrupted  int // instances interrupted (SpotInterruptRate or Interrupt)
 	Installs     int // runner install lines executed
 	Crashed      int // containers that vanished from a runner's list (RunnerCrashRate or CrashRunner)
 	LostReplies  int // runner calls that ran but whose reply was lost (LostReplyRate)
@@ -132,6 +137,7 @@ const (
 	streamCrash
 	streamVanish
 	streamLost // lost requests and replies
+	streamSpot // spot interruptions (spot.go)
 )
 
 // Driver is an in-memory cloud.InstanceSet. Use New.
@@ -148,6 +154,7 @@ type Driver struct {
 	runnerHash     string
 
 	rngCreate, rngDestroy, rngRateLimit, rngBroken, rngCrash, rngVanish, rngLost *rand.Rand
+	rngSpot                                                                      *rand.Rand
 
 	seq       int
 	pid       int
@@ -170,6 +177,8 @@ type instState struct {
 	destroyed    bool
 	vanished     bool
 	vanishAt     time.Time // zero: never (VanishFraction)
+	preemptible  bool      // of a preemptible type (spot.go)
+	interrupted  string    // why the provider takes it back; "" = not (spot.go)
 	containers   map[string]*ctr
 	installed    map[string]string // runner path -> sha256 hex of installed bytes
 }
@@ -207,6 +216,7 @@ func New(opts Options) *Driver {
 			VanishRate:            opts.VanishRate,
 			LostReplyRate:         opts.LostReplyRate,
 			LostRequestRate:       opts.LostRequestRate,
+			SpotInterruptRate:     opts.SpotInterruptRate,
 		},
 		rateLimitFor:   opts.RateLimitFor,
 		vanishFraction: opts.VanishFraction,
@@ -219,6 +229,7 @@ func New(opts Options) *Driver {
 		rngCrash:       stream(streamCrash),
 		rngVanish:      stream(streamVanish),
 		rngLost:        stream(streamLost),
+		rngSpot:        stream(streamSpot),
 		instances:      map[cloud.InstanceID]*instState{},
 		starts:         map[string][]string{},
 	}
@@ -327,6 +338,7 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 		broken:       roll(d.rngBroken, d.faults.BrokenRate),
 		containers:   map[string]*ctr{},
 		installed:    map[string]string{},
+		preemptible:  it.Preemptible,
 	}
 	if d.vanishDue += d.vanishFraction; d.vanishDue >= 1 {
 		d.vanishDue--
@@ -358,6 +370,7 @@ func (d *Driver) Instances(ctx context.Context, filter cloud.Tags) ([]cloud.Inst
 			d.vanish(s)
 			continue
 		}
+		d.maybeInterrupt(s)
 		if matches(s.tags, filter) {
 			out = append(out, d.handle(s))
 		}
@@ -389,7 +402,7 @@ func (d *Driver) vanish(s *instState) {
 }
 
 func (d *Driver) handle(s *instState) *instance {
-	return &instance{d: d, id: s.id, providerType: s.providerType, address: s.address, tags: s.tags.Clone()}
+	return &instance{d: d, id: s.id, providerType: s.providerType, address: s.address, tags: s.tags.Clone(), interrupted: s.interrupted}
 }
 
 // instance is the cloud.Instance handle the driver hands out. Its tags are a
@@ -400,6 +413,7 @@ type instance struct {
 	providerType string
 	address      string
 	tags         cloud.Tags // guarded by d.mu
+	interrupted  string     // as listed (spot.go)
 }
 
 var _ cloud.Instance = (*instance)(nil)
@@ -528,6 +542,10 @@ type Faults struct {
 	VanishRate       float64
 	LostReplyRate    float64
 	LostRequestRate  float64
+	// SpotInterruptRate: on every successful Instances() call, each live
+	// instance of a preemptible type is interrupted with this probability
+	// (spot.go).
+	SpotInterruptRate float64
 	// ForeignInstances are held by other users of the same account: they
 	// count against Quota and no listing shows them.
 	ForeignInstances int

@@ -99,6 +99,7 @@ type ctr struct {
 	unrecorded bool   // killed with its supervisor: exit -1, no finish time
 	crash      bool
 	crashAt    time.Time
+	health     *healthSim // nil: no health check (health.go)
 }
 
 // behaviour derives a command's runtime and exit code.
@@ -162,20 +163,32 @@ func (c *ctr) signal(now time.Time, sig string) {
 // lost it (crash while it was still running).
 func (c *ctr) status(now time.Time) (st runner.Status, gone bool) {
 	at, code, ok := c.exit()
+	uAt, uCode, uSig, unhealthy := c.unhealthyEnd()
+	if unhealthy && (!ok || uAt.Before(at)) {
+		at, code, ok = uAt, uCode, true
+	} else {
+		unhealthy = false
+	}
 	if c.crash && !now.Before(c.crashAt) && (!ok || at.After(c.crashAt)) {
 		return runner.Status{}, true
 	}
 	st = runner.Status{ID: c.spec.ID, PID: c.pid, State: runner.StateRunning, StartedAt: c.started}
+	end := now
 	if ok && !now.Before(at) {
+		end = at
 		st.State = runner.StateExited
 		st.ExitCode = code
 		if c.killed && !c.unrecorded {
 			st.Signal = c.killSignal
 		}
+		if unhealthy {
+			st.Signal = uSig
+		}
 		if !c.unrecorded {
 			st.FinishedAt = at
 		}
 	}
+	st.Health = c.healthAt(end)
 	return st, false
 }
 
@@ -448,6 +461,7 @@ func (d *Driver) start(s *instState, now time.Time, id string, stdin []byte) ([]
 		started:  now,
 		dur:      dur,
 		exitCode: code,
+		health:   newHealthSim(spec.HealthCheck),
 	}
 	for _, a := range spec.Command {
 		if a == IgnoreTerm {

@@ -155,6 +155,9 @@ type Containers struct {
 	// KeepFinished is how many Complete/Cancelled containers are kept,
 	// newest first (0 = all); older ones are dropped with their output.
 	KeepFinished int
+	// AlwaysUsePreemptible is the scheduling.preemptible of a container
+	// submitted without one (docs/design.md §5, Preemptible).
+	AlwaysUsePreemptible bool
 }
 
 // TUI is the [tui] section.

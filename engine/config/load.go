@@ -286,6 +286,8 @@ type rawContainers struct {
 	MaxAttempts  value `toml:"max_attempts"`
 	KillGrace    value `toml:"kill_grace"`
 	KeepFinished value `toml:"keep_finished"`
+
+	AlwaysUsePreemptible value `toml:"always_use_preemptible"`
 }
 
 type rawTUI struct {

@@ -92,7 +92,10 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 
 // Scheduling holds placement hints.
 type Scheduling struct {
-	Preemptible bool              `json:"preemptible"`
+	// Preemptible lets the container run on preemptible (spot) types. nil
+	// only in a spec: submit stores [containers] always_use_preemptible
+	// there, so a record says what was decided.
+	Preemptible *bool             `json:"preemptible"`
 	MaxRunTime  Duration          `json:"max_run_time"`
 	Labels      map[string]string `json:"labels,omitempty"`
 }
@@ -120,6 +123,12 @@ const (
 	// ReasonKilledExternally: its last attempt was ended by a signal this
 	// dispatcher did not send, and no attempts were left.
 	ReasonKilledExternally ReasonCode = "KILLED_EXTERNALLY"
+	// ReasonPreempted: its preemptible instance was interrupted or
+	// vanished; requeued without spending an attempt.
+	ReasonPreempted ReasonCode = "PREEMPTED"
+	// ReasonUnhealthy: the runner killed it after its health check failed
+	// retries times in a row (a failure for restart_policy on-failure).
+	ReasonUnhealthy ReasonCode = "UNHEALTHY"
 )
 
 // Pending is a compact pending reason set by every scheduler pass. It is
@@ -224,6 +233,15 @@ type Container struct {
 	LogsError string `json:"logs_error,omitempty"`
 	// Seq orders containers submitted in the same instant.
 	Seq uint64 `json:"seq"`
+
+	// HealthCheck is the command the runner runs beside the container
+	// (health.go); nil for none.
+	HealthCheck *HealthCheck `json:"health_check,omitempty"`
+	// Health is what its runner last reported of the health check. Only
+	// views carry it (from health below): it changes every interval, so
+	// it is kept in memory, not written to the store.
+	Health *runner.Health `json:"health,omitempty"`
+	health *runner.Health
 }
 
 // StartSent reports whether this process made, or is about to make, the
@@ -244,6 +262,14 @@ func (c *Container) View() Container {
 	if c.ExitCode != nil {
 		code := *c.ExitCode
 		v.ExitCode = &code
+	}
+	v.Scheduling.Preemptible = copyBool(c.Scheduling.Preemptible)
+	v.HealthCheck = c.HealthCheck.clone()
+	v.health = nil
+	v.Health = nil
+	if c.health != nil {
+		h := *c.health
+		v.Health = &h
 	}
 	if !c.State.Final() && c.pending.Code != ReasonNone {
 		v.Reason = c.pending.Text()
@@ -276,6 +302,7 @@ type Spec struct {
 	Priority           *int              `json:"priority,omitempty"` // nil = 1
 	MaxAttempts        int               `json:"max_attempts"`       // 0 = config default
 	RestartPolicy      string            `json:"restart_policy"`     // "" = never
+	HealthCheck        *HealthCheck      `json:"health_check,omitempty"`
 }
 
 // Validate checks a spec's own fields (not whether a type fits it). Errors
@@ -314,7 +341,8 @@ func (s *Spec) Validate() error {
 	}
 	// What the runner would refuse is refused here, with the runner's own
 	// checks: a container that could never start is never queued.
-	rs := runner.Spec{Command: s.Command, Env: s.Env, Image: s.Image, MaxRunTime: time.Duration(s.Scheduling.MaxRunTime)}
+	rs := runner.Spec{Command: s.Command, Env: s.Env, Image: s.Image, MaxRunTime: time.Duration(s.Scheduling.MaxRunTime),
+		HealthCheck: s.HealthCheck.Runner()}
 	if err := runner.ValidateContent(&rs); err != nil {
 		var se *runner.SpecError
 		if !errors.As(err, &se) {

@@ -79,7 +79,8 @@ func (e *env) reopen() *Queue {
 	return e.q
 }
 
-func intp(n int) *int { return &n }
+func intp(n int) *int    { return &n }
+func boolp(b bool) *bool { return &b }
 
 func spec(cmd ...string) Spec { return Spec{Command: cmd} }
 

@@ -59,6 +59,9 @@ type Options struct {
 	Path               string // bbolt file; its directory is created
 	Clock              clock.Clock
 	DefaultMaxAttempts int
+	// DefaultPreemptible is scheduling.preemptible for a spec without one
+	// ([containers] always_use_preemptible).
+	DefaultPreemptible bool
 	// EventsInMemory is how many recent events are kept for fast reads.
 	EventsInMemory int
 	// EventRetention is how many of the newest events the store keeps
@@ -361,6 +364,14 @@ func (q *Queue) newContainer(spec *Spec, now time.Time, seq uint64) *Container {
 	}
 	// The record must not share maps with the caller's spec.
 	c.Scheduling.Labels = copyMap(spec.Scheduling.Labels)
+	// The record says what was decided: preemptible or not, and the
+	// health check's effective settings.
+	pre := q.opts.DefaultPreemptible
+	if spec.Scheduling.Preemptible != nil {
+		pre = *spec.Scheduling.Preemptible
+	}
+	c.Scheduling.Preemptible = &pre
+	c.HealthCheck = spec.HealthCheck.withDefaults()
 	if c.Name == "" {
 		c.Name = c.ID
 	}

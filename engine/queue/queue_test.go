@@ -225,7 +225,7 @@ func persistenceFixture(t *testing.T, e *env) []string {
 			VCPUs: 4, RAM: 8 << 30, Scratch: 100 << 30, GPUs: 1,
 		},
 		Scheduling: Scheduling{
-			Preemptible: true, MaxRunTime: Duration(90 * time.Minute),
+			Preemptible: boolp(true), MaxRunTime: Duration(90 * time.Minute),
 			Labels: map[string]string{"team": "infra"},
 		},
 		Priority:      intp(9),

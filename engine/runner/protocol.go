@@ -37,6 +37,9 @@ type Spec struct {
 	Env        map[string]string `json:"env,omitempty"`
 	Image      string            `json:"image,omitempty"`
 	MaxRunTime time.Duration     `json:"max_run_time,omitempty"`
+	// HealthCheck, when set, is run beside the command (health.go).
+	// Runners before this field refuse a spec that has one.
+	HealthCheck *HealthCheck `json:"health_check,omitempty"`
 }
 
 // Status is one line of "runner list" output.
@@ -51,6 +54,20 @@ type Status struct {
 	// its number), "" when it exited by itself (even with code 128+n) or
 	// the runner does not know. Runners before this field never set it.
 	Signal string `json:"signal,omitempty"`
+	// Health is the state of the container's health check; nil when it
+	// has none (and from runners before this field). One pointer: every
+	// pass copies the statuses of every runner's list.
+	Health *Health `json:"health,omitempty"`
+}
+
+// EndReason says why the runner itself ended an exited command:
+// EndUnhealthy when its health check killed it, else "" (it exited by
+// itself, or was signalled by someone else: see Signal).
+func (s *Status) EndReason() string {
+	if s.State == StateExited && s.Health != nil && s.Health.Killed {
+		return EndUnhealthy
+	}
+	return ""
 }
 
 // ValidID reports whether id matches [A-Za-z0-9_.-]{1,128} and is not "."

@@ -91,9 +91,20 @@ func validate(s *Spec, idLen int) error {
 	if s.MaxRunTime < 0 {
 		return specErr("max_run_time", "must not be negative")
 	}
+	if s.HealthCheck != nil {
+		if err := validateHealth(s.HealthCheck); err != nil {
+			return err
+		}
+	}
 	if n := argEnvBytes(s); n > MaxArgEnvBytes {
 		return specErr("command", "command and env take %d bytes as exec(2) counts them (each string, its NUL and a pointer), "+
 			"more than the limit of %d (ARG_MAX, less room for what the runner adds)", n, MaxArgEnvBytes)
+	}
+	if h := s.HealthCheck; h != nil {
+		hs := Spec{Command: h.Command, Env: s.Env, Image: s.Image}
+		if n := argEnvBytes(&hs); n > MaxArgEnvBytes {
+			return specErr("health_check.command", "the health check and env take %d bytes as exec(2) counts them, more than the limit of %d", n, MaxArgEnvBytes)
+		}
 	}
 	if n := specJSONBytes(s, idLen); n > MaxSpecBytes {
 		return specErr("command", "command, env and image take %d bytes as the runner's JSON, more than its limit of %d (1 MiB)", n, MaxSpecBytes)
@@ -193,6 +204,12 @@ func specJSONBytes(s *Spec, idLen int) int {
 	}
 	for k, v := range s.Env {
 		bound += 6 + 6*(len(k)+len(v))
+	}
+	if s.HealthCheck != nil {
+		bound += 128 // field names and numbers
+		for _, a := range s.HealthCheck.Command {
+			bound += 3 + 6*len(a)
+		}
 	}
 	if bound <= MaxSpecBytes {
 		return bound

@@ -22,6 +22,62 @@ func (s *Scheduler) Fits(rc queue.Constraints) (bool, string) {
 	return len(f.Candidates) > 0, f.Why
 }
 
+// FitsPreemptible is Fits for a container whose scheduling.preemptible is
+// preemptible: one that is not may use only types that are not.
+func (s *Scheduler) FitsPreemptible(rc queue.Constraints, preemptible bool) (bool, string) {
+	f := ComputeFitFor(s.types, rc, s.reserveRAM, s.cfg.Dispatcher.MaxPriceFactor, preemptible)
+	return len(f.Candidates) > 0, f.Why
+}
+
+// fitForContainer is fitFor for c, honouring scheduling.preemptible: a
+// container that is not preemptible gets only the types that are not (from
+// a cache of its own). With no preemptible type configured, both are the
+// same and c's flag is not even read.
+func (s *Scheduler) fitForContainer(c *queue.Container) *fit {
+	if s.onDemand == nil {
+		s.onDemand = newOnDemandFits(s.types)
+	}
+	if !s.onDemand.anyPreemptible || c.Scheduling.IsPreemptible() {
+		return s.fitFor(c.RuntimeConstraints)
+	}
+	return s.onDemand.fitFor(s, c.RuntimeConstraints)
+}
+
+// onDemandFits caches the fits of containers that may not run on
+// preemptible types.
+type onDemandFits struct {
+	anyPreemptible bool
+	small          [64]fitSlot
+	m              map[queue.Constraints]fit
+}
+
+func newOnDemandFits(types []cloud.InstanceType) *onDemandFits {
+	o := &onDemandFits{m: map[queue.Constraints]fit{}}
+	for _, t := range types {
+		o.anyPreemptible = o.anyPreemptible || t.Preemptible
+	}
+	return o
+}
+
+func (o *onDemandFits) fitFor(s *Scheduler, rc queue.Constraints) *fit {
+	h := uint(rc.VCPUs)*31 + uint(rc.RAM>>20)*17 + uint(rc.Scratch>>20)*7 + uint(rc.GPUs)
+	e := &o.small[h%uint(len(o.small))]
+	if e.ok && e.key == rc {
+		return &e.f
+	}
+	f, ok := o.m[rc]
+	if !ok {
+		cf := ComputeFitFor(s.types, rc, s.reserveRAM, s.cfg.Dispatcher.MaxPriceFactor, false)
+		if len(o.m) > 100000 {
+			clear(o.m)
+		}
+		f = fit{candidates: cf.Candidates, why: cf.Why}
+		o.m[rc] = f
+	}
+	*e = fitSlot{key: rc, f: f, ok: true}
+	return &e.f
+}
+
 // fitFor is ComputeFit for this scheduler's types, cached by shape.
 func (s *Scheduler) fitFor(rc queue.Constraints) *fit {
 	// A small direct-mapped cache in front of the map: queues hold few
@@ -59,9 +115,21 @@ type Fit struct {
 // ComputeFit finds the types (sorted by price) that hold rc with
 // reserveRAM extra, keeping those priced within factor × the cheapest.
 func ComputeFit(types []cloud.InstanceType, rc queue.Constraints, reserveRAM int64, factor float64) Fit {
+	return ComputeFitFor(types, rc, reserveRAM, factor, true)
+}
+
+// ComputeFitFor is ComputeFit for a container that may (preemptible) or
+// may not run on preemptible types. One that may takes them like any
+// other type, so it prefers them when they are cheaper.
+func ComputeFitFor(types []cloud.InstanceType, rc queue.Constraints, reserveRAM int64, factor float64, preemptible bool) Fit {
 	var out Fit
 	cheapest := -1.0
+	onDemand := 0
 	for i, t := range types {
+		if t.Preemptible && !preemptible {
+			continue
+		}
+		onDemand++
 		if !typeHolds(t, rc, reserveRAM) {
 			continue
 		}
@@ -73,7 +141,14 @@ func ComputeFit(types []cloud.InstanceType, rc queue.Constraints, reserveRAM int
 		}
 	}
 	if len(out.Candidates) == 0 {
+		if onDemand == 0 {
+			out.Why = "every instance type is preemptible, and the container is not (submit it with scheduling.preemptible = true)"
+			return out
+		}
 		out.Why = explainNoFit(types, rc, reserveRAM)
+		if !preemptible && onDemand < len(types) && len(ComputeFit(types, rc, reserveRAM, factor).Candidates) > 0 {
+			out.Why = "only preemptible types hold it, and it is not preemptible (submit it with scheduling.preemptible = true): " + out.Why
+		}
 	}
 	return out
 }

@@ -91,6 +91,10 @@ func (s *Scheduler) reconcileReports(tx *queue.Tx, st *Stats) (anyUnknown bool) 
 				fallthrough
 			default: // Running here
 				tx.MarkSeen(c)
+				s.noteHealth(tx, c, r)
+				if !running && s.endedUnhealthy(tx, c, v, r) {
+					continue
+				}
 				if !running && r.Signal != "" && s.endedBySignal(tx, c, v, r) {
 					s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
 					s.blockedStart[r.ID] = struct{}{}
@@ -187,6 +191,9 @@ func (s *Scheduler) reconcileRunning(tx *queue.Tx, ready, anyUnknown bool, st *S
 			if !ready || anyUnknown {
 				continue // it may be on an instance not yet probed
 			}
+			if s.requeueIfPreempted(tx, c, nil) {
+				continue
+			}
 			if err := tx.Requeue(c, "instance "+c.InstanceID+" disappeared"); err != nil {
 				s.log.Error("requeue", "container", c.ID, "err", err)
 			}
@@ -199,6 +206,9 @@ func (s *Scheduler) reconcileRunning(tx *queue.Tx, ready, anyUnknown bool, st *S
 			// up after timeout_unreachable. Until then, even in shutdown,
 			// the container may still be running there: it is not run
 			// again (docs/design.md §10.1).
+			if s.requeueIfPreempted(tx, c, v) {
+				continue
+			}
 			if err := tx.Requeue(c, v.ContainersLost); err != nil {
 				s.log.Error("requeue", "container", c.ID, "err", err)
 			}

@@ -127,7 +127,7 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 			return
 		}
 	}
-	f := s.fitFor(c.RuntimeConstraints)
+	f := s.fitForContainer(c)
 	if len(f.candidates) == 0 {
 		s.unlock(ps, c)
 		tx.SetPending(c, queue.Pending{Code: queue.ReasonNoFit, Arg: f.why})
@@ -215,7 +215,8 @@ func (s *Scheduler) startOn(ps *passState, c *queue.Container, i int) {
 	ps.position-- // running, so it holds no place in the queue
 	s.starts = append(s.starts, startAction{inst: sl.view.ID, spec: runner.Spec{
 		ID: c.ID, Command: c.Command, Env: c.Env, Image: c.Image,
-		MaxRunTime: time.Duration(c.Scheduling.MaxRunTime),
+		MaxRunTime:  time.Duration(c.Scheduling.MaxRunTime),
+		HealthCheck: c.HealthCheck.Runner(),
 	}})
 }
 

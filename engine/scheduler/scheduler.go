@@ -55,6 +55,7 @@ type Scheduler struct {
 	typeIndex  map[string]int
 	fitCache   map[queue.Constraints]fit
 	fitSmall   [64]fitSlot
+	onDemand   *onDemandFits // fits for containers kept off preemptible types (fit.go)
 	reserveRAM int64
 	maxPer     int
 	spread     bool

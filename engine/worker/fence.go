@@ -89,6 +89,9 @@ func (w *instance) answeredLocked() {
 // destroyedLocked records an accepted destroy: the provider ended the
 // instance, so its containers are gone.
 func (w *instance) destroyedLocked() {
+	if w.v.ContainersLost == "" && w.v.Preempted {
+		w.v.ContainersLost = w.pool.preemptedLostLocked(w) // preempt.go
+	}
 	if w.v.ContainersLost == "" {
 		w.v.ContainersLost = "instance " + string(w.v.ID) + " destroyed (" + w.shutdownReason + ")"
 	}

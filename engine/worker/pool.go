@@ -50,6 +50,10 @@ const (
 	// EventGiveUp: timeout_unreachable passed; the instance's containers
 	// are requeued although they may still run there.
 	EventGiveUp = "give_up"
+	// EventPreempted: the provider took a preemptible instance back (an
+	// interruption it reported, or one of a preemptible type vanished);
+	// its containers are requeued without spending an attempt.
+	EventPreempted = "preempted"
 )
 
 // Options configure a Pool.
@@ -163,6 +167,9 @@ type Pool struct {
 	// The hosts the driver refused after the last listing (refused.go).
 	refused      map[cloud.InstanceID]string
 	refusedHosts []cloud.RefusedHost
+	// preempted: instances the provider took back, removed from the pool,
+	// with why, for the scheduler to requeue their containers (preempt.go).
+	preempted map[cloud.InstanceID]preemption
 
 	// transitions are the state changes states.txt allows; onTransition,
 	// if set (by tests, before the first Step), sees every state change

@@ -67,6 +67,7 @@ func (p *Pool) syncDoneLocked(insts []cloud.Instance, seq uint64, issued time.Ti
 		if w := p.byID[id]; w != nil {
 			w.seenGen = gen
 			w.inst = inst
+			p.checkInterruptedLocked(w, now)
 			if a := inst.Address(); a != w.v.Address {
 				w.v.Address = a
 				p.notifyLocked()
@@ -115,7 +116,9 @@ func (p *Pool) syncDoneLocked(insts []cloud.Instance, seq uint64, issued time.Ti
 			kept = append(kept, w)
 			continue
 		}
-		if w.v.State == StateShutdown {
+		if p.vanishedPreemptedLocked(w, now) {
+			// An event and the scheduler's requeue say so (preempt.go).
+		} else if w.v.State == StateShutdown {
 			p.eventLocked(now, w.v.ID, EventState, "gone after shutdown", slog.LevelInfo)
 		} else {
 			p.eventLocked(now, w.v.ID, EventDisappeared, fmt.Sprintf("instance disappeared from the listing (was %s)", w.v.State), slog.LevelWarn)

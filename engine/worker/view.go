@@ -28,6 +28,11 @@ type InstanceView struct {
 	// ProbeFailing: the last probe failed; the scheduler starts nothing
 	// there until one succeeds.
 	ProbeFailing bool `json:"probe_failing,omitempty"`
+	// Preempted: the provider is taking the instance back (a spot
+	// interruption). Once its destroy is accepted, ContainersLost says so
+	// and its containers are requeued without spending an attempt
+	// (preempt.go). Next to ProbeFailing: it fits in that field's padding.
+	Preempted bool `json:"preempted,omitempty"`
 	// UnreachableSince is when the first of the current run of failed
 	// probes started (zero while probes succeed, and while booting):
 	// set at the latest when that probe's call deadline passes.

@@ -145,6 +145,9 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env Env) int
 	if len(args) > 0 && args[0] == "supervise" {
 		return a.supervise(args[1:])
 	}
+	if len(args) > 0 && args[0] == "health" {
+		return a.health(args[1:], stdin)
+	}
 	// "runner batch" (docs/design.md §9) reads one JSON request per line
 	// on stdin (the same verbs and arguments, with the spec inline for
 	// start) and writes one JSON reply per line on stdout, so that the

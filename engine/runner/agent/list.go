@@ -55,6 +55,7 @@ func (a *agent) status(dir, id string) runner.Status {
 	pr, pidErr := readPIDRecord(dir)
 	if pidErr == nil && pr.exit != nil {
 		pr.exit.fill(&st)
+		addHealth(dir, pr, &st)
 		return st
 	}
 	switch {
@@ -80,16 +81,14 @@ func (a *agent) status(dir, id string) runner.Status {
 		st.State, st.ExitCode = runner.StateExited, -1
 		return st
 	}
-	if alive(pr.pid, pr.start) {
-		return st
+	switch {
+	case alive(pr.pid, pr.start):
+	case alive(pr.spid, pr.sstart): // the supervisor is recording the exit
+	case a.readExit(dir, &st): // written between the checks above
+	default:
+		st.State, st.ExitCode = runner.StateExited, -1
 	}
-	if alive(pr.spid, pr.sstart) {
-		return st // the supervisor is recording the exit
-	}
-	if a.readExit(dir, &st) { // written between the checks above
-		return st
-	}
-	st.State, st.ExitCode = runner.StateExited, -1
+	addHealth(dir, pr, &st)
 	return st
 }
 

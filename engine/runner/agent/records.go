@@ -21,11 +21,16 @@ type pidRecord struct {
 	spid    int // the supervisor
 	sstart  string
 	exit    *exitRecord // pid_start's exit line, once appended
+	health  bool        // a health checker runs beside it (health.go): field "h"
 }
 
 // formatPIDRecord renders pid_start (the first line of exit).
 func formatPIDRecord(r pidRecord) []byte {
-	return fmt.Appendf(nil, "%s %s %d %s %d\n", orDash(r.start), r.started.UTC().Format(time.RFC3339Nano), r.spid, orDash(r.sstart), r.pid)
+	b := fmt.Appendf(nil, "%s %s %d %s %d", orDash(r.start), r.started.UTC().Format(time.RFC3339Nano), r.spid, orDash(r.sstart), r.pid)
+	if r.health {
+		b = append(b, " h"...)
+	}
+	return append(b, '\n')
 }
 
 // formatExitLine renders the second line of the exit file: the exit code,
@@ -77,6 +82,7 @@ func parsePIDLine(line string) (r pidRecord, ok bool) {
 	r.started = parseTime(f[1])
 	r.spid, _ = strconv.Atoi(f[2])
 	r.sstart = unDash(f[3])
+	r.health = len(f) > 5 && f[5] == "h"
 	return r, true
 }
 

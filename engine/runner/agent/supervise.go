@@ -133,6 +133,9 @@ func (a *agent) supervise(args []string) int {
 		report("ok " + id)
 		live = append(live, c)
 		byPID[c.pid] = c
+		if c.spec.HealthCheck != nil {
+			a.startHealth(*root, c, *grace, devnull)
+		}
 		for len(byPID) > 0 {
 			ended, _ := reap(syscall.WNOHANG)
 			if ended == nil {
@@ -348,6 +351,7 @@ func (a *agent) superviseStart(dir string, self pidRecord, specJSON []byte, from
 	c.started = a.env.Now()
 	c.rec = self
 	c.rec.pid, c.rec.start, c.rec.started = c.pid, procStart(c.pid), c.started
+	c.rec.health = spec.HealthCheck != nil
 	if err := writeRecord(filepath.Join(dir, filePIDStart), formatPIDRecord(c.rec)); err != nil {
 		syscall.Kill(-c.pid, syscall.SIGKILL)
 		var ws syscall.WaitStatus

@@ -1,0 +1,104 @@
+package queue
+
+import (
+	"time"
+
+	"dispatch-tui/engine/runner"
+)
+
+// HealthCheck is a container's health check as submitted and stored
+// (durations as "10s"); runner.HealthCheck says what the runner does with
+// it. Omitted interval, timeout and retries take runner's defaults at
+// submit, so the record holds what runs.
+type HealthCheck struct {
+	Command  []string `json:"command"`
+	Interval Duration `json:"interval,omitempty"`
+	Timeout  Duration `json:"timeout,omitempty"`
+	Retries  int      `json:"retries,omitempty"`
+}
+
+// Runner returns h for the runner, with defaults for omitted fields; nil
+// for no health check.
+func (h *HealthCheck) Runner() *runner.HealthCheck {
+	if h == nil {
+		return nil
+	}
+	r := runner.HealthCheck{
+		Command:  h.Command,
+		Interval: time.Duration(h.Interval),
+		Timeout:  time.Duration(h.Timeout),
+		Retries:  h.Retries,
+	}.WithDefaults()
+	return &r
+}
+
+// withDefaults returns a copy of h with omitted fields filled in.
+func (h *HealthCheck) withDefaults() *HealthCheck {
+	r := h.Runner()
+	if r == nil {
+		return nil
+	}
+	return &HealthCheck{Command: append([]string(nil), r.Command...), Interval: Duration(r.Interval), Timeout: Duration(r.Timeout), Retries: r.Retries}
+}
+
+// clone returns a deep copy of h.
+func (h *HealthCheck) clone() *HealthCheck {
+	if h == nil {
+		return nil
+	}
+	c := *h
+	c.Command = append([]string(nil), h.Command...)
+	return &c
+}
+
+// SetHealth records what a runner reports of c's health check (in memory:
+// see Container.Health). It reports whether the state changed, and records
+// an event when it did.
+func (tx *Tx) SetHealth(c *Container, h *runner.Health) bool {
+	if h == nil {
+		return false
+	}
+	old := c.health
+	if old != nil && old.State == h.State && old.Failures == h.Failures && old.LastCheck.Equal(h.LastCheck) &&
+		old.LastResult == h.LastResult && old.LastOutput == h.LastOutput {
+		return false
+	}
+	v := *h
+	c.health = &v
+	tx.q.gen++
+	if old == nil || old.State != h.State {
+		why := h.LastResult
+		if h.LastOutput != "" {
+			why += ": " + h.LastOutput
+		}
+		tx.q.addEventLocked(tx.now, "scheduler", "health", c.ID, h.State, why)
+		return true
+	}
+	return false
+}
+
+// FinishUnhealthy records that the runner killed a Running container for
+// failing its health check: under on-failure it is retried while attempts
+// remain, else it ends Cancelled UNHEALTHY with its exit code.
+func (tx *Tx) FinishUnhealthy(c *Container, exitCode int, finishedAt time.Time, why string) error {
+	if c.State != Running {
+		return &TransitionError{ID: c.ID, From: c.State, To: Cancelled}
+	}
+	if c.KillRequested {
+		return tx.Finish(c, exitCode, finishedAt)
+	}
+	if c.RestartPolicy == RestartOnFailure && c.Attempts < c.MaxAttempts {
+		if err := tx.Requeue(c, why+", retrying"); err != nil {
+			return err
+		}
+		c.ReasonCode = ReasonUnhealthy
+		return nil
+	}
+	code := exitCode
+	c.ExitCode = &code
+	if err := tx.Cancel(c, ReasonUnhealthy, why); err != nil {
+		return err
+	}
+	c.FinishedAt = finishedAt.UTC()
+	return nil
+}
