@@ -19,20 +19,27 @@ type NoFitError struct {
 }
 
 func (e *NoFitError) Error() string {
+	if strings.HasPrefix(e.Why, "no instance type") {
+		return e.Why + " (types: " + strings.Join(e.Types, ", ") + ")"
+	}
 	return "no instance type fits: " + e.Why + " (types: " + strings.Join(e.Types, ", ") + ")"
 }
 
-// checkFits returns a *NoFitError when no configured type can hold c, and
-// nil when one can.
-func (e *Engine) checkFits(c queue.Constraints) error {
-	ok, why := e.sched.Fits(c)
+// checkFits returns a *NoFitError when no configured type has the labels
+// asked for and can hold the container, and nil when one can.
+func (e *Engine) checkFits(spec *queue.Spec) error {
+	ok, why := e.sched.FitsSpec(spec.RuntimeConstraints, spec.Scheduling.Labels)
 	if ok {
 		return nil
 	}
 	names := make([]string, len(e.cfg.InstanceTypes))
 	for i, t := range e.cfg.InstanceTypes {
-		names[i] = fmt.Sprintf("%s (%d vCPU, %s RAM, %s scratch, %d GPU)", t.Name, t.VCPUs,
+		names[i] = fmt.Sprintf("%s (%d vCPU, %s RAM, %s scratch, %d GPU", t.Name, t.VCPUs,
 			config.FormatSize(t.RAM), config.FormatSize(t.Scratch), t.GPUs)
+		if len(t.Labels) > 0 {
+			names[i] += ", labels " + config.FormatLabels(t.Labels)
+		}
+		names[i] += ")"
 	}
 	return &NoFitError{Why: why, Types: names}
 }
@@ -43,7 +50,7 @@ func (e *Engine) Submit(spec queue.Spec, actor string) (queue.Container, error) 
 	if err := spec.Validate(); err != nil {
 		return queue.Container{}, err
 	}
-	if err := e.checkFits(spec.RuntimeConstraints); err != nil {
+	if err := e.checkFits(&spec); err != nil {
 		return queue.Container{}, err
 	}
 	c, err := e.queue.Submit(spec, actor)
@@ -61,7 +68,7 @@ func (e *Engine) SubmitBatch(specs []queue.Spec, actor string) ([]queue.Containe
 		if err := specs[i].Validate(); err != nil {
 			return nil, fmt.Errorf("container %d: %w", i, err)
 		}
-		if err := e.checkFits(specs[i].RuntimeConstraints); err != nil {
+		if err := e.checkFits(&specs[i]); err != nil {
 			return nil, fmt.Errorf("container %d: %w", i, err)
 		}
 	}

@@ -95,6 +95,10 @@ type Scheduling struct {
 	Preemptible bool              `json:"preemptible"`
 	MaxRunTime  Duration          `json:"max_run_time"`
 	Labels      map[string]string `json:"labels,omitempty"`
+	// Supervisor marks a workflow runner that submits children: at most
+	// [dispatcher] supervisor_fraction of the instance limit of them are
+	// Locked or Running at once, so children always find room.
+	Supervisor bool `json:"supervisor,omitempty"`
 }
 
 // ReasonCode is the machine-readable part of a pending or cancel reason.
@@ -120,6 +124,14 @@ const (
 	// ReasonKilledExternally: its last attempt was ended by a signal this
 	// dispatcher did not send, and no attempts were left.
 	ReasonKilledExternally ReasonCode = "KILLED_EXTERNALLY"
+	// ReasonNoLabels: no configured type has every label it asks for.
+	ReasonNoLabels ReasonCode = "NO_LABELS"
+	// ReasonSupervisorLimit: as many supervisors as supervisor_fraction
+	// allows are Locked or Running (N the limit, Arg how many).
+	ReasonSupervisorLimit ReasonCode = "SUPERVISOR_LIMIT"
+	// ReasonFreeing: at quota, an instance it could have used is being shut
+	// down so that a container ahead of it (Arg, priority N) gets the quota.
+	ReasonFreeing ReasonCode = "FREEING"
 )
 
 // Pending is a compact pending reason set by every scheduler pass. It is
@@ -164,6 +176,12 @@ func (p Pending) Text() string {
 		return "priority 0 (not scheduled)"
 	case ReasonStartup:
 		return "waiting for instances to be probed after start-up"
+	case ReasonNoLabels:
+		return p.Arg // "no instance type has labels k=v"
+	case ReasonSupervisorLimit:
+		return "supervisor limit (" + p.Arg + " of " + strconv.Itoa(p.N) + ")"
+	case ReasonFreeing:
+		return "at quota: freeing an instance for " + p.Arg + " (priority " + strconv.Itoa(p.N) + ")"
 	case ReasonRequeued:
 		if p.Arg == "" {
 			return "waiting for its previous attempt to end"
@@ -301,6 +319,9 @@ func (s *Spec) Validate() error {
 	case s.MaxAttempts < 0:
 		return &FieldError{Field: "max_attempts", Msg: "must not be negative"}
 	}
+	if err := validateLabels(s.Scheduling.Labels); err != nil {
+		return err
+	}
 	switch s.RestartPolicy {
 	case "", RestartNever, RestartOnFailure:
 	default:
@@ -328,6 +349,30 @@ func (s *Spec) Validate() error {
 	}
 	return nil
 }
+
+// validateLabels checks scheduling.labels: each key and value non-empty
+// text a selector can spell ("k=v": no "=" or "," in a key).
+func validateLabels(labels map[string]string) error {
+	if len(labels) > MaxLabels {
+		return &FieldError{Field: "scheduling.labels", Msg: fmt.Sprintf("has %d labels, at most %d", len(labels), MaxLabels)}
+	}
+	for k, v := range labels {
+		switch {
+		case k == "":
+			return &FieldError{Field: "scheduling.labels", Msg: "a label key must not be empty"}
+		case strings.ContainsAny(k, "=,") || strings.IndexByte(k, 0) >= 0 || !utf8.ValidString(k):
+			return &FieldError{Field: "scheduling.labels", Msg: fmt.Sprintf("label key %q must be UTF-8 text without \"=\", \",\" or NUL", k)}
+		case strings.IndexByte(v, 0) >= 0 || !utf8.ValidString(v):
+			return &FieldError{Field: "scheduling.labels." + k, Msg: "must be UTF-8 text without NUL bytes"}
+		case len(k)+len(v) > MaxNameBytes:
+			return &FieldError{Field: "scheduling.labels." + k, Msg: fmt.Sprintf("key and value are %d bytes, at most %d", len(k)+len(v), MaxNameBytes)}
+		}
+	}
+	return nil
+}
+
+// MaxLabels bounds how many labels a container may ask for.
+const MaxLabels = 32
 
 // MaxNameBytes bounds a container's name: it is for people to read.
 const MaxNameBytes = 256

@@ -12,6 +12,13 @@ import (
 type fit struct {
 	candidates []int // type indices within max_price_factor of the cheapest, by price
 	why        string
+	noLabels   bool // no type has every label asked for
+}
+
+// fitKey is what a fit depends on: the shape and the labels asked for.
+type fitKey struct {
+	rc     queue.Constraints
+	labels labelSet
 }
 
 // Fits reports whether some configured type can hold a container with rc,
@@ -22,30 +29,32 @@ func (s *Scheduler) Fits(rc queue.Constraints) (bool, string) {
 	return len(f.Candidates) > 0, f.Why
 }
 
-// fitFor is ComputeFit for this scheduler's types, cached by shape.
-func (s *Scheduler) fitFor(rc queue.Constraints) *fit {
+// fitFor is ComputeFit for this scheduler's types and the labels asked
+// for, cached by shape and labels.
+func (s *Scheduler) fitFor(rc queue.Constraints, labels labelSet) *fit {
 	// A small direct-mapped cache in front of the map: queues hold few
 	// distinct shapes, and hashing a map key per container costs more.
-	h := uint(rc.VCPUs)*31 + uint(rc.RAM>>20)*17 + uint(rc.Scratch>>20)*7 + uint(rc.GPUs)
+	key := fitKey{rc, labels}
+	h := uint(rc.VCPUs)*31 + uint(rc.RAM>>20)*17 + uint(rc.Scratch>>20)*7 + uint(rc.GPUs) + uint(labels)*13
 	e := &s.fitSmall[h%uint(len(s.fitSmall))]
-	if e.ok && e.key == rc {
+	if e.ok && e.key == key {
 		return &e.f
 	}
-	f, ok := s.fitCache[rc]
+	f, ok := s.fitCache[key]
 	if !ok {
-		cf := ComputeFit(s.types, rc, s.reserveRAM, s.cfg.Dispatcher.MaxPriceFactor)
+		cf, noLabels := computeLabelledFit(s.types, &s.labels, rc, labels, s.reserveRAM, s.cfg.Dispatcher.MaxPriceFactor)
 		if len(s.fitCache) > 100000 {
 			clear(s.fitCache)
 		}
-		f = fit{candidates: cf.Candidates, why: cf.Why}
-		s.fitCache[rc] = f
+		f = fit{candidates: cf.Candidates, why: cf.Why, noLabels: noLabels}
+		s.fitCache[key] = f
 	}
-	*e = fitSlot{key: rc, f: f, ok: true}
+	*e = fitSlot{key: key, f: f, ok: true}
 	return &e.f
 }
 
 type fitSlot struct {
-	key queue.Constraints
+	key fitKey
 	f   fit
 	ok  bool
 }

@@ -19,10 +19,24 @@ type passState struct {
 	headKept  bool
 	position  int
 	st        *Stats
+
+	// Quota debts (quota.go): instances shutting down at the start of the
+	// pass not yet counted as freed for a waiting container, and the first
+	// of s.waitingAtQuota no instance has been freed for yet.
+	freeing  int
+	owedFrom int
+	// Supervisors Locked or Running, and how many may be (0 = no cap).
+	supervisors   int
+	supervisorCap int
 }
 
 // mapQueue walks Locked and Queued containers in order and decides, for
 // each, start / wait / create / unlock, leaving a pending reason.
+//
+// The store orders Locked before Queued; the walk merges the two by
+// priority (Locked first among equals), so a lower-priority container
+// locked in an earlier pass never comes before a higher-priority one that
+// arrived since (see quota.go: at quota, a slot is kept for the higher).
 func (s *Scheduler) mapQueue(tx *queue.Tx, now time.Time, ready bool, st *Stats) {
 	ps := passState{tx: tx, now: now, ready: ready, paused: tx.Paused(), st: st}
 	clear(s.blockedType)
@@ -35,14 +49,13 @@ func (s *Scheduler) mapQueue(tx *queue.Tx, now time.Time, ready bool, st *Stats)
 	var byState [len(queue.States)]int
 	var oldest time.Time // first seen of the longest-waiting container
 	active := tx.Active()
-	for k, c := range active {
-		if k%touchAhead == 0 {
-			s.touch(active[k:min(len(active), k+touchAhead)])
-		}
+	nRunning := len(tx.RunningAtStart())
+	queuedAt := s.startQuotaAndSupervisors(&ps, active, nRunning)
+	visit := func(c *queue.Container) {
 		// Active still holds containers that finished earlier in this pass.
 		if c.State.Final() {
 			byState[stateIndex(c.State)]++
-			continue
+			return
 		}
 		if c.State == queue.Running {
 			if c.InstanceID != "" {
@@ -52,9 +65,38 @@ func (s *Scheduler) mapQueue(tx *queue.Tx, now time.Time, ready bool, st *Stats)
 			if oldest.IsZero() || c.FirstSeenAt.Before(oldest) {
 				oldest = c.FirstSeenAt
 			}
+			before := c.State
 			s.mapOne(&ps, c)
+			if c.Scheduling.Supervisor {
+				ps.countSupervisor(c, before)
+			}
 		}
 		byState[stateIndex(c.State)]++
+	}
+	for k, c := range active[:nRunning] {
+		if k%touchAhead == 0 {
+			s.touch(active[k:min(nRunning, k+touchAhead)])
+		}
+		visit(c)
+	}
+	locked, queued := active[nRunning:queuedAt], active[queuedAt:]
+	li, qi, touchedL, touchedQ := 0, 0, 0, 0
+	for li < len(locked) || qi < len(queued) {
+		if li == touchedL && li < len(locked) {
+			touchedL = min(len(locked), li+touchAhead)
+			s.touch(locked[li:touchedL])
+		}
+		if qi == touchedQ && qi < len(queued) {
+			touchedQ = min(len(queued), qi+touchAhead)
+			s.touch(queued[qi:touchedQ])
+		}
+		if qi == len(queued) || (li < len(locked) && locked[li].Priority >= queued[qi].Priority) {
+			visit(locked[li])
+			li++
+			continue
+		}
+		visit(queued[qi])
+		qi++
 	}
 	for i, n := range byState {
 		if n > 0 {
@@ -77,7 +119,7 @@ const touchAhead = 64
 func (s *Scheduler) touch(cs []*queue.Container) {
 	n := 0
 	for _, c := range cs {
-		n += len(c.State) + c.Pending().N
+		n += len(c.State) + c.Pending().N + len(c.Scheduling.Labels)
 	}
 	s.touchSink = n
 }
@@ -125,15 +167,33 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 			return
 		}
 	}
-	f := s.fitFor(c.RuntimeConstraints)
+	var want labelSet
+	if len(c.Scheduling.Labels) > 0 {
+		want = s.labels.setOf(c.Scheduling.Labels)
+	}
+	f := s.fitFor(c.RuntimeConstraints, want)
 	if len(f.candidates) == 0 {
 		s.unlock(ps, c)
+		if f.noLabels {
+			tx.SetPending(c, queue.Pending{Code: queue.ReasonNoLabels, Arg: noLabelsWhy(c.Scheduling.Labels)})
+			return
+		}
 		tx.SetPending(c, queue.Pending{Code: queue.ReasonNoFit, Arg: f.why})
 		return
 	}
+	if s.atSupervisorLimit(ps, c) {
+		return
+	}
 	rc := c.RuntimeConstraints
-	// 1. An instance that can take it now, cheapest type first.
+	// 1. An instance that can take it now, cheapest type first; but not an
+	// idle one whose quota a container waiting ahead of it is owed.
 	if i := s.pickAmong(f.candidates, rc, true); i >= 0 {
+		if w := s.owedTo(ps, c); w != nil && !s.slots[i].allocated {
+			s.freeFor(ps, i, w)
+			s.unlock(ps, c)
+			tx.SetPending(c, queue.Pending{Code: queue.ReasonFreeing, N: w.priority, Arg: w.id})
+			return
+		}
 		s.startOn(ps, c, i)
 		return
 	}
@@ -224,6 +284,7 @@ func (s *Scheduler) startOn(ps *passState, c *queue.Container, i int) {
 func (s *Scheduler) waitAtQuota(ps *passState, c *queue.Container, typeName string) {
 	ps.st.AtQuota = true
 	ps.st.OverQuota++
+	s.noteAtQuota(ps, c)
 	if !ps.headKept {
 		ps.headKept = true
 		if c.State == queue.Queued {
@@ -285,6 +346,10 @@ func (s *Scheduler) shutdownUnallocated() {
 	for i := range s.slots {
 		sl := &s.slots[i]
 		if sl.allocated || sl.view.ID == "" || sl.view.State != worker.StateIdle || sl.view.IdleBehavior != worker.IdleRun {
+			continue
+		}
+		if sl.freeFor != "" {
+			s.pool.Shutdown(sl.view.ID, "at quota: freeing its quota for "+sl.freeFor)
 			continue
 		}
 		s.pool.Shutdown(sl.view.ID, "at quota: idle and not needed by the queue")

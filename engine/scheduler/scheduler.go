@@ -53,7 +53,7 @@ type Scheduler struct {
 
 	types      []cloud.InstanceType // sorted by price
 	typeIndex  map[string]int
-	fitCache   map[queue.Constraints]fit
+	fitCache   map[fitKey]fit
 	fitSmall   [64]fitSlot
 	reserveRAM int64
 	maxPer     int
@@ -84,6 +84,11 @@ type Scheduler struct {
 	forgets      []forgetAction
 	revert       []worker.StartFailure
 	touchSink    int // keeps touch's loads from being optimised away
+
+	labels labelIndex // the label pairs of the types, as bits
+	// waitingAtQuota lists, in walk order, the containers of this pass that
+	// wait at quota with no instance being freed for them (see quota.go).
+	waitingAtQuota []quotaWaiter
 }
 
 type startAction struct {
@@ -101,7 +106,8 @@ func New(cfg *config.Config, q *queue.Queue, pool Pool, clk clock.Clock, log *sl
 		started:      clk.Now(),
 		types:        cfg.InstanceTypes,
 		typeIndex:    map[string]int{},
-		fitCache:     map[queue.Constraints]fit{},
+		fitCache:     map[fitKey]fit{},
+		labels:       newLabelIndex(cfg.InstanceTypes),
 		reserveRAM:   cfg.Dispatcher.ReserveExtraRAM,
 		maxPer:       cfg.Dispatcher.MaxContainersPerInstance,
 		spread:       cfg.Dispatcher.SchedulerProfile == "spread",
