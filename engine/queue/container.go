@@ -201,6 +201,7 @@ type Container struct {
 	State              State       `json:"state"`
 	Priority           int         `json:"priority"`
 	Held               bool        `json:"held"`
+	hints              schedHints  // from Scheduling, in the padding after Held
 	RuntimeConstraints Constraints `json:"runtime_constraints"`
 	FirstSeenAt        time.Time   `json:"first_seen_at"`
 	pending            Pending
@@ -243,6 +244,36 @@ type Container struct {
 	// Seq orders containers submitted in the same instant.
 	Seq uint64 `json:"seq"`
 }
+
+// schedHints says, in the record's first cache line, which scheduling
+// fields a pass must read: most containers have neither, and a pass over
+// 100,000 of them should not load the line Scheduling is on to find out.
+type schedHints uint8
+
+const (
+	hintLabels schedHints = 1 << iota
+	hintSupervisor
+)
+
+// setHints derives hints from Scheduling, which does not change after
+// submission.
+func (c *Container) setHints() {
+	c.hints = 0
+	if len(c.Scheduling.Labels) > 0 {
+		c.hints |= hintLabels
+	}
+	if c.Scheduling.Supervisor {
+		c.hints |= hintSupervisor
+	}
+}
+
+// HasLabels reports whether the container asks for labels (from its
+// record's first cache line).
+func (c *Container) HasLabels() bool { return c.hints&hintLabels != 0 }
+
+// IsSupervisor reports whether the container is a supervisor (from its
+// record's first cache line).
+func (c *Container) IsSupervisor() bool { return c.hints&hintSupervisor != 0 }
 
 // StartSent reports whether this process made, or is about to make, the
 // start of the current attempt (see startSent; false in a View).

@@ -152,6 +152,7 @@ func (q *Queue) load() error {
 			if err := json.Unmarshal(v, c); err != nil {
 				return fmt.Errorf("load container %s: %w", k, err)
 			}
+			c.setHints()
 			if len(k) != 8 {
 				oldKeys = append(oldKeys, k)
 			}
@@ -361,6 +362,7 @@ func (q *Queue) newContainer(spec *Spec, now time.Time, seq uint64) *Container {
 	}
 	// The record must not share maps with the caller's spec.
 	c.Scheduling.Labels = copyMap(spec.Scheduling.Labels)
+	c.setHints()
 	if c.Name == "" {
 		c.Name = c.ID
 	}

@@ -22,7 +22,7 @@ import (
 // quotaWaiter is a container waiting at quota with no instance being freed
 // for it yet.
 type quotaWaiter struct {
-	id       string
+	c        *queue.Container
 	priority int
 }
 
@@ -49,7 +49,7 @@ func (s *Scheduler) startQuotaAndSupervisors(ps *passState, active []*queue.Cont
 		// those adopted from the Queued part this pass are not counted
 		// until the next pass.
 		for _, c := range active[:q] {
-			if (c.State == queue.Running || c.State == queue.Locked) && c.Scheduling.Supervisor {
+			if (c.State == queue.Running || c.State == queue.Locked) && c.IsSupervisor() {
 				ps.supervisors++
 			}
 		}
@@ -70,7 +70,7 @@ func supervisorCap(fraction float64, limit int) int {
 // atSupervisorLimit reports whether c is a supervisor that may not take a
 // slot now, and if so leaves it waiting with the reason.
 func (s *Scheduler) atSupervisorLimit(ps *passState, c *queue.Container) bool {
-	if ps.supervisorCap == 0 || c.State != queue.Queued || !c.Scheduling.Supervisor || ps.supervisors < ps.supervisorCap {
+	if ps.supervisorCap == 0 || c.State != queue.Queued || !c.IsSupervisor() || ps.supervisors < ps.supervisorCap {
 		return false
 	}
 	ps.tx.SetPending(c, queue.Pending{Code: queue.ReasonSupervisorLimit, N: ps.supervisorCap, Arg: strconv.Itoa(ps.supervisors)})
@@ -96,7 +96,12 @@ func (s *Scheduler) noteAtQuota(ps *passState, c *queue.Container) {
 		ps.freeing--
 		return
 	}
-	s.waitingAtQuota = append(s.waitingAtQuota, quotaWaiter{id: c.ID, priority: c.Priority})
+	// Each debt is paid by an idle instance, so no more can be paid in a
+	// pass than there are instances: the rest need not be listed (at
+	// 100,000 waiting this keeps the pass from writing a list as long).
+	if len(s.waitingAtQuota) < len(s.slots) {
+		s.waitingAtQuota = append(s.waitingAtQuota, quotaWaiter{c: c, priority: c.Priority})
+	}
 }
 
 // owedTo returns the container waiting at quota ahead of c, of at least
@@ -121,6 +126,6 @@ func (s *Scheduler) freeFor(ps *passState, i int, w *quotaWaiter) {
 		s.freeCount[0][sl.typ]--
 	}
 	sl.ready = false
-	sl.freeFor = w.id
+	sl.freeFor = w.c.ID
 	ps.owedFrom++
 }

@@ -1,7 +1,9 @@
 package scheduler
 
 import (
+	"cmp"
 	"errors"
+	"slices"
 	"time"
 
 	"dispatch-tui/engine/queue"
@@ -67,21 +69,34 @@ func (s *Scheduler) mapQueue(tx *queue.Tx, now time.Time, ready bool, st *Stats)
 			}
 			before := c.State
 			s.mapOne(&ps, c)
-			if c.Scheduling.Supervisor {
+			if c.IsSupervisor() {
 				ps.countSupervisor(c, before)
 			}
 		}
 		byState[stateIndex(c.State)]++
 	}
+	s.requeued = s.requeued[:0]
 	for k, c := range active[:nRunning] {
 		if k%touchAhead == 0 {
 			s.touch(active[k:min(nRunning, k+touchAhead)])
 		}
+		if c.State == queue.Queued || c.State == queue.Locked {
+			// Requeued earlier in this pass: its place is by priority
+			// among the waiting ones below, not ahead of them.
+			s.requeued = append(s.requeued, c)
+			continue
+		}
 		visit(c)
 	}
-	locked, queued := active[nRunning:queuedAt], active[queuedAt:]
-	li, qi, touchedL, touchedQ := 0, 0, 0, 0
-	for li < len(locked) || qi < len(queued) {
+	slices.SortFunc(s.requeued, func(a, b *queue.Container) int {
+		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+			return c
+		}
+		return a.FirstSeenAt.Compare(b.FirstSeenAt)
+	})
+	locked, queued, requeued := active[nRunning:queuedAt], active[queuedAt:], s.requeued
+	li, qi, ri, touchedL, touchedQ := 0, 0, 0, 0, 0
+	for li < len(locked) || qi < len(queued) || ri < len(requeued) {
 		if li == touchedL && li < len(locked) {
 			touchedL = min(len(locked), li+touchAhead)
 			s.touch(locked[li:touchedL])
@@ -89,6 +104,15 @@ func (s *Scheduler) mapQueue(tx *queue.Tx, now time.Time, ready bool, st *Stats)
 		if qi == touchedQ && qi < len(queued) {
 			touchedQ = min(len(queued), qi+touchAhead)
 			s.touch(queued[qi:touchedQ])
+		}
+		// The next by priority; among equals Locked first, then by
+		// first seen.
+		if ri < len(requeued) && (li == len(locked) || requeued[ri].Priority > locked[li].Priority) &&
+			(qi == len(queued) || requeued[ri].Priority > queued[qi].Priority ||
+				requeued[ri].Priority == queued[qi].Priority && !queued[qi].FirstSeenAt.Before(requeued[ri].FirstSeenAt)) {
+			visit(requeued[ri])
+			ri++
+			continue
 		}
 		if qi == len(queued) || (li < len(locked) && locked[li].Priority >= queued[qi].Priority) {
 			visit(locked[li])
@@ -119,7 +143,7 @@ const touchAhead = 64
 func (s *Scheduler) touch(cs []*queue.Container) {
 	n := 0
 	for _, c := range cs {
-		n += len(c.State) + c.Pending().N + len(c.Scheduling.Labels)
+		n += len(c.State) + c.Pending().N
 	}
 	s.touchSink = n
 }
@@ -168,7 +192,7 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 		}
 	}
 	var want labelSet
-	if len(c.Scheduling.Labels) > 0 {
+	if c.HasLabels() {
 		want = s.labels.setOf(c.Scheduling.Labels)
 	}
 	f := s.fitFor(c.RuntimeConstraints, want)
@@ -191,7 +215,7 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 		if w := s.owedTo(ps, c); w != nil && !s.slots[i].allocated {
 			s.freeFor(ps, i, w)
 			s.unlock(ps, c)
-			tx.SetPending(c, queue.Pending{Code: queue.ReasonFreeing, N: w.priority, Arg: w.id})
+			tx.SetPending(c, queue.Pending{Code: queue.ReasonFreeing, N: w.priority, Arg: w.c.ID})
 			return
 		}
 		s.startOn(ps, c, i)

@@ -89,6 +89,9 @@ type Scheduler struct {
 	// waitingAtQuota lists, in walk order, the containers of this pass that
 	// wait at quota with no instance being freed for them (see quota.go).
 	waitingAtQuota []quotaWaiter
+	// requeued holds containers of the Running prefix requeued this pass,
+	// walked after the others.
+	requeued []*queue.Container
 }
 
 type startAction struct {
