@@ -413,6 +413,9 @@ func (m *Model) detailLines() []string {
 		if len(labels) > 0 {
 			add("labels", strings.Join(labels, " "))
 		}
+		if c.Scheduling.Supervisor {
+			add("supervisor", "yes (at most supervisor_fraction of the instances)")
+		}
 		out = append(out, "", "Log tail:")
 		switch {
 		case m.detailLogs != "":
