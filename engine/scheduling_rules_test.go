@@ -9,6 +9,7 @@ import (
 
 	"dispatch-tui/cloud"
 	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/worker"
 )
@@ -357,4 +358,39 @@ func TestLabelsPlacement(t *testing.T) {
 		}
 	}
 	h.checkPendingReasons()
+}
+
+// TestHostLabelsThroughConfig: labels on [[cloud.sshhosts.host]] entries
+// reach their type through the config, and placement follows them.
+func TestHostLabelsThroughConfig(t *testing.T) {
+	parsed, err := config.Parse([]byte(`
+[[cloud.sshhosts.host]]
+address = "10.0.0.5"
+instance_type = "large"
+labels = {gpu = "a100"}
+
+[[instance_type]]
+name = "small"
+vcpus = 1
+ram = "2GiB"
+scratch = "10GiB"
+price = 1.0
+
+[[instance_type]]
+name = "large"
+vcpus = 8
+ram = "32GiB"
+scratch = "100GiB"
+price = 4.0
+`), "config.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t)
+	cfg.InstanceTypes = parsed.InstanceTypes
+	h := newHarness(t, cfg, cloudtest.Options{})
+	id := h.submit(-1, 0, labels("gpu", "a100"))
+	if typ := h.instance(h.runningOn(id, 30)).Type; typ != "large" {
+		t.Fatalf("gpu=a100 container on a %s instance, want large (its host's label)", typ)
+	}
 }
