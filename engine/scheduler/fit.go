@@ -32,29 +32,49 @@ func (s *Scheduler) Fits(rc queue.Constraints) (bool, string) {
 // fitFor is ComputeFit for this scheduler's types and the labels asked
 // for, cached by shape and labels.
 func (s *Scheduler) fitFor(rc queue.Constraints, labels labelSet) *fit {
+	if labels != 0 {
+		return s.labelledFitFor(rc, labels)
+	}
 	// A small direct-mapped cache in front of the map: queues hold few
 	// distinct shapes, and hashing a map key per container costs more.
-	key := fitKey{rc, labels}
-	h := uint(rc.VCPUs)*31 + uint(rc.RAM>>20)*17 + uint(rc.Scratch>>20)*7 + uint(rc.GPUs) + uint(labels)*13
+	h := uint(rc.VCPUs)*31 + uint(rc.RAM>>20)*17 + uint(rc.Scratch>>20)*7 + uint(rc.GPUs)
 	e := &s.fitSmall[h%uint(len(s.fitSmall))]
-	if e.ok && e.key == key {
+	if e.ok && e.key == rc {
 		return &e.f
 	}
-	f, ok := s.fitCache[key]
+	f, ok := s.fitCache[fitKey{rc: rc}]
 	if !ok {
-		cf, noLabels := computeLabelledFit(s.types, &s.labels, rc, labels, s.reserveRAM, s.cfg.Dispatcher.MaxPriceFactor)
-		if len(s.fitCache) > 100000 {
-			clear(s.fitCache)
-		}
-		f = fit{candidates: cf.Candidates, why: cf.Why, noLabels: noLabels}
-		s.fitCache[key] = f
+		f = s.computeFit(rc, 0)
 	}
-	*e = fitSlot{key: key, f: f, ok: true}
+	*e = fitSlot{key: rc, f: f, ok: true}
 	return &e.f
 }
 
+// labelledFitFor is fitFor for containers that ask for labels (few): the
+// map only.
+func (s *Scheduler) labelledFitFor(rc queue.Constraints, labels labelSet) *fit {
+	key := fitKey{rc, labels}
+	if f, ok := s.fitCache[key]; ok {
+		s.fitLabelled = f
+		return &s.fitLabelled
+	}
+	s.fitLabelled = s.computeFit(rc, labels)
+	return &s.fitLabelled
+}
+
+// computeFit computes a fit and keeps it in the map.
+func (s *Scheduler) computeFit(rc queue.Constraints, labels labelSet) fit {
+	cf, noLabels := computeLabelledFit(s.types, &s.labels, rc, labels, s.reserveRAM, s.cfg.Dispatcher.MaxPriceFactor)
+	if len(s.fitCache) > 100000 {
+		clear(s.fitCache)
+	}
+	f := fit{candidates: cf.Candidates, why: cf.Why, noLabels: noLabels}
+	s.fitCache[fitKey{rc, labels}] = f
+	return f
+}
+
 type fitSlot struct {
-	key fitKey
+	key queue.Constraints
 	f   fit
 	ok  bool
 }

@@ -53,40 +53,26 @@ func (s *Scheduler) mapQueue(tx *queue.Tx, now time.Time, ready bool, st *Stats)
 	active := tx.Active()
 	nRunning := len(tx.RunningAtStart())
 	queuedAt := s.startQuotaAndSupervisors(&ps, active, nRunning)
-	visit := func(c *queue.Container) {
-		// Active still holds containers that finished earlier in this pass.
-		if c.State.Final() {
-			byState[stateIndex(c.State)]++
-			return
-		}
-		if c.State == queue.Running {
-			if c.InstanceID != "" {
-				tx.SetPending(c, queue.Pending{})
-			}
-		} else {
-			if oldest.IsZero() || c.FirstSeenAt.Before(oldest) {
-				oldest = c.FirstSeenAt
-			}
-			before := c.State
-			s.mapOne(&ps, c)
-			if c.IsSupervisor() {
-				ps.countSupervisor(c, before)
-			}
-		}
-		byState[stateIndex(c.State)]++
-	}
+	// The Running prefix: only Running and finished ones are handled here;
+	// those requeued earlier in this pass wait their turn below.
 	s.requeued = s.requeued[:0]
 	for k, c := range active[:nRunning] {
 		if k%touchAhead == 0 {
 			s.touch(active[k:min(nRunning, k+touchAhead)])
 		}
-		if c.State == queue.Queued || c.State == queue.Locked {
+		switch {
+		case c.State.Final(): // finished earlier in this pass
+		case c.State == queue.Running:
+			if c.InstanceID != "" {
+				tx.SetPending(c, queue.Pending{})
+			}
+		default:
 			// Requeued earlier in this pass: its place is by priority
 			// among the waiting ones below, not ahead of them.
 			s.requeued = append(s.requeued, c)
 			continue
 		}
-		visit(c)
+		byState[stateIndex(c.State)]++
 	}
 	slices.SortFunc(s.requeued, func(a, b *queue.Container) int {
 		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
@@ -107,20 +93,37 @@ func (s *Scheduler) mapQueue(tx *queue.Tx, now time.Time, ready bool, st *Stats)
 		}
 		// The next by priority; among equals Locked first, then by
 		// first seen.
-		if ri < len(requeued) && (li == len(locked) || requeued[ri].Priority > locked[li].Priority) &&
+		var c *queue.Container
+		switch {
+		case ri < len(requeued) && (li == len(locked) || requeued[ri].Priority > locked[li].Priority) &&
 			(qi == len(queued) || requeued[ri].Priority > queued[qi].Priority ||
-				requeued[ri].Priority == queued[qi].Priority && !queued[qi].FirstSeenAt.Before(requeued[ri].FirstSeenAt)) {
-			visit(requeued[ri])
+				requeued[ri].Priority == queued[qi].Priority && !queued[qi].FirstSeenAt.Before(requeued[ri].FirstSeenAt)):
+			c = requeued[ri]
 			ri++
-			continue
-		}
-		if qi == len(queued) || (li < len(locked) && locked[li].Priority >= queued[qi].Priority) {
-			visit(locked[li])
+		case qi == len(queued) || (li < len(locked) && locked[li].Priority >= queued[qi].Priority):
+			c = locked[li]
 			li++
-			continue
+		default:
+			c = queued[qi]
+			qi++
 		}
-		visit(queued[qi])
-		qi++
+		switch {
+		case c.State.Final():
+		case c.State == queue.Running: // adopted earlier in this pass
+			if c.InstanceID != "" {
+				tx.SetPending(c, queue.Pending{})
+			}
+		default:
+			if oldest.IsZero() || c.FirstSeenAt.Before(oldest) {
+				oldest = c.FirstSeenAt
+			}
+			before := c.State
+			s.mapOne(&ps, c)
+			if c.IsSupervisor() {
+				ps.countSupervisor(c, before)
+			}
+		}
+		byState[stateIndex(c.State)]++
 	}
 	for i, n := range byState {
 		if n > 0 {
@@ -205,7 +208,7 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 		tx.SetPending(c, queue.Pending{Code: queue.ReasonNoFit, Arg: f.why})
 		return
 	}
-	if s.atSupervisorLimit(ps, c) {
+	if c.IsSupervisor() && s.atSupervisorLimit(ps, c) {
 		return
 	}
 	rc := c.RuntimeConstraints

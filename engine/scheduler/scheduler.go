@@ -85,7 +85,8 @@ type Scheduler struct {
 	revert       []worker.StartFailure
 	touchSink    int // keeps touch's loads from being optimised away
 
-	labels labelIndex // the label pairs of the types, as bits
+	labels      labelIndex // the label pairs of the types, as bits
+	fitLabelled fit        // the last labelled fit handed out (fitFor returns a pointer)
 	// waitingAtQuota lists, in walk order, the containers of this pass that
 	// wait at quota with no instance being freed for them (see quota.go).
 	waitingAtQuota []quotaWaiter
