@@ -24,3 +24,33 @@ func TestDetailsShowLabelsAndSupervisor(t *testing.T) {
 		}
 	}
 }
+
+// TestFilterByLabel: the filter matches a container's labels (and
+// "supervisor"), which no column shows.
+func TestFilterByLabel(t *testing.T) {
+	m, fb := newTest(t, Options{})
+	size(m, 120, 40)
+	s := fakeSnapshot(7, 35)
+	for _, i := range []int{3, 7, 11} {
+		s.Containers[i].Scheduling.Labels = map[string]string{"gpu": "A100"}
+	}
+	s.Containers[7].Scheduling.Supervisor = true
+	load(t, m, fb, s)
+	runCmd(m, press(m, "2"))
+	for _, tc := range []struct {
+		filter string
+		want   int
+	}{
+		{"gpu=a100", 3},
+		{"supervisor", 1},
+		{"!gpu=a100", 32},
+	} {
+		press(m, "/")
+		typeText(m, tc.filter)
+		press(m, "enter")
+		if got := m.table().Shown(); got != tc.want {
+			t.Errorf("filter %q shows %d rows, want %d", tc.filter, got, tc.want)
+		}
+		press(m, "esc")
+	}
+}
