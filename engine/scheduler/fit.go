@@ -54,12 +54,23 @@ func (s *Scheduler) fitFor(rc queue.Constraints, labels labelSet) *fit {
 // map only.
 func (s *Scheduler) labelledFitFor(rc queue.Constraints, labels labelSet) *fit {
 	key := fitKey{rc, labels}
-	if f, ok := s.fitCache[key]; ok {
-		s.fitLabelled = f
-		return &s.fitLabelled
+	h := uint(rc.VCPUs)*31 + uint(rc.RAM>>20)*17 + uint(rc.Scratch>>20)*7 + uint(rc.GPUs) + uint(labels)*13
+	e := &s.fitSmallL[h%uint(len(s.fitSmallL))]
+	if e.ok && e.key == key {
+		return &e.f
 	}
-	s.fitLabelled = s.computeFit(rc, labels)
-	return &s.fitLabelled
+	f, ok := s.fitCache[key]
+	if !ok {
+		f = s.computeFit(rc, labels)
+	}
+	*e = fitSlotL{key: key, f: f, ok: true}
+	return &e.f
+}
+
+type fitSlotL struct {
+	key fitKey
+	f   fit
+	ok  bool
 }
 
 // computeFit computes a fit and keeps it in the map.

@@ -58,6 +58,29 @@ func (li *labelIndex) setOf(labels map[string]string) labelSet {
 	return s
 }
 
+// labelSetOf is setOf for a container's labels, remembered per record:
+// labels do not change after submission, and a map lookup by pointer costs
+// less than reading the labels (another cache line, a map walk and two
+// string hashes per label) every pass.
+func (s *Scheduler) labelSetOf(c *queue.Container) labelSet {
+	s.labelledSeen++
+	if ls, ok := s.labelSets[c]; ok {
+		return ls
+	}
+	ls := s.labels.setOf(c.Scheduling.Labels)
+	s.labelSets[c] = ls
+	return ls
+}
+
+// trimLabelSets forgets the sets of records no longer walked (finished
+// ones) once they outnumber those still walked; called after each walk.
+func (s *Scheduler) trimLabelSets() {
+	if len(s.labelSets) > 2*s.labelledSeen+1024 {
+		clear(s.labelSets)
+	}
+	s.labelledSeen = 0
+}
+
 // typeHas reports whether type t carries every label of want.
 func (li *labelIndex) typeHas(t int, want labelSet) bool {
 	return want&^li.types[t] == 0

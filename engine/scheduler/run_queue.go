@@ -125,6 +125,7 @@ func (s *Scheduler) mapQueue(tx *queue.Tx, now time.Time, ready bool, st *Stats)
 		}
 		byState[stateIndex(c.State)]++
 	}
+	s.trimLabelSets()
 	for i, n := range byState {
 		if n > 0 {
 			st.ByState[queue.States[i]] = n
@@ -196,7 +197,7 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 	}
 	var want labelSet
 	if c.HasLabels() {
-		want = s.labels.setOf(c.Scheduling.Labels)
+		want = s.labelSetOf(c)
 	}
 	f := s.fitFor(c.RuntimeConstraints, want)
 	if len(f.candidates) == 0 {

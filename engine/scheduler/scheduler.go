@@ -85,8 +85,12 @@ type Scheduler struct {
 	revert       []worker.StartFailure
 	touchSink    int // keeps touch's loads from being optimised away
 
-	labels      labelIndex // the label pairs of the types, as bits
-	fitLabelled fit        // the last labelled fit handed out (fitFor returns a pointer)
+	labels    labelIndex // the label pairs of the types, as bits
+	fitSmallL [64]fitSlotL
+	// labelSets remembers the label set of each labelled record walked;
+	// labelledSeen counts those walked this pass.
+	labelSets    map[*queue.Container]labelSet
+	labelledSeen int
 	// waitingAtQuota lists, in walk order, the containers of this pass that
 	// wait at quota with no instance being freed for them (see quota.go).
 	waitingAtQuota []quotaWaiter
@@ -112,6 +116,7 @@ func New(cfg *config.Config, q *queue.Queue, pool Pool, clk clock.Clock, log *sl
 		typeIndex:    map[string]int{},
 		fitCache:     map[fitKey]fit{},
 		labels:       newLabelIndex(cfg.InstanceTypes),
+		labelSets:    map[*queue.Container]labelSet{},
 		reserveRAM:   cfg.Dispatcher.ReserveExtraRAM,
 		maxPer:       cfg.Dispatcher.MaxContainersPerInstance,
 		spread:       cfg.Dispatcher.SchedulerProfile == "spread",
