@@ -50,6 +50,10 @@ type InstanceType struct {
 	GPUs         int     `json:"gpus"`
 	Price        float64 `json:"price"`
 	Preemptible  bool    `json:"preemptible"`
+	// Labels are what containers' scheduling.labels are matched against:
+	// a container goes only where each of its labels is present with the
+	// same value.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // Instance is one instance at the provider.

@@ -46,6 +46,9 @@ type ListOptions struct {
 	Sort   string        // "" (scheduling order), "priority", "-priority", "created", "-created", "name", "state"
 	Offset int
 	Limit  int // 0 = all
+	// Labels selects containers whose scheduling.labels have every one of
+	// these keys with the same value (none = no label filter).
+	Labels map[string]string
 }
 
 // Containers returns the containers matching opts and how many match.
@@ -61,6 +64,9 @@ func (e *Engine) Containers(opts ListOptions) ([]queue.Container, int) {
 			return true
 		}
 		if opts.Query != "" && !matches(c, opts.Query) {
+			return true
+		}
+		if len(opts.Labels) > 0 && !hasLabels(c.Scheduling.Labels, opts.Labels) {
 			return true
 		}
 		es = append(es, listEntry{c: c, priority: c.Priority, created: c.CreatedAt, name: c.Name, state: c.State})
@@ -89,6 +95,16 @@ type listEntry struct {
 	created  time.Time
 	name     string
 	state    queue.State
+}
+
+// hasLabels reports whether have holds every label of want.
+func hasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if hv, ok := have[k]; !ok || hv != v {
+			return false
+		}
+	}
+	return true
 }
 
 func matches(c *queue.Container, q string) bool {

@@ -52,6 +52,7 @@ func chaosSoak(t *testing.T, seed int64) {
 	cfg.Cloud.SyncInterval = 10 * time.Second
 	cfg.Cloud.ProbeInterval = 2 * time.Second
 	cfg.InstanceTypes = addSoakSpotType(cfg.InstanceTypes)
+	soakSchedulingConfig(cfg)
 	h := newHarness(t, cfg, cloudtest.Options{
 		Seed:               seed,
 		CreateErrorRate:    0.20,
@@ -92,6 +93,7 @@ func chaosSoak(t *testing.T, seed int64) {
 			case r < 4:
 				opts = append(opts, ram(3*gib)) // medium (out of capacity) or large
 			}
+			opts = append(opts, soakSchedulingOpts(rng)...)
 			spec := queue.Spec{Command: cloudtest.Cmd(d, code), RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: gib / 2}}
 			for _, o := range opts {
 				o(&spec)
@@ -148,6 +150,7 @@ func chaosSoak(t *testing.T, seed int64) {
 		return total == n && active == 0
 	}
 
+	quotaWatch := &soakQuotaWatch{h: h}
 	start := time.Now()
 	step := 0
 	for ; !allFinal(); step++ {
@@ -197,12 +200,15 @@ func chaosSoak(t *testing.T, seed int64) {
 			}
 			held = ""
 		}
+		quotaWatch.before()
 		h.step(1)
 		check(step)
+		quotaWatch.after(step)
 	}
 	if held != "" && heldShutdown() {
 		t.Fatalf("held instance %s was shut down automatically", held)
 	}
+	quotaWatch.report()
 	byState := map[queue.State]int{}
 	overcounted := 0
 	preempted := soakPreemptions(h) // runs that spent no attempt

@@ -19,20 +19,28 @@ type NoFitError struct {
 }
 
 func (e *NoFitError) Error() string {
+	if strings.HasPrefix(e.Why, "no instance type") {
+		return e.Why + " (types: " + strings.Join(e.Types, ", ") + ")"
+	}
 	return "no instance type fits: " + e.Why + " (types: " + strings.Join(e.Types, ", ") + ")"
 }
 
-// checkFits returns a *NoFitError when no configured type can hold a
-// container of spec, and nil when one can.
+// checkFits returns a *NoFitError when no configured type has the labels
+// asked for, is allowed by its scheduling.preemptible, and can hold the
+// container; nil when one can.
 func (e *Engine) checkFits(spec *queue.Spec) error {
-	ok, why := e.sched.FitsPreemptible(spec.RuntimeConstraints, e.preemptible(spec))
+	ok, why := e.sched.FitsSpec(spec.RuntimeConstraints, spec.Scheduling.Labels, e.preemptible(spec))
 	if ok {
 		return nil
 	}
 	names := make([]string, len(e.cfg.InstanceTypes))
 	for i, t := range e.cfg.InstanceTypes {
-		names[i] = fmt.Sprintf("%s (%d vCPU, %s RAM, %s scratch, %d GPU)", t.Name, t.VCPUs,
+		names[i] = fmt.Sprintf("%s (%d vCPU, %s RAM, %s scratch, %d GPU", t.Name, t.VCPUs,
 			config.FormatSize(t.RAM), config.FormatSize(t.Scratch), t.GPUs)
+		if len(t.Labels) > 0 {
+			names[i] += ", labels " + config.FormatLabels(t.Labels)
+		}
+		names[i] += ")"
 	}
 	return &NoFitError{Why: why, Types: names}
 }

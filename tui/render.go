@@ -447,7 +447,10 @@ func schedulingLines(d *detailText, c *queue.Container) {
 	}
 	slices.SortFunc(labels, cmp.Compare[string])
 	d.kv("labels", or(strings.Join(labels, " "), "-"))
-	d.kv("preemptible", yesNo(c.Scheduling.Preemptible != nil && *c.Scheduling.Preemptible))
+	d.kv("preemptible", yesNo(c.Scheduling.IsPreemptible()))
+	if c.Scheduling.Supervisor {
+		d.kv("supervisor", "yes (at most supervisor_fraction of the instances at once)")
+	}
 	if c.Scheduling.MaxRunTime > 0 {
 		d.kv("max run time", time.Duration(c.Scheduling.MaxRunTime).String())
 	}

@@ -209,10 +209,29 @@ func containerRows(s *backend.Snapshot, now time.Time) []table.Row {
 			Cells: []string{c.ID, c.Name, containerState(c), strconv.Itoa(c.Priority),
 				strconv.Itoa(c.RuntimeConstraints.VCPUs), fmtBytes(c.RuntimeConstraints.RAM), c.InstanceID,
 				strconv.Itoa(c.Attempts) + "/" + strconv.Itoa(c.MaxAttempts), ag, reason},
-			Nums: n,
+			Nums:   n,
+			Hidden: hiddenSearch(c),
 		}
 	}
 	return rows
+}
+
+// hiddenSearch is what the filter matches in a container beyond its
+// columns: its labels as "k=v" and "supervisor", so "/gpu=a100" finds
+// those asking for that label.
+func hiddenSearch(c *queue.Container) string {
+	if len(c.Scheduling.Labels) == 0 && !c.Scheduling.Supervisor {
+		return ""
+	}
+	parts := make([]string, 0, len(c.Scheduling.Labels)+1)
+	for k, v := range c.Scheduling.Labels {
+		parts = append(parts, k+"="+v)
+	}
+	slices.Sort(parts)
+	if c.Scheduling.Supervisor {
+		parts = append(parts, "supervisor")
+	}
+	return strings.Join(parts, " ")
 }
 
 func typeRows(s *backend.Snapshot) []table.Row {

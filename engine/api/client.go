@@ -56,6 +56,8 @@ type ListQuery struct {
 	Sort   string   // priority, created, name, state; "-" prefix = descending
 	Offset int
 	Limit  int // 0 = the server's cap (10000)
+	// Labels are "key=value" selectors; a container must have them all.
+	Labels []string
 }
 
 // APIError is returned for every non-2xx response.
@@ -101,6 +103,9 @@ func (c *Client) Containers(ctx context.Context, q ListQuery) ([]queue.Container
 	}
 	if q.Limit != 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	for _, l := range q.Labels {
+		v.Add("label", l)
 	}
 	var body listBody[queue.Container]
 	err := c.do(ctx, http.MethodGet, "/v1/containers", v, nil, &body)

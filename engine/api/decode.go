@@ -264,7 +264,30 @@ func parseListQuery(v url.Values) (engine.ListOptions, *httpError) {
 	if o.Limit == 0 || o.Limit > MaxListLimit {
 		o.Limit = MaxListLimit
 	}
+	if o.Labels, herr = parseLabelSelector(v["label"]); herr != nil {
+		return o, herr
+	}
 	return o, nil
+}
+
+// parseLabelSelector reads the repeated label=k=v parameters of GET
+// /v1/containers (every one must match); nil when there are none.
+func parseLabelSelector(sels []string) (map[string]string, *httpError) {
+	if len(sels) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(sels))
+	for _, sel := range sels {
+		k, val, ok := strings.Cut(sel, "=")
+		if !ok || k == "" {
+			return nil, badRequest("label", fmt.Sprintf("label: want key=value (e.g. label=gpu=a100), got %q", sel))
+		}
+		if prev, dup := out[k]; dup && prev != val {
+			return nil, badRequest("label", fmt.Sprintf("label: %s asked for as both %q and %q; no container can match", k, prev, val))
+		}
+		out[k] = val
+	}
+	return out, nil
 }
 
 func parseState(s string) (queue.State, bool) {

@@ -64,6 +64,10 @@ type Dispatcher struct {
 	// EventRetention is how many of the newest events the store keeps
 	// (0 = all).
 	EventRetention int
+	// SupervisorFraction caps the supervisor containers Locked or Running
+	// at once at this fraction of the effective instance limit (at least
+	// 1); 0 = no cap.
+	SupervisorFraction float64
 }
 
 // Token roles: a viewer reads, an operator also changes things.
@@ -146,6 +150,9 @@ type SSHHost struct {
 	User         string // "" = [cloud] ssh_user
 	KeyFile      string // "" = [cloud] ssh_key_file
 	WorkDir      string
+	// Labels are added to its instance type's labels; every host of a type
+	// must carry the same ones.
+	Labels map[string]string
 }
 
 // Containers is the [containers] section.

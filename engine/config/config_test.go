@@ -32,6 +32,7 @@ func TestDefault(t *testing.T) {
 			ReserveExtraRAM:          256 << 20,
 			MemoryLimit:              160 << 20,
 			EventRetention:           200000,
+			SupervisorFraction:       0.3,
 		},
 		Cloud: Cloud{
 			Driver:               "local",
@@ -124,6 +125,7 @@ stale_lock_timeout = "2m30s"
 reserve_extra_ram = 134217728
 memory_limit = "1GiB"
 event_retention = 5000
+supervisor_fraction = 0.5
 
 [cloud]
 driver = "sshhosts"
@@ -148,6 +150,7 @@ local.boot_delay = "0s"
 [[cloud.sshhosts.host]]
 address = "10.0.0.5"
 instance_type = "gpu"
+labels = {rack = "r1"}
 
 [[cloud.sshhosts.host]]
 address = "10.0.0.6:22"
@@ -165,6 +168,7 @@ scratch = "125GB"
 gpus = 1
 price = 0.526
 preemptible = true
+labels = {gpu = "t4"}
 
 [[instance_type]]
 name = "cpu"
@@ -214,6 +218,7 @@ kill = "ctrl+k"
 			ReserveExtraRAM:          128 << 20,
 			MemoryLimit:              1 << 30,
 			EventRetention:           5000,
+			SupervisorFraction:       0.5,
 		},
 		Cloud: Cloud{
 			Driver:               "sshhosts",
@@ -235,14 +240,15 @@ kill = "ctrl+k"
 			MaxConcurrentCreates: 3,
 			Local:                LocalDriver{BootDelay: 0},
 			SSHHosts: SSHHostsDriver{Hosts: []SSHHost{
-				{Address: "10.0.0.5:2222", InstanceType: "gpu"},
+				{Address: "10.0.0.5:2222", InstanceType: "gpu", Labels: map[string]string{"rack": "r1"}},
 				{Address: "10.0.0.6:22", InstanceType: "cpu", User: "root", KeyFile: "/keys/root", WorkDir: "/scratch"},
 			}},
 		},
 		InstanceTypes: []cloud.InstanceType{ // by price, then name
 			{Name: "another", ProviderType: "another", VCPUs: 2, RAM: 1 << 30, Price: 0.1},
 			{Name: "cpu", ProviderType: "cpu", VCPUs: 2, RAM: 3 << 29, Price: 0.1},
-			{Name: "gpu", ProviderType: "g4dn.xlarge", VCPUs: 4, RAM: 16 << 30, Scratch: 125e9, GPUs: 1, Price: 0.526, Preemptible: true},
+			{Name: "gpu", ProviderType: "g4dn.xlarge", VCPUs: 4, RAM: 16 << 30, Scratch: 125e9, GPUs: 1, Price: 0.526, Preemptible: true,
+				Labels: map[string]string{"gpu": "t4", "rack": "r1"}}, // the host's labels added
 		},
 		Containers: Containers{MaxAttempts: 5, KillGrace: time.Minute, KeepFinished: 0},
 		TUI: TUI{Refresh: 250 * time.Millisecond, Theme: "dark", ReadOnly: true,

@@ -30,6 +30,7 @@ func Default() *Config {
 			ReserveExtraRAM:          256 * miB,
 			MemoryLimit:              160 * miB,
 			EventRetention:           200000,
+			SupervisorFraction:       0.3,
 		},
 		Cloud: Cloud{
 			Driver:               "local",

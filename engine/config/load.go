@@ -223,6 +223,7 @@ type rawDispatcher struct {
 	ReserveExtraRAM          value      `toml:"reserve_extra_ram"`
 	MemoryLimit              value      `toml:"memory_limit"`
 	EventRetention           value      `toml:"event_retention"`
+	SupervisorFraction       value      `toml:"supervisor_fraction"`
 }
 
 type rawToken struct {
@@ -269,6 +270,9 @@ type rawSSHHost struct {
 	User         value `toml:"user"`
 	KeyFile      value `toml:"key_file"`
 	WorkDir      value `toml:"work_dir"`
+
+	// A table of strings (see config.toml.example).
+	Labels map[string]value `toml:"labels"`
 }
 
 type rawInstanceType struct {
@@ -280,6 +284,9 @@ type rawInstanceType struct {
 	GPUs         value `toml:"gpus"`
 	Price        value `toml:"price"`
 	Preemptible  value `toml:"preemptible"`
+
+	// A table of strings (see config.toml.example).
+	Labels map[string]value `toml:"labels"`
 }
 
 type rawContainers struct {
@@ -757,6 +764,7 @@ func (p *parser) convert(r *rawFile, c *Config, dir string, hasTypes bool) {
 			reflect.ValueOf(&r.Cloud.SSHHosts.Hosts[i]).Elem(), reflect.ValueOf(&h).Elem())
 		h.Address = withPort(h.Address, cl.SSHPort)
 		h.KeyFile = localPath(dir, h.KeyFile)
+		h.Labels = p.labels(fmt.Sprintf("cloud.sshhosts.host[%d].labels", i), r.Cloud.SSHHosts.Hosts[i].Labels)
 		cl.SSHHosts.Hosts = append(cl.SSHHosts.Hosts, h)
 	}
 
@@ -769,9 +777,12 @@ func (p *parser) convert(r *rawFile, c *Config, dir string, hasTypes bool) {
 			if it.ProviderType == "" && !p.failed[k+".provider_type"] {
 				it.ProviderType = it.Name
 			}
+			it.Labels = p.labels(k+".labels", r.InstanceTypes[i].Labels)
 			c.InstanceTypes = append(c.InstanceTypes, it)
 		}
 	}
+
+	p.mergeHostLabels(c)
 
 	t, rt := &c.TUI, &r.TUI
 	for _, action := range sortedKeys(rt.Keys) {

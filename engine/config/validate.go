@@ -169,6 +169,10 @@ func (c *Config) validate() []*Error {
 		v.addAt(&d.MemoryLimit, "must be 0 (no limit) or at least 32MiB (got %d bytes)", d.MemoryLimit)
 	}
 
+	if d.SupervisorFraction < 0 || d.SupervisorFraction > 1 {
+		v.addAt(&d.SupervisorFraction, "must be between 0 (no limit) and 1 (got %g)", d.SupervisorFraction)
+	}
+
 	cl := &c.Cloud
 	v.oneOf(&cl.Driver, "local", "sshhosts", "cloudtest")
 	v.intRange(&cl.SSHPort, 1, 65535)
@@ -213,6 +217,7 @@ func (c *Config) validate() []*Error {
 		v.minInt(&it.GPUs, 0)
 		v.minFloat(&it.Price, 0)
 	}
+	v.validateLabels(c)
 
 	if cl.Driver == "sshhosts" && len(cl.SSHHosts.Hosts) == 0 {
 		e := v.addAt(&cl.SSHHosts.Hosts, "driver \"sshhosts\" needs at least one [[cloud.sshhosts.host]]")

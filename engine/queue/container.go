@@ -98,6 +98,10 @@ type Scheduling struct {
 	Preemptible *bool             `json:"preemptible"`
 	MaxRunTime  Duration          `json:"max_run_time"`
 	Labels      map[string]string `json:"labels,omitempty"`
+	// Supervisor marks a workflow runner that submits children: at most
+	// [dispatcher] supervisor_fraction of the instance limit of them are
+	// Locked or Running at once, so children always find room.
+	Supervisor bool `json:"supervisor,omitempty"`
 }
 
 // ReasonCode is the machine-readable part of a pending or cancel reason.
@@ -129,6 +133,14 @@ const (
 	// ReasonUnhealthy: the runner killed it after its health check failed
 	// retries times in a row (a failure for restart_policy on-failure).
 	ReasonUnhealthy ReasonCode = "UNHEALTHY"
+	// ReasonNoLabels: no configured type has every label it asks for.
+	ReasonNoLabels ReasonCode = "NO_LABELS"
+	// ReasonSupervisorLimit: as many supervisors as supervisor_fraction
+	// allows are Locked or Running (N the limit, Arg how many).
+	ReasonSupervisorLimit ReasonCode = "SUPERVISOR_LIMIT"
+	// ReasonFreeing: at quota, an instance it could have used is being shut
+	// down so that a container ahead of it (Arg, priority N) gets the quota.
+	ReasonFreeing ReasonCode = "FREEING"
 )
 
 // Pending is a compact pending reason set by every scheduler pass. It is
@@ -173,6 +185,12 @@ func (p Pending) Text() string {
 		return "priority 0 (not scheduled)"
 	case ReasonStartup:
 		return "waiting for instances to be probed after start-up"
+	case ReasonNoLabels:
+		return p.Arg // "no instance type has labels k=v"
+	case ReasonSupervisorLimit:
+		return "supervisor limit (" + p.Arg + " of " + strconv.Itoa(p.N) + ")"
+	case ReasonFreeing:
+		return "at quota: freeing an instance for " + p.Arg + " (priority " + strconv.Itoa(p.N) + ")"
 	case ReasonRequeued:
 		if p.Arg == "" {
 			return "waiting for its previous attempt to end"
@@ -192,6 +210,7 @@ type Container struct {
 	State              State       `json:"state"`
 	Priority           int         `json:"priority"`
 	Held               bool        `json:"held"`
+	hints              schedHints  // from Scheduling, in the padding after Held
 	RuntimeConstraints Constraints `json:"runtime_constraints"`
 	FirstSeenAt        time.Time   `json:"first_seen_at"`
 	pending            Pending
@@ -243,6 +262,36 @@ type Container struct {
 	Health *runner.Health `json:"health,omitempty"`
 	health *runner.Health
 }
+
+// schedHints says, in the record's first cache line, which scheduling
+// fields a pass must read: most containers have neither, and a pass over
+// 100,000 of them should not load the line Scheduling is on to find out.
+type schedHints uint8
+
+const (
+	hintLabels schedHints = 1 << iota
+	hintSupervisor
+)
+
+// setHints derives hints from Scheduling, which does not change after
+// submission.
+func (c *Container) setHints() {
+	c.hints = 0
+	if len(c.Scheduling.Labels) > 0 {
+		c.hints |= hintLabels
+	}
+	if c.Scheduling.Supervisor {
+		c.hints |= hintSupervisor
+	}
+}
+
+// HasLabels reports whether the container asks for labels (from its
+// record's first cache line).
+func (c *Container) HasLabels() bool { return c.hints&hintLabels != 0 }
+
+// IsSupervisor reports whether the container is a supervisor (from its
+// record's first cache line).
+func (c *Container) IsSupervisor() bool { return c.hints&hintSupervisor != 0 }
 
 // StartSent reports whether this process made, or is about to make, the
 // start of the current attempt (see startSent; false in a View).
@@ -328,6 +377,9 @@ func (s *Spec) Validate() error {
 	case s.MaxAttempts < 0:
 		return &FieldError{Field: "max_attempts", Msg: "must not be negative"}
 	}
+	if err := validateLabels(s.Scheduling.Labels); err != nil {
+		return err
+	}
 	switch s.RestartPolicy {
 	case "", RestartNever, RestartOnFailure:
 	default:
@@ -356,6 +408,30 @@ func (s *Spec) Validate() error {
 	}
 	return nil
 }
+
+// validateLabels checks scheduling.labels: each key and value non-empty
+// text a selector can spell ("k=v": no "=" or "," in a key).
+func validateLabels(labels map[string]string) error {
+	if len(labels) > MaxLabels {
+		return &FieldError{Field: "scheduling.labels", Msg: fmt.Sprintf("has %d labels, at most %d", len(labels), MaxLabels)}
+	}
+	for k, v := range labels {
+		switch {
+		case k == "":
+			return &FieldError{Field: "scheduling.labels", Msg: "a label key must not be empty"}
+		case strings.ContainsAny(k, "=,") || strings.IndexByte(k, 0) >= 0 || !utf8.ValidString(k):
+			return &FieldError{Field: "scheduling.labels", Msg: fmt.Sprintf("label key %q must be UTF-8 text without \"=\", \",\" or NUL", k)}
+		case strings.IndexByte(v, 0) >= 0 || !utf8.ValidString(v):
+			return &FieldError{Field: "scheduling.labels." + k, Msg: "must be UTF-8 text without NUL bytes"}
+		case len(k)+len(v) > MaxNameBytes:
+			return &FieldError{Field: "scheduling.labels." + k, Msg: fmt.Sprintf("key and value are %d bytes, at most %d", len(k)+len(v), MaxNameBytes)}
+		}
+	}
+	return nil
+}
+
+// MaxLabels bounds how many labels a container may ask for.
+const MaxLabels = 32
 
 // MaxNameBytes bounds a container's name: it is for people to read.
 const MaxNameBytes = 256

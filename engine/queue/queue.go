@@ -155,6 +155,7 @@ func (q *Queue) load() error {
 			if err := json.Unmarshal(v, c); err != nil {
 				return fmt.Errorf("load container %s: %w", k, err)
 			}
+			c.setHints()
 			if len(k) != 8 {
 				oldKeys = append(oldKeys, k)
 			}
@@ -372,6 +373,7 @@ func (q *Queue) newContainer(spec *Spec, now time.Time, seq uint64) *Container {
 	}
 	c.Scheduling.Preemptible = &pre
 	c.HealthCheck = spec.HealthCheck.withDefaults()
+	c.setHints()
 	if c.Name == "" {
 		c.Name = c.ID
 	}

@@ -65,6 +65,12 @@ func benchShape(i int) queue.Constraints {
 // draining with a container, 10% booting (with Locked containers waiting),
 // 5% unknown. The cloud is at quota, so most of the queue waits.
 func benchSetup(b *testing.B, queued, instances int) (*Scheduler, *queue.Queue) {
+	return benchSetupWith(b, queued, instances, benchTypes, nil)
+}
+
+// benchSetupWith is benchSetup with the given types, and spec called on
+// each container's spec before it is submitted (nil: none).
+func benchSetupWith(b *testing.B, queued, instances int, types []cloud.InstanceType, spec func(i int, s *queue.Spec)) (*Scheduler, *queue.Queue) {
 	b.Helper()
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	q, err := queue.Open(queue.Options{Path: filepath.Join(b.TempDir(), "q.db"), Clock: clk, NoSync: true})
@@ -73,7 +79,7 @@ func benchSetup(b *testing.B, queued, instances int) (*Scheduler, *queue.Queue) 
 	}
 	b.Cleanup(func() { q.Close() })
 	cfg := config.Default()
-	cfg.InstanceTypes = benchTypes
+	cfg.InstanceTypes = types
 	cfg.Dispatcher.MaxInstances = instances
 
 	nRunning := instances * 75 / 100
@@ -82,6 +88,9 @@ func benchSetup(b *testing.B, queued, instances int) (*Scheduler, *queue.Queue) 
 	for i := range specs {
 		prio := 1 + i%5
 		specs[i] = queue.Spec{Command: []string{"true"}, RuntimeConstraints: benchShape(i), Priority: &prio}
+		if spec != nil {
+			spec(i, &specs[i])
+		}
 	}
 	var all []queue.Container
 	for i := 0; i < total; i += 10000 {

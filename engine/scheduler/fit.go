@@ -12,74 +12,35 @@ import (
 type fit struct {
 	candidates []int // type indices within max_price_factor of the cheapest, by price
 	why        string
+	noLabels   bool // no type has every label asked for
 }
 
-// Fits reports whether some configured type can hold a container with rc,
-// and if not, an explanation naming the largest type.
-// It is safe to call from any goroutine.
-func (s *Scheduler) Fits(rc queue.Constraints) (bool, string) {
-	f := ComputeFit(s.types, rc, s.reserveRAM, s.cfg.Dispatcher.MaxPriceFactor)
-	return len(f.Candidates) > 0, f.Why
+// fitKey is what a fit depends on: the shape and the labels asked for.
+type fitKey struct {
+	rc     queue.Constraints
+	labels labelSet
 }
 
-// FitsPreemptible is Fits for a container whose scheduling.preemptible is
-// preemptible: one that is not may use only types that are not.
-func (s *Scheduler) FitsPreemptible(rc queue.Constraints, preemptible bool) (bool, string) {
-	f := ComputeFitFor(s.types, rc, s.reserveRAM, s.cfg.Dispatcher.MaxPriceFactor, preemptible)
-	return len(f.Candidates) > 0, f.Why
-}
-
-// fitForContainer is fitFor for c, honouring scheduling.preemptible: a
-// container that is not preemptible gets only the types that are not (from
-// a cache of its own). With no preemptible type configured, both are the
-// same and c's flag is not even read.
+// fitForContainer is fitFor for c: the labels it asks for and, when some
+// type is preemptible and c may not use them, the on-demand bit. Most
+// containers have no labels, and the hint says so without reading them.
 func (s *Scheduler) fitForContainer(c *queue.Container) *fit {
-	if s.onDemand == nil {
-		s.onDemand = newOnDemandFits(s.types)
+	var want labelSet
+	if c.HasLabels() {
+		want = s.labelSetOf(c)
 	}
-	if !s.onDemand.anyPreemptible || c.Scheduling.IsPreemptible() {
-		return s.fitFor(c.RuntimeConstraints)
+	if s.labels.anyPreemptible && !c.Scheduling.IsPreemptible() {
+		want |= onDemandLabel
 	}
-	return s.onDemand.fitFor(s, c.RuntimeConstraints)
+	return s.fitFor(c.RuntimeConstraints, want)
 }
 
-// onDemandFits caches the fits of containers that may not run on
-// preemptible types.
-type onDemandFits struct {
-	anyPreemptible bool
-	small          [64]fitSlot
-	m              map[queue.Constraints]fit
-}
-
-func newOnDemandFits(types []cloud.InstanceType) *onDemandFits {
-	o := &onDemandFits{m: map[queue.Constraints]fit{}}
-	for _, t := range types {
-		o.anyPreemptible = o.anyPreemptible || t.Preemptible
+// fitFor is ComputeFit for this scheduler's types and the labels asked
+// for, cached by shape and labels.
+func (s *Scheduler) fitFor(rc queue.Constraints, labels labelSet) *fit {
+	if labels != 0 {
+		return s.labelledFitFor(rc, labels)
 	}
-	return o
-}
-
-func (o *onDemandFits) fitFor(s *Scheduler, rc queue.Constraints) *fit {
-	h := uint(rc.VCPUs)*31 + uint(rc.RAM>>20)*17 + uint(rc.Scratch>>20)*7 + uint(rc.GPUs)
-	e := &o.small[h%uint(len(o.small))]
-	if e.ok && e.key == rc {
-		return &e.f
-	}
-	f, ok := o.m[rc]
-	if !ok {
-		cf := ComputeFitFor(s.types, rc, s.reserveRAM, s.cfg.Dispatcher.MaxPriceFactor, false)
-		if len(o.m) > 100000 {
-			clear(o.m)
-		}
-		f = fit{candidates: cf.Candidates, why: cf.Why}
-		o.m[rc] = f
-	}
-	*e = fitSlot{key: rc, f: f, ok: true}
-	return &e.f
-}
-
-// fitFor is ComputeFit for this scheduler's types, cached by shape.
-func (s *Scheduler) fitFor(rc queue.Constraints) *fit {
 	// A small direct-mapped cache in front of the map: queues hold few
 	// distinct shapes, and hashing a map key per container costs more.
 	h := uint(rc.VCPUs)*31 + uint(rc.RAM>>20)*17 + uint(rc.Scratch>>20)*7 + uint(rc.GPUs)
@@ -87,17 +48,61 @@ func (s *Scheduler) fitFor(rc queue.Constraints) *fit {
 	if e.ok && e.key == rc {
 		return &e.f
 	}
-	f, ok := s.fitCache[rc]
+	f, ok := s.fitCache[fitKey{rc: rc}]
 	if !ok {
-		cf := ComputeFit(s.types, rc, s.reserveRAM, s.cfg.Dispatcher.MaxPriceFactor)
-		if len(s.fitCache) > 100000 {
-			clear(s.fitCache)
-		}
-		f = fit{candidates: cf.Candidates, why: cf.Why}
-		s.fitCache[rc] = f
+		f = s.computeFit(rc, 0)
 	}
 	*e = fitSlot{key: rc, f: f, ok: true}
 	return &e.f
+}
+
+// labelledFitFor is fitFor for containers that ask for labels (few): the
+// map only.
+func (s *Scheduler) labelledFitFor(rc queue.Constraints, labels labelSet) *fit {
+	key := fitKey{rc, labels}
+	h := uint(rc.VCPUs)*31 + uint(rc.RAM>>20)*17 + uint(rc.Scratch>>20)*7 + uint(rc.GPUs) + uint(labels)*13
+	e := &s.fitSmallL[h%uint(len(s.fitSmallL))]
+	if e.ok && e.key == key {
+		return &e.f
+	}
+	f, ok := s.fitCache[key]
+	if !ok {
+		f = s.computeFit(rc, labels)
+	}
+	*e = fitSlotL{key: key, f: f, ok: true}
+	return &e.f
+}
+
+type fitSlotL struct {
+	key fitKey
+	f   fit
+	ok  bool
+}
+
+// computeFit computes a fit and keeps it in the map.
+func (s *Scheduler) computeFit(rc queue.Constraints, labels labelSet) fit {
+	f := s.explainFit(rc, labels)
+	if len(s.fitCache) > 100000 {
+		clear(s.fitCache)
+	}
+	s.fitCache[fitKey{rc, labels}] = f
+	return f
+}
+
+// explainFit computes a fit without caching it; when only preemptible
+// types could hold a container kept off them, its reason says so and how
+// to allow them.
+func (s *Scheduler) explainFit(rc queue.Constraints, labels labelSet) fit {
+	factor := s.cfg.Dispatcher.MaxPriceFactor
+	cf, noLabels := computeLabelledFit(s.types, &s.labels, rc, labels, s.reserveRAM, factor)
+	f := fit{candidates: cf.Candidates, why: cf.Why, noLabels: noLabels}
+	if labels&onDemandLabel != 0 && len(f.candidates) == 0 {
+		if pf, pNo := computeLabelledFit(s.types, &s.labels, rc, labels&^onDemandLabel, s.reserveRAM, factor); !pNo && len(pf.Candidates) > 0 {
+			f.noLabels = false
+			f.why = "only preemptible types hold it, and it is not preemptible (submit it with scheduling.preemptible = true)"
+		}
+	}
+	return f
 }
 
 type fitSlot struct {
@@ -115,21 +120,9 @@ type Fit struct {
 // ComputeFit finds the types (sorted by price) that hold rc with
 // reserveRAM extra, keeping those priced within factor × the cheapest.
 func ComputeFit(types []cloud.InstanceType, rc queue.Constraints, reserveRAM int64, factor float64) Fit {
-	return ComputeFitFor(types, rc, reserveRAM, factor, true)
-}
-
-// ComputeFitFor is ComputeFit for a container that may (preemptible) or
-// may not run on preemptible types. One that may takes them like any
-// other type, so it prefers them when they are cheaper.
-func ComputeFitFor(types []cloud.InstanceType, rc queue.Constraints, reserveRAM int64, factor float64, preemptible bool) Fit {
 	var out Fit
 	cheapest := -1.0
-	onDemand := 0
 	for i, t := range types {
-		if t.Preemptible && !preemptible {
-			continue
-		}
-		onDemand++
 		if !typeHolds(t, rc, reserveRAM) {
 			continue
 		}
@@ -141,14 +134,7 @@ func ComputeFitFor(types []cloud.InstanceType, rc queue.Constraints, reserveRAM 
 		}
 	}
 	if len(out.Candidates) == 0 {
-		if onDemand == 0 {
-			out.Why = "every instance type is preemptible, and the container is not (submit it with scheduling.preemptible = true)"
-			return out
-		}
 		out.Why = explainNoFit(types, rc, reserveRAM)
-		if !preemptible && onDemand < len(types) && len(ComputeFit(types, rc, reserveRAM, factor).Candidates) > 0 {
-			out.Why = "only preemptible types hold it, and it is not preemptible (submit it with scheduling.preemptible = true): " + out.Why
-		}
 	}
 	return out
 }

@@ -32,6 +32,7 @@ type stubPool struct {
 	quota       int
 	created     []string
 	started     []string
+	shutdowns   []cloud.InstanceID
 }
 
 func (p *stubPool) Instances(buf []worker.InstanceView) []worker.InstanceView {
@@ -59,7 +60,10 @@ func (p *stubPool) KillContainer(cloud.InstanceID, string) bool { return false }
 func (p *stubPool) ForgetContainer(cloud.InstanceID, string)    {}
 func (p *stubPool) TakeStartFailures() []worker.StartFailure    { return nil }
 func (p *stubPool) BootFailing(typeName string) string          { return p.bootFailing[typeName] }
-func (p *stubPool) Shutdown(cloud.InstanceID, string) bool      { return false }
+func (p *stubPool) Shutdown(id cloud.InstanceID, _ string) bool {
+	p.shutdowns = append(p.shutdowns, id)
+	return true
+}
 func (p *stubPool) Quota() (int, bool) {
 	return p.quota, errors.Is(p.createErr, worker.ErrAtQuota)
 }
@@ -115,7 +119,10 @@ func TestPendingReasons(t *testing.T) {
 		wantState queue.State
 		wantCode  queue.ReasonCode
 		wantText  string
-		after     func(e *pendingEnv)
+		// wantTextOf, when set, gives wantText once the row is set up
+		// (for texts naming a container id).
+		wantTextOf func(e *pendingEnv) string
+		after      func(e *pendingEnv)
 	}{
 		{
 			name:      "instances not all probed since start-up",
@@ -311,6 +318,48 @@ func TestPendingReasons(t *testing.T) {
 			wantState: queue.Queued, wantCode: queue.ReasonPosition, wantText: "position 2 in queue",
 		},
 		{
+			name:      "labels no type has",
+			spec:      func(s *queue.Spec) { s.Scheduling.Labels = map[string]string{"gpu": "a100", "zone": "eu"} },
+			wantState: queue.Queued, wantCode: queue.ReasonNoLabels,
+			wantText: "no instance type has labels gpu=a100 zone=eu",
+		},
+		{
+			name:      "supervisor limit reached",
+			n:         2,
+			spec:      func(s *queue.Spec) { s.Scheduling.Supervisor = true },
+			check:     1, // quota 3 × 0.3 rounds down to 0: the cap is 1
+			wantState: queue.Queued, wantCode: queue.ReasonSupervisorLimit,
+			wantText: "supervisor limit (1 of 1)",
+			after: func(e *pendingEnv) {
+				if c, _ := e.q.Get(e.ids[0]); c.State != queue.Locked {
+					e.t.Errorf("first supervisor %s, want Locked (an instance created for it)", c.State)
+				}
+			},
+		},
+		{
+			name: "at quota, an idle instance freed for a higher-priority container",
+			setup: func(e *pendingEnv) {
+				e.pool.views = []worker.InstanceView{e.instance("i-idle", worker.StateIdle)}
+				e.pool.createErr = worker.ErrAtQuota
+				two := 2
+				c, err := e.q.Submit(queue.Spec{Command: []string{"true"}, Priority: &two, RuntimeConstraints: queue.Constraints{VCPUs: 4, RAM: 6 << 30}}, "test")
+				if err != nil {
+					e.t.Fatal(err)
+				}
+				e.ids = append(e.ids, c.ID)
+			},
+			wantState: queue.Queued, wantCode: queue.ReasonFreeing,
+			wantTextOf: func(e *pendingEnv) string { return "at quota: freeing an instance for " + e.ids[1] + " (priority 2)" },
+			after: func(e *pendingEnv) {
+				if len(e.pool.started) != 0 {
+					e.t.Errorf("started %v on the instance being freed", e.pool.started)
+				}
+				if len(e.pool.shutdowns) != 1 || e.pool.shutdowns[0] != "i-idle" {
+					e.t.Errorf("shut down %v, want [i-idle]", e.pool.shutdowns)
+				}
+			},
+		},
+		{
 			name:      "creates throttled",
 			setup:     func(e *pendingEnv) { e.pool.createErr = worker.ErrThrottled },
 			wantState: queue.Queued, wantCode: queue.ReasonCreating,
@@ -367,6 +416,9 @@ func TestPendingReasons(t *testing.T) {
 			c, ok := q.Get(e.ids[tc.check])
 			if !ok {
 				t.Fatalf("container %s gone", e.ids[tc.check])
+			}
+			if tc.wantTextOf != nil {
+				tc.wantText = tc.wantTextOf(e)
 			}
 			if c.State != tc.wantState || c.ReasonCode != tc.wantCode || c.Reason != tc.wantText {
 				t.Errorf("got %s %s %q, want %s %s %q", c.State, c.ReasonCode, c.Reason, tc.wantState, tc.wantCode, tc.wantText)

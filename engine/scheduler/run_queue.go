@@ -1,7 +1,9 @@
 package scheduler
 
 import (
+	"cmp"
 	"errors"
+	"slices"
 	"time"
 
 	"dispatch-tui/engine/queue"
@@ -19,10 +21,24 @@ type passState struct {
 	headKept  bool
 	position  int
 	st        *Stats
+
+	// Quota debts (quota.go): instances shutting down at the start of the
+	// pass not yet counted as freed for a waiting container, and the first
+	// of s.waitingAtQuota no instance has been freed for yet.
+	freeing  int
+	owedFrom int
+	// Supervisors Locked or Running, and how many may be (0 = no cap).
+	supervisors   int
+	supervisorCap int
 }
 
 // mapQueue walks Locked and Queued containers in order and decides, for
 // each, start / wait / create / unlock, leaving a pending reason.
+//
+// The store orders Locked before Queued; the walk merges the two by
+// priority (Locked first among equals), so a lower-priority container
+// locked in an earlier pass never comes before a higher-priority one that
+// arrived since (see quota.go: at quota, a slot is kept for the higher).
 func (s *Scheduler) mapQueue(tx *queue.Tx, now time.Time, ready bool, st *Stats) {
 	ps := passState{tx: tx, now: now, ready: ready, paused: tx.Paused(), st: st}
 	clear(s.blockedType)
@@ -35,27 +51,81 @@ func (s *Scheduler) mapQueue(tx *queue.Tx, now time.Time, ready bool, st *Stats)
 	var byState [len(queue.States)]int
 	var oldest time.Time // first seen of the longest-waiting container
 	active := tx.Active()
-	for k, c := range active {
+	nRunning := len(tx.RunningAtStart())
+	queuedAt := s.startQuotaAndSupervisors(&ps, active, nRunning)
+	// The Running prefix: only Running and finished ones are handled here;
+	// those requeued earlier in this pass wait their turn below.
+	s.requeued = s.requeued[:0]
+	for k, c := range active[:nRunning] {
 		if k%touchAhead == 0 {
-			s.touch(active[k:min(len(active), k+touchAhead)])
+			s.touch(active[k:min(nRunning, k+touchAhead)])
 		}
-		// Active still holds containers that finished earlier in this pass.
-		if c.State.Final() {
-			byState[stateIndex(c.State)]++
-			continue
-		}
-		if c.State == queue.Running {
+		switch {
+		case c.State.Final(): // finished earlier in this pass
+		case c.State == queue.Running:
 			if c.InstanceID != "" {
 				tx.SetPending(c, queue.Pending{})
 			}
-		} else {
-			if oldest.IsZero() || c.FirstSeenAt.Before(oldest) {
-				oldest = c.FirstSeenAt
-			}
-			s.mapOne(&ps, c)
+		default:
+			// Requeued earlier in this pass: its place is by priority
+			// among the waiting ones below, not ahead of them.
+			s.requeued = append(s.requeued, c)
+			continue
 		}
 		byState[stateIndex(c.State)]++
 	}
+	slices.SortFunc(s.requeued, func(a, b *queue.Container) int {
+		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+			return c
+		}
+		return a.FirstSeenAt.Compare(b.FirstSeenAt)
+	})
+	locked, queued, requeued := active[nRunning:queuedAt], active[queuedAt:], s.requeued
+	li, qi, ri, touchedL, touchedQ := 0, 0, 0, 0, 0
+	for li < len(locked) || qi < len(queued) || ri < len(requeued) {
+		if li == touchedL && li < len(locked) {
+			touchedL = min(len(locked), li+touchAhead)
+			s.touch(locked[li:touchedL])
+		}
+		if qi == touchedQ && qi < len(queued) {
+			touchedQ = min(len(queued), qi+touchAhead)
+			s.touch(queued[qi:touchedQ])
+		}
+		// The next by priority; among equals Locked first, then by
+		// first seen.
+		var c *queue.Container
+		switch {
+		case ri < len(requeued) && (li == len(locked) || requeued[ri].Priority > locked[li].Priority) &&
+			(qi == len(queued) || requeued[ri].Priority > queued[qi].Priority ||
+				requeued[ri].Priority == queued[qi].Priority && !queued[qi].FirstSeenAt.Before(requeued[ri].FirstSeenAt)):
+			c = requeued[ri]
+			ri++
+		case qi == len(queued) || (li < len(locked) && locked[li].Priority >= queued[qi].Priority):
+			c = locked[li]
+			li++
+		default:
+			c = queued[qi]
+			qi++
+		}
+		switch {
+		case c.State.Final():
+		case c.State == queue.Running: // adopted earlier in this pass
+			if c.InstanceID != "" {
+				tx.SetPending(c, queue.Pending{})
+			}
+		default:
+			if oldest.IsZero() || c.FirstSeenAt.Before(oldest) {
+				oldest = c.FirstSeenAt
+			}
+			before := c.State
+			s.mapOne(&ps, c)
+			if c.IsSupervisor() {
+				ps.countSupervisor(c, before)
+			}
+		}
+		byState[stateIndex(c.State)]++
+	}
+	s.trimLabelSets()
 	for i, n := range byState {
 		if n > 0 {
 			st.ByState[queue.States[i]] = n
@@ -130,12 +200,26 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 	f := s.fitForContainer(c)
 	if len(f.candidates) == 0 {
 		s.unlock(ps, c)
+		if f.noLabels {
+			tx.SetPending(c, queue.Pending{Code: queue.ReasonNoLabels, Arg: noLabelsWhy(c.Scheduling.Labels)})
+			return
+		}
 		tx.SetPending(c, queue.Pending{Code: queue.ReasonNoFit, Arg: f.why})
 		return
 	}
+	if c.IsSupervisor() && s.atSupervisorLimit(ps, c) {
+		return
+	}
 	rc := c.RuntimeConstraints
-	// 1. An instance that can take it now, cheapest type first.
+	// 1. An instance that can take it now, cheapest type first; but not an
+	// idle one whose quota a container waiting ahead of it is owed.
 	if i := s.pickAmong(f.candidates, rc, true); i >= 0 {
+		if w := s.owedTo(ps, c); w != nil && !s.slots[i].allocated {
+			s.freeFor(ps, i, w)
+			s.unlock(ps, c)
+			tx.SetPending(c, queue.Pending{Code: queue.ReasonFreeing, N: w.priority, Arg: w.c.ID})
+			return
+		}
 		s.startOn(ps, c, i)
 		return
 	}
@@ -227,6 +311,7 @@ func (s *Scheduler) startOn(ps *passState, c *queue.Container, i int) {
 func (s *Scheduler) waitAtQuota(ps *passState, c *queue.Container, typeName string) {
 	ps.st.AtQuota = true
 	ps.st.OverQuota++
+	s.noteAtQuota(ps, c)
 	if !ps.headKept {
 		ps.headKept = true
 		if c.State == queue.Queued {
@@ -288,6 +373,10 @@ func (s *Scheduler) shutdownUnallocated() {
 	for i := range s.slots {
 		sl := &s.slots[i]
 		if sl.allocated || sl.view.ID == "" || sl.view.State != worker.StateIdle || sl.view.IdleBehavior != worker.IdleRun {
+			continue
+		}
+		if sl.freeFor != "" {
+			s.pool.Shutdown(sl.view.ID, "at quota: freeing its quota for "+sl.freeFor)
 			continue
 		}
 		s.pool.Shutdown(sl.view.ID, "at quota: idle and not needed by the queue")

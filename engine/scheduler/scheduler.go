@@ -53,9 +53,8 @@ type Scheduler struct {
 
 	types      []cloud.InstanceType // sorted by price
 	typeIndex  map[string]int
-	fitCache   map[queue.Constraints]fit
+	fitCache   map[fitKey]fit
 	fitSmall   [64]fitSlot
-	onDemand   *onDemandFits // fits for containers kept off preemptible types (fit.go)
 	reserveRAM int64
 	maxPer     int
 	spread     bool
@@ -85,6 +84,19 @@ type Scheduler struct {
 	forgets      []forgetAction
 	revert       []worker.StartFailure
 	touchSink    int // keeps touch's loads from being optimised away
+
+	labels    labelIndex // the label pairs of the types, as bits
+	fitSmallL [64]fitSlotL
+	// labelSets remembers the label set of each labelled record walked;
+	// labelledSeen counts those walked this pass.
+	labelSets    map[*queue.Container]labelSet
+	labelledSeen int
+	// waitingAtQuota lists, in walk order, the containers of this pass that
+	// wait at quota with no instance being freed for them (see quota.go).
+	waitingAtQuota []quotaWaiter
+	// requeued holds containers of the Running prefix requeued this pass,
+	// walked after the others.
+	requeued []*queue.Container
 }
 
 type startAction struct {
@@ -102,7 +114,9 @@ func New(cfg *config.Config, q *queue.Queue, pool Pool, clk clock.Clock, log *sl
 		started:      clk.Now(),
 		types:        cfg.InstanceTypes,
 		typeIndex:    map[string]int{},
-		fitCache:     map[queue.Constraints]fit{},
+		fitCache:     map[fitKey]fit{},
+		labels:       newLabelIndex(cfg.InstanceTypes),
+		labelSets:    map[*queue.Container]labelSet{},
 		reserveRAM:   cfg.Dispatcher.ReserveExtraRAM,
 		maxPer:       cfg.Dispatcher.MaxContainersPerInstance,
 		spread:       cfg.Dispatcher.SchedulerProfile == "spread",

@@ -15,6 +15,9 @@ type slot struct {
 	count     int
 	used      queue.Constraints
 	allocated bool
+	// freeFor is the container waiting at quota this idle instance is
+	// being shut down for, "" if none.
+	freeFor string
 }
 
 // indexInstances builds the per-pass slot table and per-type lists.

@@ -51,6 +51,9 @@ type Row struct {
 	Cells []string
 	Nums  []float64
 	State string
+	// Hidden is text the filter matches that no column shows (a
+	// container's labels); "" for most rows.
+	Hidden string
 }
 
 type cacheLine struct {
@@ -401,7 +404,7 @@ func fillSearch(rows []Row, search []string) {
 			for _, c := range rows[i].Cells {
 				size += len(c) + 1
 			}
-			size++
+			size += len(rows[i].Hidden) + 1
 		}
 	}
 	if size == 0 {
@@ -420,6 +423,7 @@ func fillSearch(rows []Row, search []string) {
 			writeLower(&b, c)
 			b.WriteByte(' ')
 		}
+		writeLower(&b, rows[i].Hidden)
 		b.WriteByte(' ')
 		spans = append(spans, span{i, from, b.Len()})
 	}

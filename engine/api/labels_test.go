@@ -1,0 +1,103 @@
+package api
+
+import (
+	"encoding/json"
+	"maps"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/engine"
+	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/queue"
+)
+
+// TestLabels covers labels through the API: a submit asking for labels no
+// type has is a 422 naming them, the list selector label=k=v (repeatable,
+// all must match) filters on the server, and a malformed selector is a 400.
+func TestLabels(t *testing.T) {
+	cfg := enginetest.Config(t)
+	cfg.InstanceTypes[1].Labels = map[string]string{"gpu": "a100", "zone": "eu"}
+	env := enginetest.New(t, cfg, cloudtest.Options{}, engine.Options{})
+	srv := httptest.NewServer(NewServer(ServerOptions{Engine: env.Engine, Token: testToken}))
+	t.Cleanup(srv.Close)
+	c := NewClient(srv.URL, testToken)
+	e := &apiEnv{Env: env, t: t, srv: srv, client: c}
+
+	zero := 0
+	submit := func(name string, labels map[string]string, supervisor bool) (queue.Container, error) {
+		return c.Submit(t.Context(), queue.Spec{Name: name, Command: []string{"true"}, Priority: &zero,
+			Scheduling: queue.Scheduling{Labels: labels, Supervisor: supervisor}})
+	}
+	for _, s := range []struct {
+		name   string
+		labels map[string]string
+	}{
+		{"plain", nil},
+		{"a100", map[string]string{"gpu": "a100"}},
+		{"a100-eu", map[string]string{"gpu": "a100", "zone": "eu"}},
+	} {
+		got, err := submit(s.name, s.labels, s.name == "plain")
+		if err != nil {
+			t.Fatalf("submit %s: %v", s.name, err)
+		}
+		if !maps.Equal(got.Scheduling.Labels, s.labels) || got.Scheduling.Supervisor != (s.name == "plain") {
+			t.Fatalf("submit %s: stored scheduling %+v", s.name, got.Scheduling)
+		}
+	}
+
+	_, err := submit("h100", map[string]string{"gpu": "h100"}, false)
+	ae := apiErr(t, err, 422)
+	if !strings.Contains(ae.Message, "no instance type has labels gpu=h100") || !strings.Contains(ae.Message, "labels gpu=a100 zone=eu") {
+		t.Fatalf("422 message %q: want it to name the labels asked for and those of the types", ae.Message)
+	}
+
+	for _, tc := range []struct {
+		query string
+		want  []string
+	}{
+		{"?label=gpu=a100&sort=name", []string{"a100", "a100-eu"}},
+		{"?label=gpu=a100&label=zone=eu", []string{"a100-eu"}},
+		{"?label=zone=us", nil},
+		{"?label=gpu=a100&q=eu", []string{"a100-eu"}},
+	} {
+		resp, data := e.req(t, "GET", "/v1/containers"+tc.query, nil, nil)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: status %d: %s", tc.query, resp.StatusCode, data)
+		}
+		var body struct {
+			Items []queue.Container `json:"items"`
+		}
+		if err := json.Unmarshal(data, &body); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, c := range body.Items {
+			names = append(names, c.Name)
+		}
+		if !slices.Equal(names, tc.want) {
+			t.Errorf("%s: got %v, want %v", tc.query, names, tc.want)
+		}
+	}
+	cs, n, err := c.Containers(t.Context(), ListQuery{Labels: []string{"zone=eu"}})
+	if err != nil || n != 1 || len(cs) != 1 || cs[0].Name != "a100-eu" {
+		t.Fatalf("client selector zone=eu: %v %d %v", cs, n, err)
+	}
+
+	for _, tc := range []struct{ query, want string }{
+		{"?label=gpu", "want key=value"},
+		{"?label==a100", "want key=value"},
+		{"?label=gpu=a100&label=gpu=h100", "no container can match"},
+	} {
+		resp, data := e.req(t, "GET", "/v1/containers"+tc.query, nil, nil)
+		if resp.StatusCode != 400 || !strings.Contains(string(data), tc.want) || !strings.Contains(string(data), `"label"`) {
+			t.Errorf("%s: status %d %s, want 400 naming label: %q", tc.query, resp.StatusCode, data, tc.want)
+		}
+	}
+	resp, data := e.req(t, "POST", "/v1/containers", strings.NewReader(`{"command":["x"],"scheduling":{"labels":{"a=b":"c"}}}`), nil)
+	if resp.StatusCode != 400 || !strings.Contains(string(data), "scheduling.labels") {
+		t.Errorf("label key with '=': status %d %s, want 400 naming scheduling.labels", resp.StatusCode, data)
+	}
+}

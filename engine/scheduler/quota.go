@@ -1,0 +1,131 @@
+package scheduler
+
+import (
+	"math"
+	"strconv"
+
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/worker"
+)
+
+// No priority inversion at quota (docs/design.md §5): once a container
+// waits because no instance can be created, the containers after it in the
+// walk (lower priority, or equal and seen later) must not take the
+// capacity it could use. An idle instance one of them would start on is
+// shut down instead, so its quota goes to the waiting container, which
+// creates the type it needs once the instance is gone. Each waiting
+// container is owed one instance: instances already shutting down at the
+// start of the pass pay those debts first, so no more are shut down than
+// there are containers waiting. Busy instances with room are not affected
+// (filling them frees no quota), nor are held ones (never shut down).
+
+// quotaWaiter is a container waiting at quota with no instance being freed
+// for it yet.
+type quotaWaiter struct {
+	c        *queue.Container
+	priority int
+}
+
+// startQuotaAndSupervisors resets the pass's quota debts and supervisor
+// count, and returns where the Queued part of active starts (after the
+// Running prefix and the Locked part).
+func (s *Scheduler) startQuotaAndSupervisors(ps *passState, active []*queue.Container, nRunning int) int {
+	s.waitingAtQuota = s.waitingAtQuota[:0]
+	ps.owedFrom = 0
+	ps.freeing = 0
+	for i := range s.views {
+		if s.views[i].State == worker.StateShutdown {
+			ps.freeing++
+		}
+	}
+	ps.supervisorCap = supervisorCap(s.cfg.Dispatcher.SupervisorFraction, ps.st.QuotaLimit)
+	q := nRunning
+	for q < len(active) && active[q].State != queue.Queued {
+		q++
+	}
+	ps.supervisors = 0
+	if ps.supervisorCap > 0 {
+		// Running ones are in the prefix, Locked ones right after it;
+		// those adopted from the Queued part this pass are not counted
+		// until the next pass.
+		for _, c := range active[:q] {
+			if (c.State == queue.Running || c.State == queue.Locked) && c.IsSupervisor() {
+				ps.supervisors++
+			}
+		}
+	}
+	return q
+}
+
+// supervisorCap is how many supervisors may be Locked or Running at once:
+// fraction of the instance limit, at least 1; 0 = no cap (no fraction, or
+// no known limit).
+func supervisorCap(fraction float64, limit int) int {
+	if fraction <= 0 || limit <= 0 || limit == math.MaxInt {
+		return 0
+	}
+	return max(1, int(fraction*float64(limit)+1e-9))
+}
+
+// atSupervisorLimit reports whether c is a supervisor that may not take a
+// slot now, and if so leaves it waiting with the reason.
+func (s *Scheduler) atSupervisorLimit(ps *passState, c *queue.Container) bool {
+	if ps.supervisorCap == 0 || c.State != queue.Queued || !c.IsSupervisor() || ps.supervisors < ps.supervisorCap {
+		return false
+	}
+	ps.tx.SetPending(c, queue.Pending{Code: queue.ReasonSupervisorLimit, N: ps.supervisorCap, Arg: strconv.Itoa(ps.supervisors)})
+	return true
+}
+
+// countSupervisor keeps the supervisor count as a pass locks, starts or
+// unlocks supervisor c (it was in state before).
+func (ps *passState) countSupervisor(c *queue.Container, before queue.State) {
+	held := func(st queue.State) bool { return st == queue.Locked || st == queue.Running }
+	switch {
+	case !held(before) && held(c.State):
+		ps.supervisors++
+	case held(before) && !held(c.State):
+		ps.supervisors--
+	}
+}
+
+// noteAtQuota records c as waiting at quota: an instance already shutting
+// down is counted as freed for it, else it is owed one.
+func (s *Scheduler) noteAtQuota(ps *passState, c *queue.Container) {
+	if ps.freeing > 0 {
+		ps.freeing--
+		return
+	}
+	// Each debt is paid by an idle instance, so no more can be paid in a
+	// pass than there are instances: the rest need not be listed (at
+	// 100,000 waiting this keeps the pass from writing a list as long).
+	if len(s.waitingAtQuota) < len(s.slots) {
+		s.waitingAtQuota = append(s.waitingAtQuota, quotaWaiter{c: c, priority: c.Priority})
+	}
+}
+
+// owedTo returns the container waiting at quota ahead of c, of at least
+// c's priority, that an idle instance c could start on must be freed for;
+// nil if none.
+func (s *Scheduler) owedTo(ps *passState, c *queue.Container) *quotaWaiter {
+	if ps.owedFrom >= len(s.waitingAtQuota) {
+		return nil
+	}
+	w := &s.waitingAtQuota[ps.owedFrom]
+	if w.priority < c.Priority {
+		return nil
+	}
+	return w
+}
+
+// freeFor withholds idle slot i from the walk and marks it to be shut down
+// at the end of the pass, its quota going to w.
+func (s *Scheduler) freeFor(ps *passState, i int, w *quotaWaiter) {
+	sl := &s.slots[i]
+	if sl.ready && s.hasRoom(sl, queue.Constraints{}) {
+		s.freeCount[0][sl.typ]--
+	}
+	sl.ready = false
+	sl.freeFor = w.c.ID
+	ps.owedFrom++
+}
