@@ -578,3 +578,24 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		})
 	}
 }
+
+// A throttled key pair lookup fails the create as a rate limit, and the
+// next create tries the lookup again.
+func TestKeyPairLookupRetried(t *testing.T) {
+	ctx := context.Background()
+	srv := ec2test.Start(t, ec2test.Options{})
+	d := newDriver(t, driverOptions(srv, newSigner(t)))
+	srv.Configure(func(f *ec2test.Faults) { f.Errors = map[string]string{"DescribeKeyPairs": "RequestLimitExceeded"} })
+	if _, err := d.Create(ctx, small, tagsFor(small, "k")); cloud.ErrorKind(err) != "rate_limit" {
+		t.Fatalf("create with the key lookup throttled: %v", err)
+	}
+	srv.Configure(func(f *ec2test.Faults) { f.Errors = nil })
+	for range 2 {
+		if _, err := d.Create(ctx, small, tagsFor(small, "k")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, m := srv.Calls("DescribeKeyPairs"), srv.Calls("ImportKeyPair"); n != 2 || m != 1 {
+		t.Fatalf("DescribeKeyPairs %d, ImportKeyPair %d; want 2 and 1", n, m)
+	}
+}

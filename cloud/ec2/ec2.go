@@ -120,13 +120,13 @@ type Driver struct {
 	log    *slog.Logger
 	client *ec2.Client
 
-	keyOnce sync.Once
-	keyName string
-	keyErr  error
-
-	rootOnce   sync.Once
+	// keyMu is held while the key pair is looked up or imported, and
+	// rootMu while the image's root device is; each result is kept once
+	// found (a failure is tried again on the next create).
+	keyMu      sync.Mutex
+	keyName    string
+	rootMu     sync.Mutex
 	rootDevice string
-	rootErr    error
 
 	mu             sync.Mutex
 	subnet         int // index in SubnetIDs of the subnet that last worked
@@ -262,14 +262,14 @@ func (d *Driver) keyPair(ctx context.Context) (string, error) {
 	if d.opts.KeyPairName != "" {
 		return d.opts.KeyPairName, nil
 	}
-	d.keyOnce.Do(func() {
-		d.keyName, d.keyErr = d.importKey(ctx)
-	})
-	if d.keyErr != nil {
-		// Try again on the next create: the failure may be passing.
-		err := d.keyErr
-		d.keyOnce = sync.Once{}
-		return "", err
+	d.keyMu.Lock()
+	defer d.keyMu.Unlock()
+	if d.keyName == "" {
+		name, err := d.importKey(ctx)
+		if err != nil {
+			return "", err
+		}
+		d.keyName = name
 	}
 	return d.keyName, nil
 }
@@ -300,23 +300,20 @@ func (d *Driver) importKey(ctx context.Context) (string, error) {
 
 // rootDeviceName is the image's root device, needed to size its volume.
 func (d *Driver) rootDeviceName(ctx context.Context) (string, error) {
-	d.rootOnce.Do(func() {
-		out, err := d.client.DescribeImages(ctx, &ec2.DescribeImagesInput{ImageIds: []string{d.opts.ImageID}})
-		switch {
-		case err != nil:
-			d.rootErr = d.mapError("describe image "+d.opts.ImageID, "", err)
-		case len(out.Images) == 0 || aws.ToString(out.Images[0].RootDeviceName) == "":
-			d.rootErr = &cloud.PermanentError{Err: fmt.Errorf("ec2: image %s not found or has no root device: check image_id in [cloud.ec2]", d.opts.ImageID)}
-		default:
-			d.rootDevice = aws.ToString(out.Images[0].RootDeviceName)
-		}
-	})
-	if d.rootErr != nil && !cloud.IsPermanent(d.rootErr) {
-		err := d.rootErr
-		d.rootOnce = sync.Once{}
-		return "", err
+	d.rootMu.Lock()
+	defer d.rootMu.Unlock()
+	if d.rootDevice != "" {
+		return d.rootDevice, nil
 	}
-	return d.rootDevice, d.rootErr
+	out, err := d.client.DescribeImages(ctx, &ec2.DescribeImagesInput{ImageIds: []string{d.opts.ImageID}})
+	switch {
+	case err != nil:
+		return "", d.mapError("describe image "+d.opts.ImageID, "", err)
+	case len(out.Images) == 0 || aws.ToString(out.Images[0].RootDeviceName) == "":
+		return "", &cloud.PermanentError{Err: fmt.Errorf("ec2: image %s not found or has no root device: check image_id in [cloud.ec2]", d.opts.ImageID)}
+	}
+	d.rootDevice = aws.ToString(out.Images[0].RootDeviceName)
+	return d.rootDevice, nil
 }
 
 // gib rounds bytes up to whole GiB.

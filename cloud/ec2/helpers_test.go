@@ -17,6 +17,7 @@ import (
 	"dispatch-tui/cloud"
 	"dispatch-tui/cloud/ec2"
 	"dispatch-tui/cloud/ec2/ec2test"
+	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/runner/agent"
 )
 
@@ -24,7 +25,14 @@ import (
 // running "<test binary> runner <verb>" runs the agent.
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "runner" {
-		os.Exit(agent.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr, agent.Env{Version: "0.0.0-test", Hash: "testhash"}))
+		// The hash the dispatcher checks a deployed runner by: this
+		// binary's, as launch computes it.
+		self, _ := os.Executable()
+		hash, err := runner.FileHash(self)
+		if err != nil {
+			hash = "unknown"
+		}
+		os.Exit(agent.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr, agent.Env{Version: "0.0.0-test", Hash: hash}))
 	}
 	os.Exit(m.Run())
 }

@@ -114,10 +114,10 @@ func (s *Server) injected(action string) *apiError {
 	if code := f.Errors[action]; code != "" {
 		return errorf(statusOf(code), code, "injected %s for %s", code, action)
 	}
-	if f.ThrottleRate > 0 && s.rnd.Float64() < f.ThrottleRate {
+	if f.ThrottleRate > 0 && s.throttleRnd.Float64() < f.ThrottleRate {
 		return errorf(http.StatusServiceUnavailable, "RequestLimitExceeded", "Request limit exceeded.")
 	}
-	if action == "RunInstances" && f.CreateErrorRate > 0 && s.rnd.Float64() < f.CreateErrorRate {
+	if action == "RunInstances" && f.CreateErrorRate > 0 && s.createRnd.Float64() < f.CreateErrorRate {
 		code := f.CreateErrorCode
 		if code == "" {
 			code = "InternalError"

@@ -111,18 +111,21 @@ type Server struct {
 	hs      *httptest.Server
 	sshPort int
 
-	mu        sync.Mutex
-	faults    Faults
-	rnd       *mrand.Rand
-	instances map[string]*instance
-	order     []string // instance ids in launch order
-	keyPairs  map[string]string
-	images    map[string]string // image id -> root device
-	nextID    int
-	nextIP    int
-	calls     map[string]int
-	errors    map[string]int // error code -> count
-	closed    bool
+	mu     sync.Mutex
+	faults Faults
+	rnd    *mrand.Rand
+	// The n-th call's throttle and the n-th launch's failure depend on
+	// the seed alone, whatever the order of concurrent calls.
+	throttleRnd, createRnd *mrand.Rand
+	instances              map[string]*instance
+	order                  []string // instance ids in launch order
+	keyPairs               map[string]string
+	images                 map[string]string // image id -> root device
+	nextID                 int
+	nextIP                 int
+	calls                  map[string]int
+	errors                 map[string]int // error code -> count
+	closed                 bool
 }
 
 // NewServer starts a server; Close stops it and every instance.
@@ -142,15 +145,17 @@ func NewServer(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		opts:      opts,
-		log:       log,
-		sshPort:   port,
-		rnd:       mrand.New(mrand.NewPCG(opts.Seed, 0x6563327465737400)),
-		instances: map[string]*instance{},
-		keyPairs:  map[string]string{},
-		images:    map[string]string{ImageID: RootDevice},
-		calls:     map[string]int{},
-		errors:    map[string]int{},
+		opts:        opts,
+		log:         log,
+		sshPort:     port,
+		rnd:         mrand.New(mrand.NewPCG(opts.Seed, 0x6563327465737400)),
+		createRnd:   mrand.New(mrand.NewPCG(opts.Seed, 0x6563327465737401)),
+		throttleRnd: mrand.New(mrand.NewPCG(opts.Seed, 0x6563327465737402)),
+		instances:   map[string]*instance{},
+		keyPairs:    map[string]string{},
+		images:      map[string]string{ImageID: RootDevice},
+		calls:       map[string]int{},
+		errors:      map[string]int{},
 	}
 	s.hs = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	return s, nil
