@@ -197,3 +197,40 @@ func TestEngineUnauthorizedIsNotRetried(t *testing.T) {
 		t.Fatalf("no event names the refusal: %+v", evs)
 	}
 }
+
+// The endpoint's config snippet, with instance types appended, is a valid
+// configuration whose driver reaches the endpoint.
+func TestConfigSnippet(t *testing.T) {
+	srv := ec2test.Start(t, ec2test.Options{})
+	srv.SetEnv(t)
+	src := srv.ConfigTOML() + `
+[dispatcher]
+state_dir = "` + t.TempDir() + `"
+
+[[instance_type]]
+name = "small"
+provider_type = "t3.small"
+vcpus = 2
+ram = "2GiB"
+price = 0.02
+`
+	cfg, err := config.Parse([]byte(src), "")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, src)
+	}
+	if cfg.Cloud.Driver != "ec2" || cfg.Cloud.EC2.Endpoint != srv.URL() || cfg.Cloud.SSHPort != srv.SSHPort() {
+		t.Fatalf("parsed %+v", cfg.Cloud)
+	}
+	r, err := launch.New(launch.Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	inst, err := r.Driver.Create(t.Context(), cfg.InstanceTypes[0], cloud.Tags{cloud.TagOwner: "x", cloud.TagSecret: "snippet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Live(); len(got) != 1 || got[0] != string(inst.ID()) {
+		t.Fatalf("live at the endpoint: %v", got)
+	}
+}
