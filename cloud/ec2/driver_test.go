@@ -536,6 +536,19 @@ func TestSpotForPreemptibleTypes(t *testing.T) {
 	if err := srv.Interrupt(string(onDemand.ID())); err == nil {
 		t.Fatal("interrupted an on-demand instance")
 	}
+	// Interrupted before any listing showed it: EC2 lists it as
+	// terminated, which tells it is gone and not lagging.
+	sp2, err := d.Create(ctx, spot, tagsFor(spot, "sp2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Interrupt(string(sp2.ID())); err != nil {
+		t.Fatal(err)
+	}
+	list, err = d.Instances(ctx, nil)
+	if err != nil || !slices.Equal(ids(list), []string{string(onDemand.ID())}) {
+		t.Fatalf("after an interruption before any listing: %v %v", ids(list), err)
+	}
 }
 
 // The user-data script carries what ParseUserData reads back, and the

@@ -483,8 +483,10 @@ func (d *Driver) allTags(tags cloud.Tags) cloud.Tags {
 func (d *Driver) Instances(ctx context.Context, filter cloud.Tags) ([]cloud.Instance, error) {
 	in := &ec2.DescribeInstancesInput{
 		Filters: []types.Filter{
+			// Terminated instances are asked for too (EC2 shows them for
+			// about an hour): they prove that an instance created here
+			// and not listed yet is gone, not lagging.
 			{Name: aws.String("tag-key"), Values: []string{cloud.TagOwner}},
-			{Name: aws.String("instance-state-name"), Values: []string{"pending", "running", "shutting-down", "stopping", "stopped"}},
 		},
 		MaxResults: aws.Int32(d.opts.PageSize),
 	}
@@ -516,6 +518,9 @@ func (d *Driver) Instances(ctx context.Context, filter cloud.Tags) ([]cloud.Inst
 	var result []cloud.Instance
 	for _, li := range listed {
 		if li.State != nil && li.State.Name == types.InstanceStateNameTerminated {
+			id := cloud.InstanceID(aws.ToString(li.InstanceId))
+			delete(d.created, id)
+			delete(d.known, id)
 			continue
 		}
 		inst := d.newInstance(li)

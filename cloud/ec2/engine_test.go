@@ -234,3 +234,48 @@ price = 0.02
 		t.Fatalf("live at the endpoint: %v", got)
 	}
 }
+
+// A spot instance interrupted under a running container: the instance
+// leaves the listing, the container is requeued and completes on another
+// instance.
+func TestEngineSpotInterruption(t *testing.T) {
+	srv := ec2test.Start(t, ec2test.Options{})
+	eng := engineOn(t, srv, func(cfg *config.Config) {
+		cfg.InstanceTypes = []cloud.InstanceType{{Name: "spot", ProviderType: "t3.small", VCPUs: 2, RAM: 2 << 30, Price: 0.01, Preemptible: true}}
+	})
+	c, err := eng.Submit(queue.Spec{
+		Command:            []string{"sh", "-c", "sleep 2; echo done"},
+		RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 256 << 20},
+	}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump := func() string {
+		got, _ := eng.Container(c.ID)
+		return fmt.Sprintf("\n  container %s on %s attempts %d reason %q; live %v", got.State, got.InstanceID, got.Attempts, got.Reason, srv.Live())
+	}
+	stepUntil(t, eng, "the container running", 20*time.Second, func() bool {
+		got, _ := eng.Container(c.ID)
+		return got.State == queue.Running
+	}, dump)
+	first, _ := eng.Container(c.ID)
+	for _, in := range srv.Instances() {
+		if in.ID == first.InstanceID && !in.Spot {
+			t.Fatalf("preemptible type launched %s on demand", in.ID)
+		}
+	}
+	if err := srv.Interrupt(first.InstanceID); err != nil {
+		t.Fatal(err)
+	}
+	stepUntil(t, eng, "the container complete", 30*time.Second, func() bool {
+		got, _ := eng.Container(c.ID)
+		return got.State.Final()
+	}, dump)
+	got, _ := eng.Container(c.ID)
+	if got.State != queue.Complete || got.InstanceID == first.InstanceID || got.Attempts < 2 {
+		t.Fatalf("after the interruption:%s", dump())
+	}
+	if _, ok := eng.Instance(first.InstanceID); ok {
+		t.Fatalf("interrupted instance %s still in the pool", first.InstanceID)
+	}
+}
