@@ -172,6 +172,9 @@ func TestEngineUnauthorizedIsNotRetried(t *testing.T) {
 		return strings.Contains(got.Reason, "UnauthorizedOperation")
 	}, dump)
 	calls := srv.Calls("RunInstances")
+	if got, _ := eng.Container(c.ID); !strings.HasPrefix(got.Reason, "cloud refused creates") {
+		t.Errorf("pending reason %q", got.Reason)
+	}
 	for range 20 {
 		eng.Step()
 		eng.Settle()

@@ -120,6 +120,9 @@ const (
 	// ReasonKilledExternally: its last attempt was ended by a signal this
 	// dispatcher did not send, and no attempts were left.
 	ReasonKilledExternally ReasonCode = "KILLED_EXTERNALLY"
+	// ReasonCloudRefused: the cloud refused creates for a reason retrying
+	// will not fix (permissions, configuration); an operator must act.
+	ReasonCloudRefused ReasonCode = "CLOUD_REFUSED"
 )
 
 // Pending is a compact pending reason set by every scheduler pass. It is
@@ -154,6 +157,11 @@ func (p Pending) Text() string {
 		return "no capacity: " + p.Arg
 	case ReasonBootFailing:
 		return p.Arg // "instances of type T fail to boot: <error>"
+	case ReasonCloudRefused:
+		if p.Arg == "" {
+			return "cloud refused creates"
+		}
+		return p.Arg // "cloud refused creates (not retried until T): <error>"
 	case ReasonNoFit:
 		return "no instance type fits: " + p.Arg
 	case ReasonHeld:
