@@ -612,3 +612,22 @@ func TestKeyPairLookupRetried(t *testing.T) {
 		t.Fatalf("DescribeKeyPairs %d, ImportKeyPair %d; want 2 and 1", n, m)
 	}
 }
+
+// A hung endpoint does not hold a call for ever: each request has a
+// deadline.
+func TestRequestTimeout(t *testing.T) {
+	srv := ec2test.Start(t, ec2test.Options{})
+	opts := driverOptions(srv, newSigner(t))
+	opts.RequestTimeout = 50 * time.Millisecond
+	d := newDriver(t, opts)
+	srv.Configure(func(f *ec2test.Faults) { f.Latency = time.Minute })
+	start := time.Now()
+	_, err := d.Instances(context.Background(), nil)
+	if err == nil {
+		t.Fatal("listing a hung endpoint succeeded")
+	}
+	if waited := time.Since(start); waited > 30*time.Second {
+		t.Fatalf("listing a hung endpoint took %s", waited)
+	}
+	srv.Configure(func(f *ec2test.Faults) { f.Latency = 0 })
+}

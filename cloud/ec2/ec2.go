@@ -28,6 +28,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -47,6 +48,7 @@ const (
 	DefaultMaxThrottleBackoff = time.Minute
 	DefaultMaxAttempts        = 3
 	DefaultPageSize           = 1000
+	DefaultRequestTimeout     = time.Minute
 )
 
 // Options configures a Driver. The engine's [cloud.ec2] section maps onto
@@ -107,6 +109,9 @@ type Options struct {
 	// Throttling and capacity errors are never retried here: the pool
 	// backs off.
 	MaxAttempts int
+	// RequestTimeout bounds each HTTP request to the API, so that a hung
+	// endpoint cannot hold a create for ever.
+	RequestTimeout time.Duration
 	// PageSize is DescribeInstances' MaxResults (5..1000).
 	PageSize int32
 	// Now is the clock (default time.Now).
@@ -187,6 +192,9 @@ func New(ctx context.Context, opts Options) (*Driver, error) {
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = DefaultMaxAttempts
 	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
+	}
 	if opts.PageSize == 0 {
 		opts.PageSize = DefaultPageSize
 	}
@@ -202,6 +210,7 @@ func New(ctx context.Context, opts Options) (*Driver, error) {
 	loadOpts := []func(*awsconfig.LoadOptions) error{
 		awsconfig.WithRegion(opts.Region),
 		awsconfig.WithRetryer(func() aws.Retryer { return newRetryer(opts.MaxAttempts) }),
+		awsconfig.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(opts.RequestTimeout)),
 	}
 	if opts.Profile != "" {
 		loadOpts = append(loadOpts, awsconfig.WithSharedConfigProfile(opts.Profile))

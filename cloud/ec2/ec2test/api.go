@@ -58,7 +58,15 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	action := f.Get("Action")
 	s.mu.Lock()
 	s.calls[action]++
+	latency := s.faults.Latency
 	s.mu.Unlock()
+	if latency > 0 {
+		select {
+		case <-time.After(latency):
+		case <-r.Context().Done():
+			return
+		}
+	}
 	if !strings.Contains(r.Header.Get("Authorization"), "Credential="+AccessKeyID+"/") {
 		s.fail(w, reqID, errorf(http.StatusUnauthorized, "AuthFailure", "AWS was not able to validate the provided access credentials"))
 		return

@@ -102,6 +102,8 @@ type Faults struct {
 	// ListDelay: a new instance is missing from DescribeInstances for
 	// this long after its launch (EC2's eventual consistency).
 	ListDelay time.Duration
+	// Latency delays every answer (a slow or hung endpoint).
+	Latency time.Duration
 }
 
 // Server is a running fake EC2 endpoint.
