@@ -1,48 +1,57 @@
 package worker
 
 import (
-	"errors"
+	"sync"
 	"testing"
-	"time"
 
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud"
 )
 
-// A create refused for a reason retrying will not fix (cloud.PermanentError)
-// stops creates for permanentBackoff, with an event naming the refusal,
-// instead of retrying on every pass; creates resume after it.
-func TestPermanentCreateErrorStopsCreates(t *testing.T) {
+// refusingSet is an InstanceSet reporting the refused hosts a test sets.
+type refusingSet struct {
+	*wrapSet
+	mu    sync.Mutex
+	hosts []cloud.RefusedHost
+}
+
+func (s *refusingSet) Refused() []cloud.RefusedHost {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]cloud.RefusedHost(nil), s.hosts...)
+}
+
+func (s *refusingSet) set(hosts ...cloud.RefusedHost) {
+	s.mu.Lock()
+	s.hosts = hosts
+	s.mu.Unlock()
+}
+
+// TestRefusedHostsShownWithTheirError: a host the driver refuses is a row
+// in state refused with the error, and one event, until it is accepted.
+func TestRefusedHostsShownWithTheirError(t *testing.T) {
 	h := newHarness(t, hopt{})
+	rs := &refusingSet{wrapSet: h.set}
+	h.pool = h.newPool(func(o *Options) { o.InstanceSet = rs })
+	host := cloud.RefusedHost{ID: "host-a", Address: "10.0.0.1:22", InstanceType: "small", Err: "host key verification failed: key changed"}
+	rs.set(host)
 	h.step()
-	h.drv.Configure(func(f *cloudtest.Faults) { f.PermanentError = true })
-	if err := h.pool.Create("small"); err != nil {
-		t.Fatal(err)
+	got := h.pool.RefusedHosts()
+	if len(got) != 1 || got[0].ID != "host-a" || got[0].State != StateRefused || got[0].LastError != host.Err ||
+		got[0].Type != "small" || got[0].ProviderType != "s1" || got[0].Address != host.Address {
+		t.Fatalf("RefusedHosts() = %+v", got)
 	}
-	h.pool.Wait()
-	if !h.hasEvent("", EventCloudError, "permanent") || !h.hasEvent("", EventCloudError, "UnauthorizedOperation") {
-		t.Fatalf("no cloud_error event names the refusal: %s", h.dump())
+	if !h.hasEvent("host-a", EventProbeError, "host refused: host key verification failed") {
+		t.Fatalf("no event: %+v", h.events)
 	}
-	creates := h.drv.Stats().Creates
-	var cr *CreateRefusedError
-	for _, typ := range []string{"small", "large"} {
-		if err := h.pool.Create(typ); !errors.As(err, &cr) || cr.Until != h.clk.Now().Add(permanentBackoff) {
-			t.Fatalf("Create(%s) after the refusal: %v", typ, err)
-		}
+	if len(h.pool.Instances(nil)) != 0 {
+		t.Fatalf("a refused host is not an instance of the pool: %s", h.dump())
 	}
-	h.drv.Configure(func(f *cloudtest.Faults) { f.PermanentError = false })
-	h.run(permanentBackoff - time.Second)
-	if err := h.pool.Create("small"); !errors.As(err, &cr) {
-		t.Fatalf("Create before the back-off ends: %v", err)
+	rs.set()
+	h.run(h.cfg.Cloud.SyncInterval)
+	if got := h.pool.RefusedHosts(); len(got) != 0 {
+		t.Fatalf("still refused: %+v", got)
 	}
-	if n := h.drv.Stats().Creates; n != creates {
-		t.Fatalf("%d more creates reached the cloud during the back-off", n-creates)
-	}
-	h.run(time.Second)
-	if err := h.pool.Create("small"); err != nil {
-		t.Fatalf("Create after the back-off: %v", err)
-	}
-	h.pool.Wait()
-	if got := h.pool.Stats().CloudOps["create"]["permanent"]; got != 1 {
-		t.Fatalf("create errors of kind permanent: %d", got)
+	if !h.hasEvent("host-a", EventProbeOK, "accepted again") {
+		t.Fatalf("no event when accepted: %+v", h.events)
 	}
 }
