@@ -172,6 +172,21 @@ func (e *RateLimitError) Error() string {
 }
 func (e *RateLimitError) Unwrap() error { return e.Err }
 
+// PermanentError reports that the provider refused a call in a way that
+// retrying will not change (missing permissions, a bad image or subnet in
+// the configuration): an operator has to act. The pool stops creating for
+// a long while instead of retrying at once.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return fmt.Sprintf("refused, needs an operator: %v", e.Err) }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// IsPermanent reports whether err is (or wraps) a PermanentError.
+func IsPermanent(err error) bool {
+	var p *PermanentError
+	return errors.As(err, &p)
+}
+
 // IsQuota reports whether err is (or wraps) a QuotaError.
 func IsQuota(err error) bool {
 	var q *QuotaError
@@ -193,7 +208,7 @@ func AsRateLimit(err error) (*RateLimitError, bool) {
 }
 
 // ErrorKind names err's kind for metrics and events: "quota", "capacity",
-// "rate_limit", "other", or "" for nil.
+// "rate_limit", "permanent", "other", or "" for nil.
 func ErrorKind(err error) string {
 	switch {
 	case err == nil:
@@ -206,6 +221,9 @@ func ErrorKind(err error) string {
 	}
 	if _, ok := AsRateLimit(err); ok {
 		return "rate_limit"
+	}
+	if IsPermanent(err) {
+		return "permanent"
 	}
 	return "other"
 }

@@ -306,6 +306,10 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 	if pt == "" {
 		pt = it.Name
 	}
+	if d.faults.PermanentError {
+		d.stats.CreateErrors++
+		return nil, &cloud.PermanentError{Err: errors.New("cloudtest: UnauthorizedOperation: not authorized to create instances")}
+	}
 	if d.faults.ProviderCapacityError {
 		d.stats.CreateErrors++
 		d.stats.CapacityErrors++
@@ -549,6 +553,10 @@ type Faults struct {
 	// ForeignInstances are held by other users of the same account: they
 	// count against Quota and no listing shows them.
 	ForeignInstances int
+
+	// PermanentError makes every Create fail with a *cloud.PermanentError
+	// (say, missing permissions).
+	PermanentError bool
 }
 
 // Configure changes the driver's faults: change runs with the driver

@@ -38,6 +38,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"dispatch-tui/cloud"
+	"dispatch-tui/cloud/sshserver"
 	"dispatch-tui/engine/runner/agent"
 )
 
@@ -54,7 +55,7 @@ const (
 
 	// RunnerDirEnv is the environment variable every session gets, naming
 	// the instance's runner state directory.
-	RunnerDirEnv = "DISPATCH_TUI_RUNNER_DIR"
+	RunnerDirEnv = agent.StateDirEnv
 
 	idPrefix     = "local-"
 	tmpPrefix    = ".tmp-"
@@ -78,10 +79,9 @@ type Options struct {
 
 // Driver is the local cloud.InstanceSet.
 type Driver struct {
-	opts      Options
-	log       *slog.Logger
-	signer    ssh.Signer
-	clientPub []byte // marshaled client public key
+	opts   Options
+	log    *slog.Logger
+	signer ssh.Signer
 
 	mu        sync.Mutex
 	instances map[cloud.InstanceID]*Instance
@@ -112,7 +112,6 @@ func New(opts Options) (*Driver, error) {
 		opts:      opts,
 		log:       log,
 		signer:    signer,
-		clientPub: signer.PublicKey().Marshal(),
 		instances: make(map[cloud.InstanceID]*Instance),
 	}
 	if err := d.load(); err != nil {
@@ -329,7 +328,7 @@ outer:
 func (d *Driver) Stop() {
 	d.mu.Lock()
 	d.stopped = true
-	servers := make([]*server, 0, len(d.instances))
+	servers := make([]*sshserver.Server, 0, len(d.instances))
 	for _, inst := range d.instances {
 		if s := inst.getServer(); s != nil {
 			servers = append(servers, s)
@@ -337,7 +336,7 @@ func (d *Driver) Stop() {
 	}
 	d.mu.Unlock()
 	for _, s := range servers {
-		s.close()
+		s.Close()
 	}
 }
 
@@ -351,7 +350,7 @@ type Instance struct {
 
 	mu        sync.Mutex
 	tags      cloud.Tags
-	srv       *server
+	srv       *sshserver.Server
 	addr      string
 	destroyed bool
 }
@@ -427,7 +426,7 @@ func (i *Instance) Destroy(ctx context.Context) error {
 	d.mu.Unlock()
 
 	if srv != nil {
-		srv.close()
+		srv.Close()
 	}
 	agent.KillAll(filepath.Join(i.dir, dirRunner))
 
@@ -445,7 +444,7 @@ func (i *Instance) Destroy(ctx context.Context) error {
 	return nil
 }
 
-func (i *Instance) getServer() *server {
+func (i *Instance) getServer() *sshserver.Server {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	return i.srv
@@ -453,20 +452,20 @@ func (i *Instance) getServer() *server {
 
 // startServer starts the instance's SSH server, accepting from readyAt on.
 func (i *Instance) startServer(readyAt time.Time) error {
-	s, err := startServer(serverConfig{
-		hostKey:   i.hostKey,
-		clientPub: i.d.clientPub,
-		readyAt:   readyAt,
-		home:      filepath.Join(i.dir, dirHome),
-		runnerDir: filepath.Join(i.dir, dirRunner),
-		log:       i.d.log.With("instance", string(i.id)),
+	s, err := sshserver.Start(sshserver.Config{
+		HostKey:    i.hostKey,
+		ClientKeys: []ssh.PublicKey{i.d.signer.PublicKey()},
+		ReadyAt:    readyAt,
+		Home:       filepath.Join(i.dir, dirHome),
+		Env:        []string{RunnerDirEnv + "=" + filepath.Join(i.dir, dirRunner)},
+		Logger:     i.d.log.With("instance", string(i.id)),
 	})
 	if err != nil {
 		return err
 	}
 	i.mu.Lock()
 	i.srv = s
-	i.addr = s.addr()
+	i.addr = s.Addr()
 	i.mu.Unlock()
 	return nil
 }

@@ -108,7 +108,7 @@ const SocketName = "dispatch-tui.sock"
 
 // Cloud is the [cloud] section.
 type Cloud struct {
-	Driver            string // "local" | "sshhosts" (tests also use "cloudtest")
+	Driver            string // "local" | "sshhosts" | "ec2" (tests also use "cloudtest")
 	SSHUser           string
 	SSHKeyFile        string
 	SSHPort           int
@@ -131,11 +131,36 @@ type Cloud struct {
 	MaxConcurrentCreates int
 	Local                LocalDriver
 	SSHHosts             SSHHostsDriver
+
+	EC2 EC2Driver
 }
 
 // LocalDriver is [cloud.local].
 type LocalDriver struct {
 	BootDelay time.Duration
+}
+
+// EC2Driver is [cloud.ec2]: the Amazon EC2 driver (cloud/ec2).
+type EC2Driver struct {
+	Region   string
+	Profile  string // shared-config profile; "" = the default credential chain
+	Endpoint string // API endpoint URL override; "" = AWS's
+	ImageID  string
+	// SubnetIDs are tried in turn when a subnet cannot take an instance;
+	// empty = the default VPC's choice.
+	SubnetIDs        []string
+	SecurityGroupIDs []string
+	// KeyPairName: "" = import the dispatcher's key under a name derived
+	// from its fingerprint.
+	KeyPairName        string
+	AdminUser          string
+	RootVolumeSize     int64 // 0 = the image's
+	RootVolumeType     string
+	ScratchVolumeType  string // the scratch volume's size is the instance type's scratch
+	IAMInstanceProfile string
+	Tags               map[string]string
+	UsePrivateIP       bool
+	IMDSv2Required     bool
 }
 
 // SSHHostsDriver is [cloud.sshhosts].

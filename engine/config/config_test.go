@@ -50,6 +50,7 @@ func TestDefault(t *testing.T) {
 			MaxCloudOpsPerSecond: 10,
 			MaxConcurrentCreates: 1,
 			Local:                LocalDriver{BootDelay: 2 * time.Second},
+			EC2:                  EC2Driver{AdminUser: "dispatch-tui", RootVolumeType: "gp3", ScratchVolumeType: "gp3", IMDSv2Required: true},
 		},
 		InstanceTypes: []cloud.InstanceType{
 			{Name: "small", ProviderType: "small", VCPUs: 1, RAM: 1 << 30, Scratch: 10 << 30, Price: 0.02},
@@ -239,6 +240,7 @@ kill = "ctrl+k"
 			MaxCloudOpsPerSecond: 4,
 			MaxConcurrentCreates: 3,
 			Local:                LocalDriver{BootDelay: 0},
+			EC2:                  EC2Driver{AdminUser: "dispatch-tui", RootVolumeType: "gp3", ScratchVolumeType: "gp3", IMDSv2Required: true},
 			SSHHosts: SSHHostsDriver{Hosts: []SSHHost{
 				{Address: "10.0.0.5:2222", InstanceType: "gpu", Labels: map[string]string{"rack": "r1"}},
 				{Address: "10.0.0.6:22", InstanceType: "cpu", User: "root", KeyFile: "/keys/root", WorkDir: "/scratch"},
@@ -445,12 +447,12 @@ timeout_unreachable = "1m"
 [dispatcher]
 scheduler_profile = "random"
 [cloud]
-driver = "ec2"
+driver = "gce"
 [tui]
 theme = "blue"
 `, []string{
 			`config.toml:2: dispatcher.scheduler_profile: must be "pack" or "spread" (got "random")`,
-			`config.toml:4: cloud.driver: must be "local", "sshhosts" or "cloudtest" (got "ec2")`,
+			`config.toml:4: cloud.driver: must be "local", "sshhosts", "ec2" or "cloudtest" (got "gce")`,
 			`config.toml:6: tui.theme: must be "auto", "dark" or "light" (got "blue")`,
 		}},
 		{"numbers", `

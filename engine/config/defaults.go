@@ -49,6 +49,12 @@ func Default() *Config {
 			MaxCloudOpsPerSecond: 10,
 			MaxConcurrentCreates: 1,
 			Local:                LocalDriver{BootDelay: 2 * time.Second},
+			EC2: EC2Driver{
+				AdminUser:         "dispatch-tui",
+				RootVolumeType:    "gp3",
+				ScratchVolumeType: "gp3",
+				IMDSv2Required:    true,
+			},
 		},
 		InstanceTypes: DefaultInstanceTypes(),
 		Containers: Containers{

@@ -254,6 +254,26 @@ type rawCloud struct {
 	MaxConcurrentCreates value       `toml:"max_concurrent_creates"`
 	Local                rawLocal    `toml:"local"`
 	SSHHosts             rawSSHHosts `toml:"sshhosts"`
+
+	EC2 rawEC2 `toml:"ec2"`
+}
+
+type rawEC2 struct {
+	Region             value            `toml:"region"`
+	Profile            value            `toml:"profile"`
+	Endpoint           value            `toml:"endpoint"`
+	ImageID            value            `toml:"image_id"`
+	SubnetIDs          value            `toml:"subnet_ids"`
+	SecurityGroupIDs   value            `toml:"security_group_ids"`
+	KeyPairName        value            `toml:"key_pair_name"`
+	AdminUser          value            `toml:"admin_user"`
+	RootVolumeSize     value            `toml:"root_volume_size"`
+	RootVolumeType     value            `toml:"root_volume_type"`
+	ScratchVolumeType  value            `toml:"scratch_volume_type"`
+	IAMInstanceProfile value            `toml:"iam_instance_profile"`
+	Tags               map[string]value `toml:"tags"`
+	UsePrivateIP       value            `toml:"use_private_ip"`
+	IMDSv2Required     value            `toml:"imdsv2_required"`
 }
 
 type rawLocal struct {
@@ -549,6 +569,27 @@ func (p *parser) str(key string, v value, dst *string) {
 	*dst = s
 }
 
+func (p *parser) strList(key string, v value, dst *[]string) {
+	if !v.set {
+		return
+	}
+	a, ok := v.v.([]any)
+	if !ok {
+		p.fail(key, "must be an array of strings like [\"a\", \"b\"] (got %s)", tomlType(v.v))
+		return
+	}
+	out := make([]string, 0, len(a))
+	for i, e := range a {
+		s, ok := e.(string)
+		if !ok {
+			p.fail(key, "element %d must be a string (got %s)", i, tomlType(e))
+			return
+		}
+		out = append(out, s)
+	}
+	*dst = out
+}
+
 func (p *parser) integer(key string, v value, dst *int) {
 	if !v.set {
 		return
@@ -768,6 +809,19 @@ func (p *parser) convert(r *rawFile, c *Config, dir string, hasTypes bool) {
 		cl.SSHHosts.Hosts = append(cl.SSHHosts.Hosts, h)
 	}
 
+	if len(r.Cloud.EC2.Tags) > 0 {
+		tags := make(map[string]string, len(r.Cloud.EC2.Tags))
+		for _, k := range sortedKeys(r.Cloud.EC2.Tags) {
+			key := joinKey("cloud.ec2.tags", k)
+			var val string
+			p.str(key, r.Cloud.EC2.Tags[k], &val)
+			if !p.failed[key] {
+				tags[k] = val
+			}
+		}
+		cl.EC2.Tags = tags
+	}
+
 	if hasTypes {
 		c.InstanceTypes = make([]cloud.InstanceType, 0, len(r.InstanceTypes))
 		for i := range r.InstanceTypes {
@@ -833,6 +887,8 @@ func (p *parser) convertValue(key string, v value, dst reflect.Value) {
 		p.size(key, v, ptr)
 	case *time.Duration:
 		p.duration(key, v, ptr)
+	case *[]string:
+		p.strList(key, v, ptr)
 	default:
 		panic(fmt.Sprintf("config: %s: no conversion to %s", key, dst.Type()))
 	}

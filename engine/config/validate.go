@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -174,7 +175,7 @@ func (c *Config) validate() []*Error {
 	}
 
 	cl := &c.Cloud
-	v.oneOf(&cl.Driver, "local", "sshhosts", "cloudtest")
+	v.oneOf(&cl.Driver, "local", "sshhosts", "ec2", "cloudtest")
 	v.intRange(&cl.SSHPort, 1, 65535)
 	v.runnerPath(&cl.RunnerPath)
 	v.nonNegDur(&cl.TimeoutIdle)
@@ -248,6 +249,8 @@ func (c *Config) validate() []*Error {
 			v.addAt(&h.InstanceType, "unknown instance type %q (known: %s)", h.InstanceType, strings.Join(names, ", "))
 		}
 	}
+
+	v.validateEC2(cl)
 
 	ct := &c.Containers
 	v.minInt(&ct.MaxAttempts, 1)
@@ -332,4 +335,91 @@ func (v *validator) validateAccess(d *Dispatcher) {
 		e := v.addAt(&d.TLS, "plain HTTP off loopback would send tokens in clear: listen (%s) needs tls = \"auto\" or \"on\"", d.Listen)
 		e.lineKey = v.keys.of(&d.TLS)
 	}
+}
+
+// EBS volume types.
+var ebsVolumeTypes = []string{"gp3", "gp2", "io2", "io1", "st1", "sc1", "standard"}
+
+// validateEC2 checks [cloud.ec2]: always its shape, and when the driver is
+// "ec2" that what EC2 needs is there.
+func (v *validator) validateEC2(cl *Cloud) {
+	e := &cl.EC2
+	if cl.Driver == "ec2" {
+		for _, req := range []*string{&e.Region, &e.ImageID} {
+			if *req == "" {
+				v.addAt(req, "required by driver \"ec2\"")
+			}
+		}
+	}
+	if e.ImageID != "" && !strings.HasPrefix(e.ImageID, "ami-") {
+		v.addAt(&e.ImageID, "must be an AMI id like \"ami-0abc...\" (got %q)", e.ImageID)
+	}
+	if e.Endpoint != "" {
+		u, err := url.Parse(e.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			v.addAt(&e.Endpoint, "must be an http(s) URL like \"https://ec2.eu-west-1.amazonaws.com\" (got %q)", e.Endpoint)
+		}
+	}
+	v.idList(&e.SubnetIDs, "subnet-")
+	v.idList(&e.SecurityGroupIDs, "sg-")
+	if !unixUser(e.AdminUser) {
+		v.addAt(&e.AdminUser, "must be a user name: a-z, 0-9, _ and -, starting with a letter or _, at most 32 (got %q)", e.AdminUser)
+	}
+	if strings.ContainsAny(e.KeyPairName, "\n'") {
+		v.addAt(&e.KeyPairName, "must not contain a quote or newline (got %q)", e.KeyPairName)
+	}
+	if e.RootVolumeSize != 0 && e.RootVolumeSize < giB {
+		v.addAt(&e.RootVolumeSize, "must be 0 (the image's size) or at least 1GiB (got %d bytes)", e.RootVolumeSize)
+	}
+	v.oneOf(&e.RootVolumeType, ebsVolumeTypes...)
+	v.oneOf(&e.ScratchVolumeType, ebsVolumeTypes...)
+	keys := make([]string, 0, len(e.Tags))
+	for k := range e.Tags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		key := joinKey(v.keys.of(&e.Tags), k)
+		switch {
+		case k == "" || len(k) > 128:
+			v.add(key, "tag keys must be 1 to 128 characters")
+		case strings.HasPrefix(strings.ToLower(k), "aws:"):
+			v.add(key, "tag keys starting with aws: are reserved by AWS")
+		case strings.HasPrefix(k, "dispatch-tui-"):
+			v.add(key, "tag keys starting with dispatch-tui- are the dispatcher's own")
+		case len(e.Tags[k]) > 256:
+			v.add(key, "tag values must be at most 256 characters")
+		}
+	}
+}
+
+// idList checks a list of AWS ids with the given prefix: none empty, none
+// twice.
+func (v *validator) idList(ids *[]string, prefix string) {
+	seen := map[string]bool{}
+	for i, id := range *ids {
+		switch {
+		case !strings.HasPrefix(id, prefix) || len(id) == len(prefix):
+			v.addAt(ids, "element %d must be an id like \"%s0abc...\" (got %q)", i, prefix, id)
+		case seen[id]:
+			v.addAt(ids, "element %d: %q is listed twice", i, id)
+		}
+		seen[id] = true
+	}
+}
+
+// unixUser reports whether u is a portable user name.
+func unixUser(u string) bool {
+	if u == "" || len(u) > 32 {
+		return false
+	}
+	for i, r := range u {
+		switch {
+		case r >= 'a' && r <= 'z', r == '_':
+		case i > 0 && (r >= '0' && r <= '9' || r == '-'):
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -184,7 +184,7 @@ func newCollector(m *Metrics) *collector {
 		idleBehaviors:  []worker.IdleBehavior{worker.IdleRun, worker.IdleHold, worker.IdleDrain},
 		containerState: []queue.State{queue.Queued, queue.Locked, queue.Running, queue.Complete, queue.Cancelled},
 		opNames:        []string{"create", "destroy", "list", "set_tags"},
-		cloudErrKinds:  []string{"", "quota", "capacity", "rate_limit", "other"},
+		cloudErrKinds:  []string{"", "quota", "capacity", "rate_limit", "permanent", "other"},
 		buildInfo: prometheus.NewDesc(name("build_info"),
 			"Always 1; the version label is the dispatcher's version.", []string{"version", "goversion"}, nil),
 		instances: prometheus.NewDesc(name("instances"),

@@ -141,6 +141,9 @@ const (
 	// ReasonFreeing: at quota, an instance it could have used is being shut
 	// down so that a container ahead of it (Arg, priority N) gets the quota.
 	ReasonFreeing ReasonCode = "FREEING"
+	// ReasonCloudRefused: the cloud refused creates for a reason retrying
+	// will not fix (permissions, configuration); an operator must act.
+	ReasonCloudRefused ReasonCode = "CLOUD_REFUSED"
 )
 
 // Pending is a compact pending reason set by every scheduler pass. It is
@@ -175,6 +178,11 @@ func (p Pending) Text() string {
 		return "no capacity: " + p.Arg
 	case ReasonBootFailing:
 		return p.Arg // "instances of type T fail to boot: <error>"
+	case ReasonCloudRefused:
+		if p.Arg == "" {
+			return "cloud refused creates"
+		}
+		return p.Arg // "cloud refused creates (not retried until T): <error>"
 	case ReasonNoFit:
 		return "no instance type fits: " + p.Arg
 	case ReasonHeld:

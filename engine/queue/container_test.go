@@ -31,6 +31,8 @@ func TestPendingText(t *testing.T) {
 		{Pending{Code: ReasonKilled, Arg: "killed by operator"}, "killed by operator"},
 		{Pending{Code: ReasonMaxAttempts}, "MAX_ATTEMPTS"},
 		{Pending{Code: ReasonMaxAttempts, Arg: "gave up"}, "gave up"},
+		{Pending{Code: ReasonCloudRefused}, "cloud refused creates"},
+		{Pending{Code: ReasonCloudRefused, Arg: "cloud refused creates (not retried until 10:00:00): denied"}, "cloud refused creates (not retried until 10:00:00): denied"},
 		{Pending{Code: "SOMETHING_NEW", Arg: ""}, "SOMETHING_NEW"},
 	}
 	for _, tt := range tests {
@@ -41,7 +43,7 @@ func TestPendingText(t *testing.T) {
 	// Every declared code renders to something non-empty, except None.
 	for _, code := range []ReasonCode{ReasonPosition, ReasonQuota, ReasonBooting, ReasonCreating, ReasonCapacity,
 		ReasonNoFit, ReasonHeld, ReasonPaused, ReasonPriorityZero, ReasonStartup, ReasonRequeued,
-		ReasonKilled, ReasonMaxAttempts} {
+		ReasonKilled, ReasonMaxAttempts, ReasonCloudRefused} {
 		if (Pending{Code: code}).Text() == "" {
 			t.Errorf("%s renders empty", code)
 		}

@@ -252,6 +252,14 @@ func TestPendingReasons(t *testing.T) {
 			wantText: "no capacity: no capacity for small until 00:10:00",
 		},
 		{
+			name: "cloud refused creates",
+			setup: func(e *pendingEnv) {
+				e.pool.createErr = &worker.CreateRefusedError{Until: start.Add(5 * time.Minute), Err: "UnauthorizedOperation"}
+			},
+			wantState: queue.Queued, wantCode: queue.ReasonCloudRefused,
+			wantText: "cloud refused creates (not retried until 00:05:00): UnauthorizedOperation",
+		},
+		{
 			name: "out of capacity drops a stale lock",
 			setup: func(e *pendingEnv) {
 				e.lock(0)

@@ -267,6 +267,11 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 				tx.SetPending(c, queue.Pending{Code: queue.ReasonBootFailing, Arg: err.Error()})
 				return
 			}
+			var cr *worker.CreateRefusedError
+			if errors.As(err, &cr) {
+				tx.SetPending(c, queue.Pending{Code: queue.ReasonCloudRefused, Arg: err.Error()})
+				return
+			}
 			tx.SetPending(c, queue.Pending{Code: queue.ReasonCapacity, Arg: err.Error()})
 			return
 		}

@@ -33,6 +33,9 @@ func (p *Pool) Create(typeName string) error {
 	if now.Before(p.pausedUntil) {
 		return ErrThrottled
 	}
+	if now.Before(p.refusedUntil) {
+		return &CreateRefusedError{Until: p.refusedUntil, Err: p.refusedErr}
+	}
 	if now.Before(p.capBlockedAll) {
 		return &CapacityBlockedError{Type: "", Until: p.capBlockedAll}
 	}
@@ -99,6 +102,12 @@ func (p *Pool) createDoneLocked(pc *pendingCreate, it cloud.InstanceType, inst c
 			p.quotaEst = p.providerCountLocked()
 			p.quotaProbeAt = now.Add(p.s.quotaProbeAfter)
 			p.log.Warn("quota error: capping instances", "limit", p.quotaEst, "probe_at", p.quotaProbeAt)
+		} else if cloud.IsPermanent(err) {
+			// Retrying soon would fail the same way: wait for an
+			// operator (or a long while) instead of hot-looping.
+			p.refusedUntil = now.Add(permanentBackoff)
+			p.refusedErr = err.Error()
+			p.log.Error("cloud refused a create; not creating for a while", "until", p.refusedUntil, "err", err)
 		} else if ce, ok := cloud.AsCapacity(err); ok {
 			until := now.Add(p.s.capacityBackoff)
 			if ce.InstanceType == "" {

@@ -181,6 +181,11 @@ type Pool struct {
 	stats         Stats
 	evq, evSpare  []Event
 	flushing      bool
+
+	// refusedUntil: creates wait after a permanent cloud error
+	// (cloud.PermanentError), which refusedErr describes.
+	refusedUntil time.Time
+	refusedErr   string
 }
 
 var errStopped = errors.New("worker pool stopped")

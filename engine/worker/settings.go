@@ -36,6 +36,9 @@ const (
 	defaultQuotaProbeAfter = time.Minute
 	defaultCapacityBackoff = time.Minute
 	minSlowCallTimeout     = time.Minute
+	// permanentBackoff is how long creates wait after the cloud refused
+	// one for a reason retrying will not fix (cloud.PermanentError).
+	permanentBackoff = 5 * time.Minute
 )
 
 // newSettings reads the pool's settings from c and opts. It reports every

@@ -51,6 +51,18 @@ func (e *CapacityBlockedError) Error() string {
 	return fmt.Sprintf("no capacity for %s until %s", e.Type, e.Until.Format(time.TimeOnly))
 }
 
+// CreateRefusedError: the cloud refused a create for a reason retrying
+// will not fix (cloud.PermanentError, such as missing permissions); no
+// create is tried before Until.
+type CreateRefusedError struct {
+	Until time.Time
+	Err   string
+}
+
+func (e *CreateRefusedError) Error() string {
+	return fmt.Sprintf("cloud refused creates (not retried until %s): %s", e.Until.Format(time.TimeOnly), e.Err)
+}
+
 // StartFailure reports a container start that failed on an instance.
 type StartFailure struct {
 	ContainerID string

@@ -1,6 +1,11 @@
 //go:build unix
 
-package local
+// Package sshserver is a small in-process SSH server for simulated
+// instances (the local driver's sandboxes, the EC2 test endpoint's
+// instances): it accepts only the given client keys, runs each session's
+// "exec" under /bin/sh -c in a home directory, forwards signals to the
+// command's process group and kills what still runs when it closes.
+package sshserver
 
 import (
 	"bytes"
@@ -25,18 +30,26 @@ const (
 	outputWaitDelay = 2 * time.Second
 )
 
-type serverConfig struct {
-	hostKey   ssh.Signer
-	clientPub []byte
-	readyAt   time.Time // connections before this are closed at once
-	home      string
-	runnerDir string
-	log       *slog.Logger
+// Config configures a Server.
+type Config struct {
+	// Listen is the TCP address to listen on; "" = "127.0.0.1:0".
+	Listen  string
+	HostKey ssh.Signer
+	// ClientKeys are the only client keys accepted.
+	ClientKeys []ssh.PublicKey
+	// ReadyAt: connections before this time are closed at once (booting).
+	ReadyAt time.Time
+	// Home is the sessions' working directory and $HOME.
+	Home string
+	// Env is added to every session's environment (after PATH and HOME).
+	Env []string
+	// Logger may be nil.
+	Logger *slog.Logger
 }
 
-// server is one instance's SSH server.
-type server struct {
-	cfg    serverConfig
+// Server is one instance's SSH server.
+type Server struct {
+	cfg    Config
 	sshCfg *ssh.ServerConfig
 	ln     net.Listener
 
@@ -47,12 +60,23 @@ type server struct {
 	wg     sync.WaitGroup
 }
 
-func startServer(cfg serverConfig) (*server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// Start listens on cfg.Listen and serves until Close.
+func Start(cfg Config) (*Server, error) {
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, err
 	}
-	s := &server{
+	keys := make([][]byte, len(cfg.ClientKeys))
+	for i, k := range cfg.ClientKeys {
+		keys[i] = k.Marshal()
+	}
+	s := &Server{
 		cfg:   cfg,
 		ln:    ln,
 		conns: make(map[net.Conn]struct{}),
@@ -60,23 +84,26 @@ func startServer(cfg serverConfig) (*server, error) {
 	}
 	s.sshCfg = &ssh.ServerConfig{
 		PublicKeyCallback: func(_ ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
-			if bytes.Equal(key.Marshal(), cfg.clientPub) {
-				return &ssh.Permissions{}, nil
+			for _, k := range keys {
+				if bytes.Equal(key.Marshal(), k) {
+					return &ssh.Permissions{}, nil
+				}
 			}
 			return nil, errors.New("unknown public key")
 		},
 	}
-	s.sshCfg.AddHostKey(cfg.hostKey)
+	s.sshCfg.AddHostKey(cfg.HostKey)
 	s.wg.Add(1)
 	go s.acceptLoop()
 	return s, nil
 }
 
-func (s *server) addr() string { return s.ln.Addr().String() }
+// Addr is where the server listens ("host:port").
+func (s *Server) Addr() string { return s.ln.Addr().String() }
 
-// close stops accepting, closes every connection, kills the process groups
+// Close stops accepting, closes every connection, kills the process groups
 // of session commands still running and waits for all handlers.
-func (s *server) close() {
+func (s *Server) Close() {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -95,7 +122,7 @@ func (s *server) close() {
 	s.wg.Wait()
 }
 
-func (s *server) acceptLoop() {
+func (s *Server) acceptLoop() {
 	defer s.wg.Done()
 	for {
 		c, err := s.ln.Accept()
@@ -106,7 +133,7 @@ func (s *server) acceptLoop() {
 			}
 			return
 		}
-		if time.Now().Before(s.cfg.readyAt) {
+		if time.Now().Before(s.cfg.ReadyAt) {
 			c.Close() // still booting
 			continue
 		}
@@ -130,11 +157,11 @@ func (s *server) acceptLoop() {
 	}
 }
 
-func (s *server) serveConn(c net.Conn) {
+func (s *Server) serveConn(c net.Conn) {
 	c.SetDeadline(time.Now().Add(handshakeTimeout))
 	sc, chans, reqs, err := ssh.NewServerConn(c, s.sshCfg)
 	if err != nil {
-		s.cfg.log.Debug("local: ssh handshake failed", "remote", c.RemoteAddr().String(), "err", err)
+		s.cfg.Logger.Debug("sshserver: handshake failed", "remote", c.RemoteAddr().String(), "err", err)
 		return
 	}
 	c.SetDeadline(time.Time{})
@@ -182,7 +209,7 @@ var signals = map[string]syscall.Signal{
 
 // serveSession handles one session channel: "env" requests, then one
 // "exec", whose command runs under /bin/sh -c in the instance's home.
-func (s *server) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
+func (s *Server) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 	defer ch.Close()
 	var env []string
 	var done chan struct{} // closed once the command has finished
@@ -253,14 +280,13 @@ func (s *server) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 // startCommand starts cmdline for the session; done is closed once it has
 // finished and its exit status was sent. It returns the command's process
 // group (0 if it did not start).
-func (s *server) startCommand(ch ssh.Channel, cmdline string, env []string, done chan struct{}) int {
+func (s *Server) startCommand(ch ssh.Channel, cmdline string, env []string, done chan struct{}) int {
 	cmd := exec.Command("/bin/sh", "-c", cmdline)
-	cmd.Dir = s.cfg.home
-	cmd.Env = append(env,
+	cmd.Dir = s.cfg.Home
+	cmd.Env = append(append(env,
 		"PATH="+os.Getenv("PATH"),
-		"HOME="+s.cfg.home,
-		RunnerDirEnv+"="+s.cfg.runnerDir,
-	)
+		"HOME="+s.cfg.Home,
+	), s.cfg.Env...)
 	cmd.Stdout = ch
 	cmd.Stderr = ch.Stderr()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -282,7 +308,7 @@ func (s *server) startCommand(ch ssh.Channel, cmdline string, env []string, done
 		if stdin != nil {
 			stdin.Close()
 		}
-		fmt.Fprintf(ch.Stderr(), "dispatch-tui local: cannot run command: %v\n", err)
+		fmt.Fprintf(ch.Stderr(), "dispatch-tui sshserver: cannot run command: %v\n", err)
 		finish(ch, exitStatusPayload(127))
 		close(done)
 		return 0
@@ -336,11 +362,11 @@ func signalName(sig syscall.Signal) string {
 	return fmt.Sprintf("SIG%d", int(sig))
 }
 
-func (s *server) killGroup(pgid int) { s.signalGroup(pgid, syscall.SIGKILL) }
+func (s *Server) killGroup(pgid int) { s.signalGroup(pgid, syscall.SIGKILL) }
 
 // signalGroup signals pgid if it is still one of this server's running
 // session commands (so a reaped pid is never signalled).
-func (s *server) signalGroup(pgid int, sig syscall.Signal) {
+func (s *Server) signalGroup(pgid int, sig syscall.Signal) {
 	if pgid <= 0 {
 		return
 	}

@@ -1,0 +1,689 @@
+//go:build linux
+
+package ec2test
+
+import (
+	"encoding/base64"
+	"encoding/xml"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+const xmlns = "http://ec2.amazonaws.com/doc/2016-11-15/"
+
+// apiError is an EC2 error response.
+type apiError struct {
+	status  int
+	code    string
+	message string
+}
+
+func errorf(status int, code, format string, args ...any) *apiError {
+	return &apiError{status: status, code: code, message: fmt.Sprintf(format, args...)}
+}
+
+// statusOf is the HTTP status EC2 answers code with.
+func statusOf(code string) int {
+	switch code {
+	case "AuthFailure":
+		return http.StatusUnauthorized
+	case "UnauthorizedOperation", "OptInRequired", "Blocked":
+		return http.StatusForbidden
+	case "RequestLimitExceeded", "Unavailable":
+		return http.StatusServiceUnavailable
+	case "InternalError":
+		return http.StatusInternalServerError
+	}
+	return http.StatusBadRequest
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	reqID := s.requestID()
+	if r.Method != http.MethodPost {
+		writeError(w, reqID, errorf(http.StatusBadRequest, "InvalidAction", "EC2 Query requests are POSTs"))
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		writeError(w, reqID, errorf(http.StatusBadRequest, "MalformedQueryString", "%v", err))
+		return
+	}
+	f := r.PostForm
+	action := f.Get("Action")
+	s.mu.Lock()
+	s.calls[action]++
+	latency := s.faults.Latency
+	s.mu.Unlock()
+	if latency > 0 {
+		select {
+		case <-time.After(latency):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if !strings.Contains(r.Header.Get("Authorization"), "Credential="+AccessKeyID+"/") {
+		s.fail(w, reqID, errorf(http.StatusUnauthorized, "AuthFailure", "AWS was not able to validate the provided access credentials"))
+		return
+	}
+	if e := s.injected(action); e != nil {
+		s.fail(w, reqID, e)
+		return
+	}
+	var body any
+	var e *apiError
+	switch action {
+	case "RunInstances":
+		body, e = s.runInstances(f, reqID)
+	case "DescribeInstances":
+		body, e = s.describeInstances(f, reqID)
+	case "TerminateInstances":
+		body, e = s.terminateInstances(f, reqID)
+	case "CreateTags":
+		body, e = s.createTags(f, reqID)
+	case "DeleteTags":
+		body, e = s.deleteTags(f, reqID)
+	case "DescribeKeyPairs":
+		body, e = s.describeKeyPairs(f, reqID)
+	case "ImportKeyPair":
+		body, e = s.importKeyPair(f, reqID)
+	case "DescribeImages":
+		body, e = s.describeImages(f, reqID)
+	default:
+		e = errorf(http.StatusBadRequest, "InvalidAction", "The action %s is not valid for this web service.", action)
+	}
+	if e != nil {
+		s.fail(w, reqID, e)
+		return
+	}
+	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+	w.Write([]byte(xml.Header))
+	if err := xml.NewEncoder(w).Encode(body); err != nil {
+		s.log.Error("ec2test: encoding response", "action", action, "err", err)
+	}
+}
+
+func (s *Server) requestID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return fmt.Sprintf("%08x-0000-4000-8000-%012x", s.rnd.Uint32(), s.rnd.Uint64()&0xffffffffffff)
+}
+
+// injected returns the fault for a call of action, if any.
+func (s *Server) injected(action string) *apiError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f := &s.faults
+	if code := f.Errors[action]; code != "" {
+		return errorf(statusOf(code), code, "injected %s for %s", code, action)
+	}
+	if f.ThrottleRate > 0 && s.throttleRnd.Float64() < f.ThrottleRate {
+		return errorf(http.StatusServiceUnavailable, "RequestLimitExceeded", "Request limit exceeded.")
+	}
+	if action == "RunInstances" && f.CreateErrorRate > 0 && s.createRnd.Float64() < f.CreateErrorRate {
+		code := f.CreateErrorCode
+		if code == "" {
+			code = "InternalError"
+		}
+		return errorf(statusOf(code), code, "injected create failure")
+	}
+	return nil
+}
+
+func (s *Server) fail(w http.ResponseWriter, reqID string, e *apiError) {
+	s.mu.Lock()
+	s.errors[e.code]++
+	s.mu.Unlock()
+	writeError(w, reqID, e)
+}
+
+type errorResponse struct {
+	XMLName   xml.Name    `xml:"Response"`
+	Errors    []errorElem `xml:"Errors>Error"`
+	RequestID string      `xml:"RequestID"`
+}
+
+type errorElem struct {
+	Code    string `xml:"Code"`
+	Message string `xml:"Message"`
+}
+
+func writeError(w http.ResponseWriter, reqID string, e *apiError) {
+	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+	w.WriteHeader(e.status)
+	w.Write([]byte(xml.Header))
+	xml.NewEncoder(w).Encode(errorResponse{Errors: []errorElem{{e.code, e.message}}, RequestID: reqID})
+}
+
+// Query-protocol lists are flattened: Name.1, Name.2, ...
+
+func list(f url.Values, prefix string) []string {
+	var out []string
+	for i := 1; ; i++ {
+		k := prefix + "." + strconv.Itoa(i)
+		if !f.Has(k) {
+			return out
+		}
+		out = append(out, f.Get(k))
+	}
+}
+
+// members returns the prefixes of a list of structures: Name.1, Name.2...
+func members(f url.Values, prefix string) []string {
+	var out []string
+	for i := 1; ; i++ {
+		p := prefix + "." + strconv.Itoa(i)
+		found := false
+		for k := range f {
+			if strings.HasPrefix(k, p+".") {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return out
+		}
+		out = append(out, p)
+	}
+}
+
+func tagsOf(f url.Values, prefix string) map[string]string {
+	tags := map[string]string{}
+	for _, m := range members(f, prefix) {
+		tags[f.Get(m+".Key")] = f.Get(m + ".Value")
+	}
+	return tags
+}
+
+// Response documents.
+
+type tagItem struct {
+	Key   string `xml:"key"`
+	Value string `xml:"value"`
+}
+
+type stateElem struct {
+	Code int    `xml:"code"`
+	Name string `xml:"name"`
+}
+
+type instanceElem struct {
+	InstanceID        string    `xml:"instanceId"`
+	ImageID           string    `xml:"imageId"`
+	State             stateElem `xml:"instanceState"`
+	Reason            string    `xml:"reason,omitempty"`
+	KeyName           string    `xml:"keyName,omitempty"`
+	InstanceType      string    `xml:"instanceType"`
+	LaunchTime        string    `xml:"launchTime"`
+	SubnetID          string    `xml:"subnetId,omitempty"`
+	PrivateIPAddress  string    `xml:"privateIpAddress,omitempty"`
+	IPAddress         string    `xml:"ipAddress,omitempty"`
+	InstanceLifecycle string    `xml:"instanceLifecycle,omitempty"`
+	RootDeviceName    string    `xml:"rootDeviceName"`
+	Tags              []tagItem `xml:"tagSet>item"`
+}
+
+func (s *Server) elem(in *instance, withPublic bool) instanceElem {
+	e := instanceElem{
+		InstanceID: in.id, ImageID: ImageID, InstanceType: in.typ,
+		State: stateElem{stateCodes[in.state], in.state}, Reason: in.reason,
+		KeyName: in.keyName, LaunchTime: in.launched.UTC().Format(time.RFC3339),
+		SubnetID: in.subnet, RootDeviceName: RootDevice,
+	}
+	if in.state != stateTerminated {
+		e.PrivateIPAddress = in.ip
+		if in.public && withPublic {
+			e.IPAddress = in.ip
+		}
+	}
+	if in.spot {
+		e.InstanceLifecycle = "spot"
+	}
+	keys := make([]string, 0, len(in.tags))
+	for k := range in.tags {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		e.Tags = append(e.Tags, tagItem{k, in.tags[k]})
+	}
+	return e
+}
+
+type runInstancesResponse struct {
+	XMLName       xml.Name       `xml:"RunInstancesResponse"`
+	Xmlns         string         `xml:"xmlns,attr"`
+	RequestID     string         `xml:"requestId"`
+	ReservationID string         `xml:"reservationId"`
+	OwnerID       string         `xml:"ownerId"`
+	Instances     []instanceElem `xml:"instancesSet>item"`
+}
+
+const ownerID = "123456789012"
+
+func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
+	typ := f.Get("InstanceType")
+	if f.Get("ImageId") == "" || typ == "" {
+		return nil, errorf(400, "MissingParameter", "ImageId and InstanceType are required")
+	}
+	if f.Get("MinCount") != "1" || f.Get("MaxCount") != "1" {
+		return nil, errorf(400, "InvalidParameterValue", "ec2test launches one instance at a time")
+	}
+	userData := f.Get("UserData")
+	user, authorized, secret, ok := decodeUserData(userData)
+	if !ok {
+		return nil, errorf(400, "InvalidParameterValue", "user data does not set the dispatch-tui variables")
+	}
+	key, _, _, _, err := ssh.ParseAuthorizedKey([]byte(authorized))
+	if err != nil {
+		return nil, errorf(400, "InvalidParameterValue", "user data authorized key: %v", err)
+	}
+	subnet := f.Get("SubnetId")
+	public := false
+	groups := list(f, "SecurityGroupId")
+	if ni := members(f, "NetworkInterface"); len(ni) > 0 {
+		if len(ni) != 1 || f.Get(ni[0]+".DeviceIndex") != "0" {
+			return nil, errorf(400, "InvalidParameterValue", "one network interface at device index 0")
+		}
+		if subnet != "" || len(groups) > 0 {
+			return nil, errorf(400, "InvalidParameterCombination", "Network interfaces and an instance-level subnet ID or security groups may not be specified on the same request")
+		}
+		subnet = f.Get(ni[0] + ".SubnetId")
+		public = f.Get(ni[0]+".AssociatePublicIpAddress") == "true"
+	}
+	devices := map[string]int32{}
+	for _, m := range members(f, "BlockDeviceMapping") {
+		n, _ := strconv.Atoi(f.Get(m + ".Ebs.VolumeSize"))
+		devices[f.Get(m+".DeviceName")] = int32(n)
+	}
+	spot := f.Get("InstanceMarketOptions.MarketType") == "spot"
+	tags := map[string]string{}
+	for _, m := range members(f, "TagSpecification") {
+		if f.Get(m+".ResourceType") == "instance" {
+			tags = tagsOf(f, m+".Tag")
+		}
+	}
+	iam := f.Get("IamInstanceProfile.Name")
+	if iam == "" {
+		iam = f.Get("IamInstanceProfile.Arn")
+	}
+
+	s.mu.Lock()
+	fl := &s.faults
+	live, spots, vcpus := 0, 0, 0
+	for _, in := range s.instances {
+		if in.state == stateTerminated {
+			continue
+		}
+		live++
+		if in.spot {
+			spots++
+		}
+		vcpus += vcpusOf(fl, in.typ)
+	}
+	var e *apiError
+	switch {
+	case s.images[f.Get("ImageId")] == "":
+		e = errorf(400, "InvalidAMIID.NotFound", "The image id '[%s]' does not exist", f.Get("ImageId"))
+	case f.Get("KeyName") != "" && s.keyPairs[f.Get("KeyName")] == "":
+		e = errorf(400, "InvalidKeyPair.NotFound", "The key pair '%s' does not exist", f.Get("KeyName"))
+	case subnet != "" && !slices.Contains(s.opts.Subnets, subnet):
+		e = errorf(400, "InvalidSubnetID.NotFound", "The subnet ID '%s' does not exist", subnet)
+	case fl.FullSubnets[subnet]:
+		e = errorf(400, "InsufficientFreeAddressesInSubnet", "There are not enough free addresses in subnet '%s' to satisfy the requested number of instances.", subnet)
+	case fl.CapacityTypes[typ] || fl.CapacitySubnets[subnet]:
+		e = errorf(500, "InsufficientInstanceCapacity", "We currently do not have sufficient %s capacity in the Availability Zone you requested.", typ)
+	case fl.InstanceLimit > 0 && live >= fl.InstanceLimit:
+		e = errorf(400, "InstanceLimitExceeded", "You have requested more instances (%d) than your current instance limit of %d allows.", live+1, fl.InstanceLimit)
+	case fl.VCPULimit > 0 && vcpus+vcpusOf(fl, typ) > fl.VCPULimit:
+		e = errorf(400, "VcpuLimitExceeded", "You have requested more vCPU capacity than your current vCPU limit of %d allows.", fl.VCPULimit)
+	case spot && fl.SpotLimit > 0 && spots >= fl.SpotLimit:
+		e = errorf(400, "MaxSpotInstanceCountExceeded", "Max spot instance count exceeded")
+	}
+	if e != nil {
+		s.mu.Unlock()
+		return nil, e
+	}
+	now := time.Now()
+	in := &instance{
+		id: s.newID("i"), typ: typ, subnet: subnet, keyName: f.Get("KeyName"), public: public, spot: spot,
+		tags: tags, user: user, secret: secret, authorized: authorized, devices: devices,
+		iamProfile: iam, imdsv2: f.Get("MetadataOptions.HttpTokens") == "required",
+		launched: now, listableAt: now.Add(fl.ListDelay), state: statePending,
+	}
+	resID := s.newID("r")
+	s.mu.Unlock()
+
+	if err := s.boot(in, key); err != nil {
+		in.stop()
+		return nil, errorf(500, "InternalError", "starting the instance: %v", err)
+	}
+	s.mu.Lock()
+	s.instances[in.id] = in
+	s.order = append(s.order, in.id)
+	resp := runInstancesResponse{
+		Xmlns: xmlns, RequestID: reqID, ReservationID: resID, OwnerID: ownerID,
+		// Like EC2, the launch response has no public address yet.
+		Instances: []instanceElem{s.elem(in, false)},
+	}
+	s.mu.Unlock()
+	s.log.Info("ec2test: instance launched", "instance", in.id, "type", typ, "subnet", subnet, "spot", spot, "addr", in.srv.Addr())
+	return resp, nil
+}
+
+func vcpusOf(f *Faults, typ string) int {
+	if n, ok := f.VCPUs[typ]; ok {
+		return n
+	}
+	return 2
+}
+
+type reservationElem struct {
+	ReservationID string         `xml:"reservationId"`
+	OwnerID       string         `xml:"ownerId"`
+	Instances     []instanceElem `xml:"instancesSet>item"`
+}
+
+type describeInstancesResponse struct {
+	XMLName      xml.Name          `xml:"DescribeInstancesResponse"`
+	Xmlns        string            `xml:"xmlns,attr"`
+	RequestID    string            `xml:"requestId"`
+	Reservations []reservationElem `xml:"reservationSet>item"`
+	NextToken    string            `xml:"nextToken,omitempty"`
+}
+
+type filter struct {
+	name   string
+	values []string
+}
+
+func (flt filter) match(in *instance) (bool, *apiError) {
+	var got []string
+	switch {
+	case flt.name == "tag-key":
+		for k := range in.tags {
+			got = append(got, k)
+		}
+	case strings.HasPrefix(flt.name, "tag:"):
+		if v, ok := in.tags[strings.TrimPrefix(flt.name, "tag:")]; ok {
+			got = []string{v}
+		}
+	case flt.name == "instance-state-name":
+		got = []string{in.state}
+	case flt.name == "instance-id":
+		got = []string{in.id}
+	case flt.name == "instance-type":
+		got = []string{in.typ}
+	default:
+		return false, errorf(400, "InvalidParameterValue", "The filter '%s' is invalid", flt.name)
+	}
+	for _, g := range got {
+		if slices.Contains(flt.values, g) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (s *Server) describeInstances(f url.Values, reqID string) (any, *apiError) {
+	var filters []filter
+	for _, m := range members(f, "Filter") {
+		filters = append(filters, filter{f.Get(m + ".Name"), list(f, m+".Value")})
+	}
+	ids := list(f, "InstanceId")
+	maxResults := 0
+	if v := f.Get("MaxResults"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 5 || n > 1000 {
+			return nil, errorf(400, "InvalidParameterValue", "MaxResults must be between 5 and 1000")
+		}
+		if len(ids) > 0 {
+			return nil, errorf(400, "InvalidParameterCombination", "The parameter instancesSet cannot be used with the parameter maxResults")
+		}
+		maxResults = n
+	}
+	start := 0
+	if tok := f.Get("NextToken"); tok != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(tok, "page-"))
+		if err != nil || !strings.HasPrefix(tok, "page-") {
+			return nil, errorf(400, "InvalidParameterValue", "Invalid NextToken")
+		}
+		start = n
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	var match []*instance
+	for _, id := range s.order {
+		in := s.instances[id]
+		if now.Before(in.listableAt) {
+			continue // not consistent yet
+		}
+		if len(ids) > 0 && !slices.Contains(ids, id) {
+			continue
+		}
+		ok := true
+		for _, flt := range filters {
+			m, e := flt.match(in)
+			if e != nil {
+				return nil, e
+			}
+			ok = ok && m
+		}
+		if ok {
+			match = append(match, in)
+		}
+	}
+	resp := describeInstancesResponse{Xmlns: xmlns, RequestID: reqID}
+	end := len(match)
+	if maxResults > 0 && start+maxResults < len(match) {
+		end = start + maxResults
+		resp.NextToken = "page-" + strconv.Itoa(end)
+	}
+	for _, in := range match[min(start, len(match)):end] {
+		if in.state == statePending && !now.Before(in.launched.Add(s.opts.BootDelay)) {
+			in.state = stateRunning
+		}
+		resp.Reservations = append(resp.Reservations, reservationElem{
+			ReservationID: "r-" + strings.TrimPrefix(in.id, "i-"), OwnerID: ownerID,
+			Instances: []instanceElem{s.elem(in, true)},
+		})
+	}
+	return resp, nil
+}
+
+type instanceStateChange struct {
+	InstanceID    string    `xml:"instanceId"`
+	CurrentState  stateElem `xml:"currentState"`
+	PreviousState stateElem `xml:"previousState"`
+}
+
+type terminateInstancesResponse struct {
+	XMLName   xml.Name              `xml:"TerminateInstancesResponse"`
+	Xmlns     string                `xml:"xmlns,attr"`
+	RequestID string                `xml:"requestId"`
+	Instances []instanceStateChange `xml:"instancesSet>item"`
+}
+
+func (s *Server) terminateInstances(f url.Values, reqID string) (any, *apiError) {
+	ids := list(f, "InstanceId")
+	if len(ids) == 0 {
+		return nil, errorf(400, "MissingParameter", "InstanceId is required")
+	}
+	s.mu.Lock()
+	var stop []*instance
+	resp := terminateInstancesResponse{Xmlns: xmlns, RequestID: reqID}
+	for _, id := range ids {
+		in := s.instances[id]
+		if in == nil {
+			s.mu.Unlock()
+			return nil, errorf(400, "InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
+		}
+		prev := in.state
+		in.state = stateTerminated
+		stop = append(stop, in)
+		resp.Instances = append(resp.Instances, instanceStateChange{
+			InstanceID:   id,
+			CurrentState: stateElem{stateCodes[stateShuttingDown], stateShuttingDown}, PreviousState: stateElem{stateCodes[prev], prev},
+		})
+	}
+	s.mu.Unlock()
+	for _, in := range stop {
+		in.stop()
+	}
+	return resp, nil
+}
+
+type returnResponse struct {
+	XMLName   xml.Name
+	Xmlns     string `xml:"xmlns,attr"`
+	RequestID string `xml:"requestId"`
+	Return    bool   `xml:"return"`
+}
+
+func (s *Server) taggedInstances(f url.Values) ([]*instance, *apiError) {
+	ids := list(f, "ResourceId")
+	if len(ids) == 0 {
+		return nil, errorf(400, "MissingParameter", "ResourceId is required")
+	}
+	var out []*instance
+	for _, id := range ids {
+		in := s.instances[id]
+		if in == nil {
+			return nil, errorf(400, "InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+func (s *Server) createTags(f url.Values, reqID string) (any, *apiError) {
+	tags := tagsOf(f, "Tag")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ins, e := s.taggedInstances(f)
+	if e != nil {
+		return nil, e
+	}
+	for _, in := range ins {
+		for k, v := range tags {
+			in.tags[k] = v
+		}
+	}
+	return returnResponse{XMLName: xml.Name{Local: "CreateTagsResponse"}, Xmlns: xmlns, RequestID: reqID, Return: true}, nil
+}
+
+func (s *Server) deleteTags(f url.Values, reqID string) (any, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ins, e := s.taggedInstances(f)
+	if e != nil {
+		return nil, e
+	}
+	for _, m := range members(f, "Tag") {
+		k := f.Get(m + ".Key")
+		v, hasValue := f[m+".Value"]
+		for _, in := range ins {
+			if !hasValue || in.tags[k] == v[0] {
+				delete(in.tags, k)
+			}
+		}
+	}
+	return returnResponse{XMLName: xml.Name{Local: "DeleteTagsResponse"}, Xmlns: xmlns, RequestID: reqID, Return: true}, nil
+}
+
+type keyPairElem struct {
+	KeyPairID   string `xml:"keyPairId"`
+	KeyName     string `xml:"keyName"`
+	Fingerprint string `xml:"keyFingerprint"`
+}
+
+type describeKeyPairsResponse struct {
+	XMLName   xml.Name      `xml:"DescribeKeyPairsResponse"`
+	Xmlns     string        `xml:"xmlns,attr"`
+	RequestID string        `xml:"requestId"`
+	Keys      []keyPairElem `xml:"keySet>item"`
+}
+
+func (s *Server) describeKeyPairs(f url.Values, reqID string) (any, *apiError) {
+	names := list(f, "KeyName")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	resp := describeKeyPairsResponse{Xmlns: xmlns, RequestID: reqID}
+	if len(names) == 0 {
+		for n := range s.keyPairs {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+	}
+	for _, n := range names {
+		fp, ok := s.keyPairs[n]
+		if !ok {
+			return nil, errorf(400, "InvalidKeyPair.NotFound", "The key pair '%s' does not exist", n)
+		}
+		resp.Keys = append(resp.Keys, keyPairElem{KeyPairID: "key-" + n, KeyName: n, Fingerprint: fp})
+	}
+	return resp, nil
+}
+
+type importKeyPairResponse struct {
+	XMLName     xml.Name `xml:"ImportKeyPairResponse"`
+	Xmlns       string   `xml:"xmlns,attr"`
+	RequestID   string   `xml:"requestId"`
+	KeyPairID   string   `xml:"keyPairId"`
+	KeyName     string   `xml:"keyName"`
+	Fingerprint string   `xml:"keyFingerprint"`
+}
+
+func (s *Server) importKeyPair(f url.Values, reqID string) (any, *apiError) {
+	name := f.Get("KeyName")
+	material, err := base64.StdEncoding.DecodeString(f.Get("PublicKeyMaterial"))
+	if name == "" || err != nil {
+		return nil, errorf(400, "MissingParameter", "KeyName and PublicKeyMaterial (base64) are required")
+	}
+	key, _, _, _, err := ssh.ParseAuthorizedKey(material)
+	if err != nil {
+		return nil, errorf(400, "InvalidKey.Format", "Key is not in valid OpenSSH public key format")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.keyPairs[name]; dup {
+		return nil, errorf(400, "InvalidKeyPair.Duplicate", "The keypair '%s' already exists.", name)
+	}
+	fp := ssh.FingerprintSHA256(key)
+	s.keyPairs[name] = fp
+	return importKeyPairResponse{Xmlns: xmlns, RequestID: reqID, KeyPairID: "key-" + name, KeyName: name, Fingerprint: fp}, nil
+}
+
+type imageElem struct {
+	ImageID        string `xml:"imageId"`
+	RootDeviceName string `xml:"rootDeviceName"`
+	RootDeviceType string `xml:"rootDeviceType"`
+	State          string `xml:"imageState"`
+}
+
+type describeImagesResponse struct {
+	XMLName   xml.Name    `xml:"DescribeImagesResponse"`
+	Xmlns     string      `xml:"xmlns,attr"`
+	RequestID string      `xml:"requestId"`
+	Images    []imageElem `xml:"imagesSet>item"`
+}
+
+func (s *Server) describeImages(f url.Values, reqID string) (any, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	resp := describeImagesResponse{Xmlns: xmlns, RequestID: reqID}
+	for _, id := range list(f, "ImageId") {
+		root, ok := s.images[id]
+		if !ok {
+			return nil, errorf(400, "InvalidAMIID.NotFound", "The image id '[%s]' does not exist", id)
+		}
+		resp.Images = append(resp.Images, imageElem{ImageID: id, RootDeviceName: root, RootDeviceType: "ebs", State: "available"})
+	}
+	return resp, nil
+}

@@ -1,0 +1,158 @@
+package ec2
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"dispatch-tui/cloud"
+)
+
+// Instance is one EC2 instance as last described.
+type Instance struct {
+	d  *Driver
+	id cloud.InstanceID
+
+	mu           sync.Mutex
+	providerType string
+	state        string
+	spot         bool
+	addr         string
+	tags         cloud.Tags
+}
+
+var _ cloud.Instance = (*Instance)(nil)
+
+// set copies EC2's description of the instance.
+func (i *Instance) set(li types.Instance) {
+	tags := make(cloud.Tags, len(li.Tags))
+	for _, t := range li.Tags {
+		tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	state := ""
+	if li.State != nil {
+		state = string(li.State.Name)
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.providerType = string(li.InstanceType)
+	i.state = state
+	i.spot = li.InstanceLifecycle == types.InstanceLifecycleTypeSpot
+	i.addr = i.d.addressOf(li)
+	i.tags = tags
+}
+
+// update takes newer's description (from a later listing).
+func (i *Instance) update(newer *Instance) {
+	newer.mu.Lock()
+	pt, st, spot, addr, tags := newer.providerType, newer.state, newer.spot, newer.addr, newer.tags
+	newer.mu.Unlock()
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.providerType, i.state, i.spot, i.tags = pt, st, spot, tags
+	if addr != "" {
+		i.addr = addr
+	}
+}
+
+func (i *Instance) ID() cloud.InstanceID { return i.id }
+
+func (i *Instance) String() string {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	s := fmt.Sprintf("%s (%s", i.id, i.providerType)
+	if i.spot {
+		s += " spot"
+	}
+	return s + " @ " + i.addr + ")"
+}
+
+func (i *Instance) ProviderType() string {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.providerType
+}
+
+// Address is "ip:port" of the instance's SSH server; "" until EC2 has
+// given it the address the driver uses.
+func (i *Instance) Address() string {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.addr
+}
+
+// State is EC2's state name as last seen ("pending", "running", ...).
+func (i *Instance) State() string {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.state
+}
+
+// Spot reports whether the instance is a spot instance.
+func (i *Instance) Spot() bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.spot
+}
+
+func (i *Instance) Tags() cloud.Tags {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.tags.Clone()
+}
+
+// SetTags replaces the instance's tags: the new ones (with the configured
+// extra tags) are written, and those no longer wanted deleted. Tags AWS
+// reserves ("aws:...") are left alone.
+func (i *Instance) SetTags(ctx context.Context, tags cloud.Tags) error {
+	d := i.d
+	want := d.allTags(tags)
+	cur := i.Tags()
+	if _, err := d.client.CreateTags(ctx, &ec2.CreateTagsInput{
+		Resources: []string{string(i.id)}, Tags: d.awsTags(tags),
+	}); err != nil {
+		return d.mapError("set tags of "+string(i.id), "", err)
+	}
+	var drop []types.Tag
+	for k := range cur {
+		if _, keep := want[k]; !keep && !strings.HasPrefix(k, "aws:") {
+			drop = append(drop, types.Tag{Key: aws.String(k)})
+		}
+	}
+	sort.Slice(drop, func(a, b int) bool { return *drop[a].Key < *drop[b].Key })
+	if len(drop) > 0 {
+		if _, err := d.client.DeleteTags(ctx, &ec2.DeleteTagsInput{
+			Resources: []string{string(i.id)}, Tags: drop,
+		}); err != nil {
+			return d.mapError("delete tags of "+string(i.id), "", err)
+		}
+	}
+	d.throttled(false)
+	i.mu.Lock()
+	i.tags = want
+	i.mu.Unlock()
+	return nil
+}
+
+// Destroy terminates the instance. Terminating one already gone is not an
+// error.
+func (i *Instance) Destroy(ctx context.Context) error {
+	d := i.d
+	_, err := d.client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{string(i.id)}})
+	if err != nil && errorCode(err) != "InvalidInstanceID.NotFound" {
+		return d.mapError("terminate "+string(i.id), "", err)
+	}
+	d.throttled(false)
+	d.forget(i.id)
+	i.mu.Lock()
+	i.state = string(types.InstanceStateNameShuttingDown)
+	i.mu.Unlock()
+	d.log.Info("ec2: instance terminated", "instance", string(i.id))
+	return nil
+}
