@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +42,7 @@ var (
 	throughputPaths   = flag.String("throughput.paths", "single,bulk", "how TestDaemonThroughput submits, each path timed in turn: single (one container per request), bulk (batches)")
 	throughputBatch   = flag.Int("throughput.batch", 1000, "containers per request on the bulk path of TestDaemonThroughput")
 	throughputFloor   = flag.Duration("throughput.floor", 3*time.Second, "how long TestDaemonThroughput measures the fork+exec floor before and after each run")
+	throughputStages  = flag.Bool("throughput.stages", false, "log how long containers spent in each state in TestDaemonThroughput (from the event log)")
 	throughputResult  = flag.String("throughput.result", "", "write TestDaemonThroughput's summary lines (rate, floor, ratio) to this file")
 )
 
@@ -295,7 +297,8 @@ func runPath(t *testing.T, path string, n int) pathRun {
 	var progress []sample
 	for {
 		done, s := completed(t, client)
-		progress = append(progress, sample{time.Since(t0), done - len(warm)})
+		progress = append(progress, sample{at: time.Since(t0), done: done - len(warm),
+			queued: s[queue.Queued], locked: s[queue.Locked], running: s[queue.Running]})
 		if done >= want {
 			break
 		}
@@ -322,9 +325,9 @@ func runPath(t *testing.T, path string, n int) pathRun {
 		path, n, how, took.Round(time.Millisecond), submitTook.Round(time.Millisecond), r.rate, ms(r.cpuPerContainer))
 	if *throughputTrace != "" {
 		var b strings.Builder
-		b.WriteString("seconds,complete\n")
+		b.WriteString("seconds,complete,queued,locked,running\n")
 		for _, p := range progress {
-			fmt.Fprintf(&b, "%.3f,%d\n", p.at.Seconds(), p.done)
+			fmt.Fprintf(&b, "%.3f,%d,%d,%d,%d\n", p.at.Seconds(), p.done, p.queued, p.locked, p.running)
 		}
 		file := strings.TrimSuffix(*throughputTrace, ".csv") + "-" + path + ".csv"
 		if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
@@ -339,7 +342,54 @@ func runPath(t *testing.T, path string, n int) pathRun {
 			t.Errorf("%s: %d containers %s", path, c, st)
 		}
 	}
+	if *throughputStages {
+		logStages(t, client, path)
+	}
 	return r
+}
+
+// logStages logs the median and 90th percentile of the time containers
+// spent from submit to Locked, Locked to Running and Running to Complete,
+// from the daemon's event log: where a container's round trip goes.
+func logStages(t *testing.T, c *api.Client, path string) {
+	t.Helper()
+	at := map[string]map[string]time.Time{}
+	var since uint64
+	for {
+		evs, err := c.Events(context.Background(), since, api.MaxListLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			since = ev.Seq
+			if (ev.Kind == "verb" && ev.Action == "submit") || ev.Kind == "state" {
+				if at[ev.Target] == nil {
+					at[ev.Target] = map[string]time.Time{}
+				}
+				at[ev.Target][ev.Action] = ev.Time
+			}
+		}
+		if len(evs) < api.MaxListLimit {
+			break
+		}
+	}
+	stages := []struct{ from, to string }{{"submit", "Locked"}, {"Locked", "Running"}, {"Running", "Complete"}}
+	for _, st := range stages {
+		var ds []time.Duration
+		for _, m := range at {
+			a, ok1 := m[st.from]
+			b, ok2 := m[st.to]
+			if ok1 && ok2 {
+				ds = append(ds, b.Sub(a))
+			}
+		}
+		if len(ds) == 0 {
+			continue
+		}
+		slices.Sort(ds)
+		t.Logf("%s: %s → %s: median %s, 90th percentile %s (%d containers)", path, st.from, st.to,
+			ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)*9/10].Round(time.Millisecond), len(ds))
+	}
 }
 
 // sample is how many of the timed containers were Complete at a moment
@@ -347,6 +397,8 @@ func runPath(t *testing.T, path string, n int) pathRun {
 type sample struct {
 	at   time.Duration
 	done int
+	// The daemon's counts at that moment (for the trace).
+	queued, locked, running int
 }
 
 // slowestWindow returns the lowest completion rate over any stretch of at
@@ -402,6 +454,15 @@ func busyCPU(t *testing.T) time.Duration {
 	return time.Duration(ticks) * (time.Second / 100) // USER_HZ
 }
 
+// samples makes samples from pairs of milliseconds and Complete counts.
+func samples(msAndDone ...int) []sample {
+	var out []sample
+	for i := 0; i+1 < len(msAndDone); i += 2 {
+		out = append(out, sample{at: time.Duration(msAndDone[i]) * time.Millisecond, done: msAndDone[i+1]})
+	}
+	return out
+}
+
 func TestSlowestWindow(t *testing.T) {
 	ms := func(v int) time.Duration { return time.Duration(v) * time.Millisecond }
 	tests := []struct {
@@ -412,10 +473,10 @@ func TestSlowestWindow(t *testing.T) {
 		from    time.Duration
 		ok      bool
 	}{
-		{"too short", []sample{{0, 0}, {ms(500), 50}, {ms(900), 100}}, 100, 0, 0, false},
-		{"steady", []sample{{0, 0}, {ms(500), 10}, {ms(1000), 20}, {ms(1500), 30}, {ms(2000), 40}, {ms(2500), 50}}, 50, 20, ms(500), true},
-		{"a stall in the middle", []sample{{0, 10}, {ms(1000), 40}, {ms(2000), 45}, {ms(3000), 90}, {ms(4000), 100}}, 100, 5, ms(1000), true},
-		{"ramp and tail left out", []sample{{0, 0}, {ms(1000), 1}, {ms(2000), 10}, {ms(3000), 60}, {ms(4000), 90}, {ms(5000), 99}, {ms(6000), 100}}, 100, 30, ms(3000), true},
+		{"too short", samples(0, 0, 500, 50, 900, 100), 100, 0, 0, false},
+		{"steady", samples(0, 0, 500, 10, 1000, 20, 1500, 30, 2000, 40, 2500, 50), 50, 20, ms(500), true},
+		{"a stall in the middle", samples(0, 10, 1000, 40, 2000, 45, 3000, 90, 4000, 100), 100, 5, ms(1000), true},
+		{"ramp and tail left out", samples(0, 0, 1000, 1, 2000, 10, 3000, 60, 4000, 90, 5000, 99, 6000, 100), 100, 30, ms(3000), true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
