@@ -235,6 +235,18 @@ func isJSONArray(data []byte) bool {
 // decode or validate are returned in refused, in index order; specs holds
 // the others at their index.
 func decodeSpecs(data []byte) (specs []queue.Spec, refused []ItemError, herr *httpError) {
+	// The common case first: the whole array decodes at once. Its specs
+	// are validated by Engine.SubmitBatch, which names every invalid one.
+	if err := decodeJSON(data, &specs); err == nil {
+		switch {
+		case len(specs) == 0:
+			return nil, nil, badRequest("", "an empty array submits nothing: send at least one container spec")
+		case len(specs) > MaxBatchItems:
+			return nil, nil, tooManyItems(len(specs))
+		}
+		return specs, nil, nil
+	}
+	// Something does not decode: find every item at fault, one by one.
 	var raw []json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, nil, jsonError(data, reflect.TypeOf(raw), err)
@@ -243,8 +255,7 @@ func decodeSpecs(data []byte) (specs []queue.Spec, refused []ItemError, herr *ht
 	case len(raw) == 0:
 		return nil, nil, badRequest("", "an empty array submits nothing: send at least one container spec")
 	case len(raw) > MaxBatchItems:
-		return nil, nil, &httpError{status: http.StatusRequestEntityTooLarge,
-			msg: fmt.Sprintf("%d containers in one request: at most %d (split them into several requests)", len(raw), MaxBatchItems)}
+		return nil, nil, tooManyItems(len(raw))
 	}
 	specs = make([]queue.Spec, len(raw))
 	for i, item := range raw {
@@ -256,6 +267,11 @@ func decodeSpecs(data []byte) (specs []queue.Spec, refused []ItemError, herr *ht
 		specs[i] = spec
 	}
 	return specs, refused, nil
+}
+
+func tooManyItems(n int) *httpError {
+	return &httpError{status: http.StatusRequestEntityTooLarge,
+		msg: fmt.Sprintf("%d containers in one request: at most %d (split them into several requests)", n, MaxBatchItems)}
 }
 
 func itemError(index int, herr *httpError) ItemError {
