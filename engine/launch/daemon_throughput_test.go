@@ -41,6 +41,7 @@ var (
 	throughputProbe   = flag.Duration("throughput.probe", 100*time.Millisecond, "the daemon's probe_interval in TestDaemonThroughput")
 	throughputPaths   = flag.String("throughput.paths", "single,bulk", "how TestDaemonThroughput submits, each path timed in turn: single (one container per request), bulk (batches)")
 	throughputBatch   = flag.Int("throughput.batch", 1000, "containers per request on the bulk path of TestDaemonThroughput")
+	throughputBulkers = flag.Int("throughput.bulkclients", 1, "concurrent API clients on the bulk path of TestDaemonThroughput (1: batches one after another, as submit -f sends them)")
 	throughputFloor   = flag.Duration("throughput.floor", 3*time.Second, "how long TestDaemonThroughput measures the fork+exec floor before and after each run")
 	throughputStages  = flag.Bool("throughput.stages", false, "log how long containers spent in each state in TestDaemonThroughput (from the event log)")
 	throughputResult  = flag.String("throughput.result", "", "write TestDaemonThroughput's summary lines (rate, floor, ratio) to this file")
@@ -284,7 +285,7 @@ func runPath(t *testing.T, path string, n int) pathRun {
 	go func() {
 		var err error
 		if path == pathBulk {
-			err = submitBulk(client, specs, *throughputBatch, *throughputClients)
+			err = submitBulk(client, specs, *throughputBatch, *throughputBulkers)
 		} else {
 			err = submitAll(client, specs, *throughputClients)
 		}
@@ -318,7 +319,7 @@ func runPath(t *testing.T, path string, n int) pathRun {
 	_, s := completed(t, client)
 	how := fmt.Sprintf("%d clients, one container per request", *throughputClients)
 	if path == pathBulk {
-		how = fmt.Sprintf("%d clients, %d containers per request", *throughputClients, *throughputBatch)
+		how = fmt.Sprintf("%d client(s), %d containers per request", *throughputBulkers, *throughputBatch)
 	}
 	r := pathRun{path: path, rate: float64(n) / took.Seconds(), cpuPerContainer: busy / time.Duration(n)}
 	t.Logf("%s: %d containers submitted through the API (%s) → Complete in %s (submits took %s): %.0f containers/s, %.2f ms of CPU (machine-wide) per container",
