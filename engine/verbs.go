@@ -54,6 +54,15 @@ func (e *Engine) preemptible(spec *queue.Spec) bool {
 	return e.cfg.Containers.AlwaysUsePreemptible
 }
 
+// CheckSubmit returns what Submit would refuse spec for (an invalid spec,
+// a *NoFitError), storing nothing; nil when it would be accepted.
+func (e *Engine) CheckSubmit(spec queue.Spec) error {
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	return e.checkFits(&spec)
+}
+
 // Submit validates and stores a new container. A container no configured
 // type can hold is refused with *NoFitError and nothing is stored.
 func (e *Engine) Submit(spec queue.Spec, actor string) (queue.Container, error) {
@@ -72,15 +81,16 @@ func (e *Engine) Submit(spec queue.Spec, actor string) (queue.Container, error) 
 
 // SubmitBatch validates and stores several containers in one commit. If any
 // spec is invalid or fits no configured type, nothing is stored and the
-// error names the spec's index.
+// error is a *BatchError naming every refused spec by index.
 func (e *Engine) SubmitBatch(specs []queue.Spec, actor string) ([]queue.Container, error) {
+	var refused []ItemError
 	for i := range specs {
-		if err := specs[i].Validate(); err != nil {
-			return nil, fmt.Errorf("container %d: %w", i, err)
+		if err := e.CheckSubmit(specs[i]); err != nil {
+			refused = append(refused, ItemError{Index: i, Err: err})
 		}
-		if err := e.checkFits(&specs[i]); err != nil {
-			return nil, fmt.Errorf("container %d: %w", i, err)
-		}
+	}
+	if len(refused) > 0 {
+		return nil, &BatchError{Items: refused}
 	}
 	cs, err := e.queue.SubmitBatch(specs, actor)
 	if err == nil {
@@ -88,6 +98,39 @@ func (e *Engine) SubmitBatch(specs []queue.Spec, actor string) ([]queue.Containe
 	}
 	return cs, err
 }
+
+// BatchError is SubmitBatch refusing some of its specs (none was stored).
+// errors.As finds each item's error (a *queue.FieldError, a *NoFitError)
+// through it.
+type BatchError struct {
+	Items []ItemError // in index order
+}
+
+func (e *BatchError) Error() string {
+	msg := e.Items[0].Error()
+	if len(e.Items) > 1 {
+		msg += fmt.Sprintf(" (and %d more refused)", len(e.Items)-1)
+	}
+	return msg
+}
+
+func (e *BatchError) Unwrap() []error {
+	errs := make([]error, len(e.Items))
+	for i := range e.Items {
+		errs[i] = &e.Items[i]
+	}
+	return errs
+}
+
+// ItemError is why the spec at Index of a batch was refused.
+type ItemError struct {
+	Index int
+	Err   error
+}
+
+func (e *ItemError) Error() string { return fmt.Sprintf("container %d: %v", e.Index, e.Err) }
+
+func (e *ItemError) Unwrap() error { return e.Err }
 
 func (e *Engine) setBehavior(id, actor, reason string, b worker.IdleBehavior) (worker.InstanceView, error) {
 	v, err := e.pool.SetIdleBehavior(cloud.InstanceID(id), b)

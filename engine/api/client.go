@@ -66,6 +66,9 @@ type APIError struct {
 	Message string
 	Field   string   // the request field at fault (400), if known
 	Types   []string // the configured instance types (422: no type fits)
+	// Items are the refused items of a bulk submission (422), each with
+	// its index in the submitted array.
+	Items []ItemError
 }
 
 func (e *APIError) Error() string {
@@ -128,6 +131,25 @@ func (c *Client) Submit(ctx context.Context, spec queue.Spec) (queue.Container, 
 	var v queue.Container
 	err := c.do(ctx, http.MethodPost, "/v1/containers", nil, spec, &v)
 	return v, err
+}
+
+// SubmitBatch adds several containers in one request and one store
+// transaction: all of them, or (on any error) none. Each spec refused is
+// listed in the *APIError's Items (HTTP 422); more than MaxBatchItems specs,
+// or a body over MaxBodyBytes, is refused with 413. The containers are
+// returned in the order of specs.
+func (c *Client) SubmitBatch(ctx context.Context, specs []queue.Spec) ([]queue.Container, error) {
+	if specs == nil {
+		specs = []queue.Spec{} // an array, not null: the server then says why
+	}
+	var body listBody[queue.Container]
+	if err := c.do(ctx, http.MethodPost, "/v1/containers", nil, specs, &body); err != nil {
+		return nil, err
+	}
+	if len(body.Items) != len(specs) {
+		return body.Items, fmt.Errorf("POST /v1/containers: %d containers submitted, the server answered with %d", len(specs), len(body.Items))
+	}
+	return body.Items, nil
 }
 
 // ContainerVerb applies hold, release or kill to a container.
@@ -286,11 +308,13 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 }
 
 func readAPIError(resp *http.Response) *APIError {
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	// A refused bulk submission lists every refused item: allow for
+	// MaxBatchItems of them.
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	ae := &APIError{Status: resp.StatusCode}
 	var eb errorBody
 	if json.Unmarshal(data, &eb) == nil && eb.Error != "" {
-		ae.Message, ae.Field, ae.Types = eb.Error, eb.Field, eb.Types
+		ae.Message, ae.Field, ae.Types, ae.Items = eb.Error, eb.Field, eb.Types, eb.Items
 		return ae
 	}
 	ae.Message = strings.TrimSpace(string(data))
@@ -375,4 +399,20 @@ func (c *Client) SubmitJSON(ctx context.Context, spec json.RawMessage) (queue.Co
 	var v queue.Container
 	err := c.do(ctx, http.MethodPost, "/v1/containers", nil, spec, &v)
 	return v, err
+}
+
+// SubmitBatchJSON is SubmitBatch for specs already in JSON (as the CLI
+// reads them from a file): one request, stored all or nothing.
+func (c *Client) SubmitBatchJSON(ctx context.Context, specs []json.RawMessage) ([]queue.Container, error) {
+	if specs == nil {
+		specs = []json.RawMessage{}
+	}
+	var body listBody[queue.Container]
+	if err := c.do(ctx, http.MethodPost, "/v1/containers", nil, specs, &body); err != nil {
+		return nil, err
+	}
+	if len(body.Items) != len(specs) {
+		return body.Items, fmt.Errorf("POST /v1/containers: %d containers submitted, the server answered with %d", len(specs), len(body.Items))
+	}
+	return body.Items, nil
 }

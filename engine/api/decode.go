@@ -214,6 +214,70 @@ func decodeSpec(data []byte) (queue.Spec, *httpError) {
 	return spec, nil
 }
 
+// MaxBatchItems caps the containers of one bulk submission (a JSON array
+// to POST /v1/containers); more is refused with 413, as is a body over
+// MaxBodyBytes, whichever comes first. It bounds the work of one request
+// and its one store transaction, and is about as many specs as fit in
+// MaxBodyBytes as the Go client writes them (~190 bytes each at least). A
+// client with more splits them into several requests, each all or nothing
+// on its own.
+const MaxBatchItems = 5000
+
+// isJSONArray reports whether a request body is a JSON array (a bulk
+// submission) rather than one object.
+func isJSONArray(data []byte) bool {
+	data = bytes.TrimLeft(data, " \t\r\n")
+	return len(data) > 0 && data[0] == '['
+}
+
+// decodeSpecs decodes and validates the specs of a bulk submission. A body
+// that is not an array of JSON values is a 400 (herr). Items that do not
+// decode or validate are returned in refused, in index order; specs holds
+// the others at their index.
+func decodeSpecs(data []byte) (specs []queue.Spec, refused []ItemError, herr *httpError) {
+	// The common case first: the whole array decodes at once. Its specs
+	// are validated by Engine.SubmitBatch, which names every invalid one.
+	if err := decodeJSON(data, &specs); err == nil {
+		switch {
+		case len(specs) == 0:
+			return nil, nil, badRequest("", "an empty array submits nothing: send at least one container spec")
+		case len(specs) > MaxBatchItems:
+			return nil, nil, tooManyItems(len(specs))
+		}
+		return specs, nil, nil
+	}
+	// Something does not decode: find every item at fault, one by one.
+	var raw []json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, nil, jsonError(data, reflect.TypeOf(raw), err)
+	}
+	switch {
+	case len(raw) == 0:
+		return nil, nil, badRequest("", "an empty array submits nothing: send at least one container spec")
+	case len(raw) > MaxBatchItems:
+		return nil, nil, tooManyItems(len(raw))
+	}
+	specs = make([]queue.Spec, len(raw))
+	for i, item := range raw {
+		spec, herr := decodeSpec(item)
+		if herr != nil {
+			refused = append(refused, itemError(i, herr))
+			continue
+		}
+		specs[i] = spec
+	}
+	return specs, refused, nil
+}
+
+func tooManyItems(n int) *httpError {
+	return &httpError{status: http.StatusRequestEntityTooLarge,
+		msg: fmt.Sprintf("%d containers in one request: at most %d (split them into several requests)", n, MaxBatchItems)}
+}
+
+func itemError(index int, herr *httpError) ItemError {
+	return ItemError{Index: index, Message: herr.msg, Field: herr.field, Types: herr.types}
+}
+
 // reasonBody is the optional body of a verb.
 type reasonBody struct {
 	Reason string `json:"reason"`

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"dispatch-tui/engine"
@@ -15,7 +16,20 @@ type errorBody struct {
 	Error string   `json:"error"`
 	Field string   `json:"field,omitempty"`
 	Types []string `json:"types,omitempty"`
+	// Items are the refused items of a bulk submission (422), by index.
+	Items []ItemError `json:"items,omitempty"`
 }
+
+// ItemError is why one item of a bulk submission (POST /v1/containers
+// with a JSON array) was refused. Nothing of such a request is stored.
+type ItemError struct {
+	Index   int      `json:"index"` // from 0, in the submitted array
+	Message string   `json:"error"`
+	Field   string   `json:"field,omitempty"` // the item's field at fault, if known
+	Types   []string `json:"types,omitempty"` // the configured instance types (no type fits)
+}
+
+func (e ItemError) Error() string { return fmt.Sprintf("container %d: %s", e.Index, e.Message) }
 
 // httpError is an error response waiting to be written.
 type httpError struct {
@@ -23,6 +37,7 @@ type httpError struct {
 	msg    string
 	field  string
 	types  []string
+	items  []ItemError
 }
 
 func (e *httpError) Error() string { return e.msg }
@@ -43,7 +58,17 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, e *httpError) {
-	writeJSON(w, e.status, errorBody{Error: e.msg, Field: e.field, Types: e.types})
+	writeJSON(w, e.status, errorBody{Error: e.msg, Field: e.field, Types: e.types, Items: e.items})
+}
+
+// refusedItems is the 422 of a bulk submission of n items of which some
+// were refused.
+func refusedItems(n int, refused []ItemError) *httpError {
+	msg := fmt.Sprintf("%d of %d containers refused, nothing submitted: %s", len(refused), n, refused[0].Error())
+	if len(refused) > 1 {
+		msg += fmt.Sprintf(" (and %d more, listed in items)", len(refused)-1)
+	}
+	return &httpError{status: http.StatusUnprocessableEntity, msg: msg, items: refused}
 }
 
 // classify maps an engine error to a response: unknown id → 404, a field

@@ -1,9 +1,12 @@
 package api
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/queue"
@@ -70,6 +73,10 @@ func (s *server) submit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, herr)
 		return
 	}
+	if isJSONArray(data) {
+		s.submitBatch(w, r, data)
+		return
+	}
 	spec, herr := decodeSpec(data)
 	if herr != nil {
 		writeError(w, herr)
@@ -82,6 +89,46 @@ func (s *server) submit(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", "/v1/containers/"+url.PathEscape(c.ID))
 	writeJSON(w, http.StatusCreated, c)
+}
+
+// submitBatch stores the specs of a JSON array in one store transaction,
+// all or nothing: 201 with every container, or 422 naming each refused
+// item (its decode, validation or fit error) with nothing stored.
+func (s *server) submitBatch(w http.ResponseWriter, r *http.Request, data []byte) {
+	specs, refused, herr := decodeSpecs(data)
+	if herr != nil {
+		writeError(w, herr)
+		return
+	}
+	if len(refused) > 0 {
+		// Name every refused item at once, those that decoded but fit no
+		// type too, so that one round trip finds them all.
+		bad := make(map[int]bool, len(refused))
+		for _, it := range refused {
+			bad[it.Index] = true
+		}
+		for i := range specs {
+			if err := s.eng.CheckSubmit(specs[i]); !bad[i] && err != nil {
+				refused = append(refused, itemError(i, classify(err)))
+			}
+		}
+		slices.SortFunc(refused, func(a, b ItemError) int { return cmp.Compare(a.Index, b.Index) })
+		writeError(w, refusedItems(len(specs), refused))
+		return
+	}
+	cs, err := s.eng.SubmitBatch(specs, actor(r))
+	var be *engine.BatchError
+	switch {
+	case errors.As(err, &be):
+		for _, it := range be.Items {
+			refused = append(refused, itemError(it.Index, classify(it.Err)))
+		}
+		writeError(w, refusedItems(len(specs), refused))
+	case err != nil:
+		writeError(w, classify(err))
+	default:
+		writeJSON(w, http.StatusCreated, items(cs))
+	}
 }
 
 func (s *server) getContainer(w http.ResponseWriter, r *http.Request) {

@@ -6,6 +6,12 @@ package launch
 // to the last Complete is measured. It runs only when asked for:
 //
 //	make bench-e2e   (go test -run='^TestDaemonThroughput$' ./engine/launch -throughput.containers=20000)
+//
+// Each submission path (one container per request, then batches) runs on
+// a fresh daemon, and the machine's fork+exec floor (engine/forkfloor) is
+// measured before the first run and after each: a rate is reported as a
+// ratio to the mean of the floors on either side, the one figure that
+// survives neighbours on a shared machine.
 
 import (
 	"context"
@@ -15,6 +21,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,13 +31,20 @@ import (
 	"time"
 
 	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/forkfloor"
 	"dispatch-tui/engine/queue"
 )
 
 var (
 	throughputClients = flag.Int("throughput.clients", 16, "concurrent API clients submitting in TestDaemonThroughput")
-	throughputTrace   = flag.String("throughput.trace", "", "write the Complete count over time to this CSV file in TestDaemonThroughput")
+	throughputTrace   = flag.String("throughput.trace", "", "write the Complete count over time to this CSV file (its name suffixed -single, -bulk) in TestDaemonThroughput")
 	throughputProbe   = flag.Duration("throughput.probe", 100*time.Millisecond, "the daemon's probe_interval in TestDaemonThroughput")
+	throughputPaths   = flag.String("throughput.paths", "single,bulk", "how TestDaemonThroughput submits, each path timed in turn: single (one container per request), bulk (batches)")
+	throughputBatch   = flag.Int("throughput.batch", 1000, "containers per request on the bulk path of TestDaemonThroughput")
+	throughputBulkers = flag.Int("throughput.bulkclients", 1, "concurrent API clients on the bulk path of TestDaemonThroughput (1: batches one after another, as submit -f sends them)")
+	throughputFloor   = flag.Duration("throughput.floor", 3*time.Second, "how long TestDaemonThroughput measures the fork+exec floor before and after each run")
+	throughputStages  = flag.Bool("throughput.stages", false, "log how long containers spent in each state in TestDaemonThroughput (from the event log)")
+	throughputResult  = flag.String("throughput.result", "", "write TestDaemonThroughput's summary lines (rate, floor, ratio) to this file")
 )
 
 // submitAll submits specs through the API, one call each, from clients
@@ -57,6 +72,37 @@ func submitAll(c *api.Client, specs []queue.Spec, clients int) error {
 	return <-errs
 }
 
+// submitBulk submits specs through the API in batches of batch, from
+// clients concurrent connections.
+func submitBulk(c *api.Client, specs []queue.Spec, batch, clients int) error {
+	var chunks [][]queue.Spec
+	for len(specs) > 0 {
+		k := min(batch, len(specs))
+		chunks = append(chunks, specs[:k])
+		specs = specs[k:]
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	for range min(clients, len(chunks)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(chunks) {
+					return
+				}
+				if _, err := c.SubmitBatch(context.Background(), chunks[i]); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
 // completed returns how many containers the daemon counts Complete, and
 // all its counts.
 func completed(t *testing.T, c *api.Client) (int, map[queue.State]int) {
@@ -73,10 +119,95 @@ func TestDaemonThroughput(t *testing.T) {
 	if n <= 0 {
 		t.Skip("set -throughput.containers=N to run (make bench-e2e)")
 	}
+	paths, err := parsePaths(*throughputPaths)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The floor before the first run and after each one, in this process:
+	// each run is compared with the mean of the floors on either side.
+	floors := []floorRun{measureFloor(t)}
+	var runs []pathRun
+	for _, p := range paths {
+		runs = append(runs, runPath(t, p, n))
+		floors = append(floors, measureFloor(t))
+	}
+	var lines []string
+	for i, r := range runs {
+		floor := (floors[i].rate + floors[i+1].rate) / 2
+		floorCPU := (floors[i].cpuPerSpawn + floors[i+1].cpuPerSpawn) / 2
+		lines = append(lines, fmt.Sprintf("%.0f containers/s, floor %.0f/s, ratio %.2f (%s submission; CPU per container %.2f ms, per floor spawn %.2f ms)",
+			r.rate, floor, r.rate/floor, r.path, ms(r.cpuPerContainer), ms(floorCPU)))
+	}
+	for _, l := range lines {
+		t.Log(l)
+	}
+	if *throughputResult != "" {
+		if err := os.WriteFile(*throughputResult, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// The ways TestDaemonThroughput submits: one container per request, or
+// batches in one request each.
+const (
+	pathSingle = "single"
+	pathBulk   = "bulk"
+)
+
+func parsePaths(s string) ([]string, error) {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		switch p = strings.TrimSpace(p); p {
+		case pathSingle, pathBulk:
+			out = append(out, p)
+		case "":
+		default:
+			return nil, fmt.Errorf("-throughput.paths: unknown path %q (single, bulk)", p)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("-throughput.paths: name at least one of single, bulk")
+	}
+	return out, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// floorRun is one measurement of the fork+exec floor with the machine's CPU
+// per spawn.
+type floorRun struct {
+	rate        float64
+	cpuPerSpawn time.Duration
+}
+
+func measureFloor(t *testing.T) floorRun {
+	t.Helper()
+	busy0 := busyCPU(t)
+	r, err := forkfloor.Measure(t.Context(), forkfloor.DefaultCommand, runtime.NumCPU(), *throughputFloor)
+	busy := busyCPU(t) - busy0
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("floor: %s, %.2f ms of CPU (machine-wide) per spawn", r, ms(busy)/float64(max(r.Spawns, 1)))
+	return floorRun{rate: r.Rate(), cpuPerSpawn: busy / time.Duration(max(r.Spawns, 1))}
+}
+
+// pathRun is the result of one timed run.
+type pathRun struct {
+	path            string
+	rate            float64
+	cpuPerContainer time.Duration
+}
+
+// startDaemon starts the binary as a daemon with TestLocalThroughput's
+// settings (four instances of a type big enough for every container at
+// once, probed often) and returns a client for it and a function that
+// stops it and destroys its instances (also run at cleanup).
+func startDaemon(t *testing.T) (*api.Client, func()) {
+	t.Helper()
 	state := t.TempDir()
 	port := freePort(t)
-	// TestLocalThroughput's settings: four instances of a type big enough
-	// for every container at once, probed often.
 	cfgPath := writeDaemonConfig(t, state, daemonSettings{
 		listen: fmt.Sprintf("127.0.0.1:%d", port), probeInterval: throughputProbe.String(), maxProbes: 1000,
 		vcpus: *throughputVCPUs, extra: "keep_finished = 0\n",
@@ -87,27 +218,31 @@ func TestDaemonThroughput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer logFile.Close()
 	daemon.Stderr = logFile
 	if err := daemon.Start(); err != nil {
+		logFile.Close()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		daemon.Process.Signal(os.Interrupt)
-		daemon.Wait()
-		// Leave nothing running: destroy the instances (kills containers).
-		cfg := e2eConfig(state)
-		if d, err := New(Options{Config: cfg, RunnerBinary: binary}); err == nil {
-			insts, _ := d.Driver.Instances(t.Context(), nil)
-			for _, i := range insts {
-				i.Destroy(t.Context())
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			daemon.Process.Signal(os.Interrupt)
+			daemon.Wait()
+			logFile.Close()
+			// Leave nothing running: destroy the instances (kills containers).
+			if d, err := New(Options{Config: e2eConfig(state), RunnerBinary: binary}); err == nil {
+				insts, _ := d.Driver.Instances(context.Background(), nil)
+				for _, i := range insts {
+					i.Destroy(context.Background())
+				}
+				d.Close()
 			}
-			d.Close()
-		}
-		if t.Failed() {
-			dumpWarnings(t, logPath)
-		}
-	})
+			if t.Failed() {
+				dumpWarnings(t, logPath)
+			}
+		})
+	}
+	t.Cleanup(stop)
 	client := api.NewClient(fmt.Sprintf("127.0.0.1:%d", port), e2eToken)
 	client.HTTP.Transport = &http.Transport{MaxIdleConnsPerHost: *throughputClients}
 	client.HTTP.Timeout = 30 * time.Second
@@ -115,6 +250,16 @@ func TestDaemonThroughput(t *testing.T) {
 		_, err := client.Summary(context.Background())
 		return err == nil
 	})
+	t.Logf("daemon pid %d", daemon.Process.Pid)
+	return client, stop
+}
+
+// runPath starts a daemon, submits n containers running `true` the way
+// path says and times them from the first submit to the last Complete.
+func runPath(t *testing.T, path string, n int) pathRun {
+	t.Helper()
+	client, stop := startDaemon(t)
+	defer stop()
 
 	// Warm up: boot the instances and deploy the runner before timing.
 	warm := make([]queue.Spec, 4)
@@ -138,7 +283,12 @@ func TestDaemonThroughput(t *testing.T) {
 	submitted := make(chan error, 1)
 	var submitTook time.Duration
 	go func() {
-		err := submitAll(client, specs, *throughputClients)
+		var err error
+		if path == pathBulk {
+			err = submitBulk(client, specs, *throughputBatch, *throughputBulkers)
+		} else {
+			err = submitAll(client, specs, *throughputClients)
+		}
 		submitTook = time.Since(t0)
 		submitted <- err
 	}()
@@ -148,7 +298,8 @@ func TestDaemonThroughput(t *testing.T) {
 	var progress []sample
 	for {
 		done, s := completed(t, client)
-		progress = append(progress, sample{time.Since(t0), done - len(warm)})
+		progress = append(progress, sample{at: time.Since(t0), done: done - len(warm),
+			queued: s[queue.Queued], locked: s[queue.Locked], running: s[queue.Running]})
 		if done >= want {
 			break
 		}
@@ -156,7 +307,7 @@ func TestDaemonThroughput(t *testing.T) {
 			last, lastAt = done, time.Now()
 		}
 		if time.Now().After(deadline) || time.Since(lastAt) > 30*time.Second {
-			t.Fatalf("stuck at %d of %d Complete after %s: %v", done-len(warm), n, time.Since(t0).Round(time.Millisecond), s)
+			t.Fatalf("%s: stuck at %d of %d Complete after %s: %v", path, done-len(warm), n, time.Since(t0).Round(time.Millisecond), s)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -166,25 +317,79 @@ func TestDaemonThroughput(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, s := completed(t, client)
-	t.Logf("%d containers submitted through the API (%d clients) → Complete in %s (submits took %s): %.0f containers/s, %.2f ms of CPU (machine-wide) per container",
-		n, *throughputClients, took.Round(time.Millisecond), submitTook.Round(time.Millisecond), float64(n)/took.Seconds(), float64(busy)/float64(time.Millisecond)/float64(n))
+	how := fmt.Sprintf("%d clients, one container per request", *throughputClients)
+	if path == pathBulk {
+		how = fmt.Sprintf("%d client(s), %d containers per request", *throughputBulkers, *throughputBatch)
+	}
+	r := pathRun{path: path, rate: float64(n) / took.Seconds(), cpuPerContainer: busy / time.Duration(n)}
+	t.Logf("%s: %d containers submitted through the API (%s) → Complete in %s (submits took %s): %.0f containers/s, %.2f ms of CPU (machine-wide) per container",
+		path, n, how, took.Round(time.Millisecond), submitTook.Round(time.Millisecond), r.rate, ms(r.cpuPerContainer))
 	if *throughputTrace != "" {
 		var b strings.Builder
-		b.WriteString("seconds,complete\n")
+		b.WriteString("seconds,complete,queued,locked,running\n")
 		for _, p := range progress {
-			fmt.Fprintf(&b, "%.3f,%d\n", p.at.Seconds(), p.done)
+			fmt.Fprintf(&b, "%.3f,%d,%d,%d,%d\n", p.at.Seconds(), p.done, p.queued, p.locked, p.running)
 		}
-		if err := os.WriteFile(*throughputTrace, []byte(b.String()), 0o644); err != nil {
+		file := strings.TrimSuffix(*throughputTrace, ".csv") + "-" + path + ".csv"
+		if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
 			t.Error(err)
 		}
 	}
 	if rate, at, ok := slowestWindow(progress, n, time.Second); ok {
-		t.Logf("sustained: the slowest 1 s between 5 %% and 95 %% Complete ran %.0f containers/s (from %s)", rate, at.Round(time.Millisecond))
+		t.Logf("%s: sustained: the slowest 1 s between 5 %% and 95 %% Complete ran %.0f containers/s (from %s)", path, rate, at.Round(time.Millisecond))
 	}
 	for _, st := range []queue.State{queue.Cancelled, queue.Queued, queue.Locked, queue.Running} {
 		if c := s[st]; c > 0 {
-			t.Errorf("%d containers %s", c, st)
+			t.Errorf("%s: %d containers %s", path, c, st)
 		}
+	}
+	if *throughputStages {
+		logStages(t, client, path)
+	}
+	return r
+}
+
+// logStages logs the median and 90th percentile of the time containers
+// spent from submit to Locked, Locked to Running and Running to Complete,
+// from the daemon's event log: where a container's round trip goes.
+func logStages(t *testing.T, c *api.Client, path string) {
+	t.Helper()
+	at := map[string]map[string]time.Time{}
+	var since uint64
+	for {
+		evs, err := c.Events(context.Background(), since, api.MaxListLimit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			since = ev.Seq
+			if (ev.Kind == "verb" && ev.Action == "submit") || ev.Kind == "state" {
+				if at[ev.Target] == nil {
+					at[ev.Target] = map[string]time.Time{}
+				}
+				at[ev.Target][ev.Action] = ev.Time
+			}
+		}
+		if len(evs) < api.MaxListLimit {
+			break
+		}
+	}
+	stages := []struct{ from, to string }{{"submit", "Locked"}, {"Locked", "Running"}, {"Running", "Complete"}}
+	for _, st := range stages {
+		var ds []time.Duration
+		for _, m := range at {
+			a, ok1 := m[st.from]
+			b, ok2 := m[st.to]
+			if ok1 && ok2 {
+				ds = append(ds, b.Sub(a))
+			}
+		}
+		if len(ds) == 0 {
+			continue
+		}
+		slices.Sort(ds)
+		t.Logf("%s: %s → %s: median %s, 90th percentile %s (%d containers)", path, st.from, st.to,
+			ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)*9/10].Round(time.Millisecond), len(ds))
 	}
 }
 
@@ -193,6 +398,8 @@ func TestDaemonThroughput(t *testing.T) {
 type sample struct {
 	at   time.Duration
 	done int
+	// The daemon's counts at that moment (for the trace).
+	queued, locked, running int
 }
 
 // slowestWindow returns the lowest completion rate over any stretch of at
@@ -248,6 +455,15 @@ func busyCPU(t *testing.T) time.Duration {
 	return time.Duration(ticks) * (time.Second / 100) // USER_HZ
 }
 
+// samples makes samples from pairs of milliseconds and Complete counts.
+func samples(msAndDone ...int) []sample {
+	var out []sample
+	for i := 0; i+1 < len(msAndDone); i += 2 {
+		out = append(out, sample{at: time.Duration(msAndDone[i]) * time.Millisecond, done: msAndDone[i+1]})
+	}
+	return out
+}
+
 func TestSlowestWindow(t *testing.T) {
 	ms := func(v int) time.Duration { return time.Duration(v) * time.Millisecond }
 	tests := []struct {
@@ -258,10 +474,10 @@ func TestSlowestWindow(t *testing.T) {
 		from    time.Duration
 		ok      bool
 	}{
-		{"too short", []sample{{0, 0}, {ms(500), 50}, {ms(900), 100}}, 100, 0, 0, false},
-		{"steady", []sample{{0, 0}, {ms(500), 10}, {ms(1000), 20}, {ms(1500), 30}, {ms(2000), 40}, {ms(2500), 50}}, 50, 20, ms(500), true},
-		{"a stall in the middle", []sample{{0, 10}, {ms(1000), 40}, {ms(2000), 45}, {ms(3000), 90}, {ms(4000), 100}}, 100, 5, ms(1000), true},
-		{"ramp and tail left out", []sample{{0, 0}, {ms(1000), 1}, {ms(2000), 10}, {ms(3000), 60}, {ms(4000), 90}, {ms(5000), 99}, {ms(6000), 100}}, 100, 30, ms(3000), true},
+		{"too short", samples(0, 0, 500, 50, 900, 100), 100, 0, 0, false},
+		{"steady", samples(0, 0, 500, 10, 1000, 20, 1500, 30, 2000, 40, 2500, 50), 50, 20, ms(500), true},
+		{"a stall in the middle", samples(0, 10, 1000, 40, 2000, 45, 3000, 90, 4000, 100), 100, 5, ms(1000), true},
+		{"ramp and tail left out", samples(0, 0, 1000, 1, 2000, 10, 3000, 60, 4000, 90, 5000, 99, 6000, 100), 100, 30, ms(3000), true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -19,7 +19,12 @@ type Tx struct {
 
 // Pass runs fn with the queue locked and in scheduling order, then writes
 // what fn changed in one transaction. Returns the flush error.
-func (q *Queue) Pass(fn func(tx *Tx)) error {
+func (q *Queue) Pass(fn func(tx *Tx)) error { return q.PassThen(fn, nil) }
+
+// PassThen is Pass that also runs unlocked (when not nil) once fn is done
+// and the queue unlocked, before the pass is written: for what may act on
+// the pass's decisions without waiting for the store's sync.
+func (q *Queue) PassThen(fn func(tx *Tx), unlocked func()) error {
 	q.mu.Lock()
 	q.sortLocked()
 	tx := &Tx{q: q, now: q.clock.Now().UTC()}
@@ -31,6 +36,9 @@ func (q *Queue) Pass(fn func(tx *Tx)) error {
 			q.notifyLocked()
 		}
 	}()
+	if unlocked != nil {
+		unlocked()
+	}
 	return q.Flush()
 }
 

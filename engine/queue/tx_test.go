@@ -1,10 +1,13 @@
 package queue
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func TestCanTransition(t *testing.T) {
@@ -527,5 +530,67 @@ func TestCompareContainers(t *testing.T) {
 		if got := compareContainers(&tt.a, &tt.b); got != tt.want {
 			t.Errorf("%s: compare = %d, want %d", tt.name, got, tt.want)
 		}
+	}
+}
+
+// storedState reads a container's state from the store itself (in-package:
+// the queue stays open).
+func (e *env) storedState(t *testing.T, c Container) State {
+	t.Helper()
+	var st State
+	err := e.q.db.View(func(tx *bolt.Tx) error {
+		var rec Container
+		if err := json.Unmarshal(tx.Bucket(bucketContainers).Get(containerKey(c.Seq)), &rec); err != nil {
+			return err
+		}
+		st = rec.State
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// PassThen runs its second function with the queue unlocked (it may read
+// the queue) and the pass's change made in memory but not yet stored; the
+// pass is stored once it returns. A nil one is Pass.
+func TestPassThen(t *testing.T) {
+	tests := []struct {
+		name     string
+		unlocked bool
+	}{{"with a function", true}, {"nil", false}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			c := e.submit(spec("a"))
+			ran := false
+			var then func()
+			if tc.unlocked {
+				then = func() {
+					ran = true
+					if got := e.get(c.ID).State; got != Locked { // locks the queue
+						t.Errorf("in memory: %s, want Locked", got)
+					}
+					if got := e.storedState(t, c); got != Queued {
+						t.Errorf("stored before the write: %s, want Queued", got)
+					}
+				}
+			}
+			err := e.q.PassThen(func(tx *Tx) {
+				if err := tx.Lock(tx.Get(c.ID), "small"); err != nil {
+					t.Fatal(err)
+				}
+			}, then)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ran != tc.unlocked {
+				t.Fatalf("ran %v, want %v", ran, tc.unlocked)
+			}
+			if got := e.storedState(t, c); got != Locked {
+				t.Fatalf("stored after the pass: %s, want Locked", got)
+			}
+		})
 	}
 }

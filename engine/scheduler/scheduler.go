@@ -152,7 +152,13 @@ func (s *Scheduler) RunPass() Stats {
 	s.starts = s.starts[:0]
 	s.forgets = s.forgets[:0]
 
-	err := s.queue.Pass(func(tx *queue.Tx) {
+	// The starts go out before the pass is written, not after: the write
+	// ends in two fdatasyncs, which on a busy disk took up to half a
+	// second per pass, and every container's start waited for them
+	// (issue 17). A start the store missed (a crash before the write) is
+	// adopted from its runner's report, as any start just before a crash
+	// is; forgets, which lose what the store does not have, still wait.
+	err := s.queue.PassThen(func(tx *queue.Tx) {
 		s.indexInstances()
 		s.handleStartFailures(tx, failures)
 		anyUnknown := s.reconcileReports(tx, &st)
@@ -161,7 +167,7 @@ func (s *Scheduler) RunPass() Stats {
 		if st.AtQuota {
 			s.shutdownUnallocated()
 		}
-	})
+	}, s.sendStarts)
 	if err != nil {
 		s.log.Error("write queue after pass", "err", err)
 	} else {
@@ -173,6 +179,14 @@ func (s *Scheduler) RunPass() Stats {
 			s.pool.ForgetContainer(f.inst, f.containerID)
 		}
 	}
+	st.Starts = len(s.starts)
+	st.AtQuota = st.AtQuota || poolAtQuota
+	st.Duration = time.Since(t0)
+	return st
+}
+
+// sendStarts hands the pass's starts to the pool.
+func (s *Scheduler) sendStarts() {
 	for _, a := range s.starts {
 		if err := s.pool.StartContainer(a.inst, a.spec); err != nil {
 			// Refused before anything was sent (e.g. the instance was
@@ -180,10 +194,6 @@ func (s *Scheduler) RunPass() Stats {
 			s.revert = append(s.revert, worker.StartFailure{ContainerID: a.spec.ID, InstanceID: a.inst, Err: err, NeverSent: true})
 		}
 	}
-	st.Starts = len(s.starts)
-	st.AtQuota = st.AtQuota || poolAtQuota
-	st.Duration = time.Since(t0)
-	return st
 }
 
 // forgetAction is an exited container the runner of inst can forget once

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"dispatch-tui/cloud"
+	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/worker"
 )
@@ -84,9 +85,19 @@ func runCLICtx(ctx context.Context, t *testing.T, server string, env map[string]
 func writeJSONTo(w http.ResponseWriter, v any) { json.NewEncoder(w).Encode(v) }
 
 // submitted answers POST /v1/containers with a new id.
-func submitted(w http.ResponseWriter, r *http.Request, _ []byte) {
+func submitted(w http.ResponseWriter, r *http.Request, body []byte) {
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/containers" {
 		http.Error(w, `{"error":"unexpected"}`, 500)
+		return
+	}
+	var specs []json.RawMessage
+	if json.Unmarshal(body, &specs) == nil {
+		// A bulk submission: a list of as many containers.
+		items := make([]queue.Container, len(specs))
+		for i := range items {
+			items[i] = queue.Container{ID: "c-0123456789abcdef", State: queue.Queued}
+		}
+		writeJSONTo(w, map[string]any{"items": items})
 		return
 	}
 	writeJSONTo(w, queue.Container{ID: "c-0123456789abcdef", State: queue.Queued})
@@ -183,7 +194,8 @@ func TestUsageErrorsPrintOnce(t *testing.T) {
 }
 
 // TestSubmitFile: -f reads JSON lines, a YAML list or a JSON list (or
-// stdin), checks every spec first, and sends each through submitSpecs.
+// stdin), checks every spec first, and sends them in one bulk request
+// (one spec: a plain submit).
 func TestSubmitFile(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, body string) string {
@@ -196,7 +208,7 @@ func TestSubmitFile(t *testing.T) {
 	for _, tc := range []struct {
 		name, file, stdin string
 		code              int
-		sent              int
+		sent              int    // containers submitted
 		want              string // in the first request body, or in stderr
 	}{
 		{"json lines", write("a.jsonl", "{\"command\":[\"true\"],\"name\":\"a\"}\n\n{\"command\":[\"false\"],\"scheduling\":{\"supervisor\":true}}\n"), "", 0, 2, `"name":"a"`},
@@ -211,16 +223,60 @@ func TestSubmitFile(t *testing.T) {
 			f := newFake(t, submitted)
 			code, out, errOut := runCLI(t, f.srv.URL, nil, tc.stdin, "submit", "-f", tc.file)
 			reqs := f.requests()
-			if code != tc.code || len(reqs) != tc.sent || strings.Count(out, "c-0123456789abcdef") != tc.sent {
-				t.Fatalf("exit %d, %d sent, stdout %q, stderr %q; want %d, %d", code, len(reqs), out, errOut, tc.code, tc.sent)
+			if code != tc.code || min(tc.sent, 1) != len(reqs) || strings.Count(out, "c-0123456789abcdef") != tc.sent {
+				t.Fatalf("exit %d, %d requests, stdout %q, stderr %q; want %d, %d containers in at most one request", code, len(reqs), out, errOut, tc.code, tc.sent)
+			}
+			if tc.sent > 1 && !strings.HasPrefix(reqs[0].body, "[") {
+				t.Fatalf("%d specs not sent as one bulk submission: %s", tc.sent, reqs[0].body)
 			}
 			if tc.sent > 0 && !strings.Contains(reqs[0].body, tc.want) || tc.sent == 0 && !strings.Contains(errOut, tc.want) {
 				t.Fatalf("want %q in the first body or stderr: %v / %q", tc.want, reqs, errOut)
 			}
-			if tc.name == "json lines" && !strings.Contains(reqs[1].body, `"supervisor":true`) {
-				t.Fatalf("a field the client does not know is lost: %s", reqs[1].body)
+			if tc.name == "json lines" && !strings.Contains(reqs[0].body, `"supervisor":true`) {
+				t.Fatalf("a field of the file is lost: %s", reqs[0].body)
 			}
 		})
+	}
+}
+
+// A file larger than one request takes goes in several bulk requests,
+// each within the server's limits; a refused one stops the run, naming
+// the refused specs by their place in the file.
+func TestSubmitFileInBatches(t *testing.T) {
+	var lines strings.Builder
+	for i := range 12000 {
+		fmt.Fprintf(&lines, "{\"command\":[\"echo\",\"%d\"]}\n", i)
+	}
+	p := filepath.Join(t.TempDir(), "many.jsonl")
+	if err := os.WriteFile(p, []byte(lines.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := newFake(t, submitted)
+	code, out, errOut := runCLI(t, f.srv.URL, nil, "", "submit", "-f", p)
+	reqs := f.requests()
+	if code != 0 || strings.Count(out, "\n") != 12000 || len(reqs) != 3 {
+		t.Fatalf("exit %d, %d ids, %d requests, stderr %q; want 0, 12000 ids in 3 requests", code, strings.Count(out, "\n"), len(reqs), errOut)
+	}
+	for _, r := range reqs {
+		var specs []json.RawMessage
+		if err := json.Unmarshal([]byte(r.body), &specs); err != nil || len(specs) > api.MaxBatchItems || len(r.body) > api.MaxBodyBytes {
+			t.Fatalf("a request of %d specs, %d bytes (%v): over the server's limits", len(specs), len(r.body), err)
+		}
+	}
+
+	calls := 0
+	f = newFake(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
+		if calls++; calls == 2 {
+			w.WriteHeader(422)
+			writeJSONTo(w, map[string]any{"error": "1 of 5000 containers refused", "items": []map[string]any{{"index": 7, "error": "command: must not be empty"}}})
+			return
+		}
+		submitted(w, r, body)
+	})
+	code, out, errOut = runCLI(t, f.srv.URL, nil, "", "submit", "-f", p)
+	if code != 1 || strings.Count(out, "\n") != 5000 || !strings.Contains(errOut, "specs 5001-10000 of 12000 refused (5000 submitted before them, nothing after)") ||
+		!strings.Contains(errOut, "spec 5008: command: must not be empty") {
+		t.Fatalf("exit %d, %d ids, stderr %q", code, strings.Count(out, "\n"), errOut)
 	}
 }
 

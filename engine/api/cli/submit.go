@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -266,20 +267,70 @@ func readSpecs(name string, env *Env) ([]json.RawMessage, error) {
 }
 
 // submitSpecs sends specs to the dispatcher and prints the new ids, one a
-// line. It is the one place submit sends from: for now one request per
-// spec, stopping at the first refusal (the ids printed so far were
-// submitted).
+// line. One spec is one request; several go as bulk submissions, each
+// stored all or nothing and as large as the server takes (api.MaxBatchItems
+// specs, api.MaxBodyBytes). A refused batch stops the run: the ids printed
+// before it were submitted, nothing of it or after it was.
 func submitSpecs(ctx context.Context, c *api.Client, specs []json.RawMessage, stdout io.Writer) error {
-	for i, s := range specs {
-		got, err := c.SubmitJSON(ctx, s)
+	if len(specs) == 1 {
+		got, err := c.SubmitJSON(ctx, specs[0])
 		if err != nil {
-			err = explain(c, err)
-			if len(specs) > 1 {
-				return fmt.Errorf("spec %d of %d (%d submitted): %w", i+1, len(specs), i, err)
+			return explain(c, err)
+		}
+		fmt.Fprintln(stdout, got.ID)
+		return nil
+	}
+	done := 0
+	for _, batch := range batches(specs, api.MaxBatchItems, api.MaxBodyBytes) {
+		got, err := c.SubmitBatchJSON(ctx, batch)
+		if err != nil {
+			err = explainBatch(c, err, done)
+			if done > 0 || len(batch) < len(specs) {
+				return fmt.Errorf("specs %d-%d of %d refused (%d submitted before them, nothing after): %w",
+					done+1, done+len(batch), len(specs), done, err)
 			}
 			return err
 		}
-		fmt.Fprintln(stdout, got.ID)
+		for _, ct := range got {
+			fmt.Fprintln(stdout, ct.ID)
+		}
+		done += len(batch)
 	}
 	return nil
+}
+
+// batches splits specs into runs of at most maxItems whose JSON array
+// stays under maxBytes (a spec larger than that goes alone, for the
+// server to refuse with 413).
+func batches(specs []json.RawMessage, maxItems, maxBytes int) [][]json.RawMessage {
+	var out [][]json.RawMessage
+	start, size := 0, 2 // "[" and "]"
+	for i, s := range specs {
+		n := len(s) + 1 // and its comma
+		if i > start && (i-start == maxItems || size+n > maxBytes) {
+			out = append(out, specs[start:i])
+			start, size = i, 2
+		}
+		size += n
+	}
+	if start < len(specs) {
+		out = append(out, specs[start:])
+	}
+	return out
+}
+
+// explainBatch is explain for a refused bulk submission: the server names
+// each refused item by its index in the batch, which done (the specs of
+// earlier batches) turns into its place in the file, one a line.
+func explainBatch(c *api.Client, err error, done int) error {
+	var ae *api.APIError
+	if !errors.As(err, &ae) || len(ae.Items) == 0 {
+		return explain(c, err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of the specs refused, nothing of this batch submitted:", len(ae.Items))
+	for _, it := range ae.Items {
+		fmt.Fprintf(&b, "\n  spec %d: %s", done+it.Index+1, it.Message)
+	}
+	return errors.New(b.String())
 }

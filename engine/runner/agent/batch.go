@@ -13,9 +13,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"dispatch-tui/engine/runner"
 )
@@ -251,10 +253,49 @@ func (a *agent) batchStart(reqs []runner.Request, replies []runner.Reply) {
 	if len(ids) == 0 {
 		return
 	}
-	for k, err := range a.launchMany(root, ids, bodies) {
+	for k, err := range a.launchParallel(root, ids, bodies) {
 		if err != nil {
 			os.RemoveAll(filepath.Join(root, ids[k]))
 			failf(idx[k], 1, "runner start %s: %v", ids[k], err)
 		}
 	}
+}
+
+// minPerSupervisor is the fewest containers a supervisor of a split batch
+// starts: below it, another process costs more than it saves.
+const minPerSupervisor = 32
+
+// launchParallel starts the containers ids under several supervisors at
+// once, one per CPU at most, each with a contiguous share of ids. A
+// supervisor starts its commands one after another, and a batch of
+// hundreds took one core for as long as they took to start while every
+// other core idled: the last command of the batch, and the reply, waited
+// for all of them (docs/design.md §9, issue 17). Errors are per id, as
+// launchMany's.
+func (a *agent) launchParallel(root string, ids []string, specs [][]byte) []error {
+	shares := splitShares(len(ids), runtime.NumCPU())
+	if len(shares) == 1 {
+		return a.launchMany(root, ids, specs)
+	}
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for _, sh := range shares {
+		wg.Go(func() {
+			copy(errs[sh[0]:sh[1]], a.launchMany(root, ids[sh[0]:sh[1]], specs[sh[0]:sh[1]]))
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+// splitShares splits n containers into contiguous [from, to) shares, one
+// per supervisor: at most cpus of them, each of minPerSupervisor or more
+// (one share when n is smaller than two of those).
+func splitShares(n, cpus int) [][2]int {
+	k := max(1, min(cpus, n/minPerSupervisor))
+	shares := make([][2]int, k)
+	for i := range k {
+		shares[i] = [2]int{i * n / k, (i + 1) * n / k}
+	}
+	return shares
 }

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,5 +99,62 @@ func TestBatchStartsLogsAndForgets(t *testing.T) {
 	var r1, r2 runner.Reply
 	if code != 0 || dec.Decode(&r1) != nil || dec.Decode(&r2) != nil || r1.Code != 0 || r2.Code != 2 {
 		t.Fatalf("batch with a bad line: code %d, %q", code, out)
+	}
+}
+
+func TestSplitShares(t *testing.T) {
+	tests := []struct {
+		n, cpus int
+		want    [][2]int
+	}{
+		{0, 4, [][2]int{{0, 0}}},
+		{1, 4, [][2]int{{0, 1}}},
+		{2*minPerSupervisor - 1, 4, [][2]int{{0, 2*minPerSupervisor - 1}}},
+		{2 * minPerSupervisor, 4, [][2]int{{0, minPerSupervisor}, {minPerSupervisor, 2 * minPerSupervisor}}},
+		{256, 1, [][2]int{{0, 256}}},
+		{256, 2, [][2]int{{0, 128}, {128, 256}}},
+		{100, 3, [][2]int{{0, 33}, {33, 66}, {66, 100}}},
+		{256, 64, [][2]int{{0, 32}, {32, 64}, {64, 96}, {96, 128}, {128, 160}, {160, 192}, {192, 224}, {224, 256}}},
+	}
+	for _, tc := range tests {
+		got := splitShares(tc.n, tc.cpus)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("splitShares(%d, %d) = %v, want %v", tc.n, tc.cpus, got, tc.want)
+		}
+	}
+}
+
+// TestBatchStartManyUnderSeveralSupervisors: a batch big enough to be
+// split starts every container, each with its own outcome, whichever
+// supervisor started it.
+func TestBatchStartManyUnderSeveralSupervisors(t *testing.T) {
+	h := newHarness(t)
+	c := &runner.Client{Exec: mainExecutor{h}, Path: "/runner"}
+	n := 3 * minPerSupervisor
+	specs := make([]runner.Spec, n)
+	for i := range specs {
+		specs[i] = runner.Spec{ID: fmt.Sprintf("m%03d", i), Command: []string{"sh", "-c", fmt.Sprintf("exit %d", i%7)}}
+	}
+	bad := n/2 + 1 // in a later share than the first
+	specs[bad].Command = []string{"/nonexistent/command"}
+	errs, err := c.StartMany(context.Background(), specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range specs {
+		if (errs[i] != nil) != (i == bad) {
+			t.Fatalf("start %s: %v", s.ID, errs[i])
+		}
+	}
+	for i, s := range specs {
+		if i == bad {
+			if _, ok := h.status(s.ID); ok {
+				t.Errorf("the failed start %s left its directory", s.ID)
+			}
+			continue
+		}
+		if st := h.waitState(s.ID, runner.StateExited); st.ExitCode != i%7 {
+			t.Errorf("%s: exit %d, want %d", s.ID, st.ExitCode, i%7)
+		}
 	}
 }
