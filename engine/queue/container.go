@@ -224,6 +224,8 @@ type Container struct {
 	LogsError string `json:"logs_error,omitempty"`
 	// Seq orders containers submitted in the same instant.
 	Seq uint64 `json:"seq"`
+	// ord is the container's place in the scheduling order (order.go).
+	ord orderSlot
 }
 
 // StartSent reports whether this process made, or is about to make, the
@@ -238,6 +240,7 @@ func (c *Container) Pending() Pending { return c.pending }
 func (c *Container) View() Container {
 	v := *c
 	v.startSent = false // the scheduler's, not part of the record
+	v.ord = orderSlot{} // the queue's, not part of the record
 	v.Command = append([]string(nil), c.Command...)
 	v.Env = copyMap(c.Env)
 	v.Scheduling.Labels = copyMap(c.Scheduling.Labels)
