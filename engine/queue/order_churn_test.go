@@ -141,7 +141,14 @@ func checkOrder(t *testing.T, q *Queue, seed uint64, step int) {
 		}
 	}
 	slices.SortFunc(want, compareContainers)
+	bySeqOK := len(q.bySeq) == len(q.byID) && slices.IsSortedFunc(q.bySeq, func(a, b *Container) int { return compareSeq(a, b.Seq) })
+	for _, c := range q.bySeq {
+		bySeqOK = bySeqOK && q.byID[c.ID] == c
+	}
 	q.mu.Unlock()
+	if !bySeqOK {
+		t.Fatalf("seed %d step %d: the Seq index does not hold exactly the containers, in Seq order", seed, step)
+	}
 	if !slices.Equal(walked, want) {
 		t.Fatalf("seed %d step %d: incremental order differs from a full sort:\ngot  %v\nwant %v", seed, step, seqs(walked), seqs(want))
 	}

@@ -91,6 +91,7 @@ type Queue struct {
 	moved    []*Container // containers whose sort key changed since the last sortLocked (order.go)
 	posBuf   []int        // sortLocked's scratch
 	insBuf   []*Container // sortLocked's scratch
+	bySeq    []*Container // every container of byID by Seq (byseq.go)
 	// gen counts changes a reader of the containers could see (records,
 	// pending reasons, submits, drops), so a client can tell its copy is
 	// still current.
@@ -185,6 +186,9 @@ func (q *Queue) load() error {
 			}
 		}
 		slices.SortFunc(q.finished, func(a, b *Container) int { return cmp.Compare(a.Seq, b.Seq) })
+		q.bySeq = make([]*Container, 0, len(q.byID))
+		q.bySeq = append(append(q.bySeq, q.active...), q.finished...)
+		slices.SortFunc(q.bySeq, func(a, b *Container) int { return cmp.Compare(a.Seq, b.Seq) })
 		q.unsorted = true
 		ev := tx.Bucket(bucketEvents)
 		cur := ev.Cursor()
@@ -335,6 +339,7 @@ func (q *Queue) SubmitBatch(specs []Spec, actor string) ([]Container, error) {
 		q.markMovedLocked(c)
 		out[i] = c.View()
 	}
+	q.addSeqLocked(recs)
 	q.gen++
 	q.notifyLocked()
 	q.mu.Unlock()
@@ -690,6 +695,7 @@ func (q *Queue) dropFinishedLocked() []*Container {
 		delete(q.byID, c.ID)
 		q.uncountLocked(c)
 	}
+	q.removeSeqLocked(drop)
 	q.gen++
 	q.notifyLocked()
 	return drop
@@ -709,6 +715,9 @@ func (q *Queue) undropLocked(drop []*Container) {
 	for _, c := range drop {
 		q.byID[c.ID] = c
 		q.countLocked(c)
+	}
+	for _, c := range drop { // oldest ended first: not in Seq order
+		q.addSeqLocked([]*Container{c})
 	}
 	q.finished = append(drop, q.finished...)
 }
