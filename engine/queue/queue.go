@@ -92,6 +92,7 @@ type Queue struct {
 	posBuf   []int        // sortLocked's scratch
 	insBuf   []*Container // sortLocked's scratch
 	bySeq    []*Container // every container of byID by Seq (byseq.go)
+	tx       Tx           // the pass's, reused (Pass)
 	// gen counts changes a reader of the containers could see (records,
 	// pending reasons, submits, drops), so a client can tell its copy is
 	// still current.
