@@ -98,8 +98,7 @@ func (q *Queue) sortLocked() {
 			ins = append(ins, c)
 		}
 	}
-	clear(q.moved)
-	q.moved = q.moved[:0]
+	q.resetMovedLocked()
 	slices.SortFunc(ins, comparePlaced)
 	q.mergeLocked(ins)
 	clear(ins)
@@ -160,8 +159,7 @@ func (q *Queue) fullSortLocked() {
 			q.active = append(q.active, c)
 		}
 	}
-	clear(q.moved)
-	q.moved = q.moved[:0]
+	q.resetMovedLocked()
 	q.active = slices.DeleteFunc(q.active, func(c *Container) bool {
 		if c.State.Final() {
 			q.finished = append(q.finished, c)
@@ -175,4 +173,15 @@ func (q *Queue) fullSortLocked() {
 	}
 	slices.SortFunc(q.active, comparePlaced)
 	q.unsorted = false
+}
+
+// resetMovedLocked empties q.moved, giving back its array when a load or a
+// mass submit made it large (8 MB at a million).
+func (q *Queue) resetMovedLocked() {
+	if cap(q.moved) > 1<<16 {
+		q.moved = nil
+		return
+	}
+	clear(q.moved)
+	q.moved = q.moved[:0]
 }
