@@ -683,9 +683,11 @@ func (q *Queue) dropFinishedLocked() []*Container {
 	if q.opts.KeepFinished <= 0 {
 		return nil
 	}
-	// Incremental (order.go): cheap even though a flush follows every
-	// submit.
-	q.sortLocked()
+	if q.finalLocked() > len(q.finished) {
+		// Some that ended are still in q.active: the incremental sort
+		// (order.go) moves them, re-placing only what changed.
+		q.sortLocked()
+	}
 	n := min(len(q.finished)-q.opts.KeepFinished, pruneBatch)
 	if n <= 0 {
 		return nil
