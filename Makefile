@@ -5,7 +5,7 @@ BIN         := bin/dispatch-tui
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 30s
 
-.PHONY: build run simulate test bench bench-scheduler bench-tui bench-memory lint fuzz soak
+.PHONY: build run simulate test bench bench-scheduler bench-tui bench-memory bench-million lint fuzz soak
 
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN) .
@@ -59,6 +59,16 @@ bench-tui:
 bench-memory:
 	$(GO) test -run='^TestMemory100k$$' -count=1 -v ./engine -memory
 	$(GO) test -run='^TestDaemonMemory100k$$' -count=1 -v -timeout=30m ./tui -daemon-memory
+
+# A million containers (issue 17): the scheduler pass at 1M queued and
+# 10,000 instances, steady and churning, the first page of the container
+# list at 1M, then the engine's resident memory at 1M with 10,000
+# instances running (cloudtest). About 10 minutes on two cores; recorded in
+# BENCHMARKS.md.
+bench-million:
+	$(GO) test -run='^$$' -bench='BenchmarkSchedulerPass(Churn)?/queued=1000000/' -benchmem -benchtime=5x -count=1 -timeout=20m ./engine/scheduler/
+	$(GO) test -run='^$$' -bench='BenchmarkListContainersFirstPage/queued=1000000/' -benchmem -benchtime=20x -count=1 -timeout=20m ./engine/api/
+	$(GO) test -run='^TestMemory1M$$' -count=1 -v -timeout=30m ./engine -memory
 
 # The chaos soak with 16 fault and workload seeds (make test runs one), then
 # the kill -9 soak at full size. Each seed must have every container final

@@ -340,10 +340,6 @@ func UserActor(prefix string) string {
 	return prefix + ":" + name
 }
 
-// ContinueHeader carries the token for the next page of GET /v1/containers
-// when more remain.
-const ContinueHeader = "X-Continue-Token"
-
 // ContainerPage is one page of GET /v1/containers.
 type ContainerPage struct {
 	Items     []queue.Container

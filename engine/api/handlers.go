@@ -61,6 +61,10 @@ func (s *server) listContainers(w http.ResponseWriter, r *http.Request) {
 		writeError(w, herr)
 		return
 	}
+	if pagedList(q) {
+		s.listContainersPaged(w, q, opts)
+		return
+	}
 	cs, total := s.eng.Containers(opts)
 	body := items(cs)
 	body.ItemsAvailable = &total

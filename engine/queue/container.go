@@ -269,6 +269,8 @@ type Container struct {
 	// it is kept in memory, not written to the store.
 	Health *runner.Health `json:"health,omitempty"`
 	health *runner.Health
+	// ord is the container's place in the scheduling order (order.go).
+	ord orderSlot
 }
 
 // schedHints says, in the record's first cache line, which scheduling
@@ -313,6 +315,7 @@ func (c *Container) Pending() Pending { return c.pending }
 func (c *Container) View() Container {
 	v := *c
 	v.startSent = false // the scheduler's, not part of the record
+	v.ord = orderSlot{} // the queue's, not part of the record
 	v.Command = append([]string(nil), c.Command...)
 	v.Env = copyMap(c.Env)
 	v.Scheduling.Labels = copyMap(c.Scheduling.Labels)

@@ -88,9 +88,14 @@ type Queue struct {
 
 	mu       sync.Mutex
 	byID     map[string]*Container
-	active   []*Container // non-final containers, in scheduling order when !unsorted
+	active   []*Container // non-final containers, in scheduling order after sortLocked
 	finished []*Container // final containers: loaded ones by Seq, then as they leave active
-	unsorted bool
+	unsorted bool         // q.active needs a full sort (after a load)
+	moved    []*Container // containers whose sort key changed since the last sortLocked (order.go)
+	posBuf   []int        // sortLocked's scratch
+	insBuf   []*Container // sortLocked's scratch
+	bySeq    []*Container // every container of byID by Seq (byseq.go)
+	tx       Tx           // the pass's, reused (Pass)
 	// gen counts changes a reader of the containers could see (records,
 	// pending reasons, submits, drops), so a client can tell its copy is
 	// still current.
@@ -186,6 +191,9 @@ func (q *Queue) load() error {
 			}
 		}
 		slices.SortFunc(q.finished, func(a, b *Container) int { return cmp.Compare(a.Seq, b.Seq) })
+		q.bySeq = make([]*Container, 0, len(q.byID))
+		q.bySeq = append(append(q.bySeq, q.active...), q.finished...)
+		slices.SortFunc(q.bySeq, func(a, b *Container) int { return cmp.Compare(a.Seq, b.Seq) })
 		q.unsorted = true
 		ev := tx.Bucket(bucketEvents)
 		cur := ev.Cursor()
@@ -333,10 +341,10 @@ func (q *Queue) SubmitBatch(specs []Spec, actor string) ([]Container, error) {
 	for i, c := range recs {
 		q.byID[c.ID] = c
 		q.countLocked(c)
-		q.active = append(q.active, c)
+		q.markMovedLocked(c)
 		out[i] = c.View()
 	}
-	q.unsorted = true
+	q.addSeqLocked(recs)
 	q.gen++
 	q.notifyLocked()
 	q.mu.Unlock()
@@ -395,8 +403,7 @@ func (q *Queue) Get(id string) (Container, bool) {
 func (q *Queue) Len() (total, active int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	// q.active keeps final containers until the next sort; the counts by
-	// state are exact.
+	// The counts by state are exact; q.active lags until the next sort.
 	return len(q.byID), len(q.byID) - q.finalLocked()
 }
 
@@ -424,7 +431,7 @@ func (q *Queue) uncountLocked(c *Container) { q.counts[c.State]-- }
 // scheduling order's dirty flag right. The caller checks the transition.
 func (q *Queue) setStateLocked(c *Container, to State) {
 	if rank(c.State) != rank(to) || to.Final() {
-		q.unsorted = true
+		q.markMovedLocked(c)
 	}
 	q.counts[c.State]--
 	q.counts[to]++
@@ -520,29 +527,6 @@ func compareContainers(a, b *Container) int {
 		return c
 	}
 	return cmp.Compare(a.Seq, b.Seq)
-}
-
-// sortLocked drops final containers from the active list and restores the
-// scheduling order if anything moved.
-func (q *Queue) sortLocked() {
-	if !q.unsorted {
-		return
-	}
-	q.moveFinalLocked()
-	slices.SortFunc(q.active, compareContainers)
-	q.unsorted = false
-}
-
-// moveFinalLocked moves containers that ended from the active list to the
-// end of q.finished, keeping both in order.
-func (q *Queue) moveFinalLocked() {
-	q.active = slices.DeleteFunc(q.active, func(c *Container) bool {
-		if c.State.Final() {
-			q.finished = append(q.finished, c)
-			return true
-		}
-		return false
-	})
 }
 
 // addEventLocked records an event for the next flush to write.
@@ -713,8 +697,9 @@ func (q *Queue) dropFinishedLocked() []*Container {
 		return nil
 	}
 	if q.finalLocked() > len(q.finished) {
-		// Without re-sorting the queue: a flush follows every submit.
-		q.moveFinalLocked()
+		// Some that ended are still in q.active: the incremental sort
+		// (order.go) moves them, re-placing only what changed.
+		q.sortLocked()
 	}
 	n := min(len(q.finished)-q.opts.KeepFinished, pruneBatch)
 	if n <= 0 {
@@ -726,6 +711,7 @@ func (q *Queue) dropFinishedLocked() []*Container {
 		delete(q.byID, c.ID)
 		q.uncountLocked(c)
 	}
+	q.removeSeqLocked(drop)
 	q.gen++
 	q.notifyLocked()
 	return drop
@@ -745,6 +731,9 @@ func (q *Queue) undropLocked(drop []*Container) {
 	for _, c := range drop {
 		q.byID[c.ID] = c
 		q.countLocked(c)
+	}
+	for _, c := range drop { // oldest ended first: not in Seq order
+		q.addSeqLocked([]*Container{c})
 	}
 	q.finished = append(drop, q.finished...)
 }

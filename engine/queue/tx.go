@@ -27,7 +27,10 @@ func (q *Queue) Pass(fn func(tx *Tx)) error { return q.PassThen(fn, nil) }
 func (q *Queue) PassThen(fn func(tx *Tx), unlocked func()) error {
 	q.mu.Lock()
 	q.sortLocked()
-	tx := &Tx{q: q, now: q.clock.Now().UTC()}
+	// The queue's own Tx, reused: passes do not overlap (q.mu), and a
+	// pass in steady state allocates nothing.
+	tx := &q.tx
+	*tx = Tx{q: q, now: q.clock.Now().UTC()}
 	tx.running, _ = slices.BinarySearchFunc(q.active, 1, func(c *Container, r int) int { return cmp.Compare(rank(c.State), r) })
 	func() {
 		defer q.mu.Unlock()

@@ -59,7 +59,7 @@ func (q *Queue) SetPriority(id string, priority int, actor, reason string) (Cont
 		}
 		if c.Priority != priority {
 			c.Priority = priority
-			q.unsorted = true
+			q.markMovedLocked(c)
 		}
 		return nil
 	})

@@ -2,7 +2,10 @@ package scheduler
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
+	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,31 +17,58 @@ import (
 	"dispatch-tui/engine/worker"
 )
 
-// staticPool is a Pool whose instances do not change: what a pass sees in
-// steady state. Instances copies like the real pool does.
+// staticPool is a Pool whose instances do not change unless live is set:
+// what a pass sees in steady state. Instances copies like the real pool
+// does (worker.Pool.Instances: one backing array each for the container
+// lists and the reports). With live set, starts and forgets change the
+// instances as a runner would, for the churn benchmark.
 type staticPool struct {
 	views []worker.InstanceView
 	quota int
+	live  bool
+	byID  map[cloud.InstanceID]int
 }
 
 func (p *staticPool) Instances(buf []worker.InstanceView) []worker.InstanceView {
 	buf = buf[:0]
+	nc, nr := 0, 0
+	for i := range p.views {
+		nc += len(p.views[i].Containers)
+		nr += len(p.views[i].Reported)
+	}
+	cs := make([]string, nc)
+	rs := make([]runner.Status, nr)
 	for _, v := range p.views {
-		v.Containers = append([]string(nil), v.Containers...)
-		v.Reported = append([]runner.Status(nil), v.Reported...)
+		n := copy(cs, v.Containers)
+		v.Containers, cs = cs[:n:n], cs[n:]
+		n = copy(rs, v.Reported)
+		v.Reported, rs = rs[:n:n], rs[n:]
 		buf = append(buf, v)
 	}
 	return buf
 }
-func (p *staticPool) Ready() bool                                        { return true }
-func (p *staticPool) Create(string) error                                { return worker.ErrAtQuota }
-func (p *staticPool) StartContainer(cloud.InstanceID, runner.Spec) error { return nil }
-func (p *staticPool) KillContainer(cloud.InstanceID, string) bool        { return false }
-func (p *staticPool) ForgetContainer(cloud.InstanceID, string)           {}
-func (p *staticPool) TakeStartFailures() []worker.StartFailure           { return nil }
-func (p *staticPool) BootFailing(string) string                          { return "" }
-func (p *staticPool) Shutdown(cloud.InstanceID, string) bool             { return false }
-func (p *staticPool) Quota() (int, bool)                                 { return p.quota, true }
+func (p *staticPool) Ready() bool         { return true }
+func (p *staticPool) Create(string) error { return worker.ErrAtQuota }
+func (p *staticPool) StartContainer(id cloud.InstanceID, spec runner.Spec) error {
+	if p.live {
+		v := &p.views[p.byID[id]]
+		v.State = worker.StateRunning
+		v.Containers = append(v.Containers, spec.ID)
+		v.Reported = append(v.Reported, runner.Status{ID: spec.ID, PID: 1, State: runner.StateRunning, StartedAt: v.ListedAt})
+	}
+	return nil
+}
+func (p *staticPool) KillContainer(cloud.InstanceID, string) bool { return false }
+func (p *staticPool) ForgetContainer(id cloud.InstanceID, containerID string) {
+	if p.live {
+		v := &p.views[p.byID[id]]
+		v.Reported = slices.DeleteFunc(v.Reported, func(r runner.Status) bool { return r.ID == containerID })
+	}
+}
+func (p *staticPool) TakeStartFailures() []worker.StartFailure { return nil }
+func (p *staticPool) BootFailing(string) string                { return "" }
+func (p *staticPool) Shutdown(cloud.InstanceID, string) bool   { return false }
+func (p *staticPool) Quota() (int, bool)                       { return p.quota, true }
 
 var benchTypes = []cloud.InstanceType{
 	{Name: "small", ProviderType: "small", VCPUs: 1, RAM: 2 << 30, Scratch: 20 << 30, Price: 0.02},
@@ -65,12 +95,21 @@ func benchShape(i int) queue.Constraints {
 // draining with a container, 10% booting (with Locked containers waiting),
 // 5% unknown. The cloud is at quota, so most of the queue waits.
 func benchSetup(b *testing.B, queued, instances int) (*Scheduler, *queue.Queue) {
-	return benchSetupWith(b, queued, instances, benchTypes, nil)
+	s, q, _ := benchSetupMix(b, queued, instances, false, benchTypes, nil)
+	return s, q
 }
 
 // benchSetupWith is benchSetup with the given types, and spec called on
 // each container's spec before it is submitted (nil: none).
 func benchSetupWith(b *testing.B, queued, instances int, types []cloud.InstanceType, spec func(i int, s *queue.Spec)) (*Scheduler, *queue.Queue) {
+	s, q, _ := benchSetupMix(b, queued, instances, false, types, spec)
+	return s, q
+}
+
+// benchSetupMix is benchSetupWith; with allRunning, every instance instead
+// runs one container and can take another once it ends (the churn
+// benchmark's pool, which then changes with the starts and forgets).
+func benchSetupMix(b *testing.B, queued, instances int, allRunning bool, types []cloud.InstanceType, spec func(i int, s *queue.Spec)) (*Scheduler, *queue.Queue, *staticPool) {
 	b.Helper()
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	q, err := queue.Open(queue.Options{Path: filepath.Join(b.TempDir(), "q.db"), Clock: clk, NoSync: true})
@@ -83,6 +122,9 @@ func benchSetupWith(b *testing.B, queued, instances int, types []cloud.InstanceT
 	cfg.Dispatcher.MaxInstances = instances
 
 	nRunning := instances * 75 / 100
+	if allRunning {
+		nRunning = instances
+	}
 	total := queued + nRunning
 	specs := make([]queue.Spec, total)
 	for i := range specs {
@@ -111,12 +153,12 @@ func benchSetupWith(b *testing.B, queued, instances int, types []cloud.InstanceT
 			id := cloud.InstanceID(fmt.Sprintf("i-%05d", i))
 			v := worker.InstanceView{ID: id, State: worker.StateRunning, IdleBehavior: worker.IdleRun, ListedAt: clk.Now().Add(-time.Second)}
 			switch {
-			case i < instances*70/100, i >= instances*70/100 && i < instances*75/100:
+			case allRunning, i < instances*70/100, i >= instances*70/100 && i < instances*75/100:
 				c := tx.Get(all[ci].ID)
 				ci++
 				t := typeFor(c.RuntimeConstraints)
 				v.Type, v.ProviderType, v.Price = t.Name, t.ProviderType, t.Price
-				if i >= instances*70/100 {
+				if i >= instances*70/100 && !allRunning {
 					v.IdleBehavior = worker.IdleDrain
 				}
 				if err := tx.Lock(c, t.Name); err != nil {
@@ -146,28 +188,134 @@ func benchSetupWith(b *testing.B, queued, instances int, types []cloud.InstanceT
 	if err != nil {
 		b.Fatal(err)
 	}
+	pool.live = allRunning
+	pool.byID = map[cloud.InstanceID]int{}
+	for i, v := range pool.views {
+		pool.byID[v.ID] = i
+	}
 	s := New(cfg, q, pool, clk, nil)
 	s.RunPass() // first pass locks containers for the booting instances
-	return s, q
+	return s, q, pool
 }
 
 func BenchmarkSchedulerPass(b *testing.B) {
 	for _, tc := range []struct{ queued, instances int }{
 		{10000, 1000},
 		{100000, 1000},
+		{1000000, 10000},
 	} {
 		b.Run(fmt.Sprintf("queued=%d/instances=%d", tc.queued, tc.instances), func(b *testing.B) {
 			s, _ := benchSetup(b, tc.queued, tc.instances)
 			b.ReportAllocs()
 			b.ResetTimer()
 			var st Stats
+			cpu0 := cpuTime()
 			for b.Loop() {
 				st = s.RunPass()
 			}
 			b.StopTimer()
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 			if st.ByState[queue.Running] == 0 || st.AllocatedNotStart == 0 || !st.AtQuota {
 				b.Fatalf("unrealistic pass: %+v", st)
 			}
 		})
 	}
+}
+
+// churnExits is how many containers end before each churn pass (and how
+// many are submitted): the pass records as many completions and starts.
+const churnExits = 1000
+
+// BenchmarkSchedulerPassChurn is the pass with steady churn, the one users
+// pay for: before each pass 1 % of the queue is re-prioritised, churnExits
+// containers are submitted and the containers of churnExits instances exit
+// (each instance runs one), so the pass records churnExits completions and
+// starts as many in their place. Only the pass is timed.
+func BenchmarkSchedulerPassChurn(b *testing.B) {
+	for _, tc := range []struct{ queued, instances int }{
+		{100000, 1000},
+		{1000000, 10000},
+	} {
+		b.Run(fmt.Sprintf("queued=%d/instances=%d", tc.queued, tc.instances), func(b *testing.B) {
+			s, q, pool := benchSetupMix(b, tc.queued, tc.instances, true, benchTypes, nil)
+			rng := rand.New(rand.NewPCG(1, 2))
+			var queuedIDs []string
+			q.Each(func(c *queue.Container) bool {
+				if c.State == queue.Queued {
+					queuedIDs = append(queuedIDs, c.ID)
+				}
+				return true
+			})
+			var prioSpec []queue.Spec
+			starts, completions, passes, next := 0, 0, 0, 0
+			var cpu time.Duration
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				b.StopTimer()
+				// Re-prioritise 1 % of the containers not yet final (ids
+				// that have ended are dropped from the list as found).
+				for n := 0; n < tc.queued/100; {
+					k := rng.IntN(len(queuedIDs))
+					if c, ok := q.Get(queuedIDs[k]); !ok || c.State.Final() {
+						queuedIDs[k] = queuedIDs[len(queuedIDs)-1]
+						queuedIDs = queuedIDs[:len(queuedIDs)-1]
+						continue
+					}
+					if _, err := q.SetPriority(queuedIDs[k], 1+rng.IntN(5), "bench", ""); err != nil {
+						b.Fatal(err)
+					}
+					n++
+				}
+				prioSpec = prioSpec[:0]
+				for i := range churnExits {
+					prio := 1 + rng.IntN(5)
+					prioSpec = append(prioSpec, queue.Spec{Command: []string{"true"}, RuntimeConstraints: benchShape(i), Priority: &prio})
+				}
+				cs, err := q.SubmitBatch(prioSpec, "bench")
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, c := range cs {
+					queuedIDs = append(queuedIDs, c.ID)
+				}
+				// The containers of the next churnExits instances exit.
+				for range churnExits {
+					v := &pool.views[next]
+					next = (next + 1) % len(pool.views)
+					for j := range v.Reported {
+						v.Reported[j].State = runner.StateExited
+						v.Reported[j].FinishedAt = v.ListedAt
+					}
+					v.Containers = v.Containers[:0]
+					v.State = worker.StateIdle
+				}
+				b.StartTimer()
+				cpu0 := cpuTime()
+				st := s.RunPass()
+				cpu += cpuTime() - cpu0
+				starts += st.Starts
+				completions += st.ByState[queue.Complete]
+				passes++
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(cpu)/float64(passes), "cpu-ns/op")
+			b.ReportMetric(float64(starts)/float64(passes), "starts/op")
+			b.ReportMetric(float64(completions)/float64(passes), "completions/op")
+			if starts < passes*churnExits*9/10 {
+				b.Fatalf("unrealistic churn: %d starts in %d passes", starts, passes)
+			}
+		})
+	}
+}
+
+// cpuTime is the CPU time (user and system, every thread: the pass and the
+// garbage collector) the process has used. The machine these benchmarks
+// run on is shared, so the CPU a pass costs says more than its wall time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -357,9 +357,7 @@ func (s *Scheduler) create(candidates []int, blocked []bool) (int, error) {
 		if err == nil {
 			return t, nil
 		}
-		var cb *worker.CapacityBlockedError
-		var bf *worker.BootFailingError
-		if errors.As(err, &cb) || errors.As(err, &bf) {
+		if typeBlocked(err) {
 			blocked[t] = true
 			lastErr = err
 			continue
@@ -370,6 +368,19 @@ func (s *Scheduler) create(candidates []int, blocked []bool) (int, error) {
 		lastErr = errors.New("every fitting type is out of capacity")
 	}
 	return -1, lastErr
+}
+
+// typeBlocked reports whether err puts a type in a capacity or failed-boot
+// back-off. At quota (the common refusal, every pass) it allocates
+// nothing: errors.As's targets escape, so they are only made past that
+// check.
+func typeBlocked(err error) bool {
+	if errors.Is(err, worker.ErrAtQuota) || errors.Is(err, worker.ErrThrottled) {
+		return false
+	}
+	var cb *worker.CapacityBlockedError
+	var bf *worker.BootFailingError
+	return errors.As(err, &cb) || errors.As(err, &bf)
 }
 
 // shutdownUnallocated shuts down idle instances no container wants, so

@@ -148,7 +148,7 @@ func (s *Scheduler) RunPass() Stats {
 	s.revert = s.revert[:0]
 	ready := s.startupOver(now)
 	quotaLimit, poolAtQuota := s.pool.Quota()
-	st := Stats{ByState: map[queue.State]int{}, QuotaLimit: quotaLimit}
+	st := Stats{ByState: make(map[queue.State]int, len(queue.States)), QuotaLimit: quotaLimit}
 	s.starts = s.starts[:0]
 	s.forgets = s.forgets[:0]
 
