@@ -42,16 +42,35 @@ func soakSchedulingOpts(rng *rand.Rand) []specOpt {
 // container. Steps in which one of our instances is shutting down are not
 // judged: such an instance pays the debt of a waiting container, and the
 // idle ones beyond it may be used (engine/scheduler/quota.go).
+//
+// A container Locked to a booting instance created for it keeps it when it
+// boots, though a higher one waits at quota meanwhile: the rule frees idle
+// instances, not booting ones (their boot would be thrown away).
 type soakQuotaWatch struct {
 	h        *harness
 	running  map[string]string // Running containers before the step → instance
+	booting  map[string]string // containers Locked to a booting instance before the step → it
 	shutting bool              // an instance of ours was shutting down before the step
 	checked  int               // steps judged
 }
 
 func (w *soakQuotaWatch) before() {
 	w.running = runningRecords(w.h)
+	w.booting = bootingRecords(w.h)
 	w.shutting = anyShuttingDown(w.h)
+}
+
+// bootingRecords maps the containers Locked waiting for a named booting
+// instance to it.
+func bootingRecords(h *harness) map[string]string {
+	m := map[string]string{}
+	h.eng.queue.Each(func(c *queue.Container) bool {
+		if p := c.Pending(); c.State == queue.Locked && p.Code == queue.ReasonBooting && p.Arg != "" {
+			m[c.ID] = p.Arg
+		}
+		return !c.State.Final()
+	})
+	return m
 }
 
 // runningRecords maps the Running containers to their instance, as the
@@ -112,7 +131,12 @@ func (w *soakQuotaWatch) after(step int) {
 		}
 		hi := 0
 		for _, id := range ids {
-			hi = max(hi, h.container(id).Priority)
+			if w.booting[id] != inst {
+				hi = max(hi, h.container(id).Priority)
+			}
+		}
+		if hi == 0 {
+			continue // each waited for this instance to boot
 		}
 		if hi < top {
 			slices.Sort(ids)

@@ -16,7 +16,7 @@ import (
 
 // soakSpotInterruptRate is the chance, per listing (every 10 s), that a
 // preemptible instance is interrupted.
-const soakSpotInterruptRate = 0.01
+const soakSpotInterruptRate = 0.04
 
 // addSoakSpotType adds the preemptible type: the cheapest that holds the
 // common container, so preemptible containers prefer it.

@@ -22,6 +22,7 @@ type Instance struct {
 	mu           sync.Mutex
 	providerType string
 	state        string
+	stateReason  string // EC2's StateReason.Code, e.g. "Server.SpotInstanceTermination"
 	spot         bool
 	addr         string
 	tags         cloud.Tags
@@ -35,14 +36,17 @@ func (i *Instance) set(li types.Instance) {
 	for _, t := range li.Tags {
 		tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
 	}
-	state := ""
+	state, reason := "", ""
 	if li.State != nil {
 		state = string(li.State.Name)
+	}
+	if li.StateReason != nil {
+		reason = aws.ToString(li.StateReason.Code)
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.providerType = string(li.InstanceType)
-	i.state = state
+	i.state, i.stateReason = state, reason
 	i.spot = li.InstanceLifecycle == types.InstanceLifecycleTypeSpot
 	i.addr = i.d.addressOf(li)
 	i.tags = tags
@@ -51,11 +55,11 @@ func (i *Instance) set(li types.Instance) {
 // update takes newer's description (from a later listing).
 func (i *Instance) update(newer *Instance) {
 	newer.mu.Lock()
-	pt, st, spot, addr, tags := newer.providerType, newer.state, newer.spot, newer.addr, newer.tags
+	pt, st, why, spot, addr, tags := newer.providerType, newer.state, newer.stateReason, newer.spot, newer.addr, newer.tags
 	newer.mu.Unlock()
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	i.providerType, i.state, i.spot, i.tags = pt, st, spot, tags
+	i.providerType, i.state, i.stateReason, i.spot, i.tags = pt, st, why, spot, tags
 	if addr != "" {
 		i.addr = addr
 	}
@@ -92,6 +96,23 @@ func (i *Instance) State() string {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	return i.state
+}
+
+// Interrupted reports a spot instance EC2 is taking back (cloud.Interruptible):
+// shutting down, stopping or gone for a spot termination, so that its
+// containers are requeued without spending an attempt at once rather than
+// when it leaves the listing.
+func (i *Instance) Interrupted() (string, bool) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if !i.spot || !strings.HasPrefix(i.stateReason, "Server.SpotInstanceTermination") {
+		return "", false
+	}
+	switch types.InstanceStateName(i.state) {
+	case types.InstanceStateNameShuttingDown, types.InstanceStateNameStopping, types.InstanceStateNameStopped, types.InstanceStateNameTerminated:
+		return "spot instance reclaimed by EC2 (" + i.stateReason + ")", true
+	}
+	return "", false
 }
 
 // Spot reports whether the instance is a spot instance.
