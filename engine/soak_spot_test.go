@@ -7,6 +7,7 @@ import (
 
 	"dispatch-tui/cloud"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/worker"
 )
 
 // The chaos soak's preemptible part: a cheap preemptible type, containers
@@ -32,6 +33,21 @@ func soakSpotSpec(rng *rand.Rand, spec *queue.Spec) {
 		spec.Scheduling.Preemptible = new(true)
 	case 1:
 		spec.Scheduling.Preemptible = new(false)
+	}
+}
+
+// interruptBusySpot interrupts, every 900 steps, one preemptible instance
+// that holds containers: random interruptions mostly meet idle instances,
+// and the soak must also see containers requeued by one.
+func interruptBusySpot(h *harness, step int) {
+	if step%900 != 0 {
+		return
+	}
+	for _, v := range h.eng.Instances() {
+		if v.Type == "spot-small" && len(v.Containers) > 0 && v.State != worker.StateShutdown {
+			h.cloud.Interrupt(v.ID, "soak: spot capacity reclaimed")
+			return
+		}
 	}
 }
 

@@ -142,6 +142,7 @@ func chaosSoak(t *testing.T, seed int64) {
 			atMax++
 		}
 		checkSoakSpotPlacement(t, h, step)
+		interruptBusySpot(h, step)
 	}
 	allFinal := func() bool {
 		if submitted < n {
