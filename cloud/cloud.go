@@ -227,3 +227,22 @@ func ErrorKind(err error) string {
 	}
 	return "other"
 }
+
+// PortableUserName reports whether u is a user name every Unix accepts
+// (lower-case letters, digits, '_' and '-', not starting with a digit or
+// '-', at most 32 characters): the admin user a driver creates instances
+// with, checked by the config and by the driver.
+func PortableUserName(u string) bool {
+	if u == "" || len(u) > 32 {
+		return false
+	}
+	for i, r := range u {
+		switch {
+		case r >= 'a' && r <= 'z', r == '_':
+		case i > 0 && (r >= '0' && r <= '9' || r == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}

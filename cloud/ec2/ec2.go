@@ -165,7 +165,7 @@ func New(ctx context.Context, opts Options) (*Driver, error) {
 	if opts.AdminUser == "" {
 		opts.AdminUser = DefaultAdminUser
 	}
-	if !validUser(opts.AdminUser) {
+	if !cloud.PortableUserName(opts.AdminUser) {
 		return nil, fmt.Errorf("ec2 driver: admin user %q is not a valid user name", opts.AdminUser)
 	}
 	if opts.SSHPort == 0 {
@@ -612,19 +612,4 @@ func (d *Driver) forget(id cloud.InstanceID) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.created, id)
-}
-
-func validUser(u string) bool {
-	if u == "" || len(u) > 32 {
-		return false
-	}
-	for i, r := range u {
-		switch {
-		case r >= 'a' && r <= 'z', r == '_':
-		case i > 0 && (r >= '0' && r <= '9' || r == '-'):
-		default:
-			return false
-		}
-	}
-	return true
 }

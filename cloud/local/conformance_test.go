@@ -4,12 +4,8 @@ package local
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 
 	"dispatch-tui/engine/runner"
@@ -50,65 +46,6 @@ func TestRunnerConformance(t *testing.T) {
 				t.Error(err)
 			}
 		})
-		return runnertest.Target{
-			Client:  &runner.Client{Exec: exec, Path: self},
-			Command: shellProgram,
-			Lose: func(t *testing.T) {
-				agent.KillAll(stateDir)
-				if err := os.RemoveAll(stateDir); err != nil {
-					t.Fatal(err)
-				}
-			},
-			Crash: func(t *testing.T, id string) { crash(t, filepath.Join(stateDir, id)) },
-			Signal: func(t *testing.T, st runner.Status, sig string) {
-				s := syscall.SIGTERM
-				if sig == runner.SignalKill {
-					s = syscall.SIGKILL
-				}
-				if err := syscall.Kill(st.PID, s); err != nil {
-					t.Fatal(err)
-				}
-			},
-		}
+		return runnertest.AgentTarget(&runner.Client{Exec: exec, Path: self}, stateDir)
 	})
-}
-
-// shellProgram renders p as a shell script.
-func shellProgram(p runnertest.Program) []string {
-	switch {
-	case p.Unrunnable:
-		return []string{"/nonexistent/dispatch-tui-test-command"}
-	case p.Forever && p.IgnoreTerm:
-		return []string{"sh", "-c", `trap "" TERM; echo ready; exec sleep 600`}
-	case p.Forever:
-		return []string{"sh", "-c", "echo ready; exec sleep 600"}
-	}
-	return []string{"sh", "-c", fmt.Sprintf("echo ready; echo exiting %d; exit %d", p.Exit, p.Exit)}
-}
-
-// crash kills the supervisor of the container in dir, then the command's
-// process group. The pids come from pid_start: "<start ticks> <started>
-// <supervisor pid> <supervisor start ticks> <pid>".
-func crash(t *testing.T, dir string) {
-	b, err := os.ReadFile(filepath.Join(dir, "pid_start"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 5 {
-		t.Fatalf("pid_start %q", b)
-	}
-	spid, err1 := strconv.Atoi(f[2])
-	pid, err2 := strconv.Atoi(f[4])
-	if err1 != nil || err2 != nil || spid <= 1 || pid <= 1 {
-		t.Fatalf("pid_start %q", b)
-	}
-	// SIGKILL marks the supervisor dead before kill(2) returns: it records
-	// nothing of what happens next.
-	if err := syscall.Kill(spid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
 }

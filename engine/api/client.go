@@ -139,8 +139,14 @@ func (c *Client) Submit(ctx context.Context, spec queue.Spec) (queue.Container, 
 // or a body over MaxBodyBytes, is refused with 413. The containers are
 // returned in the order of specs.
 func (c *Client) SubmitBatch(ctx context.Context, specs []queue.Spec) ([]queue.Container, error) {
+	return submitBatch(ctx, c, specs)
+}
+
+// submitBatch posts specs as one JSON array (never null: the server then
+// says why) and checks one container came back for each.
+func submitBatch[S any](ctx context.Context, c *Client, specs []S) ([]queue.Container, error) {
 	if specs == nil {
-		specs = []queue.Spec{} // an array, not null: the server then says why
+		specs = []S{}
 	}
 	var body listBody[queue.Container]
 	if err := c.do(ctx, http.MethodPost, "/v1/containers", nil, specs, &body); err != nil {
@@ -400,15 +406,5 @@ func (c *Client) SubmitJSON(ctx context.Context, spec json.RawMessage) (queue.Co
 // SubmitBatchJSON is SubmitBatch for specs already in JSON (as the CLI
 // reads them from a file): one request, stored all or nothing.
 func (c *Client) SubmitBatchJSON(ctx context.Context, specs []json.RawMessage) ([]queue.Container, error) {
-	if specs == nil {
-		specs = []json.RawMessage{}
-	}
-	var body listBody[queue.Container]
-	if err := c.do(ctx, http.MethodPost, "/v1/containers", nil, specs, &body); err != nil {
-		return nil, err
-	}
-	if len(body.Items) != len(specs) {
-		return body.Items, fmt.Errorf("POST /v1/containers: %d containers submitted, the server answered with %d", len(specs), len(body.Items))
-	}
-	return body.Items, nil
+	return submitBatch(ctx, c, specs)
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"dispatch-tui/cloud"
 )
 
 // Validate checks c's values: ranges, enumerations, instance types and
@@ -362,7 +364,7 @@ func (v *validator) validateEC2(cl *Cloud) {
 	}
 	v.idList(&e.SubnetIDs, "subnet-")
 	v.idList(&e.SecurityGroupIDs, "sg-")
-	if !unixUser(e.AdminUser) {
+	if !cloud.PortableUserName(e.AdminUser) {
 		v.addAt(&e.AdminUser, "must be a user name: a-z, 0-9, _ and -, starting with a letter or _, at most 32 (got %q)", e.AdminUser)
 	}
 	if strings.ContainsAny(e.KeyPairName, "\n'") {
@@ -406,20 +408,4 @@ func (v *validator) idList(ids *[]string, prefix string) {
 		}
 		seen[id] = true
 	}
-}
-
-// unixUser reports whether u is a portable user name.
-func unixUser(u string) bool {
-	if u == "" || len(u) > 32 {
-		return false
-	}
-	for i, r := range u {
-		switch {
-		case r >= 'a' && r <= 'z', r == '_':
-		case i > 0 && (r >= '0' && r <= '9' || r == '-'):
-		default:
-			return false
-		}
-	}
-	return true
 }
