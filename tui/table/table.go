@@ -14,6 +14,7 @@ package table
 
 import (
 	"cmp"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -80,10 +81,13 @@ type Table struct {
 	invert   bool
 	matchCol int // column a "name:value" filter applies to; -1 = all
 
-	order     []int32 // all rows, sorted
-	view      []int32 // order, filtered
-	dirtySort bool
-	dirtyView bool
+	order []int32 // all rows, sorted
+	// numBuf and numTmp are sortOrder's scratch for a numeric column,
+	// kept so that a sort at a million rows allocates nothing.
+	numBuf, numTmp []numKey
+	view           []int32 // order, filtered
+	dirtySort      bool
+	dirtyView      bool
 
 	cursorID  string
 	cursorPos int
@@ -446,18 +450,111 @@ func writeLower(b *strings.Builder, s string) {
 	b.WriteString(s)
 }
 
-func (t *Table) compare(a, b int32) int {
+// sortOrder sorts t.order (the identity) by the sort column; rows with
+// equal keys stay in source order, as a stable sort leaves them. The keys
+// are copied out next to their row index first: comparing through t.rows
+// (a stable merge sort fetching two rows per comparison) took 490 ms at
+// 1,000,000 rows. Numbers are radix-sorted (a key press must not cost an
+// n log n of comparisons), text by pdqsort with ties broken by index.
+func (t *Table) sortOrder() {
 	c := t.sortCol
-	var r int
-	if t.cols[c].Numeric && c < len(t.rows[a].Nums) && c < len(t.rows[b].Nums) {
-		r = cmp.Compare(t.rows[a].Nums[c], t.rows[b].Nums[c])
-	} else {
-		r = strings.Compare(t.rows[a].Cells[c], t.rows[b].Cells[c])
+	if t.cols[c].Numeric {
+		n := len(t.order)
+		if cap(t.numBuf) < n {
+			t.numBuf, t.numTmp = make([]numKey, n), make([]numKey, n)
+		}
+		ks, tmp := t.numBuf[:n], t.numTmp[:n]
+		numeric := true
+		for j, i := range t.order {
+			nums := t.rows[i].Nums
+			if c >= len(nums) {
+				numeric = false // a row without numbers: sort them all as text
+				break
+			}
+			ks[j] = numKey{orderedBits(nums[c], t.sortDesc), i}
+		}
+		if numeric {
+			ks = radixSort(ks, tmp)
+			for j := range ks {
+				t.order[j] = ks[j].i
+			}
+			return
+		}
 	}
+	dir := 1
 	if t.sortDesc {
-		r = -r
+		dir = -1
 	}
-	return r
+	ks := make([]strKey, len(t.order))
+	for j, i := range t.order {
+		ks[j] = strKey{t.rows[i].Cells[c], i}
+	}
+	slices.SortFunc(ks, func(a, b strKey) int {
+		if r := strings.Compare(a.k, b.k); r != 0 {
+			return r * dir
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+	for j := range ks {
+		t.order[j] = ks[j].i
+	}
+}
+
+// numKey is a row index and its number as orderedBits.
+type numKey struct {
+	k uint64
+	i int32
+}
+
+// orderedBits maps f to an integer in the same order as cmp.Compare puts
+// floats (NaN first), inverted for a descending sort.
+func orderedBits(f float64, desc bool) uint64 {
+	u := math.Float64bits(f)
+	switch {
+	case f != f:
+		u = 0
+	case u>>63 == 1:
+		u = ^u
+	default:
+		u |= 1 << 63
+	}
+	if desc {
+		u = ^u
+	}
+	return u
+}
+
+// radixSort sorts ks by k, equal keys in their order (LSD, a byte per
+// pass; a byte every key shares costs one counting pass and no move, so
+// small integers such as priorities sort in two or three passes). tmp is
+// scratch of the same length; the sorted slice is ks or tmp.
+func radixSort(ks, tmp []numKey) []numKey {
+	var count [256]int
+	for shift := uint(0); shift < 64; shift += 8 {
+		clear(count[:])
+		for _, k := range ks {
+			count[byte(k.k>>shift)]++
+		}
+		if len(ks) == 0 || count[byte(ks[0].k>>shift)] == len(ks) {
+			continue
+		}
+		pos := 0
+		for b := range count {
+			pos, count[b] = pos+count[b], pos
+		}
+		for _, k := range ks {
+			d := byte(k.k >> shift)
+			tmp[count[d]] = k
+			count[d]++
+		}
+		ks, tmp = tmp, ks
+	}
+	return ks
+}
+
+type strKey struct {
+	k string
+	i int32
 }
 
 // ensure recomputes the sorted and filtered indexes if needed and puts the
@@ -477,7 +574,7 @@ func (t *Table) ensure() {
 			t.order[i] = int32(i)
 		}
 		if t.sortCol >= 0 && t.sortCol < len(t.cols) {
-			slices.SortStableFunc(t.order, t.compare)
+			t.sortOrder()
 		}
 		t.dirtySort = false
 		t.dirtyView = true
