@@ -507,8 +507,11 @@ type numKey struct {
 }
 
 // orderedBits maps f to an integer in the same order as cmp.Compare puts
-// floats (NaN first), inverted for a descending sort.
+// floats (NaN first, -0 equal to 0), inverted for a descending sort.
 func orderedBits(f float64, desc bool) uint64 {
+	if f == 0 {
+		f = 0 // -0 too
+	}
 	u := math.Float64bits(f)
 	switch {
 	case f != f:
