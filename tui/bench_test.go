@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 )
 
@@ -11,15 +12,28 @@ func benchModel(b *testing.B) *Model { return benchModelSized(b, 1000, 100000) }
 // nInst instances and nCtr containers, its filter index built (what the
 // runtime does off the UI goroutine with the command Update returns).
 func benchModelSized(b *testing.B, nInst, nCtr int) *Model {
+	m, _ := benchModelHeap(b, nInst, nCtr)
+	return m
+}
+
+// benchModelHeap is benchModelSized and the heap the model holds (its
+// snapshot, rows and filter index) in MiB.
+func benchModelHeap(b *testing.B, nInst, nCtr int) (*Model, float64) {
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
 	m, fb := newTest(b, Options{})
 	size(m, 120, 40)
 	load(b, m, fb, fakeSnapshot(nInst, nCtr))
+	fb.set(nil) // the model's copy only
 	press(m, "2")
 	if job := m.tables[vContainers].SearchJob(); job != nil {
 		m.tables[vContainers].SetSearch(job())
 	}
 	m.View()
-	return m
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	return m, (float64(m1.HeapAlloc) - float64(m0.HeapAlloc)) / (1 << 20)
 }
 
 func BenchmarkView(b *testing.B) {
@@ -52,7 +66,7 @@ func BenchmarkKeyToFrame(b *testing.B) {
 // filter) alternate, so every op does the work of one press.
 func BenchmarkConsoleKeys(b *testing.B) {
 	for _, sz := range []struct{ inst, ctr int }{{1000, 100000}, {10000, 1000000}} {
-		m := benchModelSized(b, sz.inst, sz.ctr)
+		m, heap := benchModelHeap(b, sz.inst, sz.ctr)
 		name := fmt.Sprintf("containers=%d/instances=%d", sz.ctr, sz.inst)
 		keysOf := []struct {
 			name string
@@ -85,6 +99,9 @@ func BenchmarkConsoleKeys(b *testing.B) {
 				b.StopTimer()
 				for ; i%len(k.seq) != 0; i++ { // leave the model as found
 					op(i)
+				}
+				if k.name == "frame" {
+					b.ReportMetric(heap, "model-MiB")
 				}
 			})
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"sync/atomic"
 	"testing"
 
@@ -65,10 +66,36 @@ func BenchmarkRemoteRefresh(b *testing.B) {
 						}
 					}
 					b.ReportMetric(float64(ct.n.Load())/1e6/float64(b.N), "MB/op")
+					if kind == "full" {
+						b.StopTimer()
+						b.ReportMetric(retainedMiB(b, r), "snapshot-MiB")
+					}
 				})
 			}
 		})
 	}
+}
+
+// retainedMiB is the heap a full snapshot keeps (what the console holds
+// for the daemon's containers), measured around one full read.
+func retainedMiB(b *testing.B, r *Remote) float64 {
+	r.mu.Lock()
+	r.last = nil
+	r.mu.Unlock()
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	s, err := r.Snapshot(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.mu.Lock()
+	r.last = nil // only s holds it
+	r.mu.Unlock()
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	runtime.KeepAlive(s)
+	return (float64(m1.HeapAlloc) - float64(m0.HeapAlloc)) / (1 << 20)
 }
 
 // byteCounter counts the response bytes a client reads (chunked ones too).
