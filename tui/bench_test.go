@@ -63,7 +63,8 @@ func BenchmarkKeyToFrame(b *testing.B) {
 // BenchmarkConsoleKeys is key → frame for each key an operator uses, one
 // key and the frame after it per op, on the containers view at 100,000
 // and 1,000,000 rows (issue 17). Keys that toggle (sort, view switch,
-// filter) alternate, so every op does the work of one press.
+// filter) alternate, so every op does the work of one press; filter-typed
+// types a prefix every id shares, filter-id the digits of one id.
 func BenchmarkConsoleKeys(b *testing.B) {
 	for _, sz := range []struct{ inst, ctr int }{{1000, 100000}, {10000, 1000000}} {
 		m, heap := benchModelHeap(b, sz.inst, sz.ctr)
@@ -77,6 +78,7 @@ func BenchmarkConsoleKeys(b *testing.B) {
 			{"pagedown", [][]string{{"pgdown"}, {"pgdown"}, {"pgdown"}, {"g"}}},
 			{"sort", [][]string{{"P"}}},
 			{"filter-typed", [][]string{{"/"}, {"text:c"}, {"text:-"}, {"text:0"}, {"text:0"}, {"esc"}}},
+			{"filter-id", [][]string{{"/"}, {"text:4"}, {"text:2"}, {"text:1"}, {"text:3"}, {"text:7"}, {"esc"}}},
 			{"view-switch", [][]string{{"1"}, {"2"}}},
 		}
 		for _, k := range keysOf {

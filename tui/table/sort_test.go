@@ -65,3 +65,40 @@ func TestSortOrderEqualsStableSort(t *testing.T) {
 		}
 	}
 }
+
+// TestTypedFilterEqualsFreshFilter types filters one key at a time (each
+// longer one re-filters only the rows shown) and checks every step
+// against a table given that filter from scratch.
+func TestTypedFilterEqualsFreshFilter(t *testing.T) {
+	cols := []Column{{Title: "ID", SortKey: "i"}, {Title: "NAME", SortKey: "n"}, {Title: "PRIO", Numeric: true, SortKey: "p"}}
+	rows := make([]Row, 300)
+	for i := range rows {
+		rows[i] = Row{ID: fmt.Sprint("c-", i), Cells: []string{fmt.Sprint("c-", i), fmt.Sprint("job-", i%37), fmt.Sprint(i % 5)},
+			Nums: []float64{0, 0, float64(i % 5)}}
+	}
+	shown := func(tb *Table) []string {
+		tb.Shown()
+		var ids []string
+		for _, i := range tb.view {
+			ids = append(ids, tb.rows[i].ID)
+		}
+		return ids
+	}
+	steps := []string{"j", "jo", "job", "job-1", "job-12", "job-1", "job-1[2]", "job-12", "!job-12", "!job-1", "name:job-3", "name:job-33", "job-33", "c-1", "c-12", ""}
+	typed := New(cols, theme.New("dark", true, true))
+	typed.SetRows(rows)
+	typed.SetSort(2, true)
+	for k, f := range steps {
+		if k == 5 {
+			typed.SetRows(rows) // a refresh mid-way: the next filter starts over
+		}
+		typed.SetFilter(f)
+		fresh := New(cols, theme.New("dark", true, true))
+		fresh.SetRows(rows)
+		fresh.SetSort(2, true)
+		fresh.SetFilter(f)
+		if got, want := shown(typed), shown(fresh); !slices.Equal(got, want) {
+			t.Errorf("filter %q after %q: %d rows %v, want %d %v", f, steps[max(k-1, 0)], len(got), got[:min(5, len(got))], len(want), want[:min(5, len(want))])
+		}
+	}
+}

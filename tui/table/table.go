@@ -79,6 +79,12 @@ type Table struct {
 	filter   string
 	match    func(string) bool
 	invert   bool
+	// matchLow is the filter's text when it is plain (not a regexp),
+	// lower-cased; viewLow and viewCol are those t.view was filtered by
+	// when not inverted ("" = not plain text, or no filter).
+	matchLow string
+	viewLow  string
+	viewCol  int
 	matchCol int // column a "name:value" filter applies to; -1 = all
 
 	order []int32 // all rows, sorted
@@ -322,6 +328,7 @@ func (t *Table) SetFilter(f string) {
 	}
 	t.filter = f
 	t.dirtyView = true
+	t.matchLow = ""
 	pat, inv := f, false
 	if strings.HasPrefix(pat, "!") {
 		pat, inv = pat[1:], true
@@ -340,6 +347,7 @@ func (t *Table) SetFilter(f string) {
 	}
 	low := strings.ToLower(pat)
 	t.match = func(s string) bool { return strings.Contains(s, low) }
+	t.matchLow = low
 }
 
 // FilterError says why a filter that looks like a regular expression
@@ -501,6 +509,14 @@ func (t *Table) sortOrder() {
 }
 
 // numKey is a row index and its number as orderedBits.
+// narrows reports whether the filter is plain text containing the plain
+// text t.view was filtered by, on the same column and neither inverted:
+// typing on in the filter then re-filters only the rows shown.
+func (t *Table) narrows() bool {
+	return t.matchLow != "" && !t.invert && t.viewLow != "" && t.viewCol == t.matchCol &&
+		strings.Contains(t.matchLow, t.viewLow)
+}
+
 type numKey struct {
 	k uint64
 	i int32
@@ -566,6 +582,7 @@ func (t *Table) ensure() {
 	if !t.dirtySort && !t.dirtyView {
 		return
 	}
+	sorted := t.dirtySort
 	if t.dirtySort {
 		n := len(t.rows)
 		if cap(t.order) >= n {
@@ -584,10 +601,17 @@ func (t *Table) ensure() {
 	}
 	if t.match == nil {
 		t.view = t.order
+		t.viewLow = ""
 	} else {
 		t.buildSearch()
-		v := make([]int32, 0, len(t.order)/4)
-		for _, i := range t.order {
+		from := t.order
+		if !sorted && t.narrows() {
+			// The pattern only grew: what it matches is a subset of
+			// what the shown rows matched, in the same order.
+			from = t.view
+		}
+		v := make([]int32, 0, len(from)/4)
+		for _, i := range from {
 			text := t.search[i]
 			if t.matchCol >= 0 {
 				text = strings.ToLower(t.rows[i].Cells[t.matchCol])
@@ -597,6 +621,10 @@ func (t *Table) ensure() {
 			}
 		}
 		t.view = v
+		t.viewLow, t.viewCol = "", t.matchCol
+		if !t.invert {
+			t.viewLow = t.matchLow
+		}
 	}
 	t.dirtyView = false
 	t.relocate()
