@@ -544,27 +544,37 @@ func orderedBits(f float64, desc bool) uint64 {
 }
 
 // radixSort sorts ks by k, equal keys in their order (LSD, a byte per
-// pass; a byte every key shares costs one counting pass and no move, so
-// small integers such as priorities sort in two or three passes). tmp is
-// scratch of the same length; the sorted slice is ks or tmp.
+// pass). A byte every key shares costs no pass: small integers such as
+// priorities sort in two or three. tmp is scratch of the same length; the
+// sorted slice is ks or tmp.
 func radixSort(ks, tmp []numKey) []numKey {
-	var count [256]int
-	for shift := uint(0); shift < 64; shift += 8 {
-		clear(count[:])
-		for _, k := range ks {
-			count[byte(k.k>>shift)]++
-		}
-		if len(ks) == 0 || count[byte(ks[0].k>>shift)] == len(ks) {
+	if len(ks) == 0 {
+		return ks
+	}
+	// The bytes in which some key differs from the first: only those
+	// need a pass.
+	var diff uint64
+	for _, k := range ks {
+		diff |= k.k ^ ks[0].k
+	}
+	for b := range 8 {
+		shift := uint(8 * b)
+		if byte(diff>>shift) == 0 {
 			continue
 		}
+		var count [256]int
+		c := &count
+		for _, k := range ks {
+			c[byte(k.k>>shift)]++
+		}
 		pos := 0
-		for b := range count {
-			pos, count[b] = pos+count[b], pos
+		for d := range c {
+			pos, c[d] = pos+c[d], pos
 		}
 		for _, k := range ks {
 			d := byte(k.k >> shift)
-			tmp[count[d]] = k
-			count[d]++
+			tmp[c[d]] = k
+			c[d]++
 		}
 		ks, tmp = tmp, ks
 	}
