@@ -69,6 +69,8 @@ bench-million:
 	$(GO) test -run='^$$' -bench='BenchmarkSchedulerPass(Churn)?/queued=1000000/' -benchmem -benchtime=5x -count=1 -timeout=20m ./engine/scheduler/
 	$(GO) test -run='^$$' -bench='BenchmarkListContainersFirstPage/queued=1000000/' -benchmem -benchtime=20x -count=1 -timeout=20m ./engine/api/
 	$(GO) test -run='^TestMemory1M$$' -count=1 -v -timeout=30m ./engine -memory
+	$(GO) test -run='^$$' -bench='BenchmarkConsoleKeys/containers=1000000/' -benchmem -benchtime=10x -count=1 -timeout=20m ./tui/
+	$(GO) test -run='^$$' -bench='BenchmarkRemoteRefresh/containers=1000000/' -benchmem -benchtime=2x -count=1 -timeout=20m ./tui/backend/
 
 # The chaos soak with 16 fault and workload seeds (make test runs one), then
 # the kill -9 soak at full size. Each seed must have every container final

@@ -1,14 +1,39 @@
 package tui
 
-import "testing"
+import (
+	"fmt"
+	"runtime"
+	"testing"
+)
 
-func benchModel(b *testing.B) *Model {
+func benchModel(b *testing.B) *Model { return benchModelSized(b, 1000, 100000) }
+
+// benchModelSized is a console on the containers view of a snapshot with
+// nInst instances and nCtr containers, its filter index built (what the
+// runtime does off the UI goroutine with the command Update returns).
+func benchModelSized(b *testing.B, nInst, nCtr int) *Model {
+	m, _ := benchModelHeap(b, nInst, nCtr)
+	return m
+}
+
+// benchModelHeap is benchModelSized and the heap the model holds (its
+// snapshot, rows and filter index) in MiB.
+func benchModelHeap(b *testing.B, nInst, nCtr int) (*Model, float64) {
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
 	m, fb := newTest(b, Options{})
 	size(m, 120, 40)
-	load(b, m, fb, fakeSnapshot(1000, 100000))
+	load(b, m, fb, fakeSnapshot(nInst, nCtr))
+	fb.set(nil) // the model's copy only
 	press(m, "2")
+	if job := m.tables[vContainers].SearchJob(); job != nil {
+		m.tables[vContainers].SetSearch(job())
+	}
 	m.View()
-	return m
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	return m, (float64(m1.HeapAlloc) - float64(m0.HeapAlloc)) / (1 << 20)
 }
 
 func BenchmarkView(b *testing.B) {
@@ -32,5 +57,55 @@ func BenchmarkKeyToFrame(b *testing.B) {
 		_ = m.View()
 		press(m, "esc")
 		_ = m.View()
+	}
+}
+
+// BenchmarkConsoleKeys is key → frame for each key an operator uses, one
+// key and the frame after it per op, on the containers view at 100,000
+// and 1,000,000 rows (issue 17). Keys that toggle (sort, view switch,
+// filter) alternate, so every op does the work of one press; filter-typed
+// types a prefix every id shares, filter-id the digits of one id.
+func BenchmarkConsoleKeys(b *testing.B) {
+	for _, sz := range []struct{ inst, ctr int }{{1000, 100000}, {10000, 1000000}} {
+		m, heap := benchModelHeap(b, sz.inst, sz.ctr)
+		name := fmt.Sprintf("containers=%d/instances=%d", sz.ctr, sz.inst)
+		keysOf := []struct {
+			name string
+			seq  [][]string // ops cycled through; each op is one key (or typed text)
+		}{
+			{"frame", [][]string{{}}},
+			{"down", [][]string{{"j"}}},
+			{"pagedown", [][]string{{"pgdown"}, {"pgdown"}, {"pgdown"}, {"g"}}},
+			{"sort", [][]string{{"P"}}},
+			{"filter-typed", [][]string{{"/"}, {"text:c"}, {"text:-"}, {"text:0"}, {"text:0"}, {"esc"}}},
+			{"filter-id", [][]string{{"/"}, {"text:4"}, {"text:2"}, {"text:1"}, {"text:3"}, {"text:7"}, {"esc"}}},
+			{"view-switch", [][]string{{"1"}, {"2"}}},
+		}
+		for _, k := range keysOf {
+			b.Run(name+"/key="+k.name, func(b *testing.B) {
+				op := func(i int) {
+					for _, s := range k.seq[i%len(k.seq)] {
+						if len(s) > 5 && s[:5] == "text:" {
+							typeText(m, s[5:])
+						} else {
+							press(m, s)
+						}
+					}
+					_ = m.View()
+				}
+				b.ReportAllocs()
+				i := 0
+				for ; b.Loop(); i++ {
+					op(i)
+				}
+				b.StopTimer()
+				for ; i%len(k.seq) != 0; i++ { // leave the model as found
+					op(i)
+				}
+				if k.name == "frame" {
+					b.ReportMetric(heap, "model-MiB")
+				}
+			})
+		}
 	}
 }

@@ -41,6 +41,11 @@ type Remote struct {
 	last *Snapshot
 	// retry spaces out attempts after a failed snapshot (guarded by mu).
 	retry backoff
+	// listAt is when the last full snapshot started and listCost how
+	// long it took (guarded by mu): the lists are read again only
+	// listDuty × listCost after listAt (see snapshot).
+	listAt   time.Time
+	listCost time.Duration
 	// now is the clock of the back-off (time.Now; tests set it).
 	now func() time.Time
 }
@@ -69,8 +74,8 @@ func (r *Remote) Describe() string { return r.describe }
 
 // Snapshot implements Backend. It reads the summary, instances, types,
 // events and containers concurrently; containers come in pages of
-// api.MaxListLimit (sorted by creation time, so that pages stay aligned
-// while the set changes) until items_available, without duplicates.
+// api.MaxListLimit chained by continue tokens (submission order), so
+// that a container is read once however the set changes meanwhile.
 //
 // A failed snapshot is a *FatalError when retrying cannot help (a wrong
 // token, not a dispatcher) and a *RetryError otherwise; after one, the
@@ -116,14 +121,58 @@ func (r *Remote) snapshot(ctx context.Context) (*Snapshot, error) {
 			s.Summary, s.Events, s.TakenAt = sum, evs, time.Now()
 			return &s, nil
 		}
+		r.mu.Lock()
+		paced := r.listCost >= pacedCost && r.now().Before(r.listAt.Add(listDuty*r.listCost))
+		r.mu.Unlock()
+		if paced {
+			return r.pacedSnapshot(ctx, last, sum, evs)
+		}
 	}
+	start := r.now()
 	s, err := r.fullSnapshot(ctx)
 	if err == nil {
 		r.mu.Lock()
-		r.last = s
+		r.last, r.listAt, r.listCost = s, start, r.now().Sub(start)
 		r.mu.Unlock()
 	}
 	return s, err
+}
+
+// listDuty paces the full reads: after one that took d, the container
+// list is read again only listDuty×d after it started, so that a console
+// attached to a very large queue spends at most a fifth of its time (and
+// of the daemon's encoding) on the list. At a million containers a full
+// read takes about 24 s (470 MB of JSON; BENCHMARKS.md): without pacing a
+// busy daemon, whose counts change every pass, would be encoding the
+// list to the console without pause. A read under pacedCost (about
+// 10,000 containers) is not paced: every refresh stays exact.
+const (
+	listDuty  = 5
+	pacedCost = 250 * time.Millisecond
+)
+
+// pacedSnapshot is a refresh between two paced full reads: the summary,
+// events, instances and types are fresh, the container list is last's.
+// last stays the reference of the cheap check, so the next refresh after
+// the pause reads the list again.
+func (r *Remote) pacedSnapshot(ctx context.Context, last *Snapshot, sum engine.Summary, evs []queue.Event) (*Snapshot, error) {
+	inst, err := r.c.Instances(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("instances: %w", err)
+	}
+	types, err := r.c.Types(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("types: %w", err)
+	}
+	if inst == nil {
+		inst = []worker.InstanceView{}
+	}
+	if types == nil {
+		types = []engine.TypeSummary{}
+	}
+	s := *last
+	s.Summary, s.Events, s.Instances, s.Types, s.TakenAt = sum, evs, inst, types, time.Now()
+	return &s, nil
 }
 
 func lastSeq(evs []queue.Event) uint64 {
@@ -201,27 +250,27 @@ func firstCause(errs []error) error {
 	return errs[0]
 }
 
-// containers reads every container, page by page.
+// containers reads every container, page by page, through continue
+// tokens: pages in submission order, each costing the daemon only the
+// page (a walk by sort and offset made it sort the whole queue for every
+// page, about a second per page at a million containers), and covering
+// every container that exists throughout exactly once. The console sorts
+// and filters the rows itself, across all of them.
 func (r *Remote) containers(ctx context.Context) ([]queue.Container, error) {
-	var (
-		out  []queue.Container
-		seen = map[string]bool{}
-	)
-	for offset := 0; ; {
-		page, total, err := r.c.Containers(ctx, api.ListQuery{Sort: "created", Offset: offset, Limit: r.pageSize})
+	var out []queue.Container
+	for cont := ""; ; {
+		page, err := r.c.ListContainerPage(ctx, api.ListQuery{Limit: r.pageSize}, nil, cont)
 		if err != nil {
 			return nil, err
 		}
-		for _, c := range page {
-			if !seen[c.ID] {
-				seen[c.ID] = true
-				out = append(out, c)
-			}
+		if out == nil {
+			out = make([]queue.Container, 0, page.Available)
 		}
-		offset += len(page)
-		if len(page) == 0 || offset >= total {
+		out = append(out, page.Items...)
+		if page.Continue == "" || len(page.Items) == 0 {
 			return out, nil
 		}
+		cont = page.Continue
 	}
 }
 

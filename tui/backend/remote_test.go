@@ -375,3 +375,48 @@ func TestRemoteSeesPendingReasonChanges(t *testing.T) {
 		}
 	}
 }
+
+// TestRemotePacesListReads checks that after a full read that took d the
+// container list is not read again before listDuty×d, while the summary
+// is fresh on every refresh, and that it is read once the pause is over.
+func TestRemotePacesListReads(t *testing.T) {
+	e, r, _ := newRemoteEnv(t)
+	e.submit("first", -1, 1)
+	now := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
+	r.now = func() time.Time { return now }
+	if _, err := r.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	r.listCost = time.Minute // as if the read had taken a minute
+	r.mu.Unlock()
+	id := e.submit("second", -1, 1)
+	has := func(s *Snapshot) bool {
+		for _, c := range s.Containers {
+			if c.ID == id {
+				return true
+			}
+		}
+		return false
+	}
+	for _, tc := range []struct {
+		at       time.Duration
+		wantList bool
+	}{
+		{time.Second, false},
+		{listDuty*time.Minute - time.Second, false},
+		{listDuty * time.Minute, true},
+	} {
+		now = time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC).Add(tc.at)
+		s, err := r.Snapshot(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := s.Summary.Containers[queue.Queued] + s.Summary.Containers[queue.Locked] + s.Summary.Containers[queue.Running] + s.Summary.Containers[queue.Complete]; n < 2 {
+			t.Errorf("at %s: the summary counts %d containers, want it fresh (2)", tc.at, n)
+		}
+		if got := has(s); got != tc.wantList {
+			t.Errorf("at %s: the list has the new container = %v, want %v", tc.at, got, tc.wantList)
+		}
+	}
+}

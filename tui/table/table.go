@@ -14,6 +14,7 @@ package table
 
 import (
 	"cmp"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -78,9 +79,22 @@ type Table struct {
 	filter   string
 	match    func(string) bool
 	invert   bool
+	// matchLow is the filter's text when it is plain (not a regexp),
+	// lower-cased; viewLow and viewCol are those t.view was filtered by
+	// when not inverted ("" = not plain text, or no filter).
+	matchLow string
+	viewLow  string
+	viewCol  int
 	matchCol int // column a "name:value" filter applies to; -1 = all
 
-	order     []int32 // all rows, sorted
+	order []int32 // all rows, sorted
+	// numBuf and numTmp are sortOrder's scratch for a numeric column,
+	// kept so that a sort at a million rows allocates nothing.
+	numBuf, numTmp []numKey
+	// keys are column keyCol's numbers as ascending orderedBits, for
+	// the current rows (replaced by each refresh; -1 = none).
+	keys      []uint64
+	keyCol    int
 	view      []int32 // order, filtered
 	dirtySort bool
 	dirtyView bool
@@ -107,7 +121,7 @@ const GutterWidth = 2
 // New returns an empty table.
 func New(cols []Column, th *theme.Theme) *Table {
 	return &Table{
-		cols: cols, theme: th, sortCol: -1, matchCol: -1, byID: map[string]int32{},
+		cols: cols, theme: th, sortCol: -1, matchCol: -1, keyCol: -1, byID: map[string]int32{},
 		cache: map[string]*cacheLine{}, marks: map[string]struct{}{}, pending: map[string]struct{}{},
 	}
 }
@@ -163,11 +177,12 @@ type Base struct {
 	byID    map[string]int32
 	changed []uint32
 	search  []string
+	sortCol int
 }
 
 // Base returns the table's current data for Prepare.
 func (t *Table) Base() Base {
-	return Base{gen: t.gen, cols: t.cols, rows: t.rows, byID: t.byID, changed: t.changed, search: t.search}
+	return Base{gen: t.gen, cols: t.cols, rows: t.rows, byID: t.byID, changed: t.changed, search: t.search, sortCol: t.sortCol}
 }
 
 // Prepared is a refresh computed by Prepare, for SetPrepared.
@@ -177,6 +192,8 @@ type Prepared struct {
 	byID    map[string]int32
 	changed []uint32
 	search  []string
+	keys    []uint64 // the sort column's keys (numericKeys), if numeric
+	keyCol  int
 }
 
 // Prepare computes what SetRows(rows) would do to a table in state b: the
@@ -186,7 +203,12 @@ func (b Base) Prepare(rows []Row) *Prepared {
 	first := b.gen == 0 && len(b.rows) == 0
 	gen := b.gen + 1
 	p := &Prepared{base: b.gen, rows: rows, byID: make(map[string]int32, len(rows)),
-		changed: make([]uint32, len(rows)), search: make([]string, len(rows))}
+		changed: make([]uint32, len(rows)), search: make([]string, len(rows)), keyCol: -1}
+	if c := b.sortCol; c >= 0 && c < len(b.cols) && b.cols[c].Numeric {
+		if ks, ok := numericKeys(rows, c); ok {
+			p.keys, p.keyCol = ks, c
+		}
+	}
 	for i := range rows {
 		r := &rows[i]
 		p.byID[r.ID] = int32(i)
@@ -229,6 +251,7 @@ func (t *Table) install(p *Prepared) {
 	}
 	t.gen = p.base + 1
 	t.rows, t.byID, t.changed, t.search = p.rows, p.byID, p.changed, p.search
+	t.keys, t.keyCol = p.keys, p.keyCol
 	for id := range t.marks {
 		if _, ok := p.byID[id]; !ok {
 			delete(t.marks, id)
@@ -318,6 +341,7 @@ func (t *Table) SetFilter(f string) {
 	}
 	t.filter = f
 	t.dirtyView = true
+	t.matchLow = ""
 	pat, inv := f, false
 	if strings.HasPrefix(pat, "!") {
 		pat, inv = pat[1:], true
@@ -336,6 +360,7 @@ func (t *Table) SetFilter(f string) {
 	}
 	low := strings.ToLower(pat)
 	t.match = func(s string) bool { return strings.Contains(s, low) }
+	t.matchLow = low
 }
 
 // FilterError says why a filter that looks like a regular expression
@@ -446,18 +471,162 @@ func writeLower(b *strings.Builder, s string) {
 	b.WriteString(s)
 }
 
-func (t *Table) compare(a, b int32) int {
+// sortOrder sorts t.order (the identity) by the sort column; rows with
+// equal keys stay in source order, as a stable sort leaves them. The keys
+// are copied out next to their row index first: comparing through t.rows
+// (a stable merge sort fetching two rows per comparison) took 490 ms at
+// 1,000,000 rows. Numbers are radix-sorted (a key press must not cost an
+// n log n of comparisons), text by pdqsort with ties broken by index.
+func (t *Table) sortOrder() {
 	c := t.sortCol
-	var r int
-	if t.cols[c].Numeric && c < len(t.rows[a].Nums) && c < len(t.rows[b].Nums) {
-		r = cmp.Compare(t.rows[a].Nums[c], t.rows[b].Nums[c])
-	} else {
-		r = strings.Compare(t.rows[a].Cells[c], t.rows[b].Cells[c])
+	if t.cols[c].Numeric {
+		n := len(t.order)
+		if cap(t.numBuf) < n {
+			t.numBuf, t.numTmp = make([]numKey, n), make([]numKey, n)
+		}
+		ks, tmp := t.numBuf[:n], t.numTmp[:n]
+		var desc uint64
+		if t.sortDesc {
+			desc = ^desc
+		}
+		numeric := t.cacheKeys(c)
+		if numeric {
+			for j, i := range t.order {
+				ks[j] = numKey{t.keys[i] ^ desc, i}
+			}
+			ks = radixSort(ks, tmp)
+			for j := range ks {
+				t.order[j] = ks[j].i
+			}
+			return
+		}
 	}
+	dir := 1
 	if t.sortDesc {
-		r = -r
+		dir = -1
 	}
-	return r
+	ks := make([]strKey, len(t.order))
+	for j, i := range t.order {
+		ks[j] = strKey{t.rows[i].Cells[c], i}
+	}
+	slices.SortFunc(ks, func(a, b strKey) int {
+		if r := strings.Compare(a.k, b.k); r != 0 {
+			return r * dir
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+	for j := range ks {
+		t.order[j] = ks[j].i
+	}
+}
+
+// cacheKeys makes t.keys column c's numbers as orderedBits, ascending
+// (Prepare computes them off the UI goroutine for the sort column; a sort
+// by another column extracts them here, once per refresh), and reports
+// false if a row has no number for c.
+func (t *Table) cacheKeys(c int) bool {
+	if t.keyCol == c && len(t.keys) == len(t.rows) {
+		return true
+	}
+	ks, ok := numericKeys(t.rows, c)
+	if !ok {
+		return false
+	}
+	t.keys, t.keyCol = ks, c
+	return true
+}
+
+// numericKeys is column c's numbers of rows as ascending orderedBits;
+// false if a row has none for c. Read in one pass: through t.rows
+// (two dependent loads per row) they are most of a numeric sort's cost.
+func numericKeys(rows []Row, c int) ([]uint64, bool) {
+	ks := make([]uint64, len(rows))
+	for i := range rows {
+		nums := rows[i].Nums
+		if c >= len(nums) {
+			return nil, false
+		}
+		ks[i] = orderedBits(nums[c], false)
+	}
+	return ks, true
+}
+
+// numKey is a row index and its number as orderedBits.
+// narrows reports whether the filter is plain text containing the plain
+// text t.view was filtered by, on the same column and neither inverted:
+// typing on in the filter then re-filters only the rows shown.
+func (t *Table) narrows() bool {
+	return t.matchLow != "" && !t.invert && t.viewLow != "" && t.viewCol == t.matchCol &&
+		strings.Contains(t.matchLow, t.viewLow)
+}
+
+type numKey struct {
+	k uint64
+	i int32
+}
+
+// orderedBits maps f to an integer in the same order as cmp.Compare puts
+// floats (NaN first, -0 equal to 0), inverted for a descending sort.
+func orderedBits(f float64, desc bool) uint64 {
+	if f == 0 {
+		f = 0 // -0 too
+	}
+	u := math.Float64bits(f)
+	switch {
+	case f != f:
+		u = 0
+	case u>>63 == 1:
+		u = ^u
+	default:
+		u |= 1 << 63
+	}
+	if desc {
+		u = ^u
+	}
+	return u
+}
+
+// radixSort sorts ks by k, equal keys in their order (LSD, a byte per
+// pass). A byte every key shares costs no pass: small integers such as
+// priorities sort in two or three. tmp is scratch of the same length; the
+// sorted slice is ks or tmp.
+func radixSort(ks, tmp []numKey) []numKey {
+	if len(ks) == 0 {
+		return ks
+	}
+	// The bytes in which some key differs from the first: only those
+	// need a pass.
+	var diff uint64
+	for _, k := range ks {
+		diff |= k.k ^ ks[0].k
+	}
+	for b := range 8 {
+		shift := uint(8 * b)
+		if byte(diff>>shift) == 0 {
+			continue
+		}
+		var count [256]int
+		c := &count
+		for _, k := range ks {
+			c[byte(k.k>>shift)]++
+		}
+		pos := 0
+		for d := range c {
+			pos, c[d] = pos+c[d], pos
+		}
+		for _, k := range ks {
+			d := byte(k.k >> shift)
+			tmp[c[d]] = k
+			c[d]++
+		}
+		ks, tmp = tmp, ks
+	}
+	return ks
+}
+
+type strKey struct {
+	k string
+	i int32
 }
 
 // ensure recomputes the sorted and filtered indexes if needed and puts the
@@ -466,6 +635,7 @@ func (t *Table) ensure() {
 	if !t.dirtySort && !t.dirtyView {
 		return
 	}
+	sorted := t.dirtySort
 	if t.dirtySort {
 		n := len(t.rows)
 		if cap(t.order) >= n {
@@ -477,17 +647,24 @@ func (t *Table) ensure() {
 			t.order[i] = int32(i)
 		}
 		if t.sortCol >= 0 && t.sortCol < len(t.cols) {
-			slices.SortStableFunc(t.order, t.compare)
+			t.sortOrder()
 		}
 		t.dirtySort = false
 		t.dirtyView = true
 	}
 	if t.match == nil {
 		t.view = t.order
+		t.viewLow = ""
 	} else {
 		t.buildSearch()
-		v := make([]int32, 0, len(t.order)/4)
-		for _, i := range t.order {
+		from := t.order
+		if !sorted && t.narrows() {
+			// The pattern only grew: what it matches is a subset of
+			// what the shown rows matched, in the same order.
+			from = t.view
+		}
+		v := make([]int32, 0, len(from)/4)
+		for _, i := range from {
 			text := t.search[i]
 			if t.matchCol >= 0 {
 				text = strings.ToLower(t.rows[i].Cells[t.matchCol])
@@ -497,6 +674,10 @@ func (t *Table) ensure() {
 			}
 		}
 		t.view = v
+		t.viewLow, t.viewCol = "", t.matchCol
+		if !t.invert {
+			t.viewLow = t.matchLow
+		}
 	}
 	t.dirtyView = false
 	t.relocate()

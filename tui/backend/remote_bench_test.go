@@ -1,0 +1,121 @@
+package backend
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"sync/atomic"
+	"testing"
+
+	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/engine"
+	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/queue"
+)
+
+// BenchmarkRemoteRefresh is what an attached console (--connect) pays per
+// refresh against a daemon on the cloudtest driver holding N waiting
+// containers, over real HTTP: refresh=full is a refresh after the
+// containers changed (every container read and decoded), refresh=cheap
+// one after they did not (the summary and the newest events only). MB/op
+// is what the console read. Run by make bench-million at 1,000,000.
+func BenchmarkRemoteRefresh(b *testing.B) {
+	for _, n := range []int{100000, 1000000} {
+		b.Run(fmt.Sprintf("containers=%d", n), func(b *testing.B) {
+			env := enginetest.New(b, enginetest.Config(b), cloudtest.Options{}, engine.Options{})
+			specs := make([]queue.Spec, 10000)
+			for i := range specs {
+				p := 1 + i%5
+				specs[i] = queue.Spec{Command: []string{"true"}, Priority: &p, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 1 << 30}}
+			}
+			for range n / len(specs) {
+				if _, err := env.Engine.SubmitBatch(specs, "bench"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			srv := httptest.NewServer(api.NewServer(api.ServerOptions{Engine: env.Engine, Token: testToken}))
+			b.Cleanup(srv.Close)
+			ct := &byteCounter{}
+			c := api.NewClient(srv.URL, testToken)
+			c.HTTP = &http.Client{Transport: ct}
+			r := NewRemote(c, "bench")
+			ctx := context.Background()
+			for _, kind := range []string{"full", "cheap"} {
+				b.Run("refresh="+kind, func(b *testing.B) {
+					if _, err := r.Snapshot(ctx); err != nil {
+						b.Fatal(err)
+					}
+					ct.n.Store(0)
+					b.ReportAllocs()
+					for b.Loop() {
+						if kind == "full" {
+							r.mu.Lock()
+							r.last = nil
+							r.mu.Unlock()
+						}
+						s, err := r.Snapshot(ctx)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if len(s.Containers) != n {
+							b.Fatalf("%d containers, want %d", len(s.Containers), n)
+						}
+					}
+					b.ReportMetric(float64(ct.n.Load())/1e6/float64(b.N), "MB/op")
+					if kind == "full" {
+						b.StopTimer()
+						b.ReportMetric(retainedMiB(b, r), "snapshot-MiB")
+					}
+				})
+			}
+		})
+	}
+}
+
+// retainedMiB is the heap a full snapshot keeps (what the console holds
+// for the daemon's containers), measured around one full read.
+func retainedMiB(b *testing.B, r *Remote) float64 {
+	r.mu.Lock()
+	r.last = nil
+	r.mu.Unlock()
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	s, err := r.Snapshot(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.mu.Lock()
+	r.last = nil // only s holds it
+	r.mu.Unlock()
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	runtime.KeepAlive(s)
+	return (float64(m1.HeapAlloc) - float64(m0.HeapAlloc)) / (1 << 20)
+}
+
+// byteCounter counts the response bytes a client reads (chunked ones too).
+type byteCounter struct{ n atomic.Int64 }
+
+func (c *byteCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil {
+		resp.Body = &countedBody{resp.Body, &c.n}
+	}
+	return resp, err
+}
+
+type countedBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countedBody) Read(p []byte) (int, error) {
+	k, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(k))
+	return k, err
+}
