@@ -2,11 +2,15 @@ package queue
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"dispatch-tui/engine/runner"
 )
@@ -122,5 +126,96 @@ func TestAppendContainerMatchesMarshalRandom(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Fatalf("event %d:\n got %s\nwant %s", i, got, want)
 		}
+	}
+}
+
+// What a pass changed is in the bbolt file, in json.Marshal's encoding,
+// when the pass's flush returns: read back from the file itself (the queue
+// closed, without its flush-on-close having anything left to write).
+func TestFlushWritesMarshalEncodingToFile(t *testing.T) {
+	e := newEnv(t, nil)
+	var ids []string
+	for i, s := range []Spec{
+		spec("true"),
+		{Command: []string{"sh", "-c", "echo <&>"}, Env: map[string]string{"B": "2", "A": "é"}, Image: "img",
+			Scheduling: Scheduling{Labels: map[string]string{"zone": "b"}, Supervisor: true}},
+		{Command: []string{"x"}, HealthCheck: &HealthCheck{Command: []string{"check"}}},
+		spec("false"),
+	} {
+		s.Name = "c" + string(rune('0'+i))
+		ids = append(ids, e.submit(s).ID)
+	}
+	e.pass(func(tx *Tx) {
+		for i, id := range ids[:3] {
+			c := tx.Get(id)
+			if err := tx.Lock(c, "small"); err != nil {
+				t.Fatal(err)
+			}
+			if i > 0 {
+				if err := tx.Run(c, "i-1", "small"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := tx.Finish(tx.Get(ids[2]), 3, tx.Now()); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// The pass's flush has returned: nothing may be left for Close.
+	e.q.mu.Lock()
+	if len(e.q.dirty) != 0 || len(e.q.newEvents) != 0 {
+		t.Errorf("after the pass: %d records and %d events not written", len(e.q.dirty), len(e.q.newEvents))
+	}
+	want := map[uint64][]byte{}
+	for _, c := range e.q.byID {
+		j, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[c.Seq] = j
+	}
+	wantEvents := map[uint64][]byte{}
+	for _, ev := range e.q.recent {
+		j, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantEvents[ev.Seq] = j
+	}
+	e.q.mu.Unlock()
+	e.close()
+
+	db, err := bolt.Open(e.opts.Path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.View(func(tx *bolt.Tx) error {
+		n := 0
+		err := tx.Bucket(bucketContainers).ForEach(func(k, v []byte) error {
+			n++
+			if w := want[binary.BigEndian.Uint64(k)]; !bytes.Equal(v, w) {
+				t.Errorf("record %x in the file:\n got %s\nwant %s", k, v, w)
+			}
+			return nil
+		})
+		if n != len(want) {
+			t.Errorf("%d records in the file, want %d", n, len(want))
+		}
+		n = 0
+		err2 := tx.Bucket(bucketEvents).ForEach(func(k, v []byte) error {
+			n++
+			if w := wantEvents[binary.BigEndian.Uint64(k)]; !bytes.Equal(v, w) {
+				t.Errorf("event %x in the file:\n got %s\nwant %s", k, v, w)
+			}
+			return nil
+		})
+		if n != len(wantEvents) {
+			t.Errorf("%d events in the file, want %d", n, len(wantEvents))
+		}
+		return errors.Join(err, err2)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
