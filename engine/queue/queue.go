@@ -96,6 +96,9 @@ type Queue struct {
 	insBuf   []*Container // sortLocked's scratch
 	bySeq    []*Container // every container of byID by Seq (byseq.go)
 	tx       Tx           // the pass's, reused (Pass)
+	// flushBuf and flushRecs are Flush's scratch, reused (flushMu).
+	flushBuf  []byte
+	flushRecs []flushRec
 	// gen counts changes a reader of the containers could see (records,
 	// pending reasons, submits, drops), so a client can tell its copy is
 	// still current.
@@ -105,13 +108,16 @@ type Queue struct {
 	counts    map[State]int
 	dirty     map[string]struct{}
 	newEvents []Event
-	recent    []Event // the last EventsInMemory events, oldest first (a window of recentBuf)
-	recentBuf []Event
-	nextEvent uint64
-	nextSeq   uint64
-	paused    bool
-	subs      map[int]chan struct{}
-	nextSub   int
+	// spareEvents is an emptied events array for newEvents after the
+	// flush that wrote it (Flush), so a pass's events do not regrow it.
+	spareEvents []Event
+	recent      []Event // the last EventsInMemory events, oldest first (a window of recentBuf)
+	recentBuf   []Event
+	nextEvent   uint64
+	nextSeq     uint64
+	paused      bool
+	subs        map[int]chan struct{}
+	nextSub     int
 }
 
 // Open opens (or creates) the store at opts.Path and loads every record.
@@ -312,17 +318,19 @@ func (q *Queue) SubmitBatch(specs []Spec, actor string) ([]Container, error) {
 	err := q.group.write(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketContainers)
 		b.FillPercent = appendFill
+		var buf []byte // values stay valid until commit: not reused
 		for _, c := range recs {
-			body, err := json.Marshal(c)
-			if err != nil {
-				return err
+			start := len(buf)
+			var err error
+			if buf, err = appendContainer(buf, c); err != nil {
+				return fmt.Errorf("encode container %s: %w", c.ID, err)
 			}
-			if err := b.Put(containerKey(c.Seq), body); err != nil {
+			if err := b.Put(containerKey(c.Seq), buf[start:len(buf):len(buf)]); err != nil {
 				return err
 			}
 		}
 		eb := tx.Bucket(bucketEvents)
-		if err := putEvents(eb, events); err != nil {
+		if _, err := putEvents(eb, events, buf[len(buf):]); err != nil {
 			return err
 		}
 		if q.opts.EventRetention > 0 {
@@ -563,21 +571,29 @@ func (q *Queue) unlogEventsLocked(events []Event) {
 	q.recent = q.recentBuf[max(0, len(q.recentBuf)-q.opts.EventsInMemory):]
 }
 
-// putEvents writes events to the events bucket.
-func putEvents(eb *bolt.Bucket, events []Event) error {
+// putEvents writes events to the events bucket, encoding them at the end
+// of buf, which it returns grown; buf must not change until the
+// transaction ends (bbolt keeps the values until commit).
+func putEvents(eb *bolt.Bucket, events []Event, buf []byte) ([]byte, error) {
 	eb.FillPercent = appendFill
-	for _, e := range events {
-		body, err := json.Marshal(e)
-		if err != nil {
-			return err
+	start := len(buf)
+	ends := make([]int, 0, len(events))
+	for i := range events {
+		var err error
+		if buf, err = appendEvent(buf, &events[i]); err != nil {
+			return buf, fmt.Errorf("encode event %d: %w", events[i].Seq, err)
 		}
-		var k [8]byte
-		binary.BigEndian.PutUint64(k[:], e.Seq)
-		if err := eb.Put(k[:], body); err != nil {
-			return err
-		}
+		ends = append(ends, len(buf))
 	}
-	return nil
+	for i := range events {
+		var k [8]byte
+		binary.BigEndian.PutUint64(k[:], events[i].Seq)
+		if err := eb.Put(k[:], buf[start:ends[i]:ends[i]]); err != nil {
+			return buf, err
+		}
+		start = ends[i]
+	}
+	return buf, nil
 }
 
 // AddEvent records an event (e.g. a cloud error or an instance verb) and
@@ -765,7 +781,20 @@ func pruneEvents(b *bolt.Bucket, newest, keep uint64) error {
 	return nil
 }
 
+// flushRec is a changed record a flush writes: its key and where its
+// encoding is in flushBuf.
+type flushRec struct {
+	id         string
+	seq        uint64
+	start, end int
+}
+
 // Flush writes every changed record and new event in one transaction.
+// Records are encoded under q.mu (the scheduler changes them under it),
+// into a buffer reused from flush to flush (flushMu), and written in key
+// order, which bbolt's B+tree takes with fewer page visits than random
+// puts. The write is committed (and synced, unless NoSync) before Flush
+// returns.
 func (q *Queue) Flush() error {
 	q.flushMu.Lock()
 	defer q.flushMu.Unlock()
@@ -774,36 +803,37 @@ func (q *Queue) Flush() error {
 		q.mu.Unlock()
 		return nil
 	}
-	type rec struct {
-		id   string
-		seq  uint64
-		body []byte
-	}
-	recs := make([]rec, 0, len(q.dirty))
+	buf := q.flushBuf[:0]
+	recs := q.flushRecs[:0]
 	for id := range q.dirty {
-		body, err := json.Marshal(q.byID[id])
-		if err != nil {
+		c := q.byID[id]
+		start := len(buf)
+		var err error
+		if buf, err = appendContainer(buf, c); err != nil {
 			q.mu.Unlock()
 			return fmt.Errorf("encode container %s: %w", id, err)
 		}
-		recs = append(recs, rec{id, q.byID[id].Seq, body})
+		recs = append(recs, flushRec{id: id, seq: c.Seq, start: start, end: len(buf)})
 	}
 	clear(q.dirty)
 	drop := q.dropFinishedLocked()
 	events := q.newEvents
-	q.newEvents = nil
+	q.newEvents = q.spareEvents[:0] // the previous flush's array, if any
+	q.spareEvents = nil
 	paused := q.paused
 	q.mu.Unlock()
 
+	slices.SortFunc(recs, func(a, b flushRec) int { return cmp.Compare(a.seq, b.seq) })
 	err := q.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketContainers)
 		for _, r := range recs {
-			if err := b.Put(containerKey(r.seq), r.body); err != nil {
+			if err := b.Put(containerKey(r.seq), buf[r.start:r.end:r.end]); err != nil {
 				return err
 			}
 		}
 		eb := tx.Bucket(bucketEvents)
-		if err := putEvents(eb, events); err != nil {
+		var err error
+		if buf, err = putEvents(eb, events, buf); err != nil {
 			return err
 		}
 		for _, c := range drop {
@@ -836,5 +866,26 @@ func (q *Queue) Flush() error {
 		q.mu.Unlock()
 		return fmt.Errorf("write store: %w", err)
 	}
+	// bbolt has copied the values into its pages at commit: the buffers
+	// are free for the next flush (kept unless a burst made them large).
+	if cap(buf) <= maxKeptFlushBuf {
+		q.flushBuf = buf[:0]
+	}
+	clear(recs)
+	if cap(recs) <= maxKeptFlushBuf/64 {
+		q.flushRecs = recs[:0]
+	}
+	// events' array is ours again: the next flush's events may fill it
+	// instead of growing a new one event by event.
+	if cap(events) <= maxKeptFlushBuf/64 {
+		clear(events)
+		q.mu.Lock()
+		q.spareEvents = events[:0]
+		q.mu.Unlock()
+	}
 	return nil
 }
+
+// maxKeptFlushBuf bounds the encoding buffer a queue keeps between
+// flushes (a start-up or bulk submit may have needed far more).
+const maxKeptFlushBuf = 8 << 20

@@ -67,10 +67,18 @@ func (tx *Tx) Paused() bool { return tx.q.paused }
 func (tx *Tx) SetPending(c *Container, p Pending) {
 	// Field by field, cheapest first: a pass calls this for every waiting
 	// container, and most calls change nothing or only N.
-	if c.pending.N != p.N || c.pending.Code != p.Code || c.pending.Arg != p.Arg {
-		c.pending = p
-		tx.q.gen++ // visible in the container's reason
+	if c.pending.Code == p.Code && c.pending.Arg == p.Arg {
+		// Only N (the position, after containers ahead left): an int
+		// store, without the write barriers that storing Code's and
+		// Arg's pointers costs while a collection runs.
+		if c.pending.N != p.N {
+			c.pending.N = p.N
+			tx.q.gen++ // visible in the container's reason
+		}
+		return
 	}
+	c.pending = p
+	tx.q.gen++
 }
 
 // move changes c's state and records a state event with reason.
