@@ -219,6 +219,7 @@ type Container struct {
 	Priority           int         `json:"priority"`
 	Held               bool        `json:"held"`
 	hints              schedHints  // from Scheduling, in the padding after Held
+	ord                orderSlot   // the queue's order (order.go), in the same padding
 	RuntimeConstraints Constraints `json:"runtime_constraints"`
 	FirstSeenAt        time.Time   `json:"first_seen_at"`
 	pending            Pending
@@ -264,13 +265,15 @@ type Container struct {
 	// HealthCheck is the command the runner runs beside the container
 	// (health.go); nil for none.
 	HealthCheck *HealthCheck `json:"health_check,omitempty"`
-	// Health is what its runner last reported of the health check. Only
-	// views carry it (from health below): it changes every interval, so
-	// it is kept in memory, not written to the store.
+	// Health is what its runner last reported of the health check. It
+	// changes every interval, so it is kept in memory, never written to
+	// the store (appendContainer leaves it out).
 	Health *runner.Health `json:"health,omitempty"`
-	health *runner.Health
-	// ord is the container's place in the scheduling order (order.go).
-	ord orderSlot
+	// ordPrio is the priority the record is placed in the order by
+	// (order.go). With ord in the first line's padding and no second copy
+	// of Health, a record is 512 bytes, not the 576-byte size class: 10 %
+	// less memory for a pass to walk at 100,000 queued.
+	ordPrio int
 }
 
 // schedHints says, in the record's first cache line, which scheduling
@@ -314,8 +317,8 @@ func (c *Container) Pending() Pending { return c.pending }
 // pending reason for containers that are not final.
 func (c *Container) View() Container {
 	v := *c
-	v.startSent = false // the scheduler's, not part of the record
-	v.ord = orderSlot{} // the queue's, not part of the record
+	v.startSent = false               // the scheduler's, not part of the record
+	v.ord, v.ordPrio = orderSlot{}, 0 // the queue's, not part of the record
 	v.Command = append([]string(nil), c.Command...)
 	v.Env = copyMap(c.Env)
 	v.Scheduling.Labels = copyMap(c.Scheduling.Labels)
@@ -325,10 +328,9 @@ func (c *Container) View() Container {
 	}
 	v.Scheduling.Preemptible = copyBool(c.Scheduling.Preemptible)
 	v.HealthCheck = c.HealthCheck.clone()
-	v.health = nil
 	v.Health = nil
-	if c.health != nil {
-		h := *c.health
+	if c.Health != nil {
+		h := *c.Health
 		v.Health = &h
 	}
 	if !c.State.Final() && c.pending.Code != ReasonNone {

@@ -124,12 +124,7 @@ func appendContainer(b []byte, c *Container) ([]byte, error) {
 			return b, err
 		}
 	}
-	if c.Health != nil {
-		b = append(b, `,"health":`...)
-		if b, err = appendMarshal(b, c.Health); err != nil {
-			return b, err
-		}
-	}
+	// Health is in memory only (see Container.Health).
 	return append(b, '}'), nil
 }
 

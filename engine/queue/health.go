@@ -58,13 +58,13 @@ func (tx *Tx) SetHealth(c *Container, h *runner.Health) bool {
 	if h == nil {
 		return false
 	}
-	old := c.health
+	old := c.Health
 	if old != nil && old.State == h.State && old.Failures == h.Failures && old.LastCheck.Equal(h.LastCheck) &&
 		old.LastResult == h.LastResult && old.LastOutput == h.LastOutput {
 		return false
 	}
 	v := *h
-	c.health = &v
+	c.Health = &v
 	tx.q.gen++
 	if old == nil || old.State != h.State {
 		why := h.LastResult

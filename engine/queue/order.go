@@ -17,8 +17,7 @@ import (
 // sortLocked), so q.active stays sorted by these and can be binary searched.
 type orderSlot struct {
 	rank   int8
-	prio   int
-	placed bool // in q.active, at the place of rank and prio
+	placed bool // in q.active, at the place of rank and the record's ordPrio
 	moved  bool // in q.moved, to be re-placed by the next sortLocked
 }
 
@@ -38,7 +37,7 @@ func comparePlaced(a, b *Container) int {
 	if c := cmp.Compare(a.ord.rank, b.ord.rank); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(b.ord.prio, a.ord.prio); c != 0 {
+	if c := cmp.Compare(b.ordPrio, a.ordPrio); c != 0 {
 		return c
 	}
 	if c := a.FirstSeenAt.Compare(b.FirstSeenAt); c != 0 {
@@ -49,7 +48,7 @@ func comparePlaced(a, b *Container) int {
 
 // place records c's current sort key as the one it is placed with.
 func place(c *Container) {
-	c.ord = orderSlot{rank: int8(rank(c.State)), prio: c.Priority, placed: true}
+	c.ord, c.ordPrio = orderSlot{rank: int8(rank(c.State)), placed: true}, c.Priority
 }
 
 // sortLocked moves containers that ended from the active list to the end of

@@ -143,7 +143,7 @@ func (tx *Tx) Run(c *Container, instanceID, typeName string) error {
 	c.Attempts++
 	c.RunnerSeen = false
 	c.startSent = true
-	c.health = nil // a new attempt: its checks start over
+	c.Health = nil // a new attempt: its checks start over
 	c.InstanceID = instanceID
 	c.InstanceType = typeName
 	c.StartedAt = tx.now
