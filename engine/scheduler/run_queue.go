@@ -18,6 +18,7 @@ type passState struct {
 	ready     bool
 	paused    bool
 	createErr error // sticky for the pass once the cloud says no
+	atQuota   bool  // createErr is ErrAtQuota: decided once, read per waiting container
 	headKept  bool
 	position  int
 	st        *Stats
@@ -255,7 +256,7 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 			tx.SetPending(c, queue.Pending{Code: queue.ReasonBooting})
 			return
 		case errors.Is(err, worker.ErrAtQuota), errors.Is(err, worker.ErrThrottled):
-			ps.createErr = err
+			ps.createErr, ps.atQuota = err, errors.Is(err, worker.ErrAtQuota)
 		default:
 			// Every candidate type is in a capacity or failed-boot
 			// back-off, or the pool refused for another reason
@@ -276,7 +277,7 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 			return
 		}
 	}
-	if errors.Is(ps.createErr, worker.ErrAtQuota) {
+	if ps.atQuota {
 		s.waitAtQuota(ps, c, s.types[f.candidates[0]].Name)
 		return
 	}
