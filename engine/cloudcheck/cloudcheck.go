@@ -398,7 +398,11 @@ func (c *check) poll(ctx context.Context, try func(context.Context) (done bool, 
 		if done {
 			return err
 		}
-		last = err
+		// A try cut short by the deadline says only that: keep the error
+		// before it, which says why the tries failed.
+		if ctx.Err() == nil || last == nil {
+			last = err
+		}
 		t.Reset(c.opts.Poll)
 	}
 }
