@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/scheduler"
 	"dispatch-tui/engine/worker"
 )
 
@@ -33,6 +35,9 @@ type harness struct {
 	cloud *cloudtest.Driver
 	cfg   *config.Config
 	eng   *Engine
+	// passTotals sums the passes' Preempted and Unhealthy counts (what the
+	// metrics export); atomic, as OnPass runs on the engine's goroutine.
+	preempted, unhealthy atomic.Int64
 }
 
 func testConfig(t testing.TB) *config.Config {
@@ -67,7 +72,11 @@ func newHarness(t *testing.T, cfg *config.Config, ct cloudtest.Options) *harness
 // restart()).
 func (h *harness) start() {
 	h.t.Helper()
-	eng, err := New(Options{Config: h.cfg, InstanceSet: h.cloud, NewExecutor: h.cloud.Executor, Clock: h.clk})
+	eng, err := New(Options{Config: h.cfg, InstanceSet: h.cloud, NewExecutor: h.cloud.Executor, Clock: h.clk,
+		OnPass: func(st scheduler.Stats) {
+			h.preempted.Add(int64(st.Preempted))
+			h.unhealthy.Add(int64(st.Unhealthy))
+		}})
 	if err != nil {
 		h.t.Fatal(err)
 	}

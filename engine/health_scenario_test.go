@@ -60,6 +60,9 @@ func TestUnhealthyContainerIsKilledAndRetriedUnderOnFailure(t *testing.T) {
 	if n := h.cloud.StartCount(id); n != 2 {
 		t.Fatalf("started %d times on %s and after, want 2", n, first)
 	}
+	if n := h.unhealthy.Load(); n != 2 {
+		t.Fatalf("passes counted %d unhealthy ends, want 2 (dispatch_tui_containers_unhealthy_total)", n)
+	}
 }
 
 func TestUnhealthyContainerWithoutRestartEndsCancelled(t *testing.T) {

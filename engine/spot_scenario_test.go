@@ -134,6 +134,9 @@ func TestSpotInterruptionRequeuesWithoutSpendingAnAttempt(t *testing.T) {
 			if n := h.cloud.StartCount(id); n != 2 {
 				t.Fatalf("started %d times, want 2 (one per instance)", n)
 			}
+			if n := h.preempted.Load(); n != 1 {
+				t.Fatalf("passes counted %d preempted containers, want 1 (dispatch_tui_containers_preempted_total)", n)
+			}
 		})
 	}
 }

@@ -61,6 +61,8 @@ type Metrics struct {
 	passCreates  prometheus.Counter
 	passUnlocks  prometheus.Counter
 	passKills    prometheus.Counter
+	preempted    prometheus.Counter
+	unhealthy    prometheus.Counter
 }
 
 // NewRecorder returns a Metrics with its own registry (the global registry
@@ -90,10 +92,22 @@ func NewRecorder() *Metrics {
 	m.passCreates = actions.WithLabelValues("create")
 	m.passUnlocks = actions.WithLabelValues("unlock")
 	m.passKills = actions.WithLabelValues("kill")
+	m.preempted = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace,
+		Name:      "containers_preempted_total",
+		Help:      "Running containers requeued because their preemptible instance was taken back (a spot interruption); no attempt is spent.",
+	})
+	m.unhealthy = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: Namespace,
+		Name:      "containers_unhealthy_total",
+		Help:      "Containers their runner killed after their health check failed `retries` times in a row (retried under restart_policy = on-failure while attempts remain).",
+	})
 
 	m.reg.MustRegister(
 		m.passDuration,
 		actions,
+		m.preempted,
+		m.unhealthy,
 		newCollector(m),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -115,6 +129,12 @@ func (m *Metrics) ObservePass(st scheduler.Stats) {
 	}
 	if st.Kills > 0 {
 		m.passKills.Add(float64(st.Kills))
+	}
+	if st.Preempted > 0 {
+		m.preempted.Add(float64(st.Preempted))
+	}
+	if st.Unhealthy > 0 {
+		m.unhealthy.Add(float64(st.Unhealthy))
 	}
 }
 

@@ -212,6 +212,13 @@ func TestBeforeAttach(t *testing.T) {
 	_, fams = scrape(t, m)
 	expect(t, fams, 1, "dispatch_tui_scheduler_pass_duration_seconds")
 	expect(t, fams, 2, "dispatch_tui_scheduler_actions_total", "action", "start")
+	expect(t, fams, 0, "dispatch_tui_containers_preempted_total")
+	expect(t, fams, 0, "dispatch_tui_containers_unhealthy_total")
+	m.ObservePass(scheduler.Stats{Preempted: 3, Unhealthy: 1})
+	m.ObservePass(scheduler.Stats{Unhealthy: 2})
+	_, fams = scrape(t, m)
+	expect(t, fams, 3, "dispatch_tui_containers_preempted_total")
+	expect(t, fams, 3, "dispatch_tui_containers_unhealthy_total")
 }
 
 func TestMetrics(t *testing.T) {

@@ -19,7 +19,7 @@ func (s *Scheduler) noteHealth(tx *queue.Tx, c *queue.Container, r *runner.Statu
 // endedUnhealthy handles a Running container its runner killed for failing
 // its health check: a failure, retried under on-failure while attempts
 // remain, else Cancelled UNHEALTHY. It reports whether r was such an end.
-func (s *Scheduler) endedUnhealthy(tx *queue.Tx, c *queue.Container, v *worker.InstanceView, r *runner.Status) bool {
+func (s *Scheduler) endedUnhealthy(tx *queue.Tx, c *queue.Container, v *worker.InstanceView, r *runner.Status, st *Stats) bool {
 	if r.EndReason() != runner.EndUnhealthy {
 		return false
 	}
@@ -35,6 +35,7 @@ func (s *Scheduler) endedUnhealthy(tx *queue.Tx, c *queue.Container, v *worker.I
 		s.log.Error("finish unhealthy container", "container", c.ID, "err", err)
 		return true
 	}
+	st.Unhealthy++
 	s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
 	// A retry waits until the exited attempt is forgotten, as after Finish.
 	s.blockedStart[r.ID] = struct{}{}

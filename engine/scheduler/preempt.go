@@ -15,7 +15,7 @@ type preemptedPool interface {
 // requeueIfPreempted requeues c, Running on an instance the provider took
 // back (a spot interruption), without spending an attempt, and reports
 // whether it did. v is c's instance, nil when it has left the pool.
-func (s *Scheduler) requeueIfPreempted(tx *queue.Tx, c *queue.Container, v *worker.InstanceView) bool {
+func (s *Scheduler) requeueIfPreempted(tx *queue.Tx, c *queue.Container, v *worker.InstanceView, st *Stats) bool {
 	var why string
 	switch {
 	case v != nil && v.Preempted:
@@ -30,6 +30,8 @@ func (s *Scheduler) requeueIfPreempted(tx *queue.Tx, c *queue.Container, v *work
 	}
 	if err := tx.RequeuePreempted(c, why); err != nil {
 		s.log.Error("requeue after a spot interruption", "container", c.ID, "err", err)
+		return true
 	}
+	st.Preempted++
 	return true
 }

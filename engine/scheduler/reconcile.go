@@ -92,7 +92,7 @@ func (s *Scheduler) reconcileReports(tx *queue.Tx, st *Stats) (anyUnknown bool) 
 			default: // Running here
 				tx.MarkSeen(c)
 				s.noteHealth(tx, c, r)
-				if !running && s.endedUnhealthy(tx, c, v, r) {
+				if !running && s.endedUnhealthy(tx, c, v, r, st) {
 					continue
 				}
 				if !running && r.Signal != "" && s.endedBySignal(tx, c, v, r) {
@@ -191,7 +191,7 @@ func (s *Scheduler) reconcileRunning(tx *queue.Tx, ready, anyUnknown bool, st *S
 			if !ready || anyUnknown {
 				continue // it may be on an instance not yet probed
 			}
-			if s.requeueIfPreempted(tx, c, nil) {
+			if s.requeueIfPreempted(tx, c, nil, st) {
 				continue
 			}
 			if err := tx.Requeue(c, "instance "+c.InstanceID+" disappeared"); err != nil {
@@ -206,7 +206,7 @@ func (s *Scheduler) reconcileRunning(tx *queue.Tx, ready, anyUnknown bool, st *S
 			// up after timeout_unreachable. Until then, even in shutdown,
 			// the container may still be running there: it is not run
 			// again (docs/design.md §10.1).
-			if s.requeueIfPreempted(tx, c, v) {
+			if s.requeueIfPreempted(tx, c, v, st) {
 				continue
 			}
 			if err := tx.Requeue(c, v.ContainersLost); err != nil {

@@ -34,6 +34,8 @@ type Stats struct {
 	Creates           int
 	Unlocks           int
 	Kills             int
+	Preempted         int           // Running containers requeued after a spot interruption (no attempt spent)
+	Unhealthy         int           // containers whose runner killed them for failing their health check
 	LongestWait       time.Duration // oldest Queued/Locked container's wait
 	AllocatedNotStart int           // Locked containers
 	OverQuota         int           // containers not allocated because of quota
