@@ -59,6 +59,16 @@ type InstanceView struct {
 	ListedAt time.Time       `json:"-"`
 }
 
+// Created is when the instance was created: the time kept in its tags, or
+// when this dispatcher first saw it (an instance of an older version). The
+// age the CLI and the console show.
+func (v *InstanceView) Created() time.Time {
+	if !v.CreatedAt.IsZero() {
+		return v.CreatedAt
+	}
+	return v.AppearedAt
+}
+
 // Stats are the pool's counters, for metrics.
 type Stats struct {
 	// CloudOps counts cloud calls: op (create, destroy, list, set_tags) ->

@@ -349,7 +349,7 @@ func instanceTable(items []worker.InstanceView) *table {
 			id = "(creating)"
 		}
 		t.add(termsafe.Escape(id), termsafe.Escape(v.Type), string(v.State), string(v.IdleBehavior), strconv.Itoa(len(v.Containers)),
-			fmt.Sprintf("%.3f", v.Price), ago(v.AppearedAt), instanceError(v),
+			fmt.Sprintf("%.3f", v.Price), ago(v.Created()), instanceError(v),
 			dash(termsafe.Escape(v.Address)), dash(termsafe.Escape(v.ProviderType)), dash(termsafe.Escape(v.LastContainer)))
 	}
 	return t

@@ -48,3 +48,32 @@ func TestTablesEscapeUserData(t *testing.T) {
 		}
 	}
 }
+
+// TestInstanceAgeFromCreatedAt: AGE counts from the creation time kept in
+// the instance's tags (a restarted dispatcher sees old instances appear
+// now), and from when it was first seen when no tag says.
+func TestInstanceAgeFromCreatedAt(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name    string
+		view    worker.InstanceView
+		wantAge string
+	}{
+		{"tagged", worker.InstanceView{ID: "i-1", CreatedAt: now.Add(-3 * time.Hour), AppearedAt: now}, "3h0m"},
+		{"untagged", worker.InstanceView{ID: "i-2", AppearedAt: now.Add(-90 * time.Second)}, "1m3"},
+		{"unknown", worker.InstanceView{ID: "i-3"}, "-"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := instanceTable([]worker.InstanceView{tc.view}).render(&out, layout{width: 200, headers: true}); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			head, row := lines[0], lines[1]
+			at := strings.Index(head, "AGE")
+			if at < 0 || len(row) < at+len(tc.wantAge) || !strings.HasPrefix(row[at:], tc.wantAge) {
+				t.Fatalf("AGE column of\n%s\nwant it to start with %q", out.String(), tc.wantAge)
+			}
+		})
+	}
+}
