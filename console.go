@@ -68,6 +68,10 @@ func startConsole(f consoleFlags) (*console, error) {
 			os.RemoveAll(tmp)
 		}
 	}
+	// A console that fails to start (its port taken, a store another
+	// dispatcher holds) leaves no state dir it created, log included:
+	// the error is printed.
+	undoFresh := launch.UndoFreshStateDir(cfg.Dispatcher.StateDir)
 	if err := os.MkdirAll(cfg.Dispatcher.StateDir, 0o700); err != nil {
 		removeTmp()
 		return nil, fmt.Errorf("create state dir (dispatcher.state_dir): %w", err)
@@ -76,6 +80,7 @@ func startConsole(f consoleFlags) (*console, error) {
 	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		removeTmp()
+		undoFresh()
 		return nil, fmt.Errorf("open log file: %w", err)
 	}
 	log := slog.New(slog.NewJSONHandler(logFile, nil))
@@ -83,6 +88,7 @@ func startConsole(f consoleFlags) (*console, error) {
 		log.Error("start", "err", err.Error())
 		logFile.Close()
 		removeTmp()
+		undoFresh()
 		return nil, err
 	}
 	opts := launch.Options{Config: cfg, Logger: log}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -273,5 +274,49 @@ func TestConsoleConnectAsViewer(t *testing.T) {
 			t.Errorf("token %s: pause: %v", tc.token, err)
 		}
 		rc.close()
+	}
+}
+
+// TestConsoleThatCannotStartLeavesNoStateDir: a console whose API port is
+// taken fails to start, saying so, and leaves no state dir it created; in a
+// state dir that existed, its log keeps the error.
+func TestConsoleThatCannotStartLeavesNoStateDir(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, exists := range []bool{false, true} {
+		t.Run(fmt.Sprintf("existing=%v", exists), func(t *testing.T) {
+			cfgPath, stateDir := writeConsoleConfig(t, "")
+			body, err := os.ReadFile(cfgPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body = []byte(strings.Replace(string(body), `listen = "127.0.0.1:0"`, `listen = "`+taken.Addr().String()+`"`, 1))
+			if err := os.WriteFile(cfgPath, body, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if exists {
+				if err := os.Mkdir(stateDir, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c, err := startConsole(consoleFlags{configPath: cfgPath})
+			if err == nil {
+				c.close()
+				t.Fatal("console started on a taken port")
+			}
+			if !strings.Contains(err.Error(), taken.Addr().String()) {
+				t.Errorf("error %q does not name the taken address", err)
+			}
+			_, statErr := os.Stat(stateDir)
+			switch {
+			case !exists && !os.IsNotExist(statErr):
+				t.Fatalf("fresh state dir left behind (%v)", statErr)
+			case exists && logLine(t, filepath.Join(stateDir, "dispatch-tui.log"), "start", "err") == nil:
+				t.Fatal("the existing state dir's log lacks the start error")
+			}
+		})
 	}
 }

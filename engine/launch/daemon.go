@@ -19,7 +19,7 @@ func RunDaemon(ctx context.Context, opts Options) error {
 	if err := preflight(&opts.Config.Dispatcher); err != nil {
 		return err
 	}
-	undo := undoFreshStateDir(opts.Config.Dispatcher.StateDir)
+	undo := UndoFreshStateDir(opts.Config.Dispatcher.StateDir)
 	r, err := New(opts)
 	if err != nil {
 		undo()

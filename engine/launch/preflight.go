@@ -39,9 +39,10 @@ func preflight(d *config.Dispatcher) error {
 	return nil
 }
 
-// undoFreshStateDir returns a function that removes the state dir if it
-// does not exist now: what a daemon that failed to start created.
-func undoFreshStateDir(dir string) func() {
+// UndoFreshStateDir returns a function that removes the state dir if it
+// does not exist now: what a daemon or console that failed to start
+// created.
+func UndoFreshStateDir(dir string) func() {
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 		return func() {}
 	}
