@@ -345,6 +345,29 @@ func TestPendingReasons(t *testing.T) {
 			},
 		},
 		{
+			// The one supervisor allowed is the one its runner reports
+			// running (a start the store missed, adopted this pass),
+			// though it comes later in the queue: the other waits in this
+			// pass, not the next.
+			name: "supervisor limit counts a supervisor adopted this pass",
+			n:    2,
+			spec: func(s *queue.Spec) { s.Scheduling.Supervisor = true },
+			setup: func(e *pendingEnv) {
+				v := e.instance("i-1", worker.StateRunning)
+				v.Containers = []string{e.ids[1]}
+				v.Reported = []runner.Status{{ID: e.ids[1], PID: 7, State: runner.StateRunning, StartedAt: e.clk.Now()}}
+				e.pool.views = []worker.InstanceView{v}
+			},
+			check:     0,
+			wantState: queue.Queued, wantCode: queue.ReasonSupervisorLimit,
+			wantText: "supervisor limit (1 of 1)",
+			after: func(e *pendingEnv) {
+				if c, _ := e.q.Get(e.ids[1]); c.State != queue.Running {
+					e.t.Errorf("reported supervisor %s, want Running (adopted)", c.State)
+				}
+			},
+		},
+		{
 			name: "at quota, an idle instance freed for a higher-priority container",
 			setup: func(e *pendingEnv) {
 				e.pool.views = []worker.InstanceView{e.instance("i-idle", worker.StateIdle)}

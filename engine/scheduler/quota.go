@@ -45,11 +45,30 @@ func (s *Scheduler) startQuotaAndSupervisors(ps *passState, active []*queue.Cont
 	}
 	ps.supervisors = 0
 	if ps.supervisorCap > 0 {
-		// Running ones are in the prefix, Locked ones right after it;
-		// those adopted from the Queued part this pass are not counted
-		// until the next pass.
+		// Running ones are in the prefix, Locked ones right after it
+		// (with any adopted this pass from there or from the head of
+		// the Queued part, now Running); supervisors adopted from
+		// further into the Queued part are counted from the adoption
+		// list.
+		var adopted map[*queue.Container]bool // supervisors adopted this pass -> seen in active[:q]
+		for _, c := range s.adopted {
+			if c.IsSupervisor() && c.State == queue.Running {
+				if adopted == nil {
+					adopted = map[*queue.Container]bool{}
+				}
+				adopted[c] = false
+			}
+		}
 		for _, c := range active[:q] {
 			if (c.State == queue.Running || c.State == queue.Locked) && c.IsSupervisor() {
+				ps.supervisors++
+				if _, ok := adopted[c]; ok {
+					adopted[c] = true
+				}
+			}
+		}
+		for _, seen := range adopted {
+			if !seen {
 				ps.supervisors++
 			}
 		}
