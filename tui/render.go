@@ -300,7 +300,7 @@ func (m *Model) detailLines() []string {
 		add("idle behavior", string(v.IdleBehavior))
 		add("address", v.Address)
 		add("price", strconv.FormatFloat(v.Price, 'f', 4, 64)+" /h")
-		if c := createdAt(v); !c.IsZero() {
+		if c := v.Created(); !c.IsZero() {
 			add("created", tf(c)+" ("+fmtAge(now.Sub(c))+" ago)")
 		}
 		add("appeared", tf(v.AppearedAt))

@@ -144,20 +144,11 @@ func instanceID(v *worker.InstanceView, i int) string {
 	return string(v.ID)
 }
 
-// createdAt is an instance's creation time: the one kept in its tags, or
-// when this dispatcher first saw it (an instance of an older version).
-func createdAt(v *worker.InstanceView) time.Time {
-	if !v.CreatedAt.IsZero() {
-		return v.CreatedAt
-	}
-	return v.AppearedAt
-}
-
 func instanceRows(s *backend.Snapshot, now time.Time) []table.Row {
 	rows := make([]table.Row, len(s.Instances))
 	for i := range s.Instances {
 		v := &s.Instances[i]
-		ag, agn := age(now, createdAt(v))
+		ag, agn := age(now, v.Created())
 		state, stateText := string(v.State), string(v.State)
 		if !v.UnreachableSince.IsZero() && v.State != worker.StateShutdown { // being destroyed says more
 			// As text too, so that it reads without colour, with how
