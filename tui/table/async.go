@@ -21,9 +21,10 @@ type async struct {
 	// it no longer is stops early (the atomic is what a job reads).
 	live     *atomic.Uint64
 	jobGen   uint64
-	pend     bool // a job for jobGen is wanted and its result not applied
-	pendSort bool // ... and it sorts (else it only filters)
-	jobOut   bool // the job for jobGen was handed out
+	pend     bool    // a job for jobGen is wanted and its result not applied
+	pendSort bool    // ... and it sorts (else it only filters)
+	jobOut   bool    // the job for jobGen was handed out
+	spare    []int32 // an order no one reads, for a sort to fill
 }
 
 // SetAsync makes a sort or filter change on a table of n rows or more run
@@ -154,7 +155,7 @@ func (t *Table) work(async bool) *work {
 	case async:
 		t.numBuf, t.numTmp = nil, nil
 		if w.sort {
-			w.order = nil
+			w.order, t.spare = t.spare, nil // the order shown stays as it is
 		} else {
 			t.shared = true
 		}
@@ -162,7 +163,7 @@ func (t *Table) work(async bool) *work {
 			t.shared = true
 		}
 	case w.sort && t.shared:
-		w.order = nil // a superseded job may still be reading it
+		w.order, t.spare = t.spare, nil // a superseded job may still be reading t.order
 	}
 	return w
 }
@@ -181,8 +182,14 @@ func (t *Table) apply(r result) {
 	if r.stopped {
 		return
 	}
+	old := t.order
 	t.order, t.view = r.order, r.view
 	if r.sorted {
+		if !t.shared && len(old) > 0 && len(r.order) > 0 && &old[0] != &r.order[0] {
+			// No job reads the order replaced: the next sort's buffer
+			// (a million rows' is 4 MB).
+			t.spare = old
+		}
 		t.shared = false // a new slice, or rewritten in place because it was not shared
 	}
 	if r.search != nil {
