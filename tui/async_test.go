@@ -130,6 +130,18 @@ func TestFilterInBackgroundLatestWins(t *testing.T) {
 			if m.table().Cursor() != "c-000012" {
 				t.Errorf("cursor on %q, want c-000012", m.table().Cursor())
 			}
+			// Clearing the filter costs nothing: done at once, and
+			// it supersedes a filter being computed.
+			press(m, "enter", "/")
+			stale := pressCmd(m, "3")
+			press(m, "esc")
+			if tab := lines(m)[headerLines-1]; strings.Contains(tab, "filtering") || !strings.Contains(tab, "35/35") {
+				t.Errorf("tab bar after esc: %q", tab)
+			}
+			runCmd(m, stale)
+			if tab := lines(m)[headerLines-1]; !strings.Contains(tab, "35/35") {
+				t.Errorf("a superseded filter was applied: %q", tab)
+			}
 		})
 	}
 }

@@ -54,6 +54,14 @@ func (t *Table) request() {
 	t.pend, t.jobOut = true, false
 }
 
+// supersede drops the job asked for: its result will not be applied, and
+// it stops early.
+func (t *Table) supersede() {
+	t.pend, t.pendSort = false, false
+	t.jobGen++
+	t.live.Store(t.jobGen)
+}
+
 // OrderResult is what an OrderJob computed, for SetOrder.
 type OrderResult struct {
 	gen uint64

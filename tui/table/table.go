@@ -252,9 +252,7 @@ func (t *Table) install(p *Prepared) {
 	if t.pend {
 		// The job's result would index the rows replaced here: drop it
 		// (and stop the job); ensure recomputes from the new rows.
-		t.pend, t.pendSort = false, false
-		t.jobGen++
-		t.live.Store(t.jobGen)
+		t.supersede()
 	}
 	if t.reorder == nil && !t.dirtySort && !t.dirtyView && t.cursorPos < len(t.view) {
 		// The ids shown above the cursor before the refresh (the row
@@ -578,9 +576,14 @@ func (t *Table) ensure() {
 	if !t.dirtySort && !t.dirtyView {
 		return
 	}
-	if t.asyncMin > 0 && len(t.rows) >= t.asyncMin && !t.rowsNew {
+	if t.asyncMin > 0 && len(t.rows) >= t.asyncMin && !t.rowsNew && (t.dirtySort || t.pendSort || t.match != nil) {
 		t.request()
 		return
+	}
+	if t.pend {
+		// A filter cleared (the view is the order, at once) replaces
+		// the one being computed.
+		t.supersede()
 	}
 	r := t.work(false).run()
 	t.reclaim(&r)
