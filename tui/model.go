@@ -52,6 +52,10 @@ const (
 	logTail     = 500
 	detailTail  = 15
 	sparkLen    = 60
+	// asyncRows is the table size from which a sort or filter change is
+	// computed off the UI goroutine (tens of milliseconds at a million
+	// rows); smaller tables sort and filter within the key's frame.
+	asyncRows = 50_000
 )
 
 type mode int
@@ -214,6 +218,7 @@ func newModel(opts Options, now func() time.Time) (*Model, error) {
 	cols := [nViews][]table.Column{instanceColumns(), containerColumns(), typeColumns(), eventColumns()}
 	for i := range m.tables {
 		m.tables[i] = table.New(cols[i], m.th)
+		m.tables[i].SetAsync(asyncRows)
 	}
 	m.queueSpark.n, m.costSpark.n = sparkLen, sparkLen
 	return m, nil
@@ -288,7 +293,22 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd = tea.Batch(append([]tea.Cmd{cmd}, m.searchJobs...)...)
 		m.searchJobs = m.searchJobs[:0]
 	}
+	if job := m.table().OrderJob(); job != nil {
+		// A sort or filter of a large table: computed in the background,
+		// the previous rows shown meanwhile with the spinner.
+		v := m.view
+		cmd = tea.Batch(cmd, func() tea.Msg { return orderMsg{view: v, res: job()} })
+	}
+	if m.table().Busy() != "" {
+		cmd = tea.Batch(cmd, m.armSpin())
+	}
 	return m, cmd
+}
+
+// orderMsg carries a table's sort and filter computed in the background.
+type orderMsg struct {
+	view viewID
+	res  table.OrderResult
 }
 
 // searchIndexMsg carries a table's filter index built in the background.
@@ -301,6 +321,8 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case searchIndexMsg:
 		m.tables[msg.view].SetSearch(msg.idx)
+	case orderMsg:
+		m.tables[msg.view].SetOrder(msg.res)
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.resize()

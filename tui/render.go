@@ -138,6 +138,11 @@ func (m *Model) tabBar() string {
 	}
 	t := m.table()
 	info := fmt.Sprintf("  %d/%d", t.Shown(), t.Len())
+	if w := m.working(); w != "" {
+		// The rows and count shown are the previous ones until the
+		// result lands.
+		info += " " + m.spin.View() + " " + w + "…"
+	}
 	if f := t.Filter(); f != "" {
 		info += "  filter:" + f
 	}

@@ -47,11 +47,15 @@ func newSpinner() spinner.Model { return spinner.New(spinner.WithSpinner(spinner
 // spinning reports whether something is in flight the user waits for.
 func (m *Model) spinning() bool { return m.inflight > 0 || m.snapErr != nil }
 
+// working is the sort or filter of the table shown being computed in the
+// background ("" = none); the tab bar shows it with the spinner.
+func (m *Model) working() string { return m.table().Busy() }
+
 // armSpin starts the spinner's frames if something is in flight and they
 // are not running yet. Frames come from our own tick (m.tick), so tests
 // control them like every other timer.
 func (m *Model) armSpin() tea.Cmd {
-	if !m.spinning() || m.spinArmed {
+	if !m.spinning() && m.working() == "" || m.spinArmed {
 		return nil
 	}
 	m.spinArmed = true
@@ -65,7 +69,7 @@ func (m *Model) onSpin(msg spinMsg) tea.Cmd {
 		return nil
 	}
 	m.spinArmed = false
-	if !m.spinning() {
+	if !m.spinning() && m.working() == "" {
 		return nil
 	}
 	m.spin, _ = m.spin.Update(spinner.TickMsg{ID: m.spin.ID()})

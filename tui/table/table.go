@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"dispatch-tui/engine/termsafe"
@@ -88,7 +89,7 @@ type Table struct {
 	matchCol int // column a "name:value" filter applies to; -1 = all
 
 	order []int32 // all rows, sorted
-	// numBuf and numTmp are sortOrder's scratch for a numeric column,
+	// numBuf and numTmp are the radix sort's scratch for a numeric column,
 	// kept so that a sort at a million rows allocates nothing.
 	numBuf, numTmp []numKey
 	// keys are column keyCol's numbers as ascending orderedBits, for
@@ -98,6 +99,13 @@ type Table struct {
 	view      []int32 // order, filtered
 	dirtySort bool
 	dirtyView bool
+	// rowsNew: the rows were replaced since order and view were
+	// computed (they index the old ones, so they cannot be shown).
+	rowsNew bool
+	// shared: a job may be reading order (or view), so it is not
+	// rewritten in place.
+	shared bool
+	async
 
 	cursorID  string
 	cursorPos int
@@ -121,7 +129,8 @@ const GutterWidth = 2
 // New returns an empty table.
 func New(cols []Column, th *theme.Theme) *Table {
 	return &Table{
-		cols: cols, theme: th, sortCol: -1, matchCol: -1, keyCol: -1, byID: map[string]int32{},
+		async: async{live: new(atomic.Uint64)},
+		cols:  cols, theme: th, sortCol: -1, matchCol: -1, keyCol: -1, byID: map[string]int32{},
 		cache: map[string]*cacheLine{}, marks: map[string]struct{}{}, pending: map[string]struct{}{},
 	}
 }
@@ -240,6 +249,11 @@ func (t *Table) SetPrepared(p *Prepared) {
 }
 
 func (t *Table) install(p *Prepared) {
+	if t.pend {
+		// The job's result would index the rows replaced here: drop it
+		// (and stop the job); ensure recomputes from the new rows.
+		t.supersede()
+	}
 	if t.reorder == nil && !t.dirtySort && !t.dirtyView && t.cursorPos < len(t.view) {
 		// The ids shown above the cursor before the refresh (the row
 		// slices and maps are replaced by a refresh, never changed).
@@ -261,6 +275,7 @@ func (t *Table) install(p *Prepared) {
 		clear(t.cache)
 	}
 	t.dirtySort = true
+	t.rowsNew = true
 }
 
 // Len returns the number of rows loaded; Shown the number after the filter.
@@ -378,17 +393,6 @@ func FilterError(f string) error {
 // Filter returns the filter text.
 func (t *Table) Filter() string { return t.filter }
 
-// buildSearch fills in the search text of every row that has none.
-func (t *Table) buildSearch() {
-	if slices.Contains(t.search, "") {
-		// A new slice, not filled in place: a Base taken earlier may be
-		// reading the old one on another goroutine.
-		s := slices.Clone(t.search)
-		fillSearch(t.rows, s)
-		t.search = s
-	}
-}
-
 // SearchJob returns a function that builds the search text of the current
 // rows off the UI goroutine (it reads only the rows, which SetRows
 // replaces and never changes, and its own copy of the texts already
@@ -469,71 +473,6 @@ func writeLower(b *strings.Builder, s string) {
 		}
 	}
 	b.WriteString(s)
-}
-
-// sortOrder sorts t.order (the identity) by the sort column; rows with
-// equal keys stay in source order, as a stable sort leaves them. The keys
-// are copied out next to their row index first: comparing through t.rows
-// (a stable merge sort fetching two rows per comparison) took 490 ms at
-// 1,000,000 rows. Numbers are radix-sorted (a key press must not cost an
-// n log n of comparisons), text by pdqsort with ties broken by index.
-func (t *Table) sortOrder() {
-	c := t.sortCol
-	if t.cols[c].Numeric {
-		n := len(t.order)
-		if cap(t.numBuf) < n {
-			t.numBuf, t.numTmp = make([]numKey, n), make([]numKey, n)
-		}
-		ks, tmp := t.numBuf[:n], t.numTmp[:n]
-		var desc uint64
-		if t.sortDesc {
-			desc = ^desc
-		}
-		numeric := t.cacheKeys(c)
-		if numeric {
-			for j, i := range t.order {
-				ks[j] = numKey{t.keys[i] ^ desc, i}
-			}
-			ks = radixSort(ks, tmp)
-			for j := range ks {
-				t.order[j] = ks[j].i
-			}
-			return
-		}
-	}
-	dir := 1
-	if t.sortDesc {
-		dir = -1
-	}
-	ks := make([]strKey, len(t.order))
-	for j, i := range t.order {
-		ks[j] = strKey{t.rows[i].Cells[c], i}
-	}
-	slices.SortFunc(ks, func(a, b strKey) int {
-		if r := strings.Compare(a.k, b.k); r != 0 {
-			return r * dir
-		}
-		return cmp.Compare(a.i, b.i)
-	})
-	for j := range ks {
-		t.order[j] = ks[j].i
-	}
-}
-
-// cacheKeys makes t.keys column c's numbers as orderedBits, ascending
-// (Prepare computes them off the UI goroutine for the sort column; a sort
-// by another column extracts them here, once per refresh), and reports
-// false if a row has no number for c.
-func (t *Table) cacheKeys(c int) bool {
-	if t.keyCol == c && len(t.keys) == len(t.rows) {
-		return true
-	}
-	ks, ok := numericKeys(t.rows, c)
-	if !ok {
-		return false
-	}
-	t.keys, t.keyCol = ks, c
-	return true
 }
 
 // numericKeys is column c's numbers of rows as ascending orderedBits;
@@ -630,57 +569,25 @@ type strKey struct {
 }
 
 // ensure recomputes the sorted and filtered indexes if needed and puts the
-// cursor back on its row.
+// cursor back on its row; on a table of asyncMin rows or more, a sort or
+// filter change is left to a job (OrderJob) and the rows shown meanwhile
+// are the previous ones.
 func (t *Table) ensure() {
 	if !t.dirtySort && !t.dirtyView {
 		return
 	}
-	sorted := t.dirtySort
-	if t.dirtySort {
-		n := len(t.rows)
-		if cap(t.order) >= n {
-			t.order = t.order[:n]
-		} else {
-			t.order = make([]int32, n)
-		}
-		for i := range t.order {
-			t.order[i] = int32(i)
-		}
-		if t.sortCol >= 0 && t.sortCol < len(t.cols) {
-			t.sortOrder()
-		}
-		t.dirtySort = false
-		t.dirtyView = true
+	if t.asyncMin > 0 && len(t.rows) >= t.asyncMin && !t.rowsNew && (t.dirtySort || t.pendSort || t.match != nil) {
+		t.request()
+		return
 	}
-	if t.match == nil {
-		t.view = t.order
-		t.viewLow = ""
-	} else {
-		t.buildSearch()
-		from := t.order
-		if !sorted && t.narrows() {
-			// The pattern only grew: what it matches is a subset of
-			// what the shown rows matched, in the same order.
-			from = t.view
-		}
-		v := make([]int32, 0, len(from)/4)
-		for _, i := range from {
-			text := t.search[i]
-			if t.matchCol >= 0 {
-				text = strings.ToLower(t.rows[i].Cells[t.matchCol])
-			}
-			if t.match(text) != t.invert {
-				v = append(v, i)
-			}
-		}
-		t.view = v
-		t.viewLow, t.viewCol = "", t.matchCol
-		if !t.invert {
-			t.viewLow = t.matchLow
-		}
+	if t.pend {
+		// A filter cleared (the view is the order, at once) replaces
+		// the one being computed.
+		t.supersede()
 	}
-	t.dirtyView = false
-	t.relocate()
+	r := t.work(false).run()
+	t.reclaim(&r)
+	t.apply(r)
 }
 
 // refreshed is the state before a refresh that relocate compares with.
