@@ -109,9 +109,21 @@ func TestPickMatchesScan(t *testing.T) {
 	}
 }
 
-// checkRoomy recounts freeCount and roomyByCount from the slots.
+// checkRoomy recounts freeCount, roomyByCount and roomySlots from the
+// slots, and checks each slot's view is its own.
 func checkRoomy(t *testing.T, s *Scheduler) {
 	t.Helper()
+	total := 0
+	defer func() {
+		if s.roomySlots != total {
+			t.Fatalf("roomySlots = %d, recount %d", s.roomySlots, total)
+		}
+	}()
+	for i := range s.slots {
+		if s.slots[i].view != &s.views[i] {
+			t.Fatalf("slot %d's view is not views[%d]", i, i)
+		}
+	}
 	for m := range 2 {
 		for typ := range s.types {
 			n, byCount := 0, map[int]int{}
@@ -119,6 +131,7 @@ func checkRoomy(t *testing.T, s *Scheduler) {
 				sl := &s.slots[i]
 				if sl.typ == typ && mode(sl.ready) == m && (sl.ready || sl.waiting) && s.hasRoom(sl, queue.Constraints{}) {
 					n++
+					total++
 					byCount[sl.count]++
 				}
 			}

@@ -70,6 +70,8 @@ type Scheduler struct {
 	roomy        [2][][]int
 	roomyHead    [2][]int
 	roomyByCount [2][][]int
+	// roomySlots is how many slots are roomy, of any mode and type.
+	roomySlots int
 	// Per type, indexed [mode][type] with mode 0 = ready, 1 = waiting: how
 	// many instances have any room, and the smallest need that found no
 	// room this pass (anything at least as big fails too: room only shrinks).
@@ -81,6 +83,8 @@ type Scheduler struct {
 	// boot: <error>", or "".
 	bootFailing []string
 	reported    map[string]struct{}
+	// reportedRunning holds the records of the containers in reported.
+	reportedRunning []*queue.Container
 	// blockedStart holds non-Running containers some runner still reports
 	// (running, or exited and not yet forgotten): they must not start
 	// until that attempt is gone.

@@ -27,6 +27,7 @@ type slot struct {
 func (s *Scheduler) indexInstances() {
 	clear(s.byID)
 	s.slots = s.slots[:0]
+	s.roomySlots = 0
 	for m := range 2 {
 		for i := range s.types {
 			s.roomy[m][i] = s.roomy[m][i][:0]
@@ -83,6 +84,7 @@ func (s *Scheduler) join(i int) {
 	s.roomy[m][sl.typ] = append(s.roomy[m][sl.typ], i)
 	s.countRoomy(m, sl.typ, sl.count, 1)
 	s.freeCount[m][sl.typ]++
+	s.roomySlots++
 }
 
 // leave takes slot i out of the roomy set (it filled up, or is withheld):
@@ -96,6 +98,7 @@ func (s *Scheduler) leave(i int) {
 	sl.roomy = false
 	s.countRoomy(m, sl.typ, sl.count, -1)
 	s.freeCount[m][sl.typ]--
+	s.roomySlots--
 }
 
 // countRoomy adds d to the number of roomy slots of mode m and type typ
@@ -231,6 +234,7 @@ func (s *Scheduler) place(i int, rc queue.Constraints) {
 		m := mode(sl.ready)
 		s.countRoomy(m, sl.typ, sl.count, 1)
 		s.freeCount[m][sl.typ]++
+		s.roomySlots++
 	}
 }
 
@@ -247,10 +251,15 @@ func (s *Scheduler) pickAmong(candidates []int, rc queue.Constraints, wantReady 
 // addPending adds a slot for an instance just requested from the cloud, so
 // later containers in this pass can wait for it too when it has room.
 func (s *Scheduler) addPending(typ int, rc queue.Constraints) {
+	moves := len(s.views) == cap(s.views)
 	s.views = append(s.views, worker.InstanceView{Type: s.types[typ].Name, State: worker.StateBooting, IdleBehavior: worker.IdleRun})
-	// s.views may have moved: re-point every slot.
-	for i := range s.slots {
-		s.slots[i].view = &s.views[i]
+	if moves {
+		// s.views moved: re-point every slot. Only when it moves (a
+		// doubling), or a pass creating many instances at 10,000 would
+		// re-point them all on every create.
+		for i := range s.slots {
+			s.slots[i].view = &s.views[i]
+		}
 	}
 	sl := slot{view: &s.views[len(s.views)-1], typ: typ, waiting: true}
 	s.slots = append(s.slots, sl)
