@@ -141,9 +141,8 @@ func (s *Scheduler) owedTo(ps *passState, c *queue.Container) *quotaWaiter {
 // at the end of the pass, its quota going to w.
 func (s *Scheduler) freeFor(ps *passState, i int, w *quotaWaiter) {
 	sl := &s.slots[i]
-	if sl.ready && s.hasRoom(sl, queue.Constraints{}) {
-		s.freeCount[0][sl.typ]--
-	}
+	// Out of both modes' lists: not ready any more, and not waiting.
+	s.leave(i)
 	sl.ready = false
 	sl.freeFor = w.c.ID
 	ps.owedFrom++

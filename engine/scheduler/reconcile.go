@@ -37,6 +37,7 @@ func (s *Scheduler) handleStartFailures(tx *queue.Tx, failures []worker.StartFai
 func (s *Scheduler) reconcileReports(tx *queue.Tx, st *Stats) (anyUnknown bool) {
 	clear(s.reported)
 	clear(s.blockedStart)
+	s.reportedRunning = s.reportedRunning[:0]
 	s.adopted = s.adopted[:0]
 	for i := range s.views {
 		v := &s.views[i]
@@ -56,6 +57,9 @@ func (s *Scheduler) reconcileReports(tx *queue.Tx, st *Stats) (anyUnknown bool) 
 			}
 			if running {
 				s.reported[r.ID] = struct{}{}
+				if c != nil {
+					s.reportedRunning = append(s.reportedRunning, c)
+				}
 			}
 			switch {
 			case c == nil || c.State.Final():
@@ -123,9 +127,11 @@ func (s *Scheduler) reconcileReports(tx *queue.Tx, st *Stats) (anyUnknown bool) 
 			}
 		}
 	}
-	for id := range s.reported {
-		if c := tx.Get(id); c != nil && !c.State.Final() && c.State != queue.Running {
-			s.blockedStart[id] = struct{}{}
+	// By the records found above, not a second lookup by id: at 10,000
+	// instances those are 10,000 more misses in a map of every container.
+	for _, c := range s.reportedRunning {
+		if !c.State.Final() && c.State != queue.Running {
+			s.blockedStart[c.ID] = struct{}{}
 		}
 	}
 	return anyUnknown

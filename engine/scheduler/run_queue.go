@@ -211,6 +211,13 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 	if c.IsSupervisor() && s.atSupervisorLimit(ps, c) {
 		return
 	}
+	if ps.atQuota && s.roomySlots == 0 {
+		// The waiting tail of a pass at quota: no instance has room for
+		// anything (room only shrinks, and none can be created), so steps
+		// 1–3 below would find nothing.
+		s.waitAtQuota(ps, c, s.types[f.candidates[0]].Name)
+		return
+	}
 	rc := c.RuntimeConstraints
 	// 1. An instance that can take it now, cheapest type first; but not an
 	// idle one whose quota a container waiting ahead of it is owed.

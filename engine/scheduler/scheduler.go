@@ -62,10 +62,18 @@ type Scheduler struct {
 	spread     bool
 
 	// scratch, reused every pass
-	views  []worker.InstanceView
-	slots  []slot
-	byID   map[cloud.InstanceID]int
-	byType [][]int
+	views []worker.InstanceView
+	slots []slot
+	byID  map[cloud.InstanceID]int
+	// roomy lists, per [mode][type], the slots with room for some
+	// container in slot order; entries before roomyHead, and those whose
+	// slot is no longer roomy, are dropped. roomyByCount counts the roomy
+	// slots by how many containers they hold (no trailing zeros).
+	roomy        [2][][]int
+	roomyHead    [2][]int
+	roomyByCount [2][][]int
+	// roomySlots is how many slots are roomy, of any mode and type.
+	roomySlots int
 	// Per type, indexed [mode][type] with mode 0 = ready, 1 = waiting: how
 	// many instances have any room, and the smallest need that found no
 	// room this pass (anything at least as big fails too: room only shrinks).
@@ -77,6 +85,8 @@ type Scheduler struct {
 	// boot: <error>", or "".
 	bootFailing []string
 	reported    map[string]struct{}
+	// reportedRunning holds the records of the containers in reported.
+	reportedRunning []*queue.Container
 	// blockedStart holds non-Running containers some runner still reports
 	// (running, or exited and not yet forgotten): they must not start
 	// until that attempt is gone.
@@ -129,8 +139,10 @@ func New(cfg *config.Config, q *queue.Queue, pool Pool, clk clock.Clock, log *sl
 	for i, t := range s.types {
 		s.typeIndex[t.Name] = i
 	}
-	s.byType = make([][]int, len(s.types))
 	for m := range 2 {
+		s.roomy[m] = make([][]int, len(s.types))
+		s.roomyHead[m] = make([]int, len(s.types))
+		s.roomyByCount[m] = make([][]int, len(s.types))
 		s.freeCount[m] = make([]int, len(s.types))
 		s.failNeed[m] = make([]queue.Constraints, len(s.types))
 		s.failed[m] = make([]bool, len(s.types))

@@ -15,6 +15,9 @@ type slot struct {
 	count     int
 	used      queue.Constraints
 	allocated bool
+	// roomy: in the roomy list of its mode and type (it has room for
+	// some container, and is ready or waiting).
+	roomy bool
 	// freeFor is the container waiting at quota this idle instance is
 	// being shut down for, "" if none.
 	freeFor string
@@ -24,9 +27,12 @@ type slot struct {
 func (s *Scheduler) indexInstances() {
 	clear(s.byID)
 	s.slots = s.slots[:0]
-	for i := range s.byType {
-		s.byType[i] = s.byType[i][:0]
-		for m := range 2 {
+	s.roomySlots = 0
+	for m := range 2 {
+		for i := range s.types {
+			s.roomy[m][i] = s.roomy[m][i][:0]
+			s.roomyHead[m][i] = 0
+			s.roomyByCount[m][i] = s.roomyByCount[m][i][:0]
 			s.freeCount[m][i] = 0
 			s.failed[m][i] = false
 		}
@@ -62,11 +68,51 @@ func (s *Scheduler) finishIndex() {
 		if sl.typ < 0 || !(sl.ready || sl.waiting) {
 			continue
 		}
-		s.byType[sl.typ] = append(s.byType[sl.typ], i)
 		if s.hasRoom(sl, queue.Constraints{}) {
-			s.freeCount[mode(sl.ready)][sl.typ]++
+			s.join(i)
 		}
 	}
+}
+
+// join adds slot i, which has room, to the roomy list of its mode and type.
+// Slots join in ascending index order (finishIndex, then addPending), so
+// each list stays sorted by slot index.
+func (s *Scheduler) join(i int) {
+	sl := &s.slots[i]
+	m := mode(sl.ready)
+	sl.roomy = true
+	s.roomy[m][sl.typ] = append(s.roomy[m][sl.typ], i)
+	s.countRoomy(m, sl.typ, sl.count, 1)
+	s.freeCount[m][sl.typ]++
+	s.roomySlots++
+}
+
+// leave takes slot i out of the roomy set (it filled up, or is withheld):
+// its list entry is dropped lazily by pick.
+func (s *Scheduler) leave(i int) {
+	sl := &s.slots[i]
+	if !sl.roomy {
+		return
+	}
+	m := mode(sl.ready)
+	sl.roomy = false
+	s.countRoomy(m, sl.typ, sl.count, -1)
+	s.freeCount[m][sl.typ]--
+	s.roomySlots--
+}
+
+// countRoomy adds d to the number of roomy slots of mode m and type typ
+// holding n containers.
+func (s *Scheduler) countRoomy(m, typ, n, d int) {
+	bc := s.roomyByCount[m][typ]
+	for len(bc) <= n {
+		bc = append(bc, 0)
+	}
+	bc[n] += d
+	for len(bc) > 0 && bc[len(bc)-1] == 0 {
+		bc = bc[:len(bc)-1]
+	}
+	s.roomyByCount[m][typ] = bc
 }
 
 // addUse adds a container's needs (with the per-container RAM reserve) to u.
@@ -88,7 +134,14 @@ func (s *Scheduler) hasRoom(sl *slot, rc queue.Constraints) bool {
 }
 
 // pick finds the best instance of type typ with room for rc: ready ones
-// (pack: busiest; spread: least busy) when wantReady, else waiting ones.
+// (pack: busiest; spread: least busy; ties to the lowest slot index) when
+// wantReady, else waiting ones.
+//
+// It walks only the slots that still have room for something, in slot
+// order, and stops at the first with room for rc whose count is the best
+// any roomy slot has: none later can beat it. With one container per
+// instance (the default) that is the first roomy slot, so a pass's starts
+// cost O(starts + instances), not O(starts × instances).
 func (s *Scheduler) pick(typ int, rc queue.Constraints, wantReady bool) int {
 	m := mode(wantReady)
 	if s.freeCount[m][typ] == 0 {
@@ -97,20 +150,53 @@ func (s *Scheduler) pick(typ int, rc queue.Constraints, wantReady bool) int {
 	if s.failed[m][typ] && geq(rc, s.failNeed[m][typ]) {
 		return -1
 	}
-	best := -1
-	for _, i := range s.byType[typ] {
+	// The best count among roomy slots: bc has no trailing zero and, as
+	// freeCount > 0, is not empty.
+	bc := s.roomyByCount[m][typ]
+	target := len(bc) - 1
+	if s.spread {
+		target = 0
+		for bc[target] == 0 {
+			target++
+		}
+	}
+	list := s.roomy[m][typ]
+	head := s.roomyHead[m][typ]
+	live := head // entries before live are all dropped
+	best, whole := -1, true
+	for k := head; k < len(list); k++ {
+		i := list[k]
 		sl := &s.slots[i]
-		if sl.ready != wantReady || !s.hasRoom(sl, rc) {
+		if !sl.roomy {
+			if live == k {
+				live = k + 1
+			}
+			continue
+		}
+		if !s.hasRoom(sl, rc) {
 			continue
 		}
 		if best < 0 {
 			best = i
-			continue
-		}
-		b := &s.slots[best]
-		if (s.spread && sl.count < b.count) || (!s.spread && sl.count > b.count) {
+		} else if b := &s.slots[best]; (s.spread && sl.count < b.count) || (!s.spread && sl.count > b.count) {
 			best = i
 		}
+		if sl.count == target {
+			whole = false
+			break
+		}
+	}
+	s.roomyHead[m][typ] = live
+	if whole {
+		// The walk read every entry anyway: drop those that lost their room.
+		j := live
+		for _, i := range list[live:] {
+			if s.slots[i].roomy {
+				list[j] = i
+				j++
+			}
+		}
+		s.roomy[m][typ] = list[:j]
 	}
 	if best < 0 {
 		if !s.failed[m][typ] || geq(s.failNeed[m][typ], rc) {
@@ -137,12 +223,18 @@ func geq(a, b queue.Constraints) bool {
 // place puts a container needing rc on slot i.
 func (s *Scheduler) place(i int, rc queue.Constraints) {
 	sl := &s.slots[i]
-	hadRoom := s.hasRoom(sl, queue.Constraints{})
+	wasRoomy := sl.roomy
+	s.leave(i)
 	sl.count++
 	addUse(&sl.used, rc, s.reserveRAM)
 	sl.allocated = true
-	if hadRoom && !s.hasRoom(sl, queue.Constraints{}) {
-		s.freeCount[mode(sl.ready)][sl.typ]--
+	if wasRoomy && s.hasRoom(sl, queue.Constraints{}) {
+		// Still roomy: only its count moves (its list entry stays).
+		sl.roomy = true
+		m := mode(sl.ready)
+		s.countRoomy(m, sl.typ, sl.count, 1)
+		s.freeCount[m][sl.typ]++
+		s.roomySlots++
 	}
 }
 
@@ -159,15 +251,19 @@ func (s *Scheduler) pickAmong(candidates []int, rc queue.Constraints, wantReady 
 // addPending adds a slot for an instance just requested from the cloud, so
 // later containers in this pass can wait for it too when it has room.
 func (s *Scheduler) addPending(typ int, rc queue.Constraints) {
+	moves := len(s.views) == cap(s.views)
 	s.views = append(s.views, worker.InstanceView{Type: s.types[typ].Name, State: worker.StateBooting, IdleBehavior: worker.IdleRun})
-	// s.views may have moved: re-point every slot.
-	for i := range s.slots {
-		s.slots[i].view = &s.views[i]
+	if moves {
+		// s.views moved: re-point every slot. Only when it moves (a
+		// doubling), or a pass creating many instances at 10,000 would
+		// re-point them all on every create.
+		for i := range s.slots {
+			s.slots[i].view = &s.views[i]
+		}
 	}
 	sl := slot{view: &s.views[len(s.views)-1], typ: typ, waiting: true}
 	s.slots = append(s.slots, sl)
 	i := len(s.slots) - 1
-	s.byType[typ] = append(s.byType[typ], i)
-	s.freeCount[1][typ]++
+	s.join(i)
 	s.place(i, rc)
 }
