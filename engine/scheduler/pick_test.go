@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 // quota is not), with room for rc; pack takes the most containers, spread
 // the fewest, ties to the lowest slot index. Like pick, it finds nothing
 // for a need at least as big as one that found nothing earlier in the pass
-// (even if addPending has added a slot since).
+// (until addPending adds a slot of the type).
 func refPick(s *Scheduler, typ int, rc queue.Constraints, wantReady bool) int {
 	if m := mode(wantReady); s.failed[m][typ] && geq(rc, s.failNeed[m][typ]) {
 		return -1
@@ -149,6 +150,48 @@ func checkRoomy(t *testing.T, s *Scheduler) {
 					t.Fatalf("roomyByCount[%d][%d] = %v, recount %v", m, typ, bc, byCount)
 				}
 			}
+		}
+	}
+}
+
+// TestInstanceCreatedInThePassTakesLaterContainers: with several containers
+// per instance, a container that found no room on the booting instances
+// gets a new one, and a later container of the same size waits for that
+// new instance's room instead of creating another (the no-room
+// short-circuit is dropped when an instance is added).
+func TestInstanceCreatedInThePassTakesLaterContainers(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	q, err := queue.Open(queue.Options{Path: filepath.Join(t.TempDir(), "q.db"), Clock: clk, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	cfg := config.Default()
+	cfg.InstanceTypes = benchTypes
+	cfg.Dispatcher.MaxContainersPerInstance = 0
+	cfg.Dispatcher.ReserveExtraRAM = 0
+	medium := benchTypes[1]
+	pool := &stubPool{probed: true, quota: 10, views: []worker.InstanceView{{
+		ID: "i-boot", Type: medium.Name, ProviderType: medium.ProviderType, Price: medium.Price,
+		State: worker.StateBooting, IdleBehavior: worker.IdleRun,
+	}}}
+	var ids []string
+	for i, vcpus := range []int{3, 2, 2} { // medium has 4 vCPUs
+		prio := 3 - i
+		c, err := q.Submit(queue.Spec{Command: []string{"true"}, Priority: &prio, RuntimeConstraints: queue.Constraints{VCPUs: vcpus, RAM: 1 << 30}}, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, c.ID)
+	}
+	s := New(cfg, q, pool, clk, nil)
+	s.RunPass()
+	if len(pool.created) != 1 {
+		t.Fatalf("created %v, want one medium: the third container fits beside the second on it", pool.created)
+	}
+	for _, id := range ids {
+		if c, _ := q.Get(id); c.State != queue.Locked || c.ReasonCode != queue.ReasonBooting {
+			t.Errorf("%s: %s %s %q, want Locked BOOTING", id, c.State, c.ReasonCode, c.Reason)
 		}
 	}
 }

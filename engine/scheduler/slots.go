@@ -266,4 +266,7 @@ func (s *Scheduler) addPending(typ int, rc queue.Constraints) {
 	i := len(s.slots) - 1
 	s.join(i)
 	s.place(i, rc)
+	// Room grew: a size that found no waiting slot of this type before
+	// may fit the new one, so the short-circuit no longer holds.
+	s.failed[1][typ] = false
 }
