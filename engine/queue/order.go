@@ -3,6 +3,7 @@ package queue
 import (
 	"cmp"
 	"slices"
+	"time"
 )
 
 // The scheduling order (q.active) is kept incrementally: a container whose
@@ -11,6 +12,13 @@ import (
 // them back in their new places — O(moved · log N) comparisons and one
 // memmove of the pointer slice — instead of re-sorting all N containers.
 // At 100,000 queued with steady churn the full sort was most of a pass.
+//
+// The searches compare packed keys (q.keys, parallel to q.active), not the
+// records: each record is 512 bytes, so at 100,000 and more a comparison
+// through the pointer was a cache miss or two. Both the old places and the
+// new ones are searched in key order from where the previous search ended,
+// doubling the step (galloping), so a large moved set costs about a linear
+// walk of the keys and a small one a few binary searches.
 
 // orderSlot records where a container sits in q.active: the rank and
 // priority it was placed with (its current ones may differ until the next
@@ -20,6 +28,85 @@ type orderSlot struct {
 	placed bool // in q.active, at the place of rank and the record's ordPrio
 	moved  bool // in q.moved, to be re-placed by the next sortLocked
 }
+
+// orderKey packs a placed container's sort key (rank, priority descending,
+// first seen, Seq) into 128 bits, compared as (hi, lo):
+//
+//	hi: rank (2 bits) | priority code (30) | first-seen code, high 32 of 62
+//	lo: first-seen code, low 30 of 62 | Seq code (34)
+//
+// Each field code keeps the values of a realistic range exactly (priority
+// 0 to about 10^9, first seen in 2000–2146 to the nanosecond, Seq below
+// 2^34) and clamps the others to a sentinel at the end of its range; the
+// fields after a clamped one are left zero. So a key that is less is the
+// container that comes first, and two containers with equal keys (only
+// possible once a field is clamped) are compared through their records.
+type orderKey struct{ hi, lo uint64 }
+
+const (
+	prioBits = 30
+	fsBits   = 62
+	seqBits  = 34
+	prioMax  = 1<<prioBits - 1
+	fsMax    = 1<<fsBits - 1
+	seqMax   = 1<<seqBits - 1
+)
+
+// fsEpoch is where the first-seen code starts.
+var fsEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// makeKey is the key of a container of rank r, priority prio, first seen
+// at fs, with sequence number seq.
+func makeKey(r int8, prio int, fs time.Time, seq uint64) orderKey {
+	hi := uint64(r) << 62
+	switch {
+	case prio < 0: // after every valid priority
+		return orderKey{hi: hi | prioMax<<32}
+	case prio > prioMax-2: // before
+		return orderKey{hi: hi}
+	}
+	hi |= uint64(prioMax-1-prio) << 32
+	if fs.Before(fsEpoch) {
+		return orderKey{hi: hi}
+	}
+	f := uint64(fsMax)
+	if d := fs.Sub(fsEpoch); d < fsMax-1 { // Sub saturates far beyond fsMax
+		f = uint64(d) + 1
+	}
+	k := orderKey{hi: hi | f>>30, lo: (f & (1<<30 - 1)) << seqBits}
+	if f != fsMax {
+		k.lo |= min(seq, seqMax)
+	}
+	return k
+}
+
+// placedKey is c's key by the rank and priority it was placed with.
+func placedKey(c *Container) orderKey {
+	return makeKey(c.ord.rank, c.ordPrio, c.FirstSeenAt, c.Seq)
+}
+
+// compareKeyed orders (ka, a) and (kb, b), a and b placed with keys ka and
+// kb; it reads the records only when the keys are equal.
+func compareKeyed(ka orderKey, a *Container, kb orderKey, b *Container) int {
+	if ka.hi != kb.hi {
+		return cmp.Compare(ka.hi, kb.hi)
+	}
+	if ka.lo != kb.lo {
+		return cmp.Compare(ka.lo, kb.lo)
+	}
+	if a == b {
+		return 0
+	}
+	return comparePlaced(a, b)
+}
+
+// keyed is a container with the key it is (to be) placed with.
+type keyed struct {
+	k orderKey
+	c *Container
+}
+
+func compareKeyedPair(a, b keyed) int { return compareKeyed(a.k, a.c, b.k, b.c) }
 
 // markMovedLocked notes that c's sort key changed (or that it is new or
 // ended), for the next sortLocked.
@@ -61,23 +148,30 @@ func (q *Queue) sortLocked() {
 	if len(q.moved) == 0 {
 		return
 	}
-	// Where each moved container sits now, found by the key it was
-	// placed with; then the active list without them.
-	pos := q.posBuf[:0]
+	// Where each moved container sits now, found by the key it was placed
+	// with, in key order; then the active list without them.
+	old := q.oldBuf[:0]
 	for _, c := range q.moved {
-		if !c.ord.placed {
-			continue
+		if c.ord.placed {
+			old = append(old, keyed{placedKey(c), c})
 		}
-		i, found := slices.BinarySearchFunc(q.active, c, comparePlaced)
-		if !found || q.active[i] != c {
+	}
+	slices.SortFunc(old, compareKeyedPair)
+	pos := q.posBuf[:0]
+	from := 0
+	for _, e := range old {
+		i := seekForward(q.keys, q.active, from, e)
+		if i == len(q.active) || q.active[i] != e.c {
 			// Cannot happen while every key change goes through
 			// markMovedLocked; a full sort is still right.
+			q.oldBuf, q.posBuf = releaseBuf(old), pos[:0]
 			q.fullSortLocked()
 			return
 		}
 		pos = append(pos, i)
+		from = i + 1
 	}
-	slices.Sort(pos)
+	q.oldBuf = releaseBuf(old)
 	q.posBuf = pos
 	q.removeAtLocked(pos)
 
@@ -94,24 +188,83 @@ func (q *Queue) sortLocked() {
 			c.ord = orderSlot{}
 		default:
 			place(c)
-			ins = append(ins, c)
+			ins = append(ins, keyed{placedKey(c), c})
 		}
 	}
 	q.resetMovedLocked()
-	slices.SortFunc(ins, comparePlaced)
+	slices.SortFunc(ins, compareKeyedPair)
 	q.mergeLocked(ins)
-	clear(ins)
-	q.insBuf = ins[:0]
+	q.insBuf = releaseBuf(ins)
 }
 
-// removeAtLocked deletes q.active[p] for each p of pos (ascending), moving
-// final containers to q.finished in that order, in one pass of copies. The
-// removed keep ord.placed, which tells sortLocked they were already seen.
+// releaseBuf empties a scratch buffer for reuse, giving it back when a mass
+// submit made it large.
+func releaseBuf(b []keyed) []keyed {
+	if cap(b) > 1<<16 {
+		return nil
+	}
+	clear(b)
+	return b[:0]
+}
+
+// seekForward returns the first index i ≥ from of the sorted (keys, cs)
+// whose entry is not before e: it steps from `from` by doubling strides,
+// then binary searches the last stride.
+func seekForward(keys []orderKey, cs []*Container, from int, e keyed) int {
+	before := func(i int) bool { return compareKeyed(keys[i], cs[i], e.k, e.c) < 0 }
+	lo, hi, step := from, from, 1
+	for hi < len(keys) && before(hi) {
+		lo = hi + 1
+		hi = lo + step
+		step <<= 1
+	}
+	hi = min(hi, len(keys))
+	// Entries before lo are before e; the one at hi (if any) is not.
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if before(m) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// seekBackward returns how many entries of the sorted (keys, cs) are
+// before e (which is not among them), stepping down from the end by
+// doubling strides, then binary searching the last stride.
+func seekBackward(keys []orderKey, cs []*Container, e keyed) int {
+	before := func(i int) bool { return compareKeyed(keys[i], cs[i], e.k, e.c) < 0 }
+	lo, hi, step := len(keys), len(keys), 1
+	for lo > 0 && !before(lo-1) {
+		hi = lo - 1
+		lo = hi - step
+		step <<= 1
+	}
+	lo = max(lo, 0)
+	// Entries before lo are before e (lo-1 was tested, or lo is 0);
+	// those from hi on are not.
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if before(m) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// removeAtLocked deletes q.active[p] (and its key) for each p of pos
+// (ascending), moving final containers to q.finished in that order, in one
+// pass of copies. The removed keep ord.placed, which tells sortLocked they
+// were already seen.
 func (q *Queue) removeAtLocked(pos []int) {
 	if len(pos) == 0 {
 		return
 	}
-	a := q.active
+	a, ks := q.active, q.keys
 	w := pos[0]
 	for k, p := range pos {
 		c := a[p]
@@ -122,31 +275,35 @@ func (q *Queue) removeAtLocked(pos []int) {
 		if k+1 < len(pos) {
 			end = pos[k+1]
 		}
+		copy(ks[w:], ks[p+1:end])
 		w += copy(a[w:], a[p+1:end])
 	}
 	clear(a[w:])
-	q.active = a[:w]
+	q.active, q.keys = a[:w], ks[:w]
 }
 
 // mergeLocked inserts ins (sorted, not in q.active) into q.active, from the
 // back, so each element of q.active is copied at most once.
-func (q *Queue) mergeLocked(ins []*Container) {
+func (q *Queue) mergeLocked(ins []keyed) {
 	if len(ins) == 0 {
 		return
 	}
 	hi := len(q.active)
-	a := slices.Grow(q.active, len(ins))[:hi+len(ins)]
-	w := len(a)
+	n := hi + len(ins)
+	a := slices.Grow(q.active, len(ins))[:n]
+	ks := slices.Grow(q.keys, len(ins))[:n]
+	w := n
 	for j := len(ins) - 1; j >= 0; j-- {
-		c := ins[j]
-		p, _ := slices.BinarySearchFunc(a[:hi], c, comparePlaced)
-		n := hi - p
-		copy(a[w-n:w], a[p:hi])
-		w -= n + 1
-		a[w] = c
+		e := ins[j]
+		p := seekBackward(ks[:hi], a[:hi], e)
+		m := hi - p
+		copy(ks[w-m:w], ks[p:hi])
+		copy(a[w-m:w], a[p:hi])
+		w -= m + 1
+		a[w], ks[w] = e.c, e.k
 		hi = p
 	}
-	q.active = a
+	q.active, q.keys = a, ks
 }
 
 // fullSortLocked rebuilds the order from scratch: after a load, or should
@@ -167,10 +324,19 @@ func (q *Queue) fullSortLocked() {
 		}
 		return false
 	})
-	for _, c := range q.active {
+	// Sorting (key, pointer) pairs reads each record once, not once per
+	// comparison.
+	all := make([]keyed, len(q.active))
+	for i, c := range q.active {
 		place(c)
+		all[i] = keyed{placedKey(c), c}
 	}
-	slices.SortFunc(q.active, comparePlaced)
+	slices.SortFunc(all, compareKeyedPair)
+	ks := slices.Grow(q.keys[:0], len(all))[:len(all)]
+	for i, e := range all {
+		q.active[i], ks[i] = e.c, e.k
+	}
+	q.keys = ks
 	q.unsorted = false
 }
 
