@@ -85,15 +85,11 @@ func placedKey(c *Container) orderKey {
 	return makeKey(c.ord.rank, c.ordPrio, c.FirstSeenAt, c.Seq)
 }
 
-// compareKeyed orders (ka, a) and (kb, b), a and b placed with keys ka and
-// kb; it reads the records only when the keys are equal.
-func compareKeyed(ka orderKey, a *Container, kb orderKey, b *Container) int {
-	if ka.hi != kb.hi {
-		return cmp.Compare(ka.hi, kb.hi)
-	}
-	if ka.lo != kb.lo {
-		return cmp.Compare(ka.lo, kb.lo)
-	}
+// less orders keys; equal keys leave the order to the records (compareTied).
+func (k orderKey) less(o orderKey) bool { return k.hi < o.hi || k.hi == o.hi && k.lo < o.lo }
+
+// compareTied orders containers placed with equal keys.
+func compareTied(a, b *Container) int {
 	if a == b {
 		return 0
 	}
@@ -106,7 +102,17 @@ type keyed struct {
 	c *Container
 }
 
-func compareKeyedPair(a, b keyed) int { return compareKeyed(a.k, a.c, b.k, b.c) }
+// compareKeyed orders a and b, placed with keys a.k and b.k; it reads the
+// records only when the keys are equal.
+func compareKeyed(a, b keyed) int {
+	if a.k != b.k {
+		if a.k.less(b.k) {
+			return -1
+		}
+		return 1
+	}
+	return compareTied(a.c, b.c)
+}
 
 // markMovedLocked notes that c's sort key changed (or that it is new or
 // ended), for the next sortLocked.
@@ -156,7 +162,7 @@ func (q *Queue) sortLocked() {
 			old = append(old, keyed{placedKey(c), c})
 		}
 	}
-	slices.SortFunc(old, compareKeyedPair)
+	slices.SortFunc(old, compareKeyed)
 	pos := q.posBuf[:0]
 	from := 0
 	for _, e := range old {
@@ -192,7 +198,7 @@ func (q *Queue) sortLocked() {
 		}
 	}
 	q.resetMovedLocked()
-	slices.SortFunc(ins, compareKeyedPair)
+	slices.SortFunc(ins, compareKeyed)
 	q.mergeLocked(ins)
 	q.insBuf = releaseBuf(ins)
 }
@@ -211,7 +217,12 @@ func releaseBuf(b []keyed) []keyed {
 // whose entry is not before e: it steps from `from` by doubling strides,
 // then binary searches the last stride.
 func seekForward(keys []orderKey, cs []*Container, from int, e keyed) int {
-	before := func(i int) bool { return compareKeyed(keys[i], cs[i], e.k, e.c) < 0 }
+	before := func(i int) bool {
+		if k := keys[i]; k != e.k {
+			return k.less(e.k)
+		}
+		return compareTied(cs[i], e.c) < 0
+	}
 	lo, hi, step := from, from, 1
 	for hi < len(keys) && before(hi) {
 		lo = hi + 1
@@ -235,7 +246,12 @@ func seekForward(keys []orderKey, cs []*Container, from int, e keyed) int {
 // before e (which is not among them), stepping down from the end by
 // doubling strides, then binary searching the last stride.
 func seekBackward(keys []orderKey, cs []*Container, e keyed) int {
-	before := func(i int) bool { return compareKeyed(keys[i], cs[i], e.k, e.c) < 0 }
+	before := func(i int) bool {
+		if k := keys[i]; k != e.k {
+			return k.less(e.k)
+		}
+		return compareTied(cs[i], e.c) < 0
+	}
 	lo, hi, step := len(keys), len(keys), 1
 	for lo > 0 && !before(lo-1) {
 		hi = lo - 1
@@ -331,7 +347,7 @@ func (q *Queue) fullSortLocked() {
 		place(c)
 		all[i] = keyed{placedKey(c), c}
 	}
-	slices.SortFunc(all, compareKeyedPair)
+	slices.SortFunc(all, compareKeyed)
 	ks := slices.Grow(q.keys[:0], len(all))[:len(all)]
 	for i, e := range all {
 		q.active[i], ks[i] = e.c, e.k

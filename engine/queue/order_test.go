@@ -75,7 +75,7 @@ func TestOrderKeyAgreesWithComparePlaced(t *testing.T) {
 	}
 	for i, a := range cs {
 		for j, b := range cs {
-			if got, want := compareKeyed(keys[i], a, keys[j], b), comparePlaced(a, b); got != want {
+			if got, want := compareKeyed(keyed{keys[i], a}, keyed{keys[j], b}), comparePlaced(a, b); got != want {
 				t.Fatalf("rank %d prio %d first seen %v seq %d vs rank %d prio %d first seen %v seq %d: keys compare %d, records %d",
 					a.ord.rank, a.ordPrio, a.FirstSeenAt, a.Seq, b.ord.rank, b.ordPrio, b.FirstSeenAt, b.Seq, got, want)
 			}
