@@ -96,6 +96,12 @@ func compareTied(a, b *Container) int {
 	return comparePlaced(a, b)
 }
 
+// comparePlacedNew orders a, by the key it is placed with, and b, by its
+// current one (the same container compares by its old and new key).
+func comparePlacedNew(a, b *Container) int {
+	return compareVals(a.ord.rank, a.ordPrio, a, int8(rank(b.State)), b.Priority, b)
+}
+
 // keyed is a container with the key it is (to be) placed with.
 type keyed struct {
 	k orderKey
@@ -114,6 +120,18 @@ func compareKeyed(a, b keyed) int {
 	return compareTied(a.c, b.c)
 }
 
+// compareNew is compareKeyed for keys of containers not yet placed with them
+// (ties compare current keys).
+func compareNew(a, b keyed) int {
+	if a.k != b.k {
+		if a.k.less(b.k) {
+			return -1
+		}
+		return 1
+	}
+	return compareContainers(a.c, b.c)
+}
+
 // markMovedLocked notes that c's sort key changed (or that it is new or
 // ended), for the next sortLocked.
 func (q *Queue) markMovedLocked(c *Container) {
@@ -127,10 +145,16 @@ func (q *Queue) markMovedLocked(c *Container) {
 // comparePlaced orders containers by the keys they were placed with; for a
 // container about to be placed these are its current ones (see place).
 func comparePlaced(a, b *Container) int {
-	if c := cmp.Compare(a.ord.rank, b.ord.rank); c != 0 {
+	return compareVals(a.ord.rank, a.ordPrio, a, b.ord.rank, b.ordPrio, b)
+}
+
+// compareVals orders a of rank ra and priority pa and b of rank rb and
+// priority pb (placed or current ones).
+func compareVals(ra int8, pa int, a *Container, rb int8, pb int, b *Container) int {
+	if c := cmp.Compare(ra, rb); c != 0 {
 		return c
 	}
-	if c := cmp.Compare(b.ordPrio, a.ordPrio); c != 0 {
+	if c := cmp.Compare(pb, pa); c != 0 {
 		return c
 	}
 	if c := a.FirstSeenAt.Compare(b.FirstSeenAt); c != 0 {
@@ -155,7 +179,7 @@ func (q *Queue) sortLocked() {
 		return
 	}
 	// Where each moved container sits now, found by the key it was placed
-	// with, in key order; then the active list without them.
+	// with, in key order.
 	old := q.oldBuf[:0]
 	for _, c := range q.moved {
 		if c.ord.placed {
@@ -166,7 +190,7 @@ func (q *Queue) sortLocked() {
 	pos := q.posBuf[:0]
 	from := 0
 	for _, e := range old {
-		i := seekForward(q.keys, q.active, from, e)
+		i := seekForward(q.keys, q.active, from, e, compareTied)
 		if i == len(q.active) || q.active[i] != e.c {
 			// Cannot happen while every key change goes through
 			// markMovedLocked; a full sort is still right.
@@ -178,28 +202,47 @@ func (q *Queue) sortLocked() {
 		from = i + 1
 	}
 	q.oldBuf = releaseBuf(old)
-	q.posBuf = pos
-	q.removeAtLocked(pos)
+
+	// Where each that stays active goes among the entries as they are now
+	// (before the one at gap[j]), by its current key. The records keep
+	// the keys they were placed with until then, as the searches compare
+	// them when keys tie.
+	ins := q.insBuf[:0]
+	for _, c := range q.moved {
+		if !c.State.Final() {
+			ins = append(ins, keyed{makeKey(int8(rank(c.State)), c.Priority, c.FirstSeenAt, c.Seq), c})
+		}
+	}
+	slices.SortFunc(ins, compareNew)
+	gap := q.gapBuf[:0]
+	from = 0
+	for _, e := range ins {
+		from = seekForward(q.keys, q.active, from, e, comparePlacedNew)
+		gap = append(gap, from)
+	}
 
 	// Containers that ended leave in the order they held: placed ones by
-	// position (done above), then new ones in submission order.
-	ins := q.insBuf[:0]
+	// position, then new ones in submission order.
+	for _, p := range pos {
+		if c := q.active[p]; c.State.Final() {
+			q.finished = append(q.finished, c)
+		}
+	}
 	for _, c := range q.moved {
 		c.ord.moved = false
 		switch {
-		case c.State.Final():
-			if !c.ord.placed {
-				q.finished = append(q.finished, c)
-			}
-			c.ord = orderSlot{}
-		default:
+		case !c.State.Final():
 			place(c)
-			ins = append(ins, keyed{placedKey(c), c})
+		case !c.ord.placed:
+			q.finished = append(q.finished, c)
+			fallthrough
+		default:
+			c.ord = orderSlot{}
 		}
 	}
 	q.resetMovedLocked()
-	slices.SortFunc(ins, compareKeyed)
-	q.mergeLocked(ins)
+	q.rearrangeLocked(pos, ins, gap)
+	q.posBuf, q.gapBuf = pos[:0], gap[:0]
 	q.insBuf = releaseBuf(ins)
 }
 
@@ -214,14 +257,14 @@ func releaseBuf(b []keyed) []keyed {
 }
 
 // seekForward returns the first index i ≥ from of the sorted (keys, cs)
-// whose entry is not before e: it steps from `from` by doubling strides,
+// whose entry is not before e, tie ordering the records of equal keys: it steps from `from` by doubling strides,
 // then binary searches the last stride.
-func seekForward(keys []orderKey, cs []*Container, from int, e keyed) int {
+func seekForward(keys []orderKey, cs []*Container, from int, e keyed, tie func(a, b *Container) int) int {
 	before := func(i int) bool {
 		if k := keys[i]; k != e.k {
 			return k.less(e.k)
 		}
-		return compareTied(cs[i], e.c) < 0
+		return tie(cs[i], e.c) < 0
 	}
 	lo, hi, step := from, from, 1
 	for hi < len(keys) && before(hi) {
@@ -242,84 +285,77 @@ func seekForward(keys []orderKey, cs []*Container, from int, e keyed) int {
 	return lo
 }
 
-// seekBackward returns how many entries of the sorted (keys, cs) are
-// before e (which is not among them), stepping down from the end by
-// doubling strides, then binary searching the last stride.
-func seekBackward(keys []orderKey, cs []*Container, e keyed) int {
-	before := func(i int) bool {
-		if k := keys[i]; k != e.k {
-			return k.less(e.k)
-		}
-		return compareTied(cs[i], e.c) < 0
-	}
-	lo, hi, step := len(keys), len(keys), 1
-	for lo > 0 && !before(lo-1) {
-		hi = lo - 1
-		lo = hi - step
-		step <<= 1
-	}
-	lo = max(lo, 0)
-	// Entries before lo are before e (lo-1 was tested, or lo is 0);
-	// those from hi on are not.
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if before(m) {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
-}
+// orderRun is a run of entries of q.active, [from, to), that rearrangeLocked
+// moves by shift places.
+type orderRun struct{ from, to, shift int }
 
-// removeAtLocked deletes q.active[p] (and its key) for each p of pos
-// (ascending), moving final containers to q.finished in that order, in one
-// pass of copies. The removed keep ord.placed, which tells sortLocked they
-// were already seen.
-func (q *Queue) removeAtLocked(pos []int) {
-	if len(pos) == 0 {
-		return
-	}
+// rearrangeLocked takes the entries at pos (ascending) out of q.active and
+// q.keys and puts ins (sorted, placed, not among the entries kept) in, each
+// before the entry now at its gap, copying each entry that moves once: the runs between two changes
+// move by as many places as there are inserts before them less removals.
+// Runs that move down are copied first, in order, then those that move up,
+// in reverse order: no copy then overwrites an entry still to be copied.
+func (q *Queue) rearrangeLocked(pos []int, ins []keyed, gap []int) {
 	a, ks := q.active, q.keys
-	w := pos[0]
-	for k, p := range pos {
-		c := a[p]
-		if c.State.Final() {
-			q.finished = append(q.finished, c)
+	n := len(a)
+	runs := q.runBuf[:0]
+	x, shift, r, j := 0, 0, 0, 0
+	for x < n {
+		for j < len(gap) && gap[j] <= x {
+			shift++
+			j++
 		}
-		end := len(a)
-		if k+1 < len(pos) {
-			end = pos[k+1]
+		if r < len(pos) && pos[r] == x {
+			shift--
+			r++
+			x++
+			continue
 		}
-		copy(ks[w:], ks[p+1:end])
-		w += copy(a[w:], a[p+1:end])
+		end := n
+		if r < len(pos) {
+			end = pos[r]
+		}
+		if j < len(gap) && gap[j] < end {
+			end = gap[j]
+		}
+		if shift != 0 {
+			runs = append(runs, orderRun{x, end, shift})
+		}
+		x = end
 	}
-	clear(a[w:])
-	q.active, q.keys = a[:w], ks[:w]
-}
-
-// mergeLocked inserts ins (sorted, not in q.active) into q.active, from the
-// back, so each element of q.active is copied at most once.
-func (q *Queue) mergeLocked(ins []keyed) {
-	if len(ins) == 0 {
-		return
+	n2 := n - len(pos) + len(ins)
+	if n2 > n {
+		a = slices.Grow(a, n2-n)[:n2]
+		ks = slices.Grow(ks, n2-n)[:n2]
 	}
-	hi := len(q.active)
-	n := hi + len(ins)
-	a := slices.Grow(q.active, len(ins))[:n]
-	ks := slices.Grow(q.keys, len(ins))[:n]
-	w := n
-	for j := len(ins) - 1; j >= 0; j-- {
-		e := ins[j]
-		p := seekBackward(ks[:hi], a[:hi], e)
-		m := hi - p
-		copy(ks[w-m:w], ks[p:hi])
-		copy(a[w-m:w], a[p:hi])
-		w -= m + 1
+	move := func(u orderRun) {
+		copy(a[u.from+u.shift:u.to+u.shift], a[u.from:u.to])
+		copy(ks[u.from+u.shift:u.to+u.shift], ks[u.from:u.to])
+	}
+	for _, u := range runs {
+		if u.shift < 0 {
+			move(u)
+		}
+	}
+	for k := len(runs) - 1; k >= 0; k-- {
+		if runs[k].shift > 0 {
+			move(runs[k])
+		}
+	}
+	r = 0
+	for j, e := range ins {
+		for r < len(pos) && pos[r] < gap[j] {
+			r++
+		}
+		w := gap[j] + j - r
 		a[w], ks[w] = e.c, e.k
-		hi = p
+	}
+	if n2 < n {
+		clear(a[n2:n])
+		a, ks = a[:n2], ks[:n2]
 	}
 	q.active, q.keys = a, ks
+	q.runBuf = runs[:0]
 }
 
 // fullSortLocked rebuilds the order from scratch: after a load, or should

@@ -96,6 +96,8 @@ type Queue struct {
 	posBuf   []int        // sortLocked's scratch
 	oldBuf   []keyed      // sortLocked's scratch
 	insBuf   []keyed      // sortLocked's scratch
+	gapBuf   []int        // sortLocked's scratch
+	runBuf   []orderRun   // sortLocked's scratch
 	bySeq    []*Container // every container of byID by Seq (byseq.go)
 	tx       Tx           // the pass's, reused (Pass)
 	// flushBuf and flushRecs are Flush's scratch, reused (flushMu).
