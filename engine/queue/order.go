@@ -10,7 +10,7 @@ import (
 // sort key changes (a state of another rank, a new priority, a submit, an
 // end) is queued in q.moved, and sortLocked takes only those out and puts
 // them back in their new places — O(moved · log N) comparisons and one
-// memmove of the pointer slice — instead of re-sorting all N containers.
+// pass of copies — instead of re-sorting all N containers.
 // At 100,000 queued with steady churn the full sort was most of a pass.
 //
 // The searches compare packed keys (q.keys, parallel to q.active), not the
@@ -18,7 +18,9 @@ import (
 // through the pointer was a cache miss or two. Both the old places and the
 // new ones are searched in key order from where the previous search ended,
 // doubling the step (galloping), so a large moved set costs about a linear
-// walk of the keys and a small one a few binary searches.
+// walk of the keys and a small one a few binary searches. One
+// rearrangement then takes the moved out and puts them back, copying each
+// entry that shifts once.
 
 // orderSlot records where a container sits in q.active: the rank and
 // priority it was placed with (its current ones may differ until the next
@@ -52,8 +54,9 @@ const (
 	seqMax   = 1<<seqBits - 1
 )
 
-// fsEpoch is where the first-seen code starts.
-var fsEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+// fsEpoch is where the first-seen code starts: 2000-01-01 UTC, in Unix
+// seconds.
+const fsEpoch = 946684800
 
 // makeKey is the key of a container of rank r, priority prio, first seen
 // at fs, with sequence number seq.
@@ -66,12 +69,15 @@ func makeKey(r int8, prio int, fs time.Time, seq uint64) orderKey {
 		return orderKey{hi: hi}
 	}
 	hi |= uint64(prioMax-1-prio) << 32
-	if fs.Before(fsEpoch) {
+	sec := fs.Unix() - fsEpoch
+	if sec < 0 {
 		return orderKey{hi: hi}
 	}
 	f := uint64(fsMax)
-	if d := fs.Sub(fsEpoch); d < fsMax-1 { // Sub saturates far beyond fsMax
-		f = uint64(d) + 1
+	if sec < fsMax/1_000_000_000 { // no overflow below
+		if d := uint64(sec)*1_000_000_000 + uint64(fs.Nanosecond()); d < fsMax-1 {
+			f = d + 1
+		}
 	}
 	k := orderKey{hi: hi | f>>30, lo: (f & (1<<30 - 1)) << seqBits}
 	if f != fsMax {

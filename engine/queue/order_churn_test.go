@@ -26,7 +26,7 @@ func TestIncrementalOrderEqualsFullSort(t *testing.T) {
 			case 1: // two priorities kept exactly, two clamped
 				prio = func(rng *rand.Rand) int { return prioMax - 3 + rng.IntN(4) }
 			case 2: // first seen just before the key's epoch, then after
-				e.clk.Set(fsEpoch.Add(-3 * time.Second))
+				e.clk.Set(time.Unix(fsEpoch-3, 0))
 			}
 			rng := rand.New(rand.NewPCG(seed, seed*7919))
 			for step := 0; step < 400; step++ {

@@ -55,9 +55,9 @@ func TestEachOrderOfFinalContainersIsStable(t *testing.T) {
 // the edges of the ranges each field keeps exactly (where equal keys leave
 // the order to the records).
 func TestOrderKeyAgreesWithComparePlaced(t *testing.T) {
-	ns := func(n int64) time.Time { return fsEpoch.Add(time.Duration(n)) }
+	ns := func(n int64) time.Time { return time.Unix(fsEpoch, 0).Add(time.Duration(n)) }
 	prios := []int{math.MinInt, -1, 0, 1, 2, prioMax - 3, prioMax - 2, prioMax - 1, prioMax, 1 << 40, math.MaxInt}
-	times := []time.Time{{}, ns(-2), ns(-1), ns(0), ns(1), t0, t0.Add(1), ns(fsMax - 3), ns(fsMax - 2), ns(fsMax - 1), ns(fsMax), ns(math.MaxInt64)}
+	times := []time.Time{{}, ns(-2), ns(-1), ns(0), ns(1), t0, t0.Add(1), ns(fsMax - 3), ns(fsMax - 2), ns(fsMax - 1), ns(fsMax), ns(math.MaxInt64), time.Unix(fsEpoch+fsMax/1_000_000_000, 0), time.Date(2700, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)}
 	seqs := []uint64{0, 1, seqMax - 1, seqMax, seqMax + 1, math.MaxUint64}
 	var cs []*Container
 	for r := range int8(3) {
