@@ -200,7 +200,7 @@ func (q *Queue) sortLocked() {
 		if i == len(q.active) || q.active[i] != e.c {
 			// Cannot happen while every key change goes through
 			// markMovedLocked; a full sort is still right.
-			q.oldBuf, q.posBuf = releaseBuf(old), pos[:0]
+			q.oldBuf, q.posBuf = releaseBuf(old), releaseBuf(pos)
 			q.fullSortLocked()
 			return
 		}
@@ -248,13 +248,13 @@ func (q *Queue) sortLocked() {
 	}
 	q.resetMovedLocked()
 	q.rearrangeLocked(pos, ins, gap)
-	q.posBuf, q.gapBuf = pos[:0], gap[:0]
+	q.posBuf, q.gapBuf = releaseBuf(pos), releaseBuf(gap)
 	q.insBuf = releaseBuf(ins)
 }
 
 // releaseBuf empties a scratch buffer for reuse, giving it back when a mass
 // submit made it large.
-func releaseBuf(b []keyed) []keyed {
+func releaseBuf[T any](b []T) []T {
 	if cap(b) > 1<<16 {
 		return nil
 	}
@@ -361,7 +361,7 @@ func (q *Queue) rearrangeLocked(pos []int, ins []keyed, gap []int) {
 		a, ks = a[:n2], ks[:n2]
 	}
 	q.active, q.keys = a, ks
-	q.runBuf = runs[:0]
+	q.runBuf = releaseBuf(runs)
 }
 
 // fullSortLocked rebuilds the order from scratch: after a load, or should
