@@ -390,7 +390,8 @@ func (q *Queue) fullSortLocked() {
 		all[i] = keyed{placedKey(c), c}
 	}
 	slices.SortFunc(all, compareKeyed)
-	ks := slices.Grow(q.keys[:0], len(all))[:len(all)]
+	// The keys get the room q.active has, so the two grow together.
+	ks := slices.Grow(q.keys[:0], cap(q.active))[:len(all)]
 	for i, e := range all {
 		q.active[i], ks[i] = e.c, e.k
 	}
