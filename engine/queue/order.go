@@ -263,8 +263,9 @@ func releaseBuf[T any](b []T) []T {
 }
 
 // seekForward returns the first index i ≥ from of the sorted (keys, cs)
-// whose entry is not before e, tie ordering the records of equal keys: it steps from `from` by doubling strides,
-// then binary searches the last stride.
+// whose entry is not before e, tie ordering the records of equal keys: it
+// steps from `from` by doubling strides, then binary searches the last
+// stride.
 func seekForward(keys []orderKey, cs []*Container, from int, e keyed, tie func(a, b *Container) int) int {
 	before := func(i int) bool {
 		if k := keys[i]; k != e.k {
@@ -297,10 +298,11 @@ type orderRun struct{ from, to, shift int }
 
 // rearrangeLocked takes the entries at pos (ascending) out of q.active and
 // q.keys and puts ins (sorted, placed, not among the entries kept) in, each
-// before the entry now at its gap, copying each entry that moves once: the runs between two changes
-// move by as many places as there are inserts before them less removals.
-// Runs that move down are copied first, in order, then those that move up,
-// in reverse order: no copy then overwrites an entry still to be copied.
+// before the entry now at its gap, copying each entry that moves once: the
+// runs between two changes move by as many places as there are inserts
+// before them less removals. Runs that move down are copied first, in
+// order, then those that move up, in reverse order: no copy then
+// overwrites an entry still to be copied.
 func (q *Queue) rearrangeLocked(pos []int, ins []keyed, gap []int) {
 	a, ks := q.active, q.keys
 	n := len(a)
