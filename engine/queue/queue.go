@@ -92,8 +92,12 @@ type Queue struct {
 	finished []*Container // final containers: loaded ones by Seq, then as they leave active
 	unsorted bool         // q.active needs a full sort (after a load)
 	moved    []*Container // containers whose sort key changed since the last sortLocked (order.go)
+	keys     []orderKey   // the key each of q.active is placed with, in the same order (order.go)
 	posBuf   []int        // sortLocked's scratch
-	insBuf   []*Container // sortLocked's scratch
+	oldBuf   []keyed      // sortLocked's scratch
+	insBuf   []keyed      // sortLocked's scratch
+	gapBuf   []int        // sortLocked's scratch
+	runBuf   []orderRun   // sortLocked's scratch
 	bySeq    []*Container // every container of byID by Seq (byseq.go)
 	tx       Tx           // the pass's, reused (Pass)
 	// flushBuf and flushRecs are Flush's scratch, reused (flushMu).
