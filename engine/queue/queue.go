@@ -99,6 +99,10 @@ type Queue struct {
 	// flushBuf and flushRecs are Flush's scratch, reused (flushMu).
 	flushBuf  []byte
 	flushRecs []flushRec
+	// journalLen is how many entries the journal bucket holds and
+	// journalNext the key of the next (journal.go); flushMu guards both.
+	journalLen  int
+	journalNext uint64
 	// gen counts changes a reader of the containers could see (records,
 	// pending reasons, submits, drops), so a client can tell its copy is
 	// still current.
@@ -154,22 +158,35 @@ func Open(opts Options) (*Queue, error) {
 
 func (q *Queue) load() error {
 	return q.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketContainers, bucketEvents, bucketMeta, bucketLogs} {
+		for _, b := range [][]byte{bucketContainers, bucketEvents, bucketMeta, bucketLogs, bucketJournal} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("create bucket %s: %w", b, err)
 			}
 		}
-		cb := tx.Bucket(bucketContainers)
-		var oldKeys [][]byte // records of an earlier layout, keyed by id
-		err := cb.ForEach(func(k, v []byte) error {
+		// The journal is read first (it is short: see foldThreshold): a
+		// record it holds a later version of is decoded once, from there.
+		latest, jn, err := readJournal(tx.Bucket(bucketJournal))
+		if err != nil {
+			return fmt.Errorf("load journal: %w", err)
+		}
+		q.journalLen, q.journalNext = jn, 0
+		if cur := tx.Bucket(bucketJournal).Cursor(); jn > 0 {
+			k, _ := cur.Last()
+			q.journalNext = binary.BigEndian.Uint64(k) + 1
+		}
+		journaled := func(seq uint64) (journalEntry, bool) {
+			i, ok := slices.BinarySearchFunc(latest, seq, func(e journalEntry, s uint64) int { return cmp.Compare(e.seq, s) })
+			if !ok {
+				return journalEntry{}, false
+			}
+			return latest[i], true
+		}
+		add := func(k, v []byte) error {
 			c := &Container{}
 			if err := json.Unmarshal(v, c); err != nil {
-				return fmt.Errorf("load container %s: %w", k, err)
+				return fmt.Errorf("load container %x: %w", k, err)
 			}
 			c.setHints()
-			if len(k) != 8 {
-				oldKeys = append(oldKeys, k)
-			}
 			q.byID[c.ID] = c
 			q.countLocked(c)
 			if c.State.Final() {
@@ -179,9 +196,33 @@ func (q *Queue) load() error {
 			}
 			q.nextSeq = max(q.nextSeq, c.Seq+1)
 			return nil
+		}
+		cb := tx.Bucket(bucketContainers)
+		var oldKeys [][]byte  // records of an earlier layout, keyed by id
+		var inBucket []uint64 // journaled Seqs also in the bucket
+		err = cb.ForEach(func(k, v []byte) error {
+			if len(k) != 8 {
+				oldKeys = append(oldKeys, k)
+			} else if e, ok := journaled(binary.BigEndian.Uint64(k)); ok {
+				inBucket = append(inBucket, e.seq)
+				if e.body == nil {
+					return nil // dropped
+				}
+				v = e.body
+			}
+			return add(k, v)
 		})
 		if err != nil {
 			return err
+		}
+		// A journaled record not in the bucket (not written there by
+		// this version, which puts submits in the bucket, but allowed).
+		for _, e := range latest {
+			if _, ok := slices.BinarySearch(inBucket, e.seq); !ok && e.body != nil {
+				if err := add(journalKey(e.seq), e.body); err != nil {
+					return err
+				}
+			}
 		}
 		for _, k := range oldKeys {
 			c := q.byID[string(k)]
@@ -225,9 +266,13 @@ func (q *Queue) load() error {
 	})
 }
 
-// Close flushes pending writes and closes the file.
+// Close flushes pending writes, folds the journal into the containers
+// bucket (journal.go) and closes the file.
 func (q *Queue) Close() error {
 	ferr := q.Flush()
+	if ferr == nil {
+		ferr = q.fold()
+	}
 	q.mu.Lock()
 	for id, ch := range q.subs {
 		close(ch)
@@ -791,23 +836,33 @@ type flushRec struct {
 
 // Flush writes every changed record and new event in one transaction.
 // Records are encoded under q.mu (the scheduler changes them under it),
-// into a buffer reused from flush to flush (flushMu), and written in key
-// order, which bbolt's B+tree takes with fewer page visits than random
-// puts. The write is committed (and synced, unless NoSync) before Flush
-// returns.
-func (q *Queue) Flush() error {
+// into a buffer reused from flush to flush (flushMu), and appended to the
+// journal (journal.go). The write is committed (and synced, unless NoSync)
+// before Flush returns.
+func (q *Queue) Flush() error { return q.flush(false) }
+
+// flush is Flush; a scheduler pass's (pass) also folds the journal once it
+// has reached its threshold, so the fold's cost falls on the pass that
+// does it, never on a user's verb (which folds only past twice that).
+func (q *Queue) flush(pass bool) error {
 	q.flushMu.Lock()
 	defer q.flushMu.Unlock()
 	q.mu.Lock()
-	if len(q.dirty) == 0 && len(q.newEvents) == 0 && !q.overFinishedLocked() {
+	foldAt := foldThreshold(len(q.byID))
+	if !pass {
+		foldAt *= 2
+	}
+	if len(q.dirty) == 0 && len(q.newEvents) == 0 && !q.overFinishedLocked() && q.journalLen < foldAt {
 		q.mu.Unlock()
 		return nil
 	}
+	// Each record is encoded as its journal entry: Seq, then the JSON.
 	buf := q.flushBuf[:0]
 	recs := q.flushRecs[:0]
 	for id := range q.dirty {
 		c := q.byID[id]
 		start := len(buf)
+		buf = binary.BigEndian.AppendUint64(buf, c.Seq)
 		var err error
 		if buf, err = appendContainer(buf, c); err != nil {
 			q.mu.Unlock()
@@ -823,26 +878,35 @@ func (q *Queue) Flush() error {
 	paused := q.paused
 	q.mu.Unlock()
 
-	slices.SortFunc(recs, func(a, b flushRec) int { return cmp.Compare(a.seq, b.seq) })
+	// Tombstones: the Seq alone.
+	for _, c := range drop {
+		buf = binary.BigEndian.AppendUint64(buf, c.Seq)
+	}
+	tombs := buf[len(buf)-8*len(drop):]
+	jlen, jnext := q.journalLen, q.journalNext
 	err := q.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketContainers)
+		jb := tx.Bucket(bucketJournal)
+		jb.FillPercent = appendFill
 		for _, r := range recs {
-			if err := b.Put(containerKey(r.seq), buf[r.start:r.end:r.end]); err != nil {
+			if err := jb.Put(journalKey(jnext), buf[r.start:r.end:r.end]); err != nil {
+				return err
+			}
+			jnext++
+		}
+		for i, c := range drop {
+			if err := jb.Put(journalKey(jnext), tombs[8*i:8*i+8:8*i+8]); err != nil {
+				return err
+			}
+			jnext++
+			if err := tx.Bucket(bucketLogs).Delete([]byte(c.ID)); err != nil {
 				return err
 			}
 		}
+		jlen += len(recs) + len(drop)
 		eb := tx.Bucket(bucketEvents)
 		var err error
 		if buf, err = putEvents(eb, events, buf); err != nil {
 			return err
-		}
-		for _, c := range drop {
-			if err := b.Delete(containerKey(c.Seq)); err != nil {
-				return err
-			}
-			if err := tx.Bucket(bucketLogs).Delete([]byte(c.ID)); err != nil {
-				return err
-			}
 		}
 		if n := len(events); n > 0 && q.opts.EventRetention > 0 {
 			if err := pruneEvents(eb, events[n-1].Seq, uint64(q.opts.EventRetention)); err != nil {
@@ -853,7 +917,16 @@ func (q *Queue) Flush() error {
 		if paused {
 			v = "true"
 		}
-		return tx.Bucket(bucketMeta).Put(keyPaused, []byte(v))
+		if err := tx.Bucket(bucketMeta).Put(keyPaused, []byte(v)); err != nil {
+			return err
+		}
+		if jlen >= foldAt {
+			if err := foldJournal(tx); err != nil {
+				return err
+			}
+			jlen, jnext = 0, 0
+		}
+		return nil
 	})
 	if err != nil {
 		// Put the work back so a later flush retries it.
@@ -866,6 +939,7 @@ func (q *Queue) Flush() error {
 		q.mu.Unlock()
 		return fmt.Errorf("write store: %w", err)
 	}
+	q.journalLen, q.journalNext = jlen, jnext
 	// bbolt has copied the values into its pages at commit: the buffers
 	// are free for the next flush (kept unless a burst made them large).
 	if cap(buf) <= maxKeptFlushBuf {

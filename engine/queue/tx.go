@@ -42,7 +42,7 @@ func (q *Queue) PassThen(fn func(tx *Tx), unlocked func()) error {
 	if unlocked != nil {
 		unlocked()
 	}
-	return q.Flush()
+	return q.flush(true)
 }
 
 // Now is the pass's time.
