@@ -35,7 +35,12 @@ var bucketJournal = []byte("journal")
 // (BenchmarkFold: ~0.2 s at 100,000 containers), so the more passes
 // between folds, the less each pays: with 3,000 entries a pass (the churn
 // benchmark at 100,000), a fold every ~33 passes.
-func foldThreshold(n int) int { return max(n, minFoldEntries) }
+func (q *Queue) foldThreshold(n int) int {
+	if q.foldMin > 0 { // tests
+		return q.foldMin
+	}
+	return max(n, minFoldEntries)
+}
 
 // minFoldEntries keeps a small queue from folding at every pass.
 const minFoldEntries = 4096
@@ -98,7 +103,7 @@ func foldJournal(tx *bolt.Tx) error {
 	}
 	type kv struct{ k, v []byte }
 	old := tx.Bucket(bucketContainers)
-	all := make([]kv, 0, old.Stats().KeyN+len(latest))
+	var all []kv
 	cur := old.Cursor()
 	j := 0
 	for k, v := cur.First(); k != nil; k, v = cur.Next() {

@@ -103,6 +103,7 @@ type Queue struct {
 	// journalNext the key of the next (journal.go); flushMu guards both.
 	journalLen  int
 	journalNext uint64
+	foldMin     int // tests: the fold threshold, when not 0
 	// gen counts changes a reader of the containers could see (records,
 	// pending reasons, submits, drops), so a client can tell its copy is
 	// still current.
@@ -163,7 +164,7 @@ func (q *Queue) load() error {
 				return fmt.Errorf("create bucket %s: %w", b, err)
 			}
 		}
-		// The journal is read first (it is short: see foldThreshold): a
+		// The journal is read first (it is short: see Queue.foldThreshold): a
 		// record it holds a later version of is decoded once, from there.
 		latest, jn, err := readJournal(tx.Bucket(bucketJournal))
 		if err != nil {
@@ -848,7 +849,7 @@ func (q *Queue) flush(pass bool) error {
 	q.flushMu.Lock()
 	defer q.flushMu.Unlock()
 	q.mu.Lock()
-	foldAt := foldThreshold(len(q.byID))
+	foldAt := q.foldThreshold(len(q.byID))
 	if !pass {
 		foldAt *= 2
 	}
