@@ -42,7 +42,7 @@ func BenchmarkFold(b *testing.B) {
 					for range 2000 {
 						c := all[rng.IntN(len(all))]
 						c.Priority = 1 + rng.IntN(5)
-						q.dirty[c.ID] = struct{}{}
+						q.markDirtyLocked(c)
 					}
 					q.mu.Unlock()
 					if err := q.Flush(); err != nil {

@@ -110,8 +110,11 @@ type Queue struct {
 	gen uint64
 	// counts is how many containers of byID are in each state; it changes
 	// only through countLocked, uncountLocked and setStateLocked.
-	counts    map[State]int
-	dirty     map[string]struct{}
+	counts map[State]int
+	// dirty lists the records changed since the last flush, each once
+	// (Container.dirty): a slice, not a map by id, so a flush of
+	// thousands neither hashes their ids nor looks each up.
+	dirty     []*Container
 	newEvents []Event
 	// spareEvents is an emptied events array for newEvents after the
 	// flush that wrote it (Flush), so a pass's events do not regrow it.
@@ -147,7 +150,6 @@ func Open(opts Options) (*Queue, error) {
 		db: db, clock: opts.Clock, opts: opts, group: &groupCommit{db: db},
 		byID:   map[string]*Container{},
 		counts: map[State]int{},
-		dirty:  map[string]struct{}{},
 		subs:   map[int]chan struct{}{},
 	}
 	if err := q.load(); err != nil {
@@ -492,6 +494,14 @@ func (q *Queue) setStateLocked(c *Container, to State) {
 	c.State = to
 }
 
+// markDirtyLocked notes that c changed, for the next flush to write.
+func (q *Queue) markDirtyLocked(c *Container) {
+	if !c.dirty {
+		c.dirty = true
+		q.dirty = append(q.dirty, c)
+	}
+}
+
 // finalLocked is how many containers are Complete or Cancelled (some may
 // still sit in q.active until the next sort).
 func (q *Queue) finalLocked() int { return q.counts[Complete] + q.counts[Cancelled] }
@@ -688,7 +698,7 @@ func (q *Queue) SetLogsError(id, msg string) bool {
 	}
 	c.LogsError = msg
 	q.gen++
-	q.dirty[id] = struct{}{}
+	q.markDirtyLocked(c)
 	q.notifyLocked()
 	return true
 }
@@ -827,11 +837,10 @@ func pruneEvents(b *bolt.Bucket, newest, keep uint64) error {
 	return nil
 }
 
-// flushRec is a changed record a flush writes: its key and where its
-// encoding is in flushBuf.
+// flushRec is a changed record a flush writes and where its encoding is
+// in flushBuf.
 type flushRec struct {
-	id         string
-	seq        uint64
+	c          *Container
 	start, end int
 }
 
@@ -860,18 +869,19 @@ func (q *Queue) flush(pass bool) error {
 	// Each record is encoded as its journal entry: Seq, then the JSON.
 	buf := q.flushBuf[:0]
 	recs := q.flushRecs[:0]
-	for id := range q.dirty {
-		c := q.byID[id]
+	for _, c := range q.dirty {
 		start := len(buf)
 		buf = binary.BigEndian.AppendUint64(buf, c.Seq)
 		var err error
 		if buf, err = appendContainer(buf, c); err != nil {
 			q.mu.Unlock()
-			return fmt.Errorf("encode container %s: %w", id, err)
+			return fmt.Errorf("encode container %s: %w", c.ID, err)
 		}
-		recs = append(recs, flushRec{id: id, seq: c.Seq, start: start, end: len(buf)})
+		c.dirty = false
+		recs = append(recs, flushRec{c: c, start: start, end: len(buf)})
 	}
 	clear(q.dirty)
+	q.dirty = q.dirty[:0]
 	drop := q.dropFinishedLocked()
 	events := q.newEvents
 	q.newEvents = q.spareEvents[:0] // the previous flush's array, if any
@@ -933,7 +943,7 @@ func (q *Queue) flush(pass bool) error {
 		// Put the work back so a later flush retries it.
 		q.mu.Lock()
 		for _, r := range recs {
-			q.dirty[r.id] = struct{}{}
+			q.markDirtyLocked(r.c)
 		}
 		q.newEvents = append(events, q.newEvents...)
 		q.undropLocked(drop)

@@ -97,7 +97,7 @@ func (tx *Tx) move(c *Container, to State, reason string) error {
 
 func (tx *Tx) touch(c *Container) {
 	tx.q.gen++
-	tx.q.dirty[c.ID] = struct{}{}
+	tx.q.markDirtyLocked(c)
 	tx.changed = true
 }
 
