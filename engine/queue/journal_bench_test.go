@@ -6,21 +6,16 @@ import (
 	"path/filepath"
 	"testing"
 
-	bolt "go.etcd.io/bbolt"
-
 	"dispatch-tui/engine/clock"
 )
 
 // BenchmarkFold times a fold of a journal of entries records changed at
 // random (each flush journals 2,000 of them, as a churning pass does) into
-// the containers bucket of a store of n.
+// the containers bucket of a store of n: the fold threshold at n.
 func BenchmarkFold(b *testing.B) {
 	for _, tc := range []struct{ n, entries int }{
-		{100_000, 25_000},
 		{100_000, 100_000},
-		{100_000, 300_000},
-		{1_000_000, 65_536},
-		{1_000_000, 300_000},
+		{1_000_000, 1_000_000},
 	} {
 		b.Run(fmt.Sprintf("containers=%d/entries=%d", tc.n, tc.entries), func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "queue.db")
@@ -30,9 +25,10 @@ func BenchmarkFold(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { q.Close() })
-			if err := q.fold(); err != nil { // the migrated store
+			if err := q.db.Update(foldJournal); err != nil { // rebuilds the migrated store
 				b.Fatal(err)
 			}
+			q.foldMin = 2 * tc.entries // no fold while the journal fills
 			all := q.bySeq
 			rng := rand.New(rand.NewPCG(1, 2))
 			for b.Loop() {
@@ -49,12 +45,6 @@ func BenchmarkFold(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				q.db.View(func(tx *bolt.Tx) error {
-					st := tx.Bucket(bucketContainers).Stats()
-					js := tx.Bucket(bucketJournal).Stats()
-					b.Logf("containers: %d leaf pages (%d overflow), %d B in use of %d; journal %d leaf pages, %d keys", st.LeafPageN, st.LeafOverflowN, st.LeafInuse, st.LeafAlloc, js.LeafPageN, js.KeyN)
-					return nil
-				})
 				b.StartTimer()
 				if err := q.fold(); err != nil {
 					b.Fatal(err)
@@ -62,4 +52,57 @@ func BenchmarkFold(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkOpenJournal times opening a store of n containers whose journal
+// is empty and one whose journal is full (as many entries as containers,
+// the fold threshold: the most a start-up after a crash replays).
+func BenchmarkOpenJournal(b *testing.B) {
+	const n = 1_000_000
+	path := filepath.Join(b.TempDir(), "queue.db")
+	seedFile(b, path, n)
+	opts := Options{Path: path, Clock: clock.NewFake(t0), NoSync: true}
+	q, err := Open(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := q.db.Update(foldJournal); err != nil { // rebuilds the migrated store
+		b.Fatal(err)
+	}
+	for _, entries := range []int{0, n} {
+		q.foldMin = 2 * n // no fold while the journal fills
+		all := q.bySeq
+		rng := rand.New(rand.NewPCG(1, 2))
+		for done := q.journalLen; done < entries; done += 2000 {
+			q.mu.Lock()
+			for range 2000 {
+				c := all[rng.IntN(len(all))]
+				c.Priority = 1 + rng.IntN(5)
+				q.markDirtyLocked(c)
+			}
+			q.mu.Unlock()
+			if err := q.Flush(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := q.db.Close(); err != nil { // no fold
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("containers=%d/journal=%d", n, entries), func(b *testing.B) {
+			for b.Loop() {
+				if q, err = Open(opts); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				if err := q.db.Close(); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
+		if q, err = Open(opts); err != nil {
+			b.Fatal(err)
+		}
+	}
+	q.Close()
 }
