@@ -19,11 +19,11 @@ import (
 // dropped). The store's state is the containers bucket with the journal
 // applied in order: later wins, a tombstone deletes.
 //
-// A fold moves the journal into the containers bucket (the latest entry
-// per Seq, in key order, so each page is visited once however many of its
-// records changed) and drops the bucket, freeing its pages at once. A
-// scheduler pass's flush folds when the journal has reached foldAt entries;
-// Close folds what is left, so a cleanly closed store has an empty journal
+// A fold moves the journal into the containers bucket (foldJournal) and
+// drops the journal bucket, freeing its pages at once. A scheduler pass's
+// flush folds when the journal has reached foldThreshold entries (other
+// flushes only past twice that, so that a user's verb does not wait for a
+// fold); Close folds what is left, so a cleanly closed store has an empty journal
 // and an older binary, which knows nothing of it, reads everything.
 var bucketJournal = []byte("journal")
 

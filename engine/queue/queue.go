@@ -166,8 +166,9 @@ func (q *Queue) load() error {
 				return fmt.Errorf("create bucket %s: %w", b, err)
 			}
 		}
-		// The journal is read first (it is short: see Queue.foldThreshold): a
-		// record it holds a later version of is decoded once, from there.
+		// The journal is read first (at most about as many entries as
+		// records: Queue.foldThreshold), so that a record it holds a later
+		// version of is decoded once, from there.
 		latest, jn, err := readJournal(tx.Bucket(bucketJournal))
 		if err != nil {
 			return fmt.Errorf("load journal: %w", err)
