@@ -95,15 +95,16 @@ func readJournal(jb *bolt.Bucket) ([]journalEntry, int, error) {
 // latest in Seq order, are appended to a new bucket, whose pages are each
 // filled and written once. (Updating the scattered records in place costs
 // a leaf page read, spilt and written per changed record, much as the
-// flushes the journal saved would have.)
-func foldJournal(tx *bolt.Tx) error {
+// flushes the journal saved would have.) n is about how many records the
+// store holds (the merge's capacity).
+func foldJournal(tx *bolt.Tx, n int) error {
 	latest, _, err := readJournal(tx.Bucket(bucketJournal))
 	if err != nil {
 		return err
 	}
 	type kv struct{ k, v []byte }
 	old := tx.Bucket(bucketContainers)
-	var all []kv
+	all := make([]kv, 0, n)
 	cur := old.Cursor()
 	j := 0
 	for k, v := cur.First(); k != nil; k, v = cur.Next() {
@@ -154,7 +155,10 @@ func (q *Queue) fold() error {
 	if q.journalLen == 0 {
 		return nil
 	}
-	if err := q.db.Update(foldJournal); err != nil {
+	q.mu.Lock()
+	n := len(q.byID)
+	q.mu.Unlock()
+	if err := q.db.Update(func(tx *bolt.Tx) error { return foldJournal(tx, n) }); err != nil {
 		return err
 	}
 	q.journalLen, q.journalNext = 0, 0

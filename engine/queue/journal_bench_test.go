@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	bolt "go.etcd.io/bbolt"
+
 	"dispatch-tui/engine/clock"
 )
 
@@ -25,7 +27,7 @@ func BenchmarkFold(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { q.Close() })
-			if err := q.db.Update(foldJournal); err != nil { // rebuilds the migrated store
+			if err := q.db.Update(func(tx *bolt.Tx) error { return foldJournal(tx, len(q.byID)) }); err != nil { // rebuilds the migrated store
 				b.Fatal(err)
 			}
 			q.foldMin = 2 * tc.entries // no fold while the journal fills
@@ -66,7 +68,7 @@ func BenchmarkOpenJournal(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := q.db.Update(foldJournal); err != nil { // rebuilds the migrated store
+	if err := q.db.Update(func(tx *bolt.Tx) error { return foldJournal(tx, len(q.byID)) }); err != nil { // rebuilds the migrated store
 		b.Fatal(err)
 	}
 	for _, entries := range []int{0, n} {

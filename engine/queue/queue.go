@@ -859,7 +859,8 @@ func (q *Queue) flush(pass bool) error {
 	q.flushMu.Lock()
 	defer q.flushMu.Unlock()
 	q.mu.Lock()
-	foldAt := q.foldThreshold(len(q.byID))
+	nrec := len(q.byID)
+	foldAt := q.foldThreshold(nrec)
 	if !pass {
 		foldAt *= 2
 	}
@@ -933,7 +934,7 @@ func (q *Queue) flush(pass bool) error {
 			return err
 		}
 		if jlen >= foldAt {
-			if err := foldJournal(tx); err != nil {
+			if err := foldJournal(tx, nrec); err != nil {
 				return err
 			}
 			jlen, jnext = 0, 0
