@@ -42,6 +42,12 @@ func (q *Queue) foldThreshold(n int) int {
 	return max(n, minFoldEntries)
 }
 
+// inPlaceFold: a journal with fewer distinct records than 1/inPlaceFold of
+// the store's is folded by updating them in place, not by a rebuild (a
+// leaf page holds some 8 records: below that, the scattered updates write
+// fewer pages than the rebuild).
+const inPlaceFold = 8
+
 // minFoldEntries keeps a small queue from folding at every pass.
 const minFoldEntries = 4096
 
@@ -100,6 +106,28 @@ func readJournal(jb *bolt.Bucket) ([]journalEntry, int, error) {
 func foldJournal(tx *bolt.Tx, n int) error {
 	latest, _, err := readJournal(tx.Bucket(bucketJournal))
 	if err != nil {
+		return err
+	}
+	if len(latest) < n/inPlaceFold {
+		// Few records changed (a Close soon after a fold): updating them
+		// in place touches at most one page each, far fewer than a
+		// rebuild writes.
+		cb := tx.Bucket(bucketContainers)
+		for _, e := range latest {
+			k := containerKey(e.seq)
+			if e.body == nil {
+				err = cb.Delete(k)
+			} else {
+				err = cb.Put(k, e.body)
+			}
+			if err != nil {
+				return fmt.Errorf("fold journal: %w", err)
+			}
+		}
+		if err := tx.DeleteBucket(bucketJournal); err != nil {
+			return fmt.Errorf("fold journal: %w", err)
+		}
+		_, err := tx.CreateBucket(bucketJournal)
 		return err
 	}
 	type kv struct{ k, v []byte }
