@@ -48,12 +48,22 @@ func journalLenInFile(tb testing.TB, path string) int {
 // every reopen finds each container as it was in memory after the last
 // flush, and a dropped container never comes back.
 func TestJournalChurnCrashReopen(t *testing.T) {
-	for seed := range uint64(6) {
-		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
+	for seed := range uint64(12) {
+		// Seeds 6 and up play a large store: no rebuild, the journal
+		// kept at a small window folded oldest first (foldOldest).
+		large := seed >= 6
+		t.Run(fmt.Sprint("seed=", seed, " large=", large), func(t *testing.T) {
 			e := newEnv(t, func(o *Options) { o.KeepFinished = 4; o.NoSync = true })
 			rng := rand.New(rand.NewPCG(seed, 7))
 			foldMin := 1 + rng.IntN(40)
-			e.q.foldMin = foldMin
+			window := 1 + rng.IntN(20)
+			setFold := func() {
+				e.q.foldMin = foldMin
+				if large {
+					e.q.rebuildMax, e.q.keepJournal = 1, window
+				}
+			}
+			setFold()
 			dropped := map[string]bool{}
 			var ids []string
 			live := func() []string {
@@ -152,7 +162,10 @@ func TestJournalChurnCrashReopen(t *testing.T) {
 					want := e.snapshot()
 					e.crash()
 					e.q = e.open()
-					e.q.foldMin = foldMin
+					setFold()
+					if large && e.q.journalLen > window {
+						t.Fatalf("step %d: %d journal entries after a crash, want at most the window %d", step, e.q.journalLen, window)
+					}
 					check(step, want)
 				default:
 					live()
@@ -161,7 +174,7 @@ func TestJournalChurnCrashReopen(t *testing.T) {
 					}
 					want := e.snapshot()
 					e.reopen()
-					e.q.foldMin = foldMin
+					setFold()
 					if n := e.q.journalLen; n != 0 {
 						t.Fatalf("step %d: %d journal entries after a clean close", step, n)
 					}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -104,6 +105,8 @@ type Queue struct {
 	journalLen  int
 	journalNext uint64
 	foldMin     int // tests: the fold threshold, when not 0
+	rebuildMax  int // tests: rebuildMaxRecords, when not 0
+	keepJournal int // tests: journalKeep, when not 0
 	// gen counts changes a reader of the containers could see (records,
 	// pending reasons, submits, drops), so a client can tell its copy is
 	// still current.
@@ -864,6 +867,13 @@ func (q *Queue) flush(pass bool) error {
 	if !pass {
 		foldAt *= 2
 	}
+	// A large store never rebuilds: it folds its oldest entries beyond
+	// the window at every flush instead (journal.go).
+	large := nrec > q.rebuildLimit()
+	if large {
+		foldAt = math.MaxInt
+	}
+	window := q.journalWindow()
 	if len(q.dirty) == 0 && len(q.newEvents) == 0 && !q.overFinishedLocked() && q.journalLen < foldAt {
 		q.mu.Unlock()
 		return nil
@@ -933,11 +943,17 @@ func (q *Queue) flush(pass bool) error {
 		if err := tx.Bucket(bucketMeta).Put(keyPaused, []byte(v)); err != nil {
 			return err
 		}
-		if jlen >= foldAt {
+		switch {
+		case jlen >= foldAt:
 			if err := foldJournal(tx, nrec); err != nil {
 				return err
 			}
 			jlen, jnext = 0, 0
+		case large && jlen > window:
+			if err := foldOldest(tx, jlen-window); err != nil {
+				return err
+			}
+			jlen = window
 		}
 		return nil
 	})
