@@ -220,6 +220,7 @@ type Container struct {
 	Held               bool        `json:"held"`
 	hints              schedHints  // from Scheduling, in the padding after Held
 	ord                orderSlot   // the queue's order (order.go), in the same padding
+	dirty              bool        // in q.dirty, for the next flush to write (in the padding too)
 	RuntimeConstraints Constraints `json:"runtime_constraints"`
 	FirstSeenAt        time.Time   `json:"first_seen_at"`
 	pending            Pending
@@ -319,6 +320,7 @@ func (c *Container) View() Container {
 	v := *c
 	v.startSent = false               // the scheduler's, not part of the record
 	v.ord, v.ordPrio = orderSlot{}, 0 // the queue's, not part of the record
+	v.dirty = false
 	v.Command = append([]string(nil), c.Command...)
 	v.Env = copyMap(c.Env)
 	v.Scheduling.Labels = copyMap(c.Scheduling.Labels)

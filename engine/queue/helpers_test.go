@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"path/filepath"
@@ -219,6 +220,22 @@ func fileContainerKeys(tb testing.TB, path string) []string {
 		tb.Fatalf("read %s: %v", path, err)
 	}
 	return keys
+}
+
+// storedRecord is the stored JSON of the container with sequence number
+// seq as a reader of the open store sees it: the journal's latest entry for
+// it, else the containers bucket's record (nil if dropped or absent).
+func storedRecord(tx *bolt.Tx, seq uint64) []byte {
+	cur := tx.Bucket(bucketJournal).Cursor()
+	for k, v := cur.Last(); k != nil; k, v = cur.Prev() {
+		if binary.BigEndian.Uint64(v) == seq {
+			if len(v) == 8 {
+				return nil
+			}
+			return v[8:]
+		}
+	}
+	return tx.Bucket(bucketContainers).Get(containerKey(seq))
 }
 
 // toState drives a freshly submitted (Queued) container to state s through

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -103,14 +104,24 @@ type Queue struct {
 	// flushBuf and flushRecs are Flush's scratch, reused (flushMu).
 	flushBuf  []byte
 	flushRecs []flushRec
+	// journalLen is how many entries the journal bucket holds and
+	// journalNext the key of the next (journal.go); flushMu guards both.
+	journalLen  int
+	journalNext uint64
+	foldMin     int // tests: the fold threshold, when not 0
+	rebuildMax  int // tests: rebuildMaxRecords, when not 0
+	keepJournal int // tests: journalKeep, when not 0
 	// gen counts changes a reader of the containers could see (records,
 	// pending reasons, submits, drops), so a client can tell its copy is
 	// still current.
 	gen uint64
 	// counts is how many containers of byID are in each state; it changes
 	// only through countLocked, uncountLocked and setStateLocked.
-	counts    map[State]int
-	dirty     map[string]struct{}
+	counts map[State]int
+	// dirty lists the records changed since the last flush, each once
+	// (Container.dirty): a slice, not a map by id, so a flush of
+	// thousands neither hashes their ids nor looks each up.
+	dirty     []*Container
 	newEvents []Event
 	// spareEvents is an emptied events array for newEvents after the
 	// flush that wrote it (Flush), so a pass's events do not regrow it.
@@ -146,7 +157,6 @@ func Open(opts Options) (*Queue, error) {
 		db: db, clock: opts.Clock, opts: opts, group: &groupCommit{db: db},
 		byID:   map[string]*Container{},
 		counts: map[State]int{},
-		dirty:  map[string]struct{}{},
 		subs:   map[int]chan struct{}{},
 	}
 	if err := q.load(); err != nil {
@@ -158,22 +168,36 @@ func Open(opts Options) (*Queue, error) {
 
 func (q *Queue) load() error {
 	return q.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketContainers, bucketEvents, bucketMeta, bucketLogs} {
+		for _, b := range [][]byte{bucketContainers, bucketEvents, bucketMeta, bucketLogs, bucketJournal} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("create bucket %s: %w", b, err)
 			}
 		}
-		cb := tx.Bucket(bucketContainers)
-		var oldKeys [][]byte // records of an earlier layout, keyed by id
-		err := cb.ForEach(func(k, v []byte) error {
+		// The journal is read first (at most about as many entries as
+		// records: Queue.foldThreshold), so that a record it holds a later
+		// version of is decoded once, from there.
+		latest, jn, err := readJournal(tx.Bucket(bucketJournal))
+		if err != nil {
+			return fmt.Errorf("load journal: %w", err)
+		}
+		q.journalLen, q.journalNext = jn, 0
+		if cur := tx.Bucket(bucketJournal).Cursor(); jn > 0 {
+			k, _ := cur.Last()
+			q.journalNext = binary.BigEndian.Uint64(k) + 1
+		}
+		journaled := func(seq uint64) (journalEntry, bool) {
+			i, ok := slices.BinarySearchFunc(latest, seq, func(e journalEntry, s uint64) int { return cmp.Compare(e.seq, s) })
+			if !ok {
+				return journalEntry{}, false
+			}
+			return latest[i], true
+		}
+		add := func(k, v []byte) error {
 			c := &Container{}
 			if err := json.Unmarshal(v, c); err != nil {
-				return fmt.Errorf("load container %s: %w", k, err)
+				return fmt.Errorf("load container %x: %w", k, err)
 			}
 			c.setHints()
-			if len(k) != 8 {
-				oldKeys = append(oldKeys, k)
-			}
 			q.byID[c.ID] = c
 			q.countLocked(c)
 			if c.State.Final() {
@@ -183,9 +207,33 @@ func (q *Queue) load() error {
 			}
 			q.nextSeq = max(q.nextSeq, c.Seq+1)
 			return nil
+		}
+		cb := tx.Bucket(bucketContainers)
+		var oldKeys [][]byte  // records of an earlier layout, keyed by id
+		var inBucket []uint64 // journaled Seqs also in the bucket
+		err = cb.ForEach(func(k, v []byte) error {
+			if len(k) != 8 {
+				oldKeys = append(oldKeys, k)
+			} else if e, ok := journaled(binary.BigEndian.Uint64(k)); ok {
+				inBucket = append(inBucket, e.seq)
+				if e.body == nil {
+					return nil // dropped
+				}
+				v = e.body
+			}
+			return add(k, v)
 		})
 		if err != nil {
 			return err
+		}
+		// A journaled record not in the bucket (not written there by
+		// this version, which puts submits in the bucket, but allowed).
+		for _, e := range latest {
+			if _, ok := slices.BinarySearch(inBucket, e.seq); !ok && e.body != nil {
+				if err := add(journalKey(e.seq), e.body); err != nil {
+					return err
+				}
+			}
 		}
 		for _, k := range oldKeys {
 			c := q.byID[string(k)]
@@ -229,9 +277,13 @@ func (q *Queue) load() error {
 	})
 }
 
-// Close flushes pending writes and closes the file.
+// Close flushes pending writes, folds the journal into the containers
+// bucket (journal.go) and closes the file.
 func (q *Queue) Close() error {
 	ferr := q.Flush()
+	if ferr == nil {
+		ferr = q.fold()
+	}
 	q.mu.Lock()
 	for id, ch := range q.subs {
 		close(ch)
@@ -450,6 +502,14 @@ func (q *Queue) setStateLocked(c *Container, to State) {
 	c.State = to
 }
 
+// markDirtyLocked notes that c changed, for the next flush to write.
+func (q *Queue) markDirtyLocked(c *Container) {
+	if !c.dirty {
+		c.dirty = true
+		q.dirty = append(q.dirty, c)
+	}
+}
+
 // finalLocked is how many containers are Complete or Cancelled (some may
 // still sit in q.active until the next sort).
 func (q *Queue) finalLocked() int { return q.counts[Complete] + q.counts[Cancelled] }
@@ -646,7 +706,7 @@ func (q *Queue) SetLogsError(id, msg string) bool {
 	}
 	c.LogsError = msg
 	q.gen++
-	q.dirty[id] = struct{}{}
+	q.markDirtyLocked(c)
 	q.notifyLocked()
 	return true
 }
@@ -785,41 +845,59 @@ func pruneEvents(b *bolt.Bucket, newest, keep uint64) error {
 	return nil
 }
 
-// flushRec is a changed record a flush writes: its key and where its
-// encoding is in flushBuf.
+// flushRec is a changed record a flush writes and where its encoding is
+// in flushBuf.
 type flushRec struct {
-	id         string
-	seq        uint64
+	c          *Container
 	start, end int
 }
 
 // Flush writes every changed record and new event in one transaction.
 // Records are encoded under q.mu (the scheduler changes them under it),
-// into a buffer reused from flush to flush (flushMu), and written in key
-// order, which bbolt's B+tree takes with fewer page visits than random
-// puts. The write is committed (and synced, unless NoSync) before Flush
-// returns.
-func (q *Queue) Flush() error {
+// into a buffer reused from flush to flush (flushMu), and appended to the
+// journal (journal.go). The write is committed (and synced, unless NoSync)
+// before Flush returns.
+func (q *Queue) Flush() error { return q.flush(false) }
+
+// flush is Flush; a scheduler pass's (pass) also folds the journal once it
+// has reached its threshold, so the fold's cost falls on the pass that
+// does it, never on a user's verb (which folds only past twice that).
+func (q *Queue) flush(pass bool) error {
 	q.flushMu.Lock()
 	defer q.flushMu.Unlock()
 	q.mu.Lock()
-	if len(q.dirty) == 0 && len(q.newEvents) == 0 && !q.overFinishedLocked() {
+	nrec := len(q.byID)
+	foldAt := q.foldThreshold(nrec)
+	if !pass {
+		foldAt *= 2
+	}
+	// A large store never rebuilds: it folds its oldest entries beyond
+	// the window at every flush instead (journal.go).
+	large := nrec > q.rebuildLimit()
+	if large {
+		foldAt = math.MaxInt
+	}
+	window := q.journalWindow()
+	if len(q.dirty) == 0 && len(q.newEvents) == 0 && !q.overFinishedLocked() && q.journalLen < foldAt {
 		q.mu.Unlock()
 		return nil
 	}
+	// Each record is encoded as its journal entry: Seq, then the JSON.
 	buf := q.flushBuf[:0]
 	recs := q.flushRecs[:0]
-	for id := range q.dirty {
-		c := q.byID[id]
+	for _, c := range q.dirty {
 		start := len(buf)
+		buf = binary.BigEndian.AppendUint64(buf, c.Seq)
 		var err error
 		if buf, err = appendContainer(buf, c); err != nil {
 			q.mu.Unlock()
-			return fmt.Errorf("encode container %s: %w", id, err)
+			return fmt.Errorf("encode container %s: %w", c.ID, err)
 		}
-		recs = append(recs, flushRec{id: id, seq: c.Seq, start: start, end: len(buf)})
+		c.dirty = false
+		recs = append(recs, flushRec{c: c, start: start, end: len(buf)})
 	}
 	clear(q.dirty)
+	q.dirty = q.dirty[:0]
 	drop := q.dropFinishedLocked()
 	events := q.newEvents
 	q.newEvents = q.spareEvents[:0] // the previous flush's array, if any
@@ -827,26 +905,35 @@ func (q *Queue) Flush() error {
 	paused := q.paused
 	q.mu.Unlock()
 
-	slices.SortFunc(recs, func(a, b flushRec) int { return cmp.Compare(a.seq, b.seq) })
+	// Tombstones: the Seq alone.
+	for _, c := range drop {
+		buf = binary.BigEndian.AppendUint64(buf, c.Seq)
+	}
+	tombs := buf[len(buf)-8*len(drop):]
+	jlen, jnext := q.journalLen, q.journalNext
 	err := q.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketContainers)
+		jb := tx.Bucket(bucketJournal)
+		jb.FillPercent = appendFill
 		for _, r := range recs {
-			if err := b.Put(containerKey(r.seq), buf[r.start:r.end:r.end]); err != nil {
+			if err := jb.Put(journalKey(jnext), buf[r.start:r.end:r.end]); err != nil {
+				return err
+			}
+			jnext++
+		}
+		for i, c := range drop {
+			if err := jb.Put(journalKey(jnext), tombs[8*i:8*i+8:8*i+8]); err != nil {
+				return err
+			}
+			jnext++
+			if err := tx.Bucket(bucketLogs).Delete([]byte(c.ID)); err != nil {
 				return err
 			}
 		}
+		jlen += len(recs) + len(drop)
 		eb := tx.Bucket(bucketEvents)
 		var err error
 		if buf, err = putEvents(eb, events, buf); err != nil {
 			return err
-		}
-		for _, c := range drop {
-			if err := b.Delete(containerKey(c.Seq)); err != nil {
-				return err
-			}
-			if err := tx.Bucket(bucketLogs).Delete([]byte(c.ID)); err != nil {
-				return err
-			}
 		}
 		if n := len(events); n > 0 && q.opts.EventRetention > 0 {
 			if err := pruneEvents(eb, events[n-1].Seq, uint64(q.opts.EventRetention)); err != nil {
@@ -857,19 +944,35 @@ func (q *Queue) Flush() error {
 		if paused {
 			v = "true"
 		}
-		return tx.Bucket(bucketMeta).Put(keyPaused, []byte(v))
+		if err := tx.Bucket(bucketMeta).Put(keyPaused, []byte(v)); err != nil {
+			return err
+		}
+		switch {
+		case jlen >= foldAt:
+			if err := foldJournal(tx, nrec); err != nil {
+				return err
+			}
+			jlen, jnext = 0, 0
+		case large && jlen > window:
+			if err := foldOldest(tx, jlen-window); err != nil {
+				return err
+			}
+			jlen = window
+		}
+		return nil
 	})
 	if err != nil {
 		// Put the work back so a later flush retries it.
 		q.mu.Lock()
 		for _, r := range recs {
-			q.dirty[r.id] = struct{}{}
+			q.markDirtyLocked(r.c)
 		}
 		q.newEvents = append(events, q.newEvents...)
 		q.undropLocked(drop)
 		q.mu.Unlock()
 		return fmt.Errorf("write store: %w", err)
 	}
+	q.journalLen, q.journalNext = jlen, jnext
 	// bbolt has copied the values into its pages at commit: the buffers
 	// are free for the next flush (kept unless a burst made them large).
 	if cap(buf) <= maxKeptFlushBuf {

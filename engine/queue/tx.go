@@ -42,7 +42,7 @@ func (q *Queue) PassThen(fn func(tx *Tx), unlocked func()) error {
 	if unlocked != nil {
 		unlocked()
 	}
-	return q.Flush()
+	return q.flush(true)
 }
 
 // Now is the pass's time.
@@ -97,7 +97,7 @@ func (tx *Tx) move(c *Container, to State, reason string) error {
 
 func (tx *Tx) touch(c *Container) {
 	tx.q.gen++
-	tx.q.dirty[c.ID] = struct{}{}
+	tx.q.markDirtyLocked(c)
 	tx.changed = true
 }
 

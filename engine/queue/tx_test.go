@@ -540,7 +540,7 @@ func (e *env) storedState(t *testing.T, c Container) State {
 	var st State
 	err := e.q.db.View(func(tx *bolt.Tx) error {
 		var rec Container
-		if err := json.Unmarshal(tx.Bucket(bucketContainers).Get(containerKey(c.Seq)), &rec); err != nil {
+		if err := json.Unmarshal(storedRecord(tx, c.Seq), &rec); err != nil {
 			return err
 		}
 		st = rec.State

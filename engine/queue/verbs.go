@@ -17,7 +17,7 @@ func (q *Queue) verb(id, actor, action, reason string, fn func(c *Container) err
 	}
 	now := q.clock.Now().UTC()
 	q.gen++
-	q.dirty[c.ID] = struct{}{}
+	q.markDirtyLocked(c)
 	q.addEventLocked(now, actor, "verb", c.ID, action, reason)
 	q.notifyLocked()
 	v := c.View()
