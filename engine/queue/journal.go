@@ -82,23 +82,16 @@ func foldOldest(tx *bolt.Tx, n int) error {
 	keys := make([]byte, 0, 8*n)
 	cur := jb.Cursor()
 	for k, v := cur.First(); k != nil && len(entries) < n; k, v = cur.Next() {
-		if len(v) < 8 {
-			return fmt.Errorf("journal entry %x: %d bytes, want at least 8", k, len(v))
-		}
-		e := journalEntry{seq: binary.BigEndian.Uint64(v)}
-		if len(v) > 8 {
-			e.body = v[8:]
+		e, err := parseJournalEntry(k, v)
+		if err != nil {
+			return err
 		}
 		entries = append(entries, e)
 		keys = append(keys, k...)
 	}
-	// Stable: entries of one Seq stay in journal order, and the last wins.
-	slices.SortStableFunc(entries, func(a, b journalEntry) int { return cmp.Compare(a.seq, b.seq) })
+	entries = latestPerSeq(entries)
 	cb := tx.Bucket(bucketContainers)
-	for i, e := range entries {
-		if i+1 < len(entries) && entries[i+1].seq == e.seq {
-			continue
-		}
+	for _, e := range entries {
 		var err error
 		if e.body == nil {
 			err = cb.Delete(containerKey(e.seq))
@@ -144,30 +137,42 @@ type journalEntry struct {
 func readJournal(jb *bolt.Bucket) ([]journalEntry, int, error) {
 	var all []journalEntry
 	err := jb.ForEach(func(k, v []byte) error {
-		if len(v) < 8 {
-			return fmt.Errorf("journal entry %x: %d bytes, want at least 8", k, len(v))
-		}
-		e := journalEntry{seq: binary.BigEndian.Uint64(v)}
-		if len(v) > 8 {
-			e.body = v[8:]
-		}
+		e, err := parseJournalEntry(k, v)
 		all = append(all, e)
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, 0, err
 	}
 	n := len(all)
+	return latestPerSeq(all), n, nil
+}
+
+// parseJournalEntry reads the entry stored under key k.
+func parseJournalEntry(k, v []byte) (journalEntry, error) {
+	if len(v) < 8 {
+		return journalEntry{}, fmt.Errorf("journal entry %x: %d bytes, want at least 8", k, len(v))
+	}
+	e := journalEntry{seq: binary.BigEndian.Uint64(v)}
+	if len(v) > 8 {
+		e.body = v[8:]
+	}
+	return e, nil
+}
+
+// latestPerSeq sorts entries (in journal order) by Seq and keeps the last
+// of each Seq, in place.
+func latestPerSeq(entries []journalEntry) []journalEntry {
 	// Stable: entries of one Seq stay in journal order, and the last wins.
-	slices.SortStableFunc(all, func(a, b journalEntry) int { return cmp.Compare(a.seq, b.seq) })
-	out := all[:0]
-	for i, e := range all {
-		if i+1 < len(all) && all[i+1].seq == e.seq {
+	slices.SortStableFunc(entries, func(a, b journalEntry) int { return cmp.Compare(a.seq, b.seq) })
+	out := entries[:0]
+	for i, e := range entries {
+		if i+1 < len(entries) && entries[i+1].seq == e.seq {
 			continue
 		}
 		out = append(out, e)
 	}
-	return out, n, nil
+	return out
 }
 
 // foldJournal moves the journal into the containers bucket and recreates

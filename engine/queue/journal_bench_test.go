@@ -31,22 +31,12 @@ func BenchmarkFold(b *testing.B) {
 				b.Fatal(err)
 			}
 			q.foldMin = 2 * tc.entries // no fold while the journal fills
+			q.rebuildMax = 2 * tc.n    // a rebuild, whatever the size
 			all := q.bySeq
 			rng := rand.New(rand.NewPCG(1, 2))
 			for b.Loop() {
 				b.StopTimer()
-				for done := 0; done < tc.entries; done += 2000 {
-					q.mu.Lock()
-					for range 2000 {
-						c := all[rng.IntN(len(all))]
-						c.Priority = 1 + rng.IntN(5)
-						q.markDirtyLocked(c)
-					}
-					q.mu.Unlock()
-					if err := q.Flush(); err != nil {
-						b.Fatal(err)
-					}
-				}
+				fillJournal(b, q, all, rng, tc.entries)
 				b.StartTimer()
 				if err := q.fold(); err != nil {
 					b.Fatal(err)
@@ -72,21 +62,11 @@ func BenchmarkOpenJournal(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, entries := range []int{0, n} {
-		q.foldMin = 2 * n // no fold while the journal fills
+		q.foldMin = 2 * n    // no fold while the journal fills
+		q.rebuildMax = 2 * n // nor a fold of the oldest: the journal as a crash at the threshold leaves it
 		all := q.bySeq
 		rng := rand.New(rand.NewPCG(1, 2))
-		for done := q.journalLen; done < entries; done += 2000 {
-			q.mu.Lock()
-			for range 2000 {
-				c := all[rng.IntN(len(all))]
-				c.Priority = 1 + rng.IntN(5)
-				q.markDirtyLocked(c)
-			}
-			q.mu.Unlock()
-			if err := q.Flush(); err != nil {
-				b.Fatal(err)
-			}
-		}
+		fillJournal(b, q, all, rng, entries-q.journalLen)
 		if err := q.db.Close(); err != nil { // no fold
 			b.Fatal(err)
 		}
@@ -107,4 +87,22 @@ func BenchmarkOpenJournal(b *testing.B) {
 		}
 	}
 	q.Close()
+}
+
+// fillJournal re-prioritises random containers of all, 2,000 a flush, until
+// about n more entries are in the journal.
+func fillJournal(b *testing.B, q *Queue, all []*Container, rng *rand.Rand, n int) {
+	b.Helper()
+	for done := 0; done < n; done += 2000 {
+		q.mu.Lock()
+		for range 2000 {
+			c := all[rng.IntN(len(all))]
+			c.Priority = 1 + rng.IntN(5)
+			q.markDirtyLocked(c)
+		}
+		q.mu.Unlock()
+		if err := q.Flush(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

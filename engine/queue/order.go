@@ -117,11 +117,8 @@ type keyed struct {
 // compareKeyed orders a and b, placed with keys a.k and b.k; it reads the
 // records only when the keys are equal.
 func compareKeyed(a, b keyed) int {
-	if a.k != b.k {
-		if a.k.less(b.k) {
-			return -1
-		}
-		return 1
+	if c := a.k.compare(b.k); c != 0 {
+		return c
 	}
 	return compareTied(a.c, b.c)
 }
@@ -129,13 +126,21 @@ func compareKeyed(a, b keyed) int {
 // compareNew is compareKeyed for keys of containers not yet placed with them
 // (ties compare current keys).
 func compareNew(a, b keyed) int {
-	if a.k != b.k {
-		if a.k.less(b.k) {
-			return -1
-		}
-		return 1
+	if c := a.k.compare(b.k); c != 0 {
+		return c
 	}
 	return compareContainers(a.c, b.c)
+}
+
+// compare orders two keys: -1, 0 or 1.
+func (k orderKey) compare(o orderKey) int {
+	switch {
+	case k == o:
+		return 0
+	case k.less(o):
+		return -1
+	}
+	return 1
 }
 
 // markMovedLocked notes that c's sort key changed (or that it is new or
