@@ -128,6 +128,11 @@ func (c *Client) Container(ctx context.Context, id string) (queue.Container, err
 
 // Submit adds a container.
 func (c *Client) Submit(ctx context.Context, spec queue.Spec) (queue.Container, error) {
+	return c.submit(ctx, spec)
+}
+
+// submit posts one spec (a queue.Spec or its JSON).
+func (c *Client) submit(ctx context.Context, spec any) (queue.Container, error) {
 	var v queue.Container
 	err := c.do(ctx, http.MethodPost, "/v1/containers", nil, spec, &v)
 	return v, err
@@ -398,9 +403,7 @@ func (c *Client) ListContainerPage(ctx context.Context, q ListQuery, labels []st
 // SubmitJSON adds a container from a spec already encoded as a JSON
 // object, passing on fields this client's queue.Spec may not know.
 func (c *Client) SubmitJSON(ctx context.Context, spec json.RawMessage) (queue.Container, error) {
-	var v queue.Container
-	err := c.do(ctx, http.MethodPost, "/v1/containers", nil, spec, &v)
-	return v, err
+	return c.submit(ctx, spec)
 }
 
 // SubmitBatchJSON is SubmitBatch for specs already in JSON (as the CLI
