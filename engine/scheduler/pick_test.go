@@ -110,7 +110,7 @@ func TestPickMatchesScan(t *testing.T) {
 	}
 }
 
-// checkRoomy recounts freeCount, roomyByCount and roomySlots from the
+// checkRoomy recounts roomyByCount and roomySlots from the
 // slots, and checks each slot's view is its own.
 func checkRoomy(t *testing.T, s *Scheduler) {
 	t.Helper()
@@ -136,8 +136,8 @@ func checkRoomy(t *testing.T, s *Scheduler) {
 					byCount[sl.count]++
 				}
 			}
-			if s.freeCount[m][typ] != n {
-				t.Fatalf("freeCount[%d][%d] = %d, recount %d", m, typ, s.freeCount[m][typ], n)
+			if sum := sumInts(s.roomyByCount[m][typ]); sum != n {
+				t.Fatalf("roomy slots of mode %d type %d = %d, recount %d", m, typ, sum, n)
 			}
 			bc := s.roomyByCount[m][typ]
 			for c, k := range bc {
@@ -194,4 +194,12 @@ func TestInstanceCreatedInThePassTakesLaterContainers(t *testing.T) {
 			t.Errorf("%s: %s %s %q, want Locked BOOTING", id, c.State, c.ReasonCode, c.Reason)
 		}
 	}
+}
+
+func sumInts(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
 }

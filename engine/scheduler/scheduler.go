@@ -74,10 +74,9 @@ type Scheduler struct {
 	roomyByCount [2][][]int
 	// roomySlots is how many slots are roomy, of any mode and type.
 	roomySlots int
-	// Per type, indexed [mode][type] with mode 0 = ready, 1 = waiting: how
-	// many instances have any room, and the smallest need that found no
-	// room this pass (anything at least as big fails too: room only shrinks).
-	freeCount   [2][]int
+	// Per type, indexed [mode][type] with mode 0 = ready, 1 = waiting: the
+	// smallest need that found no room this pass (anything at least as
+	// big fails too: room only shrinks, until addPending adds a slot).
 	failNeed    [2][]queue.Constraints
 	failed      [2][]bool
 	blockedType []bool
@@ -143,7 +142,6 @@ func New(cfg *config.Config, q *queue.Queue, pool Pool, clk clock.Clock, log *sl
 		s.roomy[m] = make([][]int, len(s.types))
 		s.roomyHead[m] = make([]int, len(s.types))
 		s.roomyByCount[m] = make([][]int, len(s.types))
-		s.freeCount[m] = make([]int, len(s.types))
 		s.failNeed[m] = make([]queue.Constraints, len(s.types))
 		s.failed[m] = make([]bool, len(s.types))
 	}

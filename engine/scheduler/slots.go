@@ -33,7 +33,6 @@ func (s *Scheduler) indexInstances() {
 			s.roomy[m][i] = s.roomy[m][i][:0]
 			s.roomyHead[m][i] = 0
 			s.roomyByCount[m][i] = s.roomyByCount[m][i][:0]
-			s.freeCount[m][i] = 0
 			s.failed[m][i] = false
 		}
 	}
@@ -79,11 +78,15 @@ func (s *Scheduler) finishIndex() {
 // each list stays sorted by slot index.
 func (s *Scheduler) join(i int) {
 	sl := &s.slots[i]
-	m := mode(sl.ready)
+	s.roomy[mode(sl.ready)][sl.typ] = append(s.roomy[mode(sl.ready)][sl.typ], i)
+	s.markRoomy(i)
+}
+
+// markRoomy counts slot i, whose list entry is in place, as roomy.
+func (s *Scheduler) markRoomy(i int) {
+	sl := &s.slots[i]
 	sl.roomy = true
-	s.roomy[m][sl.typ] = append(s.roomy[m][sl.typ], i)
-	s.countRoomy(m, sl.typ, sl.count, 1)
-	s.freeCount[m][sl.typ]++
+	s.countRoomy(mode(sl.ready), sl.typ, sl.count, 1)
 	s.roomySlots++
 }
 
@@ -94,10 +97,8 @@ func (s *Scheduler) leave(i int) {
 	if !sl.roomy {
 		return
 	}
-	m := mode(sl.ready)
 	sl.roomy = false
-	s.countRoomy(m, sl.typ, sl.count, -1)
-	s.freeCount[m][sl.typ]--
+	s.countRoomy(mode(sl.ready), sl.typ, sl.count, -1)
 	s.roomySlots--
 }
 
@@ -144,15 +145,14 @@ func (s *Scheduler) hasRoom(sl *slot, rc queue.Constraints) bool {
 // cost O(starts + instances), not O(starts × instances).
 func (s *Scheduler) pick(typ int, rc queue.Constraints, wantReady bool) int {
 	m := mode(wantReady)
-	if s.freeCount[m][typ] == 0 {
+	bc := s.roomyByCount[m][typ]
+	if len(bc) == 0 { // no roomy slot (bc has no trailing zeros)
 		return -1
 	}
 	if s.failed[m][typ] && geq(rc, s.failNeed[m][typ]) {
 		return -1
 	}
-	// The best count among roomy slots: bc has no trailing zero and, as
-	// freeCount > 0, is not empty.
-	bc := s.roomyByCount[m][typ]
+	// The best count among roomy slots.
 	target := len(bc) - 1
 	if s.spread {
 		target = 0
@@ -207,7 +207,7 @@ func (s *Scheduler) pick(typ int, rc queue.Constraints, wantReady bool) int {
 	return best
 }
 
-// mode is the first index of freeCount, failNeed and failed.
+// mode is the first index of roomy, failNeed and failed.
 func mode(ready bool) int {
 	if ready {
 		return 0
@@ -230,11 +230,7 @@ func (s *Scheduler) place(i int, rc queue.Constraints) {
 	sl.allocated = true
 	if wasRoomy && s.hasRoom(sl, queue.Constraints{}) {
 		// Still roomy: only its count moves (its list entry stays).
-		sl.roomy = true
-		m := mode(sl.ready)
-		s.countRoomy(m, sl.typ, sl.count, 1)
-		s.freeCount[m][sl.typ]++
-		s.roomySlots++
+		s.markRoomy(i)
 	}
 }
 
