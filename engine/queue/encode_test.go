@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -206,18 +205,16 @@ func TestFlushWritesMarshalEncodingToFile(t *testing.T) {
 		if n != len(want) {
 			t.Errorf("%d records in the file, want %d", n, len(want))
 		}
-		n = 0
-		err2 := tx.Bucket(bucketEvents).ForEach(func(k, v []byte) error {
-			n++
-			if w := wantEvents[binary.BigEndian.Uint64(k)]; !bytes.Equal(v, w) {
-				t.Errorf("event %x in the file:\n got %s\nwant %s", k, v, w)
+		stored := storedEvents(t, tx)
+		for _, ev := range stored {
+			if w := wantEvents[ev.seq]; !bytes.Equal(ev.json, w) {
+				t.Errorf("event %d in the file:\n got %s\nwant %s", ev.seq, ev.json, w)
 			}
-			return nil
-		})
-		if n != len(wantEvents) {
-			t.Errorf("%d events in the file, want %d", n, len(wantEvents))
 		}
-		return errors.Join(err, err2)
+		if len(stored) != len(wantEvents) {
+			t.Errorf("%d events in the file, want %d", len(stored), len(wantEvents))
+		}
+		return err
 	})
 	if err != nil {
 		t.Fatal(err)

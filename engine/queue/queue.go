@@ -22,7 +22,6 @@ import (
 
 var (
 	bucketContainers = []byte("containers")
-	bucketEvents     = []byte("events")
 	bucketMeta       = []byte("meta")
 	bucketLogs       = []byte("logs")
 	keyPaused        = []byte("paused")
@@ -253,25 +252,10 @@ func (q *Queue) load() error {
 		q.bySeq = append(append(q.bySeq, q.active...), q.finished...)
 		slices.SortFunc(q.bySeq, func(a, b *Container) int { return cmp.Compare(a.Seq, b.Seq) })
 		q.unsorted = true
-		ev := tx.Bucket(bucketEvents)
-		cur := ev.Cursor()
-		n := 0
-		for k, v := cur.Last(); k != nil && n < q.opts.EventsInMemory; k, v = cur.Prev() {
-			var e Event
-			if err := json.Unmarshal(v, &e); err != nil {
-				return fmt.Errorf("load event %x: %w", k, err)
-			}
-			if n == 0 {
-				q.nextEvent = e.Seq + 1
-			}
-			q.recent = append(q.recent, e)
-			n++
+		if q.recent, q.nextEvent, err = loadEvents(tx, q.opts.EventsInMemory); err != nil {
+			return err
 		}
-		slices.Reverse(q.recent)
 		q.recentBuf = q.recent
-		if q.nextEvent == 0 {
-			q.nextEvent = 1
-		}
 		q.paused = string(tx.Bucket(bucketMeta).Get(keyPaused)) == "true"
 		return nil
 	})
@@ -635,31 +619,6 @@ func (q *Queue) unlogEventsLocked(events []Event) {
 	q.recent = q.recentBuf[max(0, len(q.recentBuf)-q.opts.EventsInMemory):]
 }
 
-// putEvents writes events to the events bucket, encoding them at the end
-// of buf, which it returns grown; buf must not change until the
-// transaction ends (bbolt keeps the values until commit).
-func putEvents(eb *bolt.Bucket, events []Event, buf []byte) ([]byte, error) {
-	eb.FillPercent = appendFill
-	start := len(buf)
-	ends := make([]int, 0, len(events))
-	for i := range events {
-		var err error
-		if buf, err = appendEvent(buf, &events[i]); err != nil {
-			return buf, fmt.Errorf("encode event %d: %w", events[i].Seq, err)
-		}
-		ends = append(ends, len(buf))
-	}
-	for i := range events {
-		var k [8]byte
-		binary.BigEndian.PutUint64(k[:], events[i].Seq)
-		if err := eb.Put(k[:], buf[start:ends[i]:ends[i]]); err != nil {
-			return buf, err
-		}
-		start = ends[i]
-	}
-	return buf, nil
-}
-
 // AddEvent records an event (e.g. a cloud error or an instance verb) and
 // writes it durably.
 func (q *Queue) AddEvent(actor, kind, target, action, reason string) error {
@@ -753,17 +712,9 @@ func (q *Queue) Events(since uint64, limit int) ([]Event, error) {
 	}
 	var out []Event
 	err := q.db.View(func(tx *bolt.Tx) error {
-		cur := tx.Bucket(bucketEvents).Cursor()
-		var k [8]byte
-		binary.BigEndian.PutUint64(k[:], since+1)
-		for key, v := cur.Seek(k[:]); key != nil && len(out) < limit; key, v = cur.Next() {
-			var e Event
-			if err := json.Unmarshal(v, &e); err != nil {
-				return fmt.Errorf("read event: %w", err)
-			}
-			out = append(out, e)
-		}
-		return nil
+		var err error
+		out, err = readEvents(tx.Bucket(bucketEvents), since, limit)
+		return err
 	})
 	return out, err
 }
@@ -821,29 +772,6 @@ func (q *Queue) undropLocked(drop []*Container) {
 // pruneBatch bounds the events one flush deletes, so that turning
 // retention on for a large log spreads the work over many passes.
 const pruneBatch = 10000
-
-// pruneEvents deletes events with seq ≤ newest-keep, oldest first, at
-// most pruneBatch of them.
-func pruneEvents(b *bolt.Bucket, newest, keep uint64) error {
-	if newest <= keep {
-		return nil
-	}
-	cut := newest - keep
-	var old [][]byte
-	cur := b.Cursor()
-	for k, _ := cur.First(); k != nil && len(old) < pruneBatch; k, _ = cur.Next() {
-		if len(k) != 8 || binary.BigEndian.Uint64(k) > cut {
-			break
-		}
-		old = append(old, k)
-	}
-	for _, k := range old {
-		if err := b.Delete(k); err != nil {
-			return fmt.Errorf("prune events: %w", err)
-		}
-	}
-	return nil
-}
 
 // flushRec is a changed record a flush writes and where its encoding is
 // in flushBuf.

@@ -792,14 +792,10 @@ func TestSubmitEventsAreStoredWithTheContainers(t *testing.T) {
 	}
 	var stored []Event
 	if err := e.q.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketEvents).ForEach(func(_, v []byte) error {
-			var ev Event
-			if err := json.Unmarshal(v, &ev); err != nil {
-				return err
-			}
-			stored = append(stored, ev)
-			return nil
-		})
+		for _, ev := range storedEvents(t, tx) {
+			stored = append(stored, ev.event)
+		}
+		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,348 @@
+package queue
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The event log is stored in batches: each write (a flush, a submit)
+// stores its events as one value, the events' JSON each ended by a
+// newline, under a 16-byte key, the first and last Seq (big-endian). A
+// pass of thousands of events is then one Put and a few contiguous pages,
+// not a Put, a seek from the root and a share of a leaf each.
+//
+// A batch holds consecutive Seqs only (putEvents cuts a write at a gap:
+// concurrent writers interleave their Seqs), so batches never overlap,
+// key order is Seq order, and an event's place in its batch is its Seq
+// minus the first.
+//
+// bbolt rewrites a touched leaf whole and never splits one of four or
+// fewer entries, so a large value in the leaf the next batch is appended
+// to would be written again at every flush. A batch larger than
+// maxDirectBatch is therefore the one value of a bucket of its own (under
+// the same key): its pages are written once, and the events bucket's
+// leaves hold only bucket headers and the small batches of single verbs.
+//
+// A store of the previous layout (one event per 8-byte key in "events")
+// is migrated at Open and that bucket deleted: an older binary then finds
+// no events, creates the bucket again and numbers its events from 1; a
+// later Open migrates those after the newest batch (migrateEvents).
+var (
+	bucketEvents       = []byte("event_batches")
+	bucketLegacyEvents = []byte("events")
+	batchValueKey      = []byte("events")
+)
+
+// maxDirectBatch is the largest batch stored as a plain value (about
+// four single events); bbolt inlines sub-buckets up to a quarter page
+// too, so a larger one would gain nothing from a bucket of its own.
+const maxDirectBatch = 1024
+
+// maxBatchEvents bounds a batch, so that retention (which deletes whole
+// batches) stays close to its count and pruneBatch is honoured.
+const maxBatchEvents = 4096
+
+func batchKey(first, last uint64) []byte {
+	k := make([]byte, 16)
+	binary.BigEndian.PutUint64(k, first)
+	binary.BigEndian.PutUint64(k[8:], last)
+	return k
+}
+
+// batchRange returns the first and last Seq of the batch under key k.
+func batchRange(k []byte) (first, last uint64, ok bool) {
+	if len(k) != 16 {
+		return 0, 0, false
+	}
+	first, last = binary.BigEndian.Uint64(k), binary.BigEndian.Uint64(k[8:])
+	return first, last, first <= last
+}
+
+// batchValue returns the events of the batch under k, whose cursor value
+// is v (nil for a batch in a bucket of its own).
+func batchValue(eb *bolt.Bucket, k, v []byte) ([]byte, error) {
+	if v != nil {
+		return v, nil
+	}
+	if b := eb.Bucket(k); b != nil {
+		if v := b.Get(batchValueKey); v != nil {
+			return v, nil
+		}
+	}
+	return nil, fmt.Errorf("event batch %x: no value", k)
+}
+
+// putEvents writes events (in Seq order) to the events bucket as batches
+// of consecutive Seqs, encoding them at the end of buf, which it returns
+// grown; buf must not change until the transaction ends (bbolt keeps the
+// values until commit).
+func putEvents(eb *bolt.Bucket, events []Event, buf []byte) ([]byte, error) {
+	eb.FillPercent = appendFill
+	for len(events) > 0 {
+		n := 1
+		for n < len(events) && n < maxBatchEvents && events[n].Seq == events[n-1].Seq+1 {
+			n++
+		}
+		if n < len(events) && events[n].Seq <= events[n-1].Seq {
+			return buf, fmt.Errorf("events out of order: %d after %d", events[n].Seq, events[n-1].Seq)
+		}
+		start := len(buf)
+		for i := range events[:n] {
+			var err error
+			if buf, err = appendEvent(buf, &events[i]); err != nil {
+				return buf, fmt.Errorf("encode event %d: %w", events[i].Seq, err)
+			}
+			buf = append(buf, '\n')
+		}
+		v := buf[start:len(buf):len(buf)]
+		k := batchKey(events[0].Seq, events[n-1].Seq)
+		if len(v) <= maxDirectBatch {
+			if err := eb.Put(k, v); err != nil {
+				return buf, err
+			}
+		} else {
+			b, err := eb.CreateBucket(k)
+			if err != nil {
+				return buf, fmt.Errorf("event batch %x: %w", k, err)
+			}
+			if err := b.Put(batchValueKey, v); err != nil {
+				return buf, err
+			}
+		}
+		events = events[n:]
+	}
+	return buf, nil
+}
+
+// pruneEvents deletes the batches whose events all have seq ≤ newest-keep,
+// oldest first, at most pruneBatch events (but at least one batch).
+func pruneEvents(eb *bolt.Bucket, newest, keep uint64) error {
+	if newest <= keep {
+		return nil
+	}
+	cut := newest - keep
+	type old struct {
+		k      []byte
+		bucket bool
+	}
+	var drop []old
+	n := uint64(0)
+	cur := eb.Cursor()
+	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		first, last, ok := batchRange(k)
+		if !ok || last > cut || (n > 0 && n+last-first+1 > pruneBatch) {
+			break
+		}
+		n += last - first + 1
+		drop = append(drop, old{k, v == nil})
+	}
+	for _, o := range drop {
+		var err error
+		if o.bucket {
+			err = eb.DeleteBucket(o.k)
+		} else {
+			err = eb.Delete(o.k)
+		}
+		if err != nil {
+			return fmt.Errorf("prune events: %w", err)
+		}
+	}
+	return nil
+}
+
+// eachEvent calls fn with the JSON of each event of batch v from the
+// skip-th on, and its Seq.
+func eachEvent(k, v []byte, skip uint64, fn func(seq uint64, j []byte) (bool, error)) error {
+	first, last, _ := batchRange(k)
+	seq := first
+	for ; seq < first+skip && len(v) > 0; seq++ {
+		i := bytes.IndexByte(v, '\n')
+		if i < 0 {
+			break
+		}
+		v = v[i+1:]
+	}
+	for ; len(v) > 0; seq++ {
+		i := bytes.IndexByte(v, '\n')
+		if i < 0 || seq > last {
+			return fmt.Errorf("event batch %x: malformed", k)
+		}
+		if more, err := fn(seq, v[:i]); err != nil || !more {
+			return err
+		}
+		v = v[i+1:]
+	}
+	if seq != last+1 {
+		return fmt.Errorf("event batch %x: %d events, want %d", k, seq-first, last-first+1)
+	}
+	return nil
+}
+
+// decodeEvent decodes one stored event, which must have Seq seq.
+func decodeEvent(seq uint64, j []byte) (Event, error) {
+	var e Event
+	if err := json.Unmarshal(j, &e); err != nil {
+		return e, fmt.Errorf("read event %d: %w", seq, err)
+	}
+	if e.Seq != seq {
+		return e, fmt.Errorf("read event %d: stored with seq %d", seq, e.Seq)
+	}
+	return e, nil
+}
+
+// readEvents returns up to limit events with Seq > since, oldest first,
+// from the events bucket.
+func readEvents(eb *bolt.Bucket, since uint64, limit int) ([]Event, error) {
+	var out []Event
+	cur := eb.Cursor()
+	var from [8]byte
+	binary.BigEndian.PutUint64(from[:], since+1)
+	// The batch holding since+1 starts at it (Seek finds it) or before
+	// (the one before the first that starts after it).
+	k, v := cur.Seek(from[:])
+	if first, _, _ := batchRange(k); k == nil || first > since+1 {
+		var pk, pv []byte
+		if k == nil {
+			pk, pv = cur.Last()
+		} else {
+			pk, pv = cur.Prev()
+		}
+		if _, last, ok := batchRange(pk); ok && last > since {
+			k, v = pk, pv
+		} else {
+			k, v = cur.Seek(from[:])
+		}
+	}
+	for ; k != nil && len(out) < limit; k, v = cur.Next() {
+		first, _, ok := batchRange(k)
+		if !ok {
+			return out, fmt.Errorf("event batch %x: bad key", k)
+		}
+		val, err := batchValue(eb, k, v)
+		if err != nil {
+			return out, err
+		}
+		skip := uint64(0)
+		if since >= first {
+			skip = since + 1 - first
+		}
+		err = eachEvent(k, val, skip, func(seq uint64, j []byte) (bool, error) {
+			e, err := decodeEvent(seq, j)
+			if err != nil {
+				return false, err
+			}
+			out = append(out, e)
+			return len(out) < limit, nil
+		})
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// loadEvents migrates a store's events of the previous layout, then reads
+// the newest n events, oldest first, and the next Seq.
+func loadEvents(tx *bolt.Tx, n int) ([]Event, uint64, error) {
+	eb := tx.Bucket(bucketEvents)
+	if old := tx.Bucket(bucketLegacyEvents); old != nil {
+		if err := migrateEvents(eb, old); err != nil {
+			return nil, 0, err
+		}
+		if err := tx.DeleteBucket(bucketLegacyEvents); err != nil {
+			return nil, 0, fmt.Errorf("migrate events: %w", err)
+		}
+	}
+	cur := eb.Cursor()
+	k, _ := cur.Last()
+	_, next, ok := batchRange(k)
+	if k == nil {
+		return nil, 1, nil
+	} else if !ok {
+		return nil, 0, fmt.Errorf("event batch %x: bad key", k)
+	}
+	next++
+	// The batches holding the newest n, newest first.
+	type batch struct{ k, v []byte }
+	var bs []batch
+	have := uint64(0)
+	for k, v := cur.Last(); k != nil && have < uint64(n); k, v = cur.Prev() {
+		first, last, ok := batchRange(k)
+		if !ok {
+			return nil, 0, fmt.Errorf("event batch %x: bad key", k)
+		}
+		bs = append(bs, batch{k, v})
+		have += last - first + 1
+	}
+	out := make([]Event, 0, min(have, uint64(n)))
+	for i := len(bs) - 1; i >= 0; i-- {
+		b := bs[i]
+		val, err := batchValue(eb, b.k, b.v)
+		if err != nil {
+			return nil, 0, err
+		}
+		skip := uint64(0)
+		if i == len(bs)-1 && have > uint64(n) {
+			skip = have - uint64(n)
+		}
+		err = eachEvent(b.k, val, skip, func(seq uint64, j []byte) (bool, error) {
+			e, err := decodeEvent(seq, j)
+			out = append(out, e)
+			return true, err
+		})
+		if err != nil {
+			return nil, 0, fmt.Errorf("load events: %w", err)
+		}
+	}
+	return out, next, nil
+}
+
+// migrateEvents writes the events of the previous layout (bucket old, one
+// per 8-byte Seq) as batches. Events an older binary wrote after this
+// layout's (it numbers from 1 again, not seeing the batches) are
+// renumbered after the newest batch, in their order.
+func migrateEvents(eb, old *bolt.Bucket) error {
+	var newest uint64
+	if k, _ := eb.Cursor().Last(); k != nil {
+		_, newest, _ = batchRange(k)
+	}
+	renumber := false
+	cur := old.Cursor()
+	if k, _ := cur.First(); len(k) == 8 && binary.BigEndian.Uint64(k) <= newest {
+		renumber = true
+	}
+	var chunk []Event
+	put := func() error {
+		// A buffer per chunk: bbolt keeps the values until commit.
+		_, err := putEvents(eb, chunk, nil)
+		chunk = chunk[:0]
+		return err
+	}
+	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		var e Event
+		if err := json.Unmarshal(v, &e); err != nil {
+			return fmt.Errorf("migrate event %x: %w", k, err)
+		}
+		if len(k) == 8 {
+			e.Seq = binary.BigEndian.Uint64(k)
+		}
+		if renumber {
+			newest++
+			e.Seq = newest
+		}
+		chunk = append(chunk, e)
+		if len(chunk) == maxBatchEvents {
+			if err := put(); err != nil {
+				return fmt.Errorf("migrate events: %w", err)
+			}
+		}
+	}
+	if err := put(); err != nil {
+		return fmt.Errorf("migrate events: %w", err)
+	}
+	return nil
+}
