@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -37,9 +38,9 @@ var (
 	batchValueKey      = []byte("events")
 )
 
-// maxDirectBatch is the largest batch stored as a plain value (about
-// four single events); bbolt inlines sub-buckets up to a quarter page
-// too, so a larger one would gain nothing from a bucket of its own.
+// maxDirectBatch is the largest batch stored as a plain value (a few
+// single events): bbolt would inline a bucket this small into the leaf
+// anyway (up to a quarter page), and such a leaf is a page or two.
 const maxDirectBatch = 1024
 
 // maxBatchEvents bounds a batch, so that retention (which deletes whole
@@ -98,24 +99,25 @@ func putEvents(eb *bolt.Bucket, events []Event, buf []byte) ([]byte, error) {
 			}
 			buf = append(buf, '\n')
 		}
-		v := buf[start:len(buf):len(buf)]
-		k := batchKey(events[0].Seq, events[n-1].Seq)
-		if len(v) <= maxDirectBatch {
-			if err := eb.Put(k, v); err != nil {
-				return buf, err
-			}
-		} else {
-			b, err := eb.CreateBucket(k)
-			if err != nil {
-				return buf, fmt.Errorf("event batch %x: %w", k, err)
-			}
-			if err := b.Put(batchValueKey, v); err != nil {
-				return buf, err
-			}
+		if err := putBatch(eb, events[0].Seq, events[n-1].Seq, buf[start:len(buf):len(buf)]); err != nil {
+			return buf, err
 		}
 		events = events[n:]
 	}
 	return buf, nil
+}
+
+// putBatch stores the batch of events first to last, v.
+func putBatch(eb *bolt.Bucket, first, last uint64, v []byte) error {
+	k := batchKey(first, last)
+	if len(v) <= maxDirectBatch {
+		return eb.Put(k, v)
+	}
+	b, err := eb.CreateBucket(k)
+	if err != nil {
+		return fmt.Errorf("event batch %x: %w", k, err)
+	}
+	return b.Put(batchValueKey, v)
 }
 
 // pruneEvents deletes the batches whose events all have seq ≤ newest-keep,
@@ -304,42 +306,66 @@ func loadEvents(tx *bolt.Tx, n int) ([]Event, uint64, error) {
 // migrateEvents writes the events of the previous layout (bucket old, one
 // per 8-byte Seq) as batches. Events an older binary wrote after this
 // layout's (it numbers from 1 again, not seeing the batches) are
-// renumbered after the newest batch, in their order.
+// renumbered after the newest batch, in their order. Otherwise each
+// event's JSON is copied as it is (the previous layout's is the same),
+// which makes the migration of a large log a matter of a second or less.
 func migrateEvents(eb, old *bolt.Bucket) error {
 	var newest uint64
 	if k, _ := eb.Cursor().Last(); k != nil {
 		_, newest, _ = batchRange(k)
 	}
-	renumber := false
 	cur := old.Cursor()
+	renumber := false
 	if k, _ := cur.First(); len(k) == 8 && binary.BigEndian.Uint64(k) <= newest {
 		renumber = true
 	}
-	var chunk []Event
+	// A batch's buffer is its own: bbolt keeps the values until commit.
+	var buf []byte
+	var first, last uint64
+	var prefix []byte
 	put := func() error {
-		// A buffer per chunk: bbolt keeps the values until commit.
-		_, err := putEvents(eb, chunk, nil)
-		chunk = chunk[:0]
+		if len(buf) == 0 {
+			return nil
+		}
+		err := putBatch(eb, first, last, buf)
+		buf = nil
 		return err
 	}
 	for k, v := cur.First(); k != nil; k, v = cur.Next() {
-		var e Event
-		if err := json.Unmarshal(v, &e); err != nil {
-			return fmt.Errorf("migrate event %x: %w", k, err)
+		if len(k) != 8 {
+			return fmt.Errorf("migrate event %x: bad key", k)
 		}
-		if len(k) == 8 {
-			e.Seq = binary.BigEndian.Uint64(k)
-		}
+		seq := binary.BigEndian.Uint64(k)
 		if renumber {
-			newest++
-			e.Seq = newest
+			seq = newest + 1
 		}
-		chunk = append(chunk, e)
-		if len(chunk) == maxBatchEvents {
+		if seq <= newest {
+			return fmt.Errorf("migrate event %x: after %d", k, newest)
+		}
+		if len(buf) > 0 && (seq != last+1 || seq-first >= maxBatchEvents) {
 			if err := put(); err != nil {
 				return fmt.Errorf("migrate events: %w", err)
 			}
 		}
+		if len(buf) == 0 {
+			first = seq
+		}
+		// The JSON is copied if it starts with its Seq, as written.
+		prefix = strconv.AppendUint(append(prefix[:0], `{"seq":`...), seq, 10)
+		if renumber || !bytes.HasPrefix(v, append(prefix, ',')) || bytes.IndexByte(v, '\n') >= 0 {
+			e, err := decodeEvent(binary.BigEndian.Uint64(k), v)
+			if err != nil {
+				return fmt.Errorf("migrate events: %w", err)
+			}
+			e.Seq = seq
+			if buf, err = appendEvent(buf, &e); err != nil {
+				return fmt.Errorf("migrate event %d: %w", seq, err)
+			}
+		} else {
+			buf = append(buf, v...)
+		}
+		buf = append(buf, '\n')
+		last, newest = seq, seq
 	}
 	if err := put(); err != nil {
 		return fmt.Errorf("migrate events: %w", err)

@@ -198,6 +198,25 @@ func TestPutEventsCutsAtGaps(t *testing.T) {
 				if evs := eventsOf(e.fileEvents()); !reflect.DeepEqual(evs, c.events) {
 					t.Fatalf("stored %d events, want %d as written", len(evs), len(c.events))
 				}
+				// Reads from every since, in a gap or not.
+				last := c.events[len(c.events)-1].Seq
+				for since := uint64(0); since <= last+1; since++ {
+					var got []Event
+					if err := e.q.db.View(func(tx *bolt.Tx) error {
+						var err error
+						got, err = readEvents(tx.Bucket(bucketEvents), since, 3)
+						return err
+					}); err != nil {
+						t.Fatalf("readEvents(%d): %v", since, err)
+					}
+					var want []Event
+					for _, ev := range c.events {
+						if ev.Seq > since && len(want) < 3 {
+							want = append(want, ev)
+						}
+					}
+					wantEqual(t, fmt.Sprintf("readEvents(%d, 3)", since), got, want)
+				}
 			}
 		})
 	}
