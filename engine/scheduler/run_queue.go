@@ -88,12 +88,13 @@ func (s *Scheduler) mapQueue(tx *queue.Tx, now time.Time, ready bool, st *Stats)
 		if tail && li == len(locked) && ri == len(requeued) {
 			// Only Queued ones left, in the tail: most go through
 			// walkTail, which stops at the first it leaves to mapOne.
-			n := s.walkTail(&ps, queued[qi:], &oldest)
-			byState[stateIndex(queue.Queued)] += n
-			if qi += n; qi == len(queued) {
-				break
+			if n := s.walkTail(&ps, queued[qi:], &oldest); n > 0 {
+				byState[stateIndex(queue.Queued)] += n
+				if qi += n; qi == len(queued) {
+					break
+				}
+				touchedQ = qi // past what was touched
 			}
-			touchedQ = qi
 		}
 		if li == touchedL && li < len(locked) {
 			touchedL = min(len(locked), li+touchAhead)
@@ -172,7 +173,8 @@ func (s *Scheduler) touch(cs []*queue.Container) {
 // the walk, as room only shrinks. (noTailPath: tests compare walkTail with
 // mapOne.)
 func (ps *passState) inTail(s *Scheduler) bool {
-	return ps.ready && !ps.paused && ps.atQuota && ps.headKept && s.roomySlots == 0 && !s.noTailPath
+	return ps.ready && !ps.paused && ps.atQuota && ps.headKept && s.roomySlots == 0 && !s.noTailPath &&
+		!s.labels.anyPreemptible // walkTail does not tell preemptible containers apart
 }
 
 // tailShapes is how many shapes walkTail remembers as fitting.
@@ -188,7 +190,7 @@ const tailShapes = 4
 // fits — and stops at the first other, which it leaves to mapOne; it
 // returns how many it handled.
 func (s *Scheduler) walkTail(ps *passState, cs []*queue.Container, oldest *time.Time) int {
-	if s.labels.anyPreemptible || ps.freeing > 0 {
+	if ps.freeing > 0 { // noteAtQuota has shutdowns to count first
 		return 0
 	}
 	for i, c := range cs {
