@@ -183,12 +183,13 @@ const tailShapes = 4
 // walkTail is mapOne for the Queued containers of the waiting tail
 // (ps.inTail) once no Locked or requeued ones are left to merge with them,
 // in a loop of its own: this is where a pass at 100,000 queued spends
-// nearly all its walk, and mapOne's chain of calls and fit lookups cost
-// more than the records' cache misses. It handles those whose outcome is
-// the common one, "position N" — not held, priority above 0, no previous
-// attempt blocking a start, no labels, not a supervisor, a shape some type
-// fits — and stops at the first other, which it leaves to mapOne; it
-// returns how many it handled.
+// nearly all its walk, and there mapOne's chain of calls and fit lookups
+// cost about as much as the records' cache misses (at 10,000 queued, with
+// fewer misses, the walk takes a third less time this way). It handles
+// those whose outcome is the common one, "position N" — not held,
+// priority above 0, no previous attempt blocking a start, no labels, not a
+// supervisor, a shape some type fits — and stops at the first other, which
+// it leaves to mapOne; it returns how many it handled.
 func (s *Scheduler) walkTail(ps *passState, cs []*queue.Container, oldest *time.Time) int {
 	if ps.freeing > 0 { // noteAtQuota has shutdowns to count first
 		return 0
