@@ -83,7 +83,19 @@ func (s *Scheduler) mapQueue(tx *queue.Tx, now time.Time, ready bool, st *Stats)
 	})
 	locked, queued, requeued := active[nRunning:queuedAt], active[queuedAt:], s.requeued
 	li, qi, ri, touchedL, touchedQ := 0, 0, 0, 0, 0
+	tail := false // ps.inTail, kept up to date after each mapOne
 	for li < len(locked) || qi < len(queued) || ri < len(requeued) {
+		if tail && li == len(locked) && ri == len(requeued) {
+			// Only Queued ones left, in the tail: most go through
+			// walkTail, which stops at the first it leaves to mapOne.
+			if n := s.walkTail(&ps, queued[qi:], &oldest); n > 0 {
+				byState[stateIndex(queue.Queued)] += n
+				if qi += n; qi == len(queued) {
+					break
+				}
+				touchedQ = qi // past what was touched
+			}
+		}
 		if li == touchedL && li < len(locked) {
 			touchedL = min(len(locked), li+touchAhead)
 			s.touch(locked[li:touchedL])
@@ -123,6 +135,7 @@ func (s *Scheduler) mapQueue(tx *queue.Tx, now time.Time, ready bool, st *Stats)
 			if c.IsSupervisor() {
 				ps.countSupervisor(c, before)
 			}
+			tail = ps.inTail(s)
 		}
 		byState[stateIndex(c.State)]++
 	}
@@ -151,6 +164,86 @@ func (s *Scheduler) touch(cs []*queue.Container) {
 		n += len(c.State) + c.Pending().N
 	}
 	s.touchSink = n
+}
+
+// inTail reports whether the walk has reached the waiting tail of a pass
+// at quota: the head kept its lock, no instance can be created, and none
+// has room. From there on, every container mapOne does not stop early for
+// waits its turn by position (waitAtQuota); the state lasts for the rest of
+// the walk, as room only shrinks. (noTailPath: tests compare walkTail with
+// mapOne.)
+func (ps *passState) inTail(s *Scheduler) bool {
+	return ps.ready && !ps.paused && ps.atQuota && ps.headKept && s.roomySlots == 0 && !s.noTailPath &&
+		!s.labels.anyPreemptible // walkTail does not tell preemptible containers apart
+}
+
+// tailShapes is how many shapes walkTail remembers as fitting.
+const tailShapes = 4
+
+// walkTail is mapOne for the Queued containers of the waiting tail
+// (ps.inTail) once no Locked or requeued ones are left to merge with them,
+// in a loop of its own: this is where a pass at 100,000 queued spends
+// nearly all its walk, and there mapOne's chain of calls and fit lookups
+// cost about as much as the records' cache misses (at 10,000 queued, with
+// fewer misses, the walk takes a third less time this way). It handles
+// those whose outcome is the common one, "position N" — not held,
+// priority above 0, no previous attempt blocking a start, no labels, not a
+// supervisor, a shape some type fits — and stops at the first other, which
+// it leaves to mapOne; it returns how many it handled.
+func (s *Scheduler) walkTail(ps *passState, cs []*queue.Container, oldest *time.Time) int {
+	if ps.freeing > 0 { // noteAtQuota has shutdowns to count first
+		return 0
+	}
+	for i, c := range cs {
+		if i%touchAhead == 0 {
+			s.touch(cs[i:min(len(cs), i+touchAhead)])
+		}
+		if c.State != queue.Queued || c.Held || c.Priority == 0 || c.HasLabels() || c.IsSupervisor() {
+			return i
+		}
+		if len(s.blockedStart) > 0 {
+			if _, ok := s.blockedStart[c.ID]; ok {
+				return i
+			}
+		}
+		// Some type fits it: one of the few shapes last seen, or
+		// else by the fit cache (fitsTail).
+		known := false
+		for k := range s.tailFitN {
+			if s.tailFits[k] == c.RuntimeConstraints {
+				known = true
+				break
+			}
+		}
+		if !known && !s.fitsTail(c.RuntimeConstraints) {
+			return i
+		}
+		if oldest.IsZero() || c.FirstSeenAt.Before(*oldest) {
+			*oldest = c.FirstSeenAt
+		}
+		// As mapOne and waitAtQuota past the head, for a Queued
+		// container (nothing to unlock).
+		ps.position++
+		ps.st.OverQuota++
+		if len(s.waitingAtQuota) < len(s.slots) {
+			s.waitingAtQuota = append(s.waitingAtQuota, quotaWaiter{c: c, priority: c.Priority})
+		}
+		ps.tx.SetPending(c, queue.Pending{Code: queue.ReasonPosition, N: ps.position})
+	}
+	return len(cs)
+}
+
+// fitsTail reports whether some type fits rc (without labels), and if so
+// remembers rc among walkTail's shapes. Fits never change for a scheduler
+// (its types are fixed), so the shapes are kept across passes.
+func (s *Scheduler) fitsTail(rc queue.Constraints) bool {
+	if len(s.fitFor(rc, 0).candidates) == 0 {
+		return false
+	}
+	s.tailFits[s.tailFitNext] = rc
+	s.tailFitNext = (s.tailFitNext + 1) % tailShapes
+	s.tailFitN = max(s.tailFitN, s.tailFitNext)
+	return true
 }
 
 // unlock gives up a Locked container's claim on an instance type.

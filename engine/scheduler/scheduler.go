@@ -53,13 +53,19 @@ type Scheduler struct {
 	log     *slog.Logger
 	started time.Time
 
-	types      []cloud.InstanceType // sorted by price
-	typeIndex  map[string]int
-	fitCache   map[fitKey]fit
-	fitSmall   [64]fitSlot
-	reserveRAM int64
-	maxPer     int
-	spread     bool
+	types     []cloud.InstanceType // sorted by price
+	typeIndex map[string]int
+	fitCache  map[fitKey]fit
+	fitSmall  [64]fitSlot
+	// tailFits[:tailFitN] are shapes some type fits (without labels),
+	// for walkTail; tailFitNext is the next to replace.
+	tailFits    [tailShapes]queue.Constraints
+	tailFitN    int
+	tailFitNext int
+	noTailPath  bool // tests: no walkTail, every waiting container goes through mapOne
+	reserveRAM  int64
+	maxPer      int
+	spread      bool
 
 	// scratch, reused every pass
 	views []worker.InstanceView

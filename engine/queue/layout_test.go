@@ -1,0 +1,46 @@
+package queue
+
+import (
+	"testing"
+	"unsafe"
+)
+
+// TestContainerLayout pins the record layout a scheduler pass depends on:
+// at 100,000 waiting containers the walk is bound by loading records, and
+// it loads two cache lines of each (the scheduler's touch reads State for
+// the first and the pending position for the second). Every field the walk
+// reads for a waiting container must be in those two lines, and the record
+// must stay in the 512-byte size class. Records are 512 bytes, so each
+// starts a cache line.
+func TestContainerLayout(t *testing.T) {
+	const line = 64
+	var c Container
+	hot := []struct {
+		name      string
+		off, size uintptr
+	}{
+		{"State", unsafe.Offsetof(c.State), unsafe.Sizeof(c.State)},
+		{"Priority", unsafe.Offsetof(c.Priority), unsafe.Sizeof(c.Priority)},
+		{"Held", unsafe.Offsetof(c.Held), unsafe.Sizeof(c.Held)},
+		{"hints", unsafe.Offsetof(c.hints), unsafe.Sizeof(c.hints)},
+		{"ord", unsafe.Offsetof(c.ord), unsafe.Sizeof(c.ord)},
+		{"RuntimeConstraints", unsafe.Offsetof(c.RuntimeConstraints), unsafe.Sizeof(c.RuntimeConstraints)},
+		{"FirstSeenAt", unsafe.Offsetof(c.FirstSeenAt), unsafe.Sizeof(c.FirstSeenAt)},
+		{"pending", unsafe.Offsetof(c.pending), unsafe.Sizeof(c.pending)},
+	}
+	for _, f := range hot {
+		if f.off+f.size > 2*line {
+			t.Errorf("%s at bytes %d–%d: past the record's first two cache lines", f.name, f.off, f.off+f.size)
+		}
+	}
+	// What the scheduler's touch loads to bring in each line.
+	if off := unsafe.Offsetof(c.State); off >= line {
+		t.Errorf("State at byte %d: not in the first cache line", off)
+	}
+	if off := unsafe.Offsetof(c.pending) + unsafe.Offsetof(c.pending.N); off < line || off >= 2*line {
+		t.Errorf("pending.N at byte %d: not in the second cache line", off)
+	}
+	if size := unsafe.Sizeof(c); size > 512 {
+		t.Errorf("a record is %d bytes: past the 512-byte size class (a pass walks 12 %% more memory)", size)
+	}
+}
