@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // The store's records are JSON, read back with encoding/json. A flush
@@ -12,8 +13,13 @@ import (
 // most of its cost, so records and events are written by the hand-made
 // appenders below into one reused buffer. Their output is byte for byte
 // what json.Marshal writes (TestAppendContainerMatchesMarshal): the store's
-// format does not change. The rare parts (a string that needs escaping, a
-// health check, a year outside 0–9999) are handed to json.Marshal.
+// format does not change. The rare parts (a health check, a time outside
+// the years 0–9999) are handed to json.Marshal.
+//
+// A pass writes about five times, ten strings and a duration per record:
+// they are written by hand too (time.Time.AppendFormat and
+// Duration.String were half the cost, and String allocates), and strings
+// are checked for bytes to escape with one table look-up a byte.
 
 // appendContainer appends c's stored JSON to b.
 func appendContainer(b []byte, c *Container) ([]byte, error) {
@@ -58,7 +64,7 @@ func appendContainer(b []byte, c *Container) ([]byte, error) {
 		b = strconv.AppendBool(b, *p)
 	}
 	b = append(b, `,"max_run_time":`...)
-	b = appendJSONString(b, time.Duration(c.Scheduling.MaxRunTime).String())
+	b = appendJSONDuration(b, time.Duration(c.Scheduling.MaxRunTime))
 	if len(c.Scheduling.Labels) > 0 {
 		b = append(b, `,"labels":`...)
 		b = appendJSONMap(b, c.Scheduling.Labels)
@@ -161,20 +167,87 @@ func appendMarshal(b []byte, v any) ([]byte, error) {
 	return append(b, j...), nil
 }
 
-// appendJSONString appends s quoted. Printable ASCII other than the
-// characters encoding/json escapes (quote, backslash, and <, >, & for HTML)
-// is copied; anything else goes through json.Marshal, so the escapes stay
-// exactly its own.
+// jsonEscaped has a '1' at each byte encoding/json does not copy as it is
+// into a string: ASCII controls, the quote and backslash, <, > and & (it
+// escapes HTML), and every byte of a multi-byte UTF-8 sequence, which is
+// looked at as a rune.
+const jsonEscaped = "" +
+	"1111111111111111" + // 0x00
+	"1111111111111111" + // 0x10
+	"0010001000000000" + // 0x20: " &
+	"0000000000001010" + // 0x30: < >
+	"0000000000000000" + // 0x40
+	"0000000000001000" + // 0x50: backslash
+	"0000000000000000" + // 0x60
+	"0000000000000000" + // 0x70 (DEL is copied)
+	"1111111111111111" + "1111111111111111" + "1111111111111111" + "1111111111111111" +
+	"1111111111111111" + "1111111111111111" + "1111111111111111" + "1111111111111111"
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s quoted, escaped as encoding/json escapes it.
 func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			j, _ := json.Marshal(s) // a string always encodes
-			return append(b, j...)
+		if jsonEscaped[s[i]] != '0' {
+			return appendJSONStringEscaped(b, s, i)
 		}
 	}
 	b = append(b, '"')
 	b = append(b, s...)
+	return append(b, '"')
+}
+
+// appendJSONStringEscaped appends s quoted, s[:i] needing no escapes. The
+// escapes are encoding/json's: \\, \", \b, \f, \n, \r, \t, \u00XX for
+// other controls and <, >, &; \ufffd for each byte of invalid UTF-8, and
+// \u2028, \u2029; any other rune is copied.
+func appendJSONStringEscaped(b []byte, s string, i int) []byte {
+	b = append(b, '"')
+	start := 0
+	for i < len(s) {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if jsonEscaped[c] == '0' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
 	return append(b, '"')
 }
 
@@ -196,7 +269,8 @@ func appendJSONStrings(b []byte, ss []string) []byte {
 // appendJSONMap appends m as a JSON object with sorted keys, as
 // encoding/json writes maps.
 func appendJSONMap(b []byte, m map[string]string) []byte {
-	keys := make([]string, 0, len(m))
+	var small [16]string // most maps are small: sort their keys on the stack
+	keys := small[:0]
 	for k := range m {
 		keys = append(keys, k)
 	}
@@ -213,14 +287,205 @@ func appendJSONMap(b []byte, m map[string]string) []byte {
 	return append(b, '}')
 }
 
-// appendJSONTime appends t as time.Time.MarshalJSON does (RFC 3339 with
-// nanoseconds, quoted); a year it refuses gets its error.
+// digitPairs is "00" to "99", for writing two digits at once.
+const digitPairs = "" +
+	"0001020304050607080910111213141516171819" +
+	"2021222324252627282930313233343536373839" +
+	"4041424344454647484950515253545556575859" +
+	"6061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
+
+// The Unix times of 0000-01-01T00:00:00 and 10000-01-01T00:00:00: the
+// years time.Time.MarshalJSON writes.
+const (
+	unixYear0     = -62167219200
+	unixYear10000 = 253402300800
+)
+
+// appendJSONTime appends t as time.Time.MarshalJSON does: RFC 3339 with
+// the nanoseconds' trailing zeros dropped, Z for a zero offset, quoted. A
+// time it refuses (a year outside 0–9999, an offset of a day or more) gets
+// its error.
 func appendJSONTime(b []byte, t time.Time) ([]byte, error) {
-	_, off := t.Zone()
-	if y := t.Year(); y < 0 || y > 9999 || off <= -24*3600 || off >= 24*3600 {
+	off := 0
+	if t.Location() != time.UTC {
+		_, off = t.Zone()
+	}
+	sec := t.Unix() + int64(off) // the wall clock's seconds, as if in UTC
+	if sec < unixYear0 || sec >= unixYear10000 || off <= -24*3600 || off >= 24*3600 {
 		return appendMarshal(b, t)
 	}
-	b = append(b, '"')
-	b = t.AppendFormat(b, time.RFC3339Nano)
-	return append(b, '"'), nil
+	since0 := uint64(sec - unixYear0)
+	y, m, d := civilDate(uint32(since0 / 86400))
+	s := since0 % 86400
+
+	var a [len(`"2006-01-02T15:04:05.999999999+07:00"`)]byte
+	a[0] = '"'
+	put2(a[1:], y/100)
+	put2(a[3:], y%100)
+	a[5] = '-'
+	put2(a[6:], m)
+	a[8] = '-'
+	put2(a[9:], d)
+	a[11] = 'T'
+	put2(a[12:], uint32(s/3600))
+	a[14] = ':'
+	put2(a[15:], uint32(s/60%60))
+	a[17] = ':'
+	put2(a[18:], uint32(s%60))
+	n := 20
+	if ns := uint32(t.Nanosecond()); ns != 0 {
+		a[20] = '.'
+		a[21] = byte('0' + ns/1e8)
+		ns %= 1e8
+		put2(a[22:], ns/1e6)
+		put2(a[24:], ns/1e4%100)
+		put2(a[26:], ns/100%100)
+		put2(a[28:], ns%100)
+		n = 30
+		for a[n-1] == '0' {
+			n--
+		}
+	}
+	if off == 0 {
+		a[n] = 'Z'
+		n++
+	} else {
+		// Minutes, truncated toward zero, as the time package writes them.
+		zone := off / 60
+		a[n] = '+'
+		if zone < 0 {
+			a[n] = '-'
+			zone = -zone
+		}
+		put2(a[n+1:], uint32(zone/60))
+		a[n+3] = ':'
+		put2(a[n+4:], uint32(zone%60))
+		n += 6
+	}
+	a[n] = '"'
+	return append(b, a[:n+1]...), nil
+}
+
+// put2 writes v (< 100) as two digits at the start of a.
+func put2(a []byte, v uint32) {
+	_ = a[1]
+	a[0] = digitPairs[2*v]
+	a[1] = digitPairs[2*v+1]
+}
+
+// civilDate returns the year, month and day of the day days after
+// 0000-01-01 in the proleptic Gregorian calendar. The count is moved to
+// start at 0000-03-01 (so that a leap day ends a year) plus one 400-year
+// cycle (so that it is never negative); within a cycle the year, and then
+// the month from the day of a March-based year, follow by arithmetic.
+func civilDate(days uint32) (year, month, day uint32) {
+	// 32 bits are enough (10,000 years are 3.7M days) and divide faster.
+	const cycle = 146097   // days in 400 years
+	z := days + cycle - 60 // 0000 is a leap year: 60 days to March 1st
+	era := z / cycle
+	doe := z % cycle                                       // day of the cycle, [0, 146096]
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365 // year of the cycle, [0, 399]
+	doy := doe - (365*yoe + yoe/4 - yoe/100)               // day of the March-based year, [0, 365]
+	mp := (5*doy + 2) / 153                                // month from March, [0, 11]
+	day = doy - (153*mp+2)/5 + 1
+	month = mp + 3
+	if mp >= 10 {
+		month = mp - 9
+	}
+	year = yoe + era*400
+	if month <= 2 {
+		year++
+	}
+	return year - 400, month, day
+}
+
+// appendJSONDuration appends d as Duration.MarshalJSON does (d.String(),
+// quoted), without the string: "1h2m3.5s", "1.5ms", "250µs", "0s". The
+// text needs no escapes (µ is copied as it is).
+func appendJSONDuration(b []byte, d time.Duration) []byte {
+	if d == 0 {
+		return append(b, `"0s"`...)
+	}
+	// Written backwards from the end of a.
+	var a [len(`"-2562047h47m16.854775808s"`)]byte
+	w := len(a) - 1
+	a[w] = '"'
+	u := uint64(d)
+	if d < 0 {
+		u = -u
+	}
+	w--
+	a[w] = 's'
+	switch {
+	case u < uint64(time.Microsecond):
+		w--
+		a[w] = 'n'
+		w = putUintBack(a[:w], u)
+	case u < uint64(time.Millisecond):
+		w -= len("µ")
+		copy(a[w:], "µ")
+		w, u = putFracBack(a[:w], u, 3)
+		w = putUintBack(a[:w], u)
+	case u < uint64(time.Second):
+		w--
+		a[w] = 'm'
+		w, u = putFracBack(a[:w], u, 6)
+		w = putUintBack(a[:w], u)
+	default:
+		w, u = putFracBack(a[:w], u, 9)
+		w = putUintBack(a[:w], u%60) // seconds
+		if u /= 60; u > 0 {
+			w--
+			a[w] = 'm'
+			w = putUintBack(a[:w], u%60)
+			if u /= 60; u > 0 {
+				w--
+				a[w] = 'h'
+				w = putUintBack(a[:w], u)
+			}
+		}
+	}
+	if d < 0 {
+		w--
+		a[w] = '-'
+	}
+	w--
+	a[w] = '"'
+	return append(b, a[w:]...)
+}
+
+// putFracBack writes the last prec digits of v as a fraction (".5", no
+// trailing zeros, nothing when they are all zero) to end at the end of a,
+// and returns where it starts and v without them.
+func putFracBack(a []byte, v uint64, prec int) (int, uint64) {
+	w := len(a)
+	digits := false
+	for range prec {
+		dig := v % 10
+		digits = digits || dig != 0
+		if digits {
+			w--
+			a[w] = byte('0' + dig)
+		}
+		v /= 10
+	}
+	if digits {
+		w--
+		a[w] = '.'
+	}
+	return w, v
+}
+
+// putUintBack writes v in decimal to end at the end of a, and returns
+// where it starts.
+func putUintBack(a []byte, v uint64) int {
+	w := len(a)
+	for {
+		w--
+		a[w] = byte('0' + v%10)
+		if v /= 10; v == 0 {
+			return w
+		}
+	}
 }
