@@ -24,6 +24,7 @@ import (
 // appendContainer appends c's stored JSON to b.
 func appendContainer(b []byte, c *Container) ([]byte, error) {
 	var err error
+	var times timeText
 	b = append(b, `{"state":`...)
 	b = appendJSONString(b, string(c.State))
 	b = append(b, `,"priority":`...)
@@ -40,7 +41,7 @@ func appendContainer(b []byte, c *Container) ([]byte, error) {
 	b = append(b, `,"gpus":`...)
 	b = strconv.AppendInt(b, int64(rc.GPUs), 10)
 	b = append(b, `},"first_seen_at":`...)
-	if b, err = appendJSONTime(b, c.FirstSeenAt); err != nil {
+	if b, err = times.append(b, c.FirstSeenAt); err != nil {
 		return b, err
 	}
 	b = append(b, `,"id":`...)
@@ -89,18 +90,24 @@ func appendContainer(b []byte, c *Container) ([]byte, error) {
 	b = append(b, `,"instance_id":`...)
 	b = appendJSONString(b, c.InstanceID)
 	b = append(b, `,"created_at":`...)
-	if b, err = appendJSONTime(b, c.CreatedAt); err != nil {
+	if b, err = times.append(b, c.CreatedAt); err != nil {
 		return b, err
 	}
-	for _, t := range [...]struct {
-		key string
-		t   time.Time
-	}{{`,"locked_at":`, c.LockedAt}, {`,"started_at":`, c.StartedAt}, {`,"finished_at":`, c.FinishedAt}} {
-		if t.t.IsZero() {
-			continue
+	if !c.LockedAt.IsZero() {
+		b = append(b, `,"locked_at":`...)
+		if b, err = times.append(b, c.LockedAt); err != nil {
+			return b, err
 		}
-		b = append(b, t.key...)
-		if b, err = appendJSONTime(b, t.t); err != nil {
+	}
+	if !c.StartedAt.IsZero() {
+		b = append(b, `,"started_at":`...)
+		if b, err = times.append(b, c.StartedAt); err != nil {
+			return b, err
+		}
+	}
+	if !c.FinishedAt.IsZero() {
+		b = append(b, `,"finished_at":`...)
+		if b, err = times.append(b, c.FinishedAt); err != nil {
 			return b, err
 		}
 	}
@@ -137,10 +144,11 @@ func appendContainer(b []byte, c *Container) ([]byte, error) {
 // appendEvent appends e's stored JSON to b.
 func appendEvent(b []byte, e *Event) ([]byte, error) {
 	var err error
+	var times timeText
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendUint(b, e.Seq, 10)
 	b = append(b, `,"time":`...)
-	if b, err = appendJSONTime(b, e.Time); err != nil {
+	if b, err = times.append(b, e.Time); err != nil {
 		return b, err
 	}
 	b = append(b, `,"actor":`...)
@@ -302,11 +310,22 @@ const (
 	unixYear10000 = 253402300800
 )
 
-// appendJSONTime appends t as time.Time.MarshalJSON does: RFC 3339 with
-// the nanoseconds' trailing zeros dropped, Z for a zero offset, quoted. A
-// time it refuses (a year outside 0–9999, an offset of a day or more) gets
-// its error.
-func appendJSONTime(b []byte, t time.Time) ([]byte, error) {
+// timeText writes times as time.Time.MarshalJSON does, remembering the
+// last one: a record's times are mostly the same instant (created and
+// first seen, locked and started in one pass) or the same day.
+type timeText struct {
+	n    int   // length of text; 0 when nothing is remembered
+	sec  int64 // the wall clock's seconds (in UTC terms) of text
+	ns   int
+	off  int
+	day  int64                                              // the day of text's date (since year 0)
+	text [len(`"2006-01-02T15:04:05.999999999+07:00"`)]byte // quoted
+}
+
+// append appends t as MarshalJSON does: RFC 3339 with the nanoseconds'
+// trailing zeros dropped, Z for a zero offset, quoted. A time it refuses
+// (a year outside 0–9999, an offset of a day or more) gets its error.
+func (tt *timeText) append(b []byte, t time.Time) ([]byte, error) {
 	off := 0
 	if t.Location() != time.UTC {
 		_, off = t.Zone()
@@ -315,33 +334,41 @@ func appendJSONTime(b []byte, t time.Time) ([]byte, error) {
 	if sec < unixYear0 || sec >= unixYear10000 || off <= -24*3600 || off >= 24*3600 {
 		return appendMarshal(b, t)
 	}
-	since0 := uint64(sec - unixYear0)
-	y, m, d := civilDate(uint32(since0 / 86400))
-	s := since0 % 86400
-
-	var a [len(`"2006-01-02T15:04:05.999999999+07:00"`)]byte
-	a[0] = '"'
-	put2(a[1:], y/100)
-	put2(a[3:], y%100)
-	a[5] = '-'
-	put2(a[6:], m)
-	a[8] = '-'
-	put2(a[9:], d)
-	a[11] = 'T'
-	put2(a[12:], uint32(s/3600))
-	a[14] = ':'
-	put2(a[15:], uint32(s/60%60))
-	a[17] = ':'
-	put2(a[18:], uint32(s%60))
+	ns := t.Nanosecond()
+	if tt.n > 0 && sec == tt.sec && ns == tt.ns && off == tt.off {
+		return append(b, tt.text[:tt.n]...), nil
+	}
+	tt.sec, tt.ns, tt.off = sec, ns, off
+	since0 := sec - unixYear0
+	a := &tt.text
+	if day := since0 / 86400; tt.n == 0 || day != tt.day {
+		tt.day = day
+		y, m, d := civilDate(uint32(day))
+		a[0] = '"'
+		put2(a[1:], y/100)
+		put2(a[3:], y%100)
+		a[5] = '-'
+		put2(a[6:], m)
+		a[8] = '-'
+		put2(a[9:], d)
+		a[11] = 'T'
+		a[14] = ':'
+		a[17] = ':'
+	}
+	s := uint32(since0 % 86400)
+	put2(a[12:], s/3600)
+	put2(a[15:], s/60%60)
+	put2(a[18:], s%60)
 	n := 20
-	if ns := uint32(t.Nanosecond()); ns != 0 {
+	if ns != 0 {
+		u := uint32(ns)
 		a[20] = '.'
-		a[21] = byte('0' + ns/1e8)
-		ns %= 1e8
-		put2(a[22:], ns/1e6)
-		put2(a[24:], ns/1e4%100)
-		put2(a[26:], ns/100%100)
-		put2(a[28:], ns%100)
+		a[21] = byte('0' + u/1e8)
+		u %= 1e8
+		put2(a[22:], u/1e6)
+		put2(a[24:], u/1e4%100)
+		put2(a[26:], u/100%100)
+		put2(a[28:], u%100)
 		n = 30
 		for a[n-1] == '0' {
 			n--
@@ -364,7 +391,8 @@ func appendJSONTime(b []byte, t time.Time) ([]byte, error) {
 		n += 6
 	}
 	a[n] = '"'
-	return append(b, a[:n+1]...), nil
+	tt.n = n + 1
+	return append(b, a[:tt.n]...), nil
 }
 
 // put2 writes v (< 100) as two digits at the start of a.
