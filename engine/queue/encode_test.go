@@ -321,6 +321,18 @@ func TestAppendMatchesReferenceEdges(t *testing.T) {
 	for _, tm := range edgeTimes() {
 		cs = append(cs, Container{FirstSeenAt: tm, CreatedAt: tm, LockedAt: tm, StartedAt: tm, FinishedAt: tm})
 	}
+	for _, n := range []int64{0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 1e9, 1e18 - 1, 1e18, math.MaxInt64, math.MinInt64, math.MinInt64 + 1} {
+		for _, n := range []int64{n, -n} {
+			if got, want := appendInt(nil, n), strconv.AppendInt(nil, n, 10); !bytes.Equal(got, want) {
+				t.Fatalf("int %d: got %s", n, got)
+			}
+		}
+		for _, u := range []uint64{uint64(n), math.MaxUint64, math.MaxUint64 - 1, 1e19, 1e19 - 1} {
+			if !bytes.Equal(appendUint(nil, u), strconv.AppendUint(nil, u, 10)) {
+				t.Fatalf("uint %d: got %s", u, appendUint(nil, u))
+			}
+		}
+	}
 	for _, d := range edgeDurations {
 		cs = append(cs, Container{Scheduling: Scheduling{MaxRunTime: Duration(d)}})
 	}
@@ -488,9 +500,31 @@ func TestAppendJSONPartsMatch(t *testing.T) {
 		if got, want := appendJSONDuration(nil, d), mustMarshal(t, Duration(d)); !bytes.Equal(got, want) {
 			t.Fatalf("duration %d: got %s, want %s", int64(d), got, want)
 		}
+		n := rng.Int64() >> rng.IntN(64)
+		if rng.IntN(2) == 0 {
+			n = -n
+		}
+		if got, want := appendInt(nil, n), strconv.AppendInt(nil, n, 10); !bytes.Equal(got, want) {
+			t.Fatalf("int %d: got %s", n, got)
+		}
+		if u := rng.Uint64() >> rng.IntN(64); !bytes.Equal(appendUint(nil, u), strconv.AppendUint(nil, u, 10)) {
+			t.Fatalf("uint %d: got %s", u, appendUint(nil, u))
+		}
 		s := r.str()
 		if got, want := appendJSONString(nil, s), mustMarshal(t, s); !bytes.Equal(got, want) {
 			t.Fatalf("string %q: got %s, want %s", s, got, want)
+		}
+	}
+	for _, n := range []int64{0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 1e9, 1e18 - 1, 1e18, math.MaxInt64, math.MinInt64, math.MinInt64 + 1} {
+		for _, n := range []int64{n, -n} {
+			if got, want := appendInt(nil, n), strconv.AppendInt(nil, n, 10); !bytes.Equal(got, want) {
+				t.Fatalf("int %d: got %s", n, got)
+			}
+		}
+		for _, u := range []uint64{uint64(n), math.MaxUint64, math.MaxUint64 - 1, 1e19, 1e19 - 1} {
+			if !bytes.Equal(appendUint(nil, u), strconv.AppendUint(nil, u, 10)) {
+				t.Fatalf("uint %d: got %s", u, appendUint(nil, u))
+			}
 		}
 	}
 	for _, d := range edgeDurations {
@@ -498,10 +532,19 @@ func TestAppendJSONPartsMatch(t *testing.T) {
 			t.Fatalf("duration %d: got %s, want %s", int64(d), got, want)
 		}
 	}
-	for c := range 256 {
-		s := string([]byte{'a', byte(c), 'b'})
-		if got, want := appendJSONString(nil, s), mustMarshal(t, s); !bytes.Equal(got, want) {
-			t.Fatalf("string %q: got %s, want %s", s, got, want)
+	// Every byte at every place of the first eight-byte words (read
+	// whole) and of the tail, among neighbours at the edges of the ranges
+	// the words are tested for.
+	for _, fill := range []byte{'a', ' ', '!', '~', 0x7f, '=', '?', '[', ']', '%', '\''} {
+		for c := range 256 {
+			for at := range 19 {
+				bs := bytes.Repeat([]byte{fill}, 19)
+				bs[at] = byte(c)
+				s := string(bs)
+				if got, want := appendJSONString(nil, s), mustMarshal(t, s); !bytes.Equal(got, want) {
+					t.Fatalf("string %q: got %s, want %s", s, got, want)
+				}
+			}
 		}
 	}
 }
