@@ -12,14 +12,16 @@ import (
 // writes thousands of them per pass, and reflection-driven json.Marshal was
 // most of its cost, so records and events are written by the hand-made
 // appenders below into one reused buffer. Their output is byte for byte
-// what json.Marshal writes (TestAppendContainerMatchesMarshal): the store's
-// format does not change. The rare parts (a health check, a time outside
-// the years 0–9999) are handed to json.Marshal.
+// what json.Marshal writes (TestAppendContainerMatchesMarshal, and
+// TestAppendMatchesReference* and FuzzAppend against the encoder of
+// 368c0fa): the store's format does not change. The rare parts (a health
+// check, a time outside the years 0–9999) are handed to json.Marshal.
 //
-// A pass writes about five times, ten strings and a duration per record:
-// they are written by hand too (time.Time.AppendFormat and
-// Duration.String were half the cost, and String allocates), and strings
-// are checked for bytes to escape with one table look-up a byte.
+// A record has about five times, ten strings, nine integers and a
+// duration, so these are written by hand too: time.Time.AppendFormat and
+// Duration.String (which allocates) were half the cost. A record's times
+// share their text or date (timeText), strings are checked for bytes to
+// escape eight at a time, integers are written two digits a division.
 
 // appendContainer appends c's stored JSON to b.
 func appendContainer(b []byte, c *Container) ([]byte, error) {
