@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -298,20 +299,21 @@ func appendJSONStrings(b []byte, ss []string) []byte {
 // appendJSONMap appends m as a JSON object with sorted keys, as
 // encoding/json writes maps.
 func appendJSONMap(b []byte, m map[string]string) []byte {
-	var small [16]string // most maps are small: sort their keys on the stack
-	keys := small[:0]
-	for k := range m {
-		keys = append(keys, k)
+	type entry struct{ k, v string }
+	var small [16]entry // most maps are small: sort them on the stack
+	entries := small[:0]
+	for k, v := range m {
+		entries = append(entries, entry{k, v}) // no second look-up of v
 	}
-	slices.Sort(keys)
+	slices.SortFunc(entries, func(x, y entry) int { return strings.Compare(x.k, y.k) })
 	b = append(b, '{')
-	for i, k := range keys {
+	for i, e := range entries {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, k)
+		b = appendJSONString(b, e.k)
 		b = append(b, ':')
-		b = appendJSONString(b, m[k])
+		b = appendJSONString(b, e.v)
 	}
 	return append(b, '}')
 }
