@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -219,4 +221,367 @@ func TestFlushWritesMarshalEncodingToFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// checkContainer fails t unless appendContainer writes what the encoder
+// of 368c0fa wrote and what json.Marshal writes (Health left out), errors
+// included.
+func checkContainer(t *testing.T, c *Container) {
+	t.Helper()
+	ref, refErr := refAppendContainer([]byte("pre"), c)
+	got, gotErr := appendContainer([]byte("pre"), c)
+	if (refErr != nil) != (gotErr != nil) {
+		t.Fatalf("error %v, the reference's %v; container %#v", gotErr, refErr, c)
+	}
+	stored := *c
+	stored.Health = nil
+	want, wantErr := json.Marshal(&stored)
+	if (wantErr != nil) != (gotErr != nil) {
+		t.Fatalf("error %v, json.Marshal's %v; container %#v", gotErr, wantErr, c)
+	}
+	if gotErr != nil {
+		return
+	}
+	if !bytes.Equal(got, ref) {
+		t.Fatalf("appendContainer:\n got %s\nwant %s", got, ref)
+	}
+	if !bytes.Equal(got[len("pre"):], want) {
+		t.Fatalf("appendContainer:\n got %s\njson %s", got, want)
+	}
+}
+
+// checkEvent is checkContainer for events.
+func checkEvent(t *testing.T, e *Event) {
+	t.Helper()
+	ref, refErr := refAppendEvent([]byte("pre"), e)
+	got, gotErr := appendEvent([]byte("pre"), e)
+	want, wantErr := json.Marshal(e)
+	if (refErr != nil) != (gotErr != nil) || (wantErr != nil) != (gotErr != nil) {
+		t.Fatalf("error %v, the reference's %v, json.Marshal's %v; event %#v", gotErr, refErr, wantErr, e)
+	}
+	if gotErr != nil {
+		return
+	}
+	if !bytes.Equal(got, ref) || !bytes.Equal(got[len("pre"):], want) {
+		t.Fatalf("appendEvent:\n got %s\n ref %s\njson %s", got, ref, want)
+	}
+}
+
+// edgeStrings are strings each escape rule of encoding/json meets.
+var edgeStrings = []string{
+	"", "a", "c-0123456789abcdef", "\"", "\\", "<", ">", "&", "<script>&amp;</script>",
+	"\x00", "\x01\x1f", "\b\f\n\r\t", "\x7f", " ~", "é", "Ωmega", "日本語", "🙂", "\u2027\u2028\u2029\u202a",
+	"\xff", "\xc3", "a\xc3(", "\xe2\x80", "\xe2\x80\xa8", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xf0\x9f\x99",
+	"mixed \"quote\" and \\ back\\slash, <tag> & é\u2028\xfe end", strings.Repeat("x", 300) + "\n",
+}
+
+// edgeTimes are times at the edges of what MarshalJSON writes or refuses.
+func edgeTimes() []time.Time {
+	ts := []time.Time{
+		{}, time.Unix(0, 0).UTC(), time.Unix(0, 1).UTC(), time.Unix(-1, 999999999).UTC(),
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(0, 2, 29, 23, 59, 59, 999999999, time.UTC),
+		time.Date(-1, 12, 31, 23, 59, 59, 999999999, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1900, 3, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2000, 2, 29, 12, 0, 0, 100, time.UTC), time.Date(2100, 2, 28, 12, 0, 0, 120000000, time.UTC),
+		time.Date(2026, 11, 25, 13, 24, 5, 123456789, time.UTC), time.Date(2026, 11, 25, 13, 24, 5, 123456789, time.Local),
+		time.Unix(1<<40, 5), time.Unix(-1<<40, 5), time.Unix(1<<62, 0), time.Unix(-1<<62, 0),
+	}
+	var zoned []time.Time
+	for _, off := range []int{1, -1, 30, -30, 59, 60, -60, 5*3600 + 45*60, -(9*3600 + 30*60), 24*3600 - 1, -(24*3600 - 1), 24 * 3600, -24 * 3600, 25 * 3600} {
+		z := time.FixedZone("z", off)
+		for _, t := range ts[4:12] {
+			zoned = append(zoned, t.In(z))
+		}
+		zoned = append(zoned, time.Date(0, 1, 1, 0, 0, 0, 0, z), time.Date(9999, 12, 31, 23, 59, 59, 0, z))
+	}
+	if ny, err := time.LoadLocation("America/New_York"); err == nil {
+		zoned = append(zoned, time.Date(2026, 3, 8, 1, 59, 59, 0, ny), time.Date(2026, 3, 8, 3, 0, 0, 0, ny))
+	}
+	return append(ts, zoned...)
+}
+
+// edgeDurations are durations each unit of Duration.String meets.
+var edgeDurations = []time.Duration{
+	0, 1, -1, 999, 1000, 1001, 1500, 999999, 1000000, 1000001, 1500000, 999999999, time.Second, -time.Second,
+	time.Second + 1, 59 * time.Second, time.Minute, time.Minute + 500*time.Millisecond, time.Hour, 90 * time.Minute,
+	100*time.Hour + time.Nanosecond, math.MaxInt64, math.MinInt64, math.MinInt64 + 1, -time.Microsecond,
+}
+
+func TestAppendMatchesReferenceEdges(t *testing.T) {
+	var cs []Container
+	for _, s := range edgeStrings {
+		cs = append(cs,
+			Container{ID: s, Name: s, Command: []string{s, "x"}, Image: s, RestartPolicy: s, InstanceType: s, InstanceID: s,
+				Reason: s, ReasonCode: ReasonCode(s), KillReason: s, LogsError: s, State: State(s)},
+			Container{Env: map[string]string{s: s, "k": s, s + "2": ""}, Scheduling: Scheduling{Labels: map[string]string{s: s}}})
+	}
+	for _, tm := range edgeTimes() {
+		cs = append(cs, Container{FirstSeenAt: tm, CreatedAt: tm, LockedAt: tm, StartedAt: tm, FinishedAt: tm})
+	}
+	for _, n := range []int64{0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 1e9, 1e18 - 1, 1e18, math.MaxInt64, math.MinInt64, math.MinInt64 + 1} {
+		for _, n := range []int64{n, -n} {
+			if got, want := appendInt(nil, n), strconv.AppendInt(nil, n, 10); !bytes.Equal(got, want) {
+				t.Fatalf("int %d: got %s", n, got)
+			}
+		}
+		for _, u := range []uint64{uint64(n), math.MaxUint64, math.MaxUint64 - 1, 1e19, 1e19 - 1} {
+			if !bytes.Equal(appendUint(nil, u), strconv.AppendUint(nil, u, 10)) {
+				t.Fatalf("uint %d: got %s", u, appendUint(nil, u))
+			}
+		}
+	}
+	for _, d := range edgeDurations {
+		cs = append(cs, Container{Scheduling: Scheduling{MaxRunTime: Duration(d)}})
+	}
+	zero, minus := 0, -1
+	big := make(map[string]string)
+	for i := range 40 {
+		big[string(rune('a'+i%26))+strconv.Itoa(i)] = strconv.Itoa(i)
+	}
+	cs = append(cs,
+		Container{Command: []string{}, Env: map[string]string{}, Scheduling: Scheduling{Labels: map[string]string{}}},
+		Container{Command: []string{""}, Env: big, Scheduling: Scheduling{Labels: big}},
+		Container{ExitCode: &zero, Scheduling: Scheduling{Preemptible: boolp(false)}},
+		Container{ExitCode: &minus, Scheduling: Scheduling{Preemptible: boolp(true)}},
+		Container{Priority: math.MinInt, Attempts: math.MaxInt, MaxAttempts: math.MinInt, Seq: math.MaxUint64,
+			RuntimeConstraints: Constraints{VCPUs: math.MaxInt, RAM: math.MinInt64, Scratch: math.MaxInt64, GPUs: -1}},
+		Container{HealthCheck: &HealthCheck{Command: []string{"<&>", "\u2028"}}, Health: &runner.Health{State: "x"}},
+	)
+	for i := range cs {
+		checkContainer(t, &cs[i])
+	}
+	for _, s := range edgeStrings {
+		checkEvent(t, &Event{Actor: s, Kind: s, Target: s, Action: s, Reason: s})
+	}
+	for _, tm := range edgeTimes() {
+		checkEvent(t, &Event{Seq: 1, Time: tm})
+	}
+}
+
+// randomRecords makes records of every kind from rng: strings of bytes
+// that need escaping and runes of every width, times anywhere in (and just
+// out of) the years MarshalJSON writes in any offset, nil and empty maps
+// and slices, nil and set pointers.
+type randomRecords struct{ rng *rand.Rand }
+
+func (r randomRecords) str() string {
+	var sb strings.Builder
+	for range r.rng.IntN(12) {
+		switch r.rng.IntN(6) {
+		case 0:
+			sb.WriteByte(byte(r.rng.IntN(256)))
+		case 1:
+			sb.WriteRune(rune(r.rng.IntN(0x110000)))
+		case 2:
+			sb.WriteString(edgeStrings[r.rng.IntN(len(edgeStrings))])
+		default:
+			sb.WriteByte(byte(' ' + r.rng.IntN(95)))
+		}
+	}
+	return sb.String()
+}
+
+func (r randomRecords) time() time.Time {
+	var t time.Time
+	switch r.rng.IntN(5) {
+	case 0:
+		return t
+	case 1: // near now
+		t = time.Unix(1.7e9+r.rng.Int64N(1e8), r.rng.Int64N(1e9))
+	case 2: // anywhere from before year 0 to after 9999
+		t = time.Unix(r.rng.Int64N(3.2e11)-6.3e10, r.rng.Int64N(1e9))
+	case 3: // a whole number of some unit
+		t = time.Unix(r.rng.Int64N(4e9), []int64{0, 1e8, 1e6, 1e3, 10}[r.rng.IntN(5)]*r.rng.Int64N(10))
+	default:
+		t = time.Unix(r.rng.Int64(), r.rng.Int64N(1e9))
+	}
+	switch r.rng.IntN(4) {
+	case 0:
+		return t.In(time.FixedZone("", r.rng.IntN(2*26*3600)-26*3600))
+	case 1:
+		return t.Local()
+	}
+	return t.UTC()
+}
+
+func (r randomRecords) strMap() map[string]string {
+	switch r.rng.IntN(3) {
+	case 0:
+		return nil
+	case 1:
+		return map[string]string{}
+	}
+	m := map[string]string{}
+	for range 1 + r.rng.IntN(20) {
+		m[r.str()] = r.str()
+	}
+	return m
+}
+
+func (r randomRecords) container() Container {
+	rng := r.rng
+	c := Container{State: States[rng.IntN(len(States))], Priority: rng.IntN(10) - 2, Held: rng.IntN(2) == 0,
+		RuntimeConstraints: Constraints{VCPUs: int(rng.Int64()), RAM: rng.Int64() - rng.Int64(), Scratch: -rng.Int64N(9), GPUs: rng.IntN(3)},
+		FirstSeenAt:        r.time(), ID: r.str(), Name: r.str(), Image: r.str(), CreatedAt: r.time(), LockedAt: r.time(), StartedAt: r.time(), FinishedAt: r.time(),
+		Attempts: rng.IntN(4), MaxAttempts: rng.IntN(4), RestartPolicy: r.str(), InstanceType: r.str(), InstanceID: r.str(),
+		Reason: r.str(), ReasonCode: ReasonCode(r.str()), KillRequested: rng.IntN(2) == 0, RunnerSeen: rng.IntN(2) == 0,
+		KillReason: r.str(), LogsError: r.str(), Seq: rng.Uint64() >> rng.IntN(64),
+		Env: r.strMap(), Scheduling: Scheduling{Labels: r.strMap(), Supervisor: rng.IntN(2) == 0}}
+	switch rng.IntN(4) {
+	case 0:
+		c.Scheduling.MaxRunTime = Duration(rng.Int64() - rng.Int64())
+	case 1:
+		c.Scheduling.MaxRunTime = Duration(edgeDurations[rng.IntN(len(edgeDurations))])
+	case 2:
+		c.Scheduling.MaxRunTime = Duration(rng.Int64N(int64(1000 * time.Hour)))
+	}
+	if rng.IntN(4) > 0 {
+		c.Command = []string{}
+		for range rng.IntN(4) {
+			c.Command = append(c.Command, r.str())
+		}
+	}
+	if rng.IntN(3) > 0 {
+		c.Scheduling.Preemptible = boolp(rng.IntN(2) == 0)
+	}
+	if rng.IntN(3) == 0 {
+		n := int(rng.Int32()) >> rng.IntN(32)
+		c.ExitCode = &n
+	}
+	if rng.IntN(10) == 0 {
+		c.HealthCheck = &HealthCheck{Command: []string{r.str()}, Interval: Duration(rng.Int64N(1e11)), Retries: rng.IntN(5)}
+	}
+	return c
+}
+
+func TestAppendMatchesReferenceRandom(t *testing.T) {
+	r := randomRecords{rand.New(rand.NewPCG(2026, 17))}
+	for range 5000 {
+		c := r.container()
+		checkContainer(t, &c)
+		e := Event{Seq: r.rng.Uint64(), Time: r.time(), Actor: r.str(), Kind: r.str(), Target: r.str(), Action: r.str()}
+		if r.rng.IntN(2) == 0 {
+			e.Reason = r.str()
+		}
+		checkEvent(t, &e)
+	}
+}
+
+// The parts on their own, over more values than whole records reach.
+func TestAppendJSONPartsMatch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	r := randomRecords{rng}
+	var tt timeText // one for all: what it remembers must not leak into the next time
+	var prev time.Time
+	for range 50000 {
+		tm := r.time()
+		switch rng.IntN(6) {
+		case 0: // the same instant, or in another zone
+			tm = prev.In([]*time.Location{time.UTC, time.FixedZone("", 3600), prev.Location()}[rng.IntN(3)])
+		case 1: // the same day, or the same second
+			tm = prev.Add(time.Duration(rng.Int64N(int64(time.Minute))) >> rng.IntN(30))
+		case 2: // the same wall clock in another zone
+			tm = time.Date(prev.Year(), prev.Month(), prev.Day(), prev.Hour(), prev.Minute(), prev.Second(), prev.Nanosecond(),
+				[]*time.Location{time.UTC, time.FixedZone("", -1800)}[rng.IntN(2)])
+		}
+		prev = tm
+		want, wantErr := tm.MarshalJSON()
+		got, gotErr := tt.append(nil, tm)
+		if (wantErr != nil) != (gotErr != nil) || wantErr == nil && !bytes.Equal(got, want) {
+			t.Fatalf("time %v (%d s, %d ns): got %s %v, MarshalJSON %s %v", tm, tm.Unix(), tm.Nanosecond(), got, gotErr, want, wantErr)
+		}
+		d := time.Duration(rng.Int64() >> rng.IntN(64))
+		if rng.IntN(2) == 0 {
+			d = -d
+		}
+		if got, want := appendJSONDuration(nil, d), mustMarshal(t, Duration(d)); !bytes.Equal(got, want) {
+			t.Fatalf("duration %d: got %s, want %s", int64(d), got, want)
+		}
+		n := rng.Int64() >> rng.IntN(64)
+		if rng.IntN(2) == 0 {
+			n = -n
+		}
+		if got, want := appendInt(nil, n), strconv.AppendInt(nil, n, 10); !bytes.Equal(got, want) {
+			t.Fatalf("int %d: got %s", n, got)
+		}
+		if u := rng.Uint64() >> rng.IntN(64); !bytes.Equal(appendUint(nil, u), strconv.AppendUint(nil, u, 10)) {
+			t.Fatalf("uint %d: got %s", u, appendUint(nil, u))
+		}
+		s := r.str()
+		if got, want := appendJSONString(nil, s), mustMarshal(t, s); !bytes.Equal(got, want) {
+			t.Fatalf("string %q: got %s, want %s", s, got, want)
+		}
+	}
+	for _, n := range []int64{0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 1e9, 1e18 - 1, 1e18, math.MaxInt64, math.MinInt64, math.MinInt64 + 1} {
+		for _, n := range []int64{n, -n} {
+			if got, want := appendInt(nil, n), strconv.AppendInt(nil, n, 10); !bytes.Equal(got, want) {
+				t.Fatalf("int %d: got %s", n, got)
+			}
+		}
+		for _, u := range []uint64{uint64(n), math.MaxUint64, math.MaxUint64 - 1, 1e19, 1e19 - 1} {
+			if !bytes.Equal(appendUint(nil, u), strconv.AppendUint(nil, u, 10)) {
+				t.Fatalf("uint %d: got %s", u, appendUint(nil, u))
+			}
+		}
+	}
+	for _, d := range edgeDurations {
+		if got, want := appendJSONDuration(nil, d), mustMarshal(t, Duration(d)); !bytes.Equal(got, want) {
+			t.Fatalf("duration %d: got %s, want %s", int64(d), got, want)
+		}
+	}
+	// Every byte at every place of the first eight-byte words (read
+	// whole) and of the tail, among neighbours at the edges of the ranges
+	// the words are tested for.
+	for _, fill := range []byte{'a', ' ', '!', '~', 0x7f, '=', '?', '[', ']', '%', '\''} {
+		for c := range 256 {
+			for at := range 19 {
+				bs := bytes.Repeat([]byte{fill}, 19)
+				bs[at] = byte(c)
+				s := string(bs)
+				if got, want := appendJSONString(nil, s), mustMarshal(t, s); !bytes.Equal(got, want) {
+					t.Fatalf("string %q: got %s, want %s", s, got, want)
+				}
+			}
+		}
+	}
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	j, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// FuzzAppend compares the encoders with the reference (and json.Marshal)
+// on records built from the fuzzer's values:
+//
+//	go test -run='^$' -fuzz=FuzzAppend -fuzztime=60s ./engine/queue/
+func FuzzAppend(f *testing.F) {
+	f.Add("c-0123456789abcdef", "Running", "é<&>\u2028\xff", int64(1.7e9), int64(123456789), 0, int64(0), int64(42), false)
+	f.Add("", "", "\x00\"\\", int64(-62167219200), int64(0), 3600, int64(-1500), int64(-1), true)
+	f.Add("x", "\t", "", int64(253402300799), int64(999999999), -86399, int64(math.MinInt64), int64(1<<63-1), true)
+	f.Fuzz(func(t *testing.T, s1, s2, s3 string, sec, nsec int64, off int, d, n int64, flag bool) {
+		tm := time.Unix(sec, nsec).In(time.FixedZone("", off))
+		if off == 0 && flag {
+			tm = tm.UTC()
+		}
+		code := int(n)
+		c := Container{State: State(s2), Priority: int(n), Held: flag, ID: s1, Name: s3, Image: s2,
+			Command: []string{s1, s2, s3}, Env: map[string]string{s1: s2, s3: s1},
+			RuntimeConstraints: Constraints{VCPUs: int(n), RAM: n, Scratch: -n, GPUs: off},
+			FirstSeenAt:        tm, CreatedAt: tm.Add(time.Duration(d)), LockedAt: tm, FinishedAt: tm.Add(-time.Duration(n)),
+			Scheduling: Scheduling{Preemptible: &flag, MaxRunTime: Duration(d), Labels: map[string]string{s3: s2}, Supervisor: flag},
+			ExitCode:   &code, Reason: s3, ReasonCode: ReasonCode(s1), KillReason: s2, Seq: uint64(n)}
+		if flag {
+			c.Command, c.Env, c.ExitCode = nil, nil, nil
+		}
+		checkContainer(t, &c)
+		checkEvent(t, &Event{Seq: uint64(sec), Time: tm, Actor: s1, Kind: s2, Target: s3, Action: s1 + s2, Reason: s3})
+		if got, want := appendJSONDuration(nil, time.Duration(n)), mustMarshal(t, Duration(n)); !bytes.Equal(got, want) {
+			t.Fatalf("duration %d: got %s, want %s", n, got, want)
+		}
+	})
 }
