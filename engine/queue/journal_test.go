@@ -21,7 +21,8 @@ func (e *env) crash() {
 	e.q = nil
 }
 
-// journalLen counts the journal's entries in the (closed) store file.
+// journalLenInFile counts the journal's entries (records and tombstones)
+// in the (closed) store file.
 func journalLenInFile(tb testing.TB, path string) int {
 	tb.Helper()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
@@ -32,7 +33,9 @@ func journalLenInFile(tb testing.TB, path string) int {
 	n := 0
 	err = db.View(func(tx *bolt.Tx) error {
 		if b := tx.Bucket(bucketJournal); b != nil {
-			n = b.Stats().KeyN
+			_, jn, err := readJournal(b)
+			n = jn
+			return err
 		}
 		return nil
 	})
