@@ -158,10 +158,10 @@ func journalKey(n uint64) []byte {
 // one leaf, written once, in one write, to a contiguous run of pages, and
 // freed whole when it is folded.
 const (
-	batchMarker     = 0x01
-	batchHeader     = 1 + 4
-	entryHeader     = 8 + 4
-	inlineBatchMax  = 2048
+	batchMarker    = 0x01
+	batchHeader    = 1 + 4
+	entryHeader    = 8 + 4
+	inlineBatchMax = 2048
 )
 
 var batchKey = []byte("b")
