@@ -66,6 +66,14 @@ func (q *Queue) rebuildLimit() int {
 	return rebuildMaxRecords
 }
 
+// batchLimit is maxBatchBytes, or the tests' value.
+func (q *Queue) batchLimit() int {
+	if q.batchMax > 0 {
+		return q.batchMax
+	}
+	return maxBatchBytes
+}
+
 func (q *Queue) journalWindow() int {
 	if q.keepJournal > 0 {
 		return q.keepJournal
@@ -165,6 +173,46 @@ const (
 )
 
 var batchKey = []byte("b")
+
+// maxBatchBytes bounds a batch: a flush of more (a start-up's, a bulk
+// change's) is cut into several, so that neither bbolt's copy of a value
+// at commit nor its limit on a value's size (2 GiB) depends on how many
+// records one flush writes.
+const maxBatchBytes = 16 << 20
+
+// putBatches stores batch (n entries) under the journal keys from next
+// on, cut into batches of at most limit bytes (one entry may exceed it),
+// and returns the next free key.
+func putBatches(jb *bolt.Bucket, next uint64, batch []byte, n, limit int) (uint64, error) {
+	if len(batch) <= limit {
+		return next + 1, putBatch(jb, next, batch)
+	}
+	var part []byte // values stay valid until commit: a new array each
+	count := 0
+	flush := func() error {
+		binary.BigEndian.PutUint32(part[1:], uint32(count))
+		err := putBatch(jb, next, part)
+		next++
+		part, count = nil, 0
+		return err
+	}
+	p := batch[batchHeader:]
+	for range n {
+		size := entryHeader + int(binary.BigEndian.Uint32(p[8:]))
+		if count > 0 && len(part)+size > limit {
+			if err := flush(); err != nil {
+				return next, err
+			}
+		}
+		if part == nil {
+			part = append(make([]byte, 0, min(limit, batchHeader+len(p))), batchMarker, 0, 0, 0, 0)
+		}
+		part = append(part, p[:size]...)
+		p = p[size:]
+		count++
+	}
+	return next, flush()
+}
 
 // putBatch stores batch under the journal key n.
 func putBatch(jb *bolt.Bucket, n uint64, batch []byte) error {

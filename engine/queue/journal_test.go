@@ -61,8 +61,14 @@ func TestJournalChurnCrashReopen(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			foldMin := 1 + rng.IntN(40)
 			window := 1 + rng.IntN(20)
+			// Odd seeds cut batches small (putBatches): several a flush.
+			batchMax := 0
+			if seed%2 == 1 {
+				batchMax = 1 + rng.IntN(3000)
+			}
 			setFold := func() {
 				e.q.foldMin = foldMin
+				e.q.batchMax = batchMax
 				if large {
 					e.q.rebuildMax, e.q.keepJournal = 1, window
 				}
@@ -470,4 +476,71 @@ func TestJournalFoldOldestBatches(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A flush larger than the batch limit is cut into several batches, each
+// within the limit unless one record alone exceeds it, and replays the same.
+func TestJournalBatchesCut(t *testing.T) {
+	for _, limit := range []int{1, 1000, 3000, 1 << 20} {
+		t.Run(fmt.Sprint("limit=", limit), func(t *testing.T) {
+			e := newEnv(t, func(o *Options) { o.NoSync = true })
+			var ids []string
+			for range 10 {
+				ids = append(ids, e.submit(spec("true")).ID)
+			}
+			e.q.batchMax = limit
+			e.reprioritise(4, ids...)
+			if e.q.journalLen != len(ids) {
+				t.Fatalf("journalLen = %d, want %d", e.q.journalLen, len(ids))
+			}
+			want := e.snapshot()
+			e.crash()
+			_, inline, own := journalKinds(t, e.opts.Path)
+			sizes := batchSizesInFile(t, e.opts.Path)
+			switch {
+			case limit == 1 && len(sizes) != len(ids):
+				t.Fatalf("%d batches, want one a record (%d)", len(sizes), len(ids))
+			case limit == 1<<20 && len(sizes) != 1:
+				t.Fatalf("%d batches, want 1", len(sizes))
+			}
+			for _, n := range sizes {
+				if limit > 1 && n > limit {
+					t.Fatalf("a batch of %d bytes, over the limit %d", n, limit)
+				}
+			}
+			if inline+own != len(sizes) {
+				t.Fatalf("%d journal values, %d batches", inline+own, len(sizes))
+			}
+			e.q = e.open()
+			wantEqual(t, "containers after a crash", e.snapshot(), want)
+		})
+	}
+}
+
+// batchSizesInFile lists the sizes of the batches in the (closed) store
+// file's journal.
+func batchSizesInFile(tb testing.TB, path string) []int {
+	tb.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	var sizes []int
+	err = db.View(func(tx *bolt.Tx) error {
+		jb := tx.Bucket(bucketJournal)
+		return jb.ForEach(func(k, v []byte) error {
+			if v == nil {
+				v = jb.Bucket(k).Get(batchKey)
+			}
+			if v[0] == batchMarker {
+				sizes = append(sizes, len(v))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return sizes
 }

@@ -111,6 +111,7 @@ type Queue struct {
 	foldMin     int // tests: the fold threshold, when not 0
 	rebuildMax  int // tests: rebuildMaxRecords, when not 0
 	keepJournal int // tests: journalKeep, when not 0
+	batchMax    int // tests: maxBatchBytes, when not 0
 	// gen counts changes a reader of the containers could see (records,
 	// pending reasons, submits, drops), so a client can tell its copy is
 	// still current.
@@ -919,10 +920,10 @@ func (q *Queue) flush(pass bool) error {
 		if len(recs)+len(drop) > 0 {
 			jb := tx.Bucket(bucketJournal)
 			jb.FillPercent = appendFill
-			if err := putBatch(jb, jnext, batch); err != nil {
+			var err error
+			if jnext, err = putBatches(jb, jnext, batch, len(recs)+len(drop), q.batchLimit()); err != nil {
 				return err
 			}
-			jnext++
 		}
 		for _, c := range drop {
 			if err := tx.Bucket(bucketLogs).Delete([]byte(c.ID)); err != nil {
