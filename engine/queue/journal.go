@@ -46,10 +46,10 @@ func (q *Queue) foldThreshold(n int) int {
 // rewrites every record (BenchmarkFold: ~0.2 s at 100,000, 4.6 s at a
 // million), so above this a pass that folds would hold every start and
 // verb for seconds. A larger store instead keeps its journal at
-// journalKeep entries: each flush folds the oldest batches beyond that in
-// place (foldOldest, whole batches: the journal may keep fewer), so it pays for about the records it appended — as much as
-// before the journal, less what the window merges — and none pays for the
-// whole store.
+// journalKeep entries at most: each flush folds the oldest batches beyond
+// that in place (foldOldest), so it pays for about the records it
+// appended — as much as before the journal, less what the window merges —
+// and none pays for the whole store.
 const rebuildMaxRecords = 250_000
 
 // journalKeep is how many entries a store above rebuildMaxRecords keeps in
