@@ -21,11 +21,8 @@ import (
 // key order is Seq order, and an event's place in its batch is its Seq
 // minus the first.
 //
-// bbolt rewrites a touched leaf whole and never splits one of four or
-// fewer entries, so a large value in the leaf the next batch is appended
-// to would be written again at every flush. A batch larger than
-// maxDirectBatch is therefore the one value of a bucket of its own (under
-// the same key): its pages are written once, and the events bucket's
+// A batch is stored by putAlone (bigvalue.go): a large one in a bucket of
+// its own, so that its pages are written once, and the events bucket's
 // leaves hold only bucket headers and the small batches of single verbs.
 //
 // A store of the previous layout (one event per 8-byte key in "events")
@@ -35,19 +32,13 @@ import (
 var (
 	bucketEvents       = []byte("event_batches")
 	bucketLegacyEvents = []byte("events")
-	batchValueKey      = []byte("events")
 )
-
-// maxDirectBatch is the largest batch stored as a plain value (a few
-// single events): bbolt would inline a bucket this small into the leaf
-// anyway (up to a quarter page), and such a leaf is a page or two.
-const maxDirectBatch = 1024
 
 // maxBatchEvents bounds a batch, so that retention (which deletes whole
 // batches) stays close to its count and pruneBatch is honoured.
 const maxBatchEvents = 4096
 
-func batchKey(first, last uint64) []byte {
+func eventBatchKey(first, last uint64) []byte {
 	k := make([]byte, 16)
 	binary.BigEndian.PutUint64(k, first)
 	binary.BigEndian.PutUint64(k[8:], last)
@@ -66,15 +57,11 @@ func batchRange(k []byte) (first, last uint64, ok bool) {
 // batchValue returns the events of the batch under k, whose cursor value
 // is v (nil for a batch in a bucket of its own).
 func batchValue(eb *bolt.Bucket, k, v []byte) ([]byte, error) {
-	if v != nil {
-		return v, nil
+	val, err := storedAlone(eb, k, v)
+	if err != nil {
+		return nil, fmt.Errorf("event batch: %w", err)
 	}
-	if b := eb.Bucket(k); b != nil {
-		if v := b.Get(batchValueKey); v != nil {
-			return v, nil
-		}
-	}
-	return nil, fmt.Errorf("event batch %x: no value", k)
+	return val, nil
 }
 
 // putEvents writes events (in Seq order) to the events bucket as batches
@@ -99,7 +86,7 @@ func putEvents(eb *bolt.Bucket, events []Event, buf []byte) ([]byte, error) {
 			}
 			buf = append(buf, '\n')
 		}
-		if err := putBatch(eb, events[0].Seq, events[n-1].Seq, buf[start:len(buf):len(buf)]); err != nil {
+		if err := putEventBatch(eb, events[0].Seq, events[n-1].Seq, buf[start:len(buf):len(buf)]); err != nil {
 			return buf, err
 		}
 		events = events[n:]
@@ -107,17 +94,12 @@ func putEvents(eb *bolt.Bucket, events []Event, buf []byte) ([]byte, error) {
 	return buf, nil
 }
 
-// putBatch stores the batch of events first to last, v.
-func putBatch(eb *bolt.Bucket, first, last uint64, v []byte) error {
-	k := batchKey(first, last)
-	if len(v) <= maxDirectBatch {
-		return eb.Put(k, v)
+// putEventBatch stores the batch of events first to last, v.
+func putEventBatch(eb *bolt.Bucket, first, last uint64, v []byte) error {
+	if err := putAlone(eb, eventBatchKey(first, last), v); err != nil {
+		return fmt.Errorf("event batch %d–%d: %w", first, last, err)
 	}
-	b, err := eb.CreateBucket(k)
-	if err != nil {
-		return fmt.Errorf("event batch %x: %w", k, err)
-	}
-	return b.Put(batchValueKey, v)
+	return nil
 }
 
 // pruneEvents deletes the batches whose events all have seq ≤ newest-keep,
@@ -143,13 +125,7 @@ func pruneEvents(eb *bolt.Bucket, newest, keep uint64) error {
 		drop = append(drop, old{k, v == nil})
 	}
 	for _, o := range drop {
-		var err error
-		if o.bucket {
-			err = eb.DeleteBucket(o.k)
-		} else {
-			err = eb.Delete(o.k)
-		}
-		if err != nil {
+		if err := deleteAlone(eb, o.k, o.bucket); err != nil {
 			return fmt.Errorf("prune events: %w", err)
 		}
 	}
@@ -327,7 +303,7 @@ func migrateEvents(eb, old *bolt.Bucket) error {
 		if len(buf) == 0 {
 			return nil
 		}
-		err := putBatch(eb, first, last, buf)
+		err := putEventBatch(eb, first, last, buf)
 		buf = nil
 		return err
 	}

@@ -56,7 +56,7 @@ func storedEvents(tb testing.TB, tx *bolt.Tx) []storedEvent {
 }
 
 // addEvents appends n events and flushes them: one batch (more past
-// maxBatchEvents), stored as a plain value or, past maxDirectBatch, in a
+// maxBatchEvents), stored as a plain value or, past maxInline, in a
 // bucket of its own.
 func (e *env) addEvents(n int, reason string) {
 	e.tb.Helper()
@@ -282,7 +282,7 @@ func TestFailedFlushEventsRetried(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.EventsInMemory = 2 })
 	e.addEvents(3, "a")
 	// A bucket where the next batch's value goes makes the flush fail.
-	block := batchKey(4, 5)
+	block := eventBatchKey(4, 5)
 	if err := e.q.db.Update(func(tx *bolt.Tx) error {
 		_, err := tx.Bucket(bucketEvents).CreateBucket(block)
 		return err

@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"path/filepath"
@@ -226,13 +225,18 @@ func fileContainerKeys(tb testing.TB, path string) []string {
 // seq as a reader of the open store sees it: the journal's latest entry for
 // it, else the containers bucket's record (nil if dropped or absent).
 func storedRecord(tx *bolt.Tx, seq uint64) []byte {
-	cur := tx.Bucket(bucketJournal).Cursor()
-	for k, v := cur.Last(); k != nil; k, v = cur.Prev() {
-		if binary.BigEndian.Uint64(v) == seq {
-			if len(v) == 8 {
-				return nil
-			}
-			return v[8:]
+	jb := tx.Bucket(bucketJournal)
+	var entries []journalEntry
+	cur := jb.Cursor()
+	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		var err error
+		if entries, err = appendJournalValue(entries, jb, k, v); err != nil {
+			panic(err)
+		}
+	}
+	for i := len(entries) - 1; i >= 0; i-- {
+		if entries[i].seq == seq {
+			return entries[i].body
 		}
 	}
 	return tx.Bucket(bucketContainers).Get(containerKey(seq))

@@ -12,12 +12,12 @@ import (
 // The journal: a flush does not put changed records back into the
 // containers bucket, where they are keyed by Seq and scattered (a pass's
 // 2,000 changes touched some 1,500 leaf pages, each read, re-spilled and
-// written). It appends them instead to the journal bucket, keyed by an
-// increasing counter, so the flush writes a few contiguous new pages. An
-// entry's value is the record's Seq (8 bytes, big-endian) followed by its
-// stored JSON; an entry of the Seq alone is a tombstone (the container was
-// dropped). The store's state is the containers bucket with the journal
-// applied in order: later wins, a tombstone deletes.
+// written). It appends them instead to the journal bucket, as one batch
+// (putBatch) under an increasing counter, so the flush writes a few
+// contiguous new pages. A batch entry is a record's Seq and its stored
+// JSON, or a tombstone (the container was dropped). The store's state is
+// the containers bucket with the journal applied in order: later wins, a
+// tombstone deletes.
 //
 // A fold moves the journal into the containers bucket (foldJournal) and
 // drops the journal bucket, freeing its pages at once. A scheduler pass's
@@ -46,10 +46,10 @@ func (q *Queue) foldThreshold(n int) int {
 // rewrites every record (BenchmarkFold: ~0.2 s at 100,000, 4.6 s at a
 // million), so above this a pass that folds would hold every start and
 // verb for seconds. A larger store instead keeps its journal at
-// journalKeep entries: each flush folds the oldest beyond that in place
-// (foldOldest), so it pays for about the records it appended — as much as
-// before the journal, less what the window merges — and none pays for the
-// whole store.
+// journalKeep entries at most: each flush folds the oldest batches beyond
+// that in place (foldOldest), so it pays for about the records it
+// appended — as much as before the journal, less what the window merges —
+// and none pays for the whole store.
 const rebuildMaxRecords = 250_000
 
 // journalKeep is how many entries a store above rebuildMaxRecords keeps in
@@ -66,6 +66,14 @@ func (q *Queue) rebuildLimit() int {
 	return rebuildMaxRecords
 }
 
+// batchLimit is maxBatchBytes, or the tests' value.
+func (q *Queue) batchLimit() int {
+	if q.batchMax > 0 {
+		return q.batchMax
+	}
+	return maxBatchBytes
+}
+
 func (q *Queue) journalWindow() int {
 	if q.keepJournal > 0 {
 		return q.keepJournal
@@ -73,22 +81,28 @@ func (q *Queue) journalWindow() int {
 	return journalKeep
 }
 
-// foldOldest folds the journal's n oldest entries into the containers
-// bucket in place (the latest of each record among them, in Seq order) and
-// deletes them. The newer entries left in the journal still win at replay.
-func foldOldest(tx *bolt.Tx, n int) error {
+// foldOldest folds the journal's oldest values holding at least n entries
+// into the containers bucket in place (the latest of each record among
+// them, in Seq order) and deletes them; it returns how many entries it
+// folded. A batch is folded whole. The newer entries left in the journal
+// still win at replay.
+func foldOldest(tx *bolt.Tx, n int) (int, error) {
 	jb := tx.Bucket(bucketJournal)
-	entries := make([]journalEntry, 0, n)
-	keys := make([]byte, 0, 8*n)
+	var entries []journalEntry
+	type key struct {
+		k      []byte
+		bucket bool
+	}
+	var keys []key
 	cur := jb.Cursor()
 	for k, v := cur.First(); k != nil && len(entries) < n; k, v = cur.Next() {
-		e, err := parseJournalEntry(k, v)
-		if err != nil {
-			return err
+		var err error
+		if entries, err = appendJournalValue(entries, jb, k, v); err != nil {
+			return 0, err
 		}
-		entries = append(entries, e)
-		keys = append(keys, k...)
+		keys = append(keys, key{k: slices.Clone(k), bucket: v == nil})
 	}
+	folded := len(entries)
 	entries = latestPerSeq(entries)
 	cb := tx.Bucket(bucketContainers)
 	for _, e := range entries {
@@ -99,15 +113,17 @@ func foldOldest(tx *bolt.Tx, n int) error {
 			err = cb.Put(containerKey(e.seq), e.body)
 		}
 		if err != nil {
-			return fmt.Errorf("fold journal: %w", err)
+			return 0, fmt.Errorf("fold journal: %w", err)
 		}
 	}
-	for i := 0; i < len(keys); i += 8 {
-		if err := jb.Delete(keys[i : i+8 : i+8]); err != nil {
-			return fmt.Errorf("fold journal: %w", err)
+	// The bodies put above point into the batches' pages, which stay
+	// mapped, and are not reused, until the transaction ends.
+	for _, k := range keys {
+		if err := deleteAlone(jb, k.k, k.bucket); err != nil {
+			return 0, fmt.Errorf("fold journal: %w", err)
 		}
 	}
-	return nil
+	return folded, nil
 }
 
 // inPlaceFold: a journal with fewer distinct records than 1/inPlaceFold of
@@ -125,46 +141,186 @@ func journalKey(n uint64) []byte {
 	return k[:]
 }
 
+// A flush writes its records and tombstones as one batch, a single value
+// under one journal key: one Put, where one per record seeked down the
+// tree each and spread the flush over ~200 leaf pages, each its own write.
+// A batch is batchMarker, the entry count (4 bytes, big-endian), then per
+// entry the Seq (8 bytes), the JSON's length (4 bytes; 0 for a tombstone)
+// and the JSON. An entry of the layout before batches (the Seq, then the
+// JSON) starts with the Seq's high byte, 0 for any Seq below 2^56, so the
+// two are told apart and a store a crash left with old entries replays
+// them, before the batches that follow them.
+//
+// A batch is stored by putAlone (bigvalue.go): a verb's small one as the
+// journal key's value, a pass's in a bucket of its own under the key, so
+// that it is written once, to a contiguous run of pages, and freed whole
+// when it is folded.
+const (
+	batchMarker = 0x01
+	batchHeader = 1 + 4
+	entryHeader = 8 + 4
+)
+
+// maxBatchBytes bounds a batch: a flush of more (a start-up's, a bulk
+// change's) is cut into several, so that neither bbolt's copy of a value
+// at commit nor its limit on a value's size (2 GiB) depends on how many
+// records one flush writes.
+const maxBatchBytes = 16 << 20
+
+// putBatches stores batch (n entries) under the journal keys from next
+// on, cut into batches of at most limit bytes (one entry may exceed it),
+// and returns the next free key.
+func putBatches(jb *bolt.Bucket, next uint64, batch []byte, n, limit int) (uint64, error) {
+	if len(batch) <= limit {
+		return next + 1, putBatch(jb, next, batch)
+	}
+	var part []byte // values stay valid until commit: a new array each
+	count := 0
+	flush := func() error {
+		binary.BigEndian.PutUint32(part[1:], uint32(count))
+		err := putBatch(jb, next, part)
+		next++
+		part, count = nil, 0
+		return err
+	}
+	p := batch[batchHeader:]
+	for range n {
+		size := entryHeader + int(binary.BigEndian.Uint32(p[8:]))
+		if count > 0 && len(part)+size > limit {
+			if err := flush(); err != nil {
+				return next, err
+			}
+		}
+		if part == nil {
+			part = append(make([]byte, 0, min(limit, batchHeader+len(p))), batchMarker, 0, 0, 0, 0)
+		}
+		part = append(part, p[:size]...)
+		p = p[size:]
+		count++
+	}
+	return next, flush()
+}
+
+// putBatch stores batch under the journal key n.
+func putBatch(jb *bolt.Bucket, n uint64, batch []byte) error {
+	return putAlone(jb, journalKey(n), batch)
+}
+
 // journalEntry is one entry read back: the record's Seq and its JSON (nil
 // for a tombstone).
 type journalEntry struct {
 	seq  uint64
 	body []byte
+	pos  int // the entry's place in the journal (latestPerSeq)
 }
 
-// readJournal returns the journal's latest entry per Seq, in Seq order, and
-// how many entries it holds. The bodies point into the transaction's pages.
-func readJournal(jb *bolt.Bucket) ([]journalEntry, int, error) {
-	var all []journalEntry
-	err := jb.ForEach(func(k, v []byte) error {
-		e, err := parseJournalEntry(k, v)
-		all = append(all, e)
-		return err
-	})
+// appendJournalValue appends the entries of the journal value under key k
+// (v, nil for a batch in a bucket of its own) to out. The bodies point
+// into the transaction's pages.
+func appendJournalValue(out []journalEntry, jb *bolt.Bucket, k, v []byte) ([]journalEntry, error) {
+	v, err := storedAlone(jb, k, v)
 	if err != nil {
-		return nil, 0, err
+		return out, fmt.Errorf("journal: %w", err)
 	}
-	n := len(all)
-	return latestPerSeq(all), n, nil
-}
-
-// parseJournalEntry reads the entry stored under key k.
-func parseJournalEntry(k, v []byte) (journalEntry, error) {
+	if len(v) > 0 && v[0] == batchMarker {
+		return appendBatch(out, k, v)
+	}
+	// An entry of the layout before batches: one record.
 	if len(v) < 8 {
-		return journalEntry{}, fmt.Errorf("journal entry %x: %d bytes, want at least 8", k, len(v))
+		return out, fmt.Errorf("journal entry %x: %d bytes, want at least 8", k, len(v))
 	}
 	e := journalEntry{seq: binary.BigEndian.Uint64(v)}
 	if len(v) > 8 {
 		e.body = v[8:]
 	}
-	return e, nil
+	return append(out, e), nil
 }
 
-// latestPerSeq sorts entries (in journal order) by Seq and keeps the last
-// of each Seq, in place.
+// appendBatch appends the entries of batch v (under key k) to out.
+func appendBatch(out []journalEntry, k, v []byte) ([]journalEntry, error) {
+	if len(v) < batchHeader {
+		return out, fmt.Errorf("journal batch %x: %d bytes, want at least %d", k, len(v), batchHeader)
+	}
+	n := int(binary.BigEndian.Uint32(v[1:]))
+	out = slices.Grow(out, n)
+	p := v[batchHeader:]
+	for i := range n {
+		if len(p) < entryHeader {
+			return out, fmt.Errorf("journal batch %x: entry %d of %d cut short", k, i, n)
+		}
+		e := journalEntry{seq: binary.BigEndian.Uint64(p)}
+		l := int(binary.BigEndian.Uint32(p[8:]))
+		p = p[entryHeader:]
+		if l > len(p) {
+			return out, fmt.Errorf("journal batch %x: entry %d of %d cut short", k, i, n)
+		}
+		if l > 0 {
+			e.body = p[:l:l]
+		}
+		p = p[l:]
+		out = append(out, e)
+	}
+	if len(p) != 0 {
+		return out, fmt.Errorf("journal batch %x: %d bytes after its %d entries", k, len(p), n)
+	}
+	return out, nil
+}
+
+// readJournal returns the journal's latest entry per Seq, in Seq order, and
+// how many entries (records and tombstones) it holds. The bodies point
+// into the transaction's pages.
+func readJournal(jb *bolt.Bucket) ([]journalEntry, int, error) {
+	var all []journalEntry
+	cur := jb.Cursor()
+	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		var err error
+		if all, err = appendJournalValue(all, jb, k, v); err != nil {
+			return nil, 0, err
+		}
+	}
+	n := len(all)
+	return latestPerSeq(all), n, nil
+}
+
+// latestPerSeq returns the last entry of each Seq among entries (in
+// journal order), in Seq order. It may reorder entries.
 func latestPerSeq(entries []journalEntry) []journalEntry {
-	// Stable: entries of one Seq stay in journal order, and the last wins.
-	slices.SortStableFunc(entries, func(a, b journalEntry) int { return cmp.Compare(a.seq, b.seq) })
+	if len(entries) == 0 {
+		return entries
+	}
+	lo, hi := entries[0].seq, entries[0].seq
+	for _, e := range entries {
+		lo, hi = min(lo, e.seq), max(hi, e.seq)
+	}
+	if hi-lo < denseSeqs*uint64(len(entries)) {
+		// The Seqs are dense (a journal as long as the store, or a window
+		// of a few passes over it): a table by Seq of the latest entry's
+		// place finds them in one pass, where a sort of 100,000 entries
+		// takes some 30 ms.
+		last := make([]uint32, hi-lo+1) // place+1 of the latest; 0: none
+		for i, e := range entries {
+			last[e.seq-lo] = uint32(i + 1)
+		}
+		out := make([]journalEntry, 0, len(entries))
+		for _, p := range last {
+			if p != 0 {
+				out = append(out, entries[p-1])
+			}
+		}
+		return out
+	}
+	// Entries of one Seq must stay in journal order, for the last to win:
+	// each is tagged with its place and the sort breaks ties by it (a
+	// stable sort's merges rotate the slice, several times slower).
+	for i := range entries {
+		entries[i].pos = i
+	}
+	slices.SortFunc(entries, func(a, b journalEntry) int {
+		if c := cmp.Compare(a.seq, b.seq); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.pos, b.pos)
+	})
 	out := entries[:0]
 	for i, e := range entries {
 		if i+1 < len(entries) && entries[i+1].seq == e.seq {
@@ -174,6 +330,10 @@ func latestPerSeq(entries []journalEntry) []journalEntry {
 	}
 	return out
 }
+
+// denseSeqs: latestPerSeq uses a table by Seq when the Seqs span less than
+// denseSeqs times the entries (4 bytes a Seq: at most 16 an entry).
+const denseSeqs = 4
 
 // foldJournal moves the journal into the containers bucket and recreates
 // it empty, in the caller's transaction. The containers bucket is rebuilt

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -21,7 +22,8 @@ func (e *env) crash() {
 	e.q = nil
 }
 
-// journalLen counts the journal's entries in the (closed) store file.
+// journalLenInFile counts the journal's entries (records and tombstones)
+// in the (closed) store file.
 func journalLenInFile(tb testing.TB, path string) int {
 	tb.Helper()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
@@ -32,7 +34,9 @@ func journalLenInFile(tb testing.TB, path string) int {
 	n := 0
 	err = db.View(func(tx *bolt.Tx) error {
 		if b := tx.Bucket(bucketJournal); b != nil {
-			n = b.Stats().KeyN
+			_, jn, err := readJournal(b)
+			n = jn
+			return err
 		}
 		return nil
 	})
@@ -57,8 +61,14 @@ func TestJournalChurnCrashReopen(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			foldMin := 1 + rng.IntN(40)
 			window := 1 + rng.IntN(20)
+			// Odd seeds cut batches small (putBatches): several a flush.
+			batchMax := 0
+			if seed%2 == 1 {
+				batchMax = 1 + rng.IntN(3000)
+			}
 			setFold := func() {
 				e.q.foldMin = foldMin
+				e.q.batchMax = batchMax
 				if large {
 					e.q.rebuildMax, e.q.keepJournal = 1, window
 				}
@@ -225,4 +235,312 @@ func TestJournalCloseFolds(t *testing.T) {
 	if n := journalLenInFile(t, e.opts.Path); n == 0 {
 		t.Fatal("a flush after reopening wrote no journal entry")
 	}
+}
+
+// oldEntry is a journal entry as the binary before batches wrote it: the
+// Seq, then the JSON (none for a tombstone).
+type oldEntry struct {
+	seq  uint64
+	body []byte
+}
+
+// appendOldEntries writes entries to the journal of the (closed) store
+// file, after its last key, each under its own key, as a crash of the
+// binary before batches leaves them.
+func appendOldEntries(tb testing.TB, path string, entries []oldEntry) {
+	tb.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(tx *bolt.Tx) error {
+		jb := tx.Bucket(bucketJournal)
+		next := uint64(0)
+		if k, _ := jb.Cursor().Last(); k != nil {
+			next = binary.BigEndian.Uint64(k) + 1
+		}
+		for _, e := range entries {
+			v := binary.BigEndian.AppendUint64(nil, e.seq)
+			if err := jb.Put(journalKey(next), append(v, e.body...)); err != nil {
+				return err
+			}
+			next++
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// journalKinds counts the values of the (closed) store file's journal by
+// kind: entries of the layout before batches, batches stored as values,
+// and batches in buckets of their own.
+func journalKinds(tb testing.TB, path string) (old, inline, own int) {
+	tb.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	err = db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketJournal).ForEach(func(k, v []byte) error {
+			switch {
+			case v == nil:
+				own++
+			case v[0] == batchMarker:
+				inline++
+			default:
+				old++
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return old, inline, own
+}
+
+// encoded is c's stored JSON with its priority set to prio.
+func encoded(tb testing.TB, c Container, prio int) []byte {
+	tb.Helper()
+	c.Priority = prio
+	b, err := appendContainer(nil, &c)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// reprioritise sets the priority of the containers ids to prio and
+// flushes them together: one batch.
+func (e *env) reprioritise(prio int, ids ...string) {
+	e.tb.Helper()
+	e.q.mu.Lock()
+	for _, id := range ids {
+		c := e.q.byID[id]
+		c.Priority = prio
+		e.q.markDirtyLocked(c)
+	}
+	e.q.mu.Unlock()
+	if err := e.q.Flush(); err != nil {
+		e.tb.Fatal(err)
+	}
+}
+
+// A store that a crash of the binary before batches left with per-record
+// journal entries replays them, and then the batches a later flush
+// appends, in order: the latest entry of a record wins, whichever its
+// layout, and an old tombstone deletes. Close folds them all.
+func TestJournalOldEntriesThenBatches(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.NoSync = true })
+	var cs []Container
+	for range 12 {
+		cs = append(cs, e.submit(spec("true")))
+	}
+	e.close()
+	appendOldEntries(t, e.opts.Path, []oldEntry{
+		{cs[0].Seq, encoded(t, cs[0], 2)},
+		{cs[1].Seq, encoded(t, cs[1], 4)},
+		{cs[0].Seq, encoded(t, cs[0], 3)}, // later: wins over the first
+		{cs[2].Seq, nil},                  // dropped
+		{cs[3].Seq, encoded(t, cs[3], 2)},
+	})
+	e.q = e.open()
+	if e.q.journalLen != 5 {
+		t.Fatalf("journalLen = %d after replaying 5 old entries", e.q.journalLen)
+	}
+	prio := func(want map[int]int, gone int) {
+		t.Helper()
+		for i, c := range cs {
+			got, ok := e.q.Get(c.ID)
+			switch {
+			case i == gone:
+				if ok {
+					t.Fatalf("container %d, dropped by an old tombstone, is back", i)
+				}
+			case !ok:
+				t.Fatalf("container %d is missing", i)
+			case got.Priority != want[i]:
+				t.Fatalf("container %d: priority %d, want %d", i, got.Priority, want[i])
+			}
+		}
+	}
+	want := map[int]int{0: 3, 1: 4, 3: 2}
+	for i := range cs {
+		if _, ok := want[i]; !ok {
+			want[i] = 1
+		}
+	}
+	prio(want, 2)
+
+	// A verb's flush (a small batch, a value of its own), then a larger
+	// batch (in a bucket of its own), both newer than the old entries.
+	if _, err := e.q.SetPriority(cs[1].ID, 5, "test", ""); err != nil {
+		t.Fatal(err)
+	}
+	var many []string
+	for i := 4; i < len(cs); i++ {
+		many = append(many, cs[i].ID)
+	}
+	e.reprioritise(6, many...)
+	e.reprioritise(7, cs[0].ID, cs[1].ID)
+	want[0], want[1] = 7, 7
+	for i := 4; i < len(cs); i++ {
+		want[i] = 6
+	}
+	prio(want, 2)
+	jn := e.q.journalLen
+	if wantN := 5 + 1 + len(many) + 2; jn != wantN {
+		t.Fatalf("journalLen = %d, want %d", jn, wantN)
+	}
+	snap := e.snapshot()
+	e.crash()
+	old, inline, own := journalKinds(t, e.opts.Path)
+	if old != 5 || inline < 1 || own < 1 {
+		t.Fatalf("journal holds %d old entries, %d batches as values, %d in buckets: want 5, at least 1, at least 1", old, inline, own)
+	}
+	if n := journalLenInFile(t, e.opts.Path); n != jn {
+		t.Fatalf("the file's journal holds %d entries, want %d", n, jn)
+	}
+	e.q = e.open()
+	if e.q.journalLen != jn {
+		t.Fatalf("journalLen = %d after a crash, want %d", e.q.journalLen, jn)
+	}
+	prio(want, 2)
+	wantEqual(t, "containers after replaying old entries and batches", e.snapshot(), snap)
+
+	e.close()
+	if n := journalLenInFile(t, e.opts.Path); n != 0 {
+		t.Fatalf("%d journal entries after Close, want 0", n)
+	}
+	if got := fileContainerKeys(t, e.opts.Path); len(got) != len(cs)-1 {
+		t.Fatalf("containers bucket holds %d records, want %d", len(got), len(cs)-1)
+	}
+	e.q = e.open()
+	wantEqual(t, "containers after the fold", e.snapshot(), snap)
+}
+
+// A large store folds its oldest journal values beyond the window
+// (foldOldest): old entries one by one and batches whole, so the journal
+// keeps at most the window's entries, and a crash at any point replays to
+// the state in memory.
+func TestJournalFoldOldestBatches(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		old     bool // the journal starts with 2 old entries
+		window  int
+		batches []int // records per flush
+		after   []int // journal entries after each flush
+	}{
+		// 2 old entries, then: 2+3 ≤ 6; 5+4 = 9 folds the old entries
+		// (2) and the first batch (3): 4; 4+5 = 9 folds the second: 5;
+		// 5+1 = 6 is the window.
+		{"old entries, then batches", true, 6, []int{3, 4, 5, 1}, []int{5, 4, 5, 6}},
+		// A batch larger than the window is folded in the flush that
+		// wrote it.
+		{"batch over the window", false, 2, []int{1, 7, 1}, []int{1, 0, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, func(o *Options) { o.NoSync = true })
+			var cs []Container
+			for range 8 {
+				cs = append(cs, e.submit(spec("true")))
+			}
+			e.close()
+			if tc.old {
+				appendOldEntries(t, e.opts.Path, []oldEntry{{cs[0].Seq, encoded(t, cs[0], 2)}, {cs[1].Seq, encoded(t, cs[1], 2)}})
+			}
+			e.q = e.open()
+			set := func() { e.q.rebuildMax, e.q.keepJournal = 1, tc.window }
+			set()
+			for i, n := range tc.batches {
+				var ids []string
+				for j := range n {
+					ids = append(ids, cs[(i+j)%len(cs)].ID)
+				}
+				e.reprioritise(10+i, ids...)
+				if e.q.journalLen != tc.after[i] {
+					t.Fatalf("flush %d: journalLen = %d, want %d", i, e.q.journalLen, tc.after[i])
+				}
+				snap := e.snapshot()
+				e.crash()
+				if n := journalLenInFile(t, e.opts.Path); n != tc.after[i] {
+					t.Fatalf("flush %d: the file's journal holds %d entries, want %d", i, n, tc.after[i])
+				}
+				e.q = e.open()
+				set()
+				wantEqual(t, fmt.Sprintf("flush %d: containers after a crash", i), e.snapshot(), snap)
+			}
+		})
+	}
+}
+
+// A flush larger than the batch limit is cut into several batches, each
+// within the limit unless one record alone exceeds it, and replays the same.
+func TestJournalBatchesCut(t *testing.T) {
+	for _, limit := range []int{1, 1000, 3000, 1 << 20} {
+		t.Run(fmt.Sprint("limit=", limit), func(t *testing.T) {
+			e := newEnv(t, func(o *Options) { o.NoSync = true })
+			var ids []string
+			for range 10 {
+				ids = append(ids, e.submit(spec("true")).ID)
+			}
+			e.q.batchMax = limit
+			e.reprioritise(4, ids...)
+			if e.q.journalLen != len(ids) {
+				t.Fatalf("journalLen = %d, want %d", e.q.journalLen, len(ids))
+			}
+			want := e.snapshot()
+			e.crash()
+			_, inline, own := journalKinds(t, e.opts.Path)
+			sizes := batchSizesInFile(t, e.opts.Path)
+			switch {
+			case limit == 1 && len(sizes) != len(ids):
+				t.Fatalf("%d batches, want one a record (%d)", len(sizes), len(ids))
+			case limit == 1<<20 && len(sizes) != 1:
+				t.Fatalf("%d batches, want 1", len(sizes))
+			}
+			for _, n := range sizes {
+				if limit > 1 && n > limit {
+					t.Fatalf("a batch of %d bytes, over the limit %d", n, limit)
+				}
+			}
+			if inline+own != len(sizes) {
+				t.Fatalf("%d journal values, %d batches", inline+own, len(sizes))
+			}
+			e.q = e.open()
+			wantEqual(t, "containers after a crash", e.snapshot(), want)
+		})
+	}
+}
+
+// batchSizesInFile lists the sizes of the batches in the (closed) store
+// file's journal.
+func batchSizesInFile(tb testing.TB, path string) []int {
+	tb.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	var sizes []int
+	err = db.View(func(tx *bolt.Tx) error {
+		jb := tx.Bucket(bucketJournal)
+		return jb.ForEach(func(k, v []byte) error {
+			if v == nil {
+				v = jb.Bucket(k).Get(aloneKey)
+			}
+			if v[0] == batchMarker {
+				sizes = append(sizes, len(v))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return sizes
 }

@@ -110,6 +110,7 @@ type Queue struct {
 	foldMin     int // tests: the fold threshold, when not 0
 	rebuildMax  int // tests: rebuildMaxRecords, when not 0
 	keepJournal int // tests: journalKeep, when not 0
+	batchMax    int // tests: maxBatchBytes, when not 0
 	// gen counts changes a reader of the containers could see (records,
 	// pending reasons, submits, drops), so a client can tell its copy is
 	// still current.
@@ -773,11 +774,10 @@ func (q *Queue) undropLocked(drop []*Container) {
 // retention on for a large log spreads the work over many passes.
 const pruneBatch = 10000
 
-// flushRec is a changed record a flush writes and where its encoding is
-// in flushBuf.
+// flushRec is a changed record a flush writes (put back in q.dirty if the
+// write fails).
 type flushRec struct {
-	c          *Container
-	start, end int
+	c *Container
 }
 
 // Flush writes every changed record and new event in one transaction.
@@ -810,19 +810,22 @@ func (q *Queue) flush(pass bool) error {
 		q.mu.Unlock()
 		return nil
 	}
-	// Each record is encoded as its journal entry: Seq, then the JSON.
-	buf := q.flushBuf[:0]
+	// The records are encoded as one journal batch (journal.go): each
+	// entry's Seq, the JSON's length (filled in once encoded), the JSON.
+	buf := append(q.flushBuf[:0], batchMarker, 0, 0, 0, 0)
 	recs := q.flushRecs[:0]
 	for _, c := range q.dirty {
 		start := len(buf)
 		buf = binary.BigEndian.AppendUint64(buf, c.Seq)
+		buf = append(buf, 0, 0, 0, 0)
 		var err error
 		if buf, err = appendContainer(buf, c); err != nil {
 			q.mu.Unlock()
 			return fmt.Errorf("encode container %s: %w", c.ID, err)
 		}
+		binary.BigEndian.PutUint32(buf[start+8:], uint32(len(buf)-start-entryHeader))
 		c.dirty = false
-		recs = append(recs, flushRec{c: c, start: start, end: len(buf)})
+		recs = append(recs, flushRec{c: c})
 	}
 	clear(q.dirty)
 	q.dirty = q.dirty[:0]
@@ -833,26 +836,24 @@ func (q *Queue) flush(pass bool) error {
 	paused := q.paused
 	q.mu.Unlock()
 
-	// Tombstones: the Seq alone.
+	// Tombstones: the Seq, and a length of 0.
 	for _, c := range drop {
 		buf = binary.BigEndian.AppendUint64(buf, c.Seq)
+		buf = append(buf, 0, 0, 0, 0)
 	}
-	tombs := buf[len(buf)-8*len(drop):]
+	binary.BigEndian.PutUint32(buf[1:], uint32(len(recs)+len(drop)))
+	batch := buf[:len(buf):len(buf)]
 	jlen, jnext := q.journalLen, q.journalNext
 	err := q.db.Update(func(tx *bolt.Tx) error {
-		jb := tx.Bucket(bucketJournal)
-		jb.FillPercent = appendFill
-		for _, r := range recs {
-			if err := jb.Put(journalKey(jnext), buf[r.start:r.end:r.end]); err != nil {
+		if len(recs)+len(drop) > 0 {
+			jb := tx.Bucket(bucketJournal)
+			jb.FillPercent = appendFill
+			var err error
+			if jnext, err = putBatches(jb, jnext, batch, len(recs)+len(drop), q.batchLimit()); err != nil {
 				return err
 			}
-			jnext++
 		}
-		for i, c := range drop {
-			if err := jb.Put(journalKey(jnext), tombs[8*i:8*i+8:8*i+8]); err != nil {
-				return err
-			}
-			jnext++
+		for _, c := range drop {
 			if err := tx.Bucket(bucketLogs).Delete([]byte(c.ID)); err != nil {
 				return err
 			}
@@ -882,10 +883,11 @@ func (q *Queue) flush(pass bool) error {
 			}
 			jlen, jnext = 0, 0
 		case large && jlen > window:
-			if err := foldOldest(tx, jlen-window); err != nil {
+			n, err := foldOldest(tx, jlen-window)
+			if err != nil {
 				return err
 			}
-			jlen = window
+			jlen -= n
 		}
 		return nil
 	})
