@@ -149,7 +149,7 @@ func Open(opts Options) (*Queue, error) {
 	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("create state directory: %w", err)
 	}
-	db, err := bolt.Open(opts.Path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: opts.NoSync})
+	db, err := bolt.Open(opts.Path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: opts.NoSync, InitialMmapSize: initialMmap})
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w (is another dispatcher using this state_dir?)", opts.Path, err)
 	}
@@ -769,6 +769,14 @@ func (q *Queue) undropLocked(drop []*Container) {
 	}
 	q.finished = append(drop, q.finished...)
 }
+
+// initialMmap is the store's first memory map. bbolt maps the file anew
+// whenever it outgrows the map (doubling up to 1 GiB), and a remap first
+// copies out every node the write transaction holds — inside a fold, the
+// whole containers bucket (~170 ms at 150,000 records) — while readers
+// wait. Mapping 1 GiB from the start costs address space only (the pages
+// are the file's, read on demand), so a store below that never remaps.
+const initialMmap = 1 << 30
 
 // pruneBatch bounds the events one flush deletes, so that turning
 // retention on for a large log spreads the work over many passes.
