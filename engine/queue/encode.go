@@ -13,9 +13,9 @@ import (
 // writes thousands of them per pass, and reflection-driven json.Marshal was
 // most of its cost, so records and events are written by the hand-made
 // appenders below into one reused buffer. Their output is byte for byte
-// what json.Marshal writes (TestAppendContainerMatchesMarshal, and
-// TestAppendMatchesReference* and FuzzAppend against the encoder of
-// 368c0fa): the store's format does not change. The rare parts (a health
+// what json.Marshal writes (TestAppendContainerMatchesMarshal,
+// TestAppendMatchesMarshal*, FuzzAppend): the store's format does not
+// change. The rare parts (a health
 // check, a time outside the years 0–9999) are handed to json.Marshal.
 //
 // A record has about five times, ten strings, nine integers and a

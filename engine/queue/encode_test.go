@@ -223,16 +223,13 @@ func TestFlushWritesMarshalEncodingToFile(t *testing.T) {
 	}
 }
 
-// checkContainer fails t unless appendContainer writes what the encoder
-// of 368c0fa wrote and what json.Marshal writes (Health left out), errors
-// included.
+// checkContainer fails t unless appendContainer writes what json.Marshal
+// writes (Health left out), errors included. (The encoder before the
+// hand-written appenders was itself held to json.Marshal, so this keeps
+// the stored format.)
 func checkContainer(t *testing.T, c *Container) {
 	t.Helper()
-	ref, refErr := refAppendContainer([]byte("pre"), c)
 	got, gotErr := appendContainer([]byte("pre"), c)
-	if (refErr != nil) != (gotErr != nil) {
-		t.Fatalf("error %v, the reference's %v; container %#v", gotErr, refErr, c)
-	}
 	stored := *c
 	stored.Health = nil
 	want, wantErr := json.Marshal(&stored)
@@ -242,9 +239,6 @@ func checkContainer(t *testing.T, c *Container) {
 	if gotErr != nil {
 		return
 	}
-	if !bytes.Equal(got, ref) {
-		t.Fatalf("appendContainer:\n got %s\nwant %s", got, ref)
-	}
 	if !bytes.Equal(got[len("pre"):], want) {
 		t.Fatalf("appendContainer:\n got %s\njson %s", got, want)
 	}
@@ -253,17 +247,16 @@ func checkContainer(t *testing.T, c *Container) {
 // checkEvent is checkContainer for events.
 func checkEvent(t *testing.T, e *Event) {
 	t.Helper()
-	ref, refErr := refAppendEvent([]byte("pre"), e)
 	got, gotErr := appendEvent([]byte("pre"), e)
 	want, wantErr := json.Marshal(e)
-	if (refErr != nil) != (gotErr != nil) || (wantErr != nil) != (gotErr != nil) {
-		t.Fatalf("error %v, the reference's %v, json.Marshal's %v; event %#v", gotErr, refErr, wantErr, e)
+	if (wantErr != nil) != (gotErr != nil) {
+		t.Fatalf("error %v, json.Marshal's %v; event %#v", gotErr, wantErr, e)
 	}
 	if gotErr != nil {
 		return
 	}
-	if !bytes.Equal(got, ref) || !bytes.Equal(got[len("pre"):], want) {
-		t.Fatalf("appendEvent:\n got %s\n ref %s\njson %s", got, ref, want)
+	if !bytes.Equal(got[len("pre"):], want) {
+		t.Fatalf("appendEvent:\n got %s\njson %s", got, want)
 	}
 }
 
@@ -307,7 +300,7 @@ var edgeDurations = []time.Duration{
 	100*time.Hour + time.Nanosecond, math.MaxInt64, math.MinInt64, math.MinInt64 + 1, -time.Microsecond,
 }
 
-func TestAppendMatchesReferenceEdges(t *testing.T) {
+func TestAppendMatchesMarshalEdges(t *testing.T) {
 	var cs []Container
 	for _, s := range edgeStrings {
 		cs = append(cs,
@@ -317,18 +310,6 @@ func TestAppendMatchesReferenceEdges(t *testing.T) {
 	}
 	for _, tm := range edgeTimes() {
 		cs = append(cs, Container{FirstSeenAt: tm, CreatedAt: tm, LockedAt: tm, StartedAt: tm, FinishedAt: tm})
-	}
-	for _, n := range []int64{0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 1e9, 1e18 - 1, 1e18, math.MaxInt64, math.MinInt64, math.MinInt64 + 1} {
-		for _, n := range []int64{n, -n} {
-			if got, want := appendInt(nil, n), strconv.AppendInt(nil, n, 10); !bytes.Equal(got, want) {
-				t.Fatalf("int %d: got %s", n, got)
-			}
-		}
-		for _, u := range []uint64{uint64(n), math.MaxUint64, math.MaxUint64 - 1, 1e19, 1e19 - 1} {
-			if !bytes.Equal(appendUint(nil, u), strconv.AppendUint(nil, u, 10)) {
-				t.Fatalf("uint %d: got %s", u, appendUint(nil, u))
-			}
-		}
 	}
 	for _, d := range edgeDurations {
 		cs = append(cs, Container{Scheduling: Scheduling{MaxRunTime: Duration(d)}})
@@ -454,7 +435,7 @@ func (r randomRecords) container() Container {
 	return c
 }
 
-func TestAppendMatchesReferenceRandom(t *testing.T) {
+func TestAppendMatchesMarshalRandom(t *testing.T) {
 	r := randomRecords{rand.New(rand.NewPCG(2026, 17))}
 	for range 5000 {
 		c := r.container()
@@ -555,7 +536,7 @@ func mustMarshal(t *testing.T, v any) []byte {
 	return j
 }
 
-// FuzzAppend compares the encoders with the reference (and json.Marshal)
+// FuzzAppend compares the encoders with json.Marshal
 // on records built from the fuzzer's values:
 //
 //	go test -run='^$' -fuzz=FuzzAppend -fuzztime=60s ./engine/queue/

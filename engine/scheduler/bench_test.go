@@ -3,7 +3,6 @@ package scheduler
 import (
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"syscall"
@@ -113,11 +112,7 @@ func benchSetupWith(b *testing.B, queued, instances int, types []cloud.InstanceT
 func benchSetupMix(b *testing.B, queued, instances int, allRunning bool, types []cloud.InstanceType, spec func(i int, s *queue.Spec)) (*Scheduler, *queue.Queue, *staticPool) {
 	b.Helper()
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	q, err := queue.Open(queue.Options{Path: filepath.Join(b.TempDir(), "q.db"), Clock: clk, NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { q.Close() })
+	q := openTestQueue(b, clk)
 	cfg := config.Default()
 	cfg.InstanceTypes = types
 	cfg.Dispatcher.MaxInstances = instances
@@ -149,7 +144,7 @@ func benchSetupMix(b *testing.B, queued, instances int, allRunning bool, types [
 		f := ComputeFit(types, rc, cfg.Dispatcher.ReserveExtraRAM, cfg.Dispatcher.MaxPriceFactor)
 		return types[f.Candidates[0]]
 	}
-	err = q.Pass(func(tx *queue.Tx) {
+	err := q.Pass(func(tx *queue.Tx) {
 		for i := 0; i < instances; i++ {
 			id := cloud.InstanceID(fmt.Sprintf("i-%05d", i))
 			v := worker.InstanceView{ID: id, State: worker.StateRunning, IdleBehavior: worker.IdleRun, ListedAt: clk.Now().Add(-time.Second)}

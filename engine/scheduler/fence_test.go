@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -96,11 +95,7 @@ func TestExitSeenBeforeInstanceLostCounts(t *testing.T) {
 func newFenceEnv(t *testing.T) (*clock.Fake, *queue.Queue, *staticPool, *Scheduler, queue.Container) {
 	t.Helper()
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	q, err := queue.Open(queue.Options{Path: filepath.Join(t.TempDir(), "q.db"), Clock: clk, NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { q.Close() })
+	q := openTestQueue(t, clk)
 	cfg := config.Default()
 	cfg.InstanceTypes = benchTypes
 	c, err := q.Submit(queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 1 << 30}, MaxAttempts: 3}, "test")

@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -37,11 +36,7 @@ func TestForgetOnlyOnceTheExitIsWritten(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-			q, err := queue.Open(queue.Options{Path: filepath.Join(t.TempDir(), "q.db"), Clock: clk, NoSync: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer q.Close()
+			q := openTestQueue(t, clk)
 			cfg := config.Default()
 			cfg.InstanceTypes = benchTypes
 			c, err := q.Submit(queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 1 << 30}}, "test")

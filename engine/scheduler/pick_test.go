@@ -3,7 +3,6 @@ package scheduler
 import (
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -161,11 +160,7 @@ func checkRoomy(t *testing.T, s *Scheduler) {
 // short-circuit is dropped when an instance is added).
 func TestInstanceCreatedInThePassTakesLaterContainers(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	q, err := queue.Open(queue.Options{Path: filepath.Join(t.TempDir(), "q.db"), Clock: clk, NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Close()
+	q := openTestQueue(t, clk)
 	cfg := config.Default()
 	cfg.InstanceTypes = benchTypes
 	cfg.Dispatcher.MaxContainersPerInstance = 0

@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -86,11 +85,7 @@ func TestTailPathMatchesMapOne(t *testing.T) {
 func newTailEnv(t *testing.T, instances, mapOneOnly bool) *tailEnv {
 	t.Helper()
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	q, err := queue.Open(queue.Options{Path: filepath.Join(t.TempDir(), "q.db"), Clock: clk, NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { q.Close() })
+	q := openTestQueue(t, clk)
 	cfg := config.Default()
 	cfg.InstanceTypes = benchTypes
 	cfg.Dispatcher.MaxInstances = 10
@@ -123,7 +118,7 @@ func newTailEnv(t *testing.T, instances, mapOneOnly bool) *tailEnv {
 	// Some containers are Locked, as an earlier pass would leave them,
 	// among them three supervisors: as many as supervisor_fraction allows,
 	// so the Queued ones wait for the limit until one is unlocked.
-	err = q.Pass(func(tx *queue.Tx) {
+	err := q.Pass(func(tx *queue.Tx) {
 		for _, i := range []int{11, 34, 57} {
 			if err := tx.Lock(tx.Get(e.ids[i]), benchTypes[0].Name); err != nil {
 				t.Fatal(err)
