@@ -17,12 +17,7 @@ import (
 // large queue can be opened without n durable submits.
 func seedFile(tb testing.TB, path string, n int) {
 	tb.Helper()
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer db.Close()
-	err = db.Update(func(tx *bolt.Tx) error {
+	updateFile(tb, path, func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketContainers)
 		if err != nil {
 			return err
@@ -58,9 +53,6 @@ func seedFile(tb testing.TB, path string, n int) {
 		}
 		return nil
 	})
-	if err != nil {
-		tb.Fatal(err)
-	}
 }
 
 func openSeeded(tb testing.TB, n int) *Queue {

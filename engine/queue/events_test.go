@@ -324,12 +324,7 @@ func TestFailedFlushEventsRetried(t *testing.T) {
 // 8-byte Seq in the "events" bucket, the JSON alone.
 func writeLegacyEvents(tb testing.TB, path string, events []Event) {
 	tb.Helper()
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Update(func(tx *bolt.Tx) error {
+	updateFile(tb, path, func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketLegacyEvents)
 		if err != nil {
 			return err
@@ -346,9 +341,7 @@ func writeLegacyEvents(tb testing.TB, path string, events []Event) {
 			}
 		}
 		return nil
-	}); err != nil {
-		tb.Fatal(err)
-	}
+	})
 }
 
 func legacyEvents(from, to uint64, reason string) []Event {

@@ -282,3 +282,17 @@ func wantEqual[T any](tb testing.TB, what string, got, want T) {
 		tb.Fatalf("%s:\n got  %+v\n want %+v", what, got, want)
 	}
 }
+
+// updateFile runs fn in one write transaction on the store file at path,
+// which no queue has open (the file is created if need be).
+func updateFile(tb testing.TB, path string, fn func(tx *bolt.Tx) error) {
+	tb.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(fn); err != nil {
+		tb.Fatal(err)
+	}
+}

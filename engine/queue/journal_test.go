@@ -249,12 +249,7 @@ type oldEntry struct {
 // binary before batches leaves them.
 func appendOldEntries(tb testing.TB, path string, entries []oldEntry) {
 	tb.Helper()
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer db.Close()
-	err = db.Update(func(tx *bolt.Tx) error {
+	updateFile(tb, path, func(tx *bolt.Tx) error {
 		jb := tx.Bucket(bucketJournal)
 		next := uint64(0)
 		if k, _ := jb.Cursor().Last(); k != nil {
@@ -269,9 +264,6 @@ func appendOldEntries(tb testing.TB, path string, entries []oldEntry) {
 		}
 		return nil
 	})
-	if err != nil {
-		tb.Fatal(err)
-	}
 }
 
 // journalKinds counts the values of the (closed) store file's journal by
