@@ -102,7 +102,7 @@ type Queue struct {
 	tx       Tx           // the pass's, reused (Pass)
 	// flushBuf and flushRecs are Flush's scratch, reused (flushMu).
 	flushBuf  []byte
-	flushRecs []flushRec
+	flushRecs []*Container // the records a flush writes (put back in q.dirty if the write fails)
 	// journalLen is how many entries the journal bucket holds and
 	// journalNext the key of the next (journal.go); flushMu guards both.
 	journalLen  int
@@ -782,12 +782,6 @@ const initialMmap = 1 << 30
 // retention on for a large log spreads the work over many passes.
 const pruneBatch = 10000
 
-// flushRec is a changed record a flush writes (put back in q.dirty if the
-// write fails).
-type flushRec struct {
-	c *Container
-}
-
 // Flush writes every changed record and new event in one transaction.
 // Records are encoded under q.mu (the scheduler changes them under it),
 // into a buffer reused from flush to flush (flushMu), and appended to the
@@ -833,7 +827,7 @@ func (q *Queue) flush(pass bool) error {
 		}
 		binary.BigEndian.PutUint32(buf[start+8:], uint32(len(buf)-start-entryHeader))
 		c.dirty = false
-		recs = append(recs, flushRec{c: c})
+		recs = append(recs, c)
 	}
 	clear(q.dirty)
 	q.dirty = q.dirty[:0]
@@ -902,8 +896,8 @@ func (q *Queue) flush(pass bool) error {
 	if err != nil {
 		// Put the work back so a later flush retries it.
 		q.mu.Lock()
-		for _, r := range recs {
-			q.markDirtyLocked(r.c)
+		for _, c := range recs {
+			q.markDirtyLocked(c)
 		}
 		q.newEvents = append(events, q.newEvents...)
 		q.undropLocked(drop)
