@@ -110,6 +110,10 @@ func TestDaemonAPIThroughCLI(t *testing.T) {
 			daemon.Process.Kill()
 			daemon.Wait()
 		}
+		if t.Failed() { // the daemon has exited: its log is complete
+			out := logs.String()
+			t.Logf("daemon log (last 8 KiB):\n%s", out[max(0, len(out)-8192):])
+		}
 		if d, err := New(Options{Config: e2eConfig(state), RunnerBinary: binary}); err == nil {
 			insts, _ := d.Driver.Instances(context.Background(), nil)
 			for _, i := range insts {
@@ -138,14 +142,21 @@ func TestDaemonAPIThroughCLI(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		ids = append(ids, h.submit("--name", fmt.Sprintf("batch-%d", i), "--env", "N="+fmt.Sprint(i), "--", "sh", "-c", "exit $((N % 3))"))
 	}
+	var notDone []string // as last listed, for the failure message
+	t.Cleanup(func() {
+		if t.Failed() && len(notDone) > 0 {
+			t.Logf("not Complete at the last listing: %s", strings.Join(notDone, "; "))
+		}
+	})
 	waitFor(t, "50 containers Complete", 2*time.Minute, func() bool {
 		cs := h.ls("containers")
+		notDone = notDone[:0]
 		for _, id := range ids {
 			if cs[id].State != "Complete" {
-				return false
+				notDone = append(notDone, fmt.Sprintf("%s %s %s", id, cs[id].State, cs[id].Reason))
 			}
 		}
-		return true
+		return len(notDone) == 0
 	})
 	cs := h.ls("containers")
 	for i, id := range ids {
