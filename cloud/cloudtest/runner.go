@@ -402,11 +402,7 @@ func (d *Driver) runnerVerb(s *instState, now time.Time, runnerPath string, cmd 
 // stdin and records the installed binary's hash), "false" (exit 1), and
 // anything else (e.g. the boot probe "true"), which succeeds silently.
 func (d *Driver) shell(s *instState, line string, stdin []byte) ([]byte, []byte, error) {
-	if strings.Contains(line, "cat > ") {
-		p := installPath(line)
-		if p == "" {
-			return exitErr(2, "sh: cannot parse install line %q", line)
-		}
+	if p, ok := runner.InstallPath(line); ok {
 		sum := sha256.Sum256(stdin)
 		s.installed[p] = hex.EncodeToString(sum[:])
 		d.stats.Installs++
@@ -416,20 +412,6 @@ func (d *Driver) shell(s *instState, line string, stdin []byte) ([]byte, []byte,
 		return nil, nil, &runner.ExitError{Code: 1}
 	}
 	return nil, nil, nil
-}
-
-// installPath extracts the final path from a runner.InstallLine: the last
-// single-quoted word.
-func installPath(line string) string {
-	end := strings.LastIndexByte(line, '\'')
-	if end <= 0 {
-		return ""
-	}
-	start := strings.LastIndexByte(line[:end], '\'')
-	if start < 0 {
-		return ""
-	}
-	return line[start+1 : end]
 }
 
 func (d *Driver) start(s *instState, now time.Time, id string, stdin []byte) ([]byte, []byte, error) {

@@ -132,8 +132,31 @@ func FormatList(w io.Writer, sts []Status) error {
 // InstallLine is the shell line that installs the runner binary (sent on
 // stdin) at path: write to a temporary name, then rename. path is fixed by
 // the dispatcher's config, never by user data.
+//
+// The temporary name carries the shell's pid because instances can share a
+// file system (the local driver's all do): with one shared name, a second
+// deploy truncating the file while the first renames it leaves a runner that
+// is still open for writing ("Text file busy" on exec) and a chmod of a file
+// that is gone. A failed install removes its temporary file.
 func InstallLine(path string) string {
-	return "cat > '" + path + ".tmp' && chmod 0755 '" + path + ".tmp' && mv -f '" + path + ".tmp' '" + path + "'"
+	q := "'" + path + "'"
+	return "t=" + q + ".tmp.$$; cat > \"$t\" && chmod 0755 \"$t\" && mv -f \"$t\" " + q +
+		" || { s=$?; rm -f \"$t\"; exit $s; }"
+}
+
+// InstallPath reports whether line is InstallLine(path) for some path, and
+// that path. Executors that simulate instances use it to recognise installs.
+func InstallPath(line string) (string, bool) {
+	end := strings.LastIndexByte(line, '\'')
+	if end <= 0 {
+		return "", false
+	}
+	start := strings.LastIndexByte(line[:end], '\'')
+	if start < 0 {
+		return "", false
+	}
+	path := line[start+1 : end]
+	return path, line == InstallLine(path)
 }
 
 // Command is a parsed runner command line: "<path> runner <verb> [args...]".

@@ -21,11 +21,16 @@ type badInstallExec struct {
 }
 
 func (e *badInstallExec) Execute(ctx context.Context, cmd string, stdin []byte) ([]byte, []byte, error) {
-	if e.failing.Load() && strings.HasPrefix(cmd, "cat > ") {
+	if e.failing.Load() && isInstall(cmd) {
 		msg := "sh: 1: cannot create /missing/dir/runner.tmp: Directory nonexistent"
 		return nil, []byte(msg), &runner.ExitError{Code: 2, Stderr: msg}
 	}
 	return e.Executor.Execute(ctx, cmd, stdin)
+}
+
+func isInstall(cmd string) bool {
+	_, ok := runner.InstallPath(cmd)
+	return ok
 }
 
 // TestBadRunnerPathFailsBootVisibly: a runner that cannot be installed

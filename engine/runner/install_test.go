@@ -1,0 +1,103 @@
+package runner
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestInstallLineConcurrent runs the install line in a real shell from many
+// deployers at once into one path, as instances sharing a file system do, and
+// has each run the runner it just installed. With a shared temporary name this
+// failed with "Text file busy" or a chmod of a file already renamed.
+func TestInstallLineConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "dispatch-tui-runner~abc")
+	const deployers = 8
+	const rounds = 5
+	// A large body makes the write slow enough for installs to overlap.
+	padding := "#" + strings.Repeat("x", 1<<20) + "\n"
+	for round := 0; round < rounds; round++ {
+		var wg sync.WaitGroup
+		errs := make(chan error, deployers)
+		for i := 0; i < deployers; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				body := fmt.Sprintf("#!/bin/sh\n%secho deployer-%d\n", padding, i)
+				install := exec.Command("/bin/sh", "-c", InstallLine(path))
+				install.Stdin = strings.NewReader(body)
+				if out, err := install.CombinedOutput(); err != nil {
+					errs <- fmt.Errorf("deployer %d install: %v: %s", i, err, out)
+					return
+				}
+				out, err := exec.Command(path).CombinedOutput()
+				if err != nil {
+					errs <- fmt.Errorf("deployer %d run: %v: %s", i, err, out)
+					return
+				}
+				if !bytes.HasPrefix(out, []byte("deployer-")) {
+					errs <- fmt.Errorf("deployer %d run: output %q", i, out)
+				}
+			}(i)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Errorf("round %d: %v", round, err)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != filepath.Base(path) {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("directory holds %v, want only the runner", names)
+	}
+}
+
+// TestInstallLineFailure: an install that cannot write exits non-zero and
+// leaves nothing behind.
+func TestInstallLineFailure(t *testing.T) {
+	dir := t.TempDir()
+	install := exec.Command("/bin/sh", "-c", InstallLine(filepath.Join(dir, "missing", "runner")))
+	install.Stdin = strings.NewReader("#!/bin/sh\n")
+	if err := install.Run(); err == nil {
+		t.Fatal("install into a missing directory succeeded")
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 0 {
+		t.Errorf("directory holds %d entries after a failed install, want none", len(entries))
+	}
+}
+
+func TestInstallPath(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		path string
+		ok   bool
+	}{
+		{InstallLine("/var/lib/dispatch-tui/runner~ab12"), "/var/lib/dispatch-tui/runner~ab12", true},
+		{InstallLine("runner"), "runner", true},
+		{"true", "", false},
+		{"cat > '/x.tmp' && mv -f '/x.tmp' '/x'", "/x", false},
+		{"'/x' runner version", "/x", false},
+	} {
+		path, ok := InstallPath(tc.line)
+		if ok != tc.ok || (ok && path != tc.path) {
+			t.Errorf("InstallPath(%q) = %q, %v; want %q, %v", tc.line, path, ok, tc.path, tc.ok)
+		}
+	}
+}
