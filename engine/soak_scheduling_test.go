@@ -64,13 +64,26 @@ func (w *soakQuotaWatch) before() {
 // instance to it.
 func bootingRecords(h *harness) map[string]string {
 	m := map[string]string{}
-	h.eng.queue.Each(func(c *queue.Container) bool {
-		if p := c.Pending(); c.State == queue.Locked && p.Code == queue.ReasonBooting && p.Arg != "" {
-			m[c.ID] = p.Arg
+	for _, v := range waitingViews(h) {
+		if p := v.Pending(); v.State == queue.Locked && p.Code == queue.ReasonBooting && p.Arg != "" {
+			m[v.ID] = p.Arg
 		}
-		return !c.State.Final()
-	})
+	}
 	return m
+}
+
+// waitingViews returns copies, with their pending reasons, of the
+// containers not final.
+func waitingViews(h *harness) []queue.Container {
+	var cs []*queue.Container
+	h.eng.queue.Each(func(c *queue.Container) bool {
+		if c.State.Final() {
+			return false // the final ones come last
+		}
+		cs = append(cs, c)
+		return true
+	})
+	return h.eng.queue.Views(cs)
 }
 
 // runningRecords maps the Running containers to their instance, as the
@@ -103,13 +116,12 @@ func (w *soakQuotaWatch) after(step int) {
 	// The highest priority of a container left waiting at quota by this
 	// step's pass (QUOTA: the head; POSITION: those behind it).
 	top, topID := 0, ""
-	h.eng.queue.Each(func(c *queue.Container) bool {
-		code := c.Pending().Code
-		if (c.State == queue.Queued || c.State == queue.Locked) && (code == queue.ReasonQuota || code == queue.ReasonPosition) && c.Priority > top {
-			top, topID = c.Priority, c.ID
+	for _, v := range waitingViews(h) {
+		code := v.Pending().Code
+		if (v.State == queue.Queued || v.State == queue.Locked) && (code == queue.ReasonQuota || code == queue.ReasonPosition) && v.Priority > top {
+			top, topID = v.Priority, v.ID
 		}
-		return !c.State.Final()
-	})
+	}
 	if top == 0 {
 		return
 	}

@@ -115,7 +115,9 @@ func TestConcurrentSubmitAndPass(t *testing.T) {
 				return
 			case <-notes:
 				q.Len()
-				q.Each(func(c *Container) bool { _ = c.View(); return true })
+				var cs []*Container
+				q.Each(func(c *Container) bool { cs = append(cs, c); return true })
+				_ = q.Views(cs)
 				if _, err := q.Events(0, 10); err != nil {
 					report(err)
 					return

@@ -223,7 +223,6 @@ type Container struct {
 	dirty              bool        // in q.dirty, for the next flush to write (in the padding too)
 	RuntimeConstraints Constraints `json:"runtime_constraints"`
 	FirstSeenAt        time.Time   `json:"first_seen_at"`
-	pending            Pending
 
 	ID            string            `json:"id"`
 	Name          string            `json:"name"`
@@ -254,7 +253,10 @@ type Container struct {
 	// nor this process sent its start (it was recorded just before a
 	// crash). A start that was sent may have run and its record been lost
 	// since, so its attempt counts.
-	startSent  bool
+	startSent bool
+	// shape is the queue's id of RuntimeConstraints (entries.go), in the
+	// padding after startSent.
+	shape      uint16
 	KillReason string `json:"kill_reason,omitempty"`
 	// LogsError says why the output of a finished attempt is not stored
 	// (it could not be written, or its instance went away before it was
@@ -275,6 +277,9 @@ type Container struct {
 	// of Health, a record is 512 bytes, not the 576-byte size class: 10 %
 	// less memory for a pass to walk at 100,000 queued.
 	ordPrio int
+	// pending is set in a view only (Container.view): a record's pending
+	// reason is kept beside the scheduling order (entries.go).
+	pending Pending
 }
 
 // schedHints says, in the record's first cache line, which scheduling
@@ -311,15 +316,17 @@ func (c *Container) IsSupervisor() bool { return c.hints&hintSupervisor != 0 }
 // start of the current attempt (see startSent; false in a View).
 func (c *Container) StartSent() bool { return c.startSent }
 
-// Pending returns the reason the last pass left on the container.
+// Pending returns the reason the last pass left on the container, in a
+// view (Queue.Get, Queue.Views); a record does not hold it (see Tx.Pending).
 func (c *Container) Pending() Pending { return c.pending }
 
-// View returns a copy safe to hand out, with Reason filled in from the
-// pending reason for containers that are not final.
-func (c *Container) View() Container {
+// view returns a copy safe to hand out, with its pending reason p, and
+// Reason filled in from p for containers that are not final.
+func (c *Container) view(p Pending) Container {
 	v := *c
-	v.startSent = false               // the scheduler's, not part of the record
-	v.ord, v.ordPrio = orderSlot{}, 0 // the queue's, not part of the record
+	v.pending = p
+	v.startSent = false                           // the scheduler's, not part of the record
+	v.ord, v.ordPrio, v.shape = orderSlot{}, 0, 0 // the queue's, not part of the record
 	v.dirty = false
 	v.Command = append([]string(nil), c.Command...)
 	v.Env = copyMap(c.Env)
@@ -335,9 +342,9 @@ func (c *Container) View() Container {
 		h := *c.Health
 		v.Health = &h
 	}
-	if !c.State.Final() && c.pending.Code != ReasonNone {
-		v.Reason = c.pending.Text()
-		v.ReasonCode = c.pending.Code
+	if !c.State.Final() && p.Code != ReasonNone {
+		v.Reason = p.Text()
+		v.ReasonCode = p.Code
 	}
 	return v
 }

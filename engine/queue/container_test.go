@@ -64,7 +64,7 @@ func fullContainer() *Container {
 
 func TestViewCopies(t *testing.T) {
 	c := fullContainer()
-	v := c.View()
+	v := c.view(Pending{})
 	v.Command[0] = "changed"
 	v.Env["K"] = "changed"
 	v.Env["NEW"] = "x"
@@ -86,7 +86,7 @@ func TestViewCopies(t *testing.T) {
 	wantEqual(t, "record via Get", e.get(id), before)
 	var seen Container
 	e.pass(func(tx *Tx) { seen = *tx.Get(id) })
-	wantEqual(t, "record in a pass", seen.View(), before)
+	wantEqual(t, "record in a pass", seen.view(Pending{}), before)
 }
 
 func TestViewReason(t *testing.T) {
@@ -106,8 +106,8 @@ func TestViewReason(t *testing.T) {
 		{"final keeps its stored reason", Cancelled, "killed", ReasonKilled, Pending{Code: ReasonHeld}, "killed", ReasonKilled},
 	}
 	for _, tt := range tests {
-		c := &Container{State: tt.state, Reason: tt.stored, ReasonCode: tt.storedCode, pending: tt.pending}
-		v := c.View()
+		c := &Container{State: tt.state, Reason: tt.stored, ReasonCode: tt.storedCode}
+		v := c.view(tt.pending)
 		if v.Reason != tt.want || v.ReasonCode != tt.wantCode {
 			t.Errorf("%s: %q %q, want %q %q", tt.name, v.Reason, v.ReasonCode, tt.want, tt.wantCode)
 		}

@@ -167,11 +167,15 @@ func (e *env) lastEvent() Event {
 
 // snapshot returns a copy of every record by id.
 func (e *env) snapshot() map[string]Container {
-	out := map[string]Container{}
+	var cs []*Container
 	e.q.Each(func(c *Container) bool {
-		out[c.ID] = c.View()
+		cs = append(cs, c)
 		return true
 	})
+	out := map[string]Container{}
+	for _, v := range e.q.Views(cs) {
+		out[v.ID] = v
+	}
 	return out
 }
 

@@ -29,6 +29,9 @@ type orderSlot struct {
 	rank   int8
 	placed bool // in q.active, at the place of rank and the record's ordPrio
 	moved  bool // in q.moved, to be re-placed by the next sortLocked
+	// stale is set when the container started or ended after its entry's
+	// pending reason was set (entries.go): the reason no longer applies.
+	stale bool
 }
 
 // orderKey packs a placed container's sort key (rank, priority descending,
@@ -233,11 +236,19 @@ func (q *Queue) sortLocked() {
 	}
 
 	// Containers that ended leave in the order they held: placed ones by
-	// position, then new ones in submission order.
+	// position, then new ones in submission order. Those that stay keep
+	// the reason the last pass left them (entries.go) in their new place.
 	for _, p := range pos {
-		if c := q.active[p]; c.State.Final() {
+		c := q.active[p]
+		if c.State.Final() {
 			q.finished = append(q.finished, c)
+		} else if pd := q.side[p].pending; pd != (Pending{}) && !c.ord.stale {
+			q.carry[c] = pd
 		}
+	}
+	insSide := q.insSideBuf[:0]
+	for _, e := range ins {
+		insSide = append(insSide, entryFor(e.c, q.carried(e.c)))
 	}
 	for _, c := range q.moved {
 		c.ord.moved = false
@@ -252,9 +263,19 @@ func (q *Queue) sortLocked() {
 		}
 	}
 	q.resetMovedLocked()
-	q.rearrangeLocked(pos, ins, gap)
+	q.rearrangeLocked(pos, ins, insSide, gap)
 	q.posBuf, q.gapBuf = releaseBuf(pos), releaseBuf(gap)
-	q.insBuf = releaseBuf(ins)
+	q.insBuf, q.insSideBuf = releaseBuf(ins), releaseBuf(insSide)
+	clear(q.carry)
+}
+
+// carried is the pending reason c keeps as it is re-placed: the one the
+// last pass left, while it waits (a started container's is moot).
+func (q *Queue) carried(c *Container) Pending {
+	if c.State != Queued && c.State != Locked {
+		return Pending{}
+	}
+	return q.carry[c]
 }
 
 // releaseBuf empties a scratch buffer for reuse, giving it back when a mass
@@ -301,15 +322,16 @@ func seekForward(keys []orderKey, cs []*Container, from int, e keyed, tie func(a
 // moves by shift places.
 type orderRun struct{ from, to, shift int }
 
-// rearrangeLocked takes the entries at pos (ascending) out of q.active and
-// q.keys and puts ins (sorted, placed, not among the entries kept) in, each
-// before the entry now at its gap, copying each entry that moves once: the
+// rearrangeLocked takes the entries at pos (ascending) out of q.active,
+// q.keys and q.side and puts ins (sorted, placed, not among the entries
+// kept; with their side entries insSide) in, each before the entry now at
+// its gap, copying each entry that moves once: the
 // runs between two changes move by as many places as there are inserts
 // before them less removals. Runs that move down are copied first, in
 // order, then those that move up, in reverse order: no copy then
 // overwrites an entry still to be copied.
-func (q *Queue) rearrangeLocked(pos []int, ins []keyed, gap []int) {
-	a, ks := q.active, q.keys
+func (q *Queue) rearrangeLocked(pos []int, ins []keyed, insSide []entry, gap []int) {
+	a, ks, sd := q.active, q.keys, q.side
 	n := len(a)
 	runs := q.runBuf[:0]
 	x, shift, r, j := 0, 0, 0, 0
@@ -340,10 +362,12 @@ func (q *Queue) rearrangeLocked(pos []int, ins []keyed, gap []int) {
 	if n2 > n {
 		a = slices.Grow(a, n2-n)[:n2]
 		ks = slices.Grow(ks, n2-n)[:n2]
+		sd = slices.Grow(sd, n2-n)[:n2]
 	}
 	move := func(u orderRun) {
 		copy(a[u.from+u.shift:u.to+u.shift], a[u.from:u.to])
 		copy(ks[u.from+u.shift:u.to+u.shift], ks[u.from:u.to])
+		copy(sd[u.from+u.shift:u.to+u.shift], sd[u.from:u.to])
 	}
 	for _, u := range runs {
 		if u.shift < 0 {
@@ -361,19 +385,26 @@ func (q *Queue) rearrangeLocked(pos []int, ins []keyed, gap []int) {
 			r++
 		}
 		w := gap[j] + j - r
-		a[w], ks[w] = e.c, e.k
+		a[w], ks[w], sd[w] = e.c, e.k, insSide[j]
 	}
 	if n2 < n {
 		clear(a[n2:n])
-		a, ks = a[:n2], ks[:n2]
+		clear(sd[n2:n])
+		a, ks, sd = a[:n2], ks[:n2], sd[:n2]
 	}
-	q.active, q.keys = a, ks
+	q.active, q.keys, q.side = a, ks, sd
 	q.runBuf = releaseBuf(runs)
 }
 
 // fullSortLocked rebuilds the order from scratch: after a load, or should
 // the incremental order ever find itself inconsistent.
 func (q *Queue) fullSortLocked() {
+	// The entries so far are q.active's first ones (none after a load).
+	for i, e := range q.side {
+		if c := q.active[i]; e.pending != (Pending{}) && !c.ord.stale {
+			q.carry[c] = e.pending
+		}
+	}
 	for _, c := range q.moved {
 		c.ord.moved = false
 		if !c.ord.placed {
@@ -397,12 +428,15 @@ func (q *Queue) fullSortLocked() {
 		all[i] = keyed{placedKey(c), c}
 	}
 	slices.SortFunc(all, compareKeyed)
-	// The keys get the room q.active has, so the two grow together.
+	// The keys and entries get the room q.active has, so the three grow
+	// together.
 	ks := slices.Grow(q.keys[:0], cap(q.active))[:len(all)]
+	sd := slices.Grow(q.side[:0], cap(q.active))[:len(all)]
 	for i, e := range all {
-		q.active[i], ks[i] = e.c, e.k
+		q.active[i], ks[i], sd[i] = e.c, e.k, entryFor(e.c, q.carried(e.c))
 	}
-	q.keys = ks
+	q.keys, q.side = ks, sd
+	clear(q.carry)
 	q.unsorted = false
 }
 

@@ -3,15 +3,19 @@ package queue
 import (
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 )
 
 // The incremental scheduling order (order.go) must equal a full sort of the
-// same containers after any mix of submits, priority changes, transitions,
-// kills, drops of finished containers and reopens. Some seeds use
-// priorities or first-seen times at the edges of what a packed key holds
-// exactly, so that equal keys are ordered through the records.
+// same containers after any mix of submits, priority changes, holds,
+// transitions, pending reasons, kills, drops of finished containers and
+// reopens, with each entry beside the order (entries.go) saying what its
+// record does and each container the pending reason last set for it.
+// Some seeds use priorities or first-seen times at the edges of what a
+// packed key holds exactly, so that equal keys are ordered through the
+// records.
 func TestIncrementalOrderEqualsFullSort(t *testing.T) {
 	for seed := uint64(1); seed <= 16; seed++ {
 		t.Run("", func(t *testing.T) {
@@ -29,14 +33,18 @@ func TestIncrementalOrderEqualsFullSort(t *testing.T) {
 				e.clk.Set(time.Unix(fsEpoch-3, 0))
 			}
 			rng := rand.New(rand.NewPCG(seed, seed*7919))
+			pending := map[string]Pending{} // what each container's reason must be
 			for step := 0; step < 400; step++ {
-				churnStep(t, e, rng, prio)
+				churnStep(t, e, rng, prio, pending)
 				if step%10 == 9 {
 					checkOrder(t, e.q, seed, step)
+					checkPending(t, e, pending, seed, step)
 				}
 				if step == 200 {
 					e.reopen()
+					clear(pending) // memory only
 					checkOrder(t, e.q, seed, step)
+					checkPending(t, e, pending, seed, step)
 				}
 			}
 		})
@@ -44,8 +52,10 @@ func TestIncrementalOrderEqualsFullSort(t *testing.T) {
 }
 
 // churnStep applies one random change: a batch of submits, priority
-// changes, a kill, or a pass with random transitions.
-func churnStep(t *testing.T, e *env, rng *rand.Rand, prio func(*rand.Rand) int) {
+// changes, holds and releases, a kill, or a pass with random transitions
+// and pending reasons, noting in pending the reason each container must
+// show.
+func churnStep(t *testing.T, e *env, rng *rand.Rand, prio func(*rand.Rand) int, pending map[string]Pending) {
 	t.Helper()
 	if rng.IntN(4) == 0 {
 		e.clk.Advance(time.Duration(rng.IntN(3)) * time.Second) // ties in first-seen, and not
@@ -62,7 +72,24 @@ func churnStep(t *testing.T, e *env, rng *rand.Rand, prio func(*rand.Rand) int) 
 		slices.Sort(out) // map order is random; the rng picks deterministically
 		return out
 	}
-	switch op := rng.IntN(10); {
+	switch op := rng.IntN(11); {
+	case op == 10:
+		live := ids()
+		for range 1 + rng.IntN(4) {
+			if len(live) == 0 {
+				break
+			}
+			id := live[rng.IntN(len(live))]
+			var err error
+			if rng.IntN(2) == 0 {
+				_, err = e.q.Hold(id, "test", "")
+			} else {
+				_, err = e.q.Release(id, "test", "")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
 	case op < 3:
 		specs := make([]Spec, 1+rng.IntN(6))
 		for i := range specs {
@@ -84,9 +111,11 @@ func churnStep(t *testing.T, e *env, rng *rand.Rand, prio func(*rand.Rand) int) 
 		}
 	case op < 6:
 		if live := ids(); len(live) > 0 {
-			if _, err := e.q.Kill(live[rng.IntN(len(live))], "test", ""); err != nil {
+			id := live[rng.IntN(len(live))]
+			if _, err := e.q.Kill(id, "test", ""); err != nil {
 				t.Fatal(err)
 			}
+			delete(pending, id)
 		}
 	default:
 		live := ids()
@@ -96,6 +125,18 @@ func churnStep(t *testing.T, e *env, rng *rand.Rand, prio func(*rand.Rand) int) 
 					return
 				}
 				c := tx.Get(live[rng.IntN(len(live))])
+				if c.State.Final() {
+					continue
+				}
+				if waiting := c.State == Queued || c.State == Locked; waiting && rng.IntN(3) == 0 {
+					p := Pending{Code: ReasonPosition, N: rng.IntN(100)}
+					if rng.IntN(2) == 0 {
+						p = Pending{Code: ReasonBooting, Arg: "i-" + strconv.Itoa(rng.IntN(9))}
+					}
+					tx.SetPending(c, p)
+					pending[c.ID] = p
+					continue
+				}
 				var err error
 				switch c.State {
 				case Queued:
@@ -105,6 +146,7 @@ func churnStep(t *testing.T, e *env, rng *rand.Rand, prio func(*rand.Rand) int) 
 						err = tx.Unlock(c)
 					} else {
 						err = tx.Run(c, "i-1", "small")
+						delete(pending, c.ID) // a started container's reason is gone
 					}
 				case Running:
 					switch rng.IntN(3) {
@@ -123,6 +165,35 @@ func churnStep(t *testing.T, e *env, rng *rand.Rand, prio func(*rand.Rand) int) 
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// checkPending compares every container's pending reason, as Views show
+// it, with the one last set for it, and each entry beside the order with
+// its record.
+func checkPending(t *testing.T, e *env, want map[string]Pending, seed uint64, step int) {
+	t.Helper()
+	var cs []*Container
+	e.q.Each(func(c *Container) bool { cs = append(cs, c); return true })
+	for _, v := range e.q.Views(cs) {
+		w := want[v.ID]
+		if v.State != Queued && v.State != Locked {
+			w = Pending{}
+		}
+		if got := v.Pending(); got != w {
+			t.Fatalf("seed %d step %d: %s (%s) pending %+v, want %+v", seed, step, v.ID, v.State, got, w)
+		}
+	}
+	e.q.mu.Lock()
+	defer e.q.mu.Unlock()
+	if len(e.q.side) != len(e.q.active) {
+		t.Fatalf("seed %d step %d: %d entries beside %d containers", seed, step, len(e.q.side), len(e.q.active))
+	}
+	for i, c := range e.q.active {
+		got, w := e.q.side[i], entryFor(c, Pending{})
+		if got.flags != w.flags || got.shape != w.shape || e.q.shapes[got.shape] != c.RuntimeConstraints {
+			t.Fatalf("seed %d step %d: %s's entry %+v, its record says %+v", seed, step, c.ID, got, w)
 		}
 	}
 }

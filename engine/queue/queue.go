@@ -86,20 +86,25 @@ type Queue struct {
 
 	flushMu sync.Mutex
 
-	mu       sync.Mutex
-	byID     map[string]*Container
-	active   []*Container // non-final containers, in scheduling order after sortLocked
-	finished []*Container // final containers: loaded ones by Seq, then as they leave active
-	unsorted bool         // q.active needs a full sort (after a load)
-	moved    []*Container // containers whose sort key changed since the last sortLocked (order.go)
-	keys     []orderKey   // the key each of q.active is placed with, in the same order (order.go)
-	posBuf   []int        // sortLocked's scratch
-	oldBuf   []keyed      // sortLocked's scratch
-	insBuf   []keyed      // sortLocked's scratch
-	gapBuf   []int        // sortLocked's scratch
-	runBuf   []orderRun   // sortLocked's scratch
-	bySeq    []*Container // every container of byID by Seq (byseq.go)
-	tx       Tx           // the pass's, reused (Pass)
+	mu         sync.Mutex
+	byID       map[string]*Container
+	active     []*Container           // non-final containers, in scheduling order after sortLocked
+	finished   []*Container           // final containers: loaded ones by Seq, then as they leave active
+	unsorted   bool                   // q.active needs a full sort (after a load)
+	moved      []*Container           // containers whose sort key changed since the last sortLocked (order.go)
+	keys       []orderKey             // the key each of q.active is placed with, in the same order (order.go)
+	side       []entry                // each of q.active's entry (entries.go), in the same order
+	carry      map[*Container]Pending // sortLocked's scratch: the pending reasons of re-placed ones
+	shapeIDs   map[Constraints]uint16 // shape ids (entries.go); shapes lists them by id
+	shapes     []Constraints
+	posBuf     []int        // sortLocked's scratch
+	oldBuf     []keyed      // sortLocked's scratch
+	insBuf     []keyed      // sortLocked's scratch
+	insSideBuf []entry      // sortLocked's scratch
+	gapBuf     []int        // sortLocked's scratch
+	runBuf     []orderRun   // sortLocked's scratch
+	bySeq      []*Container // every container of byID by Seq (byseq.go)
+	tx         Tx           // the pass's, reused (Pass)
 	// flushBuf and flushRecs are Flush's scratch, reused (flushMu).
 	flushBuf  []byte
 	flushRecs []*Container // the records a flush writes (put back in q.dirty if the write fails)
@@ -155,9 +160,11 @@ func Open(opts Options) (*Queue, error) {
 	}
 	q := &Queue{
 		db: db, clock: opts.Clock, opts: opts, group: &groupCommit{db: db},
-		byID:   map[string]*Container{},
-		counts: map[State]int{},
-		subs:   map[int]chan struct{}{},
+		byID:     map[string]*Container{},
+		counts:   map[State]int{},
+		subs:     map[int]chan struct{}{},
+		carry:    map[*Container]Pending{},
+		shapeIDs: map[Constraints]uint16{},
 	}
 	if err := q.load(); err != nil {
 		db.Close()
@@ -198,6 +205,7 @@ func (q *Queue) load() error {
 				return fmt.Errorf("load container %x: %w", k, err)
 			}
 			c.setHints()
+			c.shape = q.shapeLocked(c.RuntimeConstraints)
 			q.byID[c.ID] = c
 			q.countLocked(c)
 			if c.State.Final() {
@@ -390,8 +398,9 @@ func (q *Queue) SubmitBatch(specs []Spec, actor string) ([]Container, error) {
 	for i, c := range recs {
 		q.byID[c.ID] = c
 		q.countLocked(c)
+		c.shape = q.shapeLocked(c.RuntimeConstraints)
 		q.markMovedLocked(c)
-		out[i] = c.View()
+		out[i] = c.view(Pending{})
 	}
 	q.addSeqLocked(recs)
 	q.gen++
@@ -445,7 +454,7 @@ func (q *Queue) Get(id string) (Container, bool) {
 	if !ok {
 		return Container{}, false
 	}
-	return c.View(), true
+	return q.viewLocked(c), true
 }
 
 // Len returns the number of containers, and how many are not final.
@@ -535,7 +544,7 @@ func (q *Queue) Views(cs []*Container) []Container {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for i, c := range cs {
-		out[i] = c.View()
+		out[i] = q.viewLocked(c)
 	}
 	return out
 }

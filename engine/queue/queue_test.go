@@ -376,7 +376,7 @@ func TestPendingNotPersisted(t *testing.T) {
 		t.Fatalf("view reason = %q %q", got.Reason, got.ReasonCode)
 	}
 	e.pass(func(tx *Tx) {
-		if p := tx.Get(c.ID).Pending(); p != (Pending{Code: ReasonPosition, N: 4}) {
+		if p := tx.Pending(tx.Get(c.ID)); p != (Pending{Code: ReasonPosition, N: 4}) {
 			t.Errorf("Pending() = %+v", p)
 		}
 	})

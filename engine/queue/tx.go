@@ -15,6 +15,10 @@ type Tx struct {
 	now     time.Time
 	changed bool
 	running int // length of the Running prefix of active at pass start
+	// What nextChanged has found: how many of q.moved it has seen, and
+	// the indices in q.active of those placed Queued, sorted.
+	movedSeen int
+	changedAt []int
 }
 
 // Pass runs fn with the queue locked and in scheduling order, then writes
@@ -30,7 +34,7 @@ func (q *Queue) PassThen(fn func(tx *Tx), unlocked func()) error {
 	// The queue's own Tx, reused: passes do not overlap (q.mu), and a
 	// pass in steady state allocates nothing.
 	tx := &q.tx
-	*tx = Tx{q: q, now: q.clock.Now().UTC()}
+	*tx = Tx{q: q, now: q.clock.Now().UTC(), changedAt: tx.changedAt[:0]}
 	tx.running, _ = slices.BinarySearchFunc(q.active, 1, func(c *Container, r int) int { return cmp.Compare(rank(c.State), r) })
 	func() {
 		defer q.mu.Unlock()
@@ -62,24 +66,6 @@ func (tx *Tx) Get(id string) *Container { return tx.q.byID[id] }
 
 // Paused reports the scheduler's pause flag.
 func (tx *Tx) Paused() bool { return tx.q.paused }
-
-// SetPending records a container's pending reason (memory only).
-func (tx *Tx) SetPending(c *Container, p Pending) {
-	// Field by field, cheapest first: a pass calls this for every waiting
-	// container, and most calls change nothing or only N.
-	if c.pending.Code == p.Code && c.pending.Arg == p.Arg {
-		// Only N (the position, after containers ahead left): an int
-		// store, without the write barriers that storing Code's and
-		// Arg's pointers costs while a collection runs.
-		if c.pending.N != p.N {
-			c.pending.N = p.N
-			tx.q.gen++ // visible in the container's reason
-		}
-		return
-	}
-	c.pending = p
-	tx.q.gen++
-}
 
 // move changes c's state and records a state event with reason.
 func (tx *Tx) move(c *Container, to State, reason string) error {
@@ -148,7 +134,7 @@ func (tx *Tx) Run(c *Container, instanceID, typeName string) error {
 	c.InstanceType = typeName
 	c.StartedAt = tx.now
 	c.ExitCode = nil
-	c.pending = Pending{}
+	c.ord.stale = true // its pending reason no longer applies
 	c.Reason, c.ReasonCode = "", ReasonNone
 	return nil
 }
@@ -195,7 +181,7 @@ func (tx *Tx) Adopt(c *Container, instanceID, typeName string, startedAt time.Ti
 	c.InstanceType = typeName
 	c.StartedAt = startedAt.UTC()
 	c.ExitCode = nil
-	c.pending = Pending{}
+	c.ord.stale = true // its pending reason no longer applies
 	c.Reason, c.ReasonCode = "", ReasonNone
 	return nil
 }
@@ -275,6 +261,6 @@ func (tx *Tx) Cancel(c *Container, code ReasonCode, reason string) error {
 	}
 	c.Reason, c.ReasonCode = reason, code
 	c.FinishedAt = tx.now
-	c.pending = Pending{}
+	c.ord.stale = true
 	return tx.move(c, Cancelled, reason)
 }

@@ -20,7 +20,7 @@ func (q *Queue) verb(id, actor, action, reason string, fn func(c *Container) err
 	q.markDirtyLocked(c)
 	q.addEventLocked(now, actor, "verb", c.ID, action, reason)
 	q.notifyLocked()
-	v := c.View()
+	v := q.viewLocked(c)
 	q.mu.Unlock()
 	return v, q.Flush()
 }
@@ -32,7 +32,10 @@ func (q *Queue) Hold(id, actor, reason string) (Container, error) {
 		if c.State.Final() {
 			return fmt.Errorf("container %s is %s: only queued containers can be held", id, c.State)
 		}
-		c.Held = true
+		if !c.Held {
+			c.Held = true
+			q.markMovedLocked(c) // re-placed, so its entry (entries.go) says so
+		}
 		return nil
 	})
 }
@@ -43,7 +46,10 @@ func (q *Queue) Release(id, actor, reason string) (Container, error) {
 		if c.State.Final() {
 			return fmt.Errorf("container %s is %s: nothing to release", id, c.State)
 		}
-		c.Held = false
+		if c.Held {
+			c.Held = false
+			q.markMovedLocked(c) // re-placed, so its entry (entries.go) says so
+		}
 		return nil
 	})
 }
@@ -83,7 +89,7 @@ func (q *Queue) Kill(id, actor, reason string) (Container, error) {
 		}
 		c.Reason, c.ReasonCode = reason, ReasonKilled
 		c.FinishedAt = q.clock.Now().UTC()
-		c.pending = Pending{}
+		c.ord.stale = true
 		q.setStateLocked(c, Cancelled)
 		q.addEventLocked(c.FinishedAt, actor, "state", c.ID, string(Cancelled), reason)
 		return nil

@@ -92,7 +92,7 @@ func (s *Scheduler) atSupervisorLimit(ps *passState, c *queue.Container) bool {
 	if ps.supervisorCap == 0 || c.State != queue.Queued || !c.IsSupervisor() || ps.supervisors < ps.supervisorCap {
 		return false
 	}
-	ps.tx.SetPending(c, queue.Pending{Code: queue.ReasonSupervisorLimit, N: ps.supervisorCap, Arg: strconv.Itoa(ps.supervisors)})
+	ps.setPending(c, queue.Pending{Code: queue.ReasonSupervisorLimit, N: ps.supervisorCap, Arg: strconv.Itoa(ps.supervisors)})
 	return true
 }
 

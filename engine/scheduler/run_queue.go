@@ -22,6 +22,9 @@ type passState struct {
 	headKept  bool
 	position  int
 	st        *Stats
+	at        int // the index in Active of the container being mapped
+	// blockedFound is set once s.blockedAt holds this pass's indices.
+	blockedFound bool
 
 	// Quota debts (quota.go): instances shutting down at the start of the
 	// pass not yet counted as freed for a waiting container, and the first
@@ -54,32 +57,27 @@ func (s *Scheduler) mapQueue(tx *queue.Tx, now time.Time, ready bool, st *Stats)
 	active := tx.Active()
 	nRunning := len(tx.RunningAtStart())
 	queuedAt := s.startQuotaAndSupervisors(&ps, active, nRunning)
-	// The Running prefix: only Running and finished ones are handled here;
-	// those requeued earlier in this pass wait their turn below.
+	// The Running prefix: only Running and finished ones are handled here
+	// (a Running container has no pending reason); those requeued earlier
+	// in this pass wait their turn below.
 	s.requeued = s.requeued[:0]
 	for k, c := range active[:nRunning] {
 		if k%touchAhead == 0 {
 			s.touch(active[k:min(nRunning, k+touchAhead)])
 		}
-		switch {
-		case c.State.Final(): // finished earlier in this pass
-		case c.State == queue.Running:
-			if c.InstanceID != "" {
-				tx.SetPending(c, queue.Pending{})
-			}
-		default:
+		if !c.State.Final() && c.State != queue.Running {
 			// Requeued earlier in this pass: its place is by priority
 			// among the waiting ones below, not ahead of them.
-			s.requeued = append(s.requeued, c)
+			s.requeued = append(s.requeued, placed{c, k})
 			continue
 		}
 		byState[stateIndex(c.State)]++
 	}
-	slices.SortFunc(s.requeued, func(a, b *queue.Container) int {
-		if c := cmp.Compare(b.Priority, a.Priority); c != 0 {
+	slices.SortFunc(s.requeued, func(a, b placed) int {
+		if c := cmp.Compare(b.c.Priority, a.c.Priority); c != 0 {
 			return c
 		}
-		return a.FirstSeenAt.Compare(b.FirstSeenAt)
+		return a.c.FirstSeenAt.Compare(b.c.FirstSeenAt)
 	})
 	locked, queued, requeued := active[nRunning:queuedAt], active[queuedAt:], s.requeued
 	li, qi, ri, touchedL, touchedQ := 0, 0, 0, 0, 0
@@ -88,7 +86,7 @@ func (s *Scheduler) mapQueue(tx *queue.Tx, now time.Time, ready bool, st *Stats)
 		if tail && li == len(locked) && ri == len(requeued) {
 			// Only Queued ones left, in the tail: most go through
 			// walkTail, which stops at the first it leaves to mapOne.
-			if n := s.walkTail(&ps, queued[qi:], &oldest); n > 0 {
+			if n := s.walkTail(&ps, queuedAt+qi, queued[qi:], &oldest); n > 0 {
 				byState[stateIndex(queue.Queued)] += n
 				if qi += n; qi == len(queued) {
 					break
@@ -108,24 +106,21 @@ func (s *Scheduler) mapQueue(tx *queue.Tx, now time.Time, ready bool, st *Stats)
 		// first seen.
 		var c *queue.Container
 		switch {
-		case ri < len(requeued) && (li == len(locked) || requeued[ri].Priority > locked[li].Priority) &&
-			(qi == len(queued) || requeued[ri].Priority > queued[qi].Priority ||
-				requeued[ri].Priority == queued[qi].Priority && !queued[qi].FirstSeenAt.Before(requeued[ri].FirstSeenAt)):
-			c = requeued[ri]
+		case ri < len(requeued) && (li == len(locked) || requeued[ri].c.Priority > locked[li].Priority) &&
+			(qi == len(queued) || requeued[ri].c.Priority > queued[qi].Priority ||
+				requeued[ri].c.Priority == queued[qi].Priority && !queued[qi].FirstSeenAt.Before(requeued[ri].c.FirstSeenAt)):
+			c, ps.at = requeued[ri].c, requeued[ri].i
 			ri++
 		case qi == len(queued) || (li < len(locked) && locked[li].Priority >= queued[qi].Priority):
-			c = locked[li]
+			c, ps.at = locked[li], nRunning+li
 			li++
 		default:
-			c = queued[qi]
+			c, ps.at = queued[qi], queuedAt+qi
 			qi++
 		}
 		switch {
 		case c.State.Final():
 		case c.State == queue.Running: // adopted earlier in this pass
-			if c.InstanceID != "" {
-				tx.SetPending(c, queue.Pending{})
-			}
 		default:
 			if oldest.IsZero() || c.FirstSeenAt.Before(oldest) {
 				oldest = c.FirstSeenAt
@@ -161,7 +156,10 @@ const touchAhead = 64
 func (s *Scheduler) touch(cs []*queue.Container) {
 	n := 0
 	for _, c := range cs {
-		n += len(c.State) + c.Pending().N
+		n += len(c.State)
+		if c.FirstSeenAt.IsZero() {
+			n++
+		}
 	}
 	s.touchSink = n
 }
@@ -177,73 +175,76 @@ func (ps *passState) inTail(s *Scheduler) bool {
 		!s.labels.anyPreemptible // walkTail does not tell preemptible containers apart
 }
 
-// tailShapes is how many shapes walkTail remembers as fitting.
-const tailShapes = 4
-
 // walkTail is mapOne for the Queued containers of the waiting tail
-// (ps.inTail) once no Locked or requeued ones are left to merge with them,
-// in a loop of its own: this is where a pass at 100,000 queued spends
-// nearly all its walk, and there mapOne's chain of calls and fit lookups
-// cost about as much as the records' cache misses (at 10,000 queued, with
-// fewer misses, the walk takes a third less time this way). It handles
-// those whose outcome is the common one, "position N" — not held,
-// priority above 0, no previous attempt blocking a start, no labels, not a
-// supervisor, a shape some type fits — and stops at the first other, which
-// it leaves to mapOne; it returns how many it handled.
-func (s *Scheduler) walkTail(ps *passState, cs []*queue.Container, oldest *time.Time) int {
+// (ps.inTail), cs, from index from of Active on, once no Locked or
+// requeued ones are left to merge with them: this is where a pass at
+// 100,000 queued spends nearly all its walk. It handles those whose
+// outcome is the common one, "position N" — not held, priority above 0, no
+// previous attempt blocking a start, no labels, not a supervisor, a shape
+// some type fits — through the queue's entries beside the order
+// (Tx.WaitInLine), without loading their records, and stops at the first
+// other, which it leaves to mapOne; it returns how many it handled.
+func (s *Scheduler) walkTail(ps *passState, from int, cs []*queue.Container, oldest *time.Time) int {
 	if ps.freeing > 0 { // noteAtQuota has shutdowns to count first
 		return 0
 	}
-	for i, c := range cs {
-		if i%touchAhead == 0 {
-			s.touch(cs[i:min(len(cs), i+touchAhead)])
+	limit := from + len(cs)
+	if len(s.blockedStart) > 0 {
+		if next := s.nextBlocked(ps, from); next < limit {
+			limit = next
 		}
-		if c.State != queue.Queued || c.Held || c.Priority == 0 || c.HasLabels() || c.IsSupervisor() {
-			return i
-		}
-		if len(s.blockedStart) > 0 {
-			if _, ok := s.blockedStart[c.ID]; ok {
-				return i
-			}
-		}
-		// Some type fits it: one of the few shapes last seen, or
-		// else by the fit cache (fitsTail).
-		known := false
-		for k := range s.tailFitN {
-			if s.tailFits[k] == c.RuntimeConstraints {
-				known = true
-				break
-			}
-		}
-		if !known && !s.fitsTail(c.RuntimeConstraints) {
-			return i
-		}
-		if oldest.IsZero() || c.FirstSeenAt.Before(*oldest) {
-			*oldest = c.FirstSeenAt
-		}
-		// As mapOne and waitAtQuota past the head, for a Queued
-		// container (nothing to unlock).
-		ps.position++
-		ps.st.OverQuota++
-		if len(s.waitingAtQuota) < len(s.slots) {
-			s.waitingAtQuota = append(s.waitingAtQuota, quotaWaiter{c: c, priority: c.Priority})
-		}
-		ps.tx.SetPending(c, queue.Pending{Code: queue.ReasonPosition, N: ps.position})
 	}
-	return len(cs)
+	n, first := ps.tx.WaitInLine(from, limit, ps.position, s.fitsByShape(ps.tx))
+	if n == 0 {
+		return 0
+	}
+	if oldest.IsZero() || first.Before(*oldest) {
+		*oldest = first
+	}
+	// As mapOne and waitAtQuota past the head, for a Queued container
+	// (nothing to unlock).
+	ps.position += n
+	ps.st.OverQuota += n
+	for _, c := range cs[:max(0, min(n, len(s.slots)-len(s.waitingAtQuota)))] {
+		s.waitingAtQuota = append(s.waitingAtQuota, quotaWaiter{c: c, priority: c.Priority})
+	}
+	return n
 }
 
-// fitsTail reports whether some type fits rc (without labels), and if so
-// remembers rc among walkTail's shapes. Fits never change for a scheduler
-// (its types are fixed), so the shapes are kept across passes.
-func (s *Scheduler) fitsTail(rc queue.Constraints) bool {
-	if len(s.fitFor(rc, 0).candidates) == 0 {
-		return false
+// fitsByShape returns, by the queue's shape id, whether some type fits
+// the shape without labels, deciding the shapes new since the last call.
+func (s *Scheduler) fitsByShape(tx *queue.Tx) []bool {
+	shapes := tx.Shapes()
+	for id := len(s.shapeFits); id < len(shapes); id++ {
+		s.shapeFits = append(s.shapeFits, id > 0 && len(s.fitFor(shapes[id], 0).candidates) > 0)
 	}
-	s.tailFits[s.tailFitNext] = rc
-	s.tailFitNext = (s.tailFitNext + 1) % tailShapes
-	s.tailFitN = max(s.tailFitN, s.tailFitNext)
-	return true
+	return s.shapeFits
+}
+
+// nextBlocked returns the first index ≥ from in Active of a container a
+// runner still reports an attempt of (blockedStart), or len(Active).
+func (s *Scheduler) nextBlocked(ps *passState, from int) int {
+	if !ps.blockedFound {
+		ps.blockedFound = true
+		s.blockedAt = s.blockedAt[:0]
+		for id := range s.blockedStart {
+			if c := ps.tx.Get(id); c != nil {
+				if i := ps.tx.Index(c); i >= 0 {
+					s.blockedAt = append(s.blockedAt, i)
+				}
+			}
+		}
+		slices.Sort(s.blockedAt)
+	}
+	if k, _ := slices.BinarySearch(s.blockedAt, from); k < len(s.blockedAt) {
+		return s.blockedAt[k]
+	}
+	return len(ps.tx.Active())
+}
+
+// setPending records the pending reason of c, the container being mapped.
+func (ps *passState) setPending(c *queue.Container, p queue.Pending) {
+	ps.tx.SetPendingAt(ps.at, c, p)
 }
 
 // unlock gives up a Locked container's claim on an instance type.
@@ -265,19 +266,19 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 	tx, st := ps.tx, ps.st
 	switch {
 	case !ps.ready:
-		tx.SetPending(c, queue.Pending{Code: queue.ReasonStartup})
+		ps.setPending(c, queue.Pending{Code: queue.ReasonStartup})
 		return
 	case c.Held:
 		s.unlock(ps, c)
-		tx.SetPending(c, queue.Pending{Code: queue.ReasonHeld})
+		ps.setPending(c, queue.Pending{Code: queue.ReasonHeld})
 		return
 	case c.Priority == 0:
 		s.unlock(ps, c)
-		tx.SetPending(c, queue.Pending{Code: queue.ReasonPriorityZero})
+		ps.setPending(c, queue.Pending{Code: queue.ReasonPriorityZero})
 		return
 	case ps.paused:
 		s.unlock(ps, c)
-		tx.SetPending(c, queue.Pending{Code: queue.ReasonPaused})
+		ps.setPending(c, queue.Pending{Code: queue.ReasonPaused})
 		return
 	}
 	// Held and priority-0 containers hold no place in the queue: a hold
@@ -287,7 +288,7 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 		if _, ok := s.blockedStart[c.ID]; ok {
 			// A previous attempt is still on a runner (being killed
 			// or forgotten).
-			tx.SetPending(c, queue.Pending{Code: queue.ReasonRequeued})
+			ps.setPending(c, queue.Pending{Code: queue.ReasonRequeued})
 			return
 		}
 	}
@@ -295,10 +296,10 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 	if len(f.candidates) == 0 {
 		s.unlock(ps, c)
 		if f.noLabels {
-			tx.SetPending(c, queue.Pending{Code: queue.ReasonNoLabels, Arg: noLabelsWhy(c.Scheduling.Labels)})
+			ps.setPending(c, queue.Pending{Code: queue.ReasonNoLabels, Arg: noLabelsWhy(c.Scheduling.Labels)})
 			return
 		}
-		tx.SetPending(c, queue.Pending{Code: queue.ReasonNoFit, Arg: f.why})
+		ps.setPending(c, queue.Pending{Code: queue.ReasonNoFit, Arg: f.why})
 		return
 	}
 	if c.IsSupervisor() && s.atSupervisorLimit(ps, c) {
@@ -318,7 +319,7 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 		if w := s.owedTo(ps, c); w != nil && !s.slots[i].allocated {
 			s.freeFor(ps, i, w)
 			s.unlock(ps, c)
-			tx.SetPending(c, queue.Pending{Code: queue.ReasonFreeing, N: w.priority, Arg: w.c.ID})
+			ps.setPending(c, queue.Pending{Code: queue.ReasonFreeing, N: w.priority, Arg: w.c.ID})
 			return
 		}
 		s.startOn(ps, c, i)
@@ -333,10 +334,10 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 		s.place(i, rc)
 		if msg := s.bootFailing[sl.typ]; msg != "" {
 			// A retry of a type that keeps failing: say so, not "booting".
-			tx.SetPending(c, queue.Pending{Code: queue.ReasonBootFailing, Arg: msg})
+			ps.setPending(c, queue.Pending{Code: queue.ReasonBootFailing, Arg: msg})
 			return
 		}
-		tx.SetPending(c, queue.Pending{Code: queue.ReasonBooting, Arg: string(sl.view.ID)})
+		ps.setPending(c, queue.Pending{Code: queue.ReasonBooting, Arg: string(sl.view.ID)})
 		return
 	}
 	// 3. Create an instance, unless the cloud already said no this pass.
@@ -350,10 +351,10 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 			}
 			s.addPending(typ, rc)
 			if msg := s.bootFailing[typ]; msg != "" {
-				tx.SetPending(c, queue.Pending{Code: queue.ReasonBootFailing, Arg: msg})
+				ps.setPending(c, queue.Pending{Code: queue.ReasonBootFailing, Arg: msg})
 				return
 			}
-			tx.SetPending(c, queue.Pending{Code: queue.ReasonBooting})
+			ps.setPending(c, queue.Pending{Code: queue.ReasonBooting})
 			return
 		case errors.Is(err, worker.ErrAtQuota), errors.Is(err, worker.ErrThrottled):
 			ps.createErr, ps.atQuota = err, errors.Is(err, worker.ErrAtQuota)
@@ -365,15 +366,15 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 			s.staleUnlock(ps, c)
 			var bf *worker.BootFailingError
 			if errors.As(err, &bf) {
-				tx.SetPending(c, queue.Pending{Code: queue.ReasonBootFailing, Arg: err.Error()})
+				ps.setPending(c, queue.Pending{Code: queue.ReasonBootFailing, Arg: err.Error()})
 				return
 			}
 			var cr *worker.CreateRefusedError
 			if errors.As(err, &cr) {
-				tx.SetPending(c, queue.Pending{Code: queue.ReasonCloudRefused, Arg: err.Error()})
+				ps.setPending(c, queue.Pending{Code: queue.ReasonCloudRefused, Arg: err.Error()})
 				return
 			}
-			tx.SetPending(c, queue.Pending{Code: queue.ReasonCapacity, Arg: err.Error()})
+			ps.setPending(c, queue.Pending{Code: queue.ReasonCapacity, Arg: err.Error()})
 			return
 		}
 	}
@@ -383,7 +384,7 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 	}
 	// Throttled: keep whatever lock it has, unless it has gone stale.
 	s.staleUnlock(ps, c)
-	tx.SetPending(c, queue.Pending{Code: queue.ReasonCreating, Arg: s.types[f.candidates[0]].Name})
+	ps.setPending(c, queue.Pending{Code: queue.ReasonCreating, Arg: s.types[f.candidates[0]].Name})
 }
 
 // startOn locks c if need be, records it Running on slot i and queues its
@@ -425,11 +426,11 @@ func (s *Scheduler) waitAtQuota(ps *passState, c *queue.Container, typeName stri
 				s.log.Error("lock", "container", c.ID, "err", err)
 			}
 		}
-		ps.tx.SetPending(c, queue.Pending{Code: queue.ReasonQuota, N: ps.st.QuotaLimit})
+		ps.setPending(c, queue.Pending{Code: queue.ReasonQuota, N: ps.st.QuotaLimit})
 		return
 	}
 	s.unlock(ps, c)
-	ps.tx.SetPending(c, queue.Pending{Code: queue.ReasonPosition, N: ps.position})
+	ps.setPending(c, queue.Pending{Code: queue.ReasonPosition, N: ps.position})
 }
 
 // lockFor locks a Queued container to typeName, or moves a Locked one's

@@ -57,15 +57,14 @@ type Scheduler struct {
 	typeIndex map[string]int
 	fitCache  map[fitKey]fit
 	fitSmall  [64]fitSlot
-	// tailFits[:tailFitN] are shapes some type fits (without labels),
-	// for walkTail; tailFitNext is the next to replace.
-	tailFits    [tailShapes]queue.Constraints
-	tailFitN    int
-	tailFitNext int
-	noTailPath  bool // tests: no walkTail, every waiting container goes through mapOne
-	reserveRAM  int64
-	maxPer      int
-	spread      bool
+	// shapeFits, by the queue's shape id (Tx.Shapes), says whether some
+	// type fits the shape without labels, for walkTail; it covers the
+	// shapes seen so far (a scheduler's types never change).
+	shapeFits  []bool
+	noTailPath bool // tests: no walkTail, every waiting container goes through mapOne
+	reserveRAM int64
+	maxPer     int
+	spread     bool
 
 	// scratch, reused every pass
 	views []worker.InstanceView
@@ -113,7 +112,16 @@ type Scheduler struct {
 	waitingAtQuota []quotaWaiter
 	// requeued holds containers of the Running prefix requeued this pass,
 	// walked after the others.
-	requeued []*queue.Container
+	requeued []placed
+	// blockedAt holds where the containers of blockedStart sit in the
+	// queue's order, sorted, for walkTail (found once per pass).
+	blockedAt []int
+}
+
+// placed is a container and its index in the pass's Tx.Active.
+type placed struct {
+	c *queue.Container
+	i int
 }
 
 type startAction struct {

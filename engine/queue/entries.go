@@ -1,0 +1,222 @@
+package queue
+
+import (
+	"slices"
+	"time"
+)
+
+// Beside each entry of the scheduling order (q.active, with q.keys) the
+// queue keeps an entry: the reason the last pass left for the container
+// and what a pass needs to see that a waiting container simply waits its
+// turn, copied from the record when it is placed. At 100,000 waiting
+// containers a pass that wrote each one's position into its record, and
+// read the record to decide it, spent most of its time on the cache misses
+// of loading 512-byte records scattered over the heap; the entries are
+// read and written in order, 48 bytes apart.
+type entry struct {
+	pending Pending
+	flags   entryFlags
+	shape   uint16 // the record's shape id (shapes), 0 for none
+}
+
+// entryFlags are the record's fields, other than its state and priority
+// (in its key), that decide whether a waiting container is plain.
+type entryFlags uint8
+
+const (
+	entryHeld entryFlags = 1 << iota
+	entryLabels
+	entrySupervisor
+)
+
+// entryFor is c's entry as placed now, with pending p. Everything it copies
+// either never changes after submission (labels, supervisor, shape) or
+// re-places the record when it does (Held: Hold and Release mark it moved).
+func entryFor(c *Container, p Pending) entry {
+	var f entryFlags
+	if c.Held {
+		f |= entryHeld
+	}
+	if c.hints&hintLabels != 0 {
+		f |= entryLabels
+	}
+	if c.hints&hintSupervisor != 0 {
+		f |= entrySupervisor
+	}
+	return entry{pending: p, flags: f, shape: c.shape}
+}
+
+// maxShapes bounds the shapes a queue numbers; records of later shapes get
+// id 0 and go the slow way through a pass.
+const maxShapes = 1<<16 - 1
+
+// shapeLocked returns rc's shape id, numbering it if it is new: records of
+// one shape fit the same instance types, so a pass decides a fit once per
+// shape, not once per record.
+func (q *Queue) shapeLocked(rc Constraints) uint16 {
+	if id, ok := q.shapeIDs[rc]; ok {
+		return id
+	}
+	if len(q.shapes) >= maxShapes {
+		return 0
+	}
+	if len(q.shapes) == 0 {
+		q.shapes = append(q.shapes, Constraints{}) // id 0: none
+	}
+	id := uint16(len(q.shapes))
+	q.shapes = append(q.shapes, rc)
+	q.shapeIDs[rc] = id
+	return id
+}
+
+// indexLocked returns where c sits in q.active, or -1 if it is not placed
+// there (new since the last sortLocked, or final and moved out).
+func (q *Queue) indexLocked(c *Container) int {
+	if !c.ord.placed {
+		return -1
+	}
+	i := seekForward(q.keys, q.active, 0, keyed{placedKey(c), c}, compareTied)
+	if i < len(q.active) && q.active[i] == c {
+		return i
+	}
+	return -1
+}
+
+// pendingLocked is the reason the last pass left on c. Only a waiting
+// container (Queued or Locked) has one, and only until it starts or ends
+// (stale): then its entry keeps the reason, unread, until the next
+// sortLocked re-places or removes it.
+func (q *Queue) pendingLocked(c *Container) Pending {
+	if c.ord.stale || c.State != Queued && c.State != Locked {
+		return Pending{}
+	}
+	if i := q.indexLocked(c); i >= 0 {
+		return q.side[i].pending
+	}
+	return Pending{}
+}
+
+// viewLocked is c.View with its pending reason.
+func (q *Queue) viewLocked(c *Container) Container { return c.view(q.pendingLocked(c)) }
+
+// Index returns where c sits in Active, or -1 if it is not there.
+func (tx *Tx) Index(c *Container) int { return tx.q.indexLocked(c) }
+
+// Pending returns the reason the pass (or the last one) left on c.
+func (tx *Tx) Pending(c *Container) Pending { return tx.q.pendingLocked(c) }
+
+// Shapes returns the resource shapes of the queue's containers, by shape
+// id (id 0 is none, for records past maxShapes). The list only grows.
+func (tx *Tx) Shapes() []Constraints { return tx.q.shapes }
+
+// WaitInLine gives the plain waiting containers of Active, from index from
+// on and in a row, the reason "position" with N = position+1,
+// position+2, …, and returns how many it gave one and the earliest first
+// seen among them (zero if none). A container is plain if it was placed
+// Queued and has not changed since the pass began, is not held, has a
+// priority above 0, no labels, is not a supervisor, and its shape id (see
+// Shapes) has fits[id] set. WaitInLine stops at the first that is not, at
+// index limit, or at the end; it reads the entries beside the order, not
+// the records.
+func (tx *Tx) WaitInLine(from, limit, position int, fits []bool) (int, time.Time) {
+	q := tx.q
+	limit = min(limit, len(q.active))
+	if from >= limit {
+		return 0, time.Time{}
+	}
+	if next := tx.nextChanged(from); next < limit {
+		limit = next
+	}
+	queuedRank := uint64(rank(Queued))
+	const prioZero = prioMax - 1
+	keys, side := q.keys[from:limit], q.side[from:limit]
+	oldest := uint64(fsMax)
+	changed := false
+	n := 0
+	for ; n < len(keys); n++ {
+		k, e := keys[n], &side[n]
+		if k.hi>>62 != queuedRank || e.flags != 0 || int(e.shape) >= len(fits) || !fits[e.shape] {
+			break
+		}
+		if pc := k.hi >> 32 & prioMax; pc >= prioZero || pc == 0 {
+			break // priority 0, or past the key's range (clamped)
+		}
+		f := (k.hi&(1<<32-1))<<30 | k.lo>>seqBits
+		if f == 0 || f == fsMax {
+			break // first seen past the key's range: left to the record
+		}
+		oldest = min(oldest, f)
+		position++
+		if e.pending.Code != ReasonPosition || e.pending.Arg != "" {
+			e.pending = Pending{Code: ReasonPosition, N: position}
+			changed = true
+		} else if e.pending.N != position {
+			e.pending.N = position
+			changed = true
+		}
+	}
+	if changed {
+		q.gen++
+	}
+	if n == 0 {
+		return 0, time.Time{}
+	}
+	d := oldest - 1 // nanoseconds since fsEpoch (makeKey)
+	return n, time.Unix(fsEpoch+int64(d/1e9), int64(d%1e9)).UTC()
+}
+
+// nextChanged returns the first index ≥ from in Active of a container
+// placed Queued whose state, priority or hold changed since the pass began
+// (moved: its key and entry are stale), or len(Active). The indices are
+// found once per container, as the pass moves them; from must not go
+// backwards from call to call within a pass.
+func (tx *Tx) nextChanged(from int) int {
+	q := tx.q
+	if tx.movedSeen < len(q.moved) {
+		for _, c := range q.moved[tx.movedSeen:] {
+			// Those placed before from are behind every later call's
+			// from too (the walk only goes forward): no need to find them.
+			if c.ord.placed && c.ord.rank == int8(rank(Queued)) && !placedKey(c).less(q.keys[from]) {
+				if i := q.indexLocked(c); i >= 0 {
+					tx.changedAt = append(tx.changedAt, i)
+				}
+			}
+		}
+		tx.movedSeen = len(q.moved)
+		slices.Sort(tx.changedAt)
+	}
+	if i, _ := slices.BinarySearch(tx.changedAt, from); i < len(tx.changedAt) {
+		return tx.changedAt[i]
+	}
+	return len(q.active)
+}
+
+// SetPending records a container's pending reason (memory only).
+func (tx *Tx) SetPending(c *Container, p Pending) {
+	tx.SetPendingAt(-1, c, p)
+}
+
+// SetPendingAt is SetPending for the container at index i of Active, which
+// spares looking it up; with any other i it looks c up.
+func (tx *Tx) SetPendingAt(i int, c *Container, p Pending) {
+	q := tx.q
+	if i < 0 || i >= len(q.active) || q.active[i] != c {
+		if i = q.indexLocked(c); i < 0 {
+			return // not placed: a pass only sees placed ones
+		}
+	}
+	c.ord.stale = false
+	e := &q.side[i]
+	// Field by field, cheapest first: a pass calls this for every waiting
+	// container it decides by itself, and most calls change nothing or
+	// only N.
+	if e.pending.Code == p.Code && e.pending.Arg == p.Arg {
+		if e.pending.N != p.N {
+			e.pending.N = p.N
+			q.gen++ // visible in the container's reason
+		}
+		return
+	}
+	e.pending = p
+	q.gen++
+}
