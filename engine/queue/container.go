@@ -277,8 +277,9 @@ type Container struct {
 	// of Health, a record is 512 bytes, not the 576-byte size class: 10 %
 	// less memory for a pass to walk at 100,000 queued.
 	ordPrio int
-	// pending is set in a view only (Container.view): a record's pending
-	// reason is kept beside the scheduling order (entries.go).
+	// pending is, in a view (Container.view), the pending reason; in a
+	// record, the reason if its entry beside the scheduling order says it
+	// is here (entries.go: a position, the common one, is kept there).
 	pending Pending
 }
 
@@ -317,7 +318,7 @@ func (c *Container) IsSupervisor() bool { return c.hints&hintSupervisor != 0 }
 func (c *Container) StartSent() bool { return c.startSent }
 
 // Pending returns the reason the last pass left on the container, in a
-// view (Queue.Get, Queue.Views); a record does not hold it (see Tx.Pending).
+// view (Queue.Get, Queue.Views); for a record, see Tx.Pending.
 func (c *Container) Pending() Pending { return c.pending }
 
 // view returns a copy safe to hand out, with its pending reason p, and

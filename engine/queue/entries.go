@@ -6,17 +6,63 @@ import (
 )
 
 // Beside each entry of the scheduling order (q.active, with q.keys) the
-// queue keeps an entry: the reason the last pass left for the container
-// and what a pass needs to see that a waiting container simply waits its
-// turn, copied from the record when it is placed. At 100,000 waiting
-// containers a pass that wrote each one's position into its record, and
-// read the record to decide it, spent most of its time on the cache misses
-// of loading 512-byte records scattered over the heap; the entries are
-// read and written in order, 48 bytes apart.
+// queue keeps an entry: which reason the last pass left for the container
+// — the common one, "position N", entirely — and what a pass needs to see
+// that a waiting container simply waits its turn, copied from the record
+// when it is placed. At 100,000 waiting containers a pass that wrote each
+// one's position into its record, and read the record to decide it, spent
+// most of its time on the cache misses of loading 512-byte records
+// scattered over the heap; the entries are read and written in order, 16
+// bytes apart.
 type entry struct {
-	pending Pending
-	flags   entryFlags
-	shape   uint16 // the record's shape id (shapes), 0 for none
+	n      int         // N of a position reason
+	reason entryReason // which reason the container has
+	flags  entryFlags
+	shape  uint16 // the record's shape id (shapes), 0 for none
+}
+
+// entryReason says where a container's pending reason is.
+type entryReason uint8
+
+const (
+	reasonNone     entryReason = iota // none
+	reasonPosition                    // "position n"
+	reasonInRecord                    // another, in the record (Container.pending)
+)
+
+// pending is the reason e (c's entry) says c has.
+func (e *entry) pending(c *Container) Pending {
+	switch e.reason {
+	case reasonPosition:
+		return Pending{Code: ReasonPosition, N: e.n}
+	case reasonInRecord:
+		return c.pending
+	}
+	return Pending{}
+}
+
+// setPending gives c, whose entry e is, the reason p, and reports whether
+// that changed it. A position (most calls, and most of those change only
+// N) is a store or two into the entry, without touching the record.
+func (e *entry) setPending(c *Container, p Pending) bool {
+	switch {
+	case p.Code == ReasonPosition && p.Arg == "":
+		if e.reason == reasonPosition && e.n == p.N {
+			return false
+		}
+		e.reason, e.n = reasonPosition, p.N
+	case p == (Pending{}):
+		if e.reason == reasonNone {
+			return false
+		}
+		e.reason = reasonNone
+	default:
+		if e.reason == reasonInRecord && c.pending == p {
+			return false
+		}
+		e.reason, c.pending = reasonInRecord, p
+	}
+	return true
 }
 
 // entryFlags are the record's fields, other than its state and priority
@@ -29,10 +75,11 @@ const (
 	entrySupervisor
 )
 
-// entryFor is c's entry as placed now, with pending p. Everything it copies
+// entryFor is c's entry as placed now, with the reason of carried (c's
+// entry before it was re-placed, or none). Everything it copies
 // either never changes after submission (labels, supervisor, shape) or
 // re-places the record when it does (Held: Hold and Release mark it moved).
-func entryFor(c *Container, p Pending) entry {
+func entryFor(c *Container, carried entry) entry {
 	var f entryFlags
 	if c.Held {
 		f |= entryHeld
@@ -43,7 +90,7 @@ func entryFor(c *Container, p Pending) entry {
 	if c.hints&hintSupervisor != 0 {
 		f |= entrySupervisor
 	}
-	return entry{pending: p, flags: f, shape: c.shape}
+	return entry{n: carried.n, reason: carried.reason, flags: f, shape: c.shape}
 }
 
 // maxShapes bounds the shapes a queue numbers; records of later shapes get
@@ -75,8 +122,19 @@ func (q *Queue) indexLocked(c *Container) int {
 	if !c.ord.placed {
 		return -1
 	}
-	i := seekForward(q.keys, q.active, 0, keyed{placedKey(c), c}, compareTied)
-	if i < len(q.active) && q.active[i] == c {
+	// A plain binary search on the keys: galloping from 0 (seekForward)
+	// would take twice the steps.
+	k := placedKey(c)
+	lo, hi := 0, len(q.keys)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if mk := q.keys[m]; mk.less(k) || mk == k && compareTied(q.active[m], c) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if i := lo; i < len(q.active) && q.active[i] == c {
 		return i
 	}
 	return -1
@@ -91,13 +149,50 @@ func (q *Queue) pendingLocked(c *Container) Pending {
 		return Pending{}
 	}
 	if i := q.indexLocked(c); i >= 0 {
-		return q.side[i].pending
+		return q.side[i].pending(c)
 	}
 	return Pending{}
 }
 
-// viewLocked is c.View with its pending reason.
+// viewLocked is c's view with its pending reason.
 func (q *Queue) viewLocked(c *Container) Container { return c.view(q.pendingLocked(c)) }
+
+// viewsLocked sets out[i] to cs[i]'s view with its pending reason. The
+// waiting ones' reasons are looked up in key order, each search going
+// forward from the last hit (a page of 10,000 of 100,000 costs about a walk
+// of the keys, not 10,000 binary searches); the views are then made in cs's
+// order, which is the order of the records in memory for a page in
+// submission order.
+func (q *Queue) viewsLocked(cs []*Container, out []Container) {
+	type lookup struct {
+		keyed
+		at int // in cs and out
+	}
+	var look []lookup
+	for i, c := range cs {
+		if c.ord.placed && !c.ord.stale && (c.State == Queued || c.State == Locked) {
+			look = append(look, lookup{keyed{placedKey(c), c}, i})
+		}
+	}
+	var pending []Pending
+	if len(look) > 0 {
+		pending = make([]Pending, len(cs))
+		slices.SortFunc(look, func(a, b lookup) int { return compareKeyed(a.keyed, b.keyed) })
+		from := 0
+		for _, l := range look {
+			if i := seekForward(q.keys, q.active, from, l.keyed, compareTied); i < len(q.active) && q.active[i] == l.c {
+				pending[l.at], from = q.side[i].pending(l.c), i+1
+			}
+		}
+	}
+	for i, c := range cs {
+		var p Pending
+		if pending != nil {
+			p = pending[i]
+		}
+		out[i] = c.view(p)
+	}
+}
 
 // Index returns where c sits in Active, or -1 if it is not there.
 func (tx *Tx) Index(c *Container) int { return tx.q.indexLocked(c) }
@@ -147,11 +242,8 @@ func (tx *Tx) WaitInLine(from, limit, position int, fits []bool) (int, time.Time
 		}
 		oldest = min(oldest, f)
 		position++
-		if e.pending.Code != ReasonPosition || e.pending.Arg != "" {
-			e.pending = Pending{Code: ReasonPosition, N: position}
-			changed = true
-		} else if e.pending.N != position {
-			e.pending.N = position
+		if e.reason != reasonPosition || e.n != position {
+			e.reason, e.n = reasonPosition, position
 			changed = true
 		}
 	}
@@ -206,17 +298,7 @@ func (tx *Tx) SetPendingAt(i int, c *Container, p Pending) {
 		}
 	}
 	c.ord.stale = false
-	e := &q.side[i]
-	// Field by field, cheapest first: a pass calls this for every waiting
-	// container it decides by itself, and most calls change nothing or
-	// only N.
-	if e.pending.Code == p.Code && e.pending.Arg == p.Arg {
-		if e.pending.N != p.N {
-			e.pending.N = p.N
-			q.gen++ // visible in the container's reason
-		}
-		return
+	if q.side[i].setPending(c, p) {
+		q.gen++ // visible in the container's reason
 	}
-	e.pending = p
-	q.gen++
 }

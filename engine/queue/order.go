@@ -242,8 +242,8 @@ func (q *Queue) sortLocked() {
 		c := q.active[p]
 		if c.State.Final() {
 			q.finished = append(q.finished, c)
-		} else if pd := q.side[p].pending; pd != (Pending{}) && !c.ord.stale {
-			q.carry[c] = pd
+		} else if e := q.side[p]; e.reason != reasonNone && !c.ord.stale {
+			q.carry[c] = e
 		}
 	}
 	insSide := q.insSideBuf[:0]
@@ -269,11 +269,12 @@ func (q *Queue) sortLocked() {
 	clear(q.carry)
 }
 
-// carried is the pending reason c keeps as it is re-placed: the one the
-// last pass left, while it waits (a started container's is moot).
-func (q *Queue) carried(c *Container) Pending {
+// carried is the entry whose pending reason c keeps as it is re-placed:
+// the one the last pass left, while it waits (a started container's is
+// moot).
+func (q *Queue) carried(c *Container) entry {
 	if c.State != Queued && c.State != Locked {
-		return Pending{}
+		return entry{}
 	}
 	return q.carry[c]
 }
@@ -401,8 +402,8 @@ func (q *Queue) rearrangeLocked(pos []int, ins []keyed, insSide []entry, gap []i
 func (q *Queue) fullSortLocked() {
 	// The entries so far are q.active's first ones (none after a load).
 	for i, e := range q.side {
-		if c := q.active[i]; e.pending != (Pending{}) && !c.ord.stale {
-			q.carry[c] = e.pending
+		if c := q.active[i]; e.reason != reasonNone && !c.ord.stale {
+			q.carry[c] = e
 		}
 	}
 	for _, c := range q.moved {

@@ -191,7 +191,7 @@ func checkPending(t *testing.T, e *env, want map[string]Pending, seed uint64, st
 		t.Fatalf("seed %d step %d: %d entries beside %d containers", seed, step, len(e.q.side), len(e.q.active))
 	}
 	for i, c := range e.q.active {
-		got, w := e.q.side[i], entryFor(c, Pending{})
+		got, w := e.q.side[i], entryFor(c, entry{})
 		if got.flags != w.flags || got.shape != w.shape || e.q.shapes[got.shape] != c.RuntimeConstraints {
 			t.Fatalf("seed %d step %d: %s's entry %+v, its record says %+v", seed, step, c.ID, got, w)
 		}

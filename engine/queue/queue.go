@@ -94,7 +94,7 @@ type Queue struct {
 	moved      []*Container           // containers whose sort key changed since the last sortLocked (order.go)
 	keys       []orderKey             // the key each of q.active is placed with, in the same order (order.go)
 	side       []entry                // each of q.active's entry (entries.go), in the same order
-	carry      map[*Container]Pending // sortLocked's scratch: the pending reasons of re-placed ones
+	carry      map[*Container]entry   // sortLocked's scratch: the entries of re-placed ones, for their reasons
 	shapeIDs   map[Constraints]uint16 // shape ids (entries.go); shapes lists them by id
 	shapes     []Constraints
 	posBuf     []int        // sortLocked's scratch
@@ -163,7 +163,7 @@ func Open(opts Options) (*Queue, error) {
 		byID:     map[string]*Container{},
 		counts:   map[State]int{},
 		subs:     map[int]chan struct{}{},
-		carry:    map[*Container]Pending{},
+		carry:    map[*Container]entry{},
 		shapeIDs: map[Constraints]uint16{},
 	}
 	if err := q.load(); err != nil {
@@ -543,9 +543,7 @@ func (q *Queue) Views(cs []*Container) []Container {
 	out := make([]Container, len(cs))
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for i, c := range cs {
-		out[i] = q.viewLocked(c)
-	}
+	q.viewsLocked(cs, out)
 	return out
 }
 
