@@ -131,8 +131,11 @@ type Queue struct {
 	nextEvent   uint64
 	nextSeq     uint64
 	paused      bool
-	subs        map[int]chan struct{}
-	nextSub     int
+	// pausedStored is the pause flag as the store holds it (flushMu): a
+	// flush puts it only when it changed, not rewriting meta's page each time.
+	pausedStored bool
+	subs         map[int]chan struct{}
+	nextSub      int
 }
 
 // Open opens (or creates) the store at opts.Path and loads every record.
@@ -149,7 +152,16 @@ func Open(opts Options) (*Queue, error) {
 	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("create state directory: %w", err)
 	}
-	db, err := bolt.Open(opts.Path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: opts.NoSync, InitialMmapSize: initialMmap})
+	db, err := bolt.Open(opts.Path, 0o600, &bolt.Options{
+		Timeout: 2 * time.Second, NoSync: opts.NoSync, InitialMmapSize: initialMmap,
+		// A fold frees the whole old containers bucket (some 25,000 pages at
+		// 150,000 records): with the freelist synced, every later commit
+		// would sort and write all those page ids again. Unsynced, it is
+		// rebuilt by a walk of the tree at Open (a binary that syncs it
+		// writes it at its first Open). The hashmap freelist finds a
+		// pass's run of contiguous pages without scanning every free id.
+		NoFreelistSync: true, FreelistType: bolt.FreelistMapType,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w (is another dispatcher using this state_dir?)", opts.Path, err)
 	}
@@ -258,6 +270,7 @@ func (q *Queue) load() error {
 		}
 		q.recentBuf = q.recent
 		q.paused = string(tx.Bucket(bucketMeta).Get(keyPaused)) == "true"
+		q.pausedStored = q.paused
 		return nil
 	})
 }
@@ -871,12 +884,14 @@ func (q *Queue) flush(pass bool) error {
 				return err
 			}
 		}
-		v := "false"
-		if paused {
-			v = "true"
-		}
-		if err := tx.Bucket(bucketMeta).Put(keyPaused, []byte(v)); err != nil {
-			return err
+		if paused != q.pausedStored {
+			v := "false"
+			if paused {
+				v = "true"
+			}
+			if err := tx.Bucket(bucketMeta).Put(keyPaused, []byte(v)); err != nil {
+				return err
+			}
 		}
 		switch {
 		case jlen >= foldAt:
@@ -905,6 +920,7 @@ func (q *Queue) flush(pass bool) error {
 		return fmt.Errorf("write store: %w", err)
 	}
 	q.journalLen, q.journalNext = jlen, jnext
+	q.pausedStored = paused
 	// bbolt has copied the values into its pages at commit: the buffers
 	// are free for the next flush (kept unless a burst made them large).
 	if cap(buf) <= maxKeptFlushBuf {
