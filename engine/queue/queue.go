@@ -152,16 +152,7 @@ func Open(opts Options) (*Queue, error) {
 	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("create state directory: %w", err)
 	}
-	db, err := bolt.Open(opts.Path, 0o600, &bolt.Options{
-		Timeout: 2 * time.Second, NoSync: opts.NoSync, InitialMmapSize: initialMmap,
-		// A fold frees the whole old containers bucket (some 25,000 pages at
-		// 150,000 records): with the freelist synced, every later commit
-		// would sort and write all those page ids again. Unsynced, it is
-		// rebuilt by a walk of the tree at Open (a binary that syncs it
-		// writes it at its first Open). The hashmap freelist finds a
-		// pass's run of contiguous pages without scanning every free id.
-		NoFreelistSync: true, FreelistType: bolt.FreelistMapType,
-	})
+	db, err := bolt.Open(opts.Path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: opts.NoSync, InitialMmapSize: initialMmap})
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w (is another dispatcher using this state_dir?)", opts.Path, err)
 	}
@@ -188,7 +179,7 @@ func (q *Queue) load() error {
 		// The journal is read first (at most about as many entries as
 		// records: Queue.foldThreshold), so that a record it holds a later
 		// version of is decoded once, from there.
-		latest, jn, err := readJournal(tx.Bucket(bucketJournal))
+		latest, jn, err := readJournal(tx.Bucket(bucketJournal), 0)
 		if err != nil {
 			return fmt.Errorf("load journal: %w", err)
 		}
@@ -895,7 +886,7 @@ func (q *Queue) flush(pass bool) error {
 		}
 		switch {
 		case jlen >= foldAt:
-			if err := foldJournal(tx, nrec); err != nil {
+			if err := foldJournal(tx, nrec, jlen); err != nil {
 				return err
 			}
 			jlen, jnext = 0, 0
