@@ -268,9 +268,11 @@ func appendBatch(out []journalEntry, k, v []byte) ([]journalEntry, error) {
 
 // readJournal returns the journal's latest entry per Seq, in Seq order, and
 // how many entries (records and tombstones) it holds. The bodies point
-// into the transaction's pages.
-func readJournal(jb *bolt.Bucket) ([]journalEntry, int, error) {
-	var all []journalEntry
+// into the transaction's pages. entries is about how many it holds, if
+// known (0: not): the list is made that large at once, where growing it
+// batch by batch copied it some fifteen times in a fold of 100,000.
+func readJournal(jb *bolt.Bucket, entries int) ([]journalEntry, int, error) {
+	all := make([]journalEntry, 0, entries)
 	cur := jb.Cursor()
 	for k, v := cur.First(); k != nil; k, v = cur.Next() {
 		var err error
@@ -342,9 +344,10 @@ const denseSeqs = 4
 // filled and written once. (Updating the scattered records in place costs
 // a leaf page read, spilt and written per changed record, much as the
 // flushes the journal saved would have.) n is about how many records the
-// store holds (the merge's capacity).
-func foldJournal(tx *bolt.Tx, n int) error {
-	latest, _, err := readJournal(tx.Bucket(bucketJournal))
+// store holds (the merge's capacity), entries about how many the journal
+// holds (readJournal; 0: not known).
+func foldJournal(tx *bolt.Tx, n, entries int) error {
+	latest, _, err := readJournal(tx.Bucket(bucketJournal), entries)
 	if err != nil {
 		return err
 	}
@@ -426,7 +429,7 @@ func (q *Queue) fold() error {
 	q.mu.Lock()
 	n := len(q.byID)
 	q.mu.Unlock()
-	if err := q.db.Update(func(tx *bolt.Tx) error { return foldJournal(tx, n) }); err != nil {
+	if err := q.db.Update(func(tx *bolt.Tx) error { return foldJournal(tx, n, q.journalLen) }); err != nil {
 		return err
 	}
 	q.journalLen, q.journalNext = 0, 0

@@ -136,8 +136,11 @@ type Queue struct {
 	nextEvent   uint64
 	nextSeq     uint64
 	paused      bool
-	subs        map[int]chan struct{}
-	nextSub     int
+	// pausedStored is the pause flag as the store holds it (flushMu): a
+	// flush puts it only when it changed, not rewriting meta's page each time.
+	pausedStored bool
+	subs         map[int]chan struct{}
+	nextSub      int
 }
 
 // Open opens (or creates) the store at opts.Path and loads every record.
@@ -183,7 +186,7 @@ func (q *Queue) load() error {
 		// The journal is read first (at most about as many entries as
 		// records: Queue.foldThreshold), so that a record it holds a later
 		// version of is decoded once, from there.
-		latest, jn, err := readJournal(tx.Bucket(bucketJournal))
+		latest, jn, err := readJournal(tx.Bucket(bucketJournal), 0)
 		if err != nil {
 			return fmt.Errorf("load journal: %w", err)
 		}
@@ -266,6 +269,7 @@ func (q *Queue) load() error {
 		}
 		q.recentBuf = q.recent
 		q.paused = string(tx.Bucket(bucketMeta).Get(keyPaused)) == "true"
+		q.pausedStored = q.paused
 		return nil
 	})
 }
@@ -878,16 +882,18 @@ func (q *Queue) flush(pass bool) error {
 				return err
 			}
 		}
-		v := "false"
-		if paused {
-			v = "true"
-		}
-		if err := tx.Bucket(bucketMeta).Put(keyPaused, []byte(v)); err != nil {
-			return err
+		if paused != q.pausedStored {
+			v := "false"
+			if paused {
+				v = "true"
+			}
+			if err := tx.Bucket(bucketMeta).Put(keyPaused, []byte(v)); err != nil {
+				return err
+			}
 		}
 		switch {
 		case jlen >= foldAt:
-			if err := foldJournal(tx, nrec); err != nil {
+			if err := foldJournal(tx, nrec, jlen); err != nil {
 				return err
 			}
 			jlen, jnext = 0, 0
@@ -912,6 +918,7 @@ func (q *Queue) flush(pass bool) error {
 		return fmt.Errorf("write store: %w", err)
 	}
 	q.journalLen, q.journalNext = jlen, jnext
+	q.pausedStored = paused
 	// bbolt has copied the values into its pages at commit: the buffers
 	// are free for the next flush (kept unless a burst made them large).
 	if cap(buf) <= maxKeptFlushBuf {

@@ -842,3 +842,74 @@ func TestSetLogsError(t *testing.T) {
 		t.Fatal("an unknown container changed")
 	}
 }
+
+// storedPaused reads the pause flag as the (open) store holds it: "" when
+// it was never written.
+func storedPaused(tb testing.TB, q *Queue) string {
+	tb.Helper()
+	var v string
+	if err := q.db.View(func(tx *bolt.Tx) error {
+		v = string(tx.Bucket(bucketMeta).Get(keyPaused))
+		return nil
+	}); err != nil {
+		tb.Fatal(err)
+	}
+	return v
+}
+
+// A flush puts the pause flag only when it changed; whatever flushes come
+// between, the store holds the flag last set, and a reopen finds it.
+func TestPausedStoredOnChange(t *testing.T) {
+	type step struct {
+		do   string // "pause", "resume", "event" (a flush without a pause change), "pass", "reopen"
+		want string // the stored flag after the step
+	}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+	}{
+		{"never paused", []step{{"event", ""}, {"pass", ""}, {"reopen", ""}}},
+		{"paused then flushes", []step{{"pause", "true"}, {"event", "true"}, {"pass", "true"}, {"reopen", "true"}, {"event", "true"}}},
+		{"resumed then flushes", []step{{"pause", "true"}, {"reopen", "true"}, {"resume", "false"}, {"event", "false"}, {"reopen", "false"}, {"pause", "true"}}},
+		{"set twice", []step{{"pause", "true"}, {"pause", "true"}, {"resume", "false"}, {"resume", "false"}, {"reopen", "false"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			id := e.submit(spec("true")).ID
+			for i, s := range tc.steps {
+				switch s.do {
+				case "pause", "resume":
+					if err := e.q.SetPaused(s.do == "pause", "operator:alice", ""); err != nil {
+						t.Fatal(err)
+					}
+				case "event":
+					if err := e.q.AddEvent("pool", "cloud_error", "i-1", "create", "quota"); err != nil {
+						t.Fatal(err)
+					}
+				case "pass":
+					// A record changed: the pass flushes.
+					e.pass(func(tx *Tx) {
+						c := tx.Get(id)
+						var err error
+						if c.State == Queued {
+							err = tx.Lock(c, "small")
+						} else {
+							err = tx.Unlock(c)
+						}
+						if err != nil {
+							t.Fatal(err)
+						}
+					})
+				case "reopen":
+					e.reopen()
+				}
+				if got := storedPaused(t, e.q); got != s.want {
+					t.Fatalf("step %d (%s): stored flag %q, want %q", i, s.do, got, s.want)
+				}
+				if got := e.q.Paused(); got != (s.want == "true") {
+					t.Fatalf("step %d (%s): Paused() = %v, want %v", i, s.do, got, s.want == "true")
+				}
+			}
+		})
+	}
+}
