@@ -215,6 +215,7 @@ func (s *Scheduler) walkTail(ps *passState, from int, cs []*queue.Container, old
 // the shape without labels, deciding the shapes new since the last call.
 func (s *Scheduler) fitsByShape(tx *queue.Tx) []bool {
 	shapes := tx.Shapes()
+	s.shapeFits = slices.Grow(s.shapeFits, len(shapes)-len(s.shapeFits))
 	for id := len(s.shapeFits); id < len(shapes); id++ {
 		s.shapeFits = append(s.shapeFits, id > 0 && len(s.fitFor(shapes[id], 0).candidates) > 0)
 	}
