@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -165,22 +166,31 @@ func (q *Queue) viewLocked(c *Container) Container { return c.view(q.pendingLock
 // submission order.
 func (q *Queue) viewsLocked(cs []*Container, out []Container) {
 	type lookup struct {
-		keyed
-		at int // in cs and out
+		k  orderKey
+		c  *Container
+		at int32 // in cs and out
 	}
-	var look []lookup
+	look := make([]lookup, 0, len(cs))
 	for i, c := range cs {
 		if c.ord.placed && !c.ord.stale && (c.State == Queued || c.State == Locked) {
-			look = append(look, lookup{keyed{placedKey(c), c}, i})
+			look = append(look, lookup{placedKey(c), c, int32(i)})
 		}
 	}
 	var pending []Pending
 	if len(look) > 0 {
 		pending = make([]Pending, len(cs))
-		slices.SortFunc(look, func(a, b lookup) int { return compareKeyed(a.keyed, b.keyed) })
+		slices.SortFunc(look, func(a, b lookup) int {
+			switch {
+			case a.k.hi != b.k.hi:
+				return cmp.Compare(a.k.hi, b.k.hi)
+			case a.k.lo != b.k.lo:
+				return cmp.Compare(a.k.lo, b.k.lo)
+			}
+			return compareTied(a.c, b.c)
+		})
 		from := 0
 		for _, l := range look {
-			if i := seekForward(q.keys, q.active, from, l.keyed, compareTied); i < len(q.active) && q.active[i] == l.c {
+			if i := seekForward(q.keys, q.active, from, keyed{l.k, l.c}, compareTied); i < len(q.active) && q.active[i] == l.c {
 				pending[l.at], from = q.side[i].pending(l.c), i+1
 			}
 		}
