@@ -114,6 +114,21 @@ func (e *env) pass(fn func(tx *Tx)) {
 	}
 }
 
+// toggleLock locks a Queued container or unlocks a Locked one: a change
+// that makes the pass write the record.
+func toggleLock(tb testing.TB, tx *Tx, c *Container) {
+	tb.Helper()
+	var err error
+	if c.State == Queued {
+		err = tx.Lock(c, "small")
+	} else {
+		err = tx.Unlock(c)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // txDo runs fn on container id inside one pass and returns fn's error.
 func (e *env) txDo(id string, fn func(tx *Tx, c *Container) error) error {
 	e.tb.Helper()

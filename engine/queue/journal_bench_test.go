@@ -22,16 +22,7 @@ func BenchmarkFold(b *testing.B) {
 		{1_000_000, 1_000_000},
 	} {
 		b.Run(fmt.Sprintf("containers=%d/entries=%d", tc.n, tc.entries), func(b *testing.B) {
-			path := filepath.Join(b.TempDir(), "queue.db")
-			seedFile(b, path, tc.n)
-			q, err := Open(Options{Path: path, Clock: clock.NewFake(t0), NoSync: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { q.Close() })
-			if err := q.db.Update(func(tx *bolt.Tx) error { return foldJournal(tx, len(q.byID), 0) }); err != nil { // rebuilds the migrated store
-				b.Fatal(err)
-			}
+			q := openSeededFolded(b, tc.n)
 			q.foldMin = 2 * tc.entries // no fold while the journal fills
 			q.rebuildMax = 2 * tc.n    // a rebuild, whatever the size
 			all := q.bySeq
@@ -116,16 +107,7 @@ func fillJournal(b *testing.B, q *Queue, all []*Container, rng *rand.Rand, n int
 // (every ~33 flushes), whose cost the flushes share.
 func BenchmarkFlushChurn(b *testing.B) {
 	const n, changed, events = 100_000, 3000, 2000
-	path := filepath.Join(b.TempDir(), "queue.db")
-	seedFile(b, path, n)
-	q, err := Open(Options{Path: path, Clock: clock.NewFake(t0), NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { q.Close() })
-	if err := q.db.Update(func(tx *bolt.Tx) error { return foldJournal(tx, len(q.byID), 0) }); err != nil { // rebuilds the migrated store
-		b.Fatal(err)
-	}
+	q := openSeededFolded(b, n)
 	all := q.bySeq
 	rng := rand.New(rand.NewPCG(1, 2))
 	now := t0
@@ -162,4 +144,21 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// openSeededFolded opens a store seeded with n containers (seedFile) and
+// rebuilt into the current layout, with an empty journal, without sync.
+func openSeededFolded(tb testing.TB, n int) *Queue {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "queue.db")
+	seedFile(tb, path, n)
+	q, err := Open(Options{Path: path, Clock: clock.NewFake(t0), NoSync: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { q.Close() })
+	if err := q.db.Update(func(tx *bolt.Tx) error { return foldJournal(tx, len(q.byID), 0) }); err != nil { // rebuilds the migrated store
+		tb.Fatal(err)
+	}
+	return q
 }

@@ -580,16 +580,7 @@ func TestFoldsLeaveConsistentFile(t *testing.T) {
 				for range 2 {
 					e.pass(func(tx *Tx) {
 						for _, id := range ids {
-							c := tx.Get(id)
-							var err error
-							if c.State == Queued {
-								err = tx.Lock(c, "small")
-							} else {
-								err = tx.Unlock(c)
-							}
-							if err != nil {
-								t.Fatal(err)
-							}
+							toggleLock(t, tx, tx.Get(id))
 						}
 					})
 				}

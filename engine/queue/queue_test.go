@@ -888,18 +888,7 @@ func TestPausedStoredOnChange(t *testing.T) {
 					}
 				case "pass":
 					// A record changed: the pass flushes.
-					e.pass(func(tx *Tx) {
-						c := tx.Get(id)
-						var err error
-						if c.State == Queued {
-							err = tx.Lock(c, "small")
-						} else {
-							err = tx.Unlock(c)
-						}
-						if err != nil {
-							t.Fatal(err)
-						}
-					})
+					e.pass(func(tx *Tx) { toggleLock(t, tx, tx.Get(id)) })
 				case "reopen":
 					e.reopen()
 				}
