@@ -33,6 +33,10 @@ var States = [...]State{Queued, Locked, Running, Complete, Cancelled}
 // Final reports whether s is Complete or Cancelled.
 func (s State) Final() bool { return s == Complete || s == Cancelled }
 
+// waiting reports whether s is a state that waits for a start (Queued or
+// Locked).
+func (s State) waiting() bool { return s == Queued || s == Locked }
+
 // CanTransition reports whether a container may move from one state to
 // another. Final states are final; Running may go back to Queued (retry or
 // requeue after its instance died).

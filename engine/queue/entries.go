@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"cmp"
 	"slices"
 	"time"
 )
@@ -125,17 +124,7 @@ func (q *Queue) indexLocked(c *Container) int {
 	}
 	// A plain binary search on the keys: galloping from 0 (seekForward)
 	// would take twice the steps.
-	k := placedKey(c)
-	lo, hi := 0, len(q.keys)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if mk := q.keys[m]; mk.less(k) || mk == k && compareTied(q.active[m], c) < 0 {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if i := lo; i < len(q.active) && q.active[i] == c {
+	if i := searchKeys(q.keys, q.active, 0, len(q.keys), keyed{placedKey(c), c}, compareTied); i < len(q.active) && q.active[i] == c {
 		return i
 	}
 	return -1
@@ -146,7 +135,7 @@ func (q *Queue) indexLocked(c *Container) int {
 // (stale): then its entry keeps the reason, unread, until the next
 // sortLocked re-places or removes it.
 func (q *Queue) pendingLocked(c *Container) Pending {
-	if c.ord.stale || c.State != Queued && c.State != Locked {
+	if !hasPending(c) {
 		return Pending{}
 	}
 	if i := q.indexLocked(c); i >= 0 {
@@ -154,6 +143,10 @@ func (q *Queue) pendingLocked(c *Container) Pending {
 	}
 	return Pending{}
 }
+
+// hasPending reports whether c may have a pending reason: it is placed in
+// the order, waiting, and has not started or ended since its reason was set.
+func hasPending(c *Container) bool { return c.ord.placed && !c.ord.stale && c.State.waiting() }
 
 // viewLocked is c's view with its pending reason.
 func (q *Queue) viewLocked(c *Container) Container { return c.view(q.pendingLocked(c)) }
@@ -166,31 +159,22 @@ func (q *Queue) viewLocked(c *Container) Container { return c.view(q.pendingLock
 // submission order.
 func (q *Queue) viewsLocked(cs []*Container, out []Container) {
 	type lookup struct {
-		k  orderKey
-		c  *Container
-		at int32 // in cs and out
+		keyed
+		at int // in cs and out
 	}
 	look := make([]lookup, 0, len(cs))
 	for i, c := range cs {
-		if c.ord.placed && !c.ord.stale && (c.State == Queued || c.State == Locked) {
-			look = append(look, lookup{placedKey(c), c, int32(i)})
+		if hasPending(c) {
+			look = append(look, lookup{keyed{placedKey(c), c}, i})
 		}
 	}
 	var pending []Pending
 	if len(look) > 0 {
 		pending = make([]Pending, len(cs))
-		slices.SortFunc(look, func(a, b lookup) int {
-			switch {
-			case a.k.hi != b.k.hi:
-				return cmp.Compare(a.k.hi, b.k.hi)
-			case a.k.lo != b.k.lo:
-				return cmp.Compare(a.k.lo, b.k.lo)
-			}
-			return compareTied(a.c, b.c)
-		})
+		slices.SortFunc(look, func(a, b lookup) int { return compareKeyed(a.keyed, b.keyed) })
 		from := 0
 		for _, l := range look {
-			if i := seekForward(q.keys, q.active, from, keyed{l.k, l.c}, compareTied); i < len(q.active) && q.active[i] == l.c {
+			if i := seekForward(q.keys, q.active, from, l.keyed, compareTied); i < len(q.active) && q.active[i] == l.c {
 				pending[l.at], from = q.side[i].pending(l.c), i+1
 			}
 		}

@@ -273,7 +273,7 @@ func (q *Queue) sortLocked() {
 // the one the last pass left, while it waits (a started container's is
 // moot).
 func (q *Queue) carried(c *Container) entry {
-	if c.State != Queued && c.State != Locked {
+	if !c.State.waiting() {
 		return entry{}
 	}
 	return q.carry[c]
@@ -294,29 +294,36 @@ func releaseBuf[T any](b []T) []T {
 // steps from `from` by doubling strides, then binary searches the last
 // stride.
 func seekForward(keys []orderKey, cs []*Container, from int, e keyed, tie func(a, b *Container) int) int {
-	before := func(i int) bool {
-		if k := keys[i]; k != e.k {
-			return k.less(e.k)
-		}
-		return tie(cs[i], e.c) < 0
-	}
 	lo, hi, step := from, from, 1
-	for hi < len(keys) && before(hi) {
+	for hi < len(keys) && before(keys, cs, hi, e, tie) {
 		lo = hi + 1
 		hi = lo + step
 		step <<= 1
 	}
-	hi = min(hi, len(keys))
-	// Entries before lo are before e; the one at hi (if any) is not.
+	return searchKeys(keys, cs, lo, min(hi, len(keys)), e, tie)
+}
+
+// searchKeys returns the first index i in [lo, hi) of the sorted (keys, cs)
+// whose entry is not before e, or hi; entries before lo must be before e.
+func searchKeys(keys []orderKey, cs []*Container, lo, hi int, e keyed, tie func(a, b *Container) int) int {
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if before(m) {
+		if before(keys, cs, m, e, tie) {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
 	return lo
+}
+
+// before reports whether the entry at i of (keys, cs) comes before e, tie
+// ordering the records of equal keys.
+func before(keys []orderKey, cs []*Container, i int, e keyed, tie func(a, b *Container) int) bool {
+	if k := keys[i]; k != e.k {
+		return k.less(e.k)
+	}
+	return tie(cs[i], e.c) < 0
 }
 
 // orderRun is a run of entries of q.active, [from, to), that rearrangeLocked
