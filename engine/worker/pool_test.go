@@ -445,15 +445,22 @@ func TestIdleTimeoutResetByWork(t *testing.T) {
 	h := newHarness(t, hopt{})
 	h.step()
 	id := h.createIdle("small")
+	h.run(40 * time.Second) // idle 40s of the 60s timeout
+	if err := h.pool.StartContainer(id, spec("c1", cloudtest.Cmd(45*time.Second, 0)...)); err != nil {
+		t.Fatal(err)
+	}
+	h.until("c1 running", 10*time.Second, func() bool { return h.state(id) == StateRunning })
+	h.until("c1 done", 2*time.Minute, func() bool { return h.state(id) == StateIdle })
+	// The probe that found it idle came at most one probe interval (10s)
+	// after the last one that saw c1 running, which is when the idle time
+	// counts from: the instance has at least 50s left, and at most 60s.
 	h.run(40 * time.Second)
-	h.pool.StartContainer(id, spec("c1", cloudtest.Cmd(45*time.Second, 0)...))
-	h.run(100 * time.Second) // container ends at ~45s; idle timeout counts from then
 	if st := h.state(id); st != StateIdle {
-		t.Fatalf("state %s, want idle (idle timeout must count from the last busy time)", st)
+		t.Fatalf("state %s 40s after c1 ended, want idle (idle timeout must count from the last busy time): %s", st, h.dump())
 	}
 	h.run(30 * time.Second)
 	if st := h.state(id); st != StateShutdown && st != "" {
-		t.Fatalf("state %s, want shutdown", st)
+		t.Fatalf("state %s 70s after c1 ended, want shutdown", st)
 	}
 }
 
