@@ -234,7 +234,10 @@ func (p *Pool) ForgetContainer(id cloud.InstanceID, containerID string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	w := p.byID[id]
-	if w == nil || !runner.ValidID(containerID) || slices.Contains(w.forgetting, containerID) {
+	if w == nil || !runner.ValidID(containerID) {
+		return
+	}
+	if _, ok := w.forgetting[containerID]; ok {
 		return
 	}
 	if t, ok := w.logsRetry[containerID]; ok {
@@ -253,7 +256,10 @@ func (p *Pool) ForgetContainer(id cloud.InstanceID, containerID string) {
 		}
 		return
 	}
-	w.forgetting = append(w.forgetting, containerID)
+	if w.forgetting == nil {
+		w.forgetting = make(map[string]struct{})
+	}
+	w.forgetting[containerID] = struct{}{}
 	// Like starts, forgets go out in "runner batch" calls, one sender per
 	// instance.
 	w.forgetQ = append(w.forgetQ, containerID)
@@ -264,7 +270,7 @@ func (p *Pool) ForgetContainer(id cloud.InstanceID, containerID string) {
 	if !p.goLocked(func() { p.runForgetBatches(w) }) {
 		w.forgetBusy = false
 		w.forgetQ = w.forgetQ[:len(w.forgetQ)-1]
-		w.forgetting = w.forgetting[:len(w.forgetting)-1]
+		delete(w.forgetting, containerID)
 	}
 }
 
@@ -278,7 +284,7 @@ func (p *Pool) runForgetBatches(w *instance) {
 		if n == 0 || p.canceled() {
 			w.forgetBusy = false
 			for _, id := range w.forgetQ {
-				w.forgetting = slices.DeleteFunc(w.forgetting, func(s string) bool { return s == id })
+				delete(w.forgetting, id)
 			}
 			w.forgetQ = nil
 			if w.v.State == StateShutdown && !w.collectDone && !w.removed {
@@ -334,10 +340,12 @@ func (p *Pool) runForgetBatches(w *instance) {
 			}
 		}
 		p.mu.Lock()
-		changed := false
 		now := p.clk.Now()
+		// Those forgotten leave Reported and needLogs in one pass each
+		// (a batch is up to 256 of several hundred).
+		gone := make(map[string]struct{}, len(ids))
 		for i, id := range ids {
-			w.forgetting = slices.DeleteFunc(w.forgetting, func(s string) bool { return s == id })
+			delete(w.forgetting, id)
 			if w.removed || p.canceled() {
 				continue
 			}
@@ -353,15 +361,13 @@ func (p *Pool) runForgetBatches(w *instance) {
 				p.log.Warn("runner forget failed", "instance", string(w.v.ID), "container", id, "error", e.Error())
 				continue
 			}
-			// Stored and forgotten: a shutdown under way need not fetch it.
-			w.needLogs = slices.DeleteFunc(w.needLogs, func(s string) bool { return s == id })
 			w.forgotten = append(w.forgotten, forgotEntry{id: id, seq: p.nextSeqLocked()})
-			if j := findStatus(w.v.Reported, id); j >= 0 {
-				w.v.Reported = slices.Delete(w.v.Reported, j, j+1)
-			}
-			changed = true
+			gone[id] = struct{}{}
 		}
-		if changed {
+		if len(gone) > 0 {
+			// Stored and forgotten: a shutdown under way need not fetch it.
+			w.needLogs = slices.DeleteFunc(w.needLogs, func(id string) bool { _, ok := gone[id]; return ok })
+			w.v.Reported = slices.DeleteFunc(w.v.Reported, func(st runner.Status) bool { _, ok := gone[st.ID]; return ok })
 			p.notifyLocked()
 		}
 		p.mu.Unlock()

@@ -76,10 +76,13 @@ type instance struct {
 	// already an event.
 	hostKeyReported bool
 
-	csSpare    []string // spare buffer for Containers
-	starts     []startEntry
-	kills      []killEntry
-	forgetting []string
+	csSpare []string // spare buffer for Containers
+	starts  []startEntry
+	kills   []killEntry
+	// forgetting holds the containers queued or sent for forget: the
+	// scheduler asks again for every exited container on every pass, so
+	// the check must not walk them all.
+	forgetting map[string]struct{}
 	forgotten  []forgotEntry
 
 	// Specs and ids waiting for the next "runner batch" call, and whether

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -1452,5 +1453,44 @@ func TestNewRefusesIncompleteSettings(t *testing.T) {
 				t.Fatalf("New: %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// BenchmarkForgetAskedAgain is the scheduler asking to forget an
+// instance's 1,024 exited containers while their forgets are still in
+// flight, as every pass does until they are done: an op is one pass's
+// asks.
+func BenchmarkForgetAskedAgain(b *testing.B) {
+	const n = 1024
+	h := bigPool(b, 1)
+	id := h.pool.Instances(nil)[0].ID
+	insts, err := h.drv.Instances(context.Background(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ex, _ := h.drv.Executor(insts[0])
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("done-%d", i)
+		body, _ := json.Marshal(runner.Spec{ID: ids[i], Command: cloudtest.Cmd(0, 0)})
+		if _, _, err := ex.Execute(context.Background(), runner.Command{Verb: "start", ID: ids[i]}.Line("/x"), body); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// The first batch's output is never stored while the benchmark runs:
+	// every forget stays queued or in flight.
+	stored := make(chan struct{}, n)
+	release := make(chan struct{})
+	h.pool.opts.OnLogs = func(string, []byte) error { stored <- struct{}{}; <-release; return nil }
+	b.Cleanup(func() { close(release) })
+	for _, c := range ids {
+		h.pool.ForgetContainer(id, c)
+	}
+	<-stored
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, c := range ids {
+			h.pool.ForgetContainer(id, c)
+		}
 	}
 }
