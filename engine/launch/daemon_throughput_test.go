@@ -17,6 +17,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -278,6 +279,7 @@ func runPath(t *testing.T, path string, n int) pathRun {
 	for i := range specs {
 		specs[i] = queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 1 << 20}}
 	}
+	calls0 := probeCount(t, client)
 	busy0 := busyCPU(t)
 	t0 := time.Now()
 	submitted := make(chan error, 1)
@@ -313,6 +315,7 @@ func runPath(t *testing.T, path string, n int) pathRun {
 	}
 	took := time.Since(t0)
 	busy := busyCPU(t) - busy0
+	calls := probeCount(t, client)
 	if err := <-submitted; err != nil {
 		t.Fatal(err)
 	}
@@ -335,6 +338,7 @@ func runPath(t *testing.T, path string, n int) pathRun {
 			t.Error(err)
 		}
 	}
+	t.Logf("%s: %.3f probes (runner list of a whole instance) per container", path, (calls-calls0)/float64(n))
 	if rate, at, ok := slowestWindow(progress, n, time.Second); ok {
 		t.Logf("%s: sustained: the slowest 1 s between 5 %% and 95 %% Complete ran %.0f containers/s (from %s)", path, rate, at.Round(time.Millisecond))
 	}
@@ -347,6 +351,42 @@ func runPath(t *testing.T, path string, n int) pathRun {
 		logStages(t, client, path)
 	}
 	return r
+}
+
+// probeCount reads the daemon's count of probes from /metrics: each lists
+// every container of its instance, so their number is what a run's list
+// cost scales with.
+func probeCount(t *testing.T, c *api.Client) float64 {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, c.BaseURL+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics: %s %v", resp.Status, err)
+	}
+	var probes float64
+	for _, line := range strings.Split(string(body), "\n") {
+		name, value, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			continue
+		}
+		if strings.HasPrefix(name, "dispatch_tui_probes_total{") {
+			probes += v
+		}
+	}
+	return probes
 }
 
 // logStages logs the median and 90th percentile of the time containers
