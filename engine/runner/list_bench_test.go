@@ -1,0 +1,59 @@
+package runner
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// benchStatuses is n statuses as one runner lists them: a third running,
+// the rest exited, a few of those by a signal.
+func benchStatuses(n int) []Status {
+	t0 := time.Date(2026, 11, 25, 18, 0, 0, 123456789, time.UTC)
+	sts := make([]Status, n)
+	for i := range sts {
+		st := Status{ID: fmt.Sprintf("w1-ctr-%06d", i), PID: 100000 + i, State: StateRunning, StartedAt: t0.Add(time.Duration(i) * time.Millisecond)}
+		if i%3 != 0 {
+			st.State, st.FinishedAt = StateExited, st.StartedAt.Add(1234567*time.Nanosecond)
+			if i%7 == 0 {
+				st.ExitCode, st.Signal = 143, SignalTerm
+			}
+		}
+		sts[i] = st
+	}
+	return sts
+}
+
+// BenchmarkFormatList: what a runner spends writing a list of 256.
+//
+//	go test -run='^$' -bench='FormatList|ParseList' ./engine/runner
+func BenchmarkFormatList(b *testing.B) {
+	sts := benchStatuses(256)
+	var buf bytes.Buffer
+	b.ReportAllocs()
+	for b.Loop() {
+		buf.Reset()
+		if err := FormatList(&buf, sts); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.SetBytes(int64(buf.Len()))
+}
+
+// BenchmarkParseList: what the dispatcher spends reading that list.
+func BenchmarkParseList(b *testing.B) {
+	var buf bytes.Buffer
+	if err := FormatList(&buf, benchStatuses(256)); err != nil {
+		b.Fatal(err)
+	}
+	data := buf.Bytes()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		sts, err := ParseList(data)
+		if err != nil || len(sts) != 256 {
+			b.Fatal(len(sts), err)
+		}
+	}
+}
