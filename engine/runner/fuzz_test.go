@@ -87,6 +87,9 @@ func FuzzParseList(f *testing.F) {
 		if err := FormatList(&buf, sts); err != nil {
 			t.Fatalf("FormatList of parsed %+v: %v", sts, err)
 		}
+		if want, err := encodeList(sts); err != nil || !bytes.Equal(buf.Bytes(), want) {
+			t.Fatalf("FormatList of %+v:\n%q\nencoding/json: %q, %v", sts, buf.Bytes(), want, err)
+		}
 		back, err := ParseList(buf.Bytes())
 		if err != nil {
 			t.Fatalf("ParseList of FormatList output %q: %v", buf.String(), err)
@@ -101,6 +104,21 @@ func FuzzParseList(f *testing.F) {
 				t.Fatalf("round trip: %+v became %+v", a, b)
 			}
 		}
+	})
+}
+
+// FuzzParseStatusFast: whatever line parseStatusFast accepts,
+// json.Unmarshal accepts and decodes to the same Status.
+func FuzzParseStatusFast(f *testing.F) {
+	var seed bytes.Buffer
+	FormatList(&seed, benchStatuses(6))
+	for _, line := range bytes.Split(bytes.TrimSpace(seed.Bytes()), []byte("\n")) {
+		f.Add(line)
+	}
+	f.Add([]byte(`{"id":"a","pid":-0,"state":"zombie","exit_code":-9223372036854775808,"started_at":"2026-01-02T03:04:05.5+01:00","signal":"<9>"}`))
+	f.Add([]byte(`{"id":"a","pid":1,"state":"running","exit_code":0,"started_at":"2026-01-02T03:04:05Z","finished_at":"2026-01-02T03:04:05\u005a"}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		checkFast(t, line)
 	})
 }
 
