@@ -15,7 +15,8 @@ import (
 // by encoding/json.
 func FormatList(w io.Writer, sts []Status) error {
 	const flushAt = 32 << 10
-	buf := make([]byte, 0, min(len(sts), 256)*160+64)
+	// A runner's line is about 150 bytes; a longer one grows buf.
+	buf := make([]byte, 0, min(len(sts)*160, flushAt)+512)
 	for i := range sts {
 		var ok bool
 		mark := len(buf)
