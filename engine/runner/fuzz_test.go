@@ -141,6 +141,8 @@ func FuzzBatchReplies(f *testing.F) {
 	f.Add([]byte("{\"code\":0,\"stdout\":\"not base64\"}\n"), uint8(1))
 	f.Add([]byte("[1,2]\n"), uint8(1))
 	f.Add([]byte(""), uint8(0))
+	f.Add([]byte("{\"code\":0,\"stdout\":\"aGkK\",\"stderr\":\"x\"}\n]"), uint8(1))
+	f.Add([]byte("{\"code\":0}{\"code\":1,\"stdout\":\"\"}\r\n null"), uint8(3))
 	f.Fuzz(func(t *testing.T, out []byte, n uint8) {
 		reqs := make([]Request, int(n)%8)
 		for i := range reqs {
@@ -151,10 +153,23 @@ func FuzzBatchReplies(f *testing.F) {
 		if err == nil && len(replies) != len(reqs) {
 			t.Fatalf("%d replies to %d requests, and no error", len(replies), len(reqs))
 		}
+		checkDecodeReplies(t, out)
 		for i := range replies {
 			if e := replies[i].Err("logs"); (e == nil) != (replies[i].Code == 0) {
 				t.Fatalf("reply %+v: Err %v", replies[i], e)
 			}
 		}
+	})
+}
+
+// FuzzParseReplyFast: whatever reply line parseReplyFast accepts,
+// json.Unmarshal accepts and decodes to the same Reply.
+func FuzzParseReplyFast(f *testing.F) {
+	list, _ := encodeList(benchStatuses(3))
+	for _, r := range []Reply{{}, {Code: 1, Stderr: "runner kill: no such container"}, {Stdout: list}, {Stdout: []byte{}}, {Stdout: []byte("hi\n")}} {
+		f.Add(bytes.TrimSuffix(encodeReplies([]Reply{r}), []byte("\n")))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		checkReplyFast(t, line)
 	})
 }

@@ -2,6 +2,8 @@ package runner
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -57,3 +59,38 @@ func BenchmarkParseList(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkListReply: what the dispatcher spends on a list of 256 that a
+// batch or serve call returns: decoding the reply, then ParseList.
+func BenchmarkListReply(b *testing.B) {
+	var list bytes.Buffer
+	if err := FormatList(&list, benchStatuses(256)); err != nil {
+		b.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := json.NewEncoder(&out).Encode(&Reply{Stdout: list.Bytes()}); err != nil {
+		b.Fatal(err)
+	}
+	c := &Client{Exec: listReplyExec{out.Bytes()}, Path: "/r"}
+	reqs := []Request{{Verb: "list"}}
+	b.SetBytes(int64(out.Len()))
+	b.ReportAllocs()
+	for b.Loop() {
+		replies, err := c.Batch(context.Background(), reqs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sts, err := ParseList(replies[0].Stdout)
+		if err != nil || len(sts) != 256 {
+			b.Fatal(len(sts), err)
+		}
+	}
+}
+
+// listReplyExec answers every command with out.
+type listReplyExec struct{ out []byte }
+
+func (e listReplyExec) Execute(context.Context, string, []byte) ([]byte, []byte, error) {
+	return e.out, nil, nil
+}
+func (listReplyExec) Close() error { return nil }

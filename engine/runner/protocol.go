@@ -424,14 +424,9 @@ func (c *Client) Batch(ctx context.Context, reqs []Request) ([]Reply, error) {
 	} else if out, err = c.run(ctx, Command{Verb: "batch"}, in.Bytes()); err != nil {
 		return nil, err
 	}
-	replies := make([]Reply, 0, len(reqs))
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for dec.More() {
-		var r Reply
-		if err := dec.Decode(&r); err != nil {
-			return nil, fmt.Errorf("runner batch: reply %d: %w", len(replies)+1, err)
-		}
-		replies = append(replies, r)
+	replies, err := decodeReplies(out, len(reqs))
+	if err != nil {
+		return nil, err
 	}
 	if len(replies) != len(reqs) {
 		return nil, fmt.Errorf("runner batch: %d replies to %d requests", len(replies), len(reqs))
