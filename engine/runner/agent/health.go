@@ -291,12 +291,7 @@ func writeHealth(dir string, rec healthRecord) error {
 
 // readHealth reads the container's health file; a container whose checker
 // has not written it yet is starting.
-func readHealth(dir string) healthRecord {
-	return readHealthAt(absDir(dir))
-}
-
-// readHealthAt is readHealth of the container in d.
-func readHealthAt(d ctrDir) healthRecord {
+func readHealth(d ctrDir) healthRecord {
 	b, err := d.read(fileHealth)
 	var rec healthRecord
 	if err != nil || json.Unmarshal(b, &rec) != nil || rec.Health.State == "" {
@@ -358,7 +353,7 @@ func addHealth(d ctrDir, pr pidRecord, st *runner.Status) {
 	if !pr.health {
 		return
 	}
-	rec := readHealthAt(d)
+	rec := readHealth(d)
 	rec.Health.Killed = rec.Killed
 	st.Health = &rec.Health
 }

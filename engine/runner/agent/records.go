@@ -53,18 +53,9 @@ func unDash(s string) string {
 	return s
 }
 
-// readLines returns the lines of path's content when it is complete (ends
-// with a newline); an error wrapping errNotWritten when it is there but
-// empty or unterminated.
-func readLines(path string) ([]string, error) {
-	b, err := readSmall(path)
-	if err != nil {
-		return nil, err
-	}
-	return splitLines(b, path)
-}
-
-// splitLines is readLines of b, the content of path.
+// splitLines returns the lines of b, the content of path, when it is
+// complete (ends with a newline); an error wrapping errNotWritten when it
+// is empty or unterminated.
 func splitLines(b []byte, path string) ([]string, error) {
 	if len(b) == 0 || b[len(b)-1] != '\n' {
 		return nil, fmt.Errorf("%s: %w", path, errNotWritten)
