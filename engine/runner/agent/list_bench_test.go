@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,12 +45,21 @@ func BenchmarkListVerb(b *testing.B) {
 	}
 	env := Env{StateDir: root, Version: "0.1.0-test", Hash: "abc123"}
 	var out, errb bytes.Buffer
+	cpu := func() int64 {
+		var ru syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return ru.Utime.Nano() + ru.Stime.Nano()
+	}
+	b.ResetTimer()
+	cpu0 := cpu()
 	for b.Loop() {
 		out.Reset()
 		if code := Main([]string{"list"}, strings.NewReader(""), &out, &errb, env); code != 0 {
 			b.Fatalf("list: %d %s", code, errb.String())
 		}
 	}
+	b.StopTimer()
+	b.ReportMetric(float64(cpu()-cpu0)/float64(b.N), "cpu-ns/op")
 	sts, err := runner.ParseList(out.Bytes())
 	if err != nil || len(sts) != 256 {
 		b.Fatal(len(sts), err)
