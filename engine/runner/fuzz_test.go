@@ -87,6 +87,9 @@ func FuzzParseList(f *testing.F) {
 		if err := FormatList(&buf, sts); err != nil {
 			t.Fatalf("FormatList of parsed %+v: %v", sts, err)
 		}
+		if want, err := encodeList(sts); err != nil || !bytes.Equal(buf.Bytes(), want) {
+			t.Fatalf("FormatList of %+v:\n%q\nencoding/json: %q, %v", sts, buf.Bytes(), want, err)
+		}
 		back, err := ParseList(buf.Bytes())
 		if err != nil {
 			t.Fatalf("ParseList of FormatList output %q: %v", buf.String(), err)
@@ -101,6 +104,21 @@ func FuzzParseList(f *testing.F) {
 				t.Fatalf("round trip: %+v became %+v", a, b)
 			}
 		}
+	})
+}
+
+// FuzzParseStatusFast: whatever line parseStatusFast accepts,
+// json.Unmarshal accepts and decodes to the same Status.
+func FuzzParseStatusFast(f *testing.F) {
+	var seed bytes.Buffer
+	FormatList(&seed, benchStatuses(6))
+	for _, line := range bytes.Split(bytes.TrimSpace(seed.Bytes()), []byte("\n")) {
+		f.Add(line)
+	}
+	f.Add([]byte(`{"id":"a","pid":-0,"state":"zombie","exit_code":-9223372036854775808,"started_at":"2026-01-02T03:04:05.5+01:00","signal":"<9>"}`))
+	f.Add([]byte(`{"id":"a","pid":1,"state":"running","exit_code":0,"started_at":"2026-01-02T03:04:05Z","finished_at":"2026-01-02T03:04:05\u005a"}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		checkFast(t, line)
 	})
 }
 
@@ -123,6 +141,8 @@ func FuzzBatchReplies(f *testing.F) {
 	f.Add([]byte("{\"code\":0,\"stdout\":\"not base64\"}\n"), uint8(1))
 	f.Add([]byte("[1,2]\n"), uint8(1))
 	f.Add([]byte(""), uint8(0))
+	f.Add([]byte("{\"code\":0,\"stdout\":\"aGkK\",\"stderr\":\"x\"}\n]"), uint8(1))
+	f.Add([]byte("{\"code\":0}{\"code\":1,\"stdout\":\"\"}\r\n null"), uint8(3))
 	f.Fuzz(func(t *testing.T, out []byte, n uint8) {
 		reqs := make([]Request, int(n)%8)
 		for i := range reqs {
@@ -133,10 +153,23 @@ func FuzzBatchReplies(f *testing.F) {
 		if err == nil && len(replies) != len(reqs) {
 			t.Fatalf("%d replies to %d requests, and no error", len(replies), len(reqs))
 		}
+		checkDecodeReplies(t, out)
 		for i := range replies {
 			if e := replies[i].Err("logs"); (e == nil) != (replies[i].Code == 0) {
 				t.Fatalf("reply %+v: Err %v", replies[i], e)
 			}
 		}
+	})
+}
+
+// FuzzParseReplyFast: whatever reply line parseReplyFast accepts,
+// json.Unmarshal accepts and decodes to the same Reply.
+func FuzzParseReplyFast(f *testing.F) {
+	list, _ := encodeList(benchStatuses(3))
+	for _, r := range []Reply{{}, {Code: 1, Stderr: "runner kill: no such container"}, {Stdout: list}, {Stdout: []byte{}}, {Stdout: []byte("hi\n")}} {
+		f.Add(bytes.TrimSuffix(encodeReplies([]Reply{r}), []byte("\n")))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		checkReplyFast(t, line)
 	})
 }

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -90,9 +89,9 @@ func ValidID(id string) bool {
 // ParseList parses "runner list" output: one JSON object per line; blank
 // lines are ignored. A malformed line is an error naming its line number.
 func ParseList(data []byte) ([]Status, error) {
-	var out []Status
+	out := make([]Status, 0, bytes.Count(data, []byte{'\n'})+1)
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	sc.Buffer(make([]byte, 0, 4096), 1<<20) // grows for a longer line
 	line := 0
 	for sc.Scan() {
 		line++
@@ -100,8 +99,11 @@ func ParseList(data []byte) ([]Status, error) {
 		if len(b) == 0 {
 			continue
 		}
-		var st Status
-		if err := json.Unmarshal(b, &st); err != nil {
+		// Parsed in place: a Status on the stack would escape to the heap
+		// through encoding/json's fallback, one allocation a line.
+		out = append(out, Status{})
+		st := &out[len(out)-1]
+		if err := parseStatus(b, st); err != nil {
 			return nil, fmt.Errorf("runner list line %d: %w", line, err)
 		}
 		if !ValidID(st.ID) {
@@ -110,23 +112,14 @@ func ParseList(data []byte) ([]Status, error) {
 		if st.State != StateRunning && st.State != StateExited {
 			return nil, fmt.Errorf("runner list line %d: invalid state %q", line, st.State)
 		}
-		out = append(out, st)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("runner list: %w", err)
 	}
-	return out, nil
-}
-
-// FormatList writes statuses as "runner list" output.
-func FormatList(w io.Writer, sts []Status) error {
-	enc := json.NewEncoder(w)
-	for i := range sts {
-		if err := enc.Encode(&sts[i]); err != nil {
-			return err
-		}
+	if len(out) == 0 {
+		return nil, nil // no statuses: nil, as ever
 	}
-	return nil
+	return out, nil
 }
 
 // InstallLine is the shell line that installs the runner binary (sent on
@@ -431,14 +424,9 @@ func (c *Client) Batch(ctx context.Context, reqs []Request) ([]Reply, error) {
 	} else if out, err = c.run(ctx, Command{Verb: "batch"}, in.Bytes()); err != nil {
 		return nil, err
 	}
-	replies := make([]Reply, 0, len(reqs))
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for dec.More() {
-		var r Reply
-		if err := dec.Decode(&r); err != nil {
-			return nil, fmt.Errorf("runner batch: reply %d: %w", len(replies)+1, err)
-		}
-		replies = append(replies, r)
+	replies, err := decodeReplies(out, len(reqs))
+	if err != nil {
+		return nil, err
 	}
 	if len(replies) != len(reqs) {
 		return nil, fmt.Errorf("runner batch: %d replies to %d requests", len(replies), len(reqs))

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // writeSmall creates path, which must not exist, and writes data to it
@@ -84,16 +86,29 @@ func openRetry(path string, flags int, perm uint32) (int, error) {
 // readSmall returns the content of path, a state file of a few bytes (at
 // most 4 KiB are read), with an open, a read or two and a close.
 func readSmall(path string) ([]byte, error) {
-	fd, err := openRetry(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	return readSmallAt(unix.AT_FDCWD, path)
+}
+
+// readSmallAt is readSmall of path relative to the directory open on dirfd
+// (unix.AT_FDCWD: the working directory, or path is absolute).
+func readSmallAt(dirfd int, path string) ([]byte, error) {
+	var fd int
+	var err error
+	for {
+		fd, err = unix.Openat(dirfd, path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != unix.EINTR {
+			break
+		}
+	}
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
-	defer syscall.Close(fd)
+	defer unix.Close(fd)
 	var buf [4096]byte
 	n := 0
 	for n < len(buf) {
-		m, err := syscall.Read(fd, buf[n:])
-		if err == syscall.EINTR {
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
@@ -105,6 +120,46 @@ func readSmall(path string) ([]byte, error) {
 		}
 	}
 	return append([]byte(nil), buf[:n]...), nil
+}
+
+// ctrDir is a container's directory as status reads it: name relative to
+// the directory open on fd. "runner list" opens the state root once and
+// names each container by its id, so that every file it reads costs the
+// kernel a walk of two names instead of one per component of the
+// absolute path (and Go no filepath.Join); the other verbs pass an
+// absolute path with fd unix.AT_FDCWD.
+type ctrDir struct {
+	fd   int
+	name string
+}
+
+// absDir is dir, an absolute path, as a ctrDir.
+func absDir(dir string) ctrDir { return ctrDir{fd: unix.AT_FDCWD, name: dir} }
+
+// file is the name of the container's file relative to d.fd.
+func (d ctrDir) file(name string) string { return d.name + "/" + name }
+
+// read is readSmall of the container's file.
+func (d ctrDir) read(name string) ([]byte, error) { return readSmallAt(d.fd, d.file(name)) }
+
+// modTime is the modification time of the container's file (of the
+// directory itself for ""), zero when it cannot be read.
+func (d ctrDir) modTime(name string) time.Time {
+	path := d.name
+	if name != "" {
+		path = d.file(name)
+	}
+	var st unix.Stat_t
+	for {
+		err := unix.Fstatat(d.fd, path, &st, 0)
+		if err == nil {
+			break
+		}
+		if err != unix.EINTR {
+			return time.Time{}
+		}
+	}
+	return time.Unix(st.Mtim.Unix()).UTC()
 }
 
 func parseTime(s string) time.Time {

@@ -291,8 +291,8 @@ func writeHealth(dir string, rec healthRecord) error {
 
 // readHealth reads the container's health file; a container whose checker
 // has not written it yet is starting.
-func readHealth(dir string) healthRecord {
-	b, err := readSmall(filepath.Join(dir, fileHealth))
+func readHealth(d ctrDir) healthRecord {
+	b, err := d.read(fileHealth)
 	var rec healthRecord
 	if err != nil || json.Unmarshal(b, &rec) != nil || rec.Health.State == "" {
 		return healthRecord{Health: runner.Health{State: runner.HealthStarting}}
@@ -349,11 +349,11 @@ func (a *agent) startHealth(root string, c *supervised, grace time.Duration, dev
 // addHealth fills st's health from the container's health file when its
 // pid record says it has a health check, with Killed when the checker
 // killed it.
-func addHealth(dir string, pr pidRecord, st *runner.Status) {
+func addHealth(d ctrDir, pr pidRecord, st *runner.Status) {
 	if !pr.health {
 		return
 	}
-	rec := readHealth(dir)
+	rec := readHealth(d)
 	rec.Health.Killed = rec.Killed
 	st.Health = &rec.Health
 }

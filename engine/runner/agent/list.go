@@ -5,8 +5,8 @@ package agent
 import (
 	"errors"
 	"os"
-	"path/filepath"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 
 	"dispatch-tui/engine/runner"
@@ -20,18 +20,26 @@ func (a *agent) list() int {
 	if !exists {
 		return 0
 	}
-	ents, err := os.ReadDir(root)
+	// One descriptor of the root for the whole list: every container's
+	// files are read relative to it (see ctrDir).
+	f, err := os.Open(root)
 	if err != nil {
 		return a.fail(1, "runner list: %v", err)
 	}
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	if err != nil {
+		return a.fail(1, "runner list: %v", err)
+	}
+	fd := int(f.Fd())
 	sts := make([]runner.Status, 0, len(ents))
 	for _, e := range ents {
 		if !e.IsDir() || !safeID(e.Name()) {
 			continue
 		}
-		sts = append(sts, a.status(filepath.Join(root, e.Name()), e.Name()))
+		sts = append(sts, a.statusAt(ctrDir{fd: fd, name: e.Name()}, e.Name()))
 	}
-	sort.Slice(sts, func(i, j int) bool { return sts[i].ID < sts[j].ID })
+	slices.SortFunc(sts, func(x, y runner.Status) int { return strings.Compare(x.ID, y.ID) })
 	if err := runner.FormatList(a.stdout, sts); err != nil {
 		return a.fail(1, "runner list: %v", err)
 	}
@@ -51,11 +59,16 @@ func (a *agent) list() int {
 // pid_start holds everything list reports, so a container costs one open
 // and one read, plus a look at /proc while it runs.
 func (a *agent) status(dir, id string) runner.Status {
+	return a.statusAt(absDir(dir), id)
+}
+
+// statusAt is status of the container in d.
+func (a *agent) statusAt(d ctrDir, id string) runner.Status {
 	st := runner.Status{ID: id, State: runner.StateRunning}
-	pr, pidErr := readPIDRecord(dir)
+	pr, pidErr := readPIDRecordAt(d)
 	if pidErr == nil && pr.exit != nil {
 		pr.exit.fill(&st)
-		addHealth(dir, pr, &st)
+		addHealth(d, pr, &st)
 		return st
 	}
 	switch {
@@ -63,13 +76,13 @@ func (a *agent) status(dir, id string) runner.Status {
 		st.PID = pr.pid
 		st.StartedAt = pr.started
 	case errors.Is(pidErr, errNotWritten):
-		st.StartedAt = modTime(dir) // made (or claimed) by start
+		st.StartedAt = d.modTime("") // made (or claimed) by start
 	default:
-		st.StartedAt = bornTime(dir)
+		st.StartedAt = bornTime(d)
 	}
 	if pidErr != nil {
 		// A start that failed has an exit file instead.
-		if ex, ok := readExitRecord(dir); ok {
+		if ex, ok := readExitRecordAt(d); ok {
 			ex.fill(&st)
 			return st
 		}
@@ -84,41 +97,33 @@ func (a *agent) status(dir, id string) runner.Status {
 	switch {
 	case alive(pr.pid, pr.start):
 	case alive(pr.spid, pr.sstart): // the supervisor is recording the exit
-	case a.readExit(dir, &st): // written between the checks above
+	case a.readExit(d, &st): // written between the checks above
 	default:
 		st.State, st.ExitCode = runner.StateExited, -1
 	}
-	addHealth(dir, pr, &st)
+	addHealth(d, pr, &st)
 	return st
 }
 
-// bornTime is when the container in dir was made: its spec file's time
+// bornTime is when the container in d was made: its spec file's time
 // (written first, for a container with an image), else the directory's.
-func bornTime(dir string) time.Time {
-	if t := modTime(filepath.Join(dir, fileSpec)); !t.IsZero() {
+func bornTime(d ctrDir) time.Time {
+	if t := d.modTime(fileSpec); !t.IsZero() {
 		return t
 	}
-	return modTime(dir)
+	return d.modTime("")
 }
 
 // readExit fills the exit code and finished time from the exit file and
 // reports whether there is one.
-func (a *agent) readExit(dir string, st *runner.Status) bool {
-	if ex, ok := readExitRecord(dir); ok {
+func (a *agent) readExit(d ctrDir, st *runner.Status) bool {
+	if ex, ok := readExitRecordAt(d); ok {
 		ex.fill(st)
 		return true
 	}
-	if pr, err := readPIDRecord(dir); err == nil && pr.exit != nil {
+	if pr, err := readPIDRecordAt(d); err == nil && pr.exit != nil {
 		pr.exit.fill(st)
 		return true
 	}
 	return false
-}
-
-func modTime(path string) time.Time {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return time.Time{}
-	}
-	return fi.ModTime().UTC()
 }

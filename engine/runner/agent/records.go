@@ -5,7 +5,6 @@ package agent
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -54,14 +53,10 @@ func unDash(s string) string {
 	return s
 }
 
-// readLines returns the lines of path's content when it is complete (ends
-// with a newline); an error wrapping errNotWritten when it is there but
-// empty or unterminated.
-func readLines(path string) ([]string, error) {
-	b, err := readSmall(path)
-	if err != nil {
-		return nil, err
-	}
+// splitLines returns the lines of b, the content of path, when it is
+// complete (ends with a newline); an error wrapping errNotWritten when it
+// is empty or unterminated.
+func splitLines(b []byte, path string) ([]string, error) {
 	if len(b) == 0 || b[len(b)-1] != '\n' {
 		return nil, fmt.Errorf("%s: %w", path, errNotWritten)
 	}
@@ -111,8 +106,17 @@ var errNotWritten = errors.New("not written yet")
 // readPIDRecord reads pid_start of the container in dir: five fields,
 // with the exit line after them once the command ended.
 func readPIDRecord(dir string) (pidRecord, error) {
-	path := filepath.Join(dir, filePIDStart)
-	lines, err := readLines(path)
+	return readPIDRecordAt(absDir(dir))
+}
+
+// readPIDRecordAt is readPIDRecord of the container in d.
+func readPIDRecordAt(d ctrDir) (pidRecord, error) {
+	path := d.file(filePIDStart)
+	b, err := readSmallAt(d.fd, path)
+	if err != nil {
+		return pidRecord{}, err
+	}
+	lines, err := splitLines(b, path)
 	if err != nil {
 		return pidRecord{}, err
 	}
@@ -143,7 +147,17 @@ type exitRecord struct {
 // (or the line could not be appended): the pid line and the exit line. ok
 // is false when there is none (yet).
 func readExitRecord(dir string) (r exitRecord, ok bool) {
-	lines, err := readLines(filepath.Join(dir, fileExit))
+	return readExitRecordAt(absDir(dir))
+}
+
+// readExitRecordAt is readExitRecord of the container in d.
+func readExitRecordAt(d ctrDir) (r exitRecord, ok bool) {
+	path := d.file(fileExit)
+	b, err := readSmallAt(d.fd, path)
+	if err != nil {
+		return r, false
+	}
+	lines, err := splitLines(b, path)
 	if err != nil || len(lines) < 2 {
 		return r, false
 	}
