@@ -196,6 +196,8 @@ func safeID(id string) bool {
 type agent struct {
 	env            Env
 	stdout, stderr io.Writer
+	// feeders, under serve only, are the session's supervisors.
+	feeders *feederPool
 }
 
 // fail prints one line on stderr and returns code.
