@@ -250,7 +250,7 @@ func TestSupervisorFailures(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name, script, want string
-		serve             bool
+		serve              bool
 	}{
 		{"dies, start", "exit 3", "the supervisor exited without starting the command (exit status 3)", false},
 		{"dies, serve", "exit 3", "the supervisor exited without starting the command (exit status 3)", true},
