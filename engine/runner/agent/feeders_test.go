@@ -284,3 +284,35 @@ func TestSupervisorFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestIdleSupervisorDoesNotSpin: a kept supervisor whose containers all
+// ended has no child, and its reaper waits for the next start instead of
+// calling wait4 again and again.
+func TestIdleSupervisorDoesNotSpin(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	srv := startServe(t, h.env)
+	defer func() {
+		srv.in.Close()
+		<-srv.done
+	}()
+	mustStart(t, srv, runner.Spec{ID: "done", Command: []string{"true"}})
+	h.waitState("done", runner.StateExited)
+	spid, _ := h.supervisorOf("done")
+	ticks := func() int {
+		u, _ := strconv.Atoi(procField(t, spid, 14))
+		s, _ := strconv.Atoi(procField(t, spid, 15))
+		return u + s
+	}
+	before := ticks()
+	time.Sleep(300 * time.Millisecond) // the interval measured, not a wait for a state
+	if used := ticks() - before; used > 5 {
+		t.Fatalf("the idle supervisor used %d clock ticks in 300ms", used)
+	}
+	// And it still starts what comes next.
+	mustStart(t, srv, runner.Spec{ID: "next", Command: []string{"true"}})
+	if s, _ := h.supervisorOf("next"); s != spid {
+		t.Fatalf("next started by %d, want %d", s, spid)
+	}
+	h.waitState("next", runner.StateExited)
+}
