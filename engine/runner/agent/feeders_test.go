@@ -316,3 +316,30 @@ func TestIdleSupervisorDoesNotSpin(t *testing.T) {
 	}
 	h.waitState("next", runner.StateExited)
 }
+
+// TestKeptSupervisorPassesTermOn: TERM sent to a kept supervisor reaches
+// its commands, whose exits it records; it goes on serving.
+func TestKeptSupervisorPassesTermOn(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	srv := startServe(t, h.env)
+	defer func() {
+		srv.in.Close()
+		<-srv.done
+	}()
+	mustStart(t, srv, runner.Spec{ID: "t1", Command: []string{"sleep", "60"}})
+	mustStart(t, srv, runner.Spec{ID: "t2", Command: []string{"sleep", "60"}})
+	spid, _ := h.supervisorOf("t1")
+	h.waitState("t2", runner.StateRunning)
+	syscall.Kill(spid, syscall.SIGTERM)
+	for _, id := range []string{"t1", "t2"} {
+		if st := h.waitState(id, runner.StateExited); st.ExitCode != 143 || st.Signal != "TERM" {
+			t.Errorf("%s: exit %d signal %q, want 143 TERM", id, st.ExitCode, st.Signal)
+		}
+	}
+	mustStart(t, srv, runner.Spec{ID: "t3", Command: []string{"true"}})
+	if s, _ := h.supervisorOf("t3"); s != spid {
+		t.Errorf("t3 started by %d, want %d", s, spid)
+	}
+	h.waitState("t3", runner.StateExited)
+}
