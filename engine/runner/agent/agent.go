@@ -33,9 +33,11 @@
 // per container was most of the cost of a start on ext4.
 //
 // "start" re-executes the runner binary as the hidden verb "supervise" in a
-// new session; the supervisor starts the command in yet another session (so
-// the command leads its own process group and can be signalled as a group),
-// writes pid_start, waits for it and appends the exit line. Neither the
+// new session, and sends it the specs on its stdin; the supervisor starts
+// each command in yet another session (so the command leads its own
+// process group and can be signalled as a group), writes pid_start, waits
+// for it and appends the exit line. "serve" keeps its supervisors and
+// feeds them frame after frame (launch.go). Neither the
 // supervisor nor the command keeps the SSH session's stdin, stdout or
 // stderr open, so "start" returns as soon as the command runs and the
 // container outlives both the runner invocation and the SSH session.
@@ -196,6 +198,8 @@ func safeID(id string) bool {
 type agent struct {
 	env            Env
 	stdout, stderr io.Writer
+	// feeders, under serve only, are the session's supervisors.
+	feeders *feederPool
 }
 
 // fail prints one line on stderr and returns code.

@@ -116,11 +116,14 @@ func writeReplies(bw *bufio.Writer, replies []runner.Reply) error {
 // line each, then an empty line. A frame cut short by the end of stdin is
 // not run (the dispatcher takes a frame it could not finish sending for
 // one never sent). Containers started here outlive the session as they
-// outlive a batch.
+// outlive a batch, and so do the supervisors that serve keeps.
 func (a *agent) serve(stdin io.Reader) int {
 	if stdin == nil {
 		return 0
 	}
+	// The frames' starts go to supervisors kept for the whole session.
+	a.feeders = &feederPool{}
+	defer a.feeders.close()
 	sc := newRequestScanner(stdin)
 	bw := bufio.NewWriter(a.stdout)
 	var f frame
@@ -271,8 +274,12 @@ const minPerSupervisor = 32
 // hundreds took one core for as long as they took to start while every
 // other core idled: the last command of the batch, and the reply, waited
 // for all of them (docs/design.md §9, issue 17). Errors are per id, as
-// launchMany's.
+// launchMany's. Under serve, the supervisors are the session's, kept
+// across frames (feederPool).
 func (a *agent) launchParallel(root string, ids []string, specs [][]byte) []error {
+	if a.feeders != nil {
+		return a.feeders.launch(a, root, ids, specs)
+	}
 	shares := splitShares(len(ids), runtime.NumCPU())
 	if len(shares) == 1 {
 		return a.launchMany(root, ids, specs)

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -21,19 +23,37 @@ import (
 // commands) per container, the cost that limits end-to-end throughput
 // (docs/design.md §9).
 //
-//	go test -run='^$' -bench=ServeCycle -benchtime=20x ./engine/runner
-func BenchmarkServeCycle(b *testing.B) {
-	const round = 256
+// The supervisors are this test binary unless $DISPATCH_TUI_BENCH_RUNNER
+// names a dispatch-tui binary (CGO_ENABLED=0 go build -o X .), whose
+// process start (the init of every package in it) is what an instance
+// pays:
+//
+//	go test -run='^$' -bench=ServeCycle -benchtime=20x ./engine/runner/agent
+func BenchmarkServeCycle(b *testing.B) { serveCycle(b, 256) }
+
+// BenchmarkServeCycleSmallFrames is BenchmarkServeCycle with frames of 32
+// starts, each under one supervisor, as when the dispatcher has few
+// starts per pass for an instance: a supervisor's process start is paid
+// per 32 containers, not per 128 (two supervisors for 256 on two CPUs).
+func BenchmarkServeCycleSmallFrames(b *testing.B) { serveCycle(b, 32) }
+
+func serveCycle(b *testing.B, round int) {
 	self, err := os.Executable()
 	if err != nil {
 		b.Fatal(err)
 	}
+	if bin := os.Getenv(benchRunnerEnv); bin != "" {
+		self = bin
+	}
 	env := Env{StateDir: b.TempDir(), Version: "0.1.0-test", Hash: "abc123", Self: self, SelfArgs: []string{"runner"}, KillGrace: 200 * time.Millisecond}
 	srv := startServe(b, env)
-	defer func() {
+	stopServe := func() {
 		srv.in.Close()
 		<-srv.done
-	}()
+		// The supervisors' CPU counts once they are reaped, after the
+		// end of serve for those it keeps.
+		waitNoChildren(b)
+	}
 	exchange := func(reqs []string) []runner.Reply {
 		replies := srv.exchange(reqs...)
 		for _, r := range replies {
@@ -108,8 +128,10 @@ func BenchmarkServeCycle(b *testing.B) {
 	}
 	// One round untimed, so that the free pool holds a round's
 	// directories, as on an instance that has been running containers.
+	// A session of its own, so that its supervisors are gone.
 	cycle("warm")
-	time.Sleep(100 * time.Millisecond)
+	stopServe()
+	srv = startServe(b, env)
 	lists, tStart, tList, tLogs, tForget = 0, 0, 0, 0, 0
 	cpu0 := cpu()
 	b.ResetTimer()
@@ -117,8 +139,7 @@ func BenchmarkServeCycle(b *testing.B) {
 		cycle(fmt.Sprint("c", n))
 	}
 	b.StopTimer()
-	// Wait for the last supervisors to be reaped, so their CPU counts.
-	time.Sleep(100 * time.Millisecond)
+	stopServe()
 	b.ReportMetric(float64(cpu()-cpu0)/float64(time.Millisecond)/float64(b.N*round), "cpu-ms/container")
 	b.ReportMetric(float64(lists)/float64(b.N), "lists/op")
 	per := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) / float64(b.N*round) }
@@ -126,4 +147,29 @@ func BenchmarkServeCycle(b *testing.B) {
 	b.ReportMetric(per(tList)/float64(lists)*float64(b.N), "list-µs/container")
 	b.ReportMetric(per(tLogs), "logs-µs/container")
 	b.ReportMetric(per(tForget), "forget-µs/container")
+}
+
+// benchRunnerEnv names a dispatch-tui binary for the benchmarks to run as
+// the runner's supervisors.
+const benchRunnerEnv = "DISPATCH_TUI_BENCH_RUNNER"
+
+// waitNoChildren polls until this process has no child left.
+func waitNoChildren(b *testing.B) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		kids, _ := filepath.Glob("/proc/self/task/*/children")
+		n := 0
+		for _, k := range kids {
+			if c, err := os.ReadFile(k); err == nil {
+				n += len(strings.Fields(string(c)))
+			}
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d children left after 30s", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

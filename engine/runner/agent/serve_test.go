@@ -5,18 +5,21 @@ package agent
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
 	"dispatch-tui/engine/runner"
 )
 
-// serveConn is a "runner serve" run by Main in this process, fed through
-// a pipe.
+// serveConn is a "runner serve" fed through a pipe: run by Main in this
+// process (startServe) or as a process of its own (startServeProcess).
 type serveConn struct {
 	tb      testing.TB
-	in      *io.PipeWriter
+	in      io.WriteCloser
 	replies *bufio.Reader
 	done    chan int // serve's exit code
 }
@@ -33,28 +36,68 @@ func startServe(tb testing.TB, env Env) *serveConn {
 	return s
 }
 
+// startServeProcess runs "runner serve" as a process of its own, as SSH
+// does: its exit closes the supervisors' stdin, not serve.
+func startServeProcess(tb testing.TB, env Env) *serveConn {
+	tb.Helper()
+	cmd := exec.Command(env.Self, append(append([]string(nil), env.SelfArgs...), "serve")...)
+	cmd.Env = append(os.Environ(), StateDirEnv+"="+env.StateDir)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	s := &serveConn{tb: tb, in: in, replies: bufio.NewReader(out), done: make(chan int, 1)}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		s.done <- cmd.ProcessState.ExitCode()
+		close(exited)
+	}()
+	tb.Cleanup(func() {
+		in.Close()
+		<-exited
+	})
+	return s
+}
+
 // exchange sends reqs as one frame and returns the replies.
 func (s *serveConn) exchange(reqs ...string) []runner.Reply {
 	s.tb.Helper()
+	out, err := s.tryExchange(reqs...)
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	return out
+}
+
+// tryExchange is exchange for goroutines other than the test's.
+func (s *serveConn) tryExchange(reqs ...string) ([]runner.Reply, error) {
 	frame := "\n"
 	if len(reqs) > 0 {
 		frame = strings.Join(reqs, "\n") + "\n\n"
 	}
 	if _, err := io.WriteString(s.in, frame); err != nil {
-		s.tb.Fatal(err)
+		return nil, err
 	}
 	var out []runner.Reply
 	for {
 		line, err := s.replies.ReadString('\n')
 		if err != nil {
-			s.tb.Fatalf("reading replies: %v", err)
+			return nil, fmt.Errorf("reading replies: %v", err)
 		}
 		if line == "\n" {
-			return out
+			return out, nil
 		}
 		var r runner.Reply
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			s.tb.Fatalf("reply %q: %v", line, err)
+			return nil, fmt.Errorf("reply %q: %v", line, err)
 		}
 		out = append(out, r)
 	}
@@ -102,7 +145,7 @@ func TestServeFrames(t *testing.T) {
 	}
 }
 
-func mustJSON(t *testing.T, v any) json.RawMessage {
+func mustJSON(t testing.TB, v any) json.RawMessage {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -3,7 +3,6 @@
 package agent
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,8 +40,8 @@ func TestCommandThatCannotStartSaysWhyInItsStderr(t *testing.T) {
 		if err := os.Mkdir(dir, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		spec, _ := json.Marshal(runner.Spec{ID: tc.id, Command: tc.cmd})
-		if _, err := a.superviseStart(dir, pidRecord{spid: os.Getpid(), sstart: procStart(os.Getpid())}, spec, true, devnull); err == nil {
+		spec := runner.Spec{ID: tc.id, Command: tc.cmd}
+		if _, err := a.superviseStart(dir, pidRecord{spid: os.Getpid(), sstart: procStart(os.Getpid())}, spec, nil, devnull); err == nil {
 			t.Fatalf("%s: started", tc.id)
 		}
 		st := h.waitState(tc.id, runner.StateExited)

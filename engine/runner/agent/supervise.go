@@ -4,6 +4,7 @@ package agent
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -23,172 +24,129 @@ import (
 	"dispatch-tui/engine/runner"
 )
 
-// supervise runs "runner supervise --dir D --ready-fd N --grace G <id>...",
-// the hidden verb "start" launches in a new session. For each id it runs the
-// container's command in a session of its own, records pid, waits, and
+// supervise runs "runner supervise --dir D --ready-fd N --grace G", the
+// hidden verb that "start", "batch" and "serve" launch in a new session
+// (launch.go). It reads specs on stdin, one JSON object per line, and
+// starts each as it arrives in its directory D/<id>, which "start" made: it
+// runs the command in a session of its own, records pid, waits, and
 // records the exit code (128+signal when a signal ended it) and the finish
-// time. One supervisor may look after several containers (a batch of
-// starts): it exits once all of them have ended. It reports "ok <id>" or
-// "error <id> <why>" on the ready fd for each id once its command runs or
-// could not be started. Its own stdout and stderr are /dev/null; a failure
-// to start is also written to the container's error file.
+// time. For each spec it reports "ok <id>" (pid written) or "error <id>
+// <why>" on the ready fd. It exits once stdin is at its end and all its
+// commands have ended: "start" and "batch" close its stdin after one batch,
+// "serve" keeps feeding it frame after frame. Its own stdout and stderr
+// are /dev/null; a failure to start is also written to the container's
+// error file.
 func (a *agent) supervise(args []string) int {
 	fl := flag.NewFlagSet("supervise", flag.ContinueOnError)
 	fl.SetOutput(io.Discard)
 	root := fl.String("dir", "", "state dir")
 	readyFD := fl.Int("ready-fd", -1, "fd to report readiness on")
 	grace := fl.Duration("grace", a.env.KillGrace, "TERM to KILL delay after max_run_time")
-	specsStdin := fl.Bool("specs-stdin", false, "read the specs from stdin (one JSON object per line, in the order of the ids), not from spec.json")
-	if err := fl.Parse(args); err != nil || fl.NArg() < 1 || *root == "" || !filepath.IsAbs(*root) {
-		return a.fail(2, "usage: runner supervise --dir ABSDIR [--ready-fd N] [--grace D] <id>... (internal; run by start)")
-	}
-	ids := fl.Args()
-	for _, id := range ids {
-		if !safeID(id) {
-			return a.fail(2, "runner supervise: invalid container id %q", id)
-		}
+	if err := fl.Parse(args); err != nil || fl.NArg() != 0 || *root == "" || !filepath.IsAbs(*root) {
+		return a.fail(2, "usage: runner supervise --dir ABSDIR [--ready-fd N] [--grace D], specs on stdin (internal; run by start and serve)")
 	}
 	var ready *os.File
 	if *readyFD >= 0 {
-		// Keep the ready pipe out of the commands, or "start" would see it
-		// open as long as they run.
+		// Keep the ready pipe out of the commands, or its reader would
+		// see it open as long as they run.
 		syscall.CloseOnExec(*readyFD)
 		ready = os.NewFile(uintptr(*readyFD), "ready")
 	}
-	// One line per container as soon as it is known, so that "start"
-	// sees progress through a long batch.
+	// One line per container as soon as it is known, so that the
+	// launcher sees progress through a long batch.
 	report := func(msg string) {
 		if ready != nil {
 			io.WriteString(ready, strings.ReplaceAll(msg, "\n", " ")+"\n")
 		}
 	}
-	flushReady := func() {
+	closeReady := func() {
 		if ready != nil {
 			ready.Close()
 			ready = nil
 		}
 	}
-	defer flushReady()
+	defer closeReady()
 
 	// Pass termination signals sent to the supervisor on to the commands.
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
-		for _, id := range ids {
-			report("error " + id + " " + err.Error())
-		}
-		return 1
+		return 1 // the launcher sees the ready pipe closed with nothing reported
 	}
 	defer devnull.Close()
 	self := pidRecord{spid: os.Getpid(), sstart: procStart(os.Getpid())}
-	specs := make([][]byte, len(ids))
-	if *specsStdin {
-		// Read them all first: "start" writes them all before it reads
-		// the ready pipe.
-		dec := json.NewDecoder(bufio.NewReaderSize(os.Stdin, 64*1024))
-		for i := range specs {
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
-				break
-			}
-			specs[i] = raw
-		}
-	}
-	// The supervisor's only children are the commands it starts, so
-	// wait4(-1) sees each exit exactly once. While the batch starts, exits
-	// are collected between starts without waiting: a batch of short
-	// commands then shows them exited while the rest is still starting,
-	// instead of running (list reads /proc for each running container).
-	// Then one reaper goroutine waits for the rest.
-	var live []*supervised
-	byPID := make(map[int]*supervised, len(ids)) // started, not yet reaped
-	// reap waits for a command to end (only looks, with WNOHANG) and
-	// takes it out of byPID: nil and no error when none has ended yet.
-	reap := func(options int) (*supervised, error) {
-		for {
-			var ws syscall.WaitStatus
-			pid, err := syscall.Wait4(-1, &ws, options, nil)
-			switch {
-			case err == syscall.EINTR:
-				continue
-			case err != nil:
-				return nil, err
-			case pid <= 0:
-				return nil, nil
-			}
-			if c := byPID[pid]; c != nil {
-				delete(byPID, pid)
-				c.status, c.signal = exitStatus(ws)
-				return c, nil
-			}
-		}
-	}
-	for i, id := range ids {
-		c, err := a.superviseStart(filepath.Join(*root, id), self, specs[i], *specsStdin, devnull)
-		if err != nil {
-			report("error " + id + " " + err.Error())
-			continue
-		}
-		report("ok " + id)
-		live = append(live, c)
-		byPID[c.pid] = c
-		if c.spec.HealthCheck != nil {
-			a.startHealth(*root, c, *grace, devnull)
-		}
-		for len(byPID) > 0 {
-			ended, _ := reap(syscall.WNOHANG)
-			if ended == nil {
-				break
-			}
-			ended.ended = true
-			ended.finish(a)
-		}
-	}
-	flushReady()
-	if len(live) == 0 {
-		return 1
-	}
 
-	left := len(byPID)
-	done := make(chan *supervised, left)
-	go func() { // owns byPID from here
-		for len(byPID) > 0 {
-			c, err := reap(0)
-			if err != nil {
-				// ECHILD: nothing left to wait for (cannot happen
-				// while a command is unreaped). Report the rest as
-				// ended with an unknown status.
-				for _, c := range byPID {
-					c.status = -1
-					done <- c
-				}
-				return
-			}
-			done <- c
-		}
-	}()
-	type timer struct {
-		c        *supervised
-		escalate bool
-	}
-	timers := make(chan timer, 2*len(live))
-	for _, c := range live {
-		if c.spec.MaxRunTime > 0 {
-			time.AfterFunc(c.spec.MaxRunTime, func() { timers <- timer{c: c} })
-		}
-	}
-	for left > 0 {
+	// The loop below owns byPID and the containers; the reader, the
+	// reaper and the timers only send to it.
+	stop := make(chan struct{})
+	defer close(stop)
+	lines := make(chan []byte)
+	go readSpecLines(os.Stdin, lines, stop)
+	kick := make(chan struct{}, 1)
+	reaped := make(chan reapedChild)
+	go reapChildren(kick, reaped, stop)
+	kickReaper := func() {
 		select {
-		case c := <-done:
-			left--
+		case kick <- struct{}{}:
+		default: // one is pending: the reaper calls wait4 again after it
+		}
+	}
+	timers := make(chan runTimer)
+	arm := func(d time.Duration, t runTimer) *time.Timer {
+		return time.AfterFunc(d, func() {
+			select {
+			case timers <- t:
+			case <-stop:
+			}
+		})
+	}
+	byPID := make(map[int]*supervised) // started, not yet reaped
+	started := 0
+	for lines != nil || len(byPID) > 0 {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				lines = nil
+				closeReady() // nothing more to report
+				continue
+			}
+			c, id, err := a.superviseLine(*root, self, line, devnull)
+			if id == "" {
+				continue // no id to report it under (the launcher never sends such a line)
+			}
+			if err != nil {
+				report("error " + id + " " + err.Error())
+				continue
+			}
+			report("ok " + id)
+			started++
+			// The reaper may see the command's exit before this loop
+			// reads it, never before the command is in byPID.
+			byPID[c.pid] = c
+			kickReaper()
+			if c.spec.MaxRunTime > 0 {
+				c.timer = arm(c.spec.MaxRunTime, runTimer{c: c})
+			}
+			if c.spec.HealthCheck != nil {
+				a.startHealth(*root, c, *grace, devnull)
+				kickReaper()
+			}
+		case r := <-reaped:
+			c := byPID[r.pid]
+			if c == nil {
+				continue // a health checker, or a command whose start failed
+			}
+			delete(byPID, r.pid)
+			c.status, c.signal = exitStatus(r.ws)
 			c.ended = true
+			if c.timer != nil {
+				c.timer.Stop()
+			}
 			c.finish(a)
 		case s := <-sigs:
-			for _, c := range live {
-				if !c.ended {
-					syscall.Kill(-c.pid, s.(syscall.Signal))
-				}
+			for _, c := range byPID {
+				syscall.Kill(-c.pid, s.(syscall.Signal))
 			}
 		case t := <-timers:
 			if t.c.ended {
@@ -200,11 +158,96 @@ func (a *agent) supervise(args []string) int {
 			}
 			appendSmall(filepath.Join(t.c.dir, fileStderr), fmt.Appendf(nil, "runner: max_run_time %v exceeded: sending TERM, then KILL after %v\n", t.c.spec.MaxRunTime, *grace))
 			syscall.Kill(-t.c.pid, syscall.SIGTERM)
-			c := t.c
-			time.AfterFunc(*grace, func() { timers <- timer{c: c, escalate: true} })
+			t.c.timer = arm(*grace, runTimer{c: t.c, escalate: true})
 		}
 	}
+	if started == 0 {
+		return 1
+	}
 	return 0
+}
+
+// runTimer is a max_run_time timer that fired: TERM, or KILL once the
+// grace has passed too.
+type runTimer struct {
+	c        *supervised
+	escalate bool
+}
+
+// superviseLine starts the container of one spec line in its directory
+// under root. id is "" when the line names no valid id.
+func (a *agent) superviseLine(root string, self pidRecord, line []byte, devnull *os.File) (c *supervised, id string, err error) {
+	spec, specErr := decodeSpec(line)
+	id = spec.ID
+	if specErr != nil {
+		// Still claim the directory and record why, under the id the
+		// line has if any.
+		var head struct {
+			ID string `json:"id"`
+		}
+		json.Unmarshal(line, &head)
+		id = head.ID
+	}
+	if !safeID(id) {
+		return nil, "", nil
+	}
+	c, err = a.superviseStart(filepath.Join(root, id), self, spec, specErr, devnull)
+	return c, id, err
+}
+
+// readSpecLines sends each non-empty line of r on lines and closes lines
+// at the end of r.
+func readSpecLines(r io.Reader, lines chan<- []byte, stop <-chan struct{}) {
+	defer close(lines)
+	br := bufio.NewReaderSize(r, 64*1024)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			select {
+			case lines <- line:
+			case <-stop:
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// reapedChild is a child that wait4 reaped, with its status.
+type reapedChild struct {
+	pid int
+	ws  syscall.WaitStatus
+}
+
+// reapChildren waits for the supervisor's children and sends each one's
+// end on out. The supervisor's only children are the commands it starts
+// (and their health checkers, whose own checks are not its children), so
+// wait4(-1) sees each command's exit exactly once. With no child, wait4
+// fails at once (ECHILD): it then waits for a kick, sent after each start,
+// instead of spinning.
+func reapChildren(kick <-chan struct{}, out chan<- reapedChild, stop <-chan struct{}) {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, 0, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || pid <= 0 {
+			select {
+			case <-kick:
+				continue
+			case <-stop:
+				return
+			}
+		}
+		select {
+		case out <- reapedChild{pid: pid, ws: ws}:
+		case <-stop:
+			return
+		}
+	}
 }
 
 // supervised is one container a supervisor runs.
@@ -215,8 +258,9 @@ type supervised struct {
 	started time.Time
 	rec     pidRecord // pid_start's line
 	ended   bool
-	status  int    // exit code, 128+signal, or -1 (set by the reaper)
-	signal  string // the signal that ended it, "" if none (set by the reaper)
+	status  int         // exit code, 128+signal, or -1
+	signal  string      // the signal that ended it, "" if none
+	timer   *time.Timer // max_run_time's, while it runs
 }
 
 // exitStatus is a wait status as the container's exit code (the code, or
@@ -265,8 +309,8 @@ func signalName(sig syscall.Signal) string {
 // superviseStart claims the container in dir (one supervisor per
 // directory, ever: the first to create its stdout), starts its command and
 // records its pid in pid_start. self holds the supervisor's pid and start
-// time. The spec is specJSON when fromStdin is set, else dir/spec.json.
-func (a *agent) superviseStart(dir string, self pidRecord, specJSON []byte, fromStdin bool, devnull *os.File) (*supervised, error) {
+// time; spec is the container's, or specErr says why there is none.
+func (a *agent) superviseStart(dir string, self pidRecord, spec runner.Spec, specErr error, devnull *os.File) (*supervised, error) {
 	born := a.env.Now()
 	c := &supervised{dir: dir, started: born}
 	// The command's stdout and stderr. The supervisor closes its copies as
@@ -304,20 +348,8 @@ func (a *agent) superviseStart(dir string, self pidRecord, specJSON []byte, from
 	if outs[1], err = openRetry(filepath.Join(dir, fileStderr), syscall.O_WRONLY|syscall.O_CREAT|syscall.O_APPEND|syscall.O_CLOEXEC, 0o600); err != nil {
 		return failed(127, (&fs.PathError{Op: "open", Path: filepath.Join(dir, fileStderr), Err: err}).Error())
 	}
-	var spec runner.Spec
-	switch {
-	case !fromStdin:
-		spec, err = readSpecFile(dir)
-	case specJSON == nil:
-		err = errors.New("no spec on stdin")
-	default:
-		spec, err = decodeSpec(specJSON)
-		if err == nil && spec.ID != filepath.Base(dir) {
-			err = fmt.Errorf("spec id %q does not match the container id %q", spec.ID, filepath.Base(dir))
-		}
-	}
-	if err != nil {
-		return failed(127, "reading the spec: "+err.Error())
+	if specErr != nil {
+		return failed(127, "reading the spec: "+specErr.Error())
 	}
 	c.spec = spec
 	docker := ""
