@@ -200,6 +200,9 @@ type agent struct {
 	stdout, stderr io.Writer
 	// feeders, under serve only, are the session's supervisors.
 	feeders *feederPool
+	// starts, under supervise only (its loop's), tells its commands'
+	// start times.
+	starts startClock
 }
 
 // fail prints one line on stderr and returns code.

@@ -87,3 +87,28 @@ func alive(pid int, start string) bool {
 	kerr := syscall.Kill(pid, 0)
 	return kerr == nil || errors.Is(kerr, syscall.EPERM)
 }
+
+// startClock gives the start times of the commands a supervisor forks as
+// procStart reads them, from the boot clock around each fork (bootTick)
+// instead of /proc when the clock did not tick across it. It reads /proc
+// until one fork tells whether the two agree, and keeps reading it for
+// good if they did not.
+type startClock struct {
+	checked, trusted bool
+}
+
+// start returns the start of pid, forked between the bootTick results
+// t0 (ok0) and now.
+func (c *startClock) start(pid int, t0 uint64, ok0 bool) string {
+	t1, ok1 := bootTick()
+	same := ok0 && ok1 && t0 == t1
+	if same && c.trusted {
+		return strconv.FormatUint(t0, 10)
+	}
+	st := procStart(pid)
+	if same && !c.checked && st != "" {
+		c.checked = true
+		c.trusted = st == strconv.FormatUint(t0, 10)
+	}
+	return st
+}

@@ -365,6 +365,7 @@ func (a *agent) superviseStart(dir string, self pidRecord, spec runner.Spec, spe
 	}
 	// syscall.ForkExec rather than os/exec: no pidfd per command (one
 	// reaper waits for all of them) and no goroutine per command.
+	forkTick, tickOK := bootTick()
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Dir:   workDir(envValue(env, "HOME")),
 		Env:   env,
@@ -382,7 +383,7 @@ func (a *agent) superviseStart(dir string, self pidRecord, spec runner.Spec, spe
 	c.pid = pid
 	c.started = a.env.Now()
 	c.rec = self
-	c.rec.pid, c.rec.start, c.rec.started = c.pid, procStart(c.pid), c.started
+	c.rec.pid, c.rec.start, c.rec.started = c.pid, a.starts.start(c.pid, forkTick, tickOK), c.started
 	c.rec.health = spec.HealthCheck != nil
 	if err := writeRecord(filepath.Join(dir, filePIDStart), formatPIDRecord(c.rec)); err != nil {
 		syscall.Kill(-c.pid, syscall.SIGKILL)

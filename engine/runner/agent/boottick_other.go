@@ -1,0 +1,6 @@
+//go:build unix && !linux
+
+package agent
+
+// bootTick is only known on Linux; elsewhere a start is read from /proc.
+func bootTick() (uint64, bool) { return 0, false }
