@@ -39,6 +39,28 @@ func (e *Engine) storeLogs(id string, output []byte) error {
 		e.queue.SetLogsError(id, "")
 		return nil
 	}
+	return e.logsNotStored(id, err)
+}
+
+// storeLogsBatch is storeLogs for a runner's batch of forgets, in one
+// store transaction.
+func (e *Engine) storeLogsBatch(ids []string, outputs [][]byte) []error {
+	errs := make([]error, len(ids))
+	if err := e.queue.StoreLogsBatch(ids, outputs); err != nil {
+		for i, id := range ids {
+			errs[i] = e.logsNotStored(id, err)
+		}
+		return errs
+	}
+	for _, id := range ids {
+		e.queue.SetLogsError(id, "")
+	}
+	return errs
+}
+
+// logsNotStored records that id's output could not be stored (err) and
+// returns err.
+func (e *Engine) logsNotStored(id string, err error) error {
 	msg := "logs: not stored: " + rootCause(err)
 	if e.queue.SetLogsError(id, msg) {
 		e.output.storeFailures.Add(1)

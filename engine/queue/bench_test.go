@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -165,4 +166,40 @@ func BenchmarkViewsPage(b *testing.B) {
 			b.Fatalf("%d views", len(vs))
 		}
 	}
+}
+
+// BenchmarkStoreLogs: storing the outputs of one runner batch of 256
+// forgets, one StoreLogs each from concurrent goroutines (as the pool did)
+// or one StoreLogsBatch.
+func BenchmarkStoreLogs(b *testing.B) {
+	const n = 256
+	q := openSeeded(b, n)
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("c-%010d", i) // seedFile's
+	}
+	outs := make([][]byte, n)
+	for i := range outs {
+		outs[i] = []byte("some output\n")
+	}
+	b.Run("each", func(b *testing.B) {
+		for b.Loop() {
+			var wg sync.WaitGroup
+			for i := range ids {
+				wg.Go(func() {
+					if err := q.StoreLogs(ids[i], outs[i]); err != nil {
+						b.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+		}
+	})
+	b.Run("batch", func(b *testing.B) {
+		for b.Loop() {
+			if err := q.StoreLogsBatch(ids, outs); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

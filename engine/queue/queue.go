@@ -665,6 +665,43 @@ func (q *Queue) StoreLogs(id string, output []byte) error {
 	return nil
 }
 
+// StoreLogsBatch keeps the outputs of several finished containers, as
+// StoreLogs does each, in one transaction: one commit (and its syncs) for
+// a runner's whole batch of forgets.
+func (q *Queue) StoreLogsBatch(ids []string, outputs [][]byte) error {
+	known := make([]bool, len(ids))
+	someKnown := false
+	q.mu.Lock()
+	for i, id := range ids {
+		_, known[i] = q.byID[id]
+		someKnown = someKnown || known[i]
+	}
+	q.mu.Unlock()
+	if !someKnown {
+		return nil // all dropped (keep_finished) before their output arrived
+	}
+	err := q.group.write(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketLogs)
+		for i, id := range ids {
+			if !known[i] {
+				continue
+			}
+			out := outputs[i]
+			if len(out) > MaxStoredLogs {
+				out = out[len(out)-MaxStoredLogs:]
+			}
+			if err := b.Put([]byte(id), out); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store logs of %d containers: %w", len(ids), err)
+	}
+	return nil
+}
+
 // SetLogsError records why a container's output is not stored (msg "" once
 // it is) and reports whether that changed the record. The change is written
 // with the next flush; until then it is visible in memory.

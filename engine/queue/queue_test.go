@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -900,5 +901,40 @@ func TestPausedStoredOnChange(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// StoreLogsBatch keeps each known container's output as StoreLogs would
+// (the last MaxStoredLogs bytes), survives a reopen, and skips ids the
+// queue no longer has.
+func TestStoreLogsBatch(t *testing.T) {
+	e := newEnv(t, nil)
+	a, b := e.submit(spec("true")).ID, e.submit(spec("true")).ID
+	big := append(bytes.Repeat([]byte("x"), MaxStoredLogs), "end\n"...)
+	ids := []string{a, "gone", b}
+	outs := [][]byte{[]byte("out of a\n"), []byte("never stored\n"), big}
+	if err := e.q.StoreLogsBatch(ids, outs); err != nil {
+		t.Fatal(err)
+	}
+	e.reopen()
+	for _, tc := range []struct {
+		id    string
+		found bool
+		want  []byte
+	}{
+		{a, true, outs[0]},
+		{"gone", false, nil},
+		{b, true, big[len(big)-MaxStoredLogs:]},
+	} {
+		got, found, err := e.q.StoredLogs(tc.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found != tc.found || !bytes.Equal(got, tc.want) {
+			t.Errorf("%s: found %v, %d bytes; want %v, %d bytes", tc.id, found, len(got), tc.found, len(tc.want))
+		}
+	}
+	if err := e.q.StoreLogsBatch([]string{"gone"}, [][]byte{nil}); err != nil {
+		t.Fatalf("a batch of unknown ids: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -27,12 +28,25 @@ type outputSink struct {
 	// destroysAtStore: how many destroys had happened when each output
 	// was stored.
 	destroysAtStore map[string]int32
+	// batch: the pool gets OnLogsBatch too, and batches records the
+	// size of each call.
+	batch   bool
+	batches []int
+	// hold, when set, holds the first OnLogsBatch call, after a send on
+	// held, until it is closed.
+	hold, held chan struct{}
 }
 
 // newSinkHarness returns a harness whose pool hands output to a sink,
 // after its first step.
 func newSinkHarness(t *testing.T, o hopt) (*harness, *outputSink) {
-	s := &outputSink{stored: map[string]string{}, attempts: map[string]int{}, lost: map[string]string{}, destroysAtStore: map[string]int32{}}
+	return newSinkHarnessMode(t, o, false)
+}
+
+// newSinkHarnessMode is newSinkHarness; with batch, forget batches hand
+// their outputs to OnLogsBatch.
+func newSinkHarnessMode(t *testing.T, o hopt, batch bool) (*harness, *outputSink) {
+	s := &outputSink{stored: map[string]string{}, attempts: map[string]int{}, lost: map[string]string{}, destroysAtStore: map[string]int32{}, batch: batch}
 	o.pool = s.options
 	h := newHarness(t, o)
 	s.h = h
@@ -41,9 +55,7 @@ func newSinkHarness(t *testing.T, o hopt) (*harness, *outputSink) {
 }
 
 func (s *outputSink) options(o *Options) {
-	o.OnLogs = func(id string, out []byte) error {
-		s.mu.Lock()
-		defer s.mu.Unlock()
+	store := func(id string, out []byte) error {
 		s.attempts[id]++
 		if s.fail != nil {
 			return s.fail
@@ -51,6 +63,29 @@ func (s *outputSink) options(o *Options) {
 		s.stored[id] = string(out)
 		s.destroysAtStore[id] = s.h.set.destroys.Load()
 		return nil
+	}
+	o.OnLogs = func(id string, out []byte) error {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return store(id, out)
+	}
+	if s.batch {
+		first := true
+		o.OnLogsBatch = func(ids []string, outs [][]byte) []error {
+			if first && s.hold != nil {
+				first = false
+				s.held <- struct{}{}
+				<-s.hold
+			}
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.batches = append(s.batches, len(ids))
+			errs := make([]error, len(ids))
+			for i, id := range ids {
+				errs[i] = store(id, outs[i])
+			}
+			return errs
+		}
 	}
 	o.OnLogsLost = func(id, why string) {
 		s.mu.Lock()
@@ -141,7 +176,13 @@ func TestShutdownStoresOutputBeforeTheDestroy(t *testing.T) {
 // fetched again on every pass, and is stored and forgotten once the store
 // works again.
 func TestOutputNotStoredIsNotForgotten(t *testing.T) {
-	h, sink := newSinkHarness(t, hopt{})
+	for _, batch := range []bool{false, true} {
+		t.Run(fmt.Sprintf("batch=%v", batch), func(t *testing.T) { testOutputNotStoredIsNotForgotten(t, batch) })
+	}
+}
+
+func testOutputNotStoredIsNotForgotten(t *testing.T, batch bool) {
+	h, sink := newSinkHarnessMode(t, hopt{}, batch)
 	id := h.createIdle("small")
 	exitedOn(h, id, "c1")
 	sink.setFail(errors.New("no space left on device"))
@@ -167,6 +208,39 @@ func TestOutputNotStoredIsNotForgotten(t *testing.T) {
 	})
 	if out, ok, _, _ := sink.get("c1"); !ok || !strings.Contains(out, "exited 3") {
 		t.Fatalf("output %q, stored %v", out, ok)
+	}
+	if batch && len(sink.batches) != 2 {
+		t.Fatalf("OnLogsBatch calls %v, want 2 (the failed one and the retry)", sink.batches)
+	}
+}
+
+// With OnLogsBatch, the outputs of a forget batch are stored in one call:
+// the forgets asked while one batch is under way go together in the next.
+func TestForgetBatchStoresOutputsTogether(t *testing.T) {
+	h, sink := newSinkHarnessMode(t, hopt{}, true)
+	sink.hold, sink.held = make(chan struct{}), make(chan struct{})
+	id := h.createIdle("small")
+	ids := []string{"c1", "c2", "c3", "c4"}
+	for _, c := range ids {
+		exitedOn(h, id, c)
+	}
+	h.pool.ForgetContainer(id, ids[0])
+	<-sink.held // c1's batch is storing: the others queue behind it
+	for _, c := range ids[1:] {
+		h.pool.ForgetContainer(id, c)
+	}
+	close(sink.hold)
+	h.pool.Wait()
+	if !slices.Equal(sink.batches, []int{1, 3}) {
+		t.Fatalf("OnLogsBatch calls of %v containers, want [1 3]", sink.batches)
+	}
+	for _, c := range ids {
+		if out, ok, n, _ := sink.get(c); !ok || n != 1 || !strings.Contains(out, "exited 3") {
+			t.Fatalf("%s: output %q stored %v after %d attempts", c, out, ok, n)
+		}
+		if listed(h, id, c) {
+			t.Fatalf("%s stored but not forgotten", c)
+		}
 	}
 }
 

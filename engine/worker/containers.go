@@ -301,13 +301,15 @@ func (p *Pool) runForgetBatches(w *instance) {
 		errs := make([]error, len(ids))
 		exec, err := p.executor(w)
 		client := runner.Client{Exec: exec, Path: p.s.runnerPath}
-		if err == nil && p.opts.OnLogs != nil {
+		if err == nil && (p.opts.OnLogs != nil || p.opts.OnLogsBatch != nil) {
 			reqs := make([]runner.Request, len(ids))
 			for i, id := range ids {
 				reqs[i] = runner.Request{Verb: "logs", ID: id, Tail: LogTailLines}
 			}
 			var replies []runner.Reply
-			if replies, err = client.Batch(p.ctx, reqs); err == nil {
+			if replies, err = client.Batch(p.ctx, reqs); err == nil && p.opts.OnLogsBatch != nil {
+				p.storeLogsBatch(ids, replies, errs)
+			} else if err == nil {
 				// Concurrently, so that a store batching its writes
 				// (bbolt's Batch) commits them together.
 				var wg sync.WaitGroup
@@ -371,6 +373,30 @@ func (p *Pool) runForgetBatches(w *instance) {
 			p.notifyLocked()
 		}
 		p.mu.Unlock()
+	}
+}
+
+// storeLogsBatch hands the outputs of replies (the "logs" replies for ids)
+// to OnLogsBatch in one call and sets errs[i] for each container whose
+// output was not fetched or not stored.
+func (p *Pool) storeLogsBatch(ids []string, replies []runner.Reply, errs []error) {
+	var okIDs []string
+	var outs [][]byte
+	var at []int
+	for i := range replies {
+		if errs[i] = replies[i].Err("logs"); errs[i] == nil {
+			okIDs = append(okIDs, ids[i])
+			outs = append(outs, replies[i].Stdout)
+			at = append(at, i)
+		}
+	}
+	if len(okIDs) == 0 {
+		return
+	}
+	for k, serr := range p.opts.OnLogsBatch(okIDs, outs) {
+		if serr != nil {
+			errs[at[k]] = &storeError{err: serr}
+		}
 	}
 }
 

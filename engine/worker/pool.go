@@ -80,6 +80,12 @@ type Options struct {
 	// returns an error (it could not be stored), the container is not
 	// forgotten: its runner keeps the files and a later forget retries.
 	OnLogs func(containerID string, output []byte) error
+	// OnLogsBatch, if set, receives the outputs of a forget batch's
+	// containers in one call instead of one OnLogs call each, so that a
+	// store can write them in one transaction; it returns one error (nil
+	// when stored) per container. The containers whose output it did not
+	// store are not forgotten, as with OnLogs.
+	OnLogsBatch func(containerIDs []string, outputs [][]byte) []error
 	// OnLogsLost, if set, is told when the output of an exited container
 	// can no longer be stored: its instance is destroyed and could not be
 	// reached, or the fetch or the store kept failing for timeout_shutdown.
