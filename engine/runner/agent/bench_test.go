@@ -48,8 +48,7 @@ func serveCycle(b *testing.B, round int) {
 	env := Env{StateDir: b.TempDir(), Version: "0.1.0-test", Hash: "abc123", Self: self, SelfArgs: []string{"runner"}, KillGrace: 200 * time.Millisecond}
 	srv := startServe(b, env)
 	stopServe := func() {
-		srv.in.Close()
-		<-srv.done
+		srv.end()
 		// The supervisors' CPU counts once they are reaped, after the
 		// end of serve for those it keeps.
 		waitNoChildren(b)

@@ -98,10 +98,7 @@ func TestRecordedStartsMatchProc(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	srv := startServe(t, h.env)
-	defer func() {
-		srv.in.Close()
-		<-srv.done
-	}()
+	defer srv.end()
 	var specs []runner.Spec
 	for i := range 40 {
 		specs = append(specs, runner.Spec{ID: fmt.Sprintf("s%d", i), Command: []string{"sleep", "60"}})

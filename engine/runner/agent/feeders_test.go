@@ -58,10 +58,7 @@ func TestServeKeepsSupervisors(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	srv := startServe(t, h.env)
-	defer func() {
-		srv.in.Close()
-		<-srv.done
-	}()
+	defer srv.end()
 	mustStart(t, srv, runner.Spec{ID: "f1", Command: []string{"sleep", "60"}})
 	first, _ := h.supervisorOf("f1")
 	if first == os.Getpid() {
@@ -127,10 +124,7 @@ func TestServeSupervisorKilledBetweenFrames(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	srv := startServe(t, h.env)
-	defer func() {
-		srv.in.Close()
-		<-srv.done
-	}()
+	defer srv.end()
 	mustStart(t, srv, runner.Spec{ID: "a", Command: []string{"sleep", "60"}})
 	old, oldStart := h.supervisorOf("a")
 	a := h.waitState("a", runner.StateRunning)
@@ -267,8 +261,7 @@ func TestSupervisorFailures(t *testing.T) {
 			if tc.serve {
 				srv := startServe(t, h.env)
 				rs := srv.exchange(startLine(t, spec))
-				srv.in.Close()
-				<-srv.done
+				srv.end()
 				code, msg = rs[0].Code, rs[0].Stderr
 			} else {
 				var stderr string
@@ -292,10 +285,7 @@ func TestIdleSupervisorDoesNotSpin(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	srv := startServe(t, h.env)
-	defer func() {
-		srv.in.Close()
-		<-srv.done
-	}()
+	defer srv.end()
 	mustStart(t, srv, runner.Spec{ID: "done", Command: []string{"true"}})
 	h.waitState("done", runner.StateExited)
 	spid, _ := h.supervisorOf("done")
@@ -323,10 +313,7 @@ func TestKeptSupervisorPassesTermOn(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	srv := startServe(t, h.env)
-	defer func() {
-		srv.in.Close()
-		<-srv.done
-	}()
+	defer srv.end()
 	mustStart(t, srv, runner.Spec{ID: "t1", Command: []string{"sleep", "60"}})
 	mustStart(t, srv, runner.Spec{ID: "t2", Command: []string{"sleep", "60"}})
 	spid, _ := h.supervisorOf("t1")

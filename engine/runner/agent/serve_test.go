@@ -36,6 +36,12 @@ func startServe(tb testing.TB, env Env) *serveConn {
 	return s
 }
 
+// end closes serve's stdin and waits for it to exit.
+func (s *serveConn) end() {
+	s.in.Close()
+	<-s.done
+}
+
 // startServeProcess runs "runner serve" as a process of its own, as SSH
 // does: its exit closes the supervisors' stdin, not serve.
 func startServeProcess(tb testing.TB, env Env) *serveConn {
