@@ -85,11 +85,19 @@ func TestFormatListMatchesEncoder(t *testing.T) {
 // took the line.
 func checkFast(t *testing.T, line []byte) bool {
 	t.Helper()
-	var fast Status
-	if !parseStatusFast(line, &fast) {
+	return checkAgainstJSON(t, line, parseStatusFast)
+}
+
+// checkAgainstJSON fails t when parse (a fast path) accepts line and
+// json.Unmarshal does not, or decodes it differently. It reports whether
+// parse took the line.
+func checkAgainstJSON[T any](t *testing.T, line []byte, parse func([]byte, *T) bool) bool {
+	t.Helper()
+	var fast T
+	if !parse(line, &fast) {
 		return false
 	}
-	var slow Status
+	var slow T
 	if err := json.Unmarshal(line, &slow); err != nil {
 		t.Fatalf("%q: fast path took %+v, encoding/json: %v", line, fast, err)
 	}

@@ -58,18 +58,7 @@ func randReply(r *rand.Rand) Reply {
 // json.Unmarshal does not, or decodes it differently.
 func checkReplyFast(t *testing.T, line []byte) bool {
 	t.Helper()
-	var fast Reply
-	if !parseReplyFast(line, &fast) {
-		return false
-	}
-	var slow Reply
-	if err := json.Unmarshal(line, &slow); err != nil {
-		t.Fatalf("%q: fast path took %+v, encoding/json: %v", line, fast, err)
-	}
-	if !reflect.DeepEqual(fast, slow) {
-		t.Fatalf("%q:\nfast %+v\njson %+v", line, fast, slow)
-	}
-	return true
+	return checkAgainstJSON(t, line, parseReplyFast)
 }
 
 // checkDecodeReplies fails t when decodeReplies and the json.Decoder
