@@ -75,9 +75,14 @@ func appendSmall(path string, data []byte) error {
 }
 
 func openRetry(path string, flags int, perm uint32) (int, error) {
+	return openRetryAt(unix.AT_FDCWD, path, flags, perm)
+}
+
+// openRetryAt is openRetry of path relative to the directory open on dirfd.
+func openRetryAt(dirfd int, path string, flags int, perm uint32) (int, error) {
 	for {
-		fd, err := syscall.Open(path, flags, perm)
-		if err != syscall.EINTR {
+		fd, err := unix.Openat(dirfd, path, flags, perm)
+		if err != unix.EINTR {
 			return fd, err
 		}
 	}
@@ -92,14 +97,7 @@ func readSmall(path string) ([]byte, error) {
 // readSmallAt is readSmall of path relative to the directory open on dirfd
 // (unix.AT_FDCWD: the working directory, or path is absolute).
 func readSmallAt(dirfd int, path string) ([]byte, error) {
-	var fd int
-	var err error
-	for {
-		fd, err = unix.Openat(dirfd, path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != unix.EINTR {
-			break
-		}
-	}
+	fd, err := openRetryAt(dirfd, path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
