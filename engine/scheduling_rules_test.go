@@ -405,3 +405,37 @@ price = 4.0
 		t.Fatalf("gpu=a100 container on a %s instance, want large (its host's label)", typ)
 	}
 }
+
+// TestBootedInstanceRoomFilledAtQuota: an instance created for a container
+// is busy once that container starts on it, so the room left beside it is
+// filled like any busy instance's, by a lower-priority container, while a
+// higher one that cannot use that instance waits at quota. Nothing is shut
+// down for the waiting one: no instance is idle.
+func TestBootedInstanceRoomFilledAtQuota(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Dispatcher.MaxInstances = 2
+	cfg.Dispatcher.MaxContainersPerInstance = 2 // as in the chaos soak
+	soakSchedulingConfig(cfg)                   // large is labelled disk=ssd
+	h := newHarness(t, cfg, cloudtest.Options{BootDelay: 3 * time.Second})
+	busySmalls(h, 1, 0) // one small instance, busy for 20s
+	big := h.submit(-1, 0, prio(5), ram(20*gib))
+	h.until(big+" booting", 10, func() bool { return h.container(big).ReasonCode == queue.ReasonBooting })
+	// Needs a new small instance (4 × small's price is too much to share
+	// a large one): waits at quota.
+	waiting := h.submit(-1, 0, prio(5))
+	// Can only go on the large instance.
+	filler := h.submit(-1, 0, prio(4), labels("disk", "ssd"))
+	bigOn := h.runningOn(big, 30)
+	h.runningOn(filler, 5)
+	if on := h.container(filler).InstanceID; on != bigOn {
+		t.Fatalf("%s on %s, want beside %s on %s", filler, on, big, bigOn)
+	}
+	if c := h.container(waiting); c.State == queue.Running || c.ReasonCode != queue.ReasonQuota {
+		t.Fatalf("%s: %s %s, want waiting at quota%s", waiting, c.State, c.ReasonCode, h.dumpContainers())
+	}
+	for _, e := range mustEvents(h) {
+		if e.Kind == worker.EventShutdown {
+			t.Fatalf("instance shut down while none was idle: %s", e.Reason)
+		}
+	}
+}

@@ -45,7 +45,9 @@ func soakSchedulingOpts(rng *rand.Rand) []specOpt {
 //
 // A container Locked to a booting instance created for it keeps it when it
 // boots, though a higher one waits at quota meanwhile: the rule frees idle
-// instances, not booting ones (their boot would be thrown away).
+// instances, not booting ones (their boot would be thrown away). Once it
+// starts there the instance is busy, and lower-priority containers may
+// fill the room beside it in the same step (TestBootedInstanceRoomFilledAtQuota).
 type soakQuotaWatch struct {
 	h        *harness
 	running  map[string]string // Running containers before the step → instance
@@ -138,17 +140,15 @@ func (w *soakQuotaWatch) after(step int) {
 		}
 	}
 	for inst, ids := range fresh {
-		if carried[inst] {
+		if carried[inst] || slices.ContainsFunc(ids, func(id string) bool { return w.booting[id] == inst }) {
+			// Busy: with work from before the step, or with the
+			// container it was booted for, which keeps it; filling
+			// the room left beside that frees no quota.
 			continue
 		}
 		hi := 0
 		for _, id := range ids {
-			if w.booting[id] != inst {
-				hi = max(hi, h.container(id).Priority)
-			}
-		}
-		if hi == 0 {
-			continue // each waited for this instance to boot
+			hi = max(hi, h.container(id).Priority)
 		}
 		if hi < top {
 			slices.Sort(ids)
