@@ -397,7 +397,9 @@ type Reply struct {
 	Stderr string `json:"stderr,omitempty"`
 }
 
-// MaxBatch is the most requests the dispatcher sends in one "runner batch".
+// MaxBatch is the most requests of one verb the dispatcher sends in one
+// "runner batch" (a forget sender's call carries up to MaxBatch forgets
+// and MaxBatch logs).
 const MaxBatch = 256
 
 // Batch runs several requests in one "runner batch" call. It returns one

@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -47,7 +49,13 @@ func newSinkHarness(t *testing.T, o hopt) (*harness, *outputSink) {
 // their outputs to OnLogsBatch.
 func newSinkHarnessMode(t *testing.T, o hopt, batch bool) (*harness, *outputSink) {
 	s := &outputSink{stored: map[string]string{}, attempts: map[string]int{}, lost: map[string]string{}, destroysAtStore: map[string]int32{}, batch: batch}
-	o.pool = s.options
+	more := o.pool
+	o.pool = func(opts *Options) {
+		s.options(opts)
+		if more != nil {
+			more(opts)
+		}
+	}
 	h := newHarness(t, o)
 	s.h = h
 	h.step()
@@ -282,5 +290,126 @@ func TestShutdownOfAnUnreachableInstanceReportsOutputLost(t *testing.T) {
 	}
 	if _, ok, _, lost := sink.get("c1"); ok || !strings.Contains(lost, "while unreachable") {
 		t.Fatalf("stored %v, lost %q", ok, lost)
+	}
+}
+
+// batchRecorder wraps an instance's executor and records the requests of
+// each "runner batch" it carries; while gate is set, the first batch call
+// waits for it to be closed.
+type batchRecorder struct {
+	runner.Executor
+	sink *outputSink
+
+	mu    sync.Mutex
+	calls [][]runner.Request
+	// storedAtForget: for each container forgotten, whether its output
+	// was stored when the forget was sent.
+	storedAtForget map[string]bool
+	gate, gated    chan struct{}
+}
+
+func (r *batchRecorder) Execute(ctx context.Context, cmd string, stdin []byte) ([]byte, []byte, error) {
+	if !strings.Contains(cmd, " batch") {
+		return r.Executor.Execute(ctx, cmd, stdin)
+	}
+	var reqs []runner.Request
+	for _, line := range strings.Split(strings.TrimSpace(string(stdin)), "\n") {
+		var req runner.Request
+		if err := json.Unmarshal([]byte(line), &req); err != nil {
+			return nil, nil, err
+		}
+		reqs = append(reqs, req)
+	}
+	r.mu.Lock()
+	first := len(r.calls) == 0
+	r.calls = append(r.calls, reqs)
+	for _, req := range reqs {
+		if req.Verb == "forget" {
+			_, ok, _, _ := r.sink.get(req.ID)
+			r.storedAtForget[req.ID] = ok
+		}
+	}
+	gate := r.gate
+	r.mu.Unlock()
+	if first && gate != nil {
+		r.gated <- struct{}{}
+		<-gate
+	}
+	return r.Executor.Execute(ctx, cmd, stdin)
+}
+
+// callsSoFar returns the batch calls as "verb:id,id verb:id" strings.
+func (r *batchRecorder) callsSoFar() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, reqs := range r.calls {
+		var parts []string
+		for _, req := range reqs {
+			if n := len(parts); n > 0 && strings.HasPrefix(parts[n-1], req.Verb+":") {
+				parts[n-1] += "," + req.ID
+			} else {
+				parts = append(parts, req.Verb+":"+req.ID)
+			}
+		}
+		out = append(out, strings.Join(parts, " "))
+	}
+	return out
+}
+
+// While one forget batch's outputs are being stored, the next batch's
+// outputs are fetched; a container is forgotten only after its output is
+// stored, in the call after.
+func TestForgetFetchesTheNextBatchWhileOneIsStored(t *testing.T) {
+	rec := &batchRecorder{storedAtForget: map[string]bool{}}
+	h, sink := newSinkHarnessMode(t, hopt{pool: func(o *Options) {
+		next := o.NewExecutor
+		o.NewExecutor = func(i cloud.Instance) (runner.Executor, error) {
+			e, err := next(i)
+			if err != nil {
+				return nil, err
+			}
+			rec.Executor = e
+			return rec, nil
+		}
+	}}, true)
+	rec.sink = sink
+	id := h.createIdle("small")
+	for _, c := range []string{"c1", "c2", "c3"} {
+		exitedOn(h, id, c)
+	}
+	rec.mu.Lock()
+	rec.calls = nil
+	rec.gate, rec.gated = make(chan struct{}), make(chan struct{})
+	rec.mu.Unlock()
+	sink.hold, sink.held = make(chan struct{}), make(chan struct{})
+
+	h.pool.ForgetContainer(id, "c1")
+	<-rec.gated // c1's output is being fetched: the others queue
+	h.pool.ForgetContainer(id, "c2")
+	h.pool.ForgetContainer(id, "c3")
+	close(rec.gate)
+	<-sink.held // c1's output is being stored
+	deadline := time.Now().Add(10 * time.Second)
+	for len(rec.callsSoFar()) < 2 {
+		if time.Now().After(deadline) {
+			close(sink.hold)
+			t.Fatalf("the next batch's outputs were not fetched while c1's was stored: calls %q", rec.callsSoFar())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(sink.hold)
+	h.pool.Wait()
+	want := []string{"logs:c1", "logs:c2,c3", "forget:c1", "forget:c2,c3"}
+	if got := rec.callsSoFar(); !slices.Equal(got, want) {
+		t.Fatalf("runner batch calls %q, want %q", got, want)
+	}
+	for _, c := range []string{"c1", "c2", "c3"} {
+		if !rec.storedAtForget[c] {
+			t.Fatalf("%s forgotten before its output was stored", c)
+		}
+		if listed(h, id, c) {
+			t.Fatalf("%s not forgotten", c)
+		}
 	}
 }
