@@ -175,6 +175,33 @@ func parsePaths(s string) ([]string, error) {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
+// newDirCost returns the wall time, in µs, to make one directory with
+// three empty files, as a runner does for a container when its free pool is
+// empty, on the file system of the runners' state (TMPDIR). On ext4
+// without a journal it grows with the inodes freed in the last minutes
+// (each allocation skips those; BENCHMARKS.md): the teardown of an earlier
+// run shows up here and in the run's CPU per container.
+func newDirCost(t *testing.T) float64 {
+	t.Helper()
+	const dirs = 256
+	root := t.TempDir()
+	t0 := time.Now()
+	for i := range dirs {
+		d := filepath.Join(root, fmt.Sprint(i))
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"stdout", "stderr", "pid_start"} {
+			f, err := os.Create(filepath.Join(d, name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+		}
+	}
+	return float64(time.Since(t0).Microseconds()) / dirs
+}
+
 // floorRun is one measurement of the fork+exec floor with the machine's CPU
 // per spawn.
 type floorRun struct {
@@ -274,6 +301,9 @@ func runPath(t *testing.T, path string, n int) pathRun {
 		done, _ := completed(t, client)
 		return done == len(warm)
 	})
+
+	t.Logf("%s: a new container directory with its three files takes %.0f µs to make here (the runners make one whenever their pool of emptied ones runs dry)",
+		path, newDirCost(t))
 
 	specs := make([]queue.Spec, n)
 	for i := range specs {
