@@ -2,11 +2,8 @@ package worker
 
 import (
 	"errors"
-	"fmt"
-	"os"
 	"slices"
 	"sync"
-	"time"
 
 	"dispatch-tui/cloud"
 	"dispatch-tui/engine/runner"
@@ -133,10 +130,6 @@ func (p *Pool) runForgetBatches(w *instance) {
 			reqs = append(reqs, runner.Request{Verb: "logs", ID: id, Tail: LogTailLines})
 		}
 		lead := len(toForget) // the logs replies follow the forget ones
-		diagT0 := time.Now()
-		p.mu.Lock()
-		diagLeft := len(w.forgetQ)
-		p.mu.Unlock()
 		var replies []runner.Reply
 		exec, err := p.executor(w)
 		if err == nil && len(reqs) > 0 {
@@ -160,13 +153,11 @@ func (p *Pool) runForgetBatches(w *instance) {
 
 		// The store of the previous batch: what it stored is forgotten
 		// next.
-		diagT1 := time.Now()
 		if storing != nil {
 			<-storing.done
 			toForget = p.notForgotten(w, storing.ids, storing.errs)
 			storing = nil
 		}
-		diagLog(fmt.Sprintf("%.3f forget %s forget=%d logs=%d left=%d call=%v storewait=%v\n", float64(time.Now().UnixMilli())/1000, w.v.ID, lead, len(ids), diagLeft, diagT1.Sub(diagT0).Round(time.Millisecond), time.Since(diagT1).Round(time.Millisecond)))
 		if len(ids) > 0 {
 			var outs [][]byte
 			if err == nil {
@@ -284,13 +275,5 @@ func (p *Pool) forgotten(w *instance, ids []string, errs []error) {
 		w.needLogs = slices.DeleteFunc(w.needLogs, func(id string) bool { _, ok := gone[id]; return ok })
 		w.v.Reported = slices.DeleteFunc(w.v.Reported, func(st runner.Status) bool { _, ok := gone[st.ID]; return ok })
 		p.notifyLocked()
-	}
-}
-
-func diagLog(line string) {
-	f, err := os.OpenFile("/tmp/diag/forget.log", os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err == nil {
-		f.WriteString(line)
-		f.Close()
 	}
 }
