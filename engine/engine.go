@@ -113,7 +113,7 @@ func New(opts Options) (*Engine, error) {
 	e := &Engine{cfg: opts.Config, opts: opts, log: opts.Logger, clock: opts.Clock, queue: q, subs: map[int]chan struct{}{}}
 	e.pool, err = worker.New(worker.Options{
 		Config: opts.Config, InstanceSet: opts.InstanceSet, NewExecutor: opts.NewExecutor,
-		Clock: opts.Clock, Logger: opts.Logger, OnEvent: e.poolEvent, OnLogs: e.storeLogs, OnLogsBatch: e.storeLogsBatch, OnLogsLost: e.logsLost,
+		Clock: opts.Clock, Logger: opts.Logger, OnEvent: e.poolEvent, OnLogsBatch: e.storeLogsBatch, OnLogsLost: e.logsLost,
 		RunnerHash: opts.RunnerHash, RunnerBinary: opts.RunnerBinary, Owner: opts.Owner,
 		LegacyOwner: legacyOwner,
 	})

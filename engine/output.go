@@ -28,22 +28,12 @@ func (e *Engine) LogsStats() LogsStats {
 	return LogsStats{StoreFailures: e.output.storeFailures.Load(), Lost: e.output.lost.Load()}
 }
 
-// storeLogs keeps an exited container's output before its runner forgets
-// it or its instance is destroyed; called from a pool goroutine that holds
-// no lock. When the store fails (a full disk), the record, an event and a
-// counter say so, and the error tells the pool to leave the output on the
-// runner: a later forget stores it.
-func (e *Engine) storeLogs(id string, output []byte) error {
-	err := e.queue.StoreLogs(id, output)
-	if err == nil {
-		e.queue.SetLogsError(id, "")
-		return nil
-	}
-	return e.logsNotStored(id, err)
-}
-
-// storeLogsBatch is storeLogs for a runner's batch of forgets, in one
-// store transaction.
+// storeLogsBatch keeps exited containers' outputs, in one store
+// transaction, before their runner forgets them or their instance is
+// destroyed; called from a pool goroutine that holds no lock. When the
+// store fails (a full disk), each record, an event and a counter say so,
+// and the errors tell the pool to leave the outputs on the runner: a later
+// forget stores them.
 func (e *Engine) storeLogsBatch(ids []string, outputs [][]byte) []error {
 	errs := make([]error, len(ids))
 	if err := e.queue.StoreLogsBatch(ids, outputs); err != nil {

@@ -647,22 +647,7 @@ const MaxStoredLogs = 1 << 20
 // StoreLogs keeps the (tail of the) output of a finished container, so it
 // can be read after the runner has deleted its files.
 func (q *Queue) StoreLogs(id string, output []byte) error {
-	if len(output) > MaxStoredLogs {
-		output = output[len(output)-MaxStoredLogs:]
-	}
-	q.mu.Lock()
-	_, known := q.byID[id]
-	q.mu.Unlock()
-	if !known {
-		return nil // dropped (keep_finished) before its output arrived
-	}
-	err := q.group.write(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketLogs).Put([]byte(id), output)
-	})
-	if err != nil {
-		return fmt.Errorf("store logs of %s: %w", id, err)
-	}
-	return nil
+	return q.StoreLogsBatch([]string{id}, [][]byte{output})
 }
 
 // StoreLogsBatch keeps the outputs of several finished containers, as
@@ -696,6 +681,9 @@ func (q *Queue) StoreLogsBatch(ids []string, outputs [][]byte) error {
 		}
 		return nil
 	})
+	if err != nil && len(ids) == 1 {
+		return fmt.Errorf("store logs of %s: %w", ids[0], err)
+	}
 	if err != nil {
 		return fmt.Errorf("store logs of %d containers: %w", len(ids), err)
 	}

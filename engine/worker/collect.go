@@ -27,7 +27,7 @@ func (p *Pool) collectLocked(w *instance, now time.Time) {
 	if w.collecting || w.forgetBusy || now.Before(w.collectRetry) {
 		return // Step calls again
 	}
-	if p.opts.OnLogs == nil || len(w.needLogs) == 0 {
+	if p.opts.OnLogsBatch == nil || len(w.needLogs) == 0 {
 		w.needLogs = nil
 		w.collectDone = true
 		p.startDestroyLocked(w, now)
@@ -58,15 +58,16 @@ func (p *Pool) collect(w *instance, ids []string, unreachable bool) {
 		var replies []runner.Reply
 		replies, err = client.Batch(ctx, reqs)
 		cancel()
-		for i := range replies {
-			if errs[i] = replies[i].Err("logs"); errs[i] != nil {
-				continue
+		if err == nil {
+			outs := make([][]byte, len(ids))
+			for i := range replies {
+				errs[i] = replies[i].Err("logs")
+				outs[i] = replies[i].Stdout
 			}
-			if serr := p.opts.OnLogs(ids[i], replies[i].Stdout); serr != nil {
-				errs[i] = &storeError{err: serr}
-				continue
+			p.storeLogsBatch(ids, outs, errs)
+			for i := range ids {
+				stored[i] = errs[i] == nil
 			}
-			stored[i] = true
 		}
 	}
 
@@ -142,7 +143,7 @@ func (p *Pool) reportLost(w *instance, lost []lostOutput) {
 	}
 }
 
-// storeError is an OnLogs failure: the output was fetched but not stored.
+// storeError is a store failure (OnLogsBatch, OnLogs): the output was fetched but not stored.
 type storeError struct{ err error }
 
 func (e *storeError) Error() string { return "not stored: " + e.err.Error() }

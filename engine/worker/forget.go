@@ -3,14 +3,13 @@ package worker
 import (
 	"errors"
 	"slices"
-	"sync"
 
 	"dispatch-tui/cloud"
 	"dispatch-tui/engine/runner"
 )
 
-// Forgetting exited containers. With an output store (OnLogs or
-// OnLogsBatch) a container's output is fetched ("logs"), stored, and only
+// Forgetting exited containers. With an output store (OnLogsBatch, or
+// OnLogs) a container's output is fetched ("logs"), stored, and only
 // then is the container forgotten, so nothing is lost (docs/design.md
 // §10.1). Each instance has one sender working through its queue in
 // batches, and the steps of consecutive batches overlap: while batch k's
@@ -75,7 +74,7 @@ type outputStore struct {
 // runForgetBatches works through w's forget queue until it is empty and
 // nothing is in flight (see the top of this file).
 func (p *Pool) runForgetBatches(w *instance) {
-	keepOutput := p.opts.OnLogs != nil || p.opts.OnLogsBatch != nil
+	keepOutput := p.opts.OnLogsBatch != nil
 	var (
 		toForget []string     // stored (or nothing to store): forgotten by the next call
 		storing  *outputStore // nil when no store is running
@@ -178,23 +177,7 @@ func (p *Pool) storeOutputs(ids []string, outs [][]byte, errs []error) *outputSt
 	s := &outputStore{ids: ids, errs: errs, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
-		if p.opts.OnLogsBatch != nil {
-			p.storeLogsBatch(ids, outs, errs)
-			return
-		}
-		// Concurrently, so that a store batching its writes (bbolt's
-		// Batch) commits them together.
-		var wg sync.WaitGroup
-		for i := range ids {
-			if errs[i] == nil {
-				wg.Go(func() {
-					if serr := p.opts.OnLogs(ids[i], outs[i]); serr != nil {
-						errs[i] = &storeError{err: serr}
-					}
-				})
-			}
-		}
-		wg.Wait()
+		p.storeLogsBatch(ids, outs, errs)
 	}()
 	return s
 }

@@ -80,11 +80,12 @@ type Options struct {
 	// returns an error (it could not be stored), the container is not
 	// forgotten: its runner keeps the files and a later forget retries.
 	OnLogs func(containerID string, output []byte) error
-	// OnLogsBatch, if set, receives the outputs of a forget batch's
-	// containers in one call instead of one OnLogs call each, so that a
-	// store can write them in one transaction; it returns one error (nil
-	// when stored) per container. The containers whose output it did not
-	// store are not forgotten, as with OnLogs.
+	// OnLogsBatch, if set, receives the outputs of a batch of containers
+	// (a forget batch, or a shutdown's) in one call instead of one OnLogs
+	// call each, so that a store can write them in one transaction; it
+	// returns one error (nil when stored) per container. The containers
+	// whose output it did not store are not forgotten, as with OnLogs.
+	// When only OnLogs is set, the pool calls it for each in turn.
 	OnLogsBatch func(containerIDs []string, outputs [][]byte) []error
 	// OnLogsLost, if set, is told when the output of an exited container
 	// can no longer be stored: its instance is destroyed and could not be
@@ -214,6 +215,17 @@ func New(opts Options) (*Pool, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.OnLogsBatch == nil && opts.OnLogs != nil {
+		// One store path inside the pool: a batch stored one by one.
+		onLogs := opts.OnLogs
+		opts.OnLogsBatch = func(ids []string, outs [][]byte) []error {
+			errs := make([]error, len(ids))
+			for i, id := range ids {
+				errs[i] = onLogs(id, outs[i])
+			}
+			return errs
+		}
 	}
 	c := opts.Config
 	s, err := newSettings(c, opts)
