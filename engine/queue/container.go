@@ -167,6 +167,9 @@ func (p Pending) Text() string {
 	case ReasonPosition:
 		return "position " + strconv.Itoa(p.N) + " in queue"
 	case ReasonQuota:
+		if p.N == 1 {
+			return "at quota (1 instance)"
+		}
 		return "at quota (" + strconv.Itoa(p.N) + " instances)"
 	case ReasonBooting:
 		if p.Arg == "" {

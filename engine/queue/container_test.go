@@ -15,6 +15,7 @@ func TestPendingText(t *testing.T) {
 		{Pending{Code: ReasonNone, N: 3, Arg: "x"}, ""},
 		{Pending{Code: ReasonPosition, N: 12}, "position 12 in queue"},
 		{Pending{Code: ReasonQuota, N: 20}, "at quota (20 instances)"},
+		{Pending{Code: ReasonQuota, N: 1}, "at quota (1 instance)"},
 		{Pending{Code: ReasonBooting, Arg: "m-4"}, "waiting for m-4 to boot"},
 		{Pending{Code: ReasonBooting}, "waiting for an instance to boot"},
 		{Pending{Code: ReasonCreating, Arg: "c5.large"}, "waiting to create a c5.large instance"},
