@@ -320,6 +320,54 @@ func TestSupervisorLimitReason(t *testing.T) {
 	h.checkPendingReasons()
 }
 
+// TestSupervisorCapLoweredByQuota: max_instances 10 (cap 3), a provider
+// quota of 3. One supervisor runs; two more are Locked to instances that
+// are booting when a child is submitted. The child's create hits the
+// quota, which lowers the limit to 3 and the cap to 1: the two Locked
+// supervisors are unlocked, the Running one stays, and the child takes one
+// of the booting instances and runs once. Without that the two supervisors
+// started and the child waited at quota for ever.
+func TestSupervisorCapLoweredByQuota(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Dispatcher.MaxInstances = 10
+	h := newHarness(t, cfg, cloudtest.Options{Quota: 3, BootDelay: 20 * time.Second})
+	run := h.submit(-1, 0, supervisor)
+	h.runningOn(run, 60)
+	locked := []string{h.submit(-1, 0, supervisor), h.submit(-1, 0, supervisor)}
+	h.until("two more supervisors Locked, with instances booting", 10, func() bool {
+		return h.state(locked[0]) == queue.Locked && h.state(locked[1]) == queue.Locked && len(h.live()) == 3
+	})
+	child := h.submit(5*time.Second, 0)
+	h.until("the child's create refused for quota, the excess supervisors unlocked", 10, func() bool {
+		for _, id := range locked {
+			if c := h.container(id); c.State != queue.Queued || c.ReasonCode != queue.ReasonSupervisorLimit {
+				return false
+			}
+		}
+		return true
+	})
+	h.until("the child done", 120, func() bool {
+		for _, id := range locked {
+			if n := h.cloud.StartCount(id); n != 0 {
+				t.Fatalf("supervisor %s over the cap started %d times%s", id, n, h.dumpContainers())
+			}
+		}
+		if c := h.container(run); c.State != queue.Running || c.KillRequested {
+			t.Fatalf("the Running supervisor: %s, kill requested %v; want it left running", c.State, c.KillRequested)
+		}
+		return h.state(child) == queue.Complete
+	})
+	if c := h.container(child); c.ExitCode == nil || *c.ExitCode != 0 || c.Attempts != 1 || h.cloud.StartCount(child) != 1 {
+		t.Fatalf("child: exit %v after %d attempts, %d starts; want exit 0, run once", c.ExitCode, c.Attempts, h.cloud.StartCount(child))
+	}
+	for _, id := range locked {
+		if c := h.container(id); c.Attempts != 0 || c.Reason != "supervisor limit (1 of 1)" {
+			t.Errorf("supervisor %s: %d attempts, %q; want none spent, \"supervisor limit (1 of 1)\"", id, c.Attempts, c.Reason)
+		}
+	}
+	h.checkPendingReasons()
+}
+
 // TestLabelsPlacement: a container goes only to a type with every one of
 // its labels (the cheapest such type, never an idle instance without
 // them); one asking for labels no type has is refused at submit naming

@@ -45,31 +45,23 @@ func (s *Scheduler) startQuotaAndSupervisors(ps *passState, active []*queue.Cont
 	}
 	ps.supervisors = 0
 	if ps.supervisorCap > 0 {
-		// Running ones are in the prefix, Locked ones right after it
-		// (with any adopted this pass from there or from the head of
-		// the Queued part, now Running); supervisors adopted from
-		// further into the Queued part are counted from the adoption
-		// list.
-		var adopted map[*queue.Container]bool // supervisors adopted this pass -> seen in active[:q]
+		// Only Running ones are counted up front: they are never stopped
+		// for the cap. Locked and Queued ones are counted as the walk
+		// reaches them, in priority order, so that those past the cap
+		// (it falls when a quota error lowers the limit) give up their
+		// locks (atSupervisorLimit).
+		for _, c := range active[:nRunning] {
+			if c.State == queue.Running && c.IsSupervisor() {
+				ps.supervisors++
+			}
+		}
 		for _, c := range s.adopted {
-			if c.IsSupervisor() && c.State == queue.Running {
-				if adopted == nil {
-					adopted = map[*queue.Container]bool{}
+			// Adopted this pass: Running now, walked past. One requeued
+			// and adopted again in the Running prefix is counted there.
+			if c.State == queue.Running && c.IsSupervisor() {
+				if i := ps.tx.Index(c); i < 0 || i >= nRunning {
+					ps.supervisors++
 				}
-				adopted[c] = false
-			}
-		}
-		for _, c := range active[:q] {
-			if (c.State == queue.Running || c.State == queue.Locked) && c.IsSupervisor() {
-				ps.supervisors++
-				if _, ok := adopted[c]; ok {
-					adopted[c] = true
-				}
-			}
-		}
-		for _, seen := range adopted {
-			if !seen {
-				ps.supervisors++
 			}
 		}
 	}
@@ -86,25 +78,25 @@ func supervisorCap(fraction float64, limit int) int {
 	return max(1, int(fraction*float64(limit)+1e-9))
 }
 
-// atSupervisorLimit reports whether c is a supervisor that may not take a
-// slot now, and if so leaves it waiting with the reason.
+// atSupervisorLimit reports whether c is a supervisor that may not hold a
+// slot now (the cap is reached by those Running and those the walk has
+// already let hold one), and if so leaves it Queued with the reason: a
+// Locked one is unlocked, with no attempt spent, so the instance it was
+// waiting for goes to the containers after it.
 func (s *Scheduler) atSupervisorLimit(ps *passState, c *queue.Container) bool {
-	if ps.supervisorCap == 0 || c.State != queue.Queued || !c.IsSupervisor() || ps.supervisors < ps.supervisorCap {
+	if ps.supervisorCap == 0 || !c.IsSupervisor() || ps.supervisors < ps.supervisorCap {
 		return false
 	}
+	s.unlock(ps, c)
 	ps.setPending(c, queue.Pending{Code: queue.ReasonSupervisorLimit, N: ps.supervisorCap, Arg: strconv.Itoa(ps.supervisors)})
 	return true
 }
 
-// countSupervisor keeps the supervisor count as a pass locks, starts or
-// unlocks supervisor c (it was in state before).
-func (ps *passState) countSupervisor(c *queue.Container, before queue.State) {
-	held := func(st queue.State) bool { return st == queue.Locked || st == queue.Running }
-	switch {
-	case !held(before) && held(c.State):
+// countSupervisor counts supervisor c, just mapped, if the pass left it
+// Locked or Running.
+func (ps *passState) countSupervisor(c *queue.Container) {
+	if c.State == queue.Locked || c.State == queue.Running {
 		ps.supervisors++
-	case held(before) && !held(c.State):
-		ps.supervisors--
 	}
 }
 

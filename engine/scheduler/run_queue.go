@@ -125,10 +125,9 @@ func (s *Scheduler) mapQueue(tx *queue.Tx, now time.Time, ready bool, st *Stats)
 			if oldest.IsZero() || c.FirstSeenAt.Before(oldest) {
 				oldest = c.FirstSeenAt
 			}
-			before := c.State
 			s.mapOne(&ps, c)
 			if c.IsSupervisor() {
-				ps.countSupervisor(c, before)
+				ps.countSupervisor(c)
 			}
 			tail = ps.inTail(s)
 		}

@@ -92,7 +92,7 @@ func newTailEnv(t *testing.T, instances, mapOneOnly bool) *tailEnv {
 	cfg := config.Default()
 	cfg.InstanceTypes = benchTypes
 	cfg.Dispatcher.MaxInstances = 10
-	cfg.Dispatcher.SupervisorFraction = 0.3
+	cfg.Dispatcher.SupervisorFraction = 0.1
 	e := &tailEnv{clk: clk, q: q, pool: &stubPool{probed: true, quota: 10, createErr: worker.ErrAtQuota}}
 	e.submit(t, 0, 300)
 	if instances {
@@ -119,8 +119,9 @@ func newTailEnv(t *testing.T, instances, mapOneOnly bool) *tailEnv {
 		e.pool.views = []worker.InstanceView{idle, busy}
 	}
 	// Some containers are Locked, as an earlier pass would leave them,
-	// among them three supervisors: as many as supervisor_fraction allows,
-	// so the Queued ones wait for the limit until one is unlocked.
+	// among them three supervisors where supervisor_fraction allows one:
+	// the first walked keeps its lock (or starts), the other Locked ones
+	// are unlocked for the limit, and the Queued ones wait for it.
 	err := q.Pass(func(tx *queue.Tx) {
 		for _, i := range []int{11, 34, 57} {
 			if err := tx.Lock(tx.Get(e.ids[i]), benchTypes[0].Name); err != nil {
