@@ -132,6 +132,7 @@ func (q *Queue) flush(pass bool) error {
 		}
 		q.newEvents = append(events, q.newEvents...)
 		q.undropLocked(drop)
+		q.writeFailedLocked(err)
 		q.mu.Unlock()
 		return fmt.Errorf("write store: %w", err)
 	}
@@ -148,12 +149,13 @@ func (q *Queue) flush(pass bool) error {
 	}
 	// events' array is ours again: the next flush's events may fill it
 	// instead of growing a new one event by event.
+	q.mu.Lock()
 	if cap(events) <= maxKeptFlushBuf/64 {
 		clear(events)
-		q.mu.Lock()
 		q.spareEvents = events[:0]
-		q.mu.Unlock()
 	}
+	q.wroteLocked()
+	q.mu.Unlock()
 	return nil
 }
 

@@ -140,6 +140,7 @@ type Queue struct {
 	pausedStored bool
 	subs         map[int]chan struct{}
 	nextSub      int
+	health       storeHealth // storehealth.go
 }
 
 // Open opens (or creates) the store at opts.Path and loads every record.
@@ -393,6 +394,7 @@ func (q *Queue) SubmitBatch(specs []Spec, actor string) ([]Container, error) {
 	if err != nil {
 		q.mu.Lock()
 		q.unlogEventsLocked(events)
+		q.writeFailedLocked(err)
 		q.mu.Unlock()
 		return nil, fmt.Errorf("store container: %w", err)
 	}
