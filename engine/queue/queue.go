@@ -746,7 +746,7 @@ func (q *Queue) Events(since uint64, limit int) ([]Event, error) {
 	}
 	q.mu.Unlock()
 	if err := q.Flush(); err != nil {
-		return nil, err
+		return q.eventsUnwritten(since, limit) // storehealth.go
 	}
 	var out []Event
 	err := q.db.View(func(tx *bolt.Tx) error {

@@ -3,7 +3,11 @@
 
 package queue
 
-import "time"
+import (
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
 
 // StoreHealth says whether the store can write. While it cannot (a full
 // disk, a read-only remount), the queue keeps its changes in memory and
@@ -76,4 +80,33 @@ func (q *Queue) wroteLocked() {
 		"writes again after "+now.Sub(h.since).Round(time.Second).String()+" unavailable; what was kept in memory is written")
 	h.since, h.err = time.Time{}, nil
 	q.notifyLocked()
+}
+
+// eventsUnwritten is Events when the flush before reading the file failed:
+// the store still has what it wrote, and the events it could not write
+// wait in q.newEvents (the store-unavailable one among them), so the log
+// reads whole while the store cannot write. flushMu keeps a flush from
+// taking the waiting ones out between the two reads.
+func (q *Queue) eventsUnwritten(since uint64, limit int) ([]Event, error) {
+	q.flushMu.Lock()
+	defer q.flushMu.Unlock()
+	var out []Event
+	if err := q.db.View(func(tx *bolt.Tx) error {
+		var err error
+		out, err = readEvents(tx.Bucket(bucketEvents), since, limit)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, e := range q.newEvents { // in Seq order
+		if len(out) >= limit {
+			break
+		}
+		if e.Seq > since && (len(out) == 0 || e.Seq > out[len(out)-1].Seq) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
 }
