@@ -2,70 +2,28 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"dispatch-tui/cloud"
 	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/engine/enginetest/fulldisk"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
 )
 
-// tmpfsDir mounts a tmpfs of size bytes on a new temporary directory,
-// unmounted when the test ends. It needs root: without it the test is
-// skipped, except under CI=true (CI runs as root), where it fails.
+// tmpfsDir and fillDisk are fulldisk's Tmpfs and Fill, under the names
+// this package's tests use.
 func tmpfsDir(t *testing.T, size string) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("this test mounts a tmpfs and needs root; CI runs as root")
-		}
-		t.Skip("skipped: mounting a tmpfs for a full disk needs root (CI runs it as root)")
-	}
-	dir := t.TempDir()
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
-		t.Fatalf("mount a tmpfs on %s: %v", dir, err)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
+	return fulldisk.Tmpfs(t, size)
 }
 
-// fillDisk writes a file in dir until the file system is full, then gives
-// back slack bytes of it (room for the store's small writes). It returns
-// the file's path.
 func fillDisk(t *testing.T, dir string, slack int64) string {
 	t.Helper()
-	path := filepath.Join(dir, "filler")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	chunk := make([]byte, 4096)
-	var n int64
-	for {
-		k, err := f.Write(chunk)
-		n += int64(k)
-		if errors.Is(err, syscall.ENOSPC) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := f.Truncate(max(n-slack, 0)); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return fulldisk.Fill(t, dir, slack)
 }
 
 // With the state dir's disk full, output that cannot be stored is not lost

@@ -182,6 +182,10 @@ type Summary struct {
 	// ContainersGen changes whenever any container's record or pending
 	// reason does: a client's copy of the list is current while it stays.
 	ContainersGen uint64 `json:"containers_gen"`
+	// StoreUnavailableSince is when the store began failing to write
+	// (omitted while it writes); StoreError is why (store.go).
+	StoreUnavailableSince time.Time `json:"store_unavailable_since,omitzero"`
+	StoreError            string    `json:"store_error,omitempty"`
 }
 
 // Summary returns counts, cost, quota and the paused flag. It costs the
@@ -207,6 +211,7 @@ func (e *Engine) Summary() Summary {
 		s.Instances[worker.StateForeign] = n
 	}
 	s.Containers = e.queue.Counts()
+	s.setStore(e.queue.StoreHealth())
 	s.QuotaLimit, s.AtQuota = e.pool.Quota()
 	e.mu.Lock()
 	s.LongestWait = e.lastStats.LongestWait

@@ -57,8 +57,12 @@ func (m *Model) header() []string {
 	}
 	var l1, l2, l3, l4 string
 	l1 = "dispatch-tui  " + m.be.Describe()
+	store := "" // the daemon's store cannot write: say so until it can
 	if s := m.snap; s != nil {
 		sum := s.Summary
+		if store = sum.StoreStatus(); store != "" {
+			flags = append(flags, "STORE DOWN")
+		}
 		if sum.Paused {
 			flags = append(flags, "PAUSED")
 		}
@@ -118,6 +122,8 @@ func (m *Model) header() []string {
 	switch {
 	case m.snapErr != nil && m.flash == "":
 		out = append(out, m.th.FlashErr.Render(fitLine(m.disconnected(), w)))
+	case store != "" && m.flash == "":
+		out = append(out, m.th.FlashErr.Render(fitLine(termsafe.Escape(store), w)))
 	case m.flashErr:
 		out = append(out, m.th.FlashErr.Render(fitLine(m.flash, w)))
 	default:

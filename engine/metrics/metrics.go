@@ -109,6 +109,7 @@ func NewRecorder() *Metrics {
 		m.preempted,
 		m.unhealthy,
 		newCollector(m),
+		newStoreCollector(m),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

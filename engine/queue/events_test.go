@@ -303,16 +303,29 @@ func TestFailedFlushEventsRetried(t *testing.T) {
 	if err := e.q.Flush(); err != nil {
 		t.Fatal(err)
 	}
+	// The failed flush also said the store is unavailable (storehealth.go),
+	// in the event after the retried ones.
 	got := e.fileEvents()
-	if len(got) != 6 {
-		t.Fatalf("%d events stored, want 6", len(got))
+	if len(got) != 7 {
+		t.Fatalf("%d events stored, want 7", len(got))
 	}
 	for i, ev := range got {
-		if ev.seq != uint64(i+1) || (i >= 3 && ev.event.Reason != fmt.Sprint(i+1)) {
+		var ok bool
+		switch {
+		case i < 3:
+			ok = true
+		case i < 5:
+			ok = ev.event.Reason == fmt.Sprint(i+1)
+		case i == 5:
+			ok = ev.event.Kind == StoreEventKind && ev.event.Action == StoreEventUnavailable
+		default:
+			ok = ev.event.Reason == "6"
+		}
+		if ev.seq != uint64(i+1) || !ok {
 			t.Fatalf("event %d stored as %+v", i+1, ev.event)
 		}
 	}
-	if _, l, _ := batchRange(got[5].batch); !bytes.Equal(got[3].batch, got[5].batch) || l != 6 {
+	if _, l, _ := batchRange(got[6].batch); !bytes.Equal(got[3].batch, got[6].batch) || l != 7 {
 		t.Fatalf("the retried events and the new one: batches %x, %x; want one", got[3].batch, got[5].batch)
 	}
 	all := e.events()

@@ -344,7 +344,12 @@ func TestListContainersPages(t *testing.T) {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
 			ids := strings.Fields(out)
-			reqs := f.requests()
+			var reqs []recorded
+			for _, r := range f.requests() {
+				if r.path == "/v1/containers" { // not ls's /v1/summary
+					reqs = append(reqs, r)
+				}
+			}
 			if len(ids) != tc.wantItems || len(reqs) != tc.wantReqs {
 				t.Fatalf("%d ids in %d requests, want %d in %d", len(ids), len(reqs), tc.wantItems, tc.wantReqs)
 			}
@@ -375,7 +380,12 @@ func sshhostsInstances() []worker.InstanceView {
 }
 
 func instancesServer(t *testing.T, items func() []worker.InstanceView) *fakeServer {
-	return newFake(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+	return newFake(t, instancesHandler(items))
+}
+
+// instancesHandler answers the lists of instances, events and containers.
+func instancesHandler(items func() []worker.InstanceView) func(http.ResponseWriter, *http.Request, []byte) {
+	return func(w http.ResponseWriter, r *http.Request, _ []byte) {
 		switch r.URL.Path {
 		case "/v1/instances":
 			writeJSONTo(w, map[string]any{"items": items()})
@@ -386,7 +396,7 @@ func instancesServer(t *testing.T, items func() []worker.InstanceView) *fakeServ
 			writeJSONTo(w, map[string]any{"items": []queue.Container{{ID: "c-0123456789abcdef", State: queue.Queued, Held: true, Command: []string{"x"}},
 				{ID: "c-0123456789abcdee", State: queue.Running, Command: []string{"y"}}}, "items_available": 2})
 		}
-	})
+	}
 }
 
 // TestTablesKeepIdsWhole: at 80 columns the sshhosts ids are whole and

@@ -84,13 +84,16 @@ func newListCmd(env *Env, use string, aliases []string, short string, run func(l
 }
 
 // show prints one listing, or with --watch keeps printing it whenever it
-// changes until ctx ends.
+// changes until ctx ends. While the daemon's store cannot write, each
+// print is preceded by a warning on stderr (stdout stays the listing).
 func show(ctx context.Context, env *Env, c *api.Client, lf *listFlags, fetch listing) error {
+	warning := ""
 	render := func() ([]byte, error) {
 		obj, names, t, footer, err := fetch(ctx, c)
 		if err != nil {
 			return nil, explain(c, err)
 		}
+		warning = storeWarning(ctx, c)
 		var b bytes.Buffer
 		switch lf.output {
 		case "json":
@@ -116,6 +119,7 @@ func show(ctx context.Context, env *Env, c *api.Client, lf *listFlags, fetch lis
 		return err
 	}
 	if !lf.watch {
+		io.WriteString(env.Stderr, warning)
 		_, err := env.Stdout.Write(out)
 		return err
 	}
@@ -127,20 +131,22 @@ func show(ctx context.Context, env *Env, c *api.Client, lf *listFlags, fetch lis
 	// is printed after a blank line.
 	redraw := env.TermWidth != nil && env.TermWidth() > 0
 	last := []byte(nil)
+	lastWarning := ""
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
-		if !bytes.Equal(out, last) {
+		if !bytes.Equal(out, last) || warning != lastWarning {
 			switch {
 			case redraw:
 				io.WriteString(env.Stdout, "\x1b[H\x1b[2J")
 			case last != nil:
 				io.WriteString(env.Stdout, "\n")
 			}
+			io.WriteString(env.Stderr, warning)
 			if _, err := env.Stdout.Write(out); err != nil {
 				return err
 			}
-			last = out
+			last, lastWarning = out, warning
 		}
 		select {
 		case <-ctx.Done():
@@ -154,6 +160,17 @@ func show(ctx context.Context, env *Env, c *api.Client, lf *listFlags, fetch lis
 			return err
 		}
 	}
+}
+
+// storeWarning is the line ls prints on stderr while the daemon's store
+// cannot write, "" while it can. A summary that cannot be read says
+// nothing: the listing is what was asked for, and it was read.
+func storeWarning(ctx context.Context, c *api.Client) string {
+	sum, err := c.Summary(ctx)
+	if err != nil || sum.StoreStatus() == "" {
+		return ""
+	}
+	return "warning: " + termsafe.Escape(sum.StoreStatus()) + "\n"
 }
 
 // tableWidth is $COLUMNS, else the terminal's width, else 0 (no limit).

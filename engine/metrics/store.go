@@ -1,0 +1,38 @@
+// The store-health metrics: whether the state dir's store can write, and
+// how many of its writes failed (docs/design.md §10.1).
+
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// storeCollector reads the engine's store health at scrape time.
+type storeCollector struct {
+	m           *Metrics
+	unavailable *prometheus.Desc
+	failures    *prometheus.Desc
+}
+
+func newStoreCollector(m *Metrics) *storeCollector {
+	return &storeCollector{
+		m: m,
+		unavailable: prometheus.NewDesc(name("store_unavailable"),
+			"1 while the store cannot write containers' records and events (a full disk: the changes are kept in memory and retried at every pass), else 0.", nil, nil),
+		failures: prometheus.NewDesc(name("store_write_failures_total"),
+			"Writes of containers' records and events to the store that failed (output writes count in logs_store_failures_total).", nil, nil),
+	}
+}
+
+func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.unavailable
+	ch <- c.failures
+}
+
+func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	e := c.m.eng.Load()
+	if e == nil {
+		return
+	}
+	h := e.StoreHealth()
+	ch <- prometheus.MustNewConstMetric(c.unavailable, prometheus.GaugeValue, boolValue(!h.UnavailableSince.IsZero()))
+	ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(h.WriteFailures))
+}

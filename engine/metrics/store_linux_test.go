@@ -1,0 +1,38 @@
+package metrics
+
+import (
+	"testing"
+
+	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/engine"
+	"dispatch-tui/engine/enginetest"
+)
+
+// A store that cannot write (its disk full) shows in store_unavailable and
+// counts in store_write_failures_total; the gauge is back to 0 once it
+// writes again, the count stays.
+func TestStoreUnavailableMetrics(t *testing.T) {
+	m := NewRecorder()
+	env := enginetest.New(t, enginetest.Config(t), cloudtest.Options{}, engine.Options{})
+	m.Attach(env.Engine)
+	_, fams := scrape(t, m)
+	expect(t, fams, 0, "dispatch_tui_store_unavailable")
+	expect(t, fams, 0, "dispatch_tui_store_write_failures_total")
+
+	f := enginetest.NewFullStore(t, enginetest.Config(t), engine.Options{OnPass: m.ObservePass})
+	m.Attach(f.Engine)
+	text, fams := scrape(t, m)
+	expect(t, fams, 1, "dispatch_tui_store_unavailable")
+	if n := value(t, fams, "dispatch_tui_store_write_failures_total"); n < 1 {
+		t.Fatalf("store_write_failures_total %v with the store failing", n)
+	}
+	t.Run("promtool", func(t *testing.T) { promtoolCheck(t, text) })
+
+	f.Free()
+	f.Until("the store writes again", 10, func() bool { return f.Engine.StoreHealth().UnavailableSince.IsZero() })
+	_, fams = scrape(t, m)
+	expect(t, fams, 0, "dispatch_tui_store_unavailable")
+	if n := value(t, fams, "dispatch_tui_store_write_failures_total"); n < 1 {
+		t.Fatalf("store_write_failures_total %v after, want the failures still counted", n)
+	}
+}

@@ -1,0 +1,112 @@
+// Store health: whether the store can write the queue's records and events,
+// kept in one place that every such write reports to (docs/design.md §10.1).
+
+package queue
+
+import (
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// StoreHealth says whether the store can write. While it cannot (a full
+// disk, a read-only remount), the queue keeps its changes in memory and
+// every flush retries them; nothing is lost unless the dispatcher stops
+// before a write gets through.
+type StoreHealth struct {
+	// UnavailableSince is when the current run of failed writes began;
+	// zero while writes succeed.
+	UnavailableSince time.Time
+	// Err is the last failed write's error while unavailable, else nil.
+	Err error
+	// WriteFailures counts the writes of records and events that failed
+	// since the store was opened.
+	WriteFailures uint64
+}
+
+// Writes of containers' output are not counted here: a failed one is the
+// container's logs_error and is retried on its own (engine/output.go), and
+// while the records still get through the store is not unavailable.
+
+// Store-health events: one when writes start failing, one when they get
+// through again, whatever the number of failed writes between.
+const (
+	StoreEventKind        = "store"
+	StoreEventUnavailable = "unavailable"
+	StoreEventAvailable   = "available"
+)
+
+// storeHealth is the queue's record behind StoreHealth; q.mu guards it.
+type storeHealth struct {
+	since    time.Time
+	err      error
+	failures uint64
+}
+
+// StoreHealth returns whether the store can write.
+func (q *Queue) StoreHealth() StoreHealth {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	h := q.health
+	return StoreHealth{UnavailableSince: h.since, Err: h.err, WriteFailures: h.failures}
+}
+
+// writeFailedLocked records a failed write of records or events. The first
+// of a run marks the store unavailable with an event; the event waits in
+// memory with the rest, so readers of the event log see it at once and the
+// store gets it once it can write.
+func (q *Queue) writeFailedLocked(err error) {
+	h := &q.health
+	h.failures++
+	h.err = err
+	if !h.since.IsZero() {
+		return
+	}
+	h.since = q.clock.Now().UTC()
+	q.addEventLocked(h.since, "store", StoreEventKind, "store", StoreEventUnavailable,
+		"cannot write: "+err.Error()+"; changes are kept in memory and retried at every pass")
+	q.notifyLocked()
+}
+
+// wroteLocked records a flush that got through: everything pending is on
+// disk, so a run of failures is over, said with one event.
+func (q *Queue) wroteLocked() {
+	h := &q.health
+	if h.since.IsZero() {
+		return
+	}
+	now := q.clock.Now().UTC()
+	q.addEventLocked(now, "store", StoreEventKind, "store", StoreEventAvailable,
+		"writes again after "+now.Sub(h.since).Round(time.Second).String()+" unavailable; what was kept in memory is written")
+	h.since, h.err = time.Time{}, nil
+	q.notifyLocked()
+}
+
+// eventsUnwritten is Events when the flush before reading the file failed:
+// the store still has what it wrote, and the events it could not write
+// wait in q.newEvents (the store-unavailable one among them), so the log
+// reads whole while the store cannot write. flushMu keeps a flush from
+// taking the waiting ones out between the two reads.
+func (q *Queue) eventsUnwritten(since uint64, limit int) ([]Event, error) {
+	q.flushMu.Lock()
+	defer q.flushMu.Unlock()
+	var out []Event
+	if err := q.db.View(func(tx *bolt.Tx) error {
+		var err error
+		out, err = readEvents(tx.Bucket(bucketEvents), since, limit)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, e := range q.newEvents { // in Seq order
+		if len(out) >= limit {
+			break
+		}
+		if e.Seq > since && (len(out) == 0 || e.Seq > out[len(out)-1].Seq) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
