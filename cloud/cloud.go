@@ -122,6 +122,18 @@ type InstanceSet interface {
 	Stop()
 }
 
+// OwnershipRecaller is implemented by drivers that learn an instance is
+// the dispatcher's only by reading it from the instance itself (sshhosts
+// keeps its claim in a file on the host): after a restart, one that does
+// not answer would be missing from the listing, and the containers the
+// store says run there would be taken for gone and run again. Before the
+// first listing the engine names the instances its store says may hold
+// its containers; the driver lists each one as the dispatcher's until it
+// can read the instance's own tags (docs/design.md §10.1).
+type OwnershipRecaller interface {
+	RecallOwned(ids []InstanceID)
+}
+
 // RefusedReporter is an InstanceSet that can name the hosts it refuses to
 // use (sshhosts: a host key known_hosts does not accept), so that an
 // operator sees them although they are not instances.

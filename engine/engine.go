@@ -111,6 +111,9 @@ func New(opts Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{cfg: opts.Config, opts: opts, log: opts.Logger, clock: opts.Clock, queue: q, subs: map[int]chan struct{}{}}
+	if r, ok := opts.InstanceSet.(cloud.OwnershipRecaller); ok {
+		r.RecallOwned(instancesInUse(q))
+	}
 	e.pool, err = worker.New(worker.Options{
 		Config: opts.Config, InstanceSet: opts.InstanceSet, NewExecutor: opts.NewExecutor,
 		Clock: opts.Clock, Logger: opts.Logger, OnEvent: e.poolEvent, OnLogsBatch: e.storeLogsBatch, OnLogsLost: e.logsLost,
@@ -241,3 +244,22 @@ func (e *Engine) ClusterID() string { return e.opts.Owner }
 
 // Config returns the engine's configuration.
 func (e *Engine) Config() *config.Config { return e.cfg }
+
+// instancesInUse returns the instances the store says may hold containers:
+// those of every Locked or Running container. After a restart they are
+// the dispatcher's until they answer otherwise (cloud.OwnershipRecaller).
+func instancesInUse(q *queue.Queue) []cloud.InstanceID {
+	seen := map[cloud.InstanceID]bool{}
+	var ids []cloud.InstanceID
+	q.Each(func(c *queue.Container) bool {
+		if c.State.Final() {
+			return false // the active ones come first
+		}
+		if id := cloud.InstanceID(c.InstanceID); id != "" && !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+		return true
+	})
+	return ids
+}

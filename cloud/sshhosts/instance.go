@@ -64,10 +64,15 @@ func (h *Instance) SetTags(ctx context.Context, tags cloud.Tags) error {
 	h.opMu.Lock()
 	defer h.opMu.Unlock()
 	h.d.mu.Lock()
-	cur := h.tags
+	cur, presumed := h.tags, h.presumed
 	h.d.mu.Unlock()
 	if cur == nil {
 		return fmt.Errorf("sshhosts: set tags on %s: %w", h.id, ErrNotClaimed)
+	}
+	if presumed {
+		// Writing tags built on presumed ones would replace the host's
+		// own (its secret among them) with guesses.
+		return fmt.Errorf("sshhosts: set tags on %s: %w", h.id, ErrNotRead)
 	}
 	if f := h.d.foreign(cur); f != "" {
 		return fmt.Errorf("sshhosts: set tags on %s: %w", h.id, &ClaimedError{Owner: f})
@@ -124,14 +129,14 @@ func (h *Instance) Destroy(ctx context.Context) error {
 		}
 		if !found {
 			h.d.mu.Lock()
-			h.tags, h.claimed = nil, false
+			h.tags, h.claimed, h.presumed, h.read = nil, false, false, true
 			h.gen++
 			h.d.mu.Unlock()
 			return nil // released already
 		}
 		if f := h.d.foreign(tags); f != "" {
 			h.d.mu.Lock()
-			h.tags = tags
+			h.tags, h.presumed, h.read = tags, false, true
 			h.gen++
 			h.d.mu.Unlock()
 			return fmt.Errorf("sshhosts: destroy %s: %w", h.id, &ClaimedError{Owner: f})
@@ -149,7 +154,7 @@ func (h *Instance) Destroy(ctx context.Context) error {
 	}
 	h.d.mu.Lock()
 	h.tags = nil
-	h.claimed = false
+	h.claimed, h.presumed = false, false
 	h.gen++
 	h.releasePending = true
 	h.releasedAt = h.d.listStarts

@@ -70,7 +70,10 @@ var (
 	ErrStopped = errors.New("sshhosts driver stopped")
 	// ErrNotClaimed is returned by SetTags on a host that is not claimed.
 	ErrNotClaimed = errors.New("host is not claimed")
-	errTaken      = errors.New("host already has a tags file")
+	// ErrNotRead is returned by SetTags on a host listed as ours from the
+	// dispatcher's store that has not answered since start (recall.go).
+	ErrNotRead = errors.New("host not reached since the dispatcher started: its tags are not known yet; try again once it answers")
+	errTaken   = errors.New("host already has a tags file")
 )
 
 // Host is one existing machine the driver manages.
@@ -127,8 +130,9 @@ type Driver struct {
 }
 
 var (
-	_ cloud.InstanceSet     = (*Driver)(nil)
-	_ cloud.RefusedReporter = (*Driver)(nil)
+	_ cloud.InstanceSet       = (*Driver)(nil)
+	_ cloud.RefusedReporter   = (*Driver)(nil)
+	_ cloud.OwnershipRecaller = (*Driver)(nil)
 )
 
 // Instance is one configured host. Its id never changes; whether it is an
@@ -155,6 +159,8 @@ type Instance struct {
 	releasePending bool       // released; not claimable until a listing has seen it free
 	releasedAt     uint64     // d.listStarts when released
 	unreachable    bool       // the last contact failed (for logging transitions)
+	presumed       bool       // tags presumed from the dispatcher's store, not read from the host yet (recall.go)
+	read           bool       // its tags have been read from the host since start
 	foreignOwner   string     // the other dispatcher last seen holding it (logged once)
 	refusedErr     string     // the last contact refused its host key ("" = not refused)
 }
@@ -324,13 +330,16 @@ func (d *Driver) Executor(inst cloud.Instance) (runner.Executor, error) {
 	if h == nil {
 		return nil, fmt.Errorf("sshhosts: unknown instance %s", inst.ID())
 	}
+	if err := h.readIfPresumed(); err != nil {
+		return nil, err
+	}
 	e := &executor{
 		e: sshexec.New(sshexec.Options{
 			Address:         h.addr,
 			User:            h.user,
 			Signer:          h.signer,
 			HostKeyCallback: d.hostKeys,
-			Secret:          inst.Tags()[cloud.TagSecret],
+			Secret:          h.Tags()[cloud.TagSecret],
 			SecretCommand:   "cat " + h.file(SecretFile),
 		}),
 		prefix: h.runnerPrefix(),
@@ -530,20 +539,7 @@ func (d *Driver) Instances(ctx context.Context, filter cloud.Tags) ([]cloud.Inst
 	for i, h := range d.hosts {
 		r := res[i]
 		if h.gen == gens[i] { // else a create/set/destroy finished meanwhile: it knows better
-			var pe *parseError
-			switch {
-			case r.err == nil:
-				h.tags, h.claimed = r.tags, r.found
-				h.noteReachableLocked()
-			case errors.As(r.err, &pe):
-				// Reached, but the tags file is not ours to judge: keep
-				// the host out of use and out of the listing.
-				h.tags, h.claimed = nil, true
-				h.noteReachableLocked()
-				d.log.Warn("sshhosts: unreadable tags file; host left alone", "instance", string(h.id), "address", h.addr, "err", r.err)
-			default:
-				h.noteUnreachableLocked(r.err)
-			}
+			h.noteReadLocked(r.tags, r.found, r.err)
 		} else if r.err != nil {
 			h.noteUnreachableLocked(r.err)
 		}

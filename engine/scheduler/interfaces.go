@@ -10,6 +10,10 @@ import (
 type Pool interface {
 	Instances(buf []worker.InstanceView) []worker.InstanceView
 	Ready() bool
+	// Listed reports whether a cloud listing has completed since start:
+	// until then, an instance missing from Instances may only not be
+	// listed yet, and its containers are not judged gone.
+	Listed() bool
 	Create(typeName string) error
 	StartContainer(id cloud.InstanceID, spec runner.Spec) error
 	KillContainer(id cloud.InstanceID, containerID string) bool

@@ -26,6 +26,7 @@ import (
 type stubPool struct {
 	views     []worker.InstanceView
 	probed    bool
+	unlisted  bool  // no cloud listing has completed yet
 	createErr error // nil: every create succeeds
 	// bootFailing: types whose instances keep failing to boot, and why.
 	bootFailing map[string]string
@@ -44,7 +45,8 @@ func (p *stubPool) Instances(buf []worker.InstanceView) []worker.InstanceView {
 	}
 	return buf
 }
-func (p *stubPool) Ready() bool { return p.probed }
+func (p *stubPool) Ready() bool  { return p.probed }
+func (p *stubPool) Listed() bool { return !p.unlisted }
 func (p *stubPool) Create(typeName string) error {
 	if p.createErr != nil {
 		return p.createErr

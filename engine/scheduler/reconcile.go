@@ -182,6 +182,10 @@ func (s *Scheduler) reconcileRunning(tx *queue.Tx, ready, anyUnknown bool, st *S
 	// Only the containers Running at the start of the pass, plus those
 	// adopted just now, can be Running: no need to walk the whole queue.
 	running := tx.RunningAtStart()
+	// Before the first listing, a missing instance may only not be listed
+	// yet: after a restart, stale_lock_timeout can end the start-up wait
+	// first (a listing that waits on hosts that do not answer).
+	listed := s.pool.Listed()
 	for k := 0; k < len(running)+len(s.adopted); k++ {
 		var c *queue.Container
 		if k < len(running) {
@@ -194,8 +198,8 @@ func (s *Scheduler) reconcileRunning(tx *queue.Tx, ready, anyUnknown bool, st *S
 		}
 		idx, ok := s.byID[cloud.InstanceID(c.InstanceID)]
 		if !ok {
-			if !ready || anyUnknown {
-				continue // it may be on an instance not yet probed
+			if !ready || anyUnknown || !listed {
+				continue // it may be on an instance not yet listed or probed
 			}
 			if s.requeueIfPreempted(tx, c, nil, st) {
 				continue

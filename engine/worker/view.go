@@ -191,6 +191,14 @@ func (p *Pool) Instance(id cloud.InstanceID) (InstanceView, bool) {
 	return w.view(), true
 }
 
+// Listed reports whether a cloud listing has completed since the pool
+// started (scheduler.Pool).
+func (p *Pool) Listed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.synced
+}
+
 // Ready reports whether the first listing is done and every instance it
 // found has been probed at least once (successfully or not).
 func (p *Pool) Ready() bool {

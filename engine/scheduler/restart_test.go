@@ -1,0 +1,51 @@
+package scheduler
+
+import (
+	"testing"
+	"time"
+
+	"dispatch-tui/engine/clock"
+	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/queue"
+)
+
+// After a restart, a listing can take longer than stale_lock_timeout (it
+// waits on hosts that do not answer). Start-up is over then, but a Running
+// container whose instance the pool does not know yet is not judged gone
+// before a listing has completed; once one has, and its instance is not
+// in it, it is requeued.
+func TestRunningNotRequeuedBeforeTheFirstListing(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	q := openTestQueue(t, clk)
+	cfg := config.Default()
+	cfg.InstanceTypes = benchTypes
+	c, err := q.Submit(queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 1 << 30}}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Pass(func(tx *queue.Tx) {
+		if err := tx.Lock(tx.Get(c.ID), benchTypes[0].Name); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Run(tx.Get(c.ID), "host-1", benchTypes[0].Name); err != nil {
+			t.Fatal(err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pool := &stubPool{unlisted: true, quota: 4}
+	s := New(cfg, q, pool, clk, nil)
+	for _, step := range []time.Duration{0, cfg.Dispatcher.StaleLockTimeout + time.Second, time.Minute} {
+		clk.Advance(step)
+		s.RunPass()
+		if got, _ := q.Get(c.ID); got.State != queue.Running || got.InstanceID != "host-1" || got.Attempts != 1 {
+			t.Fatalf("%s after start, no listing yet: container %s on %q, attempt %d; want Running on host-1, attempt 1",
+				clk.Now().Sub(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), got.State, got.InstanceID, got.Attempts)
+		}
+	}
+	pool.unlisted = false // a listing without host-1
+	s.RunPass()
+	if got, _ := q.Get(c.ID); got.State == queue.Running {
+		t.Fatalf("after a listing without its instance, container still %s on %q; want requeued", got.State, got.InstanceID)
+	}
+}
