@@ -10,6 +10,7 @@ import (
 
 	"dispatch-tui/cloud"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/scheduler"
 	"dispatch-tui/engine/worker"
 )
@@ -262,7 +263,7 @@ func (e *Engine) Logs(ctx context.Context, id string, tail int) ([]byte, error) 
 		return nil, err
 	}
 	if found {
-		return TailLines(out, tail), nil
+		return runner.TailLines(out, tail), nil
 	}
 	if !c.State.Final() {
 		return nil, fmt.Errorf("%w: the container is %s", ErrNoLogs, c.State)
@@ -312,24 +313,4 @@ func orDefault(s, def string) string {
 		return s
 	}
 	return def
-}
-
-// TailLines returns the last n lines of b (all of b when n <= 0).
-func TailLines(b []byte, n int) []byte {
-	if n <= 0 {
-		return b
-	}
-	end := len(b)
-	if end > 0 && b[end-1] == '\n' {
-		end--
-	}
-	for i := end - 1; i >= 0; i-- {
-		if b[i] == '\n' {
-			n--
-			if n == 0 {
-				return b[i+1:]
-			}
-		}
-	}
-	return b
 }

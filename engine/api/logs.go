@@ -9,6 +9,7 @@ import (
 
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/runner"
 )
 
 // defaultFollowPoll is how often a followed container's output is read
@@ -94,7 +95,7 @@ func (s *server) followLogs(w http.ResponseWriter, r *http.Request, id string, t
 		if err == nil {
 			chunk := tr.next(out)
 			if tr.first {
-				chunk = engine.TailLines(chunk, tail)
+				chunk = runner.TailLines(chunk, tail)
 				tr.first = false
 			}
 			if len(chunk) > 0 {

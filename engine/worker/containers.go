@@ -245,5 +245,6 @@ func (p *Pool) Logs(ctx context.Context, id cloud.InstanceID, containerID string
 		return nil, err
 	}
 	client := runner.Client{Exec: exec, Path: p.s.runnerPath}
-	return client.Logs(ctx, containerID, tail)
+	out, err := client.Logs(ctx, containerID, tail, 0)
+	return out.Data, err
 }
