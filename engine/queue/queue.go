@@ -641,11 +641,9 @@ func (q *Queue) AddEvent(actor, kind, target, action, reason string) error {
 	return q.Flush()
 }
 
-// MaxStoredLogs caps the output kept per container once it has finished.
-const MaxStoredLogs = 1 << 20
-
-// StoreLogs keeps the (tail of the) output of a finished container, so it
-// can be read after the runner has deleted its files.
+// StoreLogs keeps the output of a finished container (its end, as the
+// caller cut it to [containers] max_output), so it can be read after the
+// runner has deleted its files.
 func (q *Queue) StoreLogs(id string, output []byte) error {
 	return q.StoreLogsBatch([]string{id}, [][]byte{output})
 }
@@ -671,11 +669,7 @@ func (q *Queue) StoreLogsBatch(ids []string, outputs [][]byte) error {
 			if !known[i] {
 				continue
 			}
-			out := outputs[i]
-			if len(out) > MaxStoredLogs {
-				out = out[len(out)-MaxStoredLogs:]
-			}
-			if err := b.Put([]byte(id), out); err != nil {
+			if err := b.Put([]byte(id), outputs[i]); err != nil {
 				return err
 			}
 		}
@@ -701,6 +695,24 @@ func (q *Queue) SetLogsError(id, msg string) bool {
 		return false
 	}
 	c.LogsError = msg
+	q.gen++
+	q.markDirtyLocked(c)
+	q.notifyLocked()
+	return true
+}
+
+// SetLogsTruncated records how many bytes were cut from the start of the
+// output of a container's finished attempt (0: none) and reports whether
+// that changed the record; written with the next flush, as SetLogsError.
+func (q *Queue) SetLogsTruncated(id string, n int64) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	c, ok := q.byID[id]
+	t := TruncatedBytes(n)
+	if !ok || c.LogsTruncated == t {
+		return false
+	}
+	c.LogsTruncated = t
 	q.gen++
 	q.markDirtyLocked(c)
 	q.notifyLocked()
