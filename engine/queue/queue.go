@@ -701,24 +701,6 @@ func (q *Queue) SetLogsError(id, msg string) bool {
 	return true
 }
 
-// SetLogsTruncated records how many bytes were cut from the start of the
-// output of a container's finished attempt (0: none) and reports whether
-// that changed the record; written with the next flush, as SetLogsError.
-func (q *Queue) SetLogsTruncated(id string, n int64) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	c, ok := q.byID[id]
-	t := TruncatedBytes(n)
-	if !ok || c.LogsTruncated == t {
-		return false
-	}
-	c.LogsTruncated = t
-	q.gen++
-	q.markDirtyLocked(c)
-	q.notifyLocked()
-	return true
-}
-
 // StoredLogs returns the output kept by StoreLogs, if any.
 func (q *Queue) StoredLogs(id string) ([]byte, bool, error) {
 	var out []byte

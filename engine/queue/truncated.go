@@ -1,5 +1,5 @@
 // TruncatedOutput: how much of a container's stored output was cut, kept
-// in four bytes of its record.
+// in four bytes of its record, and how it is set.
 
 package queue
 
@@ -43,4 +43,22 @@ func (t *TruncatedOutput) UnmarshalJSON(b []byte) error {
 	}
 	*t = TruncatedBytes(n)
 	return nil
+}
+
+// SetLogsTruncated records how many bytes were cut from the start of the
+// output of a container's finished attempt (0: none) and reports whether
+// that changed the record; written with the next flush, as SetLogsError.
+func (q *Queue) SetLogsTruncated(id string, n int64) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	c, ok := q.byID[id]
+	t := TruncatedBytes(n)
+	if !ok || c.LogsTruncated == t {
+		return false
+	}
+	c.LogsTruncated = t
+	q.gen++
+	q.markDirtyLocked(c)
+	q.notifyLocked()
+	return true
 }
