@@ -4,6 +4,8 @@ import (
 	"errors"
 	"sync/atomic"
 	"syscall"
+
+	"dispatch-tui/engine/runner"
 )
 
 // outputCounters count the containers whose output could not be stored,
@@ -11,6 +13,7 @@ import (
 type outputCounters struct {
 	storeFailures atomic.Uint64
 	lost          atomic.Uint64
+	truncated     atomic.Uint64 // truncation.go
 }
 
 // LogsStats are the engine's counts of output not stored.
@@ -21,11 +24,14 @@ type LogsStats struct {
 	// Lost: containers whose output can no longer be stored (their
 	// instance went away first).
 	Lost uint64
+	// Truncated: containers whose stored output was cut to
+	// [containers] max_output (counted once per container and cut).
+	Truncated uint64
 }
 
 // LogsStats returns the counts of output not stored.
 func (e *Engine) LogsStats() LogsStats {
-	return LogsStats{StoreFailures: e.output.storeFailures.Load(), Lost: e.output.lost.Load()}
+	return LogsStats{StoreFailures: e.output.storeFailures.Load(), Lost: e.output.lost.Load(), Truncated: e.output.truncated.Load()}
 }
 
 // storeLogsBatch keeps exited containers' outputs, in one store
@@ -34,9 +40,13 @@ func (e *Engine) LogsStats() LogsStats {
 // store fails (a full disk), each record, an event and a counter say so,
 // and the errors tell the pool to leave the outputs on the runner: a later
 // forget stores them.
-func (e *Engine) storeLogsBatch(ids []string, outputs [][]byte) []error {
+func (e *Engine) storeLogsBatch(ids []string, outputs []runner.Output) []error {
 	errs := make([]error, len(ids))
-	if err := e.queue.StoreLogsBatch(ids, outputs); err != nil {
+	data, err := e.noteTruncations(ids, outputs)
+	if err == nil {
+		err = e.queue.StoreLogsBatch(ids, data)
+	}
+	if err != nil {
 		for i, id := range ids {
 			errs[i] = e.logsNotStored(id, err)
 		}

@@ -61,8 +61,8 @@ func TestOutputNotStoredOnAFullDiskIsSaidAndStoredOnceThereIsRoom(t *testing.T) 
 			t.Errorf("%s: its runner forgot it although its output is not stored (%q, stored %v)%s", id, c.LogsError, found, h.eventsOf(id))
 		}
 		// Still readable, from the runner.
-		if out, err := h.eng.Logs(context.Background(), id, 0); err != nil || !strings.Contains(string(out), "cloudtest: output") {
-			t.Errorf("%s: logs %q, %v; want the runner's copy", id, out, err)
+		if out, err := h.eng.Logs(context.Background(), id, 0); err != nil || !strings.Contains(string(out.Data), "cloudtest: output") {
+			t.Errorf("%s: logs %q, %v; want the runner's copy", id, out.Data, err)
 		}
 	}
 	if got := h.eng.LogsStats().StoreFailures; got != uint64(len(ids)) {

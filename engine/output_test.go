@@ -40,8 +40,8 @@ func TestOutputKeptWhenInstanceShutDownAtQuotaRightAfterItsLastExit(t *testing.T
 			t.Fatalf("setup: instance %s of %s was not shut down", c.InstanceID, id)
 		}
 		out, err := h.eng.Logs(context.Background(), id, 0)
-		if err != nil || !strings.Contains(string(out), "exited 3") || c.LogsError != "" {
-			t.Errorf("logs of %s (on %s, shut down at quota): %q, %v (logs_error %q); want its output%s", id, c.InstanceID, out, err, c.LogsError, h.eventsOf(c.InstanceID))
+		if err != nil || !strings.Contains(string(out.Data), "exited 3") || c.LogsError != "" {
+			t.Errorf("logs of %s (on %s, shut down at quota): %q, %v (logs_error %q); want its output%s", id, c.InstanceID, out.Data, err, c.LogsError, h.eventsOf(c.InstanceID))
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"dispatch-tui/cloud"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/scheduler"
 	"dispatch-tui/engine/worker"
 )
@@ -249,11 +250,13 @@ func (e *LogsUnavailableError) Error() string { return "output unavailable: " + 
 // Logs returns a container's output (the last tail lines when tail > 0):
 // from its runner while it runs, from the store once it has finished, or
 // from its runner again if the store does not have it (not stored, and
-// its runner still keeps it).
-func (e *Engine) Logs(ctx context.Context, id string, tail int) ([]byte, error) {
+// its runner still keeps it). It is at most [containers] max_output of
+// the output's end; Dropped says how much was cut before it when the lines
+// asked for reach the cut (LogsText shows it so).
+func (e *Engine) Logs(ctx context.Context, id string, tail int) (runner.Output, error) {
 	c, ok := e.queue.Get(id)
 	if !ok {
-		return nil, fmt.Errorf("container %s: %w", id, queue.ErrNotFound)
+		return runner.Output{}, fmt.Errorf("container %s: %w", id, queue.ErrNotFound)
 	}
 	if c.State == queue.Running && c.InstanceID != "" {
 		out, err := e.pool.Logs(ctx, cloud.InstanceID(c.InstanceID), id, tail)
@@ -262,21 +265,25 @@ func (e *Engine) Logs(ctx context.Context, id string, tail int) ([]byte, error) 
 		}
 		// It may have just exited and been forgotten: fall through.
 	}
-	out, found, err := e.queue.StoredLogs(id)
+	stored, found, err := e.queue.StoredLogs(id)
 	if err != nil {
-		return nil, err
+		return runner.Output{}, err
 	}
 	if found {
-		return TailLines(out, tail), nil
+		out := runner.Output{Data: runner.TailLines(stored, tail)}
+		if len(out.Data) == len(stored) {
+			out.Dropped = c.LogsTruncated.Bytes() // the lines reach the cut
+		}
+		return out, nil
 	}
 	if !c.State.Final() {
-		return nil, fmt.Errorf("%w: the container is %s", ErrNoLogs, c.State)
+		return runner.Output{}, fmt.Errorf("%w: the container is %s", ErrNoLogs, c.State)
 	}
 	if c.StartedAt.IsZero() {
-		return nil, &LogsUnavailableError{Reason: "the container never started"}
+		return runner.Output{}, &LogsUnavailableError{Reason: "the container never started"}
 	}
 	if c.InstanceID == "" {
-		return nil, &LogsUnavailableError{Reason: orDefault(strings.TrimPrefix(c.LogsError, "logs: "), "not stored, and no instance is recorded for its last attempt")}
+		return runner.Output{}, &LogsUnavailableError{Reason: orDefault(strings.TrimPrefix(c.LogsError, "logs: "), "not stored, and no instance is recorded for its last attempt")}
 	}
 	// Not stored (about to be, or the store failed): its runner may still
 	// keep it. Asked only when it answers probes, and briefly: a reader
@@ -284,6 +291,7 @@ func (e *Engine) Logs(ctx context.Context, id string, tail int) ([]byte, error) 
 	inst := cloud.InstanceID(c.InstanceID)
 	v, ok := e.pool.Instance(inst)
 	var runnerErr error
+	var out runner.Output
 	switch {
 	case !ok:
 		runnerErr = worker.ErrNotFound
@@ -305,7 +313,7 @@ func (e *Engine) Logs(ctx context.Context, id string, tail int) ([]byte, error) 
 	default:
 		why = "not stored, and its instance " + c.InstanceID + " did not give it: " + runnerErr.Error()
 	}
-	return nil, &LogsUnavailableError{Reason: why}
+	return runner.Output{}, &LogsUnavailableError{Reason: why}
 }
 
 // runnerLogsTimeout bounds the runner call Logs makes for a finished
@@ -317,24 +325,4 @@ func orDefault(s, def string) string {
 		return s
 	}
 	return def
-}
-
-// TailLines returns the last n lines of b (all of b when n <= 0).
-func TailLines(b []byte, n int) []byte {
-	if n <= 0 {
-		return b
-	}
-	end := len(b)
-	if end > 0 && b[end-1] == '\n' {
-		end--
-	}
-	for i := end - 1; i >= 0; i-- {
-		if b[i] == '\n' {
-			n--
-			if n == 0 {
-				return b[i+1:]
-			}
-		}
-	}
-	return b
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"dispatch-tui/engine"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/termsafe"
@@ -390,6 +391,9 @@ func (m *Model) detailLines() []string {
 		}
 		if c.LogsError != "" {
 			add("output", c.LogsError)
+		}
+		if c.LogsTruncated != 0 {
+			add("output", engine.TruncatedText(c.LogsTruncated.Bytes()))
 		}
 		add("created", tf(c.CreatedAt))
 		add("started", tf(c.StartedAt))

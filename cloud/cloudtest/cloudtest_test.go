@@ -607,15 +607,15 @@ func TestRunnerProtocol(t *testing.T) {
 	}
 
 	// Logs.
-	logs, err := cl.Logs(ctx, "c-cmd", 0)
-	if err != nil || string(logs) != "cloudtest: c-cmd running cloudtest-run 5s 3\ncloudtest: c-cmd exited 3\n" {
-		t.Fatalf("logs %q %v", logs, err)
+	logs, err := cl.Logs(ctx, "c-cmd", 0, 0)
+	if err != nil || string(logs.Data) != "cloudtest: c-cmd running cloudtest-run 5s 3\ncloudtest: c-cmd exited 3\n" {
+		t.Fatalf("logs %q %v", logs.Data, err)
 	}
-	logs, err = cl.Logs(ctx, "c-cmd", 1)
-	if err != nil || string(logs) != "cloudtest: c-cmd exited 3\n" {
-		t.Fatalf("logs tail %q %v", logs, err)
+	logs, err = cl.Logs(ctx, "c-cmd", 1, 0)
+	if err != nil || string(logs.Data) != "cloudtest: c-cmd exited 3\n" {
+		t.Fatalf("logs tail %q %v", logs.Data, err)
 	}
-	if _, err := cl.Logs(ctx, "nope", 0); exitCode(err) != 1 {
+	if _, err := cl.Logs(ctx, "nope", 0, 0); exitCode(err) != 1 {
 		t.Fatalf("logs unknown: %v", err)
 	}
 
@@ -957,11 +957,11 @@ func TestEchoWritesItsWords(t *testing.T) {
 	if len(sts) != 1 || sts[0].State != runner.StateExited || sts[0].ExitCode != 0 {
 		t.Fatalf("list %+v, want e1 exited 0", sts)
 	}
-	out, err := cl.Logs(ctx, "e1", 0)
+	logs, err := cl.Logs(ctx, "e1", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(strings.Split(string(out), "\n"), "hello there") {
+	if out := logs.Data; !slices.Contains(strings.Split(string(out), "\n"), "hello there") {
 		t.Fatalf("logs %q lack the line %q", out, "hello there")
 	}
 }

@@ -45,5 +45,8 @@ func program(p runnertest.Program) []string {
 	case p.Forever:
 		return []string{"run-until-killed"}
 	}
+	if p.Output > 0 {
+		return CmdOutput(0, p.Exit, p.Output)
+	}
 	return Cmd(0, p.Exit)
 }

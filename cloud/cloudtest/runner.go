@@ -265,7 +265,11 @@ func (e *executor) Execute(ctx context.Context, line string, stdin []byte) (stdo
 	if cmd.Verb == "batch" {
 		stdout, stderr, err = d.batch(s, now, runnerPath, stdin)
 	} else {
-		stdout, stderr, err = d.runnerVerb(s, now, runnerPath, cmd, stdin)
+		var dropped int64
+		stdout, stderr, dropped, err = d.runnerVerb(s, now, runnerPath, cmd, stdin)
+		if dropped > 0 {
+			stderr = fmt.Appendf(stderr, "runner logs %s: the first %d bytes of the output were dropped (over --max-bytes %d)\n", cmd.ID, dropped, cmd.MaxBytes)
+		}
 	}
 	if loss == LoseReply || roll(d.rngLost, d.faults.LostReplyRate) {
 		d.stats.LostReplies++ // it ran; its reply is lost
@@ -286,6 +290,7 @@ func connectionLost(s *instState) error {
 func (d *Driver) batch(s *instState, now time.Time, runnerPath string, stdin []byte) (stdout, stderr []byte, err error) {
 	var out bytes.Buffer
 	enc := json.NewEncoder(&out)
+	logsOut := 0 // output the logs replies so far carry
 	for line := range bytes.Lines(stdin) {
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
@@ -297,9 +302,14 @@ func (d *Driver) batch(s *instState, now time.Time, runnerPath string, stdin []b
 			reply = runner.Reply{Code: 2, Stderr: "runner batch: bad request: " + err.Error()}
 		} else if cmd, err := batchCommand(req); err != nil {
 			reply = runner.Reply{Code: 2, Stderr: err.Error()}
+		} else if cmd.Verb == "logs" && logsOut >= runner.MaxBatchOutput {
+			reply = runner.Reply{Code: runner.CodeDeferred, Stderr: fmt.Sprintf("runner logs %s: deferred: this call's replies already carry %d bytes of output; ask again", cmd.ID, runner.MaxBatchOutput)}
 		} else {
-			o, e, err := d.runnerVerb(s, now, runnerPath, cmd, req.Spec)
-			reply.Stdout, reply.Stderr = o, strings.TrimSpace(string(e))
+			o, e, dropped, err := d.runnerVerb(s, now, runnerPath, cmd, req.Spec)
+			reply.Stdout, reply.Stderr, reply.Dropped = o, strings.TrimSpace(string(e)), dropped
+			if cmd.Verb == "logs" {
+				logsOut += len(o)
+			}
 			var ee *runner.ExitError
 			if errors.As(err, &ee) {
 				reply.Code = ee.Code
@@ -327,6 +337,9 @@ func batchCommand(r runner.Request) (runner.Command, error) {
 	if r.Tail > 0 {
 		args = append(args, "--tail", strconv.Itoa(r.Tail))
 	}
+	if r.MaxBytes > 0 {
+		args = append(args, "--max-bytes", strconv.FormatInt(r.MaxBytes, 10))
+	}
 	cmd, err := runner.ParseArgs(args)
 	if err != nil {
 		return cmd, err
@@ -339,7 +352,24 @@ func batchCommand(r runner.Request) (runner.Command, error) {
 }
 
 // runnerVerb runs one runner verb on s's in-memory runner.
-func (d *Driver) runnerVerb(s *instState, now time.Time, runnerPath string, cmd runner.Command, stdin []byte) (stdout, stderr []byte, err error) {
+// For logs, dropped is what --max-bytes cut from the output's start (as
+// the agent reports it).
+func (d *Driver) runnerVerb(s *instState, now time.Time, runnerPath string, cmd runner.Command, stdin []byte) (stdout, stderr []byte, dropped int64, err error) {
+	stdout, stderr, err = d.verb(s, now, runnerPath, cmd, stdin)
+	if cmd.Verb == "logs" && err == nil {
+		// The limit first, then the last lines of what it keeps.
+		o := runner.Output{Data: stdout}.Cut(cmd.MaxBytes)
+		tail := runner.TailLines(o.Data, cmd.Tail)
+		if len(tail) < len(o.Data) {
+			o.Dropped = 0 // the lines asked for do not reach the cut
+		}
+		stdout, dropped = tail, o.Dropped
+	}
+	return stdout, stderr, dropped, err
+}
+
+// verb runs one runner verb; logs returns the whole output.
+func (d *Driver) verb(s *instState, now time.Time, runnerPath string, cmd runner.Command, stdin []byte) (stdout, stderr []byte, err error) {
 	switch cmd.Verb {
 	case "version":
 		hash := d.runnerHash
@@ -384,9 +414,6 @@ func (d *Driver) runnerVerb(s *instState, now time.Time, runnerPath string, cmd 
 		lines = append(lines, filler(c.spec.Command)...)
 		if st.State == runner.StateExited {
 			lines = append(lines, fmt.Sprintf("cloudtest: %s exited %d", c.spec.ID, st.ExitCode))
-		}
-		if cmd.Tail > 0 && cmd.Tail < len(lines) {
-			lines = lines[len(lines)-cmd.Tail:]
 		}
 		return []byte(strings.Join(lines, "\n") + "\n"), nil, nil
 	case "forget":

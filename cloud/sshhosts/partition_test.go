@@ -430,8 +430,8 @@ func TestPartitionNoDoubleRun(t *testing.T) {
 		if n := pe.runs(names[i]); n != 1 {
 			t.Errorf("%s's command ran %d times, want once", names[i], n)
 		}
-		if out, err := pe.eng.Logs(context.Background(), id, 0); err != nil || !strings.Contains(string(out), "hello from "+names[i]) {
-			t.Errorf("%s: logs %q, %v; want its output", names[i], out, err)
+		if out, err := pe.eng.Logs(context.Background(), id, 0); err != nil || !strings.Contains(string(out.Data), "hello from "+names[i]) {
+			t.Errorf("%s: logs %q, %v; want its output", names[i], out.Data, err)
 		}
 	}
 	if t.Failed() {

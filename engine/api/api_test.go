@@ -789,25 +789,6 @@ func TestLogTracker(t *testing.T) {
 	}
 }
 
-func TestTailLines(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		n    int
-		want string
-	}{
-		{"a\nb\nc\n", 0, "a\nb\nc\n"},
-		{"a\nb\nc\n", 1, "c\n"},
-		{"a\nb\nc\n", 2, "b\nc\n"},
-		{"a\nb\nc", 1, "c"},
-		{"a\nb\nc\n", 5, "a\nb\nc\n"},
-		{"", 3, ""},
-	} {
-		if got := string(engine.TailLines([]byte(tc.in), tc.n)); got != tc.want {
-			t.Errorf("tailLines(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
-		}
-	}
-}
-
 // TestActor: a server without tokens (tests only) records the client's
 // sanitised X-Dispatch-Actor; an authenticated client is its token's name.
 func TestActor(t *testing.T) {

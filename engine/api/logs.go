@@ -3,12 +3,15 @@ package api
 import (
 	"bytes"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/runner"
 )
 
 // defaultFollowPoll is how often a followed container's output is read
@@ -45,9 +48,20 @@ func (s *server) logs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	textHeader(w)
+	if out.Dropped > 0 {
+		w.Header().Set(TruncatedHeader, strconv.FormatInt(out.Dropped, 10))
+	}
 	w.WriteHeader(http.StatusOK)
-	w.Write(out)
+	if out.Dropped > 0 {
+		io.WriteString(w, engine.TruncationNote(out.Dropped))
+	}
+	w.Write(out.Data)
 }
+
+// TruncatedHeader, on a logs response, is how many bytes were cut from the
+// start of the output shown, which was over [containers] max_output; the
+// body's first line (engine.TruncationNote) says the same to a reader.
+const TruncatedHeader = "X-Logs-Truncated"
 
 func textHeader(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -92,10 +106,16 @@ func (s *server) followLogs(w http.ResponseWriter, r *http.Request, id string, t
 			return
 		}
 		if err == nil {
-			chunk := tr.next(out)
+			chunk := tr.next(out.Data)
 			if tr.first {
-				chunk = engine.TailLines(chunk, tail)
+				chunk = runner.TailLines(chunk, tail)
 				tr.first = false
+				if out.Dropped > 0 && len(chunk) == len(out.Data) {
+					// What is shown begins at the cut: say so first.
+					if _, werr := io.WriteString(w, engine.TruncationNote(out.Dropped)); werr != nil {
+						return
+					}
+				}
 			}
 			if len(chunk) > 0 {
 				if _, werr := w.Write(chunk); werr != nil {

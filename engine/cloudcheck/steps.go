@@ -249,11 +249,11 @@ func (c *check) container(ctx context.Context) (string, error) {
 	if st.ExitCode != 0 {
 		return "", fmt.Errorf("%q exited %d, want 0", strings.Join(spec.Command, " "), st.ExitCode)
 	}
-	out, err := c.client.Logs(ctx, id, 0)
+	logs, err := c.client.Logs(ctx, id, 0, 0)
 	if err != nil {
 		return "", err
 	}
-	if !slices.Contains(strings.Split(string(out), "\n"), word) {
+	if out := logs.Data; !slices.Contains(strings.Split(string(out), "\n"), word) {
 		return "", fmt.Errorf("output of %q is %q, which lacks the line %q", strings.Join(spec.Command, " "), out, word)
 	}
 	if err := c.client.Forget(ctx, id); err != nil {

@@ -187,6 +187,10 @@ type Containers struct {
 	// KeepFinished is how many Complete/Cancelled containers are kept,
 	// newest first (0 = all); older ones are dropped with their output.
 	KeepFinished int
+	// MaxOutput is how much of a finished container's output is kept, its
+	// end: what is over it is dropped from the start, and the container's
+	// logs_truncated says how much.
+	MaxOutput int64
 	// AlwaysUsePreemptible is the scheduling.preemptible of a container
 	// submitted without one (docs/design.md §5, Preemptible).
 	AlwaysUsePreemptible bool

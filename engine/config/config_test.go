@@ -57,7 +57,7 @@ func TestDefault(t *testing.T) {
 			{Name: "medium", ProviderType: "medium", VCPUs: 2, RAM: 4 << 30, Scratch: 20 << 30, Price: 0.08},
 			{Name: "large", ProviderType: "large", VCPUs: 4, RAM: 16 << 30, Scratch: 40 << 30, Price: 0.30},
 		},
-		Containers: Containers{MaxAttempts: 3, KillGrace: 30 * time.Second, KeepFinished: 10000},
+		Containers: Containers{MaxAttempts: 3, KillGrace: 30 * time.Second, KeepFinished: 10000, MaxOutput: 4 << 20},
 		TUI:        TUI{Refresh: time.Second, Theme: "auto", Keys: map[string]string{}},
 	}
 	if !reflect.DeepEqual(c, want) {
@@ -188,6 +188,7 @@ price = 0.1
 max_attempts = 5
 kill_grace = "1m"
 keep_finished = 0
+max_output = "16MiB"
 
 [tui]
 refresh = "250ms"
@@ -252,7 +253,7 @@ kill = "ctrl+k"
 			{Name: "gpu", ProviderType: "g4dn.xlarge", VCPUs: 4, RAM: 16 << 30, Scratch: 125e9, GPUs: 1, Price: 0.526, Preemptible: true,
 				Labels: map[string]string{"gpu": "t4", "rack": "r1"}}, // the host's labels added
 		},
-		Containers: Containers{MaxAttempts: 5, KillGrace: time.Minute, KeepFinished: 0},
+		Containers: Containers{MaxAttempts: 5, KillGrace: time.Minute, KeepFinished: 0, MaxOutput: 16 << 20},
 		TUI: TUI{Refresh: 250 * time.Millisecond, Theme: "dark", ReadOnly: true,
 			Keys: map[string]string{"hold": "H", "kill": "ctrl+k"}},
 	}
@@ -423,6 +424,18 @@ ram = -5
 memory_limit = "1MiB"
 `, []string{
 			"config.toml:2: dispatcher.memory_limit: must be 0 (no limit) or at least 32MiB (got 1048576 bytes)",
+		}},
+		{"max output out of range", `
+[containers]
+max_output = "512B"
+`, []string{
+			"config.toml:2: containers.max_output: must be between 1KiB and 32MiB (got 512B)",
+		}},
+		{"max output too large", `
+[containers]
+max_output = "1GiB"
+`, []string{
+			"config.toml:2: containers.max_output: must be between 1KiB and 32MiB (got 1GiB)",
 		}},
 		{"bad duration", `
 [cloud]

@@ -61,6 +61,7 @@ func Default() *Config {
 			MaxAttempts:  3,
 			KillGrace:    30 * time.Second,
 			KeepFinished: 10000,
+			MaxOutput:    4 * miB,
 		},
 		TUI: TUI{
 			Refresh: time.Second,

@@ -20,6 +20,7 @@ func TestKeyIndexNamesFields(t *testing.T) {
 		{&c.InstanceTypes, "instance_type"},
 		{&c.InstanceTypes[2].RAM, "instance_type[2].ram"},
 		{&c.Containers.KeepFinished, "containers.keep_finished"},
+		{&c.Containers.MaxOutput, "containers.max_output"},
 		{&c.TUI.Keys, "tui.keys"},
 	} {
 		if got := ki.of(tc.ptr); got != tc.want {

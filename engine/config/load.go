@@ -313,6 +313,7 @@ type rawContainers struct {
 	MaxAttempts  value `toml:"max_attempts"`
 	KillGrace    value `toml:"kill_grace"`
 	KeepFinished value `toml:"keep_finished"`
+	MaxOutput    value `toml:"max_output"`
 
 	AlwaysUsePreemptible value `toml:"always_use_preemptible"`
 }

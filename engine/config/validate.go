@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
+	"dispatch-tui/engine/runner"
 )
 
 // Validate checks c's values: ranges, enumerations, instance types and
@@ -258,6 +259,11 @@ func (c *Config) validate() []*Error {
 	v.minInt(&ct.MaxAttempts, 1)
 	v.nonNegDur(&ct.KillGrace)
 	v.minInt(&ct.KeepFinished, 0)
+	// Under a KiB nothing would be kept (the cut is in whole KiB); over
+	// the runner's limit, one reply could outgrow what a call returns.
+	if ct.MaxOutput < runner.OutputCutUnit || ct.MaxOutput > runner.MaxOutputLimit {
+		v.addAt(&ct.MaxOutput, "must be between 1KiB and %s (got %s)", FormatSize(runner.MaxOutputLimit), FormatSize(ct.MaxOutput))
+	}
 
 	t := &c.TUI
 	v.positiveDur(&t.Refresh)

@@ -21,6 +21,7 @@ import (
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/runner"
 )
 
 // binary is the dispatch-tui executable built once for these tests.
@@ -144,13 +145,13 @@ func TestLocalRunsContainersToCompletion(t *testing.T) {
 		if c.ExitCode == nil || *c.ExitCode != i%7 {
 			t.Fatalf("container %d: %+v, want exit %d", i, c, i%7)
 		}
-		var out []byte
+		var out runner.Output
 		waitFor(t, "logs of "+id, 10*time.Second, func() bool {
 			var err error
 			out, err = r.Logs(context.Background(), id, 0)
 			return err == nil
 		})
-		if got, want := string(out), "value-"+strconv.Itoa(i)+"\n"; got != want {
+		if got, want := string(out.Data), "value-"+strconv.Itoa(i)+"\n"; got != want {
 			t.Fatalf("container %d: output %q, want %q", i, got, want)
 		}
 	}
@@ -179,7 +180,13 @@ func TestLocalHostileArgvAndEnvArriveLiterally(t *testing.T) {
 	ids := []string{c.ID, env.ID}
 	waitFor(t, "both Complete", time.Minute, func() bool { return countStates(r.Engine, ids)[queue.Complete] == 2 })
 	var out []byte
-	waitFor(t, "logs", 10*time.Second, func() bool { out, err = r.Logs(context.Background(), c.ID, 0); return err == nil })
+	logs := func(id string) bool {
+		var o runner.Output
+		o, err = r.Logs(context.Background(), id, 0)
+		out = o.Data
+		return err == nil
+	}
+	waitFor(t, "logs", 10*time.Second, func() bool { return logs(c.ID) })
 	want := ""
 	for _, a := range hostile {
 		want += a + "|\n"
@@ -187,7 +194,7 @@ func TestLocalHostileArgvAndEnvArriveLiterally(t *testing.T) {
 	if string(out) != want {
 		t.Fatalf("argv output %q, want %q", out, want)
 	}
-	waitFor(t, "env logs", 10*time.Second, func() bool { out, err = r.Logs(context.Background(), env.ID, 0); return err == nil })
+	waitFor(t, "env logs", 10*time.Second, func() bool { return logs(env.ID) })
 	if !strings.Contains(string(out), "HOSTILE=$(touch pwned); echo 'x' `id`\n") {
 		t.Fatalf("env output lacks the literal value: %q", out)
 	}

@@ -194,6 +194,7 @@ type collector struct {
 	killSignals     *prometheus.Desc
 	logsNotStored   *prometheus.Desc
 	logsLost        *prometheus.Desc
+	logsTruncated   *prometheus.Desc
 }
 
 func name(n string) string { return prometheus.BuildFQName(Namespace, "", n) }
@@ -259,6 +260,8 @@ func newCollector(m *Metrics) *collector {
 			"Containers whose output could not be written to the store (a full disk): counted once per container and error; the runner keeps the output and it is stored again later.", nil, nil),
 		logsLost: prometheus.NewDesc(name("logs_lost_total"),
 			"Containers whose output is lost: their instance was destroyed unreachable, or before the output could be stored within timeout_shutdown.", nil, nil),
+		logsTruncated: prometheus.NewDesc(name("logs_truncated_total"),
+			"Containers whose stored output was cut to [containers] max_output, its start dropped (their logs_truncated field says how much).", nil, nil),
 	}
 }
 
@@ -267,7 +270,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		c.buildInfo, c.instances, c.unreachable, c.price, c.vcpus, c.ram, c.containers, c.longestWait,
 		c.allocNotStarted, c.overQuota, c.atQuota, c.quotaLimit, c.paused, c.lastPass,
 		c.creating, c.cloudOps, c.probes, c.probeDuration, c.bootDuration, c.runnerDeploys,
-		c.starts, c.killSignals, c.logsNotStored, c.logsLost,
+		c.starts, c.killSignals, c.logsNotStored, c.logsLost, c.logsTruncated,
 	} {
 		ch <- d
 	}
@@ -399,6 +402,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ls := e.LogsStats()
 	counter(c.logsNotStored, float64(ls.StoreFailures))
 	counter(c.logsLost, float64(ls.Lost))
+	counter(c.logsTruncated, float64(ls.Truncated))
 }
 
 // constHistogram converts a pool histogram (per-bucket counts in durations)

@@ -376,6 +376,7 @@ func TestMetrics(t *testing.T) {
 	// Every output stored.
 	expect(t, fams, 0, "dispatch_tui_logs_store_failures_total")
 	expect(t, fams, 0, "dispatch_tui_logs_lost_total")
+	expect(t, fams, 0, "dispatch_tui_logs_truncated_total")
 	if v := value(t, fams, "dispatch_tui_container_kill_signals_total"); v < 1 {
 		t.Errorf("kill signals = %v, want >= 1", v)
 	}
@@ -484,4 +485,26 @@ func BenchmarkObservePass(b *testing.B) {
 	for b.Loop() {
 		m.ObservePass(st)
 	}
+}
+
+// An output over [containers] max_output (4 MiB by default) is stored cut,
+// and logs_truncated_total counts its container once.
+func TestLogsTruncatedCounter(t *testing.T) {
+	env := newEnv(t, cloudtest.Options{Seed: 3})
+	c, err := env.eng.Submit(queue.Spec{
+		Command:            cloudtest.CmdOutput(0, 0, 5<<20),
+		RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: gib / 2},
+	}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.until("complete with its output stored", 300, func() bool {
+		got, _ := env.eng.Container(c.ID)
+		_, err := env.eng.Logs(t.Context(), c.ID, 1)
+		return got.State == queue.Complete && err == nil
+	})
+	text, fams := scrape(t, env.m)
+	expect(t, fams, 1, "dispatch_tui_logs_truncated_total")
+	expect(t, fams, 0, "dispatch_tui_logs_store_failures_total")
+	t.Run("promtool", func(t *testing.T) { promtoolCheck(t, text) })
 }

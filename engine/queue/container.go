@@ -228,6 +228,7 @@ type Container struct {
 	hints              schedHints  // from Scheduling, in the padding after Held
 	ord                orderSlot   // the queue's order (order.go), in the same padding
 	dirty              bool        // in q.dirty, for the next flush to write (in the padding too)
+	startSent          bool        // below, with RunnerSeen; in the last byte of padding
 	RuntimeConstraints Constraints `json:"runtime_constraints"`
 	FirstSeenAt        time.Time   `json:"first_seen_at"`
 
@@ -254,17 +255,21 @@ type Container struct {
 	KillRequested bool `json:"kill_requested,omitempty"`
 	// RunnerSeen is set once a runner has listed the current attempt.
 	RunnerSeen bool `json:"runner_seen,omitempty"`
-	// startSent is set, in memory only, while this process has the start
-	// of the current attempt to make or has made it: a Running container
-	// no runner lists was never started only when neither a runner saw it
-	// nor this process sent its start (it was recorded just before a
-	// crash). A start that was sent may have run and its record been lost
-	// since, so its attempt counts.
-	startSent bool
+	// startSent (in the first line) is set, in memory only, while this
+	// process has the start of the current attempt to make or has made
+	// it: a Running container no runner lists was never started only when
+	// neither a runner saw it nor this process sent its start (it was
+	// recorded just before a crash). A start that was sent may have run
+	// and its record been lost since, so its attempt counts.
+	//
 	// shape is the queue's id of RuntimeConstraints (entries.go), in the
-	// padding after startSent.
-	shape      uint16
-	KillReason string `json:"kill_reason,omitempty"`
+	// padding after RunnerSeen.
+	shape uint16
+	// LogsTruncated is how much was cut from the start of the stored
+	// output of its finished attempt, which was over [containers]
+	// max_output (0: none, or nothing stored). In the padding after shape.
+	LogsTruncated TruncatedOutput `json:"logs_truncated,omitempty"`
+	KillReason    string          `json:"kill_reason,omitempty"`
 	// LogsError says why the output of a finished attempt is not stored
 	// (it could not be written, or its instance went away before it was
 	// fetched); empty once it is stored.

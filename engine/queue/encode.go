@@ -124,6 +124,10 @@ func appendContainer(b []byte, c *Container) ([]byte, error) {
 	if c.RunnerSeen {
 		b = append(b, `,"runner_seen":true`...)
 	}
+	if c.LogsTruncated != 0 {
+		b = append(b, `,"logs_truncated":`...)
+		b = appendInt(b, c.LogsTruncated.Bytes())
+	}
 	if c.KillReason != "" {
 		b = append(b, `,"kill_reason":`...)
 		b = appendJSONString(b, c.KillReason)

@@ -35,7 +35,7 @@ func TestAppendContainerMatchesMarshal(t *testing.T) {
 			ExitCode: &code, Attempts: 2, InstanceType: "small", InstanceID: "i-1",
 			CreatedAt: t0, LockedAt: t0.Add(time.Second), StartedAt: t0.In(plus2), FinishedAt: t0.Add(time.Hour),
 			Reason: "exit 137", ReasonCode: ReasonKilled, KillRequested: true, RunnerSeen: true,
-			KillReason: "operator", LogsError: "instance gone", Seq: 1 << 63,
+			KillReason: "operator", LogsError: "instance gone", LogsTruncated: math.MaxUint32, Seq: 1 << 63,
 			Scheduling: Scheduling{Preemptible: boolp(true), MaxRunTime: Duration(-time.Microsecond), Supervisor: true,
 				Labels: map[string]string{"zone": "b", "gpu": "a100", "<&>": "\u2028"}}}},
 		{"escapes", Container{ID: "c\"\\x", Name: "héllo <b>&</b>\n\t\x01", Image: "img:latest",
@@ -90,7 +90,7 @@ func TestAppendContainerMatchesMarshalRandom(t *testing.T) {
 			FirstSeenAt:        tm(), ID: str(), Name: str(), Image: str(), CreatedAt: tm(), LockedAt: tm(), StartedAt: tm(), FinishedAt: tm(),
 			Attempts: rng.IntN(4), MaxAttempts: rng.IntN(4), RestartPolicy: str(), InstanceType: str(), InstanceID: str(),
 			Reason: str(), ReasonCode: ReasonCode(str()), KillRequested: rng.IntN(2) == 0, RunnerSeen: rng.IntN(2) == 0,
-			KillReason: str(), LogsError: str(), Seq: rng.Uint64(),
+			KillReason: str(), LogsError: str(), LogsTruncated: TruncatedOutput(rng.Uint32() >> rng.IntN(32)), Seq: rng.Uint64(),
 			Scheduling: Scheduling{MaxRunTime: Duration(rng.Int64N(1e13) - 1e12), Supervisor: rng.IntN(2) == 0}}
 		for range rng.IntN(3) {
 			c.Command = append(c.Command, str())
@@ -406,7 +406,7 @@ func (r randomRecords) container() Container {
 		FirstSeenAt:        r.time(), ID: r.str(), Name: r.str(), Image: r.str(), CreatedAt: r.time(), LockedAt: r.time(), StartedAt: r.time(), FinishedAt: r.time(),
 		Attempts: rng.IntN(4), MaxAttempts: rng.IntN(4), RestartPolicy: r.str(), InstanceType: r.str(), InstanceID: r.str(),
 		Reason: r.str(), ReasonCode: ReasonCode(r.str()), KillRequested: rng.IntN(2) == 0, RunnerSeen: rng.IntN(2) == 0,
-		KillReason: r.str(), LogsError: r.str(), Seq: rng.Uint64() >> rng.IntN(64),
+		KillReason: r.str(), LogsError: r.str(), LogsTruncated: TruncatedOutput(rng.Uint32() >> rng.IntN(32)), Seq: rng.Uint64() >> rng.IntN(64),
 		Env: r.strMap(), Scheduling: Scheduling{Labels: r.strMap(), Supervisor: rng.IntN(2) == 0}}
 	switch rng.IntN(4) {
 	case 0:

@@ -642,11 +642,9 @@ func (q *Queue) AddEvent(actor, kind, target, action, reason string) error {
 	return q.Flush()
 }
 
-// MaxStoredLogs caps the output kept per container once it has finished.
-const MaxStoredLogs = 1 << 20
-
-// StoreLogs keeps the (tail of the) output of a finished container, so it
-// can be read after the runner has deleted its files.
+// StoreLogs keeps the output of a finished container (its end, as the
+// caller cut it to [containers] max_output), so it can be read after the
+// runner has deleted its files.
 func (q *Queue) StoreLogs(id string, output []byte) error {
 	return q.StoreLogsBatch([]string{id}, [][]byte{output})
 }
@@ -672,11 +670,7 @@ func (q *Queue) StoreLogsBatch(ids []string, outputs [][]byte) error {
 			if !known[i] {
 				continue
 			}
-			out := outputs[i]
-			if len(out) > MaxStoredLogs {
-				out = out[len(out)-MaxStoredLogs:]
-			}
-			if err := b.Put([]byte(id), out); err != nil {
+			if err := b.Put([]byte(id), outputs[i]); err != nil {
 				return err
 			}
 		}

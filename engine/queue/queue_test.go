@@ -844,6 +844,48 @@ func TestSetLogsError(t *testing.T) {
 	}
 }
 
+// SetLogsTruncated changes the record in memory at once, is written with
+// the next flush as a count of bytes (in whole KiB), and reports only real
+// changes (so that the metric counts each cut output once).
+func TestSetLogsTruncated(t *testing.T) {
+	e := newEnv(t, nil)
+	id := e.submit(spec("true")).ID
+	e.toState(id, Complete)
+	gen := e.q.Generation()
+	const cut = 6 << 20
+	if !e.q.SetLogsTruncated(id, cut) || e.q.SetLogsTruncated(id, cut) {
+		t.Fatal("SetLogsTruncated: want a change, then none")
+	}
+	if c, _ := e.q.Get(id); c.LogsTruncated.Bytes() != cut || e.q.Generation() == gen {
+		t.Fatalf("in memory: %d bytes, gen %d (was %d)", c.LogsTruncated.Bytes(), e.q.Generation(), gen)
+	}
+	if err := e.q.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	e.reopen()
+	c, _ := e.q.Get(id)
+	if c.LogsTruncated.Bytes() != cut {
+		t.Fatalf("after reopen: %d bytes", c.LogsTruncated.Bytes())
+	}
+	j, err := json.Marshal(c)
+	if err != nil || !bytes.Contains(j, []byte(`"logs_truncated":6291456,`)) {
+		t.Fatalf("JSON %s, %v: want logs_truncated in bytes", j, err)
+	}
+	if !e.q.SetLogsTruncated(id, 0) {
+		t.Fatal("clearing: no change")
+	}
+	if c, _ := e.q.Get(id); c.LogsTruncated != 0 {
+		t.Fatalf("cleared: %d", c.LogsTruncated)
+	}
+	if e.q.SetLogsTruncated("c-0000000000000000", cut) {
+		t.Fatal("an unknown container changed")
+	}
+	// A count that is not whole KiB rounds up: never 0 when some was cut.
+	if got := TruncatedBytes(1); got.Bytes() != 1024 {
+		t.Fatalf("TruncatedBytes(1) = %d bytes", got.Bytes())
+	}
+}
+
 // storedPaused reads the pause flag as the (open) store holds it: "" when
 // it was never written.
 func storedPaused(tb testing.TB, q *Queue) string {
@@ -904,13 +946,13 @@ func TestPausedStoredOnChange(t *testing.T) {
 	}
 }
 
-// StoreLogsBatch keeps each known container's output as StoreLogs would
-// (the last MaxStoredLogs bytes), survives a reopen, and skips ids the
-// queue no longer has.
+// StoreLogsBatch keeps each known container's output whole (the caller
+// cut it to max_output; the queue once kept only its last MiB), survives
+// a reopen, and skips ids the queue no longer has.
 func TestStoreLogsBatch(t *testing.T) {
 	e := newEnv(t, nil)
 	a, b := e.submit(spec("true")).ID, e.submit(spec("true")).ID
-	big := append(bytes.Repeat([]byte("x"), MaxStoredLogs), "end\n"...)
+	big := append(bytes.Repeat([]byte("x"), 3<<20), "end\n"...)
 	ids := []string{a, "gone", b}
 	outs := [][]byte{[]byte("out of a\n"), []byte("never stored\n"), big}
 	if err := e.q.StoreLogsBatch(ids, outs); err != nil {
@@ -924,7 +966,7 @@ func TestStoreLogsBatch(t *testing.T) {
 	}{
 		{a, true, outs[0]},
 		{"gone", false, nil},
-		{b, true, big[len(big)-MaxStoredLogs:]},
+		{b, true, big},
 	} {
 		got, found, err := e.q.StoredLogs(tc.id)
 		if err != nil {

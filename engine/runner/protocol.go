@@ -158,6 +158,9 @@ type Command struct {
 	ID     string // start, kill, logs, forget
 	Signal string // kill: TERM or KILL
 	Tail   int    // logs: 0 = all
+	// MaxBytes (logs): at most this much of the output's end, cut as
+	// DroppedFor says; 0 = no limit.
+	MaxBytes int64
 }
 
 // Line renders the command line run on the instance. Only validated ids and
@@ -178,6 +181,10 @@ func (c Command) Line(path string) string {
 	if c.Tail > 0 {
 		b.WriteString(" --tail ")
 		b.WriteString(strconv.Itoa(c.Tail))
+	}
+	if c.MaxBytes > 0 {
+		b.WriteString(" --max-bytes ")
+		b.WriteString(strconv.FormatInt(c.MaxBytes, 10))
 	}
 	return b.String()
 }
@@ -226,6 +233,13 @@ func ParseArgs(args []string) (Command, error) {
 				return Command{}, fmt.Errorf("runner logs: invalid --tail %q", rest[1])
 			}
 			c.Tail = n
+			rest = rest[2:]
+		case c.Verb == "logs" && rest[0] == "--max-bytes" && len(rest) > 1:
+			n, err := strconv.ParseInt(rest[1], 10, 64)
+			if err != nil || n < 0 || n > MaxOutputLimit {
+				return Command{}, fmt.Errorf("runner logs: invalid --max-bytes %q (0 to %d)", rest[1], MaxOutputLimit)
+			}
+			c.MaxBytes = n
 			rest = rest[2:]
 		default:
 			return Command{}, fmt.Errorf("runner %s: unexpected argument %q", c.Verb, rest[0])
@@ -361,9 +375,18 @@ func (c *Client) Kill(ctx context.Context, id, signal string) error {
 	return err
 }
 
-// Logs returns a container's output (last tail lines when tail > 0).
-func (c *Client) Logs(ctx context.Context, id string, tail int) ([]byte, error) {
-	return c.run(ctx, Command{Verb: "logs", ID: id, Tail: tail}, nil)
+// Logs returns a container's output (last tail lines when tail > 0), at
+// most maxBytes of its end when maxBytes > 0. It goes as a batch of one,
+// whose reply says how much the limit dropped.
+func (c *Client) Logs(ctx context.Context, id string, tail int, maxBytes int64) (Output, error) {
+	replies, err := c.Batch(ctx, []Request{{Verb: "logs", ID: id, Tail: tail, MaxBytes: maxBytes}})
+	if err != nil {
+		return Output{}, err
+	}
+	if err := replies[0].Err("logs"); err != nil {
+		return Output{}, err
+	}
+	return replies[0].Output(), nil
 }
 
 // Forget removes a finished container's files.
@@ -382,11 +405,13 @@ func (c *Client) Clean(ctx context.Context) error {
 // Request is one line of "runner batch" input: a verb with its arguments
 // (the spec inline for start).
 type Request struct {
-	Verb   string          `json:"verb"` // version, start, list, kill, logs, forget
-	ID     string          `json:"id,omitempty"`
-	Signal string          `json:"signal,omitempty"`
-	Tail   int             `json:"tail,omitempty"`
-	Spec   json.RawMessage `json:"spec,omitempty"`
+	Verb   string `json:"verb"` // version, start, list, kill, logs, forget
+	ID     string `json:"id,omitempty"`
+	Signal string `json:"signal,omitempty"`
+	Tail   int    `json:"tail,omitempty"`
+	// MaxBytes is logs' --max-bytes.
+	MaxBytes int64           `json:"max_bytes,omitempty"`
+	Spec     json.RawMessage `json:"spec,omitempty"`
 }
 
 // Reply is one line of "runner batch" output, for the request on the same
@@ -395,7 +420,17 @@ type Reply struct {
 	Code   int    `json:"code"`
 	Stdout []byte `json:"stdout,omitempty"`
 	Stderr string `json:"stderr,omitempty"`
+	// Dropped (logs): bytes cut from the output's start by max_bytes
+	// before Stdout, when that cut reached into what was asked for.
+	Dropped int64 `json:"dropped,omitempty"`
 }
+
+// Deferred reports whether the runner did not run the request for want
+// of room in the batch's replies (CodeDeferred): it is to be asked again.
+func (r *Reply) Deferred() bool { return r.Code == CodeDeferred }
+
+// Output is a logs reply's output.
+func (r *Reply) Output() Output { return Output{Data: r.Stdout, Dropped: r.Dropped} }
 
 // MaxBatch is the most requests of one verb the dispatcher sends in one
 // "runner batch" (a forget sender's call carries up to MaxBatch forgets

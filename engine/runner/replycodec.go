@@ -41,9 +41,9 @@ func decodeReplies(out []byte, want int) ([]Reply, error) {
 }
 
 // parseReplyFast parses line when it is exactly what the runner's
-// json.Encoder writes for a Reply ({"code":N} with "stdout" and "stderr"
-// after it when set, no escapes, no white space), and reports whether it
-// did. What it accepts json.Unmarshal decodes the same way
+// json.Encoder writes for a Reply ({"code":N} with "stdout", "stderr" and
+// "dropped" after it when set, no escapes, no white space), and reports
+// whether it did. What it accepts json.Unmarshal decodes the same way
 // (TestParseReplyFast, FuzzParseReplyFast).
 func parseReplyFast(line []byte, r *Reply) bool {
 	p := listParser{b: line}
@@ -73,6 +73,13 @@ func parseReplyFast(line []byte, r *Reply) bool {
 			return false
 		}
 		r.Stderr = string(s)
+	}
+	if p.lit(`,"dropped":`) {
+		var n int
+		if !p.int(&n) {
+			return false
+		}
+		r.Dropped = int64(n)
 	}
 	return p.lit("}") && len(p.b) == 0
 }

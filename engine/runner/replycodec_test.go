@@ -51,6 +51,7 @@ func randReply(r *rand.Rand) Reply {
 	}
 	rep.Code = []int{0, 0, 1, 2, -1, 1 << 40}[r.IntN(6)]
 	rep.Stderr = []string{"", "", "runner kill: no such container", "a\"b", "<x>", "é", "\x00"}[r.IntN(7)]
+	rep.Dropped = []int64{0, 0, 1024, 1 << 40}[r.IntN(4)]
 	return rep
 }
 

@@ -51,24 +51,45 @@ func (p *Pool) collect(w *instance, ids []string, unreachable bool) {
 		// A bound of its own: a dead connection must not hold the destroy.
 		ctx, cancel := context.WithTimeout(p.ctx, p.s.timeoutShutdown)
 		client := runner.Client{Exec: exec, Path: p.s.runnerPath}
-		reqs := make([]runner.Request, len(ids))
-		for i, id := range ids {
-			reqs[i] = runner.Request{Verb: "logs", ID: id, Tail: LogTailLines}
+		// Calls follow one another while the runner defers some logs
+		// (runner.MaxBatchOutput); each call's outputs are stored before
+		// the next, so that at most one call's are held.
+		todo := make([]int, len(ids))
+		for i := range todo {
+			todo[i] = i
 		}
-		var replies []runner.Reply
-		replies, err = client.Batch(ctx, reqs)
+		for len(todo) > 0 && err == nil {
+			reqs := make([]runner.Request, len(todo))
+			for k, i := range todo {
+				reqs[k] = p.logsRequest(ids[i])
+			}
+			var replies []runner.Reply
+			if replies, err = client.Batch(ctx, reqs); err != nil {
+				break
+			}
+			var next, got []int
+			var gotIDs []string
+			var outs []runner.Output
+			var gotErrs []error
+			for k, i := range todo {
+				r := &replies[k]
+				if r.Deferred() {
+					next = append(next, i)
+					continue
+				}
+				got = append(got, i)
+				gotIDs = append(gotIDs, ids[i])
+				outs = append(outs, p.fetchedOutput(r))
+				gotErrs = append(gotErrs, r.Err("logs"))
+			}
+			p.storeLogsBatch(gotIDs, outs, gotErrs)
+			for k, i := range got {
+				errs[i] = gotErrs[k]
+				stored[i] = gotErrs[k] == nil
+			}
+			todo = next
+		}
 		cancel()
-		if err == nil {
-			outs := make([][]byte, len(ids))
-			for i := range replies {
-				errs[i] = replies[i].Err("logs")
-				outs[i] = replies[i].Stdout
-			}
-			p.storeLogsBatch(ids, outs, errs)
-			for i := range ids {
-				stored[i] = errs[i] == nil
-			}
-		}
 	}
 
 	p.mu.Lock()

@@ -25,6 +25,7 @@ type outputSink struct {
 	mu       sync.Mutex
 	fail     error
 	stored   map[string]string
+	dropped  map[string]int64 // batch only: what max_output cut
 	attempts map[string]int
 	lost     map[string]string
 	// destroysAtStore: how many destroys had happened when each output
@@ -48,7 +49,7 @@ func newSinkHarness(t *testing.T, o hopt) (*harness, *outputSink) {
 // newSinkHarnessMode is newSinkHarness; with batch, forget batches hand
 // their outputs to OnLogsBatch.
 func newSinkHarnessMode(t *testing.T, o hopt, batch bool) (*harness, *outputSink) {
-	s := &outputSink{stored: map[string]string{}, attempts: map[string]int{}, lost: map[string]string{}, destroysAtStore: map[string]int32{}, batch: batch}
+	s := &outputSink{stored: map[string]string{}, dropped: map[string]int64{}, attempts: map[string]int{}, lost: map[string]string{}, destroysAtStore: map[string]int32{}, batch: batch}
 	more := o.pool
 	o.pool = func(opts *Options) {
 		s.options(opts)
@@ -79,7 +80,7 @@ func (s *outputSink) options(o *Options) {
 	}
 	if s.batch {
 		first := true
-		o.OnLogsBatch = func(ids []string, outs [][]byte) []error {
+		o.OnLogsBatch = func(ids []string, outs []runner.Output) []error {
 			if first && s.hold != nil {
 				first = false
 				s.held <- struct{}{}
@@ -90,7 +91,10 @@ func (s *outputSink) options(o *Options) {
 			s.batches = append(s.batches, len(ids))
 			errs := make([]error, len(ids))
 			for i, id := range ids {
-				errs[i] = store(id, outs[i])
+				errs[i] = store(id, outs[i].Data)
+				if errs[i] == nil {
+					s.dropped[id] = outs[i].Dropped
+				}
 			}
 			return errs
 		}

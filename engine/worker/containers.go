@@ -227,23 +227,32 @@ func (p *Pool) sendSignalLocked(w *instance, cid, sig string) {
 	})
 }
 
-// LogTailLines is how many lines of an exited container's output are kept
-// when the runner forgets it.
-const LogTailLines = 1000
-
 // Logs returns a container's output from the runner on its instance (the
-// last tail lines when tail > 0). It blocks on the runner call.
-func (p *Pool) Logs(ctx context.Context, id cloud.InstanceID, containerID string, tail int) ([]byte, error) {
+// last tail lines when tail > 0): at most containers.max_output of its end,
+// as it is stored once it exits. It blocks on the runner call.
+func (p *Pool) Logs(ctx context.Context, id cloud.InstanceID, containerID string, tail int) (runner.Output, error) {
 	p.mu.Lock()
 	w := p.byID[id]
 	p.mu.Unlock()
 	if w == nil {
-		return nil, ErrNotFound
+		return runner.Output{}, ErrNotFound
 	}
 	exec, err := p.executor(w)
 	if err != nil {
-		return nil, err
+		return runner.Output{}, err
 	}
 	client := runner.Client{Exec: exec, Path: p.s.runnerPath}
-	return client.Logs(ctx, containerID, tail)
+	return client.Logs(ctx, containerID, tail, p.s.maxOutput)
+}
+
+// logsRequest asks for the output of an exited container, to store.
+func (p *Pool) logsRequest(containerID string) runner.Request {
+	return runner.Request{Verb: "logs", ID: containerID, MaxBytes: p.s.maxOutput}
+}
+
+// fetchedOutput is the output a logs reply carries, cut to max_output
+// should a runner have sent more than it was asked for: what the store
+// keeps stays bounded whatever answers.
+func (p *Pool) fetchedOutput(r *runner.Reply) runner.Output {
+	return r.Output().Cut(p.s.maxOutput)
 }

@@ -126,7 +126,7 @@ func (p *Pool) runForgetBatches(w *instance) {
 			reqs = append(reqs, runner.Request{Verb: "forget", ID: id})
 		}
 		for _, id := range ids {
-			reqs = append(reqs, runner.Request{Verb: "logs", ID: id, Tail: LogTailLines})
+			reqs = append(reqs, p.logsRequest(id))
 		}
 		lead := len(toForget) // the logs replies follow the forget ones
 		var replies []runner.Reply
@@ -149,6 +149,31 @@ func (p *Pool) runForgetBatches(w *instance) {
 		}
 		p.forgotten(w, toForget, forgetErrs)
 		toForget = nil
+		var outs []runner.Output
+		if err == nil && len(ids) > 0 {
+			// The runner defers what would take its reply past
+			// runner.MaxBatchOutput: those go back to the queue's head,
+			// for the next call.
+			var deferred []string
+			n := 0
+			outs = make([]runner.Output, 0, len(ids))
+			for i, id := range ids {
+				r := &replies[lead+i]
+				if r.Deferred() {
+					deferred = append(deferred, id)
+					continue
+				}
+				ids[n], fetched[n] = id, fetched[i]
+				outs = append(outs, p.fetchedOutput(r))
+				n++
+			}
+			ids, fetched = ids[:n], fetched[:n]
+			if len(deferred) > 0 {
+				p.mu.Lock()
+				w.forgetQ = append(deferred, w.forgetQ...)
+				p.mu.Unlock()
+			}
+		}
 
 		// The store of the previous batch: what it stored is forgotten
 		// next.
@@ -158,13 +183,6 @@ func (p *Pool) runForgetBatches(w *instance) {
 			storing = nil
 		}
 		if len(ids) > 0 {
-			var outs [][]byte
-			if err == nil {
-				outs = make([][]byte, len(ids))
-				for i := range ids {
-					outs[i] = replies[lead+i].Stdout
-				}
-			}
 			storing = p.storeOutputs(ids, outs, fetched)
 		}
 	}
@@ -173,7 +191,7 @@ func (p *Pool) runForgetBatches(w *instance) {
 // storeOutputs stores outs, the outputs of ids, beside the sender; errs[i]
 // is set where the output was not fetched, and is set by the store where
 // it was not stored.
-func (p *Pool) storeOutputs(ids []string, outs [][]byte, errs []error) *outputStore {
+func (p *Pool) storeOutputs(ids []string, outs []runner.Output, errs []error) *outputStore {
 	s := &outputStore{ids: ids, errs: errs, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
@@ -184,9 +202,9 @@ func (p *Pool) storeOutputs(ids []string, outs [][]byte, errs []error) *outputSt
 
 // storeLogsBatch hands the fetched outputs (errs[i] == nil) to OnLogsBatch
 // in one call and sets errs[i] for each that was not stored.
-func (p *Pool) storeLogsBatch(ids []string, outs [][]byte, errs []error) {
+func (p *Pool) storeLogsBatch(ids []string, outs []runner.Output, errs []error) {
 	var okIDs []string
-	var okOuts [][]byte
+	var okOuts []runner.Output
 	var at []int
 	for i := range ids {
 		if errs[i] == nil {

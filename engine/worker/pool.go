@@ -73,7 +73,8 @@ type Options struct {
 	// OnEvent, if set, is called for every Event, in order, without the
 	// pool's lock held (it may call the pool's methods).
 	OnEvent func(Event)
-	// OnLogs, if set, receives the tail of an exited container's output to
+	// OnLogs, if set, receives an exited container's output (at most
+	// containers.max_output of its end; see OnLogsBatch for what was cut) to
 	// store, before the runner forgets it (which deletes its files) and
 	// before its instance is destroyed. Called from a pool goroutine
 	// without the pool's lock held. If fetching the output fails, or OnLogs
@@ -85,8 +86,10 @@ type Options struct {
 	// call each, so that a store can write them in one transaction; it
 	// returns one error (nil when stored) per container. The containers
 	// whose output it did not store are not forgotten, as with OnLogs.
-	// When only OnLogs is set, the pool calls it for each in turn.
-	OnLogsBatch func(containerIDs []string, outputs [][]byte) []error
+	// When only OnLogs is set, the pool calls it for each in turn. Each
+	// output's Dropped is how many bytes containers.max_output cut from
+	// its start.
+	OnLogsBatch func(containerIDs []string, outputs []runner.Output) []error
 	// OnLogsLost, if set, is told when the output of an exited container
 	// can no longer be stored: its instance is destroyed and could not be
 	// reached, or the fetch or the store kept failing for timeout_shutdown.
@@ -219,10 +222,10 @@ func New(opts Options) (*Pool, error) {
 	if opts.OnLogsBatch == nil && opts.OnLogs != nil {
 		// One store path inside the pool: a batch stored one by one.
 		onLogs := opts.OnLogs
-		opts.OnLogsBatch = func(ids []string, outs [][]byte) []error {
+		opts.OnLogsBatch = func(ids []string, outs []runner.Output) []error {
 			errs := make([]error, len(ids))
 			for i, id := range ids {
-				errs[i] = onLogs(id, outs[i])
+				errs[i] = onLogs(id, outs[i].Data)
 			}
 			return errs
 		}

@@ -29,6 +29,7 @@ type settings struct {
 	maxConcurrentCreates int // <= 0: unlimited
 	quotaProbeAfter      time.Duration
 	capacityBackoff      time.Duration
+	maxOutput            int64 // the most of an exited container's output fetched to store
 }
 
 // The pool's own tunables, which are not config keys.
@@ -60,10 +61,14 @@ func newSettings(c *config.Config, opts Options) (settings, error) {
 		maxConcurrentCreates: c.Cloud.MaxConcurrentCreates,
 		quotaProbeAfter:      opts.QuotaProbeAfter,
 		capacityBackoff:      opts.CapacityBackoff,
+		maxOutput:            c.Containers.MaxOutput,
 	}
 	var errs []error
 	if s.runnerPath == "" {
 		errs = append(errs, errors.New("cloud.runner_path is empty"))
+	}
+	if s.maxOutput <= 0 {
+		errs = append(errs, errors.New("containers.max_output is not set (it must be positive)"))
 	}
 	for _, d := range []struct {
 		key    string

@@ -97,7 +97,12 @@ func (b *InProcess) Changes(ctx context.Context) <-chan struct{} {
 
 // Logs implements Backend.
 func (b *InProcess) Logs(ctx context.Context, id string, tail int) ([]byte, error) {
-	return b.eng.Logs(ctx, id, tail)
+	out, err := b.eng.Logs(ctx, id, tail)
+	if err != nil {
+		return nil, err
+	}
+	// As the API shows it (a remote console reads that).
+	return engine.LogsText(out), nil
 }
 
 // InstanceVerb implements Backend.

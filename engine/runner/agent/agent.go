@@ -136,7 +136,7 @@ func (e *Env) fill() {
 	}
 }
 
-const usage = "usage: runner version | start <id> (spec JSON on stdin) | list | kill <id> [--signal TERM|KILL] | logs <id> [--tail N] | forget <id> | batch (JSON requests on stdin) | serve (frames of batch requests on stdin) | clean"
+const usage = "usage: runner version | start <id> (spec JSON on stdin) | list | kill <id> [--signal TERM|KILL] | logs <id> [--tail N] [--max-bytes N] | forget <id> | batch (JSON requests on stdin) | serve (frames of batch requests on stdin) | clean"
 
 // Main runs one runner verb with args (the words after "runner"), reading
 // stdin and writing stdout/stderr; it returns the process exit code: 0 on
@@ -175,7 +175,13 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env Env) int
 	case "kill":
 		return a.kill(cmd.ID, cmd.Signal)
 	case "logs":
-		return a.logs(cmd.ID, cmd.Tail)
+		code, dropped := a.logs(cmd.ID, cmd.Tail, cmd.MaxBytes)
+		if dropped > 0 {
+			// Said where a person reading the output sees it; a batch
+			// reply carries the number instead.
+			fmt.Fprintf(stderr, "runner logs %s: the first %d bytes of the output were dropped (over --max-bytes %d)\n", cmd.ID, dropped, cmd.MaxBytes)
+		}
+		return code
 	case "forget":
 		return a.forget(cmd.ID)
 	case "batch":

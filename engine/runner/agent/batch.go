@@ -79,6 +79,7 @@ func (f *frame) add(line []byte) bool {
 func (a *agent) runRequests(f *frame) []runner.Reply {
 	reqs, parseErrs := f.reqs, f.parseErrs
 	replies := make([]runner.Reply, len(reqs))
+	var logsOut int // output the logs replies so far carry
 	for i := 0; i < len(reqs); {
 		if parseErrs[i] == nil && reqs[i].Verb == "start" {
 			j := i
@@ -89,14 +90,26 @@ func (a *agent) runRequests(f *frame) []runner.Reply {
 			i = j
 			continue
 		}
-		if parseErrs[i] != nil {
+		switch {
+		case parseErrs[i] != nil:
 			replies[i] = runner.Reply{Code: 2, Stderr: "runner batch: bad request: " + parseErrs[i].Error()}
-		} else {
+		case reqs[i].Verb == "logs" && logsOut >= runner.MaxBatchOutput:
+			replies[i] = deferredLogs(reqs[i].ID)
+		default:
 			replies[i] = a.batchOne(reqs[i])
+			if reqs[i].Verb == "logs" {
+				logsOut += len(replies[i].Stdout)
+			}
 		}
 		i++
 	}
 	return replies
+}
+
+// deferredLogs is the reply to a logs request of a batch whose replies
+// already carry runner.MaxBatchOutput of output.
+func deferredLogs(id string) runner.Reply {
+	return runner.Reply{Code: runner.CodeDeferred, Stderr: fmt.Sprintf("runner logs %s: deferred: this call's replies already carry %d bytes of output; ask again", id, runner.MaxBatchOutput)}
 }
 
 func writeReplies(bw *bufio.Writer, replies []runner.Reply) error {
@@ -162,8 +175,12 @@ func (a *agent) batchOne(r runner.Request) runner.Reply {
 	if r.Tail > 0 {
 		args = append(args, "--tail", strconv.Itoa(r.Tail))
 	}
+	if r.MaxBytes > 0 {
+		args = append(args, "--max-bytes", strconv.FormatInt(r.MaxBytes, 10))
+	}
 	cmd, err := runner.ParseArgs(args)
 	code := 0
+	var dropped int64
 	switch {
 	case err != nil:
 		code = sub.fail(2, "%v", err)
@@ -178,14 +195,14 @@ func (a *agent) batchOne(r runner.Request) runner.Reply {
 		case "kill":
 			code = sub.kill(cmd.ID, cmd.Signal)
 		case "logs":
-			code = sub.logs(cmd.ID, cmd.Tail)
+			code, dropped = sub.logs(cmd.ID, cmd.Tail, cmd.MaxBytes)
 		case "forget":
 			code = sub.forget(cmd.ID)
 		default:
 			code = sub.fail(2, "runner batch: verb %q not allowed in a batch", cmd.Verb)
 		}
 	}
-	return runner.Reply{Code: code, Stdout: out.Bytes(), Stderr: strings.TrimSpace(errb.String())}
+	return runner.Reply{Code: code, Stdout: out.Bytes(), Stderr: strings.TrimSpace(errb.String()), Dropped: dropped}
 }
 
 // batchStart starts the containers of reqs (all "start") under one

@@ -8,12 +8,20 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"dispatch-tui/engine/runner"
 )
 
-func (a *agent) logs(id string, tail int) int {
+// logs writes a container's output, stdout then stderr (their last tail
+// lines when tail > 0, at most maxBytes of their end when maxBytes > 0),
+// and returns its exit code and how many bytes maxBytes dropped from the
+// start (runner.DroppedFor; 0 when the tail asked for did not reach the
+// cut). Only the part written is read: a large output costs its files'
+// sizes and the tail, never its whole.
+func (a *agent) logs(id string, tail int, maxBytes int64) (code int, dropped int64) {
 	dir, code := a.containerDir("logs", id)
 	if dir == "" {
-		return code
+		return code, 0
 	}
 	var files []*os.File
 	var sizes []int64
@@ -23,34 +31,35 @@ func (a *agent) logs(id string, tail int) int {
 			continue
 		}
 		if err != nil {
-			return a.fail(1, "runner logs %s: %v", id, err)
+			return a.fail(1, "runner logs %s: %v", id, err), 0
 		}
 		defer f.Close()
 		fi, err := f.Stat()
 		if err != nil {
-			return a.fail(1, "runner logs %s: %v", id, err)
+			return a.fail(1, "runner logs %s: %v", id, err), 0
 		}
 		files = append(files, f)
 		sizes = append(sizes, fi.Size())
 	}
-	if tail <= 0 {
-		for _, f := range files {
-			if _, err := io.Copy(a.stdout, f); err != nil {
-				return a.fail(1, "runner logs %s: %v", id, err)
-			}
-		}
-		return 0
-	}
 	cat := &concatReaderAt{parts: files, sizes: sizes}
 	total := cat.size()
-	off, err := tailOffset(cat, total, tail, 32<<10)
-	if err == nil {
-		_, err = io.Copy(a.stdout, io.NewSectionReader(cat, off, total-off))
+	cut := runner.DroppedFor(total, maxBytes)
+	var off int64
+	if tail > 0 {
+		var err error
+		// The lines are looked for in what the limit keeps only.
+		sub := io.NewSectionReader(cat, cut, total-cut)
+		if off, err = tailOffset(sub, total-cut, tail, 32<<10); err != nil {
+			return a.fail(1, "runner logs %s: %v", id, err), 0
+		}
 	}
-	if err != nil {
-		return a.fail(1, "runner logs %s: %v", id, err)
+	if off == 0 {
+		dropped = cut // what was asked for begins before the cut
 	}
-	return 0
+	if _, err := io.Copy(a.stdout, io.NewSectionReader(cat, cut+off, total-cut-off)); err != nil {
+		return a.fail(1, "runner logs %s: %v", id, err), 0
+	}
+	return 0, dropped
 }
 
 // concatReaderAt reads its parts (of the given sizes) as one.

@@ -52,7 +52,11 @@ func ShellProgram(p Program) []string {
 	case p.Forever:
 		return []string{"sh", "-c", "echo ready; exec sleep 600"}
 	}
-	return []string{"sh", "-c", fmt.Sprintf("echo ready; echo exiting %d; exit %d", p.Exit, p.Exit)}
+	fill := ""
+	if p.Output > 0 {
+		fill = fmt.Sprintf("yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c %d; echo; ", p.Output)
+	}
+	return []string{"sh", "-c", fmt.Sprintf("echo ready; %secho exiting %d; exit %d", fill, p.Exit, p.Exit)}
 }
 
 // crashSupervisor kills the supervisor of the container in dir, then the

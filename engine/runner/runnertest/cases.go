@@ -112,24 +112,84 @@ var cases = []struct {
 	}},
 	{"unknown container", func(e *env) {
 		e.wantExit("kill", e.client().Kill(e.ctx, "ghost", runner.SignalTerm), 1, "no such container")
-		_, err := e.client().Logs(e.ctx, "ghost", 0)
+		_, err := e.client().Logs(e.ctx, "ghost", 0, 0)
 		e.wantExit("logs", err, 1, "no such container")
 		e.wantExit("forget", e.client().Forget(e.ctx, "ghost"), 1, "no such container")
 	}},
 	{"logs and their tail", func(e *env) {
 		e.start("talk", Program{Exit: 2})
 		e.waitState("talk", runner.StateExited)
-		all, err := e.client().Logs(e.ctx, "talk", 0)
-		if err != nil || len(all) == 0 || !bytes.HasSuffix(all, []byte("\n")) {
-			e.t.Fatalf("logs %q, %v", all, err)
+		all, err := e.client().Logs(e.ctx, "talk", 0, 0)
+		if err != nil || len(all.Data) == 0 || !bytes.HasSuffix(all.Data, []byte("\n")) || all.Dropped != 0 {
+			e.t.Fatalf("logs %q (dropped %d), %v", all.Data, all.Dropped, err)
 		}
-		lines := strings.SplitAfter(string(all), "\n")
+		lines := strings.SplitAfter(string(all.Data), "\n")
 		last := lines[len(lines)-2]
-		for tail, want := range map[int]string{1: last, len(lines) - 1: string(all), 1000: string(all)} {
-			got, err := e.client().Logs(e.ctx, "talk", tail)
-			if err != nil || string(got) != want {
-				e.t.Fatalf("logs --tail %d = %q, %v; want %q", tail, got, err, want)
+		for tail, want := range map[int]string{1: last, len(lines) - 1: string(all.Data), 1000: string(all.Data)} {
+			got, err := e.client().Logs(e.ctx, "talk", tail, 0)
+			if err != nil || string(got.Data) != want || got.Dropped != 0 {
+				e.t.Fatalf("logs --tail %d = %q (dropped %d), %v; want %q", tail, got.Data, got.Dropped, err, want)
 			}
+		}
+	}},
+	{"logs over max_bytes keep their end and say what they dropped", func(e *env) {
+		e.start("loud", Program{Exit: 0, Output: 10_000})
+		e.waitState("loud", runner.StateExited)
+		all, err := e.client().Logs(e.ctx, "loud", 0, 0)
+		if err != nil || len(all.Data) < 10_000 || all.Dropped != 0 {
+			e.t.Fatalf("logs: %d bytes, dropped %d, %v; want at least 10000, none dropped", len(all.Data), all.Dropped, err)
+		}
+		const limit = 4096
+		drop := runner.DroppedFor(int64(len(all.Data)), limit)
+		if drop == 0 || drop%runner.OutputCutUnit != 0 || int64(len(all.Data))-drop > limit {
+			e.t.Fatalf("DroppedFor(%d, %d) = %d", len(all.Data), limit, drop)
+		}
+		lines := strings.SplitAfter(string(all.Data), "\n")
+		for _, c := range []struct {
+			tail     int
+			want     string
+			wantDrop int64
+		}{
+			{0, string(all.Data[drop:]), drop},
+			{1_000_000, string(all.Data[drop:]), drop}, // the tail reaches the cut
+			{1, lines[len(lines)-2], 0},                // it does not
+		} {
+			got, err := e.client().Logs(e.ctx, "loud", c.tail, limit)
+			if err != nil || string(got.Data) != c.want || got.Dropped != c.wantDrop {
+				e.t.Fatalf("logs --tail %d --max-bytes %d: %d bytes, dropped %d, %v; want %d bytes, dropped %d",
+					c.tail, limit, len(got.Data), got.Dropped, err, len(c.want), c.wantDrop)
+			}
+		}
+		// What the output fits in is returned whole.
+		got, err := e.client().Logs(e.ctx, "loud", 0, int64(len(all.Data)))
+		if err != nil || !bytes.Equal(got.Data, all.Data) || got.Dropped != 0 {
+			e.t.Fatalf("logs --max-bytes of its size: %d bytes, dropped %d, %v", len(got.Data), got.Dropped, err)
+		}
+	}},
+	{"a batch's logs replies stop at MaxBatchOutput", func(e *env) {
+		// Each output is over half the budget: the first two are served
+		// (the second passes it), the third is deferred, not failed.
+		n := runner.MaxBatchOutput/2 + 1000
+		for _, id := range []string{"big1", "big2", "big3"} {
+			e.start(id, Program{Exit: 0, Output: n})
+		}
+		for _, id := range []string{"big1", "big2", "big3"} {
+			e.waitState(id, runner.StateExited)
+		}
+		codes, replies := e.batch(
+			runner.Request{Verb: "logs", ID: "big1"},
+			runner.Request{Verb: "logs", ID: "big2"},
+			runner.Request{Verb: "logs", ID: "big3"},
+			runner.Request{Verb: "list"},
+		)
+		e.wantCodes("logs batch", codes, []int{0, 0, runner.CodeDeferred, 0}, replies[3:])
+		if len(replies[0].Stdout) < n || len(replies[1].Stdout) < n || !replies[2].Deferred() || len(replies[2].Stdout) != 0 {
+			e.t.Fatalf("replies of %d, %d and %d bytes, the third deferred: %v", len(replies[0].Stdout), len(replies[1].Stdout), len(replies[2].Stdout), replies[2].Deferred())
+		}
+		// Asked again alone, it is served.
+		codes, replies = e.batch(runner.Request{Verb: "logs", ID: "big3"})
+		if codes[0] != 0 || len(replies[0].Stdout) < n {
+			e.t.Fatalf("big3 asked again: code %d, %d bytes", codes[0], len(replies[0].Stdout))
 		}
 	}},
 	{"forget", func(e *env) {

@@ -27,6 +27,9 @@ type Program struct {
 	Forever    bool
 	Exit       int
 	IgnoreTerm bool // with Forever: TERM does not end it, KILL does
+	// Output: without Forever, the program first writes at least this
+	// many bytes more, in lines.
+	Output int
 	// Unrunnable: a command that cannot be executed (no such file);
 	// every other field is ignored.
 	Unrunnable bool
@@ -136,8 +139,8 @@ func (e *env) waitState(id, state string) runner.Status {
 func (e *env) ready(id string) {
 	e.t.Helper()
 	e.poll(id+" to be ready", func() bool {
-		out, err := e.client().Logs(e.ctx, id, 0)
-		return err == nil && len(out) > 0
+		out, err := e.client().Logs(e.ctx, id, 0, 0)
+		return err == nil && len(out.Data) > 0
 	})
 }
 

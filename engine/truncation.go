@@ -1,0 +1,63 @@
+// Output cut to [containers] max_output: recorded on the container before
+// it is stored, counted, and said in the first line of what logs shows.
+
+package engine
+
+import (
+	"fmt"
+
+	"dispatch-tui/engine/runner"
+)
+
+// noteTruncations records on each container how much of the output about
+// to be stored was cut (logs_truncated, 0 for none), and returns the
+// outputs' data. When a record changed it is flushed before the output is
+// stored, so that a crash between the two never leaves a cut output
+// whose record does not say so: the record may say so of an output not
+// yet stored, which the next fetch of the same output makes true.
+func (e *Engine) noteTruncations(ids []string, outputs []runner.Output) ([][]byte, error) {
+	data := make([][]byte, len(ids))
+	changed := false
+	for i, id := range ids {
+		data[i] = outputs[i].Data
+		if !e.queue.SetLogsTruncated(id, outputs[i].Dropped) {
+			continue
+		}
+		changed = true
+		if n := outputs[i].Dropped; n > 0 {
+			e.output.truncated.Add(1)
+			e.log.Info("container output truncated", "container", id, "dropped_bytes", n, "kept_bytes", len(data[i]))
+		}
+	}
+	if !changed {
+		return data, nil
+	}
+	if err := e.queue.Flush(); err != nil {
+		return nil, fmt.Errorf("record truncated output: %w", err)
+	}
+	return data, nil
+}
+
+// TruncatedText says that an output's first dropped bytes were cut (over
+// [containers] max_output).
+func TruncatedText(dropped int64) string {
+	return fmt.Sprintf("output truncated: its first %d bytes were dropped (over [containers] max_output)", dropped)
+}
+
+// TruncationNote is the line shown before an output whose first dropped
+// bytes were cut: by the API at the top of a logs response, and so by the
+// CLI and the console.
+func TruncationNote(dropped int64) string {
+	return "[dispatch-tui: " + TruncatedText(dropped) + "]\n"
+}
+
+// LogsText is out as logs shows it: TruncationNote first when something
+// was dropped, then the output.
+func LogsText(out runner.Output) []byte {
+	if out.Dropped <= 0 {
+		return out.Data
+	}
+	note := TruncationNote(out.Dropped)
+	b := make([]byte, 0, len(note)+len(out.Data))
+	return append(append(b, note...), out.Data...)
+}

@@ -1,0 +1,30 @@
+package backend
+
+import (
+	"bytes"
+	"testing"
+
+	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/engine"
+	"dispatch-tui/engine/queue"
+)
+
+// The console's log viewer shows output cut to [containers] max_output as
+// the API does: the note of what was dropped first.
+func TestInProcessLogsSayWhatWasDropped(t *testing.T) {
+	e := newTestEnv(t)
+	defer e.close()
+	id := e.Submit(queue.Spec{Name: "loud", Command: cloudtest.CmdOutput(0, 0, 5<<20), RuntimeConstraints: queue.Constraints{VCPUs: 1}})
+	b := NewInProcess(e.eng, "x")
+	var out []byte
+	e.until("Complete with its output stored", 300, func() bool {
+		var err error
+		out, err = b.Logs(t.Context(), id, 0)
+		return e.container(id).State == queue.Complete && err == nil
+	})
+	c := e.container(id)
+	note := engine.TruncationNote(c.LogsTruncated.Bytes())
+	if c.LogsTruncated == 0 || !bytes.HasPrefix(out, []byte(note)) || len(out)-len(note) > 4<<20 {
+		t.Fatalf("logs_truncated %d; logs of %d bytes beginning %q", c.LogsTruncated.Bytes(), len(out), out[:min(len(out), 100)])
+	}
+}
