@@ -622,7 +622,7 @@ func (d *Driver) CrashRunner(id cloud.InstanceID) {
 
 // CrashContainer kills a running container together with its
 // supervisor, so that nothing records its exit: its runner lists it as
-// exited with code -1 and no finish time.
+// exited with code -1, no finish time, and lost (runner.LostKilled).
 func (d *Driver) CrashContainer(id cloud.InstanceID, containerID string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -96,7 +96,7 @@ type ctr struct {
 	killedAt   time.Time
 	killCode   int
 	killSignal string // the signal that ended it ("TERM", "KILL")
-	unrecorded bool   // killed with its supervisor: exit -1, no finish time
+	unrecorded bool   // killed with its supervisor: exit -1, no finish time, lost
 	crash      bool
 	crashAt    time.Time
 	health     *healthSim // nil: no health check (health.go)
@@ -184,7 +184,9 @@ func (c *ctr) status(now time.Time) (st runner.Status, gone bool) {
 		if unhealthy {
 			st.Signal = uSig
 		}
-		if !c.unrecorded {
+		if c.unrecorded {
+			st.Lost = runner.LostKilled
+		} else {
 			st.FinishedAt = at
 		}
 	}

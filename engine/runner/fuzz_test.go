@@ -65,7 +65,8 @@ func FuzzParseList(f *testing.F) {
 	FormatList(&seed, []Status{
 		{ID: "a", PID: 12, State: StateRunning, StartedAt: t0},
 		{ID: "b.c_d-1", PID: 13, State: StateExited, ExitCode: 143, StartedAt: t0, FinishedAt: t0.Add(time.Second)},
-		{ID: "lost", State: StateExited, ExitCode: -1},
+		{ID: "crashed", State: StateExited, ExitCode: -1},
+		{ID: "lost", PID: 14, State: StateExited, ExitCode: -1, StartedAt: t0, Lost: LostRebooted},
 	})
 	f.Add(seed.Bytes())
 	f.Add([]byte("\n\n{\"id\":\"x\",\"state\":\"running\",\"started_at\":\"2026-01-02T03:04:05+01:00\"}\n  \n"))
@@ -79,7 +80,7 @@ func FuzzParseList(f *testing.F) {
 			return
 		}
 		for _, st := range sts {
-			if !ValidID(st.ID) || (st.State != StateRunning && st.State != StateExited) {
+			if !ValidID(st.ID) || (st.State != StateRunning && st.State != StateExited) || (st.Lost != "" && st.State != StateExited) {
 				t.Fatalf("accepted %+v", st)
 			}
 		}
@@ -99,7 +100,7 @@ func FuzzParseList(f *testing.F) {
 		}
 		for i := range sts {
 			a, b := sts[i], back[i]
-			if a.ID != b.ID || a.PID != b.PID || a.State != b.State || a.ExitCode != b.ExitCode ||
+			if a.ID != b.ID || a.PID != b.PID || a.State != b.State || a.ExitCode != b.ExitCode || a.Lost != b.Lost ||
 				!a.StartedAt.Equal(b.StartedAt) || !a.FinishedAt.Equal(b.FinishedAt) {
 				t.Fatalf("round trip: %+v became %+v", a, b)
 			}

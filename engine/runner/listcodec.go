@@ -76,6 +76,12 @@ func appendStatus(b []byte, st *Status) (_ []byte, ok bool) {
 			return b, false
 		}
 	}
+	if st.Lost != "" {
+		b = append(b, `,"lost":`...)
+		if b, ok = appendPlainString(b, st.Lost); !ok {
+			return b, false
+		}
+	}
 	return append(b, "}\n"...), true
 }
 
@@ -127,7 +133,7 @@ func parseStatus(line []byte, st *Status) error {
 // reads health objects, other orders, escapes, and reports errors.
 func parseStatusFast(line []byte, st *Status) bool {
 	p := listParser{b: line}
-	var id, state, signal []byte
+	var id, state, signal, lost []byte
 	ok := p.lit(`{"id":`) && p.str(&id) &&
 		p.lit(`,"pid":`) && p.int(&st.PID) &&
 		p.lit(`,"state":`) && p.str(&state) &&
@@ -142,12 +148,16 @@ func parseStatusFast(line []byte, st *Status) bool {
 	if p.lit(`,"signal":`) && !p.str(&signal) {
 		return false
 	}
+	if p.lit(`,"lost":`) && !p.str(&lost) {
+		return false
+	}
 	if !p.lit("}") || len(p.b) != 0 {
 		return false
 	}
 	st.ID = string(id)
 	st.State = internState(state)
 	st.Signal = internSignal(signal)
+	st.Lost = internLost(lost)
 	return true
 }
 
@@ -237,6 +247,22 @@ func internSignal(s []byte) string {
 		return SignalTerm
 	case SignalKill:
 		return SignalKill
+	}
+	return string(s)
+}
+
+// internLost returns the Lost constant for s (a rebooted host lists every
+// one of its containers lost, all with the same reason).
+func internLost(s []byte) string {
+	switch string(s) {
+	case "":
+		return ""
+	case LostRebooted:
+		return LostRebooted
+	case LostKilled:
+		return LostKilled
+	case LostUnknown:
+		return LostUnknown
 	}
 	return string(s)
 }

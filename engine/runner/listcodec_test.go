@@ -48,6 +48,7 @@ func randStatus(r *rand.Rand) Status {
 		StartedAt:  when(),
 		FinishedAt: when(),
 		Signal:     pick("", "", SignalTerm, SignalKill, "9", "<&>", "\n"),
+		Lost:       pick("", "", "", LostRebooted, LostKilled, LostUnknown, "why <&>", "\t"),
 	}
 	if r.IntN(6) == 0 {
 		st.Health = &Health{State: pick(HealthHealthy, HealthStarting), Failures: r.IntN(3), LastCheck: when(), LastOutput: pick("", "ok\n", "<b>")}
@@ -146,7 +147,13 @@ func TestParseStatusFast(t *testing.T) {
 			lines = append(lines, bytes.TrimSuffix(b, []byte("\n")))
 		}
 	}
-	plain, _ := encodeList(benchStatuses(300))
+	// A rebooted host lists every container lost: those lines are a
+	// runner's too.
+	lost := benchStatuses(300)
+	for i := 0; i < len(lost); i += 5 {
+		lost[i].State, lost[i].ExitCode, lost[i].FinishedAt, lost[i].Signal, lost[i].Lost = StateExited, -1, time.Time{}, "", LostRebooted
+	}
+	plain, _ := encodeList(lost)
 	for _, line := range bytes.Split(bytes.TrimSuffix(plain, []byte("\n")), []byte("\n")) {
 		if !checkFast(t, line) {
 			t.Fatalf("fast path refused a runner's line %q", line)
@@ -197,7 +204,8 @@ func TestParseListFallback(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{`{"id":"a","pid":01,"state":"running"}`, `{"id":"a","pid":1e99,"state":"running"}`, `{"id":"a","state":"running"}x`} {
+	for _, bad := range []string{`{"id":"a","pid":01,"state":"running"}`, `{"id":"a","pid":1e99,"state":"running"}`, `{"id":"a","state":"running"}x`,
+		`{"id":"a","state":"running","lost":"supervisor gone: runner killed"}`} {
 		if sts, err := ParseList([]byte(bad)); err == nil || !strings.Contains(err.Error(), "line 1") {
 			t.Errorf("%s: got %+v, %v; want an error for line 1", bad, sts, err)
 		}

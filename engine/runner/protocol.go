@@ -22,6 +22,22 @@ const (
 	StateExited  = "exited"
 )
 
+// Why a runner lists a container exited with no exit code (Status.Lost):
+// its supervisor, which waits for the command and records its exit, is
+// gone and so is the command, with nothing recorded. That is no end of the
+// program's own: the attempt is lost, like one on a destroyed instance.
+const (
+	// LostRebooted: the host booted again since the command started (its
+	// boot id changed), so every process of that boot is gone.
+	LostRebooted = "supervisor gone: host rebooted"
+	// LostKilled: same boot, so the supervisor was killed (kill -9, the
+	// OOM killer) and its command ended after it.
+	LostKilled = "supervisor gone: runner killed"
+	// LostUnknown: the runner cannot tell which (no boot id recorded, or
+	// none to read).
+	LostUnknown = "supervisor gone: host rebooted or runner killed"
+)
+
 // Signals accepted by "runner kill".
 const (
 	SignalTerm = "TERM"
@@ -53,6 +69,10 @@ type Status struct {
 	// its number), "" when it exited by itself (even with code 128+n) or
 	// the runner does not know. Runners before this field never set it.
 	Signal string `json:"signal,omitempty"`
+	// Lost, on an exited container, says why the runner has no exit for
+	// it (LostRebooted, LostKilled, LostUnknown); ExitCode is then -1 and
+	// FinishedAt zero, which is all runners before this field report.
+	Lost string `json:"lost,omitempty"`
 	// Health is the state of the container's health check; nil when it
 	// has none (and from runners before this field). One pointer: every
 	// pass copies the statuses of every runner's list.
@@ -111,6 +131,9 @@ func ParseList(data []byte) ([]Status, error) {
 		}
 		if st.State != StateRunning && st.State != StateExited {
 			return nil, fmt.Errorf("runner list line %d: invalid state %q", line, st.State)
+		}
+		if st.Lost != "" && st.State != StateExited {
+			return nil, fmt.Errorf("runner list line %d: %s container marked lost", line, st.State)
 		}
 	}
 	if err := sc.Err(); err != nil {

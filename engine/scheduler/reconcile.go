@@ -96,6 +96,9 @@ func (s *Scheduler) reconcileReports(tx *queue.Tx, st *Stats) (anyUnknown bool) 
 			default: // Running here
 				tx.MarkSeen(c)
 				s.noteHealth(tx, c, r)
+				if !running && s.endedLost(tx, c, v, r) {
+					continue
+				}
 				if !running && s.endedUnhealthy(tx, c, v, r, st) {
 					continue
 				}

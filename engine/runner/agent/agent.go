@@ -11,10 +11,12 @@
 //	             supervisor, which is how it claims the directory
 //	stderr       the container's standard error
 //	pid_start    "<starttime> <started_at> <supervisor pid> <supervisor
-//	             starttime> <pid>\n": the command's start time in clock
-//	             ticks (/proc/<pid>/stat, "-" when unknown), the RFC 3339
-//	             time it was started, the same for its supervisor, and its
-//	             pid; once the command ended, "<code> <finished_at>\n"
+//	             starttime> <pid> [h] [boot=<id>]\n": the command's start
+//	             time in clock ticks (/proc/<pid>/stat, "-" when unknown),
+//	             the RFC 3339 time it was started, the same for its
+//	             supervisor, and its pid; "h" when a health check runs
+//	             beside it, and the host's boot id (bootid.go); once the
+//	             command ended, "<code> <finished_at>\n"
 //	             follows (the exit code, 128+signal when killed, and the
 //	             RFC 3339 time it ended), so list reads one file
 //	exit         only for a command that could not be started (pid_start's
@@ -74,7 +76,7 @@ const (
 	// report that the command runs.
 	startTimeout = 5 * time.Second
 	// startingGrace is how long a container directory without a pid record
-	// counts as still starting; after that it is reported exited with -1.
+	// counts as still starting; after that it is reported lost.
 	startingGrace = 2 * startTimeout
 	// basePATH is the PATH of every command unless its spec sets one.
 	basePATH = "/usr/local/bin:/usr/bin:/bin"

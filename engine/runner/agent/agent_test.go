@@ -430,8 +430,8 @@ func TestSupervisorKilled(t *testing.T) {
 		t.Fatalf("after the supervisor died: %+v", st2)
 	}
 	h.run("", "kill", "orphan", "--signal", "KILL")
-	if st := h.waitState("orphan", runner.StateExited); st.ExitCode != -1 {
-		t.Fatalf("exit code %d, want -1 (no supervisor to record it)", st.ExitCode)
+	if st := h.waitState("orphan", runner.StateExited); st.ExitCode != -1 || st.Lost != runner.LostKilled {
+		t.Fatalf("exit code %d, lost %q; want -1 and %q (no supervisor to record it)", st.ExitCode, st.Lost, runner.LostKilled)
 	}
 }
 
@@ -648,7 +648,7 @@ func TestListStates(t *testing.T) {
 	if st := got["b-run"]; st.State != runner.StateRunning || st.PID <= 0 || st.StartedAt.IsZero() || !st.FinishedAt.IsZero() {
 		t.Errorf("b-run: %+v", st)
 	}
-	if st := got["c-lost"]; st.State != runner.StateExited || st.ExitCode != -1 {
+	if st := got["c-lost"]; st.State != runner.StateExited || st.ExitCode != -1 || st.Lost != runner.LostUnknown {
 		t.Errorf("c-lost: %+v", st)
 	}
 	if st := got["d-starting"]; st.State != runner.StateRunning || st.PID != 0 {

@@ -29,7 +29,7 @@ func (a *agent) kill(id, signal string) int {
 	if st.PID == 0 {
 		return a.fail(1, "runner kill %s: container is still starting; retry the kill", id)
 	}
-	if pr, err := readPIDRecord(dir); err == nil && pr.pid == st.PID && alive(pr.pid, pr.start) && st.PID > 1 {
+	if pr, err := readPIDRecord(dir); err == nil && pr.pid == st.PID && !pr.rebooted() && alive(pr.pid, pr.start) && st.PID > 1 {
 		// The command leads its own session and process group: signal
 		// the whole group, so its children go too.
 		if err := syscall.Kill(-st.PID, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
@@ -68,8 +68,8 @@ func KillAll(stateDir string) {
 			continue
 		}
 		r, err := readPIDRecord(dir)
-		if err != nil || r.exit != nil {
-			continue
+		if err != nil || r.exit != nil || r.rebooted() {
+			continue // a pid of an earlier boot may be anyone's now
 		}
 		if r.spid > 1 && r.sstart != "" && alive(r.spid, r.sstart) {
 			syscall.Kill(-r.spid, syscall.SIGKILL)

@@ -51,10 +51,12 @@ func (a *agent) list() int {
 // A container is exited once pid_start holds its exit line (or, for a
 // command that could not be started, once an exit file exists). Without one it is running while its command
 // is alive, and also while its supervisor is alive (the command just ended
-// and the supervisor is about to record the exit). When both are gone
-// without an exit record (the supervisor was killed) it is exited with
-// code -1. A directory without a pid record is starting for startingGrace
-// after it was made, then exited with -1.
+// and the supervisor is about to record the exit), unless the host booted
+// again since (then their pids name other processes). When both are gone
+// without an exit record it is exited with code -1 and Lost says why (the
+// host rebooted, or the supervisor was killed): no exit code of the
+// program's own. A directory without a pid record is starting for
+// startingGrace after it was made, then lost the same way.
 //
 // pid_start holds everything list reports, so a container costs one open
 // and one read, plus a look at /proc while it runs.
@@ -91,15 +93,18 @@ func (a *agent) statusAt(d ctrDir, id string) runner.Status {
 		if since := a.env.Now().Sub(st.StartedAt); since >= 0 && since < startingGrace {
 			return st // starting
 		}
-		st.State, st.ExitCode = runner.StateExited, -1
+		// Its supervisor died before it recorded a pid (or never ran),
+		// and with no record there is no boot id to tell why.
+		st.State, st.ExitCode, st.Lost = runner.StateExited, -1, runner.LostUnknown
 		return st
 	}
+	rebooted := pr.rebooted()
 	switch {
-	case alive(pr.pid, pr.start):
-	case alive(pr.spid, pr.sstart): // the supervisor is recording the exit
+	case !rebooted && alive(pr.pid, pr.start):
+	case !rebooted && alive(pr.spid, pr.sstart): // the supervisor is recording the exit
 	case a.readExit(d, &st): // written between the checks above
 	default:
-		st.State, st.ExitCode = runner.StateExited, -1
+		st.State, st.ExitCode, st.Lost = runner.StateExited, -1, pr.lostReason()
 	}
 	addHealth(d, pr, &st)
 	return st

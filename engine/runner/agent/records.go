@@ -21,13 +21,42 @@ type pidRecord struct {
 	sstart  string
 	exit    *exitRecord // pid_start's exit line, once appended
 	health  bool        // a health checker runs beside it (health.go): field "h"
+	boot    string      // the boot id when the supervisor started: field "boot=<id>"; "" = unknown
+}
+
+// bootPrefix starts pid_start's boot id field.
+const bootPrefix = "boot="
+
+// rebooted reports whether the host booted again since r was written:
+// then neither its command nor its supervisor can be running, whatever
+// process has their pids now.
+func (r pidRecord) rebooted() bool {
+	now := bootID()
+	return r.boot != "" && now != "" && r.boot != now
+}
+
+// lostReason is why the container of r, with no exit recorded and no
+// process left, has no exit code: runner.Status.Lost.
+func (r pidRecord) lostReason() string {
+	switch {
+	case r.rebooted():
+		return runner.LostRebooted
+	case r.boot != "" && r.boot == bootID():
+		return runner.LostKilled
+	}
+	return runner.LostUnknown
 }
 
 // formatPIDRecord renders pid_start (the first line of exit).
 func formatPIDRecord(r pidRecord) []byte {
 	b := fmt.Appendf(nil, "%s %s %d %s %d", orDash(r.start), r.started.UTC().Format(time.RFC3339Nano), r.spid, orDash(r.sstart), r.pid)
+	// Optional fields follow the five; "h" stays sixth, where runners
+	// before the boot id look for it.
 	if r.health {
 		b = append(b, " h"...)
+	}
+	if r.boot != "" {
+		b = append(append(append(b, ' '), bootPrefix...), r.boot...)
 	}
 	return append(b, '\n')
 }
@@ -63,7 +92,8 @@ func splitLines(b []byte, path string) ([]string, error) {
 	return strings.Split(string(b[:len(b)-1]), "\n"), nil
 }
 
-// parsePIDLine parses the five fields of formatPIDRecord.
+// parsePIDLine parses the five fields of formatPIDRecord and the optional
+// ones after them; it ignores those it does not know.
 func parsePIDLine(line string) (r pidRecord, ok bool) {
 	f := strings.Fields(line)
 	if len(f) < 5 {
@@ -77,7 +107,13 @@ func parsePIDLine(line string) (r pidRecord, ok bool) {
 	r.started = parseTime(f[1])
 	r.spid, _ = strconv.Atoi(f[2])
 	r.sstart = unDash(f[3])
-	r.health = len(f) > 5 && f[5] == "h"
+	for _, opt := range f[5:] {
+		if opt == "h" {
+			r.health = true
+		} else if id, ok := strings.CutPrefix(opt, bootPrefix); ok {
+			r.boot = id
+		}
+	}
 	return r, true
 }
 

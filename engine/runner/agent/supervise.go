@@ -75,7 +75,7 @@ func (a *agent) supervise(args []string) int {
 		return 1 // the launcher sees the ready pipe closed with nothing reported
 	}
 	defer devnull.Close()
-	self := pidRecord{spid: os.Getpid(), sstart: procStart(os.Getpid())}
+	self := pidRecord{spid: os.Getpid(), sstart: procStart(os.Getpid()), boot: bootID()}
 
 	// The loop below owns byPID and the containers; the reader, the
 	// reaper and the timers only send to it.
