@@ -180,3 +180,25 @@ func TestFailedRedeployBacksOff(t *testing.T) {
 		t.Fatalf("runner deleted: %s events %+v", EventProbeError, evs)
 	}
 }
+
+// A start sent while the runner binary is missing exits 127: the runner
+// never saw it, so it is reported as never sent (not an attempt), and the
+// probe that follows installs the runner again.
+func TestStartOnDeletedRunnerIsNotAnAttempt(t *testing.T) {
+	h := newHarness(t, hopt{})
+	h.step()
+	id := h.createIdle("small")
+	h.drv.DeleteRunner(id)
+	if err := h.pool.StartContainer(id, spec("c1", cloudtest.Cmd(time.Minute, 0)...)); err != nil {
+		t.Fatal(err)
+	}
+	h.pool.Wait()
+	fs := h.pool.TakeStartFailures()
+	if len(fs) != 1 || fs[0].ContainerID != "c1" || !fs[0].NeverSent || !strings.Contains(fs[0].Err.Error(), "exit status 127") {
+		t.Fatalf("want c1's start reported never sent with exit status 127, got %+v", fs)
+	}
+	h.until("the runner installed again", time.Minute, func() bool { return len(h.eventsOf(id, EventRunnerRedeploy)) == 1 })
+	if v := h.view(id); v.ProbeFailing || v.State != StateIdle || len(v.Containers) != 0 {
+		t.Fatalf("after the redeploy: %+v", v)
+	}
+}
