@@ -181,6 +181,8 @@ type instState struct {
 	interrupted  string    // why the provider takes it back; "" = not (spot.go)
 	containers   map[string]*ctr
 	installed    map[string]string // runner path -> sha256 hex of installed bytes
+	runnerGone   bool              // the runner binary was deleted (runnerfile.go)
+	installFails string            // installs exit 1 with this message (runnerfile.go)
 }
 
 func (s *instState) live() bool { return !s.destroyed && !s.vanished }

@@ -256,6 +256,9 @@ func (e *executor) Execute(ctx context.Context, line string, stdin []byte) (stdo
 	if err != nil {
 		return exitErr(2, "%v", err)
 	}
+	if s.runnerGone {
+		return runnerNotFound(runnerPath)
+	}
 	loss := LoseNone
 	if d.loseNextStart != LoseNone && (cmd.Verb == "start" || cmd.Verb == "batch" && bytes.Contains(stdin, []byte(`"verb":"start"`))) {
 		loss, d.loseNextStart = d.loseNextStart, LoseNone
@@ -432,6 +435,10 @@ func (d *Driver) verb(s *instState, now time.Time, runnerPath string, cmd runner
 // anything else (e.g. the boot probe "true"), which succeeds silently.
 func (d *Driver) shell(s *instState, line string, stdin []byte) ([]byte, []byte, error) {
 	if p, ok := runner.InstallPath(line); ok {
+		if s.installFails != "" {
+			return exitErr(1, "%s", s.installFails)
+		}
+		s.runnerGone = false
 		sum := sha256.Sum256(stdin)
 		s.installed[p] = hex.EncodeToString(sum[:])
 		d.stats.Installs++

@@ -31,7 +31,28 @@ type serveSession struct {
 	sess   *ssh.Session
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
-	done   chan struct{} // closed once the command or the connection ended
+	// The start of its stderr, and how the session ended: read only once
+	// done is closed (Wait has copied stderr by then).
+	stderr  *capBuffer
+	waitErr error
+	done    chan struct{} // closed once the command or the connection ended
+}
+
+// exitError returns, as a *runner.ExitError, the exit status of a command
+// that ended (waiting for the session's end until ctx is done), or nil when
+// it did not end with one (a lost connection). A runner that cannot be run
+// (127: deleted) must read as such, not as a lost connection.
+func (s *serveSession) exitError(ctx context.Context) error {
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		return nil
+	}
+	var xe *ssh.ExitError
+	if !errors.As(s.waitErr, &xe) {
+		return nil
+	}
+	return &runner.ExitError{Code: xe.ExitStatus(), Stderr: stderrTail(s.stderr.buf, xe)}
 }
 
 func (s *serveSession) dead() bool {
@@ -46,8 +67,9 @@ func (s *serveSession) dead() bool {
 // Exchange implements runner.SessionExecutor. A frame that could not be
 // written whole never ran (the runner runs a frame only once it has its
 // closing empty line), so that failure matches runner.ErrNotSent; one
-// that failed after is of unknown outcome. When ctx is done or
-// CommandTimeout passes the session is closed.
+// that failed after is of unknown outcome. A command that exited before
+// replying returns a *runner.ExitError, as Execute does. When ctx is done
+// or CommandTimeout passes the session is closed.
 func (e *Executor) Exchange(ctx context.Context, cmd string, frame []byte) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.opts.CommandTimeout)
 	defer cancel()
@@ -63,13 +85,21 @@ func (e *Executor) Exchange(ctx context.Context, cmd string, frame []byte) ([]by
 			return out, nil
 		}
 		e.closeSession(s)
+		var xe *runner.ExitError
+		exited := errors.As(err, &xe)
 		if !sent {
 			// A reused session may have ended while idle: one more
 			// try on a new one, since nothing ran.
 			if reused && attempt == 0 && ctx.Err() == nil {
 				continue
 			}
+			if exited {
+				return nil, runner.NotSent(err)
+			}
 			return nil, runner.NotSent(e.wrap(ctx, err))
+		}
+		if exited {
+			return nil, err
 		}
 		return nil, e.wrap(ctx, err)
 	}
@@ -88,6 +118,9 @@ func (e *Executor) exchange(ctx context.Context, s *serveSession, frame []byte) 
 		return err
 	}
 	if _, err := s.stdin.Write(frame); err != nil {
+		if xe := s.exitError(ctx); xe != nil {
+			return nil, false, xe
+		}
 		return nil, false, fail(fmt.Errorf("send to %q: %w", s.cmd, err))
 	}
 	var buf bytes.Buffer
@@ -101,6 +134,9 @@ func (e *Executor) exchange(ctx context.Context, s *serveSession, frame []byte) 
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue // a long line: read on
 		case err != nil:
+			if xe := s.exitError(ctx); xe != nil {
+				return nil, true, xe
+			}
 			return nil, true, fail(fmt.Errorf("%q ended before replying (connection lost?): %w", s.cmd, err))
 		case len(line) == 1: // the empty line that ends the reply
 			return buf.Bytes(), true, nil
@@ -209,12 +245,14 @@ func (e *Executor) startCommand(c *ssh.Client, sess *ssh.Session, cmd string) (*
 	if err != nil {
 		return nil, err
 	}
+	stderr := &capBuffer{max: maxErrStderr}
+	sess.Stderr = stderr
 	if err := sess.Start(cmd); err != nil {
 		return nil, err
 	}
-	s := &serveSession{cmd: cmd, client: c, sess: sess, stdin: stdin, stdout: bufio.NewReaderSize(stdout, 64<<10), done: make(chan struct{})}
+	s := &serveSession{cmd: cmd, client: c, sess: sess, stdin: stdin, stdout: bufio.NewReaderSize(stdout, 64<<10), stderr: stderr, done: make(chan struct{})}
 	go func() {
-		_ = sess.Wait() // returns when the command exits or the connection ends
+		s.waitErr = sess.Wait() // returns when the command exits or the connection ends
 		close(s.done)
 	}()
 	return s, nil

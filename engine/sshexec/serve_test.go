@@ -115,11 +115,13 @@ func TestExchangeOutcomes(t *testing.T) {
 	for _, tc := range []struct {
 		name, cmd string
 		want      error
+		wantCode  int // an *runner.ExitError with this code (0: none)
 	}{
-		// It read the frame and died without replying: it may have run.
-		{"exits without replying", `read -r a; read -r b; exit 3`, nil},
+		// It read the frame and died without replying: it may have run,
+		// and its exit status says how it ended.
+		{"exits without replying", `read -r a; read -r b; exit 3`, nil, 3},
 		// Never replies: the timeout closes the session.
-		{"never replies", `cat > /dev/null`, context.DeadlineExceeded},
+		{"never replies", `cat > /dev/null`, context.DeadlineExceeded, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := e.Exchange(context.Background(), tc.cmd, []byte("x\n\n"))
@@ -132,7 +134,13 @@ func TestExchangeOutcomes(t *testing.T) {
 			if tc.want != nil && !errors.Is(err, tc.want) {
 				t.Fatalf("want %v, got %v", tc.want, err)
 			}
-			if !strings.Contains(err.Error(), f.srv.addr) {
+			var xe *runner.ExitError
+			switch {
+			case tc.wantCode != 0:
+				if !errors.As(err, &xe) || xe.Code != tc.wantCode {
+					t.Fatalf("want exit status %d, got %v", tc.wantCode, err)
+				}
+			case !strings.Contains(err.Error(), f.srv.addr):
 				t.Fatalf("error does not name the address: %v", err)
 			}
 		})
@@ -141,6 +149,21 @@ func TestExchangeOutcomes(t *testing.T) {
 	e.Close()
 	if _, err := e.Exchange(context.Background(), frameCounter, []byte("\n")); !errors.Is(err, runner.ErrNotSent) || !errors.Is(err, ErrClosed) {
 		t.Fatalf("after Close: %v", err)
+	}
+}
+
+// A runner that cannot be run (deleted from under the dispatcher) makes
+// the session's shell exit 127 without replying: Exchange returns that
+// exit status and the shell's message, as Execute does, so that the pool
+// can tell it from a lost connection and install the runner again.
+func TestExchangeRunnerNotFound(t *testing.T) {
+	f := newFixture(t)
+	e := f.executor(t, f.opts())
+	cmd := "/nonexistent/dispatch-tui-runner runner serve"
+	_, err := e.Exchange(context.Background(), cmd, []byte("{\"verb\":\"list\"}\n\n"))
+	var xe *runner.ExitError
+	if !errors.As(err, &xe) || xe.Code != 127 || !strings.Contains(xe.Stderr, "/nonexistent/dispatch-tui-runner") {
+		t.Fatalf("want exit status 127 naming the runner, got %v", err)
 	}
 }
 

@@ -97,7 +97,8 @@ type startOutcome int
 const (
 	// startRefused: the runner answered that it did not start it.
 	startRefused startOutcome = iota
-	// startNeverSent: no connection, the runner never saw the request.
+	// startNeverSent: no connection, or the runner could not be run
+	// (runnerMissing): the runner never saw the request.
 	startNeverSent
 	// startUnknown: the call failed on the way (timeout, broken
 	// connection); the runner may or may not have started it.
@@ -109,11 +110,13 @@ const (
 func classifyBatchErr(err error) startOutcome {
 	var ee *runner.ExitError
 	switch {
-	case errors.Is(err, runner.ErrNotSent):
+	case errors.Is(err, runner.ErrNotSent) || runnerMissing(err):
+		// Not an attempt: the next probe installs a missing runner
+		// again (redeploy.go).
 		return startNeverSent
-	case errors.As(err, &ee) && (ee.Code == 2 || ee.Code == 126 || ee.Code == 127):
-		// A batch exits 2 only when it could not read its requests,
-		// 126/127 when the runner could not be run: nothing started.
+	case errors.As(err, &ee) && ee.Code == 2:
+		// A batch exits 2 only when it could not read its requests:
+		// nothing started.
 		return startRefused
 	}
 	// Failed on the way, or a batch that ended part way through: some

@@ -75,6 +75,10 @@ type instance struct {
 	// hostKeyReported: a host key refusal of this run of failures is
 	// already an event.
 	hostKeyReported bool
+	// Redeploys of a runner found missing on a ready instance that failed
+	// in a row, and no new try before redeployRetry (redeploy.go).
+	redeployFails int
+	redeployRetry time.Time
 
 	csSpare []string // spare buffer for Containers
 	starts  []startEntry

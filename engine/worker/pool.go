@@ -12,7 +12,8 @@
 // Files by job: pool.go (Pool, New, Step, Stop/Wait, events), settings.go,
 // instance.go (one instance and its state machine, drawn and listed in
 // states.txt), sync.go (cloud listing), probe.go (probes, runner
-// deployment, applying "runner list"), containers.go (start, kill, forget,
+// deployment, applying "runner list"), redeploy.go (a runner found missing
+// on a ready instance), containers.go (start, kill, forget,
 // logs), collect.go (output stored before a destroy), create.go (creates, quota, limits), verbs.go (shutdown, kill,
 // idle behaviour), view.go (snapshots, stats), throttle.go (rate limits).
 package worker
@@ -54,6 +55,10 @@ const (
 	// interruption it reported, or one of a preemptible type vanished);
 	// its containers are requeued without spending an attempt.
 	EventPreempted = "preempted"
+	// EventRunnerRedeploy: a ready instance's runner binary was missing
+	// (deleted) and was installed again, or its install failed (once per
+	// run of failures; retried after a growing delay).
+	EventRunnerRedeploy = "runner_redeploy"
 )
 
 // Options configure a Pool.

@@ -118,18 +118,29 @@ func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode) {
 		})
 	}
 	if err == nil && mode != probeList {
-		err = p.ensureRunner(pc, exec, &client)
+		_, err = p.ensureRunner(pc, exec, &client)
 	}
-	if err == nil {
+	list := func() error {
 		p.mu.Lock()
 		listSeq = p.nextSeqLocked()
 		listAt = p.clk.Now()
 		p.mu.Unlock()
-		err = pc.call("runner list", pc.limit, func(ctx context.Context) error {
+		return pc.call("runner list", pc.limit, func(ctx context.Context) error {
 			var err error
 			sts, err = client.List(ctx)
 			return err
 		})
+	}
+	if err == nil {
+		err = list()
+		// A ready instance whose runner binary is gone (a temp cleaner)
+		// answers "not found": install it again, and read its list as
+		// usual, the runner's records having survived (redeploy.go).
+		if err != nil && mode == probeList && runnerMissing(err) {
+			if err = p.redeployRunner(pc, w, exec, &client, err); err == nil {
+				err = list()
+			}
+		}
 	}
 	lat := p.clk.Now().Sub(t0)
 
@@ -153,6 +164,11 @@ func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode) {
 		}
 	} else {
 		p.countProbeLocked(lat)
+		var rb *runnerBrokenError
+		if errors.As(err, &rb) {
+			p.runnerBrokenLocked(w, now, rb.Error())
+			return
+		}
 		if err != nil {
 			msg := err.Error()
 			if !strings.HasPrefix(msg, pc.stage) { // the runner client's errors name their verb
@@ -174,6 +190,7 @@ func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode) {
 	}
 	w.probeFailing = false
 	w.hostKeyReported = false
+	w.redeployFails = 0
 	w.lastProbeOK = now
 	w.v.LastError = ""
 	w.v.ProbeError = ""
@@ -253,11 +270,11 @@ func (p *Pool) probeFailedLocked(w *instance, now, started time.Time, msg string
 }
 
 // ensureRunner installs the runner if "runner version" does not report
-// RunnerHash.
-func (p *Pool) ensureRunner(pc *probeCall, exec runner.Executor, client *runner.Client) error {
+// RunnerHash; installed says whether it did.
+func (p *Pool) ensureRunner(pc *probeCall, exec runner.Executor, client *runner.Client) (installed bool, err error) {
 	want := p.opts.RunnerHash
 	if want == "" {
-		return nil
+		return false, nil
 	}
 	version := func() (v string, err error) {
 		err = pc.call("runner deploy", pc.limit, func(ctx context.Context) error {
@@ -268,23 +285,23 @@ func (p *Pool) ensureRunner(pc *probeCall, exec runner.Executor, client *runner.
 	}
 	v, err := version()
 	if err == nil && versionHash(v) == want {
-		return nil
+		return false, nil
 	}
 	if p.canceled() {
-		return p.ctx.Err()
+		return false, p.ctx.Err()
 	}
 	var exitErr *runner.ExitError
 	if err != nil && !errors.As(err, &exitErr) {
 		// No answer (a dead connection, a deadline): installing would
 		// only wait longer. A runner that is missing exits non-zero.
-		return err
+		return false, err
 	}
 	if p.opts.RunnerBinary == nil {
-		return &deployError{fmt.Errorf("runner at %s reports %q, want hash %s, and no binary to install", p.s.runnerPath, v, want)}
+		return false, &deployError{fmt.Errorf("runner at %s reports %q, want hash %s, and no binary to install", p.s.runnerPath, v, want)}
 	}
 	bin, err := p.acquireRunnerBinary()
 	if err != nil {
-		return fmt.Errorf("reading runner binary: %w", err)
+		return false, fmt.Errorf("reading runner binary: %w", err)
 	}
 	var stderr []byte
 	err = pc.call("runner deploy", p.s.slowCallTimeout, func(ctx context.Context) error {
@@ -301,7 +318,7 @@ func (p *Pool) ensureRunner(pc *probeCall, exec runner.Executor, client *runner.
 		if errors.As(err, &exitErr) { // it ran and failed: e.g. a missing directory
 			err = &deployError{err}
 		}
-		return err
+		return false, err
 	}
 	p.mu.Lock()
 	p.stats.RunnerDeploys++
@@ -311,12 +328,12 @@ func (p *Pool) ensureRunner(pc *probeCall, exec runner.Executor, client *runner.
 		if errors.As(err, &exitErr) { // installed, but does not run
 			err = &deployError{fmt.Errorf("runner installed at %s: %w", p.s.runnerPath, err)}
 		}
-		return err
+		return true, err
 	}
 	if got := versionHash(v); got != want {
-		return &deployError{fmt.Errorf("runner installed at %s reports hash %q, want %s", p.s.runnerPath, got, want)}
+		return true, &deployError{fmt.Errorf("runner installed at %s reports hash %q, want %s", p.s.runnerPath, got, want)}
 	}
-	return nil
+	return true, nil
 }
 
 // acquireRunnerBinary returns the shared copy of the runner binary, reading

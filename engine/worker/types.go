@@ -68,7 +68,8 @@ type StartFailure struct {
 	ContainerID string
 	InstanceID  cloud.InstanceID
 	Err         error
-	// NeverSent: the request never reached the instance (no connection),
-	// so the container did not run and the start is not an attempt.
+	// NeverSent: the request never reached the instance's runner (no
+	// connection, or the runner could not be run: exit 126/127), so the
+	// container did not run and the start is not an attempt.
 	NeverSent bool
 }

@@ -130,9 +130,19 @@ func writeReplies(bw *bufio.Writer, replies []runner.Reply) error {
 // not run (the dispatcher takes a frame it could not finish sending for
 // one never sent). Containers started here outlive the session as they
 // outlive a batch, and so do the supervisors that serve keeps.
+//
+// Once its executable is deleted (a temp cleaner under /tmp), serve exits
+// 127 at the next frame, without running it, as the shell does for a
+// runner that is not there: it could start no supervisor, and a session
+// kept alive would hide the deletion from the dispatcher, which installs
+// the runner again on that answer.
 func (a *agent) serve(stdin io.Reader) int {
 	if stdin == nil {
 		return 0
+	}
+	self := a.env.Self
+	if self == "" {
+		self, _ = os.Executable() // "" (not checked) when it cannot tell
 	}
 	// The frames' starts go to supervisors kept for the whole session.
 	a.feeders = &feederPool{}
@@ -143,6 +153,9 @@ func (a *agent) serve(stdin io.Reader) int {
 	for sc.Scan() {
 		if f.add(sc.Bytes()) {
 			continue
+		}
+		if selfGone(self) {
+			return a.fail(127, "runner serve: %s: not found (deleted since this session started)", self)
 		}
 		if err := writeReplies(bw, a.runRequests(&f)); err != nil {
 			return a.fail(1, "runner serve: %v", err)
@@ -159,6 +172,16 @@ func (a *agent) serve(stdin io.Reader) int {
 		return a.fail(2, "runner serve: reading requests: %v", err)
 	}
 	return 0
+}
+
+// selfGone reports whether the executable at path was deleted (a running
+// process keeps its deleted file; os.Executable still names its path).
+func selfGone(path string) bool {
+	if path == "" {
+		return false
+	}
+	_, err := os.Stat(path)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // batchOne runs one request other than start as its verb would.

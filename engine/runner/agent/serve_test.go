@@ -9,8 +9,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"dispatch-tui/engine/runner"
 )
@@ -158,4 +160,36 @@ func mustJSON(t testing.TB, v any) json.RawMessage {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// A serve session whose executable was deleted runs no more frames: it
+// exits 127 at the next one, as the shell would for a runner that is not
+// there, so that the dispatcher installs it again instead of sending
+// starts that could start no supervisor.
+func TestServeExitsOnceDeleted(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	env := h.env
+	env.Self = filepath.Join(t.TempDir(), "dispatch-tui-runner")
+	if err := os.WriteFile(env.Self, []byte("stand-in"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv := startServe(t, env)
+	if rs := srv.exchange(`{"verb":"list"}`); len(rs) != 1 || rs[0].Code != 0 {
+		t.Fatalf("list before the deletion: %+v", rs)
+	}
+	if err := os.Remove(env.Self); err != nil {
+		t.Fatal(err)
+	}
+	if rs, err := srv.tryExchange(`{"verb":"list"}`); err == nil {
+		t.Fatalf("a frame after the deletion was answered: %+v", rs)
+	}
+	select {
+	case code := <-srv.done:
+		if code != 127 {
+			t.Fatalf("serve exited %d after its executable was deleted, want 127", code)
+		}
+	case <-time.After(waitFor):
+		t.Fatal("serve did not exit after its executable was deleted")
+	}
 }
