@@ -202,7 +202,8 @@ PrintLastLog no
 MaxStartups 100
 MaxSessions 20
 LogLevel INFO
-`, s.port, s.listen, s.hostKey, filepath.Join(s.env.dir, "authorized_keys"), filepath.Join(s.dir, "sshd.pid"))
+SetEnv HOME=%s
+`, s.port, s.listen, s.hostKey, filepath.Join(s.env.dir, "authorized_keys"), filepath.Join(s.dir, "sshd.pid"), s.env.home())
 	cfgPath := filepath.Join(s.dir, "sshd_config")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -450,4 +451,16 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(buildDir)
 	}
 	os.Exit(code)
+}
+
+// home is the HOME of the test hosts' sessions: an empty directory, so that
+// the shell sshd runs each command in does not read the test user's own
+// startup files (a ~/.bashrc that runs slow tools on every command, under a
+// lock, makes every runner call of a busy test slow).
+func (env *sshdEnv) home() string {
+	h := filepath.Join(env.dir, "home")
+	if err := os.MkdirAll(h, 0o755); err != nil {
+		env.t.Fatal(err)
+	}
+	return h
 }

@@ -339,7 +339,7 @@ func (d *Driver) Executor(inst cloud.Instance) (runner.Executor, error) {
 			User:            h.user,
 			Signer:          h.signer,
 			HostKeyCallback: d.hostKeys,
-			Secret:          h.Tags()[cloud.TagSecret],
+			Secret:          inst.Tags()[cloud.TagSecret],
 			SecretCommand:   "cat " + h.file(SecretFile),
 		}),
 		prefix: h.runnerPrefix(),
