@@ -265,16 +265,8 @@ func (e *Engine) Logs(ctx context.Context, id string, tail int) (runner.Output, 
 		}
 		// It may have just exited and been forgotten: fall through.
 	}
-	stored, found, err := e.queue.StoredLogs(id)
-	if err != nil {
-		return runner.Output{}, err
-	}
-	if found {
-		out := runner.Output{Data: runner.TailLines(stored, tail)}
-		if len(out.Data) == len(stored) {
-			out.Dropped = c.LogsTruncated.Bytes() // the lines reach the cut
-		}
-		return out, nil
+	if out, found, err := e.storedOutput(c, tail); err != nil || found {
+		return out, err
 	}
 	if !c.State.Final() {
 		return runner.Output{}, fmt.Errorf("%w: the container is %s", ErrNoLogs, c.State)
@@ -305,6 +297,11 @@ func (e *Engine) Logs(ctx context.Context, id string, tail int) (runner.Output, 
 			return out, nil
 		}
 	}
+	// The pool may have stored it and had the runner forget it between
+	// the two reads.
+	if out, found, err := e.storedOutput(c, tail); err != nil || found {
+		return out, err
+	}
 	why := strings.TrimPrefix(c.LogsError, "logs: ")
 	switch {
 	case why != "":
@@ -314,6 +311,22 @@ func (e *Engine) Logs(ctx context.Context, id string, tail int) (runner.Output, 
 		why = "not stored, and its instance " + c.InstanceID + " did not give it: " + runnerErr.Error()
 	}
 	return runner.Output{}, &LogsUnavailableError{Reason: why}
+}
+
+// storedOutput is the last tail lines of c's stored output, if stored.
+func (e *Engine) storedOutput(c queue.Container, tail int) (runner.Output, bool, error) {
+	stored, found, err := e.queue.StoredLogs(c.ID)
+	if err != nil || !found {
+		return runner.Output{}, false, err
+	}
+	out := runner.Output{Data: runner.TailLines(stored, tail)}
+	if len(out.Data) == len(stored) {
+		if cur, ok := e.queue.Get(c.ID); ok {
+			c = cur // a cut noted since c was read
+		}
+		out.Dropped = c.LogsTruncated.Bytes() // the lines reach the cut
+	}
+	return out, true, nil
 }
 
 // runnerLogsTimeout bounds the runner call Logs makes for a finished

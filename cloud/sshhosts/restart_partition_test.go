@@ -357,8 +357,8 @@ func TestRestartDuringPartitionRunsNothingTwice(t *testing.T) {
 		vs, err := re.client.Instances(context.Background())
 		return err == nil && len(vs) == 0
 	})
-	re.stop(syscall.SIGTERM)
 	if t.Failed() {
 		t.Log(re.dump())
 	}
+	re.stop(syscall.SIGTERM)
 }
