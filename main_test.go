@@ -94,3 +94,24 @@ func TestApplyMemoryLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestTopLevelErrorsAreEscaped: the console's, check-config's and
+// cloudtest's errors quote paths and addresses the user typed; an escape
+// sequence in them reaches the terminal written out, not raw.
+func TestTopLevelErrorsAreEscaped(t *testing.T) {
+	const esc = "\x1b[31m"
+	missing := filepath.Join(t.TempDir(), "no"+esc+".toml")
+	for _, args := range [][]string{
+		{"--config", missing},
+		{"--connect", "unix:" + missing},
+		{"check-config", missing},
+		{"cloudtest", "--config", missing},
+		{"simulate", "--config", missing},
+	} {
+		var out, errb bytes.Buffer
+		code := run(args, &out, &errb)
+		if code == 0 || strings.Contains(out.String()+errb.String(), "\x1b") || !strings.Contains(errb.String(), `\x1b`) {
+			t.Errorf("run(%q) = %d\nstdout: %q\nstderr: %q\nwant an error with the escape written out, no raw ESC", args, code, out.String(), errb.String())
+		}
+	}
+}
