@@ -34,6 +34,7 @@ func TestCheckConfig(t *testing.T) {
 		{"no args", []string{"check-config"}, 2, "", "want one FILE"},
 		{"unknown command", []string{"frobnicate"}, 2, "", "unknown command"},
 		{"keys bound twice", []string{"check-config", write("keys.toml", "[tui.keys]\nhold = \"d\"\n")}, 1, "", "[tui.keys]"},
+		{"NUL in state_dir", []string{"check-config", write("nul.toml", "[dispatcher]\nstate_dir = \"/tmp/a\\u0000b\"\n")}, 1, "", "nul.toml:2: dispatcher.state_dir: must not contain a control character"},
 		{"keys ok", []string{"check-config", write("keys2.toml", "[tui.keys]\nhold = \"H\"\n")}, 0, "keys2.toml: ok", ""},
 		{"daemon and connect", []string{"--daemon", "--connect", "unix:/nowhere"}, 2, "", "--daemon runs the engine here: it excludes --connect"},
 		{"daemon and connect, one dash", []string{"-daemon", "-connect", "unix:/nowhere"}, 2, "", "--daemon runs the engine here"},
