@@ -25,6 +25,7 @@ import (
 	"dispatch-tui/engine/launch"
 	"dispatch-tui/engine/runner/agent"
 	"dispatch-tui/engine/simulate"
+	"dispatch-tui/engine/termsafe"
 	"dispatch-tui/tui/keys"
 )
 
@@ -156,7 +157,7 @@ func checkConfig(path string, stdout io.Writer) error {
 	if err := keys.Validate(cfg.TUI.Keys); err != nil {
 		return fmt.Errorf("%s: [tui.keys]: %w", path, err)
 	}
-	fmt.Fprintf(stdout, "%s: ok\n", path)
+	fmt.Fprintf(stdout, "%s: ok\n", termsafe.Escape(path))
 	return nil
 }
 
@@ -274,7 +275,7 @@ func applyMemoryLimit(log *slog.Logger, limit int64) {
 func consoleCmd(f consoleFlags, stderr io.Writer) int {
 	c, err := startConsole(f)
 	if err != nil {
-		fmt.Fprintln(stderr, "dispatch-tui:", err)
+		fmt.Fprintln(stderr, "dispatch-tui:", cli.ErrorText(err))
 		return 1
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -282,9 +283,9 @@ func consoleCmd(f consoleFlags, stderr io.Writer) int {
 	runErr := runConsole(ctx, c, f)
 	closeErr := c.close()
 	if runErr != nil || closeErr != nil {
-		fmt.Fprintln(stderr, "dispatch-tui:", errors.Join(runErr, closeErr))
+		fmt.Fprintln(stderr, "dispatch-tui:", cli.ErrorText(errors.Join(runErr, closeErr)))
 		if c.logPath != "" {
-			fmt.Fprintln(stderr, "log:", c.logPath)
+			fmt.Fprintln(stderr, "log:", termsafe.Escape(c.logPath))
 		}
 		return 1
 	}

@@ -34,6 +34,7 @@ func TestCheckConfig(t *testing.T) {
 		{"no args", []string{"check-config"}, 2, "", "want one FILE"},
 		{"unknown command", []string{"frobnicate"}, 2, "", "unknown command"},
 		{"keys bound twice", []string{"check-config", write("keys.toml", "[tui.keys]\nhold = \"d\"\n")}, 1, "", "[tui.keys]"},
+		{"NUL in state_dir", []string{"check-config", write("nul.toml", "[dispatcher]\nstate_dir = \"/tmp/a\\u0000b\"\n")}, 1, "", "nul.toml:2: dispatcher.state_dir: must not contain a control character"},
 		{"keys ok", []string{"check-config", write("keys2.toml", "[tui.keys]\nhold = \"H\"\n")}, 0, "keys2.toml: ok", ""},
 		{"daemon and connect", []string{"--daemon", "--connect", "unix:/nowhere"}, 2, "", "--daemon runs the engine here: it excludes --connect"},
 		{"daemon and connect, one dash", []string{"-daemon", "-connect", "unix:/nowhere"}, 2, "", "--daemon runs the engine here"},
@@ -92,5 +93,26 @@ func TestApplyMemoryLimit(t *testing.T) {
 				t.Errorf("log %q, want %q", buf.String(), tc.wantLog)
 			}
 		})
+	}
+}
+
+// TestTopLevelErrorsAreEscaped: the console's, check-config's and
+// cloudtest's errors quote paths and addresses the user typed; an escape
+// sequence in them reaches the terminal written out, not raw.
+func TestTopLevelErrorsAreEscaped(t *testing.T) {
+	const esc = "\x1b[31m"
+	missing := filepath.Join(t.TempDir(), "no"+esc+".toml")
+	for _, args := range [][]string{
+		{"--config", missing},
+		{"--connect", "unix:" + missing},
+		{"check-config", missing},
+		{"cloudtest", "--config", missing},
+		{"simulate", "--config", missing},
+	} {
+		var out, errb bytes.Buffer
+		code := run(args, &out, &errb)
+		if code == 0 || strings.Contains(out.String()+errb.String(), "\x1b") || !strings.Contains(errb.String(), `\x1b`) {
+			t.Errorf("run(%q) = %d\nstdout: %q\nstderr: %q\nwant an error with the escape written out, no raw ESC", args, code, out.String(), errb.String())
+		}
 	}
 }

@@ -37,6 +37,7 @@ import (
 
 	"dispatch-tui/cloud"
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/secretfile"
 	"dispatch-tui/engine/sshexec"
 )
 
@@ -306,6 +307,9 @@ func cleanWorkDir(wd string) (string, error) {
 }
 
 func loadKey(file string) (ssh.Signer, error) {
+	if err := secretfile.Stat(file); err != nil {
+		return nil, fmt.Errorf("key file: %w", err)
+	}
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("key file: %w", err)

@@ -51,6 +51,14 @@ func TestNewRejectsBadOptionsNamingTheHost(t *testing.T) {
 	}()
 	enc := filepath.Join(dir, "enc")
 	os.WriteFile(enc, pem.EncodeToMemory(encBlock), 0o600)
+	// Keys others may read, or another user (nobody) owns and may swap.
+	open := writeClientKey(t, t.TempDir())
+	os.Chmod(open, 0o644)
+	nobodys := writeClientKey(t, t.TempDir())
+	chownErr := os.Chown(nobodys, 65534, -1)
+	if chownErr != nil && (os.Geteuid() == 0 || os.Getenv("CI") == "true") {
+		t.Fatal(chownErr)
+	}
 
 	good := Host{Address: "10.0.0.5:22", InstanceType: "small"}
 	base := func() Options {
@@ -75,6 +83,8 @@ func TestNewRejectsBadOptionsNamingTheHost(t *testing.T) {
 		{"missing key file", func(o *Options) { o.Hosts[0].KeyFile = filepath.Join(dir, "missing") }, []string{"10.0.0.5:22", "missing"}},
 		{"garbage key file", func(o *Options) { o.Hosts[0].KeyFile = garbage }, []string{"10.0.0.5:22", garbage}},
 		{"passphrase key", func(o *Options) { o.Hosts[0].KeyFile = enc }, []string{"10.0.0.5:22", enc, "passphrase"}},
+		{"key readable by others", func(o *Options) { o.DefaultKeyFile = open }, []string{"10.0.0.5:22", open, "chmod 600"}},
+		{"another user's key", func(o *Options) { o.Hosts[0].KeyFile = nobodys }, []string{"10.0.0.5:22", nobodys, "belongs to uid 65534", "chown"}},
 		{"quote in work_dir", func(o *Options) { o.Hosts[0].WorkDir = "/srv/it's" }, []string{"10.0.0.5:22", "work_dir", "single quote"}},
 		{"~user work_dir", func(o *Options) { o.Hosts[0].WorkDir = "~bob/x" }, []string{"10.0.0.5:22", "work_dir"}},
 		{"same id", func(o *Options) {
@@ -84,6 +94,9 @@ func TestNewRejectsBadOptionsNamingTheHost(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if c.name == "another user's key" && chownErr != nil {
+				t.Skipf("needs root to give a file to another user: %v", chownErr)
+			}
 			o := base()
 			o.Hosts = append([]Host(nil), o.Hosts...)
 			c.mod(&o)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/termsafe"
 )
 
 // Usage is the command's usage line.
@@ -44,7 +45,7 @@ func Exec(ctx context.Context, configPath string, opts Options, stdout, stderr i
 	}
 	cfg, err := config.FindAndLoad(configPath)
 	if err != nil {
-		fmt.Fprintln(stderr, "dispatch-tui cloudtest:", err)
+		fmt.Fprintln(stderr, "dispatch-tui cloudtest:", termsafe.Text(err.Error()))
 		return ExitFailed
 	}
 	if opts.Logger == nil {
@@ -57,11 +58,11 @@ func Exec(ctx context.Context, configPath string, opts Options, stdout, stderr i
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &usage):
-		fmt.Fprintf(stderr, "dispatch-tui cloudtest: %v\n%s\n", err, Usage)
+		fmt.Fprintf(stderr, "dispatch-tui cloudtest: %s\n%s\n", termsafe.Text(err.Error()), Usage)
 		return ExitUsage
 	case errors.As(err, &step):
 		return ExitFailed // its line says what failed and what to do
 	}
-	fmt.Fprintln(stderr, "dispatch-tui cloudtest:", err)
+	fmt.Fprintln(stderr, "dispatch-tui cloudtest:", termsafe.Text(err.Error()))
 	return ExitFailed
 }

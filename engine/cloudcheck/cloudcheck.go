@@ -26,6 +26,7 @@ import (
 	"dispatch-tui/engine/launch"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/sshexec"
+	"dispatch-tui/engine/termsafe"
 )
 
 // Step names, as printed.
@@ -162,7 +163,7 @@ func Run(ctx context.Context, cfg *config.Config, opts Options, out io.Writer) e
 		defer c.drv.Set.Stop()
 	}
 	fmt.Fprintf(out, "cloudtest: driver %s, type %s (provider type %s), run %s, timeout %s\n",
-		cfg.Cloud.Driver, it.Name, it.ProviderType, c.runID, c.opts.Timeout)
+		cfg.Cloud.Driver, termsafe.Escape(it.Name), termsafe.Escape(it.ProviderType), c.runID, c.opts.Timeout)
 
 	runCtx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
@@ -375,7 +376,8 @@ func (c *check) cutShort(ctx context.Context, limit time.Duration, err error) er
 }
 
 func (c *check) line(name, status string, took time.Duration, detail string) {
-	fmt.Fprintf(c.out, "%-13s %-4s %9s  %s\n", name, status, took.Round(time.Millisecond), detail)
+	// detail may quote the provider's or the instance's words.
+	fmt.Fprintf(c.out, "%-13s %-4s %9s  %s\n", name, status, took.Round(time.Millisecond), termsafe.Escape(detail))
 }
 
 // poll calls try every Poll until it reports done or ctx ends; a done try

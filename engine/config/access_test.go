@@ -105,24 +105,41 @@ name = "a"
 	}
 }
 
-// A token readable by others is refused, whether in the config file or
-// in a token file, with the chmod that fixes it.
+// A token readable by others, or in a file another user owns (who could
+// rewrite it), is refused, whether in the config file or in a token file,
+// with the chmod or chown that fixes it.
 func TestSecretFilesMustBePrivate(t *testing.T) {
 	dir := t.TempDir()
 	tokFile := filepath.Join(dir, "tok")
 	if err := os.WriteFile(tokFile, []byte("s"), 0o640); err != nil {
 		t.Fatal(err)
 	}
+	// Files of another user (nobody) and of root, for the owner checks.
+	asRoot(t)
+	for name, uid := range map[string]int{"nobody.tok": 65534, "root.tok": 0} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("s"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(p, uid, -1); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range []struct {
 		name, body string
 		mode       os.FileMode
 		wantErr    string
+		nobodys    bool // the config file belongs to nobody (65534)
 	}{
-		{"inline token, 0644", "[dispatcher]\ntoken = \"s\"\n", 0o644, "run chmod 600 "},
-		{"inline token, 0600", "[dispatcher]\ntoken = \"s\"\n", 0o600, ""},
-		{"named inline token, 0604", "[[dispatcher.tokens]]\nname = \"a\"\ntoken = \"s\"\n", 0o604, "run chmod 600 "},
-		{"no token, 0644", "[dispatcher]\ntoken = \"\"\n", 0o644, ""},
-		{"token file 0640", "[dispatcher]\ntoken_file = \"tok\"\n", 0o600, "run chmod 600 " + tokFile},
+		{"inline token, 0644", "[dispatcher]\ntoken = \"s\"\n", 0o644, "run chmod 600 ", false},
+		{"inline token, 0600", "[dispatcher]\ntoken = \"s\"\n", 0o600, "", false},
+		{"named inline token, 0604", "[[dispatcher.tokens]]\nname = \"a\"\ntoken = \"s\"\n", 0o604, "run chmod 600 ", false},
+		{"no token, 0644", "[dispatcher]\ntoken = \"\"\n", 0o644, "", false},
+		{"token file 0640", "[dispatcher]\ntoken_file = \"tok\"\n", 0o600, "run chmod 600 " + tokFile, false},
+		{"inline token, another user's", "[dispatcher]\ntoken = \"s\"\n", 0o600, "belongs to uid 65534, not to this user", true},
+		{"no token, another user's", "[dispatcher]\ntoken = \"\"\n", 0o644, "", true},
+		{"token file, another user's", "[dispatcher]\ntoken_file = \"nobody.tok\"\n", 0o600, "run chown ", false},
+		{"token file, root's", "[dispatcher]\ntoken_file = \"root.tok\"\n", 0o600, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, "c.toml")
@@ -130,6 +147,13 @@ func TestSecretFilesMustBePrivate(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := os.Chmod(path, tc.mode); err != nil {
+				t.Fatal(err)
+			}
+			owner := os.Geteuid()
+			if tc.nobodys {
+				owner = 65534
+			}
+			if err := os.Chown(path, owner, -1); err != nil {
 				t.Fatal(err)
 			}
 			_, err := Load(path)
@@ -140,5 +164,17 @@ func TestSecretFilesMustBePrivate(t *testing.T) {
 				t.Errorf("Load = %v, want an error containing %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// asRoot skips a test that needs to chown files when not root, except on
+// CI, where it fails.
+func asRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("needs root to give a file to another user")
+		}
+		t.Skip("needs root to give a file to another user")
 	}
 }

@@ -561,6 +561,17 @@ listen = ":9006"
 [dispatcher]
 listen = "localhost"
 `, []string{`config.toml:2: dispatcher.listen: must be host:port (got "localhost")`}},
+		{"control characters in paths", `
+[dispatcher]
+state_dir = "/var/lib/d\u0000t"
+[cloud]
+ssh_key_file = "/etc/k\u001b[31m"
+known_hosts = "/etc/kh\n"
+`, []string{
+			`config.toml:2: dispatcher.state_dir: must not contain a control character such as NUL or a newline (got "/var/lib/d\x00t")`,
+			`config.toml:4: cloud.ssh_key_file: must not contain a control character`,
+			`config.toml:5: cloud.known_hosts: must not contain a control character`,
+		}},
 		{"section of the wrong shape", `
 dispatcher = 5
 [[cloud]]

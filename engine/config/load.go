@@ -18,6 +18,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"dispatch-tui/cloud"
+	"dispatch-tui/engine/secretfile"
 )
 
 // Find returns the config file to use when --config is absent (docs/design.md §7.1):
@@ -64,8 +65,8 @@ func FindAndLoad(explicit string) (*Config, error) {
 }
 
 // Load reads and parses the config file at path. A file that holds a
-// token (token, or a token of [[dispatcher.tokens]]) must not be readable
-// by anyone but its owner.
+// token (token, or a token of [[dispatcher.tokens]]) must pass
+// secretfile.Check: this user's or root's, and private.
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -80,21 +81,11 @@ func Load(path string) (*Config, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := privateFile(path, fi); err != nil {
+		if err := secretfile.Check(path, fi); err != nil {
 			return nil, Errors{&Error{File: path, Msg: "holds a token: " + err.Error()}}
 		}
 	}
 	return c, nil
-}
-
-// privateFile refuses a secret file that group or others may access, as
-// OpenSSH does for private keys: anyone who reads a token can drive the
-// dispatcher.
-func privateFile(path string, fi fs.FileInfo) error {
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return fmt.Errorf("%s is accessible by group or others (mode %04o): run chmod 600 %s", path, perm, path)
-	}
-	return nil
 }
 
 // Parse parses a config file's contents over the built-in defaults and
@@ -708,7 +699,7 @@ func readToken(path string) (string, error) {
 	if !fi.Mode().IsRegular() {
 		return "", fmt.Errorf("cannot read token: %s is not a regular file", path)
 	}
-	if err := privateFile(path, fi); err != nil {
+	if err := secretfile.Check(path, fi); err != nil {
 		return "", err
 	}
 	f, err := os.Open(path)

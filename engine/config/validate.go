@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"dispatch-tui/cloud"
 	"dispatch-tui/engine/runner"
@@ -89,6 +90,15 @@ func (v *validator) nonEmpty(s *string) {
 	}
 }
 
+// localPath checks a path on this machine that the config names (empty
+// allowed): a control character, NUL above all, is no part of a real path
+// (a NUL ends the name the kernel sees) and only hides what is named.
+func (v *validator) localPath(s *string) {
+	if strings.IndexFunc(*s, unicode.IsControl) >= 0 {
+		v.addAt(s, "must not contain a control character such as NUL or a newline (got %q): name the path with printable characters", *s)
+	}
+}
+
 // runnerPath checks a path on the instances. A relative path with a slash
 // ("./runner", "bin/runner") works: every command runs in the host's
 // work_dir (or the login directory, or a local instance's home). A bare
@@ -155,6 +165,9 @@ func (c *Config) validate() []*Error {
 	d := &c.Dispatcher
 	v.validateAccess(d)
 	v.nonEmpty(&d.StateDir)
+	for _, p := range []*string{&d.StateDir, &d.TLSCert, &d.TLSKey, &c.Cloud.SSHKeyFile, &c.Cloud.KnownHosts} {
+		v.localPath(p)
+	}
 	if d.ClusterID != "" {
 		if err := CheckClusterID(d.ClusterID); err != nil {
 			v.addAt(&d.ClusterID, "%v", err)
@@ -241,6 +254,7 @@ func (c *Config) validate() []*Error {
 				addrs[h.Address] = i
 			}
 		}
+		v.localPath(&h.KeyFile)
 		if h.InstanceType == "" {
 			v.addAt(&h.InstanceType, "must not be empty")
 		} else if _, ok := types[h.InstanceType]; !ok {

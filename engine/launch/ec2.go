@@ -16,6 +16,7 @@ import (
 
 	"dispatch-tui/cloud/ec2"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/secretfile"
 )
 
 // newEC2 builds the EC2 driver from [cloud] and [cloud.ec2]: the cloud
@@ -52,6 +53,9 @@ func ec2ClientKey(cfg *config.Config) (ssh.Signer, error) {
 				return nil, fmt.Errorf("ec2 driver: create client key %s: %w", path, err)
 			}
 		}
+	}
+	if err := secretfile.Stat(path); err != nil {
+		return nil, fmt.Errorf("ec2 driver: client key (cloud.ssh_key_file): %w", err)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -106,7 +106,13 @@ func Serve(r *Running, opts Options) (stop func(context.Context) error, err erro
 			stopAll(context.Background())
 			return nil, err
 		}
-		serve(newServer(nil), limitListen(ln, d.MaxConnections))
+		// One client address may hold only a share of the slots waiting
+		// for a request (addrgate.go). The socket needs no gate: its file
+		// mode admits only this user (and socket_group).
+		gate := newAddrGate(waitingPerAddress(d.MaxConnections), log)
+		s := newServer(nil)
+		s.ConnState = gate.track
+		serve(s, gate.listen(limitListen(ln, d.MaxConnections)))
 		attrs := []any{"addr", ln.Addr().String(), "tokens", len(tokens), "tls", fingerprint != ""}
 		if fingerprint != "" {
 			attrs = append(attrs, "tls_fingerprint", fingerprint)

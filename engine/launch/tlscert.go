@@ -16,6 +16,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"dispatch-tui/engine/secretfile"
 )
 
 // Files of the self-signed pair in the state dir.
@@ -29,6 +31,9 @@ const (
 // host), localhost and the machine's name.
 func loadCertificate(certFile, keyFile, stateDir, host string) (tls.Certificate, error) {
 	if certFile != "" {
+		if err := secretfile.Stat(keyFile); err != nil {
+			return tls.Certificate{}, fmt.Errorf("dispatcher.tls_key: %w", err)
+		}
 		c, err := tls.LoadX509KeyPair(certFile, keyFile)
 		if err != nil {
 			return tls.Certificate{}, fmt.Errorf("load dispatcher.tls_cert/tls_key: %w", err)
@@ -38,6 +43,9 @@ func loadCertificate(certFile, keyFile, stateDir, host string) (tls.Certificate,
 	certFile, keyFile = filepath.Join(stateDir, selfSignedCert), filepath.Join(stateDir, selfSignedKey)
 	c, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err == nil {
+		if err := secretfile.Stat(keyFile); err != nil {
+			return tls.Certificate{}, fmt.Errorf("the self-signed certificate's key: %w", err)
+		}
 		return c, nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {

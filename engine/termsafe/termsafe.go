@@ -49,6 +49,15 @@ func Lines(s string) []string {
 	return raw
 }
 
+// Text is s escaped as by Lines, its lines joined again with "\n": for
+// messages of several lines, such as errors that list choices.
+func Text(s string) string {
+	if firstUnsafe(s) < 0 {
+		return s
+	}
+	return strings.Join(Lines(s), "\n")
+}
+
 // firstUnsafe returns the index of the first byte of s that is not
 // printable ASCII and may need escaping, or -1.
 func firstUnsafe(s string) int {

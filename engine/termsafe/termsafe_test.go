@@ -83,3 +83,14 @@ func FuzzEscape(f *testing.F) {
 		}
 	})
 }
+
+func TestText(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"one line", "one line"},
+		{"refused\n  types: a\x1b[31m\r\n  b", "refused\n  types: a\\x1b[31m\n  b"},
+	} {
+		if got := Text(tc.in); got != tc.want {
+			t.Errorf("Text(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

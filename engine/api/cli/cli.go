@@ -124,11 +124,15 @@ func Execute(ctx context.Context, root *cobra.Command, args []string, stderr io.
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return 1
 	default:
-		// The dispatcher's messages may quote what was submitted.
-		fmt.Fprintf(stderr, "%s: %s\n", path, strings.Join(termsafe.Lines(err.Error()), "\n"))
+		fmt.Fprintf(stderr, "%s: %s\n", path, ErrorText(err))
 		return 1
 	}
 }
+
+// ErrorText is err's message for the terminal: the dispatcher's messages
+// may quote what was submitted, and ids and paths are as the user typed
+// them.
+func ErrorText(err error) string { return termsafe.Text(err.Error()) }
 
 // silentError ends a command with an exit code, its message printed
 // already.

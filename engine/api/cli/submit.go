@@ -19,6 +19,7 @@ import (
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/termsafe"
 )
 
 // sizeValue is a --ram/--scratch flag: "2GiB", "512MiB", bytes.
@@ -277,7 +278,7 @@ func submitSpecs(ctx context.Context, c *api.Client, specs []json.RawMessage, st
 		if err != nil {
 			return explain(c, err)
 		}
-		fmt.Fprintln(stdout, got.ID)
+		fmt.Fprintln(stdout, termsafe.Escape(got.ID))
 		return nil
 	}
 	done := 0
@@ -292,7 +293,7 @@ func submitSpecs(ctx context.Context, c *api.Client, specs []json.RawMessage, st
 			return err
 		}
 		for _, ct := range got {
-			fmt.Fprintln(stdout, ct.ID)
+			fmt.Fprintln(stdout, termsafe.Escape(ct.ID))
 		}
 		done += len(batch)
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"dispatch-tui/engine/termsafe"
 )
 
 // isContainerID tells container ids ("c-" + 16 hex) from instance ids.
@@ -70,7 +72,7 @@ instance. Each id is tried; the exit code is 1 if any failed.`,
 					what = "container"
 					got, err := c.ContainerVerb(ctx, id, name, reason)
 					if err != nil {
-						fmt.Fprintf(env.Stderr, "container %s: %v\n", id, explain(c, err))
+						fmt.Fprintf(env.Stderr, "container %s: %s\n", termsafe.Escape(id), ErrorText(explain(c, err)))
 						failed = append(failed, id)
 						continue
 					}
@@ -82,13 +84,13 @@ instance. Each id is tried; the exit code is 1 if any failed.`,
 					what = "instance"
 					got, err := c.InstanceVerb(ctx, id, name, reason)
 					if err != nil {
-						fmt.Fprintf(env.Stderr, "instance %s: %v\n", id, explain(c, err))
+						fmt.Fprintf(env.Stderr, "instance %s: %s\n", termsafe.Escape(id), ErrorText(explain(c, err)))
 						failed = append(failed, id)
 						continue
 					}
 					state = string(got.State) + " " + string(got.IdleBehavior)
 				}
-				fmt.Fprintf(env.Stdout, "%s\t%s\t%s %s\n", id, name, what, state)
+				fmt.Fprintf(env.Stdout, "%s\t%s\t%s %s\n", termsafe.Escape(id), name, what, termsafe.Escape(state))
 			}
 			if len(failed) > 0 {
 				return fmt.Errorf("%d of %d failed: %s", len(failed), len(args), strings.Join(failed, " "))
@@ -120,7 +122,7 @@ func priorityCmd(env *Env) *cobra.Command {
 			if err != nil {
 				return explain(c, err)
 			}
-			fmt.Fprintf(env.Stdout, "%s\tpriority %d\t%s\n", got.ID, got.Priority, got.State)
+			fmt.Fprintf(env.Stdout, "%s\tpriority %d\t%s\n", termsafe.Escape(got.ID), got.Priority, termsafe.Escape(string(got.State)))
 			return nil
 		},
 	}
