@@ -302,7 +302,7 @@ func childDispatcher() int {
 }
 
 // runnerPIDs reads the pid record the runner keeps for each container on
-// every local instance (the last field of pid_start's first line) and
+// every local instance (the fifth field of pid_start's first line) and
 // returns the live ones: container id -> pid.
 func runnerPIDs(stateDir string) map[string]int {
 	out := map[string]int{}
@@ -314,7 +314,7 @@ func runnerPIDs(stateDir string) map[string]int {
 		}
 		line, _, complete := strings.Cut(string(b), "\n")
 		fields := strings.Fields(line)
-		if !complete || len(fields) != 5 {
+		if !complete || len(fields) < 5 { // optional fields may follow the five
 			continue
 		}
 		if pid, err := strconv.Atoi(fields[4]); err == nil && alive(pid) {
@@ -335,6 +335,12 @@ func TestLocalSIGKILLedDispatcherReadoptsRunningContainers(t *testing.T) {
 	if err := child.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// Killed whatever happens: a child left running holds the test's
+	// stderr, and go test would wait for it until its timeout.
+	t.Cleanup(func() {
+		child.Process.Kill()
+		child.Wait()
+	})
 	var before map[string]int
 	waitFor(t, "20 containers running under the first dispatcher", 90*time.Second, func() bool {
 		before = runnerPIDs(state)
