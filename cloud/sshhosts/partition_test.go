@@ -215,44 +215,53 @@ func newPartitionEnv(t *testing.T, hosts int, tune func(*config.Config)) *partit
 	return pe
 }
 
-// submit queues a container that appends a line to its marker file, then
-// waits (at most a minute, then fails) for its gate file.
-func (pe *partitionEnv) submit(name string, maxAttempts int) string {
-	pe.t.Helper()
-	c, err := pe.eng.Submit(queue.Spec{
+// gatedSpec is a container that appends a line to its marker file under
+// markers, prints "hello from NAME", then waits (at most two minutes, then
+// fails) for its gate file under gates.
+func gatedSpec(markers, gates, name string, maxAttempts int) queue.Spec {
+	return queue.Spec{
 		Name: name,
 		// The paths are arguments, so that a leftover process shows them
 		// in its command line (processesMentioning).
-		Command: []string{"sh", "-c", `echo run >> "$1"; echo "hello from $3"; i=0; while [ ! -e "$2" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; [ -e "$2" ]`,
-			"sh", filepath.Join(pe.markers, name), filepath.Join(pe.gates, name), name},
+		Command: []string{"sh", "-c", `echo run >> "$1"; echo "hello from $3"; i=0; while [ ! -e "$2" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; [ -e "$2" ]`,
+			"sh", filepath.Join(markers, name), filepath.Join(gates, name), name},
 		RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 256 << 20},
 		MaxAttempts:        maxAttempts,
-	}, "test")
+	}
+}
+
+// openGate lets name's command (gatedSpec) finish.
+func openGate(t *testing.T, gates, name string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(gates, name), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gatedRuns is how many times name's command (gatedSpec) started.
+func gatedRuns(t *testing.T, markers, name string) int {
+	b, err := os.ReadFile(filepath.Join(markers, name))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "run\n")
+}
+
+func (pe *partitionEnv) submit(name string, maxAttempts int) string {
+	pe.t.Helper()
+	c, err := pe.eng.Submit(gatedSpec(pe.markers, pe.gates, name, maxAttempts), "test")
 	if err != nil {
 		pe.t.Fatal(err)
 	}
 	return c.ID
 }
 
-// open lets a container's command finish.
-func (pe *partitionEnv) open(name string) {
-	pe.t.Helper()
-	if err := os.WriteFile(filepath.Join(pe.gates, name), nil, 0o644); err != nil {
-		pe.t.Fatal(err)
-	}
-}
+func (pe *partitionEnv) open(name string) { pe.t.Helper(); openGate(pe.t, pe.gates, name) }
 
-// runs is how many times name's command started.
-func (pe *partitionEnv) runs(name string) int {
-	b, err := os.ReadFile(filepath.Join(pe.markers, name))
-	if errors.Is(err, os.ErrNotExist) {
-		return 0
-	}
-	if err != nil {
-		pe.t.Fatal(err)
-	}
-	return strings.Count(string(b), "run\n")
-}
+func (pe *partitionEnv) runs(name string) int { return gatedRuns(pe.t, pe.markers, name) }
 
 func (pe *partitionEnv) container(id string) queue.Container {
 	c, _ := pe.eng.Container(id)

@@ -5,7 +5,6 @@ package sshhosts
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -160,36 +159,16 @@ func (re *restartEnv) stop(sig syscall.Signal) {
 
 func (re *restartEnv) submit(name string) string {
 	re.t.Helper()
-	c, err := re.client.Submit(context.Background(), queue.Spec{
-		Name: name,
-		Command: []string{"sh", "-c", `echo run >> "$1"; echo "hello from $3"; i=0; while [ ! -e "$2" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; [ -e "$2" ]`,
-			"sh", filepath.Join(re.markers, name), filepath.Join(re.gates, name), name},
-		RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 256 << 20},
-		MaxAttempts:        3,
-	})
+	c, err := re.client.Submit(context.Background(), gatedSpec(re.markers, re.gates, name, 3))
 	if err != nil {
 		re.t.Fatal(err)
 	}
 	return c.ID
 }
 
-func (re *restartEnv) open(name string) {
-	re.t.Helper()
-	if err := os.WriteFile(filepath.Join(re.gates, name), nil, 0o644); err != nil {
-		re.t.Fatal(err)
-	}
-}
+func (re *restartEnv) open(name string) { re.t.Helper(); openGate(re.t, re.gates, name) }
 
-func (re *restartEnv) runs(name string) int {
-	b, err := os.ReadFile(filepath.Join(re.markers, name))
-	if errors.Is(err, os.ErrNotExist) {
-		return 0
-	}
-	if err != nil {
-		re.t.Fatal(err)
-	}
-	return strings.Count(string(b), "run\n")
-}
+func (re *restartEnv) runs(name string) int { return gatedRuns(re.t, re.markers, name) }
 
 func (re *restartEnv) container(id string) queue.Container {
 	c, err := re.client.Container(context.Background(), id)

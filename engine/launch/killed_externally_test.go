@@ -33,31 +33,8 @@ func TestLocalContainerKilledFromOutside(t *testing.T) {
 	victim := submit("exec sleep 600", 2)
 	selfExit := submit("exit 143", 1)
 
-	// pid returns the victim's pid as its runner lists it, once it runs
-	// attempt n.
-	pid := func(n int) int {
-		var p int
-		waitFor(t, "the victim running its attempt "+strconv.Itoa(n), time.Minute, func() bool {
-			c, _ := r.Container(victim)
-			if c.State != queue.Running || c.Attempts != n {
-				return false
-			}
-			v, ok := r.Instance(c.InstanceID)
-			if !ok {
-				return false
-			}
-			for _, st := range v.Reported {
-				if st.ID == victim && st.State == runner.StateRunning && st.PID > 1 {
-					p = st.PID
-					return true
-				}
-			}
-			return false
-		})
-		return p
-	}
 	for n := 1; n <= 2; n++ {
-		if err := syscall.Kill(pid(n), syscall.SIGTERM); err != nil {
+		if err := syscall.Kill(runningPID(t, r, victim, n), syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -77,4 +54,29 @@ func TestLocalContainerKilledFromOutside(t *testing.T) {
 	if c, _ := r.Container(selfExit); c.State != queue.Complete || c.ExitCode == nil || *c.ExitCode != 143 {
 		t.Fatalf("a command exiting 143 by itself: %s %v %q, want Complete exit 143", c.State, c.ExitCode, c.Reason)
 	}
+}
+
+// runningPID waits until container id runs its attempt n and returns its
+// pid as its runner lists it.
+func runningPID(t *testing.T, r *Running, id string, n int) int {
+	t.Helper()
+	var p int
+	waitFor(t, "container "+id+" running its attempt "+strconv.Itoa(n), time.Minute, func() bool {
+		c, _ := r.Container(id)
+		if c.State != queue.Running || c.Attempts != n {
+			return false
+		}
+		v, ok := r.Instance(c.InstanceID)
+		if !ok {
+			return false
+		}
+		for _, st := range v.Reported {
+			if st.ID == id && st.State == runner.StateRunning && st.PID > 1 {
+				p = st.PID
+				return true
+			}
+		}
+		return false
+	})
+	return p
 }

@@ -31,31 +31,8 @@ func TestLocalContainerLostWithItsSupervisor(t *testing.T) {
 	}
 	victim := c.ID
 
-	// pid returns the victim's pid as its runner lists it, once it runs
-	// attempt n.
-	pid := func(n int) int {
-		var p int
-		waitFor(t, "the victim running its attempt "+strconv.Itoa(n), time.Minute, func() bool {
-			c, _ := r.Container(victim)
-			if c.State != queue.Running || c.Attempts != n {
-				return false
-			}
-			v, ok := r.Instance(c.InstanceID)
-			if !ok {
-				return false
-			}
-			for _, st := range v.Reported {
-				if st.ID == victim && st.State == runner.StateRunning && st.PID > 1 {
-					p = st.PID
-					return true
-				}
-			}
-			return false
-		})
-		return p
-	}
 	for n := 1; n <= 2; n++ {
-		p := pid(n)
+		p := runningPID(t, r, victim, n)
 		// The command's parent is its supervisor (it forked it).
 		sup := parentPID(t, p)
 		if err := syscall.Kill(sup, syscall.SIGKILL); err != nil {
