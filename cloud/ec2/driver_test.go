@@ -96,16 +96,33 @@ func TestCreateListTagDestroy(t *testing.T) {
 	if st[cloud.TagIdleBehavior] != "hold" || st["extra"] != "1" || st["team"] != "genomics" || st["Name"] != "dispatch-tui worker" {
 		t.Errorf("tags after SetTags %v", st)
 	}
+	// Only the dispatcher's own tags are deleted: one an operator (or a
+	// tag policy) set stays, as does any other key the dispatcher no
+	// longer passes.
+	srv.TagInstance(si.ID, "CostCenter", "42")
+	if list, err = d.Instances(ctx, nil); err != nil || list[0].Tags()["CostCenter"] != "42" {
+		t.Fatalf("listing after an operator's tag: %v, %v", list, err)
+	}
 	tags = list[0].Tags()
 	delete(tags, "extra")
+	delete(tags, "CostCenter")
+	delete(tags, cloud.TagIdleBehavior)
 	if err := list[0].SetTags(ctx, tags); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := srv.Instances()[0].Tags["extra"]; ok {
-		t.Errorf("removed tag still at the provider: %v", srv.Instances()[0].Tags)
+	st = srv.Instances()[0].Tags
+	if _, ok := st[cloud.TagIdleBehavior]; ok {
+		t.Errorf("removed dispatcher tag still at the provider: %v", st)
+	}
+	if st["CostCenter"] != "42" || st["extra"] != "1" {
+		t.Errorf("SetTags deleted tags it did not set: %v", st)
+	}
+	// The secret is an instance tag only, never a volume's.
+	if vt := srv.Instances()[0].VolumeTags; vt[cloud.TagOwner] != "dispatcher-1" || vt[cloud.TagSecret] != "" {
+		t.Errorf("volume tags %v: want the owner, not the secret", vt)
 	}
 	list, _ = d.Instances(ctx, nil)
-	if list[0].Tags()[cloud.TagIdleBehavior] != "hold" {
+	if _, ok := list[0].Tags()[cloud.TagIdleBehavior]; ok || list[0].Tags()["CostCenter"] != "42" {
 		t.Errorf("listed tags %v", list[0].Tags())
 	}
 

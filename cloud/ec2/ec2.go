@@ -351,7 +351,9 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 		UserData:     aws.String(base64.StdEncoding.EncodeToString(UserData(d.opts.AdminUser, d.opts.Signer.PublicKey(), secret))),
 		TagSpecifications: []types.TagSpecification{
 			{ResourceType: types.ResourceTypeInstance, Tags: d.awsTags(tags)},
-			{ResourceType: types.ResourceTypeVolume, Tags: d.awsTags(tags)},
+			// The secret stays off the volumes: their tags are readable
+			// by whoever may describe volumes, and they outlive it.
+			{ResourceType: types.ResourceTypeVolume, Tags: d.awsTags(withoutSecret(tags))},
 		},
 	}
 	if d.opts.RootVolumeSize > 0 {
@@ -471,6 +473,13 @@ func (d *Driver) awsTags(tags cloud.Tags) []types.Tag {
 	for i, k := range keys {
 		out[i] = types.Tag{Key: aws.String(k), Value: aws.String(all[k])}
 	}
+	return out
+}
+
+// withoutSecret is tags less the instance's secret.
+func withoutSecret(tags cloud.Tags) cloud.Tags {
+	out := tags.Clone()
+	delete(out, cloud.TagSecret)
 	return out
 }
 

@@ -128,9 +128,10 @@ func (i *Instance) Tags() cloud.Tags {
 	return i.tags.Clone()
 }
 
-// SetTags replaces the instance's tags: the new ones (with the configured
-// extra tags) are written, and those no longer wanted deleted. Tags AWS
-// reserves ("aws:...") are left alone.
+// SetTags replaces the dispatcher's tags on the instance: the new ones
+// (with the configured extra tags) are written, and the dispatcher's own
+// ("dispatch-tui-...") no longer wanted are deleted. Every other tag
+// (an operator's, a tag policy's, AWS's "aws:...") is left alone.
 func (i *Instance) SetTags(ctx context.Context, tags cloud.Tags) error {
 	d := i.d
 	want := d.allTags(tags)
@@ -142,7 +143,7 @@ func (i *Instance) SetTags(ctx context.Context, tags cloud.Tags) error {
 	}
 	var drop []types.Tag
 	for k := range cur {
-		if _, keep := want[k]; !keep && !strings.HasPrefix(k, "aws:") {
+		if _, keep := want[k]; !keep && strings.HasPrefix(k, cloud.TagPrefix) {
 			drop = append(drop, types.Tag{Key: aws.String(k)})
 		}
 	}
@@ -155,6 +156,11 @@ func (i *Instance) SetTags(ctx context.Context, tags cloud.Tags) error {
 		}
 	}
 	d.throttled(false)
+	for k, v := range cur {
+		if _, set := want[k]; !set && !strings.HasPrefix(k, cloud.TagPrefix) {
+			want[k] = v // still there
+		}
+	}
 	i.mu.Lock()
 	i.tags = want
 	i.mu.Unlock()

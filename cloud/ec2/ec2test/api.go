@@ -302,10 +302,13 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 		devices[f.Get(m+".DeviceName")] = int32(n)
 	}
 	spot := f.Get("InstanceMarketOptions.MarketType") == "spot"
-	tags := map[string]string{}
+	tags, volumeTags := map[string]string{}, map[string]string{}
 	for _, m := range members(f, "TagSpecification") {
-		if f.Get(m+".ResourceType") == "instance" {
+		switch f.Get(m + ".ResourceType") {
+		case "instance":
 			tags = tagsOf(f, m+".Tag")
+		case "volume":
+			volumeTags = tagsOf(f, m+".Tag")
 		}
 	}
 	iam := f.Get("IamInstanceProfile.Name")
@@ -352,7 +355,7 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 	now := time.Now()
 	in := &instance{
 		id: s.newID("i"), typ: typ, subnet: subnet, keyName: f.Get("KeyName"), public: public, spot: spot,
-		tags: tags, user: user, secret: secret, authorized: authorized, devices: devices,
+		tags: tags, volumeTags: volumeTags, user: user, secret: secret, authorized: authorized, devices: devices,
 		iamProfile: iam, imdsv2: f.Get("MetadataOptions.HttpTokens") == "required",
 		launched: now, listableAt: now.Add(fl.ListDelay), state: statePending,
 	}

@@ -22,6 +22,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/big"
 	mrand "math/rand/v2"
 	"net"
@@ -304,6 +305,7 @@ type Instance struct {
 	Address      string // ip:port of its SSH server
 	KeyName      string
 	Tags         map[string]string
+	VolumeTags   map[string]string // the tags RunInstances asked for its volumes
 	UserDataUser string
 	Secret       string
 	Authorized   string           // the authorized key from user-data
@@ -312,6 +314,18 @@ type Instance struct {
 	IMDSv2       bool
 	Home         string // the admin user's home directory
 	RunnerDir    string
+}
+
+// TagInstance sets tag key on instance id as someone else would (an
+// operator, a tag policy): not through the driver.
+func (s *Server) TagInstance(id, key, value string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, in := range s.instances {
+		if in.id == id {
+			in.tags[key] = value
+		}
+	}
 }
 
 // Instances returns every instance launched, in launch order, terminated
@@ -392,7 +406,7 @@ type instance struct {
 	id, typ, subnet, keyName, ip string
 	public                       bool
 	spot                         bool
-	tags                         map[string]string
+	tags, volumeTags             map[string]string
 	user, secret, authorized     string
 	devices                      map[string]int32
 	iamProfile                   string
@@ -405,10 +419,7 @@ type instance struct {
 }
 
 func (in *instance) info() Instance {
-	tags := make(map[string]string, len(in.tags))
-	for k, v := range in.tags {
-		tags[k] = v
-	}
+	tags, volumeTags := maps.Clone(in.tags), maps.Clone(in.volumeTags)
 	devs := make(map[string]int32, len(in.devices))
 	for k, v := range in.devices {
 		devs[k] = v
@@ -423,7 +434,7 @@ func (in *instance) info() Instance {
 	}
 	return Instance{
 		ID: in.id, Type: in.typ, State: in.state, Subnet: in.subnet, Spot: in.spot,
-		PrivateIP: in.ip, PublicIP: pub, Address: addr, KeyName: in.keyName, Tags: tags,
+		PrivateIP: in.ip, PublicIP: pub, Address: addr, KeyName: in.keyName, Tags: tags, VolumeTags: volumeTags,
 		UserDataUser: in.user, Secret: in.secret, Authorized: in.authorized, BlockDevices: devs,
 		IAMProfile: in.iamProfile, IMDSv2: in.imdsv2, Home: in.home, RunnerDir: in.runnerDir,
 	}
