@@ -689,13 +689,24 @@ func (q *Queue) StoreLogsBatch(ids []string, outputs [][]byte) error {
 // it is) and reports whether that changed the record. The change is written
 // with the next flush; until then it is visible in memory.
 func (q *Queue) SetLogsError(id, msg string) bool {
+	return q.setOutputNote(id, func(c *Container) bool {
+		if c.LogsError == msg {
+			return false
+		}
+		c.LogsError = msg
+		return true
+	})
+}
+
+// setOutputNote applies set, which reports whether it changed anything, to
+// container id's record, and marks a changed record for the next flush.
+func (q *Queue) setOutputNote(id string, set func(c *Container) bool) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	c, ok := q.byID[id]
-	if !ok || c.LogsError == msg {
+	if !ok || !set(c) {
 		return false
 	}
-	c.LogsError = msg
 	q.gen++
 	q.markDirtyLocked(c)
 	q.notifyLocked()

@@ -49,16 +49,12 @@ func (t *TruncatedOutput) UnmarshalJSON(b []byte) error {
 // output of a container's finished attempt (0: none) and reports whether
 // that changed the record; written with the next flush, as SetLogsError.
 func (q *Queue) SetLogsTruncated(id string, n int64) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	c, ok := q.byID[id]
 	t := TruncatedBytes(n)
-	if !ok || c.LogsTruncated == t {
-		return false
-	}
-	c.LogsTruncated = t
-	q.gen++
-	q.markDirtyLocked(c)
-	q.notifyLocked()
-	return true
+	return q.setOutputNote(id, func(c *Container) bool {
+		if c.LogsTruncated == t {
+			return false
+		}
+		c.LogsTruncated = t
+		return true
+	})
 }
