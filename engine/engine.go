@@ -255,6 +255,9 @@ func instancesInUse(q *queue.Queue) []cloud.InstanceID {
 		if c.State.Final() {
 			return false // the active ones come first
 		}
+		if c.State != queue.Locked && c.State != queue.Running {
+			return true // a requeued one may still name its last instance
+		}
 		if id := cloud.InstanceID(c.InstanceID); id != "" && !seen[id] {
 			seen[id] = true
 			ids = append(ids, id)
