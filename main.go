@@ -271,14 +271,16 @@ func applyMemoryLimit(log *slog.Logger, limit int64) {
 }
 
 // consoleCmd runs the TUI (in-process engine, --connect or --demo) until
-// the user quits, SIGINT or SIGTERM, then takes the backend down.
+// the user quits, SIGINT, SIGTERM or SIGHUP, then takes the backend down.
 func consoleCmd(f consoleFlags, stderr io.Writer) int {
 	c, err := startConsole(f)
 	if err != nil {
 		fmt.Fprintln(stderr, "dispatch-tui:", cli.ErrorText(err))
 		return 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP (the terminal closed) takes the same way out as q, so the
+	// demo's instances and state dir go with it.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	runErr := runConsole(ctx, c, f)
 	closeErr := c.close()
