@@ -301,7 +301,9 @@ func TestUnreachableHostKeepsBeingListed(t *testing.T) {
 	if len(got) != 1 || got[0].ID() != inst.ID() || !reflect.DeepEqual(got[0].Tags(), testTags("me", "s")) {
 		t.Fatalf("with host 0 down, listed %v; want it with its last tags", ids(got))
 	}
-	if el := time.Since(t0); el > 8*time.Second {
+	// Bounded by the driver's own per-host timeout, not TCP's minutes
+	// (the margin is for a loaded machine).
+	if el := time.Since(t0); el > 30*time.Second {
 		t.Errorf("listing with a host down took %s", el)
 	}
 	// A driver that never reached the host does not list it.

@@ -341,7 +341,7 @@ func shownUnreachable(v worker.InstanceView) bool {
 // released (idle instances shut down) and no container process is left.
 func (pe *partitionEnv) settledClean(ids []string) {
 	pe.t.Helper()
-	pe.until("all containers final", 60*time.Second, func() bool {
+	pe.until("all containers final", 3*time.Minute, func() bool {
 		for _, id := range ids {
 			if !pe.container(id).State.Final() {
 				return false
@@ -349,7 +349,7 @@ func (pe *partitionEnv) settledClean(ids []string) {
 		}
 		return true
 	})
-	pe.until("every instance shut down and gone once idle", 60*time.Second, func() bool {
+	pe.until("every instance shut down and gone once idle", 3*time.Minute, func() bool {
 		return len(pe.eng.Instances()) == 0
 	})
 	pe.until("no container process left", 10*time.Second, func() bool {
@@ -367,7 +367,7 @@ func TestPartitionNoDoubleRun(t *testing.T) {
 	for _, n := range names {
 		ids = append(ids, pe.submit(n, 3))
 	}
-	pe.until("all four running on the hosts", 60*time.Second, func() bool {
+	pe.until("all four running on the hosts", 3*time.Minute, func() bool {
 		for _, id := range ids {
 			if !pe.reportedRunning(id) {
 				return false
@@ -423,7 +423,7 @@ func TestPartitionNoDoubleRun(t *testing.T) {
 
 	// The one that finished during the cut is collected; the other is
 	// still running there.
-	pe.until(onCut[0]+" collected after the heal", 30*time.Second, func() bool {
+	pe.until(onCut[0]+" collected after the heal", 3*time.Minute, func() bool {
 		return pe.container(ids[indexOf(names, onCut[0])]).State.Final()
 	})
 	if c := pe.container(ids[indexOf(names, onCut[1])]); c.State != queue.Running || c.InstanceID != cutHost {
@@ -456,12 +456,12 @@ func TestPartitionTimeoutUnreachable(t *testing.T) {
 		c.Cloud.TimeoutUnreachable = 15 * time.Second
 	})
 	id := pe.submit("u0", 3)
-	pe.until("u0 running", 60*time.Second, func() bool { return pe.reportedRunning(id) })
+	pe.until("u0 running", 3*time.Minute, func() bool { return pe.reportedRunning(id) })
 	cutHost := pe.container(id).InstanceID
 	hi := pe.hostIdx[cutHost]
 	t0 := time.Now()
 	pe.net.cut(hi)
-	pe.until("u0 requeued and running elsewhere", 60*time.Second, func() bool {
+	pe.until("u0 requeued and running elsewhere", 3*time.Minute, func() bool {
 		c := pe.container(id)
 		return c.State == queue.Running && c.InstanceID != "" && c.InstanceID != cutHost && pe.reportedRunning(id)
 	})

@@ -123,7 +123,7 @@ func TestEngineOnRealSSHD(t *testing.T) {
 	// claimed and used, every exit code comes back.
 	jobs := submit(6, 0, 3)
 	t0 := time.Now()
-	until("six containers final", 60*time.Second, final(jobs))
+	until("six containers final", 3*time.Minute, final(jobs))
 	t.Logf("phase 1: %s", time.Since(t0).Round(time.Millisecond))
 	used := check(jobs)
 	if len(used) != 3 {
@@ -151,7 +151,7 @@ func TestEngineOnRealSSHD(t *testing.T) {
 	}
 	jobs2 := submit(3, 6, 3)
 	t0 = time.Now()
-	until("three more containers final", 45*time.Second, final(jobs2))
+	until("three more containers final", 3*time.Minute, final(jobs2))
 	t.Logf("phase 2: %s", time.Since(t0).Round(time.Millisecond))
 	check(jobs2)
 	if n := eng.PoolStats().RunnerDeploys; n != 0 {
@@ -170,7 +170,7 @@ func TestEngineOnRealSSHD(t *testing.T) {
 	badID := string(InstanceID(bad.addr))
 	t0 = time.Now()
 	bad.restartWithNewKey()
-	until("host key error on "+badID, 30*time.Second, func() bool {
+	until("host key error on "+badID, 3*time.Minute, func() bool {
 		v, ok := eng.Instance(badID)
 		return ok && strings.Contains(v.LastError, "host key")
 	})
@@ -207,7 +207,7 @@ func TestEngineOnRealSSHD(t *testing.T) {
 	// (a known engine limitation, not the driver's), so these get plenty.
 	before := eng.PoolStats()
 	jobs3 := submit(4, 9, 1000)
-	until("containers final with "+badID+" refused", 45*time.Second, final(jobs3))
+	until("containers final with "+badID+" refused", 3*time.Minute, final(jobs3))
 	t.Logf("phase 3: %s", time.Since(t0).Round(time.Millisecond))
 	used3 := check(jobs3)
 	if used3[badID] > 0 {
