@@ -1,9 +1,11 @@
 // Package queue holds container records: the persistent store (bbolt), the
 // in-memory index the scheduler walks every pass, the legal state
-// transitions of docs/design.md §3, the event log, and change notifications.
+// transitions (states.txt, docs/design.md §3), the event log, and change
+// notifications.
 package queue
 
 import (
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/statediagram"
 )
 
 // State is a container's lifecycle state.
@@ -37,19 +40,48 @@ func (s State) Final() bool { return s == Complete || s == Cancelled }
 // Locked).
 func (s State) waiting() bool { return s == Queued || s == Locked }
 
-// CanTransition reports whether a container may move from one state to
-// another. Final states are final; Running may go back to Queued (retry or
-// requeue after its instance died).
-func CanTransition(from, to State) bool {
-	switch from {
-	case Queued:
-		return to == Locked || to == Running || to == Cancelled
-	case Locked:
-		return to == Queued || to == Running || to == Cancelled
-	case Running:
-		return to == Queued || to == Complete || to == Cancelled
+// containerStates is States as the diagram names them.
+var containerStates = func() []string {
+	out := make([]string, len(States))
+	for i, s := range States {
+		out[i] = string(s)
 	}
-	return false
+	return out
+}()
+
+// stateDiagram is states.txt: the container state diagram, which is also
+// the table of the state changes CanTransition allows.
+//
+//go:embed states.txt
+var stateDiagram string
+
+// allowed[from][to] is the diagram as a table indexed by stateIndex, read
+// once: CanTransition is on every Tx state change.
+var allowed = func() (t [len(States)][len(States)]bool) {
+	d := statediagram.MustParse("engine/queue/states.txt", stateDiagram, containerStates)
+	for _, tr := range d.Transitions() {
+		if tr.From != statediagram.Entering {
+			t[stateIndex(State(tr.From))][stateIndex(State(tr.To))] = true
+		}
+	}
+	return t
+}()
+
+// stateIndex is s's index in States, or -1 for a state that is not one.
+func stateIndex(s State) int {
+	for i, st := range States {
+		if st == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// CanTransition reports whether a container may move from one state to
+// another: whether states.txt lists the change.
+func CanTransition(from, to State) bool {
+	f, t := stateIndex(from), stateIndex(to)
+	return f >= 0 && t >= 0 && allowed[f][t]
 }
 
 // Restart policies.

@@ -3,32 +3,65 @@ package queue
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"dispatch-tui/engine/statediagram"
 )
 
-func TestCanTransition(t *testing.T) {
-	legal := map[[2]State]bool{
-		{Queued, Locked}: true, {Queued, Running}: true, {Queued, Cancelled}: true,
-		{Locked, Queued}: true, {Locked, Running}: true, {Locked, Cancelled}: true,
-		{Running, Queued}: true, {Running, Complete}: true, {Running, Cancelled}: true,
+// TestStateDiagram holds states.txt to what a container's life needs, and
+// CanTransition to states.txt.
+// TestStateDiagramDocumented: docs/design.md shows the container state
+// diagram as states.txt has it.
+func TestStateDiagramDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/design.md")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, from := range States {
+	body := statediagram.Body(stateDiagram)
+	if body == "" || !strings.Contains(string(doc), "```\n"+body+"\n```") {
+		t.Errorf("docs/design.md does not show states.txt's diagram as it is; paste this block there:\n%s", body)
+	}
+}
+
+func TestStateDiagram(t *testing.T) {
+	onDisk, err := os.ReadFile("states.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(onDisk) != stateDiagram {
+		t.Fatal("embedded diagram differs from states.txt")
+	}
+	d, err := statediagram.Parse("states.txt", string(onDisk), containerStates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next := d.Next(statediagram.Entering); !slices.Equal(next, []string{string(Queued)}) {
+		t.Errorf("a submitted container enters as %v, want only Queued", next)
+	}
+	fromEntry := d.Reachable(statediagram.Entering)
+	for _, s := range States {
+		if !fromEntry[string(s)] {
+			t.Errorf("%s cannot be reached from [*]", s)
+		}
+		if next := d.Next(string(s)); s.Final() != (len(next) == 0) {
+			t.Errorf("%s: Final() = %v but the diagram leads on to %v", s, s.Final(), next)
+		}
+		if !s.Final() && !d.Reachable(string(s))[string(Cancelled)] {
+			t.Errorf("%s can never be cancelled", s)
+		}
 		for _, to := range States {
-			if got := CanTransition(from, to); got != legal[[2]State{from, to}] {
-				t.Errorf("CanTransition(%s, %s) = %v", from, to, got)
+			if got, want := CanTransition(s, to), d.Allows(string(s), string(to)); got != want {
+				t.Errorf("CanTransition(%s, %s) = %v, the diagram says %v", s, to, got, want)
 			}
 		}
-		if CanTransition(from, "Bogus") || CanTransition("Bogus", from) {
-			t.Errorf("unknown state accepted with %s", from)
-		}
-	}
-	for _, s := range States {
-		if s.Final() != (s == Complete || s == Cancelled) {
-			t.Errorf("%s.Final() = %v", s, s.Final())
+		if CanTransition(s, "Bogus") || CanTransition("Bogus", s) {
+			t.Errorf("unknown state accepted with %s", s)
 		}
 	}
 }

@@ -171,7 +171,7 @@ func (w *instance) setState(to State, why string) {
 		return
 	}
 	p := w.pool
-	if _, ok := p.transitions[transition{from, to}]; !ok {
+	if !p.transitions.Allows(string(from), string(to)) {
 		p.log.Error("instance state change missing from states.txt", "instance", string(w.v.ID),
 			"from", stateName(from), "to", stateName(to), "why", why)
 	}

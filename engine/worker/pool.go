@@ -30,6 +30,7 @@ import (
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/statediagram"
 )
 
 // Event kinds.
@@ -189,7 +190,7 @@ type Pool struct {
 	// transitions are the state changes states.txt allows; onTransition,
 	// if set (by tests, before the first Step), sees every state change
 	// as it is made, with the pool's mutex held.
-	transitions  map[transition]string
+	transitions  *statediagram.Diagram
 	onTransition func(id cloud.InstanceID, from, to State, why string)
 
 	startFailures []StartFailure

@@ -14,10 +14,11 @@ import (
 	"dispatch-tui/cloud"
 	"dispatch-tui/cloud/cloudtest"
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/statediagram"
 )
 
 // readStateDiagram parses states.txt as it is on disk.
-func readStateDiagram(tb testing.TB) map[transition]string {
+func readStateDiagram(tb testing.TB) *statediagram.Diagram {
 	tb.Helper()
 	text, err := os.ReadFile("states.txt")
 	if err != nil {
@@ -40,7 +41,7 @@ type stateChange struct {
 // transitionRecorder watches the state changes of the pools of one test
 // and reports, through fail, every change the diagram does not list.
 type transitionRecorder struct {
-	allowed map[transition]string
+	allowed *statediagram.Diagram
 	fail    func(format string, args ...any)
 
 	mu   sync.Mutex
@@ -60,7 +61,7 @@ func (r *transitionRecorder) record(id cloud.InstanceID, from, to State, why str
 	r.mu.Lock()
 	r.seen = append(r.seen, stateChange{id, from, to, why})
 	r.mu.Unlock()
-	if _, ok := r.allowed[transition{from, to}]; !ok {
+	if !r.allowed.Allows(string(from), string(to)) {
 		r.fail("instance %s: state change %s --> %s (%s) is not in states.txt", id, stateName(from), stateName(to), why)
 	}
 }
@@ -81,6 +82,19 @@ func (r *transitionRecorder) path(id cloud.InstanceID) []string {
 	return p
 }
 
+// TestStateDiagramDocumented: docs/design.md shows the instance state
+// diagram as states.txt has it.
+func TestStateDiagramDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/design.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := statediagram.Body(stateDiagram)
+	if body == "" || !strings.Contains(string(doc), "```\n"+body+"\n```") {
+		t.Errorf("docs/design.md does not show states.txt's diagram as it is; paste this block there:\n%s", body)
+	}
+}
+
 func TestStateDiagram(t *testing.T) {
 	onDisk, err := os.ReadFile("states.txt")
 	if err != nil {
@@ -89,64 +103,25 @@ func TestStateDiagram(t *testing.T) {
 	if string(onDisk) != stateDiagram {
 		t.Fatal("embedded diagram differs from states.txt")
 	}
-	allowed := readStateDiagram(t)
-	next := map[State][]State{}
-	for tr := range allowed {
-		next[tr.from] = append(next[tr.from], tr.to)
-	}
-	reach := func(from State) map[State]bool {
-		seen := map[State]bool{from: true}
-		todo := []State{from}
-		for len(todo) > 0 {
-			s := todo[0]
-			todo = todo[1:]
-			for _, n := range next[s] {
-				if !seen[n] {
-					seen[n] = true
-					todo = append(todo, n)
-				}
-			}
-		}
-		return seen
-	}
-	fromEntry := reach(entering)
+	d := readStateDiagram(t)
+	fromEntry := d.Reachable(string(entering))
 	for _, s := range []State{StateUnknown, StateBooting, StateIdle, StateRunning, StateShutdown} {
-		if !fromEntry[s] {
+		if !fromEntry[string(s)] {
 			t.Errorf("%s cannot be reached from [*]", s)
 		}
-		if s != StateShutdown && !reach(s)[StateShutdown] {
+		if s != StateShutdown && !d.Reachable(string(s))[string(StateShutdown)] {
 			t.Errorf("%s can never be shut down", s)
 		}
 	}
-	if len(next[StateShutdown]) > 0 {
-		t.Errorf("shutdown is not final: --> %v", next[StateShutdown])
+	if next := d.Next(string(StateShutdown)); len(next) > 0 {
+		t.Errorf("shutdown is not final: --> %v", next)
 	}
 	// An instance this dispatcher did not create never counts as booting
 	// except when its create call returns; nothing becomes booting again.
-	for tr := range allowed {
-		if tr.to == StateBooting && tr.from != entering && tr.from != StateUnknown {
-			t.Errorf("%s --> booting", tr.from)
+	for _, tr := range d.Transitions() {
+		if tr.To == string(StateBooting) && tr.From != string(entering) && tr.From != string(StateUnknown) {
+			t.Errorf("%s --> booting", tr.From)
 		}
-	}
-}
-
-func TestParseStateDiagramErrors(t *testing.T) {
-	for _, tc := range []struct{ name, text, want string }{
-		{"outside", "idle --> running : x\n", "outside @startuml"},
-		{"no cause", "@startuml\nidle --> running\n@enduml\n", "want \"FROM --> TO : cause\""},
-		{"empty cause", "@startuml\nidle --> running :\n@enduml\n", "want \"FROM --> TO : cause\""},
-		{"no arrow", "@startuml\nidle -> running : x\n@enduml\n", "want \"FROM --> TO : cause\""},
-		{"typo", "@startuml\nidel --> running : x\n@enduml\n", "unknown state"},
-		{"to [*]", "@startuml\nidle --> [*] : x\n@enduml\n", "unknown state"},
-		{"twice", "@startuml\nidle --> running : x\nidle --> running : y\n@enduml\n", "listed twice"},
-		{"unclosed", "@startuml\nidle --> running : x\n", "no @enduml"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseStateDiagram(tc.text)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want one containing %q", err, tc.want)
-			}
-		})
 	}
 }
 
@@ -193,10 +168,20 @@ func TestUndeclaredTransitionReported(t *testing.T) {
 	h := newHarness(t, hopt{})
 	var logged logRecords
 	h.pool.log = slog.New(&logged)
-	delete(h.pool.transitions, transition{StateIdle, StateRunning})
+	var kept []string
+	for _, l := range strings.Split(stateDiagram, "\n") {
+		if !strings.HasPrefix(l, "idle --> running") {
+			kept = append(kept, l)
+		}
+	}
+	without, err := parseStateDiagram(strings.Join(kept, "\n"))
+	if err != nil || without.Allows(string(StateIdle), string(StateRunning)) {
+		t.Fatalf("diagram without idle --> running: %v", err)
+	}
+	h.pool.transitions = without
 	var failures []string
 	h.trans.fail = func(format string, args ...any) { failures = append(failures, fmt.Sprintf(format, args...)) }
-	delete(h.trans.allowed, transition{StateIdle, StateRunning})
+	h.trans.allowed = without
 
 	h.step()
 	id := h.createIdle("small")
