@@ -5,7 +5,7 @@ BIN         := bin/dispatch-tui
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 30s
 
-.PHONY: build run simulate test bench bench-scheduler bench-tui bench-memory bench-million lint fuzz soak
+.PHONY: build run simulate test bench bench-scheduler bench-e2e bench-tui bench-memory bench-million lint fuzz soak
 
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN) .
@@ -80,16 +80,15 @@ soak:
 	$(GO) test -run='^TestChaosSoak$$' -count=1 -v -timeout=30m ./engine -soak.containers=2000 -soak.seeds=16
 	$(GO) test -run='^TestCrashRestartSoak$$' -count=1 -v -timeout=15m ./engine/launch -crash.containers=500
 
-# Each fuzz target, one at a time (go test -fuzz takes one target per run).
-# Minimizing each new interesting input may take the fuzzer a minute by
-# default, with no fuzzing meanwhile: FUZZMIN bounds it.
+# Each fuzz target of the repository (every func Fuzz* in a _test.go
+# file, found anew each run), one at a time: go test -fuzz takes one
+# target per run. Minimizing each new interesting input may take the
+# fuzzer a minute by default, with no fuzzing meanwhile: FUZZMIN bounds it.
 FUZZMIN     ?= 5s
-FUZZ_TARGETS := engine/config:FuzzParse engine/config:FuzzParseSize engine/config:FuzzParseDuration \
-	engine/runner:FuzzParseArgs engine/runner:FuzzParseList engine/runner/agent:FuzzServe engine/runner:FuzzBatchReplies \
-	engine/api:FuzzDecodeSpec engine/api:FuzzListQuery engine/runner/agent:FuzzValidateSpec engine/termsafe:FuzzEscape \
-	engine/runner:FuzzValidateHealthCheck
 fuzz:
-	@set -e; for t in $(FUZZ_TARGETS); do \
-		echo "== $${t#*:} (./$${t%%:*}), $(FUZZTIME)"; \
-		$(GO) test -run='^$$' -fuzz="^$${t#*:}\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMIN) ./$${t%%:*}; \
+	@set -e; grep -rHoE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]+' . | sort | \
+	while IFS=: read -r file fn; do \
+		t=$${fn#func }; d=$$(dirname "$$file"); \
+		echo "== $$t ($$d), $(FUZZTIME)"; \
+		$(GO) test -run='^$$' -fuzz="^$$t\$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMIN) "$$d"; \
 	done

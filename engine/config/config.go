@@ -118,7 +118,7 @@ type Cloud struct {
 	TimeoutIdle       time.Duration
 	TimeoutBooting    time.Duration
 	TimeoutProbe      time.Duration
-	TimeoutRunnerCall time.Duration // bounds each command run on an instance (docs/design.md §6)
+	TimeoutRunnerCall time.Duration // deadline of a ready instance's probe call; others get max(this, 1m) (docs/design.md §6)
 	TimeoutShutdown   time.Duration
 	// TimeoutUnreachable: after this long unreachable, an instance's
 	// containers are written off and requeued although they may still run
