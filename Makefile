@@ -32,7 +32,7 @@ bench-scheduler:
 
 # Containers running `true` submitted through the API of the real binary
 # running as a daemon, timed to Complete through real SSH on the local
-# driver (docs/design.md §9, issues 6 and 17), recorded in BENCHMARKS.md:
+# driver (docs/design.md §9), recorded in BENCHMARKS.md:
 # once one container per request, once in batches, each on a fresh daemon,
 # with the machine's fork+exec floor (engine/forkfloor) measured before
 # and after each run. The last line is the bulk path's
@@ -60,7 +60,7 @@ bench-memory:
 	$(GO) test -run='^TestMemory100k$$' -count=1 -v ./engine -memory
 	$(GO) test -run='^TestDaemonMemory100k$$' -count=1 -v -timeout=30m ./tui -daemon-memory
 
-# A million containers (issue 17): the scheduler pass at 1M queued and
+# A million containers (docs/design.md §9.1): the scheduler pass at 1M queued and
 # 10,000 instances, steady and churning, the first page of the container
 # list at 1M, then the engine's resident memory at 1M with 10,000
 # instances running (cloudtest). About 10 minutes on two cores; recorded in

@@ -48,7 +48,7 @@ func TestMemory100k(t *testing.T) { measureMemory(t, 100000, 1000, 200<<20) }
 func TestMemory10k(t *testing.T) { measureMemory(t, 10000, 1000, 200<<20) }
 
 // TestMemory1M is TestMemory100k at a million containers and 10,000
-// instances (issue 17): RSS at most 1.5 GiB.
+// instances (docs/design.md §9.1): RSS at most 1.5 GiB.
 func TestMemory1M(t *testing.T) { measureMemory(t, 1000000, 10000, 1536<<20) }
 
 // measureMemory queues n containers, brings up instances instances (one

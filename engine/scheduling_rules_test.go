@@ -14,7 +14,7 @@ import (
 	"dispatch-tui/engine/worker"
 )
 
-// Scenario tests of issue 15's scheduling rules: no priority inversion at
+// Scenario tests of the scheduling rules of docs/design.md §5: no priority inversion at
 // quota, labels, and the supervisor fraction.
 
 func labels(kv ...string) specOpt {
@@ -100,7 +100,7 @@ func mustEvents(h *harness) []queue.Event {
 	return evs
 }
 
-// TestNoPriorityInversionAtQuota is the demo case of issue 15: at
+// TestNoPriorityInversionAtQuota is the demo case of docs/design.md §5's rule: at
 // max_instances 8, every instance a busy small one with priority-1
 // containers queued behind, a priority-2 container needing large arrives.
 // Within one container's run time a small instance is shut down for it and

@@ -9,7 +9,7 @@ import (
 	"dispatch-tui/engine/worker"
 )
 
-// The chaos soak's part for issue 15's rules: labelled and supervisor
+// The chaos soak's part for docs/design.md §5's rules: labelled and supervisor
 // containers in the workload, and a check at every step that no container
 // waits at quota while a lower-priority one takes a free instance.
 

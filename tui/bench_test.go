@@ -65,7 +65,7 @@ func BenchmarkKeyToFrame(b *testing.B) {
 
 // BenchmarkConsoleKeys is key → frame for each key an operator uses, one
 // key and the frame after it per op, on the containers view at 100,000
-// and 1,000,000 rows (issue 17). Keys that toggle (sort, view switch,
+// and 1,000,000 rows (docs/design.md §9.1). Keys that toggle (sort, view switch,
 // filter) alternate, so every op does the work of one press; filter-typed
 // types a prefix every id shares, filter-id the digits of one id.
 // frame-ns/op is key → frame (Update of the key and View); result-ns/op

@@ -1,7 +1,7 @@
 package tui
 
 // The memory target of docs/design.md §9 measured on the real daemon, with a
-// console attached to it (issue 6): a --daemon on the cloudtest driver with
+// console attached to it: a --daemon on the cloudtest driver with
 // 100,000 containers queued and 1,000 instances running. It runs only when
 // asked for (make bench-memory):
 //

@@ -6,7 +6,7 @@ import (
 )
 
 // TestDetailsShowLabelsAndSupervisor: the container details list the
-// scheduling labels and say when it is a supervisor (issue 15).
+// scheduling labels and say when it is a supervisor (docs/design.md §5).
 func TestDetailsShowLabelsAndSupervisor(t *testing.T) {
 	m, fb := newTest(t, Options{})
 	size(m, 120, 40)

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestLabelAndSupervisorErrors: the keys of issue 15 are checked with the
+// TestLabelAndSupervisorErrors: the label and supervisor keys are checked with the
 // line of the offending key.
 func TestLabelAndSupervisorErrors(t *testing.T) {
 	var many strings.Builder

@@ -3,7 +3,7 @@
 // (/usr/bin/true), the way the runner's supervisor starts one (its own
 // session, stdio on /dev/null). End-to-end throughput on a shared machine
 // is only comparable as a ratio to this floor measured in the same run
-// (docs/design.md §9, issue 17).
+// (docs/design.md §9).
 package forkfloor
 
 import (

@@ -1,7 +1,7 @@
 package launch
 
 // End-to-end test of the daemon's API through the real binary's client
-// commands (issue 4): submit, ls, instance and container verbs, pause.
+// commands: submit, ls, instance and container verbs, pause.
 
 import (
 	"bytes"

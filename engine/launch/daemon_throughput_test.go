@@ -1,6 +1,6 @@
 package launch
 
-// The throughput benchmark of docs/design.md §9 as issue 6 states it: the real
+// The throughput benchmark of docs/design.md §9: the real
 // binary runs as a daemon on the local driver, containers running `true`
 // are submitted through its HTTP API, and the time from the first submit
 // to the last Complete is measured. It runs only when asked for:

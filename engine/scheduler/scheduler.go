@@ -181,7 +181,7 @@ func (s *Scheduler) RunPass() Stats {
 	// The starts go out before the pass is written, not after: the write
 	// ends in two fdatasyncs, which on a busy disk took up to half a
 	// second per pass, and every container's start waited for them
-	// (issue 17). A start the store missed (a crash before the write) is
+	// (docs/design.md §3). A start the store missed (a crash before the write) is
 	// adopted from its runner's report, as any start just before a crash
 	// is; forgets, which lose what the store does not have, still wait.
 	err := s.queue.PassThen(func(tx *queue.Tx) {

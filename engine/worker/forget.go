@@ -17,7 +17,7 @@ import (
 // batch k+1's outputs. A store is mostly a wait for the disk; taken in
 // turn with the runner calls, it held exited containers on busy instances
 // for seconds, each keeping its directory, so that starts there had to
-// make new ones (issue 17).
+// make new ones (docs/design.md §9).
 
 // ForgetContainer asks the runner to forget an exited container; once done
 // it is dropped from Reported. Calls while one is in flight do nothing.

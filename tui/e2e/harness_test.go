@@ -1,4 +1,4 @@
-// Package e2e drives the real dispatch-tui binary in tmux (issue 5): the
+// Package e2e drives the real dispatch-tui binary in tmux: the
 // TUI is started in a detached tmux session of a known size, keys are sent
 // with send-keys and the screen is read back with capture-pane.
 package e2e

@@ -6,7 +6,7 @@
 // rows are rendered, and rendered lines are cached per row.
 //
 // It is not bubbles' table: measured side by side (BenchmarkTables,
-// BENCHMARKS.md, issue 16) that one takes 1.4–7 ms per frame at 1k–100k
+// BENCHMARKS.md) that one takes 1.4–7 ms per frame at 1k–100k
 // rows, over the console's 2 ms View budget, and about 10 ms to move its
 // cursor; it has no sort or filter, and its cursor is only an index, so a
 // sort or filter the user asks for could not follow the selected row.

@@ -313,7 +313,7 @@ const minPerSupervisor = 32
 // supervisor starts its commands one after another, and a batch of
 // hundreds took one core for as long as they took to start while every
 // other core idled: the last command of the batch, and the reply, waited
-// for all of them (docs/design.md §9, issue 17). Errors are per id, as
+// for all of them (docs/design.md §9). Errors are per id, as
 // launchMany's. Under serve, the supervisors are the session's, kept
 // across frames (feederPool).
 func (a *agent) launchParallel(root string, ids []string, specs [][]byte) []error {
