@@ -22,7 +22,6 @@ import (
 
 	"dispatch-tui/cloud"
 	"dispatch-tui/cloud/ec2"
-	"dispatch-tui/engine/termsafe"
 )
 
 // Defaults for zero Options fields.
@@ -187,8 +186,15 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 	}
 	inst := &Instance{d: d, id: cloud.InstanceID(out.ID), providerType: out.ProviderType, addr: d.address(out.Address), tags: tags.Clone()}
 	d.mu.Lock()
+	if seen := d.known[inst.id]; seen != nil {
+		// A listing that raced with the create found it first: one
+		// Instance per id, so that its address reaches the executor.
+		seen.update(listLine{ProviderType: out.ProviderType, State: seen.State()}, seen.Tags(), inst.addr)
+		inst = seen
+	} else {
+		d.known[inst.id] = inst
+	}
 	d.created[inst.id] = createdInstance{inst: inst, at: d.opts.Now()}
-	d.known[inst.id] = inst
 	d.mu.Unlock()
 	d.log.Info("script driver: instance created", "instance", out.ID, "type", it.ProviderType, "address", inst.addr)
 	return inst, nil
@@ -216,7 +222,7 @@ func preview(b []byte) string {
 	if len(s) > 80 {
 		s = s[:80] + "…"
 	}
-	return strconv.Quote(termsafe.Escape(s))
+	return strconv.Quote(s) // escapes what a terminal would act on
 }
 
 // Instances runs the list command and returns the instances carrying the
@@ -251,8 +257,8 @@ func (d *Driver) Instances(ctx context.Context, filter cloud.Tags) ([]cloud.Inst
 		if lt, ok := d.localTags[id]; ok {
 			tags = lt.Clone()
 		}
-		if _, ok := tags[cloud.TagOwner]; !ok || !matches(tags, filter) {
-			continue
+		if _, ok := tags[cloud.TagOwner]; !ok || !matches(tags, filter) || seen[id] {
+			continue // not the dispatcher's, not asked for, or printed twice
 		}
 		seen[id] = true
 		delete(d.created, id)

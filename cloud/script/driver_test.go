@@ -428,11 +428,11 @@ func TestNoSetTags(t *testing.T) {
 func TestPreemptedAndTerminatedStates(t *testing.T) {
 	requireTools(t)
 	f := newFake(t, func(o *Options) {
-		o.List = []string{"/bin/sh", "-c", `printf '%s\n' '{"id":"a","address":"h1","tags":{"dispatch-tui-owner":"me"},"state":"preempted"}' '{"id":"b","tags":{"dispatch-tui-owner":"me"},"state":"terminated"}' '{"id":"c","tags":{"other":"x"}}'`}
+		o.List = []string{"/bin/sh", "-c", `printf '%s\n' '{"id":"a","address":"h1","tags":{"dispatch-tui-owner":"me"},"state":"preempted"}' '{"id":"b","tags":{"dispatch-tui-owner":"me"},"state":"terminated"}' '{"id":"c","tags":{"other":"x"}}' '{"id":"a","address":"h1","tags":{"dispatch-tui-owner":"me"},"state":"preempted"}'`}
 	})
 	got := f.list(nil)
 	if len(got) != 1 || got[0].ID() != "a" || got[0].Address() != "h1:2222" {
-		t.Fatalf("listing: %v, want only a at h1:2222 (b terminated, c not the dispatcher's)", ids(got))
+		t.Fatalf("listing: %v, want only a at h1:2222, once (b terminated, c not the dispatcher's, a printed twice)", ids(got))
 	}
 	if why, ok := cloud.Interrupted(got[0]); !ok || !strings.Contains(why, "preempted") {
 		t.Fatalf("a preempted instance is not interrupted: %q %v", why, ok)

@@ -72,8 +72,8 @@ func (v *validator) validateScript(cl *Cloud) {
 			v.addAt(c.argv, "must not contain a control character such as NUL or a newline in the program's name (got %q)", (*c.argv)[0])
 		}
 	}
-	if s.Timeout <= 0 {
-		v.addAt(&s.Timeout, "must be > 0 (got %v)", s.Timeout)
+	if s.Timeout < time.Second {
+		v.addAt(&s.Timeout, "must be at least 1s (got %v)", s.Timeout)
 	}
 	if !cloud.PortableUserName(s.AdminUser) {
 		v.addAt(&s.AdminUser, "must be a user name: a-z, 0-9, _ and -, starting with a letter or _, at most 32 (got %q)", s.AdminUser)

@@ -69,7 +69,7 @@ admin_user = "Root"
 			`config.toml:5: cloud.script.env: element 1: "1X" is not NAME or NAME=value`,
 			`config.toml:5: cloud.script.env: element 2: DISPATCH_TUI_* variables are set by the dispatcher`,
 			`config.toml:5: cloud.script.env: element 3: PATH is also element 0`,
-			`config.toml:6: cloud.script.timeout: must be > 0`,
+			`config.toml:6: cloud.script.timeout: must be at least 1s`,
 			`config.toml:7: cloud.script.admin_user: must be a user name`,
 		}},
 		{"types", `
