@@ -62,6 +62,8 @@ type sshdServer struct {
 	hostKey string // private key file in use
 	hostPub string // "ssh-ed25519 AAAA..."
 	gen     int
+	// extraConfig is appended to sshd_config from the next start on.
+	extraConfig string
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -203,7 +205,7 @@ MaxStartups 100
 MaxSessions 20
 LogLevel INFO
 SetEnv HOME=%s
-`, s.port, s.listen, s.hostKey, filepath.Join(s.env.dir, "authorized_keys"), filepath.Join(s.dir, "sshd.pid"), s.env.home())
+%s`, s.port, s.listen, s.hostKey, filepath.Join(s.env.dir, "authorized_keys"), filepath.Join(s.dir, "sshd.pid"), s.env.home(), s.extraConfig)
 	cfgPath := filepath.Join(s.dir, "sshd_config")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

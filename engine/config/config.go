@@ -108,7 +108,7 @@ const SocketName = "dispatch-tui.sock"
 
 // Cloud is the [cloud] section.
 type Cloud struct {
-	Driver            string // "local" | "sshhosts" | "ec2" (tests also use "cloudtest")
+	Driver            string // "local" | "sshhosts" | "ec2" | "script" (tests also use "cloudtest")
 	SSHUser           string
 	SSHKeyFile        string
 	SSHPort           int
@@ -131,6 +131,7 @@ type Cloud struct {
 	MaxConcurrentCreates int
 	Local                LocalDriver
 	SSHHosts             SSHHostsDriver
+	Script               ScriptDriver
 
 	EC2 EC2Driver
 }

@@ -49,6 +49,7 @@ func TestDefault(t *testing.T) {
 			MaxProbesPerSecond:   10,
 			MaxCloudOpsPerSecond: 10,
 			MaxConcurrentCreates: 1,
+			Script:               ScriptDriver{Env: []string{"PATH", "HOME"}, Timeout: 5 * time.Minute, AdminUser: "dispatch-tui"},
 			Local:                LocalDriver{BootDelay: 2 * time.Second},
 			EC2:                  EC2Driver{AdminUser: "dispatch-tui", RootVolumeType: "gp3", ScratchVolumeType: "gp3", IMDSv2Required: true},
 		},
@@ -240,6 +241,7 @@ kill = "ctrl+k"
 			MaxProbesPerSecond:   2.5,
 			MaxCloudOpsPerSecond: 4,
 			MaxConcurrentCreates: 3,
+			Script:               ScriptDriver{Env: []string{"PATH", "HOME"}, Timeout: 5 * time.Minute, AdminUser: "dispatch-tui"},
 			Local:                LocalDriver{BootDelay: 0},
 			EC2:                  EC2Driver{AdminUser: "dispatch-tui", RootVolumeType: "gp3", ScratchVolumeType: "gp3", IMDSv2Required: true},
 			SSHHosts: SSHHostsDriver{Hosts: []SSHHost{
@@ -465,7 +467,7 @@ driver = "gce"
 theme = "blue"
 `, []string{
 			`config.toml:2: dispatcher.scheduler_profile: must be "pack" or "spread" (got "random")`,
-			`config.toml:4: cloud.driver: must be "local", "sshhosts", "ec2" or "cloudtest" (got "gce")`,
+			`config.toml:4: cloud.driver: must be "local", "sshhosts", "ec2", "script" or "cloudtest" (got "gce")`,
 			`config.toml:6: tui.theme: must be "auto", "dark" or "light" (got "blue")`,
 		}},
 		{"numbers", `

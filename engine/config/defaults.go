@@ -49,6 +49,7 @@ func Default() *Config {
 			MaxCloudOpsPerSecond: 10,
 			MaxConcurrentCreates: 1,
 			Local:                LocalDriver{BootDelay: 2 * time.Second},
+			Script:               defaultScript(),
 			EC2: EC2Driver{
 				AdminUser:         "dispatch-tui",
 				RootVolumeType:    "gp3",

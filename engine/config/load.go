@@ -245,6 +245,7 @@ type rawCloud struct {
 	MaxConcurrentCreates value       `toml:"max_concurrent_creates"`
 	Local                rawLocal    `toml:"local"`
 	SSHHosts             rawSSHHosts `toml:"sshhosts"`
+	Script               rawScript   `toml:"script"`
 
 	EC2 rawEC2 `toml:"ec2"`
 }
@@ -790,6 +791,7 @@ func (p *parser) convert(r *rawFile, c *Config, dir string, hasTypes bool) {
 	cl := &c.Cloud
 	cl.SSHKeyFile = localPath(dir, cl.SSHKeyFile)
 	cl.KnownHosts = localPath(dir, cl.KnownHosts)
+	resolveScriptPaths(&cl.Script, dir)
 	cl.SSHHosts.Hosts = nil
 	for i := range r.Cloud.SSHHosts.Hosts {
 		var h SSHHost

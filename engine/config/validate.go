@@ -191,7 +191,7 @@ func (c *Config) validate() []*Error {
 	}
 
 	cl := &c.Cloud
-	v.oneOf(&cl.Driver, "local", "sshhosts", "ec2", "cloudtest")
+	v.oneOf(&cl.Driver, "local", "sshhosts", "ec2", "script", "cloudtest")
 	v.intRange(&cl.SSHPort, 1, 65535)
 	v.runnerPath(&cl.RunnerPath)
 	v.nonNegDur(&cl.TimeoutIdle)
@@ -268,6 +268,7 @@ func (c *Config) validate() []*Error {
 	}
 
 	v.validateEC2(cl)
+	v.validateScript(cl)
 
 	ct := &c.Containers
 	v.minInt(&ct.MaxAttempts, 1)

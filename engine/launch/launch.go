@@ -162,13 +162,19 @@ func NewDriver(cfg *config.Config, ci engine.ClusterIdentity, hash string, log *
 			return nil, err
 		}
 		set, newExec = d, d.Executor
+	case "script":
+		d, err := newScript(cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		set, newExec = d, d.Executor
 	case "cloudtest":
 		// In-memory cloud and runner: nothing runs and nothing survives
 		// a restart. For load tests of the dispatcher itself.
 		d := cloudtest.New(cloudtest.Options{Clock: clock.Real{}, BootDelay: cfg.Cloud.Local.BootDelay})
 		set, newExec = d, d.Executor
 	default:
-		return nil, fmt.Errorf("cloud.driver %q is not supported (use local, sshhosts, ec2 or cloudtest)", cfg.Cloud.Driver)
+		return nil, fmt.Errorf("cloud.driver %q is not supported (use local, sshhosts, ec2, script or cloudtest)", cfg.Cloud.Driver)
 	}
 	_, inMemory := set.(*cloudtest.Driver)
 	return &Driver{Set: set, NewExecutor: newExec, InMemory: inMemory}, nil

@@ -66,16 +66,16 @@ func TestKeysOfAnotherUserAreRefused(t *testing.T) {
 	_, err = loadCertificate("", "", state, "127.0.0.1")
 	want("self-signed key of another user", err, true)
 
-	// The EC2 driver's client key (cloud.ssh_key_file).
+	// The client key of the drivers that create instances (cloud.ssh_key_file).
 	cfg := config.Default()
 	cfg.Dispatcher.StateDir = t.TempDir()
 	cfg.Cloud.SSHKeyFile = filepath.Join(t.TempDir(), "client_key")
-	if err := writeNewKey(cfg.Cloud.SSHKeyFile); err != nil {
+	if err := writeNewKey(cfg.Cloud.SSHKeyFile, "ec2"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = ec2ClientKey(cfg)
+	_, err = clientKey(cfg, "ec2")
 	want("ssh_key_file of this user", err, false)
 	giveTo(t, cfg.Cloud.SSHKeyFile, 65534)
-	_, err = ec2ClientKey(cfg)
+	_, err = clientKey(cfg, "ec2")
 	want("ssh_key_file of another user", err, true)
 }

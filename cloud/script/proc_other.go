@@ -1,0 +1,11 @@
+//go:build !unix
+
+package script
+
+// Without process groups only the program named is killed.
+
+import "os/exec"
+
+func ownGroup(*exec.Cmd) {}
+
+func killGroup(*exec.Cmd) {}
