@@ -4,6 +4,7 @@ package ec2_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -286,16 +287,16 @@ func TestLimitsAndCapacityFromState(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv.Configure(func(f *ec2test.Faults) { *f = ec2test.Faults{} })
 			if tc.it.Preemptible {
-				if _, err := d.Create(ctx, tc.it, tagsFor(tc.it, "first")); err != nil {
+				if _, err := d.Create(ctx, tc.it, tagsFor(tc.it, "first "+tc.name)); err != nil {
 					t.Fatal(err)
 				}
 			} else if len(srv.Live()) == 0 {
-				if _, err := d.Create(ctx, small, tagsFor(small, "first")); err != nil {
+				if _, err := d.Create(ctx, small, tagsFor(small, "first "+tc.name)); err != nil {
 					t.Fatal(err)
 				}
 			}
 			srv.Configure(tc.fault)
-			_, err := d.Create(ctx, tc.it, tagsFor(tc.it, "x"))
+			_, err := d.Create(ctx, tc.it, tagsFor(tc.it, "x "+tc.name))
 			if got := cloud.ErrorKind(err); got != tc.kind {
 				t.Fatalf("error %v: kind %q, want %q", err, got, tc.kind)
 			}
@@ -436,7 +437,7 @@ func TestPagination(t *testing.T) {
 		if i%2 == 1 {
 			it = large
 		}
-		inst, err := d.Create(ctx, it, tagsFor(it, "p"))
+		inst, err := d.Create(ctx, it, tagsFor(it, fmt.Sprint("p", i)))
 		if err != nil {
 			t.Fatal(err)
 		}

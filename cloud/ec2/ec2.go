@@ -13,6 +13,7 @@ package ec2
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -411,6 +412,7 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 	for n := range subnets {
 		i := (first + n) % len(subnets)
 		d.placeIn(in, subnets[i])
+		in.ClientToken = aws.String(clientToken(secret, subnets[i]))
 		out, err := d.client.RunInstances(ctx, in)
 		if err == nil && len(out.Instances) == 1 {
 			d.throttled(false)
@@ -435,6 +437,23 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 		d.log.Warn("ec2: subnet cannot take the instance, trying the next", "subnet", subnets[i], "code", code)
 	}
 	return nil, lastErr
+}
+
+// clientToken is RunInstances' idempotency token for one attempt, at most
+// 64 ASCII characters. It is derived from the instance's secret (new for
+// each instance the pool asks for, the same when the pool retries a create
+// whose outcome it could not know) and the subnet: a retry of an attempt
+// gets the instance that attempt made, not a second one, and each subnet
+// tried is a request of its own (EC2 refuses a token reused with other
+// parameters). Without a secret it is random.
+func clientToken(secret, subnet string) string {
+	var sum [32]byte
+	if secret == "" {
+		rand.Read(sum[:])
+	} else {
+		sum = sha256.Sum256([]byte(secret + "\x00" + subnet))
+	}
+	return cloud.TagPrefix + hex.EncodeToString(sum[:24])
 }
 
 // placeIn sets the subnet (and, for public addresses, a network interface

@@ -30,7 +30,10 @@ var (
 		"InvalidGroup.NotFound", "InvalidGroupId.Malformed", "InvalidKeyPair.NotFound",
 		"InvalidParameterValue", "InvalidParameterCombination", "InvalidParameter",
 		"MissingParameter", "InvalidInstanceType", "InvalidParameterValue.InstanceType",
-		"InvalidBlockDeviceMapping", "InvalidIamInstanceProfile.NotFound")
+		"InvalidBlockDeviceMapping", "InvalidIamInstanceProfile.NotFound",
+		// A client token reused for another request (a pool retry across a
+		// config change): the same request would be refused again.
+		"IdempotentParameterMismatch")
 )
 
 func codeSet(codes ...string) map[string]bool {

@@ -100,6 +100,7 @@ func (p *Pool) syncDoneLocked(insts []cloud.Instance, seq uint64, issued time.Ti
 			b = IdleRun
 		}
 		w := p.addInstanceLocked(inst, it, StateUnknown, "found in the cloud listing", b, now)
+		p.adoptedRetryLocked(tags)
 		w.seenGen = gen
 		w.initial = !p.synced
 		p.log.Info("found instance", "instance", string(id), "type", it.Name, "idle_behavior", string(b))
