@@ -245,7 +245,7 @@ func newRetryer(maxAttempts int) aws.Retryer {
 		o.MaxAttempts = maxAttempts
 		o.RateLimiter = ratelimit.None
 		noRetry := retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
-			c := errorCode(err)
+			c := tableCode(err)
 			if throttleCodes[c] || quotaCodes[c] || capacityCodes[c] || subnetCodes[c] || permanentCodes[c] {
 				return aws.FalseTernary
 			}
@@ -429,7 +429,7 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 		if err == nil {
 			err = fmt.Errorf("RunInstances returned %d instances, want 1", len(out.Instances))
 		}
-		code := errorCode(err)
+		code := tableCode(err)
 		lastErr = d.mapError(fmt.Sprintf("create %s (%s) in subnet %q", it.Name, it.ProviderType, subnets[i]), it.ProviderType, err)
 		if !(subnetCodes[code] || capacityCodes[code]) || ctx.Err() != nil {
 			break
