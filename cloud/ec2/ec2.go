@@ -420,6 +420,7 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 			d.subnet = i
 			inst := d.newInstance(out.Instances[0])
 			now := d.opts.Now()
+			inst.created = now
 			d.created[inst.id] = createdInstance{inst: inst, at: now}
 			d.known[inst.id] = inst
 			d.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -18,6 +19,9 @@ import (
 type Instance struct {
 	d  *Driver
 	id cloud.InstanceID
+	// created is when this driver's Create made it (zero for one found
+	// in a listing); set before the instance is shared.
+	created time.Time
 
 	mu           sync.Mutex
 	providerType string
@@ -168,10 +172,19 @@ func (i *Instance) SetTags(ctx context.Context, tags cloud.Tags) error {
 }
 
 // Destroy terminates the instance. Terminating one already gone is not an
-// error.
+// error; but EC2 may not know an instance yet for a while after its launch
+// (eventual consistency), so within ListGrace of its Create a NotFound
+// proves nothing: the instance may be running, and the destroy fails, to
+// be tried again.
 func (i *Instance) Destroy(ctx context.Context) error {
 	d := i.d
 	_, err := d.client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{string(i.id)}})
+	if err != nil && errorCode(err) == "InvalidInstanceID.NotFound" && !i.created.IsZero() {
+		if age := d.opts.Now().Sub(i.created); age < d.opts.ListGrace {
+			return fmt.Errorf("ec2 terminate %s: EC2 does not know the instance %s after its launch (its API is eventually consistent), so it may still run; the destroy is tried again: %w",
+				i.id, age.Round(time.Second), err)
+		}
+	}
 	if err != nil && errorCode(err) != "InvalidInstanceID.NotFound" {
 		return d.mapError("terminate "+string(i.id), "", err)
 	}
