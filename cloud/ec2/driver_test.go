@@ -43,9 +43,8 @@ func TestCreateListTagDestroy(t *testing.T) {
 		t.Fatalf("server has %d instances", len(got))
 	}
 	si := got[0]
-	wantKey := ec2.KeyPairNameFor(signer.PublicKey())
-	if si.KeyName != wantKey || !slices.Equal(srv.KeyPairs(), []string{wantKey}) {
-		t.Errorf("key pair %q (server has %v), want %q imported", si.KeyName, srv.KeyPairs(), wantKey)
+	if si.KeyName != "" || len(srv.KeyPairs()) != 0 {
+		t.Errorf("key pair %q (server has %v), want none: user-data authorizes the key", si.KeyName, srv.KeyPairs())
 	}
 	if si.UserDataUser != "crunch" || si.Secret != "s3cr3t" ||
 		si.Authorized != strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey()))) {
@@ -140,17 +139,6 @@ func TestCreateListTagDestroy(t *testing.T) {
 	}
 	if err := inst.Destroy(ctx); err != nil {
 		t.Fatalf("second destroy: %v", err)
-	}
-
-	// A second driver with the same key finds the key pair and imports
-	// nothing.
-	imports := srv.Calls("ImportKeyPair")
-	d2 := newDriver(t, driverOptions(srv, signer))
-	if _, err := d2.Create(ctx, small, tagsFor(small, "x")); err != nil {
-		t.Fatal(err)
-	}
-	if n := srv.Calls("ImportKeyPair"); n != imports {
-		t.Errorf("ImportKeyPair calls %d, want %d", n, imports)
 	}
 }
 
@@ -607,27 +595,6 @@ func TestNewRejectsBadOptions(t *testing.T) {
 				t.Fatalf("New: %v, want an error about %s", err, tc.want)
 			}
 		})
-	}
-}
-
-// A throttled key pair lookup fails the create as a rate limit, and the
-// next create tries the lookup again.
-func TestKeyPairLookupRetried(t *testing.T) {
-	ctx := context.Background()
-	srv := ec2test.Start(t, ec2test.Options{})
-	d := newDriver(t, driverOptions(srv, newSigner(t)))
-	srv.Configure(func(f *ec2test.Faults) { f.Errors = map[string]string{"DescribeKeyPairs": "RequestLimitExceeded"} })
-	if _, err := d.Create(ctx, small, tagsFor(small, "k")); cloud.ErrorKind(err) != "rate_limit" {
-		t.Fatalf("create with the key lookup throttled: %v", err)
-	}
-	srv.Configure(func(f *ec2test.Faults) { f.Errors = nil })
-	for range 2 {
-		if _, err := d.Create(ctx, small, tagsFor(small, "k")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if n, m := srv.Calls("DescribeKeyPairs"), srv.Calls("ImportKeyPair"); n != 2 || m != 1 {
-		t.Fatalf("DescribeKeyPairs %d, ImportKeyPair %d; want 2 and 1", n, m)
 	}
 }
 

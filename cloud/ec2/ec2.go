@@ -67,9 +67,11 @@ type Options struct {
 	ImageID          string
 	SubnetIDs        []string // tried in turn on subnet-specific errors; nil = the default VPC's choice
 	SecurityGroupIDs []string
-	// KeyPairName is the EC2 key pair to launch with; "" = the
-	// dispatcher's public key, imported under KeyPairNameFor(key) when
-	// absent.
+	// KeyPairName is the EC2 key pair to launch with; "" = none: the
+	// user-data authorizes the dispatcher's key, and importing it would
+	// only add EC2's limits (RSA and ED25519 keys only) and its eventual
+	// consistency (a key pair just imported may be unknown to
+	// RunInstances).
 	KeyPairName string
 	// Signer is the dispatcher's client key (required): its public half
 	// goes to the admin user's authorized_keys through user-data, and
@@ -126,11 +128,9 @@ type Driver struct {
 	log    *slog.Logger
 	client *ec2.Client
 
-	// keyMu is held while the key pair is looked up or imported, and
-	// rootMu while the image's root device is; each result is kept once
-	// found (a failure is tried again on the next create).
-	keyMu      sync.Mutex
-	keyName    string
+	// rootMu is held while the image's root device is looked up; the
+	// result is kept once found (a failure is tried again on the next
+	// create).
 	rootMu     sync.Mutex
 	rootDevice string
 
@@ -258,56 +258,6 @@ func newRetryer(maxAttempts int) aws.Retryer {
 // Stop releases nothing: the client holds no resources.
 func (d *Driver) Stop() {}
 
-// KeyPairNameFor is the name under which the driver imports key: derived
-// from its fingerprint, so that every dispatcher with the same key shares
-// one key pair and a changed key gets a new one.
-func KeyPairNameFor(key ssh.PublicKey) string {
-	sum := sha256.Sum256(key.Marshal())
-	return "dispatch-tui-" + hex.EncodeToString(sum[:8])
-}
-
-// keyPair returns the key pair to launch with, importing the dispatcher's
-// key the first time it is needed.
-func (d *Driver) keyPair(ctx context.Context) (string, error) {
-	if d.opts.KeyPairName != "" {
-		return d.opts.KeyPairName, nil
-	}
-	d.keyMu.Lock()
-	defer d.keyMu.Unlock()
-	if d.keyName == "" {
-		name, err := d.importKey(ctx)
-		if err != nil {
-			return "", err
-		}
-		d.keyName = name
-	}
-	return d.keyName, nil
-}
-
-func (d *Driver) importKey(ctx context.Context) (string, error) {
-	name := KeyPairNameFor(d.opts.Signer.PublicKey())
-	_, err := d.client.DescribeKeyPairs(ctx, &ec2.DescribeKeyPairsInput{KeyNames: []string{name}})
-	if err == nil {
-		return name, nil
-	}
-	if errorCode(err) != "InvalidKeyPair.NotFound" {
-		return "", d.mapError("describe key pair "+name, "", err)
-	}
-	_, err = d.client.ImportKeyPair(ctx, &ec2.ImportKeyPairInput{
-		KeyName:           aws.String(name),
-		PublicKeyMaterial: ssh.MarshalAuthorizedKey(d.opts.Signer.PublicKey()),
-		TagSpecifications: []types.TagSpecification{{
-			ResourceType: types.ResourceTypeKeyPair,
-			Tags:         []types.Tag{{Key: aws.String(cloud.TagPrefix + "key"), Value: aws.String("dispatcher")}},
-		}},
-	})
-	if err != nil && errorCode(err) != "InvalidKeyPair.Duplicate" {
-		return "", d.mapError("import key pair "+name, "", err)
-	}
-	d.log.Info("ec2: key pair imported", "name", name)
-	return name, nil
-}
-
 // rootDeviceName is the image's root device, needed to size its volume.
 func (d *Driver) rootDeviceName(ctx context.Context) (string, error) {
 	d.rootMu.Lock()
@@ -339,16 +289,11 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 	if strings.ContainsAny(secret, "'\n\r\\") {
 		return nil, fmt.Errorf("ec2: create %s: the instance secret has characters user-data cannot carry", it.Name)
 	}
-	keyName, err := d.keyPair(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("ec2: create %s: %w", it.Name, err)
-	}
 	in := &ec2.RunInstancesInput{
 		ImageId:      aws.String(d.opts.ImageID),
 		InstanceType: types.InstanceType(it.ProviderType),
 		MinCount:     aws.Int32(1),
 		MaxCount:     aws.Int32(1),
-		KeyName:      aws.String(keyName),
 		UserData:     aws.String(base64.StdEncoding.EncodeToString(UserData(d.opts.AdminUser, d.opts.Signer.PublicKey(), secret))),
 		TagSpecifications: []types.TagSpecification{
 			{ResourceType: types.ResourceTypeInstance, Tags: d.awsTags(tags)},
@@ -356,6 +301,9 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 			// by whoever may describe volumes, and they outlive it.
 			{ResourceType: types.ResourceTypeVolume, Tags: d.awsTags(withoutSecret(tags))},
 		},
+	}
+	if d.opts.KeyPairName != "" {
+		in.KeyName = aws.String(d.opts.KeyPairName)
 	}
 	if d.opts.RootVolumeSize > 0 {
 		dev, err := d.rootDeviceName(ctx)
