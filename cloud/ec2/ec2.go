@@ -505,6 +505,13 @@ func (d *Driver) Instances(ctx context.Context, filter cloud.Tags) ([]cloud.Inst
 	for _, li := range listed {
 		if li.State != nil && li.State.Name == types.InstanceStateNameTerminated {
 			id := cloud.InstanceID(aws.ToString(li.InstanceId))
+			if old := d.known[id]; old != nil {
+				// Whoever holds it learns how it ended (LaunchFailed).
+				old.update(d.newInstance(li))
+				if err := old.LaunchFailed(); err != nil {
+					d.log.Warn("ec2: instance ended during its launch", "instance", string(id), "err", err)
+				}
+			}
 			delete(d.created, id)
 			delete(d.known, id)
 			continue

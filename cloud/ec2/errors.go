@@ -46,6 +46,32 @@ func codeSet(codes ...string) map[string]bool {
 	return m
 }
 
+// launchFailureCodes are the StateReason codes of an instance EC2 ended
+// during its launch, after RunInstances succeeded.
+var launchFailureCodes = codeSet("Server.InsufficientInstanceCapacity", "Server.InternalError",
+	"Client.InternalError", "Client.VolumeLimitExceeded", "Client.InvalidSnapshot.NotFound")
+
+// launchError is the pool's error for an instance EC2 ended during its
+// launch with StateReason code and message: the create that made it
+// failed after all.
+func launchError(id cloud.InstanceID, providerType, code, message string) error {
+	if message == "" {
+		message = code
+	}
+	err := fmt.Errorf("ec2 instance %s (%s) ended during its launch: %s", id, providerType, message)
+	switch code {
+	case "Server.InsufficientInstanceCapacity":
+		return &cloud.CapacityError{InstanceType: providerType, Err: err}
+	case "Client.VolumeLimitExceeded":
+		return &cloud.QuotaError{Err: fmt.Errorf("%w (the account's EBS volume limit)", err)}
+	case "Client.InternalError", "Client.InvalidSnapshot.NotFound":
+		// Client.InternalError is mostly an EBS encryption key the
+		// launch may not use.
+		return &cloud.PermanentError{Err: fmt.Errorf("%w (check the image's snapshots and the KMS key of its encrypted volumes, and that the instances may use it)", err)}
+	}
+	return err
+}
+
 // subnetFullMessages are the messages (lower case) with which EC2 says a
 // subnet has no free address under another code (InvalidParameterValue):
 // the same as InsufficientFreeAddressesInSubnet.

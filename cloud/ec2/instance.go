@@ -27,12 +27,16 @@ type Instance struct {
 	providerType string
 	state        string
 	stateReason  string // EC2's StateReason.Code, e.g. "Server.SpotInstanceTermination"
+	launchErr    error  // why EC2 ended it during its launch (LaunchFailed)
 	spot         bool
 	addr         string
 	tags         cloud.Tags
 }
 
-var _ cloud.Instance = (*Instance)(nil)
+var (
+	_ cloud.Instance     = (*Instance)(nil)
+	_ cloud.LaunchFailer = (*Instance)(nil)
+)
 
 // set copies EC2's description of the instance.
 func (i *Instance) set(li types.Instance) {
@@ -40,17 +44,24 @@ func (i *Instance) set(li types.Instance) {
 	for _, t := range li.Tags {
 		tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
 	}
-	state, reason := "", ""
+	state, reason, message := "", "", ""
 	if li.State != nil {
 		state = string(li.State.Name)
 	}
 	if li.StateReason != nil {
-		reason = aws.ToString(li.StateReason.Code)
+		reason, message = aws.ToString(li.StateReason.Code), aws.ToString(li.StateReason.Message)
+	}
+	var launchErr error
+	switch types.InstanceStateName(state) {
+	case types.InstanceStateNameShuttingDown, types.InstanceStateNameTerminated:
+		if launchFailureCodes[reason] {
+			launchErr = launchError(i.id, string(li.InstanceType), reason, message)
+		}
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.providerType = string(li.InstanceType)
-	i.state, i.stateReason = state, reason
+	i.state, i.stateReason, i.launchErr = state, reason, launchErr
 	i.spot = li.InstanceLifecycle == types.InstanceLifecycleTypeSpot
 	i.addr = i.d.addressOf(li)
 	i.tags = tags
@@ -60,10 +71,12 @@ func (i *Instance) set(li types.Instance) {
 func (i *Instance) update(newer *Instance) {
 	newer.mu.Lock()
 	pt, st, why, spot, addr, tags := newer.providerType, newer.state, newer.stateReason, newer.spot, newer.addr, newer.tags
+	launchErr := newer.launchErr
 	newer.mu.Unlock()
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.providerType, i.state, i.stateReason, i.spot, i.tags = pt, st, why, spot, tags
+	i.launchErr = launchErr
 	if addr != "" {
 		i.addr = addr
 	}
@@ -117,6 +130,14 @@ func (i *Instance) Interrupted() (string, bool) {
 		return "spot instance reclaimed by EC2 (" + i.stateReason + ")", true
 	}
 	return "", false
+}
+
+// LaunchFailed is why EC2 ended the instance during its launch, as the
+// pool's error kinds (cloud.LaunchFailer); nil if it did not.
+func (i *Instance) LaunchFailed() error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.launchErr
 }
 
 // Spot reports whether the instance is a spot instance.

@@ -46,7 +46,7 @@ func (p *Pool) takeRetryTagsLocked(name string, now time.Time) cloud.Tags {
 // keepRetryTagsLocked keeps the tags of a create of type name that failed
 // with err, when its outcome is unknown, for the next create of that type.
 func (p *Pool) keepRetryTagsLocked(name string, tags cloud.Tags, err error, now time.Time) {
-	if !createOutcomeUnknown(err) {
+	if tags == nil || !createOutcomeUnknown(err) {
 		return
 	}
 	at := now

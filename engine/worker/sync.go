@@ -117,7 +117,9 @@ func (p *Pool) syncDoneLocked(insts []cloud.Instance, seq uint64, issued time.Ti
 			kept = append(kept, w)
 			continue
 		}
-		if p.vanishedPreemptedLocked(w, now) {
+		if err := cloud.LaunchFailed(w.inst); err != nil && w.v.State != StateShutdown {
+			p.launchFailedLocked(w, err, now)
+		} else if p.vanishedPreemptedLocked(w, now) {
 			// An event and the scheduler's requeue say so (preempt.go).
 		} else if w.v.State == StateShutdown {
 			p.eventLocked(now, w.v.ID, EventState, "gone after shutdown", slog.LevelInfo)
