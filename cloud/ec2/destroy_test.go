@@ -64,3 +64,27 @@ func TestDestroyRightAfterCreate(t *testing.T) {
 		t.Fatalf("destroy past the grace period: %v", err)
 	}
 }
+
+// After a destroy the instance is in the state EC2 answered: shutting
+// down, or terminated when it already was.
+func TestDestroyKeepsEC2sAnswer(t *testing.T) {
+	ctx := context.Background()
+	srv := ec2test.Start(t, ec2test.Options{})
+	d := newDriver(t, driverOptions(srv, newSigner(t)))
+	inst, err := d.Create(ctx, small, tagsFor(small, "twice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inst.Destroy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := inst.(*ec2.Instance).State(); st != "shutting-down" {
+		t.Fatalf("state after a destroy %q, want shutting-down", st)
+	}
+	if err := inst.Destroy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := inst.(*ec2.Instance).State(); st != "terminated" {
+		t.Fatalf("state after destroying a terminated instance %q, want terminated", st)
+	}
+}

@@ -199,7 +199,7 @@ func (i *Instance) SetTags(ctx context.Context, tags cloud.Tags) error {
 // be tried again.
 func (i *Instance) Destroy(ctx context.Context) error {
 	d := i.d
-	_, err := d.client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{string(i.id)}})
+	out, err := d.client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{string(i.id)}})
 	if err != nil && errorCode(err) == "InvalidInstanceID.NotFound" && !i.created.IsZero() {
 		if age := d.opts.Now().Sub(i.created); age < d.opts.ListGrace {
 			return fmt.Errorf("ec2 terminate %s: EC2 does not know the instance %s after its launch (its API is eventually consistent), so it may still run; the destroy is tried again: %w",
@@ -211,8 +211,17 @@ func (i *Instance) Destroy(ctx context.Context) error {
 	}
 	d.throttled(false)
 	d.forget(i.id)
+	// EC2 says shutting-down, or terminated for one already terminated;
+	// NotFound here means gone.
+	state := types.InstanceStateNameTerminated
+	if err == nil {
+		state = types.InstanceStateNameShuttingDown
+		if len(out.TerminatingInstances) == 1 && out.TerminatingInstances[0].CurrentState != nil {
+			state = out.TerminatingInstances[0].CurrentState.Name
+		}
+	}
 	i.mu.Lock()
-	i.state = string(types.InstanceStateNameShuttingDown)
+	i.state = string(state)
 	i.mu.Unlock()
 	d.log.Info("ec2: instance terminated", "instance", string(i.id))
 	return nil
