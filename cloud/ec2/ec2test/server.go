@@ -437,6 +437,19 @@ func (s *Server) ImportKey(name string, key ssh.PublicKey) {
 	s.keyPairs[name] = ssh.FingerprintSHA256(key)
 }
 
+// ClientTokens returns the RunInstances client tokens the server has seen,
+// sorted.
+func (s *Server) ClientTokens() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.tokens))
+	for t := range s.tokens {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // KeyPairs returns the names of the key pairs.
 func (s *Server) KeyPairs() []string {
 	s.mu.Lock()
