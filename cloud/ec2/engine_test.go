@@ -75,12 +75,23 @@ func stepUntil(t *testing.T, eng *launch.Running, what string, timeout time.Dura
 // The engine runs 50 containers on EC2-driver instances while the endpoint
 // fails a fifth of the launches and throttles a tenth of all calls: every
 // container completes with its exit code, and once idle every instance is
-// terminated.
+// terminated. EC2's quirks are on: the first subnet is full (said in a
+// message), key pairs lag, two launches end at once, one launch's answer
+// is lost, and calls naming a new instance fail while listings lag.
 func TestEngineOnEC2(t *testing.T) {
 	srv := ec2test.Start(t, ec2test.Options{Seed: 4}) // seed 4: the 2nd call is throttled, the 5th launch fails
 	srv.Configure(func(f *ec2test.Faults) {
 		f.CreateErrorRate = 0.2
 		f.ThrottleRate = 0.1
+		f.FullSubnets = map[string]bool{"subnet-a": true}
+		f.LostLaunchResponses = 1
+		f.ListDelay = 300 * time.Millisecond
+	})
+	srv.SetQuirks(func(q *ec2test.Quirks) {
+		q.SubnetFullByMessage = true
+		q.KeyPairLag = time.Hour
+		q.LaunchTerminations = []string{"Server.InternalError", "Server.InternalError"}
+		q.IDLag = true
 	})
 	eng := engineOn(t, srv, func(cfg *config.Config) { cfg.Cloud.TimeoutIdle = 2 * time.Second })
 	dump := func() string {
