@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
+	"dispatch-tui/cloud/ec2"
 	"dispatch-tui/cloud/ec2/ec2test"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/config"
@@ -293,5 +294,39 @@ func TestEngineSpotInterruption(t *testing.T) {
 	}
 	if _, ok := eng.Instance(first.InstanceID); ok {
 		t.Fatalf("interrupted instance %s still in the pool", first.InstanceID)
+	}
+}
+
+// A create whose answers are all lost (the SDK's retries included) is
+// retried by the pool with the same secret, hence the same client token:
+// the container runs on the one instance EC2 launched, and no second one
+// is launched.
+func TestEngineRetriedCreateIsOneInstance(t *testing.T) {
+	srv := ec2test.Start(t, ec2test.Options{})
+	srv.Configure(func(f *ec2test.Faults) { f.LostLaunchResponses = ec2.DefaultMaxAttempts })
+	eng := engineOn(t, srv, nil)
+	c, err := eng.Submit(queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 256 << 20}}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump := func() string {
+		got, _ := eng.Container(c.ID)
+		var launched []string
+		for _, in := range srv.Instances() {
+			launched = append(launched, in.ID+" "+in.State)
+		}
+		return fmt.Sprintf("\n  container %s on %q reason %q; launched %v; create ops %v",
+			got.State, got.InstanceID, got.Reason, launched, eng.PoolStats().CloudOps["create"])
+	}
+	stepUntil(t, eng, "the container complete", 30*time.Second, func() bool {
+		got, _ := eng.Container(c.ID)
+		return got.State.Final()
+	}, dump)
+	got, _ := eng.Container(c.ID)
+	if in := srv.Instances(); got.State != queue.Complete || len(in) != 1 || got.InstanceID != in[0].ID {
+		t.Fatalf("want the container Complete on the one instance launched:%s", dump())
+	}
+	if eng.PoolStats().CloudOps["create"]["other"] == 0 {
+		t.Fatalf("the lost answers did not fail a create:%s", dump())
 	}
 }

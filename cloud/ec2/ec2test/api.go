@@ -462,6 +462,10 @@ func (s *Server) repeatLaunch(prev launchToken, params, reqID string) (any, *api
 		return nil, errorf(400, "IdempotentParameterMismatch", "The client token you have provided is associated with a resource that is already deleted or was used with different parameters.")
 	}
 	in := s.instances[prev.id]
+	if fl := &s.faults; fl.LostLaunchResponses > 0 {
+		fl.LostLaunchResponses--
+		return nil, errorf(500, "InternalError", "An internal error has occurred")
+	}
 	return runInstancesResponse{
 		Xmlns: xmlns, RequestID: reqID, ReservationID: prev.reservation, OwnerID: ownerID,
 		Instances: []instanceElem{s.elem(in, false)},

@@ -106,9 +106,10 @@ type Faults struct {
 	// message ("" = "injected <code> for <action>").
 	Errors       map[string]string
 	ErrorMessage string
-	// LostLaunchResponses: the next this many RunInstances launch their
-	// instance and then answer InternalError, as if the answer was lost
-	// on the way (a timeout): the caller cannot tell it was created.
+	// LostLaunchResponses: the answers of the next this many RunInstances
+	// that launch an instance (or repeat a launch by its client token) are
+	// lost: they answer InternalError, as a timeout would leave the
+	// caller, who cannot tell the instance exists.
 	LostLaunchResponses int
 	// ListDelay: a new instance is missing from DescribeInstances for
 	// this long after its launch (EC2's eventual consistency).
