@@ -586,6 +586,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"no image", func(o *ec2.Options) { o.ImageID = "" }, "image"},
 		{"no key", func(o *ec2.Options) { o.Signer = nil }, "key"},
 		{"bad user", func(o *ec2.Options) { o.AdminUser = "root; rm" }, "admin user"},
+		{"dsa key", func(o *ec2.Options) { o.Signer = dsaTyped{o.Signer} }, "DSA key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := good
@@ -616,3 +617,13 @@ func TestRequestTimeout(t *testing.T) {
 	}
 	srv.Configure(func(f *ec2test.Faults) { f.Latency = 0 })
 }
+
+// dsaTyped is a signer whose key says it is DSA: all the driver's check
+// reads.
+type dsaTyped struct{ ssh.Signer }
+
+func (s dsaTyped) PublicKey() ssh.PublicKey { return dsaKey{s.Signer.PublicKey()} }
+
+type dsaKey struct{ ssh.PublicKey }
+
+func (dsaKey) Type() string { return "ssh-dss" }

@@ -163,6 +163,11 @@ func New(ctx context.Context, opts Options) (*Driver, error) {
 	if opts.Signer == nil {
 		return nil, errors.New("ec2 driver: the dispatcher's client key is required")
 	}
+	if opts.Signer.PublicKey().Type() == "ssh-dss" {
+		// OpenSSH refuses DSA keys by default since 7.0 and dropped them
+		// in 9.8: every login to every instance would fail.
+		return nil, errors.New("ec2 driver: the client key (cloud.ssh_key_file) is a DSA key, which the sshd of current images refuses: use an ED25519, ECDSA or RSA key")
+	}
 	if opts.AdminUser == "" {
 		opts.AdminUser = DefaultAdminUser
 	}
