@@ -14,11 +14,22 @@ import (
 // Each subnet tried gets its own client token, and a create repeated with
 // the same tags (the pool's retry of a create whose answer was lost) is
 // the instance the first one made, not a second one; the same tags for
-// another request are refused.
+// another request are refused. Both ways of placing an instance: by its
+// subnet (private addresses) and by its network interface (public ones).
 func TestClientTokens(t *testing.T) {
+	for _, private := range []bool{true, false} {
+		t.Run(map[bool]string{true: "private", false: "public"}[private], func(t *testing.T) {
+			clientTokens(t, private)
+		})
+	}
+}
+
+func clientTokens(t *testing.T, private bool) {
 	ctx := context.Background()
 	srv := ec2test.Start(t, ec2test.Options{})
-	d := newDriver(t, driverOptions(srv, newSigner(t)))
+	opts := driverOptions(srv, newSigner(t))
+	opts.UsePrivateIP = private
+	d := newDriver(t, opts)
 
 	// Failover: subnet-a is full, the same create goes to subnet-b.
 	srv.Configure(func(f *ec2test.Faults) { f.FullSubnets = map[string]bool{"subnet-a": true} })
