@@ -95,4 +95,26 @@ func TestCreateRetryReusesTags(t *testing.T) {
 	if got = ls.created(); got[7][cloud.TagSecret] == got[6][cloud.TagSecret] {
 		t.Fatalf("a retry after %s reused the secret", createRetryWindow)
 	}
+
+	// A listing finds what the create of unknown outcome made: it is
+	// adopted, and the next create is a new instance.
+	ls.mu.Lock()
+	ls.lose = 1
+	ls.mu.Unlock()
+	create()
+	lost := ls.created()[8][cloud.TagSecret]
+	h.run(h.cfg.Cloud.SyncInterval)
+	adopted := false
+	for _, v := range h.pool.Instances(nil) {
+		if inst, ok := h.drv.Instance(v.ID); ok && inst.Tags()[cloud.TagSecret] == lost {
+			adopted = true
+		}
+	}
+	if !adopted {
+		t.Fatalf("the instance of the lost create was not adopted: %s", h.dump())
+	}
+	create()
+	if got = ls.created(); got[9][cloud.TagSecret] == lost {
+		t.Fatalf("a create after the listing adopted the lost create's instance reused its secret")
+	}
 }
