@@ -111,6 +111,25 @@ func Interrupted(inst Instance) (why string, ok bool) {
 	return "", false
 }
 
+// LaunchFailer is implemented by instances the provider may end during
+// their launch, after the create call succeeded (EC2 does when it finds
+// no capacity, or cannot use a volume's key). LaunchFailed is the reason,
+// as an error of the kinds above (a CapacityError when the provider had
+// no capacity), once the instance is ending or gone for it; nil otherwise.
+// The pool takes it as the failure of the create that made the instance,
+// with its event and back-off, rather than as an instance that vanished.
+type LaunchFailer interface {
+	LaunchFailed() error
+}
+
+// LaunchFailed is inst's LaunchFailed (see LaunchFailer), or nil.
+func LaunchFailed(inst Instance) error {
+	if l, ok := inst.(LaunchFailer); ok {
+		return l.LaunchFailed()
+	}
+	return nil
+}
+
 // InstanceSet is a provider's collection of instances.
 type InstanceSet interface {
 	// Create starts a new instance of the given type with the given tags.

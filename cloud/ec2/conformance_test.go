@@ -4,6 +4,8 @@ package ec2_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"fmt"
 	"os"
 	"testing"
 
@@ -23,7 +25,7 @@ func TestRunnerConformance(t *testing.T) {
 	srv := ec2test.Start(t, ec2test.Options{})
 	d := newDriver(t, driverOptions(srv, newSigner(t)))
 	runnertest.Run(t, func(t *testing.T) runnertest.Target {
-		inst, err := d.Create(context.Background(), small, tagsFor(small, "conformance"))
+		inst, err := d.Create(context.Background(), small, tagsFor(small, fmt.Sprintf("conformance-%x", sha256.Sum256([]byte(t.Name())))))
 		if err != nil {
 			t.Fatal(err)
 		}

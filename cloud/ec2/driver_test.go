@@ -4,6 +4,7 @@ package ec2_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -42,9 +43,8 @@ func TestCreateListTagDestroy(t *testing.T) {
 		t.Fatalf("server has %d instances", len(got))
 	}
 	si := got[0]
-	wantKey := ec2.KeyPairNameFor(signer.PublicKey())
-	if si.KeyName != wantKey || !slices.Equal(srv.KeyPairs(), []string{wantKey}) {
-		t.Errorf("key pair %q (server has %v), want %q imported", si.KeyName, srv.KeyPairs(), wantKey)
+	if si.KeyName != "" || len(srv.KeyPairs()) != 0 {
+		t.Errorf("key pair %q (server has %v), want none: user-data authorizes the key", si.KeyName, srv.KeyPairs())
 	}
 	if si.UserDataUser != "crunch" || si.Secret != "s3cr3t" ||
 		si.Authorized != strings.TrimSpace(string(ssh.MarshalAuthorizedKey(signer.PublicKey()))) {
@@ -139,17 +139,6 @@ func TestCreateListTagDestroy(t *testing.T) {
 	}
 	if err := inst.Destroy(ctx); err != nil {
 		t.Fatalf("second destroy: %v", err)
-	}
-
-	// A second driver with the same key finds the key pair and imports
-	// nothing.
-	imports := srv.Calls("ImportKeyPair")
-	d2 := newDriver(t, driverOptions(srv, signer))
-	if _, err := d2.Create(ctx, small, tagsFor(small, "x")); err != nil {
-		t.Fatal(err)
-	}
-	if n := srv.Calls("ImportKeyPair"); n != imports {
-		t.Errorf("ImportKeyPair calls %d, want %d", n, imports)
 	}
 }
 
@@ -286,16 +275,16 @@ func TestLimitsAndCapacityFromState(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv.Configure(func(f *ec2test.Faults) { *f = ec2test.Faults{} })
 			if tc.it.Preemptible {
-				if _, err := d.Create(ctx, tc.it, tagsFor(tc.it, "first")); err != nil {
+				if _, err := d.Create(ctx, tc.it, tagsFor(tc.it, "first "+tc.name)); err != nil {
 					t.Fatal(err)
 				}
 			} else if len(srv.Live()) == 0 {
-				if _, err := d.Create(ctx, small, tagsFor(small, "first")); err != nil {
+				if _, err := d.Create(ctx, small, tagsFor(small, "first "+tc.name)); err != nil {
 					t.Fatal(err)
 				}
 			}
 			srv.Configure(tc.fault)
-			_, err := d.Create(ctx, tc.it, tagsFor(tc.it, "x"))
+			_, err := d.Create(ctx, tc.it, tagsFor(tc.it, "x "+tc.name))
 			if got := cloud.ErrorKind(err); got != tc.kind {
 				t.Fatalf("error %v: kind %q, want %q", err, got, tc.kind)
 			}
@@ -436,7 +425,7 @@ func TestPagination(t *testing.T) {
 		if i%2 == 1 {
 			it = large
 		}
-		inst, err := d.Create(ctx, it, tagsFor(it, "p"))
+		inst, err := d.Create(ctx, it, tagsFor(it, fmt.Sprint("p", i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -597,6 +586,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{"no image", func(o *ec2.Options) { o.ImageID = "" }, "image"},
 		{"no key", func(o *ec2.Options) { o.Signer = nil }, "key"},
 		{"bad user", func(o *ec2.Options) { o.AdminUser = "root; rm" }, "admin user"},
+		{"dsa key", func(o *ec2.Options) { o.Signer = dsaTyped{o.Signer} }, "DSA key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := good
@@ -606,27 +596,6 @@ func TestNewRejectsBadOptions(t *testing.T) {
 				t.Fatalf("New: %v, want an error about %s", err, tc.want)
 			}
 		})
-	}
-}
-
-// A throttled key pair lookup fails the create as a rate limit, and the
-// next create tries the lookup again.
-func TestKeyPairLookupRetried(t *testing.T) {
-	ctx := context.Background()
-	srv := ec2test.Start(t, ec2test.Options{})
-	d := newDriver(t, driverOptions(srv, newSigner(t)))
-	srv.Configure(func(f *ec2test.Faults) { f.Errors = map[string]string{"DescribeKeyPairs": "RequestLimitExceeded"} })
-	if _, err := d.Create(ctx, small, tagsFor(small, "k")); cloud.ErrorKind(err) != "rate_limit" {
-		t.Fatalf("create with the key lookup throttled: %v", err)
-	}
-	srv.Configure(func(f *ec2test.Faults) { f.Errors = nil })
-	for range 2 {
-		if _, err := d.Create(ctx, small, tagsFor(small, "k")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if n, m := srv.Calls("DescribeKeyPairs"), srv.Calls("ImportKeyPair"); n != 2 || m != 1 {
-		t.Fatalf("DescribeKeyPairs %d, ImportKeyPair %d; want 2 and 1", n, m)
 	}
 }
 
@@ -648,3 +617,13 @@ func TestRequestTimeout(t *testing.T) {
 	}
 	srv.Configure(func(f *ec2test.Faults) { f.Latency = 0 })
 }
+
+// dsaTyped is a signer whose key says it is DSA: all the driver's check
+// reads.
+type dsaTyped struct{ ssh.Signer }
+
+func (s dsaTyped) PublicKey() ssh.PublicKey { return dsaKey{s.Signer.PublicKey()} }
+
+type dsaKey struct{ ssh.PublicKey }
+
+func (dsaKey) Type() string { return "ssh-dss" }

@@ -13,6 +13,7 @@ package ec2
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -66,9 +67,11 @@ type Options struct {
 	ImageID          string
 	SubnetIDs        []string // tried in turn on subnet-specific errors; nil = the default VPC's choice
 	SecurityGroupIDs []string
-	// KeyPairName is the EC2 key pair to launch with; "" = the
-	// dispatcher's public key, imported under KeyPairNameFor(key) when
-	// absent.
+	// KeyPairName is the EC2 key pair to launch with; "" = none: the
+	// user-data authorizes the dispatcher's key, and importing it would
+	// only add EC2's limits (RSA and ED25519 keys only) and its eventual
+	// consistency (a key pair just imported may be unknown to
+	// RunInstances).
 	KeyPairName string
 	// Signer is the dispatcher's client key (required): its public half
 	// goes to the admin user's authorized_keys through user-data, and
@@ -125,11 +128,9 @@ type Driver struct {
 	log    *slog.Logger
 	client *ec2.Client
 
-	// keyMu is held while the key pair is looked up or imported, and
-	// rootMu while the image's root device is; each result is kept once
-	// found (a failure is tried again on the next create).
-	keyMu      sync.Mutex
-	keyName    string
+	// rootMu is held while the image's root device is looked up; the
+	// result is kept once found (a failure is tried again on the next
+	// create).
 	rootMu     sync.Mutex
 	rootDevice string
 
@@ -161,6 +162,11 @@ func New(ctx context.Context, opts Options) (*Driver, error) {
 	}
 	if opts.Signer == nil {
 		return nil, errors.New("ec2 driver: the dispatcher's client key is required")
+	}
+	if opts.Signer.PublicKey().Type() == "ssh-dss" {
+		// OpenSSH refuses DSA keys by default since 7.0 and dropped them
+		// in 9.8: every login to every instance would fail.
+		return nil, errors.New("ec2 driver: the client key (cloud.ssh_key_file) is a DSA key, which the sshd of current images refuses: use an ED25519, ECDSA or RSA key")
 	}
 	if opts.AdminUser == "" {
 		opts.AdminUser = DefaultAdminUser
@@ -244,7 +250,7 @@ func newRetryer(maxAttempts int) aws.Retryer {
 		o.MaxAttempts = maxAttempts
 		o.RateLimiter = ratelimit.None
 		noRetry := retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
-			c := errorCode(err)
+			c := tableCode(err)
 			if throttleCodes[c] || quotaCodes[c] || capacityCodes[c] || subnetCodes[c] || permanentCodes[c] {
 				return aws.FalseTernary
 			}
@@ -256,56 +262,6 @@ func newRetryer(maxAttempts int) aws.Retryer {
 
 // Stop releases nothing: the client holds no resources.
 func (d *Driver) Stop() {}
-
-// KeyPairNameFor is the name under which the driver imports key: derived
-// from its fingerprint, so that every dispatcher with the same key shares
-// one key pair and a changed key gets a new one.
-func KeyPairNameFor(key ssh.PublicKey) string {
-	sum := sha256.Sum256(key.Marshal())
-	return "dispatch-tui-" + hex.EncodeToString(sum[:8])
-}
-
-// keyPair returns the key pair to launch with, importing the dispatcher's
-// key the first time it is needed.
-func (d *Driver) keyPair(ctx context.Context) (string, error) {
-	if d.opts.KeyPairName != "" {
-		return d.opts.KeyPairName, nil
-	}
-	d.keyMu.Lock()
-	defer d.keyMu.Unlock()
-	if d.keyName == "" {
-		name, err := d.importKey(ctx)
-		if err != nil {
-			return "", err
-		}
-		d.keyName = name
-	}
-	return d.keyName, nil
-}
-
-func (d *Driver) importKey(ctx context.Context) (string, error) {
-	name := KeyPairNameFor(d.opts.Signer.PublicKey())
-	_, err := d.client.DescribeKeyPairs(ctx, &ec2.DescribeKeyPairsInput{KeyNames: []string{name}})
-	if err == nil {
-		return name, nil
-	}
-	if errorCode(err) != "InvalidKeyPair.NotFound" {
-		return "", d.mapError("describe key pair "+name, "", err)
-	}
-	_, err = d.client.ImportKeyPair(ctx, &ec2.ImportKeyPairInput{
-		KeyName:           aws.String(name),
-		PublicKeyMaterial: ssh.MarshalAuthorizedKey(d.opts.Signer.PublicKey()),
-		TagSpecifications: []types.TagSpecification{{
-			ResourceType: types.ResourceTypeKeyPair,
-			Tags:         []types.Tag{{Key: aws.String(cloud.TagPrefix + "key"), Value: aws.String("dispatcher")}},
-		}},
-	})
-	if err != nil && errorCode(err) != "InvalidKeyPair.Duplicate" {
-		return "", d.mapError("import key pair "+name, "", err)
-	}
-	d.log.Info("ec2: key pair imported", "name", name)
-	return name, nil
-}
 
 // rootDeviceName is the image's root device, needed to size its volume.
 func (d *Driver) rootDeviceName(ctx context.Context) (string, error) {
@@ -338,16 +294,11 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 	if strings.ContainsAny(secret, "'\n\r\\") {
 		return nil, fmt.Errorf("ec2: create %s: the instance secret has characters user-data cannot carry", it.Name)
 	}
-	keyName, err := d.keyPair(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("ec2: create %s: %w", it.Name, err)
-	}
 	in := &ec2.RunInstancesInput{
 		ImageId:      aws.String(d.opts.ImageID),
 		InstanceType: types.InstanceType(it.ProviderType),
 		MinCount:     aws.Int32(1),
 		MaxCount:     aws.Int32(1),
-		KeyName:      aws.String(keyName),
 		UserData:     aws.String(base64.StdEncoding.EncodeToString(UserData(d.opts.AdminUser, d.opts.Signer.PublicKey(), secret))),
 		TagSpecifications: []types.TagSpecification{
 			{ResourceType: types.ResourceTypeInstance, Tags: d.awsTags(tags)},
@@ -355,6 +306,9 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 			// by whoever may describe volumes, and they outlive it.
 			{ResourceType: types.ResourceTypeVolume, Tags: d.awsTags(withoutSecret(tags))},
 		},
+	}
+	if d.opts.KeyPairName != "" {
+		in.KeyName = aws.String(d.opts.KeyPairName)
 	}
 	if d.opts.RootVolumeSize > 0 {
 		dev, err := d.rootDeviceName(ctx)
@@ -411,6 +365,7 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 	for n := range subnets {
 		i := (first + n) % len(subnets)
 		d.placeIn(in, subnets[i])
+		in.ClientToken = aws.String(clientToken(secret, subnets[i]))
 		out, err := d.client.RunInstances(ctx, in)
 		if err == nil && len(out.Instances) == 1 {
 			d.throttled(false)
@@ -418,6 +373,7 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 			d.subnet = i
 			inst := d.newInstance(out.Instances[0])
 			now := d.opts.Now()
+			inst.created = now
 			d.created[inst.id] = createdInstance{inst: inst, at: now}
 			d.known[inst.id] = inst
 			d.mu.Unlock()
@@ -427,7 +383,7 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 		if err == nil {
 			err = fmt.Errorf("RunInstances returned %d instances, want 1", len(out.Instances))
 		}
-		code := errorCode(err)
+		code := tableCode(err)
 		lastErr = d.mapError(fmt.Sprintf("create %s (%s) in subnet %q", it.Name, it.ProviderType, subnets[i]), it.ProviderType, err)
 		if !(subnetCodes[code] || capacityCodes[code]) || ctx.Err() != nil {
 			break
@@ -435,6 +391,23 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 		d.log.Warn("ec2: subnet cannot take the instance, trying the next", "subnet", subnets[i], "code", code)
 	}
 	return nil, lastErr
+}
+
+// clientToken is RunInstances' idempotency token for one attempt, at most
+// 64 ASCII characters. It is derived from the instance's secret (new for
+// each instance the pool asks for, the same when the pool retries a create
+// whose outcome it could not know) and the subnet: a retry of an attempt
+// gets the instance that attempt made, not a second one, and each subnet
+// tried is a request of its own (EC2 refuses a token reused with other
+// parameters). Without a secret it is random.
+func clientToken(secret, subnet string) string {
+	var sum [32]byte
+	if secret == "" {
+		rand.Read(sum[:])
+	} else {
+		sum = sha256.Sum256([]byte(secret + "\x00" + subnet))
+	}
+	return cloud.TagPrefix + hex.EncodeToString(sum[:24])
 }
 
 // placeIn sets the subnet (and, for public addresses, a network interface
@@ -537,6 +510,13 @@ func (d *Driver) Instances(ctx context.Context, filter cloud.Tags) ([]cloud.Inst
 	for _, li := range listed {
 		if li.State != nil && li.State.Name == types.InstanceStateNameTerminated {
 			id := cloud.InstanceID(aws.ToString(li.InstanceId))
+			if old := d.known[id]; old != nil {
+				// Whoever holds it learns how it ended (LaunchFailed).
+				old.update(d.newInstance(li))
+				if err := old.LaunchFailed(); err != nil {
+					d.log.Warn("ec2: instance ended during its launch", "instance", string(id), "err", err)
+				}
+			}
 			delete(d.created, id)
 			delete(d.known, id)
 			continue

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
+	"dispatch-tui/cloud/ec2"
 	"dispatch-tui/cloud/ec2/ec2test"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/config"
@@ -75,12 +76,19 @@ func stepUntil(t *testing.T, eng *launch.Running, what string, timeout time.Dura
 // The engine runs 50 containers on EC2-driver instances while the endpoint
 // fails a fifth of the launches and throttles a tenth of all calls: every
 // container completes with its exit code, and once idle every instance is
-// terminated.
+// terminated. EC2's quirks are on: the first subnet is full (said in a
+// message), key pairs lag, and a launch ends at once.
 func TestEngineOnEC2(t *testing.T) {
 	srv := ec2test.Start(t, ec2test.Options{Seed: 4}) // seed 4: the 2nd call is throttled, the 5th launch fails
 	srv.Configure(func(f *ec2test.Faults) {
 		f.CreateErrorRate = 0.2
 		f.ThrottleRate = 0.1
+		f.FullSubnets = map[string]bool{"subnet-a": true}
+	})
+	srv.SetQuirks(func(q *ec2test.Quirks) {
+		q.SubnetFullByMessage = true
+		q.KeyPairLag = time.Hour
+		q.LaunchTerminations = []string{"Server.InternalError"}
 	})
 	eng := engineOn(t, srv, func(cfg *config.Config) { cfg.Cloud.TimeoutIdle = 2 * time.Second })
 	dump := func() string {
@@ -120,7 +128,7 @@ func TestEngineOnEC2(t *testing.T) {
 		}
 		jobs = append(jobs, job{c.ID, code})
 	}
-	stepUntil(t, eng, "50 containers final", 45*time.Second, func() bool {
+	stepUntil(t, eng, "50 containers final", 90*time.Second, func() bool {
 		for _, j := range jobs {
 			if c, ok := eng.Container(j.id); !ok || !c.State.Final() {
 				return false
@@ -282,5 +290,39 @@ func TestEngineSpotInterruption(t *testing.T) {
 	}
 	if _, ok := eng.Instance(first.InstanceID); ok {
 		t.Fatalf("interrupted instance %s still in the pool", first.InstanceID)
+	}
+}
+
+// A create whose answers are all lost (the SDK's retries included) is
+// retried by the pool with the same secret, hence the same client token:
+// the container runs on the one instance EC2 launched, and no second one
+// is launched.
+func TestEngineRetriedCreateIsOneInstance(t *testing.T) {
+	srv := ec2test.Start(t, ec2test.Options{})
+	srv.Configure(func(f *ec2test.Faults) { f.LostLaunchResponses = ec2.DefaultMaxAttempts })
+	eng := engineOn(t, srv, nil)
+	c, err := eng.Submit(queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 256 << 20}}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump := func() string {
+		got, _ := eng.Container(c.ID)
+		var launched []string
+		for _, in := range srv.Instances() {
+			launched = append(launched, in.ID+" "+in.State)
+		}
+		return fmt.Sprintf("\n  container %s on %q reason %q; launched %v; create ops %v",
+			got.State, got.InstanceID, got.Reason, launched, eng.PoolStats().CloudOps["create"])
+	}
+	stepUntil(t, eng, "the container complete", 30*time.Second, func() bool {
+		got, _ := eng.Container(c.ID)
+		return got.State.Final()
+	}, dump)
+	got, _ := eng.Container(c.ID)
+	if in := srv.Instances(); got.State != queue.Complete || len(in) != 1 || got.InstanceID != in[0].ID {
+		t.Fatalf("want the container Complete on the one instance launched:%s", dump())
+	}
+	if eng.PoolStats().CloudOps["create"]["other"] == 0 {
+		t.Fatalf("the lost answers did not fail a create:%s", dump())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -18,17 +19,24 @@ import (
 type Instance struct {
 	d  *Driver
 	id cloud.InstanceID
+	// created is when this driver's Create made it (zero for one found
+	// in a listing); set before the instance is shared.
+	created time.Time
 
 	mu           sync.Mutex
 	providerType string
 	state        string
 	stateReason  string // EC2's StateReason.Code, e.g. "Server.SpotInstanceTermination"
+	launchErr    error  // why EC2 ended it during its launch (LaunchFailed)
 	spot         bool
 	addr         string
 	tags         cloud.Tags
 }
 
-var _ cloud.Instance = (*Instance)(nil)
+var (
+	_ cloud.Instance     = (*Instance)(nil)
+	_ cloud.LaunchFailer = (*Instance)(nil)
+)
 
 // set copies EC2's description of the instance.
 func (i *Instance) set(li types.Instance) {
@@ -36,17 +44,24 @@ func (i *Instance) set(li types.Instance) {
 	for _, t := range li.Tags {
 		tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
 	}
-	state, reason := "", ""
+	state, reason, message := "", "", ""
 	if li.State != nil {
 		state = string(li.State.Name)
 	}
 	if li.StateReason != nil {
-		reason = aws.ToString(li.StateReason.Code)
+		reason, message = aws.ToString(li.StateReason.Code), aws.ToString(li.StateReason.Message)
+	}
+	var launchErr error
+	switch types.InstanceStateName(state) {
+	case types.InstanceStateNameShuttingDown, types.InstanceStateNameTerminated:
+		if launchFailureCodes[reason] {
+			launchErr = launchError(i.id, string(li.InstanceType), reason, message)
+		}
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.providerType = string(li.InstanceType)
-	i.state, i.stateReason = state, reason
+	i.state, i.stateReason, i.launchErr = state, reason, launchErr
 	i.spot = li.InstanceLifecycle == types.InstanceLifecycleTypeSpot
 	i.addr = i.d.addressOf(li)
 	i.tags = tags
@@ -56,10 +71,12 @@ func (i *Instance) set(li types.Instance) {
 func (i *Instance) update(newer *Instance) {
 	newer.mu.Lock()
 	pt, st, why, spot, addr, tags := newer.providerType, newer.state, newer.stateReason, newer.spot, newer.addr, newer.tags
+	launchErr := newer.launchErr
 	newer.mu.Unlock()
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.providerType, i.state, i.stateReason, i.spot, i.tags = pt, st, why, spot, tags
+	i.launchErr = launchErr
 	if addr != "" {
 		i.addr = addr
 	}
@@ -115,6 +132,14 @@ func (i *Instance) Interrupted() (string, bool) {
 	return "", false
 }
 
+// LaunchFailed is why EC2 ended the instance during its launch, as the
+// pool's error kinds (cloud.LaunchFailer); nil if it did not.
+func (i *Instance) LaunchFailed() error {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.launchErr
+}
+
 // Spot reports whether the instance is a spot instance.
 func (i *Instance) Spot() bool {
 	i.mu.Lock()
@@ -168,17 +193,35 @@ func (i *Instance) SetTags(ctx context.Context, tags cloud.Tags) error {
 }
 
 // Destroy terminates the instance. Terminating one already gone is not an
-// error.
+// error; but EC2 may not know an instance yet for a while after its launch
+// (eventual consistency), so within ListGrace of its Create a NotFound
+// proves nothing: the instance may be running, and the destroy fails, to
+// be tried again.
 func (i *Instance) Destroy(ctx context.Context) error {
 	d := i.d
-	_, err := d.client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{string(i.id)}})
+	out, err := d.client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{string(i.id)}})
+	if err != nil && errorCode(err) == "InvalidInstanceID.NotFound" && !i.created.IsZero() {
+		if age := d.opts.Now().Sub(i.created); age < d.opts.ListGrace {
+			return fmt.Errorf("ec2 terminate %s: EC2 does not know the instance %s after its launch (its API is eventually consistent), so it may still run; the destroy is tried again: %w",
+				i.id, age.Round(time.Second), err)
+		}
+	}
 	if err != nil && errorCode(err) != "InvalidInstanceID.NotFound" {
 		return d.mapError("terminate "+string(i.id), "", err)
 	}
 	d.throttled(false)
 	d.forget(i.id)
+	// EC2 says shutting-down, or terminated for one already terminated;
+	// NotFound here means gone.
+	state := types.InstanceStateNameTerminated
+	if err == nil {
+		state = types.InstanceStateNameShuttingDown
+		if len(out.TerminatingInstances) == 1 && out.TerminatingInstances[0].CurrentState != nil {
+			state = out.TerminatingInstances[0].CurrentState.Name
+		}
+	}
 	i.mu.Lock()
-	i.state = string(types.InstanceStateNameShuttingDown)
+	i.state = string(state)
 	i.mu.Unlock()
 	d.log.Info("ec2: instance terminated", "instance", string(i.id))
 	return nil

@@ -91,11 +91,24 @@ func TestCommandOnEC2(t *testing.T) {
 		}
 		return 0, string(out)
 	}
+	// The first subnet is out of addresses, as EC2 says it (in the
+	// message of an InvalidParameterValue): the create fails over to the
+	// second, each attempt with its own client token.
+	srv.SetQuirks(func(q *ec2test.Quirks) { q.SubnetFullByMessage = true })
+	srv.Configure(func(f *ec2test.Faults) { f.FullSubnets = map[string]bool{"subnet-a": true} })
 	code, out := run("--type", "large", "--timeout", "2m")
 	if code != 0 || !strings.Contains(out, "cloudtest: ok, every step held") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
 	t.Logf("dispatch-tui cloudtest --type large:\n%s", out)
+	if in := srv.Instances(); len(in) != 1 || in[0].Subnet != "subnet-b" {
+		t.Fatalf("instances %+v, want one in subnet-b", in)
+	}
+	if tokens := srv.ClientTokens(); srv.Calls("RunInstances") != 2 || len(tokens) != 2 || srv.Errors("IdempotentParameterMismatch") != 0 {
+		t.Fatalf("%d RunInstances with tokens %v (%d refused as reused): want two, each its own",
+			srv.Calls("RunInstances"), tokens, srv.Errors("IdempotentParameterMismatch"))
+	}
+	srv.Configure(func(f *ec2test.Faults) { f.FullSubnets = nil })
 	srv.Configure(func(f *ec2test.Faults) { f.CapacityTypes = map[string]bool{"t3.small": true} })
 	code, out = run("--timeout", "1m")
 	if code != 1 || !strings.Contains(out, `cloudtest: FAILED at step "create"`) {

@@ -151,8 +151,8 @@ type EC2Driver struct {
 	// empty = the default VPC's choice.
 	SubnetIDs        []string
 	SecurityGroupIDs []string
-	// KeyPairName: "" = import the dispatcher's key under a name derived
-	// from its fingerprint.
+	// KeyPairName: "" = none (the user-data authorizes the dispatcher's
+	// key).
 	KeyPairName        string
 	AdminUser          string
 	RootVolumeSize     int64 // 0 = the image's

@@ -54,14 +54,17 @@ func (p *Pool) Create(typeName string) error {
 	if !p.cloudBucket.take(now) {
 		return ErrThrottled
 	}
-	var secret [16]byte
-	rand.Read(secret[:])
-	tags := cloud.Tags{
-		cloud.TagOwner:        p.opts.Owner,
-		cloud.TagInstanceType: it.Name,
-		cloud.TagIdleBehavior: string(IdleRun),
-		cloud.TagSecret:       hex.EncodeToString(secret[:]),
-		cloud.TagCreatedAt:    now.UTC().Format(time.RFC3339),
+	tags := p.takeRetryTagsLocked(it.Name, now)
+	if tags == nil {
+		var secret [16]byte
+		rand.Read(secret[:])
+		tags = cloud.Tags{
+			cloud.TagOwner:        p.opts.Owner,
+			cloud.TagInstanceType: it.Name,
+			cloud.TagIdleBehavior: string(IdleRun),
+			cloud.TagSecret:       hex.EncodeToString(secret[:]),
+			cloud.TagCreatedAt:    now.UTC().Format(time.RFC3339),
+		}
 	}
 	pc := &pendingCreate{view: InstanceView{
 		Type:         it.Name,
@@ -79,12 +82,12 @@ func (p *Pool) Create(typeName string) error {
 		inst, err := p.is.Create(p.ctx, it, tags)
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		p.createDoneLocked(pc, it, inst, err)
+		p.createDoneLocked(pc, it, tags, inst, err)
 	})
 	return nil
 }
 
-func (p *Pool) createDoneLocked(pc *pendingCreate, it cloud.InstanceType, inst cloud.Instance, err error) {
+func (p *Pool) createDoneLocked(pc *pendingCreate, it cloud.InstanceType, tags cloud.Tags, inst cloud.Instance, err error) {
 	if i := slices.Index(p.pending, pc); i >= 0 {
 		p.pending = slices.Delete(p.pending, i, i+1)
 	}
@@ -96,6 +99,7 @@ func (p *Pool) createDoneLocked(pc *pendingCreate, it cloud.InstanceType, inst c
 	now := p.clk.Now()
 	p.countOpLocked("create", err)
 	if err != nil {
+		p.keepRetryTagsLocked(it.Name, tags, err, now)
 		if cloud.IsQuota(err) {
 			// What the provider counts: instances still shutting down
 			// hold their quota until they are gone.

@@ -171,6 +171,9 @@ type Pool struct {
 	bootFails     map[string]*bootFailures // instance type -> its run of failed boots
 	quotaEst      int                      // -1 = no estimate
 	quotaProbeAt  time.Time
+	// retryCreates: per instance type, the tags of a create whose
+	// outcome is unknown, for its retry (createretry.go).
+	retryCreates map[string]retryCreate
 
 	syncing        bool
 	synced         bool // first listing done

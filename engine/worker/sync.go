@@ -100,6 +100,7 @@ func (p *Pool) syncDoneLocked(insts []cloud.Instance, seq uint64, issued time.Ti
 			b = IdleRun
 		}
 		w := p.addInstanceLocked(inst, it, StateUnknown, "found in the cloud listing", b, now)
+		p.adoptedRetryLocked(tags)
 		w.seenGen = gen
 		w.initial = !p.synced
 		p.log.Info("found instance", "instance", string(id), "type", it.Name, "idle_behavior", string(b))
@@ -116,7 +117,9 @@ func (p *Pool) syncDoneLocked(insts []cloud.Instance, seq uint64, issued time.Ti
 			kept = append(kept, w)
 			continue
 		}
-		if p.vanishedPreemptedLocked(w, now) {
+		if err := cloud.LaunchFailed(w.inst); err != nil && w.v.State != StateShutdown {
+			p.launchFailedLocked(w, err, now)
+		} else if p.vanishedPreemptedLocked(w, now) {
 			// An event and the scheduler's requeue say so (preempt.go).
 		} else if w.v.State == StateShutdown {
 			p.eventLocked(now, w.v.ID, EventState, "gone after shutdown", slog.LevelInfo)

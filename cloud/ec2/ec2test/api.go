@@ -120,6 +120,9 @@ func (s *Server) injected(action string) *apiError {
 	defer s.mu.Unlock()
 	f := &s.faults
 	if code := f.Errors[action]; code != "" {
+		if f.ErrorMessage != "" {
+			return errorf(statusOf(code), code, "%s", f.ErrorMessage)
+		}
 		return errorf(statusOf(code), code, "injected %s for %s", code, action)
 	}
 	if f.ThrottleRate > 0 && s.throttleRnd.Float64() < f.ThrottleRate {
@@ -212,6 +215,11 @@ type stateElem struct {
 	Name string `xml:"name"`
 }
 
+type stateReasonElem struct {
+	Code    string `xml:"code"`
+	Message string `xml:"message"`
+}
+
 type instanceElem struct {
 	InstanceID        string    `xml:"instanceId"`
 	ImageID           string    `xml:"imageId"`
@@ -226,6 +234,9 @@ type instanceElem struct {
 	InstanceLifecycle string    `xml:"instanceLifecycle,omitempty"`
 	RootDeviceName    string    `xml:"rootDeviceName"`
 	Tags              []tagItem `xml:"tagSet>item"`
+
+	// StateReason says why an instance ended during its launch.
+	StateReason *stateReasonElem `xml:"stateReason,omitempty"`
 }
 
 func (s *Server) elem(in *instance, withPublic bool) instanceElem {
@@ -243,6 +254,9 @@ func (s *Server) elem(in *instance, withPublic bool) instanceElem {
 	}
 	if in.spot {
 		e.InstanceLifecycle = "spot"
+	}
+	if in.stateReason != "" {
+		e.StateReason = &stateReasonElem{Code: in.stateReason, Message: in.stateReason + ": the instance could not be launched"}
 	}
 	keys := make([]string, 0, len(in.tags))
 	for k := range in.tags {
@@ -315,9 +329,22 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 	if iam == "" {
 		iam = f.Get("IamInstanceProfile.Arn")
 	}
+	token, params := f.Get("ClientToken"), launchParams(f)
+	if len(token) > 64 {
+		return nil, errorf(400, "InvalidParameterValue", "ClientToken is longer than 64 characters")
+	}
 
 	s.mu.Lock()
-	fl := &s.faults
+	if prev, ok := s.tokens[token]; ok && token != "" && (prev.id != "" || prev.params != params) {
+		defer s.mu.Unlock()
+		return s.repeatLaunch(prev, params, reqID)
+	}
+	if token != "" {
+		// A token is bound to its parameters from its first request,
+		// whether or not that launched anything.
+		s.tokens[token] = launchToken{params: params}
+	}
+	fl, q := &s.faults, &s.quirks
 	live, spots, vcpus := 0, 0, 0
 	for _, in := range s.instances {
 		if in.state == stateTerminated {
@@ -329,14 +356,18 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 		}
 		vcpus += vcpusOf(fl, in.typ)
 	}
+	now := time.Now()
+	keyName := f.Get("KeyName")
 	var e *apiError
 	switch {
 	case s.images[f.Get("ImageId")] == "":
 		e = errorf(400, "InvalidAMIID.NotFound", "The image id '[%s]' does not exist", f.Get("ImageId"))
-	case f.Get("KeyName") != "" && s.keyPairs[f.Get("KeyName")] == "":
-		e = errorf(400, "InvalidKeyPair.NotFound", "The key pair '%s' does not exist", f.Get("KeyName"))
+	case keyName != "" && (s.keyPairs[keyName] == "" || now.Before(s.keyImported[keyName].Add(q.KeyPairLag))):
+		e = errorf(400, "InvalidKeyPair.NotFound", "The key pair '%s' does not exist", keyName)
 	case subnet != "" && !slices.Contains(s.opts.Subnets, subnet):
 		e = errorf(400, "InvalidSubnetID.NotFound", "The subnet ID '%s' does not exist", subnet)
+	case fl.FullSubnets[subnet] && q.SubnetFullByMessage:
+		e = errorf(400, "InvalidParameterValue", "There aren't sufficient free Ipv4 addresses or prefixes in subnet '%s' to satisfy the requested number of instances.", subnet)
 	case fl.FullSubnets[subnet]:
 		e = errorf(400, "InsufficientFreeAddressesInSubnet", "There are not enough free addresses in subnet '%s' to satisfy the requested number of instances.", subnet)
 	case fl.CapacityTypes[typ] || fl.CapacitySubnets[subnet]:
@@ -352,31 +383,93 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 		s.mu.Unlock()
 		return nil, e
 	}
-	now := time.Now()
 	in := &instance{
-		id: s.newID("i"), typ: typ, subnet: subnet, keyName: f.Get("KeyName"), public: public, spot: spot,
+		id: s.newID("i"), typ: typ, subnet: subnet, keyName: keyName, public: public, spot: spot,
 		tags: tags, volumeTags: volumeTags, user: user, secret: secret, authorized: authorized, devices: devices,
 		iamProfile: iam, imdsv2: f.Get("MetadataOptions.HttpTokens") == "required",
 		launched: now, listableAt: now.Add(fl.ListDelay), state: statePending,
 	}
+	var dies string
+	if len(q.LaunchTerminations) > 0 {
+		dies, q.LaunchTerminations = q.LaunchTerminations[0], q.LaunchTerminations[1:]
+	}
 	resID := s.newID("r")
 	s.mu.Unlock()
 
-	if err := s.boot(in, key); err != nil {
-		in.stop()
-		return nil, errorf(500, "InternalError", "starting the instance: %v", err)
+	if dies == "" {
+		if err := s.boot(in, key); err != nil {
+			in.stop()
+			return nil, errorf(500, "InternalError", "starting the instance: %v", err)
+		}
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.instances[in.id] = in
 	s.order = append(s.order, in.id)
+	// Like EC2, the launch response has no public address yet, and an
+	// instance that will not start is pending in it.
 	resp := runInstancesResponse{
 		Xmlns: xmlns, RequestID: reqID, ReservationID: resID, OwnerID: ownerID,
-		// Like EC2, the launch response has no public address yet.
 		Instances: []instanceElem{s.elem(in, false)},
 	}
-	s.mu.Unlock()
-	s.log.Info("ec2test: instance launched", "instance", in.id, "type", typ, "subnet", subnet, "spot", spot, "addr", in.srv.Addr())
+	if dies != "" {
+		in.terminate(now)
+		in.stateReason = dies
+	}
+	if token != "" {
+		s.tokens[token] = launchToken{params: params, id: in.id, reservation: resID}
+	}
+	s.log.Info("ec2test: instance launched", "instance", in.id, "type", typ, "subnet", subnet, "spot", spot, "dies", dies)
+	if fl.LostLaunchResponses > 0 {
+		fl.LostLaunchResponses--
+		return nil, errorf(500, "InternalError", "An internal error has occurred")
+	}
 	return resp, nil
+}
+
+// launchToken is what a client token was first used with (EC2's
+// idempotency): a repeat with other parameters is refused, one with the
+// same gets the instance it launched (none: it is tried again).
+type launchToken struct {
+	params, id, reservation string
+}
+
+// launchParams is a RunInstances request's parameters, less those that
+// do not define what is launched (the token itself, the action, the API
+// version), in a canonical form.
+func launchParams(f url.Values) string {
+	keys := make([]string, 0, len(f))
+	for k := range f {
+		switch k {
+		case "ClientToken", "Action", "Version":
+			continue
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%q\n", k, f[k])
+	}
+	return b.String()
+}
+
+// repeatLaunch answers a RunInstances whose client token launched
+// before, as EC2 does: the same instance for the same parameters, else
+// IdempotentParameterMismatch. Called with s.mu held.
+func (s *Server) repeatLaunch(prev launchToken, params, reqID string) (any, *apiError) {
+	if prev.params != params {
+		return nil, errorf(400, "IdempotentParameterMismatch", "The client token you have provided is associated with a resource that is already deleted or was used with different parameters.")
+	}
+	in := s.instances[prev.id]
+	if fl := &s.faults; fl.LostLaunchResponses > 0 {
+		fl.LostLaunchResponses--
+		return nil, errorf(500, "InternalError", "An internal error has occurred")
+	}
+	return runInstancesResponse{
+		Xmlns: xmlns, RequestID: reqID, ReservationID: prev.reservation, OwnerID: ownerID,
+		Instances: []instanceElem{s.elem(in, false)},
+	}, nil
 }
 
 func vcpusOf(f *Faults, typ string) int {
@@ -464,8 +557,8 @@ func (s *Server) describeInstances(f url.Values, reqID string) (any, *apiError) 
 	var match []*instance
 	for _, id := range s.order {
 		in := s.instances[id]
-		if now.Before(in.listableAt) {
-			continue // not consistent yet
+		if now.Before(in.listableAt) || s.gone(in, now) {
+			continue // not consistent yet, or forgotten
 		}
 		if len(ids) > 0 && !slices.Contains(ids, id) {
 			continue
@@ -521,18 +614,24 @@ func (s *Server) terminateInstances(f url.Values, reqID string) (any, *apiError)
 	s.mu.Lock()
 	var stop []*instance
 	resp := terminateInstancesResponse{Xmlns: xmlns, RequestID: reqID}
+	now := time.Now()
 	for _, id := range ids {
-		in := s.instances[id]
-		if in == nil {
+		in, e := s.named(id, now)
+		if e != nil {
 			s.mu.Unlock()
-			return nil, errorf(400, "InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
+			return nil, e
 		}
-		prev := in.state
-		in.state = stateTerminated
+		// EC2 answers shutting-down for a live instance, and terminated
+		// for one already terminated.
+		prev, cur := in.state, stateShuttingDown
+		if prev == stateTerminated {
+			cur = stateTerminated
+		}
+		in.terminate(now)
 		stop = append(stop, in)
 		resp.Instances = append(resp.Instances, instanceStateChange{
 			InstanceID:   id,
-			CurrentState: stateElem{stateCodes[stateShuttingDown], stateShuttingDown}, PreviousState: stateElem{stateCodes[prev], prev},
+			CurrentState: stateElem{stateCodes[cur], cur}, PreviousState: stateElem{stateCodes[prev], prev},
 		})
 	}
 	s.mu.Unlock()
@@ -555,14 +654,26 @@ func (s *Server) taggedInstances(f url.Values) ([]*instance, *apiError) {
 		return nil, errorf(400, "MissingParameter", "ResourceId is required")
 	}
 	var out []*instance
+	now := time.Now()
 	for _, id := range ids {
-		in := s.instances[id]
-		if in == nil {
-			return nil, errorf(400, "InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
+		in, e := s.named(id, now)
+		if e != nil {
+			return nil, e
 		}
 		out = append(out, in)
 	}
 	return out, nil
+}
+
+// named is the instance a call names, or InvalidInstanceID.NotFound: for
+// an id never launched, one forgotten since its termination, and (IDLag)
+// one that listings do not show yet. Called with s.mu held.
+func (s *Server) named(id string, now time.Time) (*instance, *apiError) {
+	in := s.instances[id]
+	if in == nil || s.gone(in, now) || (s.quirks.IDLag && now.Before(in.listableAt)) {
+		return nil, errorf(400, "InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
+	}
+	return in, nil
 }
 
 func (s *Server) createTags(f url.Values, reqID string) (any, *apiError) {
@@ -650,7 +761,8 @@ func (s *Server) importKeyPair(f url.Values, reqID string) (any, *apiError) {
 		return nil, errorf(400, "MissingParameter", "KeyName and PublicKeyMaterial (base64) are required")
 	}
 	key, _, _, _, err := ssh.ParseAuthorizedKey(material)
-	if err != nil {
+	if err != nil || (key.Type() != ssh.KeyAlgoRSA && key.Type() != ssh.KeyAlgoED25519) {
+		// EC2 imports RSA and ED25519 keys only.
 		return nil, errorf(400, "InvalidKey.Format", "Key is not in valid OpenSSH public key format")
 	}
 	s.mu.Lock()
@@ -660,6 +772,7 @@ func (s *Server) importKeyPair(f url.Values, reqID string) (any, *apiError) {
 	}
 	fp := ssh.FingerprintSHA256(key)
 	s.keyPairs[name] = fp
+	s.keyImported[name] = time.Now()
 	return importKeyPairResponse{Xmlns: xmlns, RequestID: reqID, KeyPairID: "key-" + name, KeyName: name, Fingerprint: fp}, nil
 }
 

@@ -10,6 +10,10 @@
 // so that the whole dispatcher runs on them. Faults can be injected:
 // capacity per type and subnet, quotas, throttling, error codes per
 // action, listing delays (eventual consistency) and spot interruptions.
+// Quirks switch on the ways real EC2 differs from a simple endpoint that a
+// driver must cope with. As EC2 does, it honours RunInstances' client
+// tokens, lists terminated instances for a while (an hour) and then no
+// more, and imports RSA and ED25519 keys only.
 //
 // Instances listen on 127.77.x.y (Linux routes all of 127/8 to the
 // loopback interface), all on the same SSH port, as EC2 instances all
@@ -98,14 +102,55 @@ type Faults struct {
 	CreateErrorRate float64
 	CreateErrorCode string
 	// Errors forces an error code on every call of an action
-	// ("RunInstances": "UnauthorizedOperation").
-	Errors map[string]string
+	// ("RunInstances": "UnauthorizedOperation"), with ErrorMessage as its
+	// message ("" = "injected <code> for <action>").
+	Errors       map[string]string
+	ErrorMessage string
+	// LostLaunchResponses: the answers of the next this many RunInstances
+	// that launch an instance (or repeat a launch by its client token) are
+	// lost: they answer InternalError, as a timeout would leave the
+	// caller, who cannot tell the instance exists.
+	LostLaunchResponses int
 	// ListDelay: a new instance is missing from DescribeInstances for
 	// this long after its launch (EC2's eventual consistency).
 	ListDelay time.Duration
 	// Latency delays every answer (a slow or hung endpoint).
 	Latency time.Duration
 }
+
+// Quirks are behaviours of real EC2 that its documentation describes and
+// a driver must cope with; each is off when zero. Change them with
+// SetQuirks.
+type Quirks struct {
+	// SubnetFullByMessage: a full subnet (Faults.FullSubnets) answers
+	// InvalidParameterValue "There aren't sufficient free Ipv4 addresses
+	// or prefixes in subnet ...", as EC2 does for launches into a subnet
+	// out of addresses, not InsufficientFreeAddressesInSubnet.
+	SubnetFullByMessage bool
+	// KeyPairLag: a key pair ImportKeyPair made is unknown to
+	// RunInstances (InvalidKeyPair.NotFound) for this long: EC2's
+	// eventual consistency between its calls.
+	KeyPairLag time.Duration
+	// LaunchTerminations: each launch takes the first code left here, and
+	// that instance goes from pending to terminated with it as its
+	// StateReason, its SSH server never up: EC2 ends an instance it cannot
+	// start after RunInstances succeeded (Server.InsufficientInstanceCapacity,
+	// Server.InternalError, Client.InternalError for an unusable KMS key,
+	// Client.VolumeLimitExceeded).
+	LaunchTerminations []string
+	// IDLag: calls naming an instance (TerminateInstances, CreateTags,
+	// DeleteTags) answer InvalidInstanceID.NotFound while listings do not
+	// show it yet (Faults.ListDelay) and do nothing: EC2's eventual
+	// consistency, which its documentation warns about for calls right
+	// after a launch.
+	IDLag bool
+	// TerminatedListedFor is how long DescribeInstances shows a
+	// terminated instance; 0 = an hour, as EC2 ("about an hour").
+	TerminatedListedFor time.Duration
+}
+
+// DefaultTerminatedListedFor is how long EC2 lists terminated instances.
+const DefaultTerminatedListedFor = time.Hour
 
 // Server is a running fake EC2 endpoint.
 type Server struct {
@@ -116,6 +161,7 @@ type Server struct {
 
 	mu     sync.Mutex
 	faults Faults
+	quirks Quirks
 	rnd    *mrand.Rand
 	// The n-th call's throttle and the n-th launch's failure depend on
 	// the seed alone, whatever the order of concurrent calls.
@@ -123,6 +169,8 @@ type Server struct {
 	instances              map[string]*instance
 	order                  []string // instance ids in launch order
 	keyPairs               map[string]string
+	keyImported            map[string]time.Time // when ImportKeyPair made a key pair (KeyPairLag)
+	tokens                 map[string]launchToken
 	images                 map[string]string // image id -> root device
 	nextID                 int
 	nextIP                 int
@@ -156,6 +204,8 @@ func NewServer(opts Options) (*Server, error) {
 		throttleRnd: mrand.New(mrand.NewPCG(opts.Seed, 0x6563327465737402)),
 		instances:   map[string]*instance{},
 		keyPairs:    map[string]string{},
+		keyImported: map[string]time.Time{},
+		tokens:      map[string]launchToken{},
 		images:      map[string]string{ImageID: RootDevice},
 		calls:       map[string]int{},
 		errors:      map[string]int{},
@@ -251,6 +301,13 @@ func (s *Server) Configure(change func(*Faults)) {
 	change(&s.faults)
 }
 
+// SetQuirks changes the quirks.
+func (s *Server) SetQuirks(change func(*Quirks)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	change(&s.quirks)
+}
+
 // Calls returns how many requests named action (all actions for "")
 // the server answered, errors included.
 func (s *Server) Calls(action string) int {
@@ -312,6 +369,7 @@ type Instance struct {
 	BlockDevices map[string]int32 // device -> GiB
 	IAMProfile   string
 	IMDSv2       bool
+	StateReason  string // the StateReason code of a launch-time termination
 	Home         string // the admin user's home directory
 	RunnerDir    string
 }
@@ -366,7 +424,7 @@ func (s *Server) Interrupt(id string) error {
 		s.mu.Unlock()
 		return fmt.Errorf("ec2test: %s is not a spot instance", id)
 	}
-	in.state = stateTerminated
+	in.terminate(time.Now())
 	in.reason = "Server.SpotInstanceTermination: Spot instance termination"
 	s.mu.Unlock()
 	in.stop()
@@ -378,6 +436,19 @@ func (s *Server) ImportKey(name string, key ssh.PublicKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.keyPairs[name] = ssh.FingerprintSHA256(key)
+}
+
+// ClientTokens returns the RunInstances client tokens the server has seen,
+// sorted.
+func (s *Server) ClientTokens() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.tokens))
+	for t := range s.tokens {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // KeyPairs returns the names of the key pairs.
@@ -413,9 +484,28 @@ type instance struct {
 	imdsv2                       bool
 	launched, listableAt         time.Time
 	state, reason                string
+	stateReason                  string    // StateReason code (a launch-time termination)
+	terminatedAt                 time.Time // when it became terminated
 	home, runnerDir              string
 	srv                          *sshserver.Server
 	stopOnce                     sync.Once
+}
+
+// terminate marks the instance terminated at now.
+func (in *instance) terminate(now time.Time) {
+	if in.state != stateTerminated {
+		in.state, in.terminatedAt = stateTerminated, now
+	}
+}
+
+// gone reports whether EC2 would no longer know the instance at all:
+// terminated longer ago than it lists terminated instances.
+func (s *Server) gone(in *instance, now time.Time) bool {
+	keep := s.quirks.TerminatedListedFor
+	if keep <= 0 {
+		keep = DefaultTerminatedListedFor
+	}
+	return in.state == stateTerminated && now.Sub(in.terminatedAt) >= keep
 }
 
 func (in *instance) info() Instance {
@@ -436,7 +526,7 @@ func (in *instance) info() Instance {
 		ID: in.id, Type: in.typ, State: in.state, Subnet: in.subnet, Spot: in.spot,
 		PrivateIP: in.ip, PublicIP: pub, Address: addr, KeyName: in.keyName, Tags: tags, VolumeTags: volumeTags,
 		UserDataUser: in.user, Secret: in.secret, Authorized: in.authorized, BlockDevices: devs,
-		IAMProfile: in.iamProfile, IMDSv2: in.imdsv2, Home: in.home, RunnerDir: in.runnerDir,
+		IAMProfile: in.iamProfile, IMDSv2: in.imdsv2, StateReason: in.stateReason, Home: in.home, RunnerDir: in.runnerDir,
 	}
 }
 
