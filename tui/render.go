@@ -194,7 +194,7 @@ func (m *Model) render() string {
 	}
 	var body string
 	switch m.screenMode() {
-	case modeHelp, modeDetails, modeLogs:
+	case modeHelp, modeDetails, modeLogs, modeYaml:
 		body = m.vp.View()
 	default:
 		body = m.table().View()

@@ -178,7 +178,7 @@ func (m *Model) verb(act string) tea.Cmd {
 		m.dlg = dialog.New(fmt.Sprintf("%s %d %ss?", label, n, kind), label, strconv.Itoa(n), body...)
 	case len(toZero) == 1:
 		m.dlg = dialog.New("Priority 0 for "+ids[0]+"?", "Set 0", "",
-			append([]string{"At priority 0 a container is never scheduled; a running one is stopped."}, hiddenNote...)...)
+			append([]string{prioZeroNote}, hiddenNote...)...)
 	case act == keys.Drain:
 		m.dlg = dialog.New("Drain instance "+ids[0]+"?", "Drain", "",
 			append([]string{"Start no new containers; shut it down once idle."}, hiddenNote...)...)
@@ -193,6 +193,9 @@ func (m *Model) verb(act string) tea.Cmd {
 	m.dlgFor = pv
 	return nil
 }
+
+// prioZeroNote says what priority 0 does, in the dialogs that ask first.
+const prioZeroNote = "At priority 0 a container is never scheduled; a running one is stopped."
 
 func (m *Model) container(id string) *queue.Container {
 	if m.snap == nil {

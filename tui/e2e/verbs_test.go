@@ -240,7 +240,7 @@ func exerciseVerbs(t *testing.T, tm *term, c *cli) {
 	waitCLI(t, "idle_behavior hold", stateWait, func() bool { return c.ls("instances")[inst].IdleBehavior == "hold" })
 
 	// Drain asks first, with Cancel focused: enter cancels.
-	tm.keys("d")
+	tm.keys("D")
 	waitDialog(t, tm, "Drain instance "+inst+"?")
 	tm.keys("Enter")
 	waitNoDialog(t, tm)
@@ -248,7 +248,7 @@ func exerciseVerbs(t *testing.T, tm *term, c *cli) {
 	if got := c.ls("instances")[inst].IdleBehavior; got != "hold" {
 		t.Fatalf("cancelled drain changed idle_behavior to %q", got)
 	}
-	tm.keys("d")
+	tm.keys("D")
 	waitDialog(t, tm, "Drain instance "+inst+"?")
 	tm.keys("Tab")
 	tm.waitText("> Drain <", screenWait)
@@ -499,7 +499,7 @@ func exerciseReadOnly(t *testing.T, tm *term, c *cli) {
 			return strings.Contains(sc, "mouse o") && !strings.Contains(sc, "read-only")
 		})
 	}
-	for _, k := range []string{"h", "K", "d"} {
+	for _, k := range []string{"h", "K", "D"} {
 		refused(k)
 	}
 	view(t, tm, 2)
