@@ -280,9 +280,9 @@ func (m *Model) command(s string) tea.Cmd {
 	switch name {
 	case "":
 		return nil
-	case "instances", "instance", "inst", "i", "in":
+	case "instances", "instance", "inst", "i", "in", "no", "node", "nodes": // k9s's nodes
 		v = vInstances
-	case "containers", "container", "ctr", "c", "co":
+	case "containers", "container", "ctr", "c", "co", "po", "pod", "pods": // k9s's pods
 		v = vContainers
 	case "types", "type", "t":
 		v = vTypes
