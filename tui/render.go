@@ -81,6 +81,14 @@ func (m *Model) header() []string {
 		for _, n := range sum.Containers {
 			nc += n
 		}
+		// The counts of the list the table shows: a summary newer than
+		// the list (a paced remote read) would disagree with the table.
+		m.countList()
+		byState, listNote := m.insp.listed, ""
+		if s.ListedAt.Before(s.TakenAt) && nc != m.insp.listedTotal {
+			listNote = fmt.Sprintf(" (list of %s; %d now)", s.ListedAt.Format("15:04:05"), nc)
+		}
+		nc = m.insp.listedTotal
 		l2 = fmt.Sprintf("instances %d: %s", ni, counts(sum.Instances, instanceOrder))
 		if n := unreachableCount(s.Instances); n > 0 {
 			l2 += fmt.Sprintf("  UNREACHABLE %d", n)
@@ -91,7 +99,7 @@ func (m *Model) header() []string {
 			// the end of the line.
 			failedPart = fmt.Sprintf(", FAILED %d", n)
 		}
-		l3 = fmt.Sprintf("containers %d%s: %s", nc, failedPart, counts(sum.Containers, queue.States[:]))
+		l3 = fmt.Sprintf("containers %d%s%s: %s", nc, listNote, failedPart, counts(byState, queue.States[:]))
 		quota := "quota " + strconv.Itoa(live) + "/"
 		if sum.QuotaLimit > 0 {
 			quota += strconv.Itoa(sum.QuotaLimit)
@@ -111,7 +119,14 @@ func (m *Model) header() []string {
 		l2 = "loading…"
 	}
 	if m.snapErr != nil {
-		flags = append(flags, "STALE")
+		// The back-off here too: the flash line, which says more, may
+		// be showing the result of a key instead.
+		stale := "STALE"
+		var re *backend.RetryError
+		if errors.As(m.snapErr, &re) {
+			stale += ", retry in " + max(re.At.Sub(m.now()), 0).Round(time.Second).String()
+		}
+		flags = append(flags, stale)
 	}
 	right := strings.Join(flags, " ") + "  " + m.now().Format("15:04:05")
 	l1 = fitLine(l1, max(w-len([]rune(right))-1, 0)) + " " + right
@@ -145,6 +160,9 @@ func (m *Model) tabBar() string {
 	}
 	t := m.table()
 	info := fmt.Sprintf("  %d/%d", t.Shown(), t.Len())
+	if m.snap == nil {
+		info = "  loading…" // not "0/0": nothing is known yet
+	}
 	if w := m.working(); w != "" {
 		// The rows and count shown are the previous ones until the
 		// result lands.

@@ -283,7 +283,7 @@ func TestKillDialogRequiresID(t *testing.T) {
 		if m.table().Pending(id) {
 			t.Errorf("row still pending after the next snapshot")
 		}
-		if !strings.Contains(m.flash, "ok: kill "+id) {
+		if !strings.Contains(m.flash, "ok: kill: "+id) {
 			t.Errorf("flash = %q", m.flash)
 		}
 	}
