@@ -377,7 +377,7 @@ func exerciseVerbs(t *testing.T, tm *term, c *cli) {
 	tm.keys("Space", "Space")
 	tm.waitText("marked:2", screenWait)
 	tm.keys("h")
-	waitDialog(t, tm, "hold 2 containers?")
+	waitDialog(t, tm, "Hold 2 containers?")
 	tm.waitText("Type 2 to confirm:", screenWait)
 	tm.keys("Tab")
 	tm.typeText("2")
