@@ -15,6 +15,7 @@ import (
 	"dispatch-tui/engine/termsafe"
 	"dispatch-tui/engine/worker"
 	"dispatch-tui/tui/backend"
+	"dispatch-tui/tui/keys"
 	"dispatch-tui/tui/table"
 
 	tea "charm.land/bubbletea/v2"
@@ -369,7 +370,7 @@ func (m *Model) detailLines() []string {
 			d.line(mark + id + termsafe.Escape(what))
 		}
 		if len(ctrs) > 0 {
-			d.line("  (↑↓ select, enter opens, y copies the id)")
+			d.line("  (↑↓ select, " + m.km.Key(keys.Details) + " or enter opens, " + m.km.Key(keys.Copy) + " copies the id)")
 		}
 		m.instanceEvents(d, string(v.ID))
 	case vContainers:
