@@ -566,7 +566,8 @@ func (m *Model) disconnected() string {
 	var re *backend.RetryError
 	if errors.As(m.snapErr, &re) {
 		wait := max(re.At.Sub(m.now()), 0).Round(time.Second)
-		return fmt.Sprintf("disconnected: %v — retrying in %s (attempt %d); verbs are off", re.Err, wait, re.Attempt)
+		// The back-off first: a long error is what the width cuts.
+		return fmt.Sprintf("disconnected — retrying in %s (attempt %d); verbs are off: %v", wait, re.Attempt, re.Err)
 	}
 	return "snapshot: " + m.snapErr.Error()
 }

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -49,8 +50,9 @@ func newBackendSetup(t *testing.T) *backendSetup {
 	return b
 }
 
-// startDaemon runs `dispatch-tui --daemon` on b's config until cleanup.
-func (b *backendSetup) startDaemon(t *testing.T) {
+// startDaemon runs `dispatch-tui --daemon` on b's config until cleanup,
+// or until the stop it returns is called.
+func (b *backendSetup) startDaemon(t *testing.T) (stop func()) {
 	t.Helper()
 	d := exec.Command(binary, "--daemon", "--config", b.cfg)
 	d.Env, d.Dir = b.sb.env, b.sb.dir
@@ -61,19 +63,26 @@ func (b *backendSetup) startDaemon(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { d.Wait(); close(done) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			d.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				d.Process.Kill()
+				<-done
+			}
+		})
+	}
 	t.Cleanup(func() {
-		d.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			d.Process.Kill()
-			<-done
-		}
+		stop()
 		if t.Failed() {
 			t.Logf("daemon log:\n%s", logs.String())
 		}
 	})
 	waitHealthy(t, b.server, 20*time.Second)
+	return stop
 }
 
 // TestTUIAgainstDaemon: the TUI attached with --connect to a daemon.
@@ -517,5 +526,30 @@ func exerciseReadOnly(t *testing.T, tm *term, c *cli) {
 			t.Errorf("read-only: container %s changed: %+v -> %+v", id, b, it)
 		}
 	}
+	tm.quit()
+}
+
+// TestReconnectShown: a console attached to a daemon that stops shows
+// the back-off in its header and offers no verbs, then recovers when the
+// daemon is back.
+func TestReconnectShown(t *testing.T) {
+	needTmux(t)
+	b := newBackendSetup(t)
+	stop := b.startDaemon(t)
+	tm := startTerm(t, b.sb, 120, 40, nil, binary, "--connect", "http://"+b.server, "--token", token, "--config", b.cfg)
+	tm.waitScreen("connected, verbs offered", screenWait, func(sc string) bool {
+		return strings.Contains(line(sc, 0), "remote http://") && strings.Contains(line(sc, 39), "h hold")
+	})
+	stop()
+	sc := tm.waitScreen("the back-off in the header, no verbs in the footer", stateWait, func(sc string) bool {
+		return strings.Contains(line(sc, 0), "STALE, retry in ") && strings.Contains(line(sc, 4), "retrying in ") &&
+			!strings.Contains(line(sc, 39), "h hold") &&
+			!strings.Contains(line(sc, 39), "K kill")
+	})
+	t.Logf("disconnected:\n%s", sc)
+	b.startDaemon(t)
+	tm.waitScreen("reconnected", stateWait, func(sc string) bool {
+		return !strings.Contains(line(sc, 0), "STALE") && strings.Contains(line(sc, 39), "h hold")
+	})
 	tm.quit()
 }
