@@ -567,7 +567,7 @@ func (m *Model) disconnected() string {
 	if errors.As(m.snapErr, &re) {
 		wait := max(re.At.Sub(m.now()), 0).Round(time.Second)
 		// The back-off first: a long error is what the width cuts.
-		return fmt.Sprintf("disconnected — retrying in %s (attempt %d); verbs are off: %v", wait, re.Attempt, re.Err)
+		return fmt.Sprintf("disconnected — retrying in %s (attempt %d); verbs are off: %s", wait, re.Attempt, reachError(re.Err))
 	}
-	return "snapshot: " + m.snapErr.Error()
+	return "snapshot: " + reachError(m.snapErr)
 }

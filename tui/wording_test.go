@@ -2,6 +2,9 @@ package tui
 
 import (
 	"errors"
+	"fmt"
+	"net"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -181,4 +184,32 @@ func TestReconnectingHeaderAndFooter(t *testing.T) {
 		}
 	}
 	_ = worker.StateIdle
+}
+
+// A dispatcher that refuses connections is said in words, not as the
+// dial error.
+func TestDisconnectedInWords(t *testing.T) {
+	m, eb := newErring(t)
+	_, err := net.Dial("tcp", closedAddr(t))
+	if err == nil {
+		t.Fatal("dialled a closed port")
+	}
+	eb.fail(&backend.RetryError{Err: fmt.Errorf("summary: %w", &url.Error{Op: "Get", URL: "http://127.0.0.1/v1/summary", Err: err}), Attempt: 1, At: t0.Add(time.Second)})
+	m.fetching = false
+	m.Update(m.startFetch()())
+	l := lines(m)[4]
+	if !strings.Contains(l, "refuses connections (is it running?") || strings.Contains(l, "dial tcp") {
+		t.Errorf("disconnected line %q", l)
+	}
+}
+
+// closedAddr is a TCP address nothing listens on.
+func closedAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
 }
