@@ -267,6 +267,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.dlgFor = &pendingVerb{action: strings.ToLower(name), paused: !paused}
 	case keys.PrioEdit:
 		return m.editPriority()
+	case keys.Shell:
+		return m.openShell()
 	default:
 		return m.verb(act)
 	}

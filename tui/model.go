@@ -366,6 +366,8 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case verbMsg:
 		m.inflight = max(m.inflight-1, 0)
 		return m, m.onVerb(msg)
+	case shellDoneMsg:
+		return m, m.onShellDone(msg)
 	case spinMsg:
 		return m, m.onSpin(msg)
 	case logsMsg:

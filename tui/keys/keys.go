@@ -105,6 +105,7 @@ const (
 	PrioUp     = "priority_up"
 	PrioDown   = "priority_down"
 	PrioEdit   = "priority"
+	Shell      = "shell"
 	Copy       = "copy"
 	Yaml       = "yaml"
 	NextView   = "next_view"
@@ -186,6 +187,7 @@ var defaults = []def{
 	{Hold, []string{"h"}, Tables, GroupVerbs, "+hold", "instances: hold; containers: hold/release", true},
 	{Drain, []string{"D"}, Instances, GroupVerbs, "+drain", "drain instance", true},
 	{Run, []string{"r"}, Instances, GroupVerbs, "+run", "run instance (back to normal)", true},
+	{Shell, []string{"s"}, Instances, GroupVerbs, "shell", "shell on the instance (over the dispatcher's SSH connection; recorded as an event)", true},
 	{Kill, []string{"K", "ctrl+d"}, Tables, GroupVerbs, "+kill", "kill (delete) instance or container", true},
 	{PrioUp, []string{"+", "="}, Containers, GroupVerbs, "+prio", "raise priority by 1", true},
 	{PrioDown, []string{"-"}, Containers, GroupVerbs, "prio-", "lower priority by 1 (0 = never scheduled, asks first)", true},
