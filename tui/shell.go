@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	tea "charm.land/bubbletea/v2"
 	xterm "github.com/charmbracelet/x/term"
@@ -81,14 +82,42 @@ func (x *shellExec) Run() error {
 				cols, rows = w, h
 			}
 		}
-		// Cancelled when the shell ends: the console reads the terminal
+		// Stopped when the shell ends: the console reads the terminal
 		// again, and no key typed then goes to the closed session.
 		if cr, err := cancelreader.NewReader(f); err == nil {
-			defer cr.Close()
-			defer cr.Cancel()
-			in = cr
+			sr := &stoppableReader{cr: cr}
+			defer sr.stop()
+			in = sr
 		}
 	}
 	fmt.Fprintf(x.out, "\r\ndispatch-tui: shell on %s; exit it to return to the console\r\n", x.id)
 	return x.be.Shell(x.ctx, x.id, term, cols, rows, in, x.out)
+}
+
+// stoppableReader is the terminal as the shell's session reads it. The
+// session's reading goroutine outlives the shell, blocked in a Read: stop
+// cancels that Read and waits for it to return before closing the
+// cancel reader (closed under a waiting Read, it missed the cancel and
+// took the next key from the console).
+type stoppableReader struct {
+	mu      sync.Mutex // held by a Read for its duration
+	cr      cancelreader.CancelReader
+	stopped bool
+}
+
+func (s *stoppableReader) Read(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return 0, io.EOF
+	}
+	return s.cr.Read(p)
+}
+
+func (s *stoppableReader) stop() {
+	s.cr.Cancel()
+	s.mu.Lock() // the pending Read has returned
+	defer s.mu.Unlock()
+	s.stopped = true
+	s.cr.Close()
 }
