@@ -1,5 +1,7 @@
 package runner
 
+// The executor that can also open an interactive shell (the console's `s`).
+
 import (
 	"context"
 	"io"

@@ -1,5 +1,8 @@
 package worker
 
+// A shell on an instance over the pool's own connection to it (the
+// console's `s`, through Engine.Shell).
+
 import (
 	"context"
 	"errors"

@@ -1,5 +1,7 @@
 package backend
 
+// A shell on an instance, for the backends that can open one (in process).
+
 import (
 	"context"
 	"io"
