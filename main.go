@@ -26,7 +26,7 @@ import (
 	"dispatch-tui/engine/runner/agent"
 	"dispatch-tui/engine/simulate"
 	"dispatch-tui/engine/termsafe"
-	"dispatch-tui/tui/keys"
+	"dispatch-tui/tui"
 )
 
 const version = "0.1.0-dev"
@@ -154,7 +154,7 @@ func checkConfig(path string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := keys.Validate(cfg.TUI.Keys); err != nil {
+	if err := tui.ValidateKeys(cfg.TUI.Keys); err != nil {
 		return fmt.Errorf("%s: [tui.keys]: %w", path, err)
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", termsafe.Escape(path))

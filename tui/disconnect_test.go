@@ -74,7 +74,7 @@ func TestRetryShownAndVerbsOff(t *testing.T) {
 	m.fetching = false
 	m.Update(m.startFetch()())
 	got := plain(m)
-	for _, want := range []string{"STALE", "disconnected: dial unix /run/d.sock: connect: connection refused — retrying in 4s (attempt 3); verbs are off"} {
+	for _, want := range []string{"STALE", "disconnected — retrying in 4s (attempt 3); verbs are off: dial unix /run/d.sock: connect: connection refused"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("view lacks %q:\n%s", want, got)
 		}

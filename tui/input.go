@@ -1,9 +1,7 @@
 package tui
 
 import (
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"charm.land/bubbles/v2/textinput"
@@ -114,6 +112,8 @@ func (m *Model) onInputKey(msg tea.KeyPressMsg) tea.Cmd {
 			}
 		case modeSearch:
 			return m.searchLogs(s)
+		case modePrio:
+			return m.setPriority(s)
 		}
 		return nil
 	case "up", "down":
@@ -154,7 +154,7 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	switch m.mode {
-	case modeCommand, modeFilter, modeSearch:
+	case modeCommand, modeFilter, modeSearch, modePrio:
 		return m.onInputKey(msg)
 	}
 	act := m.km.Lookup(m.scope(), msg)
@@ -163,25 +163,21 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 			return cmd
 		}
 	}
-	// Screens layered over the table (help, details, logs): the moving
-	// keys scroll their viewport.
-	if m.mode == modeHelp || m.mode == modeDetails || m.mode == modeLogs {
-		if cmd, done := m.onScreenKey(act); done {
+	switch m.mode {
+	case modeHelp, modeDetails, modeLogs, modeYaml: // a pager's keys (pager.go)
+		if cmd, done := m.onScreenKey(act, msg.String()); done {
 			return cmd
 		}
 	}
 	if act == "" {
 		k := msg.String()
-		if len(k) == 1 && k[0] >= 'A' && k[0] <= 'Z' {
-			if m.mode == modeNormal && m.table().SortBy(k) {
+		if len(k) == 1 && k[0] >= 'A' && k[0] <= 'Z' && m.mode == modeNormal {
+			if m.table().SortBy(k) {
 				return nil
 			}
-			return m.notHere("sort " + k)
+			return m.notHere(k, "no column of this view sorts by", k)
 		}
-		if m.km.BoundElsewhere(msg) {
-			return m.notHere(k)
-		}
-		return nil
+		return m.notHere(k)
 	}
 	if m.km.IsVerb(act) && m.opts.ReadOnly {
 		if m.opts.ReadOnlyReason != "" {
@@ -227,6 +223,10 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.table().Move(1)
 	case keys.MarkAll:
 		m.table().MarkAll()
+	case keys.NextView:
+		m.switchView((m.view + 1) % nViews)
+	case keys.PrevView:
+		m.switchView((m.view + nViews - 1) % nViews)
 	case keys.Details:
 		id := m.table().Cursor()
 		if id == "" {
@@ -238,16 +238,16 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		return m.fetchLogs()
 	case keys.Logs:
 		id := m.table().Cursor()
-		if m.mode == modeDetails {
-			id = m.detailID
-		}
-		if (m.mode == modeDetails && m.detailView != vContainers) || (m.mode != modeDetails && m.view != vContainers) || id == "" {
+		if m.view != vContainers || id == "" {
 			return m.notHere("logs", "select a container in view 2")
 		}
-		m.logID, m.logLines, m.logFollow, m.logSearch = id, nil, true, ""
-		m.openScreen(modeLogs)
-		m.logBusy = false
-		return m.fetchLogs()
+		return m.openLogs(id, modeNormal)
+	case keys.Yaml:
+		id := m.table().Cursor()
+		if id == "" {
+			return m.notHere("yaml", "no row selected")
+		}
+		m.openYaml(m.view, id, modeNormal)
 	case keys.Copy:
 		return m.copyID()
 	case keys.Mouse:
@@ -265,108 +265,14 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 		m.dlg = dialog.New(name+" the scheduler?", name, "", body)
 		m.dlgFor = &pendingVerb{action: strings.ToLower(name), paused: !paused}
-	case keys.Search, keys.Wrap:
-		return m.notHere(m.km.Key(act))
+	case keys.PrioEdit:
+		return m.editPriority()
+	case keys.Shell:
+		return m.openShell()
 	default:
 		return m.verb(act)
 	}
 	return nil
-}
-
-// onScreenKey handles a key on the help, details or logs screen; done is
-// false when the table's handling applies (quit, views, verbs on the
-// detailed row).
-func (m *Model) onScreenKey(act string) (cmd tea.Cmd, done bool) {
-	vp := &m.vp
-	switch act {
-	case keys.Up:
-		vp.ScrollUp(1)
-	case keys.Down:
-		vp.ScrollDown(1)
-	case keys.PageUp:
-		vp.PageUp()
-	case keys.PageDown:
-		vp.PageDown()
-	case keys.Top:
-		vp.GotoTop()
-	case keys.Bottom:
-		vp.GotoBottom()
-	case keys.Back:
-		m.mode = modeNormal
-		return nil, true
-	case keys.Help:
-		if m.mode != modeHelp {
-			return nil, false
-		}
-		m.mode = m.prevMode
-		m.syncScreen()
-		return nil, true
-	case keys.Wrap:
-		if m.mode == modeHelp {
-			return m.notHere(m.km.Key(act)), true
-		}
-		m.screenWrap = !m.screenWrap
-		m.syncScreen()
-		return nil, true
-	case keys.Filter:
-		if m.mode != modeLogs {
-			return m.notHere(m.km.Key(act)), true
-		}
-		m.openInput(modeSearch, "search: ", m.logSearch)
-		return nil, true
-	case keys.Search:
-		if m.mode != modeLogs || m.logSearch == "" {
-			return m.notHere(m.km.Key(act)), true
-		}
-		vp.HighlightNext()
-		m.logFollow = false
-		return nil, true
-	case keys.Details, keys.Mark, keys.MarkAll:
-		return m.notHere(m.km.Key(act)), true
-	default:
-		if m.mode == modeHelp && act != keys.Quit && act != keys.Command {
-			if act != "" {
-				return m.notHere(m.km.Key(act)), true
-			}
-			return nil, true
-		}
-		return nil, false
-	}
-	if m.mode == modeLogs {
-		// Scrolling away from the end stops following; the end resumes it.
-		m.logFollow = vp.AtBottom()
-	}
-	return nil, true
-}
-
-// searchLogs highlights the matches of a pattern (regexp, or text when it
-// does not compile) in the logs and scrolls to the first one.
-func (m *Model) searchLogs(s string) tea.Cmd {
-	m.logSearch = s
-	m.vp.ClearHighlights()
-	if s == "" {
-		return nil
-	}
-	re, err := regexp.Compile("(?i)" + s)
-	var note tea.Cmd
-	if err != nil {
-		re = regexp.MustCompile("(?i)" + regexp.QuoteMeta(s))
-		note = m.setFlash("search: not a valid regular expression; matching it as text", true)
-	}
-	content := m.vp.GetContent()
-	matches := re.FindAllStringIndex(content, -1)
-	if len(matches) == 0 {
-		return m.setFlash("search: no match for "+s, true)
-	}
-	m.logFollow = false
-	if last := strings.Count(content[:matches[len(matches)-1][0]], "\n"); last < m.vp.YOffset() {
-		m.vp.SetYOffset(0) // every match is above: wrap around to the first
-	}
-	m.vp.SetHighlights(matches)
-	if note != nil {
-		return note
-	}
-	return m.setFlash("search: "+strconv.Itoa(len(matches))+" matches ("+m.km.Key(keys.Search)+" next)", false)
 }
 
 func (m *Model) command(s string) tea.Cmd {
@@ -376,9 +282,9 @@ func (m *Model) command(s string) tea.Cmd {
 	switch name {
 	case "":
 		return nil
-	case "instances", "instance", "inst", "i", "in":
+	case "instances", "instance", "inst", "i", "in", "no", "node", "nodes": // k9s's nodes
 		v = vInstances
-	case "containers", "container", "ctr", "c", "co":
+	case "containers", "container", "ctr", "c", "co", "po", "pod", "pods": // k9s's pods
 		v = vContainers
 	case "types", "type", "t":
 		v = vTypes

@@ -107,7 +107,7 @@ func TestRefusedKeysSayNotAvailable(t *testing.T) {
 	tests := []struct {
 		view, key string
 	}{
-		{"2", "d"}, // drain: instances only
+		{"2", "D"}, // drain: instances only
 		{"1", "+"}, // priority: containers only
 		{"3", "h"}, // no verbs on types
 		{"4", "K"},

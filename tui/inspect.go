@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/termsafe"
 	"dispatch-tui/tui/backend"
 	"dispatch-tui/tui/keys"
 )
@@ -28,8 +29,12 @@ type inspectState struct {
 	// still be explained once it ages out of the snapshot's events.
 	event queue.Event
 
-	failedOf *backend.Snapshot // the snapshot failed was counted in
+	failedOf *backend.Snapshot // the snapshot the counts below are of
 	failed   int
+	// listed counts the containers of the snapshot's list by state: the
+	// header shows these, so that they agree with the table.
+	listed      map[queue.State]int
+	listedTotal int
 
 	// fatal is the backend error the console exits with (Run returns it).
 	fatal error
@@ -45,19 +50,26 @@ type drillStep struct{ from, to detailRef }
 // failedCount returns how many containers of the snapshot ended with a
 // non-zero exit (counted once per snapshot).
 func (m *Model) failedCount() int {
-	if m.snap == nil {
-		return 0
-	}
-	if m.insp.failedOf != m.snap {
-		n := 0
-		for i := range m.snap.Containers {
-			if failed(&m.snap.Containers[i]) {
-				n++
-			}
-		}
-		m.insp.failedOf, m.insp.failed = m.snap, n
-	}
+	m.countList()
 	return m.insp.failed
+}
+
+// countList counts the snapshot's containers by state, and the failed
+// ones, once per snapshot.
+func (m *Model) countList() {
+	if m.snap == nil || m.insp.failedOf == m.snap {
+		return
+	}
+	n, by := 0, map[queue.State]int{}
+	for i := range m.snap.Containers {
+		c := &m.snap.Containers[i]
+		by[c.State]++
+		if failed(c) {
+			n++
+		}
+	}
+	m.insp.failedOf, m.insp.failed = m.snap, n
+	m.insp.listed, m.insp.listedTotal = by, len(m.snap.Containers)
 }
 
 // detailKey handles the keys of the details view that are not scrolling:
@@ -108,11 +120,15 @@ func (m *Model) detailKey(act string) (cmd tea.Cmd, ok bool) {
 			}
 			to = detailRef{vInstances, c.InstanceID}
 		case vEvents:
-			tv, ok := m.targetView(m.insp.event.Target)
-			if !ok || strconv.FormatUint(m.insp.event.Seq, 10) != m.detailID {
-				return m.setFlash("this event's target is not an instance or a container", true), true
+			e := m.insp.event
+			if strconv.FormatUint(e.Seq, 10) != m.detailID {
+				return m.setFlash("event #"+m.detailID+" has aged out: its target is not known here", true), true
 			}
-			to = detailRef{tv, m.insp.event.Target}
+			tv, ok := m.targetView(e.Target)
+			if !ok {
+				return m.setFlash(targetGone(e.Target), true), true
+			}
+			to = detailRef{tv, e.Target}
 		default:
 			return nil, true
 		}
@@ -214,7 +230,7 @@ func (m *Model) copyID() tea.Cmd {
 	return tea.Batch(tea.SetClipboard(id), m.setFlash("copied "+id+" (OSC 52: the terminal must allow it)", false))
 }
 
-// eventTargetCol is the OBJECT column of the events view.
+// eventTargetCol is the TARGET column of the events view.
 const eventTargetCol = 4
 
 // eventBySeq finds an event of the snapshot by its sequence number.
@@ -274,6 +290,19 @@ func (m *Model) eventLines(d *detailText) []string {
 	d.kv("reason", or(e.Reason, "-"))
 	if _, ok := m.targetView(e.Target); ok {
 		d.line("", "enter: open "+e.Target)
+	} else {
+		d.line("", targetGone(e.Target))
 	}
 	return d.lines
+}
+
+// targetGone says why an event's target cannot be opened: an instance or
+// container no longer listed, or something that has no details (the
+// scheduler, the store).
+func targetGone(target string) string {
+	switch target {
+	case "", "scheduler", "store":
+		return "this event is about " + or(target, "nothing in particular") + ", which has no details view"
+	}
+	return termsafe.Escape(target) + " is gone: no instance or container of that id is listed now (destroyed, or its record dropped)"
 }

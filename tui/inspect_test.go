@@ -173,7 +173,7 @@ func TestDrillDown(t *testing.T) {
 	}
 }
 
-// y copies the full id of the cursor row (OSC 52).
+// c copies the full id of the cursor row (OSC 52).
 func TestCopyID(t *testing.T) {
 	m, fb := newTest(t, Options{})
 	size(m, 80, 24)
@@ -185,9 +185,9 @@ func TestCopyID(t *testing.T) {
 	} {
 		press(m, tc.view)
 		m.table().SetCursor(tc.cursor)
-		cmd := press(m, "y")
+		cmd := press(m, "c")
 		if cmd == nil {
-			t.Fatalf("y gave no command")
+			t.Fatalf("c gave no command")
 		}
 		var got []string
 		for _, c := range cmd().(tea.BatchMsg) {

@@ -68,6 +68,8 @@ const (
 	modeDetails
 	modeLogs
 	modeSearch // typing a search of the logs
+	modeYaml   // the object under the cursor as YAML
+	modePrio   // typing a container's new priority
 )
 
 // Messages. Every result of a Cmd carries the values it was started with;
@@ -87,6 +89,7 @@ type (
 	flashEndMsg struct{ seq uint64 }
 	verbMsg     struct {
 		action string
+		view   viewID // whose rows ids are (the flash counts "3 containers")
 		ids    []string
 		failed map[string]error
 	}
@@ -155,6 +158,8 @@ type Model struct {
 	dlg    *dialog.Confirm
 	dlgFor *pendingVerb
 
+	prioFor []string // the containers whose priority is being typed (`e`)
+
 	vp         viewport.Model // help, details and logs
 	screenWrap bool           // details and logs wrap long lines
 	help       help.Model
@@ -173,10 +178,14 @@ type Model struct {
 	detailView viewID
 	detailLogs string
 
+	yamlView viewID // the YAML view's object
+	yamlID   string
+
+	pg pagerState // horizontal offset, log search, way back (pager.go)
+
 	logID     string
 	logLines  []string
 	logFollow bool
-	logSearch string
 	logGen    uint64
 	logBusy   bool
 
@@ -195,7 +204,7 @@ func newModel(opts Options, now func() time.Time) (*Model, error) {
 	if opts.Backend == nil {
 		return nil, errors.New("tui: no backend")
 	}
-	km, err := keys.New(opts.KeyOverrides)
+	km, err := keys.New(opts.KeyOverrides, sortKeys())
 	if err != nil {
 		return nil, err
 	}
@@ -272,14 +281,20 @@ func (m *Model) setFlash(s string, isErr bool) tea.Cmd {
 	return m.tick(flashFor, func(time.Time) tea.Msg { return flashEndMsg{seq: seq} })
 }
 
+// scope is where keys are looked up: the screen over the table (help,
+// details, logs, YAML: a pager's keys) or the table view.
 func (m *Model) scope() keys.Scope {
+	switch m.screenMode() {
+	case modeHelp, modeDetails, modeLogs, modeYaml:
+		return keys.Pager
+	}
 	switch m.view {
 	case vInstances:
 		return keys.Instances
 	case vContainers:
 		return keys.Containers
 	}
-	return keys.Global
+	return keys.Tables
 }
 
 func (m *Model) table() *table.Table { return m.tables[m.view] }
@@ -351,6 +366,8 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case verbMsg:
 		m.inflight = max(m.inflight-1, 0)
 		return m, m.onVerb(msg)
+	case shellDoneMsg:
+		return m, m.onShellDone(msg)
 	case spinMsg:
 		return m, m.onSpin(msg)
 	case logsMsg:
@@ -426,7 +443,7 @@ func (m *Model) onSnapshot(msg snapshotMsg) tea.Cmd {
 			}
 		}
 	}
-	if m.screenMode() == modeDetails {
+	if md := m.screenMode(); md == modeDetails || md == modeYaml {
 		m.syncScreen()
 	}
 	cmds = append(cmds, m.armSpin())
@@ -546,6 +563,7 @@ func (m *Model) onLogs(msg logsMsg) {
 		return
 	}
 	m.logLines = termsafe.Lines(strings.TrimRight(text, "\n"))
+	m.findHits()
 }
 
 func (m *Model) bodyHeight() int { return max(m.height-headerLines-1, 1) }

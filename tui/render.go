@@ -15,6 +15,7 @@ import (
 	"dispatch-tui/engine/termsafe"
 	"dispatch-tui/engine/worker"
 	"dispatch-tui/tui/backend"
+	"dispatch-tui/tui/keys"
 	"dispatch-tui/tui/table"
 
 	tea "charm.land/bubbletea/v2"
@@ -81,6 +82,14 @@ func (m *Model) header() []string {
 		for _, n := range sum.Containers {
 			nc += n
 		}
+		// The counts of the list the table shows: a summary newer than
+		// the list (a paced remote read) would disagree with the table.
+		m.countList()
+		byState, listNote := m.insp.listed, ""
+		if s.ListedAt.Before(s.TakenAt) && nc != m.insp.listedTotal {
+			listNote = fmt.Sprintf(" (list of %s; %d now)", s.ListedAt.Format("15:04:05"), nc)
+		}
+		nc = m.insp.listedTotal
 		l2 = fmt.Sprintf("instances %d: %s", ni, counts(sum.Instances, instanceOrder))
 		if n := unreachableCount(s.Instances); n > 0 {
 			l2 += fmt.Sprintf("  UNREACHABLE %d", n)
@@ -91,7 +100,7 @@ func (m *Model) header() []string {
 			// the end of the line.
 			failedPart = fmt.Sprintf(", FAILED %d", n)
 		}
-		l3 = fmt.Sprintf("containers %d%s: %s", nc, failedPart, counts(sum.Containers, queue.States[:]))
+		l3 = fmt.Sprintf("containers %d%s%s: %s", nc, listNote, failedPart, counts(byState, queue.States[:]))
 		quota := "quota " + strconv.Itoa(live) + "/"
 		if sum.QuotaLimit > 0 {
 			quota += strconv.Itoa(sum.QuotaLimit)
@@ -111,7 +120,14 @@ func (m *Model) header() []string {
 		l2 = "loading…"
 	}
 	if m.snapErr != nil {
-		flags = append(flags, "STALE")
+		// The back-off here too: the flash line, which says more, may
+		// be showing the result of a key instead.
+		stale := "STALE"
+		var re *backend.RetryError
+		if errors.As(m.snapErr, &re) {
+			stale += ", retry in " + max(re.At.Sub(m.now()), 0).Round(time.Second).String()
+		}
+		flags = append(flags, stale)
 	}
 	right := strings.Join(flags, " ") + "  " + m.now().Format("15:04:05")
 	l1 = fitLine(l1, max(w-len([]rune(right))-1, 0)) + " " + right
@@ -145,6 +161,9 @@ func (m *Model) tabBar() string {
 	}
 	t := m.table()
 	info := fmt.Sprintf("  %d/%d", t.Shown(), t.Len())
+	if m.snap == nil {
+		info = "  loading…" // not "0/0": nothing is known yet
+	}
 	if w := m.working(); w != "" {
 		// The rows and count shown are the previous ones until the
 		// result lands.
@@ -194,7 +213,7 @@ func (m *Model) render() string {
 	}
 	var body string
 	switch m.screenMode() {
-	case modeHelp, modeDetails, modeLogs:
+	case modeHelp, modeDetails, modeLogs, modeYaml:
 		body = m.vp.View()
 	default:
 		body = m.table().View()
@@ -351,7 +370,7 @@ func (m *Model) detailLines() []string {
 			d.line(mark + id + termsafe.Escape(what))
 		}
 		if len(ctrs) > 0 {
-			d.line("  (↑↓ select, enter opens, y copies the id)")
+			d.line("  (↑↓ select, " + m.km.Key(keys.Details) + " or enter opens, " + m.km.Key(keys.Copy) + " copies the id)")
 		}
 		m.instanceEvents(d, string(v.ID))
 	case vContainers:
@@ -547,7 +566,8 @@ func (m *Model) disconnected() string {
 	var re *backend.RetryError
 	if errors.As(m.snapErr, &re) {
 		wait := max(re.At.Sub(m.now()), 0).Round(time.Second)
-		return fmt.Sprintf("disconnected: %v — retrying in %s (attempt %d); verbs are off", re.Err, wait, re.Attempt)
+		// The back-off first: a long error is what the width cuts.
+		return fmt.Sprintf("disconnected — retrying in %s (attempt %d); verbs are off: %s", wait, re.Attempt, reachError(re.Err))
 	}
-	return "snapshot: " + m.snapErr.Error()
+	return "snapshot: " + reachError(m.snapErr)
 }

@@ -39,6 +39,11 @@ func newHelp(dark, noColor bool) help.Model {
 	} else {
 		h.Styles = help.DefaultStyles(dark)
 	}
+	// Items that do not fit are left out whole, without a cut marker
+	// (`?` lists them all); two spaces apart, the table's 80 columns
+	// hold every verb of a view.
+	h.ShortSeparator = "  "
+	h.Ellipsis = ""
 	return h
 }
 
@@ -80,7 +85,7 @@ func (m *Model) onSpin(msg spinMsg) tea.Cmd {
 // otherwise).
 func (m *Model) screenMode() mode {
 	switch m.mode {
-	case modeCommand, modeFilter, modeSearch:
+	case modeCommand, modeFilter, modeSearch, modePrio:
 		return m.inputFrom
 	}
 	return m.mode
@@ -92,13 +97,15 @@ func (m *Model) openScreen(md mode) {
 		m.prevMode = m.mode
 	}
 	m.mode = md
-	m.vp.ClearHighlights()
+	m.pg.xOff = 0 // every screen opens at column 0
 	m.vp.SetYOffset(0)
 	m.syncScreen()
 }
 
 // syncScreen puts the open screen's text in the viewport, keeping the
-// scroll position (or the end, for logs that follow).
+// scroll position (or the end, for logs that follow). Unwrapped lines
+// are cut here, from the pager's offset, so the viewport's own
+// horizontal offset stays 0.
 func (m *Model) syncScreen() {
 	var lines []string
 	md := m.screenMode()
@@ -110,26 +117,32 @@ func (m *Model) syncScreen() {
 	case modeDetails:
 		lines = m.detailLines()
 	case modeLogs:
-		lines = m.logLines
+		lines = m.paintHits(m.logLines)
 		if len(lines) == 0 {
 			lines = []string{"(waiting for output…)"}
 		}
+	case modeYaml:
+		lines = m.yamlLines()
 	default:
 		return
 	}
-	m.vp.SoftWrap = m.screenWrap && md != modeHelp
-	m.vp.SetWidth(max(m.width, 1))
+	m.pg.text = lines
+	w := max(m.width, 1)
+	wrap := m.screenWrap || md == modeHelp // help is wrapped above
+	if wrap {
+		m.pg.xOff = 0
+	} else {
+		lines = m.cutLines(lines, w)
+	}
+	m.vp.SoftWrap = wrap
+	m.vp.SetWidth(w)
 	m.vp.SetHeight(m.bodyHeight())
+	m.vp.SetXOffset(0)
 	y := m.vp.YOffset()
 	m.vp.SetContentLines(slices.Clone(lines)) // it may split lines in place
 	if md == modeLogs && m.logFollow {
 		m.vp.GotoBottom()
 	} else {
-		m.vp.SetYOffset(y)
-	}
-	if md == modeLogs && m.logSearch != "" {
-		y := m.vp.YOffset()
-		m.searchLogs(m.logSearch)
 		m.vp.SetYOffset(y)
 	}
 }
@@ -169,7 +182,7 @@ func (m *Model) helpLines() []string {
 func (m *Model) footer() string {
 	w := m.width
 	switch m.mode {
-	case modeCommand, modeFilter, modeSearch:
+	case modeCommand, modeFilter, modeSearch, modePrio:
 		m.in.SetWidth(0)
 		hint := "  enter: run  tab: complete  esc: cancel"
 		switch m.mode {
@@ -179,14 +192,17 @@ func (m *Model) footer() string {
 				hint = "  not a valid regexp: matching as text"
 			}
 		case modeSearch:
-			hint = "  enter: search  esc: cancel"
+			hint = "  enter: search (substring or regexp)  esc: cancel"
+		case modePrio:
+			hint = "  enter: set  esc: cancel"
 		}
 		v := m.in.View()
 		return ansi.Truncate(v+m.th.Dim.Render(hint), w, "…") + strings.Repeat(" ", max(w-ansi.StringWidth(v+hint), 0))
 	}
 	// The short help is rendered with lipgloss styles item by item: more
 	// than the rest of a frame costs. It changes only with these.
-	ck := footerKey{mode: m.mode, scope: m.scope(), width: w, follow: m.logFollow, logID: m.logID}
+	ck := footerKey{mode: m.mode, scope: m.scope(), width: w, follow: m.logFollow, logID: m.logID,
+		detail: m.detailView, wrap: m.screenWrap, search: m.searchStatus(), off: m.snapErr != nil}
 	if m.spinning() {
 		ck.spin = m.spin.View() + m.inflightWhat
 		ck.spinning = true
@@ -209,19 +225,32 @@ func (m *Model) footer() string {
 		bs[1].SetHelp(m.km.Key(keys.Back), "close")
 		bs[2].SetHelp("↑↓", "scroll")
 	case modeLogs:
-		bs = m.km.ShortOf(keys.Quit, keys.Back, keys.Bottom, keys.Filter, keys.Search, keys.Wrap)
-		follow := "follow: off"
+		prefix += "logs " + m.logID
 		if m.logFollow {
-			follow = "follow: on"
+			prefix += " (following)"
 		}
-		bs[2].SetHelp(m.km.Key(keys.Bottom), follow)
-		bs[3].SetHelp(m.km.Key(keys.Filter), "search")
-		bs[4].SetHelp(m.km.Key(keys.Search), "next")
-		prefix += "logs " + m.logID + "  "
+		if s := m.searchStatus(); s != "" {
+			prefix += "  " + s
+		}
+		prefix += "  "
+		bs = m.km.ShortOf(keys.Quit, keys.Back, keys.Filter, keys.Search, keys.Bottom, keys.Wrap)
+		bs[2].SetHelp(m.km.Key(keys.Filter), "search")
+		bs[4].SetHelp(m.km.Key(keys.Bottom), "follow")
+		bs = append(bs, m.scrollHelp()...)
 	case modeDetails:
-		bs = m.km.ShortOf(keys.Quit, keys.Back, keys.Logs, keys.Wrap)
+		bs = m.km.ShortOf(keys.Quit, keys.Back)
+		if m.detailView == vContainers {
+			bs = append(bs, m.km.ShortOf(keys.Logs)...)
+		}
+		bs = append(bs, m.km.ShortOf(keys.Yaml, keys.Copy, keys.Wrap)...)
+		bs = append(bs, m.scrollHelp()...)
+	case modeYaml:
+		bs = m.km.ShortOf(keys.Quit, keys.Back, keys.Copy, keys.Wrap)
+		bs = append(bs, m.scrollHelp()...)
 	default:
-		bs = m.km.Short(m.scope(), m.opts.ReadOnly)
+		// Disconnected, the rows are stale and verbs refused: the footer
+		// offers none.
+		bs = m.km.Short(m.scope(), m.opts.ReadOnly || m.snapErr != nil)
 	}
 	h := m.help
 	h.SetWidth(max(w-ansi.StringWidth(prefix), 0))
@@ -229,6 +258,15 @@ func (m *Model) footer() string {
 	line += strings.Repeat(" ", max(w-ansi.StringWidth(line), 0))
 	m.footerCache.key, m.footerCache.line, m.footerCache.ok = ck, line, true
 	return line
+}
+
+// scrollHelp is the ←→ hint of a screen whose lines are not wrapped.
+func (m *Model) scrollHelp() []bkey.Binding {
+	if m.screenWrap {
+		return nil
+	}
+	b := bkey.NewBinding(bkey.WithKeys(m.km.Keys(keys.Left)...), bkey.WithHelp("←→", "scroll"))
+	return []bkey.Binding{b}
 }
 
 // footerKey is what the footer of the table, help, details and logs
@@ -240,6 +278,10 @@ type footerKey struct {
 	width    int
 	follow   bool
 	logID    string
+	detail   viewID
+	wrap     bool
+	search   string
+	off      bool // disconnected
 	spinning bool
 	spin     string
 }

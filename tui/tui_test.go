@@ -283,7 +283,7 @@ func TestKillDialogRequiresID(t *testing.T) {
 		if m.table().Pending(id) {
 			t.Errorf("row still pending after the next snapshot")
 		}
-		if !strings.Contains(m.flash, "ok: kill "+id) {
+		if !strings.Contains(m.flash, "ok: kill: "+id) {
 			t.Errorf("flash = %q", m.flash)
 		}
 	}
@@ -362,7 +362,7 @@ func TestReadOnly(t *testing.T) {
 	m, fb := newTest(t, Options{ReadOnly: true})
 	size(m, 120, 40)
 	load(t, m, fb, fakeSnapshot(7, 35))
-	verbKeys := map[string][]string{"1": {"h", "d", "r", "K", "p"}, "2": {"h", "K", "+", "-", "p"}}
+	verbKeys := map[string][]string{"1": {"h", "D", "r", "K", "ctrl+d", "p"}, "2": {"h", "K", "ctrl+d", "+", "-", "e", "p"}}
 	for _, view := range []string{"1", "2"} {
 		press(m, view)
 		for _, k := range verbKeys[view] {
@@ -399,8 +399,9 @@ func TestKeyOverrides(t *testing.T) {
 		over    map[string]string
 		wantErr []string
 	}{
-		{map[string]string{"hold": "H"}, nil},
-		{map[string]string{"hold": "d"}, []string{`"hold"`, `"drain"`}},
+		{map[string]string{"hold": "x"}, nil},
+		{map[string]string{"hold": "H"}, []string{`"hold"`, "HOST"}}, // H sorts the instances
+		{map[string]string{"hold": "r"}, []string{`"hold"`, `"run"`}},
 		{map[string]string{"pause": "q"}, []string{`"quit"`, `"pause"`}},
 		{map[string]string{"drain": "+"}, nil}, // different scopes: no conflict
 		{map[string]string{"nosuch": "x"}, []string{"nosuch"}},
@@ -417,13 +418,13 @@ func TestKeyOverrides(t *testing.T) {
 			}
 		}
 	}
-	m, fb := newTest(t, Options{KeyOverrides: map[string]string{"hold": "H"}})
+	m, fb := newTest(t, Options{KeyOverrides: map[string]string{"hold": "x"}})
 	size(m, 80, 24)
 	load(t, m, fb, fakeSnapshot(3, 3))
 	runCmd(m, press(m, "h"))
-	press(m, "H") // instance hold asks first: tab to Hold, enter
+	press(m, "x") // instance hold asks first: tab to Hold, enter
 	if m.dlg == nil {
-		t.Fatal("H opened no dialog")
+		t.Fatal("x opened no dialog")
 	}
 	press(m, "tab")
 	runCmd(m, press(m, "enter"))
@@ -495,6 +496,10 @@ func TestDetailsAndLogs(t *testing.T) {
 	runCmd(m, press(m, "l"))
 	if m.mode != modeLogs || !strings.Contains(plain(m), "line one") || strings.Contains(m.View().Content, "\x1b[31m") {
 		t.Errorf("logs view wrong: %q", plain(m))
+	}
+	press(m, "esc")
+	if m.mode != modeDetails {
+		t.Error("esc from logs did not go back to the details they were opened from")
 	}
 	press(m, "esc")
 	if m.mode != modeNormal {

@@ -40,9 +40,9 @@ func (m *Model) onVerb(msg verbMsg) tea.Cmd {
 	var flash tea.Cmd
 	what := msg.action
 	if len(msg.ids) == 1 {
-		what += " " + msg.ids[0]
+		what += ": " + msg.ids[0]
 	} else if len(msg.ids) > 1 {
-		what += fmt.Sprintf(" (%d)", len(msg.ids))
+		what += ": " + plural(len(msg.ids), kindOf(msg.view), kindOf(msg.view)+"s")
 	}
 	switch {
 	case firstErr == nil:
@@ -73,7 +73,7 @@ func (m *Model) verb(act string) tea.Cmd {
 	// many marked rows it hides and leaves alone.
 	ids, hidden := t.MarkedShown()
 	if len(ids) == 0 && hidden > 0 {
-		return m.setFlash(fmt.Sprintf("%s: the %d marked rows are hidden by the filter (esc clears it)", act, hidden), true)
+		return m.setFlash(fmt.Sprintf("%s: the %s hidden by the filter (esc clears it)", act, plural(hidden, "marked row is", "marked rows are")), true)
 	}
 	if len(ids) == 0 {
 		if m.mode == modeDetails {
@@ -86,10 +86,7 @@ func (m *Model) verb(act string) tea.Cmd {
 		return m.notHere(act, "no row selected")
 	}
 	pv := &pendingVerb{action: act, view: v}
-	kind := "instance"
-	if v == vContainers {
-		kind = "container"
-	}
+	kind := kindOf(v)
 	label := act
 	var toZero []string // containers this verb drops to priority 0
 	switch {
@@ -118,11 +115,17 @@ func (m *Model) verb(act string) tea.Cmd {
 		}
 	case act == keys.PrioUp || act == keys.PrioDown:
 		d := 1
-		label = "priority +1"
+		label = prioUpLabel
 		if act == keys.PrioDown {
-			d, label = -1, "priority -1"
+			d, label = -1, prioDownLabel
 		}
 		pv.action = label
+		if len(ids) == 1 {
+			if c := m.container(ids[0]); c != nil {
+				// One row: the flash says the change itself.
+				pv.action = fmt.Sprintf("priority %d → %d", c.Priority, c.Priority+d)
+			}
+		}
 		atZero := 0
 		for _, id := range ids {
 			c := m.container(id)
@@ -157,42 +160,43 @@ func (m *Model) verb(act string) tea.Cmd {
 	}
 	var hiddenNote []string
 	if hidden > 0 {
-		hiddenNote = []string{fmt.Sprintf("%d more marked %ss are hidden by the filter and left alone.", hidden, kind)}
+		hiddenNote = []string{plural(hidden, "more marked "+kind+" is", "more marked "+kind+"s are") + " hidden by the filter and left alone."}
+	}
+	verb := label
+	if act == keys.Kill {
+		verb = "kill"
+	}
+	button := strings.ToUpper(verb[:1]) + verb[1:]
+	if verb == prioUpLabel || verb == prioDownLabel {
+		button = strings.ToUpper(verb[:1]) + verb[1:strings.Index(verb, " ")]
 	}
 	switch {
 	case act == keys.Kill && n == 1:
-		body := []string{"Destroy instance " + ids[0] + " now. Its containers are requeued at once (or cancelled). If it cannot be reached, their old attempts may still be running there."}
-		if v == vContainers {
-			body = []string{"Kill container " + ids[0] + " (SIGTERM, then SIGKILL). It ends Cancelled."}
-		}
-		m.dlg = dialog.New("Kill "+kind+" "+ids[0]+"?", "Kill", ids[0], append(body, hiddenNote...)...)
+		m.dlg = dialog.New(title(verb, v, 1, ids[0]), "Kill", ids[0], append([]string{explain(verb, v, 1, ids[0])}, hiddenNote...)...)
 	case n > 1:
 		// The notes first: a long id list is what is cut when the
 		// screen is short.
-		body := []string{fmt.Sprintf("Apply %s to %d %ss.", label, n, kind)}
+		body := []string{explain(verb, v, n, "")}
 		if len(toZero) > 0 {
-			body = append(body, fmt.Sprintf("%d of them drop to priority 0: never scheduled, and stopped if running.", len(toZero)))
+			body = append(body, plural(len(toZero), "of them drops", "of them drop")+" to priority 0. "+prioZeroNote)
 		}
 		body = append(body, hiddenNote...)
 		body = append(body, strings.Join(ids, " "))
-		m.dlg = dialog.New(fmt.Sprintf("%s %d %ss?", label, n, kind), label, strconv.Itoa(n), body...)
+		m.dlg = dialog.New(title(verb, v, n, ""), button, strconv.Itoa(n), body...)
 	case len(toZero) == 1:
 		m.dlg = dialog.New("Priority 0 for "+ids[0]+"?", "Set 0", "",
-			append([]string{"At priority 0 a container is never scheduled; a running one is stopped."}, hiddenNote...)...)
-	case act == keys.Drain:
-		m.dlg = dialog.New("Drain instance "+ids[0]+"?", "Drain", "",
-			append([]string{"Start no new containers; shut it down once idle."}, hiddenNote...)...)
-	case act == keys.Hold && v == vInstances:
-		m.dlg = dialog.New("Hold instance "+ids[0]+"?", "Hold", "",
-			append([]string{"Start no new containers on it and never shut it down automatically; running containers continue."}, hiddenNote...)...)
-	case hidden > 0:
-		m.dlg = dialog.New(label+" "+ids[0]+"?", label, "", hiddenNote...)
+			append([]string{prioZeroNote}, hiddenNote...)...)
+	case act == keys.Drain, act == keys.Hold && v == vInstances, hidden > 0:
+		m.dlg = dialog.New(title(verb, v, 1, ids[0]), button, "", append([]string{explain(verb, v, 1, ids[0])}, hiddenNote...)...)
 	default:
 		return m.execute(pv)
 	}
 	m.dlgFor = pv
 	return nil
 }
+
+// prioZeroNote says what priority 0 does, in the dialogs that ask first.
+const prioZeroNote = "At priority 0 a container is never scheduled; a running one is stopped."
 
 func (m *Model) container(id string) *queue.Container {
 	if m.snap == nil {
@@ -251,7 +255,7 @@ func (m *Model) execute(pv *pendingVerb) tea.Cmd {
 	return tea.Batch(spin, func() tea.Msg {
 		c, cancel := context.WithTimeout(ctx, verbTimeout)
 		defer cancel()
-		msg := verbMsg{action: action, ids: ids}
+		msg := verbMsg{action: action, ids: ids, view: view}
 		for _, tg := range targets {
 			var err error
 			switch {

@@ -2,11 +2,13 @@ package tui
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/worker"
 	"dispatch-tui/tui/backend"
@@ -27,8 +29,9 @@ const (
 
 var viewNames = [nViews]string{"instances", "containers", "types", "events"}
 
-// Columns. Sort keys are the title's initial (K and G are taken by kill
-// and bottom, so no title starts with them).
+// Columns. Sort keys are a letter of the title, its initial where it is
+// free (K, G and D are taken by kill, bottom and drain where they apply:
+// the keymap refuses a clash, keycheck.go).
 func instanceColumns() []table.Column {
 	return []table.Column{
 		{Title: "ID", Width: 18, SortKey: "I", CutMiddle: true},
@@ -36,7 +39,7 @@ func instanceColumns() []table.Column {
 		// Volatile: "unreachable 34s" counts up; a change of state is
 		// still seen through the row's State.
 		{Title: "STATE", Width: 15, SortKey: "S", State: true, Volatile: true},
-		{Title: "BEHAV", Width: 5, SortKey: "B", Priority: 1},
+		{Title: "IDLE", Width: 5, SortKey: "L", Priority: 1}, // the CLI's word for hold/drain/run
 		{Title: "CTRS", Width: 4, SortKey: "C", Right: true, Numeric: true, Priority: 1},
 		{Title: "PRICE", Width: 6, SortKey: "P", Right: true, Numeric: true, Priority: 3},
 		{Title: "AGE", Width: 5, SortKey: "A", Right: true, Numeric: true, Priority: 2, Volatile: true},
@@ -48,12 +51,14 @@ func instanceColumns() []table.Column {
 func containerColumns() []table.Column {
 	return []table.Column{
 		{Title: "ID", Width: 18, SortKey: "I", CutMiddle: true},
-		{Title: "NAME", Width: 12, SortKey: "N", Priority: 3, CutMiddle: true},
+		{Title: "NAME", Width: 12, MaxWidth: 24, SortKey: "N", Priority: 3, CutMiddle: true},
 		{Title: "STATE", Width: 12, SortKey: "S", State: true},
 		{Title: "PRIO", Width: 5, SortKey: "P", Right: true, Numeric: true},
 		{Title: "CPU", Width: 3, SortKey: "C", Right: true, Numeric: true, Priority: 2},
 		{Title: "MEM", Width: 6, SortKey: "M", Right: true, Numeric: true, Priority: 2},
-		{Title: "ON", Width: 12, SortKey: "O", Priority: 1, CutMiddle: true},
+		// After REASON: at 60 columns why a container waits or how it
+		// ended says more than where it runs.
+		{Title: "ON", Width: 12, MaxWidth: 24, SortKey: "O", Priority: 2, CutMiddle: true},
 		{Title: "TRIES", Width: 5, SortKey: "T", Right: true, Numeric: true, Priority: 4},
 		{Title: "AGE", Width: 5, SortKey: "A", Right: true, Numeric: true, Priority: 3, Volatile: true},
 		{Title: "REASON", Width: 12, SortKey: "R", Flex: true, Priority: 1},
@@ -71,7 +76,7 @@ func typeColumns() []table.Column {
 		{Title: "PRICE", Width: 7, SortKey: "P", Right: true, Numeric: true},
 		{Title: "SPOT", Width: 4, SortKey: "S", Priority: 3},
 		{Title: "INSTANCES", Width: 9, SortKey: "I", Right: true, Numeric: true},
-		{Title: "BY STATE", Width: 12, Flex: true, Priority: 1},
+		{Title: "BY STATE", Width: 12, Flex: true, Priority: 1}, // "running 5, idle 2": the state first
 	}
 }
 
@@ -81,8 +86,9 @@ func eventColumns() []table.Column {
 		{Title: "TIME", Width: 8, SortKey: "T"},
 		{Title: "ACTOR", Width: 12, SortKey: "A", Priority: 1, CutMiddle: true},
 		{Title: "KIND", Width: 11, Priority: 2},
-		{Title: "OBJECT", Width: 18, SortKey: "O", CutMiddle: true, Alias: "target"},
-		{Title: "WHAT", Width: 10, SortKey: "W"},
+		// TARGET and ACTION: the CLI's words (ls events).
+		{Title: "TARGET", Width: 18, SortKey: "E", CutMiddle: true, Alias: "object"},
+		{Title: "ACTION", Width: 15, SortKey: "C"},
 		{Title: "REASON", Width: 12, SortKey: "R", Flex: true, Priority: 1},
 	}
 }
@@ -110,32 +116,9 @@ func age(now, t time.Time) (string, float64) {
 	return fmtAge(d), d.Seconds()
 }
 
-// fmtBytes renders a size in binary units: 512M, 2G, 1.5G.
-func fmtBytes(n int64) string {
-	const (
-		ki = 1 << 10
-		mi = 1 << 20
-		gi = 1 << 30
-		ti = 1 << 40
-	)
-	f := func(v float64, u string) string {
-		if v == float64(int64(v)) || v >= 100 {
-			return strconv.FormatInt(int64(v+0.5), 10) + u
-		}
-		return strconv.FormatFloat(v, 'f', 1, 64) + u
-	}
-	switch {
-	case n >= ti:
-		return f(float64(n)/ti, "T")
-	case n >= gi:
-		return f(float64(n)/gi, "G")
-	case n >= mi:
-		return f(float64(n)/mi, "M")
-	case n >= ki:
-		return f(float64(n)/ki, "K")
-	}
-	return strconv.FormatInt(n, 10)
-}
+// fmtBytes renders a size as the config, the CLI and submit read and
+// write it: 512MiB, 2GiB, 1.5GiB.
+func fmtBytes(n int64) string { return config.FormatSize(n) }
 
 func instanceID(v *worker.InstanceView, i int) string {
 	if v.ID == "" {
@@ -170,6 +153,10 @@ func instanceRows(s *backend.Snapshot, now time.Time) []table.Row {
 func containerState(c *queue.Container) string {
 	s := string(c.State)
 	switch {
+	case failed(c):
+		// As text too: without colour, and at widths that drop
+		// REASON, a failure must not read like a success.
+		s += " " + failMark + strconv.Itoa(*c.ExitCode)
 	case c.KillRequested && !c.State.Final():
 		s += " kill"
 	case c.Held && !c.State.Final():
@@ -197,7 +184,7 @@ func containerRows(s *backend.Snapshot, now time.Time) []table.Row {
 		rows[i] = table.Row{
 			ID:    c.ID,
 			State: rowState,
-			Cells: []string{c.ID, c.Name, containerState(c), strconv.Itoa(c.Priority),
+			Cells: []string{c.ID, containerName(c), containerState(c), strconv.Itoa(c.Priority),
 				strconv.Itoa(c.RuntimeConstraints.VCPUs), fmtBytes(c.RuntimeConstraints.RAM), c.InstanceID,
 				strconv.Itoa(c.Attempts) + "/" + strconv.Itoa(c.MaxAttempts), ag, reason},
 			Nums:   n,
@@ -205,6 +192,18 @@ func containerRows(s *backend.Snapshot, now time.Time) []table.Row {
 		}
 	}
 	return rows
+}
+
+// failMark marks a failed container's state: "Complete ✗1" (exit 1).
+const failMark = "✗"
+
+// containerName is the NAME cell: "-" for an unnamed container (whose
+// name is its id, already in the ID column).
+func containerName(c *queue.Container) string {
+	if c.Name == "" || c.Name == c.ID {
+		return "-"
+	}
+	return c.Name
 }
 
 // hiddenSearch is what the filter matches in a container beyond its
@@ -231,7 +230,9 @@ func typeRows(s *backend.Snapshot) []table.Row {
 		var by []string
 		for st, n := range t.ByState {
 			if n > 0 {
-				by = append(by, fmt.Sprintf("%d %s", n, st))
+				// The state first: after the INSTANCES count, "7 7
+				// running" read as one number too many.
+				by = append(by, fmt.Sprintf("%s %d", st, n))
 			}
 		}
 		slices.Sort(by)
@@ -242,7 +243,7 @@ func typeRows(s *backend.Snapshot) []table.Row {
 		rows[i] = table.Row{
 			ID: t.Name,
 			Cells: []string{t.Name, t.ProviderType, strconv.Itoa(t.VCPUs), fmtBytes(t.RAM), fmtBytes(t.Scratch),
-				strconv.Itoa(t.GPUs), strconv.FormatFloat(t.Price, 'f', 3, 64), spot, strconv.Itoa(t.Count), strings.Join(by, " ")},
+				strconv.Itoa(t.GPUs), strconv.FormatFloat(t.Price, 'f', 3, 64), spot, strconv.Itoa(t.Count), strings.Join(by, ", ")},
 			Nums: []float64{0, 0, float64(t.VCPUs), float64(t.RAM), float64(t.Scratch), float64(t.GPUs), t.Price, 0, float64(t.Count), 0},
 		}
 	}
@@ -254,13 +255,37 @@ func eventRows(s *backend.Snapshot) []table.Row {
 	for i := len(s.Events) - 1; i >= 0; i-- { // newest first
 		e := s.Events[i]
 		seq := strconv.FormatUint(e.Seq, 10)
+		action, reason := eventWords(&e)
 		rows = append(rows, table.Row{
 			ID:    seq,
-			Cells: []string{seq, e.Time.Format("15:04:05"), e.Actor, e.Kind, e.Target, e.Action, e.Reason},
+			Cells: []string{seq, e.Time.Format("15:04:05"), e.Actor, e.Kind, e.Target, action, reason},
 			Nums:  []float64{float64(e.Seq), 0, 0, 0, 0, 0, 0},
 		})
 	}
 	return rows
+}
+
+// transition is an instance's state change at the start of its event's
+// message: "booting -> idle (0 containers)".
+var transition = regexp.MustCompile(`^(\S+ -> \S+)\s*(.*)$`)
+
+// eventWords are an event's ACTION and REASON as the events view shows
+// them. The pool's events repeat their kind as their action ("state",
+// "state", "booting -> idle"): the change is the action then, as a
+// container's new state is, and a message that starts with the kind's
+// verb ("created small instance") gives it.
+func eventWords(e *queue.Event) (action, reason string) {
+	if e.Action != e.Kind {
+		return e.Action, e.Reason
+	}
+	if m := transition.FindStringSubmatch(e.Reason); m != nil {
+		return m[1], strings.TrimSuffix(strings.TrimPrefix(m[2], "("), ")")
+	}
+	verb, rest, _ := strings.Cut(e.Reason, " ")
+	if len(verb) >= 4 && len(e.Kind) >= 4 && strings.EqualFold(verb[:4], e.Kind[:4]) {
+		return verb, rest
+	}
+	return "-", e.Reason
 }
 
 // failed tells a container that ended badly: completed with a non-zero

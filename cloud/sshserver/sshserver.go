@@ -208,10 +208,12 @@ var signals = map[string]syscall.Signal{
 }
 
 // serveSession handles one session channel: "env" requests, then one
-// "exec", whose command runs under /bin/sh -c in the instance's home.
+// "exec", whose command runs under /bin/sh -c in the instance's home, or
+// a "pty-req" and a "shell" (pty.go).
 func (s *Server) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 	defer ch.Close()
 	var env []string
+	var pty *ptyRequest
 	var done chan struct{} // closed once the command has finished
 	var pgid int
 	for {
@@ -256,6 +258,22 @@ func (s *Server) serveSession(ch ssh.Channel, reqs <-chan *ssh.Request) {
 			req.Reply(true, nil)
 			done = make(chan struct{})
 			pgid = s.startCommand(ch, e.Command, env, done)
+		case "pty-req":
+			var pr ptyRequest
+			if err := ssh.Unmarshal(req.Payload, &pr); err != nil || done != nil {
+				req.Reply(false, nil)
+				continue
+			}
+			pty = &pr
+			req.Reply(true, nil)
+		case "shell":
+			if pty == nil || done != nil { // a shell without a terminal: nothing here needs one
+				req.Reply(false, nil)
+				continue
+			}
+			req.Reply(true, nil)
+			done = make(chan struct{})
+			pgid = s.startShell(ch, *pty, env, done)
 		case "signal":
 			var sg signalRequest
 			var sig syscall.Signal

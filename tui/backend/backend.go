@@ -16,7 +16,11 @@ import (
 // Snapshot is everything the console shows, taken at one moment. It is
 // immutable once returned: the TUI may keep it and share it between views.
 type Snapshot struct {
-	TakenAt    time.Time
+	TakenAt time.Time
+	// ListedAt is when Containers was read: TakenAt, or earlier when a
+	// remote console paces its reads of a very large list (the summary
+	// is then newer than the list).
+	ListedAt   time.Time
 	Summary    engine.Summary
 	Instances  []worker.InstanceView
 	Containers []queue.Container

@@ -58,8 +58,10 @@ func (b *InProcess) Snapshot(ctx context.Context) (*Snapshot, error) {
 		return nil, fmt.Errorf("read events: %w", err)
 	}
 	cs, _ := b.eng.Containers(engine.ListOptions{})
+	now := time.Now()
 	return &Snapshot{
-		TakenAt:    time.Now(),
+		TakenAt:    now,
+		ListedAt:   now,
 		Summary:    b.eng.Summary(),
 		Instances:  b.eng.Instances(),
 		Containers: cs,

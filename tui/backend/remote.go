@@ -119,6 +119,7 @@ func (r *Remote) snapshot(ctx context.Context) (*Snapshot, error) {
 		if sameCounts(sum, last.Summary) && lastSeq(evs) == lastSeq(last.Events) {
 			s := *last
 			s.Summary, s.Events, s.TakenAt = sum, evs, time.Now()
+			s.ListedAt = s.TakenAt // nothing changed: the list is current
 			return &s, nil
 		}
 		r.mu.Lock()
@@ -236,6 +237,7 @@ func (r *Remote) fullSnapshot(ctx context.Context) (*Snapshot, error) {
 		s.Types = []engine.TypeSummary{}
 	}
 	s.TakenAt = time.Now()
+	s.ListedAt = s.TakenAt
 	return s, nil
 }
 

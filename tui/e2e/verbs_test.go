@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -49,8 +50,9 @@ func newBackendSetup(t *testing.T) *backendSetup {
 	return b
 }
 
-// startDaemon runs `dispatch-tui --daemon` on b's config until cleanup.
-func (b *backendSetup) startDaemon(t *testing.T) {
+// startDaemon runs `dispatch-tui --daemon` on b's config until cleanup,
+// or until the stop it returns is called.
+func (b *backendSetup) startDaemon(t *testing.T) (stop func()) {
 	t.Helper()
 	d := exec.Command(binary, "--daemon", "--config", b.cfg)
 	d.Env, d.Dir = b.sb.env, b.sb.dir
@@ -61,19 +63,26 @@ func (b *backendSetup) startDaemon(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { d.Wait(); close(done) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			d.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				d.Process.Kill()
+				<-done
+			}
+		})
+	}
 	t.Cleanup(func() {
-		d.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			d.Process.Kill()
-			<-done
-		}
+		stop()
 		if t.Failed() {
 			t.Logf("daemon log:\n%s", logs.String())
 		}
 	})
 	waitHealthy(t, b.server, 20*time.Second)
+	return stop
 }
 
 // TestTUIAgainstDaemon: the TUI attached with --connect to a daemon.
@@ -240,7 +249,7 @@ func exerciseVerbs(t *testing.T, tm *term, c *cli) {
 	waitCLI(t, "idle_behavior hold", stateWait, func() bool { return c.ls("instances")[inst].IdleBehavior == "hold" })
 
 	// Drain asks first, with Cancel focused: enter cancels.
-	tm.keys("d")
+	tm.keys("D")
 	waitDialog(t, tm, "Drain instance "+inst+"?")
 	tm.keys("Enter")
 	waitNoDialog(t, tm)
@@ -248,7 +257,7 @@ func exerciseVerbs(t *testing.T, tm *term, c *cli) {
 	if got := c.ls("instances")[inst].IdleBehavior; got != "hold" {
 		t.Fatalf("cancelled drain changed idle_behavior to %q", got)
 	}
-	tm.keys("d")
+	tm.keys("D")
 	waitDialog(t, tm, "Drain instance "+inst+"?")
 	tm.keys("Tab")
 	tm.waitText("> Drain <", screenWait)
@@ -377,7 +386,7 @@ func exerciseVerbs(t *testing.T, tm *term, c *cli) {
 	tm.keys("Space", "Space")
 	tm.waitText("marked:2", screenWait)
 	tm.keys("h")
-	waitDialog(t, tm, "hold 2 containers?")
+	waitDialog(t, tm, "Hold 2 containers?")
 	tm.waitText("Type 2 to confirm:", screenWait)
 	tm.keys("Tab")
 	tm.typeText("2")
@@ -499,7 +508,7 @@ func exerciseReadOnly(t *testing.T, tm *term, c *cli) {
 			return strings.Contains(sc, "mouse o") && !strings.Contains(sc, "read-only")
 		})
 	}
-	for _, k := range []string{"h", "K", "d"} {
+	for _, k := range []string{"h", "K", "D"} {
 		refused(k)
 	}
 	view(t, tm, 2)
@@ -517,5 +526,30 @@ func exerciseReadOnly(t *testing.T, tm *term, c *cli) {
 			t.Errorf("read-only: container %s changed: %+v -> %+v", id, b, it)
 		}
 	}
+	tm.quit()
+}
+
+// TestReconnectShown: a console attached to a daemon that stops shows
+// the back-off in its header and offers no verbs, then recovers when the
+// daemon is back.
+func TestReconnectShown(t *testing.T) {
+	needTmux(t)
+	b := newBackendSetup(t)
+	stop := b.startDaemon(t)
+	tm := startTerm(t, b.sb, 120, 40, nil, binary, "--connect", "http://"+b.server, "--token", token, "--config", b.cfg)
+	tm.waitScreen("connected, verbs offered", screenWait, func(sc string) bool {
+		return strings.Contains(line(sc, 0), "remote http://") && strings.Contains(line(sc, 39), "h hold")
+	})
+	stop()
+	sc := tm.waitScreen("the back-off in the header, no verbs in the footer", stateWait, func(sc string) bool {
+		return strings.Contains(line(sc, 0), "STALE, retry in ") && strings.Contains(line(sc, 4), "retrying in ") &&
+			!strings.Contains(line(sc, 39), "h hold") &&
+			!strings.Contains(line(sc, 39), "K kill")
+	})
+	t.Logf("disconnected:\n%s", sc)
+	b.startDaemon(t)
+	tm.waitScreen("reconnected", stateWait, func(sc string) bool {
+		return !strings.Contains(line(sc, 0), "STALE") && strings.Contains(line(sc, 39), "h hold")
+	})
 	tm.quit()
 }

@@ -17,59 +17,102 @@ import (
 // Scope says where an action applies.
 type Scope int
 
-// Scopes. Global actions apply in every table view; the others only in
-// their view. Two actions conflict when they share a key and their scopes
-// overlap.
+// Scopes. Global actions apply everywhere; Tables in every table view;
+// Instances and Containers in their view only; Pager on the screens over
+// the tables (help, details, logs, YAML), where keys are a pager's and no
+// single letter changes state. Two actions conflict when they share a key
+// and apply in a common place.
 const (
 	Global Scope = iota
+	Tables
 	Instances
 	Containers
+	Pager
 )
+
+// places are where keys are looked up: the instances and containers
+// views, the other table views (Tables) and the screens (Pager).
+var places = []Scope{Instances, Containers, Tables, Pager}
 
 func (s Scope) String() string {
 	switch s {
+	case Tables:
+		return "tables"
 	case Instances:
 		return "instances"
 	case Containers:
 		return "containers"
+	case Pager:
+		return "logs, details and help"
 	}
 	return "global"
 }
 
-func overlap(a, b Scope) bool { return a == Global || b == Global || a == b }
+// applies reports whether an action of scope s applies at place.
+func (s Scope) applies(place Scope) bool {
+	switch s {
+	case Global:
+		return true
+	case Tables:
+		return place != Pager
+	}
+	return s == place
+}
+
+func overlap(a, b Scope) bool {
+	for _, p := range places {
+		if a.applies(p) && b.applies(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Reserved are keys taken at a place by something other than an action
+// (the table views' shift+letter sorts): place -> key -> what it does
+// there, e.g. Instances -> "H" -> "sorts by HOST in the instances view".
+type Reserved map[Scope]map[string]string
 
 // Action names (the keys of [tui.keys] in the config).
 const (
-	Quit      = "quit"
-	Help      = "help"
-	Command   = "command"
-	Filter    = "filter"
-	Back      = "back"
-	ViewInst  = "view_instances"
-	ViewCtr   = "view_containers"
-	ViewTypes = "view_types"
-	ViewEv    = "view_events"
-	Up        = "up"
-	Down      = "down"
-	PageUp    = "page_up"
-	PageDown  = "page_down"
-	Top       = "top"
-	Bottom    = "bottom"
-	Mark      = "mark"
-	MarkAll   = "mark_all"
-	Details   = "details"
-	Logs      = "logs"
-	Search    = "search"
-	Wrap      = "wrap"
-	Pause     = "pause"
-	Mouse     = "mouse"
-	Hold      = "hold"
-	Drain     = "drain"
-	Run       = "run"
-	Kill      = "kill"
-	PrioUp    = "priority_up"
-	PrioDown  = "priority_down"
-	Copy      = "copy"
+	Quit       = "quit"
+	Help       = "help"
+	Command    = "command"
+	Filter     = "filter"
+	Back       = "back"
+	ViewInst   = "view_instances"
+	ViewCtr    = "view_containers"
+	ViewTypes  = "view_types"
+	ViewEv     = "view_events"
+	Up         = "up"
+	Down       = "down"
+	PageUp     = "page_up"
+	PageDown   = "page_down"
+	Top        = "top"
+	Bottom     = "bottom"
+	Mark       = "mark"
+	MarkAll    = "mark_all"
+	Details    = "details"
+	Logs       = "logs"
+	Search     = "search"
+	Wrap       = "wrap"
+	Pause      = "pause"
+	Mouse      = "mouse"
+	Hold       = "hold"
+	Drain      = "drain"
+	Run        = "run"
+	Kill       = "kill"
+	PrioUp     = "priority_up"
+	PrioDown   = "priority_down"
+	PrioEdit   = "priority"
+	Shell      = "shell"
+	Copy       = "copy"
+	Yaml       = "yaml"
+	NextView   = "next_view"
+	PrevView   = "previous_view"
+	SearchPrev = "search_previous"
+	Left       = "left"
+	Right      = "right"
 )
 
 // Group names the sections of the full help.
@@ -113,34 +156,42 @@ type def struct {
 var defaults = []def{
 	{Quit, []string{"q", "ctrl+c"}, Global, GroupGeneral, "+quit", "quit", false},
 	{Help, []string{"?"}, Global, GroupGeneral, "+help", "help (this screen)", false},
-	{Command, []string{":"}, Global, GroupGeneral, "+cmd", "command (:containers Running, :types, :q; tab completes, ↑↓ history)", false},
-	{Filter, []string{"/"}, Global, GroupGeneral, "+filter", "filter rows (substring or regexp; leading ! inverts)", false},
+	{Command, []string{":"}, Global, GroupGeneral, "cmd", "command (:containers Running, :ctr, :inst, :types, :q; tab completes, ↑↓ history)", false},
+	{Filter, []string{"/"}, Global, GroupGeneral, "+filter", "filter rows (substring or regexp; leading ! inverts); logs: search", false},
 	{Back, []string{"esc"}, Global, GroupGeneral, "back", "clear filter, or go back", false},
 	{Mouse, []string{"m"}, Global, GroupGeneral, "mouse", "toggle mouse (off keeps text selection)", false},
 	{ViewInst, []string{"1"}, Global, GroupViews, "instances", "instances view", false},
 	{ViewCtr, []string{"2"}, Global, GroupViews, "containers", "containers view", false},
 	{ViewTypes, []string{"3"}, Global, GroupViews, "types", "instance types view", false},
 	{ViewEv, []string{"4"}, Global, GroupViews, "events", "events view", false},
-	{Details, []string{"enter"}, Global, GroupViews, "+details", "details", false},
+	{NextView, []string{"tab"}, Global, GroupViews, "next view", "next view", false},
+	{PrevView, []string{"shift+tab"}, Global, GroupViews, "previous view", "previous view", false},
+	{Details, []string{"d", "enter"}, Global, GroupViews, "+describe", "details (describe)", false},
+	{Yaml, []string{"y"}, Global, GroupViews, "yaml", "the object as YAML", false},
 	{Logs, []string{"l"}, Global, GroupViews, "+logs", "container logs (follow)", false},
-	{Search, []string{"n"}, Global, GroupViews, "next", "logs: next match (/ searches)", false},
-	{Wrap, []string{"w"}, Global, GroupViews, "wrap", "logs and details: wrap long lines or not", false},
+	{Search, []string{"n"}, Pager, GroupViews, "next", "logs: next match (/ searches)", false},
+	{SearchPrev, []string{"N"}, Pager, GroupViews, "previous", "logs: previous match", false},
+	{Wrap, []string{"w"}, Pager, GroupViews, "wrap", "logs and details: wrap long lines or not", false},
+	{Left, []string{"left"}, Pager, GroupMove, "←", "logs and details unwrapped: scroll left", false},
+	{Right, []string{"right"}, Pager, GroupMove, "→", "logs and details unwrapped: scroll right", false},
 	{Up, []string{"up", "k"}, Global, GroupMove, "up", "cursor up / scroll up", false},
 	{Down, []string{"down", "j"}, Global, GroupMove, "down", "cursor down / scroll down", false},
 	{PageUp, []string{"pgup", "ctrl+b"}, Global, GroupMove, "page up", "page up", false},
 	{PageDown, []string{"pgdown", "ctrl+f"}, Global, GroupMove, "page down", "page down", false},
-	{Top, []string{"home", "g"}, Global, GroupMove, "top", "first row / top", false},
+	{Top, []string{"home", "g"}, Global, GroupMove, "top", "first row / top (and column 0)", false},
 	{Bottom, []string{"end", "G"}, Global, GroupMove, "end", "last row / end (logs: follow)", false},
-	{Mark, []string{"space"}, Global, GroupRows, "+mark", "mark/unmark row (verbs apply to marked rows)", false},
-	{MarkAll, []string{"ctrl+a"}, Global, GroupRows, "mark all", "mark all shown rows / clear marks", false},
-	{Copy, []string{"y"}, Global, GroupRows, "copy", "copy the full id to the clipboard (OSC 52)", false},
-	{Pause, []string{"p"}, Global, GroupVerbs, "pause", "pause/resume the scheduler", true},
-	{Hold, []string{"h"}, Global, GroupVerbs, "+hold", "instances: hold; containers: hold/release", true},
-	{Drain, []string{"d"}, Instances, GroupVerbs, "+drain", "drain instance", true},
+	{Mark, []string{"space"}, Tables, GroupRows, "mark", "mark/unmark row (verbs apply to marked rows)", false},
+	{MarkAll, []string{"ctrl+a"}, Tables, GroupRows, "mark all", "mark all shown rows / clear marks", false},
+	{Copy, []string{"c"}, Global, GroupRows, "copy", "copy the full id to the clipboard (OSC 52)", false},
+	{Pause, []string{"p"}, Tables, GroupVerbs, "pause", "pause/resume the scheduler", true},
+	{Hold, []string{"h"}, Tables, GroupVerbs, "+hold", "instances: hold; containers: hold/release", true},
+	{Drain, []string{"D"}, Instances, GroupVerbs, "+drain", "drain instance", true},
 	{Run, []string{"r"}, Instances, GroupVerbs, "+run", "run instance (back to normal)", true},
-	{Kill, []string{"K"}, Global, GroupVerbs, "+kill", "kill instance or container", true},
-	{PrioUp, []string{"+", "="}, Containers, GroupVerbs, "+prio+", "raise priority", true},
-	{PrioDown, []string{"-"}, Containers, GroupVerbs, "+prio-", "lower priority (0 = never scheduled, asks first)", true},
+	{Shell, []string{"s"}, Instances, GroupVerbs, "shell", "shell on the instance (over the dispatcher's SSH connection; recorded as an event)", true},
+	{Kill, []string{"K", "ctrl+d"}, Tables, GroupVerbs, "+kill", "kill (delete) instance or container", true},
+	{PrioUp, []string{"+", "="}, Containers, GroupVerbs, "+prio", "raise priority by 1", true},
+	{PrioDown, []string{"-"}, Containers, GroupVerbs, "prio-", "lower priority by 1 (0 = never scheduled, asks first)", true},
+	{PrioEdit, []string{"e"}, Containers, GroupVerbs, "+edit", "edit priority (type the new value)", true},
 }
 
 // Keymap resolves keys to actions.
@@ -150,10 +201,12 @@ type Keymap struct {
 }
 
 // Validate checks [tui.keys] overrides (action -> keys, several separated
-// by commas) as the console would at start-up: check-config calls it, so
-// a config the console would refuse is refused there too.
-func Validate(overrides map[string]string) error {
-	_, err := New(overrides)
+// by commas) as the console would at start-up, with the keys reserved by
+// the views' sorts: check-config calls it (through the console's
+// tui.ValidateKeys), so a config the console would refuse is refused
+// there too.
+func Validate(overrides map[string]string, reserved Reserved) error {
+	_, err := New(overrides, reserved)
 	return err
 }
 
@@ -171,9 +224,10 @@ func parseKeys(s string) []string {
 }
 
 // New builds the keymap from the defaults and overrides (action -> keys,
-// several keys separated by commas). It fails on unknown action names and
-// on a key bound to two actions whose scopes overlap.
-func New(overrides map[string]string) (*Keymap, error) {
+// several keys separated by commas). It fails on unknown action names, on
+// a key bound to two actions whose scopes overlap, and on a key reserved
+// (a sort) where its action applies.
+func New(overrides map[string]string, reserved Reserved) (*Keymap, error) {
 	km := &Keymap{byAction: map[string]int{}}
 	for i, d := range defaults {
 		km.byAction[d.action] = i
@@ -205,11 +259,16 @@ func New(overrides map[string]string) (*Keymap, error) {
 				}
 			}
 			owner[k] = append(owner[k], i)
+			for _, p := range places {
+				if what, ok := reserved[p][k]; ok && d.scope.applies(p) {
+					return nil, fmt.Errorf("keys: %q is bound to %q, but %s; rebind %q in [tui.keys]", k, d.action, what, d.action)
+				}
+			}
 		}
 	}
 	for i, d := range defaults {
 		long := d.long
-		if d.scope != Global {
+		if d.scope == Instances || d.scope == Containers {
 			long += " [" + d.scope.String() + "]"
 		}
 		km.bindings = append(km.bindings, Binding{
@@ -222,11 +281,12 @@ func New(overrides map[string]string) (*Keymap, error) {
 }
 
 // Lookup returns the action the key (a tea.KeyPressMsg, or anything whose
-// String is a key name) is bound to in scope, or "".
-func (km *Keymap) Lookup(scope Scope, k fmt.Stringer) string {
+// String is a key name) is bound to at place (Instances, Containers,
+// Tables for the other table views, Pager for the screens), or "".
+func (km *Keymap) Lookup(place Scope, k fmt.Stringer) string {
 	for i := range km.bindings {
 		b := &km.bindings[i]
-		if (b.Scope == Global || b.Scope == scope) && key.Matches(k, b.Binding) {
+		if b.Scope.applies(place) && key.Matches(k, b.Binding) {
 			return b.Action
 		}
 	}
@@ -277,7 +337,7 @@ func (km *Keymap) IsVerb(action string) bool {
 // Short returns the footer's bindings in scope: quit and help first, so
 // that the help bubble, which drops what does not fit from the end, never
 // drops them; verbs left out when readOnly.
-func (km *Keymap) Short(scope Scope, readOnly bool) []key.Binding {
+func (km *Keymap) Short(place Scope, readOnly bool) []key.Binding {
 	out := []key.Binding{km.short(Quit), km.short(Help)}
 	// The view's verbs next, then the rest: what does not fit is dropped
 	// from the end, and `?` lists it all.
@@ -286,19 +346,25 @@ func (km *Keymap) Short(scope Scope, readOnly bool) []key.Binding {
 			if b.Verb != verbs || !b.Footer || b.Action == Quit || b.Action == Help || (readOnly && b.Verb) {
 				continue
 			}
-			if b.Scope != Global && b.Scope != scope {
+			if !b.Scope.applies(place) {
 				continue
 			}
-			if (b.Action == Logs || b.Action == Kill || b.Action == Hold) && scope == Global {
+			if (b.Action == Kill || b.Action == Hold) && place == Tables {
 				continue // containers and instances only
 			}
-			if b.Action == Logs && scope != Containers {
+			if b.Action == Logs && place != Containers {
 				continue
 			}
-			out = append(out, km.short(b.Action))
+			sb := km.short(b.Action)
+			if b.Action == PrioUp {
+				// One item for both: "+/- prio".
+				down := km.bindings[km.byAction[PrioDown]].Keys()
+				sb = key.NewBinding(key.WithKeys(append(b.Keys(), down...)...), key.WithHelp(b.Keys()[0]+"/"+down[0], b.Short))
+			}
+			out = append(out, sb)
 		}
 	}
-	return out
+	return append(out, km.short(Command)) // last: the first dropped when narrow
 }
 
 // ShortOf returns short-help bindings for the named actions, in order

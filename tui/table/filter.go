@@ -147,3 +147,18 @@ func (t *Table) narrows() bool {
 	return t.matchLow != "" && !t.invert && t.viewLow != "" && t.viewCol == t.matchCol &&
 		strings.Contains(t.matchLow, t.viewLow)
 }
+
+// Regexp returns the case-insensitive expression the filter's rule makes
+// of pat (no ! here): pat as a regular expression when it uses regexp
+// syntax and compiles, else pat as text; err says why it did not compile.
+// The log search matches with it, so that both read a pattern alike.
+func Regexp(pat string) (*regexp.Regexp, error) {
+	if metas.MatchString(pat) {
+		re, err := regexp.Compile("(?i)" + pat)
+		if err == nil {
+			return re, nil
+		}
+		return regexp.MustCompile("(?i)" + regexp.QuoteMeta(pat)), err
+	}
+	return regexp.MustCompile("(?i)" + regexp.QuoteMeta(pat)), nil
+}

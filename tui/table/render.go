@@ -66,6 +66,21 @@ func (t *Table) layout() []int {
 		}
 	}
 	left := t.width - (used - 1)
+	// What is left goes first to the columns that may grow, as far as
+	// their widest cell needs (names and ids are read whole), the rest
+	// to the Flex column.
+	grow := left
+	for i, c := range t.cols {
+		need := 0
+		if i < len(t.need) {
+			need = t.need[i]
+		}
+		if d := min(need-c.Width, grow); d > 0 && w[i] > 0 {
+			w[i] += d
+			grow -= d
+			left -= d
+		}
+	}
 	if left > 0 {
 		for i, c := range t.cols {
 			if c.Flex && w[i] > 0 {

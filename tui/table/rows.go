@@ -4,6 +4,8 @@
 
 package table
 
+import "slices"
+
 func sameContent(cols []Column, a, b []string) bool {
 	if len(a) != len(b) {
 		return false
@@ -50,6 +52,7 @@ type Prepared struct {
 	search  []string
 	keys    []uint64 // the sort column's keys (numericKeys), if numeric
 	keyCol  int
+	need    []int // the widest cell of each column that may grow (MaxWidth)
 }
 
 // Prepare computes what SetRows(rows) would do to a table in state b: the
@@ -63,6 +66,16 @@ func (b Base) Prepare(rows []Row) *Prepared {
 	if c := b.sortCol; c >= 0 && c < len(b.cols) && b.cols[c].Numeric {
 		if ks, ok := numericKeys(rows, c); ok {
 			p.keys, p.keyCol = ks, c
+		}
+	}
+	p.need = make([]int, len(b.cols))
+	for c, col := range b.cols {
+		if col.MaxWidth > col.Width {
+			for i := range rows {
+				if w := cellWidth(rows[i].Cells[c]); w > p.need[c] {
+					p.need[c] = min(w, col.MaxWidth)
+				}
+			}
 		}
 	}
 	for i := range rows {
@@ -113,6 +126,10 @@ func (t *Table) install(p *Prepared) {
 	t.gen = p.base + 1
 	t.rows, t.byID, t.changed, t.search = p.rows, p.byID, p.changed, p.search
 	t.keys, t.keyCol = p.keys, p.keyCol
+	if !slices.Equal(t.need, p.need) {
+		t.need = p.need
+		t.relayout()
+	}
 	for id := range t.marks {
 		if _, ok := p.byID[id]; !ok {
 			delete(t.marks, id)

@@ -20,8 +20,12 @@ import (
 
 // Column describes one column.
 type Column struct {
-	Title    string
-	Width    int  // width in cells (the minimum when Flex)
+	Title string
+	Width int // width in cells (the minimum when Flex or MaxWidth)
+	// MaxWidth lets a column (names, ids) grow to it from the width left
+	// over, before the Flex column takes the rest: at 120 columns a
+	// name is not cut while REASON has room to spare.
+	MaxWidth int
 	Flex     bool // takes the width left over
 	Priority int  // 0 is always shown; higher priorities are dropped first on narrow terminals
 	Right    bool // right-aligned
@@ -33,7 +37,7 @@ type Column struct {
 	// names differ in their tails, which a cut at the end loses.
 	CutMiddle bool
 	// Alias is another name for the column in a column filter
-	// ("target:c-1" for OBJECT); the title, lower-cased, always works.
+	// ("object:c-1" for TARGET); the title, lower-cased, always works.
 	Alias string
 }
 
@@ -101,6 +105,7 @@ type Table struct {
 
 	width, height int
 	widths        []int  // laid-out widths, 0 = hidden
+	need          []int  // widest cell of each column that may grow (Prepared.need)
 	hdr           string // rendered header line ("" = render it again)
 	cache         map[string]*cacheLine
 

@@ -40,6 +40,7 @@ type Theme struct {
 	FlashOK, FlashErr, Warn    Paint
 	TableHeader, Cursor, Mark  Paint
 	Changed, Pending, Selected Paint
+	Match                      Paint // a search match (the current one is Selected)
 	states                     map[string]Paint
 	rows                       map[string]Paint // states that paint their whole row
 }
@@ -67,6 +68,7 @@ func New(mode string, dark, noColor bool) *Theme {
 		t.Changed = paint(ansi.Style{}.Bold())
 		t.Mark = paint(ansi.Style{}.Underline(true))
 		t.Selected = t.Cursor
+		t.Match = paint(ansi.Style{}.Underline(true))
 		t.states[StateUnreachable] = t.Bold
 		t.states[StateFailed] = t.Bold
 		// Whole rows in reverse video: failures stand out without colour.
@@ -91,6 +93,7 @@ func New(mode string, dark, noColor bool) *Theme {
 	t.Changed = paint(ansi.Style{}.BackgroundColor(c("#ffffd7", "#303000")))
 	t.Pending = paint(fg("#8a8a8a", "#8a8a8a").Italic(true))
 	t.Selected = paint(fg("#005f87", "#5fd7ff").Reverse(true))
+	t.Match = paint(ansi.Style{}.BackgroundColor(c("#ffd787", "#5f5f00")).Underline(true))
 	green, yellow, blue, red, grey := fg("#00875f", "#5fd787"), fg("#af8700", "#ffd75f"),
 		fg("#005fd7", "#5fafff"), fg("#d70000", "#ff5f5f"), fg("#8a8a8a", "#8a8a8a")
 	t.states[StateUnreachable] = paint(red.Bold().Reverse(true))
