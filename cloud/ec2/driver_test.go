@@ -26,7 +26,6 @@ func TestCreateListTagDestroy(t *testing.T) {
 	opts.Tags = map[string]string{"team": "genomics", "Name": "dispatch-tui worker"}
 	opts.RootVolumeSize = 30 << 30
 	opts.IAMInstanceProfile = "dispatch-worker"
-	opts.IMDSv2Required = true
 	opts.AdminUser = "crunch"
 	d := newDriver(t, opts)
 

@@ -95,8 +95,12 @@ type Options struct {
 	// dispatcher runs in the VPC); otherwise at their public one, which
 	// the instances are asked to get.
 	UsePrivateIP bool
-	// IMDSv2Required makes the instances' metadata service require tokens.
-	IMDSv2Required bool
+	// MetadataHopLimit is the instances' HttpPutResponseHopLimit (1 to
+	// 64): how many hops a metadata token travels. The metadata service
+	// always requires tokens; with 1 a container on a docker bridge gets
+	// none, so it cannot read the user-data (the instance secret) or the
+	// role's credentials. Required: the engine's config holds the default.
+	MetadataHopLimit int32
 
 	// ListGrace is how long an instance this driver created is listed
 	// although DescribeInstances does not show it yet.
@@ -161,6 +165,9 @@ func New(ctx context.Context, opts Options) (*Driver, error) {
 	}
 	if opts.Signer == nil {
 		return nil, errors.New("ec2 driver: the dispatcher's client key is required")
+	}
+	if opts.MetadataHopLimit < 1 || opts.MetadataHopLimit > 64 {
+		return nil, fmt.Errorf("ec2 driver: metadata hop limit must be 1 to 64 (got %d)", opts.MetadataHopLimit)
 	}
 	if opts.AdminUser == "" {
 		opts.AdminUser = DefaultAdminUser
@@ -385,10 +392,12 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 			in.IamInstanceProfile = &types.IamInstanceProfileSpecification{Name: aws.String(p)}
 		}
 	}
-	if d.opts.IMDSv2Required {
-		in.MetadataOptions = &types.InstanceMetadataOptionsRequest{
-			HttpTokens: types.HttpTokensStateRequired, HttpEndpoint: types.InstanceMetadataEndpointStateEnabled,
-		}
+	// Always sent: an image's or account's defaults may allow IMDSv1
+	// (not hop-limited) or a hop limit of 2, and either lets containers
+	// read the user-data and the role's credentials.
+	in.MetadataOptions = &types.InstanceMetadataOptionsRequest{
+		HttpTokens: types.HttpTokensStateRequired, HttpEndpoint: types.InstanceMetadataEndpointStateEnabled,
+		HttpPutResponseHopLimit: aws.Int32(d.opts.MetadataHopLimit),
 	}
 	if it.Preemptible {
 		in.InstanceMarketOptions = &types.InstanceMarketOptionsRequest{

@@ -50,7 +50,7 @@ func TestDefault(t *testing.T) {
 			MaxCloudOpsPerSecond: 10,
 			MaxConcurrentCreates: 1,
 			Local:                LocalDriver{BootDelay: 2 * time.Second},
-			EC2:                  EC2Driver{AdminUser: "dispatch-tui", RootVolumeType: "gp3", ScratchVolumeType: "gp3", IMDSv2Required: true},
+			EC2:                  EC2Driver{AdminUser: "dispatch-tui", RootVolumeType: "gp3", ScratchVolumeType: "gp3", IMDSv2Required: true, MetadataHopLimit: 1},
 		},
 		InstanceTypes: []cloud.InstanceType{
 			{Name: "small", ProviderType: "small", VCPUs: 1, RAM: 1 << 30, Scratch: 10 << 30, Price: 0.02},
@@ -241,7 +241,7 @@ kill = "ctrl+k"
 			MaxCloudOpsPerSecond: 4,
 			MaxConcurrentCreates: 3,
 			Local:                LocalDriver{BootDelay: 0},
-			EC2:                  EC2Driver{AdminUser: "dispatch-tui", RootVolumeType: "gp3", ScratchVolumeType: "gp3", IMDSv2Required: true},
+			EC2:                  EC2Driver{AdminUser: "dispatch-tui", RootVolumeType: "gp3", ScratchVolumeType: "gp3", IMDSv2Required: true, MetadataHopLimit: 1},
 			SSHHosts: SSHHostsDriver{Hosts: []SSHHost{
 				{Address: "10.0.0.5:2222", InstanceType: "gpu", Labels: map[string]string{"rack": "r1"}},
 				{Address: "10.0.0.6:22", InstanceType: "cpu", User: "root", KeyFile: "/keys/root", WorkDir: "/scratch"},

@@ -54,6 +54,7 @@ func Default() *Config {
 				RootVolumeType:    "gp3",
 				ScratchVolumeType: "gp3",
 				IMDSv2Required:    true,
+				MetadataHopLimit:  1,
 			},
 		},
 		InstanceTypes: DefaultInstanceTypes(),

@@ -357,6 +357,7 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 		id: s.newID("i"), typ: typ, subnet: subnet, keyName: f.Get("KeyName"), public: public, spot: spot,
 		tags: tags, volumeTags: volumeTags, user: user, secret: secret, authorized: authorized, devices: devices,
 		iamProfile: iam, imdsv2: f.Get("MetadataOptions.HttpTokens") == "required",
+		hopLimit: f.Get("MetadataOptions.HttpPutResponseHopLimit"),
 		launched: now, listableAt: now.Add(fl.ListDelay), state: statePending,
 	}
 	resID := s.newID("r")

@@ -312,8 +312,11 @@ type Instance struct {
 	BlockDevices map[string]int32 // device -> GiB
 	IAMProfile   string
 	IMDSv2       bool
-	Home         string // the admin user's home directory
-	RunnerDir    string
+	// MetadataHopLimit is the HttpPutResponseHopLimit asked for; "" when
+	// the request left it to the image's or account's default.
+	MetadataHopLimit string
+	Home             string // the admin user's home directory
+	RunnerDir        string
 }
 
 // TagInstance sets tag key on instance id as someone else would (an
@@ -411,6 +414,7 @@ type instance struct {
 	devices                      map[string]int32
 	iamProfile                   string
 	imdsv2                       bool
+	hopLimit                     string
 	launched, listableAt         time.Time
 	state, reason                string
 	home, runnerDir              string
@@ -436,7 +440,7 @@ func (in *instance) info() Instance {
 		ID: in.id, Type: in.typ, State: in.state, Subnet: in.subnet, Spot: in.spot,
 		PrivateIP: in.ip, PublicIP: pub, Address: addr, KeyName: in.keyName, Tags: tags, VolumeTags: volumeTags,
 		UserDataUser: in.user, Secret: in.secret, Authorized: in.authorized, BlockDevices: devs,
-		IAMProfile: in.iamProfile, IMDSv2: in.imdsv2, Home: in.home, RunnerDir: in.runnerDir,
+		IAMProfile: in.iamProfile, IMDSv2: in.imdsv2, MetadataHopLimit: in.hopLimit, Home: in.home, RunnerDir: in.runnerDir,
 	}
 }
 
