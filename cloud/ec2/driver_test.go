@@ -571,7 +571,7 @@ func TestSpotForPreemptibleTypes(t *testing.T) {
 // shell it is written in accepts it.
 func TestUserDataRoundTrip(t *testing.T) {
 	s := newSigner(t)
-	ud := ec2.UserData("crunch", s.PublicKey(), "abc123")
+	ud := ec2.UserData("crunch", s.PublicKey(), "abc123", ec2.Scratch{})
 	user, key, secret, ok := ec2.ParseUserData(ud)
 	if !ok || user != "crunch" || secret != "abc123" || key != strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.PublicKey()))) {
 		t.Fatalf("parsed %q %q %q %v from\n%s", user, key, secret, ok, ud)

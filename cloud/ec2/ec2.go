@@ -85,6 +85,7 @@ type Options struct {
 	RootVolumeType string
 	// ScratchVolumeType is the type of the scratch EBS volume attached as
 	// ScratchDevice, sized by the instance type's scratch; "" = gp3.
+	// User-data mounts it at ScratchDir (scratch.go).
 	ScratchVolumeType string
 	ScratchDevice     string
 	// IAMInstanceProfile is a name or an ARN; "" = none.
@@ -355,7 +356,7 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 		MinCount:     aws.Int32(1),
 		MaxCount:     aws.Int32(1),
 		KeyName:      aws.String(keyName),
-		UserData:     aws.String(base64.StdEncoding.EncodeToString(UserData(d.opts.AdminUser, d.opts.Signer.PublicKey(), secret))),
+		UserData:     aws.String(base64.StdEncoding.EncodeToString(UserData(d.opts.AdminUser, d.opts.Signer.PublicKey(), secret, d.scratchFor(it)))),
 		TagSpecifications: []types.TagSpecification{
 			{ResourceType: types.ResourceTypeInstance, Tags: d.awsTags(tags)},
 			// The secret stays off the volumes: their tags are readable
@@ -444,6 +445,15 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 		d.log.Warn("ec2: subnet cannot take the instance, trying the next", "subnet", subnets[i], "code", code)
 	}
 	return nil, lastErr
+}
+
+// scratchFor is the scratch volume an instance of type it gets: its
+// scratch size rounded up to whole GiB, as the volume is made.
+func (d *Driver) scratchFor(it cloud.InstanceType) Scratch {
+	if it.Scratch <= 0 {
+		return Scratch{}
+	}
+	return Scratch{Device: d.opts.ScratchDevice, Bytes: int64(gib(it.Scratch)) << 30}
 }
 
 // placeIn sets the subnet (and, for public addresses, a network interface
