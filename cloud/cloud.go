@@ -151,11 +151,38 @@ type RefusedHost struct {
 }
 
 // QuotaError reports that the provider refused a create because an account
-// quota (instances, cores, ...) is exhausted.
-type QuotaError struct{ Err error }
+// quota (instances, cores, ...) is exhausted. Scope names the quota: ""
+// for one every create counts against, else the key of a quota only some
+// types count against (EC2: the vCPUs of an instance family group, on
+// demand or spot), which the pool backs off alone: a GPU quota of 0 must
+// not stop creates of other types.
+type QuotaError struct {
+	Scope string
+	Err   error
+}
 
-func (e *QuotaError) Error() string { return fmt.Sprintf("quota exceeded: %v", e.Err) }
+func (e *QuotaError) Error() string {
+	if e.Scope == "" {
+		return fmt.Sprintf("quota exceeded: %v", e.Err)
+	}
+	return fmt.Sprintf("quota %s exceeded: %v", e.Scope, e.Err)
+}
 func (e *QuotaError) Unwrap() error { return e.Err }
+
+// QuotaScoper is implemented by InstanceSets whose quotas are per group of
+// types: QuotaScope is the Scope of the QuotaError a create of it would
+// fail with when its quota is exhausted ("" = the account's). The pool
+// counts an instance against the quota of its type's scope.
+type QuotaScoper interface {
+	QuotaScope(it InstanceType) string
+}
+
+// AsQuota returns the QuotaError in err's chain, if any.
+func AsQuota(err error) (*QuotaError, bool) {
+	var q *QuotaError
+	ok := errors.As(err, &q)
+	return q, ok
+}
 
 // CapacityError reports that the provider has no capacity right now, either
 // for one instance type (InstanceType set) or for any type.

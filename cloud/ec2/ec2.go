@@ -438,7 +438,7 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 			err = fmt.Errorf("RunInstances returned %d instances, want 1", len(out.Instances))
 		}
 		code := errorCode(err)
-		lastErr = d.mapError(fmt.Sprintf("create %s (%s) in subnet %q", it.Name, it.ProviderType, subnets[i]), it.ProviderType, err)
+		lastErr = d.scopeQuota(d.mapError(fmt.Sprintf("create %s (%s) in subnet %q", it.Name, it.ProviderType, subnets[i]), it.ProviderType, err), code, it)
 		if !(subnetCodes[code] || capacityCodes[code]) || ctx.Err() != nil {
 			break
 		}

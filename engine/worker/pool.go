@@ -170,6 +170,10 @@ type Pool struct {
 	bootFails     map[string]*bootFailures // instance type -> its run of failed boots
 	quotaEst      int                      // -1 = no estimate
 	quotaProbeAt  time.Time
+	// Quotas of a scope (quotascope.go): each type's scope, and the
+	// estimate of each scope the provider refused a create for.
+	typeScope  map[string]string
+	scopeQuota map[string]scopedQuota
 
 	syncing        bool
 	synced         bool // first listing done
@@ -283,6 +287,7 @@ func New(opts Options) (*Pool, error) {
 			p.byProvider[it.ProviderType] = it.Name
 		}
 	}
+	p.initQuotaScopes()
 	p.idle = sync.NewCond(&p.mu)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	now := p.clk.Now()

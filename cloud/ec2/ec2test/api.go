@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"dispatch-tui/cloud/ec2"
 )
 
 const xmlns = "http://ec2.amazonaws.com/doc/2016-11-15/"
@@ -319,6 +321,8 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 	s.mu.Lock()
 	fl := &s.faults
 	live, spots, vcpus := 0, 0, 0
+	scope := quotaScope(typ, spot)
+	scopeVCPUs := 0 // of the new instance's family group and market
 	for _, in := range s.instances {
 		if in.state == stateTerminated {
 			continue
@@ -328,7 +332,11 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 			spots++
 		}
 		vcpus += vcpusOf(fl, in.typ)
+		if quotaScope(in.typ, in.spot) == scope {
+			scopeVCPUs += vcpusOf(fl, in.typ)
+		}
 	}
+	scopeLimit, scoped := fl.VCPULimits[scope]
 	var e *apiError
 	switch {
 	case s.images[f.Get("ImageId")] == "":
@@ -345,6 +353,10 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 		e = errorf(400, "InstanceLimitExceeded", "You have requested more instances (%d) than your current instance limit of %d allows.", live+1, fl.InstanceLimit)
 	case fl.VCPULimit > 0 && vcpus+vcpusOf(fl, typ) > fl.VCPULimit:
 		e = errorf(400, "VcpuLimitExceeded", "You have requested more vCPU capacity than your current vCPU limit of %d allows.", fl.VCPULimit)
+	case scoped && !spot && scopeVCPUs+vcpusOf(fl, typ) > scopeLimit:
+		e = errorf(400, "VcpuLimitExceeded", "You have requested more vCPU capacity than your current vCPU limit of %d allows for the instance bucket that the specified instance type belongs to.", scopeLimit)
+	case scoped && spot && scopeVCPUs+vcpusOf(fl, typ) > scopeLimit:
+		e = errorf(400, "MaxSpotInstanceCountExceeded", "Max spot instance count exceeded")
 	case spot && fl.SpotLimit > 0 && spots >= fl.SpotLimit:
 		e = errorf(400, "MaxSpotInstanceCountExceeded", "Max spot instance count exceeded")
 	}
@@ -378,6 +390,15 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 	s.mu.Unlock()
 	s.log.Info("ec2test: instance launched", "instance", in.id, "type", typ, "subnet", subnet, "spot", spot, "addr", in.srv.Addr())
 	return resp, nil
+}
+
+// quotaScope is the vCPU quota a type counts against on demand or as
+// spot: its family group's ("p/on-demand").
+func quotaScope(typ string, spot bool) string {
+	if spot {
+		return ec2.QuotaGroup(typ) + "/spot"
+	}
+	return ec2.QuotaGroup(typ) + "/on-demand"
 }
 
 func vcpusOf(f *Faults, typ string) int {

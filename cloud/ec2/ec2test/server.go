@@ -87,6 +87,13 @@ type Faults struct {
 	// new instance's vCPUs (VCPUs below, 2 if unknown) would exceed it.
 	VCPULimit int
 	VCPUs     map[string]int
+	// VCPULimits are EC2's vCPU quotas, per instance family group and
+	// market ("standard/on-demand", "p/spot": ec2.QuotaGroup): a
+	// RunInstances whose vCPUs would take its group's live ones over the
+	// limit fails with VcpuLimitExceeded (on demand) or
+	// MaxSpotInstanceCountExceeded (spot). A group not listed has no
+	// limit.
+	VCPULimits map[string]int
 	// SpotLimit > 0: spot RunInstances fails with
 	// MaxSpotInstanceCountExceeded while that many spot instances live.
 	SpotLimit int
