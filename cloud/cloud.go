@@ -111,6 +111,24 @@ func Interrupted(inst Instance) (why string, ok bool) {
 	return "", false
 }
 
+// NoticeReader is implemented by instances whose provider posts, on the
+// instance itself, a notice a little before it takes the instance back
+// (EC2 spot instances: the two-minute interruption notice in the metadata
+// service). The pool runs NoticeCommand on the instance with its probes
+// ("" = nothing to read: an on-demand instance pays nothing) and gives its
+// output to ParseNotice; on a notice it drains the instance at once, and
+// when the instance goes its containers are requeued without spending an
+// attempt, as for Interruptible.
+type NoticeReader interface {
+	// NoticeCommand is a shell command that prints the notice, and
+	// nothing while there is none.
+	NoticeCommand() string
+	// ParseNotice reads NoticeCommand's output: ok when a notice is
+	// posted, with why (for people) and when the provider will act (zero
+	// if it does not say).
+	ParseNotice(out []byte) (why string, at time.Time, ok bool)
+}
+
 // InstanceSet is a provider's collection of instances.
 type InstanceSet interface {
 	// Create starts a new instance of the given type with the given tags.

@@ -516,7 +516,7 @@ func TestEventualConsistency(t *testing.T) {
 // it leaves the listing.
 func TestSpotForPreemptibleTypes(t *testing.T) {
 	ctx := context.Background()
-	srv := ec2test.Start(t, ec2test.Options{})
+	srv := ec2test.Start(t, ec2test.Options{ShutdownTime: 200 * time.Millisecond})
 	d := newDriver(t, driverOptions(srv, newSigner(t)))
 	onDemand, err := d.Create(ctx, small, tagsFor(small, "od"))
 	if err != nil {
@@ -545,10 +545,19 @@ func TestSpotForPreemptibleTypes(t *testing.T) {
 	if err := srv.Interrupt(string(sp.ID())); err != nil {
 		t.Fatal(err)
 	}
-	list, err = d.Instances(ctx, nil)
-	if err != nil || !slices.Equal(ids(list), []string{string(onDemand.ID())}) {
-		t.Fatalf("after the interruption: %v %v", ids(list), err)
+	onlyOnDemand := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			list, err = d.Instances(ctx, nil)
+			if err == nil && slices.Equal(ids(list), []string{string(onDemand.ID())}) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: listed %v %v, want only %s", what, ids(list), err, onDemand.ID())
+			}
+		}
 	}
+	onlyOnDemand("after the interruption")
 	if err := srv.Interrupt(string(onDemand.ID())); err == nil {
 		t.Fatal("interrupted an on-demand instance")
 	}
@@ -561,10 +570,7 @@ func TestSpotForPreemptibleTypes(t *testing.T) {
 	if err := srv.Interrupt(string(sp2.ID())); err != nil {
 		t.Fatal(err)
 	}
-	list, err = d.Instances(ctx, nil)
-	if err != nil || !slices.Equal(ids(list), []string{string(onDemand.ID())}) {
-		t.Fatalf("after an interruption before any listing: %v %v", ids(list), err)
-	}
+	onlyOnDemand("after an interruption before any listing")
 }
 
 // The user-data script carries what ParseUserData reads back, and the

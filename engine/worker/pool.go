@@ -53,7 +53,8 @@ const (
 	EventGiveUp = "give_up"
 	// EventPreempted: the provider took a preemptible instance back (an
 	// interruption it reported, or one of a preemptible type vanished);
-	// its containers are requeued without spending an attempt.
+	// its containers are requeued without spending an attempt. Also the
+	// provider's notice that it will (notice.go): the instance is drained.
 	EventPreempted = "preempted"
 	// EventRunnerRedeploy: a ready instance's runner binary was missing
 	// (deleted) and was installed again, or its install failed (once per
@@ -189,6 +190,9 @@ type Pool struct {
 	// preempted: instances the provider took back, removed from the pool,
 	// with why, for the scheduler to requeue their containers (preempt.go).
 	preempted map[cloud.InstanceID]preemption
+	// noticeSyncs: when interruption notices said the provider acts,
+	// for listings then (notice.go).
+	noticeSyncs []time.Time
 
 	// transitions are the state changes states.txt allows; onTransition,
 	// if set (by tests, before the first Step), sees every state change

@@ -47,6 +47,10 @@ func statusOf(code string) int {
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, imdsPrefix) {
+		s.serveIMDS(w, r)
+		return
+	}
 	reqID := s.requestID()
 	if r.Method != http.MethodPost {
 		writeError(w, reqID, errorf(http.StatusBadRequest, "InvalidAction", "EC2 Query requests are POSTs"))
@@ -219,6 +223,7 @@ type instanceElem struct {
 	ImageID           string    `xml:"imageId"`
 	State             stateElem `xml:"instanceState"`
 	Reason            string    `xml:"reason,omitempty"`
+	StateReason       *stReason `xml:"stateReason,omitempty"`
 	KeyName           string    `xml:"keyName,omitempty"`
 	InstanceType      string    `xml:"instanceType"`
 	LaunchTime        string    `xml:"launchTime"`
@@ -230,12 +235,21 @@ type instanceElem struct {
 	Tags              []tagItem `xml:"tagSet>item"`
 }
 
+// stReason is EC2's StateReason: why the instance changed state.
+type stReason struct {
+	Code    string `xml:"code"`
+	Message string `xml:"message"`
+}
+
 func (s *Server) elem(in *instance, withPublic bool) instanceElem {
 	e := instanceElem{
 		InstanceID: in.id, ImageID: ImageID, InstanceType: in.typ,
 		State: stateElem{stateCodes[in.state], in.state}, Reason: in.reason,
 		KeyName: in.keyName, LaunchTime: in.launched.UTC().Format(time.RFC3339),
 		SubnetID: in.subnet, RootDeviceName: RootDevice,
+	}
+	if in.stateReason != "" {
+		e.StateReason = &stReason{Code: in.stateReason, Message: in.stateMessage}
 	}
 	if in.state != stateTerminated {
 		e.PrivateIPAddress = in.ip
@@ -513,6 +527,9 @@ func (s *Server) describeInstances(f url.Values, reqID string) (any, *apiError) 
 	for _, in := range match[min(start, len(match)):end] {
 		if in.state == statePending && !now.Before(in.launched.Add(s.opts.BootDelay)) {
 			in.state = stateRunning
+		}
+		if in.state == stateShuttingDown && !in.goneAt.IsZero() && !now.Before(in.goneAt) {
+			in.state = stateTerminated
 		}
 		resp.Reservations = append(resp.Reservations, reservationElem{
 			ReservationID: "r-" + strings.TrimPrefix(in.id, "i-"), OwnerID: ownerID,

@@ -9,7 +9,8 @@
 // its user-data authorizes and holding the secret its user-data carries,
 // so that the whole dispatcher runs on them. Faults can be injected:
 // capacity per type and subnet, quotas, throttling, error codes per
-// action, listing delays (eventual consistency) and spot interruptions.
+// action, listing delays (eventual consistency) and spot interruptions,
+// with their two-minute notice in each instance's metadata service.
 //
 // Instances listen on 127.77.x.y (Linux routes all of 127/8 to the
 // loopback interface), all on the same SSH port, as EC2 instances all
@@ -63,6 +64,9 @@ type Options struct {
 	// BootDelay: an instance's SSH server accepts connections this long
 	// after its launch.
 	BootDelay time.Duration
+	// ShutdownTime is how long an instance EC2 reclaims is listed as
+	// shutting-down before it is terminated; 0 = 5 s.
+	ShutdownTime time.Duration
 	// Seed seeds the random faults (rates).
 	Seed uint64
 	// Logger may be nil.
@@ -112,6 +116,12 @@ type Faults struct {
 	ListDelay time.Duration
 	// Latency delays every answer (a slow or hung endpoint).
 	Latency time.Duration
+	// SpotNotice > 0: Interrupt first posts EC2's interruption notice in
+	// the instance's metadata service (spot/instance-action, "terminate"
+	// at now + SpotNotice) and reclaims the instance SpotNotice later, as
+	// EC2 does two minutes after its notice. 0: Interrupt reclaims at
+	// once, as a notice nobody read.
+	SpotNotice time.Duration
 }
 
 // Server is a running fake EC2 endpoint.
@@ -136,6 +146,9 @@ type Server struct {
 	calls                  map[string]int
 	errors                 map[string]int // error code -> count
 	closed                 bool
+	// reclaims are the spot reclaims due after a notice, stopped by
+	// Close.
+	reclaims []*time.Timer
 }
 
 // NewServer starts a server; Close stops it and every instance.
@@ -145,6 +158,9 @@ func NewServer(opts Options) (*Server, error) {
 	}
 	if opts.Subnets == nil {
 		opts.Subnets = []string{"subnet-a", "subnet-b"}
+	}
+	if opts.ShutdownTime <= 0 {
+		opts.ShutdownTime = 5 * time.Second
 	}
 	log := opts.Logger
 	if log == nil {
@@ -289,6 +305,9 @@ func (s *Server) Close() {
 		return
 	}
 	s.closed = true
+	for _, t := range s.reclaims {
+		t.Stop()
+	}
 	var live []*instance
 	for _, id := range s.order {
 		live = append(live, s.instances[id])
@@ -319,6 +338,9 @@ type Instance struct {
 	BlockDevices map[string]int32 // device -> GiB
 	IAMProfile   string
 	IMDSv2       bool
+	// NoticeReads counts the reads of the spot notice from the
+	// instance's metadata service.
+	NoticeReads int
 	// MetadataHopLimit is the HttpPutResponseHopLimit asked for; "" when
 	// the request left it to the image's or account's default.
 	MetadataHopLimit string
@@ -363,24 +385,52 @@ func (s *Server) Live() []string {
 	return out
 }
 
-// Interrupt terminates a spot instance as EC2 does when it reclaims the
-// capacity: its processes die and it is listed as terminated.
+// Interrupt reclaims a spot instance as EC2 does: with Faults.SpotNotice,
+// the notice is posted in its metadata service first and the rest happens
+// that long later. Then its processes die and it is listed as
+// shutting-down, with the spot termination as its state reason, for
+// Options.ShutdownTime, then as terminated.
 func (s *Server) Interrupt(id string) error {
 	s.mu.Lock()
 	in := s.instances[id]
-	if in == nil || in.state == stateTerminated {
+	switch {
+	case in == nil || in.state == stateTerminated || in.state == stateShuttingDown:
 		s.mu.Unlock()
 		return fmt.Errorf("ec2test: no live instance %s", id)
-	}
-	if !in.spot {
+	case !in.spot:
 		s.mu.Unlock()
 		return fmt.Errorf("ec2test: %s is not a spot instance", id)
+	case in.notice != "":
+		s.mu.Unlock()
+		return fmt.Errorf("ec2test: %s already has its interruption notice", id)
 	}
-	in.state = stateTerminated
-	in.reason = "Server.SpotInstanceTermination: Spot instance termination"
+	if lead := s.faults.SpotNotice; lead > 0 {
+		in.notice = fmt.Sprintf(`{"action": "terminate", "time": %q}`, time.Now().Add(lead).UTC().Format(time.RFC3339))
+		s.reclaims = append(s.reclaims, time.AfterFunc(lead, func() { s.reclaim(in) }))
+		s.mu.Unlock()
+		s.log.Info("ec2test: spot interruption notice posted", "instance", id, "lead", lead)
+		return nil
+	}
+	s.mu.Unlock()
+	s.reclaim(in)
+	return nil
+}
+
+// reclaim ends a spot instance: shutting-down for the spot termination,
+// then terminated.
+func (s *Server) reclaim(in *instance) {
+	s.mu.Lock()
+	if s.closed || in.state == stateTerminated || in.state == stateShuttingDown {
+		s.mu.Unlock()
+		return
+	}
+	in.state = stateShuttingDown
+	in.stateReason = "Server.SpotInstanceTermination"
+	in.stateMessage = "Server.SpotInstanceTermination: Spot instance termination"
+	in.reason = "Service initiated (" + time.Now().UTC().Format("2006-01-02 15:04:05 GMT") + ")"
+	in.goneAt = time.Now().Add(s.opts.ShutdownTime)
 	s.mu.Unlock()
 	in.stop()
-	return nil
 }
 
 // ImportKey adds a key pair as an operator would have.
@@ -427,6 +477,17 @@ type instance struct {
 	home, runnerDir              string
 	srv                          *sshserver.Server
 	stopOnce                     sync.Once
+
+	// stateReason and stateMessage are EC2's StateReason; goneAt, when
+	// a shutting-down instance becomes terminated.
+	stateReason, stateMessage string
+	goneAt                    time.Time
+	// notice is the spot instance-action document once EC2 posted it;
+	// imdsToken the metadata session token handed out last, and
+	// noticeReads how many times the notice was asked for.
+	notice      string
+	imdsToken   string
+	noticeReads int
 }
 
 func (in *instance) info() Instance {
@@ -447,7 +508,7 @@ func (in *instance) info() Instance {
 		ID: in.id, Type: in.typ, State: in.state, Subnet: in.subnet, Spot: in.spot,
 		PrivateIP: in.ip, PublicIP: pub, Address: addr, KeyName: in.keyName, Tags: tags, VolumeTags: volumeTags,
 		UserDataUser: in.user, Secret: in.secret, Authorized: in.authorized, BlockDevices: devs,
-		IAMProfile: in.iamProfile, IMDSv2: in.imdsv2, MetadataHopLimit: in.hopLimit, Home: in.home, RunnerDir: in.runnerDir,
+		IAMProfile: in.iamProfile, IMDSv2: in.imdsv2, NoticeReads: in.noticeReads, MetadataHopLimit: in.hopLimit, Home: in.home, RunnerDir: in.runnerDir,
 	}
 }
 
@@ -491,8 +552,10 @@ func (s *Server) boot(in *instance, key ssh.PublicKey) error {
 			ClientKeys: []ssh.PublicKey{key},
 			ReadyAt:    in.launched.Add(s.opts.BootDelay),
 			Home:       in.home,
-			Env:        []string{agent.StateDirEnv + "=" + in.runnerDir},
-			Logger:     s.log.With("instance", in.id),
+			Env: []string{agent.StateDirEnv + "=" + in.runnerDir,
+				// This instance's metadata service on the endpoint.
+				ec2.IMDSEndpointEnv + "=" + s.hs.URL + imdsPrefix + in.id},
+			Logger: s.log.With("instance", in.id),
 		})
 		if err != nil {
 			lastErr = err
