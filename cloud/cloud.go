@@ -130,6 +130,24 @@ func LaunchFailed(inst Instance) error {
 	return nil
 }
 
+// NoticeReader is implemented by instances whose provider posts, on the
+// instance itself, a notice a little before it takes the instance back
+// (EC2 spot instances: the two-minute interruption notice in the metadata
+// service). The pool runs NoticeCommand on the instance with its probes
+// ("" = nothing to read: an on-demand instance pays nothing) and gives its
+// output to ParseNotice; on a notice it drains the instance at once, and
+// when the instance goes its containers are requeued without spending an
+// attempt, as for Interruptible.
+type NoticeReader interface {
+	// NoticeCommand is a shell command that prints the notice, and
+	// nothing while there is none.
+	NoticeCommand() string
+	// ParseNotice reads NoticeCommand's output: ok when a notice is
+	// posted, with why (for people) and when the provider will act (zero
+	// if it does not say).
+	ParseNotice(out []byte) (why string, at time.Time, ok bool)
+}
+
 // InstanceSet is a provider's collection of instances.
 type InstanceSet interface {
 	// Create starts a new instance of the given type with the given tags.
@@ -170,11 +188,38 @@ type RefusedHost struct {
 }
 
 // QuotaError reports that the provider refused a create because an account
-// quota (instances, cores, ...) is exhausted.
-type QuotaError struct{ Err error }
+// quota (instances, cores, ...) is exhausted. Scope names the quota: ""
+// for one every create counts against, else the key of a quota only some
+// types count against (EC2: the vCPUs of an instance family group, on
+// demand or spot), which the pool backs off alone: a GPU quota of 0 must
+// not stop creates of other types.
+type QuotaError struct {
+	Scope string
+	Err   error
+}
 
-func (e *QuotaError) Error() string { return fmt.Sprintf("quota exceeded: %v", e.Err) }
+func (e *QuotaError) Error() string {
+	if e.Scope == "" {
+		return fmt.Sprintf("quota exceeded: %v", e.Err)
+	}
+	return fmt.Sprintf("quota %s exceeded: %v", e.Scope, e.Err)
+}
 func (e *QuotaError) Unwrap() error { return e.Err }
+
+// QuotaScoper is implemented by InstanceSets whose quotas are per group of
+// types: QuotaScope is the Scope of the QuotaError a create of it would
+// fail with when its quota is exhausted ("" = the account's). The pool
+// counts an instance against the quota of its type's scope.
+type QuotaScoper interface {
+	QuotaScope(it InstanceType) string
+}
+
+// AsQuota returns the QuotaError in err's chain, if any.
+func AsQuota(err error) (*QuotaError, bool) {
+	var q *QuotaError
+	ok := errors.As(err, &q)
+	return q, ok
+}
 
 // CapacityError reports that the provider has no capacity right now, either
 // for one instance type (InstanceType set) or for any type.

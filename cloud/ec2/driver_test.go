@@ -27,7 +27,6 @@ func TestCreateListTagDestroy(t *testing.T) {
 	opts.Tags = map[string]string{"team": "genomics", "Name": "dispatch-tui worker"}
 	opts.RootVolumeSize = 30 << 30
 	opts.IAMInstanceProfile = "dispatch-worker"
-	opts.IMDSv2Required = true
 	opts.AdminUser = "crunch"
 	d := newDriver(t, opts)
 
@@ -506,7 +505,7 @@ func TestEventualConsistency(t *testing.T) {
 // it leaves the listing.
 func TestSpotForPreemptibleTypes(t *testing.T) {
 	ctx := context.Background()
-	srv := ec2test.Start(t, ec2test.Options{})
+	srv := ec2test.Start(t, ec2test.Options{ShutdownTime: 200 * time.Millisecond})
 	d := newDriver(t, driverOptions(srv, newSigner(t)))
 	onDemand, err := d.Create(ctx, small, tagsFor(small, "od"))
 	if err != nil {
@@ -535,10 +534,19 @@ func TestSpotForPreemptibleTypes(t *testing.T) {
 	if err := srv.Interrupt(string(sp.ID())); err != nil {
 		t.Fatal(err)
 	}
-	list, err = d.Instances(ctx, nil)
-	if err != nil || !slices.Equal(ids(list), []string{string(onDemand.ID())}) {
-		t.Fatalf("after the interruption: %v %v", ids(list), err)
+	onlyOnDemand := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			list, err = d.Instances(ctx, nil)
+			if err == nil && slices.Equal(ids(list), []string{string(onDemand.ID())}) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: listed %v %v, want only %s", what, ids(list), err, onDemand.ID())
+			}
+		}
 	}
+	onlyOnDemand("after the interruption")
 	if err := srv.Interrupt(string(onDemand.ID())); err == nil {
 		t.Fatal("interrupted an on-demand instance")
 	}
@@ -551,17 +559,14 @@ func TestSpotForPreemptibleTypes(t *testing.T) {
 	if err := srv.Interrupt(string(sp2.ID())); err != nil {
 		t.Fatal(err)
 	}
-	list, err = d.Instances(ctx, nil)
-	if err != nil || !slices.Equal(ids(list), []string{string(onDemand.ID())}) {
-		t.Fatalf("after an interruption before any listing: %v %v", ids(list), err)
-	}
+	onlyOnDemand("after an interruption before any listing")
 }
 
 // The user-data script carries what ParseUserData reads back, and the
 // shell it is written in accepts it.
 func TestUserDataRoundTrip(t *testing.T) {
 	s := newSigner(t)
-	ud := ec2.UserData("crunch", s.PublicKey(), "abc123")
+	ud := ec2.UserData("crunch", s.PublicKey(), "abc123", ec2.Scratch{})
 	user, key, secret, ok := ec2.ParseUserData(ud)
 	if !ok || user != "crunch" || secret != "abc123" || key != strings.TrimSpace(string(ssh.MarshalAuthorizedKey(s.PublicKey()))) {
 		t.Fatalf("parsed %q %q %q %v from\n%s", user, key, secret, ok, ud)

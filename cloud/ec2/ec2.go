@@ -88,6 +88,7 @@ type Options struct {
 	RootVolumeType string
 	// ScratchVolumeType is the type of the scratch EBS volume attached as
 	// ScratchDevice, sized by the instance type's scratch; "" = gp3.
+	// User-data mounts it at ScratchDir (scratch.go).
 	ScratchVolumeType string
 	ScratchDevice     string
 	// IAMInstanceProfile is a name or an ARN; "" = none.
@@ -98,8 +99,12 @@ type Options struct {
 	// dispatcher runs in the VPC); otherwise at their public one, which
 	// the instances are asked to get.
 	UsePrivateIP bool
-	// IMDSv2Required makes the instances' metadata service require tokens.
-	IMDSv2Required bool
+	// MetadataHopLimit is the instances' HttpPutResponseHopLimit (1 to
+	// 64): how many hops a metadata token travels. The metadata service
+	// always requires tokens; with 1 a container on a docker bridge gets
+	// none, so it cannot read the user-data (the instance secret) or the
+	// role's credentials. Required: the engine's config holds the default.
+	MetadataHopLimit int32
 
 	// ListGrace is how long an instance this driver created is listed
 	// although DescribeInstances does not show it yet.
@@ -167,6 +172,9 @@ func New(ctx context.Context, opts Options) (*Driver, error) {
 		// OpenSSH refuses DSA keys by default since 7.0 and dropped them
 		// in 9.8: every login to every instance would fail.
 		return nil, errors.New("ec2 driver: the client key (cloud.ssh_key_file) is a DSA key, which the sshd of current images refuses: use an ED25519, ECDSA or RSA key")
+	}
+	if opts.MetadataHopLimit < 1 || opts.MetadataHopLimit > 64 {
+		return nil, fmt.Errorf("ec2 driver: metadata hop limit must be 1 to 64 (got %d)", opts.MetadataHopLimit)
 	}
 	if opts.AdminUser == "" {
 		opts.AdminUser = DefaultAdminUser
@@ -299,7 +307,7 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 		InstanceType: types.InstanceType(it.ProviderType),
 		MinCount:     aws.Int32(1),
 		MaxCount:     aws.Int32(1),
-		UserData:     aws.String(base64.StdEncoding.EncodeToString(UserData(d.opts.AdminUser, d.opts.Signer.PublicKey(), secret))),
+		UserData:     aws.String(base64.StdEncoding.EncodeToString(UserData(d.opts.AdminUser, d.opts.Signer.PublicKey(), secret, d.scratchFor(it)))),
 		TagSpecifications: []types.TagSpecification{
 			{ResourceType: types.ResourceTypeInstance, Tags: d.awsTags(tags)},
 			// The secret stays off the volumes: their tags are readable
@@ -339,10 +347,12 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 			in.IamInstanceProfile = &types.IamInstanceProfileSpecification{Name: aws.String(p)}
 		}
 	}
-	if d.opts.IMDSv2Required {
-		in.MetadataOptions = &types.InstanceMetadataOptionsRequest{
-			HttpTokens: types.HttpTokensStateRequired, HttpEndpoint: types.InstanceMetadataEndpointStateEnabled,
-		}
+	// Always sent: an image's or account's defaults may allow IMDSv1
+	// (not hop-limited) or a hop limit of 2, and either lets containers
+	// read the user-data and the role's credentials.
+	in.MetadataOptions = &types.InstanceMetadataOptionsRequest{
+		HttpTokens: types.HttpTokensStateRequired, HttpEndpoint: types.InstanceMetadataEndpointStateEnabled,
+		HttpPutResponseHopLimit: aws.Int32(d.opts.MetadataHopLimit),
 	}
 	if it.Preemptible {
 		in.InstanceMarketOptions = &types.InstanceMarketOptionsRequest{
@@ -384,7 +394,7 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 			err = fmt.Errorf("RunInstances returned %d instances, want 1", len(out.Instances))
 		}
 		code := tableCode(err)
-		lastErr = d.mapError(fmt.Sprintf("create %s (%s) in subnet %q", it.Name, it.ProviderType, subnets[i]), it.ProviderType, err)
+		lastErr = d.scopeQuota(d.mapError(fmt.Sprintf("create %s (%s) in subnet %q", it.Name, it.ProviderType, subnets[i]), it.ProviderType, err), code, it)
 		if !(subnetCodes[code] || capacityCodes[code]) || ctx.Err() != nil {
 			break
 		}
@@ -408,6 +418,15 @@ func clientToken(secret, subnet string) string {
 		sum = sha256.Sum256([]byte(secret + "\x00" + subnet))
 	}
 	return cloud.TagPrefix + hex.EncodeToString(sum[:24])
+}
+
+// scratchFor is the scratch volume an instance of type it gets: its
+// scratch size rounded up to whole GiB, as the volume is made.
+func (d *Driver) scratchFor(it cloud.InstanceType) Scratch {
+	if it.Scratch <= 0 {
+		return Scratch{}
+	}
+	return Scratch{Device: d.opts.ScratchDevice, Bytes: int64(gib(it.Scratch)) << 30}
 }
 
 // placeIn sets the subnet (and, for public addresses, a network interface

@@ -16,6 +16,7 @@ import (
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/launch"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/worker"
 )
 
 // engineOn builds, through launch (as the daemon does), an engine whose
@@ -74,23 +75,31 @@ func stepUntil(t *testing.T, eng *launch.Running, what string, timeout time.Dura
 }
 
 // The engine runs 50 containers on EC2-driver instances while the endpoint
-// fails a fifth of the launches and throttles a tenth of all calls: every
-// container completes with its exit code, and once idle every instance is
-// terminated. EC2's quirks are on: the first subnet is full (said in a
-// message), key pairs lag, and a launch ends at once.
+// fails a fifth of the launches and throttles a tenth of all calls, with
+// EC2's quirks on (the first subnet full, said in a message; key pairs
+// lagging; a launch ended at once) and EC2 reclaiming the first spot
+// instance that runs containers, 2 s after its notice: every container
+// completes with its exit code, and once idle every instance is
+// terminated.
 func TestEngineOnEC2(t *testing.T) {
-	srv := ec2test.Start(t, ec2test.Options{Seed: 4}) // seed 4: the 2nd call is throttled, the 5th launch fails
+	srv := ec2test.Start(t, ec2test.Options{Seed: 4, ShutdownTime: time.Second}) // seed 4: the 2nd call is throttled, the 5th launch fails
 	srv.Configure(func(f *ec2test.Faults) {
 		f.CreateErrorRate = 0.2
 		f.ThrottleRate = 0.1
 		f.FullSubnets = map[string]bool{"subnet-a": true}
+		f.SpotNotice = 2 * time.Second
 	})
 	srv.SetQuirks(func(q *ec2test.Quirks) {
 		q.SubnetFullByMessage = true
 		q.KeyPairLag = time.Hour
 		q.LaunchTerminations = []string{"Server.InternalError"}
 	})
-	eng := engineOn(t, srv, func(cfg *config.Config) { cfg.Cloud.TimeoutIdle = 2 * time.Second })
+	eng := engineOn(t, srv, func(cfg *config.Config) {
+		cfg.Cloud.TimeoutIdle = 2 * time.Second
+		// Types are kept sorted by price: the spot one first.
+		cfg.InstanceTypes = append([]cloud.InstanceType{{Name: "small-spot", ProviderType: "t3.small", VCPUs: 4, RAM: 4 << 30, Price: 0.01, Preemptible: true}},
+			cfg.InstanceTypes...)
+	})
 	dump := func() string {
 		var b strings.Builder
 		for _, v := range eng.Instances() {
@@ -117,18 +126,32 @@ func TestEngineOnEC2(t *testing.T) {
 	var jobs []job
 	for i := range 50 {
 		code := i % 5
+		preemptible := i%3 == 0 // on the spot type, the cheapest
 		c, err := eng.Submit(queue.Spec{
 			Name:               fmt.Sprintf("job-%d", i),
 			Command:            []string{"sh", "-c", `sleep 0.1; echo "job $X"; exit "$X"`},
 			Env:                map[string]string{"X": fmt.Sprint(code)},
 			RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 256 << 20},
+			Scheduling:         queue.Scheduling{Preemptible: &preemptible},
 		}, "test")
 		if err != nil {
 			t.Fatal(err)
 		}
 		jobs = append(jobs, job{c.ID, code})
 	}
+	interrupted := ""
 	stepUntil(t, eng, "50 containers final", 90*time.Second, func() bool {
+		if interrupted == "" {
+			for _, v := range eng.Instances() {
+				if v.Type == "small-spot" && len(v.Containers) > 0 {
+					if err := srv.Interrupt(string(v.ID)); err != nil {
+						t.Fatal(err)
+					}
+					interrupted = string(v.ID)
+					break
+				}
+			}
+		}
 		for _, j := range jobs {
 			if c, ok := eng.Container(j.id); !ok || !c.State.Final() {
 				return false
@@ -147,11 +170,26 @@ func TestEngineOnEC2(t *testing.T) {
 		}
 		used[c.InstanceID] = true
 	}
-	if srv.Errors("RequestLimitExceeded") == 0 || srv.Errors("InternalError") == 0 {
-		t.Fatalf("faults not exercised:%s", dump())
+	spots, noticeReads := 0, 0
+	for _, in := range srv.Instances() {
+		if in.Spot {
+			spots++
+			noticeReads += in.NoticeReads
+		}
 	}
-	t.Logf("%d instances used, %d launched; %d calls, %d throttled, %d failed launches",
-		len(used), len(srv.Instances()), srv.Calls(""), srv.Errors("RequestLimitExceeded"), srv.Errors("InternalError"))
+	if srv.Errors("RequestLimitExceeded") == 0 || srv.Errors("InternalError") == 0 || interrupted == "" || noticeReads == 0 {
+		t.Fatalf("faults not exercised (spot instance interrupted: %q, spot notices read %d times):%s", interrupted, noticeReads, dump())
+	}
+	preempted := 0
+	if evs, err := eng.Events(0, 100000); err == nil {
+		for _, ev := range evs {
+			if ev.Kind == worker.EventPreempted {
+				preempted++
+			}
+		}
+	}
+	t.Logf("%d instances used, %d launched (%d spot, notice read %d times, %d preempted events); %d calls, %d throttled, %d failed launches",
+		len(used), len(srv.Instances()), spots, noticeReads, preempted, srv.Calls(""), srv.Errors("RequestLimitExceeded"), srv.Errors("InternalError"))
 
 	// Idle instances are shut down: nothing is left running at the
 	// provider.

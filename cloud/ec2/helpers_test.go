@@ -83,6 +83,8 @@ func driverOptions(srv *ec2test.Server, signer ssh.Signer) ec2.Options {
 		SSHPort:      srv.SSHPort(),
 		UsePrivateIP: true,
 		MaxAttempts:  1,
+		// The engine's config default: only the instance gets a token.
+		MetadataHopLimit: 1,
 	}
 }
 

@@ -34,8 +34,10 @@ type Instance struct {
 }
 
 var (
-	_ cloud.Instance     = (*Instance)(nil)
-	_ cloud.LaunchFailer = (*Instance)(nil)
+	_ cloud.Instance      = (*Instance)(nil)
+	_ cloud.Interruptible = (*Instance)(nil)
+	_ cloud.LaunchFailer  = (*Instance)(nil)
+	_ cloud.NoticeReader  = (*Instance)(nil)
 )
 
 // set copies EC2's description of the instance.
@@ -116,9 +118,11 @@ func (i *Instance) State() string {
 }
 
 // Interrupted reports a spot instance EC2 is taking back (cloud.Interruptible):
-// shutting down, stopping or gone for a spot termination, so that its
-// containers are requeued without spending an attempt at once rather than
-// when it leaves the listing.
+// shutting down or stopping for a spot termination, so that its containers
+// are requeued without spending an attempt at once rather than when it
+// leaves the listing. A terminated one is never asked: listings leave it
+// out, and the pool takes a preemptible type's vanished instance as
+// interrupted. The notice before all this is ParseNotice's (notice.go).
 func (i *Instance) Interrupted() (string, bool) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -126,7 +130,7 @@ func (i *Instance) Interrupted() (string, bool) {
 		return "", false
 	}
 	switch types.InstanceStateName(i.state) {
-	case types.InstanceStateNameShuttingDown, types.InstanceStateNameStopping, types.InstanceStateNameStopped, types.InstanceStateNameTerminated:
+	case types.InstanceStateNameShuttingDown, types.InstanceStateNameStopping, types.InstanceStateNameStopped:
 		return "spot instance reclaimed by EC2 (" + i.stateReason + ")", true
 	}
 	return "", false

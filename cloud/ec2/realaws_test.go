@@ -54,7 +54,7 @@ func TestRealAWS(t *testing.T) {
 		SecurityGroupIDs: split(os.Getenv("DISPATCH_TUI_EC2_SECURITY_GROUP_IDS")),
 		KeyPairName:      os.Getenv("DISPATCH_TUI_EC2_KEY_PAIR"),
 		Tags:             map[string]string{"Name": "dispatch-tui real-AWS test"},
-		IMDSv2Required:   true,
+		MetadataHopLimit: 1,
 	})
 	it := cloud.InstanceType{Name: "test", ProviderType: typ, VCPUs: 2, RAM: 1 << 30}
 	owner := "dispatch-tui-realaws-test"

@@ -22,20 +22,30 @@ const (
 const SecretFile = ".dispatch-tui-secret"
 
 // UserData is the cloud-init script a new instance runs as root at first
-// boot: it creates the admin user if the image lacks it, authorizes the
-// dispatcher's key for it and writes the instance's secret to its home.
-// The values are single-quoted: callers ensure they hold no quote.
-func UserData(user string, key ssh.PublicKey, secret string) []byte {
+// boot: it creates the admin user if the image lacks it, sets up the
+// scratch volume if there is one (scratch.go), authorizes the
+// dispatcher's key for the user and writes the instance's secret to its
+// home. The values are single-quoted: callers ensure they hold no quote.
+func UserData(user string, key ssh.PublicKey, secret string, scratch Scratch) []byte {
 	var b bytes.Buffer
 	b.WriteString("#!/bin/sh\n# dispatch-tui instance setup: run once by cloud-init, as root.\n")
 	b.WriteString(UserDataVarUser + "='" + user + "'\n")
 	b.WriteString(UserDataVarKey + "='" + strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key))) + "'\n")
 	b.WriteString(UserDataVarSecret + "='" + secret + "'\n")
+	if scratch.Bytes > 0 {
+		b.WriteString(scratchVars(scratch))
+	}
 	b.WriteString(`set -eu
 if ! id "$DISPATCH_TUI_USER" >/dev/null 2>&1; then
 	useradd --create-home --shell /bin/sh "$DISPATCH_TUI_USER"
 fi
-home=$(getent passwd "$DISPATCH_TUI_USER" | cut -d: -f6)
+`)
+	if scratch.Bytes > 0 {
+		// Before the key: an instance without its scratch never
+		// becomes ready.
+		b.WriteString(ScratchScript)
+	}
+	b.WriteString(`home=$(getent passwd "$DISPATCH_TUI_USER" | cut -d: -f6)
 group=$(id -gn "$DISPATCH_TUI_USER")
 umask 077
 mkdir -p "$home/.ssh"

@@ -168,7 +168,7 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 	in := createInput{
 		Type: it.Name, InstanceType: it, Tags: tags,
 		PublicKey: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(d.opts.Signer.PublicKey()))),
-		UserData:  string(ec2.UserData(d.opts.AdminUser, d.opts.Signer.PublicKey(), secret)),
+		UserData:  string(ec2.UserData(d.opts.AdminUser, d.opts.Signer.PublicKey(), secret, ec2.Scratch{})),
 	}
 	stdout, err := d.run(ctx, VerbCreate, it.ProviderType, in)
 	if err != nil {

@@ -161,7 +161,13 @@ type EC2Driver struct {
 	IAMInstanceProfile string
 	Tags               map[string]string
 	UsePrivateIP       bool
-	IMDSv2Required     bool
+	// IMDSv2Required may only be true: the instances' metadata service
+	// always requires tokens (the key stays so that old configs load).
+	IMDSv2Required bool
+	// MetadataHopLimit is the instances' HttpPutResponseHopLimit: 1 keeps
+	// a metadata token (so the user-data, the instance secret and the
+	// role's credentials) from containers on a docker bridge.
+	MetadataHopLimit int
 }
 
 // SSHHostsDriver is [cloud.sshhosts].

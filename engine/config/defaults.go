@@ -55,6 +55,7 @@ func Default() *Config {
 				RootVolumeType:    "gp3",
 				ScratchVolumeType: "gp3",
 				IMDSv2Required:    true,
+				MetadataHopLimit:  1,
 			},
 		},
 		InstanceTypes: DefaultInstanceTypes(),

@@ -25,7 +25,8 @@ scratch_volume_type = "io2"
 iam_instance_profile = "arn:aws:iam::123456789012:instance-profile/worker"
 tags = { project = "genomics", Name = "worker" }
 use_private_ip = true
-imdsv2_required = false
+imdsv2_required = true
+metadata_hop_limit = 2
 `), "config.toml")
 	if err != nil {
 		t.Fatal(err)
@@ -38,6 +39,8 @@ imdsv2_required = false
 		IAMInstanceProfile: "arn:aws:iam::123456789012:instance-profile/worker",
 		Tags:               map[string]string{"project": "genomics", "Name": "worker"},
 		UsePrivateIP:       true,
+		IMDSv2Required:     true,
+		MetadataHopLimit:   2,
 	}
 	if !reflect.DeepEqual(c.Cloud.EC2, want) {
 		t.Fatalf("parsed\n%+v\nwant\n%+v", c.Cloud.EC2, want)
@@ -82,6 +85,18 @@ tags = { "aws:x" = "1", "dispatch-tui-owner" = "me" }
 			`config.toml:10: cloud.ec2.tags."aws:x": tag keys starting with aws: are reserved`,
 			`config.toml:10: cloud.ec2.tags.dispatch-tui-owner: tag keys starting with dispatch-tui- are the dispatcher's own`,
 		}},
+		{"metadata service", `
+[cloud.ec2]
+imdsv2_required = false
+metadata_hop_limit = 0
+`, []string{
+			`config.toml:3: cloud.ec2.imdsv2_required: the instances' metadata service always requires tokens now`,
+			`config.toml:4: cloud.ec2.metadata_hop_limit: must be between 1 and 64 (got 0)`,
+		}},
+		{"hop limit above EC2's", `
+[cloud.ec2]
+metadata_hop_limit = 65
+`, []string{`config.toml:3: cloud.ec2.metadata_hop_limit: must be between 1 and 64 (got 65)`}},
 		{"types", `
 [cloud.ec2]
 subnet_ids = "subnet-a"

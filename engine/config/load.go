@@ -266,6 +266,7 @@ type rawEC2 struct {
 	Tags               map[string]value `toml:"tags"`
 	UsePrivateIP       value            `toml:"use_private_ip"`
 	IMDSv2Required     value            `toml:"imdsv2_required"`
+	MetadataHopLimit   value            `toml:"metadata_hop_limit"`
 }
 
 type rawLocal struct {

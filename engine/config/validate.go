@@ -396,6 +396,12 @@ func (v *validator) validateEC2(cl *Cloud) {
 	}
 	v.oneOf(&e.RootVolumeType, ebsVolumeTypes...)
 	v.oneOf(&e.ScratchVolumeType, ebsVolumeTypes...)
+	if !e.IMDSv2Required {
+		v.addAt(&e.IMDSv2Required, "the instances' metadata service always requires tokens now (without them containers could read the instance secret): remove this key")
+	}
+	// EC2 accepts 1 to 64; above 1 a container on a docker bridge gets a
+	// metadata token.
+	v.intRange(&e.MetadataHopLimit, 1, 64)
 	keys := make([]string, 0, len(e.Tags))
 	for k := range e.Tags {
 		keys = append(keys, k)

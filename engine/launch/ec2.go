@@ -23,7 +23,7 @@ func newEC2(cfg *config.Config, log *slog.Logger) (*ec2.Driver, error) {
 		Signer: signer, AdminUser: e.AdminUser, SSHPort: cfg.Cloud.SSHPort,
 		RootVolumeSize: e.RootVolumeSize, RootVolumeType: e.RootVolumeType,
 		ScratchVolumeType: e.ScratchVolumeType, IAMInstanceProfile: e.IAMInstanceProfile,
-		Tags: e.Tags, UsePrivateIP: e.UsePrivateIP, IMDSv2Required: e.IMDSv2Required,
+		Tags: e.Tags, UsePrivateIP: e.UsePrivateIP, MetadataHopLimit: int32(e.MetadataHopLimit),
 		Logger: log,
 	})
 	if err != nil {

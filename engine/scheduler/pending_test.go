@@ -262,6 +262,14 @@ func TestPendingReasons(t *testing.T) {
 			wantText: "cloud refused creates (not retried until 00:05:00): UnauthorizedOperation",
 		},
 		{
+			name: "the quota of its types' scope reached",
+			setup: func(e *pendingEnv) {
+				e.pool.createErr = &worker.QuotaBlockedError{Type: benchTypes[0].Name, Scope: "p/on-demand", Limit: 0, Until: start.Add(time.Minute)}
+			},
+			wantState: queue.Queued, wantCode: queue.ReasonCloudRefused,
+			wantText: "quota p/on-demand reached at 0 instances: no small create tried until 00:01:00",
+		},
+		{
 			name: "out of capacity drops a stale lock",
 			setup: func(e *pendingEnv) {
 				e.lock(0)

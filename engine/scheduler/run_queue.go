@@ -359,8 +359,8 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 		case errors.Is(err, worker.ErrAtQuota), errors.Is(err, worker.ErrThrottled):
 			ps.createErr, ps.atQuota = err, errors.Is(err, worker.ErrAtQuota)
 		default:
-			// Every candidate type is in a capacity or failed-boot
-			// back-off, or the pool refused for another reason
+			// Every candidate type is in a capacity, failed-boot or
+			// scoped-quota back-off, or the pool refused for another reason
 			// (stopped, unknown type), which is shown as a capacity
 			// reason too.
 			s.staleUnlock(ps, c)
@@ -370,7 +370,8 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 				return
 			}
 			var cr *worker.CreateRefusedError
-			if errors.As(err, &cr) {
+			var qb *worker.QuotaBlockedError
+			if errors.As(err, &cr) || errors.As(err, &qb) {
 				ps.setPending(c, queue.Pending{Code: queue.ReasonCloudRefused, Arg: err.Error()})
 				return
 			}
@@ -472,8 +473,8 @@ func (s *Scheduler) create(candidates []int, blocked []bool) (int, error) {
 	return -1, lastErr
 }
 
-// typeBlocked reports whether err puts a type in a capacity or failed-boot
-// back-off. At quota (the common refusal, every pass) it allocates
+// typeBlocked reports whether err puts a type in a capacity, failed-boot or
+// scoped-quota back-off. At quota (the common refusal, every pass) it allocates
 // nothing: errors.As's targets escape, so they are only made past that
 // check.
 func typeBlocked(err error) bool {
@@ -482,7 +483,8 @@ func typeBlocked(err error) bool {
 	}
 	var cb *worker.CapacityBlockedError
 	var bf *worker.BootFailingError
-	return errors.As(err, &cb) || errors.As(err, &bf)
+	var qb *worker.QuotaBlockedError // the quota of the type's scope only
+	return errors.As(err, &cb) || errors.As(err, &bf) || errors.As(err, &qb)
 }
 
 // shutdownUnallocated shuts down idle instances no container wants, so

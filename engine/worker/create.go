@@ -48,6 +48,9 @@ func (p *Pool) Create(typeName string) error {
 	if p.atCapLocked(now) {
 		return ErrAtQuota
 	}
+	if err := p.scopeBlockedLocked(it, now); err != nil {
+		return err
+	}
 	if p.s.maxConcurrentCreates > 0 && len(p.pending) >= p.s.maxConcurrentCreates {
 		return ErrThrottled
 	}
@@ -100,7 +103,9 @@ func (p *Pool) createDoneLocked(pc *pendingCreate, it cloud.InstanceType, tags c
 	p.countOpLocked("create", err)
 	if err != nil {
 		p.keepRetryTagsLocked(it.Name, tags, err, now)
-		if cloud.IsQuota(err) {
+		if qe, ok := cloud.AsQuota(err); ok && qe.Scope != "" {
+			p.scopedQuotaErrLocked(it, qe.Scope, now)
+		} else if ok {
 			// What the provider counts: instances still shutting down
 			// hold their quota until they are gone.
 			p.quotaEst = p.providerCountLocked()
@@ -137,6 +142,7 @@ func (p *Pool) createDoneLocked(pc *pendingCreate, it cloud.InstanceType, tags c
 	if w.v.CreatedAt.IsZero() {
 		w.v.CreatedAt = pc.view.CreatedAt
 	}
+	p.scopedCreatedLocked(it, now)
 	if p.quotaEst >= 0 {
 		if n := p.providerCountLocked(); n > p.quotaEst {
 			// The probe above the estimate worked: raise it, and probe

@@ -109,6 +109,10 @@ type instance struct {
 	// fetched again before this (their runner keeps them meanwhile).
 	logsRetry map[string]time.Time
 
+	// noticed: the provider's interruption notice was read (notice.go);
+	// it is not read again.
+	noticed bool
+
 	destroying bool
 	destroyed  bool // last Destroy call succeeded
 	// keptForCollection: past timeout_probe but kept out of shutdown

@@ -54,7 +54,8 @@ const (
 	EventGiveUp = "give_up"
 	// EventPreempted: the provider took a preemptible instance back (an
 	// interruption it reported, or one of a preemptible type vanished);
-	// its containers are requeued without spending an attempt.
+	// its containers are requeued without spending an attempt. Also the
+	// provider's notice that it will (notice.go): the instance is drained.
 	EventPreempted = "preempted"
 	// EventRunnerRedeploy: a ready instance's runner binary was missing
 	// (deleted) and was installed again, or its install failed (once per
@@ -174,6 +175,10 @@ type Pool struct {
 	// retryCreates: per instance type, the tags of a create whose
 	// outcome is unknown, for its retry (createretry.go).
 	retryCreates map[string]retryCreate
+	// Quotas of a scope (quotascope.go): each type's scope, and the
+	// estimate of each scope the provider refused a create for.
+	typeScope  map[string]string
+	scopeQuota map[string]scopedQuota
 
 	syncing        bool
 	synced         bool // first listing done
@@ -189,6 +194,9 @@ type Pool struct {
 	// preempted: instances the provider took back, removed from the pool,
 	// with why, for the scheduler to requeue their containers (preempt.go).
 	preempted map[cloud.InstanceID]preemption
+	// noticeSyncs: when interruption notices said the provider acts,
+	// for listings then (notice.go).
+	noticeSyncs []time.Time
 
 	// transitions are the state changes states.txt allows; onTransition,
 	// if set (by tests, before the first Step), sees every state change
@@ -287,6 +295,7 @@ func New(opts Options) (*Pool, error) {
 			p.byProvider[it.ProviderType] = it.Name
 		}
 	}
+	p.initQuotaScopes()
 	p.idle = sync.NewCond(&p.mu)
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	now := p.clk.Now()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"dispatch-tui/cloud"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/sshexec"
 )
@@ -56,7 +57,8 @@ func (p *Pool) startProbeLocked(w *instance, now time.Time) {
 	ctx, cancel := context.WithCancel(p.ctx)
 	w.probeCancel = cancel
 	w.probeStart = now
-	if !p.goLocked(func() { p.runProbe(ctx, w, mode) }) {
+	nr := noticeReaderLocked(w, mode)
+	if !p.goLocked(func() { p.runProbe(ctx, w, mode, nr) }) {
 		w.probing = false
 		w.probeCancel = nil
 		cancel()
@@ -92,7 +94,9 @@ func (c *probeCall) call(stage string, limit time.Duration, fn func(context.Cont
 	return err
 }
 
-func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode) {
+// runProbe probes w; nr, when not nil, reads the provider's interruption
+// notice after the runner's list (notice.go).
+func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode, nr cloud.NoticeReader) {
 	t0 := p.clk.Now()
 	var (
 		sts     []runner.Status
@@ -141,6 +145,10 @@ func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode) {
 				err = list()
 			}
 		}
+	}
+	var nt notice
+	if err == nil && nr != nil {
+		nt = p.readNotice(pc, exec, nr)
 	}
 	lat := p.clk.Now().Sub(t0)
 
@@ -203,6 +211,9 @@ func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode) {
 		p.bootOKLocked(w.itype.Name)
 		w.ready(now)
 		changed = true
+	}
+	if nt.ok {
+		p.noticedLocked(w, nt, now)
 	}
 	if changed {
 		p.notifyLocked()

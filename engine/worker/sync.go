@@ -25,6 +25,7 @@ func (p *Pool) startSyncLocked(now time.Time) {
 	p.syncing = true
 	p.lastSyncIssued = now
 	p.nextSync = now.Add(p.s.syncInterval)
+	p.noticeSyncLocked(now)
 	seq := p.nextSeqLocked()
 	if !p.goLocked(func() {
 		// Unfiltered: ownership is judged per instance (ownedLocked), so

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/crypto/ssh"
+
+	"dispatch-tui/cloud/ec2"
 )
 
 const xmlns = "http://ec2.amazonaws.com/doc/2016-11-15/"
@@ -45,6 +47,10 @@ func statusOf(code string) int {
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, imdsPrefix) {
+		s.serveIMDS(w, r)
+		return
+	}
 	reqID := s.requestID()
 	if r.Method != http.MethodPost {
 		writeError(w, reqID, errorf(http.StatusBadRequest, "InvalidAction", "EC2 Query requests are POSTs"))
@@ -215,16 +221,12 @@ type stateElem struct {
 	Name string `xml:"name"`
 }
 
-type stateReasonElem struct {
-	Code    string `xml:"code"`
-	Message string `xml:"message"`
-}
-
 type instanceElem struct {
 	InstanceID        string    `xml:"instanceId"`
 	ImageID           string    `xml:"imageId"`
 	State             stateElem `xml:"instanceState"`
 	Reason            string    `xml:"reason,omitempty"`
+	StateReason       *stReason `xml:"stateReason,omitempty"`
 	KeyName           string    `xml:"keyName,omitempty"`
 	InstanceType      string    `xml:"instanceType"`
 	LaunchTime        string    `xml:"launchTime"`
@@ -234,9 +236,12 @@ type instanceElem struct {
 	InstanceLifecycle string    `xml:"instanceLifecycle,omitempty"`
 	RootDeviceName    string    `xml:"rootDeviceName"`
 	Tags              []tagItem `xml:"tagSet>item"`
+}
 
-	// StateReason says why an instance ended during its launch.
-	StateReason *stateReasonElem `xml:"stateReason,omitempty"`
+// stReason is EC2's StateReason: why the instance changed state.
+type stReason struct {
+	Code    string `xml:"code"`
+	Message string `xml:"message"`
 }
 
 func (s *Server) elem(in *instance, withPublic bool) instanceElem {
@@ -246,6 +251,9 @@ func (s *Server) elem(in *instance, withPublic bool) instanceElem {
 		KeyName: in.keyName, LaunchTime: in.launched.UTC().Format(time.RFC3339),
 		SubnetID: in.subnet, RootDeviceName: RootDevice,
 	}
+	if in.stateReason != "" {
+		e.StateReason = &stReason{Code: in.stateReason, Message: in.stateMessage}
+	}
 	if in.state != stateTerminated {
 		e.PrivateIPAddress = in.ip
 		if in.public && withPublic {
@@ -254,9 +262,6 @@ func (s *Server) elem(in *instance, withPublic bool) instanceElem {
 	}
 	if in.spot {
 		e.InstanceLifecycle = "spot"
-	}
-	if in.stateReason != "" {
-		e.StateReason = &stateReasonElem{Code: in.stateReason, Message: in.stateReason + ": the instance could not be launched"}
 	}
 	keys := make([]string, 0, len(in.tags))
 	for k := range in.tags {
@@ -346,6 +351,8 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 	}
 	fl, q := &s.faults, &s.quirks
 	live, spots, vcpus := 0, 0, 0
+	scope := quotaScope(typ, spot)
+	scopeVCPUs := 0 // of the new instance's family group and market
 	for _, in := range s.instances {
 		if in.state == stateTerminated {
 			continue
@@ -355,9 +362,13 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 			spots++
 		}
 		vcpus += vcpusOf(fl, in.typ)
+		if quotaScope(in.typ, in.spot) == scope {
+			scopeVCPUs += vcpusOf(fl, in.typ)
+		}
 	}
 	now := time.Now()
 	keyName := f.Get("KeyName")
+	scopeLimit, scoped := fl.VCPULimits[scope]
 	var e *apiError
 	switch {
 	case s.images[f.Get("ImageId")] == "":
@@ -376,6 +387,10 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 		e = errorf(400, "InstanceLimitExceeded", "You have requested more instances (%d) than your current instance limit of %d allows.", live+1, fl.InstanceLimit)
 	case fl.VCPULimit > 0 && vcpus+vcpusOf(fl, typ) > fl.VCPULimit:
 		e = errorf(400, "VcpuLimitExceeded", "You have requested more vCPU capacity than your current vCPU limit of %d allows.", fl.VCPULimit)
+	case scoped && !spot && scopeVCPUs+vcpusOf(fl, typ) > scopeLimit:
+		e = errorf(400, "VcpuLimitExceeded", "You have requested more vCPU capacity than your current vCPU limit of %d allows for the instance bucket that the specified instance type belongs to.", scopeLimit)
+	case scoped && spot && scopeVCPUs+vcpusOf(fl, typ) > scopeLimit:
+		e = errorf(400, "MaxSpotInstanceCountExceeded", "Max spot instance count exceeded")
 	case spot && fl.SpotLimit > 0 && spots >= fl.SpotLimit:
 		e = errorf(400, "MaxSpotInstanceCountExceeded", "Max spot instance count exceeded")
 	}
@@ -387,6 +402,7 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 		id: s.newID("i"), typ: typ, subnet: subnet, keyName: keyName, public: public, spot: spot,
 		tags: tags, volumeTags: volumeTags, user: user, secret: secret, authorized: authorized, devices: devices,
 		iamProfile: iam, imdsv2: f.Get("MetadataOptions.HttpTokens") == "required",
+		hopLimit: f.Get("MetadataOptions.HttpPutResponseHopLimit"),
 		launched: now, listableAt: now.Add(fl.ListDelay), state: statePending,
 	}
 	var dies string
@@ -414,7 +430,7 @@ func (s *Server) runInstances(f url.Values, reqID string) (any, *apiError) {
 	}
 	if dies != "" {
 		in.terminate(now)
-		in.stateReason = dies
+		in.stateReason, in.stateMessage = dies, dies+": the instance could not be launched"
 	}
 	if token != "" {
 		s.tokens[token] = launchToken{params: params, id: in.id, reservation: resID}
@@ -470,6 +486,15 @@ func (s *Server) repeatLaunch(prev launchToken, params, reqID string) (any, *api
 		Xmlns: xmlns, RequestID: reqID, ReservationID: prev.reservation, OwnerID: ownerID,
 		Instances: []instanceElem{s.elem(in, false)},
 	}, nil
+}
+
+// quotaScope is the vCPU quota a type counts against on demand or as
+// spot: its family group's ("p/on-demand").
+func quotaScope(typ string, spot bool) string {
+	if spot {
+		return ec2.QuotaGroup(typ) + "/spot"
+	}
+	return ec2.QuotaGroup(typ) + "/on-demand"
 }
 
 func vcpusOf(f *Faults, typ string) int {
@@ -584,6 +609,9 @@ func (s *Server) describeInstances(f url.Values, reqID string) (any, *apiError) 
 	for _, in := range match[min(start, len(match)):end] {
 		if in.state == statePending && !now.Before(in.launched.Add(s.opts.BootDelay)) {
 			in.state = stateRunning
+		}
+		if in.state == stateShuttingDown && !in.goneAt.IsZero() && !now.Before(in.goneAt) {
+			in.terminate(now)
 		}
 		resp.Reservations = append(resp.Reservations, reservationElem{
 			ReservationID: "r-" + strings.TrimPrefix(in.id, "i-"), OwnerID: ownerID,

@@ -9,7 +9,8 @@
 // its user-data authorizes and holding the secret its user-data carries,
 // so that the whole dispatcher runs on them. Faults can be injected:
 // capacity per type and subnet, quotas, throttling, error codes per
-// action, listing delays (eventual consistency) and spot interruptions.
+// action, listing delays (eventual consistency) and spot interruptions,
+// with their two-minute notice in each instance's metadata service.
 // Quirks switch on the ways real EC2 differs from a simple endpoint that a
 // driver must cope with. As EC2 does, it honours RunInstances' client
 // tokens, lists terminated instances for a while (an hour) and then no
@@ -67,6 +68,9 @@ type Options struct {
 	// BootDelay: an instance's SSH server accepts connections this long
 	// after its launch.
 	BootDelay time.Duration
+	// ShutdownTime is how long an instance EC2 reclaims is listed as
+	// shutting-down before it is terminated; 0 = 5 s.
+	ShutdownTime time.Duration
 	// Seed seeds the random faults (rates).
 	Seed uint64
 	// Logger may be nil.
@@ -91,6 +95,13 @@ type Faults struct {
 	// new instance's vCPUs (VCPUs below, 2 if unknown) would exceed it.
 	VCPULimit int
 	VCPUs     map[string]int
+	// VCPULimits are EC2's vCPU quotas, per instance family group and
+	// market ("standard/on-demand", "p/spot": ec2.QuotaGroup): a
+	// RunInstances whose vCPUs would take its group's live ones over the
+	// limit fails with VcpuLimitExceeded (on demand) or
+	// MaxSpotInstanceCountExceeded (spot). A group not listed has no
+	// limit.
+	VCPULimits map[string]int
 	// SpotLimit > 0: spot RunInstances fails with
 	// MaxSpotInstanceCountExceeded while that many spot instances live.
 	SpotLimit int
@@ -116,6 +127,12 @@ type Faults struct {
 	ListDelay time.Duration
 	// Latency delays every answer (a slow or hung endpoint).
 	Latency time.Duration
+	// SpotNotice > 0: Interrupt first posts EC2's interruption notice in
+	// the instance's metadata service (spot/instance-action, "terminate"
+	// at now + SpotNotice) and reclaims the instance SpotNotice later, as
+	// EC2 does two minutes after its notice. 0: Interrupt reclaims at
+	// once, as a notice nobody read.
+	SpotNotice time.Duration
 }
 
 // Quirks are behaviours of real EC2 that its documentation describes and
@@ -177,6 +194,9 @@ type Server struct {
 	calls                  map[string]int
 	errors                 map[string]int // error code -> count
 	closed                 bool
+	// reclaims are the spot reclaims due after a notice, stopped by
+	// Close.
+	reclaims []*time.Timer
 }
 
 // NewServer starts a server; Close stops it and every instance.
@@ -186,6 +206,9 @@ func NewServer(opts Options) (*Server, error) {
 	}
 	if opts.Subnets == nil {
 		opts.Subnets = []string{"subnet-a", "subnet-b"}
+	}
+	if opts.ShutdownTime <= 0 {
+		opts.ShutdownTime = 5 * time.Second
 	}
 	log := opts.Logger
 	if log == nil {
@@ -339,6 +362,9 @@ func (s *Server) Close() {
 		return
 	}
 	s.closed = true
+	for _, t := range s.reclaims {
+		t.Stop()
+	}
 	var live []*instance
 	for _, id := range s.order {
 		live = append(live, s.instances[id])
@@ -369,9 +395,15 @@ type Instance struct {
 	BlockDevices map[string]int32 // device -> GiB
 	IAMProfile   string
 	IMDSv2       bool
-	StateReason  string // the StateReason code of a launch-time termination
-	Home         string // the admin user's home directory
-	RunnerDir    string
+	StateReason  string // the StateReason code (a launch-time termination, a spot reclaim)
+	// NoticeReads counts the reads of the spot notice from the
+	// instance's metadata service.
+	NoticeReads int
+	// MetadataHopLimit is the HttpPutResponseHopLimit asked for; "" when
+	// the request left it to the image's or account's default.
+	MetadataHopLimit string
+	Home             string // the admin user's home directory
+	RunnerDir        string
 }
 
 // TagInstance sets tag key on instance id as someone else would (an
@@ -411,24 +443,52 @@ func (s *Server) Live() []string {
 	return out
 }
 
-// Interrupt terminates a spot instance as EC2 does when it reclaims the
-// capacity: its processes die and it is listed as terminated.
+// Interrupt reclaims a spot instance as EC2 does: with Faults.SpotNotice,
+// the notice is posted in its metadata service first and the rest happens
+// that long later. Then its processes die and it is listed as
+// shutting-down, with the spot termination as its state reason, for
+// Options.ShutdownTime, then as terminated.
 func (s *Server) Interrupt(id string) error {
 	s.mu.Lock()
 	in := s.instances[id]
-	if in == nil || in.state == stateTerminated {
+	switch {
+	case in == nil || in.state == stateTerminated || in.state == stateShuttingDown:
 		s.mu.Unlock()
 		return fmt.Errorf("ec2test: no live instance %s", id)
-	}
-	if !in.spot {
+	case !in.spot:
 		s.mu.Unlock()
 		return fmt.Errorf("ec2test: %s is not a spot instance", id)
+	case in.notice != "":
+		s.mu.Unlock()
+		return fmt.Errorf("ec2test: %s already has its interruption notice", id)
 	}
-	in.terminate(time.Now())
-	in.reason = "Server.SpotInstanceTermination: Spot instance termination"
+	if lead := s.faults.SpotNotice; lead > 0 {
+		in.notice = fmt.Sprintf(`{"action": "terminate", "time": %q}`, time.Now().Add(lead).UTC().Format(time.RFC3339))
+		s.reclaims = append(s.reclaims, time.AfterFunc(lead, func() { s.reclaim(in) }))
+		s.mu.Unlock()
+		s.log.Info("ec2test: spot interruption notice posted", "instance", id, "lead", lead)
+		return nil
+	}
+	s.mu.Unlock()
+	s.reclaim(in)
+	return nil
+}
+
+// reclaim ends a spot instance: shutting-down for the spot termination,
+// then terminated.
+func (s *Server) reclaim(in *instance) {
+	s.mu.Lock()
+	if s.closed || in.state == stateTerminated || in.state == stateShuttingDown {
+		s.mu.Unlock()
+		return
+	}
+	in.state = stateShuttingDown
+	in.stateReason = "Server.SpotInstanceTermination"
+	in.stateMessage = "Server.SpotInstanceTermination: Spot instance termination"
+	in.reason = "Service initiated (" + time.Now().UTC().Format("2006-01-02 15:04:05 GMT") + ")"
+	in.goneAt = time.Now().Add(s.opts.ShutdownTime)
 	s.mu.Unlock()
 	in.stop()
-	return nil
 }
 
 // ImportKey adds a key pair as an operator would have.
@@ -482,13 +542,24 @@ type instance struct {
 	devices                      map[string]int32
 	iamProfile                   string
 	imdsv2                       bool
+	hopLimit                     string
 	launched, listableAt         time.Time
 	state, reason                string
-	stateReason                  string    // StateReason code (a launch-time termination)
 	terminatedAt                 time.Time // when it became terminated
 	home, runnerDir              string
 	srv                          *sshserver.Server
 	stopOnce                     sync.Once
+
+	// stateReason and stateMessage are EC2's StateReason; goneAt, when
+	// a shutting-down instance becomes terminated.
+	stateReason, stateMessage string
+	goneAt                    time.Time
+	// notice is the spot instance-action document once EC2 posted it;
+	// imdsToken the metadata session token handed out last, and
+	// noticeReads how many times the notice was asked for.
+	notice      string
+	imdsToken   string
+	noticeReads int
 }
 
 // terminate marks the instance terminated at now.
@@ -526,7 +597,8 @@ func (in *instance) info() Instance {
 		ID: in.id, Type: in.typ, State: in.state, Subnet: in.subnet, Spot: in.spot,
 		PrivateIP: in.ip, PublicIP: pub, Address: addr, KeyName: in.keyName, Tags: tags, VolumeTags: volumeTags,
 		UserDataUser: in.user, Secret: in.secret, Authorized: in.authorized, BlockDevices: devs,
-		IAMProfile: in.iamProfile, IMDSv2: in.imdsv2, StateReason: in.stateReason, Home: in.home, RunnerDir: in.runnerDir,
+		IAMProfile: in.iamProfile, IMDSv2: in.imdsv2, StateReason: in.stateReason, NoticeReads: in.noticeReads, MetadataHopLimit: in.hopLimit,
+		Home: in.home, RunnerDir: in.runnerDir,
 	}
 }
 
@@ -570,8 +642,10 @@ func (s *Server) boot(in *instance, key ssh.PublicKey) error {
 			ClientKeys: []ssh.PublicKey{key},
 			ReadyAt:    in.launched.Add(s.opts.BootDelay),
 			Home:       in.home,
-			Env:        []string{agent.StateDirEnv + "=" + in.runnerDir},
-			Logger:     s.log.With("instance", in.id),
+			Env: []string{agent.StateDirEnv + "=" + in.runnerDir,
+				// This instance's metadata service on the endpoint.
+				ec2.IMDSEndpointEnv + "=" + s.hs.URL + imdsPrefix + in.id},
+			Logger: s.log.With("instance", in.id),
 		})
 		if err != nil {
 			lastErr = err

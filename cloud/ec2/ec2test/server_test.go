@@ -33,7 +33,7 @@ func userData(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return base64.StdEncoding.EncodeToString(dec2.UserData("dispatch-tui", key, "s"))
+	return base64.StdEncoding.EncodeToString(dec2.UserData("dispatch-tui", key, "s", dec2.Scratch{}))
 }
 
 func client(srv *ec2test.Server) *ec2.Client {
