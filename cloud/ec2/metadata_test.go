@@ -4,6 +4,7 @@ package ec2_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ func TestMetadataOptionsAlwaysSent(t *testing.T) {
 		opts := driverOptions(srv, newSigner(t))
 		opts.MetadataHopLimit = hops
 		d := newDriver(t, opts)
-		inst, err := d.Create(ctx, small, tagsFor(small, "s3cr3t"))
+		inst, err := d.Create(ctx, small, tagsFor(small, fmt.Sprint("s3cr3t-", hops))) // a secret each: one token each
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -56,7 +56,7 @@ func TestQuotaErrorNamesItsScope(t *testing.T) {
 		if got := d.QuotaScope(tc.it); tc.scope != "" && got != tc.scope {
 			t.Errorf("QuotaScope(%s) = %q, want %q", tc.it.Name, got, tc.scope)
 		}
-		_, err := d.Create(ctx, tc.it, tagsFor(tc.it, "s3cr3t"))
+		_, err := d.Create(ctx, tc.it, tagsFor(tc.it, "s3cr3t-"+tc.it.Name)) // a secret each: one token each
 		qe, isQuota := cloud.AsQuota(err)
 		switch {
 		case tc.scope == "" && err != nil:
