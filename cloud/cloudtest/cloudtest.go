@@ -183,6 +183,7 @@ type instState struct {
 	installed    map[string]string // runner path -> sha256 hex of installed bytes
 	runnerGone   bool              // the runner binary was deleted (runnerfile.go)
 	installFails string            // installs exit 1 with this message (runnerfile.go)
+	watchers     []*memWatch       // "runner watch" sessions open on it (watch.go)
 }
 
 func (s *instState) live() bool { return !s.destroyed && !s.vanished }
@@ -656,6 +657,7 @@ func (d *Driver) SignalContainer(id cloud.InstanceID, containerID, sig string) {
 			c.signal(now, sig)
 		}
 	}
+	d.kickWatchersLocked(s)
 }
 
 // --- observation ---
