@@ -26,14 +26,17 @@ type memWatch struct {
 	announced map[string]*ctr
 }
 
-var _ runner.WatchExecutor = (*executor)(nil)
+// watchExecutor is the executor of a driver whose runners announce exits.
+type watchExecutor struct{ executor }
+
+var _ runner.WatchExecutor = (*watchExecutor)(nil)
 
 // Watch implements runner.WatchExecutor for "runner watch": "ready", then
 // "exited <id>" once for each container whose exit is recorded after
 // that. A container lost with its supervisor is not announced (nothing
 // records its end); the list reports it. It ends, as a cut connection
 // does, when the instance goes away or breaks.
-func (e *executor) Watch(ctx context.Context, cmd string, line func([]byte)) error {
+func (e *watchExecutor) Watch(ctx context.Context, cmd string, line func([]byte)) error {
 	if err := ctx.Err(); err != nil {
 		return runner.NotSent(err)
 	}

@@ -121,6 +121,21 @@ type instance struct {
 
 	tagsDirty    bool
 	tagsInFlight bool
+
+	// Exit notices (notice.go): the watch's cancel (nil: none open) and
+	// generation, whether it is ready, whether the executor cannot keep
+	// one (noWatch), failures in a row and when to open one again; the
+	// announced containers whose status is to be read, whether a read is
+	// in flight, and the statuses read since the last list.
+	watchCancel context.CancelFunc
+	watchGen    uint64
+	watching    bool
+	noWatch     bool
+	watchFails  int
+	watchRetry  time.Time
+	noticeQ     []string
+	statusBusy  bool
+	noticed     map[string]noticedStatus
 }
 
 // autoShutdownReason returns why w should be shut down now ("" = keep).

@@ -192,6 +192,10 @@ type Pool struct {
 	transitions  map[transition]string
 	onTransition func(id cloud.InstanceID, from, to State, why string)
 
+	// watchWG: the instances' watch goroutines (notice.go), which last
+	// as long as their instance, so Wait does not wait for them; Stop does.
+	watchWG sync.WaitGroup
+
 	startFailures []StartFailure
 	stats         Stats
 	evq, evSpare  []Event
@@ -332,6 +336,7 @@ func (p *Pool) Stop() {
 	p.mu.Unlock()
 	p.cancel()
 	p.Wait()
+	p.watchWG.Wait()
 	p.mu.Lock()
 	var execs []runner.Executor
 	for _, w := range p.list {
@@ -445,6 +450,7 @@ func (p *Pool) Step() {
 		}
 	}
 	p.startProbesLocked(now)
+	p.startWatchesLocked(now)
 	p.mu.Unlock()
 	p.flush()
 }

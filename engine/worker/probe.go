@@ -396,6 +396,8 @@ func (p *Pool) applyListLocked(w *instance, sts []runner.Status, listSeq uint64,
 			})
 		}
 	}
+	// Statuses read after exit notices since this list was issued.
+	sts = p.overlayNoticedLocked(w, sts, listSeq)
 	if sts == nil {
 		sts = []runner.Status{}
 	}
@@ -418,7 +420,7 @@ func (p *Pool) applyListLocked(w *instance, sts []runner.Status, listSeq uint64,
 			continue // started before the list was issued: the list is authoritative
 		}
 		keep = append(keep, s)
-		if s.seq > listSeq || findStatus(sts, s.id) < 0 {
+		if (s.seq > listSeq || findStatus(sts, s.id) < 0) && !w.noticedAfter(s.id, s.seq) {
 			if !slices.Contains(cs, s.id) {
 				cs = append(cs, s.id)
 			}
