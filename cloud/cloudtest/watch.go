@@ -8,9 +8,11 @@ package cloudtest
 // is then when the runners notice their exits.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"dispatch-tui/engine/clock"
@@ -32,8 +34,8 @@ type watchExecutor struct{ executor }
 var _ runner.WatchExecutor = (*watchExecutor)(nil)
 
 // Watch implements runner.WatchExecutor for "runner watch": "ready", then
-// "exited <id>" once for each container whose exit is recorded after
-// that. A container lost with its supervisor is not announced (nothing
+// "exited <id> <list line>" once for each container whose exit is
+// recorded after that. A container lost with its supervisor is not announced (nothing
 // records its end); the list reports it. It ends, as a cut connection
 // does, when the instance goes away or breaks.
 func (e *watchExecutor) Watch(ctx context.Context, cmd string, line func([]byte)) error {
@@ -69,13 +71,18 @@ func (e *watchExecutor) Watch(ctx context.Context, cmd string, line func([]byte)
 	_, realClock := d.clock.(clock.Real)
 	for {
 		d.mu.Lock()
-		ids, next, err := d.watchStepLocked(s, w)
+		ended, next, err := d.watchStepLocked(s, w)
 		d.mu.Unlock()
 		if err != nil {
 			return err
 		}
-		for _, id := range ids {
-			line([]byte(runner.WatchExited + " " + id))
+		for _, st := range ended {
+			var b bytes.Buffer
+			b.WriteString(runner.WatchExited + " " + st.ID + " ")
+			if err := runner.FormatList(&b, []runner.Status{st}); err != nil {
+				return err
+			}
+			line(bytes.TrimSuffix(b.Bytes(), []byte{'\n'}))
 		}
 		var timer *time.Timer
 		var fired <-chan time.Time
@@ -107,10 +114,10 @@ func watchReachable(s *instState, now time.Time) error {
 	return nil
 }
 
-// watchStepLocked returns the containers of s that ended since w last
-// looked, sorted, and when the next one running ends (zero: none is
-// known to). d.mu must be held.
-func (d *Driver) watchStepLocked(s *instState, w *memWatch) (ids []string, next time.Time, err error) {
+// watchStepLocked returns the statuses of the containers of s that ended
+// since w last looked, sorted by id, and when the next one running ends
+// (zero: none is known to). d.mu must be held.
+func (d *Driver) watchStepLocked(s *instState, w *memWatch) (ended []runner.Status, next time.Time, err error) {
 	now := d.clock.Now()
 	if err := watchReachable(s, now); err != nil {
 		return nil, time.Time{}, err
@@ -127,7 +134,7 @@ func (d *Driver) watchStepLocked(s *instState, w *memWatch) (ids []string, next 
 		case st.State == runner.StateExited:
 			if st.Lost == "" && w.announced[id] != c {
 				w.announced[id] = c
-				ids = append(ids, id)
+				ended = append(ended, st)
 			}
 		default:
 			if at, ok := c.endsAt(); ok && (next.IsZero() || at.Before(next)) {
@@ -135,8 +142,8 @@ func (d *Driver) watchStepLocked(s *instState, w *memWatch) (ids []string, next 
 			}
 		}
 	}
-	slices.Sort(ids)
-	return ids, next, nil
+	slices.SortFunc(ended, func(a, b runner.Status) int { return strings.Compare(a.ID, b.ID) })
+	return ended, next, nil
 }
 
 // endsAt is when a running container will end by itself or by its health

@@ -36,6 +36,7 @@ var (
 	exitLatencyUtil  = flag.Int("exitlatency.waves", 5, "TestExitLatency's utilization run: `sleep 2` containers to fill every slot this many times (0 = skip)")
 	exitLatencyProbe = flag.Duration("exitlatency.probe", 0, "the daemon's probe_interval in TestExitLatency (0 = the default)")
 	exitLatencyOut   = flag.String("exitlatency.result", "", "write TestExitLatency's summary lines to this file")
+	exitLatencyLog   = flag.String("exitlatency.log", "", "keep TestExitLatency's daemon log in this file")
 )
 
 // exitInstances is how many instances the daemon's config allows
@@ -133,6 +134,9 @@ func startDaemonAt(t *testing.T, state, cfgPath string, port int) *api.Client {
 	t.Helper()
 	daemon := exec.Command(binary, "--daemon", "--config", cfgPath)
 	logPath := t.TempDir() + "/daemon.log"
+	if *exitLatencyLog != "" {
+		logPath = *exitLatencyLog
+	}
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)

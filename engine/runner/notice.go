@@ -1,9 +1,12 @@
 // Exit notices (docs/design.md §7.3): "runner watch" tells the dispatcher,
 // as it happens, that a container ended, so that its exit is recorded at
-// once rather than at the next probe. A notice is only a hint: the
-// dispatcher then reads the container's status ("list <id>") and records
-// what it reads, and the probe's full list stays the safety net for a
-// notice lost with its connection.
+// once rather than at the next probe. A notice is only a hint that the
+// container's list line changed: it carries that line, read by the runner
+// from its records once the exit is recorded (what "list <id>" prints),
+// and the dispatcher records that line as part of the last list, never
+// the event itself; a notice without one makes it read "list <id>". The
+// probe's full list stays the safety net for a notice lost with its
+// connection.
 
 package runner
 
@@ -15,8 +18,9 @@ import (
 )
 
 // The lines "runner watch" writes: WatchReady once it is watching (an exit
-// from then on is announced), then WatchExited and an id per container
-// that ended. Other lines are ignored, for later additions.
+// from then on is announced), then, per container that ended, WatchExited,
+// its id and its list line ("exited c1 {...}"). Other lines are ignored,
+// for later additions.
 const (
 	WatchReady  = "ready"
 	WatchExited = "exited"
@@ -40,8 +44,10 @@ var ErrNoWatch = errors.New("runner watch: executor cannot stream")
 
 // Watch runs "runner watch" until ctx ends or the session does: ready is
 // called once the runner watches, exited with each container it announces
-// ended. Both are called from one goroutine.
-func (c *Client) Watch(ctx context.Context, ready func(), exited func(id string)) error {
+// ended and the status the notice carries (nil when it carries none that
+// reads, exited, for that id: read it with Statuses). Both are called from
+// one goroutine.
+func (c *Client) Watch(ctx context.Context, ready func(), exited func(id string, st *Status)) error {
 	we, ok := c.Exec.(WatchExecutor)
 	if !ok {
 		return ErrNoWatch
@@ -52,9 +58,15 @@ func (c *Client) Watch(ctx context.Context, ready func(), exited func(id string)
 		case WatchReady:
 			ready()
 		case WatchExited:
-			if id := string(arg); ValidID(id) {
-				exited(id)
+			id, line, _ := bytes.Cut(arg, []byte{' '})
+			if !ValidID(string(id)) {
+				return
 			}
+			var st *Status
+			if sts, err := ParseList(line); err == nil && len(sts) == 1 && sts[0].ID == string(id) && sts[0].State == StateExited {
+				st = &sts[0]
+			}
+			exited(string(id), st)
 		}
 	})
 	if err != nil {

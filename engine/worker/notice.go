@@ -3,10 +3,11 @@ package worker
 // Exit notices (docs/design.md §6): each ready instance whose executor can
 // stream keeps a "runner watch" open, and the runner announces each
 // container's exit as its supervisor records it. A notice is only a hint:
-// the pool then reads those containers' statuses ("list <id>") and
-// records what the runner says, as it records a list, so the scheduler's
-// next pass, woken at once, records the exit, has the output stored and
-// the container forgotten, and uses the free slot. Probes stay the
+// what the pool records is the container's list line, as the runner reads
+// it from its records (carried by the notice, or read with "list <id>"
+// when the notice has none), applied as part of the last list, so the
+// scheduler's next pass, woken at once, records the exit, has the output
+// stored and the container forgotten, and uses the free slot. Probes stay the
 // safety net and the health check: a notice lost with its connection is
 // caught by the next probe's list, as before there were notices.
 
@@ -64,7 +65,7 @@ func (p *Pool) runWatch(ctx context.Context, w *instance, gen uint64) {
 	exec, err := p.executor(w)
 	if err == nil {
 		client := runner.Client{Exec: exec, Path: p.s.runnerPath}
-		err = client.Watch(ctx, func() { p.watchReady(w, gen) }, func(id string) { p.exitNotice(w, gen, id) })
+		err = client.Watch(ctx, func() { p.watchReady(w, gen) }, func(id string, st *runner.Status) { p.exitNotice(w, gen, id, st) })
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -109,15 +110,19 @@ func (p *Pool) watchReady(w *instance, gen uint64) {
 	p.notifyLocked()
 }
 
-// exitNotice queues a status read of the container id w's runner announced
-// ended.
-func (p *Pool) exitNotice(w *instance, gen uint64, id string) {
+// exitNotice records the status of the container id that w's runner
+// announced ended, or queues a read of it when the notice carries none.
+func (p *Pool) exitNotice(w *instance, gen uint64, id string, st *runner.Status) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if w.watchGen != gen || w.removed || w.v.State == StateShutdown {
 		return
 	}
 	p.stats.ExitNotices++
+	if st != nil {
+		p.applyNoticedLocked(w, []runner.Status{*st}, p.nextSeqLocked())
+		return
+	}
 	if !slices.Contains(w.noticeQ, id) {
 		w.noticeQ = append(w.noticeQ, id)
 	}

@@ -80,8 +80,8 @@ func TestExitNoticeRecordedBeforeTheNextProbe(t *testing.T) {
 		t.Fatal("the notice's exit did not signal Changed (the scheduler's next pass waits for it)")
 	}
 	s := h.pool.Stats()
-	if s.Probes != probes || s.ExitNotices != 1 || s.StatusReads != 1 {
-		t.Fatalf("probes %d → %d, notices %d, status reads %d; want no probe, one notice and one read", probes, s.Probes, s.ExitNotices, s.StatusReads)
+	if s.Probes != probes || s.ExitNotices != 1 || s.StatusReads != 0 {
+		t.Fatalf("probes %d → %d, notices %d, status reads %d; want no probe, one notice and no read (it carries the status)", probes, s.Probes, s.ExitNotices, s.StatusReads)
 	}
 	// A later list (the probe's) keeps it, and a forget drops it.
 	h.clk.Advance(10 * time.Second)
@@ -134,5 +134,26 @@ func TestStaleNoticeAfterForgetIgnored(t *testing.T) {
 	h.pool.mu.Unlock()
 	if len(rep) != 0 {
 		t.Fatalf("a status read before the forget brought c1 back: %+v", rep)
+	}
+}
+
+func TestExitNoticeWithoutStatusReadsIt(t *testing.T) {
+	h, id := noticeHarness(t)
+	if err := h.pool.StartContainer(id, spec("c1", "false")); err != nil {
+		t.Fatal(err)
+	}
+	h.step()
+	h.pool.mu.Lock()
+	w := h.pool.byID[id]
+	gen := w.watchGen
+	h.pool.mu.Unlock()
+	h.pool.exitNotice(w, gen, "c1", nil) // a notice with no list line
+	h.pool.Wait()
+	v, _ := h.pool.Instance(id)
+	if st, ok := reported(v, "c1"); !ok || st.State != runner.StateExited || st.ExitCode != 1 || len(v.Containers) != 0 {
+		t.Fatalf("after a notice without a status: %+v, containers %v; want c1 read with list c1, exited 1", v.Reported, v.Containers)
+	}
+	if s := h.pool.Stats(); s.StatusReads != 1 {
+		t.Fatalf("%d status reads, want 1", s.StatusReads)
 	}
 }

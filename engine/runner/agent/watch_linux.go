@@ -38,7 +38,7 @@ const watchMask = unix.IN_ACCESS | unix.IN_MOVED_FROM | unix.IN_DELETE |
 	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK
 
 // watch runs "runner watch": it writes runner.WatchReady once it watches
-// the state directory, then "exited <id>" for each container whose exit is
+// the state directory, then "exited <id> <list line>" for each container whose exit is
 // recorded from then on, once per container (again only after a forget
 // and a new start under the same id). It ends when stdin ends (the session
 // closed), with 1 when the state directory is removed or stdout fails.
@@ -134,7 +134,8 @@ func (w *watcher) check(name string) {
 		return // not this container's end (someone read its directory)
 	}
 	w.announced[name] = true
-	fmt.Fprintf(w.out, "%s %s\n", runner.WatchExited, name)
+	fmt.Fprintf(w.out, "%s %s ", runner.WatchExited, name)
+	_ = runner.FormatList(w.out, []runner.Status{st}) // a write error shows at the flush
 }
 
 func (w *watcher) rescan() {

@@ -12,9 +12,10 @@ import (
 	"dispatch-tui/engine/runner"
 )
 
-// notices is one open watch: the ids it announced, in order.
+// notices is one open watch: what it announced, in order (the status a
+// notice carries, or just its id).
 type notices struct {
-	ids  chan string
+	ids  chan runner.Status
 	done chan error
 	stop context.CancelFunc
 }
@@ -24,12 +25,16 @@ type notices struct {
 func (e *env) watch() *notices {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(e.ctx)
-	n := &notices{ids: make(chan string, 256), done: make(chan error, 1), stop: cancel}
+	n := &notices{ids: make(chan runner.Status, 256), done: make(chan error, 1), stop: cancel}
 	ready := make(chan struct{})
 	go func() {
-		n.done <- e.client().Watch(ctx, func() { close(ready) }, func(id string) {
+		n.done <- e.client().Watch(ctx, func() { close(ready) }, func(id string, st *runner.Status) {
+			got := runner.Status{ID: id}
+			if st != nil {
+				got = *st
+			}
 			select {
-			case n.ids <- id:
+			case n.ids <- got:
 			default: // the case fails on what it misses
 			}
 		})
@@ -60,27 +65,38 @@ func (n *notices) close(t *testing.T) {
 	}
 }
 
-// next returns the next id announced, failing after waitFor.
-func (e *env) next(n *notices, want string) string {
+// next returns the next notice, failing after waitFor.
+func (e *env) next(n *notices, want string) runner.Status {
 	e.t.Helper()
 	select {
-	case id := <-n.ids:
-		return id
+	case st := <-n.ids:
+		return st
 	case err := <-n.done:
 		n.done <- err
 		e.t.Fatalf("watch ended (%v) while waiting for %s to be announced", err, want)
 	case <-time.After(waitFor):
 		e.t.Fatalf("%s not announced after %v", want, waitFor)
 	}
-	return ""
+	return runner.Status{}
 }
 
-// wantNext fails unless the next id announced is want.
-func (e *env) wantNext(n *notices, want, why string) {
+// wantNext fails unless the next notice is want's, carrying its status
+// as list reports it, and returns that status.
+func (e *env) wantNext(n *notices, want, why string) runner.Status {
 	e.t.Helper()
-	if got := e.next(n, want); got != want {
-		e.t.Fatalf("announced %s, want %s (%s)", got, want, why)
+	got := e.next(n, want)
+	if got.ID != want {
+		e.t.Fatalf("announced %s, want %s (%s)", got.ID, want, why)
 	}
+	if st, ok := e.status(want); got.State != runner.StateExited || !ok || !statusSame(got, st) {
+		e.t.Fatalf("the notice of %s carries %+v; list says %+v", want, got, st)
+	}
+	return got
+}
+
+func statusSame(a, b runner.Status) bool {
+	return a.ID == b.ID && a.PID == b.PID && a.State == b.State && a.ExitCode == b.ExitCode && a.Signal == b.Signal &&
+		a.StartedAt.Equal(b.StartedAt) && a.FinishedAt.Equal(b.FinishedAt)
 }
 
 var watchCases = []struct {
@@ -90,7 +106,9 @@ var watchCases = []struct {
 	{"an exit is announced once, and list <id> reads it", func(e *env) {
 		n := e.watch()
 		e.start("w1", Program{Exit: 3})
-		e.wantNext(n, "w1", "its exit")
+		if st := e.wantNext(n, "w1", "its exit"); st.ExitCode != 3 {
+			e.t.Fatalf("the notice of w1 carries %+v, want exit code 3", st)
+		}
 		sts, err := e.client().Statuses(e.ctx, []string{"w1", "never-started"})
 		if err != nil {
 			e.t.Fatalf("list w1 and an unknown id: %v", err)
