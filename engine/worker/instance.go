@@ -126,7 +126,8 @@ type instance struct {
 	// generation, whether it is ready, whether the executor cannot keep
 	// one (noWatch), failures in a row and when to open one again; the
 	// announced containers whose status is to be read, whether a read is
-	// in flight, and the statuses read since the last list.
+	// in flight, the statuses notices carried not applied yet, whether a
+	// goroutine applies them, and the statuses read since the last list.
 	watchCancel context.CancelFunc
 	watchGen    uint64
 	watching    bool
@@ -135,6 +136,8 @@ type instance struct {
 	watchRetry  time.Time
 	noticeQ     []string
 	statusBusy  bool
+	noticedQ    []noticedStatus // carried by notices, to apply
+	applyBusy   bool
 	noticed     map[string]noticedStatus
 }
 

@@ -120,7 +120,16 @@ func (p *Pool) exitNotice(w *instance, gen uint64, id string, st *runner.Status)
 	}
 	p.stats.ExitNotices++
 	if st != nil {
-		p.applyNoticedLocked(w, []runner.Status{*st}, p.nextSeqLocked())
+		// Applied by one goroutine for all the notices that came
+		// meanwhile: each apply copies the instance's whole list.
+		w.noticedQ = append(w.noticedQ, noticedStatus{st: *st, seq: p.nextSeqLocked()})
+		if !w.applyBusy {
+			w.applyBusy = true
+			if !p.goLocked(func() { p.applyNotices(w) }) {
+				w.applyBusy = false
+				w.noticedQ = nil
+			}
+		}
 		return
 	}
 	if !slices.Contains(w.noticeQ, id) {
@@ -167,27 +176,47 @@ func (p *Pool) runStatusReads(w *instance) {
 			// The next probe's list reads them anyway.
 			p.log.Debug("reading announced exits failed", "instance", string(w.v.ID), "containers", strings.Join(ids, ","), "error", err.Error())
 		} else {
-			p.applyNoticedLocked(w, sts, seq)
+			p.applyReadLocked(w, sts, seq)
 		}
 		p.mu.Unlock()
 	}
 }
 
-// applyNoticedLocked records the statuses read (issued at seq) after exit
-// notices, as part of w's last list (overlayNoticedLocked).
-func (p *Pool) applyNoticedLocked(w *instance, sts []runner.Status, seq uint64) {
-	if w.removed || w.v.Reported == nil || w.v.State == StateShutdown || seq <= w.listSeq {
-		return // a list issued after this read is in already
+// applyNotices records the statuses the notices queued on w carry.
+func (p *Pool) applyNotices(w *instance) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	q := w.noticedQ
+	w.noticedQ, w.applyBusy = nil, false
+	p.applyNoticedLocked(w, q)
+}
+
+// applyReadLocked records the statuses read (issued at seq) after exit
+// notices.
+func (p *Pool) applyReadLocked(w *instance, sts []runner.Status, seq uint64) {
+	ns := make([]noticedStatus, len(sts))
+	for i, st := range sts {
+		ns[i] = noticedStatus{st: st, seq: seq}
+	}
+	p.applyNoticedLocked(w, ns)
+}
+
+// applyNoticedLocked records statuses read after exit notices (each with
+// the sequence number of its read) as part of w's last list
+// (overlayNoticedLocked).
+func (p *Pool) applyNoticedLocked(w *instance, ns []noticedStatus) {
+	if w.removed || w.v.Reported == nil || w.v.State == StateShutdown {
+		return
 	}
 	added := false
-	for _, st := range sts {
-		if st.State != runner.StateExited || p.forgottenSinceLocked(w, st.ID, seq) {
-			continue
+	for _, n := range ns {
+		if n.seq <= w.listSeq || n.st.State != runner.StateExited || p.forgottenSinceLocked(w, n.st.ID, n.seq) {
+			continue // a list issued after this read is in already, or it is stale
 		}
 		if w.noticed == nil {
 			w.noticed = make(map[string]noticedStatus)
 		}
-		w.noticed[st.ID] = noticedStatus{st: st, seq: seq}
+		w.noticed[n.st.ID] = n
 		added = true
 	}
 	if !added {

@@ -129,7 +129,7 @@ func TestStaleNoticeAfterForgetIgnored(t *testing.T) {
 	h.pool.ForgetContainer(id, "c1") // ...answered after the forget
 	h.pool.Wait()
 	h.pool.mu.Lock()
-	h.pool.applyNoticedLocked(w, []runner.Status{{ID: "c1", State: runner.StateExited, PID: 1}}, readSeq)
+	h.pool.applyReadLocked(w, []runner.Status{{ID: "c1", State: runner.StateExited, PID: 1}}, readSeq)
 	rep := slices.Clone(w.v.Reported)
 	h.pool.mu.Unlock()
 	if len(rep) != 0 {
