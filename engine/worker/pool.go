@@ -14,7 +14,7 @@
 // states.txt), sync.go (cloud listing), probe.go (probes, runner
 // deployment, applying "runner list"), redeploy.go (a runner found missing
 // on a ready instance), containers.go (start, kill, forget,
-// logs), collect.go (output stored before a destroy), create.go (creates, quota, limits), verbs.go (shutdown, kill,
+// logs), notice.go (exits the runners announce), collect.go (output stored before a destroy), create.go (creates, quota, limits), verbs.go (shutdown, kill,
 // idle behaviour), view.go (snapshots, stats), throttle.go (rate limits).
 package worker
 
