@@ -51,6 +51,10 @@ type Options struct {
 	// RateLimitFor is how long a rate-limit period lasts (RetryAfter = now +
 	// RateLimitFor). Default 10s.
 	RateLimitFor time.Duration
+	// ExitNotices: the executors keep "runner watch" open (watch.go)
+	// even with a fake clock, where AnnounceExits is when the runners
+	// notice their exits. With clock.Real they always do.
+	ExitNotices bool
 	// BootDelay: executor calls fail (connection refused) until
 	// created+BootDelay.
 	BootDelay time.Duration
@@ -152,6 +156,7 @@ type Driver struct {
 	vanishDue      float64 // VanishFraction owed so far; an instance vanishes at each whole one
 	loseNextStart  Loss
 	runnerHash     string
+	exitNotices    bool // executors are WatchExecutors (watch.go)
 
 	rngCreate, rngDestroy, rngRateLimit, rngBroken, rngCrash, rngVanish, rngLost *rand.Rand
 	rngSpot                                                                      *rand.Rand
@@ -183,6 +188,7 @@ type instState struct {
 	installed    map[string]string // runner path -> sha256 hex of installed bytes
 	runnerGone   bool              // the runner binary was deleted (runnerfile.go)
 	installFails string            // installs exit 1 with this message (runnerfile.go)
+	watchers     []*memWatch       // "runner watch" sessions open on it (watch.go)
 }
 
 func (s *instState) live() bool { return !s.destroyed && !s.vanished }
@@ -203,8 +209,10 @@ func New(opts Options) *Driver {
 	}
 	seed := uint64(opts.Seed)
 	stream := func(k uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, k)) }
+	_, realClock := opts.Clock.(clock.Real)
 	d := &Driver{
-		clock: opts.Clock,
+		clock:       opts.Clock,
+		exitNotices: opts.ExitNotices || realClock,
 		faults: Faults{
 			Quota:                 opts.Quota,
 			CapacityErrorTypes:    map[string]bool{},
@@ -511,6 +519,9 @@ func (d *Driver) ExecutorByID(id cloud.InstanceID) (runner.Executor, error) {
 	if d.instances[id] == nil {
 		return nil, fmt.Errorf("executor for %s: %w", id, ErrNotFound)
 	}
+	if d.exitNotices {
+		return &watchExecutor{executor{d: d, id: id}}, nil
+	}
 	return &executor{d: d, id: id}, nil
 }
 
@@ -656,6 +667,7 @@ func (d *Driver) SignalContainer(id cloud.InstanceID, containerID, sig string) {
 			c.signal(now, sig)
 		}
 	}
+	d.kickWatchersLocked(s)
 }
 
 // --- observation ---

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -237,6 +238,7 @@ func (e *executor) Execute(ctx context.Context, line string, stdin []byte) (stdo
 	defer d.mu.Unlock()
 	now := d.clock.Now()
 	s := d.instances[e.id]
+	defer d.kickWatchersLocked(s)
 	switch {
 	case s == nil:
 		return nil, nil, runner.NotSent(fmt.Errorf("dial %s: no such host: %w", e.id, ErrUnreachable))
@@ -383,8 +385,16 @@ func (d *Driver) verb(s *instState, now time.Time, runnerPath string, cmd runner
 		}
 		return []byte("cloudtest-runner " + hash + "\n"), nil, nil
 	case "list":
+		sts := d.list(s, now)
+		if cmd.ID != "" { // one container: what an exit notice asks for
+			i := slices.IndexFunc(sts, func(st runner.Status) bool { return st.ID == cmd.ID })
+			if i < 0 {
+				return exitErr(1, "runner list: no such container %s", cmd.ID)
+			}
+			sts = sts[i : i+1]
+		}
 		var buf bytes.Buffer
-		if err := runner.FormatList(&buf, d.list(s, now)); err != nil {
+		if err := runner.FormatList(&buf, sts); err != nil {
 			return exitErr(1, "list: %v", err)
 		}
 		return buf.Bytes(), nil, nil

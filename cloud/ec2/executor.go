@@ -43,7 +43,10 @@ type executor struct {
 	closed  bool
 }
 
-var _ runner.SessionExecutor = (*executor)(nil)
+var (
+	_ runner.SessionExecutor = (*executor)(nil)
+	_ runner.WatchExecutor   = (*executor)(nil)
+)
 
 var errNoAddress = errors.New("instance has no address yet")
 
@@ -106,6 +109,16 @@ func (e *executor) Exchange(ctx context.Context, cmd string, frame []byte) ([]by
 		return nil, err
 	}
 	return x.Exchange(ctx, cmd, frame)
+}
+
+// Watch keeps "runner watch" open on the instance's current address; a
+// new address ends it with the connection, and the pool opens it again.
+func (e *executor) Watch(ctx context.Context, cmd string, line func([]byte)) error {
+	x, err := e.get()
+	if err != nil {
+		return err
+	}
+	return x.Watch(ctx, cmd, line)
 }
 
 func (e *executor) Close() error {

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/forkfloor"
 	"dispatch-tui/engine/queue"
 )
@@ -39,7 +40,7 @@ import (
 var (
 	throughputClients = flag.Int("throughput.clients", 16, "concurrent API clients submitting in TestDaemonThroughput")
 	throughputTrace   = flag.String("throughput.trace", "", "write the Complete count over time to this CSV file (its name suffixed -single, -bulk) in TestDaemonThroughput")
-	throughputProbe   = flag.Duration("throughput.probe", 100*time.Millisecond, "the daemon's probe_interval in TestDaemonThroughput")
+	throughputProbe   = flag.Duration("throughput.probe", 100*time.Millisecond, "the daemon's probe_interval in TestDaemonThroughput (0 = the default)")
 	throughputPaths   = flag.String("throughput.paths", "single,bulk", "how TestDaemonThroughput submits, each path timed in turn: single (one container per request), bulk (batches)")
 	throughputBatch   = flag.Int("throughput.batch", 1000, "containers per request on the bulk path of TestDaemonThroughput")
 	throughputBulkers = flag.Int("throughput.bulkclients", 1, "concurrent API clients on the bulk path of TestDaemonThroughput (1: batches one after another, as submit -f sends them)")
@@ -136,8 +137,8 @@ func TestDaemonThroughput(t *testing.T) {
 	for i, r := range runs {
 		floor := (floors[i].rate + floors[i+1].rate) / 2
 		floorCPU := (floors[i].cpuPerSpawn + floors[i+1].cpuPerSpawn) / 2
-		lines = append(lines, fmt.Sprintf("%.0f containers/s, floor %.0f/s, ratio %.2f (%s submission; CPU per container %.2f ms, per floor spawn %.2f ms)",
-			r.rate, floor, r.rate/floor, r.path, ms(r.cpuPerContainer), ms(floorCPU)))
+		lines = append(lines, fmt.Sprintf("%.0f containers/s, floor %.0f/s, ratio %.2f (%s submission, probe_interval %s; CPU per container %.2f ms, per floor spawn %.2f ms)",
+			r.rate, floor, r.rate/floor, r.path, daemonProbeInterval(), ms(r.cpuPerContainer), ms(floorCPU)))
 	}
 	for _, l := range lines {
 		t.Log(l)
@@ -202,6 +203,15 @@ func newDirCost(t *testing.T) float64 {
 	return float64(time.Since(t0).Microseconds()) / dirs
 }
 
+// daemonProbeInterval is the probe_interval TestDaemonThroughput's daemons
+// run with: -throughput.probe, or the config's default for 0.
+func daemonProbeInterval() time.Duration {
+	if *throughputProbe > 0 {
+		return *throughputProbe
+	}
+	return config.Default().Cloud.ProbeInterval
+}
+
 // floorRun is one measurement of the fork+exec floor with the machine's CPU
 // per spawn.
 type floorRun struct {
@@ -237,7 +247,7 @@ func startDaemon(t *testing.T) (*api.Client, func()) {
 	state := t.TempDir()
 	port := freePort(t)
 	cfgPath := writeDaemonConfig(t, state, daemonSettings{
-		listen: fmt.Sprintf("127.0.0.1:%d", port), probeInterval: throughputProbe.String(), maxProbes: 1000,
+		listen: fmt.Sprintf("127.0.0.1:%d", port), probeInterval: daemonProbeInterval().String(), maxProbes: 1000,
 		vcpus: *throughputVCPUs, extra: "keep_finished = 0\n",
 	})
 	daemon := exec.Command(binary, "--daemon", "--config", cfgPath)

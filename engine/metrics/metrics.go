@@ -187,6 +187,7 @@ type collector struct {
 	creating        *prometheus.Desc
 	cloudOps        *prometheus.Desc
 	probes          *prometheus.Desc
+	exitNotices     *prometheus.Desc
 	probeDuration   *prometheus.Desc
 	bootDuration    *prometheus.Desc
 	runnerDeploys   *prometheus.Desc
@@ -246,6 +247,8 @@ func newCollector(m *Metrics) *collector {
 			[]string{"operation", "error"}, nil),
 		probes: prometheus.NewDesc(name("probes_total"),
 			"Instance probes completed, by result (ok or error).", []string{"result"}, nil),
+		exitNotices: prometheus.NewDesc(name("exit_notices_total"),
+			"Container exits runners announced as they happened (runner watch), each recorded without waiting for a probe.", nil, nil),
 		probeDuration: prometheus.NewDesc(name("probe_duration_seconds"),
 			"Latency of instance probes (connect, boot probe and runner deployment when due, runner list).", nil, nil),
 		bootDuration: prometheus.NewDesc(name("instance_boot_seconds"),
@@ -269,7 +272,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		c.buildInfo, c.instances, c.unreachable, c.price, c.vcpus, c.ram, c.containers, c.longestWait,
 		c.allocNotStarted, c.overQuota, c.atQuota, c.quotaLimit, c.paused, c.lastPass,
-		c.creating, c.cloudOps, c.probes, c.probeDuration, c.bootDuration, c.runnerDeploys,
+		c.creating, c.cloudOps, c.probes, c.exitNotices, c.probeDuration, c.bootDuration, c.runnerDeploys,
 		c.starts, c.killSignals, c.logsNotStored, c.logsLost, c.logsTruncated,
 	} {
 		ch <- d
@@ -391,6 +394,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(c.probes, float64(ps.Probes-ps.ProbeFailures), "ok")
 	counter(c.probes, float64(ps.ProbeFailures), "error")
+	counter(c.exitNotices, float64(ps.ExitNotices))
 	ch <- constHistogram(c.probeDuration, ps.ProbeLatency)
 	ch <- constHistogram(c.bootDuration, ps.BootTime)
 	counter(c.runnerDeploys, float64(ps.RunnerDeploys))

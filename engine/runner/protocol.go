@@ -177,8 +177,8 @@ func InstallPath(line string) (string, bool) {
 
 // Command is a parsed runner command line: "<path> runner <verb> [args...]".
 type Command struct {
-	Verb   string // version, start, list, kill, logs, forget, batch, serve, clean
-	ID     string // start, kill, logs, forget
+	Verb   string // version, start, list, kill, logs, forget, batch, serve, watch, clean
+	ID     string // start, kill, logs, forget; list: that container only
 	Signal string // kill: TERM or KILL
 	Tail   int    // logs: 0 = all
 	// MaxBytes (logs): at most this much of the output's end, cut as
@@ -215,13 +215,19 @@ func (c Command) Line(path string) string {
 // ParseArgs parses the words after "runner" (e.g. ["kill","c1","--signal","KILL"]).
 func ParseArgs(args []string) (Command, error) {
 	if len(args) == 0 {
-		return Command{}, errors.New("runner: missing verb (version|start|list|kill|logs|forget|batch|serve|clean)")
+		return Command{}, errors.New("runner: missing verb (version|start|list|kill|logs|forget|batch|serve|watch|clean)")
 	}
 	c := Command{Verb: args[0]}
 	rest := args[1:]
 	needID := false
 	switch c.Verb {
-	case "version", "list", "batch", "serve", "clean":
+	case "version", "batch", "serve", "watch", "clean":
+	case "list":
+		// "list <id>" reads one container: what an exit notice asks for
+		// (engine/worker/exitnotice.go).
+		if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+			needID = true
+		}
 	case "start", "forget":
 		needID = true
 	case "kill":

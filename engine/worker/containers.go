@@ -85,7 +85,11 @@ func (p *Pool) runStartBatches(w *instance) {
 				p.startDoneLocked(w, specs[i].ID, errs[i], startRefused)
 			}
 		}
-		w.nextProbe = time.Time{}
+		if !w.watching {
+			// Without a watch, a list soon is how short containers'
+			// exits are seen; with one, the runner announces them.
+			w.nextProbe = time.Time{}
+		}
 		p.notifyLocked()
 		p.mu.Unlock()
 	}

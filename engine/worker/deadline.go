@@ -12,12 +12,41 @@ import (
 // waits on a dead connection for longer: probes set their own, tighter,
 // deadlines (probe.go). It keeps e's SessionExecutor side, which the
 // runner client looks for.
+//
+// It also keeps e's WatchExecutor side, without a deadline: a watch is
+// meant to last as long as its instance (exitnotice.go).
 func withCallDeadline(e runner.Executor, limit time.Duration) runner.Executor {
 	b := boundedExecutor{inner: e, limit: limit}
+	we, watches := e.(runner.WatchExecutor)
 	if se, ok := e.(runner.SessionExecutor); ok {
-		return boundedSessionExecutor{boundedExecutor: b, session: se}
+		bs := boundedSessionExecutor{boundedExecutor: b, session: se}
+		if watches {
+			return boundedWatchSessionExecutor{bs, we}
+		}
+		return bs
+	}
+	if watches {
+		return boundedWatchExecutor{b, we}
 	}
 	return b
+}
+
+type boundedWatchExecutor struct {
+	boundedExecutor
+	watch runner.WatchExecutor
+}
+
+func (b boundedWatchExecutor) Watch(ctx context.Context, cmd string, line func([]byte)) error {
+	return b.watch.Watch(ctx, cmd, line)
+}
+
+type boundedWatchSessionExecutor struct {
+	boundedSessionExecutor
+	watch runner.WatchExecutor
+}
+
+func (b boundedWatchSessionExecutor) Watch(ctx context.Context, cmd string, line func([]byte)) error {
+	return b.watch.Watch(ctx, cmd, line)
 }
 
 type boundedExecutor struct {

@@ -41,6 +41,7 @@ func (p *Pool) ForgetContainer(id cloud.InstanceID, containerID string) {
 		// Its runner goes away with it: just stop reporting the container.
 		// Its output, if any, is stored before the destroy (collect.go).
 		w.forgotten = append(w.forgotten, forgotEntry{id: containerID, seq: p.nextSeqLocked()})
+		delete(w.noticed, containerID)
 		if i := findStatus(w.v.Reported, containerID); i >= 0 {
 			w.v.Reported = slices.Delete(w.v.Reported, i, i+1)
 			p.notifyLocked()
@@ -269,6 +270,7 @@ func (p *Pool) forgotten(w *instance, ids []string, errs []error) {
 			continue
 		}
 		w.forgotten = append(w.forgotten, forgotEntry{id: id, seq: p.nextSeqLocked()})
+		delete(w.noticed, id)
 		gone[id] = struct{}{}
 	}
 	if len(gone) > 0 {

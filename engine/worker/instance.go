@@ -109,9 +109,9 @@ type instance struct {
 	// fetched again before this (their runner keeps them meanwhile).
 	logsRetry map[string]time.Time
 
-	// noticed: the provider's interruption notice was read (notice.go);
-	// it is not read again.
-	noticed bool
+	// interruptNoticed: the provider's interruption notice was read
+	// (spotnotice.go); it is not read again.
+	interruptNoticed bool
 
 	destroying bool
 	destroyed  bool // last Destroy call succeeded
@@ -125,6 +125,24 @@ type instance struct {
 
 	tagsDirty    bool
 	tagsInFlight bool
+
+	// Exit notices (exitnotice.go): the watch's cancel (nil: none open) and
+	// generation, whether it is ready, whether the executor cannot keep
+	// one (noWatch), failures in a row and when to open one again; the
+	// announced containers whose status is to be read, whether a read is
+	// in flight, the statuses notices carried not applied yet, whether a
+	// goroutine applies them, and the statuses read since the last list.
+	watchCancel context.CancelFunc
+	watchGen    uint64
+	watching    bool
+	noWatch     bool
+	watchFails  int
+	watchRetry  time.Time
+	noticeQ     []string
+	statusBusy  bool
+	noticedQ    []noticedStatus // carried by notices, to apply
+	applyBusy   bool
+	noticed     map[string]noticedStatus
 }
 
 // autoShutdownReason returns why w should be shut down now ("" = keep).

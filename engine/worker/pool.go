@@ -14,7 +14,7 @@
 // states.txt), sync.go (cloud listing), probe.go (probes, runner
 // deployment, applying "runner list"), redeploy.go (a runner found missing
 // on a ready instance), containers.go (start, kill, forget,
-// logs), collect.go (output stored before a destroy), create.go (creates, quota, limits), verbs.go (shutdown, kill,
+// logs), exitnotice.go (exits the runners announce), spotnotice.go (providers' interruption notices), collect.go (output stored before a destroy), create.go (creates, quota, limits), verbs.go (shutdown, kill,
 // idle behaviour), view.go (snapshots, stats), throttle.go (rate limits).
 package worker
 
@@ -55,7 +55,7 @@ const (
 	// EventPreempted: the provider took a preemptible instance back (an
 	// interruption it reported, or one of a preemptible type vanished);
 	// its containers are requeued without spending an attempt. Also the
-	// provider's notice that it will (notice.go): the instance is drained.
+	// provider's notice that it will (spotnotice.go): the instance is drained.
 	EventPreempted = "preempted"
 	// EventRunnerRedeploy: a ready instance's runner binary was missing
 	// (deleted) and was installed again, or its install failed (once per
@@ -195,7 +195,7 @@ type Pool struct {
 	// with why, for the scheduler to requeue their containers (preempt.go).
 	preempted map[cloud.InstanceID]preemption
 	// noticeSyncs: when interruption notices said the provider acts,
-	// for listings then (notice.go).
+	// for listings then (spotnotice.go).
 	noticeSyncs []time.Time
 
 	// transitions are the state changes states.txt allows; onTransition,
@@ -203,6 +203,10 @@ type Pool struct {
 	// as it is made, with the pool's mutex held.
 	transitions  *statediagram.Diagram
 	onTransition func(id cloud.InstanceID, from, to State, why string)
+
+	// watchWG: the instances' watch goroutines (exitnotice.go), which last
+	// as long as their instance, so Wait does not wait for them; Stop does.
+	watchWG sync.WaitGroup
 
 	startFailures []StartFailure
 	stats         Stats
@@ -345,6 +349,7 @@ func (p *Pool) Stop() {
 	p.mu.Unlock()
 	p.cancel()
 	p.Wait()
+	p.watchWG.Wait()
 	p.mu.Lock()
 	var execs []runner.Executor
 	for _, w := range p.list {
@@ -458,6 +463,7 @@ func (p *Pool) Step() {
 		}
 	}
 	p.startProbesLocked(now)
+	p.startWatchesLocked(now)
 	p.mu.Unlock()
 	p.flush()
 }

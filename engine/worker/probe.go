@@ -95,7 +95,7 @@ func (c *probeCall) call(stage string, limit time.Duration, fn func(context.Cont
 }
 
 // runProbe probes w; nr, when not nil, reads the provider's interruption
-// notice after the runner's list (notice.go).
+// notice after the runner's list (spotnotice.go).
 func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode, nr cloud.NoticeReader) {
 	t0 := p.clk.Now()
 	var (
@@ -407,6 +407,8 @@ func (p *Pool) applyListLocked(w *instance, sts []runner.Status, listSeq uint64,
 			})
 		}
 	}
+	// Statuses read after exit notices since this list was issued.
+	sts = p.overlayNoticedLocked(w, sts, listSeq)
 	if sts == nil {
 		sts = []runner.Status{}
 	}
@@ -429,7 +431,7 @@ func (p *Pool) applyListLocked(w *instance, sts []runner.Status, listSeq uint64,
 			continue // started before the list was issued: the list is authoritative
 		}
 		keep = append(keep, s)
-		if s.seq > listSeq || findStatus(sts, s.id) < 0 {
+		if (s.seq > listSeq || findStatus(sts, s.id) < 0) && !w.noticedAfter(s.id, s.seq) {
 			if !slices.Contains(cs, s.id) {
 				cs = append(cs, s.id)
 			}

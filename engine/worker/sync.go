@@ -180,6 +180,7 @@ func (p *Pool) addInstanceLocked(inst cloud.Instance, it cloud.InstanceType, st 
 // closes its executor.
 func (p *Pool) removeLocked(w *instance) {
 	w.removed = true
+	p.stopWatchLocked(w)
 	delete(p.byID, w.v.ID)
 	if e := w.exec; e != nil {
 		w.exec = nil

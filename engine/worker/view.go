@@ -82,6 +82,8 @@ type Stats struct {
 	Starts        int           // "runner start" calls completed
 	StartFailures int           // of which failed
 	Kills         int           // "runner kill" calls issued
+	ExitNotices   int           // exits runners announced (exitnotice.go)
+	StatusReads   int           // "list <id>" batches read after notices
 	Creating      int           // create calls in flight now
 	QuotaLimit    int           // effective instance cap now (Quota)
 	AtQuota       bool

@@ -138,7 +138,7 @@ func (e *Env) fill() {
 	}
 }
 
-const usage = "usage: runner version | start <id> (spec JSON on stdin) | list | kill <id> [--signal TERM|KILL] | logs <id> [--tail N] [--max-bytes N] | forget <id> | batch (JSON requests on stdin) | serve (frames of batch requests on stdin) | clean"
+const usage = "usage: runner version | start <id> (spec JSON on stdin) | list [<id>] | kill <id> [--signal TERM|KILL] | logs <id> [--tail N] [--max-bytes N] | forget <id> | batch (JSON requests on stdin) | serve (frames of batch requests on stdin) | watch | clean"
 
 // Main runs one runner verb with args (the words after "runner"), reading
 // stdin and writing stdout/stderr; it returns the process exit code: 0 on
@@ -173,7 +173,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env Env) int
 	case "start":
 		return a.start(cmd.ID, stdin)
 	case "list":
-		return a.list()
+		return a.list(cmd.ID)
 	case "kill":
 		return a.kill(cmd.ID, cmd.Signal)
 	case "logs":
@@ -190,6 +190,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env Env) int
 		return a.batch(stdin)
 	case "serve":
 		return a.serve(stdin)
+	case "watch":
+		return a.watch(stdin)
 	case "clean":
 		return a.clean()
 	}

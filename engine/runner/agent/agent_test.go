@@ -506,7 +506,7 @@ func TestInvalidIDs(t *testing.T) {
 	h.start(runner.Spec{ID: long, Command: []string{"true"}})
 	h.waitState(long, runner.StateExited)
 
-	for _, args := range [][]string{nil, {"bogus"}, {"list", "extra"}, {"kill", "c1", "--signal", "HUP"}, {"logs", "c1", "--tail", "-1"}, {"start"}, {"supervise"}} {
+	for _, args := range [][]string{nil, {"bogus"}, {"list", "c1", "extra"}, {"list", ".."}, {"kill", "c1", "--signal", "HUP"}, {"logs", "c1", "--tail", "-1"}, {"start"}, {"supervise"}} {
 		code, _, errs := h.run("", args...)
 		wantCode(t, strings.Join(args, " "), code, errs, 2, "")
 	}

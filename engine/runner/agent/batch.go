@@ -214,7 +214,7 @@ func (a *agent) batchOne(r runner.Request) runner.Reply {
 		case "version":
 			code = sub.version()
 		case "list":
-			code = sub.list()
+			code = sub.list(cmd.ID)
 		case "kill":
 			code = sub.kill(cmd.ID, cmd.Signal)
 		case "logs":

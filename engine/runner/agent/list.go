@@ -12,7 +12,19 @@ import (
 	"dispatch-tui/engine/runner"
 )
 
-func (a *agent) list() int {
+// list writes every container's status line, or only id's when id is
+// set (exit 1 when there is no such container).
+func (a *agent) list(id string) int {
+	if id != "" {
+		dir, code := a.containerDir("list", id)
+		if code != 0 {
+			return code
+		}
+		if err := runner.FormatList(a.stdout, []runner.Status{a.status(dir, id)}); err != nil {
+			return a.fail(1, "runner list: %v", err)
+		}
+		return 0
+	}
 	root, exists, err := a.stateRoot(false)
 	if err != nil {
 		return a.fail(1, "runner list: %v", err)

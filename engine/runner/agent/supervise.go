@@ -342,6 +342,7 @@ func (a *agent) superviseStart(dir string, self pidRecord, spec runner.Spec, spe
 		rec := self
 		rec.started = born
 		writeSmall(filepath.Join(dir, fileExit), append(formatPIDRecord(rec), formatExitLine(code, a.env.Now(), "")...))
+		announceExit(dir)
 		return nil, errors.New(msg)
 	}
 	// A recycled directory keeps an empty stderr: no inode to allocate.
@@ -431,6 +432,7 @@ func (c *supervised) finish(a *agent) {
 	if err := appendSmall(filepath.Join(c.dir, filePIDStart), line); err != nil {
 		writeSmall(filepath.Join(c.dir, fileExit), append(formatPIDRecord(c.rec), line...))
 	}
+	announceExit(c.dir)
 }
 
 // commandLine returns the argv and environment a spec runs with: the

@@ -229,7 +229,7 @@ var cases = []struct {
 				e.wantExit(verb+" "+id, err, 2, "")
 			}
 		}
-		for _, line := range []string{"bogus", "list extra", "kill c1 --signal HUP", "logs c1 --tail -1", "start"} {
+		for _, line := range []string{"bogus", "list c1 extra", "list ..", "kill c1 --signal HUP", "logs c1 --tail -1", "start"} {
 			_, err := e.raw(line, "")
 			e.wantExit(line, err, 2, "")
 		}

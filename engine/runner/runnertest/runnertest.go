@@ -66,7 +66,7 @@ const waitFor = 15 * time.Second
 
 // Run runs every case of the suite, each against a new Target.
 func Run(t *testing.T, newTarget func(t *testing.T) Target) {
-	for _, c := range slices.Concat(cases, healthCases) {
+	for _, c := range slices.Concat(cases, healthCases, watchCases) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			c.run(&env{t: t, tg: newTarget(t), ctx: context.Background()})

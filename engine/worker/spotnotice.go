@@ -26,7 +26,7 @@ const noticeSyncDelay = 5 * time.Second
 // only when its driver has a command for it (an on-demand instance has
 // none and pays nothing).
 func noticeReaderLocked(w *instance, mode probeMode) cloud.NoticeReader {
-	if mode != probeList || w.noticed {
+	if mode != probeList || w.interruptNoticed {
 		return nil
 	}
 	nr, ok := w.inst.(cloud.NoticeReader)
@@ -65,10 +65,10 @@ func (p *Pool) readNotice(pc *probeCall, exec runner.Executor, nr cloud.NoticeRe
 // for at the announced time, and the interruption remembered, so that the
 // containers still there when it goes are requeued without an attempt.
 func (p *Pool) noticedLocked(w *instance, n notice, now time.Time) {
-	if w.noticed || w.v.Preempted || w.v.State == StateShutdown {
+	if w.interruptNoticed || w.v.Preempted || w.v.State == StateShutdown {
 		return
 	}
-	w.noticed = true
+	w.interruptNoticed = true
 	id := string(w.v.ID)
 	p.rememberPreemptedLocked(w.v.ID, "instance "+id+" was interrupted (spot): "+n.why, now)
 	if w.v.IdleBehavior == IdleRun {

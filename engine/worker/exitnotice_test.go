@@ -1,0 +1,159 @@
+package worker
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"dispatch-tui/cloud"
+	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/engine/runner"
+)
+
+// noticeHarness is a pool on an in-memory cloud whose runners announce
+// exits (with the fake clock, when the test calls AnnounceExits), with one
+// idle instance whose watch is ready.
+func noticeHarness(t *testing.T) (*harness, cloud.InstanceID) {
+	t.Helper()
+	h := newHarness(t, hopt{drv: func(o *cloudtest.Options) { o.ExitNotices = true }})
+	h.step()
+	id := h.createIdle("small")
+	h.pool.Step() // opens the watch
+	pollPool(t, "the watch on "+string(id)+" ready", func() bool {
+		h.pool.mu.Lock()
+		defer h.pool.mu.Unlock()
+		return h.pool.byID[id].watching
+	})
+	h.step() // the list a ready watch asks for
+	return h, id
+}
+
+// pollPool waits for cond, which the pool's own goroutines make true (a
+// notice arrives on the watch's goroutine, not in a Step).
+func pollPool(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func reported(v InstanceView, cid string) (runner.Status, bool) {
+	if i := findStatus(v.Reported, cid); i >= 0 {
+		return v.Reported[i], true
+	}
+	return runner.Status{}, false
+}
+
+func TestExitNoticeRecordedBeforeTheNextProbe(t *testing.T) {
+	h, id := noticeHarness(t)
+	if err := h.pool.StartContainer(id, spec("c1", cloudtest.Cmd(2*time.Second, 3)...)); err != nil {
+		t.Fatal(err)
+	}
+	h.step()
+	probes := h.pool.Stats().Probes
+	h.clk.Advance(2 * time.Second) // the next probe is due 10 s after the last
+	h.step()
+	if v, _ := h.pool.Instance(id); !slices.Equal(v.Containers, []string{"c1"}) {
+		t.Fatalf("before the notice: containers %v, want [c1] (the exit is not known yet)", v.Containers)
+	}
+	changed := h.pool.Changed()
+	for len(changed) > 0 {
+		<-changed
+	}
+	h.drv.AnnounceExits()
+	var v InstanceView
+	pollPool(t, "c1's exit applied after its notice", func() bool {
+		v, _ = h.pool.Instance(id)
+		st, ok := reported(v, "c1")
+		return ok && st.State == runner.StateExited
+	})
+	if st, _ := reported(v, "c1"); st.ExitCode != 3 || len(v.Containers) != 0 || v.State != StateIdle {
+		t.Fatalf("after the notice: %+v, containers %v, state %s; want c1 exited 3 and the instance idle", st, v.Containers, v.State)
+	}
+	select {
+	case <-changed:
+	default:
+		t.Fatal("the notice's exit did not signal Changed (the scheduler's next pass waits for it)")
+	}
+	s := h.pool.Stats()
+	if s.Probes != probes || s.ExitNotices != 1 || s.StatusReads != 0 {
+		t.Fatalf("probes %d → %d, notices %d, status reads %d; want no probe, one notice and no read (it carries the status)", probes, s.Probes, s.ExitNotices, s.StatusReads)
+	}
+	// A later list (the probe's) keeps it, and a forget drops it.
+	h.clk.Advance(10 * time.Second)
+	h.step()
+	if v, _ := h.pool.Instance(id); !slices.ContainsFunc(v.Reported, func(st runner.Status) bool { return st.ID == "c1" }) {
+		t.Fatalf("the probe's list dropped c1: %+v", v.Reported)
+	}
+	h.pool.ForgetContainer(id, "c1")
+	h.pool.Wait()
+	if v, _ := h.pool.Instance(id); len(v.Reported) != 0 {
+		t.Fatalf("after the forget: %+v", v.Reported)
+	}
+}
+
+func TestExitNoticeLostIsCaughtByTheProbe(t *testing.T) {
+	h, id := noticeHarness(t)
+	if err := h.pool.StartContainer(id, spec("c1", cloudtest.Cmd(time.Second, 0)...)); err != nil {
+		t.Fatal(err)
+	}
+	h.step()
+	// The runner never announces it (a notice lost with its connection):
+	// the probe's list, due probe_interval after the last, reads it.
+	h.until("c1 exited in the list", 15*time.Second, func() bool {
+		v, _ := h.pool.Instance(id)
+		st, ok := reported(v, "c1")
+		return ok && st.State == runner.StateExited && len(v.Containers) == 0
+	})
+	if n := h.pool.Stats().ExitNotices; n != 0 {
+		t.Fatalf("%d notices, want none", n)
+	}
+}
+
+func TestStaleNoticeAfterForgetIgnored(t *testing.T) {
+	h, id := noticeHarness(t)
+	if err := h.pool.StartContainer(id, spec("c1", "true")); err != nil {
+		t.Fatal(err)
+	}
+	h.step()
+	h.clk.Advance(10 * time.Second)
+	h.step() // listed exited
+	h.pool.mu.Lock()
+	w := h.pool.byID[id]
+	readSeq := h.pool.nextSeqLocked() // a status read issued now...
+	h.pool.mu.Unlock()
+	h.pool.ForgetContainer(id, "c1") // ...answered after the forget
+	h.pool.Wait()
+	h.pool.mu.Lock()
+	h.pool.applyReadLocked(w, []runner.Status{{ID: "c1", State: runner.StateExited, PID: 1}}, readSeq)
+	rep := slices.Clone(w.v.Reported)
+	h.pool.mu.Unlock()
+	if len(rep) != 0 {
+		t.Fatalf("a status read before the forget brought c1 back: %+v", rep)
+	}
+}
+
+func TestExitNoticeWithoutStatusReadsIt(t *testing.T) {
+	h, id := noticeHarness(t)
+	if err := h.pool.StartContainer(id, spec("c1", "false")); err != nil {
+		t.Fatal(err)
+	}
+	h.step()
+	h.pool.mu.Lock()
+	w := h.pool.byID[id]
+	gen := w.watchGen
+	h.pool.mu.Unlock()
+	h.pool.exitNotice(w, gen, "c1", nil) // a notice with no list line
+	h.pool.Wait()
+	v, _ := h.pool.Instance(id)
+	if st, ok := reported(v, "c1"); !ok || st.State != runner.StateExited || st.ExitCode != 1 || len(v.Containers) != 0 {
+		t.Fatalf("after a notice without a status: %+v, containers %v; want c1 read with list c1, exited 1", v.Reported, v.Containers)
+	}
+	if s := h.pool.Stats(); s.StatusReads != 1 {
+		t.Fatalf("%d status reads, want 1", s.StatusReads)
+	}
+}
