@@ -57,7 +57,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-const waitFor = 15 * time.Second
+const waitFor = time.Minute
 
 type harness struct {
 	t   *testing.T

@@ -272,10 +272,12 @@ func TestTailBufferKeepsTheEndAsUTF8(t *testing.T) {
 // reported unhealthy; one whose check passes is healthy.
 func TestHealthCheckEndToEnd(t *testing.T) {
 	h := newHarness(t)
-	hc := &runner.HealthCheck{Command: []string{"/bin/sh", "-c", "echo not ready; exit 1"}, Interval: 100 * time.Millisecond, Timeout: 100 * time.Millisecond, Retries: 2}
+	// Timeouts generous for a loaded machine: a check that timed out
+	// would read as a failure of "well" and not as "exit status 1".
+	hc := &runner.HealthCheck{Command: []string{"/bin/sh", "-c", "echo not ready; exit 1"}, Interval: time.Second, Timeout: time.Second, Retries: 2}
 	h.start(runner.Spec{ID: "sick", Command: []string{"/bin/sleep", "60"}, HealthCheck: hc})
 	h.start(runner.Spec{ID: "well", Command: []string{"/bin/sleep", "60"},
-		HealthCheck: &runner.HealthCheck{Command: []string{"/bin/true"}, Interval: 100 * time.Millisecond, Timeout: 100 * time.Millisecond, Retries: 1}})
+		HealthCheck: &runner.HealthCheck{Command: []string{"/bin/true"}, Interval: time.Second, Timeout: time.Second, Retries: 1}})
 	h.start(runner.Spec{ID: "plain", Command: []string{"/bin/sleep", "60"}})
 
 	st := h.waitState("sick", runner.StateExited)
