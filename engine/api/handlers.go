@@ -181,22 +181,16 @@ func (s *server) patchContainer(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// applyContainerVerb runs a container verb and writes its result. Verbs on
-// a container that is already final fail with 409: the queue reports those
-// with plain errors, so the state is checked here.
+// applyContainerVerb runs a container verb and writes its result (a verb
+// on a finished container is the queue's *FinalError: 409).
 func (s *server) applyContainerVerb(w http.ResponseWriter, id string, do func() (queue.Container, error)) {
-	before, ok := s.eng.Container(id)
-	if !ok {
+	if _, ok := s.eng.Container(id); !ok {
 		writeError(w, containerNotFound(id))
 		return
 	}
 	c, err := do()
 	if err != nil {
-		herr := classify(err)
-		if herr.status == http.StatusInternalServerError && before.State.Final() {
-			herr.status = http.StatusConflict
-		}
-		writeError(w, herr)
+		writeError(w, classify(err))
 		return
 	}
 	writeJSON(w, http.StatusOK, c)
