@@ -71,7 +71,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	env := &cli.Env{Stdout: stdout, Stderr: stderr, Stdin: os.Stdin, TermWidth: stdoutWidth(stdout)}
+	env := &cli.Env{Stdout: stdout, Stderr: stderr, Stdin: os.Stdin, TermWidth: stdoutWidth(stdout), StderrTerminal: isTerminal(stderr)}
 	return cli.Execute(ctx, newRoot(env), args, stderr)
 }
 
@@ -219,6 +219,18 @@ state every second until every container is final and every instance has shut do
 		return []string{"local", "cloudtest"}, cobra.ShellCompDirectiveNoFileComp
 	})
 	return cmd
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) func() bool {
+	return func() bool {
+		f, ok := w.(*os.File)
+		if !ok {
+			return false
+		}
+		_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+		return err == nil
+	}
 }
 
 // stdoutWidth reports the width of the terminal on stdout, 0 when it is

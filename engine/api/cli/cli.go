@@ -32,6 +32,9 @@ type Env struct {
 	// TermWidth is the width of the terminal on stdout, 0 when stdout is
 	// not a terminal (tables are then not cut); $COLUMNS overrides it.
 	TermWidth func() int
+	// StderrTerminal reports whether stderr is a terminal (progress of
+	// long verbs is shown there then); nil = it is not.
+	StderrTerminal func() bool
 	// WatchInterval is how often ls --watch asks again (0 = a second).
 	WatchInterval time.Duration
 	// ConfigPath is --config ("" = the usual search).
@@ -180,7 +183,7 @@ func dashLong(cmd *cobra.Command, args []string) []string {
 // defines.
 func UsageError(format string, args ...any) error { return usagef(format, args...) }
 
-// noArgs, exactArgs and minArgs check positional arguments, as usage errors.
+// noArgs and exactArgs check positional arguments, as usage errors.
 func noArgs(_ *cobra.Command, args []string) error {
 	if len(args) != 0 {
 		return usagef("unexpected argument %q", args[0])
@@ -202,15 +205,6 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 
 // ExactArgs is exactArgs for the commands main.go defines.
 func ExactArgs(n int, what string) cobra.PositionalArgs { return exactArgs(n, what) }
-
-func minArgs(n int, what string) cobra.PositionalArgs {
-	return func(_ *cobra.Command, args []string) error {
-		if len(args) < n {
-			return usagef("want %s", what)
-		}
-		return nil
-	}
-}
 
 // client finds the server and token: flag, then environment, then
 // config. Without a server it uses the dispatcher's socket in the

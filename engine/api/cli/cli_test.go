@@ -510,12 +510,12 @@ func TestWatchPrintsChanges(t *testing.T) {
 	}
 }
 
-// TestVerbSaysWhatItActedOn: a container id is acted on as a container and
-// the output says so.
+// TestVerbSaysWhatItActedOn: a container id is acted on as a container
+// (through a bulk request) and the output says so.
 func TestVerbSaysWhatItActedOn(t *testing.T) {
 	f := newFake(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
-		if strings.HasPrefix(r.URL.Path, "/v1/containers/") {
-			writeJSONTo(w, queue.Container{ID: "c-0123456789abcdef", State: queue.Cancelled})
+		if r.URL.Path == "/v1/containers/bulk" {
+			writeJSONTo(w, api.BulkAnswer{Items: []api.BulkItem{{ID: "c-0123456789abcdef", State: queue.Cancelled}}, OK: 1})
 			return
 		}
 		writeJSONTo(w, worker.InstanceView{ID: "host-1", State: worker.StateShutdown, IdleBehavior: worker.IdleRun})
@@ -525,7 +525,8 @@ func TestVerbSaysWhatItActedOn(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 	reqs := f.requests()
-	if len(reqs) != 2 || reqs[0].path != "/v1/containers/c-0123456789abcdef/kill" || reqs[1].path != "/v1/instances/host-1/kill" {
+	if len(reqs) != 2 || reqs[0].path != "/v1/instances/host-1/kill" || reqs[1].path != "/v1/containers/bulk" ||
+		!strings.Contains(reqs[1].body, `"ids":["c-0123456789abcdef"]`) || !strings.Contains(reqs[1].body, `"verb":"kill"`) {
 		t.Fatalf("requests %v", reqs)
 	}
 }

@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+
+	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/engine"
+	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/queue"
+)
+
+// realServer is the API of a real engine (cloudtest driver, fake clock,
+// never stepped: containers stay Queued) with n containers named by name.
+func realServer(t *testing.T, names ...string) (*engine.Engine, string, []string) {
+	t.Helper()
+	env := enginetest.New(t, enginetest.Config(t), cloudtest.Options{}, engine.Options{})
+	srv := httptest.NewServer(api.NewServer(api.ServerOptions{Engine: env.Engine, Token: "t"}))
+	t.Cleanup(srv.Close)
+	specs := make([]queue.Spec, len(names))
+	for i, n := range names {
+		specs[i] = queue.Spec{Name: n, Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1}}
+	}
+	cs, err := env.Engine.SubmitBatch(specs, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, len(cs))
+	for i, c := range cs {
+		ids[i] = c.ID
+	}
+	return env.Engine, srv.URL, ids
+}
+
+// runTerminal is runCLI with stderr taken for a terminal.
+func runTerminal(t *testing.T, server, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	e := &Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(stdin), Server: server, Token: "t",
+		Getenv: func(string) string { return "" }, StderrTerminal: func() bool { return true }}
+	root := &cobra.Command{Use: "dispatch-tui"}
+	Configure(root)
+	BindGlobalFlags(root.PersistentFlags(), e)
+	AddCommands(root, e)
+	code := Execute(context.Background(), root, args, &errb)
+	return code, out.String(), errb.String()
+}
+
+// TestKillBySelector: kill with a selector kills what ls would list with
+// the same filters, and nothing else, in bulk requests, with progress on
+// a terminal.
+func TestKillBySelector(t *testing.T) {
+	eng, url, ids := realServer(t, "nightly-1", "other", "nightly-2", "nightly-3")
+	code, out, errOut := runTerminal(t, url, "", "kill", "--state", "Queued", "--q", "nightly", "--reason", "bad input")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	if n := strings.Count(out, "\tkill\tcontainer Cancelled\n"); n != 3 {
+		t.Errorf("%d lines of killed containers, want 3:\n%s", n, out)
+	}
+	if !strings.Contains(errOut, "kill: 3 of 3 containers done, 0 failed") {
+		t.Errorf("no progress on the terminal's stderr: %q", errOut)
+	}
+	for i, id := range ids {
+		c, _ := eng.Container(id)
+		want := queue.Cancelled
+		if i == 1 {
+			want = queue.Queued
+		}
+		if c.State != want {
+			t.Errorf("%s (%s) is %s, want %s", id, c.Name, c.State, want)
+		}
+	}
+}
+
+// TestHoldIDsFromStdin: "-" reads ids from stdin; one that cannot be held
+// is named on stderr and makes the exit 1, the others are held.
+func TestHoldIDsFromStdin(t *testing.T) {
+	eng, url, ids := realServer(t, "a", "b", "c")
+	if _, err := eng.KillContainer(ids[1], "test", ""); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, url, nil, strings.Join(ids, "\n")+"\n", "hold", "-")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1; stderr %q", code, errOut)
+	}
+	if !strings.Contains(errOut, "container "+ids[1]+" is Cancelled: a finished container cannot be held") ||
+		!strings.Contains(errOut, "1 of 3 failed: "+ids[1]) {
+		t.Errorf("stderr %q does not name the one that failed and why", errOut)
+	}
+	for _, i := range []int{0, 2} {
+		if c, _ := eng.Container(ids[i]); !c.Held || !strings.Contains(out, ids[i]+"\thold\tcontainer Queued (held)") {
+			t.Errorf("%s held=%v; stdout %q", ids[i], c.Held, out)
+		}
+	}
+}
+
+// TestBulkVerbUsage: ids with a selector, a verb without either, a
+// selector on an instance verb: usage errors, nothing sent.
+func TestBulkVerbUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"kill"},
+		{"kill", "c-0123456789abcdef", "--state", "Queued"},
+		{"drain", "--state", "Queued"},
+		{"hold", "-l", "team"},
+	} {
+		code, _, errOut := runCLI(t, "http://127.0.0.1:1", nil, "", args...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2 (stderr %q)", args, code, errOut)
+		}
+	}
+}
