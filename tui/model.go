@@ -87,6 +87,7 @@ type (
 	flashEndMsg struct{ seq uint64 }
 	verbMsg     struct {
 		action string
+		view   viewID // whose rows ids are (their failures are marked again)
 		ids    []string
 		failed map[string]error
 	}
