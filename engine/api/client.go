@@ -224,6 +224,35 @@ func (c *Client) Events(ctx context.Context, since uint64, limit int) ([]queue.E
 	return body.Items, err
 }
 
+// EventPage is one page of GET /v1/events?order=newest.
+type EventPage struct {
+	Items     []queue.Event // newest first
+	Available int           // events after since in all
+	Before    uint64        // where the next, older page ends; 0 = none
+}
+
+// EventsNewest returns up to limit (0 = the server's default, 1000) of the
+// newest events with since < seq < before (before 0 = no bound).
+func (c *Client) EventsNewest(ctx context.Context, since, before uint64, limit int) (EventPage, error) {
+	v := url.Values{"order": {"newest"}}
+	if since > 0 {
+		v.Set("since", strconv.FormatUint(since, 10))
+	}
+	if before > 0 {
+		v.Set("before", strconv.FormatUint(before, 10))
+	}
+	if limit > 0 {
+		v.Set("limit", strconv.Itoa(limit))
+	}
+	var body listBody[queue.Event]
+	err := c.do(ctx, http.MethodGet, "/v1/events", v, nil, &body)
+	p := EventPage{Items: body.Items, Available: len(body.Items), Before: body.Before}
+	if body.ItemsAvailable != nil {
+		p.Available = *body.ItemsAvailable
+	}
+	return p, err
+}
+
 // Summary returns counts by state, cost, quota and the paused flag.
 func (c *Client) Summary(ctx context.Context) (engine.Summary, error) {
 	var v engine.Summary

@@ -379,20 +379,38 @@ func intParam(v url.Values, name string, def int) (int, *httpError) {
 	return n, nil
 }
 
-// eventsQuery is what GET /v1/events asks for.
+// eventsQuery is what GET /v1/events asks for: events after Since, the
+// oldest first, or with Newest the newest first (before Before, when set).
 type eventsQuery struct {
-	Since uint64
-	Limit int
+	Since  uint64
+	Before uint64
+	Newest bool
+	Limit  int
 }
 
 func parseEventsQuery(v url.Values) (eventsQuery, *httpError) {
 	var q eventsQuery
-	if s := v.Get("since"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return q, badRequest("since", fmt.Sprintf("since: want an event sequence number, got %q", s))
+	for _, p := range []struct {
+		name string
+		to   *uint64
+	}{{"since", &q.Since}, {"before", &q.Before}} {
+		if s := v.Get(p.name); s != "" {
+			n, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				return q, badRequest(p.name, fmt.Sprintf("%s: want an event sequence number, got %q", p.name, s))
+			}
+			*p.to = n
 		}
-		q.Since = n
+	}
+	switch o := v.Get("order"); o {
+	case "", "oldest":
+		if q.Before != 0 {
+			return q, badRequest("before", "before: only with order=newest")
+		}
+	case "newest":
+		q.Newest = true
+	default:
+		return q, badRequest("order", fmt.Sprintf("order: want oldest or newest, got %q", o))
 	}
 	var herr *httpError
 	if q.Limit, herr = intParam(v, "limit", 0); herr != nil {

@@ -17,6 +17,9 @@ import (
 type listBody[T any] struct {
 	Items          []T  `json:"items"`
 	ItemsAvailable *int `json:"items_available,omitempty"`
+	// Before is, for events newest first, where the next (older) page
+	// ends: pass it as before.
+	Before uint64 `json:"before,omitempty"`
 }
 
 func items[T any](v []T) listBody[T] {
@@ -209,6 +212,17 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 	eq, herr := parseEventsQuery(q)
 	if herr != nil {
 		writeError(w, herr)
+		return
+	}
+	if eq.Newest {
+		p, err := s.eng.EventsNewest(eq.Since, eq.Before, eq.Limit)
+		if err != nil {
+			writeError(w, classify(err))
+			return
+		}
+		body := items(p.Items)
+		body.ItemsAvailable, body.Before = &p.Total, p.Before
+		writeJSON(w, http.StatusOK, body)
 		return
 	}
 	evs, err := s.eng.Events(eq.Since, eq.Limit)
