@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -78,88 +77,9 @@ func newListCmd(env *Env, use string, aliases []string, short string, run func(l
 	f := cmd.Flags()
 	f.StringVarP(&lf.output, "output", "o", "table", "output format: "+strings.Join(outputs, ", "))
 	f.BoolVar(&lf.noHeaders, "no-headers", false, "tables without the header line and notes")
-	f.BoolVarP(&lf.watch, "watch", "w", false, "keep watching: print again whenever the output changes (Ctrl-C stops)")
+	f.BoolVarP(&lf.watch, "watch", "w", false, "keep watching: after the listing, print only what changes (new and changed rows; Ctrl-C stops)")
 	cmd.RegisterFlagCompletionFunc("output", fixedCompletion(outputs...))
 	return cmd, lf
-}
-
-// show prints one listing, or with --watch keeps printing it whenever it
-// changes until ctx ends. While the daemon's store cannot write, each
-// print is preceded by a warning on stderr (stdout stays the listing).
-func show(ctx context.Context, env *Env, c *api.Client, lf *listFlags, fetch listing) error {
-	warning := ""
-	render := func() ([]byte, error) {
-		obj, names, t, footer, err := fetch(ctx, c)
-		if err != nil {
-			return nil, explain(c, err)
-		}
-		warning = storeWarning(ctx, c)
-		var b bytes.Buffer
-		switch lf.output {
-		case "json":
-			err = writeJSON(&b, obj)
-		case "yaml":
-			err = writeYAML(&b, obj)
-		case "name":
-			for _, n := range names {
-				fmt.Fprintln(&b, n)
-			}
-		default:
-			err = t.render(&b, layout{width: tableWidth(env), wide: lf.output == "wide", headers: !lf.noHeaders})
-			if !lf.noHeaders {
-				for _, f := range footer {
-					fmt.Fprintln(&b, f)
-				}
-			}
-		}
-		return b.Bytes(), err
-	}
-	out, err := render()
-	if err != nil {
-		return err
-	}
-	if !lf.watch {
-		io.WriteString(env.Stderr, warning)
-		_, err := env.Stdout.Write(out)
-		return err
-	}
-	interval := env.WatchInterval
-	if interval <= 0 {
-		interval = time.Second
-	}
-	// On a terminal each change redraws the screen; piped, each change
-	// is printed after a blank line.
-	redraw := env.TermWidth != nil && env.TermWidth() > 0
-	last := []byte(nil)
-	lastWarning := ""
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		if !bytes.Equal(out, last) || warning != lastWarning {
-			switch {
-			case redraw:
-				io.WriteString(env.Stdout, "\x1b[H\x1b[2J")
-			case last != nil:
-				io.WriteString(env.Stdout, "\n")
-			}
-			io.WriteString(env.Stderr, warning)
-			if _, err := env.Stdout.Write(out); err != nil {
-				return err
-			}
-			last, lastWarning = out, warning
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-		if out, err = render(); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-	}
 }
 
 // storeWarning is the line ls prints on stderr while the daemon's store
@@ -357,7 +277,7 @@ func lsEventsCmd(env *Env) *cobra.Command {
 func instanceTable(items []worker.InstanceView) *table {
 	t := &table{cols: []column{
 		{name: "ID"}, {name: "TYPE", drop: 4}, {name: "STATE"}, {name: "IDLE", drop: 3}, {name: "CTRS", drop: 7},
-		{name: "PRICE/H", drop: 9}, {name: "AGE", drop: 8}, {name: "LAST ERROR", flex: true, min: 12, drop: 6},
+		{name: "PRICE/H", drop: 9}, {name: "AGE", drop: 8, clock: true}, {name: "LAST ERROR", flex: true, min: 12, drop: 6},
 		{name: "ADDRESS", wide: true}, {name: "PROVIDER TYPE", wide: true}, {name: "LAST CONTAINER", wide: true},
 	}}
 	for _, v := range items {
@@ -389,7 +309,7 @@ func containerTable(items []queue.Container, available int) (*table, []string) {
 	t := &table{cols: []column{
 		{name: "ID"}, {name: "STATE"}, {name: "PRIO", drop: 4}, {name: "EXIT", drop: 5}, {name: "INSTANCE", drop: 3},
 		{name: "COMMAND / REASON", flex: true, min: 12, drop: 9},
-		{name: "NAME", wide: true}, {name: "TYPE", wide: true}, {name: "ATTEMPTS", wide: true}, {name: "AGE", wide: true},
+		{name: "NAME", wide: true}, {name: "TYPE", wide: true}, {name: "ATTEMPTS", wide: true}, {name: "AGE", wide: true, clock: true},
 		{name: "LABELS", wide: true},
 	}}
 	held := false
