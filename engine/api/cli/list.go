@@ -250,25 +250,31 @@ func lsTypesCmd(env *Env) *cobra.Command {
 }
 
 func lsEventsCmd(env *Env) *cobra.Command {
-	var since uint64
-	var limit int
-	cmd, _ := newListCmd(env, "events", []string{"event"}, "List the event log", func(_ *listFlags) listing {
+	var ef eventFlags
+	cmd, _ := newListCmd(env, "events", []string{"event"}, "List the event log, newest first", func(_ *listFlags) listing {
 		return func(ctx context.Context, c *api.Client) (any, []string, *table, []string, error) {
-			v, err := c.Events(ctx, since, limit)
+			evs, avail, footer, err := listEvents(ctx, c, &ef)
 			if err != nil {
 				return nil, nil, nil, nil, err
 			}
-			names := make([]string, len(v))
-			for i, e := range v {
+			names := make([]string, len(evs))
+			for i, e := range evs {
 				names[i] = strconv.FormatUint(e.Seq, 10)
 			}
-			return map[string]any{"items": v}, names, eventTable(v), nil, nil
+			return map[string]any{"items": evs, "items_available": avail}, names, eventTable(evs), footer, nil
 		}
 	})
-	cmd.Example = `  dispatch-tui ls events --since 1200
+	cmd.Long = `List the event log, newest first: the newest --limit events (1000; 0 = all)
+after --since, which is an event's sequence number or a duration (10m: the last
+ten minutes). When more match, a last line says how many, and --before SEQ
+lists the older ones. With -w, new events are printed as they come.`
+	cmd.Example = `  dispatch-tui ls events --since 10m
+  dispatch-tui ls events --limit 50 --before 1200
   dispatch-tui ls events -w`
-	cmd.Flags().Uint64Var(&since, "since", 0, "only events after this sequence number")
-	cmd.Flags().IntVar(&limit, "limit", 1000, "at most this many")
+	cmd.Flags().StringVar(&ef.since, "since", "", "only events after this sequence number, or in the last `SEQ|DURATION` (e.g. 10m)")
+	cmd.Flags().Uint64Var(&ef.before, "before", 0, "only events before this sequence number (the older page)")
+	cmd.Flags().IntVar(&ef.limit, "limit", 1000, "at most this many, the newest (0 = all)")
+	cmd.PreRunE = func(*cobra.Command, []string) error { return ef.check() }
 	return cmd
 }
 
