@@ -26,10 +26,9 @@ import (
 	"dispatch-tui/engine/runner/agent"
 	"dispatch-tui/engine/simulate"
 	"dispatch-tui/engine/termsafe"
+	"dispatch-tui/engine/version"
 	"dispatch-tui/tui/keys"
 )
-
-const version = "0.1.0-dev"
 
 // rootLong is the top of `dispatch-tui help`.
 const rootLong = `dispatch-tui runs a container scheduler and cloud worker pool with a terminal UI.
@@ -67,7 +66,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "runner" {
 		// The on-instance program the dispatcher runs over SSH: its own
 		// protocol and exit codes, no flags of ours.
-		return agent.Main(args[1:], os.Stdin, stdout, stderr, agent.Env{Version: version})
+		return agent.Main(args[1:], os.Stdin, stdout, stderr, agent.Env{Version: version.String()})
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -117,9 +116,13 @@ func newRoot(env *cli.Env) *cobra.Command {
 	cli.AddCommands(root, env)
 
 	root.AddGroup(&cobra.Group{ID: "other", Title: "Other commands:"})
-	version := &cobra.Command{
+	// One version, the build's: `version`, --version and -v.
+	root.Version = version.String()
+	root.SetVersionTemplate("dispatch-tui {{.Version}}\n")
+	root.Flags().BoolP("version", "v", false, "print the version")
+	versionCmd := &cobra.Command{
 		Use: "version", Short: "Print the version", Args: cli.NoArgs, GroupID: "other",
-		Run: func(*cobra.Command, []string) { fmt.Fprintf(env.Stdout, "dispatch-tui %s\n", version) },
+		Run: func(*cobra.Command, []string) { fmt.Fprintf(env.Stdout, "dispatch-tui %s\n", version.String()) },
 	}
 	check := &cobra.Command{
 		Use: "check-config FILE", Short: "Validate a config file; print errors with line numbers", GroupID: "other",
@@ -132,7 +135,7 @@ numbers (exit 1).`,
 			return checkConfig(args[0], env.Stdout)
 		},
 	}
-	root.AddCommand(version, check, simulateCmd(env), cloudtestCmd(env))
+	root.AddCommand(versionCmd, check, simulateCmd(env), cloudtestCmd(env))
 	root.SetHelpCommandGroupID("other")
 	root.SetCompletionCommandGroupID("other")
 	return root

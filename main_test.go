@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"dispatch-tui/engine/version"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -45,7 +46,14 @@ func TestCheckConfig(t *testing.T) {
 		{"completion zsh", []string{"completion", "zsh"}, 0, "#compdef dispatch-tui", ""},
 		{"completion fish", []string{"completion", "fish"}, 0, "complete -c dispatch-tui", ""},
 		{"unknown flag", []string{"version", "--verbose"}, 2, "", "unknown flag: --verbose"},
-		{"version", []string{"version"}, 0, "dispatch-tui " + version, ""},
+		{"version", []string{"version"}, 0, "dispatch-tui " + version.String() + "\n", ""},
+		{"--version", []string{"--version"}, 0, "dispatch-tui " + version.String() + "\n", ""},
+		{"-v", []string{"-v"}, 0, "dispatch-tui " + version.String() + "\n", ""},
+		{"bad container state", []string{"ls", "containers", "--state", "Bogus"}, 2, "", `--state "Bogus": want one of Queued`},
+		{"bad sort", []string{"ls", "containers", "--sort", "bogus"}, 2, "", `--sort "bogus": want one of priority`},
+		{"bad instance state", []string{"ls", "instances", "--state", "bogus"}, 2, "", `--state "bogus": want one of booting`},
+		{"bad selector state", []string{"kill", "--state", "bogus"}, 2, "", `--state "bogus": want one of Queued`},
+		{"negative priority", []string{"priority", "c-0123456789abcdef", "-1"}, 2, "", "priority must be a whole number >= 0"},
 		{"simulate bad flag", []string{"simulate", "--containers", "0"}, 2, "", "--containers >= 1"},
 		{"cloudtest bad flag", []string{"cloudtest", "--timeout", "0s"}, 2, "", "usage: dispatch-tui cloudtest"},
 		{"cloudtest extra argument", []string{"cloudtest", "now"}, 2, "", "cloudtest"},

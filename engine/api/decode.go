@@ -289,9 +289,9 @@ type priorityBody struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
-// listSorts are the sort keys GET /v1/containers accepts (each may be
+// ListSorts are the sort keys GET /v1/containers accepts (each may be
 // prefixed with "-" for descending order).
-var listSorts = []string{"priority", "created", "name", "state"}
+var ListSorts = []string{"priority", "created", "name", "state"}
 
 // parseListQuery reads GET /v1/containers parameters.
 func parseListQuery(v url.Values) (engine.ListOptions, *httpError) {
@@ -313,7 +313,7 @@ func parseListQuery(v url.Values) (engine.ListOptions, *httpError) {
 	}
 	o.Query = v.Get("q")
 	if s := v.Get("sort"); s != "" {
-		if !slices.Contains(listSorts, strings.TrimPrefix(s, "-")) {
+		if !slices.Contains(ListSorts, strings.TrimPrefix(s, "-")) {
 			return o, badRequest("sort", fmt.Sprintf("sort: unknown key %q (priority, created, name, state; prefix - for descending)", s))
 		}
 		o.Sort = s

@@ -37,6 +37,9 @@ func (s *selectorFlags) set() bool { return len(s.labels) > 0 || len(s.states) >
 
 // selector checks the flags and returns the API's selector.
 func (s *selectorFlags) selector() (*api.Selector, error) {
+	if err := checkStates(s.states, containerStates); err != nil {
+		return nil, err
+	}
 	sel := &api.Selector{State: s.states, Q: s.q}
 	for _, l := range s.labels {
 		for _, kv := range strings.Split(l, ",") {

@@ -87,7 +87,13 @@ func AddCommands(root *cobra.Command, env *Env) {
 func Configure(root *cobra.Command) {
 	root.SilenceErrors = true
 	root.SilenceUsage = true
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		// pflag reads "-1" as shorthand flags: for priority it is a value.
+		if cmd.Name() == "priority" && strings.HasPrefix(err.Error(), "unknown shorthand flag: '") {
+			return usagef("priority must be a whole number >= 0 (0 = never scheduled); a negative one is not a priority")
+		}
+		return &usageError{err.Error()}
+	})
 }
 
 // Execute runs root with args, prints any error once on stderr and

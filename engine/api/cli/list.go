@@ -147,7 +147,19 @@ func lsInstancesCmd(env *Env) *cobra.Command {
 	cmd.Flags().StringSliceVar(&types, "type", nil, "only instances of these types (comma-separated or repeated)")
 	cmd.RegisterFlagCompletionFunc("state", listCompletion(fixedValues(instanceStates...)))
 	cmd.RegisterFlagCompletionFunc("type", listCompletion(typeNames(env)))
+	cmd.PreRunE = func(*cobra.Command, []string) error { return checkStates(states, instanceStates) }
 	return cmd
+}
+
+// checkStates makes a state that is not one of known (any case) a usage
+// error, before anything is asked of the server.
+func checkStates(states, known []string) error {
+	for _, st := range states {
+		if !slices.ContainsFunc(known, func(k string) bool { return strings.EqualFold(k, st) }) {
+			return usagef("--state %q: want one of %s", st, strings.Join(known, ", "))
+		}
+	}
+	return nil
 }
 
 // containerListFlags are the filters and paging of ls containers.
@@ -185,8 +197,18 @@ func lsContainersCmd(env *Env) *cobra.Command {
 	f.StringArrayVarP(&cf.labels, "label", "l", nil, "only containers with label `KEY=VALUE` (repeatable: all must match)")
 	f.IntVar(&cf.chunkSize, "chunk-size", 500, "fetch this many per request, following the server's continue token (0 = one request)")
 	cmd.RegisterFlagCompletionFunc("state", listCompletion(fixedValues(containerStates...)))
-	cmd.RegisterFlagCompletionFunc("sort", fixedCompletion("priority", "-priority", "created", "-created", "name", "-name", "state", "-state"))
+	var sorts []string
+	for _, k := range api.ListSorts {
+		sorts = append(sorts, k, "-"+k)
+	}
+	cmd.RegisterFlagCompletionFunc("sort", fixedCompletion(sorts...))
 	cmd.PreRunE = func(*cobra.Command, []string) error {
+		if err := checkStates(cf.q.States, containerStates); err != nil {
+			return err
+		}
+		if s := cf.q.Sort; s != "" && !slices.Contains(sorts, s) {
+			return usagef("--sort %q: want one of %s (a leading - reverses)", s, strings.Join(api.ListSorts, ", "))
+		}
 		if cf.q.Limit < 0 || cf.q.Offset < 0 || cf.chunkSize < 0 {
 			return usagef("--limit, --offset and --chunk-size must not be negative")
 		}
