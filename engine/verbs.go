@@ -29,7 +29,7 @@ func (e *NoFitError) Error() string {
 // asked for, is allowed by its scheduling.preemptible, and can hold the
 // container; nil when one can.
 func (e *Engine) checkFits(spec *queue.Spec) error {
-	ok, why := e.sched.FitsSpec(spec.RuntimeConstraints, spec.Scheduling.Labels, e.preemptible(spec))
+	ok, why := e.sched.FitsSpec(spec.RuntimeConstraints, spec.Scheduling.Constraints, e.preemptible(spec))
 	if ok {
 		return nil
 	}

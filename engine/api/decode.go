@@ -90,6 +90,9 @@ func jsonError(data []byte, t reflect.Type, err error) *httpError {
 	msg := strings.TrimPrefix(err.Error(), "json: ")
 	if strings.HasPrefix(msg, "unknown field ") {
 		msg = "unknown field"
+		if strings.HasSuffix(field, "scheduling.labels") {
+			msg = queue.RenamedLabels
+		}
 	}
 	if field == "" {
 		return badRequest("", "malformed JSON body: "+msg)

@@ -90,6 +90,9 @@ func checkPriority(priority int) error {
 	if priority < 0 {
 		return &FieldError{Field: "priority", Msg: "must not be negative"}
 	}
+	if priority > MaxPriority {
+		return &FieldError{Field: "priority", Msg: fmt.Sprintf("must be at most %d", MaxPriority)}
+	}
 	return nil
 }
 

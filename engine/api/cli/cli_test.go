@@ -112,7 +112,9 @@ func TestSubmitFlagsReachTheSpec(t *testing.T) {
 		want map[string]any // JSON path (dots) -> value; nil value = absent
 	}{
 		{"labels and supervisor", []string{"--label", "team=gen", "--label", "stage=align", "--supervisor", "--", "true"},
-			map[string]any{"scheduling.labels.team": "gen", "scheduling.labels.stage": "align", "scheduling.supervisor": true, "scheduling.preemptible": nil, "health_check": nil}},
+			map[string]any{"labels.team": "gen", "labels.stage": "align", "scheduling.constraints": nil, "scheduling.labels": nil, "scheduling.supervisor": true, "scheduling.preemptible": nil, "health_check": nil}},
+		{"constraints", []string{"--constraint", "gpu=a100", "--label", "team=gen", "--", "true"},
+			map[string]any{"scheduling.constraints.gpu": "a100", "labels.team": "gen", "labels.gpu": nil}},
 		{"preemptible given", []string{"--preemptible", "--", "true"}, map[string]any{"scheduling.preemptible": true, "scheduling.supervisor": nil}},
 		{"preemptible false", []string{"--preemptible=false", "--", "true"}, map[string]any{"scheduling.preemptible": false}},
 		{"health check", []string{"--health-cmd", "curl -fs localhost/health", "--health-interval", "30s", "--health-timeout", "5s", "--health-retries", "3", "--", "srv"},

@@ -194,7 +194,7 @@ func lsContainersCmd(env *Env) *cobra.Command {
 	f.StringVar(&cf.q.Sort, "sort", "", "sort: priority, created, name, state; a leading - reverses")
 	f.IntVar(&cf.q.Limit, "limit", 0, "at most this many (0 = all)")
 	f.IntVar(&cf.q.Offset, "offset", 0, "skip this many")
-	f.StringArrayVarP(&cf.labels, "label", "l", nil, "only containers with label `KEY=VALUE` (repeatable: all must match)")
+	f.StringArrayVarP(&cf.labels, "label", "l", nil, "only containers with label `KEY=VALUE` (metadata; repeatable: all must match)")
 	f.IntVar(&cf.chunkSize, "chunk-size", 500, "fetch this many per request, following the server's continue token (0 = one request)")
 	cmd.RegisterFlagCompletionFunc("state", listCompletion(fixedValues(containerStates...)))
 	var sorts []string
@@ -338,7 +338,7 @@ func containerTable(items []queue.Container, available int) (*table, []string) {
 		{name: "ID"}, {name: "STATE"}, {name: "PRIO", drop: 4}, {name: "EXIT", drop: 5}, {name: "INSTANCE", drop: 3},
 		{name: "COMMAND / REASON", flex: true, min: 12, drop: 9},
 		{name: "NAME", wide: true}, {name: "TYPE", wide: true}, {name: "ATTEMPTS", wide: true}, {name: "AGE", wide: true, clock: true},
-		{name: "LABELS", wide: true},
+		{name: "LABELS", wide: true, flex: true, min: 8}, {name: "CONSTRAINTS", wide: true, flex: true, min: 8},
 	}}
 	held := false
 	for _, c := range items {
@@ -357,7 +357,7 @@ func containerTable(items []queue.Container, available int) (*table, []string) {
 		}
 		t.add(termsafe.Escape(c.ID), state, strconv.Itoa(c.Priority), exit, dash(termsafe.Escape(c.InstanceID)), termsafe.Escape(detail),
 			dash(termsafe.Escape(c.Name)), dash(termsafe.Escape(c.InstanceType)), strconv.Itoa(c.Attempts), ago(c.CreatedAt),
-			dash(termsafe.Escape(labelString(c.Scheduling.Labels))))
+			dash(termsafe.Escape(labelString(c.Labels))), dash(termsafe.Escape(labelString(c.Scheduling.Constraints))))
 	}
 	var footer []string
 	if held {

@@ -47,6 +47,7 @@ type submitFlags struct {
 	priority       int
 	maxRun         time.Duration
 	env, labels    []string
+	constraints    []string
 	supervisor     bool
 	preemptible    bool
 	healthCmd      string
@@ -58,7 +59,7 @@ type submitFlags struct {
 
 // specFlags are the flags that describe one spec: -f takes none of them.
 var specFlags = []string{"vcpus", "ram", "scratch", "gpus", "priority", "max-attempts", "restart", "name", "image",
-	"max-run-time", "env", "label", "supervisor", "preemptible", "health-cmd", "health-interval", "health-timeout", "health-retries"}
+	"max-run-time", "env", "label", "constraint", "supervisor", "preemptible", "health-cmd", "health-interval", "health-timeout", "health-retries"}
 
 func submitCmd(env *Env) *cobra.Command {
 	sf := &submitFlags{}
@@ -71,6 +72,7 @@ ids are printed one a line on stdout. Specs from a file are checked before any i
 sent.`,
 		Example: `  dispatch-tui submit --vcpus 2 --ram 4GiB --name align -- sh -c 'align ref.fa reads.fq'
   dispatch-tui submit --label team=genomics --preemptible --restart on-failure -- ./job.sh
+  dispatch-tui submit --constraint gpu=a100 --gpus 1 -- ./train.sh
   dispatch-tui submit --health-cmd 'curl -fs localhost:8080/health' --health-interval 30s -- ./server
   dispatch-tui submit -f specs.jsonl
   generate-specs | dispatch-tui submit -f -`,
@@ -100,7 +102,8 @@ sent.`,
 	f.StringVar(&s.Image, "image", "", "container image (runs with docker)")
 	f.DurationVar(&sf.maxRun, "max-run-time", 0, "kill the container after this long (0 = no limit)")
 	f.StringArrayVar(&sf.env, "env", nil, "environment variable `K=V` (repeatable)")
-	f.StringArrayVar(&sf.labels, "label", nil, "label `KEY=VALUE` (repeatable; ls containers -l selects by it)")
+	f.StringArrayVar(&sf.labels, "label", nil, "label `KEY=VALUE`: free metadata (repeatable; ls containers -l and kill -l select by it)")
+	f.StringArrayVar(&sf.constraints, "constraint", nil, "placement `KEY=VALUE`: only on instance types with this label (repeatable)")
 	f.BoolVar(&sf.supervisor, "supervisor", false, "the container supervises others (scheduling.supervisor)")
 	f.BoolVar(&sf.preemptible, "preemptible", false, "may run on preemptible instances (--preemptible=false forbids; unset = the server's default)")
 	f.StringVar(&sf.healthCmd, "health-cmd", "", "health check: run `CMD` with sh -c in the container; non-zero = unhealthy")
@@ -148,7 +151,10 @@ func (sf *submitFlags) build(fs *pflag.FlagSet, args []string) (json.RawMessage,
 	if spec.Env, err = keyValues("--env", sf.env); err != nil {
 		return nil, err
 	}
-	if spec.Scheduling.Labels, err = keyValues("--label", sf.labels); err != nil {
+	if spec.Labels, err = keyValues("--label", sf.labels); err != nil {
+		return nil, err
+	}
+	if spec.Scheduling.Constraints, err = keyValues("--constraint", sf.constraints); err != nil {
 		return nil, err
 	}
 	if err := spec.Validate(); err != nil {
