@@ -122,3 +122,21 @@ func TestBulkRefused(t *testing.T) {
 		t.Errorf("a refused request changed %s: %+v", id, c)
 	}
 }
+
+// TestInstanceVerbsWhileShuttingDown: once an instance is shutting down, a
+// second kill or a hold/run/drain is refused (409) instead of answering
+// as if it had done something.
+func TestInstanceVerbsWhileShuttingDown(t *testing.T) {
+	e := newEnv(t)
+	_, inst := e.running("r")
+	if _, err := e.client.InstanceVerb(t.Context(), inst, "kill", ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, verb := range []string{"kill", "run", "hold", "drain"} {
+		_, err := e.client.InstanceVerb(t.Context(), inst, verb, "")
+		ae := apiErr(t, err, http.StatusConflict)
+		if !strings.Contains(ae.Message, "is shutting down") {
+			t.Errorf("%s: %q, want it to say the instance is shutting down", verb, ae.Message)
+		}
+	}
+}

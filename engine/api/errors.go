@@ -83,6 +83,7 @@ func classify(err error) *httpError {
 	var uv *engine.UnknownVerbError
 	var fe2 *worker.ForeignError
 	var fin *queue.FinalError
+	var sd *engine.ShuttingDownError
 	switch {
 	case errors.As(err, &he):
 		return he
@@ -92,7 +93,7 @@ func classify(err error) *httpError {
 		return badRequest(fe.Field, fe.Error())
 	case errors.Is(err, engine.ErrEmptySelector):
 		return badRequest("selector", err.Error())
-	case errors.As(err, &te), errors.As(err, &fe2), errors.As(err, &fin):
+	case errors.As(err, &te), errors.As(err, &fe2), errors.As(err, &fin), errors.As(err, &sd):
 		return &httpError{status: http.StatusConflict, msg: err.Error()}
 	case errors.As(err, &nf):
 		types := nf.Types

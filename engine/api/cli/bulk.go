@@ -7,6 +7,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -50,6 +51,15 @@ func (s *selectorFlags) selector() (*api.Selector, error) {
 		}
 	}
 	return sel, nil
+}
+
+// unnamed is err without prefix, the "instance ID: " the caller prints
+// before it (the server's messages often name the object already).
+func unnamed(err error, prefix string) error {
+	if msg := err.Error(); strings.HasPrefix(msg, prefix) {
+		return errors.New(strings.TrimPrefix(msg, prefix))
+	}
+	return err
 }
 
 // readIDs replaces a "-" argument by the ids read from stdin, separated by

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -114,5 +115,18 @@ func TestBulkVerbUsage(t *testing.T) {
 		if code != 2 {
 			t.Errorf("%v: exit %d, want 2 (stderr %q)", args, code, errOut)
 		}
+	}
+}
+
+// TestInstanceErrorNamedOnce: the server's message already names the
+// instance; the CLI does not name it a second time.
+func TestInstanceErrorNamedOnce(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		w.WriteHeader(http.StatusNotFound)
+		writeJSONTo(w, map[string]string{"error": "instance nosuch: instance not found"})
+	})
+	code, _, errOut := runCLI(t, f.srv.URL, nil, "", "hold", "nosuch")
+	if code != 1 || !strings.HasPrefix(errOut, "instance nosuch: instance not found\n") || strings.Count(errOut, "nosuch:") != 1 {
+		t.Errorf("exit %d, stderr %q: want the instance named once", code, errOut)
 	}
 }

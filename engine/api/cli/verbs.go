@@ -102,7 +102,7 @@ instance. Each id is tried; the exit code is 1 if any failed.`,
 				run.done++
 				got, err := c.InstanceVerb(ctx, id, name, reason)
 				if err != nil {
-					fmt.Fprintf(env.Stderr, "instance %s: %s\n", termsafe.Escape(id), ErrorText(explain(c, err)))
+					fmt.Fprintf(env.Stderr, "instance %s: %s\n", termsafe.Escape(id), ErrorText(unnamed(explain(c, err), "instance "+id+": ")))
 					run.failed = append(run.failed, id)
 					continue
 				}
