@@ -54,6 +54,7 @@ func TestCheckConfig(t *testing.T) {
 		{"bad instance state", []string{"ls", "instances", "--state", "bogus"}, 2, "", `--state "bogus": want one of booting`},
 		{"bad selector state", []string{"kill", "--state", "bogus"}, 2, "", `--state "bogus": want one of Queued`},
 		{"negative priority", []string{"priority", "c-0123456789abcdef", "-1"}, 2, "", "priority must be a whole number >= 0"},
+		{"ram without a unit", []string{"submit", "--ram", "512", "--", "true"}, 2, "", "512 without a unit is 512 bytes: write 512MiB"},
 		{"simulate bad flag", []string{"simulate", "--containers", "0"}, 2, "", "--containers >= 1"},
 		{"cloudtest bad flag", []string{"cloudtest", "--timeout", "0s"}, 2, "", "usage: dispatch-tui cloudtest"},
 		{"cloudtest extra argument", []string{"cloudtest", "now"}, 2, "", "cloudtest"},

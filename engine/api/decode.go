@@ -217,6 +217,18 @@ func decodeSpec(data []byte) (queue.Spec, *httpError) {
 	return spec, nil
 }
 
+// DecodeSpec decodes and checks one spec as POST /v1/containers does,
+// for a client to check specs before it sends them: the error is the
+// message the server would answer with (unknown fields and bad values
+// named).
+func DecodeSpec(data []byte) (queue.Spec, error) {
+	spec, herr := decodeSpec(data)
+	if herr != nil {
+		return spec, herr
+	}
+	return spec, nil
+}
+
 // MaxBatchItems caps the containers of one bulk submission (a JSON array
 // to POST /v1/containers); more is refused with 413, as is a body over
 // MaxBodyBytes, whichever comes first. It bounds the work of one request

@@ -128,7 +128,12 @@ func Execute(ctx context.Context, root *cobra.Command, args []string, stderr io.
 		fmt.Fprintf(stderr, "%s: unknown command %s\n%sRun '%s help' for the list of commands.\n", path, termsafe.Escape(name), hint, root.Name())
 		return 2
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "%s: %s\nSee '%s --help'.\n", path, termsafe.Escape(ue.msg), path)
+		// Each line escaped: a usage error may list several mistakes.
+		lines := strings.Split(ue.msg, "\n")
+		for i, l := range lines {
+			lines[i] = termsafe.Escape(l)
+		}
+		fmt.Fprintf(stderr, "%s: %s\nSee '%s --help'.\n", path, strings.Join(lines, "\n"), path)
 		return 2
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return 1

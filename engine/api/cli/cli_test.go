@@ -117,6 +117,7 @@ func TestSubmitFlagsReachTheSpec(t *testing.T) {
 			map[string]any{"scheduling.constraints.gpu": "a100", "labels.team": "gen", "labels.gpu": nil}},
 		{"preemptible given", []string{"--preemptible", "--", "true"}, map[string]any{"scheduling.preemptible": true, "scheduling.supervisor": nil}},
 		{"preemptible false", []string{"--preemptible=false", "--", "true"}, map[string]any{"scheduling.preemptible": false}},
+		{"ram with a unit", []string{"--ram", "512MiB", "--", "true"}, map[string]any{"runtime_constraints.ram": float64(512 << 20)}},
 		{"health check", []string{"--health-cmd", "curl -fs localhost/health", "--health-interval", "30s", "--health-timeout", "5s", "--health-retries", "3", "--", "srv"},
 			map[string]any{"health_check.command": []any{"sh", "-c", "curl -fs localhost/health"}, "health_check.interval": "30s", "health_check.timeout": "5s", "health_check.retries": float64(3)}},
 		{"health check defaults", []string{"--health-cmd", "true", "--", "srv"},
@@ -220,6 +221,11 @@ func TestSubmitFile(t *testing.T) {
 		{"bad spec sends none", write("d.jsonl", "{\"command\":[\"ok\"]}\n{\"command\":[]}\n"), "", 2, 0, "spec 2: command"},
 		{"not json", write("e.jsonl", "{\"command\":[\"ok\"]}\n{oops\n"), "", 2, 0, "e.jsonl:2"},
 		{"missing file", filepath.Join(dir, "nope"), "", 1, 0, "nope"},
+		{"misspelt field named", write("f.jsonl", "{\"comand\":[\"true\"]}\n"), "", 2, 0, "spec 1: comand: unknown field"},
+		{"every bad spec named", write("g.jsonl", "{\"command\":[]}\n{\"command\":[\"ok\"]}\n{\"command\":true}\n"), "", 2, 0,
+			"2 specs refused, none sent:\n  spec 1: command: must not be empty\n  spec 3: command: want an array, got bool"},
+		{"sizes with units", write("h.yaml", "- command: [x]\n  runtime_constraints: {ram: 2GiB, scratch: 10GiB}\n"), "", 0, 1, `"ram":2147483648`},
+		{"bad size", write("i.yaml", "- command: [x]\n  runtime_constraints: {ram: 2Gx}\n"), "", 2, 0, `spec 1: runtime_constraints.ram: invalid size "2Gx"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake(t, submitted)

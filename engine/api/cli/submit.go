@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,6 +37,11 @@ func (s sizeValue) Set(v string) error {
 	n, err := config.ParseSize(v)
 	if err != nil {
 		return err
+	}
+	// "--ram 512" is 512 bytes, which no one means: below 1 MiB a unit
+	// must say so.
+	if n > 0 && n < 1<<20 && strings.TrimLeft(strings.TrimSpace(v), "0123456789") == "" {
+		return fmt.Errorf("%s without a unit is %s bytes: write %sMiB, %sGiB or %sB", v, v, v, v, v)
 	}
 	*s.v = n
 	return nil
@@ -261,16 +267,59 @@ func readSpecs(name string, env *Env) ([]json.RawMessage, error) {
 	if len(specs) == 0 {
 		return nil, usagef("%s: no specs", name)
 	}
+	// Every spec is checked, as the server would (unknown fields named),
+	// and every refusal reported, not only the first.
+	var bad []string
 	for i, raw := range specs {
-		var s queue.Spec
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, usagef("%s: spec %d: %v", name, i+1, err)
+		raw, err := sizesInBytes(raw)
+		if err == nil {
+			_, err = api.DecodeSpec(raw)
 		}
-		if err := s.Validate(); err != nil {
-			return nil, usagef("%s: spec %d: %v", name, i+1, err)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("spec %d: %v", i+1, err))
+			continue
 		}
+		specs[i] = raw
+	}
+	switch {
+	case len(bad) == 1:
+		return nil, usagef("%s: %s", name, bad[0])
+	case len(bad) > 1:
+		return nil, usagef("%s: %d specs refused, none sent:\n  %s", name, len(bad), strings.Join(bad, "\n  "))
 	}
 	return specs, nil
+}
+
+// sizesInBytes turns runtime_constraints.ram and scratch given as sizes
+// with units ("2GiB", as flags and the config take them) into the bytes
+// the API takes; a spec without such strings is returned as it is.
+func sizesInBytes(raw json.RawMessage) (json.RawMessage, error) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return raw, nil // not an object: DecodeSpec says so
+	}
+	var rc map[string]json.RawMessage
+	if json.Unmarshal(obj["runtime_constraints"], &rc) != nil {
+		return raw, nil
+	}
+	changed := false
+	for _, k := range []string{"ram", "scratch"} {
+		var s string
+		if json.Unmarshal(rc[k], &s) != nil {
+			continue
+		}
+		n, err := config.ParseSize(s)
+		if err != nil {
+			return nil, fmt.Errorf("runtime_constraints.%s: %v", k, err)
+		}
+		rc[k] = json.RawMessage(strconv.FormatInt(n, 10))
+		changed = true
+	}
+	if !changed {
+		return raw, nil
+	}
+	obj["runtime_constraints"], _ = json.Marshal(rc)
+	return json.Marshal(obj)
 }
 
 // submitSpecs sends specs to the dispatcher and prints the new ids, one a
