@@ -22,6 +22,7 @@ import (
 	"dispatch-tui/engine/api/cli"
 	"dispatch-tui/engine/cloudcheck"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/launch"
 	"dispatch-tui/engine/runner/agent"
 	"dispatch-tui/engine/simulate"
@@ -96,6 +97,8 @@ func newRoot(env *cli.Env) *cobra.Command {
 				return cli.UsageError("--daemon runs the engine here: it excludes --connect and --demo")
 			case cf.connect != "" && cf.demo:
 				return cli.UsageError("--connect and --demo exclude each other")
+			case cf.connect != "" && api.CheckServer(cf.connect) != nil:
+				return cli.UsageError("--connect %s", api.CheckServer(cf.connect))
 			case daemon && cf.readOnly:
 				return cli.UsageError("--read-only is a console setting; --daemon has no console")
 			case daemon:

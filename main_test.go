@@ -55,6 +55,8 @@ func TestCheckConfig(t *testing.T) {
 		{"bad selector state", []string{"kill", "--state", "bogus"}, 2, "", `--state "bogus": want one of Queued`},
 		{"negative priority", []string{"priority", "c-0123456789abcdef", "-1"}, 2, "", "priority must be a whole number >= 0"},
 		{"ram without a unit", []string{"submit", "--ram", "512", "--", "true"}, 2, "", "512 without a unit is 512 bytes: write 512MiB"},
+		{"connect to a bare word", []string{"--connect", "foo"}, 2, "", `--connect server "foo": want unix:PATH`},
+		{"bad duration", []string{"submit", "--max-run-time", "banana", "--", "true"}, 2, "", "want a duration such as 90s, 10m or 2h"},
 		{"simulate bad flag", []string{"simulate", "--containers", "0"}, 2, "", "--containers >= 1"},
 		{"cloudtest bad flag", []string{"cloudtest", "--timeout", "0s"}, 2, "", "usage: dispatch-tui cloudtest"},
 		{"cloudtest extra argument", []string{"cloudtest", "now"}, 2, "", "cloudtest"},
@@ -123,5 +125,16 @@ func TestTopLevelErrorsAreEscaped(t *testing.T) {
 		if code == 0 || strings.Contains(out.String()+errb.String(), "\x1b") || !strings.Contains(errb.String(), `\x1b`) {
 			t.Errorf("run(%q) = %d\nstdout: %q\nstderr: %q\nwant an error with the escape written out, no raw ESC", args, code, out.String(), errb.String())
 		}
+	}
+}
+
+// TestConnectToMissingSocket: --connect to a socket that is not there says
+// so, and what to do, without Go's dial error.
+func TestConnectToMissingSocket(t *testing.T) {
+	var out, errb bytes.Buffer
+	sock := filepath.Join(t.TempDir(), "none.sock")
+	code := run([]string{"--connect", "unix:" + sock}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "no dispatcher socket at "+sock) || strings.Contains(errb.String(), "dial unix") {
+		t.Fatalf("exit %d, stderr %q: want exit 1 saying no dispatcher socket is there, without the dial error", code, errb.String())
 	}
 }

@@ -140,3 +140,13 @@ func TestInstanceVerbsWhileShuttingDown(t *testing.T) {
 		}
 	}
 }
+
+// TestBadDurationSaysWhatItWants: a duration that does not parse is named
+// with what would, not with Go's parser's message.
+func TestBadDurationSaysWhatItWants(t *testing.T) {
+	e := newEnv(t)
+	resp, data := e.do(http.MethodPost, "/v1/containers", strings.NewReader(`{"command":["x"],"scheduling":{"max_run_time":"banana"}}`), nil)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(data), `scheduling.max_run_time: want a duration such as`) || strings.Contains(string(data), "time: invalid") {
+		t.Errorf("%d %s", resp.StatusCode, data)
+	}
+}

@@ -69,6 +69,9 @@ type APIError struct {
 	// Items are the refused items of a bulk submission (422), each with
 	// its index in the submitted array.
 	Items []ItemError
+	// fromAPI: the body was the API's error object (not, say, a web
+	// server's HTML page, which is never shown).
+	fromAPI bool
 }
 
 func (e *APIError) Error() string {
@@ -344,7 +347,11 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 		return resp, nil
 	}
 	defer resp.Body.Close()
-	return nil, readAPIError(resp)
+	ae := readAPIError(resp)
+	if !ae.fromAPI {
+		ae.Message = fmt.Sprintf("%s answered %s, not as a dispatcher's API does (is it a dispatch-tui daemon?)", c.Where(), resp.Status)
+	}
+	return nil, ae
 }
 
 func readAPIError(resp *http.Response) *APIError {
@@ -355,6 +362,7 @@ func readAPIError(resp *http.Response) *APIError {
 	var eb errorBody
 	if json.Unmarshal(data, &eb) == nil && eb.Error != "" {
 		ae.Message, ae.Field, ae.Types, ae.Items = eb.Error, eb.Field, eb.Types, eb.Items
+		ae.fromAPI = true
 		return ae
 	}
 	ae.Message = strings.TrimSpace(string(data))

@@ -84,7 +84,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err == nil {
 		v, err := time.ParseDuration(s)
 		if err != nil {
-			return err
+			return fmt.Errorf("want a duration such as \"90s\", \"10m\" or \"2h\", got %q", s)
 		}
 		*d = Duration(v)
 		return nil

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -128,5 +129,19 @@ func TestInstanceErrorNamedOnce(t *testing.T) {
 	code, _, errOut := runCLI(t, f.srv.URL, nil, "", "hold", "nosuch")
 	if code != 1 || !strings.HasPrefix(errOut, "instance nosuch: instance not found\n") || strings.Count(errOut, "nosuch:") != 1 {
 		t.Errorf("exit %d, stderr %q: want the instance named once", code, errOut)
+	}
+}
+
+// TestNotAnAPIServer: a web server's HTML error page is not printed; the
+// CLI says the server is not a dispatcher's API.
+func TestNotAnAPIServer(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusNotFound)
+		io.WriteString(w, "<html><body><h1>404 Not Found</h1><p>nginx</p></body></html>")
+	})
+	code, _, errOut := runCLI(t, f.srv.URL, nil, "", "ls", "instances")
+	if code != 1 || strings.Contains(errOut, "<html") || !strings.Contains(errOut, "answered 404 Not Found, not as a dispatcher's API does") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
 	}
 }

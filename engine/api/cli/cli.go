@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -92,7 +93,11 @@ func Configure(root *cobra.Command) {
 		if cmd.Name() == "priority" && strings.HasPrefix(err.Error(), "unknown shorthand flag: '") {
 			return usagef("priority must be a whole number >= 0 (0 = never scheduled); a negative one is not a priority")
 		}
-		return &usageError{err.Error()}
+		msg := err.Error()
+		if i := strings.Index(msg, "time: invalid duration "); i >= 0 {
+			msg = msg[:i] + "want a duration such as 90s, 10m or 2h"
+		}
+		return &usageError{msg}
 	})
 }
 
@@ -276,6 +281,9 @@ func LocalServer(cfg *config.Config) string {
 	return "http://" + d.Listen
 }
 
+// Explain is explain for the console's --connect.
+func Explain(c *api.Client, err error) error { return explain(c, err) }
+
 // explain turns a transport error into advice.
 func explain(c *api.Client, err error) error {
 	var ne net.Error
@@ -286,6 +294,10 @@ func explain(c *api.Client, err error) error {
 		return fmt.Errorf("cannot verify the dispatcher at %s: %v (for the self-signed certificate the daemon makes, pass the fingerprint it logs: --tls-fingerprint or DISPATCH_TUI_TLS_FINGERPRINT)", c.Where(), err)
 	case strings.Contains(err.Error(), "fingerprint"):
 		return fmt.Errorf("refusing the dispatcher at %s: %v", c.Where(), err)
+	case errors.Is(err, os.ErrNotExist) && c.Socket != "":
+		return fmt.Errorf("no dispatcher socket at %s (is `dispatch-tui --daemon` running with that state_dir? set --server or DISPATCH_TUI_SERVER)", c.Socket)
+	case errors.Is(err, syscall.ECONNREFUSED) && c.Socket != "":
+		return fmt.Errorf("nothing answers on the socket %s: the dispatcher that made it has stopped (start `dispatch-tui --daemon`)", c.Socket)
 	case errors.Is(err, os.ErrPermission) && c.Socket != "":
 		return fmt.Errorf("cannot use the dispatcher's socket %s: %v (it admits the user running the dispatcher, and dispatcher.socket_group when set)", c.Socket, err)
 	case errors.As(err, &oe) || (errors.As(err, &ne) && ne.Timeout()):
