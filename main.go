@@ -19,10 +19,10 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/api/cli"
 	"dispatch-tui/engine/cloudcheck"
 	"dispatch-tui/engine/config"
-	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/launch"
 	"dispatch-tui/engine/runner/agent"
 	"dispatch-tui/engine/simulate"
