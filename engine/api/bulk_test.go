@@ -150,3 +150,18 @@ func TestBadDurationSaysWhatItWants(t *testing.T) {
 		t.Errorf("%d %s", resp.StatusCode, data)
 	}
 }
+
+// TestPriorityZeroRequeuesRunning: priority 0 on a running container stops
+// it and requeues it, saying why; it is neither Complete nor a failure.
+func TestPriorityZeroRequeuesRunning(t *testing.T) {
+	e := newEnv(t)
+	id, _ := e.running("r")
+	if _, err := e.client.SetPriority(t.Context(), id, 0); err != nil {
+		t.Fatal(err)
+	}
+	e.until("r stopped", 60, func() bool { return e.state(id) != queue.Running })
+	c, _ := e.eng.Container(id)
+	if c.State != queue.Queued || !strings.Contains(c.Reason, "priority 0") || c.ExitCode != nil && *c.ExitCode != 0 && c.State.Final() {
+		t.Fatalf("after priority 0: %s, exit %v, reason %q; want Queued, saying priority 0", c.State, c.ExitCode, c.Reason)
+	}
+}
