@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -143,5 +144,17 @@ func TestNotAnAPIServer(t *testing.T) {
 	code, _, errOut := runCLI(t, f.srv.URL, nil, "", "ls", "instances")
 	if code != 1 || strings.Contains(errOut, "<html") || !strings.Contains(errOut, "answered 404 Not Found, not as a dispatcher's API does") {
 		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestLogsFollowSaysItWaits: logs -f of a container that has not started
+// says it waits, and for what, instead of waiting in silence.
+func TestLogsFollowSaysItWaits(t *testing.T) {
+	_, url, ids := realServer(t, "q")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, _, errOut := runCLICtx(ctx, t, url, nil, "", "logs", "-f", ids[0])
+	if !strings.HasPrefix(errOut, "waiting for "+ids[0]+" to start (Queued") {
+		t.Errorf("stderr %q: want it to say it waits for the container to start", errOut)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/termsafe"
 )
 
@@ -174,6 +175,16 @@ func logsCmd(env *Env) *cobra.Command {
 			c, err := client(env)
 			if err != nil {
 				return err
+			}
+			if follow {
+				// Following one that has not started waits: say for what.
+				if got, err := c.Container(cmd.Context(), args[0]); err == nil && (got.State == queue.Queued || got.State == queue.Locked) {
+					why := ""
+					if got.Reason != "" {
+						why = ": " + got.Reason
+					}
+					fmt.Fprintf(env.Stderr, "waiting for %s to start (%s%s); Ctrl-C stops\n", termsafe.Escape(got.ID), got.State, termsafe.Escape(why))
+				}
 			}
 			if err := c.Logs(cmd.Context(), args[0], tail, follow, env.Stdout); err != nil {
 				return explain(c, err)
