@@ -141,6 +141,7 @@ numbers (exit 1).`,
 	root.AddCommand(versionCmd, check, simulateCmd(env), cloudtestCmd(env))
 	root.SetHelpCommandGroupID("other")
 	root.SetCompletionCommandGroupID("other")
+	cli.FixBashCompletion(root)
 	return root
 }
 

@@ -5,6 +5,7 @@ import (
 	"dispatch-tui/engine/version"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -136,5 +137,34 @@ func TestConnectToMissingSocket(t *testing.T) {
 	code := run([]string{"--connect", "unix:" + sock}, &out, &errb)
 	if code != 1 || !strings.Contains(errb.String(), "no dispatcher socket at "+sock) || strings.Contains(errb.String(), "dial unix") {
 		t.Fatalf("exit %d, stderr %q: want exit 1 saying no dispatcher socket is there, without the dial error", code, errb.String())
+	}
+}
+
+// TestBashCompletionWithoutThePackage: the bash script works in a shell
+// without bash-completion (no _get_comp_words_by_ref of its own).
+func TestBashCompletionWithoutThePackage(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("bash is missing")
+		}
+		t.Skip("no bash")
+	}
+	var script, errb bytes.Buffer
+	if code := run([]string{"completion", "bash"}, &script, &errb); code != 0 {
+		t.Fatalf("completion bash: exit %d: %s", code, errb.String())
+	}
+	path := filepath.Join(t.TempDir(), "c.bash")
+	if err := os.WriteFile(path, script.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// What the script does first when asked to complete "ls con".
+	probe := `source "$1"
+COMP_WORDS=(dispatch-tui ls con); COMP_CWORD=2
+f() { local cur prev words cword; __dispatch-tui_init_completion -n =: || exit 9; echo "$cur|$prev|$cword|${words[*]}"; }
+f`
+	out, err := exec.Command(bash, "--norc", "--noprofile", "-c", probe, "probe", path).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "con|ls|2|dispatch-tui ls con" {
+		t.Fatalf("bash without bash-completion: %v\n%s", err, out)
 	}
 }
