@@ -165,3 +165,17 @@ func TestPriorityZeroRequeuesRunning(t *testing.T) {
 		t.Fatalf("after priority 0: %s, exit %v, reason %q; want Queued, saying priority 0", c.State, c.ExitCode, c.Reason)
 	}
 }
+
+// TestSpecVCPUsDefault: a spec without vcpus gets the one default submit's
+// --vcpus has, alone or in a batch.
+func TestSpecVCPUsDefault(t *testing.T) {
+	e := newEnv(t)
+	resp, data := e.do(http.MethodPost, "/v1/containers", strings.NewReader(`{"command":["x"]}`), nil)
+	if resp.StatusCode != http.StatusCreated || !strings.Contains(string(data), `"vcpus":1`) {
+		t.Errorf("one spec: %d %s", resp.StatusCode, data)
+	}
+	resp, data = e.do(http.MethodPost, "/v1/containers", strings.NewReader(`[{"command":["x"]},{"command":["y"],"runtime_constraints":{"vcpus":2}}]`), nil)
+	if resp.StatusCode != http.StatusCreated || !strings.Contains(string(data), `"vcpus":1`) || !strings.Contains(string(data), `"vcpus":2`) {
+		t.Errorf("a batch: %d %s", resp.StatusCode, data)
+	}
+}

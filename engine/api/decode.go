@@ -211,6 +211,7 @@ func decodeSpec(data []byte) (queue.Spec, *httpError) {
 	if herr := decodeJSON(data, &spec); herr != nil {
 		return spec, herr
 	}
+	withDefaults(&spec)
 	if err := spec.Validate(); err != nil {
 		return spec, classify(err)
 	}
@@ -227,6 +228,14 @@ func DecodeSpec(data []byte) (queue.Spec, error) {
 		return spec, herr
 	}
 	return spec, nil
+}
+
+// withDefaults fills in what a spec leaves to the API: vCPUs, as submit's
+// --vcpus default does (queue.DefaultVCPUs).
+func withDefaults(spec *queue.Spec) {
+	if spec.RuntimeConstraints.VCPUs == 0 {
+		spec.RuntimeConstraints.VCPUs = queue.DefaultVCPUs
+	}
 }
 
 // MaxBatchItems caps the containers of one bulk submission (a JSON array
@@ -253,6 +262,9 @@ func decodeSpecs(data []byte) (specs []queue.Spec, refused []ItemError, herr *ht
 	// The common case first: the whole array decodes at once. Its specs
 	// are validated by Engine.SubmitBatch, which names every invalid one.
 	if err := decodeJSON(data, &specs); err == nil {
+		for i := range specs {
+			withDefaults(&specs[i])
+		}
 		switch {
 		case len(specs) == 0:
 			return nil, nil, badRequest("", "an empty array submits nothing: send at least one container spec")

@@ -382,6 +382,10 @@ func (r *pendingRec) set(p Pending) { r.code, r.arg, r.n = p.Code, p.Arg, clamp3
 // positions and counts are far below it.
 func clamp32(n int) int32 { return int32(max(min(n, math.MaxInt32), math.MinInt32)) }
 
+// DefaultVCPUs is the vCPUs of a spec that asks for none (0 or absent),
+// through the API and submit alike.
+const DefaultVCPUs = 1
+
 // MaxPriority is the highest priority (it is kept in 32 bits).
 const MaxPriority = math.MaxInt32
 

@@ -97,7 +97,7 @@ sent.`,
 	}
 	f := cmd.Flags()
 	s := &sf.spec
-	f.IntVar(&s.RuntimeConstraints.VCPUs, "vcpus", 1, "vCPUs")
+	f.IntVar(&s.RuntimeConstraints.VCPUs, "vcpus", queue.DefaultVCPUs, "vCPUs")
 	f.Var(sizeValue{&s.RuntimeConstraints.RAM}, "ram", "RAM, e.g. 2GiB")
 	f.Var(sizeValue{&s.RuntimeConstraints.Scratch}, "scratch", "scratch disk, e.g. 10GiB")
 	f.IntVar(&s.RuntimeConstraints.GPUs, "gpus", 0, "GPUs")
