@@ -158,3 +158,25 @@ func TestLogsFollowSaysItWaits(t *testing.T) {
 		t.Errorf("stderr %q: want it to say it waits for the container to start", errOut)
 	}
 }
+
+// TestLogsBySelector: logs -l prints a header (and the output, or why
+// there is none) for each container with the label, and no other.
+func TestLogsBySelector(t *testing.T) {
+	eng, url, _ := realServer(t, "unlabelled")
+	var team []string
+	for _, n := range []string{"a", "b"} {
+		c, err := eng.Submit(queue.Spec{Name: n, Command: []string{"true"}, Labels: map[string]string{"team": "x"}}, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		team = append(team, c.ID)
+	}
+	code, out, errOut := runCLI(t, url, nil, "", "logs", "-l", "team=x")
+	want := "==> " + team[0] + " (a) <==\n==> " + team[1] + " (b) <==\n"
+	if code != 1 || out != want || strings.Count(errOut, "no output yet") != 2 {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1, %q, and why each has no output", code, out, errOut, want)
+	}
+	if code, _, _ := runCLI(t, url, nil, "", "logs", "-l", "team=x", "-f"); code != 2 {
+		t.Errorf("logs -l -f: exit %d, want 2", code)
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -161,20 +162,29 @@ func priorityCmd(env *Env) *cobra.Command {
 func logsCmd(env *Env) *cobra.Command {
 	var tail int
 	var follow bool
+	var sel selectorFlags
 	cmd := &cobra.Command{
-		Use:   "logs [flags] CONTAINER",
-		Short: "Print a container's output",
+		Use:   "logs [flags] CONTAINER | logs -l KEY=VALUE [--state S] [--q TEXT]",
+		Short: "Print a container's output, or that of each container a selector matches",
 		Example: `  dispatch-tui logs c-38613a4f0b33d3d6 --tail 100
-  dispatch-tui logs -f c-38613a4f0b33d3d6`,
-		Args:              exactArgs(1, "one CONTAINER"),
+  dispatch-tui logs -f c-38613a4f0b33d3d6
+  dispatch-tui logs -l workflow=wf-7 --state Complete --tail 20`,
 		ValidArgsFunction: completeIDs(env, "logs"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if tail < 0 {
+			switch {
+			case tail < 0:
 				return usagef("--tail must not be negative")
+			case sel.set() && (len(args) > 0 || follow):
+				return usagef("a selector prints the logs of each container it matches: give no CONTAINER and no --follow")
+			case !sel.set() && len(args) != 1:
+				return usagef("want one CONTAINER, or a selector (--selector/-l, --state, --q)")
 			}
 			c, err := client(env)
 			if err != nil {
 				return err
+			}
+			if sel.set() {
+				return logsSelected(cmd.Context(), env, c, &sel, tail)
 			}
 			if follow {
 				// Following one that has not started waits: say for what.
@@ -194,7 +204,41 @@ func logsCmd(env *Env) *cobra.Command {
 	}
 	cmd.Flags().IntVar(&tail, "tail", 0, "only the last N lines (0 = all)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output until the container ends")
+	sel.bind(cmd)
 	return cmd
+}
+
+// logsSelected prints the output of each container sel matches, in
+// submission order, each under a "==> ID (NAME) <==" line as tail does
+// for several files; one that has none says why on stderr.
+func logsSelected(ctx context.Context, env *Env, c *api.Client, sf *selectorFlags, tail int) error {
+	sel, err := sf.selector()
+	if err != nil {
+		return err
+	}
+	q := api.ListQuery{States: sel.State, Q: sel.Q, Limit: 500}
+	cont, failed, n := "", 0, 0
+	for {
+		page, err := c.ListContainerPage(ctx, q, sel.Label, cont)
+		if err != nil {
+			return explain(c, err)
+		}
+		for _, ct := range page.Items {
+			n++
+			fmt.Fprintf(env.Stdout, "==> %s (%s) <==\n", termsafe.Escape(ct.ID), termsafe.Escape(ct.Name))
+			if err := c.Logs(ctx, ct.ID, tail, false, env.Stdout); err != nil {
+				fmt.Fprintf(env.Stderr, "container %s: %s\n", termsafe.Escape(ct.ID), ErrorText(unnamed(explain(c, err), "container "+ct.ID+": ")))
+				failed++
+			}
+		}
+		if cont = page.Continue; cont == "" || len(page.Items) == 0 {
+			break
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d containers had no output to show", failed, n)
+	}
+	return nil
 }
 
 func pauseCmd(env *Env, name string) *cobra.Command {
