@@ -111,7 +111,12 @@ func (b *bulkRun) apply(ctx context.Context, req api.BulkRequest) (string, error
 	for _, it := range ans.Items {
 		if it.Error != "" {
 			b.clearProgress()
-			fmt.Fprintf(b.env.Stderr, "container %s: %s\n", termsafe.Escape(it.ID), termsafe.Text(strings.TrimPrefix(it.Error, "container "+it.ID+": ")))
+			// The server's message names the container, or is said of it.
+			msg := it.Error
+			if !strings.HasPrefix(msg, "container "+it.ID) {
+				msg = "container " + it.ID + ": " + msg
+			}
+			fmt.Fprintln(b.env.Stderr, termsafe.Text(msg))
 			b.failed = append(b.failed, it.ID)
 			continue
 		}

@@ -93,7 +93,7 @@ func TestHoldIDsFromStdin(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d, want 1; stderr %q", code, errOut)
 	}
-	if !strings.Contains(errOut, "container "+ids[1]+" is Cancelled: a finished container cannot be held") ||
+	if !strings.HasPrefix(errOut, "container "+ids[1]+" is Cancelled: a finished container cannot be held\n") ||
 		!strings.Contains(errOut, "1 of 3 failed: "+ids[1]) {
 		t.Errorf("stderr %q does not name the one that failed and why", errOut)
 	}
