@@ -158,10 +158,7 @@ func bulkRequest(b BulkRequest) (engine.BulkRequest, *httpError) {
 		return req, herr
 	}
 	req.From = from
-	if len(opts.States) == 0 && len(opts.Labels) == 0 && opts.Query == "" {
-		return req, badRequest("selector", "selector: "+engine.ErrEmptySelector.Error())
-	}
-	return req, nil
+	return req, nil // an empty selector is the engine's to refuse (ErrEmptySelector)
 }
 
 // Bulk applies a verb to the ids or the selector of req in one request
