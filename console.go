@@ -201,7 +201,7 @@ func connectConsole(f consoleFlags, cfg *config.Config) (*console, error) {
 	defer cancel()
 	id, err := r.Identity(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", f.connect, err)
+		return nil, cli.Explain(c, err)
 	}
 	if id.Role != "operator" {
 		con.readOnly = fmt.Sprintf("%s has the %s role; verbs need an operator token", id.Actor, id.Role)

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/api/cli"
 	"dispatch-tui/engine/cloudcheck"
 	"dispatch-tui/engine/config"
@@ -26,10 +27,9 @@ import (
 	"dispatch-tui/engine/runner/agent"
 	"dispatch-tui/engine/simulate"
 	"dispatch-tui/engine/termsafe"
+	"dispatch-tui/engine/version"
 	"dispatch-tui/tui"
 )
-
-const version = "0.1.0-dev"
 
 // rootLong is the top of `dispatch-tui help`.
 const rootLong = `dispatch-tui runs a container scheduler and cloud worker pool with a terminal UI.
@@ -67,11 +67,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "runner" {
 		// The on-instance program the dispatcher runs over SSH: its own
 		// protocol and exit codes, no flags of ours.
-		return agent.Main(args[1:], os.Stdin, stdout, stderr, agent.Env{Version: version})
+		return agent.Main(args[1:], os.Stdin, stdout, stderr, agent.Env{Version: version.String()})
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	env := &cli.Env{Stdout: stdout, Stderr: stderr, Stdin: os.Stdin, TermWidth: stdoutWidth(stdout)}
+	env := &cli.Env{Stdout: stdout, Stderr: stderr, Stdin: os.Stdin, TermWidth: stdoutWidth(stdout), StderrTerminal: isTerminal(stderr)}
 	return cli.Execute(ctx, newRoot(env), args, stderr)
 }
 
@@ -97,6 +97,8 @@ func newRoot(env *cli.Env) *cobra.Command {
 				return cli.UsageError("--daemon runs the engine here: it excludes --connect and --demo")
 			case cf.connect != "" && cf.demo:
 				return cli.UsageError("--connect and --demo exclude each other")
+			case cf.connect != "" && api.CheckServer(cf.connect) != nil:
+				return cli.UsageError("--connect %s", api.CheckServer(cf.connect))
 			case daemon && cf.readOnly:
 				return cli.UsageError("--read-only is a console setting; --daemon has no console")
 			case daemon:
@@ -117,9 +119,13 @@ func newRoot(env *cli.Env) *cobra.Command {
 	cli.AddCommands(root, env)
 
 	root.AddGroup(&cobra.Group{ID: "other", Title: "Other commands:"})
-	version := &cobra.Command{
+	// One version, the build's: `version`, --version and -v.
+	root.Version = version.String()
+	root.SetVersionTemplate("dispatch-tui {{.Version}}\n")
+	root.Flags().BoolP("version", "v", false, "print the version")
+	versionCmd := &cobra.Command{
 		Use: "version", Short: "Print the version", Args: cli.NoArgs, GroupID: "other",
-		Run: func(*cobra.Command, []string) { fmt.Fprintf(env.Stdout, "dispatch-tui %s\n", version) },
+		Run: func(*cobra.Command, []string) { fmt.Fprintf(env.Stdout, "dispatch-tui %s\n", version.String()) },
 	}
 	check := &cobra.Command{
 		Use: "check-config FILE", Short: "Validate a config file; print errors with line numbers", GroupID: "other",
@@ -132,9 +138,10 @@ numbers (exit 1).`,
 			return checkConfig(args[0], env.Stdout)
 		},
 	}
-	root.AddCommand(version, check, simulateCmd(env), cloudtestCmd(env))
+	root.AddCommand(versionCmd, check, simulateCmd(env), cloudtestCmd(env))
 	root.SetHelpCommandGroupID("other")
 	root.SetCompletionCommandGroupID("other")
+	cli.FixBashCompletion(root)
 	return root
 }
 
@@ -219,6 +226,18 @@ state every second until every container is final and every instance has shut do
 		return []string{"local", "cloudtest"}, cobra.ShellCompDirectiveNoFileComp
 	})
 	return cmd
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) func() bool {
+	return func() bool {
+		f, ok := w.(*os.File)
+		if !ok {
+			return false
+		}
+		_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+		return err == nil
+	}
 }
 
 // stdoutWidth reports the width of the terminal on stdout, 0 when it is

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"dispatch-tui/engine/version"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
@@ -46,7 +48,17 @@ func TestCheckConfig(t *testing.T) {
 		{"completion zsh", []string{"completion", "zsh"}, 0, "#compdef dispatch-tui", ""},
 		{"completion fish", []string{"completion", "fish"}, 0, "complete -c dispatch-tui", ""},
 		{"unknown flag", []string{"version", "--verbose"}, 2, "", "unknown flag: --verbose"},
-		{"version", []string{"version"}, 0, "dispatch-tui " + version, ""},
+		{"version", []string{"version"}, 0, "dispatch-tui " + version.String() + "\n", ""},
+		{"--version", []string{"--version"}, 0, "dispatch-tui " + version.String() + "\n", ""},
+		{"-v", []string{"-v"}, 0, "dispatch-tui " + version.String() + "\n", ""},
+		{"bad container state", []string{"ls", "containers", "--state", "Bogus"}, 2, "", `--state "Bogus": want one of Queued`},
+		{"bad sort", []string{"ls", "containers", "--sort", "bogus"}, 2, "", `--sort "bogus": want one of priority`},
+		{"bad instance state", []string{"ls", "instances", "--state", "bogus"}, 2, "", `--state "bogus": want one of booting`},
+		{"bad selector state", []string{"kill", "--state", "bogus"}, 2, "", `--state "bogus": want one of Queued`},
+		{"negative priority", []string{"priority", "c-0123456789abcdef", "-1"}, 2, "", "priority must be a whole number >= 0"},
+		{"ram without a unit", []string{"submit", "--ram", "512", "--", "true"}, 2, "", "512 without a unit is 512 bytes: write 512MiB"},
+		{"connect to a bare word", []string{"--connect", "foo"}, 2, "", `--connect server "foo": want unix:PATH`},
+		{"bad duration", []string{"submit", "--max-run-time", "banana", "--", "true"}, 2, "", "want a duration such as 90s, 10m or 2h"},
 		{"simulate bad flag", []string{"simulate", "--containers", "0"}, 2, "", "--containers >= 1"},
 		{"cloudtest bad flag", []string{"cloudtest", "--timeout", "0s"}, 2, "", "usage: dispatch-tui cloudtest"},
 		{"cloudtest extra argument", []string{"cloudtest", "now"}, 2, "", "cloudtest"},
@@ -115,5 +127,45 @@ func TestTopLevelErrorsAreEscaped(t *testing.T) {
 		if code == 0 || strings.Contains(out.String()+errb.String(), "\x1b") || !strings.Contains(errb.String(), `\x1b`) {
 			t.Errorf("run(%q) = %d\nstdout: %q\nstderr: %q\nwant an error with the escape written out, no raw ESC", args, code, out.String(), errb.String())
 		}
+	}
+}
+
+// TestConnectToMissingSocket: --connect to a socket that is not there says
+// so, and what to do, without Go's dial error.
+func TestConnectToMissingSocket(t *testing.T) {
+	var out, errb bytes.Buffer
+	sock := filepath.Join(t.TempDir(), "none.sock")
+	code := run([]string{"--connect", "unix:" + sock}, &out, &errb)
+	if code != 1 || !strings.Contains(errb.String(), "no dispatcher socket at "+sock) || strings.Contains(errb.String(), "dial unix") {
+		t.Fatalf("exit %d, stderr %q: want exit 1 saying no dispatcher socket is there, without the dial error", code, errb.String())
+	}
+}
+
+// TestBashCompletionWithoutThePackage: the bash script works in a shell
+// without bash-completion (no _get_comp_words_by_ref of its own).
+func TestBashCompletionWithoutThePackage(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("bash is missing")
+		}
+		t.Skip("no bash")
+	}
+	var script, errb bytes.Buffer
+	if code := run([]string{"completion", "bash"}, &script, &errb); code != 0 {
+		t.Fatalf("completion bash: exit %d: %s", code, errb.String())
+	}
+	path := filepath.Join(t.TempDir(), "c.bash")
+	if err := os.WriteFile(path, script.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// What the script does first when asked to complete "ls con".
+	probe := `source "$1"
+COMP_WORDS=(dispatch-tui ls con); COMP_CWORD=2
+f() { local cur prev words cword; __dispatch-tui_init_completion -n =: || exit 9; echo "$cur|$prev|$cword|${words[*]}"; }
+f`
+	out, err := exec.Command(bash, "--norc", "--noprofile", "-c", probe, "probe", path).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "con|ls|2|dispatch-tui ls con" {
+		t.Fatalf("bash without bash-completion: %v\n%s", err, out)
 	}
 }

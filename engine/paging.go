@@ -57,7 +57,7 @@ func pageMatch(c *queue.Container, opts ListOptions) bool {
 	if len(opts.States) > 0 && !slices.Contains(opts.States, c.State) {
 		return false
 	}
-	if len(opts.Labels) > 0 && !hasLabels(c.Scheduling.Labels, opts.Labels) {
+	if len(opts.Labels) > 0 && !hasLabels(c.Labels, opts.Labels) {
 		return false
 	}
 	return opts.Query == "" || matches(c, opts.Query)

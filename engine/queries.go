@@ -47,8 +47,9 @@ type ListOptions struct {
 	Sort   string        // "" (scheduling order), "priority", "-priority", "created", "-created", "name", "state"
 	Offset int
 	Limit  int // 0 = all
-	// Labels selects containers whose scheduling.labels have every one of
-	// these keys with the same value (none = no label filter).
+	// Labels selects containers whose labels (metadata, not placement)
+	// have every one of these keys with the same value (none = no label
+	// filter).
 	Labels map[string]string
 }
 
@@ -67,7 +68,7 @@ func (e *Engine) Containers(opts ListOptions) ([]queue.Container, int) {
 		if opts.Query != "" && !matches(c, opts.Query) {
 			return true
 		}
-		if len(opts.Labels) > 0 && !hasLabels(c.Scheduling.Labels, opts.Labels) {
+		if len(opts.Labels) > 0 && !hasLabels(c.Labels, opts.Labels) {
 			return true
 		}
 		es = append(es, listEntry{c: c, priority: c.Priority, created: c.CreatedAt, name: c.Name, state: c.State})

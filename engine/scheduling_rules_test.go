@@ -19,9 +19,9 @@ import (
 
 func labels(kv ...string) specOpt {
 	return func(s *queue.Spec) {
-		s.Scheduling.Labels = map[string]string{}
+		s.Scheduling.Constraints = map[string]string{}
 		for i := 0; i+1 < len(kv); i += 2 {
-			s.Scheduling.Labels[kv[i]] = kv[i+1]
+			s.Scheduling.Constraints[kv[i]] = kv[i+1]
 		}
 	}
 }

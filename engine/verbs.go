@@ -29,7 +29,7 @@ func (e *NoFitError) Error() string {
 // asked for, is allowed by its scheduling.preemptible, and can hold the
 // container; nil when one can.
 func (e *Engine) checkFits(spec *queue.Spec) error {
-	ok, why := e.sched.FitsSpec(spec.RuntimeConstraints, spec.Scheduling.Labels, e.preemptible(spec))
+	ok, why := e.sched.FitsSpec(spec.RuntimeConstraints, spec.Scheduling.Constraints, e.preemptible(spec))
 	if ok {
 		return nil
 	}
@@ -132,7 +132,27 @@ func (e *ItemError) Error() string { return fmt.Sprintf("container %d: %v", e.In
 
 func (e *ItemError) Unwrap() error { return e.Err }
 
+// ShuttingDownError is an instance verb refused because the instance is
+// already shutting down (killed, drained, or timed out): nothing changes
+// for it any more.
+type ShuttingDownError struct{ ID string }
+
+func (e *ShuttingDownError) Error() string {
+	return fmt.Sprintf("instance %s is shutting down: it takes no more verbs", e.ID)
+}
+
+// checkNotShuttingDown refuses a verb on an instance in state shutdown.
+func (e *Engine) checkNotShuttingDown(id string) error {
+	if v, ok := e.pool.Instance(cloud.InstanceID(id)); ok && v.State == worker.StateShutdown {
+		return &ShuttingDownError{ID: id}
+	}
+	return nil
+}
+
 func (e *Engine) setBehavior(id, actor, reason string, b worker.IdleBehavior) (worker.InstanceView, error) {
+	if err := e.checkNotShuttingDown(id); err != nil {
+		return worker.InstanceView{}, err
+	}
 	v, err := e.pool.SetIdleBehavior(cloud.InstanceID(id), b)
 	if err != nil {
 		return v, instanceErr(id, err)
@@ -165,6 +185,9 @@ func (e *Engine) RunInstance(id, actor, reason string) (worker.InstanceView, err
 func (e *Engine) KillInstance(id, actor, reason string) (worker.InstanceView, error) {
 	if reason == "" {
 		reason = "killed by operator"
+	}
+	if err := e.checkNotShuttingDown(id); err != nil {
+		return worker.InstanceView{}, err
 	}
 	v, err := e.pool.KillInstance(cloud.InstanceID(id), reason)
 	if err != nil {

@@ -11,7 +11,7 @@ func TestDetailsShowLabelsAndSupervisor(t *testing.T) {
 	m, fb := newTest(t, Options{})
 	size(m, 120, 40)
 	s := fakeSnapshot(7, 35)
-	s.Containers[2].Scheduling.Labels = map[string]string{"zone": "eu", "gpu": "a100"}
+	s.Containers[2].Scheduling.Constraints = map[string]string{"zone": "eu", "gpu": "a100"}
 	s.Containers[2].Scheduling.Supervisor = true
 	load(t, m, fb, s)
 	press(m, "2")
@@ -32,7 +32,7 @@ func TestFilterByLabel(t *testing.T) {
 	size(m, 120, 40)
 	s := fakeSnapshot(7, 35)
 	for _, i := range []int{3, 7, 11} {
-		s.Containers[i].Scheduling.Labels = map[string]string{"gpu": "A100"}
+		s.Containers[i].Scheduling.Constraints = map[string]string{"gpu": "A100"}
 	}
 	s.Containers[7].Scheduling.Supervisor = true
 	load(t, m, fb, s)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -30,6 +31,7 @@ type fakeBackend struct {
 	calls []call
 	fail  map[string]error
 	logs  string
+	bulks [][]string // the ids of each ContainersVerb call
 }
 
 func (f *fakeBackend) Describe() string { return "fake (test)" }
@@ -60,6 +62,27 @@ func (f *fakeBackend) InstanceVerb(_ context.Context, id, verb, _ string) error 
 }
 func (f *fakeBackend) ContainerVerb(_ context.Context, id, verb, _ string) error {
 	return f.record("container", id, verb)
+}
+func (f *fakeBackend) ContainersVerb(_ context.Context, ids []string, verb string, p int, _ string) (map[string]error, error) {
+	f.mu.Lock()
+	f.bulks = append(f.bulks, slices.Clone(ids))
+	f.mu.Unlock()
+	var failed map[string]error
+	for _, id := range ids {
+		var err error
+		if verb == "priority" {
+			err = f.record("priority", id, fmt.Sprint(p))
+		} else {
+			err = f.record("container", id, verb)
+		}
+		if err != nil {
+			if failed == nil {
+				failed = map[string]error{}
+			}
+			failed[id] = err
+		}
+	}
+	return failed, nil
 }
 func (f *fakeBackend) SetPriority(_ context.Context, id string, p int) error {
 	return f.record("priority", id, fmt.Sprint(p))

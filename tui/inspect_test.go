@@ -251,7 +251,8 @@ func TestContainerSchedulingFields(t *testing.T) {
 	m, fb := newTest(t, Options{})
 	size(m, 120, 40)
 	s := fakeSnapshot(1, 3)
-	s.Containers[1].Scheduling.Labels = map[string]string{"team": "ml", "env": "prod"}
+	s.Containers[1].Labels = map[string]string{"team": "ml", "env": "prod"}
+	s.Containers[1].Scheduling.Constraints = map[string]string{"gpu": "a100"}
 	yes := true
 	s.Containers[1].Scheduling.Preemptible = &yes
 	s.Containers[1].HealthCheck = &queue.HealthCheck{Command: []string{"curl", "-fs", "localhost/health"},
@@ -262,7 +263,7 @@ func TestContainerSchedulingFields(t *testing.T) {
 	m.table().SetCursor("c-000001")
 	press(m, "enter")
 	got := plain(m)
-	for _, want := range []string{"labels:        env=prod team=ml", "preemptible:   yes",
+	for _, want := range []string{"labels:        env=prod team=ml", "constraints:   gpu=a100", "preemptible:   yes",
 		"health check:  curl -fs localhost/health  every 10s, timeout 2s, 3 retries: unhealthy, 2 failures, last: exit status 7",
 		"health output: connection refused"} {
 		if !strings.Contains(got, want) {

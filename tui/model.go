@@ -89,7 +89,7 @@ type (
 	flashEndMsg struct{ seq uint64 }
 	verbMsg     struct {
 		action string
-		view   viewID // whose rows ids are (the flash counts "3 containers")
+		view   viewID // whose rows ids are (the flash counts "3 containers"; failures are marked again)
 		ids    []string
 		failed map[string]error
 	}

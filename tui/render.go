@@ -475,12 +475,17 @@ func (m *Model) instanceEvents(d *detailText, id string) {
 // schedulingLines shows a container's scheduling fields and its health
 // check with the runner's last word on it.
 func schedulingLines(d *detailText, c *queue.Container) {
-	labels := make([]string, 0, len(c.Scheduling.Labels))
-	for k, v := range c.Scheduling.Labels {
-		labels = append(labels, k+"="+v)
+	for _, kv := range []struct {
+		name string
+		m    map[string]string
+	}{{"labels", c.Labels}, {"constraints", c.Scheduling.Constraints}} {
+		pairs := make([]string, 0, len(kv.m))
+		for k, v := range kv.m {
+			pairs = append(pairs, k+"="+v)
+		}
+		slices.SortFunc(pairs, cmp.Compare[string])
+		d.kv(kv.name, or(strings.Join(pairs, " "), "-"))
 	}
-	slices.SortFunc(labels, cmp.Compare[string])
-	d.kv("labels", or(strings.Join(labels, " "), "-"))
 	d.kv("preemptible", yesNo(c.Scheduling.IsPreemptible()))
 	if c.Scheduling.Supervisor {
 		d.kv("supervisor", "yes (at most supervisor_fraction of the instances at once)")

@@ -324,6 +324,29 @@ func TestBulkDialogRequiresCount(t *testing.T) {
 	}
 }
 
+// TestMarkedKillInBulk: a verb on marked containers is one bulk call to
+// the backend, and only the rows it failed on stay marked.
+func TestMarkedKillInBulk(t *testing.T) {
+	m, fb := newTest(t, Options{})
+	fb.fail = map[string]error{"c-000001": fmt.Errorf("container c-000001 is Complete: a finished container cannot be killed")}
+	size(m, 120, 40)
+	load(t, m, fb, fakeSnapshot(7, 35))
+	press(m, "2", "space", "space", "space")
+	press(m, "K", "right")
+	typeText(m, "3")
+	runCmd(m, press(m, "enter"))
+	want := [][]string{{"c-000000", "c-000001", "c-000002"}}
+	if !slices.EqualFunc(fb.bulks, want, slices.Equal) {
+		t.Errorf("bulk calls %v, want one with the three marked: %v", fb.bulks, want)
+	}
+	if got := m.table().Marked(); !slices.Equal(got, []string{"c-000001"}) {
+		t.Errorf("marked after the verb: %v, want only the failure c-000001", got)
+	}
+	if !strings.Contains(m.flash, "2 ok, 1 failed") {
+		t.Errorf("flash %q", m.flash)
+	}
+}
+
 func TestContainerHoldToggles(t *testing.T) {
 	m, fb := newTest(t, Options{})
 	size(m, 120, 40)

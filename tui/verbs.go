@@ -8,6 +8,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/tui/dialog"
 	"dispatch-tui/tui/keys"
@@ -26,6 +27,9 @@ func (m *Model) onVerb(msg verbMsg) tea.Cmd {
 			delete(m.pending, id)
 			for _, t := range m.tables {
 				t.SetPending(id, false)
+			}
+			if t := m.tables[msg.view]; t != nil && len(msg.ids) > 1 {
+				t.Mark(id) // only the failures stay marked, for another try
 			}
 			if firstErr == nil {
 				firstErr, firstID = err, id
@@ -196,7 +200,7 @@ func (m *Model) verb(act string) tea.Cmd {
 }
 
 // prioZeroNote says what priority 0 does, in the dialogs that ask first.
-const prioZeroNote = "At priority 0 a container is never scheduled; a running one is stopped."
+const prioZeroNote = "At priority 0 a container is never scheduled; a running one is stopped and requeued, to run again once its priority is raised."
 
 func (m *Model) container(id string) *queue.Container {
 	if m.snap == nil {
@@ -255,22 +259,43 @@ func (m *Model) execute(pv *pendingVerb) tea.Cmd {
 	return tea.Batch(spin, func() tea.Msg {
 		c, cancel := context.WithTimeout(ctx, verbTimeout)
 		defer cancel()
-		msg := verbMsg{action: action, ids: ids, view: view}
+		msg := verbMsg{action: action, view: view, ids: ids, failed: map[string]error{}}
+		if view == vInstances {
+			for _, tg := range targets {
+				if err := be.InstanceVerb(c, tg.id, tg.verb, ""); err != nil {
+					msg.failed[tg.id] = err
+				}
+			}
+			return msg
+		}
+		// Containers in bulk: one call per verb (and priority value).
+		type group struct {
+			verb string
+			prio int
+		}
+		var order []group
+		byGroup := map[group][]string{}
 		for _, tg := range targets {
-			var err error
-			switch {
-			case view == vInstances:
-				err = be.InstanceVerb(c, tg.id, tg.verb, "")
-			case tg.verb == "":
-				err = be.SetPriority(c, tg.id, tg.prio)
-			default:
-				err = be.ContainerVerb(c, tg.id, tg.verb, "")
+			g := group{tg.verb, tg.prio}
+			if tg.verb == "" {
+				g.verb = api.PriorityVerb
+			}
+			if _, ok := byGroup[g]; !ok {
+				order = append(order, g)
+			}
+			byGroup[g] = append(byGroup[g], tg.id)
+		}
+		for _, g := range order {
+			failed, err := be.ContainersVerb(c, byGroup[g], g.verb, g.prio, "")
+			for id, e := range failed {
+				msg.failed[id] = e
 			}
 			if err != nil {
-				if msg.failed == nil {
-					msg.failed = map[string]error{}
+				for _, id := range byGroup[g] {
+					if _, ok := msg.failed[id]; !ok {
+						msg.failed[id] = err
+					}
 				}
-				msg.failed[tg.id] = err
 			}
 		}
 		return msg

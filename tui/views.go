@@ -207,14 +207,17 @@ func containerName(c *queue.Container) string {
 }
 
 // hiddenSearch is what the filter matches in a container beyond its
-// columns: its labels as "k=v" and "supervisor", so "/gpu=a100" finds
-// those asking for that label.
+// columns: its labels and constraints as "k=v" and "supervisor", so
+// "/team=x" finds those labelled so and "/gpu=a100" those asking for it.
 func hiddenSearch(c *queue.Container) string {
-	if len(c.Scheduling.Labels) == 0 && !c.Scheduling.Supervisor {
+	if len(c.Labels) == 0 && len(c.Scheduling.Constraints) == 0 && !c.Scheduling.Supervisor {
 		return ""
 	}
-	parts := make([]string, 0, len(c.Scheduling.Labels)+1)
-	for k, v := range c.Scheduling.Labels {
+	parts := make([]string, 0, len(c.Labels)+len(c.Scheduling.Constraints)+1)
+	for k, v := range c.Labels {
+		parts = append(parts, k+"="+v)
+	}
+	for k, v := range c.Scheduling.Constraints {
 		parts = append(parts, k+"="+v)
 	}
 	slices.Sort(parts)

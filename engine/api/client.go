@@ -69,6 +69,9 @@ type APIError struct {
 	// Items are the refused items of a bulk submission (422), each with
 	// its index in the submitted array.
 	Items []ItemError
+	// fromAPI: the body was the API's error object (not, say, a web
+	// server's HTML page, which is never shown).
+	fromAPI bool
 }
 
 func (e *APIError) Error() string {
@@ -224,6 +227,35 @@ func (c *Client) Events(ctx context.Context, since uint64, limit int) ([]queue.E
 	return body.Items, err
 }
 
+// EventPage is one page of GET /v1/events?order=newest.
+type EventPage struct {
+	Items     []queue.Event // newest first
+	Available int           // events after since in all
+	Before    uint64        // where the next, older page ends; 0 = none
+}
+
+// EventsNewest returns up to limit (0 = the server's default, 1000) of the
+// newest events with since < seq < before (before 0 = no bound).
+func (c *Client) EventsNewest(ctx context.Context, since, before uint64, limit int) (EventPage, error) {
+	v := url.Values{"order": {"newest"}}
+	if since > 0 {
+		v.Set("since", strconv.FormatUint(since, 10))
+	}
+	if before > 0 {
+		v.Set("before", strconv.FormatUint(before, 10))
+	}
+	if limit > 0 {
+		v.Set("limit", strconv.Itoa(limit))
+	}
+	var body listBody[queue.Event]
+	err := c.do(ctx, http.MethodGet, "/v1/events", v, nil, &body)
+	p := EventPage{Items: body.Items, Available: len(body.Items), Before: body.Before}
+	if body.ItemsAvailable != nil {
+		p.Available = *body.ItemsAvailable
+	}
+	return p, err
+}
+
 // Summary returns counts by state, cost, quota and the paused flag.
 func (c *Client) Summary(ctx context.Context) (engine.Summary, error) {
 	var v engine.Summary
@@ -315,7 +347,11 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 		return resp, nil
 	}
 	defer resp.Body.Close()
-	return nil, readAPIError(resp)
+	ae := readAPIError(resp)
+	if !ae.fromAPI {
+		ae.Message = fmt.Sprintf("%s answered %s, not as a dispatcher's API does (is it a dispatch-tui daemon?)", c.Where(), resp.Status)
+	}
+	return nil, ae
 }
 
 func readAPIError(resp *http.Response) *APIError {
@@ -326,6 +362,7 @@ func readAPIError(resp *http.Response) *APIError {
 	var eb errorBody
 	if json.Unmarshal(data, &eb) == nil && eb.Error != "" {
 		ae.Message, ae.Field, ae.Types, ae.Items = eb.Error, eb.Field, eb.Types, eb.Items
+		ae.fromAPI = true
 		return ae
 	}
 	ae.Message = strings.TrimSpace(string(data))

@@ -90,6 +90,9 @@ func jsonError(data []byte, t reflect.Type, err error) *httpError {
 	msg := strings.TrimPrefix(err.Error(), "json: ")
 	if strings.HasPrefix(msg, "unknown field ") {
 		msg = "unknown field"
+		if strings.HasSuffix(field, "scheduling.labels") {
+			msg = queue.RenamedLabels
+		}
 	}
 	if field == "" {
 		return badRequest("", "malformed JSON body: "+msg)
@@ -208,10 +211,31 @@ func decodeSpec(data []byte) (queue.Spec, *httpError) {
 	if herr := decodeJSON(data, &spec); herr != nil {
 		return spec, herr
 	}
+	withDefaults(&spec)
 	if err := spec.Validate(); err != nil {
 		return spec, classify(err)
 	}
 	return spec, nil
+}
+
+// DecodeSpec decodes and checks one spec as POST /v1/containers does,
+// for a client to check specs before it sends them: the error is the
+// message the server would answer with (unknown fields and bad values
+// named).
+func DecodeSpec(data []byte) (queue.Spec, error) {
+	spec, herr := decodeSpec(data)
+	if herr != nil {
+		return spec, herr
+	}
+	return spec, nil
+}
+
+// withDefaults fills in what a spec leaves to the API: vCPUs, as submit's
+// --vcpus default does (queue.DefaultVCPUs).
+func withDefaults(spec *queue.Spec) {
+	if spec.RuntimeConstraints.VCPUs == 0 {
+		spec.RuntimeConstraints.VCPUs = queue.DefaultVCPUs
+	}
 }
 
 // MaxBatchItems caps the containers of one bulk submission (a JSON array
@@ -238,6 +262,9 @@ func decodeSpecs(data []byte) (specs []queue.Spec, refused []ItemError, herr *ht
 	// The common case first: the whole array decodes at once. Its specs
 	// are validated by Engine.SubmitBatch, which names every invalid one.
 	if err := decodeJSON(data, &specs); err == nil {
+		for i := range specs {
+			withDefaults(&specs[i])
+		}
 		switch {
 		case len(specs) == 0:
 			return nil, nil, badRequest("", "an empty array submits nothing: send at least one container spec")
@@ -289,9 +316,9 @@ type priorityBody struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
-// listSorts are the sort keys GET /v1/containers accepts (each may be
+// ListSorts are the sort keys GET /v1/containers accepts (each may be
 // prefixed with "-" for descending order).
-var listSorts = []string{"priority", "created", "name", "state"}
+var ListSorts = []string{"priority", "created", "name", "state"}
 
 // parseListQuery reads GET /v1/containers parameters.
 func parseListQuery(v url.Values) (engine.ListOptions, *httpError) {
@@ -313,7 +340,7 @@ func parseListQuery(v url.Values) (engine.ListOptions, *httpError) {
 	}
 	o.Query = v.Get("q")
 	if s := v.Get("sort"); s != "" {
-		if !slices.Contains(listSorts, strings.TrimPrefix(s, "-")) {
+		if !slices.Contains(ListSorts, strings.TrimPrefix(s, "-")) {
 			return o, badRequest("sort", fmt.Sprintf("sort: unknown key %q (priority, created, name, state; prefix - for descending)", s))
 		}
 		o.Sort = s
@@ -379,20 +406,38 @@ func intParam(v url.Values, name string, def int) (int, *httpError) {
 	return n, nil
 }
 
-// eventsQuery is what GET /v1/events asks for.
+// eventsQuery is what GET /v1/events asks for: events after Since, the
+// oldest first, or with Newest the newest first (before Before, when set).
 type eventsQuery struct {
-	Since uint64
-	Limit int
+	Since  uint64
+	Before uint64
+	Newest bool
+	Limit  int
 }
 
 func parseEventsQuery(v url.Values) (eventsQuery, *httpError) {
 	var q eventsQuery
-	if s := v.Get("since"); s != "" {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return q, badRequest("since", fmt.Sprintf("since: want an event sequence number, got %q", s))
+	for _, p := range []struct {
+		name string
+		to   *uint64
+	}{{"since", &q.Since}, {"before", &q.Before}} {
+		if s := v.Get(p.name); s != "" {
+			n, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				return q, badRequest(p.name, fmt.Sprintf("%s: want an event sequence number, got %q", p.name, s))
+			}
+			*p.to = n
 		}
-		q.Since = n
+	}
+	switch o := v.Get("order"); o {
+	case "", "oldest":
+		if q.Before != 0 {
+			return q, badRequest("before", "before: only with order=newest")
+		}
+	case "newest":
+		q.Newest = true
+	default:
+		return q, badRequest("order", fmt.Sprintf("order: want oldest or newest, got %q", o))
 	}
 	var herr *httpError
 	if q.Limit, herr = intParam(v, "limit", 0); herr != nil {

@@ -35,6 +35,9 @@ type ClientOptions struct {
 // token for anything but a loopback address.
 func Dial(server string, opts ClientOptions) (*Client, error) {
 	server = strings.TrimSpace(server)
+	if err := CheckServer(server); err != nil {
+		return nil, err
+	}
 	if path, ok := socketPath(server); ok {
 		if opts.TLSFingerprint != "" {
 			return nil, errors.New("--tls-fingerprint applies to https:// servers, not to the socket " + path)
@@ -70,6 +73,19 @@ func Dial(server string, opts ClientOptions) (*Client, error) {
 		return nil, fmt.Errorf("server %q: unknown scheme %q (unix, https or http)", server, u.Scheme)
 	}
 	return c, nil
+}
+
+// CheckServer refuses a server address Dial cannot mean: one that is
+// neither a socket nor a URL nor host:port ("foo" would be looked up as
+// a host name).
+func CheckServer(server string) error {
+	if _, ok := socketPath(server); ok || strings.Contains(server, "://") {
+		return nil
+	}
+	if _, port, err := net.SplitHostPort(server); err == nil && port != "" {
+		return nil
+	}
+	return fmt.Errorf("server %q: want unix:PATH, an absolute socket path, https://host:port or http://host:port", server)
 }
 
 // socketPath reports whether server names a unix socket, and its path.

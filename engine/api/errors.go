@@ -72,7 +72,8 @@ func refusedItems(n int, refused []ItemError) *httpError {
 }
 
 // classify maps an engine error to a response: unknown id → 404, a field
-// error → 400, an illegal transition or another dispatcher's instance → 409, no type fits → 422, anything
+// error → 400, an illegal transition, a verb on a finished container or another
+// dispatcher's instance → 409, no type fits → 422, anything
 // else → 500.
 func classify(err error) *httpError {
 	var he *httpError
@@ -81,6 +82,8 @@ func classify(err error) *httpError {
 	var nf *engine.NoFitError
 	var uv *engine.UnknownVerbError
 	var fe2 *worker.ForeignError
+	var fin *queue.FinalError
+	var sd *engine.ShuttingDownError
 	switch {
 	case errors.As(err, &he):
 		return he
@@ -88,7 +91,9 @@ func classify(err error) *httpError {
 		return notFound(err.Error())
 	case errors.As(err, &fe):
 		return badRequest(fe.Field, fe.Error())
-	case errors.As(err, &te), errors.As(err, &fe2):
+	case errors.Is(err, engine.ErrEmptySelector):
+		return badRequest("selector", err.Error())
+	case errors.As(err, &te), errors.As(err, &fe2), errors.As(err, &fin), errors.As(err, &sd):
 		return &httpError{status: http.StatusConflict, msg: err.Error()}
 	case errors.As(err, &nf):
 		types := nf.Types

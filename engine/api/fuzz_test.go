@@ -110,7 +110,7 @@ func FuzzListQuery(f *testing.F) {
 			if o.Offset < 0 || o.Limit < 1 || o.Limit > MaxListLimit {
 				t.Fatalf("offset %d limit %d out of range", o.Offset, o.Limit)
 			}
-			if o.Sort != "" && !slices.Contains(listSorts, strings.TrimPrefix(o.Sort, "-")) {
+			if o.Sort != "" && !slices.Contains(ListSorts, strings.TrimPrefix(o.Sort, "-")) {
 				t.Fatalf("sort %q accepted", o.Sort)
 			}
 			for i, st := range o.States {

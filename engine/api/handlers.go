@@ -17,6 +17,9 @@ import (
 type listBody[T any] struct {
 	Items          []T  `json:"items"`
 	ItemsAvailable *int `json:"items_available,omitempty"`
+	// Before is, for events newest first, where the next (older) page
+	// ends: pass it as before.
+	Before uint64 `json:"before,omitempty"`
 }
 
 func items[T any](v []T) listBody[T] {
@@ -181,22 +184,16 @@ func (s *server) patchContainer(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// applyContainerVerb runs a container verb and writes its result. Verbs on
-// a container that is already final fail with 409: the queue reports those
-// with plain errors, so the state is checked here.
+// applyContainerVerb runs a container verb and writes its result (a verb
+// on a finished container is the queue's *FinalError: 409).
 func (s *server) applyContainerVerb(w http.ResponseWriter, id string, do func() (queue.Container, error)) {
-	before, ok := s.eng.Container(id)
-	if !ok {
+	if _, ok := s.eng.Container(id); !ok {
 		writeError(w, containerNotFound(id))
 		return
 	}
 	c, err := do()
 	if err != nil {
-		herr := classify(err)
-		if herr.status == http.StatusInternalServerError && before.State.Final() {
-			herr.status = http.StatusConflict
-		}
-		writeError(w, herr)
+		writeError(w, classify(err))
 		return
 	}
 	writeJSON(w, http.StatusOK, c)
@@ -215,6 +212,17 @@ func (s *server) events(w http.ResponseWriter, r *http.Request) {
 	eq, herr := parseEventsQuery(q)
 	if herr != nil {
 		writeError(w, herr)
+		return
+	}
+	if eq.Newest {
+		p, err := s.eng.EventsNewest(eq.Since, eq.Before, eq.Limit)
+		if err != nil {
+			writeError(w, classify(err))
+			return
+		}
+		body := items(p.Items)
+		body.ItemsAvailable, body.Before = &p.Total, p.Before
+		writeJSON(w, http.StatusOK, body)
 		return
 	}
 	evs, err := s.eng.Events(eq.Since, eq.Limit)

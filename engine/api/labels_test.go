@@ -14,9 +14,11 @@ import (
 	"dispatch-tui/engine/queue"
 )
 
-// TestLabels covers labels through the API: a submit asking for labels no
-// type has is a 422 naming them, the list selector label=k=v (repeatable,
-// all must match) filters on the server, and a malformed selector is a 400.
+// TestLabels covers labels and constraints through the API: a submit
+// whose constraints no type has is a 422 naming them, labels are free
+// metadata that the list selector label=k=v (repeatable, all must match)
+// filters on, a malformed selector is a 400, and scheduling.labels (the
+// constraints' old name) is a 400 that names scheduling.constraints.
 func TestLabels(t *testing.T) {
 	cfg := enginetest.Config(t)
 	cfg.InstanceTypes[1].Labels = map[string]string{"gpu": "a100", "zone": "eu"}
@@ -27,9 +29,13 @@ func TestLabels(t *testing.T) {
 	e := &apiEnv{Env: env, t: t, srv: srv, client: c}
 
 	zero := 0
-	submit := func(name string, labels map[string]string, supervisor bool) (queue.Container, error) {
-		return c.Submit(t.Context(), queue.Spec{Name: name, Command: []string{"true"}, Priority: &zero,
-			Scheduling: queue.Scheduling{Labels: labels, Supervisor: supervisor}})
+	// Each is labelled with its own constraints, and team=x: labels are
+	// not placement, so no type needs to have team.
+	submit := func(name string, constraints map[string]string, supervisor bool) (queue.Container, error) {
+		labels := map[string]string{"team": "x"}
+		maps.Copy(labels, constraints)
+		return c.Submit(t.Context(), queue.Spec{Name: name, Command: []string{"true"}, Priority: &zero, Labels: labels,
+			Scheduling: queue.Scheduling{Constraints: constraints, Supervisor: supervisor}})
 	}
 	for _, s := range []struct {
 		name   string
@@ -43,7 +49,7 @@ func TestLabels(t *testing.T) {
 		if err != nil {
 			t.Fatalf("submit %s: %v", s.name, err)
 		}
-		if !maps.Equal(got.Scheduling.Labels, s.labels) || got.Scheduling.Supervisor != (s.name == "plain") {
+		if !maps.Equal(got.Scheduling.Constraints, s.labels) || got.Scheduling.Supervisor != (s.name == "plain") || got.Labels["team"] != "x" {
 			t.Fatalf("submit %s: stored scheduling %+v", s.name, got.Scheduling)
 		}
 	}
@@ -96,8 +102,17 @@ func TestLabels(t *testing.T) {
 			t.Errorf("%s: status %d %s, want 400 naming label: %q", tc.query, resp.StatusCode, data, tc.want)
 		}
 	}
-	resp, data := e.req(t, "POST", "/v1/containers", strings.NewReader(`{"command":["x"],"scheduling":{"labels":{"a=b":"c"}}}`), nil)
-	if resp.StatusCode != 400 || !strings.Contains(string(data), "scheduling.labels") {
-		t.Errorf("label key with '=': status %d %s, want 400 naming scheduling.labels", resp.StatusCode, data)
+	resp, data := e.req(t, "POST", "/v1/containers", strings.NewReader(`{"command":["x"],"scheduling":{"constraints":{"a=b":"c"}}}`), nil)
+	if resp.StatusCode != 400 || !strings.Contains(string(data), "scheduling.constraints") {
+		t.Errorf("constraint key with '=': status %d %s, want 400 naming scheduling.constraints", resp.StatusCode, data)
+	}
+	// An old client's labels were placement: refused, saying what they are now.
+	resp, data = e.req(t, "POST", "/v1/containers", strings.NewReader(`{"command":["x"],"scheduling":{"labels":{"gpu":"a100"}}}`), nil)
+	if resp.StatusCode != 400 || !strings.Contains(string(data), `"field":"scheduling.labels"`) || !strings.Contains(string(data), "--constraint") {
+		t.Errorf("scheduling.labels: status %d %s, want 400 naming --constraint", resp.StatusCode, data)
+	}
+	resp, data = e.req(t, "POST", "/v1/containers", strings.NewReader(`{"command":["x"],"labels":{"team":"a,b"}}`), nil)
+	if resp.StatusCode != 400 || !strings.Contains(string(data), `"field":"labels.team"`) {
+		t.Errorf("label value with ',': status %d %s, want 400 naming labels.team", resp.StatusCode, data)
 	}
 }

@@ -21,6 +21,7 @@ func (s *server) routes(metrics http.Handler) []route {
 		{"POST /v1/containers", RoleOperator, http.HandlerFunc(s.submit)},
 		{"GET /v1/containers/{id}", RoleViewer, http.HandlerFunc(s.getContainer)},
 		{"PATCH /v1/containers/{id}", RoleOperator, http.HandlerFunc(s.patchContainer)},
+		{"POST /v1/containers/bulk", RoleOperator, http.HandlerFunc(s.bulk)},
 		{"POST /v1/containers/{id}/{verb}", RoleOperator, http.HandlerFunc(s.containerVerb)},
 		{"GET /v1/containers/{id}/logs", RoleViewer, http.HandlerFunc(s.logs)},
 		{"GET /v1/types", RoleViewer, http.HandlerFunc(s.types)},

@@ -25,7 +25,6 @@ import (
 	"math"
 	"net/http"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"sync/atomic"
 
@@ -36,6 +35,7 @@ import (
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/scheduler"
+	"dispatch-tui/engine/version"
 	"dispatch-tui/engine/worker"
 )
 
@@ -71,10 +71,7 @@ type Metrics struct {
 // been called.
 func NewRecorder() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry(), goVersion: runtime.Version()}
-	v := "unknown"
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		v = bi.Main.Version
-	}
+	v := version.String()
 	m.version.Store(&v)
 
 	m.passDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -144,7 +141,7 @@ func (m *Metrics) ObservePass(st scheduler.Stats) {
 func (m *Metrics) Attach(e *engine.Engine) { m.eng.Store(e) }
 
 // SetVersion sets the version label of dispatch_tui_build_info (default:
-// the main module's version from the build info).
+// version.String, the build's).
 func (m *Metrics) SetVersion(v string) { m.version.Store(&v) }
 
 // Handler serves the metrics in the Prometheus exposition formats.

@@ -5,13 +5,16 @@
 package queue
 
 import (
+	"bytes"
 	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"dispatch-tui/engine/runner"
@@ -113,7 +116,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &s); err == nil {
 		v, err := time.ParseDuration(s)
 		if err != nil {
-			return err
+			return fmt.Errorf("want a duration such as \"90s\", \"10m\" or \"2h\", got %q", s)
 		}
 		*d = Duration(v)
 		return nil
@@ -131,9 +134,11 @@ type Scheduling struct {
 	// Preemptible lets the container run on preemptible (spot) types. nil
 	// only in a spec: submit stores [containers] always_use_preemptible
 	// there, so a record says what was decided.
-	Preemptible *bool             `json:"preemptible"`
-	MaxRunTime  Duration          `json:"max_run_time"`
-	Labels      map[string]string `json:"labels,omitempty"`
+	Preemptible *bool    `json:"preemptible"`
+	MaxRunTime  Duration `json:"max_run_time"`
+	// Constraints are placement: the container goes only to types whose
+	// labels have each of them (docs/design.md §5).
+	Constraints map[string]string `json:"constraints,omitempty"`
 	// Supervisor marks a workflow runner that submits children: at most
 	// [dispatcher] supervisor_fraction of the instance limit of them are
 	// Locked or Running at once, so children always find room.
@@ -264,11 +269,14 @@ type Container struct {
 	RuntimeConstraints Constraints `json:"runtime_constraints"`
 	FirstSeenAt        time.Time   `json:"first_seen_at"`
 
-	ID            string            `json:"id"`
-	Name          string            `json:"name"`
-	Command       []string          `json:"command"`
-	Env           map[string]string `json:"env,omitempty"`
-	Image         string            `json:"image,omitempty"`
+	ID      string            `json:"id"`
+	Name    string            `json:"name"`
+	Command []string          `json:"command"`
+	Env     map[string]string `json:"env,omitempty"`
+	Image   string            `json:"image,omitempty"`
+	// Labels are free metadata (team, workflow, batch) for selecting and
+	// accounting; placement is Scheduling.Constraints.
+	Labels        map[string]string `json:"labels,omitempty"`
 	Scheduling    Scheduling        `json:"scheduling"`
 	ExitCode      *int              `json:"exit_code"`
 	Attempts      int               `json:"attempts"`
@@ -316,15 +324,11 @@ type Container struct {
 	// changes every interval, so it is kept in memory, never written to
 	// the store (appendContainer leaves it out).
 	Health *runner.Health `json:"health,omitempty"`
-	// ordPrio is the priority the record is placed in the order by
-	// (order.go). With ord in the first line's padding and no second copy
-	// of Health, a record is 512 bytes, not the 576-byte size class: 10 %
-	// less memory for a pass to walk at 100,000 queued.
-	ordPrio int
-	// pending is, in a view (Container.view), the pending reason; in a
+	// pend is, in a view (Container.view), the pending reason; in a
 	// record, the reason if its entry beside the scheduling order says it
-	// is here (entries.go: a position, the common one, is kept there).
-	pending Pending
+	// is here (entries.go: a position, the common one, is kept there),
+	// and the priority the record is placed in the order by (order.go).
+	pend pendingRec
 }
 
 // schedHints says, in the record's first cache line, which scheduling
@@ -333,7 +337,7 @@ type Container struct {
 type schedHints uint8
 
 const (
-	hintLabels schedHints = 1 << iota
+	hintConstraints schedHints = 1 << iota
 	hintSupervisor
 )
 
@@ -341,17 +345,38 @@ const (
 // submission.
 func (c *Container) setHints() {
 	c.hints = 0
-	if len(c.Scheduling.Labels) > 0 {
-		c.hints |= hintLabels
+	if len(c.Scheduling.Constraints) > 0 {
+		c.hints |= hintConstraints
 	}
 	if c.Scheduling.Supervisor {
 		c.hints |= hintSupervisor
 	}
 }
 
-// HasLabels reports whether the container asks for labels (from its
-// record's first cache line).
-func (c *Container) HasLabels() bool { return c.hints&hintLabels != 0 }
+// upgrade reads what an older version stored in record j, the JSON c was
+// decoded from: scheduling.labels were placement constraints, under the
+// name labels now has. Only a record with labels is decoded again.
+func (c *Container) upgrade(j []byte) error {
+	if !bytes.Contains(j, []byte(`"labels":`)) || len(c.Scheduling.Constraints) > 0 {
+		return nil
+	}
+	var old struct {
+		Scheduling struct {
+			Labels map[string]string `json:"labels"`
+		} `json:"scheduling"`
+	}
+	if err := json.Unmarshal(j, &old); err != nil {
+		return err
+	}
+	if len(old.Scheduling.Labels) > 0 {
+		c.Scheduling.Constraints = old.Scheduling.Labels
+	}
+	return nil
+}
+
+// HasConstraints reports whether the container has placement constraints
+// (from its record's first cache line).
+func (c *Container) HasConstraints() bool { return c.hints&hintConstraints != 0 }
 
 // IsSupervisor reports whether the container is a supervisor (from its
 // record's first cache line).
@@ -363,19 +388,52 @@ func (c *Container) StartSent() bool { return c.startSent }
 
 // Pending returns the reason the last pass left on the container, in a
 // view (Queue.Get, Queue.Views); for a record, see Tx.Pending.
-func (c *Container) Pending() Pending { return c.pending }
+func (c *Container) Pending() Pending { return c.pend.get() }
+
+// pendingRec is a record's pending reason (N in 32 bits) and ordPrio, the
+// priority the record is placed in the order by: 40 bytes where a Pending
+// and an int took 48, which keeps a record with labels in the 512-byte
+// size class (layout_test.go).
+type pendingRec struct {
+	code    ReasonCode
+	arg     string
+	n       int32
+	ordPrio int32
+}
+
+func (r *pendingRec) get() Pending { return Pending{Code: r.code, N: int(r.n), Arg: r.arg} }
+
+// is reports whether r holds p (N compared as stored).
+func (r *pendingRec) is(p Pending) bool {
+	return r.code == p.Code && r.arg == p.Arg && r.n == clamp32(p.N)
+}
+
+func (r *pendingRec) set(p Pending) { r.code, r.arg, r.n = p.Code, p.Arg, clamp32(p.N) }
+
+// clamp32 is n in 32 bits: priorities are at most MaxPriority, and
+// positions and counts are far below it.
+func clamp32(n int) int32 { return int32(max(min(n, math.MaxInt32), math.MinInt32)) }
+
+// DefaultVCPUs is the vCPUs of a spec that asks for none (0 or absent),
+// through the API and submit alike.
+const DefaultVCPUs = 1
+
+// MaxPriority is the highest priority (it is kept in 32 bits).
+const MaxPriority = math.MaxInt32
 
 // view returns a copy safe to hand out, with its pending reason p, and
 // Reason filled in from p for containers that are not final.
 func (c *Container) view(p Pending) Container {
 	v := *c
-	v.pending = p
-	v.startSent = false                           // the scheduler's, not part of the record
-	v.ord, v.ordPrio, v.shape = orderSlot{}, 0, 0 // the queue's, not part of the record
+	v.pend = pendingRec{}
+	v.pend.set(p)
+	v.startSent = false             // the scheduler's, not part of the record
+	v.ord, v.shape = orderSlot{}, 0 // the queue's, not part of the record
 	v.dirty = false
 	v.Command = append([]string(nil), c.Command...)
 	v.Env = copyMap(c.Env)
-	v.Scheduling.Labels = copyMap(c.Scheduling.Labels)
+	v.Labels = copyMap(c.Labels)
+	v.Scheduling.Constraints = copyMap(c.Scheduling.Constraints)
 	if c.ExitCode != nil {
 		code := *c.ExitCode
 		v.ExitCode = &code
@@ -413,6 +471,7 @@ type Spec struct {
 	Command            []string          `json:"command"`
 	Env                map[string]string `json:"env,omitempty"`
 	Image              string            `json:"image,omitempty"`
+	Labels             map[string]string `json:"labels,omitempty"` // free metadata
 	RuntimeConstraints Constraints       `json:"runtime_constraints"`
 	Scheduling         Scheduling        `json:"scheduling"`
 	Priority           *int              `json:"priority,omitempty"` // nil = 1
@@ -441,10 +500,15 @@ func (s *Spec) Validate() error {
 		return &FieldError{Field: "scheduling.max_run_time", Msg: "must not be negative"}
 	case s.Priority != nil && *s.Priority < 0:
 		return &FieldError{Field: "priority", Msg: "must not be negative"}
+	case s.Priority != nil && *s.Priority > MaxPriority:
+		return &FieldError{Field: "priority", Msg: fmt.Sprintf("must be at most %d", MaxPriority)}
 	case s.MaxAttempts < 0:
 		return &FieldError{Field: "max_attempts", Msg: "must not be negative"}
 	}
-	if err := validateLabels(s.Scheduling.Labels); err != nil {
+	if err := validateConstraints(s.Scheduling.Constraints); err != nil {
+		return err
+	}
+	if err := ValidateLabels(s.Labels); err != nil {
 		return err
 	}
 	switch s.RestartPolicy {
@@ -476,32 +540,67 @@ func (s *Spec) Validate() error {
 	return nil
 }
 
-// validateLabels checks scheduling.labels: each key and value non-empty
-// text a selector can spell ("k=v": no "=" or "," in a key).
-func validateLabels(labels map[string]string) error {
-	if len(labels) > MaxLabels {
-		return &FieldError{Field: "scheduling.labels", Msg: fmt.Sprintf("has %d labels, at most %d", len(labels), MaxLabels)}
+// validateConstraints checks scheduling.constraints: each key and value
+// non-empty text a selector can spell ("k=v": no "=" or "," in a key).
+func validateConstraints(cs map[string]string) error {
+	const field = "scheduling.constraints"
+	if len(cs) > MaxConstraints {
+		return &FieldError{Field: field, Msg: fmt.Sprintf("has %d constraints, at most %d", len(cs), MaxConstraints)}
 	}
-	for k, v := range labels {
+	for k, v := range cs {
 		switch {
 		case k == "":
-			return &FieldError{Field: "scheduling.labels", Msg: "a label key must not be empty"}
+			return &FieldError{Field: field, Msg: "a key must not be empty"}
 		case strings.ContainsAny(k, "=,") || strings.IndexByte(k, 0) >= 0 || !utf8.ValidString(k):
-			return &FieldError{Field: "scheduling.labels", Msg: fmt.Sprintf("label key %q must be UTF-8 text without \"=\", \",\" or NUL", k)}
+			return &FieldError{Field: field, Msg: fmt.Sprintf("key %q must be UTF-8 text without \"=\", \",\" or NUL", k)}
 		case strings.IndexByte(v, 0) >= 0 || !utf8.ValidString(v):
-			return &FieldError{Field: "scheduling.labels." + k, Msg: "must be UTF-8 text without NUL bytes"}
+			return &FieldError{Field: field + "." + k, Msg: "must be UTF-8 text without NUL bytes"}
 		case len(k)+len(v) > MaxNameBytes:
-			return &FieldError{Field: "scheduling.labels." + k, Msg: fmt.Sprintf("key and value are %d bytes, at most %d", len(k)+len(v), MaxNameBytes)}
+			return &FieldError{Field: field + "." + k, Msg: fmt.Sprintf("key and value are %d bytes, at most %d", len(k)+len(v), MaxNameBytes)}
 		}
 	}
 	return nil
 }
 
-// MaxLabels bounds how many labels a container may ask for.
-const MaxLabels = 32
+// ValidateLabels checks a container's labels (free metadata): keys are
+// non-empty, values may be; neither holds "=", "," or a control character
+// (a selector spells them "k=v,k2=v2"), and all of them together are at
+// most MaxLabelBytes.
+func ValidateLabels(labels map[string]string) error {
+	total := 0
+	for k, v := range labels {
+		total += len(k) + len(v)
+		bad := func(s string) bool {
+			return strings.ContainsAny(s, "=,") || !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0
+		}
+		switch {
+		case k == "":
+			return &FieldError{Field: "labels", Msg: "a key must not be empty"}
+		case bad(k):
+			return &FieldError{Field: "labels", Msg: fmt.Sprintf("key %q must be UTF-8 text without \"=\", \",\" or control characters", k)}
+		case bad(v):
+			return &FieldError{Field: "labels." + k, Msg: "must be UTF-8 text without \"=\", \",\" or control characters"}
+		}
+	}
+	if total > MaxLabelBytes {
+		return &FieldError{Field: "labels", Msg: fmt.Sprintf("keys and values are %d bytes in all, at most %d", total, MaxLabelBytes)}
+	}
+	return nil
+}
+
+// MaxLabelBytes bounds a container's labels, keys and values together:
+// any number of them, as long as they are metadata, not data.
+const MaxLabelBytes = 4096
+
+// MaxConstraints bounds how many constraints a container may have.
+const MaxConstraints = 32
 
 // MaxNameBytes bounds a container's name: it is for people to read.
 const MaxNameBytes = 256
+
+// RenamedLabels is the message for a spec with scheduling.labels, which
+// is scheduling.constraints since labels became free metadata.
+const RenamedLabels = "placement is now scheduling.constraints (submit --constraint KEY=VALUE); labels at the top level are free metadata (submit --label)"
 
 // FieldError is a validation error about one field of a request.
 type FieldError struct {

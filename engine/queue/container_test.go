@@ -56,7 +56,7 @@ func fullContainer() *Container {
 	return &Container{
 		ID: "c-1", Name: "n", Command: []string{"a", "b"},
 		Env:                map[string]string{"K": "v"},
-		Scheduling:         Scheduling{Labels: map[string]string{"l": "1"}},
+		Scheduling:         Scheduling{Constraints: map[string]string{"l": "1"}},
 		ExitCode:           &exit,
 		State:              Queued,
 		RuntimeConstraints: Constraints{VCPUs: 1},
@@ -69,20 +69,20 @@ func TestViewCopies(t *testing.T) {
 	v.Command[0] = "changed"
 	v.Env["K"] = "changed"
 	v.Env["NEW"] = "x"
-	v.Scheduling.Labels["l"] = "changed"
+	v.Scheduling.Constraints["l"] = "changed"
 	*v.ExitCode = 99
 	wantEqual(t, "record", c, fullContainer())
 
 	// The same through the queue: a Get copy does not reach the record.
 	e := newEnv(t, nil)
 	id := e.submit(Spec{Command: []string{"a"}, Env: map[string]string{"K": "v"},
-		Scheduling: Scheduling{Labels: map[string]string{"l": "1"}}}).ID
+		Scheduling: Scheduling{Constraints: map[string]string{"l": "1"}}}).ID
 	e.toState(id, Complete)
 	before := e.get(id)
 	g := e.get(id)
 	g.Command[0] = "changed"
 	g.Env["K"] = "changed"
-	g.Scheduling.Labels["l"] = "changed"
+	g.Scheduling.Constraints["l"] = "changed"
 	*g.ExitCode = 42
 	wantEqual(t, "record via Get", e.get(id), before)
 	var seen Container

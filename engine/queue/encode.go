@@ -61,6 +61,10 @@ func appendContainer(b []byte, c *Container) ([]byte, error) {
 		b = append(b, `,"image":`...)
 		b = appendJSONString(b, c.Image)
 	}
+	if len(c.Labels) > 0 {
+		b = append(b, `,"labels":`...)
+		b = appendJSONMap(b, c.Labels)
+	}
 	b = append(b, `,"scheduling":{"preemptible":`...)
 	if p := c.Scheduling.Preemptible; p == nil {
 		b = append(b, "null"...)
@@ -69,9 +73,9 @@ func appendContainer(b []byte, c *Container) ([]byte, error) {
 	}
 	b = append(b, `,"max_run_time":`...)
 	b = appendJSONDuration(b, time.Duration(c.Scheduling.MaxRunTime))
-	if len(c.Scheduling.Labels) > 0 {
-		b = append(b, `,"labels":`...)
-		b = appendJSONMap(b, c.Scheduling.Labels)
+	if len(c.Scheduling.Constraints) > 0 {
+		b = append(b, `,"constraints":`...)
+		b = appendJSONMap(b, c.Scheduling.Constraints)
 	}
 	if c.Scheduling.Supervisor {
 		b = append(b, `,"supervisor":true`...)

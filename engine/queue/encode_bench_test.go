@@ -46,7 +46,7 @@ func BenchmarkAppendContainer(b *testing.B) {
 	rich := make([]Container, len(cs))
 	for i, c := range cs {
 		c.Env = map[string]string{"HOME": "/home/job", "PATH": "/usr/local/bin:/usr/bin:/bin", "TASK": c.ID, "LANG": "C.UTF-8"}
-		c.Scheduling.Labels = map[string]string{"zone": "eu-west-1b", "gpu": "none"}
+		c.Scheduling.Constraints = map[string]string{"zone": "eu-west-1b", "gpu": "none"}
 		c.Scheduling.MaxRunTime = Duration(2*time.Hour + 30*time.Minute)
 		c.Name = "résumé <" + c.ID + ">"
 		c.Command = []string{"sh", "-c", "run-task --input /data/in --output /data/out"}

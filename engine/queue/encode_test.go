@@ -37,7 +37,8 @@ func TestAppendContainerMatchesMarshal(t *testing.T) {
 			Reason: "exit 137", ReasonCode: ReasonKilled, KillRequested: true, RunnerSeen: true,
 			KillReason: "operator", LogsError: "instance gone", LogsTruncated: math.MaxUint32, Seq: 1 << 63,
 			Scheduling: Scheduling{Preemptible: boolp(true), MaxRunTime: Duration(-time.Microsecond), Supervisor: true,
-				Labels: map[string]string{"zone": "b", "gpu": "a100", "<&>": "\u2028"}}}},
+				Constraints: map[string]string{"zone": "b", "gpu": "a100", "<&>": "\u2028"}},
+			Labels: map[string]string{"team": "x", "<&>": "\u2028"}}},
 		{"escapes", Container{ID: "c\"\\x", Name: "héllo <b>&</b>\n\t\x01", Image: "img:latest",
 			Command: []string{"sh", "-c", "echo \"$X\" > /dev/null; printf '\\u2029\u2029'", "\xff\xfe"},
 			Env:     map[string]string{"B": "2", "A": "1", "Ω": "\x7f"}, Reason: "bad utf8 \xc3"}},
@@ -99,7 +100,10 @@ func TestAppendContainerMatchesMarshalRandom(t *testing.T) {
 			c.Env = map[string]string{str(): str(), str(): str()}
 		}
 		if rng.IntN(3) == 0 {
-			c.Scheduling.Labels = map[string]string{str(): str()}
+			c.Scheduling.Constraints = map[string]string{str(): str()}
+		}
+		if rng.IntN(3) == 0 {
+			c.Labels = map[string]string{str(): str()}
 		}
 		if rng.IntN(3) > 0 {
 			c.Scheduling.Preemptible = boolp(rng.IntN(2) == 0)
@@ -143,7 +147,7 @@ func TestFlushWritesMarshalEncodingToFile(t *testing.T) {
 	for i, s := range []Spec{
 		spec("true"),
 		{Command: []string{"sh", "-c", "echo <&>"}, Env: map[string]string{"B": "2", "A": "é"}, Image: "img",
-			Scheduling: Scheduling{Labels: map[string]string{"zone": "b"}, Supervisor: true}},
+			Scheduling: Scheduling{Constraints: map[string]string{"zone": "b"}, Supervisor: true}},
 		{Command: []string{"x"}, HealthCheck: &HealthCheck{Command: []string{"check"}}},
 		spec("false"),
 	} {
@@ -306,7 +310,7 @@ func TestAppendMatchesMarshalEdges(t *testing.T) {
 		cs = append(cs,
 			Container{ID: s, Name: s, Command: []string{s, "x"}, Image: s, RestartPolicy: s, InstanceType: s, InstanceID: s,
 				Reason: s, ReasonCode: ReasonCode(s), KillReason: s, LogsError: s, State: State(s)},
-			Container{Env: map[string]string{s: s, "k": s, s + "2": ""}, Scheduling: Scheduling{Labels: map[string]string{s: s}}})
+			Container{Env: map[string]string{s: s, "k": s, s + "2": ""}, Scheduling: Scheduling{Constraints: map[string]string{s: s}}})
 	}
 	for _, tm := range edgeTimes() {
 		cs = append(cs, Container{FirstSeenAt: tm, CreatedAt: tm, LockedAt: tm, StartedAt: tm, FinishedAt: tm})
@@ -320,8 +324,8 @@ func TestAppendMatchesMarshalEdges(t *testing.T) {
 		big[string(rune('a'+i%26))+strconv.Itoa(i)] = strconv.Itoa(i)
 	}
 	cs = append(cs,
-		Container{Command: []string{}, Env: map[string]string{}, Scheduling: Scheduling{Labels: map[string]string{}}},
-		Container{Command: []string{""}, Env: big, Scheduling: Scheduling{Labels: big}},
+		Container{Command: []string{}, Env: map[string]string{}, Scheduling: Scheduling{Constraints: map[string]string{}}},
+		Container{Command: []string{""}, Env: big, Scheduling: Scheduling{Constraints: big}},
 		Container{ExitCode: &zero, Scheduling: Scheduling{Preemptible: boolp(false)}},
 		Container{ExitCode: &minus, Scheduling: Scheduling{Preemptible: boolp(true)}},
 		Container{Priority: math.MinInt, Attempts: math.MaxInt, MaxAttempts: math.MinInt, Seq: math.MaxUint64,
@@ -407,7 +411,7 @@ func (r randomRecords) container() Container {
 		Attempts: rng.IntN(4), MaxAttempts: rng.IntN(4), RestartPolicy: r.str(), InstanceType: r.str(), InstanceID: r.str(),
 		Reason: r.str(), ReasonCode: ReasonCode(r.str()), KillRequested: rng.IntN(2) == 0, RunnerSeen: rng.IntN(2) == 0,
 		KillReason: r.str(), LogsError: r.str(), LogsTruncated: TruncatedOutput(rng.Uint32() >> rng.IntN(32)), Seq: rng.Uint64() >> rng.IntN(64),
-		Env: r.strMap(), Scheduling: Scheduling{Labels: r.strMap(), Supervisor: rng.IntN(2) == 0}}
+		Env: r.strMap(), Labels: r.strMap(), Scheduling: Scheduling{Constraints: r.strMap(), Supervisor: rng.IntN(2) == 0}}
 	switch rng.IntN(4) {
 	case 0:
 		c.Scheduling.MaxRunTime = Duration(rng.Int64() - rng.Int64())
@@ -554,7 +558,7 @@ func FuzzAppend(f *testing.F) {
 			Command: []string{s1, s2, s3}, Env: map[string]string{s1: s2, s3: s1},
 			RuntimeConstraints: Constraints{VCPUs: int(n), RAM: n, Scratch: -n, GPUs: off},
 			FirstSeenAt:        tm, CreatedAt: tm.Add(time.Duration(d)), LockedAt: tm, FinishedAt: tm.Add(-time.Duration(n)),
-			Scheduling: Scheduling{Preemptible: &flag, MaxRunTime: Duration(d), Labels: map[string]string{s3: s2}, Supervisor: flag},
+			Scheduling: Scheduling{Preemptible: &flag, MaxRunTime: Duration(d), Constraints: map[string]string{s3: s2}, Supervisor: flag},
 			ExitCode:   &code, Reason: s3, ReasonCode: ReasonCode(s1), KillReason: s2, Seq: uint64(n)}
 		if flag {
 			c.Command, c.Env, c.ExitCode = nil, nil, nil

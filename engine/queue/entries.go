@@ -27,7 +27,7 @@ type entryReason uint8
 const (
 	reasonNone     entryReason = iota // none
 	reasonPosition                    // "position n"
-	reasonInRecord                    // another, in the record (Container.pending)
+	reasonInRecord                    // another, in the record (Container.pend)
 )
 
 // pending is the reason e (c's entry) says c has.
@@ -36,7 +36,7 @@ func (e *entry) pending(c *Container) Pending {
 	case reasonPosition:
 		return Pending{Code: ReasonPosition, N: e.n}
 	case reasonInRecord:
-		return c.pending
+		return c.pend.get()
 	}
 	return Pending{}
 }
@@ -57,10 +57,11 @@ func (e *entry) setPending(c *Container, p Pending) bool {
 		}
 		e.reason = reasonNone
 	default:
-		if e.reason == reasonInRecord && c.pending == p {
+		if e.reason == reasonInRecord && c.pend.is(p) {
 			return false
 		}
-		e.reason, c.pending = reasonInRecord, p
+		e.reason = reasonInRecord
+		c.pend.set(p)
 	}
 	return true
 }
@@ -84,7 +85,7 @@ func entryFor(c *Container, carried entry) entry {
 	if c.Held {
 		f |= entryHeld
 	}
-	if c.hints&hintLabels != 0 {
+	if c.hints&hintConstraints != 0 {
 		f |= entryLabels
 	}
 	if c.hints&hintSupervisor != 0 {

@@ -42,7 +42,7 @@ func TestWaitInLine(t *testing.T) {
 				}
 			}
 		}, want: n},
-		{name: "labels", spec: func(s *Spec) { s.Scheduling.Labels = map[string]string{"zone": "a"} }, want: special},
+		{name: "labels", spec: func(s *Spec) { s.Scheduling.Constraints = map[string]string{"zone": "a"} }, want: special},
 		{name: "supervisor", spec: func(s *Spec) { s.Scheduling.Supervisor = true }, want: special},
 		{name: "shape no type fits", spec: func(s *Spec) { s.RuntimeConstraints = big }, want: special},
 		{name: "locked earlier in the pass", inPass: func(tx *Tx, c *Container) error {

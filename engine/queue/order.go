@@ -27,7 +27,7 @@ import (
 // sortLocked), so q.active stays sorted by these and can be binary searched.
 type orderSlot struct {
 	rank   int8
-	placed bool // in q.active, at the place of rank and the record's ordPrio
+	placed bool // in q.active, at the place of rank and the record's pend.ordPrio
 	moved  bool // in q.moved, to be re-placed by the next sortLocked
 	// stale is set when the container started or ended after its entry's
 	// pending reason was set (entries.go): the reason no longer applies.
@@ -91,7 +91,7 @@ func makeKey(r int8, prio int, fs time.Time, seq uint64) orderKey {
 
 // placedKey is c's key by the rank and priority it was placed with.
 func placedKey(c *Container) orderKey {
-	return makeKey(c.ord.rank, c.ordPrio, c.FirstSeenAt, c.Seq)
+	return makeKey(c.ord.rank, int(c.pend.ordPrio), c.FirstSeenAt, c.Seq)
 }
 
 // less orders keys; equal keys leave the order to the records (compareTied).
@@ -108,7 +108,7 @@ func compareTied(a, b *Container) int {
 // comparePlacedNew orders a, by the key it is placed with, and b, by its
 // current one (the same container compares by its old and new key).
 func comparePlacedNew(a, b *Container) int {
-	return compareVals(a.ord.rank, a.ordPrio, a, int8(rank(b.State)), b.Priority, b)
+	return compareVals(a.ord.rank, int(a.pend.ordPrio), a, int8(rank(b.State)), int(clamp32(b.Priority)), b)
 }
 
 // keyed is a container with the key it is (to be) placed with.
@@ -159,7 +159,7 @@ func (q *Queue) markMovedLocked(c *Container) {
 // comparePlaced orders containers by the keys they were placed with; for a
 // container about to be placed these are its current ones (see place).
 func comparePlaced(a, b *Container) int {
-	return compareVals(a.ord.rank, a.ordPrio, a, b.ord.rank, b.ordPrio, b)
+	return compareVals(a.ord.rank, int(a.pend.ordPrio), a, b.ord.rank, int(b.pend.ordPrio), b)
 }
 
 // compareVals orders a of rank ra and priority pa and b of rank rb and
@@ -179,7 +179,7 @@ func compareVals(ra int8, pa int, a *Container, rb int8, pb int, b *Container) i
 
 // place records c's current sort key as the one it is placed with.
 func place(c *Container) {
-	c.ord, c.ordPrio = orderSlot{rank: int8(rank(c.State)), placed: true}, c.Priority
+	c.ord, c.pend.ordPrio = orderSlot{rank: int8(rank(c.State)), placed: true}, clamp32(c.Priority)
 }
 
 // sortLocked moves containers that ended from the active list to the end of

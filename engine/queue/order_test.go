@@ -64,7 +64,7 @@ func TestOrderKeyAgreesWithComparePlaced(t *testing.T) {
 		for _, p := range prios {
 			for _, fs := range times {
 				for _, s := range seqs {
-					cs = append(cs, &Container{ord: orderSlot{rank: r, placed: true}, ordPrio: p, FirstSeenAt: fs, Seq: s})
+					cs = append(cs, &Container{ord: orderSlot{rank: r, placed: true}, pend: pendingRec{ordPrio: clamp32(p)}, FirstSeenAt: fs, Seq: s})
 				}
 			}
 		}
@@ -77,7 +77,7 @@ func TestOrderKeyAgreesWithComparePlaced(t *testing.T) {
 		for j, b := range cs {
 			if got, want := compareKeyed(keyed{keys[i], a}, keyed{keys[j], b}), comparePlaced(a, b); got != want {
 				t.Fatalf("rank %d prio %d first seen %v seq %d vs rank %d prio %d first seen %v seq %d: keys compare %d, records %d",
-					a.ord.rank, a.ordPrio, a.FirstSeenAt, a.Seq, b.ord.rank, b.ordPrio, b.FirstSeenAt, b.Seq, got, want)
+					a.ord.rank, a.pend.ordPrio, a.FirstSeenAt, a.Seq, b.ord.rank, b.pend.ordPrio, b.FirstSeenAt, b.Seq, got, want)
 			}
 		}
 	}

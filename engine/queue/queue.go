@@ -207,6 +207,9 @@ func (q *Queue) load() error {
 			if err := json.Unmarshal(v, c); err != nil {
 				return fmt.Errorf("load container %x: %w", k, err)
 			}
+			if err := c.upgrade(v); err != nil {
+				return fmt.Errorf("load container %x: %w", k, err)
+			}
 			c.setHints()
 			c.shape = q.shapeLocked(c.RuntimeConstraints)
 			q.byID[c.ID] = c
@@ -435,7 +438,8 @@ func (q *Queue) newContainer(spec *Spec, now time.Time, seq uint64) *Container {
 		CreatedAt: now, FirstSeenAt: now, Seq: seq,
 	}
 	// The record must not share maps with the caller's spec.
-	c.Scheduling.Labels = copyMap(spec.Scheduling.Labels)
+	c.Labels = copyMap(spec.Labels)
+	c.Scheduling.Constraints = copyMap(spec.Scheduling.Constraints)
 	// The record says what was decided: preemptible or not, and the
 	// health check's effective settings.
 	pre := q.opts.DefaultPreemptible

@@ -185,24 +185,24 @@ func TestSubmitCopiesSpec(t *testing.T) {
 	s := Spec{
 		Command:    []string{"echo", "a"},
 		Env:        map[string]string{"K": "v"},
-		Scheduling: Scheduling{Labels: map[string]string{"team": "x"}},
+		Scheduling: Scheduling{Constraints: map[string]string{"team": "x"}},
 	}
 	c := e.submit(s)
 	s.Command[1] = "changed"
 	s.Env["K"] = "changed"
 	s.Env["NEW"] = "1"
-	s.Scheduling.Labels["team"] = "changed"
+	s.Scheduling.Constraints["team"] = "changed"
 	got := e.get(c.ID)
 	wantEqual(t, "Command", got.Command, []string{"echo", "a"})
 	wantEqual(t, "Env", got.Env, map[string]string{"K": "v"})
-	wantEqual(t, "Labels", got.Scheduling.Labels, map[string]string{"team": "x"})
+	wantEqual(t, "Labels", got.Scheduling.Constraints, map[string]string{"team": "x"})
 }
 
 // A record must read back identically; empty maps are stored as absent, so
 // the record holds nil for them from the start.
 func TestSubmitEmptyMapsRoundTrip(t *testing.T) {
 	e := newEnv(t, nil)
-	c := e.submit(Spec{Command: []string{"true"}, Env: map[string]string{}, Scheduling: Scheduling{Labels: map[string]string{}}})
+	c := e.submit(Spec{Command: []string{"true"}, Env: map[string]string{}, Scheduling: Scheduling{Constraints: map[string]string{}}})
 	e.reopen()
 	wantEqual(t, "after reopen", e.get(c.ID), c)
 }
@@ -227,7 +227,7 @@ func persistenceFixture(t *testing.T, e *env) []string {
 		},
 		Scheduling: Scheduling{
 			Preemptible: boolp(true), MaxRunTime: Duration(90 * time.Minute),
-			Labels: map[string]string{"team": "infra"},
+			Constraints: map[string]string{"team": "infra"},
 		},
 		Priority:      intp(9),
 		MaxAttempts:   4,

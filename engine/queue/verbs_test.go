@@ -3,6 +3,7 @@ package queue
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -206,6 +207,13 @@ func TestVerbErrors(t *testing.T) {
 				}
 				if errors.Is(err, ErrNotFound) {
 					t.Errorf("error %v is ErrNotFound", err)
+				}
+				// Typed (the API's 409), and saying what is wrong: the
+				// container has ended, not "only queued ones" (a running
+				// one can be held).
+				var fe *FinalError
+				if !errors.As(err, &fe) || !strings.Contains(err.Error(), "is "+string(final)+": a finished container cannot be") {
+					t.Errorf("error %q (%T), want a *FinalError saying the container is %s and finished", err, err, final)
 				}
 				wantEqual(t, "returned", got, Container{})
 				wantEqual(t, "records", e.snapshot(), before)

@@ -26,7 +26,7 @@ func BenchmarkSchedulerPassLabels(b *testing.B) {
 		b.Run(fmt.Sprintf("queued=%d/instances=%d", tc.queued, tc.instances), func(b *testing.B) {
 			s, _ := benchSetupWith(b, tc.queued, tc.instances, types, func(i int, spec *queue.Spec) {
 				if i%5 == 0 {
-					spec.Scheduling.Labels = maps.Clone(want)
+					spec.Scheduling.Constraints = maps.Clone(want)
 				}
 				spec.Scheduling.Supervisor = i%20 == 7
 			})

@@ -26,7 +26,7 @@ type fitKey struct {
 // containers have no labels, and the hint says so without reading them.
 func (s *Scheduler) fitForContainer(c *queue.Container) *fit {
 	var want labelSet
-	if c.HasLabels() {
+	if c.HasConstraints() {
 		want = s.labelSetOf(c)
 	}
 	if s.labels.anyPreemptible && !c.Scheduling.IsPreemptible() {

@@ -78,7 +78,7 @@ func (s *Scheduler) labelSetOf(c *queue.Container) labelSet {
 	if ls, ok := s.labelSets[c]; ok {
 		return ls
 	}
-	ls := s.labels.setOf(c.Scheduling.Labels)
+	ls := s.labels.setOf(c.Scheduling.Constraints)
 	s.labelSets[c] = ls
 	return ls
 }

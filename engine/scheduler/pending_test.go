@@ -337,7 +337,7 @@ func TestPendingReasons(t *testing.T) {
 		},
 		{
 			name:      "labels no type has",
-			spec:      func(s *queue.Spec) { s.Scheduling.Labels = map[string]string{"gpu": "a100", "zone": "eu"} },
+			spec:      func(s *queue.Spec) { s.Scheduling.Constraints = map[string]string{"gpu": "a100", "zone": "eu"} },
 			wantState: queue.Queued, wantCode: queue.ReasonNoLabels,
 			wantText: "no instance type has labels gpu=a100 zone=eu",
 		},

@@ -102,6 +102,16 @@ func (s *Scheduler) reconcileReports(tx *queue.Tx, st *Stats) (anyUnknown bool) 
 				if !running && s.endedUnhealthy(tx, c, v, r, st) {
 					continue
 				}
+				if !running && c.Priority == 0 && !c.KillRequested && (r.Signal != "" || r.ExitCode != 0) {
+					// Stopped for priority 0 (TERM, below): not a completion
+					// and not a failure; it waits until its priority is raised.
+					if err := tx.Requeue(c, "stopped at priority 0: requeued, it runs again once its priority is raised"); err != nil {
+						s.log.Error("requeue at priority 0", "container", c.ID, "err", err)
+					}
+					s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
+					s.blockedStart[r.ID] = struct{}{}
+					continue
+				}
 				if !running && r.Signal != "" && s.endedBySignal(tx, c, v, r) {
 					s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
 					s.blockedStart[r.ID] = struct{}{}

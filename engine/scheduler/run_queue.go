@@ -296,7 +296,7 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 	if len(f.candidates) == 0 {
 		s.unlock(ps, c)
 		if f.noLabels {
-			ps.setPending(c, queue.Pending{Code: queue.ReasonNoLabels, Arg: noLabelsWhy(c.Scheduling.Labels)})
+			ps.setPending(c, queue.Pending{Code: queue.ReasonNoLabels, Arg: noLabelsWhy(c.Scheduling.Constraints)})
 			return
 		}
 		ps.setPending(c, queue.Pending{Code: queue.ReasonNoFit, Arg: f.why})

@@ -156,7 +156,7 @@ func (e *tailEnv) submit(t *testing.T, first, n int) {
 		case 3:
 			s.RuntimeConstraints.VCPUs = 99
 		case 7:
-			s.Scheduling.Labels = map[string]string{"zone": "eu"}
+			s.Scheduling.Constraints = map[string]string{"zone": "eu"}
 		case 11:
 			s.Scheduling.Supervisor = true
 		case 13:

@@ -46,6 +46,12 @@ type Backend interface {
 	InstanceVerb(ctx context.Context, id, verb, reason string) error
 	// ContainerVerb applies hold, release or kill to a container.
 	ContainerVerb(ctx context.Context, id, verb, reason string) error
+	// ContainersVerb applies one verb to many containers in bulk (one
+	// request, or one store transaction, per batch): hold, release, kill,
+	// or with verb "priority" the priority given. failed says why for
+	// each id it did not apply to; err is about the whole (not reached,
+	// a refused request), when nothing is known of the ids.
+	ContainersVerb(ctx context.Context, ids []string, verb string, priority int, reason string) (failed map[string]error, err error)
 	// SetPriority changes a container's priority.
 	SetPriority(ctx context.Context, id string, priority int) error
 	// SetPaused pauses or resumes the scheduler.

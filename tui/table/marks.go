@@ -58,6 +58,9 @@ func (t *Table) MarkedShown() (shown []string, hidden int) {
 	return shown, len(t.marks) - len(shown)
 }
 
+// Mark marks the row id (a verb's failures stay marked for another try).
+func (t *Table) Mark(id string) { t.marks[id] = struct{}{} }
+
 // ClearMarks unmarks every row.
 func (t *Table) ClearMarks() { clear(t.marks) }
 

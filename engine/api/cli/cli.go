@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,6 +33,9 @@ type Env struct {
 	// TermWidth is the width of the terminal on stdout, 0 when stdout is
 	// not a terminal (tables are then not cut); $COLUMNS overrides it.
 	TermWidth func() int
+	// StderrTerminal reports whether stderr is a terminal (progress of
+	// long verbs is shown there then); nil = it is not.
+	StderrTerminal func() bool
 	// WatchInterval is how often ls --watch asks again (0 = a second).
 	WatchInterval time.Duration
 	// ConfigPath is --config ("" = the usual search).
@@ -84,7 +88,17 @@ func AddCommands(root *cobra.Command, env *Env) {
 func Configure(root *cobra.Command) {
 	root.SilenceErrors = true
 	root.SilenceUsage = true
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err.Error()} })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		// pflag reads "-1" as shorthand flags: for priority it is a value.
+		if cmd.Name() == "priority" && strings.HasPrefix(err.Error(), "unknown shorthand flag: '") {
+			return usagef("priority must be a whole number >= 0 (0 = never scheduled); a negative one is not a priority")
+		}
+		msg := err.Error()
+		if i := strings.Index(msg, "time: invalid duration "); i >= 0 {
+			msg = msg[:i] + "want a duration such as 90s, 10m or 2h"
+		}
+		return &usageError{msg}
+	})
 }
 
 // Execute runs root with args, prints any error once on stderr and
@@ -119,7 +133,12 @@ func Execute(ctx context.Context, root *cobra.Command, args []string, stderr io.
 		fmt.Fprintf(stderr, "%s: unknown command %s\n%sRun '%s help' for the list of commands.\n", path, termsafe.Escape(name), hint, root.Name())
 		return 2
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "%s: %s\nSee '%s --help'.\n", path, termsafe.Escape(ue.msg), path)
+		// Each line escaped: a usage error may list several mistakes.
+		lines := strings.Split(ue.msg, "\n")
+		for i, l := range lines {
+			lines[i] = termsafe.Escape(l)
+		}
+		fmt.Fprintf(stderr, "%s: %s\nSee '%s --help'.\n", path, strings.Join(lines, "\n"), path)
 		return 2
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		return 1
@@ -180,7 +199,7 @@ func dashLong(cmd *cobra.Command, args []string) []string {
 // defines.
 func UsageError(format string, args ...any) error { return usagef(format, args...) }
 
-// noArgs, exactArgs and minArgs check positional arguments, as usage errors.
+// noArgs and exactArgs check positional arguments, as usage errors.
 func noArgs(_ *cobra.Command, args []string) error {
 	if len(args) != 0 {
 		return usagef("unexpected argument %q", args[0])
@@ -202,15 +221,6 @@ func exactArgs(n int, what string) cobra.PositionalArgs {
 
 // ExactArgs is exactArgs for the commands main.go defines.
 func ExactArgs(n int, what string) cobra.PositionalArgs { return exactArgs(n, what) }
-
-func minArgs(n int, what string) cobra.PositionalArgs {
-	return func(_ *cobra.Command, args []string) error {
-		if len(args) < n {
-			return usagef("want %s", what)
-		}
-		return nil
-	}
-}
 
 // client finds the server and token: flag, then environment, then
 // config. Without a server it uses the dispatcher's socket in the
@@ -271,6 +281,9 @@ func LocalServer(cfg *config.Config) string {
 	return "http://" + d.Listen
 }
 
+// Explain is explain for the console's --connect.
+func Explain(c *api.Client, err error) error { return explain(c, err) }
+
 // explain turns a transport error into advice.
 func explain(c *api.Client, err error) error {
 	var ne net.Error
@@ -281,6 +294,10 @@ func explain(c *api.Client, err error) error {
 		return fmt.Errorf("cannot verify the dispatcher at %s: %v (for the self-signed certificate the daemon makes, pass the fingerprint it logs: --tls-fingerprint or DISPATCH_TUI_TLS_FINGERPRINT)", c.Where(), err)
 	case strings.Contains(err.Error(), "fingerprint"):
 		return fmt.Errorf("refusing the dispatcher at %s: %v", c.Where(), err)
+	case errors.Is(err, os.ErrNotExist) && c.Socket != "":
+		return fmt.Errorf("no dispatcher socket at %s (is `dispatch-tui --daemon` running with that state_dir? set --server or DISPATCH_TUI_SERVER)", c.Socket)
+	case errors.Is(err, syscall.ECONNREFUSED) && c.Socket != "":
+		return fmt.Errorf("nothing answers on the socket %s: the dispatcher that made it has stopped (start `dispatch-tui --daemon`)", c.Socket)
 	case errors.Is(err, os.ErrPermission) && c.Socket != "":
 		return fmt.Errorf("cannot use the dispatcher's socket %s: %v (it admits the user running the dispatcher, and dispatcher.socket_group when set)", c.Socket, err)
 	case errors.As(err, &oe) || (errors.As(err, &ne) && ne.Timeout()):

@@ -112,9 +112,12 @@ func TestSubmitFlagsReachTheSpec(t *testing.T) {
 		want map[string]any // JSON path (dots) -> value; nil value = absent
 	}{
 		{"labels and supervisor", []string{"--label", "team=gen", "--label", "stage=align", "--supervisor", "--", "true"},
-			map[string]any{"scheduling.labels.team": "gen", "scheduling.labels.stage": "align", "scheduling.supervisor": true, "scheduling.preemptible": nil, "health_check": nil}},
+			map[string]any{"labels.team": "gen", "labels.stage": "align", "scheduling.constraints": nil, "scheduling.labels": nil, "scheduling.supervisor": true, "scheduling.preemptible": nil, "health_check": nil}},
+		{"constraints", []string{"--constraint", "gpu=a100", "--label", "team=gen", "--", "true"},
+			map[string]any{"scheduling.constraints.gpu": "a100", "labels.team": "gen", "labels.gpu": nil}},
 		{"preemptible given", []string{"--preemptible", "--", "true"}, map[string]any{"scheduling.preemptible": true, "scheduling.supervisor": nil}},
 		{"preemptible false", []string{"--preemptible=false", "--", "true"}, map[string]any{"scheduling.preemptible": false}},
+		{"ram with a unit", []string{"--ram", "512MiB", "--", "true"}, map[string]any{"runtime_constraints.ram": float64(512 << 20)}},
 		{"health check", []string{"--health-cmd", "curl -fs localhost/health", "--health-interval", "30s", "--health-timeout", "5s", "--health-retries", "3", "--", "srv"},
 			map[string]any{"health_check.command": []any{"sh", "-c", "curl -fs localhost/health"}, "health_check.interval": "30s", "health_check.timeout": "5s", "health_check.retries": float64(3)}},
 		{"health check defaults", []string{"--health-cmd", "true", "--", "srv"},
@@ -218,6 +221,11 @@ func TestSubmitFile(t *testing.T) {
 		{"bad spec sends none", write("d.jsonl", "{\"command\":[\"ok\"]}\n{\"command\":[]}\n"), "", 2, 0, "spec 2: command"},
 		{"not json", write("e.jsonl", "{\"command\":[\"ok\"]}\n{oops\n"), "", 2, 0, "e.jsonl:2"},
 		{"missing file", filepath.Join(dir, "nope"), "", 1, 0, "nope"},
+		{"misspelt field named", write("f.jsonl", "{\"comand\":[\"true\"]}\n"), "", 2, 0, "spec 1: comand: unknown field"},
+		{"every bad spec named", write("g.jsonl", "{\"command\":[]}\n{\"command\":[\"ok\"]}\n{\"command\":true}\n"), "", 2, 0,
+			"2 specs refused, none sent:\n  spec 1: command: must not be empty\n  spec 3: command: want an array, got bool"},
+		{"sizes with units", write("h.yaml", "- command: [x]\n  runtime_constraints: {ram: 2GiB, scratch: 10GiB}\n"), "", 0, 1, `"ram":2147483648`},
+		{"bad size", write("i.yaml", "- command: [x]\n  runtime_constraints: {ram: 2Gx}\n"), "", 2, 0, `spec 1: runtime_constraints.ram: invalid size "2Gx"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake(t, submitted)
@@ -471,6 +479,8 @@ func TestOutputFormats(t *testing.T) {
 
 // TestWatchPrintsChanges: --watch prints the table again when it changes,
 // and not when it does not.
+// TestWatchPrintsChanges: ls -w prints the listing, then only the rows
+// that changed.
 func TestWatchPrintsChanges(t *testing.T) {
 	var mu sync.Mutex
 	calls := 0
@@ -479,7 +489,9 @@ func TestWatchPrintsChanges(t *testing.T) {
 		defer mu.Unlock()
 		calls++
 		v := sshhostsInstances()[:1]
-		v[0].AppearedAt = time.Time{}
+		// Its AGE is different at every fetch: the clock's change, not
+		// the instance's, and -w must not print it.
+		v[0].AppearedAt = time.Now().Add(-time.Duration(calls) * time.Hour)
 		if calls >= 3 {
 			v[0].State = worker.StateIdle
 		}
@@ -504,18 +516,18 @@ func TestWatchPrintsChanges(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	blocks := strings.Split(strings.TrimSpace(out), "\n\n")
-	if len(blocks) != 2 || !strings.Contains(blocks[0], "running") || !strings.Contains(blocks[1], "idle") {
-		t.Fatalf("want the running table then the idle one:\n%s", out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "running") || !strings.Contains(lines[1], "idle") {
+		t.Fatalf("want the running row, then only the change to idle (AGE moving is no change):\n%s", out)
 	}
 }
 
-// TestVerbSaysWhatItActedOn: a container id is acted on as a container and
-// the output says so.
+// TestVerbSaysWhatItActedOn: a container id is acted on as a container
+// (through a bulk request) and the output says so.
 func TestVerbSaysWhatItActedOn(t *testing.T) {
 	f := newFake(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
-		if strings.HasPrefix(r.URL.Path, "/v1/containers/") {
-			writeJSONTo(w, queue.Container{ID: "c-0123456789abcdef", State: queue.Cancelled})
+		if r.URL.Path == "/v1/containers/bulk" {
+			writeJSONTo(w, api.BulkAnswer{Items: []api.BulkItem{{ID: "c-0123456789abcdef", State: queue.Cancelled}}, OK: 1})
 			return
 		}
 		writeJSONTo(w, worker.InstanceView{ID: "host-1", State: worker.StateShutdown, IdleBehavior: worker.IdleRun})
@@ -525,7 +537,8 @@ func TestVerbSaysWhatItActedOn(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 	reqs := f.requests()
-	if len(reqs) != 2 || reqs[0].path != "/v1/containers/c-0123456789abcdef/kill" || reqs[1].path != "/v1/instances/host-1/kill" {
+	if len(reqs) != 2 || reqs[0].path != "/v1/instances/host-1/kill" || reqs[1].path != "/v1/containers/bulk" ||
+		!strings.Contains(reqs[1].body, `"ids":["c-0123456789abcdef"]`) || !strings.Contains(reqs[1].body, `"verb":"kill"`) {
 		t.Fatalf("requests %v", reqs)
 	}
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -78,88 +77,9 @@ func newListCmd(env *Env, use string, aliases []string, short string, run func(l
 	f := cmd.Flags()
 	f.StringVarP(&lf.output, "output", "o", "table", "output format: "+strings.Join(outputs, ", "))
 	f.BoolVar(&lf.noHeaders, "no-headers", false, "tables without the header line and notes")
-	f.BoolVarP(&lf.watch, "watch", "w", false, "keep watching: print again whenever the output changes (Ctrl-C stops)")
+	f.BoolVarP(&lf.watch, "watch", "w", false, "keep watching: after the listing, print only what changes (new and changed rows; Ctrl-C stops)")
 	cmd.RegisterFlagCompletionFunc("output", fixedCompletion(outputs...))
 	return cmd, lf
-}
-
-// show prints one listing, or with --watch keeps printing it whenever it
-// changes until ctx ends. While the daemon's store cannot write, each
-// print is preceded by a warning on stderr (stdout stays the listing).
-func show(ctx context.Context, env *Env, c *api.Client, lf *listFlags, fetch listing) error {
-	warning := ""
-	render := func() ([]byte, error) {
-		obj, names, t, footer, err := fetch(ctx, c)
-		if err != nil {
-			return nil, explain(c, err)
-		}
-		warning = storeWarning(ctx, c)
-		var b bytes.Buffer
-		switch lf.output {
-		case "json":
-			err = writeJSON(&b, obj)
-		case "yaml":
-			err = writeYAML(&b, obj)
-		case "name":
-			for _, n := range names {
-				fmt.Fprintln(&b, n)
-			}
-		default:
-			err = t.render(&b, layout{width: tableWidth(env), wide: lf.output == "wide", headers: !lf.noHeaders})
-			if !lf.noHeaders {
-				for _, f := range footer {
-					fmt.Fprintln(&b, f)
-				}
-			}
-		}
-		return b.Bytes(), err
-	}
-	out, err := render()
-	if err != nil {
-		return err
-	}
-	if !lf.watch {
-		io.WriteString(env.Stderr, warning)
-		_, err := env.Stdout.Write(out)
-		return err
-	}
-	interval := env.WatchInterval
-	if interval <= 0 {
-		interval = time.Second
-	}
-	// On a terminal each change redraws the screen; piped, each change
-	// is printed after a blank line.
-	redraw := env.TermWidth != nil && env.TermWidth() > 0
-	last := []byte(nil)
-	lastWarning := ""
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		if !bytes.Equal(out, last) || warning != lastWarning {
-			switch {
-			case redraw:
-				io.WriteString(env.Stdout, "\x1b[H\x1b[2J")
-			case last != nil:
-				io.WriteString(env.Stdout, "\n")
-			}
-			io.WriteString(env.Stderr, warning)
-			if _, err := env.Stdout.Write(out); err != nil {
-				return err
-			}
-			last, lastWarning = out, warning
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-		if out, err = render(); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-	}
 }
 
 // storeWarning is the line ls prints on stderr while the daemon's store
@@ -227,7 +147,19 @@ func lsInstancesCmd(env *Env) *cobra.Command {
 	cmd.Flags().StringSliceVar(&types, "type", nil, "only instances of these types (comma-separated or repeated)")
 	cmd.RegisterFlagCompletionFunc("state", listCompletion(fixedValues(instanceStates...)))
 	cmd.RegisterFlagCompletionFunc("type", listCompletion(typeNames(env)))
+	cmd.PreRunE = func(*cobra.Command, []string) error { return checkStates(states, instanceStates) }
 	return cmd
+}
+
+// checkStates makes a state that is not one of known (any case) a usage
+// error, before anything is asked of the server.
+func checkStates(states, known []string) error {
+	for _, st := range states {
+		if !slices.ContainsFunc(known, func(k string) bool { return strings.EqualFold(k, st) }) {
+			return usagef("--state %q: want one of %s", st, strings.Join(known, ", "))
+		}
+	}
+	return nil
 }
 
 // containerListFlags are the filters and paging of ls containers.
@@ -262,11 +194,21 @@ func lsContainersCmd(env *Env) *cobra.Command {
 	f.StringVar(&cf.q.Sort, "sort", "", "sort: priority, created, name, state; a leading - reverses")
 	f.IntVar(&cf.q.Limit, "limit", 0, "at most this many (0 = all)")
 	f.IntVar(&cf.q.Offset, "offset", 0, "skip this many")
-	f.StringArrayVarP(&cf.labels, "label", "l", nil, "only containers with label `KEY=VALUE` (repeatable: all must match)")
+	f.StringArrayVarP(&cf.labels, "label", "l", nil, "only containers with label `KEY=VALUE` (metadata; repeatable: all must match)")
 	f.IntVar(&cf.chunkSize, "chunk-size", 500, "fetch this many per request, following the server's continue token (0 = one request)")
 	cmd.RegisterFlagCompletionFunc("state", listCompletion(fixedValues(containerStates...)))
-	cmd.RegisterFlagCompletionFunc("sort", fixedCompletion("priority", "-priority", "created", "-created", "name", "-name", "state", "-state"))
+	var sorts []string
+	for _, k := range api.ListSorts {
+		sorts = append(sorts, k, "-"+k)
+	}
+	cmd.RegisterFlagCompletionFunc("sort", fixedCompletion(sorts...))
 	cmd.PreRunE = func(*cobra.Command, []string) error {
+		if err := checkStates(cf.q.States, containerStates); err != nil {
+			return err
+		}
+		if s := cf.q.Sort; s != "" && !slices.Contains(sorts, s) {
+			return usagef("--sort %q: want one of %s (a leading - reverses)", s, strings.Join(api.ListSorts, ", "))
+		}
 		if cf.q.Limit < 0 || cf.q.Offset < 0 || cf.chunkSize < 0 {
 			return usagef("--limit, --offset and --chunk-size must not be negative")
 		}
@@ -330,25 +272,31 @@ func lsTypesCmd(env *Env) *cobra.Command {
 }
 
 func lsEventsCmd(env *Env) *cobra.Command {
-	var since uint64
-	var limit int
-	cmd, _ := newListCmd(env, "events", []string{"event"}, "List the event log", func(_ *listFlags) listing {
+	var ef eventFlags
+	cmd, _ := newListCmd(env, "events", []string{"event"}, "List the event log, newest first", func(_ *listFlags) listing {
 		return func(ctx context.Context, c *api.Client) (any, []string, *table, []string, error) {
-			v, err := c.Events(ctx, since, limit)
+			evs, avail, footer, err := listEvents(ctx, c, &ef)
 			if err != nil {
 				return nil, nil, nil, nil, err
 			}
-			names := make([]string, len(v))
-			for i, e := range v {
+			names := make([]string, len(evs))
+			for i, e := range evs {
 				names[i] = strconv.FormatUint(e.Seq, 10)
 			}
-			return map[string]any{"items": v}, names, eventTable(v), nil, nil
+			return map[string]any{"items": evs, "items_available": avail}, names, eventTable(evs), footer, nil
 		}
 	})
-	cmd.Example = `  dispatch-tui ls events --since 1200
+	cmd.Long = `List the event log, newest first: the newest --limit events (1000; 0 = all)
+after --since, which is an event's sequence number or a duration (10m: the last
+ten minutes). When more match, a last line says how many, and --before SEQ
+lists the older ones. With -w, new events are printed as they come.`
+	cmd.Example = `  dispatch-tui ls events --since 10m
+  dispatch-tui ls events --limit 50 --before 1200
   dispatch-tui ls events -w`
-	cmd.Flags().Uint64Var(&since, "since", 0, "only events after this sequence number")
-	cmd.Flags().IntVar(&limit, "limit", 1000, "at most this many")
+	cmd.Flags().StringVar(&ef.since, "since", "", "only events after this sequence number, or in the last `SEQ|DURATION` (e.g. 10m)")
+	cmd.Flags().Uint64Var(&ef.before, "before", 0, "only events before this sequence number (the older page)")
+	cmd.Flags().IntVar(&ef.limit, "limit", 1000, "at most this many, the newest (0 = all)")
+	cmd.PreRunE = func(*cobra.Command, []string) error { return ef.check() }
 	return cmd
 }
 
@@ -357,7 +305,7 @@ func lsEventsCmd(env *Env) *cobra.Command {
 func instanceTable(items []worker.InstanceView) *table {
 	t := &table{cols: []column{
 		{name: "ID"}, {name: "TYPE", drop: 4}, {name: "STATE"}, {name: "IDLE", drop: 3}, {name: "CTRS", drop: 7},
-		{name: "PRICE/H", drop: 9}, {name: "AGE", drop: 8}, {name: "LAST ERROR", flex: true, min: 12, drop: 6},
+		{name: "PRICE/H", drop: 9}, {name: "AGE", drop: 8, clock: true}, {name: "LAST ERROR", flex: true, min: 12, drop: 6},
 		{name: "ADDRESS", wide: true}, {name: "PROVIDER TYPE", wide: true}, {name: "LAST CONTAINER", wide: true},
 	}}
 	for _, v := range items {
@@ -389,8 +337,8 @@ func containerTable(items []queue.Container, available int) (*table, []string) {
 	t := &table{cols: []column{
 		{name: "ID"}, {name: "STATE"}, {name: "PRIO", drop: 4}, {name: "EXIT", drop: 5}, {name: "INSTANCE", drop: 3},
 		{name: "COMMAND / REASON", flex: true, min: 12, drop: 9},
-		{name: "NAME", wide: true}, {name: "TYPE", wide: true}, {name: "ATTEMPTS", wide: true}, {name: "AGE", wide: true},
-		{name: "LABELS", wide: true},
+		{name: "NAME", wide: true}, {name: "TYPE", wide: true}, {name: "ATTEMPTS", wide: true}, {name: "AGE", wide: true, clock: true},
+		{name: "LABELS", wide: true, flex: true, min: 8}, {name: "CONSTRAINTS", wide: true, flex: true, min: 8},
 	}}
 	held := false
 	for _, c := range items {
@@ -409,7 +357,7 @@ func containerTable(items []queue.Container, available int) (*table, []string) {
 		}
 		t.add(termsafe.Escape(c.ID), state, strconv.Itoa(c.Priority), exit, dash(termsafe.Escape(c.InstanceID)), termsafe.Escape(detail),
 			dash(termsafe.Escape(c.Name)), dash(termsafe.Escape(c.InstanceType)), strconv.Itoa(c.Attempts), ago(c.CreatedAt),
-			dash(termsafe.Escape(labelString(c.Scheduling.Labels))))
+			dash(termsafe.Escape(labelString(c.Labels))), dash(termsafe.Escape(labelString(c.Scheduling.Constraints))))
 	}
 	var footer []string
 	if held {

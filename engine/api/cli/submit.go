@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,6 +38,11 @@ func (s sizeValue) Set(v string) error {
 	if err != nil {
 		return err
 	}
+	// "--ram 512" is 512 bytes, which no one means: below 1 MiB a unit
+	// must say so.
+	if n > 0 && n < 1<<20 && strings.TrimLeft(strings.TrimSpace(v), "0123456789") == "" {
+		return fmt.Errorf("%s without a unit is %s bytes: write %sMiB, %sGiB or %sB", v, v, v, v, v)
+	}
 	*s.v = n
 	return nil
 }
@@ -47,6 +53,7 @@ type submitFlags struct {
 	priority       int
 	maxRun         time.Duration
 	env, labels    []string
+	constraints    []string
 	supervisor     bool
 	preemptible    bool
 	healthCmd      string
@@ -58,7 +65,7 @@ type submitFlags struct {
 
 // specFlags are the flags that describe one spec: -f takes none of them.
 var specFlags = []string{"vcpus", "ram", "scratch", "gpus", "priority", "max-attempts", "restart", "name", "image",
-	"max-run-time", "env", "label", "supervisor", "preemptible", "health-cmd", "health-interval", "health-timeout", "health-retries"}
+	"max-run-time", "env", "label", "constraint", "supervisor", "preemptible", "health-cmd", "health-interval", "health-timeout", "health-retries"}
 
 func submitCmd(env *Env) *cobra.Command {
 	sf := &submitFlags{}
@@ -71,6 +78,7 @@ ids are printed one a line on stdout. Specs from a file are checked before any i
 sent.`,
 		Example: `  dispatch-tui submit --vcpus 2 --ram 4GiB --name align -- sh -c 'align ref.fa reads.fq'
   dispatch-tui submit --label team=genomics --preemptible --restart on-failure -- ./job.sh
+  dispatch-tui submit --constraint gpu=a100 --gpus 1 -- ./train.sh
   dispatch-tui submit --health-cmd 'curl -fs localhost:8080/health' --health-interval 30s -- ./server
   dispatch-tui submit -f specs.jsonl
   generate-specs | dispatch-tui submit -f -`,
@@ -89,7 +97,7 @@ sent.`,
 	}
 	f := cmd.Flags()
 	s := &sf.spec
-	f.IntVar(&s.RuntimeConstraints.VCPUs, "vcpus", 1, "vCPUs")
+	f.IntVar(&s.RuntimeConstraints.VCPUs, "vcpus", queue.DefaultVCPUs, "vCPUs")
 	f.Var(sizeValue{&s.RuntimeConstraints.RAM}, "ram", "RAM, e.g. 2GiB")
 	f.Var(sizeValue{&s.RuntimeConstraints.Scratch}, "scratch", "scratch disk, e.g. 10GiB")
 	f.IntVar(&s.RuntimeConstraints.GPUs, "gpus", 0, "GPUs")
@@ -100,7 +108,8 @@ sent.`,
 	f.StringVar(&s.Image, "image", "", "container image (runs with docker)")
 	f.DurationVar(&sf.maxRun, "max-run-time", 0, "kill the container after this long (0 = no limit)")
 	f.StringArrayVar(&sf.env, "env", nil, "environment variable `K=V` (repeatable)")
-	f.StringArrayVar(&sf.labels, "label", nil, "label `KEY=VALUE` (repeatable; ls containers -l selects by it)")
+	f.StringArrayVar(&sf.labels, "label", nil, "label `KEY=VALUE`: free metadata (repeatable; ls containers -l and kill -l select by it)")
+	f.StringArrayVar(&sf.constraints, "constraint", nil, "placement `KEY=VALUE`: only on instance types with this label (repeatable)")
 	f.BoolVar(&sf.supervisor, "supervisor", false, "the container supervises others (scheduling.supervisor)")
 	f.BoolVar(&sf.preemptible, "preemptible", false, "may run on preemptible instances (--preemptible=false forbids; unset = the server's default)")
 	f.StringVar(&sf.healthCmd, "health-cmd", "", "health check: run `CMD` with sh -c in the container; non-zero = unhealthy")
@@ -148,7 +157,10 @@ func (sf *submitFlags) build(fs *pflag.FlagSet, args []string) (json.RawMessage,
 	if spec.Env, err = keyValues("--env", sf.env); err != nil {
 		return nil, err
 	}
-	if spec.Scheduling.Labels, err = keyValues("--label", sf.labels); err != nil {
+	if spec.Labels, err = keyValues("--label", sf.labels); err != nil {
+		return nil, err
+	}
+	if spec.Scheduling.Constraints, err = keyValues("--constraint", sf.constraints); err != nil {
 		return nil, err
 	}
 	if err := spec.Validate(); err != nil {
@@ -255,16 +267,59 @@ func readSpecs(name string, env *Env) ([]json.RawMessage, error) {
 	if len(specs) == 0 {
 		return nil, usagef("%s: no specs", name)
 	}
+	// Every spec is checked, as the server would (unknown fields named),
+	// and every refusal reported, not only the first.
+	var bad []string
 	for i, raw := range specs {
-		var s queue.Spec
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, usagef("%s: spec %d: %v", name, i+1, err)
+		raw, err := sizesInBytes(raw)
+		if err == nil {
+			_, err = api.DecodeSpec(raw)
 		}
-		if err := s.Validate(); err != nil {
-			return nil, usagef("%s: spec %d: %v", name, i+1, err)
+		if err != nil {
+			bad = append(bad, fmt.Sprintf("spec %d: %v", i+1, err))
+			continue
 		}
+		specs[i] = raw
+	}
+	switch {
+	case len(bad) == 1:
+		return nil, usagef("%s: %s", name, bad[0])
+	case len(bad) > 1:
+		return nil, usagef("%s: %d specs refused, none sent:\n  %s", name, len(bad), strings.Join(bad, "\n  "))
 	}
 	return specs, nil
+}
+
+// sizesInBytes turns runtime_constraints.ram and scratch given as sizes
+// with units ("2GiB", as flags and the config take them) into the bytes
+// the API takes; a spec without such strings is returned as it is.
+func sizesInBytes(raw json.RawMessage) (json.RawMessage, error) {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil {
+		return raw, nil // not an object: DecodeSpec says so
+	}
+	var rc map[string]json.RawMessage
+	if json.Unmarshal(obj["runtime_constraints"], &rc) != nil {
+		return raw, nil
+	}
+	changed := false
+	for _, k := range []string{"ram", "scratch"} {
+		var s string
+		if json.Unmarshal(rc[k], &s) != nil {
+			continue
+		}
+		n, err := config.ParseSize(s)
+		if err != nil {
+			return nil, fmt.Errorf("runtime_constraints.%s: %v", k, err)
+		}
+		rc[k] = json.RawMessage(strconv.FormatInt(n, 10))
+		changed = true
+	}
+	if !changed {
+		return raw, nil
+	}
+	obj["runtime_constraints"], _ = json.Marshal(rc)
+	return json.Marshal(obj)
 }
 
 // submitSpecs sends specs to the dispatcher and prints the new ids, one a

@@ -16,6 +16,9 @@ type column struct {
 	flex bool // free text: may be cut, with "…"
 	min  int  // a flex column is not cut below this width
 	drop int  // 0 = never dropped; else higher is dropped sooner
+	// clock: the value moves with the clock (AGE), so ls -w does not take
+	// its change for a change of the row.
+	clock bool
 }
 
 // table is a list of rows under columns; every cell is escaped for the

@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/termsafe"
 )
 
@@ -32,11 +36,19 @@ var verbHelp = map[string][2]string{
 	"release": {"Release held containers", "CONTAINER..."},
 }
 
+// containerVerbs are the verbs that apply to containers, and so take a
+// selector and go through bulk requests.
+var containerVerbs = []string{"hold", "release", "kill"}
+
 // verbCmd is hold, drain, run, kill or release. An id of the form "c-" +
-// 16 hex digits is a container; anything else is an instance.
+// 16 hex digits is a container; anything else is an instance. Container
+// ids, or a selector, go through bulk requests (bulk.go); instance ids one
+// request each.
 func verbCmd(env *Env, name string) *cobra.Command {
 	var reason string
+	var sel selectorFlags
 	h := verbHelp[name]
+	forContainers := slices.Contains(containerVerbs, name)
 	cmd := &cobra.Command{
 		Use:   name + " [flags] " + h[1],
 		Short: h[0],
@@ -45,19 +57,41 @@ An id of the form c- and 16 hex digits is a container; anything else is an
 instance. Each id is tried; the exit code is 1 if any failed.`,
 		Example: fmt.Sprintf(`  dispatch-tui %s --reason "disk check" host-10-231-0-1
   dispatch-tui ls instances --state idle -o name | xargs dispatch-tui %s`, name, name),
-		Args:              minArgs(1, "at least one id: dispatch-tui "+name+" "+h[1]),
 		ValidArgsFunction: completeIDs(env, name),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			args, err := readIDs(args, env.Stdin)
+			if err != nil {
+				return err
+			}
+			switch {
+			case sel.set() && len(args) > 0:
+				return usagef("give ids or a selector (--selector, --state, --q), not both")
+			case !sel.set() && len(args) == 0 && forContainers:
+				return usagef("want at least one id (or - to read them from stdin), or a selector: dispatch-tui %s %s", name, h[1])
+			case len(args) == 0 && !sel.set():
+				return usagef("want at least one id (or - to read them from stdin): dispatch-tui %s %s", name, h[1])
+			}
 			// Check every id before acting on any.
+			var ctrs, insts []string
 			for _, id := range args {
 				container := isContainerID(id)
 				switch {
 				case !container && strings.HasPrefix(id, "c-"):
 					return usagef("%s looks like a container id but is not one (c- and 16 hex digits; see ls containers)", id)
-				case container && (name == "drain" || name == "run"):
+				case container && !forContainers:
 					return usagef("%s applies to instances; %s is a container", name, id)
 				case !container && name == "release":
 					return usagef("release applies to containers; %s is not a container id", id)
+				case container:
+					ctrs = append(ctrs, id)
+				default:
+					insts = append(insts, id)
+				}
+			}
+			var selector *api.Selector
+			if sel.set() {
+				if selector, err = sel.selector(); err != nil {
+					return err
 				}
 			}
 			c, err := client(env)
@@ -65,40 +99,37 @@ instance. Each id is tried; the exit code is 1 if any failed.`,
 				return err
 			}
 			ctx := cmd.Context()
-			var failed []string
-			for _, id := range args {
-				var what, state string
-				if isContainerID(id) {
-					what = "container"
-					got, err := c.ContainerVerb(ctx, id, name, reason)
-					if err != nil {
-						fmt.Fprintf(env.Stderr, "container %s: %s\n", termsafe.Escape(id), ErrorText(explain(c, err)))
-						failed = append(failed, id)
-						continue
-					}
-					state = string(got.State)
-					if got.Held {
-						state += " (held)"
-					}
-				} else {
-					what = "instance"
-					got, err := c.InstanceVerb(ctx, id, name, reason)
-					if err != nil {
-						fmt.Fprintf(env.Stderr, "instance %s: %s\n", termsafe.Escape(id), ErrorText(explain(c, err)))
-						failed = append(failed, id)
-						continue
-					}
-					state = string(got.State) + " " + string(got.IdleBehavior)
+			run := &bulkRun{env: env, c: c, verb: name, reason: reason, progress: env.StderrTerminal != nil && env.StderrTerminal()}
+			for _, id := range insts {
+				run.done++
+				got, err := c.InstanceVerb(ctx, id, name, reason)
+				if err != nil {
+					fmt.Fprintf(env.Stderr, "instance %s: %s\n", termsafe.Escape(id), ErrorText(unnamed(explain(c, err), "instance "+id+": ")))
+					run.failed = append(run.failed, id)
+					continue
 				}
-				fmt.Fprintf(env.Stdout, "%s\t%s\t%s %s\n", termsafe.Escape(id), name, what, termsafe.Escape(state))
+				fmt.Fprintf(env.Stdout, "%s\t%s\tinstance %s\n", termsafe.Escape(id), name, termsafe.Escape(string(got.State)+" "+string(got.IdleBehavior)))
 			}
-			if len(failed) > 0 {
-				return fmt.Errorf("%d of %d failed: %s", len(failed), len(args), strings.Join(failed, " "))
+			switch {
+			case selector != nil:
+				err = run.selected(ctx, selector)
+			case len(ctrs) > 0:
+				err = run.ids(ctx, ctrs)
 			}
-			return nil
+			if err != nil {
+				run.clearProgress()
+				return err
+			}
+			return run.result()
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why (recorded in the event log)")
+	if forContainers {
+		sel.bind(cmd)
+		cmd.Example += fmt.Sprintf(`
+  dispatch-tui %s -l team=genomics --state Queued
+  dispatch-tui ls containers --q nightly -o name | dispatch-tui %s -`, name, name)
+	}
 	return cmd
 }
 
@@ -131,20 +162,39 @@ func priorityCmd(env *Env) *cobra.Command {
 func logsCmd(env *Env) *cobra.Command {
 	var tail int
 	var follow bool
+	var sel selectorFlags
 	cmd := &cobra.Command{
-		Use:   "logs [flags] CONTAINER",
-		Short: "Print a container's output",
+		Use:   "logs [flags] CONTAINER | logs -l KEY=VALUE [--state S] [--q TEXT]",
+		Short: "Print a container's output, or that of each container a selector matches",
 		Example: `  dispatch-tui logs c-38613a4f0b33d3d6 --tail 100
-  dispatch-tui logs -f c-38613a4f0b33d3d6`,
-		Args:              exactArgs(1, "one CONTAINER"),
+  dispatch-tui logs -f c-38613a4f0b33d3d6
+  dispatch-tui logs -l workflow=wf-7 --state Complete --tail 20`,
 		ValidArgsFunction: completeIDs(env, "logs"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if tail < 0 {
+			switch {
+			case tail < 0:
 				return usagef("--tail must not be negative")
+			case sel.set() && (len(args) > 0 || follow):
+				return usagef("a selector prints the logs of each container it matches: give no CONTAINER and no --follow")
+			case !sel.set() && len(args) != 1:
+				return usagef("want one CONTAINER, or a selector (--selector/-l, --state, --q)")
 			}
 			c, err := client(env)
 			if err != nil {
 				return err
+			}
+			if sel.set() {
+				return logsSelected(cmd.Context(), env, c, &sel, tail)
+			}
+			if follow {
+				// Following one that has not started waits: say for what.
+				if got, err := c.Container(cmd.Context(), args[0]); err == nil && (got.State == queue.Queued || got.State == queue.Locked) {
+					why := ""
+					if got.Reason != "" {
+						why = ": " + got.Reason
+					}
+					fmt.Fprintf(env.Stderr, "waiting for %s to start (%s%s); Ctrl-C stops\n", termsafe.Escape(got.ID), got.State, termsafe.Escape(why))
+				}
 			}
 			if err := c.Logs(cmd.Context(), args[0], tail, follow, env.Stdout); err != nil {
 				return explain(c, err)
@@ -154,7 +204,41 @@ func logsCmd(env *Env) *cobra.Command {
 	}
 	cmd.Flags().IntVar(&tail, "tail", 0, "only the last N lines (0 = all)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new output until the container ends")
+	sel.bind(cmd)
 	return cmd
+}
+
+// logsSelected prints the output of each container sel matches, in
+// submission order, each under a "==> ID (NAME) <==" line as tail does
+// for several files; one that has none says why on stderr.
+func logsSelected(ctx context.Context, env *Env, c *api.Client, sf *selectorFlags, tail int) error {
+	sel, err := sf.selector()
+	if err != nil {
+		return err
+	}
+	q := api.ListQuery{States: sel.State, Q: sel.Q, Limit: 500}
+	cont, failed, n := "", 0, 0
+	for {
+		page, err := c.ListContainerPage(ctx, q, sel.Label, cont)
+		if err != nil {
+			return explain(c, err)
+		}
+		for _, ct := range page.Items {
+			n++
+			fmt.Fprintf(env.Stdout, "==> %s (%s) <==\n", termsafe.Escape(ct.ID), termsafe.Escape(ct.Name))
+			if err := c.Logs(ctx, ct.ID, tail, false, env.Stdout); err != nil {
+				fmt.Fprintf(env.Stderr, "container %s: %s\n", termsafe.Escape(ct.ID), ErrorText(unnamed(explain(c, err), "container "+ct.ID+": ")))
+				failed++
+			}
+		}
+		if cont = page.Continue; cont == "" || len(page.Items) == 0 {
+			break
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d containers had no output to show", failed, n)
+	}
+	return nil
 }
 
 func pauseCmd(env *Env, name string) *cobra.Command {

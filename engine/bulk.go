@@ -1,0 +1,116 @@
+// Bulk container verbs: one verb applied to a list of ids or to the
+// containers a list filter selects, in one store transaction per batch
+// (docs/design.md §4, "Bulk verbs").
+
+package engine
+
+import (
+	"errors"
+
+	"dispatch-tui/cloud"
+	"dispatch-tui/engine/queue"
+)
+
+// BulkBatch is how many containers one store transaction of a bulk verb
+// changes: large enough that 100,000 kills are 20 commits, small enough
+// that the queue's lock is not held for long at a time.
+const BulkBatch = 5000
+
+// BulkRequest is a container verb for many containers: the ids in IDs, or
+// (when Filter is set) the containers its states, labels and query match,
+// from submission sequence From on, at most Limit of them.
+type BulkRequest struct {
+	Verb ContainerVerb // hold, release or kill; 0 with Priority set
+	// Priority, when set, makes the verb "set the priority to *Priority".
+	Priority *int
+	IDs      []string
+	Filter   *ListOptions // its Sort, Offset and Limit do not apply
+	From     uint64
+	Limit    int // with Filter: at most this many (0 = BulkBatch)
+	Actor    string
+	Reason   string
+}
+
+// BulkOutcome is what a bulk verb did to each container, in the order of
+// the ids (or of submission, for a filter). With a filter, More says more
+// containers may match from Next on.
+type BulkOutcome struct {
+	Results []queue.BulkResult
+	Next    uint64
+	More    bool
+}
+
+// ErrEmptySelector refuses a bulk verb that names no ids and a filter that
+// matches everything: "all containers" must be said (e.g. every state).
+var ErrEmptySelector = errors.New("the selector is empty and would select every container: give ids, labels, states or a query")
+
+// Bulk applies a verb to many containers, BulkBatch of them per store
+// transaction. A container the verb cannot apply to (unknown, already
+// final) gets its own error in the outcome and the others are applied;
+// the error is about the request (an unknown verb, an empty selector) or
+// the store.
+func (e *Engine) Bulk(req BulkRequest) (BulkOutcome, error) {
+	v := queue.BulkVerb{Actor: req.Actor, Reason: req.Reason}
+	switch {
+	case req.Priority != nil && req.Verb == 0:
+		v.Action, v.Priority = "priority", *req.Priority
+	case req.Priority == nil && req.Verb >= ContainerHold && req.Verb <= ContainerKill:
+		v.Action = req.Verb.String()
+	default:
+		return BulkOutcome{}, unknownContainerVerb(req.Verb.String())
+	}
+	var out BulkOutcome
+	ids := req.IDs
+	if req.Filter != nil {
+		f := *req.Filter
+		if len(f.States) == 0 && len(f.Labels) == 0 && f.Query == "" {
+			return BulkOutcome{}, ErrEmptySelector
+		}
+		ids, out.Next, out.More = e.selectIDs(f, req.From, req.Limit)
+	}
+	out.Results = make([]queue.BulkResult, 0, len(ids))
+	var err error
+	for len(ids) > 0 && err == nil {
+		n := min(len(ids), BulkBatch)
+		var rs []queue.BulkResult
+		rs, err = e.queue.Bulk(ids[:n], v)
+		out.Results = append(out.Results, rs...)
+		ids = ids[n:]
+		if v.Action == "kill" {
+			e.killRunning(rs)
+		}
+		e.notify()
+	}
+	return out, err
+}
+
+// killRunning sends the kill of each running container a bulk kill marked.
+func (e *Engine) killRunning(rs []queue.BulkResult) {
+	for _, r := range rs {
+		if r.Err == nil && r.State == queue.Running && r.InstanceID != "" {
+			e.pool.KillContainer(cloud.InstanceID(r.InstanceID), r.ID)
+		}
+	}
+}
+
+// selectIDs returns the ids of up to limit (0 = BulkBatch) containers f
+// matches from submission sequence from on, in submission order, and
+// where the next page starts if more may match.
+func (e *Engine) selectIDs(f ListOptions, from uint64, limit int) (ids []string, next uint64, more bool) {
+	if limit <= 0 {
+		limit = BulkBatch
+	}
+	e.queue.EachFrom(from, func(c *queue.Container) bool {
+		if !pageMatch(c, f) {
+			return true
+		}
+		if len(ids) == limit {
+			more = true
+			return false
+		}
+		ids = append(ids, c.ID)
+		next = c.Seq + 1
+		return true
+	})
+	return ids, next, more
+}
