@@ -30,11 +30,9 @@ func (p *Pool) Shell(ctx context.Context, id cloud.InstanceID, term string, cols
 	if err != nil {
 		return err
 	}
-	switch b := exec.(type) {
-	case boundedSessionExecutor:
-		exec = b.inner
-	case boundedExecutor:
-		exec = b.inner
+	// Under the call deadlines (deadline.go), whichever sides they keep.
+	if b, ok := exec.(interface{ unbounded() runner.Executor }); ok {
+		exec = b.unbounded()
 	}
 	sh, ok := exec.(runner.ShellExecutor)
 	if !ok {
