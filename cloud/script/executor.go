@@ -3,14 +3,7 @@ package script
 // Reaching an instance: SSH as on EC2 (docs/design.md §8).
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
-	"net"
-	"sync"
-
-	"golang.org/x/crypto/ssh"
 
 	"dispatch-tui/cloud"
 	"dispatch-tui/engine/runner"
@@ -27,95 +20,9 @@ func (d *Driver) Executor(inst cloud.Instance) (runner.Executor, error) {
 	if secret == "" {
 		return nil, fmt.Errorf("script driver: instance %s has no secret tag: not created by a dispatcher", inst.ID())
 	}
-	return &executor{d: d, id: inst.ID(), secret: secret}, nil
-}
-
-// executor dials through a sshexec.Executor for the instance's current
-// address, replacing it when the address changes.
-type executor struct {
-	d      *Driver
-	id     cloud.InstanceID
-	secret string
-
-	mu      sync.Mutex
-	addr    string
-	cur     *sshexec.Executor
-	hostKey []byte // pinned on first contact
-	closed  bool
-}
-
-var _ runner.SessionExecutor = (*executor)(nil)
-
-var errNoAddress = errors.New("instance has no address yet")
-
-// notSent marks errors raised before anything reached the instance.
-type notSent struct{ err error }
-
-func (e notSent) Error() string        { return e.err.Error() }
-func (e notSent) Unwrap() error        { return e.err }
-func (e notSent) Is(target error) bool { return target == runner.ErrNotSent }
-
-func (e *executor) get() (*sshexec.Executor, error) {
-	addr := e.d.addressOf(e.id)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return nil, notSent{sshexec.ErrClosed}
-	}
-	if addr == "" {
-		return nil, notSent{fmt.Errorf("script instance %s: %w", e.id, errNoAddress)}
-	}
-	if e.cur != nil && addr == e.addr {
-		return e.cur, nil
-	}
-	if e.cur != nil {
-		e.cur.Close()
-	}
-	e.addr = addr
-	e.cur = sshexec.New(sshexec.Options{
-		Address: addr, User: e.d.opts.AdminUser, Signer: e.d.opts.Signer,
-		HostKeyCallback: e.pinFirst, Secret: e.secret,
-	})
-	return e.cur, nil
-}
-
-// pinFirst accepts the first host key the instance shows and only that
-// one afterwards.
-func (e *executor) pinFirst(_ string, _ net.Addr, key ssh.PublicKey) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.hostKey == nil {
-		e.hostKey = key.Marshal()
-		return nil
-	}
-	if !bytes.Equal(e.hostKey, key.Marshal()) {
-		return fmt.Errorf("script instance %s: host key changed since first contact", e.id)
-	}
-	return nil
-}
-
-func (e *executor) Execute(ctx context.Context, cmd string, stdin []byte) ([]byte, []byte, error) {
-	x, err := e.get()
-	if err != nil {
-		return nil, nil, err
-	}
-	return x.Execute(ctx, cmd, stdin)
-}
-
-func (e *executor) Exchange(ctx context.Context, cmd string, frame []byte) ([]byte, error) {
-	x, err := e.get()
-	if err != nil {
-		return nil, err
-	}
-	return x.Exchange(ctx, cmd, frame)
-}
-
-func (e *executor) Close() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.closed = true
-	if e.cur != nil {
-		return e.cur.Close()
-	}
-	return nil
+	id := inst.ID()
+	return sshexec.NewFirstContact(sshexec.FirstContactOptions{
+		Kind: "script", ID: string(id), Secret: secret, User: d.opts.AdminUser, Signer: d.opts.Signer,
+		Address: func() string { return d.addressOf(id) },
+	}), nil
 }
