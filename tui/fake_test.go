@@ -32,6 +32,9 @@ type fakeBackend struct {
 	fail  map[string]error
 	logs  string
 	bulks [][]string // the ids of each ContainersVerb call
+	// onBulk, if set, is called (unlocked) after each ContainersVerb call
+	// has recorded its ids.
+	onBulk func()
 }
 
 func (f *fakeBackend) Describe() string { return "fake (test)" }
@@ -67,6 +70,9 @@ func (f *fakeBackend) ContainersVerb(_ context.Context, ids []string, verb strin
 	f.mu.Lock()
 	f.bulks = append(f.bulks, slices.Clone(ids))
 	f.mu.Unlock()
+	if f.onBulk != nil {
+		defer f.onBulk()
+	}
 	var failed map[string]error
 	for _, id := range ids {
 		var err error

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"dispatch-tui/engine/queue"
@@ -170,7 +171,12 @@ type Model struct {
 	// latest, for the footer's spinner.
 	inflight     int
 	inflightWhat string
-	footerCache  footerCache
+	// inflightDone counts, for the last verb sent on many containers,
+	// how many of inflightTotal the backend has answered for: its
+	// goroutine adds, the footer reads.
+	inflightDone  *atomic.Int64
+	inflightTotal int
+	footerCache   footerCache
 
 	pending map[string]uint64 // row id -> fetch gen that clears it (0 = verb in flight)
 

@@ -14,6 +14,7 @@ import (
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"dispatch-tui/engine/api"
 	"dispatch-tui/tui/keys"
 	"dispatch-tui/tui/table"
 )
@@ -179,6 +180,15 @@ func (m *Model) helpLines() []string {
 
 // footer is the prompt being typed, or the short help of what can be done
 // here, after the spinner when something is in flight.
+// inflightLabel names the verb in flight, with its progress when it is
+// sent in several bulk requests ("kill (80000): 15000 of 80000").
+func (m *Model) inflightLabel() string {
+	if m.inflightDone == nil || m.inflightTotal <= api.MaxBatchItems {
+		return m.inflightWhat
+	}
+	return fmt.Sprintf("%s: %d of %d", m.inflightWhat, m.inflightDone.Load(), m.inflightTotal)
+}
+
 func (m *Model) footer() string {
 	w := m.width
 	switch m.mode {
@@ -204,7 +214,7 @@ func (m *Model) footer() string {
 	ck := footerKey{mode: m.mode, scope: m.scope(), width: w, follow: m.logFollow, logID: m.logID,
 		detail: m.detailView, wrap: m.screenWrap, search: m.searchStatus(), off: m.snapErr != nil}
 	if m.spinning() {
-		ck.spin = m.spin.View() + m.inflightWhat
+		ck.spin = m.spin.View() + m.inflightLabel()
 		ck.spinning = true
 	}
 	if m.footerCache.ok && m.footerCache.key == ck {
@@ -214,7 +224,7 @@ func (m *Model) footer() string {
 	if m.spinning() {
 		what := "reconnecting…"
 		if m.inflight > 0 {
-			what = m.inflightWhat + "…"
+			what = m.inflightLabel() + "…"
 		}
 		prefix = m.spin.View() + " " + what + "  "
 	}

@@ -581,3 +581,31 @@ func TestReadOnlyBecauseViewer(t *testing.T) {
 		t.Errorf("calls: %v", fb.calls)
 	}
 }
+
+// TestLargeBulkShowsProgress: a verb on more marked containers than one
+// bulk request takes goes in several requests, and the footer counts them
+// ("12000 of 12000" once all are answered).
+func TestLargeBulkShowsProgress(t *testing.T) {
+	m, fb := newTest(t, Options{})
+	size(m, 160, 40)
+	load(t, m, fb, fakeSnapshot(7, 12000))
+	press(m, "2", "ctrl+a")
+	press(m, "K", "right")
+	typeText(m, "12000")
+	cmd := press(m, "enter")
+	var seen []string
+	fb.onBulk = func() { seen = append(seen, m.footer()) }
+	runCmd(m, cmd)
+	var sizes []int
+	for _, b := range fb.bulks {
+		sizes = append(sizes, len(b))
+	}
+	if !slices.Equal(sizes, []int{5000, 5000, 2000}) {
+		t.Fatalf("bulk requests of %v containers, want 5000, 5000, 2000", sizes)
+	}
+	for i, want := range []string{"0 of 12000", "5000 of 12000", "10000 of 12000"} {
+		if i >= len(seen) || !strings.Contains(seen[i], want) {
+			t.Errorf("footer during request %d: %q, want it to say %q", i+1, seen, want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	tea "charm.land/bubbletea/v2"
 
@@ -247,6 +248,8 @@ func (m *Model) execute(pv *pendingVerb) tea.Cmd {
 		m.inflightWhat += fmt.Sprintf(" (%d)", len(pv.targets))
 	}
 	spin := m.armSpin()
+	done := &atomic.Int64{}
+	m.inflightDone, m.inflightTotal = done, len(pv.targets)
 	targets := append([]verbTarget(nil), pv.targets...)
 	ids := make([]string, len(targets))
 	for i, tg := range targets {
@@ -285,17 +288,27 @@ func (m *Model) execute(pv *pendingVerb) tea.Cmd {
 			}
 			byGroup[g] = append(byGroup[g], tg.id)
 		}
+		// A request of at most api.MaxBatchItems at a time, each with its
+		// own deadline, so that the footer can count them and a large
+		// selection is not cut short by one deadline for all.
 		for _, g := range order {
-			failed, err := be.ContainersVerb(c, byGroup[g], g.verb, g.prio, "")
-			for id, e := range failed {
-				msg.failed[id] = e
-			}
-			if err != nil {
-				for _, id := range byGroup[g] {
-					if _, ok := msg.failed[id]; !ok {
-						msg.failed[id] = err
+			for rest := byGroup[g]; len(rest) > 0; {
+				chunk := rest[:min(len(rest), api.MaxBatchItems)]
+				rest = rest[len(chunk):]
+				c, cancel := context.WithTimeout(ctx, verbTimeout)
+				failed, err := be.ContainersVerb(c, chunk, g.verb, g.prio, "")
+				cancel()
+				for id, e := range failed {
+					msg.failed[id] = e
+				}
+				if err != nil {
+					for _, id := range chunk {
+						if _, ok := msg.failed[id]; !ok {
+							msg.failed[id] = err
+						}
 					}
 				}
+				done.Add(int64(len(chunk)))
 			}
 		}
 		return msg
