@@ -169,7 +169,7 @@ func BenchmarkViewsPage(b *testing.B) {
 }
 
 // BenchmarkStoreLogs: storing the outputs of one runner batch of 256
-// forgets, one StoreLogs each from concurrent goroutines (as the pool did)
+// forgets, one StoreLogsBatch of one each from concurrent goroutines (as the pool did)
 // or one StoreLogsBatch.
 func BenchmarkStoreLogs(b *testing.B) {
 	const n = 256
@@ -187,7 +187,7 @@ func BenchmarkStoreLogs(b *testing.B) {
 			var wg sync.WaitGroup
 			for i := range ids {
 				wg.Go(func() {
-					if err := q.StoreLogs(ids[i], outs[i]); err != nil {
+					if err := q.StoreLogsBatch([]string{ids[i]}, [][]byte{outs[i]}); err != nil {
 						b.Error(err)
 					}
 				})

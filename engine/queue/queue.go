@@ -646,16 +646,10 @@ func (q *Queue) AddEvent(actor, kind, target, action, reason string) error {
 	return q.Flush()
 }
 
-// StoreLogs keeps the output of a finished container (its end, as the
-// caller cut it to [containers] max_output), so it can be read after the
-// runner has deleted its files.
-func (q *Queue) StoreLogs(id string, output []byte) error {
-	return q.StoreLogsBatch([]string{id}, [][]byte{output})
-}
-
-// StoreLogsBatch keeps the outputs of several finished containers, as
-// StoreLogs does each, in one transaction: one commit (and its syncs) for
-// a runner's whole batch of forgets.
+// StoreLogsBatch keeps the outputs of finished containers (each its end,
+// as the caller cut it to [containers] max_output), so they can be read
+// after the runner has deleted its files, in one transaction: one commit
+// (and its syncs) for a runner's whole batch of forgets.
 func (q *Queue) StoreLogsBatch(ids []string, outputs [][]byte) error {
 	known := make([]bool, len(ids))
 	someKnown := false
@@ -717,7 +711,7 @@ func (q *Queue) setOutputNote(id string, set func(c *Container) bool) bool {
 	return true
 }
 
-// StoredLogs returns the output kept by StoreLogs, if any.
+// StoredLogs returns the output kept by StoreLogsBatch, if any.
 func (q *Queue) StoredLogs(id string) ([]byte, bool, error) {
 	var out []byte
 	found := false

@@ -747,7 +747,7 @@ func TestKeepFinished(t *testing.T) {
 	active := e.submit(spec("sleep", "1")).ID
 	for _, id := range ids {
 		e.toState(id, Complete)
-		if err := e.q.StoreLogs(id, []byte("out of "+id+"\n")); err != nil {
+		if err := e.q.StoreLogsBatch([]string{id}, [][]byte{[]byte("out of " + id + "\n")}); err != nil {
 			t.Fatal(err)
 		}
 		e.clk.Advance(time.Second)

@@ -18,7 +18,7 @@ import (
 )
 
 // outputSink records what the pool hands to OnLogs and OnLogsLost; fail
-// makes OnLogs fail (a full disk).
+// makes storing fail (a full disk).
 type outputSink struct {
 	h *harness
 
@@ -73,11 +73,11 @@ func (s *outputSink) options(o *Options) {
 		s.destroysAtStore[id] = s.h.set.destroys.Load()
 		return nil
 	}
-	o.OnLogs = func(id string, out []byte) error {
+	o.OnLogsBatch = oneByOne(func(id string, out []byte) error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return store(id, out)
-	}
+	})
 	if s.batch {
 		first := true
 		o.OnLogsBatch = func(ids []string, outs []runner.Output) []error {
@@ -415,5 +415,16 @@ func TestForgetFetchesTheNextBatchWhileOneIsStored(t *testing.T) {
 		if listed(h, id, c) {
 			t.Fatalf("%s not forgotten", c)
 		}
+	}
+}
+
+// oneByOne is an OnLogsBatch that stores each output in turn with store.
+func oneByOne(store func(id string, out []byte) error) func([]string, []runner.Output) []error {
+	return func(ids []string, outs []runner.Output) []error {
+		errs := make([]error, len(ids))
+		for i, id := range ids {
+			errs[i] = store(id, outs[i].Data)
+		}
+		return errs
 	}
 }

@@ -8,8 +8,8 @@ import (
 	"dispatch-tui/engine/runner"
 )
 
-// Forgetting exited containers. With an output store (OnLogsBatch, or
-// OnLogs) a container's output is fetched ("logs"), stored, and only
+// Forgetting exited containers. With an output store (OnLogsBatch) a
+// container's output is fetched ("logs"), stored, and only
 // then is the container forgotten, so nothing is lost (docs/design.md
 // §10.1). Each instance has one sender working through its queue in
 // batches, and the steps of consecutive batches overlap: while batch k's

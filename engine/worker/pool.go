@@ -80,27 +80,21 @@ type Options struct {
 	// OnEvent, if set, is called for every Event, in order, without the
 	// pool's lock held (it may call the pool's methods).
 	OnEvent func(Event)
-	// OnLogs, if set, receives an exited container's output (at most
-	// containers.max_output of its end; see OnLogsBatch for what was cut) to
-	// store, before the runner forgets it (which deletes its files) and
-	// before its instance is destroyed. Called from a pool goroutine
-	// without the pool's lock held. If fetching the output fails, or OnLogs
-	// returns an error (it could not be stored), the container is not
-	// forgotten: its runner keeps the files and a later forget retries.
-	OnLogs func(containerID string, output []byte) error
-	// OnLogsBatch, if set, receives the outputs of a batch of containers
-	// (a forget batch, or a shutdown's) in one call instead of one OnLogs
-	// call each, so that a store can write them in one transaction; it
-	// returns one error (nil when stored) per container. The containers
-	// whose output it did not store are not forgotten, as with OnLogs.
-	// When only OnLogs is set, the pool calls it for each in turn. Each
-	// output's Dropped is how many bytes containers.max_output cut from
-	// its start.
+	// OnLogsBatch, if set, receives the outputs of a batch of exited
+	// containers (a forget batch, or a shutdown's) to store, in one call,
+	// so that a store can write them in one transaction, before the
+	// runner forgets them (which deletes their files) and before their
+	// instance is destroyed. Called from a pool goroutine without the
+	// pool's lock held; it returns one error (nil when stored) per
+	// container. A container whose output could not be fetched or stored
+	// is not forgotten: its runner keeps the files and a later forget
+	// retries. Each output holds at most containers.max_output of its
+	// end; its Dropped is how many bytes were cut from its start.
 	OnLogsBatch func(containerIDs []string, outputs []runner.Output) []error
 	// OnLogsLost, if set, is told when the output of an exited container
 	// can no longer be stored: its instance is destroyed and could not be
 	// reached, or the fetch or the store kept failing for timeout_shutdown.
-	// why says so. Called like OnLogs.
+	// why says so. Called like OnLogsBatch.
 	OnLogsLost func(containerID, why string)
 	// RunnerHash is the sha256 (hex) of the runner binary to deploy; ""
 	// skips deployment and uses Config.Cloud.RunnerPath as is.
@@ -239,17 +233,6 @@ func New(opts Options) (*Pool, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.OnLogsBatch == nil && opts.OnLogs != nil {
-		// One store path inside the pool: a batch stored one by one.
-		onLogs := opts.OnLogs
-		opts.OnLogsBatch = func(ids []string, outs []runner.Output) []error {
-			errs := make([]error, len(ids))
-			for i, id := range ids {
-				errs[i] = onLogs(id, outs[i].Data)
-			}
-			return errs
-		}
 	}
 	c := opts.Config
 	s, err := newSettings(c, opts)

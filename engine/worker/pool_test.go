@@ -1481,7 +1481,7 @@ func BenchmarkForgetAskedAgain(b *testing.B) {
 	// every forget stays queued or in flight.
 	stored := make(chan struct{}, n)
 	release := make(chan struct{})
-	h.pool.opts.OnLogs = func(string, []byte) error { stored <- struct{}{}; <-release; return nil }
+	h.pool.opts.OnLogsBatch = oneByOne(func(string, []byte) error { stored <- struct{}{}; <-release; return nil })
 	b.Cleanup(func() { close(release) })
 	for _, c := range ids {
 		h.pool.ForgetContainer(id, c)
