@@ -1,8 +1,9 @@
 package ec2
 
-import (
-	"fmt"
+// Reaching an instance: SSH, the first host key pinned, the secret checked
+// (docs/design.md §8).
 
+import (
 	"dispatch-tui/cloud"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/sshexec"
@@ -15,13 +16,5 @@ import (
 // advance: the first one seen is pinned for the driver's lifetime, and the
 // secret check is what proves the instance is the one created.
 func (d *Driver) Executor(inst cloud.Instance) (runner.Executor, error) {
-	secret := inst.Tags()[cloud.TagSecret]
-	if secret == "" {
-		return nil, fmt.Errorf("ec2 instance %s has no secret tag: not created by a dispatcher", inst.ID())
-	}
-	id := inst.ID()
-	return sshexec.NewFirstContact(sshexec.FirstContactOptions{
-		Kind: "ec2", ID: string(id), Secret: secret, User: d.opts.AdminUser, Signer: d.opts.Signer,
-		Address: func() string { return d.address(id) },
-	}), nil
+	return sshexec.ForCreated("ec2", inst, d.opts.AdminUser, d.opts.Signer, d.address)
 }

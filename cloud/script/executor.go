@@ -3,8 +3,6 @@ package script
 // Reaching an instance: SSH as on EC2 (docs/design.md §8).
 
 import (
-	"fmt"
-
 	"dispatch-tui/cloud"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/sshexec"
@@ -16,13 +14,5 @@ import (
 // seen is pinned for the driver's lifetime; the secret check (user_data
 // wrote the secret) proves the instance is the one created.
 func (d *Driver) Executor(inst cloud.Instance) (runner.Executor, error) {
-	secret := inst.Tags()[cloud.TagSecret]
-	if secret == "" {
-		return nil, fmt.Errorf("script driver: instance %s has no secret tag: not created by a dispatcher", inst.ID())
-	}
-	id := inst.ID()
-	return sshexec.NewFirstContact(sshexec.FirstContactOptions{
-		Kind: "script", ID: string(id), Secret: secret, User: d.opts.AdminUser, Signer: d.opts.Signer,
-		Address: func() string { return d.addressOf(id) },
-	}), nil
+	return sshexec.ForCreated("script", inst, d.opts.AdminUser, d.opts.Signer, d.addressOf)
 }

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"dispatch-tui/cloud"
 	"dispatch-tui/engine/runner"
 )
 
@@ -52,6 +53,23 @@ var (
 
 // NewFirstContact returns the executor for one instance.
 func NewFirstContact(o FirstContactOptions) *FirstContact { return &FirstContact{o: o} }
+
+// ForCreated is the executor of inst, an instance a dispatcher created and
+// gave a secret (its cloud.TagSecret), as the driver kind (ec2, script)
+// reaches it: as user with signer, at the address the driver's latest
+// listing shows. An instance without a secret was not created by a
+// dispatcher, and is refused.
+func ForCreated(kind string, inst cloud.Instance, user string, signer ssh.Signer, address func(cloud.InstanceID) string) (runner.Executor, error) {
+	secret := inst.Tags()[cloud.TagSecret]
+	if secret == "" {
+		return nil, fmt.Errorf("%s instance %s has no secret tag: not created by a dispatcher", kind, inst.ID())
+	}
+	id := inst.ID()
+	return NewFirstContact(FirstContactOptions{
+		Kind: kind, ID: string(id), Secret: secret, User: user, Signer: signer,
+		Address: func() string { return address(id) },
+	}), nil
+}
 
 // ErrNoAddress: the instance has no address yet; nothing was sent.
 var ErrNoAddress = errors.New("instance has no address yet")
