@@ -5,7 +5,6 @@ package launch
 
 import (
 	"bytes"
-	"context"
 	"os/exec"
 	"slices"
 	"strings"
@@ -28,13 +27,7 @@ func TestCompletionAndPipesAgainstADaemon(t *testing.T) {
 	t.Cleanup(func() {
 		daemon.Process.Signal(syscall.SIGTERM)
 		daemon.Wait()
-		if d, err := New(Options{Config: e2eConfig(state), RunnerBinary: binary}); err == nil {
-			insts, _ := d.Driver.Instances(context.Background(), nil)
-			for _, i := range insts {
-				i.Destroy(context.Background())
-			}
-			d.Close()
-		}
+		destroyInstances(e2eConfig(state))
 	})
 	h := &cliHarness{t: t, env: cleanEnv()}
 	cfg := []string{"--config", cfgPath}

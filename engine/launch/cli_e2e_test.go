@@ -5,7 +5,6 @@ package launch
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -114,13 +113,7 @@ func TestDaemonAPIThroughCLI(t *testing.T) {
 			out := logs.String()
 			t.Logf("daemon log (last 8 KiB):\n%s", out[max(0, len(out)-8192):])
 		}
-		if d, err := New(Options{Config: e2eConfig(state), RunnerBinary: binary}); err == nil {
-			insts, _ := d.Driver.Instances(context.Background(), nil)
-			for _, i := range insts {
-				i.Destroy(context.Background())
-			}
-			d.Close()
-		}
+		destroyInstances(e2eConfig(state))
 	})
 	server := fmt.Sprintf("127.0.0.1:%d", port)
 	waitFor(t, "daemon healthz", 20*time.Second, func() bool {

@@ -61,13 +61,7 @@ func TestCrashRestartSoak(t *testing.T) {
 			daemon.Process.Kill()
 			daemon.Wait()
 		}
-		if d, err := New(Options{Config: e2eConfig(state), RunnerBinary: binary}); err == nil {
-			insts, _ := d.Driver.Instances(context.Background(), nil)
-			for _, i := range insts {
-				i.Destroy(context.Background())
-			}
-			d.Close()
-		}
+		destroyInstances(e2eConfig(state))
 	})
 	start()
 	c := api.NewClient(server, e2eToken)

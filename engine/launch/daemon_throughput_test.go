@@ -268,13 +268,7 @@ func startDaemon(t *testing.T) (*api.Client, func()) {
 			daemon.Wait()
 			logFile.Close()
 			// Leave nothing running: destroy the instances (kills containers).
-			if d, err := New(Options{Config: e2eConfig(state), RunnerBinary: binary}); err == nil {
-				insts, _ := d.Driver.Instances(context.Background(), nil)
-				for _, i := range insts {
-					i.Destroy(context.Background())
-				}
-				d.Close()
-			}
+			destroyInstances(e2eConfig(state))
 			if t.Failed() {
 				dumpWarnings(t, logPath)
 			}

@@ -92,13 +92,7 @@ func startEngineWith(t *testing.T, cfg *config.Config, opts Options) (*Running, 
 			stop()
 		}
 		// Leave nothing running: destroy the instances (kills containers).
-		if d, err := New(Options{Config: cfg, RunnerBinary: binary}); err == nil {
-			insts, _ := d.Driver.Instances(context.Background(), nil)
-			for _, i := range insts {
-				i.Destroy(context.Background())
-			}
-			d.Close()
-		}
+		destroyInstances(cfg)
 	})
 	return r, stop
 }
@@ -512,4 +506,18 @@ func TestDaemonStopsCleanlyOnSignalsLeavingContainersRunning(t *testing.T) {
 			}
 		})
 	}
+}
+
+// destroyInstances leaves nothing running of cfg's driver: it destroys
+// every instance there (and so their containers).
+func destroyInstances(cfg *config.Config) {
+	d, err := New(Options{Config: cfg, RunnerBinary: binary})
+	if err != nil {
+		return
+	}
+	insts, _ := d.Driver.Instances(context.Background(), nil)
+	for _, i := range insts {
+		i.Destroy(context.Background())
+	}
+	d.Close()
 }

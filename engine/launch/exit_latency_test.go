@@ -150,13 +150,7 @@ func startDaemonAt(t *testing.T, state, cfgPath string, port int) *api.Client {
 		daemon.Process.Signal(os.Interrupt)
 		daemon.Wait()
 		logFile.Close()
-		if d, err := New(Options{Config: e2eConfig(state), RunnerBinary: binary}); err == nil {
-			insts, _ := d.Driver.Instances(context.Background(), nil)
-			for _, i := range insts {
-				i.Destroy(context.Background())
-			}
-			d.Close()
-		}
+		destroyInstances(e2eConfig(state))
 		if t.Failed() {
 			dumpWarnings(t, logPath)
 		}
