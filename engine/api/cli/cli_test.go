@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -447,6 +448,44 @@ func TestTablesKeepIdsWhole(t *testing.T) {
 	_, bare, _ := runCLI(t, f.srv.URL, nil, "", "ls", "containers", "--no-headers")
 	if lines := strings.Split(strings.TrimSpace(bare), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[0], "c-0123456789abcdef ") {
 		t.Errorf("--no-headers:\n%s", bare)
+	}
+}
+
+// TestWideNeverWrapsMidTable: -o wide at 80 columns shows every column
+// uncut without a line wider than the terminal (each row as a record when
+// the table does not fit); where the table fits, and piped, it stays a table.
+func TestWideNeverWrapsMidTable(t *testing.T) {
+	f := instancesServer(t, sshhostsInstances)
+	for _, what := range []string{"instances", "containers"} {
+		_, piped, _ := runCLI(t, f.srv.URL, nil, "", "ls", what, "-o", "wide")
+		header := strings.SplitN(piped, "\n", 2)[0]
+		names := regexp.MustCompile(` {2,}`).Split(strings.TrimSpace(header), -1)
+		code, out, errOut := runCLI(t, f.srv.URL, map[string]string{"COLUMNS": "80"}, "", "ls", what, "-o", "wide")
+		if code != 0 {
+			t.Fatalf("ls %s -o wide: exit %d: %s", what, code, errOut)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			if n := len([]rune(line)); n > 80 {
+				t.Errorf("ls %s -o wide at 80 columns: line of %d: %q\n%s", what, n, line, out)
+			}
+		}
+		if strings.Contains(out, "…") {
+			t.Errorf("ls %s -o wide cut a value:\n%s", what, out)
+		}
+		for _, name := range names {
+			if !strings.Contains(out, name) {
+				t.Errorf("ls %s -o wide at 80 columns lacks column %s:\n%s", what, name, out)
+			}
+		}
+		_, roomy, _ := runCLI(t, f.srv.URL, map[string]string{"COLUMNS": "400"}, "", "ls", what, "-o", "wide")
+		age := regexp.MustCompile(`\b\d+h\d+m\d+s\b`) // AGE moves between the two runs
+		if age.ReplaceAllString(roomy, "AGE") != age.ReplaceAllString(piped, "AGE") {
+			t.Errorf("ls %s -o wide at 400 columns is not the piped table:\n%s\npiped:\n%s", what, roomy, piped)
+		}
+	}
+	_, out, _ := runCLI(t, f.srv.URL, map[string]string{"COLUMNS": "80"}, "", "ls", "instances", "-o", "wide")
+	if !strings.Contains(out, "connection reset by peer") || !strings.Contains(out, "ADDRESS") {
+		t.Errorf("-o wide records lack the last error or ADDRESS:\n%s", out)
 	}
 }
 

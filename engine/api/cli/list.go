@@ -41,7 +41,9 @@ func listCmd(env *Env) *cobra.Command {
 		Short: "List instances, containers, instance types or events",
 		Long: `List what the dispatcher knows. Tables fit the terminal ($COLUMNS, else its
 width) without ever cutting an id: free text is cut first, then the least
-useful columns are dropped; -o wide shows every column. Piped, nothing is cut.`,
+useful columns are dropped. -o wide shows every column, uncut: on a terminal
+too narrow for that table, each row is printed as a record, one "COLUMN value"
+line per column. Piped, nothing is cut.`,
 		Example: `  dispatch-tui ls containers --state Queued,Running
   dispatch-tui ls instances -o name | xargs dispatch-tui hold --reason maintenance
   dispatch-tui ls containers -l team=genomics -o yaml

@@ -60,6 +60,9 @@ func (t *table) render(w io.Writer, l layout) error {
 	if l.width > 0 && !l.wide {
 		show = t.fit(show, natural, width, l.width)
 	}
+	if l.width > 0 && l.wide && spanOf(show, natural) > l.width {
+		return t.renderRecords(w, show, l.width)
+	}
 	var b strings.Builder
 	line := func(cells []string) {
 		b.Reset()
@@ -87,6 +90,68 @@ func (t *table) render(w io.Writer, l layout) error {
 		line(r)
 	}
 	return nil
+}
+
+// spanOf is the width of a line of the shown columns at the given widths.
+func spanOf(show, width []int) int {
+	total := gap * max(len(show)-1, 0)
+	for _, i := range show {
+		total += width[i]
+	}
+	return total
+}
+
+// renderRecords writes each row as a record, one "COLUMN  value" line per
+// column and a blank line between rows: what -o wide gives when its table
+// is wider than the terminal, so that every column is shown uncut and no
+// line wraps mid-table (as psql's expanded display does). A value longer
+// than the line continues on the next, under itself.
+func (t *table) renderRecords(w io.Writer, show []int, limit int) error {
+	keyWidth := 0
+	for _, i := range show {
+		keyWidth = max(keyWidth, ansi.StringWidth(t.cols[i].name))
+	}
+	indent := strings.Repeat(" ", keyWidth+gap)
+	room := max(limit-len(indent), 10)
+	var b strings.Builder
+	for n, r := range t.rows {
+		if n > 0 {
+			b.WriteByte('\n')
+		}
+		for _, i := range show {
+			name := t.cols[i].name
+			b.WriteString(name)
+			b.WriteString(strings.Repeat(" ", keyWidth-ansi.StringWidth(name)+gap))
+			b.WriteString(strings.Join(wrapAtSpaces(strings.TrimRight(r[i], " "), room), "\n"+indent))
+			b.WriteByte('\n')
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// wrapAtSpaces splits s into lines of at most room cells, at spaces only
+// (an address or a path keeps its hyphens), cutting a word longer than a
+// line where the line ends.
+func wrapAtSpaces(s string, room int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Split(s, " ") {
+		switch {
+		case line == "":
+			line = word
+		case ansi.StringWidth(line)+1+ansi.StringWidth(word) <= room:
+			line += " " + word
+		default:
+			lines = append(lines, line)
+			line = word
+		}
+		for ansi.StringWidth(line) > room {
+			lines = append(lines, ansi.Cut(line, 0, room))
+			line = ansi.Cut(line, room, ansi.StringWidth(line))
+		}
+	}
+	return append(lines, line)
 }
 
 // fit cuts flex columns, then drops columns, until the shown ones fit in

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -75,5 +76,15 @@ func TestInstanceAgeFromCreatedAt(t *testing.T) {
 				t.Fatalf("AGE column of\n%s\nwant it to start with %q", out.String(), tc.wantAge)
 			}
 		})
+	}
+}
+
+// TestWrapAtSpaces: record values wrap at spaces only, and a word longer
+// than the line is cut where the line ends, losing nothing.
+func TestWrapAtSpaces(t *testing.T) {
+	got := wrapAtSpaces("read tcp 10.0.0.1:5555->10.231.0.1:22 reset", 12)
+	want := []string{"read tcp", "10.0.0.1:555", "5->10.231.0.", "1:22 reset"}
+	if !slices.Equal(got, want) {
+		t.Errorf("wrapAtSpaces = %q, want %q", got, want)
 	}
 }
