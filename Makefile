@@ -19,9 +19,11 @@ run: build
 simulate: build
 	./$(BIN) simulate
 
+# -timeout only catches a hang: every test waits on conditions, and a
+# loaded machine is slow, not stuck (CI's own limit is 90 minutes).
 test:
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout=30m ./...
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./engine/... ./tui/...
@@ -79,8 +81,8 @@ bench-million:
 
 # The chaos soak with 16 fault and workload seeds (make test runs one), then
 # the kill -9 soak at full size. Each seed must have every container final
-# within -soak.steps simulated seconds; -soak.budget (8m of wall clock) is
-# only a safety net against a hang.
+# within -soak.steps simulated seconds; a hang is caught by -timeout, never
+# by a wall-clock budget that a loaded machine misses.
 soak:
 	$(GO) test -run='^TestChaosSoak$$' -count=1 -v -timeout=30m ./engine -soak.containers=2000 -soak.seeds=16
 	$(GO) test -run='^TestCrashRestartSoak$$' -count=1 -v -timeout=15m ./engine/launch -crash.containers=500
