@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"syscall"
@@ -61,8 +62,15 @@ func TestLocalContainerKilledFromOutside(t *testing.T) {
 func runningPID(t *testing.T, r *Running, id string, n int) int {
 	t.Helper()
 	var p int
+	var seen string // what the last look found, said if the wait fails
+	defer func() {
+		if t.Failed() {
+			t.Logf("last seen: %s", seen)
+		}
+	}()
 	waitFor(t, "container "+id+" running its attempt "+strconv.Itoa(n), time.Minute, func() bool {
 		c, _ := r.Container(id)
+		seen = fmt.Sprintf("container %s attempts=%d on %q reason %s %q", c.State, c.Attempts, c.InstanceID, c.ReasonCode, c.Reason)
 		if c.State != queue.Running || c.Attempts != n {
 			return false
 		}
@@ -70,6 +78,7 @@ func runningPID(t *testing.T, r *Running, id string, n int) int {
 		if !ok {
 			return false
 		}
+		seen += fmt.Sprintf("; instance %s %s reported %+v", v.ID, v.State, v.Reported)
 		for _, st := range v.Reported {
 			if st.ID == id && st.State == runner.StateRunning && st.PID > 1 {
 				p = st.PID
