@@ -1,7 +1,7 @@
 package tui
 
 // The memory target of docs/design.md §9 measured on the real daemon, with a
-// console attached to it: a --daemon on the cloudtest driver with
+// console attached to it: a --daemon on the fake driver with
 // 100,000 containers queued and 1,000 instances running. It runs only when
 // asked for (make bench-memory):
 //
@@ -97,7 +97,7 @@ token = "memtest-token"
 max_instances = 1000
 
 [cloud]
-driver = "cloudtest"
+driver = \"fake\"
 max_concurrent_creates = 200
 max_cloud_ops_per_second = 1000
 max_probes_per_second = 2000

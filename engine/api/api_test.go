@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/enginetest"
@@ -28,13 +28,13 @@ const (
 	gib       = enginetest.GiB
 )
 
-// apiEnv is an Engine on the cloudtest driver with a fake clock, served by
+// apiEnv is an Engine on the fake driver with a fake clock, served by
 // an httptest.Server, and a client for it.
 type apiEnv struct {
 	*enginetest.Env
 	t      *testing.T
 	clk    *clock.Fake
-	cloud  *cloudtest.Driver
+	cloud  *fake.Driver
 	eng    *engine.Engine
 	srv    *httptest.Server
 	client *Client
@@ -45,7 +45,7 @@ type apiEnv struct {
 
 func newEnv(t *testing.T) *apiEnv {
 	t.Helper()
-	env := enginetest.New(t, enginetest.Config(t), cloudtest.Options{}, engine.Options{})
+	env := enginetest.New(t, enginetest.Config(t), fake.Options{}, engine.Options{})
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "dispatch_up 1\n")
 	})
@@ -204,7 +204,7 @@ func TestClientEndpoints(t *testing.T) {
 		t.Fatalf("Types = %+v, %v", types, err)
 	}
 	sum, err := c.Summary(ctx)
-	if err != nil || sum.Containers[queue.Queued] != 1 || sum.Paused || sum.Driver != "cloudtest" {
+	if err != nil || sum.Containers[queue.Queued] != 1 || sum.Paused || sum.Driver != "fake" {
 		t.Fatalf("Summary = %+v, %v", sum, err)
 	}
 
@@ -680,7 +680,7 @@ func waitReal(t *testing.T, what string, cond func() bool) {
 // container completes.
 func TestLogsFollow(t *testing.T) {
 	e := newEnv(t)
-	id := e.submit("follow-me", cloudtest.Cmd(5*time.Second, 3), 1)
+	id := e.submit("follow-me", fake.Cmd(5*time.Second, 3), 1)
 
 	var out enginetest.Buffer
 	done := make(chan error, 1)

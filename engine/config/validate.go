@@ -191,7 +191,7 @@ func (c *Config) validate() []*Error {
 	}
 
 	cl := &c.Cloud
-	v.oneOf(&cl.Driver, "local", "sshhosts", "ec2", "script", "cloudtest")
+	v.oneOf(&cl.Driver, Drivers...)
 	v.intRange(&cl.SSHPort, 1, 65535)
 	v.runnerPath(&cl.RunnerPath)
 	v.nonNegDur(&cl.TimeoutIdle)

@@ -1,4 +1,4 @@
-// Package enginetest runs a real Engine on the in-memory cloudtest driver
+// Package enginetest runs a real Engine on the in-memory fake driver
 // with a fake clock, for the tests of packages built on the engine (API,
 // metrics, console backends). Each step is: pool work and one scheduler
 // pass, wait for the cloud and runner calls it started, advance the clock
@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
@@ -30,7 +30,7 @@ var Start = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 func Config(t testing.TB) *config.Config {
 	cfg := config.Default()
 	cfg.Dispatcher.StateDir = t.TempDir()
-	cfg.Cloud.Driver = "cloudtest"
+	cfg.Cloud.Driver = "fake"
 	cfg.InstanceTypes = []cloud.InstanceType{
 		{Name: "small", ProviderType: "small", VCPUs: 1, RAM: 2 * GiB, Scratch: 10 * GiB, Price: 1.0},
 		{Name: "large", ProviderType: "large", VCPUs: 8, RAM: 32 * GiB, Scratch: 100 * GiB, Price: 4.0},
@@ -47,22 +47,22 @@ func Config(t testing.TB) *config.Config {
 	return cfg
 }
 
-// Env is an Engine on cloudtest with a fake clock.
+// Env is an Engine on the fake driver with a fake clock.
 type Env struct {
 	T      testing.TB
 	Clock  *clock.Fake
-	Cloud  *cloudtest.Driver
+	Cloud  *fake.Driver
 	Engine *engine.Engine
 	closed bool
 }
 
 // New starts an Env; opts may set engine hooks (Config, InstanceSet,
 // NewExecutor and Clock are filled in). The engine is closed at cleanup.
-func New(t testing.TB, cfg *config.Config, ct cloudtest.Options, opts engine.Options) *Env {
+func New(t testing.TB, cfg *config.Config, ct fake.Options, opts engine.Options) *Env {
 	t.Helper()
 	clk := clock.NewFake(Start)
 	ct.Clock = clk
-	e := &Env{T: t, Clock: clk, Cloud: cloudtest.New(ct)}
+	e := &Env{T: t, Clock: clk, Cloud: fake.New(ct)}
 	opts.Config, opts.InstanceSet, opts.NewExecutor, opts.Clock = cfg, e.Cloud, e.Cloud.Executor, clk
 	eng, err := engine.New(opts)
 	if err != nil {
@@ -127,7 +127,7 @@ func Cmd(d time.Duration) []string {
 	if d < 0 {
 		return []string{"run-forever"}
 	}
-	return cloudtest.Cmd(d, 0)
+	return fake.Cmd(d, 0)
 }
 
 // Container returns a container, failing the test if it is unknown.

@@ -207,7 +207,7 @@ func TestDefaultDaemonAnswersOnlyItsUser(t *testing.T) {
 	}
 }
 
-// serveTest builds an engine on cfg (cloudtest unless it says otherwise),
+// serveTest builds an engine on cfg (the fake driver unless it says otherwise),
 // serves its API and returns the log it writes.
 func serveTest(t *testing.T, cfg *config.Config, timeouts *Timeouts) (*Running, *enginetest.Buffer) {
 	t.Helper()
@@ -240,7 +240,7 @@ func logValue(logs string, msg, key string) string {
 func TestTLSRoundTripWithTheCLI(t *testing.T) {
 	state := t.TempDir()
 	cfg := e2eConfig(state)
-	cfg.Cloud.Driver = "cloudtest"
+	cfg.Cloud.Driver = "fake"
 	cfg.Dispatcher.Listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cfg.Dispatcher.TLS = "on"
 	cfg.Dispatcher.Token = "op-secret"
@@ -297,7 +297,7 @@ func TestTLSRoundTripWithTheCLI(t *testing.T) {
 // max_connections of them are served at once.
 func TestSlowClientsAreCutOff(t *testing.T) {
 	cfg := e2eConfig(t.TempDir())
-	cfg.Cloud.Driver = "cloudtest"
+	cfg.Cloud.Driver = "fake"
 	cfg.Dispatcher.Listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cfg.Dispatcher.Token = "tok"
 	cfg.Dispatcher.MaxConnections = 64
@@ -467,7 +467,7 @@ func TestSocketGroupAdmitsItsMembers(t *testing.T) {
 		}
 	}
 	cfg := e2eConfig(state)
-	cfg.Cloud.Driver = "cloudtest"
+	cfg.Cloud.Driver = "fake"
 	cfg.Dispatcher.SocketGroup = g.Name
 	serveTest(t, cfg, nil)
 	socket := cfg.Dispatcher.SocketPath()
@@ -496,7 +496,7 @@ func TestSocketGroupAdmitsItsMembers(t *testing.T) {
 // stream may last.
 func TestFollowOutlivesTheReadTimeout(t *testing.T) {
 	cfg := e2eConfig(t.TempDir())
-	cfg.Cloud.Driver = "cloudtest"
+	cfg.Cloud.Driver = "fake"
 	timeouts := &Timeouts{ReadHeader: 100 * time.Millisecond, Read: 200 * time.Millisecond, Idle: 200 * time.Millisecond}
 	r, _ := serveTest(t, cfg, timeouts)
 	c, err := api.Dial("unix:"+cfg.Dispatcher.SocketPath(), api.ClientOptions{})

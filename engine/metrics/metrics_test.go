@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/enginetest"
@@ -30,19 +30,19 @@ import (
 
 const gib = enginetest.GiB
 
-// testEnv is an Engine on the cloudtest driver with a fake clock, with a
+// testEnv is an Engine on the fake driver with a fake clock, with a
 // Metrics recorder wired as the engine's OnPass hook.
 type testEnv struct {
 	*enginetest.Env
 	t     *testing.T
 	clk   *clock.Fake
-	cloud *cloudtest.Driver
+	cloud *fake.Driver
 	eng   *engine.Engine
 	m     *Metrics
 	steps int
 }
 
-func newEnv(t *testing.T, ct cloudtest.Options) *testEnv {
+func newEnv(t *testing.T, ct fake.Options) *testEnv {
 	t.Helper()
 	cfg := enginetest.Config(t)
 	cfg.Dispatcher.MaxInstances = 20
@@ -222,7 +222,7 @@ func TestBeforeAttach(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
-	env := newEnv(t, cloudtest.Options{Seed: 1, BootDelay: 3 * time.Second})
+	env := newEnv(t, fake.Options{Seed: 1, BootDelay: 3 * time.Second})
 	m := env.m
 
 	ids := env.submit(3)
@@ -340,7 +340,7 @@ func TestMetrics(t *testing.T) {
 	}
 
 	// Quota: the cloud refuses a 4th instance.
-	env.cloud.Configure(func(f *cloudtest.Faults) { f.Quota = 3 })
+	env.cloud.Configure(func(f *fake.Faults) { f.Quota = 3 })
 	env.submit(2)
 	env.until("at quota", 30, func() bool { return env.eng.Summary().AtQuota })
 	env.step(1)
@@ -385,7 +385,7 @@ func TestMetrics(t *testing.T) {
 // An instance whose probes fail counts in instances_unreachable until it
 // answers again; the series exist (at 0) for every type.
 func TestUnreachableGauge(t *testing.T) {
-	env := newEnv(t, cloudtest.Options{Seed: 1})
+	env := newEnv(t, fake.Options{Seed: 1})
 	env.submit(1)
 	env.until("running", 60, func() bool { return env.count(queue.Running) == 1 })
 	_, fams := scrape(t, env.m)
@@ -413,7 +413,7 @@ func TestUnreachableGauge(t *testing.T) {
 
 // TestConcurrentScrapes scrapes while the engine steps (run with -race).
 func TestConcurrentScrapes(t *testing.T) {
-	env := newEnv(t, cloudtest.Options{Seed: 2})
+	env := newEnv(t, fake.Options{Seed: 2})
 	env.submit(5)
 	srv := httptest.NewServer(env.m.Handler())
 	defer srv.Close()
@@ -490,9 +490,9 @@ func BenchmarkObservePass(b *testing.B) {
 // An output over [containers] max_output (4 MiB by default) is stored cut,
 // and logs_truncated_total counts its container once.
 func TestLogsTruncatedCounter(t *testing.T) {
-	env := newEnv(t, cloudtest.Options{Seed: 3})
+	env := newEnv(t, fake.Options{Seed: 3})
 	c, err := env.eng.Submit(queue.Spec{
-		Command:            cloudtest.CmdOutput(0, 0, 5<<20),
+		Command:            fake.CmdOutput(0, 0, 5<<20),
 		RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: gib / 2},
 	}, "test")
 	if err != nil {

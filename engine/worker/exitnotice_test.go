@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/runner"
 )
 
@@ -15,7 +15,7 @@ import (
 // idle instance whose watch is ready.
 func noticeHarness(t *testing.T) (*harness, cloud.InstanceID) {
 	t.Helper()
-	h := newHarness(t, hopt{drv: func(o *cloudtest.Options) { o.ExitNotices = true }})
+	h := newHarness(t, hopt{drv: func(o *fake.Options) { o.ExitNotices = true }})
 	h.step()
 	id := h.createIdle("small")
 	h.pool.Step() // opens the watch
@@ -50,7 +50,7 @@ func reported(v InstanceView, cid string) (runner.Status, bool) {
 
 func TestExitNoticeRecordedBeforeTheNextProbe(t *testing.T) {
 	h, id := noticeHarness(t)
-	if err := h.pool.StartContainer(id, spec("c1", cloudtest.Cmd(2*time.Second, 3)...)); err != nil {
+	if err := h.pool.StartContainer(id, spec("c1", fake.Cmd(2*time.Second, 3)...)); err != nil {
 		t.Fatal(err)
 	}
 	h.step()
@@ -98,7 +98,7 @@ func TestExitNoticeRecordedBeforeTheNextProbe(t *testing.T) {
 
 func TestExitNoticeLostIsCaughtByTheProbe(t *testing.T) {
 	h, id := noticeHarness(t)
-	if err := h.pool.StartContainer(id, spec("c1", cloudtest.Cmd(time.Second, 0)...)); err != nil {
+	if err := h.pool.StartContainer(id, spec("c1", fake.Cmd(time.Second, 0)...)); err != nil {
 		t.Fatal(err)
 	}
 	h.step()

@@ -13,7 +13,7 @@ import (
 )
 
 // ErrNoShell: the instance's executor cannot open a shell (the in-memory
-// cloudtest driver's).
+// fake driver's).
 var ErrNoShell = errors.New("this driver's instances have no shell")
 
 // Shell runs an interactive shell on instance id over the pool's own

@@ -1,4 +1,4 @@
-package cloudtest
+package fake
 
 // "runner watch" of the in-memory runner: exits announced as the runner
 // would announce them (docs/design.md §7.3). With a real clock a timer
