@@ -1,3 +1,5 @@
+// The in-memory runner's health checks, judged by their command on the driver's clock.
+
 package fake
 
 import (

@@ -1,3 +1,5 @@
+// The in-memory runner: the commands it understands and the runner verbs it answers.
+
 package fake
 
 import (

@@ -1,3 +1,5 @@
+// Spot interruptions of the fake driver's preemptible instances.
+
 package fake
 
 import (

@@ -1,3 +1,5 @@
+// "runner watch" of the in-memory runner: exits announced as a real runner announces them.
+
 package fake
 
 // "runner watch" of the in-memory runner: exits announced as the runner

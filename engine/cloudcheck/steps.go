@@ -1,3 +1,5 @@
+// The steps of a driver check, in the order Steps names them.
+
 package cloudcheck
 
 // The steps of a check, in the order Steps names them.

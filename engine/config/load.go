@@ -1,3 +1,5 @@
+// Finding, reading and decoding a config file over the defaults.
+
 package config
 
 import (

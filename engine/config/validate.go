@@ -1,3 +1,5 @@
+// The checks of a config's values: ranges, enumerations, instance types, hosts.
+
 package config
 
 import (

@@ -1,3 +1,5 @@
+// The demo's config and the sample workload fed to the engine.
+
 package simulate
 
 import (

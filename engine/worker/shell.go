@@ -1,3 +1,5 @@
+// A shell on an instance over the pool's own connection.
+
 package worker
 
 // A shell on an instance over the pool's own connection to it (the

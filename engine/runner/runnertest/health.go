@@ -1,3 +1,5 @@
+// The conformance cases of health checks.
+
 package runnertest
 
 import (
