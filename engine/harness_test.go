@@ -11,6 +11,7 @@ import (
 	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/scheduler"
 	"dispatch-tui/engine/worker"
@@ -109,15 +110,10 @@ func (h *harness) step(n int) {
 // until steps until cond holds, failing after max steps.
 func (h *harness) until(what string, max int, cond func() bool) {
 	h.t.Helper()
-	for i := 0; i < max; i++ {
-		if cond() {
-			return
-		}
-		h.step(1)
+	seen := func() string {
+		return fmt.Sprintf("\ninstances: %+v\ncontainers: %s", h.eng.Instances(), h.dumpContainers())
 	}
-	if !cond() {
-		h.t.Fatalf("after %d steps: %s did not happen\ninstances: %+v\ncontainers: %s", max, what, h.eng.Instances(), h.dumpContainers())
-	}
+	wait.With{Step: func() { h.step(1) }, Seen: seen}.Steps(h.t, what, max, cond)
 }
 
 func (h *harness) dumpContainers() string {

@@ -28,6 +28,7 @@ import (
 
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/tui/backend"
 )
@@ -128,17 +129,7 @@ price = 0.05
 	})
 	client := api.NewClient(addr, "memtest-token")
 	ctx := context.Background()
-	poll := func(what string, max time.Duration, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(max)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not after %s", what, max)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
-	poll("daemon up", 30*time.Second, func() bool { _, err := client.Summary(ctx); return err == nil })
+	wait.Until(t, "daemon up", 30*time.Second, func() bool { _, err := client.Summary(ctx); return err == nil })
 
 	// 100,000 submits through the API, 8 at a time.
 	const n = 100000
@@ -170,7 +161,7 @@ price = 0.05
 		t.Fatal(err)
 	}
 	t.Logf("submitted %d containers through the API in %s", n, time.Since(t0).Round(time.Millisecond))
-	poll("1,000 instances running", 10*time.Minute, func() bool {
+	wait.Until(t, "1,000 instances running", 10*time.Minute, func() bool {
 		s, err := client.Summary(ctx)
 		return err == nil && s.Instances["running"] >= 1000
 	})

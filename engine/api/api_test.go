@@ -19,6 +19,7 @@ import (
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/worker"
 )
@@ -663,19 +664,6 @@ func TestListContainers(t *testing.T) {
 	}
 }
 
-// waitReal waits (wall clock) for cond, for streams served by other
-// goroutines.
-func waitReal(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // TestLogsFollow: a follow stream writes each line once and ends when the
 // container completes.
 func TestLogsFollow(t *testing.T) {
@@ -698,7 +686,7 @@ func TestLogsFollow(t *testing.T) {
 		t.Fatalf("output while queued: %q", got)
 	}
 	e.until("running", 30, func() bool { return e.state(id) == queue.Running })
-	waitReal(t, "the running line", func() bool { return strings.Contains(out.String(), "running") })
+	wait.Until(t, "the running line", 10*time.Second, func() bool { return strings.Contains(out.String(), "running") })
 
 	// Step until the container has completed and its output is stored:
 	// then the stream has all there will be and ends.
@@ -751,7 +739,7 @@ func TestLogsFollowClientGoesAway(t *testing.T) {
 	var out enginetest.Buffer
 	done := make(chan error, 1)
 	go func() { done <- e.client.Logs(ctx, id, 0, true, &out) }()
-	waitReal(t, "output", func() bool { return strings.Contains(out.String(), "running") })
+	wait.Until(t, "output", 10*time.Second, func() bool { return strings.Contains(out.String(), "running") })
 	cancel()
 	if err := awaitFollow(t, done, "after the client went away"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
@@ -882,7 +870,7 @@ func TestRequestLog(t *testing.T) {
 	if _, err := NewClient(srv.URL, "bad").Summary(t.Context()); err == nil {
 		t.Fatal("no error with a bad token")
 	}
-	waitReal(t, "log line", func() bool { return strings.Contains(logs.String(), "status=403") })
+	wait.Until(t, "log line", 10*time.Second, func() bool { return strings.Contains(logs.String(), "status=403") })
 	for _, want := range []string{"method=GET", "path=/v1/summary", "duration="} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log %q lacks %q", logs.String(), want)

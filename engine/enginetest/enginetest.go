@@ -6,6 +6,8 @@
 package enginetest
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/worker"
 )
@@ -53,6 +56,8 @@ type Env struct {
 	Clock  *clock.Fake
 	Cloud  *fake.Driver
 	Engine *engine.Engine
+	// Steps counts the steps taken so far.
+	Steps  int
 	closed bool
 }
 
@@ -83,6 +88,7 @@ func (e *Env) Close() {
 
 // Step runs n steps.
 func (e *Env) Step(n int) {
+	e.Steps += n
 	for range n {
 		e.Engine.Step()
 		e.Engine.Settle()
@@ -90,18 +96,24 @@ func (e *Env) Step(n int) {
 	}
 }
 
-// Until steps until cond holds, failing the test after max steps.
+// Until steps until cond holds, failing the test after max steps with
+// the instances and containers it saw.
 func (e *Env) Until(what string, max int, cond func() bool) {
 	e.T.Helper()
-	for range max {
-		if cond() {
-			return
-		}
-		e.Step(1)
+	wait.With{Step: func() { e.Step(1) }, Seen: e.seen}.Steps(e.T, what, max, cond)
+}
+
+// seen describes the instances and the containers, for a failure.
+func (e *Env) seen() string {
+	var b strings.Builder
+	for _, v := range e.Engine.Instances() {
+		fmt.Fprintf(&b, "\n  instance %s %s containers=%v last_error=%q", v.ID, v.State, v.Containers, v.LastError)
 	}
-	if !cond() {
-		e.T.Fatalf("after %d steps: %s did not happen", max, what)
+	cs, _ := e.Engine.Containers(engine.ListOptions{})
+	for _, c := range cs {
+		fmt.Fprintf(&b, "\n  container %s %s inst=%s reason=%q", c.ID, c.State, c.InstanceID, c.Reason)
 	}
+	return b.String()
 }
 
 // Submit adds a container running cmd with 1 vCPU and 512 MiB unless spec

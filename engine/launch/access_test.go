@@ -31,6 +31,7 @@ import (
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 )
 
@@ -151,7 +152,7 @@ func TestDefaultDaemonAnswersOnlyItsUser(t *testing.T) {
 		daemon.Process.Signal(syscall.SIGTERM)
 		daemon.Wait()
 	})
-	waitFor(t, "the daemon's socket", 20*time.Second, func() bool {
+	wait.Until(t, "the daemon's socket", 20*time.Second, func() bool {
 		code, _, _ := runBinary(t, work, env, "ls", "instances")
 		return code == 0
 	})
@@ -370,7 +371,7 @@ func TestSecretsStayOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "container Complete", time.Minute, func() bool {
+	wait.Until(t, "container Complete", time.Minute, func() bool {
 		got, err := c.Container(ctx, sub.ID)
 		return err == nil && got.State == queue.Complete
 	})
@@ -401,7 +402,7 @@ func TestSecretsStayOut(t *testing.T) {
 		return resp.StatusCode == 200
 	}
 	// The output is stored just after the container completes.
-	waitFor(t, "stored output", 30*time.Second, func() bool { return get("/v1/containers/" + sub.ID + "/logs") })
+	wait.Until(t, "stored output", 30*time.Second, func() bool { return get("/v1/containers/" + sub.ID + "/logs") })
 	for _, p := range []string{"/v1/instances", "/v1/containers", "/v1/containers/" + sub.ID, "/v1/containers/" + sub.ID + "/logs",
 		"/v1/types", "/v1/events?limit=10000", "/v1/summary", "/v1/whoami", "/metrics"} {
 		if !get(p) {
@@ -508,7 +509,7 @@ func TestFollowOutlivesTheReadTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "container running", 30*time.Second, func() bool {
+	wait.Until(t, "container running", 30*time.Second, func() bool {
 		got, _ := r.Container(sub.ID)
 		return got.State == queue.Running
 	})

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
 )
@@ -38,7 +39,7 @@ func TestLocalContainerKilledFromOutside(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the victim final", time.Minute, func() bool {
+	wait.Until(t, "the victim final", time.Minute, func() bool {
 		c, _ := r.Container(victim)
 		return c.State.Final()
 	})
@@ -47,7 +48,7 @@ func TestLocalContainerKilledFromOutside(t *testing.T) {
 		!strings.Contains(c.Reason, "killed by signal TERM from outside the dispatcher") {
 		t.Fatalf("victim: %s %s %q attempts=%d; want Cancelled KILLED_EXTERNALLY after 2 attempts", c.State, c.ReasonCode, c.Reason, c.Attempts)
 	}
-	waitFor(t, "the self-exiting container final", time.Minute, func() bool {
+	wait.Until(t, "the self-exiting container final", time.Minute, func() bool {
 		c, _ := r.Container(selfExit)
 		return c.State.Final()
 	})
@@ -61,7 +62,7 @@ func TestLocalContainerKilledFromOutside(t *testing.T) {
 func runningPID(t *testing.T, r *Running, id string, n int) int {
 	t.Helper()
 	var p int
-	waitFor(t, "container "+id+" running its attempt "+strconv.Itoa(n), time.Minute, func() bool {
+	wait.Until(t, "container "+id+" running its attempt "+strconv.Itoa(n), time.Minute, func() bool {
 		c, _ := r.Container(id)
 		if c.State != queue.Running || c.Attempts != n {
 			return false

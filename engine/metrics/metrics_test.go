@@ -39,7 +39,6 @@ type testEnv struct {
 	cloud *fake.Driver
 	eng   *engine.Engine
 	m     *Metrics
-	steps int
 }
 
 func newEnv(t *testing.T, ct fake.Options) *testEnv {
@@ -52,24 +51,6 @@ func newEnv(t *testing.T, ct fake.Options) *testEnv {
 	env := enginetest.New(t, cfg, ct, engine.Options{OnPass: m.ObservePass})
 	m.Attach(env.Engine)
 	return &testEnv{Env: env, t: t, clk: env.Clock, cloud: env.Cloud, eng: env.Engine, m: m}
-}
-
-func (env *testEnv) step(n int) {
-	env.Step(n)
-	env.steps += n
-}
-
-func (env *testEnv) until(what string, max int, cond func() bool) {
-	env.t.Helper()
-	for range max {
-		if cond() {
-			return
-		}
-		env.step(1)
-	}
-	if !cond() {
-		env.t.Fatalf("after %d steps: %s did not happen; instances: %+v", max, what, env.eng.Instances())
-	}
 }
 
 func (env *testEnv) submit(n int) []string {
@@ -226,8 +207,8 @@ func TestMetrics(t *testing.T) {
 	m := env.m
 
 	ids := env.submit(3)
-	env.until("3 containers running", 60, func() bool { return env.count(queue.Running) == 3 })
-	env.step(2) // a probe after the starts
+	env.Until("3 containers running", 60, func() bool { return env.count(queue.Running) == 3 })
+	env.Step(2) // a probe after the starts
 
 	text, fams := scrape(t, m)
 	expect(t, fams, 3, "dispatch_tui_instances", "state", "running", "type", "small", "idle_behavior", "run")
@@ -254,7 +235,7 @@ func TestMetrics(t *testing.T) {
 	expect(t, fams, 3, "dispatch_tui_container_starts_total", "result", "ok")
 	expect(t, fams, 3, "dispatch_tui_scheduler_actions_total", "action", "start")
 	expect(t, fams, 3, "dispatch_tui_scheduler_actions_total", "action", "create")
-	expect(t, fams, float64(env.steps), "dispatch_tui_scheduler_pass_duration_seconds")
+	expect(t, fams, float64(env.Steps), "dispatch_tui_scheduler_pass_duration_seconds")
 	if v := value(t, fams, "dispatch_tui_probes_total", "result", "ok"); v < 3 {
 		t.Errorf("probes ok = %v, want >= 3", v)
 	}
@@ -319,7 +300,7 @@ func TestMetrics(t *testing.T) {
 
 	// Pass histogram count follows the passes.
 	before := value(t, fams, "dispatch_tui_scheduler_pass_duration_seconds")
-	env.step(4)
+	env.Step(4)
 	_, fams = scrape(t, m)
 	expect(t, fams, before+4, "dispatch_tui_scheduler_pass_duration_seconds")
 
@@ -342,8 +323,8 @@ func TestMetrics(t *testing.T) {
 	// Quota: the cloud refuses a 4th instance.
 	env.cloud.Configure(func(f *fake.Faults) { f.Quota = 3 })
 	env.submit(2)
-	env.until("at quota", 30, func() bool { return env.eng.Summary().AtQuota })
-	env.step(1)
+	env.Until("at quota", 30, func() bool { return env.eng.Summary().AtQuota })
+	env.Step(1)
 	text, fams = scrape(t, m)
 	expect(t, fams, 1, "dispatch_tui_at_quota")
 	expect(t, fams, 3, "dispatch_tui_instances_limit")
@@ -370,7 +351,7 @@ func TestMetrics(t *testing.T) {
 	if _, err := env.eng.KillContainer(ids[0], "test", "done"); err != nil {
 		t.Fatal(err)
 	}
-	env.until("container cancelled", 60, func() bool { return env.count(queue.Cancelled) == 1 })
+	env.Until("container cancelled", 60, func() bool { return env.count(queue.Cancelled) == 1 })
 	_, fams = scrape(t, m)
 	expect(t, fams, 1, "dispatch_tui_containers", "state", "Cancelled")
 	// Every output stored.
@@ -387,14 +368,14 @@ func TestMetrics(t *testing.T) {
 func TestUnreachableGauge(t *testing.T) {
 	env := newEnv(t, fake.Options{Seed: 1})
 	env.submit(1)
-	env.until("running", 60, func() bool { return env.count(queue.Running) == 1 })
+	env.Until("running", 60, func() bool { return env.count(queue.Running) == 1 })
 	_, fams := scrape(t, env.m)
 	expect(t, fams, 0, "dispatch_tui_instances_unreachable", "type", "small")
 	expect(t, fams, 0, "dispatch_tui_instances_unreachable", "type", "large")
 
 	inst := env.eng.Instances()[0].ID
 	env.cloud.Break(inst)
-	env.until("unreachable", 30, func() bool {
+	env.Until("unreachable", 30, func() bool {
 		v, _ := env.eng.Instance(string(inst))
 		return !v.UnreachableSince.IsZero()
 	})
@@ -403,7 +384,7 @@ func TestUnreachableGauge(t *testing.T) {
 	t.Run("promtool", func(t *testing.T) { promtoolCheck(t, text) })
 
 	env.cloud.Unbreak(inst)
-	env.until("reachable", 30, func() bool {
+	env.Until("reachable", 30, func() bool {
 		v, _ := env.eng.Instance(string(inst))
 		return v.UnreachableSince.IsZero()
 	})
@@ -441,7 +422,7 @@ func TestConcurrentScrapes(t *testing.T) {
 			}
 		})
 	}
-	env.step(20)
+	env.Step(20)
 	close(done)
 	wg.Wait()
 	_, fams := scrape(t, env.m)
@@ -498,7 +479,7 @@ func TestLogsTruncatedCounter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.until("complete with its output stored", 300, func() bool {
+	env.Until("complete with its output stored", 300, func() bool {
 		got, _ := env.eng.Container(c.ID)
 		_, err := env.eng.Logs(t.Context(), c.ID, 1)
 		return got.State == queue.Complete && err == nil

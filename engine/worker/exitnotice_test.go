@@ -7,6 +7,7 @@ import (
 
 	"dispatch-tui/cloud"
 	"dispatch-tui/cloud/fake"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/runner"
 )
 
@@ -19,26 +20,13 @@ func noticeHarness(t *testing.T) (*harness, cloud.InstanceID) {
 	h.step()
 	id := h.createIdle("small")
 	h.pool.Step() // opens the watch
-	pollPool(t, "the watch on "+string(id)+" ready", func() bool {
+	wait.Until(t, "the watch on "+string(id)+" ready", 20*time.Second, func() bool {
 		h.pool.mu.Lock()
 		defer h.pool.mu.Unlock()
 		return h.pool.byID[id].watching
 	})
 	h.step() // the list a ready watch asks for
 	return h, id
-}
-
-// pollPool waits for cond, which the pool's own goroutines make true (a
-// notice arrives on the watch's goroutine, not in a Step).
-func pollPool(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func reported(v InstanceView, cid string) (runner.Status, bool) {
@@ -66,7 +54,7 @@ func TestExitNoticeRecordedBeforeTheNextProbe(t *testing.T) {
 	}
 	h.drv.AnnounceExits()
 	var v InstanceView
-	pollPool(t, "c1's exit applied after its notice", func() bool {
+	wait.Until(t, "c1's exit applied after its notice", 20*time.Second, func() bool {
 		v, _ = h.pool.Instance(id)
 		st, ok := reported(v, "c1")
 		return ok && st.State == runner.StateExited

@@ -18,6 +18,7 @@ import (
 	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/runner"
 )
 
@@ -196,15 +197,12 @@ func (h *harness) run(d time.Duration) {
 // until steps once a second until cond holds, failing after max.
 func (h *harness) until(what string, max time.Duration, cond func() bool) {
 	h.t.Helper()
-	for end := h.clk.Now().Add(max); ; h.clk.Advance(time.Second) {
+	h.step()
+	next := func() {
+		h.clk.Advance(time.Second)
 		h.step()
-		if cond() {
-			return
-		}
-		if !h.clk.Now().Before(end) {
-			h.t.Fatalf("timed out after %s waiting for %s; instances: %s", max, what, h.dump())
-		}
 	}
+	wait.With{Step: next, Seen: h.dump}.Steps(h.t, what+" within "+max.String(), int((max+time.Second-1)/time.Second), cond)
 }
 
 func (h *harness) dump() string {
@@ -688,13 +686,7 @@ func TestMaxInstancesDestroyEndingAfterTheInstanceLeft(t *testing.T) {
 	h.drv.Vanish(ids[0])
 	h.clk.Advance(h.cfg.Cloud.SyncInterval)
 	h.pool.Step() // a listing without it
-	deadline := time.Now().Add(10 * time.Second)
-	for len(h.pool.Instances(nil)) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the listing did not drop the vanished instance: %s", h.dump())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	wait.With{Seen: h.dump}.Until(t, "the listing to drop the vanished instance", 10*time.Second, func() bool { return len(h.pool.Instances(nil)) == 1 })
 	close(h.set.destroyGate) // now the destroy succeeds
 	h.pool.Wait()
 	if err := h.pool.Create("small"); err != nil {

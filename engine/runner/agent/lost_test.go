@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/runner"
 )
 
@@ -62,7 +63,7 @@ func TestRebootedHostLosesItsContainers(t *testing.T) {
 		syscall.Kill(-stranger, syscall.SIGKILL)
 		// The supervisor records that end and exits; the directory can
 		// go after.
-		eventually(t, "the supervisor gone", func() bool { return !alive(spid, "") })
+		wait.Until(t, "the supervisor gone", waitFor, func() bool { return !alive(spid, "") })
 	})
 	setBootID(t, dir, "00000000-0000-4000-8000-000000000000")
 
@@ -70,7 +71,7 @@ func TestRebootedHostLosesItsContainers(t *testing.T) {
 	if !ok || got.State != runner.StateExited || got.Lost != runner.LostRebooted || got.ExitCode != -1 || got.PID != st.PID {
 		t.Fatalf("a record of an earlier boot: %+v; want exited -1, lost %q", got, runner.LostRebooted)
 	}
-	eventually(t, "the command set up", func() bool { return strings.Contains(readOut(dir), "ready") })
+	wait.Until(t, "the command set up", waitFor, func() bool { return strings.Contains(readOut(dir), "ready") })
 	code, _, errs := h.run("", "kill", "before", "--signal", "KILL")
 	wantCode(t, "kill of a container of an earlier boot", code, errs, 0, "")
 	KillAll(h.env.StateDir)
