@@ -3,13 +3,13 @@
 package agent
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/runner"
@@ -78,13 +78,10 @@ func TestRebootedHostLosesItsContainers(t *testing.T) {
 	if err := syscall.Kill(stranger, syscall.SIGUSR1); err != nil {
 		t.Fatalf("pid %d, which an earlier boot's record names, is gone after kill and KillAll: %v", stranger, err)
 	}
-	deadline := time.Now().Add(waitFor)
-	for !strings.Contains(readOut(dir), "pong") {
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d, which an earlier boot's record names, did not answer USR1 after kill and KillAll (killed?); output %q", stranger, readOut(dir))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	seen := func() string { return fmt.Sprintf("output %q", readOut(dir)) }
+	wait.With{Seen: seen}.Until(t, fmt.Sprintf("pid %d, which an earlier boot's record names, to answer USR1 after kill and KillAll (not killed)", stranger), waitFor, func() bool {
+		return strings.Contains(readOut(dir), "pong")
+	})
 }
 
 // readOut is the stdout of the container in dir so far.
