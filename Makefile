@@ -62,7 +62,7 @@ lint:
 bench-tui:
 	$(GO) test -run='^$$' -bench='BenchmarkView|BenchmarkKeyToFrame' -benchmem -count=3 ./tui/
 
-# Resident memory with 100,000 containers and 1,000 instances (cloudtest).
+# Resident memory with 100,000 containers and 1,000 instances (fake driver).
 bench-memory:
 	$(GO) test -run='^TestMemory100k$$' -count=1 -v ./engine -memory
 	$(GO) test -run='^TestDaemonMemory100k$$' -count=1 -v -timeout=30m ./tui -daemon-memory
@@ -70,7 +70,7 @@ bench-memory:
 # A million containers (docs/design.md §9.1): the scheduler pass at 1M queued and
 # 10,000 instances, steady and churning, the first page of the container
 # list at 1M, then the engine's resident memory at 1M with 10,000
-# instances running (cloudtest). About 10 minutes on two cores; recorded in
+# instances running (fake driver). About 10 minutes on two cores; recorded in
 # BENCHMARKS.md.
 bench-million:
 	$(GO) test -run='^$$' -bench='BenchmarkSchedulerPass(Churn)?/queued=1000000/' -benchmem -benchtime=5x -count=1 -timeout=20m ./engine/scheduler/

@@ -1,3 +1,5 @@
+// The console's three modes (in-process engine, --connect, --demo) and how each starts.
+
 package main
 
 import (

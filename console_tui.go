@@ -1,3 +1,5 @@
+// Running the console's TUI until the user quits.
+
 package main
 
 import (

@@ -135,7 +135,7 @@ numbers (exit 1).`,
 		Example: "  dispatch-tui check-config /etc/dispatch-tui.toml",
 		Args:    cli.ExactArgs(1, "one FILE"),
 		RunE: func(_ *cobra.Command, args []string) error {
-			return checkConfig(args[0], env.Stdout)
+			return checkConfig(args[0], env.Stdout, env.Stderr)
 		},
 	}
 	root.AddCommand(versionCmd, check, simulateCmd(env), cloudtestCmd(env))
@@ -155,11 +155,15 @@ func exitCode(code int) error {
 }
 
 // checkConfig validates the config file at path, and the console's key
-// bindings in it.
-func checkConfig(path string, stdout io.Writer) error {
+// bindings in it. Warnings (a config that works but should be changed) go
+// to stderr before the verdict.
+func checkConfig(path string, stdout, stderr io.Writer) error {
 	cfg, err := config.Load(path)
 	if err != nil {
 		return err
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", termsafe.Escape(w.Error()))
 	}
 	if err := tui.ValidateKeys(cfg.TUI.Keys); err != nil {
 		return fmt.Errorf("%s: [tui.keys]: %w", path, err)
@@ -198,15 +202,15 @@ func simulateCmd(env *cli.Env) *cobra.Command {
 		Long: `Run the engine headless on a sample workload, printing instances and containers by
 state every second until every container is final and every instance has shut down.`,
 		Example: `  dispatch-tui simulate
-  dispatch-tui simulate --driver cloudtest --containers 500 --quota 20`,
+  dispatch-tui simulate --driver fake --containers 500 --quota 20`,
 		GroupID: "other",
 		Args:    cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Containers < 1 || o.Quota < 0 || o.Timeout <= 0 {
 				return cli.UsageError("want --containers >= 1, --quota >= 0, --timeout > 0")
 			}
-			if o.Driver != "local" && o.Driver != "cloudtest" {
-				return cli.UsageError("--driver must be local or cloudtest")
+			if o.Driver != "local" && o.Driver != "fake" {
+				return cli.UsageError("--driver must be local or fake")
 			}
 			cfg, err := config.FindAndLoad(env.ConfigPath)
 			if err != nil {
@@ -221,9 +225,9 @@ state every second until every container is final and every instance has shut do
 	f.IntVar(&o.Quota, "quota", 8, "cloud quota in instances (0 = unlimited)")
 	f.DurationVar(&o.Timeout, "timeout", 2*time.Minute, "stop after this long")
 	f.Uint64Var(&o.Seed, "seed", 1, "random seed for the workload and faults")
-	f.StringVar(&o.Driver, "driver", "local", "local (real processes over SSH) or cloudtest (in-memory)")
+	f.StringVar(&o.Driver, "driver", "local", "local (real processes over SSH) or fake (in-memory)")
 	cmd.RegisterFlagCompletionFunc("driver", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return []string{"local", "cloudtest"}, cobra.ShellCompDirectiveNoFileComp
+		return []string{"local", "fake"}, cobra.ShellCompDirectiveNoFileComp
 	})
 	return cmd
 }

@@ -37,6 +37,7 @@ func TestCheckConfig(t *testing.T) {
 		{"unknown command", []string{"frobnicate"}, 2, "", "unknown command"},
 		{"keys bound twice", []string{"check-config", write("keys.toml", "[tui.keys]\nhold = \"d\"\n")}, 1, "", "[tui.keys]"},
 		{"NUL in state_dir", []string{"check-config", write("nul.toml", "[dispatcher]\nstate_dir = \"/tmp/a\\u0000b\"\n")}, 1, "", "nul.toml:2: dispatcher.state_dir: must not contain a control character"},
+		{"old driver name", []string{"check-config", write("old.toml", "[cloud]\ndriver = \"cloudtest\"\n")}, 0, "old.toml: ok", `old.toml:2: cloud.driver: "cloudtest" is the old name of the "fake" driver`},
 		{"keys ok", []string{"check-config", write("keys2.toml", "[tui.keys]\nhold = \"x\"\n")}, 0, "keys2.toml: ok", ""},
 		{"key a sort takes", []string{"check-config", write("keys3.toml", "[tui.keys]\nhold = \"H\"\n")}, 1, "", "sorts by HOST"},
 		{"daemon and connect", []string{"--daemon", "--connect", "unix:/nowhere"}, 2, "", "--daemon runs the engine here: it excludes --connect"},
@@ -62,7 +63,7 @@ func TestCheckConfig(t *testing.T) {
 		{"simulate bad flag", []string{"simulate", "--containers", "0"}, 2, "", "--containers >= 1"},
 		{"cloudtest bad flag", []string{"cloudtest", "--timeout", "0s"}, 2, "", "usage: dispatch-tui cloudtest"},
 		{"cloudtest extra argument", []string{"cloudtest", "now"}, 2, "", "cloudtest"},
-		{"cloudtest", []string{"--config", write("ct.toml", "[dispatcher]\nstate_dir = \""+filepath.Join(dir, "state")+"\"\n[cloud]\ndriver = \"cloudtest\"\n"), "cloudtest"}, 0, "cloudtest: ok, every step held", ""},
+		{"cloudtest", []string{"--config", write("ct.toml", "[dispatcher]\nstate_dir = \""+filepath.Join(dir, "state")+"\"\n[cloud]\ndriver = \"fake\"\n"), "cloudtest"}, 0, "cloudtest: ok, every step held", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
@@ -38,7 +38,7 @@ func TestBadRunnerPathGivesClearPendingReason(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	var missing atomic.Bool
 	missing.Store(true)
-	drv := cloudtest.New(cloudtest.Options{Clock: clk, BootDelay: 5 * time.Second})
+	drv := fake.New(fake.Options{Clock: clk, BootDelay: 5 * time.Second})
 	h := &harness{t: t, clk: clk, cloud: drv, cfg: cfg}
 	eng, err := New(Options{Config: cfg, InstanceSet: drv, Clock: clk,
 		NewExecutor: func(inst cloud.Instance) (runner.Executor, error) {

@@ -1,3 +1,5 @@
+// The dispatcher's cluster id: configured, or derived once and kept in the state dir.
+
 package engine
 
 import (

@@ -1,10 +1,6 @@
 // Package engine wires the container queue, the worker pool, the scheduler
 // and a cloud driver into one Engine: the single surface (snapshot,
 // subscribe, verbs) that the API server and the TUI use.
-//
-// engine.go builds and drives the Engine; queries.go is its read-only
-// surface; verbs.go and verbnames.go are the operator verbs; output.go
-// stores containers' output and says when it cannot.
 package engine
 
 import (

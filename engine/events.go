@@ -1,3 +1,5 @@
+// The event log newest first, a page at a time.
+
 package engine
 
 // The event log newest first (ls events, GET /v1/events?order=newest): the

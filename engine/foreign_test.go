@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/worker"
@@ -17,7 +17,7 @@ import (
 // the scheduler's view, and refuses verbs on them without touching them.
 func TestForeignInstancesShownNotTouched(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	drv := cloudtest.New(cloudtest.Options{Clock: clk, BootDelay: 2 * time.Second})
+	drv := fake.New(fake.Options{Clock: clk, BootDelay: 2 * time.Second})
 	var engs []*Engine
 	for range 2 {
 		eng, err := New(Options{Config: testConfig(t), InstanceSet: drv, NewExecutor: drv.Executor, Clock: clk})
@@ -26,7 +26,7 @@ func TestForeignInstancesShownNotTouched(t *testing.T) {
 		}
 		t.Cleanup(func() { eng.Close() })
 		if _, err := eng.Submit(queue.Spec{
-			Command:            cloudtest.Cmd(time.Hour, 0),
+			Command:            fake.Cmd(time.Hour, 0),
 			RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: gib / 2},
 		}, "test"); err != nil {
 			t.Fatal(err)

@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/scheduler"
 	"dispatch-tui/engine/worker"
@@ -26,13 +27,13 @@ var testTypes = []cloud.InstanceType{
 	{Name: "large", ProviderType: "large", VCPUs: 8, RAM: 32 * gib, Scratch: 100 * gib, Price: 4.0},
 }
 
-// harness runs an Engine on the cloudtest driver with a fake clock. Each
+// harness runs an Engine on the fake driver with a fake clock. Each
 // step is: pool work + one pass, wait for the calls it started, advance
 // the clock by one second.
 type harness struct {
 	t     *testing.T
 	clk   *clock.Fake
-	cloud *cloudtest.Driver
+	cloud *fake.Driver
 	cfg   *config.Config
 	eng   *Engine
 	// passTotals sums the passes' Preempted and Unhealthy counts (what the
@@ -43,7 +44,7 @@ type harness struct {
 func testConfig(t testing.TB) *config.Config {
 	cfg := config.Default()
 	cfg.Dispatcher.StateDir = t.TempDir()
-	cfg.Cloud.Driver = "cloudtest"
+	cfg.Cloud.Driver = "fake"
 	cfg.InstanceTypes = slices.Clone(testTypes)
 	cfg.Dispatcher.MaxInstances = 20
 	cfg.Dispatcher.StaleLockTimeout = time.Minute
@@ -59,11 +60,11 @@ func testConfig(t testing.TB) *config.Config {
 	return cfg
 }
 
-func newHarness(t *testing.T, cfg *config.Config, ct cloudtest.Options) *harness {
+func newHarness(t *testing.T, cfg *config.Config, ct fake.Options) *harness {
 	t.Helper()
 	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	ct.Clock = clk
-	h := &harness{t: t, clk: clk, cloud: cloudtest.New(ct), cfg: cfg}
+	h := &harness{t: t, clk: clk, cloud: fake.New(ct), cfg: cfg}
 	h.start()
 	return h
 }
@@ -109,15 +110,10 @@ func (h *harness) step(n int) {
 // until steps until cond holds, failing after max steps.
 func (h *harness) until(what string, max int, cond func() bool) {
 	h.t.Helper()
-	for i := 0; i < max; i++ {
-		if cond() {
-			return
-		}
-		h.step(1)
+	seen := func() string {
+		return fmt.Sprintf("\ninstances: %+v\ncontainers: %s", h.eng.Instances(), h.dumpContainers())
 	}
-	if !cond() {
-		h.t.Fatalf("after %d steps: %s did not happen\ninstances: %+v\ncontainers: %s", max, what, h.eng.Instances(), h.dumpContainers())
-	}
+	wait.With{Step: func() { h.step(1) }, Seen: seen}.Steps(h.t, what, max, cond)
 }
 
 func (h *harness) dumpContainers() string {
@@ -156,7 +152,7 @@ func maxAttempts(n int) specOpt {
 // (d < 0: runs until killed).
 func (h *harness) submit(d time.Duration, code int, opts ...specOpt) string {
 	h.t.Helper()
-	cmd := cloudtest.Cmd(d, code)
+	cmd := fake.Cmd(d, code)
 	if d < 0 {
 		cmd = []string{"run-forever"}
 	}

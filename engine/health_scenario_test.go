@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
 )
@@ -24,7 +24,7 @@ func restartOnFailure(s *queue.Spec) { s.RestartPolicy = queue.RestartOnFailure 
 // ends "unhealthy": under on-failure it is retried until max_attempts, then
 // Cancelled UNHEALTHY; the health state is on the record and in events.
 func TestUnhealthyContainerIsKilledAndRetriedUnderOnFailure(t *testing.T) {
-	h := newHarness(t, testConfig(t), cloudtest.Options{})
+	h := newHarness(t, testConfig(t), fake.Options{})
 	id := h.submit(-1, 0, healthCheck([]string{"false"}, 5*time.Second, 2), restartOnFailure, maxAttempts(2))
 	c := h.container(id)
 	if hc := c.HealthCheck; hc == nil || hc.Timeout != queue.Duration(5*time.Second) || hc.Retries != 2 {
@@ -41,7 +41,7 @@ func TestUnhealthyContainerIsKilledAndRetriedUnderOnFailure(t *testing.T) {
 	}
 	h.until(id+" cancelled", 90, func() bool { return h.state(id) == queue.Cancelled })
 	c = h.container(id)
-	if c.ReasonCode != queue.ReasonUnhealthy || c.Attempts != 2 || c.ExitCode == nil || *c.ExitCode != cloudtest.ExitTerm {
+	if c.ReasonCode != queue.ReasonUnhealthy || c.Attempts != 2 || c.ExitCode == nil || *c.ExitCode != fake.ExitTerm {
 		t.Fatalf("final: %s %q, %d attempts, exit %v; want Cancelled UNHEALTHY after 2 attempts, exit 143", c.ReasonCode, c.Reason, c.Attempts, c.ExitCode)
 	}
 	if c.Health == nil || c.Health.State != runner.HealthUnhealthy || c.Health.LastResult != "exit status 1" || c.Health.LastCheck.IsZero() {
@@ -66,7 +66,7 @@ func TestUnhealthyContainerIsKilledAndRetriedUnderOnFailure(t *testing.T) {
 }
 
 func TestUnhealthyContainerWithoutRestartEndsCancelled(t *testing.T) {
-	h := newHarness(t, testConfig(t), cloudtest.Options{})
+	h := newHarness(t, testConfig(t), fake.Options{})
 	id := h.submit(-1, 0, healthCheck([]string{"false"}, 5*time.Second, 3), maxAttempts(3))
 	h.runningOn(id, 30)
 	h.until(id+" cancelled", 40, func() bool { return h.state(id) == queue.Cancelled })
@@ -77,7 +77,7 @@ func TestUnhealthyContainerWithoutRestartEndsCancelled(t *testing.T) {
 
 // A container whose health check passes is healthy and completes as usual.
 func TestHealthyContainerCompletes(t *testing.T) {
-	h := newHarness(t, testConfig(t), cloudtest.Options{})
+	h := newHarness(t, testConfig(t), fake.Options{})
 	id := h.submit(30*time.Second, 0, healthCheck([]string{"true"}, 5*time.Second, 1), restartOnFailure)
 	h.runningOn(id, 30)
 	h.until(id+" healthy", 20, func() bool {
@@ -97,7 +97,7 @@ func TestHealthyContainerCompletes(t *testing.T) {
 // A health check the runner would refuse is refused at submit, naming the
 // field.
 func TestHealthCheckValidatedAtSubmit(t *testing.T) {
-	h := newHarness(t, testConfig(t), cloudtest.Options{})
+	h := newHarness(t, testConfig(t), fake.Options{})
 	for _, tc := range []struct {
 		hc    queue.HealthCheck
 		field string

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
 )
@@ -14,7 +14,7 @@ import (
 // the attempt counted, and with no attempts left it ends Cancelled with
 // the runner's reason, never Complete with exit -1.
 func TestContainerLostWithItsSupervisorRunsAgain(t *testing.T) {
-	h := newHarness(t, testConfig(t), cloudtest.Options{})
+	h := newHarness(t, testConfig(t), fake.Options{})
 	victim := h.submit(-1, 0, maxAttempts(2))
 
 	for attempt := 1; attempt <= 2; attempt++ {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/queue"
 )
 
@@ -38,7 +38,7 @@ func procStatus(t *testing.T, key string) int64 {
 }
 
 // TestMemory100k measures the engine's resident memory with 100,000
-// containers queued and 1,000 instances running (cloudtest driver), the
+// containers queued and 1,000 instances running (fake driver), the
 // shape of docs/design.md §9's memory target. It reports, it does not assert a
 // timing; the RSS bound is checked.
 func TestMemory100k(t *testing.T) { measureMemory(t, 100000, 1000, 200<<20) }
@@ -62,7 +62,7 @@ func measureMemory(t *testing.T, n, instances int, bound int64) {
 	cfg.Cloud.MaxConcurrentCreates = max(200, instances/5)
 	cfg.Cloud.MaxCloudOpsPerSecond = float64(max(1000, instances))
 	cfg.Cloud.MaxProbesPerSecond = float64(max(2000, 2*instances))
-	h := newHarness(t, cfg, cloudtest.Options{Quota: instances})
+	h := newHarness(t, cfg, fake.Options{Quota: instances})
 	specs := make([]queue.Spec, 10000)
 	for i := 0; i < n; i += len(specs) {
 		for j := range specs {

@@ -1,3 +1,5 @@
+// Storing containers' output, and counting what could not be stored.
+
 package engine
 
 import (

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/enginetest/fulldisk"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
@@ -33,12 +33,12 @@ func fillDisk(t *testing.T, dir string, slack int64) string {
 func TestOutputNotStoredOnAFullDiskIsSaidAndStoredOnceThereIsRoom(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Dispatcher.StateDir = tmpfsDir(t, "4m")
-	h := newHarness(t, cfg, cloudtest.Options{})
+	h := newHarness(t, cfg, fake.Options{})
 	// Room for the records, none for outputs of 256 KiB.
 	filler := fillDisk(t, cfg.Dispatcher.StateDir, 96<<10)
 	var ids []string
 	for i := range 3 {
-		ids = append(ids, h.submitCmd(cloudtest.CmdOutput(time.Duration(2+i)*time.Second, 0, 256<<10)))
+		ids = append(ids, h.submitCmd(fake.CmdOutput(time.Duration(2+i)*time.Second, 0, 256<<10)))
 	}
 	h.until("outputs not stored", 60, func() bool {
 		for _, id := range ids {
@@ -61,7 +61,7 @@ func TestOutputNotStoredOnAFullDiskIsSaidAndStoredOnceThereIsRoom(t *testing.T) 
 			t.Errorf("%s: its runner forgot it although its output is not stored (%q, stored %v)%s", id, c.LogsError, found, h.eventsOf(id))
 		}
 		// Still readable, from the runner.
-		if out, err := h.eng.Logs(context.Background(), id, 0); err != nil || !strings.Contains(string(out.Data), "cloudtest: output") {
+		if out, err := h.eng.Logs(context.Background(), id, 0); err != nil || !strings.Contains(string(out.Data), "fake: output") {
 			t.Errorf("%s: logs %q, %v; want the runner's copy", id, out.Data, err)
 		}
 	}
@@ -93,7 +93,7 @@ func TestOutputNotStoredOnAFullDiskIsSaidAndStoredOnceThereIsRoom(t *testing.T) 
 	})
 	for _, id := range ids {
 		out, found, err := h.eng.queue.StoredLogs(id)
-		if err != nil || !found || !strings.Contains(string(out), "cloudtest: output") {
+		if err != nil || !found || !strings.Contains(string(out), "fake: output") {
 			t.Errorf("%s: stored output %d bytes (found %v, %v)", id, len(out), found, err)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
 )
@@ -18,7 +18,7 @@ import (
 // of that container must be stored before the destroy, not lost with it.
 func TestOutputKeptWhenInstanceShutDownAtQuotaRightAfterItsLastExit(t *testing.T) {
 	cfg := testConfig(t)
-	h := newHarness(t, cfg, cloudtest.Options{Quota: 2})
+	h := newHarness(t, cfg, fake.Options{Quota: 2})
 	var small []string
 	for i := range 2 {
 		small = append(small, h.submit(time.Duration(5+i)*time.Second, 3))
@@ -49,7 +49,7 @@ func TestOutputKeptWhenInstanceShutDownAtQuotaRightAfterItsLastExit(t *testing.T
 // Logs says "yet" only for a container that has not finished; for a
 // finished one without output it says why.
 func TestLogsSayWhyOutputIsUnavailable(t *testing.T) {
-	h := newHarness(t, testConfig(t), cloudtest.Options{})
+	h := newHarness(t, testConfig(t), fake.Options{})
 	ctx := context.Background()
 
 	queued := h.submit(time.Second, 0, prio(0))

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
@@ -20,7 +20,7 @@ import (
 // instances it created, and neither lists, kills or destroys the other's.
 func TestTwoDispatchersShareOneCloud(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	drv := cloudtest.New(cloudtest.Options{Clock: clk, BootDelay: 3 * time.Second})
+	drv := fake.New(fake.Options{Clock: clk, BootDelay: 3 * time.Second})
 	type side struct {
 		eng  *Engine
 		ids  []string
@@ -44,7 +44,7 @@ func TestTwoDispatchersShareOneCloud(t *testing.T) {
 	for _, s := range sides {
 		for i := range 50 {
 			c, err := s.eng.Submit(queue.Spec{
-				Command:            cloudtest.Cmd(time.Duration(2+i%5)*time.Second, 0),
+				Command:            fake.Cmd(time.Duration(2+i%5)*time.Second, 0),
 				RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: gib / 2},
 			}, "test")
 			if err != nil {
@@ -105,9 +105,9 @@ func TestTwoDispatchersShareOneCloud(t *testing.T) {
 // it ends Cancelled KILLED_EXTERNALLY. A command that exits 143 by itself
 // does complete.
 func TestContainerKilledFromOutside(t *testing.T) {
-	h := newHarness(t, testConfig(t), cloudtest.Options{})
+	h := newHarness(t, testConfig(t), fake.Options{})
 	victim := h.submit(-1, 0, maxAttempts(2))
-	selfExit := h.submit(5*time.Second, cloudtest.ExitTerm)
+	selfExit := h.submit(5*time.Second, fake.ExitTerm)
 
 	for attempt := 1; attempt <= 2; attempt++ {
 		inst := h.runningOn(victim, 60)
@@ -134,8 +134,8 @@ func TestContainerKilledFromOutside(t *testing.T) {
 		t.Fatalf("victim started %d times, want 2", n)
 	}
 	h.until("self-exiting container done", 60, func() bool { return h.state(selfExit).Final() })
-	if c := h.container(selfExit); c.State != queue.Complete || c.ExitCode == nil || *c.ExitCode != cloudtest.ExitTerm {
-		t.Fatalf("a command exiting %d by itself: %s exit=%s %q, want Complete", cloudtest.ExitTerm, c.State, exitOf(c), c.Reason)
+	if c := h.container(selfExit); c.State != queue.Complete || c.ExitCode == nil || *c.ExitCode != fake.ExitTerm {
+		t.Fatalf("a command exiting %d by itself: %s exit=%s %q, want Complete", fake.ExitTerm, c.State, exitOf(c), c.Reason)
 	}
 }
 
@@ -155,7 +155,7 @@ func TestLegacyOwnerAdoptedOnceOnUpgrade(t *testing.T) {
 	for _, upgrade := range []bool{true, false} {
 		t.Run(map[bool]string{true: "upgrade", false: "fresh install"}[upgrade], func(t *testing.T) {
 			clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-			drv := cloudtest.New(cloudtest.Options{Clock: clk})
+			drv := fake.New(fake.Options{Clock: clk})
 			legacy, err := drv.Create(t.Context(), testTypes[0], cloud.Tags{
 				cloud.TagOwner: LegacyOwner, cloud.TagInstanceType: "small", cloud.TagIdleBehavior: "run",
 			})

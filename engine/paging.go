@@ -1,3 +1,5 @@
+// The container list in submission order, a page at a time.
+
 package engine
 
 import (

@@ -1,3 +1,5 @@
+// The Engine's read-only surface: instances, containers, types, summary.
+
 package engine
 
 import (

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/queue"
 )
@@ -15,7 +15,7 @@ import (
 func BenchmarkSummary100k(b *testing.B) {
 	cfg := testConfig(b)
 	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	ct := cloudtest.New(cloudtest.Options{Clock: clk})
+	ct := fake.New(fake.Options{Clock: clk})
 	eng, err := New(Options{Config: cfg, InstanceSet: ct, NewExecutor: ct.Executor, Clock: clk})
 	if err != nil {
 		b.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/queue"
 )
 
@@ -17,7 +17,7 @@ import (
 func TestSummaryCountsMatchWalk(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Containers.KeepFinished = 6
-	h := newHarness(t, cfg, cloudtest.Options{})
+	h := newHarness(t, cfg, fake.Options{})
 	walk := func() map[queue.State]int {
 		out := map[queue.State]int{}
 		h.eng.queue.Each(func(c *queue.Container) bool {

@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/worker"
 )
 
 func TestIdleInstanceUsedBeforeCreatingAndCheapestTypeChosen(t *testing.T) {
-	h := newHarness(t, testConfig(t), cloudtest.Options{BootDelay: 3 * time.Second})
+	h := newHarness(t, testConfig(t), fake.Options{BootDelay: 3 * time.Second})
 	a := h.submit(5*time.Second, 0)
 	inst := h.runningOn(a, 30)
 	if got := h.container(a).InstanceType; got != "small" {
@@ -54,7 +54,7 @@ func idleInstance(h *harness, opts ...specOpt) string {
 }
 
 func TestMaxPriceFactorSharesLargerIdleInstanceWithinFactorOnly(t *testing.T) {
-	h := newHarness(t, testConfig(t), cloudtest.Options{})
+	h := newHarness(t, testConfig(t), fake.Options{})
 	medium := idleInstance(h, ram(3*gib)) // medium: 1.4 <= 1.5 × small
 	large := idleInstance(h, ram(20*gib)) // large: 4.0 > 1.5 × small
 	if h.instance(medium).Type != "medium" || h.instance(large).Type != "large" {
@@ -86,7 +86,7 @@ func TestPackingLimitAndPackVersusSpread(t *testing.T) {
 		cfg := testConfig(t)
 		cfg.Dispatcher.MaxContainersPerInstance = 2
 		cfg.InstanceTypes = cfg.InstanceTypes[2:] // large only: room for 8 by resources
-		h := newHarness(t, cfg, cloudtest.Options{BootDelay: 2 * time.Second})
+		h := newHarness(t, cfg, fake.Options{BootDelay: 2 * time.Second})
 		var ids []string
 		for i := 0; i < 5; i++ {
 			ids = append(ids, h.submit(-1, 0))
@@ -113,7 +113,7 @@ func TestPackingLimitAndPackVersusSpread(t *testing.T) {
 			cfg.Dispatcher.MaxContainersPerInstance = 0 // by resources
 			cfg.Dispatcher.SchedulerProfile = profile
 			cfg.InstanceTypes = cfg.InstanceTypes[2:]
-			h := newHarness(t, cfg, cloudtest.Options{})
+			h := newHarness(t, cfg, fake.Options{})
 			// Two instances: make two containers need separate ones by
 			// submitting one big and one small at once.
 			big := h.submit(-1, 0, vcpus(6))
@@ -143,7 +143,7 @@ func TestPackingLimitAndPackVersusSpread(t *testing.T) {
 func TestHeldInstanceGetsNothingAndIsNeverShutDown(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Cloud.TimeoutIdle = 30 * time.Second
-	h := newHarness(t, cfg, cloudtest.Options{})
+	h := newHarness(t, cfg, fake.Options{})
 	held := idleInstance(h)
 	v, err := h.eng.HoldInstance(held, "test", "investigating")
 	if err != nil || v.IdleBehavior != worker.IdleHold {
@@ -176,7 +176,7 @@ func slicesContains[T comparable](s []T, v T) bool {
 }
 
 func TestDrainIdleAtOnceBusyAfterContainersEnd(t *testing.T) {
-	h := newHarness(t, testConfig(t), cloudtest.Options{})
+	h := newHarness(t, testConfig(t), fake.Options{})
 	idle := idleInstance(h)
 	c := h.submit(20*time.Second, 0, ram(3*gib))
 	busy := h.runningOn(c, 30)
@@ -204,7 +204,7 @@ func TestDrainIdleAtOnceBusyAfterContainersEnd(t *testing.T) {
 }
 
 func TestKillInstanceRequeuesAndCancelsAtMaxAttempts(t *testing.T) {
-	h := newHarness(t, testConfig(t), cloudtest.Options{})
+	h := newHarness(t, testConfig(t), fake.Options{})
 	c := h.submit(-1, 0, maxAttempts(2))
 	inst := h.runningOn(c, 30)
 	if a := h.container(c).Attempts; a != 1 {
@@ -240,7 +240,7 @@ func TestKillInstanceRequeuesAndCancelsAtMaxAttempts(t *testing.T) {
 }
 
 func TestAtQuotaHeadStaysLockedOthersUnlockIdleShutDown(t *testing.T) {
-	h := newHarness(t, testConfig(t), cloudtest.Options{Quota: 2})
+	h := newHarness(t, testConfig(t), fake.Options{Quota: 2})
 	large := idleInstance(h, ram(20*gib)) // not needed by small containers
 	// Held while the pool learns the quota, so it is not shut down yet:
 	// creates run concurrently with a pass, and which container meets the
@@ -285,7 +285,7 @@ func TestAtQuotaHeadStaysLockedOthersUnlockIdleShutDown(t *testing.T) {
 func TestEightEqualContainersQuotaTwoThirtyPasses(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Cloud.MaxConcurrentCreates = 1
-	h := newHarness(t, cfg, cloudtest.Options{Quota: 2, BootDelay: 3 * time.Second})
+	h := newHarness(t, cfg, fake.Options{Quota: 2, BootDelay: 3 * time.Second})
 	var ids []string
 	for i := 0; i < 8; i++ {
 		ids = append(ids, h.submit(-1, 0))
@@ -317,9 +317,9 @@ func TestEightEqualContainersQuotaTwoThirtyPasses(t *testing.T) {
 }
 
 func TestLowerPriorityStartsOnIdleWhileHigherWaitsForBoot(t *testing.T) {
-	h := newHarness(t, testConfig(t), cloudtest.Options{})
+	h := newHarness(t, testConfig(t), fake.Options{})
 	small := idleInstance(h)
-	h.cloud.Configure(func(f *cloudtest.Faults) { f.BootDelay = 20 * time.Second })
+	h.cloud.Configure(func(f *fake.Faults) { f.BootDelay = 20 * time.Second })
 	high := h.submit(-1, 0, prio(10), ram(20*gib)) // needs large: booting
 	low := h.submit(-1, 0, prio(1))
 	got := h.runningOn(low, 5)
@@ -334,7 +334,7 @@ func TestLowerPriorityStartsOnIdleWhileHigherWaitsForBoot(t *testing.T) {
 }
 
 func TestUnknownContainerOnRunnerIsKilled(t *testing.T) {
-	h := newHarness(t, testConfig(t), cloudtest.Options{})
+	h := newHarness(t, testConfig(t), fake.Options{})
 	inst := idleInstance(h)
 	exec, err := h.cloud.ExecutorByID(cloud.InstanceID(inst))
 	if err != nil {
@@ -348,7 +348,7 @@ func TestUnknownContainerOnRunnerIsKilled(t *testing.T) {
 }
 
 func TestRunningOnNoInstanceWaitsWhileAnyInstanceUnknown(t *testing.T) {
-	h := newHarness(t, testConfig(t), cloudtest.Options{})
+	h := newHarness(t, testConfig(t), fake.Options{})
 	other := idleInstance(h)
 	c := h.submit(-1, 0, ram(3*gib))
 	inst := h.runningOn(c, 30)
@@ -372,7 +372,7 @@ func TestRunningOnNoInstanceWaitsWhileAnyInstanceUnknown(t *testing.T) {
 }
 
 func TestRestartRestoresIdleBehaviorAndReadoptsContainers(t *testing.T) {
-	h := newHarness(t, testConfig(t), cloudtest.Options{})
+	h := newHarness(t, testConfig(t), fake.Options{})
 	held := idleInstance(h)
 	a := h.submit(40*time.Second, 3)
 	b := h.submit(40*time.Second, 0, ram(3*gib))
@@ -408,7 +408,7 @@ func TestRestartRestoresIdleBehaviorAndReadoptsContainers(t *testing.T) {
 }
 
 func TestCapacityFallbackAndRateLimit(t *testing.T) {
-	h := newHarness(t, testConfig(t), cloudtest.Options{CapacityErrorTypes: []string{"small"}})
+	h := newHarness(t, testConfig(t), fake.Options{CapacityErrorTypes: []string{"small"}})
 	a := h.submit(-1, 0)
 	inst := h.runningOn(a, 30)
 	if got := h.instance(inst).Type; got != "medium" {
@@ -422,7 +422,7 @@ func TestCapacityFallbackAndRateLimit(t *testing.T) {
 	if h.cloud.Stats().Creates < before+2 {
 		t.Fatalf("small was not tried again after its back-off (creates %d→%d)", before, h.cloud.Stats().Creates)
 	}
-	h.cloud.Configure(func(f *cloudtest.Faults) { f.CapacityErrorTypes["small"] = false })
+	h.cloud.Configure(func(f *fake.Faults) { f.CapacityErrorTypes["small"] = false })
 	h.step(70)
 	c := h.submit(-1, 0)
 	if got := h.instance(h.runningOn(c, 30)).Type; got != "small" {
@@ -431,7 +431,7 @@ func TestCapacityFallbackAndRateLimit(t *testing.T) {
 
 	// Rate limit: no cloud call until its time.
 	until := h.clk.Now().Add(30 * time.Second)
-	h.cloud.Configure(func(f *cloudtest.Faults) { f.RateLimitedUntil = until })
+	h.cloud.Configure(func(f *fake.Faults) { f.RateLimitedUntil = until })
 	d := h.submit(-1, 0, ram(3*gib))
 	h.step(1) // the create meets the rate limit
 	created := h.cloud.Stats().Created
@@ -446,7 +446,7 @@ func TestCapacityFallbackAndRateLimit(t *testing.T) {
 
 func TestContainerVerbsAndPause(t *testing.T) {
 	cfg := testConfig(t)
-	h := newHarness(t, cfg, cloudtest.Options{Quota: 1})
+	h := newHarness(t, cfg, fake.Options{Quota: 1})
 	// hold / release
 	a := h.submit(2*time.Second, 0)
 	if _, err := h.eng.HoldContainer(a, "test", ""); err != nil {
@@ -509,8 +509,8 @@ func TestContainerVerbsAndPause(t *testing.T) {
 }
 
 func TestKillRunningContainerTermThenKill(t *testing.T) {
-	h := newHarness(t, testConfig(t), cloudtest.Options{})
-	c := h.submitCmd([]string{"run-forever", cloudtest.IgnoreTerm})
+	h := newHarness(t, testConfig(t), fake.Options{})
+	c := h.submitCmd([]string{"run-forever", fake.IgnoreTerm})
 	inst := h.runningOn(c, 30)
 	if _, err := h.eng.KillContainer(c, "test", "stuck"); err != nil {
 		t.Fatal(err)
@@ -531,13 +531,13 @@ func TestKillRunningContainerTermThenKill(t *testing.T) {
 		t.Fatalf("the scheduler counted %d kills of a container the operator killed, want 0", kills)
 	}
 	got := h.container(c)
-	if got.Reason != "stuck" || got.ExitCode == nil || *got.ExitCode != cloudtest.ExitKill {
+	if got.Reason != "stuck" || got.ExitCode == nil || *got.ExitCode != fake.ExitKill {
 		t.Fatalf("after KILL: reason %q exit %v", got.Reason, got.ExitCode)
 	}
 }
 
 func TestSubmitRefusesWhatNoTypeHolds(t *testing.T) {
-	h := newHarness(t, testConfig(t), cloudtest.Options{})
+	h := newHarness(t, testConfig(t), fake.Options{})
 	for _, tc := range []struct {
 		name string
 		rc   queue.Constraints
@@ -564,7 +564,7 @@ func TestSubmitRefusesWhatNoTypeHolds(t *testing.T) {
 }
 
 func TestProbeFailingInstanceGetsNoContainers(t *testing.T) {
-	h := newHarness(t, testConfig(t), cloudtest.Options{})
+	h := newHarness(t, testConfig(t), fake.Options{})
 	broken := idleInstance(h)
 	h.cloud.Break(cloud.InstanceID(broken))
 	h.until("probe failing", 10, func() bool { return h.instance(broken).ProbeFailing })
@@ -584,13 +584,13 @@ func TestProbeFailingInstanceGetsNoContainers(t *testing.T) {
 func TestContainersRequeuedOnceTheirInstanceIsDestroyed(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Cloud.TimeoutProbe = 30 * time.Second
-	h := newHarness(t, cfg, cloudtest.Options{})
+	h := newHarness(t, cfg, fake.Options{})
 	c := h.submit(-1, 0)
 	inst := h.runningOn(c, 30)
 	// Its probes fail until timeout_probe shuts it down; the destroy
 	// keeps failing, so the instance stays listed in state shutdown.
 	h.cloud.Break(cloud.InstanceID(inst))
-	h.cloud.Configure(func(f *cloudtest.Faults) { f.DestroyErrorRate = 1 })
+	h.cloud.Configure(func(f *fake.Faults) { f.DestroyErrorRate = 1 })
 	h.until("instance shut down", 60, func() bool { return h.instance(inst).State == worker.StateShutdown })
 	h.step(2)
 	if _, still := h.eng.Instance(inst); !still {
@@ -599,7 +599,7 @@ func TestContainersRequeuedOnceTheirInstanceIsDestroyed(t *testing.T) {
 	if got := h.container(c); got.State != queue.Running || got.InstanceID != inst || got.Attempts != 1 {
 		t.Fatalf("requeued before the destroy was accepted: %s on %q, attempts %d", got.State, got.InstanceID, got.Attempts)
 	}
-	h.cloud.Configure(func(f *cloudtest.Faults) { f.DestroyErrorRate = 0 })
+	h.cloud.Configure(func(f *fake.Faults) { f.DestroyErrorRate = 0 })
 	h.until("requeued once destroyed", 60, func() bool { return h.container(c).InstanceID != inst })
 	if got := h.container(c); got.State == queue.Running && got.Attempts != 2 {
 		t.Fatalf("after the destroy: %s, attempts %d", got.State, got.Attempts)
@@ -616,16 +616,16 @@ func TestContainersRequeuedOnceTheirInstanceIsDestroyed(t *testing.T) {
 func TestStartWithUnknownOutcomeIsSettledByTheRunnerList(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
-		loss           cloudtest.Loss
+		loss           fake.Loss
 		crash          bool // the runner loses the container before the next list
 		attempts, runs int
 	}{
-		{"reply lost, container ran", cloudtest.LoseReply, false, 1, 1},
-		{"request lost, container did not run", cloudtest.LoseRequest, false, 2, 1},
-		{"reply lost, container ran and was lost", cloudtest.LoseReply, true, 2, 2},
+		{"reply lost, container ran", fake.LoseReply, false, 1, 1},
+		{"request lost, container did not run", fake.LoseRequest, false, 2, 1},
+		{"reply lost, container ran and was lost", fake.LoseReply, true, 2, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, testConfig(t), cloudtest.Options{})
+			h := newHarness(t, testConfig(t), fake.Options{})
 			inst := idleInstance(h)
 			h.cloud.LoseNextStart(tc.loss)
 			c := h.submit(5*time.Second, 0)
@@ -652,7 +652,7 @@ func TestStartWithUnknownOutcomeIsSettledByTheRunnerList(t *testing.T) {
 func TestKeepFinishedDropsTheOldestFinished(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Containers.KeepFinished = 2
-	h := newHarness(t, cfg, cloudtest.Options{})
+	h := newHarness(t, cfg, fake.Options{})
 	var ids []string
 	for i := 0; i < 4; i++ {
 		ids = append(ids, h.submit(time.Duration(1+i)*time.Second, 0))

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/worker"
@@ -119,7 +119,7 @@ func TestNoPriorityInversionAtQuota(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t)
 			cfg.Dispatcher.MaxInstances = 8
-			h := newHarness(t, cfg, cloudtest.Options{BootDelay: 3 * time.Second})
+			h := newHarness(t, cfg, fake.Options{BootDelay: 3 * time.Second})
 			var queued []string
 			if tc.highPrio == 1 {
 				// The large one must be seen before the queued ones.
@@ -195,7 +195,7 @@ func TestNoPriorityInversionAtQuota(t *testing.T) {
 func TestHeldInstanceNotShutDownForQuota(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Dispatcher.MaxInstances = 4
-	h := newHarness(t, cfg, cloudtest.Options{BootDelay: 3 * time.Second})
+	h := newHarness(t, cfg, fake.Options{BootDelay: 3 * time.Second})
 	held := idleInstance(h)
 	if _, err := h.eng.HoldInstance(held, "test", "keep"); err != nil {
 		t.Fatal(err)
@@ -241,7 +241,7 @@ func TestSupervisorFractionAvoidsDeadlock(t *testing.T) {
 			cfg := testConfig(t)
 			cfg.Dispatcher.MaxInstances = 10
 			cfg.Dispatcher.SupervisorFraction = tc.fraction
-			h := newHarness(t, cfg, cloudtest.Options{BootDelay: 2 * time.Second})
+			h := newHarness(t, cfg, fake.Options{BootDelay: 2 * time.Second})
 			var sups []string
 			for range 20 {
 				sups = append(sups, h.submit(-1, 0, supervisor))
@@ -308,7 +308,7 @@ func TestSupervisorFractionAvoidsDeadlock(t *testing.T) {
 func TestSupervisorLimitReason(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Dispatcher.MaxInstances = 10
-	h := newHarness(t, cfg, cloudtest.Options{})
+	h := newHarness(t, cfg, fake.Options{})
 	var ids []string
 	for range 4 {
 		ids = append(ids, h.submit(-1, 0, supervisor))
@@ -330,7 +330,7 @@ func TestSupervisorLimitReason(t *testing.T) {
 func TestSupervisorCapLoweredByQuota(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Dispatcher.MaxInstances = 10
-	h := newHarness(t, cfg, cloudtest.Options{Quota: 3, BootDelay: 20 * time.Second})
+	h := newHarness(t, cfg, fake.Options{Quota: 3, BootDelay: 20 * time.Second})
 	run := h.submit(-1, 0, supervisor)
 	h.runningOn(run, 60)
 	locked := []string{h.submit(-1, 0, supervisor), h.submit(-1, 0, supervisor)}
@@ -376,7 +376,7 @@ func TestLabelsPlacement(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.InstanceTypes[1].Labels = map[string]string{"zone": "eu"}                // medium
 	cfg.InstanceTypes[2].Labels = map[string]string{"zone": "eu", "gpu": "a100"} // large
-	h := newHarness(t, cfg, cloudtest.Options{})
+	h := newHarness(t, cfg, fake.Options{})
 	small := idleInstance(h)
 	for _, tc := range []struct {
 		name     string
@@ -447,7 +447,7 @@ price = 4.0
 	}
 	cfg := testConfig(t)
 	cfg.InstanceTypes = parsed.InstanceTypes
-	h := newHarness(t, cfg, cloudtest.Options{})
+	h := newHarness(t, cfg, fake.Options{})
 	id := h.submit(-1, 0, labels("gpu", "a100"))
 	if typ := h.instance(h.runningOn(id, 30)).Type; typ != "large" {
 		t.Fatalf("gpu=a100 container on a %s instance, want large (its host's label)", typ)
@@ -464,7 +464,7 @@ func TestBootedInstanceRoomFilledAtQuota(t *testing.T) {
 	cfg.Dispatcher.MaxInstances = 2
 	cfg.Dispatcher.MaxContainersPerInstance = 2 // as in the chaos soak
 	soakSchedulingConfig(cfg)                   // large is labelled disk=ssd
-	h := newHarness(t, cfg, cloudtest.Options{BootDelay: 3 * time.Second})
+	h := newHarness(t, cfg, fake.Options{BootDelay: 3 * time.Second})
 	busySmalls(h, 1, 0) // one small instance, busy for 20s
 	big := h.submit(-1, 0, prio(5), ram(20*gib))
 	h.until(big+" booting", 10, func() bool { return h.container(big).ReasonCode == queue.ReasonBooting })

@@ -1,3 +1,5 @@
+// An operator's shell on an instance, recorded as an event.
+
 package engine
 
 // A shell on an instance for an operator (the console's `s`), over the

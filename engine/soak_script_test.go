@@ -3,7 +3,7 @@ package engine
 // The chaos soak on the script driver (cloud/script): the driver's
 // commands are a shim (testdata/soakshim), a real process a call, which
 // asks the test over a unix socket what an operator's script
-// would have done with the in-memory cloud (cloudtest, with its faults)
+// would have done with the in-memory cloud (fake driver, with its faults)
 // behind it, and adds the faults only a script has: garbage on stdout, an
 // unknown exit status, a hang past the timeout, an instance made but not
 // reported, an id that never shows up in list.
@@ -27,7 +27,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/cloud/script"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/queue"
@@ -61,10 +61,10 @@ func buildShim(t *testing.T) string {
 	return bin
 }
 
-// scriptCloud answers the shim from a cloudtest driver, adding the
+// scriptCloud answers the shim from a fake driver, adding the
 // script faults: first each once, in turn, then at random.
 type scriptCloud struct {
-	ct     *cloudtest.Driver
+	ct     *fake.Driver
 	ln     net.Listener
 	forced []string
 	rng    *mrand.Rand
@@ -258,7 +258,7 @@ func TestChaosSoakScript(t *testing.T) {
 	cfg.Cloud.ProbeInterval = 2 * time.Second
 
 	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	ct := cloudtest.New(cloudtest.Options{
+	ct := fake.New(fake.Options{
 		Clock: clk, Seed: 7,
 		CreateErrorRate: 0.2, DestroyErrorRate: 0.2, Quota: 5,
 		CapacityErrorTypes: []string{"medium"},
@@ -313,7 +313,7 @@ func TestChaosSoakScript(t *testing.T) {
 	step := 0
 	for ; ; step++ {
 		if len(ids) < n && step%3 == 0 && (len(ids)%40 != 0 || step%240 < 3) {
-			spec := queue.Spec{Command: cloudtest.Cmd(time.Duration(5+rng.IntN(60))*time.Second, 0), RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: gib / 2}}
+			spec := queue.Spec{Command: fake.Cmd(time.Duration(5+rng.IntN(60))*time.Second, 0), RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: gib / 2}}
 			if rng.IntN(8) == 0 {
 				spec.RuntimeConstraints.RAM = 3 * gib // medium (no capacity) or large
 			}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/worker"
 )
@@ -21,7 +21,7 @@ var (
 )
 
 // TestChaosSoak runs the engine against a cloud that fails in every way the
-// cloudtest driver knows, on a fake clock, and checks invariants at every
+// fake driver knows, on a fake clock, and checks invariants at every
 // step: no container on two instances, never more instances than
 // max_instances, no held instance shut down automatically. The containers
 // come in waves with quiet gaps longer than timeout_idle, so the pool
@@ -54,7 +54,7 @@ func chaosSoak(t *testing.T, seed int64) {
 	cfg.Cloud.ProbeInterval = 2 * time.Second
 	cfg.InstanceTypes = addSoakSpotType(cfg.InstanceTypes)
 	soakSchedulingConfig(cfg)
-	h := newHarness(t, cfg, cloudtest.Options{
+	h := newHarness(t, cfg, fake.Options{
 		Seed:               seed,
 		CreateErrorRate:    0.20,
 		DestroyErrorRate:   0.10,
@@ -95,7 +95,7 @@ func chaosSoak(t *testing.T, seed int64) {
 				opts = append(opts, ram(3*gib)) // medium (out of capacity) or large
 			}
 			opts = append(opts, soakSchedulingOpts(rng)...)
-			spec := queue.Spec{Command: cloudtest.Cmd(d, code), RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: gib / 2}}
+			spec := queue.Spec{Command: fake.Cmd(d, code), RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: gib / 2}}
 			for _, o := range opts {
 				o(&spec)
 			}
@@ -169,7 +169,7 @@ func chaosSoak(t *testing.T, seed int64) {
 		}
 		if step%300 == 0 {
 			// Other users of the account come and go.
-			h.cloud.Configure(func(f *cloudtest.Faults) { f.ForeignInstances = rng.IntN(6) })
+			h.cloud.Configure(func(f *fake.Faults) { f.ForeignInstances = rng.IntN(6) })
 		}
 		switch {
 		case submitted%wave != 0 || submitted == 0:

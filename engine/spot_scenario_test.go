@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/worker"
@@ -47,7 +47,7 @@ func TestPreemptiblePlacement(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := spotConfig(t)
 			cfg.Containers.AlwaysUsePreemptible = tc.always
-			h := newHarness(t, cfg, cloudtest.Options{})
+			h := newHarness(t, cfg, fake.Options{})
 			id := h.submit(5*time.Second, 0, tc.opts...)
 			c := h.container(id)
 			if c.Scheduling.Preemptible == nil || *c.Scheduling.Preemptible != tc.wantPre {
@@ -77,7 +77,7 @@ func typePrice(cfg *config.Config, name string) float64 {
 // A container that is not preemptible, when only preemptible types are big
 // enough, is refused at submit (422), saying how to fix it.
 func TestNonPreemptibleThatOnlyFitsPreemptibleTypesIsRefused(t *testing.T) {
-	h := newHarness(t, spotConfig(t), cloudtest.Options{})
+	h := newHarness(t, spotConfig(t), fake.Options{})
 	_, err := h.eng.Submit(queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 6, RAM: gib},
 		Scheduling: queue.Scheduling{Preemptible: new(false)}}, "test")
 	var nf *NoFitError
@@ -96,7 +96,7 @@ func TestNonPreemptibleThatOnlyFitsPreemptibleTypesIsRefused(t *testing.T) {
 func TestSpotInterruptionRequeuesWithoutSpendingAnAttempt(t *testing.T) {
 	for _, how := range []string{"interrupt", "vanish"} {
 		t.Run(how, func(t *testing.T) {
-			h := newHarness(t, spotConfig(t), cloudtest.Options{BootDelay: 2 * time.Second})
+			h := newHarness(t, spotConfig(t), fake.Options{BootDelay: 2 * time.Second})
 			id := h.submit(20*time.Second, 0, preemptible(true), maxAttempts(1))
 			first := h.runningOn(id, 30)
 			if h.instance(first).Type != "spot-small" {
@@ -144,7 +144,7 @@ func TestSpotInterruptionRequeuesWithoutSpendingAnAttempt(t *testing.T) {
 // An on-demand instance that vanishes is no interruption: the attempt
 // counts, as before.
 func TestOnDemandInstanceVanishingSpendsTheAttempt(t *testing.T) {
-	h := newHarness(t, spotConfig(t), cloudtest.Options{})
+	h := newHarness(t, spotConfig(t), fake.Options{})
 	id := h.submit(20*time.Second, 0, preemptible(false), maxAttempts(1))
 	inst := h.runningOn(id, 30)
 	h.step(2)
@@ -160,7 +160,7 @@ func TestOnDemandInstanceVanishingSpendsTheAttempt(t *testing.T) {
 // requeued without an attempt spent, and the instance's view says
 // preempted meanwhile.
 func TestSpotInterruptionOfAHeldInstance(t *testing.T) {
-	h := newHarness(t, spotConfig(t), cloudtest.Options{})
+	h := newHarness(t, spotConfig(t), fake.Options{})
 	id := h.submit(-1, 0, preemptible(true), maxAttempts(1))
 	inst := h.runningOn(id, 30)
 	if _, err := h.eng.HoldInstance(inst, "test", "keep"); err != nil {
@@ -185,7 +185,7 @@ func TestSpotInterruptionOfAHeldInstance(t *testing.T) {
 // An idle preemptible instance that vanishes held no container: it is
 // an ordinary disappearance, not remembered as preempted.
 func TestIdleSpotInstanceVanishingIsNoPreemption(t *testing.T) {
-	h := newHarness(t, spotConfig(t), cloudtest.Options{})
+	h := newHarness(t, spotConfig(t), fake.Options{})
 	inst := idleInstance(h, preemptible(true))
 	h.cloud.Vanish(cloud.InstanceID(inst))
 	h.until(inst+" removed", 30, func() bool { _, ok := h.eng.Instance(inst); return !ok })

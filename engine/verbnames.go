@@ -1,3 +1,5 @@
+// The operator verbs' names on the wire, and parsing them back.
+
 package engine
 
 import (

@@ -1,3 +1,5 @@
+// Submit, and the operator verbs on containers and instances.
+
 package engine
 
 import (

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/worker"
 )
@@ -50,7 +50,7 @@ func TestParseVerbs(t *testing.T) {
 
 // A typed verb outside the constants is refused, not applied as another.
 func TestApplyUnknownVerbValue(t *testing.T) {
-	h := newHarness(t, testConfig(t), cloudtest.Options{})
+	h := newHarness(t, testConfig(t), fake.Options{})
 	c := h.submit(time.Minute, 0)
 	var uv *UnknownVerbError
 	if _, err := h.eng.ApplyContainerVerb(c, ContainerVerb(0), "test", ""); !errors.As(err, &uv) {
@@ -63,7 +63,7 @@ func TestApplyUnknownVerbValue(t *testing.T) {
 
 // Each typed verb does what its name says.
 func TestApplyVerbs(t *testing.T) {
-	h := newHarness(t, testConfig(t), cloudtest.Options{})
+	h := newHarness(t, testConfig(t), fake.Options{})
 	inst := idleInstance(h)
 	for _, tc := range []struct {
 		v    InstanceVerb
@@ -92,7 +92,7 @@ func TestApplyVerbs(t *testing.T) {
 // Submit and SubmitBatch refuse the same unfittable spec with the same
 // NoFitError; the batch only adds the spec's index.
 func TestSubmitAndSubmitBatchRefuseAlike(t *testing.T) {
-	h := newHarness(t, testConfig(t), cloudtest.Options{})
+	h := newHarness(t, testConfig(t), fake.Options{})
 	fits := queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1}}
 	for _, rc := range []queue.Constraints{
 		{VCPUs: 1, RAM: 64 * gib},

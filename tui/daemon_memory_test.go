@@ -1,7 +1,7 @@
 package tui
 
 // The memory target of docs/design.md §9 measured on the real daemon, with a
-// console attached to it: a --daemon on the cloudtest driver with
+// console attached to it: a --daemon on the fake driver with
 // 100,000 containers queued and 1,000 instances running. It runs only when
 // asked for (make bench-memory):
 //
@@ -28,6 +28,7 @@ import (
 
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/tui/backend"
 )
@@ -97,7 +98,7 @@ token = "memtest-token"
 max_instances = 1000
 
 [cloud]
-driver = "cloudtest"
+driver = \"fake\"
 max_concurrent_creates = 200
 max_cloud_ops_per_second = 1000
 max_probes_per_second = 2000
@@ -128,17 +129,7 @@ price = 0.05
 	})
 	client := api.NewClient(addr, "memtest-token")
 	ctx := context.Background()
-	poll := func(what string, max time.Duration, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(max)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not after %s", what, max)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
-	poll("daemon up", 30*time.Second, func() bool { _, err := client.Summary(ctx); return err == nil })
+	wait.Until(t, "daemon up", 30*time.Second, func() bool { _, err := client.Summary(ctx); return err == nil })
 
 	// 100,000 submits through the API, 8 at a time.
 	const n = 100000
@@ -170,7 +161,7 @@ price = 0.05
 		t.Fatal(err)
 	}
 	t.Logf("submitted %d containers through the API in %s", n, time.Since(t0).Round(time.Millisecond))
-	poll("1,000 instances running", 10*time.Minute, func() bool {
+	wait.Until(t, "1,000 instances running", 10*time.Minute, func() bool {
 		s, err := client.Summary(ctx)
 		return err == nil && s.Instances["running"] >= 1000
 	})

@@ -1,3 +1,5 @@
+// What a verb does, in the words of its dialog and its flash.
+
 package tui
 
 // What a verb does, in the words of its dialog: one text for one row or

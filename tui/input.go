@@ -1,3 +1,5 @@
+// Keys and typed input: each mode's key dispatch, and the prompts.
+
 package tui
 
 import (

@@ -1,3 +1,5 @@
+// Drilling into details, failures and events; copying ids.
+
 package tui
 
 import (

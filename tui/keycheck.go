@@ -1,3 +1,5 @@
+// The keys the sorts take, so the keymap refuses a clash.
+
 package tui
 
 import (

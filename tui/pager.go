@@ -1,3 +1,5 @@
+// The pager of the screens over the table: keys, horizontal scroll, log search.
+
 package tui
 
 // The pager the screens over the table share (help, details, logs, YAML):

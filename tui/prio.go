@@ -1,3 +1,5 @@
+// `e`: editing a container's priority.
+
 package tui
 
 // `e`: edit a container's priority by typing the new value (k9s's edit,

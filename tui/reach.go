@@ -1,3 +1,5 @@
+// Why the dispatcher cannot be reached, in words an operator can act on.
+
 package tui
 
 // Why the dispatcher cannot be reached, in words an operator can act on

@@ -1,3 +1,5 @@
+// Rendering the screen: header, tabs, table, overlays, details.
+
 package tui
 
 import (

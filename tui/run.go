@@ -1,3 +1,5 @@
+// Running the console program, with change notifications coalesced.
+
 package tui
 
 import (

@@ -1,3 +1,5 @@
+// The screens over the table (help, details, logs), the footer's help and the spinner.
+
 package tui
 
 import (

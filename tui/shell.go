@@ -1,3 +1,5 @@
+// `s`: a shell on the instance under the cursor.
+
 package tui
 
 // `s`: a shell on the instance under the cursor, over the dispatcher's

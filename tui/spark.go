@@ -1,3 +1,5 @@
+// Sparklines of the header, sampled by the clock.
+
 package tui
 
 import (

@@ -1,3 +1,5 @@
+// Verbs: their targets, the confirming dialog, sending them, reading the outcome.
+
 package tui
 
 import (

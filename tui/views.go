@@ -1,3 +1,5 @@
+// The table views: their columns and rows.
+
 package tui
 
 import (

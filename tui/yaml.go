@@ -1,3 +1,5 @@
+// The YAML view of the object under the cursor.
+
 package tui
 
 // The YAML view (`y`, as in k9s): the object under the cursor, or the one

@@ -4,6 +4,7 @@ package ec2_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"dispatch-tui/cloud"
 	"dispatch-tui/cloud/ec2"
 	"dispatch-tui/cloud/ec2/ec2test"
+	"dispatch-tui/engine/enginetest/wait"
 )
 
 // Right after a launch EC2 may answer InvalidInstanceID.NotFound for an
@@ -41,14 +43,13 @@ func TestDestroyRightAfterCreate(t *testing.T) {
 	if list, err := d.Instances(ctx, nil); err != nil || !slices.Equal(ids(list), []string{string(inst.ID())}) {
 		t.Fatalf("after the failed destroy the instance is still to be listed: %v, %v", ids(list), err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for err != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("destroy still failing once EC2 should know the instance: %v", err)
+	seen := func() string { return fmt.Sprint(err) }
+	wait.With{Seen: seen}.Until(t, "a destroy that succeeds once EC2 knows the instance", 30*time.Second, func() bool {
+		if err != nil {
+			err = inst.Destroy(ctx)
 		}
-		time.Sleep(20 * time.Millisecond)
-		err = inst.Destroy(ctx)
-	}
+		return err == nil
+	})
 	if live := srv.Live(); len(live) != 0 {
 		t.Fatalf("live at the endpoint after the destroy: %v", live)
 	}

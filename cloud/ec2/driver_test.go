@@ -15,6 +15,7 @@ import (
 	"dispatch-tui/cloud"
 	"dispatch-tui/cloud/ec2"
 	"dispatch-tui/cloud/ec2/ec2test"
+	"dispatch-tui/engine/enginetest/wait"
 )
 
 // A create, a listing, tag changes, a command through the executor and a
@@ -536,15 +537,11 @@ func TestSpotForPreemptibleTypes(t *testing.T) {
 	}
 	onlyOnDemand := func(what string) {
 		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		seen := func() string { return fmt.Sprint("listed ", ids(list), " ", err) }
+		wait.With{Seen: seen}.Until(t, what+": only "+string(onDemand.ID())+" listed", 30*time.Second, func() bool {
 			list, err = d.Instances(ctx, nil)
-			if err == nil && slices.Equal(ids(list), []string{string(onDemand.ID())}) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: listed %v %v, want only %s", what, ids(list), err, onDemand.ID())
-			}
-		}
+			return err == nil && slices.Equal(ids(list), []string{string(onDemand.ID())})
+		})
 	}
 	onlyOnDemand("after the interruption")
 	if err := srv.Interrupt(string(onDemand.ID())); err == nil {

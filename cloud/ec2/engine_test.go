@@ -14,6 +14,7 @@ import (
 	"dispatch-tui/cloud/ec2/ec2test"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/launch"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/worker"
@@ -60,18 +61,10 @@ func engineOn(t *testing.T, srv *ec2test.Server, change func(*config.Config)) *l
 	return r
 }
 
-// stepUntil steps eng in real time until cond holds.
-func stepUntil(t *testing.T, eng *launch.Running, what string, timeout time.Duration, cond func() bool, dump func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s did not happen:%s", timeout, what, dump())
-		}
-		eng.Step()
-		eng.Settle()
-		time.Sleep(20 * time.Millisecond)
-	}
+// stepping waits with eng stepped in real time between polls, showing
+// dump when it fails.
+func stepping(eng *launch.Running, dump func() string) wait.With {
+	return wait.With{Step: func() { eng.Step(); eng.Settle() }, Seen: dump}
 }
 
 // The engine runs 50 containers on EC2-driver instances while the endpoint
@@ -140,7 +133,7 @@ func TestEngineOnEC2(t *testing.T) {
 		jobs = append(jobs, job{c.ID, code})
 	}
 	interrupted := ""
-	stepUntil(t, eng, "50 containers final", 90*time.Second, func() bool {
+	stepping(eng, dump).Until(t, "50 containers final", 90*time.Second, func() bool {
 		if interrupted == "" {
 			for _, v := range eng.Instances() {
 				if v.Type == "small-spot" && len(v.Containers) > 0 {
@@ -158,7 +151,7 @@ func TestEngineOnEC2(t *testing.T) {
 			}
 		}
 		return true
-	}, dump)
+	})
 	used := map[string]bool{}
 	for _, j := range jobs {
 		c, _ := eng.Container(j.id)
@@ -193,9 +186,9 @@ func TestEngineOnEC2(t *testing.T) {
 
 	// Idle instances are shut down: nothing is left running at the
 	// provider.
-	stepUntil(t, eng, "every instance terminated", 30*time.Second, func() bool {
+	stepping(eng, dump).Until(t, "every instance terminated", 30*time.Second, func() bool {
 		return len(srv.Live()) == 0 && len(eng.Instances()) == 0
-	}, dump)
+	})
 }
 
 // Missing permissions: the create fails with a clear, permanent error
@@ -213,10 +206,10 @@ func TestEngineUnauthorizedIsNotRetried(t *testing.T) {
 		got, _ := eng.Container(c.ID)
 		return fmt.Sprintf("\n  container %s reason %q; %d RunInstances", got.State, got.Reason, srv.Calls("RunInstances"))
 	}
-	stepUntil(t, eng, "the refusal shown", 10*time.Second, func() bool {
+	stepping(eng, dump).Until(t, "the refusal shown", 10*time.Second, func() bool {
 		got, _ := eng.Container(c.ID)
 		return strings.Contains(got.Reason, "UnauthorizedOperation")
-	}, dump)
+	})
 	calls := srv.Calls("RunInstances")
 	if got, _ := eng.Container(c.ID); !strings.HasPrefix(got.Reason, "cloud refused creates") {
 		t.Errorf("pending reason %q", got.Reason)
@@ -305,10 +298,10 @@ func TestEngineSpotInterruption(t *testing.T) {
 		got, _ := eng.Container(c.ID)
 		return fmt.Sprintf("\n  container %s on %s attempts %d reason %q; live %v", got.State, got.InstanceID, got.Attempts, got.Reason, srv.Live())
 	}
-	stepUntil(t, eng, "the container running", 20*time.Second, func() bool {
+	stepping(eng, dump).Until(t, "the container running", 20*time.Second, func() bool {
 		got, _ := eng.Container(c.ID)
 		return got.State == queue.Running
-	}, dump)
+	})
 	first, _ := eng.Container(c.ID)
 	for _, in := range srv.Instances() {
 		if in.ID == first.InstanceID && !in.Spot {
@@ -318,10 +311,10 @@ func TestEngineSpotInterruption(t *testing.T) {
 	if err := srv.Interrupt(first.InstanceID); err != nil {
 		t.Fatal(err)
 	}
-	stepUntil(t, eng, "the container complete", 30*time.Second, func() bool {
+	stepping(eng, dump).Until(t, "the container complete", 30*time.Second, func() bool {
 		got, _ := eng.Container(c.ID)
 		return got.State.Final()
-	}, dump)
+	})
 	got, _ := eng.Container(c.ID)
 	if got.State != queue.Complete || got.InstanceID == first.InstanceID || got.Attempts != first.Attempts {
 		t.Fatalf("after the interruption:%s", dump())
@@ -352,10 +345,10 @@ func TestEngineRetriedCreateIsOneInstance(t *testing.T) {
 		return fmt.Sprintf("\n  container %s on %q reason %q; launched %v; create ops %v",
 			got.State, got.InstanceID, got.Reason, launched, eng.PoolStats().CloudOps["create"])
 	}
-	stepUntil(t, eng, "the container complete", 30*time.Second, func() bool {
+	stepping(eng, dump).Until(t, "the container complete", 30*time.Second, func() bool {
 		got, _ := eng.Container(c.ID)
 		return got.State.Final()
-	}, dump)
+	})
 	got, _ := eng.Container(c.ID)
 	if in := srv.Instances(); got.State != queue.Complete || len(in) != 1 || got.InstanceID != in[0].ID {
 		t.Fatalf("want the container Complete on the one instance launched:%s", dump())

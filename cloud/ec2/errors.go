@@ -1,3 +1,5 @@
+// EC2's error codes mapped onto the worker pool's kinds of failure.
+
 package ec2
 
 import (

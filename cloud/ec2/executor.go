@@ -1,3 +1,5 @@
+// How the pool reaches an EC2 instance: SSH with the first host key pinned, secret checked.
+
 package ec2
 
 // Reaching an instance: SSH, the first host key pinned, the secret checked

@@ -1,3 +1,5 @@
+// One EC2 instance as the last listing described it, and its tag and destroy calls.
+
 package ec2
 
 import (

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	awsec2 "github.com/aws/aws-sdk-go-v2/service/ec2"
 	"golang.org/x/crypto/ssh"
 
 	"dispatch-tui/cloud/ec2/ec2test"
@@ -63,9 +66,20 @@ func TestNoKeyPairUnlessConfigured(t *testing.T) {
 		t.Fatalf("%d key pair calls, want none", n)
 	}
 
-	// A configured key pair is launched with.
+	// A configured key pair is launched with: one the operator imported
+	// through EC2's own ImportKeyPair, long enough ago to be known.
 	signer := newSigner(t)
-	srv.ImportKey("operators-key", signer.PublicKey())
+	srv.SetQuirks(func(q *ec2test.Quirks) { q.KeyPairLag = 0 })
+	operator := awsec2.New(awsec2.Options{
+		Region:       ec2test.Region,
+		BaseEndpoint: aws.String(srv.URL()),
+		Credentials:  credentials.NewStaticCredentialsProvider(ec2test.AccessKeyID, ec2test.SecretAccessKey, ""),
+	})
+	if _, err := operator.ImportKeyPair(ctx, &awsec2.ImportKeyPairInput{
+		KeyName: aws.String("operators-key"), PublicKeyMaterial: ssh.MarshalAuthorizedKey(signer.PublicKey()),
+	}); err != nil {
+		t.Fatalf("import the operator's key pair: %v", err)
+	}
 	opts := driverOptions(srv, signer)
 	opts.KeyPairName = "operators-key"
 	inst, err := newDriver(t, opts).Create(ctx, small, tagsFor(small, "key-configured"))

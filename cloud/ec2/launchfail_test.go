@@ -85,9 +85,9 @@ func TestEngineLaunchFailure(t *testing.T) {
 		}
 		return b.String()
 	}
-	stepUntil(t, eng, "the launch failure named, or a second launch", 20*time.Second, func() bool {
+	stepping(eng, dump).Until(t, "the launch failure named, or a second launch", 20*time.Second, func() bool {
 		return named() || len(srv.Instances()) > 1
-	}, dump)
+	})
 	if !named() {
 		t.Fatalf("no event names EC2's reason:%s", dump())
 	}
@@ -97,9 +97,9 @@ func TestEngineLaunchFailure(t *testing.T) {
 	// A few listings later: no second launch, and the container says why
 	// it waits.
 	syncs := srv.Calls("DescribeInstances")
-	stepUntil(t, eng, "three more listings", 20*time.Second, func() bool {
+	stepping(eng, dump).Until(t, "three more listings", 20*time.Second, func() bool {
 		return srv.Calls("DescribeInstances") >= syncs+3
-	}, dump)
+	})
 	if got, _ := eng.Container(c.ID); len(srv.Instances()) != 1 || got.State.Final() || !strings.Contains(got.Reason, "no capacity") {
 		t.Fatalf("after the launch failure: want one launch and the container waiting for capacity:%s", dump())
 	}

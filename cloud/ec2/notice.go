@@ -1,3 +1,5 @@
+// The spot interruption notice: the command that reads it on the instance, and its parser.
+
 package ec2
 
 // The two-minute spot interruption notice (cloud.NoticeReader): EC2 posts

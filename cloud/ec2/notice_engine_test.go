@@ -56,18 +56,18 @@ func TestEngineSpotNotice(t *testing.T) {
 		}
 		return b.String()
 	}
-	stepUntil(t, eng, "the container running", 30*time.Second, func() bool {
+	stepping(eng, dump).Until(t, "the container running", 30*time.Second, func() bool {
 		got, _ := eng.Container(c.ID)
 		return got.State == queue.Running
-	}, dump)
+	})
 	first, _ := eng.Container(c.ID)
 	if err := srv.Interrupt(first.InstanceID); err != nil {
 		t.Fatal(err)
 	}
-	stepUntil(t, eng, "the instance drained on the notice", 20*time.Second, func() bool {
+	stepping(eng, dump).Until(t, "the instance drained on the notice", 20*time.Second, func() bool {
 		v, ok := eng.Instance(first.InstanceID)
 		return ok && v.IdleBehavior == worker.IdleDrain
-	}, dump)
+	})
 	if got, _ := eng.Container(c.ID); got.State != queue.Running || got.InstanceID != first.InstanceID {
 		t.Fatalf("the notice stopped the container before EC2 did:%s", dump())
 	}
@@ -76,10 +76,10 @@ func TestEngineSpotNotice(t *testing.T) {
 			t.Fatalf("the instance was %s when its notice was read: too late to tell the notice did it", in.State)
 		}
 	}
-	stepUntil(t, eng, "the container complete", 60*time.Second, func() bool {
+	stepping(eng, dump).Until(t, "the container complete", 60*time.Second, func() bool {
 		got, _ := eng.Container(c.ID)
 		return got.State.Final()
-	}, dump)
+	})
 	got, _ := eng.Container(c.ID)
 	if got.State != queue.Complete || got.InstanceID == first.InstanceID || got.Attempts != first.Attempts {
 		t.Fatalf("after the interruption:%s", dump())

@@ -4,6 +4,7 @@ package ec2_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"dispatch-tui/cloud"
 	"dispatch-tui/cloud/ec2"
 	"dispatch-tui/cloud/ec2/ec2test"
+	"dispatch-tui/engine/enginetest/wait"
 )
 
 // EC2 reclaims a spot instance through shutting-down, with the spot
@@ -71,16 +73,13 @@ func TestSpotNoticeRead(t *testing.T) {
 	read := func() []byte {
 		t.Helper()
 		var out []byte
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			var err error
+		var err error
+		seen := func() string { return fmt.Sprint(err) }
+		wait.With{Seen: seen}.Until(t, "the notice command to run", 30*time.Second, func() bool {
 			out, _, err = x.Execute(ctx, cmd, nil)
-			if err == nil {
-				return out
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("notice command: %v", err)
-			}
-		}
+			return err == nil
+		})
+		return out
 	}
 	if out := read(); len(out) != 0 {
 		t.Fatalf("notice before any was posted: %q", out)
@@ -109,15 +108,16 @@ func TestSpotNoticeRead(t *testing.T) {
 // waitListed lists until id shows with an address.
 func waitListed(t *testing.T, d *ec2.Driver, id cloud.InstanceID) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		list, err := d.Instances(context.Background(), nil)
+	var list []cloud.Instance
+	var err error
+	seen := func() string { return fmt.Sprint("listed ", ids(list), " ", err) }
+	wait.With{Seen: seen}.Until(t, string(id)+" listed with an address", 30*time.Second, func() bool {
+		list, err = d.Instances(context.Background(), nil)
 		for _, in := range list {
 			if in.ID() == id && in.Address() != "" {
-				return
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not listed with an address: %v %v", id, ids(list), err)
-		}
-	}
+		return false
+	})
 }

@@ -1,3 +1,5 @@
+// EC2's quota scopes: vCPU quotas per instance family group and market.
+
 package ec2
 
 // EC2's quota scopes (cloud.QuotaScoper): the vCPU quotas of on-demand

@@ -1,3 +1,5 @@
+// The scratch volume: attached at launch, formatted and mounted by user-data.
+
 package ec2
 
 // The scratch volume's part of user-data: an instance type's scratch is an

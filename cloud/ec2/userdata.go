@@ -1,3 +1,5 @@
+// The user-data script an instance boots with, and reading its variables back.
+
 package ec2
 
 import (

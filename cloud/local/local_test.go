@@ -23,6 +23,7 @@ import (
 
 	"dispatch-tui/cloud"
 	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/enginetest/wait"
 )
 
 var testType = cloud.InstanceType{Name: "small", ProviderType: "small", VCPUs: 1, RAM: 1 << 30, Price: 0.02}
@@ -311,13 +312,7 @@ func TestDestroy(t *testing.T) {
 		t.Fatal(err)
 	}
 	go func() { sessDone <- s.Wait() }()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(out.String(), "started") {
-		if time.Now().After(deadline) {
-			t.Fatal("session command did not start")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.With{Seen: out.String}.Until(t, "the session command to start", 10*time.Second, func() bool { return strings.Contains(out.String(), "started") })
 
 	if err := inst.Destroy(context.Background()); err != nil {
 		t.Fatal(err)
@@ -370,18 +365,16 @@ func TestBootDelay(t *testing.T) {
 			t.Fatal("connection accepted before the boot delay")
 		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var dialErr error
+	seen := func() string { return fmt.Sprint(dialErr) }
+	wait.With{Seen: seen}.Until(t, "the instance reachable", 20*time.Second, func() bool {
 		c, err := dial(d, inst)
-		if err == nil {
-			c.Close()
-			break
+		if dialErr = err; err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never became reachable: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		c.Close()
+		return true
+	})
 	if time.Since(start) < 2*time.Second {
 		t.Fatal("reachable before the boot delay")
 	}

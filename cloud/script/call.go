@@ -1,3 +1,5 @@
+// Running one [cloud.script] command: argv, JSON in, bounded output, timeout, errors mapped.
+
 package script
 
 // Running one command of [cloud.script]: argv without a shell, JSON on

@@ -1,3 +1,5 @@
+// The script driver: its options, create and list.
+
 package script
 
 // The driver: options, create and list.

@@ -20,6 +20,7 @@ import (
 	"dispatch-tui/cloud"
 	"dispatch-tui/cloud/ec2"
 	"dispatch-tui/engine/clock"
+	"dispatch-tui/engine/enginetest/wait"
 )
 
 // requireTools fails under CI=true, and skips elsewhere, when the fake
@@ -338,17 +339,12 @@ func TestBadScripts(t *testing.T) {
 			t.Fatalf("a hanging create returned after %s", took)
 		}
 		// The sleep it started is killed with it.
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			out, _ := exec.Command("pgrep", "-f", "sleep 600").Output()
-			if len(strings.TrimSpace(string(out))) == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the hanging command's child still runs: pids %s", out)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		var pids []byte
+		seen := func() string { return "pids " + string(pids) }
+		wait.With{Seen: seen}.Until(t, "the hanging command's child killed", 30*time.Second, func() bool {
+			pids, _ = exec.Command("pgrep", "-f", "sleep 600").Output()
+			return len(strings.TrimSpace(string(pids))) == 0
+		})
 	})
 	t.Run("garbage", func(t *testing.T) {
 		f := newFake(t, nil)

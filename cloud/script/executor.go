@@ -1,3 +1,5 @@
+// How the pool reaches a script driver's instance: SSH, as on EC2.
+
 package script
 
 // Reaching an instance: SSH as on EC2 (docs/design.md §8).

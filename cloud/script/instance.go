@@ -1,3 +1,5 @@
+// One script-driven instance as the commands last reported it; set_tags and destroy.
+
 package script
 
 // One instance as the commands last reported it; set_tags and destroy.

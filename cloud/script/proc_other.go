@@ -1,3 +1,5 @@
+// Killing a timed-out command where there are no process groups.
+
 //go:build !unix
 
 package script

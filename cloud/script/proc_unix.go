@@ -1,3 +1,5 @@
+// A script command in a process group of its own, killed whole.
+
 //go:build unix
 
 package script

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/sshexec"
 )
@@ -388,11 +390,10 @@ func TestDestroyKillsLeftoverContainers(t *testing.T) {
 		}
 		t.Errorf("runner state left after destroy: %v", names)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(processesMentioning(de.workDirs[0])) > 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if left := processesMentioning(de.workDirs[0]); len(left) > 0 {
-		t.Fatalf("container processes left after destroy: %v", left)
-	}
+	var left []string
+	seen := func() string { return fmt.Sprintf("processes %v", left) }
+	wait.With{Seen: seen}.Until(t, "no container process left after destroy", 5*time.Second, func() bool {
+		left = processesMentioning(de.workDirs[0])
+		return len(left) == 0
+	})
 }

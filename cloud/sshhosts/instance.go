@@ -1,3 +1,5 @@
+// One claimed host as a cloud.Instance: tags, destroy and reachability.
+
 package sshhosts
 
 import (

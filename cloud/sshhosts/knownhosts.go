@@ -1,3 +1,5 @@
+// Host keys checked against a known_hosts file that is re-read when it changes.
+
 package sshhosts
 
 import (

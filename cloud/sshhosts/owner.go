@@ -1,3 +1,5 @@
+// Whose claim a host carries; another dispatcher's hosts reported and left alone.
+
 package sshhosts
 
 import (

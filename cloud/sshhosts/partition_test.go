@@ -15,6 +15,7 @@ import (
 
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/worker"
@@ -291,13 +292,7 @@ func (pe *partitionEnv) dump() string {
 // until steps the engine in real time until cond holds.
 func (pe *partitionEnv) until(what string, timeout time.Duration, cond func() bool) {
 	pe.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			pe.t.Fatalf("after %s: %s did not happen:%s", timeout, what, pe.dump())
-		}
-		pe.step()
-	}
+	wait.With{Step: pe.step, Seen: pe.dump}.Until(pe.t, what, timeout, cond)
 }
 
 // stepFor steps the engine in real time for d.

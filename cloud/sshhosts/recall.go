@@ -1,3 +1,5 @@
+// Hosts the store says are this dispatcher's, listed as its own before they answer.
+
 package sshhosts
 
 import (

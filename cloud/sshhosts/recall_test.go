@@ -3,10 +3,12 @@ package sshhosts
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"dispatch-tui/cloud"
+	"dispatch-tui/engine/enginetest/wait"
 )
 
 // A driver that has not reached a host lists it as ours only when the
@@ -51,16 +53,11 @@ func TestRecalledHostListedUntilItAnswers(t *testing.T) {
 
 	// Back up: its own tags, secret included, replace the presumed ones.
 	de.servers[heldIdx].start()
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	seen := func() string { return fmt.Sprintf("listed %v (tags %v)", ids(got), fresh.byID[held].Tags()) }
+	wait.With{Seen: seen}.Until(t, "the held host, back up, listed with its own tags", 30*time.Second, func() bool {
 		got = list(t, fresh, nil)
-		if len(got) == 1 && got[0].ID() == held && got[0].Tags()[cloud.TagSecret] == "s" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("held host back up for 30s: listed %v (tags %v); want it with its own tags", ids(got), fresh.byID[held].Tags())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return len(got) == 1 && got[0].ID() == held && got[0].Tags()[cloud.TagSecret] == "s"
+	})
 	if _, err := fresh.Executor(got[0]); err != nil {
 		t.Fatalf("executor once the host answers: %v", err)
 	}

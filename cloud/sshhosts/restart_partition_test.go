@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/worker"
 )
@@ -218,16 +219,10 @@ func (re *restartEnv) dump() string {
 	return b.String()
 }
 
-// until polls cond every 100ms until it holds, failing after timeout.
+// until polls cond until it holds.
 func (re *restartEnv) until(what string, timeout time.Duration, cond func() bool) {
 	re.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			re.t.Fatalf("after %s: %s did not happen:%s", timeout, what, re.dump())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	wait.With{Seen: re.dump}.Until(re.t, what, timeout, cond)
 }
 
 // TestRestartDuringPartitionRunsNothingTwice cuts a host with two running

@@ -28,6 +28,7 @@ import (
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner/agent"
 	"dispatch-tui/engine/worker"
@@ -218,18 +219,14 @@ func TestScriptDriverEngine(t *testing.T) {
 	}
 	// Each step is a second of the fake clock; the deadline is real time
 	// on a loaded machine.
-	until := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(3 * time.Minute)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s did not happen (fake clock at %s):%s", what, clk.Now().Format(time.TimeOnly), dump())
-			}
+	stepped := wait.With{
+		Step: func() {
 			eng.Step()
 			eng.Settle()
 			clk.Advance(time.Second)
 			time.Sleep(5 * time.Millisecond) // let the hosts' processes run
-		}
+		},
+		Seen: func() string { return "fake clock at " + clk.Now().Format(time.TimeOnly) + dump() },
 	}
 	running := func(id string) func() bool {
 		return func() bool {
@@ -237,7 +234,7 @@ func TestScriptDriverEngine(t *testing.T) {
 			return c.State == queue.Running && gatedRuns(t, markers, c.Name) > 0
 		}
 	}
-	until("both containers running", func() bool { return running(ids[0])() && running(ids[1])() })
+	stepped.Until(t, "both containers running", 3*time.Minute, func() bool { return running(ids[0])() && running(ids[1])() })
 
 	// The create errors, as events, in order, each kept apart from the
 	// next by the pool's back-off for its kind.
@@ -277,7 +274,7 @@ func TestScriptDriverEngine(t *testing.T) {
 
 	// The phantom instance (create said i-phantom, list never shows it)
 	// is given up and destroyed; the unreported one was adopted.
-	until("the phantom instance given up", func() bool {
+	stepped.Until(t, "the phantom instance given up", 3*time.Minute, func() bool {
 		evs, _ := eng.Events(0, 10000)
 		for _, ev := range evs {
 			if ev.Kind == worker.EventCloudError && strings.Contains(ev.Reason, "i-phantom") && strings.Contains(ev.Reason, "has not printed within 2m0s") {
@@ -294,7 +291,7 @@ func TestScriptDriverEngine(t *testing.T) {
 	for _, name := range []string{"a", "b"} {
 		openGate(t, gates, name)
 	}
-	until("both containers complete", func() bool {
+	stepped.Until(t, "both containers complete", 3*time.Minute, func() bool {
 		for _, id := range ids {
 			if c, _ := eng.Container(id); c.State != queue.Complete {
 				return false
@@ -309,7 +306,7 @@ func TestScriptDriverEngine(t *testing.T) {
 			t.Errorf("output of %s: %q, %v", c.Name, out.Data, err)
 		}
 	}
-	until("the idle instances destroyed through the script", func() bool { return sc.instances() == 0 && len(eng.Instances()) == 0 })
+	stepped.Until(t, "the idle instances destroyed through the script", 3*time.Minute, func() bool { return sc.instances() == 0 && len(eng.Instances()) == 0 })
 	for _, home := range sc.homes {
 		if _, err := os.Stat(home); !os.IsNotExist(err) {
 			t.Errorf("host home %s is still there after destroy (%v)", home, err)

@@ -1,3 +1,5 @@
+// The shell lines the driver runs on a host, and reading the tags file they write.
+
 package sshhosts
 
 import (

@@ -14,6 +14,7 @@ import (
 
 	"dispatch-tui/cloud"
 	"dispatch-tui/engine"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/sshexec"
 )
@@ -58,19 +59,8 @@ func TestEngineOnRealSSHD(t *testing.T) {
 		}
 		return b.String() + "\n" + env.logs()
 	}
-	// until steps the engine in real time until cond holds.
-	until := func(what string, timeout time.Duration, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(timeout)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("after %s: %s did not happen:%s", timeout, what, dump())
-			}
-			eng.Step()
-			eng.Settle()
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	// The engine is stepped in real time between polls.
+	stepped := wait.With{Step: func() { eng.Step(); eng.Settle() }, Seen: dump}
 	type job struct {
 		id   string
 		code int
@@ -123,7 +113,7 @@ func TestEngineOnRealSSHD(t *testing.T) {
 	// claimed and used, every exit code comes back.
 	jobs := submit(6, 0, 3)
 	t0 := time.Now()
-	until("six containers final", 3*time.Minute, final(jobs))
+	stepped.Until(t, "six containers final", 3*time.Minute, final(jobs))
 	t.Logf("phase 1: %s", time.Since(t0).Round(time.Millisecond))
 	used := check(jobs)
 	if len(used) != 3 {
@@ -151,7 +141,7 @@ func TestEngineOnRealSSHD(t *testing.T) {
 	}
 	jobs2 := submit(3, 6, 3)
 	t0 = time.Now()
-	until("three more containers final", 3*time.Minute, final(jobs2))
+	stepped.Until(t, "three more containers final", 3*time.Minute, final(jobs2))
 	t.Logf("phase 2: %s", time.Since(t0).Round(time.Millisecond))
 	check(jobs2)
 	if n := eng.PoolStats().RunnerDeploys; n != 0 {
@@ -170,7 +160,7 @@ func TestEngineOnRealSSHD(t *testing.T) {
 	badID := string(InstanceID(bad.addr))
 	t0 = time.Now()
 	bad.restartWithNewKey()
-	until("host key error on "+badID, 3*time.Minute, func() bool {
+	stepped.Until(t, "host key error on "+badID, 3*time.Minute, func() bool {
 		v, ok := eng.Instance(badID)
 		return ok && strings.Contains(v.LastError, "host key")
 	})
@@ -207,7 +197,7 @@ func TestEngineOnRealSSHD(t *testing.T) {
 	// (a known engine limitation, not the driver's), so these get plenty.
 	before := eng.PoolStats()
 	jobs3 := submit(4, 9, 1000)
-	until("containers final with "+badID+" refused", 3*time.Minute, final(jobs3))
+	stepped.Until(t, "containers final with "+badID+" refused", 3*time.Minute, final(jobs3))
 	t.Logf("phase 3: %s", time.Since(t0).Round(time.Millisecond))
 	used3 := check(jobs3)
 	if used3[badID] > 0 {

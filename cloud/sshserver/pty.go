@@ -1,3 +1,5 @@
+// An interactive shell on a pseudo terminal for a session's "pty-req" and "shell" (Linux).
+
 //go:build linux
 
 package sshserver

@@ -1,3 +1,5 @@
+// No interactive shells where pseudo terminals are opened only the Linux way.
+
 //go:build unix && !linux
 
 package sshserver

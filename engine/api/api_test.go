@@ -15,10 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/worker"
 )
@@ -28,13 +29,13 @@ const (
 	gib       = enginetest.GiB
 )
 
-// apiEnv is an Engine on the cloudtest driver with a fake clock, served by
+// apiEnv is an Engine on the fake driver with a fake clock, served by
 // an httptest.Server, and a client for it.
 type apiEnv struct {
 	*enginetest.Env
 	t      *testing.T
 	clk    *clock.Fake
-	cloud  *cloudtest.Driver
+	cloud  *fake.Driver
 	eng    *engine.Engine
 	srv    *httptest.Server
 	client *Client
@@ -45,7 +46,7 @@ type apiEnv struct {
 
 func newEnv(t *testing.T) *apiEnv {
 	t.Helper()
-	env := enginetest.New(t, enginetest.Config(t), cloudtest.Options{}, engine.Options{})
+	env := enginetest.New(t, enginetest.Config(t), fake.Options{}, engine.Options{})
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "dispatch_up 1\n")
 	})
@@ -204,7 +205,7 @@ func TestClientEndpoints(t *testing.T) {
 		t.Fatalf("Types = %+v, %v", types, err)
 	}
 	sum, err := c.Summary(ctx)
-	if err != nil || sum.Containers[queue.Queued] != 1 || sum.Paused || sum.Driver != "cloudtest" {
+	if err != nil || sum.Containers[queue.Queued] != 1 || sum.Paused || sum.Driver != "fake" {
 		t.Fatalf("Summary = %+v, %v", sum, err)
 	}
 
@@ -663,24 +664,11 @@ func TestListContainers(t *testing.T) {
 	}
 }
 
-// waitReal waits (wall clock) for cond, for streams served by other
-// goroutines.
-func waitReal(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // TestLogsFollow: a follow stream writes each line once and ends when the
 // container completes.
 func TestLogsFollow(t *testing.T) {
 	e := newEnv(t)
-	id := e.submit("follow-me", cloudtest.Cmd(5*time.Second, 3), 1)
+	id := e.submit("follow-me", fake.Cmd(5*time.Second, 3), 1)
 
 	var out enginetest.Buffer
 	done := make(chan error, 1)
@@ -698,7 +686,7 @@ func TestLogsFollow(t *testing.T) {
 		t.Fatalf("output while queued: %q", got)
 	}
 	e.until("running", 30, func() bool { return e.state(id) == queue.Running })
-	waitReal(t, "the running line", func() bool { return strings.Contains(out.String(), "running") })
+	wait.Until(t, "the running line", 10*time.Second, func() bool { return strings.Contains(out.String(), "running") })
 
 	// Step until the container has completed and its output is stored:
 	// then the stream has all there will be and ends.
@@ -751,7 +739,7 @@ func TestLogsFollowClientGoesAway(t *testing.T) {
 	var out enginetest.Buffer
 	done := make(chan error, 1)
 	go func() { done <- e.client.Logs(ctx, id, 0, true, &out) }()
-	waitReal(t, "output", func() bool { return strings.Contains(out.String(), "running") })
+	wait.Until(t, "output", 10*time.Second, func() bool { return strings.Contains(out.String(), "running") })
 	cancel()
 	if err := awaitFollow(t, done, "after the client went away"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
@@ -882,7 +870,7 @@ func TestRequestLog(t *testing.T) {
 	if _, err := NewClient(srv.URL, "bad").Summary(t.Context()); err == nil {
 		t.Fatal("no error with a bad token")
 	}
-	waitReal(t, "log line", func() bool { return strings.Contains(logs.String(), "status=403") })
+	wait.Until(t, "log line", 10*time.Second, func() bool { return strings.Contains(logs.String(), "status=403") })
 	for _, want := range []string{"method=GET", "path=/v1/summary", "duration="} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log %q lacks %q", logs.String(), want)

@@ -1,3 +1,5 @@
+// Who a request comes from: roles, tokens, the peer of a unix socket, the actor of a verb.
+
 package api
 
 import (

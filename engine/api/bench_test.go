@@ -4,7 +4,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/queue"
@@ -15,7 +15,7 @@ import (
 // the response): the daemon's share of a bulk submit, per op. The queue
 // grows as it runs, as it does when a user submits many batches.
 func BenchmarkSubmitBatch(b *testing.B) {
-	env := enginetest.New(b, enginetest.Config(b), cloudtest.Options{}, engine.Options{})
+	env := enginetest.New(b, enginetest.Config(b), fake.Options{}, engine.Options{})
 	srv := httptest.NewServer(NewServer(ServerOptions{Engine: env.Engine, Token: testToken}))
 	b.Cleanup(srv.Close)
 	c := NewClient(srv.URL, testToken)
@@ -40,7 +40,7 @@ func BenchmarkBulkKill(b *testing.B) {
 	const n = 100_000
 	for b.Loop() {
 		b.StopTimer()
-		env := enginetest.New(b, enginetest.Config(b), cloudtest.Options{}, engine.Options{})
+		env := enginetest.New(b, enginetest.Config(b), fake.Options{}, engine.Options{})
 		srv := httptest.NewServer(NewServer(ServerOptions{Engine: env.Engine, Token: testToken}))
 		c := NewClient(srv.URL, testToken)
 		specs := make([]queue.Spec, MaxBatchItems)

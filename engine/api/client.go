@@ -1,3 +1,5 @@
+// The API's Go client, used by the CLI and the attached console.
+
 package api
 
 import (

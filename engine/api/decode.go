@@ -1,3 +1,5 @@
+// Reading request bodies: JSON with errors naming the field, and specs with their defaults.
+
 package api
 
 import (

@@ -1,3 +1,5 @@
+// Dialling a dispatcher: unix socket or TCP, TLS and certificate pinning.
+
 package api
 
 import (

@@ -1,3 +1,5 @@
+// Error responses: their JSON and the HTTP status of each kind of error.
+
 package api
 
 import (

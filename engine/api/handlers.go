@@ -1,3 +1,5 @@
+// The handlers of the list, submit and verb routes.
+
 package api
 
 import (

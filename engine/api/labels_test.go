@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/queue"
@@ -22,7 +22,7 @@ import (
 func TestLabels(t *testing.T) {
 	cfg := enginetest.Config(t)
 	cfg.InstanceTypes[1].Labels = map[string]string{"gpu": "a100", "zone": "eu"}
-	env := enginetest.New(t, cfg, cloudtest.Options{}, engine.Options{})
+	env := enginetest.New(t, cfg, fake.Options{}, engine.Options{})
 	srv := httptest.NewServer(NewServer(ServerOptions{Engine: env.Engine, Token: testToken}))
 	t.Cleanup(srv.Close)
 	c := NewClient(srv.URL, testToken)

@@ -1,3 +1,5 @@
+// Which listeners the API refuses: tokens without TLS off loopback, TCP without a token.
+
 package api
 
 import (

@@ -1,3 +1,5 @@
+// GET logs: a container's stored or live output, and following it.
+
 package api
 
 import (

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/queue"
 )
 
@@ -21,7 +21,7 @@ const truncatedNote = "[dispatch-tui: output truncated: its first "
 func TestLogsUnderMaxOutputWhole(t *testing.T) {
 	e := newEnv(t)
 	const smallLines = 3000
-	small := e.submit("small", cloudtest.CmdOutput(0, 0, smallLines*1024), 1)
+	small := e.submit("small", fake.CmdOutput(0, 0, smallLines*1024), 1)
 	waitStored(t, e, small)
 	resp, body := e.do("GET", "/v1/containers/"+small+"/logs", nil, nil)
 	if n := bytes.Count(body, []byte("\n")); n < smallLines || bytes.HasPrefix(body, []byte(truncatedNote)) || resp.Header.Get("X-Logs-Truncated") != "" {
@@ -40,7 +40,7 @@ func TestLogsUnderMaxOutputWhole(t *testing.T) {
 func TestLogsOverMaxOutputSaySo(t *testing.T) {
 	e := newEnv(t)
 	const bigSize = 5 << 20
-	big := e.submit("big", cloudtest.CmdOutput(0, 0, bigSize), 1)
+	big := e.submit("big", fake.CmdOutput(0, 0, bigSize), 1)
 	waitStored(t, e, big)
 
 	resp, body := e.do("GET", "/v1/containers/"+big+"/logs", nil, nil)

@@ -1,3 +1,5 @@
+// Paging the container list with limit and continue tokens.
+
 package api
 
 import (

@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/queue"
 )
 
 // BenchmarkListContainersFirstPage is GET /v1/containers?limit=N (the first
-// page of `ls containers`) through the API handler, on the cloudtest
+// page of `ls containers`) through the API handler, on the fake
 // driver with the whole queue waiting: the handler's cost, request to
 // encoded body.
 func BenchmarkListContainersFirstPage(b *testing.B) {
@@ -24,7 +24,7 @@ func BenchmarkListContainersFirstPage(b *testing.B) {
 		{1000000, 1000},
 	} {
 		b.Run(fmt.Sprintf("queued=%d/limit=%d", tc.queued, tc.limit), func(b *testing.B) {
-			env := enginetest.New(b, enginetest.Config(b), cloudtest.Options{}, engine.Options{})
+			env := enginetest.New(b, enginetest.Config(b), fake.Options{}, engine.Options{})
 			specs := make([]queue.Spec, 10000)
 			for i := range specs {
 				p := 1 + i%5

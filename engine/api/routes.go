@@ -1,3 +1,5 @@
+// The route table: every endpoint with the least role that may call it.
+
 package api
 
 import "net/http"

@@ -1,3 +1,5 @@
+// What a check leaves behind: waiting for its instance to go, cleanup after a failure.
+
 package cloudcheck
 
 // What a check leaves behind: waiting for destroyed instances to go, and

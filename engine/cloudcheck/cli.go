@@ -1,3 +1,5 @@
+// The "dispatch-tui cloudtest" command line: usage, help, exit codes.
+
 package cloudcheck
 
 import (

@@ -33,7 +33,7 @@ func writeConfig(t *testing.T, driver, extra string) (string, *config.Config) {
 }
 
 func TestMainExitStatus(t *testing.T) {
-	ctPath, _ := writeConfig(t, "cloudtest", "")
+	ctPath, _ := writeConfig(t, "fake", "")
 	slowPath, slowCfg := writeConfig(t, "local", "\n[cloud.local]\nboot_delay = \"1h\"\n")
 	for _, tc := range []struct {
 		name       string

@@ -114,7 +114,7 @@ type Options struct {
 	// Poll is the interval of the steps that wait; 0 = DefaultPoll.
 	Poll time.Duration
 	// Driver, if set, is used instead of the driver the config names,
-	// and is not stopped (tests: a cloudtest driver with faults).
+	// and is not stopped (tests: a fake driver with faults).
 	Driver *launch.Driver
 	// BeforeStep, if set, is called before each step with its name and
 	// the instance (nil before create): tests cancel or tamper there.
@@ -305,7 +305,7 @@ func (c *check) runFilter() cloud.Tags {
 	return cloud.Tags{cloud.TagOwner: c.owner, TagRun: c.runID}
 }
 
-// inMemory reports whether the driver's instances are the cloudtest
+// inMemory reports whether the driver's instances are the fake
 // driver's: no SSH, hence no secret to check.
 func (c *check) inMemory() bool { return c.drv.InMemory }
 

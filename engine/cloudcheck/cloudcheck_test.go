@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/cloud/local"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/clock"
@@ -35,7 +35,7 @@ func testConfig(t *testing.T, driver string) *config.Config {
 	return cfg
 }
 
-// fakeRunner is a "binary" for the cloudtest driver, whose in-memory
+// fakeRunner is a "binary" for the fake driver, whose in-memory
 // runner only hashes what is installed.
 func fakeRunner(t *testing.T) string {
 	t.Helper()
@@ -70,10 +70,10 @@ func realRunner(t *testing.T) string {
 	return builtBin
 }
 
-// cloudtestDriver is an in-memory driver with faults, as Options.Driver.
-func cloudtestDriver(o cloudtest.Options) (*cloudtest.Driver, *launch.Driver) {
+// fakeDriver is an in-memory driver with faults, as Options.Driver.
+func fakeDriver(o fake.Options) (*fake.Driver, *launch.Driver) {
 	o.Clock = clock.Real{}
-	d := cloudtest.New(o)
+	d := fake.New(o)
 	return d, &launch.Driver{Set: d, NewExecutor: d.Executor, InMemory: true}
 }
 
@@ -134,18 +134,18 @@ func TestEveryStepHolds(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		driver   string
-		injected bool // Options.Driver: a cloudtest driver the test can look into
+		injected bool // Options.Driver: a fake driver the test can look into
 	}{
-		{"cloudtest from the config", "cloudtest", false},
-		{"cloudtest injected", "cloudtest", true},
+		{"fake from the config", "fake", false},
+		{"fake injected", "fake", true},
 		{"local", "local", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, tc.driver)
 			opts := Options{Poll: 10 * time.Millisecond, Timeout: time.Minute}
-			var ct *cloudtest.Driver
+			var ct *fake.Driver
 			if tc.injected {
-				ct, opts.Driver = cloudtestDriver(cloudtest.Options{BootDelay: 50 * time.Millisecond})
+				ct, opts.Driver = fakeDriver(fake.Options{BootDelay: 50 * time.Millisecond})
 			}
 			if tc.driver == "local" {
 				opts.RunnerBinary = realRunner(t)
@@ -157,7 +157,7 @@ func TestEveryStepHolds(t *testing.T) {
 				t.Fatalf("Run: %v\n%s", err, &out)
 			}
 			wantLines(t, out.String(), Steps, func(s string) string {
-				if s == StepSecret && tc.driver == "cloudtest" {
+				if s == StepSecret && tc.driver == "fake" {
 					return "skip"
 				}
 				return "ok"
@@ -202,7 +202,7 @@ func (e *failExec) Execute(ctx context.Context, cmd string, stdin []byte) ([]byt
 func TestFailingStep(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		faults cloudtest.Options
+		faults fake.Options
 		wrap   func(runner.Executor) runner.Executor
 		steps  StepTimeouts
 		step   string
@@ -210,27 +210,27 @@ func TestFailingStep(t *testing.T) {
 		leaked int
 		clean  string // in the cleanup line
 	}{
-		{name: "create error", faults: cloudtest.Options{CreateErrorRate: 1},
+		{name: "create error", faults: fake.Options{CreateErrorRate: 1},
 			step: StepCreate, want: `injected failure; check the \[cloud\] section`, clean: "ok .*nothing was created"},
-		{name: "no capacity", faults: cloudtest.Options{CapacityErrorTypes: []string{"small"}},
+		{name: "no capacity", faults: fake.Options{CapacityErrorTypes: []string{"small"}},
 			step: StepCreate, want: "try another --type", clean: "ok .*nothing was created"},
-		{name: "quota", faults: cloudtest.Options{Quota: 1}, steps: StepTimeouts{},
+		{name: "quota", faults: fake.Options{Quota: 1}, steps: StepTimeouts{},
 			step: StepCreate, want: "quota is used up", clean: "ok .*nothing was created"},
-		{name: "never boots", faults: cloudtest.Options{BrokenRate: 1}, steps: StepTimeouts{SSH: 200 * time.Millisecond},
+		{name: "never boots", faults: fake.Options{BrokenRate: 1}, steps: StepTimeouts{SSH: 200 * time.Millisecond},
 			step: StepSSH, want: "not done within the step's limit of 200ms.*handshake failed", clean: "ok .*destroyed ct-0001; nothing left"},
 		{name: "runner install refused", wrap: func(e runner.Executor) runner.Executor { return &failExec{e, "cat > "} },
 			step: StepDeploy, want: "permission denied.*writable by cloud.ssh_user", clean: "ok .*destroyed ct-0001"},
 		{name: "container refused", wrap: func(e runner.Executor) runner.Executor { return &failExec{e, "runner start"} },
 			step: StepContainer, want: "permission denied; the runner could not start a process", clean: "ok .*destroyed ct-0001"},
-		{name: "destroy refused", faults: cloudtest.Options{DestroyErrorRate: 1}, steps: StepTimeouts{Cleanup: 200 * time.Millisecond},
+		{name: "destroy refused", faults: fake.Options{DestroyErrorRate: 1}, steps: StepTimeouts{Cleanup: 200 * time.Millisecond},
 			step: StepDestroy, want: "destroy ct-0001: .*injected failure", leaked: 1,
 			clean: "FAIL .*could not destroy ct-0001: destroy ct-0001: .*injected failure.*destroy it by hand at the provider \\(tagged dispatch-tui-cloudtest="},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := testConfig(t, "cloudtest")
-			ct, drv := cloudtestDriver(tc.faults)
+			cfg := testConfig(t, "fake")
+			ct, drv := fakeDriver(tc.faults)
 			if tc.name == "quota" {
-				ct.Configure(func(f *cloudtest.Faults) { f.ForeignInstances = 1 })
+				ct.Configure(func(f *fake.Faults) { f.ForeignInstances = 1 })
 			}
 			if tc.wrap != nil {
 				inner := drv.NewExecutor
@@ -287,11 +287,11 @@ func (e *blockExec) Execute(ctx context.Context, cmd string, stdin []byte) ([]by
 // An interrupt (main cancels the context on SIGINT) before any step, or in
 // the middle of one, leaves no instance behind.
 func TestInterruptLeaksNothing(t *testing.T) {
-	t.Run("cloudtest", func(t *testing.T) {
+	t.Run("fake", func(t *testing.T) {
 		for _, step := range Steps {
 			t.Run("before "+step, func(t *testing.T) {
-				cfg := testConfig(t, "cloudtest")
-				ct, drv := cloudtestDriver(cloudtest.Options{})
+				cfg := testConfig(t, "fake")
+				ct, drv := fakeDriver(fake.Options{})
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				var out bytes.Buffer
@@ -413,8 +413,8 @@ func TestDriverIgnoringSecretFails(t *testing.T) {
 }
 
 func TestUnknownType(t *testing.T) {
-	cfg := testConfig(t, "cloudtest")
-	ct, drv := cloudtestDriver(cloudtest.Options{})
+	cfg := testConfig(t, "fake")
+	ct, drv := fakeDriver(fake.Options{})
 	var out bytes.Buffer
 	err := Run(context.Background(), cfg, Options{Type: "huge", Driver: drv, RunnerBinary: fakeRunner(t)}, &out)
 	var ue *UsageError
@@ -429,8 +429,8 @@ func TestUnknownType(t *testing.T) {
 // --type picks the type created; the default is the cheapest.
 func TestTypeChoice(t *testing.T) {
 	for _, tc := range []struct{ flag, want string }{{"", "small"}, {"large", "large"}} {
-		cfg := testConfig(t, "cloudtest")
-		_, drv := cloudtestDriver(cloudtest.Options{})
+		cfg := testConfig(t, "fake")
+		_, drv := fakeDriver(fake.Options{})
 		var created string
 		var out bytes.Buffer
 		err := Run(context.Background(), cfg, Options{
@@ -497,8 +497,8 @@ func (i *lossyInstance) Destroy(ctx context.Context) error {
 // got through: cleanup sees the instance gone, although destroying it
 // again fails.
 func TestInterruptDuringDestroy(t *testing.T) {
-	cfg := testConfig(t, "cloudtest")
-	ct, drv := cloudtestDriver(cloudtest.Options{})
+	cfg := testConfig(t, "fake")
+	ct, drv := fakeDriver(fake.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	drv.Set = &lossySet{InstanceSet: drv.Set, cancel: cancel, destroyed: map[cloud.InstanceID]bool{}}

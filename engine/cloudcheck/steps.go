@@ -1,3 +1,5 @@
+// The steps of a driver check, in the order Steps names them.
+
 package cloudcheck
 
 // The steps of a check, in the order Steps names them.
@@ -108,7 +110,7 @@ func (c *check) ssh(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("%w; check that this machine reaches %s (firewall, security group), and cloud.ssh_user and cloud.ssh_key_file", err, addr)
 	}
 	if c.inMemory() {
-		return "in-memory instance (the cloudtest driver has no SSH)", nil
+		return "in-memory instance (the fake driver has no SSH)", nil
 	}
 	return fmt.Sprintf("connected to %s; host key and secret checked", addr), nil
 }
@@ -138,7 +140,7 @@ func (c *check) bootProbe(ctx context.Context) (string, error) {
 // was checked when the ssh step connected.
 func (c *check) checkSecret(ctx context.Context) (string, error) {
 	if c.inMemory() {
-		return "", &skipError{"the cloudtest driver's instances are in memory: no SSH, no secret file to check"}
+		return "", &skipError{"the fake driver's instances are in memory: no SSH, no secret file to check"}
 	}
 	wrong := &retagged{Instance: c.inst, tags: c.inst.Tags().Clone()}
 	wrong.tags[cloud.TagSecret] = randomHex(16)

@@ -1,3 +1,5 @@
+// The check of a cluster_id: length and characters a provider's tag accepts.
+
 package config
 
 import "fmt"

@@ -19,6 +19,9 @@ type Config struct {
 	TUI           TUI
 	// Path is the file the config was read from ("" for built-in defaults).
 	Path string
+	// Warnings are what Parse read but wants written otherwise (an old
+	// name, drivers.go), with their lines; the config works as it is.
+	Warnings []*Error
 	// holdsToken tells Load that the file itself holds a secret.
 	holdsToken bool
 }
@@ -108,7 +111,7 @@ const SocketName = "dispatch-tui.sock"
 
 // Cloud is the [cloud] section.
 type Cloud struct {
-	Driver            string // "local" | "sshhosts" | "ec2" | "script" (tests also use "cloudtest")
+	Driver            string // one of Drivers
 	SSHUser           string
 	SSHKeyFile        string
 	SSHPort           int

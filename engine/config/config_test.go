@@ -467,7 +467,7 @@ driver = "gce"
 theme = "blue"
 `, []string{
 			`config.toml:2: dispatcher.scheduler_profile: must be "pack" or "spread" (got "random")`,
-			`config.toml:4: cloud.driver: must be "local", "sshhosts", "ec2", "script" or "cloudtest" (got "gce")`,
+			`config.toml:4: cloud.driver: must be "local", "sshhosts", "ec2", "script" or "fake" (got "gce")`,
 			`config.toml:6: tui.theme: must be "auto", "dark" or "light" (got "blue")`,
 		}},
 		{"numbers", `

@@ -1,3 +1,5 @@
+// The built-in configuration: every default value.
+
 package config
 
 import (

@@ -1,3 +1,5 @@
+// Config errors tied to their file, line and key, reported like a compiler's.
+
 package config
 
 import (

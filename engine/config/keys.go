@@ -1,3 +1,5 @@
+// Finding the dotted key of a Config field, for the messages of validation.
+
 package config
 
 import (

@@ -1,3 +1,5 @@
+// Instance type labels: parsed, merged with hosts' and bounded for the scheduler's bit sets.
+
 package config
 
 import (

@@ -1,3 +1,5 @@
+// Finding, reading and decoding a config file over the defaults.
+
 package config
 
 import (
@@ -136,6 +138,10 @@ func Parse(data []byte, path string) (*Config, error) {
 	c.holdsToken = raw.Dispatcher.Token.nonEmptyString()
 	for _, t := range raw.Dispatcher.Tokens {
 		c.holdsToken = c.holdsToken || t.Token.nonEmptyString()
+	}
+	for _, w := range c.renameOldDrivers() {
+		w.File, w.Line = file, p.loc.line(w.Key)
+		c.Warnings = append(c.Warnings, w)
 	}
 	for _, e := range c.validate() {
 		if p.failed[e.Key] {

@@ -1,3 +1,5 @@
+// The line each key of a config file is on, for error messages.
+
 package config
 
 import (

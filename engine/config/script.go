@@ -1,3 +1,5 @@
+// [cloud.script]: the script driver's commands, defaults and checks.
+
 package config
 
 // [cloud.script]: the script driver's commands (cloud/script), their

@@ -1,3 +1,5 @@
+// Sizes ("2GiB") and durations as the config and the CLI write them.
+
 package config
 
 import (

@@ -1,3 +1,5 @@
+// The checks of a config's values: ranges, enumerations, instance types, hosts.
+
 package config
 
 import (
@@ -191,7 +193,7 @@ func (c *Config) validate() []*Error {
 	}
 
 	cl := &c.Cloud
-	v.oneOf(&cl.Driver, "local", "sshhosts", "ec2", "script", "cloudtest")
+	v.oneOf(&cl.Driver, Drivers...)
 	v.intRange(&cl.SSHPort, 1, 65535)
 	v.runnerPath(&cl.RunnerPath)
 	v.nonNegDur(&cl.TimeoutIdle)

@@ -1,3 +1,5 @@
+// Building the dispatch-tui binary for tests that run it.
+
 package enginetest
 
 import (

@@ -1,3 +1,5 @@
+// A buffer that one goroutine writes while the test reads it.
+
 package enginetest
 
 import (

@@ -1,4 +1,4 @@
-// Package enginetest runs a real Engine on the in-memory cloudtest driver
+// Package enginetest runs a real Engine on the in-memory fake driver
 // with a fake clock, for the tests of packages built on the engine (API,
 // metrics, console backends). Each step is: pool work and one scheduler
 // pass, wait for the cloud and runner calls it started, advance the clock
@@ -6,14 +6,17 @@
 package enginetest
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/worker"
 )
@@ -30,7 +33,7 @@ var Start = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 func Config(t testing.TB) *config.Config {
 	cfg := config.Default()
 	cfg.Dispatcher.StateDir = t.TempDir()
-	cfg.Cloud.Driver = "cloudtest"
+	cfg.Cloud.Driver = "fake"
 	cfg.InstanceTypes = []cloud.InstanceType{
 		{Name: "small", ProviderType: "small", VCPUs: 1, RAM: 2 * GiB, Scratch: 10 * GiB, Price: 1.0},
 		{Name: "large", ProviderType: "large", VCPUs: 8, RAM: 32 * GiB, Scratch: 100 * GiB, Price: 4.0},
@@ -47,22 +50,24 @@ func Config(t testing.TB) *config.Config {
 	return cfg
 }
 
-// Env is an Engine on cloudtest with a fake clock.
+// Env is an Engine on the fake driver with a fake clock.
 type Env struct {
 	T      testing.TB
 	Clock  *clock.Fake
-	Cloud  *cloudtest.Driver
+	Cloud  *fake.Driver
 	Engine *engine.Engine
+	// Steps counts the steps taken so far.
+	Steps  int
 	closed bool
 }
 
 // New starts an Env; opts may set engine hooks (Config, InstanceSet,
 // NewExecutor and Clock are filled in). The engine is closed at cleanup.
-func New(t testing.TB, cfg *config.Config, ct cloudtest.Options, opts engine.Options) *Env {
+func New(t testing.TB, cfg *config.Config, ct fake.Options, opts engine.Options) *Env {
 	t.Helper()
 	clk := clock.NewFake(Start)
 	ct.Clock = clk
-	e := &Env{T: t, Clock: clk, Cloud: cloudtest.New(ct)}
+	e := &Env{T: t, Clock: clk, Cloud: fake.New(ct)}
 	opts.Config, opts.InstanceSet, opts.NewExecutor, opts.Clock = cfg, e.Cloud, e.Cloud.Executor, clk
 	eng, err := engine.New(opts)
 	if err != nil {
@@ -83,6 +88,7 @@ func (e *Env) Close() {
 
 // Step runs n steps.
 func (e *Env) Step(n int) {
+	e.Steps += n
 	for range n {
 		e.Engine.Step()
 		e.Engine.Settle()
@@ -90,18 +96,24 @@ func (e *Env) Step(n int) {
 	}
 }
 
-// Until steps until cond holds, failing the test after max steps.
+// Until steps until cond holds, failing the test after max steps with
+// the instances and containers it saw.
 func (e *Env) Until(what string, max int, cond func() bool) {
 	e.T.Helper()
-	for range max {
-		if cond() {
-			return
-		}
-		e.Step(1)
+	wait.With{Step: func() { e.Step(1) }, Seen: e.seen}.Steps(e.T, what, max, cond)
+}
+
+// seen describes the instances and the containers, for a failure.
+func (e *Env) seen() string {
+	var b strings.Builder
+	for _, v := range e.Engine.Instances() {
+		fmt.Fprintf(&b, "\n  instance %s %s containers=%v last_error=%q", v.ID, v.State, v.Containers, v.LastError)
 	}
-	if !cond() {
-		e.T.Fatalf("after %d steps: %s did not happen", max, what)
+	cs, _ := e.Engine.Containers(engine.ListOptions{})
+	for _, c := range cs {
+		fmt.Fprintf(&b, "\n  container %s %s inst=%s reason=%q", c.ID, c.State, c.InstanceID, c.Reason)
 	}
+	return b.String()
 }
 
 // Submit adds a container running cmd with 1 vCPU and 512 MiB unless spec
@@ -127,7 +139,7 @@ func Cmd(d time.Duration) []string {
 	if d < 0 {
 		return []string{"run-forever"}
 	}
-	return cloudtest.Cmd(d, 0)
+	return fake.Cmd(d, 0)
 }
 
 // Container returns a container, failing the test if it is unknown.

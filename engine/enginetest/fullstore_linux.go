@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/enginetest/fulldisk"
@@ -31,7 +31,7 @@ type FullStore struct {
 func NewFullStore(t testing.TB, cfg *config.Config, opts engine.Options) *FullStore {
 	t.Helper()
 	cfg.Dispatcher.StateDir = fulldisk.Tmpfs(t, "4m")
-	f := &FullStore{Env: New(t, cfg, cloudtest.Options{}, opts)}
+	f := &FullStore{Env: New(t, cfg, fake.Options{}, opts)}
 	pad := map[string]string{"PAD": strings.Repeat("x", 16<<10)}
 	for range 8 {
 		f.IDs = append(f.IDs, f.Submit(queue.Spec{Command: Cmd(10 * time.Second), Env: pad}))

@@ -31,6 +31,7 @@ import (
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 )
 
@@ -151,7 +152,7 @@ func TestDefaultDaemonAnswersOnlyItsUser(t *testing.T) {
 		daemon.Process.Signal(syscall.SIGTERM)
 		daemon.Wait()
 	})
-	waitFor(t, "the daemon's socket", 20*time.Second, func() bool {
+	wait.Until(t, "the daemon's socket", 20*time.Second, func() bool {
 		code, _, _ := runBinary(t, work, env, "ls", "instances")
 		return code == 0
 	})
@@ -207,7 +208,7 @@ func TestDefaultDaemonAnswersOnlyItsUser(t *testing.T) {
 	}
 }
 
-// serveTest builds an engine on cfg (cloudtest unless it says otherwise),
+// serveTest builds an engine on cfg (the fake driver unless it says otherwise),
 // serves its API and returns the log it writes.
 func serveTest(t *testing.T, cfg *config.Config, timeouts *Timeouts) (*Running, *enginetest.Buffer) {
 	t.Helper()
@@ -240,7 +241,7 @@ func logValue(logs string, msg, key string) string {
 func TestTLSRoundTripWithTheCLI(t *testing.T) {
 	state := t.TempDir()
 	cfg := e2eConfig(state)
-	cfg.Cloud.Driver = "cloudtest"
+	cfg.Cloud.Driver = "fake"
 	cfg.Dispatcher.Listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cfg.Dispatcher.TLS = "on"
 	cfg.Dispatcher.Token = "op-secret"
@@ -297,7 +298,7 @@ func TestTLSRoundTripWithTheCLI(t *testing.T) {
 // max_connections of them are served at once.
 func TestSlowClientsAreCutOff(t *testing.T) {
 	cfg := e2eConfig(t.TempDir())
-	cfg.Cloud.Driver = "cloudtest"
+	cfg.Cloud.Driver = "fake"
 	cfg.Dispatcher.Listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cfg.Dispatcher.Token = "tok"
 	cfg.Dispatcher.MaxConnections = 64
@@ -370,7 +371,7 @@ func TestSecretsStayOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "container Complete", time.Minute, func() bool {
+	wait.Until(t, "container Complete", time.Minute, func() bool {
 		got, err := c.Container(ctx, sub.ID)
 		return err == nil && got.State == queue.Complete
 	})
@@ -401,7 +402,7 @@ func TestSecretsStayOut(t *testing.T) {
 		return resp.StatusCode == 200
 	}
 	// The output is stored just after the container completes.
-	waitFor(t, "stored output", 30*time.Second, func() bool { return get("/v1/containers/" + sub.ID + "/logs") })
+	wait.Until(t, "stored output", 30*time.Second, func() bool { return get("/v1/containers/" + sub.ID + "/logs") })
 	for _, p := range []string{"/v1/instances", "/v1/containers", "/v1/containers/" + sub.ID, "/v1/containers/" + sub.ID + "/logs",
 		"/v1/types", "/v1/events?limit=10000", "/v1/summary", "/v1/whoami", "/metrics"} {
 		if !get(p) {
@@ -467,7 +468,7 @@ func TestSocketGroupAdmitsItsMembers(t *testing.T) {
 		}
 	}
 	cfg := e2eConfig(state)
-	cfg.Cloud.Driver = "cloudtest"
+	cfg.Cloud.Driver = "fake"
 	cfg.Dispatcher.SocketGroup = g.Name
 	serveTest(t, cfg, nil)
 	socket := cfg.Dispatcher.SocketPath()
@@ -496,7 +497,7 @@ func TestSocketGroupAdmitsItsMembers(t *testing.T) {
 // stream may last.
 func TestFollowOutlivesTheReadTimeout(t *testing.T) {
 	cfg := e2eConfig(t.TempDir())
-	cfg.Cloud.Driver = "cloudtest"
+	cfg.Cloud.Driver = "fake"
 	timeouts := &Timeouts{ReadHeader: 100 * time.Millisecond, Read: 200 * time.Millisecond, Idle: 200 * time.Millisecond}
 	r, _ := serveTest(t, cfg, timeouts)
 	c, err := api.Dial("unix:"+cfg.Dispatcher.SocketPath(), api.ClientOptions{})
@@ -508,7 +509,7 @@ func TestFollowOutlivesTheReadTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "container running", 30*time.Second, func() bool {
+	wait.Until(t, "container running", 30*time.Second, func() bool {
 		got, _ := r.Container(sub.ID)
 		return got.State == queue.Running
 	})

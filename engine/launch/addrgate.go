@@ -1,3 +1,5 @@
+// A bound on the API connections one client address may keep waiting.
+
 package launch
 
 // One client address may hold only a share of the API's TCP connections

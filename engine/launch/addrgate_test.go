@@ -42,7 +42,7 @@ func summaryFrom(ip, listen string) (int, error) {
 // they wait. Once they go, the address is served again.
 func TestOneAddressCannotTakeEverySlot(t *testing.T) {
 	cfg := e2eConfig(t.TempDir())
-	cfg.Cloud.Driver = "cloudtest"
+	cfg.Cloud.Driver = "fake"
 	cfg.Dispatcher.Listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	cfg.Dispatcher.Token = "tok"
 	cfg.Dispatcher.MaxConnections = 8

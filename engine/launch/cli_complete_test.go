@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/enginetest/wait"
 )
 
 func TestCompletionAndPipesAgainstADaemon(t *testing.T) {
@@ -31,14 +34,14 @@ func TestCompletionAndPipesAgainstADaemon(t *testing.T) {
 	})
 	h := &cliHarness{t: t, env: cleanEnv()}
 	cfg := []string{"--config", cfgPath}
-	waitFor(t, "daemon socket", 20*time.Second, func() bool {
+	wait.Until(t, "daemon socket", 20*time.Second, func() bool {
 		cmd := exec.Command(binary, "ls", "types", "--config", cfgPath)
 		cmd.Env = h.env
 		return cmd.Run() == nil
 	})
 	ctr := h.submit(append(cfg, "--name", "complete-me", "--", "sleep", "60")...)
 	var inst string
-	waitFor(t, "container running", time.Minute, func() bool {
+	wait.Until(t, "container running", time.Minute, func() bool {
 		c := h.lsWith(cfg, "containers")[ctr]
 		inst = c.InstanceID
 		return c.State == "Running"
@@ -95,7 +98,7 @@ func TestCompletionAndPipesAgainstADaemon(t *testing.T) {
 
 	// -o yaml parses, with the same ids as -o json.
 	var list struct {
-		Items []lsItem `json:"items"`
+		Items []enginetest.LsItem `json:"items"`
 	}
 	if err := yaml.Unmarshal([]byte(h.cli(0, append([]string{"ls", "containers", "-o", "yaml"}, cfg...)...)), &list); err != nil {
 		t.Fatal(err)
@@ -107,17 +110,7 @@ func TestCompletionAndPipesAgainstADaemon(t *testing.T) {
 }
 
 // lsWith is ls -o json with extra flags.
-func (h *cliHarness) lsWith(flags []string, what string) map[string]lsItem {
+func (h *cliHarness) lsWith(flags []string, what string) map[string]enginetest.LsItem {
 	h.t.Helper()
-	var resp struct {
-		Items []lsItem `json:"items"`
-	}
-	if err := yaml.Unmarshal([]byte(h.cli(0, append([]string{"ls", what, "-o", "json"}, flags...)...)), &resp); err != nil {
-		h.t.Fatal(err)
-	}
-	out := map[string]lsItem{}
-	for _, it := range resp.Items {
-		out[it.ID] = it
-	}
-	return out
+	return enginetest.LsItems(h.t, h.cli(0, append([]string{"ls", what, "-o", "json"}, flags...)...))
 }

@@ -5,7 +5,6 @@ package launch
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -15,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/enginetest/wait"
 )
 
 type cliHarness struct {
@@ -53,33 +55,9 @@ func (h *cliHarness) cli(wantCode int, args ...string) string {
 	return out.String()
 }
 
-type lsItem struct {
-	ID           string   `json:"id"`
-	State        string   `json:"state"`
-	IdleBehavior string   `json:"idle_behavior"`
-	InstanceID   string   `json:"instance_id"`
-	Priority     int      `json:"priority"`
-	Held         bool     `json:"held"`
-	Reason       string   `json:"reason"`
-	ReasonCode   string   `json:"reason_code"`
-	ExitCode     *int     `json:"exit_code"`
-	Attempts     int      `json:"attempts"`
-	Containers   []string `json:"containers"`
-}
-
-func (h *cliHarness) ls(what string) map[string]lsItem {
+func (h *cliHarness) ls(what string) map[string]enginetest.LsItem {
 	h.t.Helper()
-	var resp struct {
-		Items []lsItem `json:"items"`
-	}
-	if err := json.Unmarshal([]byte(h.cli(0, "ls", what, "-o", "json")), &resp); err != nil {
-		h.t.Fatal(err)
-	}
-	out := map[string]lsItem{}
-	for _, it := range resp.Items {
-		out[it.ID] = it
-	}
-	return out
+	return enginetest.LsItems(h.t, h.cli(0, "ls", what, "-o", "json"))
 }
 
 func (h *cliHarness) submit(args ...string) string {
@@ -116,7 +94,7 @@ func TestDaemonAPIThroughCLI(t *testing.T) {
 		destroyInstances(e2eConfig(state))
 	})
 	server := fmt.Sprintf("127.0.0.1:%d", port)
-	waitFor(t, "daemon healthz", 20*time.Second, func() bool {
+	wait.Until(t, "daemon healthz", 20*time.Second, func() bool {
 		resp, err := http.Get("http://" + server + "/healthz")
 		if err == nil {
 			resp.Body.Close()
@@ -141,7 +119,7 @@ func TestDaemonAPIThroughCLI(t *testing.T) {
 			t.Logf("not Complete at the last listing: %s", strings.Join(notDone, "; "))
 		}
 	})
-	waitFor(t, "50 containers Complete", 2*time.Minute, func() bool {
+	wait.Until(t, "50 containers Complete", 2*time.Minute, func() bool {
 		cs := h.ls("containers")
 		notDone = notDone[:0]
 		for _, id := range ids {
@@ -174,19 +152,19 @@ func TestDaemonAPIThroughCLI(t *testing.T) {
 		t.Fatalf("held instance shows %q", got)
 	}
 	long := h.submit("--", "sleep", "30")
-	waitFor(t, "long container running", time.Minute, func() bool { return h.ls("containers")[long].State == "Running" })
+	wait.Until(t, "long container running", time.Minute, func() bool { return h.ls("containers")[long].State == "Running" })
 	if h.ls("containers")[long].InstanceID == held {
 		t.Fatalf("container started on the held instance")
 	}
 	// Run it again, then drain it: idle, so it goes away.
 	h.cli(0, "run", held)
 	h.cli(0, "drain", held)
-	waitFor(t, "drained instance gone", time.Minute, func() bool { _, ok := h.ls("instances")[held]; return !ok })
+	wait.Until(t, "drained instance gone", time.Minute, func() bool { _, ok := h.ls("instances")[held]; return !ok })
 
 	// Kill the instance running the long container: it is requeued.
 	busy := h.ls("containers")[long].InstanceID
 	h.cli(0, "kill", "--reason", "e2e instance kill", busy)
-	waitFor(t, "requeued and running again", time.Minute, func() bool {
+	wait.Until(t, "requeued and running again", time.Minute, func() bool {
 		c := h.ls("containers")[long]
 		return c.State == "Running" && c.InstanceID != busy
 	})
@@ -194,7 +172,7 @@ func TestDaemonAPIThroughCLI(t *testing.T) {
 	// Container verbs: priority, hold, release, kill.
 	h.cli(0, "pause", "--reason", "e2e")
 	waiting := h.submit("--priority", "1", "--", "true")
-	waitFor(t, "pending reason PAUSED", 20*time.Second, func() bool { return h.ls("containers")[waiting].ReasonCode == "PAUSED" })
+	wait.Until(t, "pending reason PAUSED", 20*time.Second, func() bool { return h.ls("containers")[waiting].ReasonCode == "PAUSED" })
 	if c := h.ls("containers")[waiting]; c.State != "Queued" {
 		t.Fatalf("paused scheduler: container %s %s", c.State, c.ReasonCode)
 	}
@@ -204,14 +182,14 @@ func TestDaemonAPIThroughCLI(t *testing.T) {
 		t.Fatalf("after priority+hold: %+v", c)
 	}
 	h.cli(0, "resume")
-	waitFor(t, "pending reason HELD", 20*time.Second, func() bool { return h.ls("containers")[waiting].ReasonCode == "HELD" })
+	wait.Until(t, "pending reason HELD", 20*time.Second, func() bool { return h.ls("containers")[waiting].ReasonCode == "HELD" })
 	if c := h.ls("containers")[waiting]; c.State != "Queued" {
 		t.Fatalf("held container: %s %s", c.State, c.ReasonCode)
 	}
 	h.cli(0, "release", waiting)
-	waitFor(t, "released container completes", time.Minute, func() bool { return h.ls("containers")[waiting].State == "Complete" })
+	wait.Until(t, "released container completes", time.Minute, func() bool { return h.ls("containers")[waiting].State == "Complete" })
 	h.cli(0, "kill", "--reason", "e2e kill", long)
-	waitFor(t, "killed container Cancelled", time.Minute, func() bool { return h.ls("containers")[long].State == "Cancelled" })
+	wait.Until(t, "killed container Cancelled", time.Minute, func() bool { return h.ls("containers")[long].State == "Cancelled" })
 	if c := h.ls("containers")[long]; c.Reason != "e2e kill" {
 		t.Fatalf("killed container reason %q", c.Reason)
 	}
@@ -252,7 +230,7 @@ func TestDaemonAPIThroughCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { again.Process.Signal(syscall.SIGTERM); again.Wait() }()
-	waitFor(t, "daemon up again", 20*time.Second, func() bool {
+	wait.Until(t, "daemon up again", 20*time.Second, func() bool {
 		resp, err := http.Get("http://" + server + "/healthz")
 		if err == nil {
 			resp.Body.Close()

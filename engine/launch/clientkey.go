@@ -1,3 +1,5 @@
+// The dispatcher's own SSH key for the instances ec2 and script create.
+
 package launch
 
 // The dispatcher's SSH key for the instances of the drivers that create

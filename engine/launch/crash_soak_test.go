@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 )
 
@@ -48,7 +49,7 @@ func TestCrashRestartSoak(t *testing.T) {
 		if err := daemon.Start(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "daemon up", 30*time.Second, func() bool {
+		wait.Until(t, "daemon up", 30*time.Second, func() bool {
 			resp, err := http.Get("http://" + server + "/healthz")
 			if err == nil {
 				resp.Body.Close()
@@ -95,7 +96,7 @@ func TestCrashRestartSoak(t *testing.T) {
 		start()
 	}
 	var all []queue.Container
-	waitFor(t, "every container final", 5*time.Minute, func() bool {
+	wait.Until(t, "every container final", 5*time.Minute, func() bool {
 		items, _, err := c.Containers(ctx, api.ListQuery{})
 		if err != nil {
 			return false

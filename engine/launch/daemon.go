@@ -1,3 +1,5 @@
+// Running the engine as a daemon until its context ends, then stopping it in time.
+
 package launch
 
 import (

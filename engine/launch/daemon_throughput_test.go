@@ -33,6 +33,7 @@ import (
 
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/forkfloor"
 	"dispatch-tui/engine/queue"
 )
@@ -278,7 +279,7 @@ func startDaemon(t *testing.T) (*api.Client, func()) {
 	client := api.NewClient(fmt.Sprintf("127.0.0.1:%d", port), e2eToken)
 	client.HTTP.Transport = &http.Transport{MaxIdleConnsPerHost: *throughputClients}
 	client.HTTP.Timeout = 30 * time.Second
-	waitFor(t, "daemon API", 30*time.Second, func() bool {
+	wait.Until(t, "daemon API", 30*time.Second, func() bool {
 		_, err := client.Summary(context.Background())
 		return err == nil
 	})
@@ -301,7 +302,7 @@ func runPath(t *testing.T, path string, n int) pathRun {
 	if err := submitAll(client, warm, len(warm)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "warm-up containers Complete", 2*time.Minute, func() bool {
+	wait.Until(t, "warm-up containers Complete", 2*time.Minute, func() bool {
 		done, _ := completed(t, client)
 		return done == len(warm)
 	})

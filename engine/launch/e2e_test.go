@@ -20,6 +20,7 @@ import (
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
 )
@@ -97,17 +98,6 @@ func startEngineWith(t *testing.T, cfg *config.Config, opts Options) (*Running, 
 	return r, stop
 }
 
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func countStates(e *engine.Engine, ids []string) map[queue.State]int {
 	n := map[queue.State]int{}
 	for _, id := range ids {
@@ -133,14 +123,14 @@ func TestLocalRunsContainersToCompletion(t *testing.T) {
 		}
 		ids[i] = c.ID
 	}
-	waitFor(t, "200 containers Complete", 3*time.Minute, func() bool { return countStates(r.Engine, ids)[queue.Complete] == n })
+	wait.Until(t, "200 containers Complete", 3*time.Minute, func() bool { return countStates(r.Engine, ids)[queue.Complete] == n })
 	for i, id := range ids {
 		c, _ := r.Container(id)
 		if c.ExitCode == nil || *c.ExitCode != i%7 {
 			t.Fatalf("container %d: %+v, want exit %d", i, c, i%7)
 		}
 		var out runner.Output
-		waitFor(t, "logs of "+id, 10*time.Second, func() bool {
+		wait.Until(t, "logs of "+id, 10*time.Second, func() bool {
 			var err error
 			out, err = r.Logs(context.Background(), id, 0)
 			return err == nil
@@ -172,7 +162,7 @@ func TestLocalHostileArgvAndEnvArriveLiterally(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := []string{c.ID, env.ID}
-	waitFor(t, "both Complete", time.Minute, func() bool { return countStates(r.Engine, ids)[queue.Complete] == 2 })
+	wait.Until(t, "both Complete", time.Minute, func() bool { return countStates(r.Engine, ids)[queue.Complete] == 2 })
 	var out []byte
 	logs := func(id string) bool {
 		var o runner.Output
@@ -180,7 +170,7 @@ func TestLocalHostileArgvAndEnvArriveLiterally(t *testing.T) {
 		out = o.Data
 		return err == nil
 	}
-	waitFor(t, "logs", 10*time.Second, func() bool { return logs(c.ID) })
+	wait.Until(t, "logs", 10*time.Second, func() bool { return logs(c.ID) })
 	want := ""
 	for _, a := range hostile {
 		want += a + "|\n"
@@ -188,7 +178,7 @@ func TestLocalHostileArgvAndEnvArriveLiterally(t *testing.T) {
 	if string(out) != want {
 		t.Fatalf("argv output %q, want %q", out, want)
 	}
-	waitFor(t, "env logs", 10*time.Second, func() bool { return logs(env.ID) })
+	wait.Until(t, "env logs", 10*time.Second, func() bool { return logs(env.ID) })
 	if !strings.Contains(string(out), "HOSTILE=$(touch pwned); echo 'x' `id`\n") {
 		t.Fatalf("env output lacks the literal value: %q", out)
 	}
@@ -238,7 +228,7 @@ func TestLocalKillTermThenKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pPolite, pStubborn int
-	waitFor(t, "both running with pids", time.Minute, func() bool {
+	wait.Until(t, "both running with pids", time.Minute, func() bool {
 		pPolite, pStubborn = pidOf(r.Engine, polite.ID), pidOf(r.Engine, stubborn.ID)
 		return pPolite > 0 && pStubborn > 0
 	})
@@ -248,12 +238,12 @@ func TestLocalKillTermThenKill(t *testing.T) {
 		}
 	}
 	killedAt := time.Now()
-	waitFor(t, "TERM ends sleep", 10*time.Second, func() bool { return !alive(pPolite) })
+	wait.Until(t, "TERM ends sleep", 10*time.Second, func() bool { return !alive(pPolite) })
 	if time.Since(killedAt) < 900*time.Millisecond && !alive(pStubborn) {
 		t.Fatalf("the process ignoring TERM died before kill_grace")
 	}
-	waitFor(t, "KILL ends the stubborn one", 20*time.Second, func() bool { return !alive(pStubborn) })
-	waitFor(t, "both Cancelled", 20*time.Second, func() bool {
+	wait.Until(t, "KILL ends the stubborn one", 20*time.Second, func() bool { return !alive(pStubborn) })
+	wait.Until(t, "both Cancelled", 20*time.Second, func() bool {
 		return countStates(r.Engine, []string{polite.ID, stubborn.ID})[queue.Cancelled] == 2
 	})
 	for _, tc := range []struct {
@@ -336,7 +326,7 @@ func TestLocalSIGKILLedDispatcherReadoptsRunningContainers(t *testing.T) {
 		child.Wait()
 	})
 	var before map[string]int
-	waitFor(t, "20 containers running under the first dispatcher", 90*time.Second, func() bool {
+	wait.Until(t, "20 containers running under the first dispatcher", 90*time.Second, func() bool {
 		before = runnerPIDs(state)
 		return len(before) == n
 	})
@@ -355,7 +345,7 @@ func TestLocalSIGKILLedDispatcherReadoptsRunningContainers(t *testing.T) {
 	for _, c := range all {
 		ids = append(ids, c.ID)
 	}
-	waitFor(t, "re-adopted as Running with the same pids", 30*time.Second, func() bool {
+	wait.Until(t, "re-adopted as Running with the same pids", 30*time.Second, func() bool {
 		for _, id := range ids {
 			if p := pidOf(r.Engine, id); p != 0 && p != before[id] {
 				t.Fatalf("container %s now has pid %d, was %d: started again", id, p, before[id])
@@ -363,7 +353,7 @@ func TestLocalSIGKILLedDispatcherReadoptsRunningContainers(t *testing.T) {
 		}
 		return countStates(r.Engine, ids)[queue.Running] == n || countStates(r.Engine, ids)[queue.Complete] > 0
 	})
-	waitFor(t, "all Complete", 90*time.Second, func() bool { return countStates(r.Engine, ids)[queue.Complete] == n })
+	wait.Until(t, "all Complete", 90*time.Second, func() bool { return countStates(r.Engine, ids)[queue.Complete] == n })
 	for _, id := range ids {
 		c, _ := r.Container(id)
 		if c.Attempts != 1 || c.ExitCode == nil || *c.ExitCode != 0 {
@@ -469,7 +459,7 @@ func TestDaemonStopsCleanlyOnSignalsLeavingContainersRunning(t *testing.T) {
 				}
 				ids = append(ids, c.ID)
 			}
-			waitFor(t, "containers running", time.Minute, func() bool { return len(runnerPIDs(state)) == len(ids) })
+			wait.Until(t, "containers running", time.Minute, func() bool { return len(runnerPIDs(state)) == len(ids) })
 			stop()
 
 			// A port of its own: never the default one another daemon may hold.

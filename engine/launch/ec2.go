@@ -1,3 +1,5 @@
+// The EC2 driver built from [cloud] and [cloud.ec2].
+
 package launch
 
 import (

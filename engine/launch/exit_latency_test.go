@@ -27,6 +27,7 @@ import (
 
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 )
 
@@ -121,7 +122,7 @@ func startExitDaemon(t *testing.T, probe time.Duration, slots int) *api.Client {
 	if _, err := client.SubmitBatch(context.Background(), warm); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "warm-up containers Complete", 2*time.Minute, func() bool {
+	wait.Until(t, "warm-up containers Complete", 2*time.Minute, func() bool {
 		done, _ := completed(t, client)
 		return done == len(warm)
 	})
@@ -157,7 +158,7 @@ func startDaemonAt(t *testing.T, state, cfgPath string, port int) *api.Client {
 	})
 	client := api.NewClient(fmt.Sprintf("127.0.0.1:%d", port), e2eToken)
 	client.HTTP.Timeout = 30 * time.Second
-	waitFor(t, "daemon API", 30*time.Second, func() bool {
+	wait.Until(t, "daemon API", 30*time.Second, func() bool {
 		_, err := client.Summary(context.Background())
 		return err == nil
 	})
@@ -192,7 +193,7 @@ func runTimed(t *testing.T, client *api.Client, n int, cmd []string) []timedRun 
 		}
 		specs = specs[k:]
 	}
-	waitFor(t, fmt.Sprintf("%d containers of %v Complete", n, cmd), 30*time.Minute, func() bool {
+	wait.Until(t, fmt.Sprintf("%d containers of %v Complete", n, cmd), 30*time.Minute, func() bool {
 		done, s := completed(t, client)
 		if s[queue.Cancelled] > 0 {
 			t.Fatalf("containers Cancelled: %v", s)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
 )
@@ -39,7 +40,7 @@ func TestLocalContainerKilledFromOutside(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the victim final", time.Minute, func() bool {
+	wait.Until(t, "the victim final", time.Minute, func() bool {
 		c, _ := r.Container(victim)
 		return c.State.Final()
 	})
@@ -48,7 +49,7 @@ func TestLocalContainerKilledFromOutside(t *testing.T) {
 		!strings.Contains(c.Reason, "killed by signal TERM from outside the dispatcher") {
 		t.Fatalf("victim: %s %s %q attempts=%d; want Cancelled KILLED_EXTERNALLY after 2 attempts", c.State, c.ReasonCode, c.Reason, c.Attempts)
 	}
-	waitFor(t, "the self-exiting container final", time.Minute, func() bool {
+	wait.Until(t, "the self-exiting container final", time.Minute, func() bool {
 		c, _ := r.Container(selfExit)
 		return c.State.Final()
 	})
@@ -63,12 +64,7 @@ func runningPID(t *testing.T, r *Running, id string, n int) int {
 	t.Helper()
 	var p int
 	var seen string // what the last look found, said if the wait fails
-	defer func() {
-		if t.Failed() {
-			t.Logf("last seen: %s", seen)
-		}
-	}()
-	waitFor(t, "container "+id+" running its attempt "+strconv.Itoa(n), time.Minute, func() bool {
+	wait.With{Seen: func() string { return seen }}.Until(t, "container "+id+" running its attempt "+strconv.Itoa(n), time.Minute, func() bool {
 		c, _ := r.Container(id)
 		seen = fmt.Sprintf("container %s attempts=%d on %q reason %s %q", c.State, c.Attempts, c.InstanceID, c.ReasonCode, c.Reason)
 		if c.State != queue.Running || c.Attempts != n {

@@ -8,9 +8,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/cloud/local"
 	"dispatch-tui/cloud/sshhosts"
 	"dispatch-tui/engine"
@@ -53,6 +54,9 @@ func New(opts Options) (*Running, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	for _, w := range cfg.Warnings {
+		log.Warn("config: "+w.Msg, "file", w.File, "line", w.Line, "key", w.Key)
 	}
 	if err := prepareStateDir(&cfg.Dispatcher); err != nil {
 		return nil, err
@@ -104,7 +108,7 @@ type Driver struct {
 	// SSH it checks the instance's host key and, before anything else
 	// runs, the secret in its cloud.TagSecret tag.
 	NewExecutor func(cloud.Instance) (runner.Executor, error)
-	// InMemory: the instances are cloudtest's, without SSH, so there is
+	// InMemory: the instances are the fake driver's, without SSH, so there is
 	// no host key or secret to check.
 	InMemory bool
 }
@@ -168,15 +172,15 @@ func NewDriver(cfg *config.Config, ci engine.ClusterIdentity, hash string, log *
 			return nil, err
 		}
 		set, newExec = d, d.Executor
-	case "cloudtest":
+	case "fake":
 		// In-memory cloud and runner: nothing runs and nothing survives
 		// a restart. For load tests of the dispatcher itself.
-		d := cloudtest.New(cloudtest.Options{Clock: clock.Real{}, BootDelay: cfg.Cloud.Local.BootDelay})
+		d := fake.New(fake.Options{Clock: clock.Real{}, BootDelay: cfg.Cloud.Local.BootDelay})
 		set, newExec = d, d.Executor
 	default:
-		return nil, fmt.Errorf("cloud.driver %q is not supported (use local, sshhosts, ec2, script or cloudtest)", cfg.Cloud.Driver)
+		return nil, fmt.Errorf("cloud.driver %q is not supported: use one of %s", cfg.Cloud.Driver, strings.Join(config.Drivers, ", "))
 	}
-	_, inMemory := set.(*cloudtest.Driver)
+	_, inMemory := set.(*fake.Driver)
 	return &Driver{Set: set, NewExecutor: newExec, InMemory: inMemory}, nil
 }
 

@@ -1,3 +1,5 @@
+// A listener that accepts at most n connections at once.
+
 package launch
 
 import (

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
 )
@@ -42,7 +43,7 @@ func TestLocalContainerLostWithItsSupervisor(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the victim final", time.Minute, func() bool {
+	wait.Until(t, "the victim final", time.Minute, func() bool {
 		c, _ := r.Container(victim)
 		return c.State.Final()
 	})

@@ -1,3 +1,5 @@
+// The checks before a daemon writes anything: listener safety, address free, socket unused.
+
 package launch
 
 import (

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/worker"
 )
@@ -56,7 +57,7 @@ func TestLocalDeletedRunnerRedeployed(t *testing.T) {
 	}
 
 	ids := map[string]string{"a": submit("a"), "b": submit("b")}
-	waitFor(t, "a and b running", 2*time.Minute, func() bool { return pidOf(r.Engine, ids["a"]) > 0 && pidOf(r.Engine, ids["b"]) > 0 })
+	wait.Until(t, "a and b running", 2*time.Minute, func() bool { return pidOf(r.Engine, ids["a"]) > 0 && pidOf(r.Engine, ids["b"]) > 0 })
 	runners, _ := filepath.Glob(cfg.Cloud.RunnerPath + "~*")
 	if len(runners) != 1 {
 		t.Fatalf("want one deployed runner, found %v", runners)
@@ -66,7 +67,7 @@ func TestLocalDeletedRunnerRedeployed(t *testing.T) {
 	}
 	open("a")
 	ids["c"] = submit("c") // started after the deletion
-	waitFor(t, "a and c final", 2*time.Minute, func() bool {
+	wait.Until(t, "a and c final", 2*time.Minute, func() bool {
 		notUnreachable()
 		a, _ := r.Container(ids["a"])
 		c, _ := r.Container(ids["c"])
@@ -79,7 +80,7 @@ func TestLocalDeletedRunnerRedeployed(t *testing.T) {
 		t.Fatalf("runner not installed again: %v", err)
 	}
 	open("b")
-	waitFor(t, "b final", 2*time.Minute, func() bool {
+	wait.Until(t, "b final", 2*time.Minute, func() bool {
 		notUnreachable()
 		b, _ := r.Container(ids["b"])
 		return b.State.Final()

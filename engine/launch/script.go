@@ -1,3 +1,5 @@
+// The script driver built from [cloud] and [cloud.script].
+
 package launch
 
 // The script driver (cloud/script) from [cloud] and [cloud.script]: the

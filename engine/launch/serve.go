@@ -1,3 +1,5 @@
+// Serving the API on the socket and on TCP, with its timeouts and tokens.
+
 package launch
 
 import (

@@ -1,3 +1,5 @@
+// The state dir: created, made private, its group for the socket.
+
 package launch
 
 import (

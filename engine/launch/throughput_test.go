@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 )
 
@@ -40,7 +41,7 @@ func TestLocalThroughput(t *testing.T) {
 	if _, err := r.SubmitBatch(warm, "bench"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "warm-up containers Complete", 2*time.Minute, func() bool {
+	wait.Until(t, "warm-up containers Complete", 2*time.Minute, func() bool {
 		return r.Summary().Containers[queue.Complete] == len(warm)
 	})
 

@@ -1,3 +1,5 @@
+// The self-signed TLS certificate kept in the state dir.
+
 package launch
 
 import (

@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/enginetest"
@@ -30,19 +30,18 @@ import (
 
 const gib = enginetest.GiB
 
-// testEnv is an Engine on the cloudtest driver with a fake clock, with a
+// testEnv is an Engine on the fake driver with a fake clock, with a
 // Metrics recorder wired as the engine's OnPass hook.
 type testEnv struct {
 	*enginetest.Env
 	t     *testing.T
 	clk   *clock.Fake
-	cloud *cloudtest.Driver
+	cloud *fake.Driver
 	eng   *engine.Engine
 	m     *Metrics
-	steps int
 }
 
-func newEnv(t *testing.T, ct cloudtest.Options) *testEnv {
+func newEnv(t *testing.T, ct fake.Options) *testEnv {
 	t.Helper()
 	cfg := enginetest.Config(t)
 	cfg.Dispatcher.MaxInstances = 20
@@ -52,24 +51,6 @@ func newEnv(t *testing.T, ct cloudtest.Options) *testEnv {
 	env := enginetest.New(t, cfg, ct, engine.Options{OnPass: m.ObservePass})
 	m.Attach(env.Engine)
 	return &testEnv{Env: env, t: t, clk: env.Clock, cloud: env.Cloud, eng: env.Engine, m: m}
-}
-
-func (env *testEnv) step(n int) {
-	env.Step(n)
-	env.steps += n
-}
-
-func (env *testEnv) until(what string, max int, cond func() bool) {
-	env.t.Helper()
-	for range max {
-		if cond() {
-			return
-		}
-		env.step(1)
-	}
-	if !cond() {
-		env.t.Fatalf("after %d steps: %s did not happen; instances: %+v", max, what, env.eng.Instances())
-	}
 }
 
 func (env *testEnv) submit(n int) []string {
@@ -222,12 +203,12 @@ func TestBeforeAttach(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
-	env := newEnv(t, cloudtest.Options{Seed: 1, BootDelay: 3 * time.Second})
+	env := newEnv(t, fake.Options{Seed: 1, BootDelay: 3 * time.Second})
 	m := env.m
 
 	ids := env.submit(3)
-	env.until("3 containers running", 60, func() bool { return env.count(queue.Running) == 3 })
-	env.step(2) // a probe after the starts
+	env.Until("3 containers running", 60, func() bool { return env.count(queue.Running) == 3 })
+	env.Step(2) // a probe after the starts
 
 	text, fams := scrape(t, m)
 	expect(t, fams, 3, "dispatch_tui_instances", "state", "running", "type", "small", "idle_behavior", "run")
@@ -254,7 +235,7 @@ func TestMetrics(t *testing.T) {
 	expect(t, fams, 3, "dispatch_tui_container_starts_total", "result", "ok")
 	expect(t, fams, 3, "dispatch_tui_scheduler_actions_total", "action", "start")
 	expect(t, fams, 3, "dispatch_tui_scheduler_actions_total", "action", "create")
-	expect(t, fams, float64(env.steps), "dispatch_tui_scheduler_pass_duration_seconds")
+	expect(t, fams, float64(env.Steps), "dispatch_tui_scheduler_pass_duration_seconds")
 	if v := value(t, fams, "dispatch_tui_probes_total", "result", "ok"); v < 3 {
 		t.Errorf("probes ok = %v, want >= 3", v)
 	}
@@ -319,7 +300,7 @@ func TestMetrics(t *testing.T) {
 
 	// Pass histogram count follows the passes.
 	before := value(t, fams, "dispatch_tui_scheduler_pass_duration_seconds")
-	env.step(4)
+	env.Step(4)
 	_, fams = scrape(t, m)
 	expect(t, fams, before+4, "dispatch_tui_scheduler_pass_duration_seconds")
 
@@ -340,10 +321,10 @@ func TestMetrics(t *testing.T) {
 	}
 
 	// Quota: the cloud refuses a 4th instance.
-	env.cloud.Configure(func(f *cloudtest.Faults) { f.Quota = 3 })
+	env.cloud.Configure(func(f *fake.Faults) { f.Quota = 3 })
 	env.submit(2)
-	env.until("at quota", 30, func() bool { return env.eng.Summary().AtQuota })
-	env.step(1)
+	env.Until("at quota", 30, func() bool { return env.eng.Summary().AtQuota })
+	env.Step(1)
 	text, fams = scrape(t, m)
 	expect(t, fams, 1, "dispatch_tui_at_quota")
 	expect(t, fams, 3, "dispatch_tui_instances_limit")
@@ -370,7 +351,7 @@ func TestMetrics(t *testing.T) {
 	if _, err := env.eng.KillContainer(ids[0], "test", "done"); err != nil {
 		t.Fatal(err)
 	}
-	env.until("container cancelled", 60, func() bool { return env.count(queue.Cancelled) == 1 })
+	env.Until("container cancelled", 60, func() bool { return env.count(queue.Cancelled) == 1 })
 	_, fams = scrape(t, m)
 	expect(t, fams, 1, "dispatch_tui_containers", "state", "Cancelled")
 	// Every output stored.
@@ -385,16 +366,16 @@ func TestMetrics(t *testing.T) {
 // An instance whose probes fail counts in instances_unreachable until it
 // answers again; the series exist (at 0) for every type.
 func TestUnreachableGauge(t *testing.T) {
-	env := newEnv(t, cloudtest.Options{Seed: 1})
+	env := newEnv(t, fake.Options{Seed: 1})
 	env.submit(1)
-	env.until("running", 60, func() bool { return env.count(queue.Running) == 1 })
+	env.Until("running", 60, func() bool { return env.count(queue.Running) == 1 })
 	_, fams := scrape(t, env.m)
 	expect(t, fams, 0, "dispatch_tui_instances_unreachable", "type", "small")
 	expect(t, fams, 0, "dispatch_tui_instances_unreachable", "type", "large")
 
 	inst := env.eng.Instances()[0].ID
 	env.cloud.Break(inst)
-	env.until("unreachable", 30, func() bool {
+	env.Until("unreachable", 30, func() bool {
 		v, _ := env.eng.Instance(string(inst))
 		return !v.UnreachableSince.IsZero()
 	})
@@ -403,7 +384,7 @@ func TestUnreachableGauge(t *testing.T) {
 	t.Run("promtool", func(t *testing.T) { promtoolCheck(t, text) })
 
 	env.cloud.Unbreak(inst)
-	env.until("reachable", 30, func() bool {
+	env.Until("reachable", 30, func() bool {
 		v, _ := env.eng.Instance(string(inst))
 		return v.UnreachableSince.IsZero()
 	})
@@ -413,7 +394,7 @@ func TestUnreachableGauge(t *testing.T) {
 
 // TestConcurrentScrapes scrapes while the engine steps (run with -race).
 func TestConcurrentScrapes(t *testing.T) {
-	env := newEnv(t, cloudtest.Options{Seed: 2})
+	env := newEnv(t, fake.Options{Seed: 2})
 	env.submit(5)
 	srv := httptest.NewServer(env.m.Handler())
 	defer srv.Close()
@@ -441,7 +422,7 @@ func TestConcurrentScrapes(t *testing.T) {
 			}
 		})
 	}
-	env.step(20)
+	env.Step(20)
 	close(done)
 	wg.Wait()
 	_, fams := scrape(t, env.m)
@@ -490,15 +471,15 @@ func BenchmarkObservePass(b *testing.B) {
 // An output over [containers] max_output (4 MiB by default) is stored cut,
 // and logs_truncated_total counts its container once.
 func TestLogsTruncatedCounter(t *testing.T) {
-	env := newEnv(t, cloudtest.Options{Seed: 3})
+	env := newEnv(t, fake.Options{Seed: 3})
 	c, err := env.eng.Submit(queue.Spec{
-		Command:            cloudtest.CmdOutput(0, 0, 5<<20),
+		Command:            fake.CmdOutput(0, 0, 5<<20),
 		RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: gib / 2},
 	}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	env.until("complete with its output stored", 300, func() bool {
+	env.Until("complete with its output stored", 300, func() bool {
 		got, _ := env.eng.Container(c.ID)
 		_, err := env.eng.Logs(t.Context(), c.ID, 1)
 		return got.State == queue.Complete && err == nil

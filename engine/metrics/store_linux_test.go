@@ -3,7 +3,7 @@ package metrics
 import (
 	"testing"
 
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/enginetest"
 )
@@ -13,7 +13,7 @@ import (
 // writes again, the count stays.
 func TestStoreUnavailableMetrics(t *testing.T) {
 	m := NewRecorder()
-	env := enginetest.New(t, enginetest.Config(t), cloudtest.Options{}, engine.Options{})
+	env := enginetest.New(t, enginetest.Config(t), fake.Options{}, engine.Options{})
 	m.Attach(env.Engine)
 	_, fams := scrape(t, m)
 	expect(t, fams, 0, "dispatch_tui_store_unavailable")

@@ -1,3 +1,5 @@
+// Large values in bbolt, each stored alone so that appends do not rewrite them.
+
 package queue
 
 import (

@@ -1,3 +1,5 @@
+// Containers in submission order, for pages that stay stable.
+
 package queue
 
 import (

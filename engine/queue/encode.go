@@ -1,3 +1,5 @@
+// Writing the store's records and events as JSON without reflection.
+
 package queue
 
 import (

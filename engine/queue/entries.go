@@ -1,3 +1,5 @@
+// What the queue keeps beside each waiting container: pending reason and pass hints.
+
 package queue
 
 import (

@@ -1,3 +1,5 @@
+// The range of sequence numbers the event log holds.
+
 package queue
 
 // EventRange: the sequence numbers the event log holds, so that a reader

@@ -1,3 +1,5 @@
+// The event log: stored in batches, pruned, read back.
+
 package queue
 
 import (

@@ -1,3 +1,5 @@
+// Group commit: writes from many goroutines in shared transactions.
+
 package queue
 
 import (

@@ -1,3 +1,5 @@
+// A container's health check as submitted and stored, and its outcome.
+
 package queue
 
 import (

@@ -1,3 +1,5 @@
+// The journal a flush appends changed records to, folded into the containers bucket later.
+
 package queue
 
 import (

@@ -1,3 +1,5 @@
+// The scheduling order, kept sorted incrementally.
+
 package queue
 
 import (

@@ -1,3 +1,5 @@
+// Requeueing containers of preempted instances without spending an attempt.
+
 package queue
 
 import "time"

@@ -1,3 +1,5 @@
+// The Queue: opening the store, loading it, subscribing to changes.
+
 package queue
 
 import (

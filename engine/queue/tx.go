@@ -1,3 +1,5 @@
+// Tx: the scheduler's view of the queue during one pass, under the queue's lock.
+
 package queue
 
 import (

@@ -1,3 +1,5 @@
+// The container verbs the queue applies: hold, release, priority, kill.
+
 package queue
 
 import "fmt"

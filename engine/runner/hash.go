@@ -1,3 +1,5 @@
+// The hash of the runner binary, which names its version.
+
 package runner
 
 import (

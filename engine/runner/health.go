@@ -1,3 +1,5 @@
+// Health checks: what the runner runs beside a container, and their defaults.
+
 package runner
 
 import (

@@ -1,3 +1,5 @@
+// The "runner list" output format, written and parsed without reflection.
+
 package runner
 
 import (

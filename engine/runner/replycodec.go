@@ -1,3 +1,5 @@
+// Decoding the replies of a batch or serve call, with a fast path for lists.
+
 package runner
 
 import (

@@ -1,3 +1,5 @@
+// The executor that can also open an interactive shell.
+
 package runner
 
 // The executor that can also open an interactive shell (the console's `s`).

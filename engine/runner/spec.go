@@ -1,3 +1,5 @@
+// A container spec's limits and checks, shared by the runner and submit.
+
 package runner
 
 import (

@@ -1,3 +1,5 @@
+// Which instance types fit a container, cached by shape.
+
 package scheduler
 
 import (

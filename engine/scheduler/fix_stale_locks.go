@@ -1,3 +1,5 @@
+// Stale locks: the start-up wait, and unlocking what no instance runs.
+
 package scheduler
 
 import (

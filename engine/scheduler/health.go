@@ -1,3 +1,5 @@
+// Noting what a runner reports of a container's health check.
+
 package scheduler
 
 import (

@@ -1,3 +1,5 @@
+// What the scheduler needs from the worker pool.
+
 package scheduler
 
 import (

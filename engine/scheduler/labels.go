@@ -1,3 +1,5 @@
+// Container and type labels as bit sets, matched with one AND per type.
+
 package scheduler
 
 import (

@@ -1,3 +1,5 @@
+// A running container its runner lists as lost, with no exit of its own.
+
 package scheduler
 
 import (

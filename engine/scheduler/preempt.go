@@ -1,3 +1,5 @@
+// Requeueing the containers of instances the provider took back.
+
 package scheduler
 
 import (

@@ -1,3 +1,5 @@
+// No priority inversion at quota, and the cap on supervisor containers.
+
 package scheduler
 
 import (

@@ -1,3 +1,5 @@
+// Reconciling the queue with what the runners report: starts failed, exits, kills.
+
 package scheduler
 
 import (

@@ -1,3 +1,5 @@
+// The mapping pass: the queue walked in order onto instances, with pending reasons.
+
 package scheduler
 
 import (

@@ -1,3 +1,5 @@
+// Size sums that saturate instead of wrapping around.
+
 package scheduler
 
 import (

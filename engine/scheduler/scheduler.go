@@ -5,13 +5,6 @@
 // A pass walks the queue once in scheduling order. Per-type instance lists,
 // a per-shape cache of fitting types, and short-circuits once a type or the
 // cloud is exhausted keep it O(queued + instances), not O(queued × instances).
-//
-// One job per file: interfaces.go (what the scheduler needs from the pool),
-// scheduler.go (the type and RunPass), reconcile.go (sync with what runners
-// report), slots.go (the per-pass table of instances and their room),
-// run_queue.go (the mapping pass and its pending reasons), fit.go (which
-// instance types fit a container), fix_stale_locks.go (locks and the
-// start-up wait bounded by stale_lock_timeout).
 package scheduler
 
 import (

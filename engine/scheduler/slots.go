@@ -1,3 +1,5 @@
+// The per-pass table of instances and the room left on each.
+
 package scheduler
 
 import (

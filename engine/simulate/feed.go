@@ -1,3 +1,5 @@
+// The demo's config and the sample workload fed to the engine.
+
 package simulate
 
 import (
@@ -8,7 +10,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
@@ -53,7 +55,7 @@ type FeedOptions struct {
 	// instead of filling up to the cap and staying there.
 	MaxQueued int
 	// Real submits `sh -c 'sleep N; exit C'` commands (local and sshhosts
-	// drivers); otherwise cloudtest's simulated commands.
+	// drivers); otherwise the fake driver's simulated commands.
 	Real bool
 	// Seed seeds the workload (0 = from the time).
 	Seed uint64
@@ -130,7 +132,7 @@ func DemoSpec(rng *rand.Rand, i int, types []cloud.InstanceType, real bool) queu
 		code = 1
 	}
 	spec.Name = fmt.Sprintf("demo-long-%05d", i)
-	spec.Command = cloudtest.Cmd(d, code)
+	spec.Command = fake.Cmd(d, code)
 	if real {
 		spec.Command = []string{"sh", "-c", fmt.Sprintf("echo demo %d; sleep %d; exit %d", i, int(d.Seconds()), code)}
 	}

@@ -8,7 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
@@ -63,9 +63,9 @@ func TestFeed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := config.Default()
 		cfg.Dispatcher.StateDir = t.TempDir()
-		cfg.Cloud.Driver = "cloudtest"
+		cfg.Cloud.Driver = "fake"
 		clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-		ct := cloudtest.New(cloudtest.Options{Clock: clk})
+		ct := fake.New(fake.Options{Clock: clk})
 		eng, err := engine.New(engine.Options{Config: cfg, InstanceSet: ct, NewExecutor: ct.Executor, Clock: clk})
 		if err != nil {
 			t.Fatal(err)
@@ -85,8 +85,8 @@ func TestFeed(t *testing.T) {
 			t.Errorf("%d containers submitted, want 15 (the MaxQueued cap)", n)
 		}
 		for _, c := range cs {
-			if c.Command[0] != cloudtest.CmdName {
-				t.Errorf("container %s runs %q, want a cloudtest command", c.ID, c.Command)
+			if c.Command[0] != fake.CmdName {
+				t.Errorf("container %s runs %q, want a fake driver command", c.ID, c.Command)
 			}
 		}
 	})

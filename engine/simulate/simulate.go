@@ -1,6 +1,6 @@
 // Package simulate runs the engine headless with a sample workload and
 // prints its progress: on the local driver (real processes over real SSH)
-// or the in-memory cloudtest driver. It is how a newcomer sees the
+// or the in-memory fake driver. It is how a newcomer sees the
 // scheduler and worker pool work with nothing installed.
 package simulate
 
@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
@@ -32,7 +32,7 @@ type Options struct {
 	Quota      int           // cloud quota (0 = unlimited)
 	Seed       uint64
 	Out        io.Writer
-	// Driver is "cloudtest" (in-memory, with injected create errors) or
+	// Driver is "fake" (in-memory, with injected create errors) or
 	// "local" (real processes over real SSH, this binary as the runner).
 	Driver string
 }
@@ -47,7 +47,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer os.RemoveAll(dir)
 	cfg.Dispatcher.StateDir = dir
-	cfg.Cloud.Driver = "cloudtest"
+	cfg.Cloud.Driver = "fake"
 	shorten(&cfg)
 
 	var eng *engine.Engine
@@ -69,8 +69,8 @@ func Run(ctx context.Context, opts Options) error {
 			r.Close()
 		}()
 		eng = r.Engine
-	case "cloudtest", "":
-		ct := cloudtest.New(cloudtest.Options{
+	case "fake", "":
+		ct := fake.New(fake.Options{
 			Clock: clock.Real{}, Seed: int64(opts.Seed), Quota: opts.Quota,
 			BootDelay: cfg.Cloud.Local.BootDelay, CreateErrorRate: 0.05,
 		})
@@ -81,7 +81,7 @@ func Run(ctx context.Context, opts Options) error {
 		defer e.Close()
 		eng = e
 	default:
-		return fmt.Errorf("unknown driver %q (cloudtest or local)", opts.Driver)
+		return fmt.Errorf("unknown driver %q (fake or local)", opts.Driver)
 	}
 
 	rng := rand.New(rand.NewPCG(opts.Seed, 7))
@@ -137,7 +137,7 @@ func sampleSpec(rng *rand.Rand, i int, types []cloud.InstanceType, real bool) qu
 		rc = queue.Constraints{VCPUs: big.VCPUs, RAM: big.RAM / 2}
 	}
 	prio := 1 + rng.IntN(3)
-	cmd := cloudtest.Cmd(d, code)
+	cmd := fake.Cmd(d, code)
 	if real {
 		cmd = []string{"sh", "-c", fmt.Sprintf("echo sample %d; sleep %d; exit %d", i, int(d.Seconds()), code)}
 	}

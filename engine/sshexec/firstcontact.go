@@ -1,3 +1,5 @@
+// The executor of a created instance: its listed address, first host key pinned, secret checked.
+
 package sshexec
 
 // The executor of an instance a cloud driver created (ec2, script): SSH to

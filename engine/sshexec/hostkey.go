@@ -1,3 +1,5 @@
+// Host key checks: pinned, known_hosts, and the errors that say what to do.
+
 package sshexec
 
 import (

@@ -1,3 +1,5 @@
+// Keepalive requests that find a dead SSH connection.
+
 package sshexec
 
 import (

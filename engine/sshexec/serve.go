@@ -1,3 +1,5 @@
+// Long-lived "runner serve" sessions, exchanging frames.
+
 package sshexec
 
 // Long-lived sessions for runner.SessionExecutor: one command (the

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/runner"
 )
 
@@ -172,20 +173,14 @@ func TestExchangeRunnerNotFound(t *testing.T) {
 // unknown outcome, which is right: it cannot tell when the command died.)
 func waitIdleDead(t *testing.T, e *Executor, cmd string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	wait.Until(t, fmt.Sprintf("the client to hear that %q ended", cmd), 5*time.Second, func() bool {
 		e.serveMu.Lock()
-		dead := true
+		defer e.serveMu.Unlock()
 		for _, s := range e.idle[cmd] {
-			dead = dead && s.dead()
+			if !s.dead() {
+				return false
+			}
 		}
-		e.serveMu.Unlock()
-		if dead {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the client never heard that %q ended", cmd)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return true
+	})
 }

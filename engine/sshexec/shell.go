@@ -1,3 +1,5 @@
+// An interactive shell over the executor's connection.
+
 package sshexec
 
 // An interactive shell on the instance over the executor's connection

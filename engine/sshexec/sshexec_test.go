@@ -26,6 +26,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/runner"
 )
 
@@ -1025,14 +1026,14 @@ func TestKeepaliveDropsDeadConnection(t *testing.T) {
 
 	// Keepalives are answered (with a refusal, as sshd does): the
 	// connection stays up across several rounds.
-	waitFor(t, "three keepalives answered", func() bool { return f.srv.keepalives.Load() >= 3 })
+	wait.Until(t, "three keepalives answered", 10*time.Second, func() bool { return f.srv.keepalives.Load() >= 3 })
 	if !e.connected() {
 		t.Fatal("a healthy connection was dropped by the keepalive")
 	}
 
 	p.setFrozen(true)
 	cut := time.Now()
-	waitFor(t, "the dead connection to be dropped", func() bool { return !e.connected() })
+	wait.Until(t, "the dead connection to be dropped", 10*time.Second, func() bool { return !e.connected() })
 	// Generous bound for a loaded machine, still far below the 60s a
 	// command timeout would take.
 	if d, bound := time.Since(cut), o.KeepaliveInterval+o.KeepaliveTimeout; d > 3*bound+time.Second {
@@ -1045,17 +1046,5 @@ func TestKeepaliveDropsDeadConnection(t *testing.T) {
 	}
 	if got := p.accepted.Load(); got != 2 {
 		t.Fatalf("proxy accepted %d connections, want 2 (a redial after the heal)", got)
-	}
-}
-
-// waitFor polls cond until it holds, failing after 10s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond) // poll interval
 	}
 }

@@ -1,3 +1,5 @@
+// A streaming "runner watch" session, its output handed over line by line.
+
 package sshexec
 
 // A streaming session for runner.WatchExecutor: one command ("runner

@@ -1,3 +1,5 @@
+// Types whose instances keep failing to boot: counted, backed off, reported.
+
 package worker
 
 import (

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/runner"
 )
 
@@ -124,7 +124,7 @@ func TestBadRunnerPathFailsBootVisibly(t *testing.T) {
 func TestBootTimeoutNamesLastStep(t *testing.T) {
 	h := newHarness(t, hopt{})
 	h.step()
-	h.drv.Configure(func(f *cloudtest.Faults) { f.BrokenRate = 1 })
+	h.drv.Configure(func(f *fake.Faults) { f.BrokenRate = 1 })
 	if err := h.pool.Create("small"); err != nil {
 		t.Fatal(err)
 	}

@@ -1,3 +1,5 @@
+// Storing the output of exited containers before their instance is destroyed.
+
 package worker
 
 import (

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/runner"
 )
@@ -123,7 +123,7 @@ func (s *outputSink) get(id string) (stored string, ok bool, attempts int, lost 
 // the runner's list reports it exited.
 func exitedOn(h *harness, inst cloud.InstanceID, cid string) {
 	h.t.Helper()
-	if err := h.pool.StartContainer(inst, spec(cid, cloudtest.Cmd(time.Second, 3)...)); err != nil {
+	if err := h.pool.StartContainer(inst, spec(cid, fake.Cmd(time.Second, 3)...)); err != nil {
 		h.t.Fatal(err)
 	}
 	h.until(cid+" exited", time.Minute, func() bool {

@@ -1,3 +1,5 @@
+// Starting and killing containers through the runner, and fetching their output.
+
 package worker
 
 import (

@@ -1,3 +1,5 @@
+// Creating instances within quotas and limits.
+
 package worker
 
 import (

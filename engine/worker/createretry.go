@@ -1,6 +1,7 @@
 // Retried creates (docs/design.md §8): a create whose outcome the pool
 // cannot know is retried with the same tags, so that a driver deriving its
 // idempotency token from the instance's secret gets the same instance.
+
 package worker
 
 import (

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 )
 
 // lossySet records the tags of every create, and answers the first
@@ -76,9 +76,9 @@ func TestCreateRetryReusesTags(t *testing.T) {
 	}
 
 	// A refusal (capacity) made nothing: no reuse.
-	h.drv.Configure(func(f *cloudtest.Faults) { f.CapacityErrorTypes = map[string]bool{"s1": true} })
+	h.drv.Configure(func(f *fake.Faults) { f.CapacityErrorTypes = map[string]bool{"s1": true} })
 	create()
-	h.drv.Configure(func(f *cloudtest.Faults) { f.CapacityErrorTypes = nil })
+	h.drv.Configure(func(f *fake.Faults) { f.CapacityErrorTypes = nil })
 	h.run(time.Hour)
 	create()
 	if got = ls.created(); got[5][cloud.TagSecret] == got[4][cloud.TagSecret] {

@@ -1,3 +1,5 @@
+// A deadline on every runner call that has none.
+
 package worker
 
 import (

@@ -3,6 +3,8 @@ package worker
 import (
 	"testing"
 	"time"
+
+	"dispatch-tui/engine/enginetest/wait"
 )
 
 // Draining an idle instance shuts it down at once; the tag update started
@@ -22,15 +24,11 @@ func TestDrainIdleNoFalseCloudError(t *testing.T) {
 		if destroyedFirst {
 			// The destroy lands while the tag call is still in flight.
 			h.pool.Step()
-			deadline := time.Now().Add(10 * time.Second)
-			for h.drv.Stats().Destroyed == 0 {
-				if time.Now().After(deadline) {
-					t.Fatalf("no destroy after the drain: %s", h.dump())
-				}
+			next := func() {
 				h.clk.Advance(time.Second)
 				h.pool.Step()
-				time.Sleep(time.Millisecond)
 			}
+			wait.With{Step: next, Seen: h.dump}.Until(t, "a destroy after the drain", 10*time.Second, func() bool { return h.drv.Stats().Destroyed != 0 })
 		}
 		close(gate)
 		h.pool.Wait()

@@ -1,3 +1,5 @@
+// Exit notices: the runners' "runner watch" streams and what the pool does with them.
+
 package worker
 
 // Exit notices (docs/design.md §6): each ready instance whose executor can

@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/runner"
 )
 
@@ -15,30 +16,17 @@ import (
 // idle instance whose watch is ready.
 func noticeHarness(t *testing.T) (*harness, cloud.InstanceID) {
 	t.Helper()
-	h := newHarness(t, hopt{drv: func(o *cloudtest.Options) { o.ExitNotices = true }})
+	h := newHarness(t, hopt{drv: func(o *fake.Options) { o.ExitNotices = true }})
 	h.step()
 	id := h.createIdle("small")
 	h.pool.Step() // opens the watch
-	pollPool(t, "the watch on "+string(id)+" ready", func() bool {
+	wait.Until(t, "the watch on "+string(id)+" ready", 20*time.Second, func() bool {
 		h.pool.mu.Lock()
 		defer h.pool.mu.Unlock()
 		return h.pool.byID[id].watching
 	})
 	h.step() // the list a ready watch asks for
 	return h, id
-}
-
-// pollPool waits for cond, which the pool's own goroutines make true (a
-// notice arrives on the watch's goroutine, not in a Step).
-func pollPool(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func reported(v InstanceView, cid string) (runner.Status, bool) {
@@ -50,7 +38,7 @@ func reported(v InstanceView, cid string) (runner.Status, bool) {
 
 func TestExitNoticeRecordedBeforeTheNextProbe(t *testing.T) {
 	h, id := noticeHarness(t)
-	if err := h.pool.StartContainer(id, spec("c1", cloudtest.Cmd(2*time.Second, 3)...)); err != nil {
+	if err := h.pool.StartContainer(id, spec("c1", fake.Cmd(2*time.Second, 3)...)); err != nil {
 		t.Fatal(err)
 	}
 	h.step()
@@ -66,7 +54,7 @@ func TestExitNoticeRecordedBeforeTheNextProbe(t *testing.T) {
 	}
 	h.drv.AnnounceExits()
 	var v InstanceView
-	pollPool(t, "c1's exit applied after its notice", func() bool {
+	wait.Until(t, "c1's exit applied after its notice", 20*time.Second, func() bool {
 		v, _ = h.pool.Instance(id)
 		st, ok := reported(v, "c1")
 		return ok && st.State == runner.StateExited
@@ -98,7 +86,7 @@ func TestExitNoticeRecordedBeforeTheNextProbe(t *testing.T) {
 
 func TestExitNoticeLostIsCaughtByTheProbe(t *testing.T) {
 	h, id := noticeHarness(t)
-	if err := h.pool.StartContainer(id, spec("c1", cloudtest.Cmd(time.Second, 0)...)); err != nil {
+	if err := h.pool.StartContainer(id, spec("c1", fake.Cmd(time.Second, 0)...)); err != nil {
 		t.Fatal(err)
 	}
 	h.step()

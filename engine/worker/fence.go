@@ -1,3 +1,5 @@
+// Fencing: containers on an unreachable instance kept running until given up.
+
 package worker
 
 import (

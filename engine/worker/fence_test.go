@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/config"
 )
 
@@ -35,7 +35,7 @@ func TestProbeTimeoutLosesContainersOnlyOnceDestroyed(t *testing.T) {
 	h := newHarness(t, hopt{})
 	h.step()
 	id := h.busyBroken()
-	h.drv.Configure(func(f *cloudtest.Faults) { f.DestroyErrorRate = 1 })
+	h.drv.Configure(func(f *fake.Faults) { f.DestroyErrorRate = 1 })
 	h.run(11 * time.Minute)
 	if st := h.state(id); st != StateShutdown {
 		t.Fatalf("not shut down after timeout_probe: %s", h.dump())
@@ -43,7 +43,7 @@ func TestProbeTimeoutLosesContainersOnlyOnceDestroyed(t *testing.T) {
 	if l := h.lost(id); l != "" {
 		t.Fatalf("containers written off before any destroy was accepted: %q", l)
 	}
-	h.drv.Configure(func(f *cloudtest.Faults) { f.DestroyErrorRate = 0 })
+	h.drv.Configure(func(f *fake.Faults) { f.DestroyErrorRate = 0 })
 	h.until("destroy accepted", time.Minute, func() bool { return h.lost(id) != "" })
 	if l := h.lost(id); !strings.Contains(l, "destroyed (probe timeout") {
 		t.Fatalf("ContainersLost = %q, want it to say the instance was destroyed for its probes", l)

@@ -1,3 +1,5 @@
+// Instances another dispatcher owns: shown, never touched.
+
 package worker
 
 import (

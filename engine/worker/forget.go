@@ -1,3 +1,5 @@
+// Forgetting exited containers once their output is stored.
+
 package worker
 
 import (

@@ -1,3 +1,5 @@
+// One instance and its state machine.
+
 package worker
 
 import (

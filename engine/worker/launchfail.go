@@ -1,3 +1,5 @@
+// An instance the provider ended during its launch: its create failed after all.
+
 package worker
 
 import (

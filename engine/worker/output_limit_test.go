@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/runner"
 )
@@ -16,7 +16,7 @@ import (
 // on inst, and waits until the runner's list reports it exited.
 func exitedWith(h *harness, inst cloud.InstanceID, cid string, size int) {
 	h.t.Helper()
-	if err := h.pool.StartContainer(inst, spec(cid, cloudtest.CmdOutput(time.Second, 3, size)...)); err != nil {
+	if err := h.pool.StartContainer(inst, spec(cid, fake.CmdOutput(time.Second, 3, size)...)); err != nil {
 		h.t.Fatal(err)
 	}
 	h.until(cid+" exited", time.Minute, func() bool {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 )
 
 // A create refused for a reason retrying will not fix (cloud.PermanentError)
@@ -14,7 +14,7 @@ import (
 func TestPermanentCreateErrorStopsCreates(t *testing.T) {
 	h := newHarness(t, hopt{})
 	h.step()
-	h.drv.Configure(func(f *cloudtest.Faults) { f.PermanentError = true })
+	h.drv.Configure(func(f *fake.Faults) { f.PermanentError = true })
 	if err := h.pool.Create("small"); err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestPermanentCreateErrorStopsCreates(t *testing.T) {
 			t.Fatalf("Create(%s) after the refusal: %v", typ, err)
 		}
 	}
-	h.drv.Configure(func(f *cloudtest.Faults) { f.PermanentError = false })
+	h.drv.Configure(func(f *fake.Faults) { f.PermanentError = false })
 	h.run(permanentBackoff - time.Second)
 	if err := h.pool.Create("small"); !errors.As(err, &cr) {
 		t.Fatalf("Create before the back-off ends: %v", err)

@@ -8,14 +8,6 @@
 // snapshot methods never block on them. Time is read only from the injected
 // clock, so a test driving a clock.Fake with Step/Wait/Advance sees a
 // deterministic sequence of states.
-//
-// Files by job: pool.go (Pool, New, Step, Stop/Wait, events), settings.go,
-// instance.go (one instance and its state machine, drawn and listed in
-// states.txt), sync.go (cloud listing), probe.go (probes, runner
-// deployment, applying "runner list"), redeploy.go (a runner found missing
-// on a ready instance), containers.go (start, kill, forget,
-// logs), exitnotice.go (exits the runners announce), spotnotice.go (providers' interruption notices), collect.go (output stored before a destroy), create.go (creates, quota, limits), verbs.go (shutdown, kill,
-// idle behaviour), view.go (snapshots, stats), throttle.go (rate limits).
 package worker
 
 import (

@@ -15,9 +15,10 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/runner"
 )
 
@@ -32,7 +33,7 @@ var (
 func testConfig() *config.Config {
 	cfg := config.Default()
 	cfg.Dispatcher.MaxInstances = 10
-	cfg.Cloud.Driver = "cloudtest"
+	cfg.Cloud.Driver = "fake"
 	cfg.Cloud.MaxProbesPerSecond = 100
 	cfg.Cloud.MaxCloudOpsPerSecond = 100
 	cfg.Cloud.MaxConcurrentCreates = 10
@@ -117,7 +118,7 @@ func (i *wrapInst) Destroy(ctx context.Context) error {
 type harness struct {
 	t    *testing.T
 	clk  *clock.Fake
-	drv  *cloudtest.Driver
+	drv  *fake.Driver
 	set  *wrapSet
 	cfg  *config.Config
 	pool *Pool
@@ -131,7 +132,7 @@ type harness struct {
 
 type hopt struct {
 	cfg  func(*config.Config)
-	drv  func(*cloudtest.Options)
+	drv  func(*fake.Options)
 	pool func(*Options)
 }
 
@@ -141,11 +142,11 @@ func newHarness(t *testing.T, o hopt) *harness {
 	if o.cfg != nil {
 		o.cfg(h.cfg)
 	}
-	dopts := cloudtest.Options{Clock: h.clk, Seed: 1, BootDelay: 5 * time.Second}
+	dopts := fake.Options{Clock: h.clk, Seed: 1, BootDelay: 5 * time.Second}
 	if o.drv != nil {
 		o.drv(&dopts)
 	}
-	h.drv = cloudtest.New(dopts)
+	h.drv = fake.New(dopts)
 	h.set = &wrapSet{InstanceSet: h.drv}
 	h.pool = h.newPool(o.pool)
 	return h
@@ -196,15 +197,12 @@ func (h *harness) run(d time.Duration) {
 // until steps once a second until cond holds, failing after max.
 func (h *harness) until(what string, max time.Duration, cond func() bool) {
 	h.t.Helper()
-	for end := h.clk.Now().Add(max); ; h.clk.Advance(time.Second) {
+	h.step()
+	next := func() {
+		h.clk.Advance(time.Second)
 		h.step()
-		if cond() {
-			return
-		}
-		if !h.clk.Now().Before(end) {
-			h.t.Fatalf("timed out after %s waiting for %s; instances: %s", max, what, h.dump())
-		}
 	}
+	wait.With{Step: next, Seen: h.dump}.Steps(h.t, what+" within "+max.String(), int((max+time.Second-1)/time.Second), cond)
 }
 
 func (h *harness) dump() string {
@@ -301,7 +299,7 @@ func TestCreateBootIdle(t *testing.T) {
 	}
 
 	// A container: running, then idle again once it exits.
-	if err := h.pool.StartContainer(id, spec("c1", cloudtest.Cmd(20*time.Second, 3)...)); err != nil {
+	if err := h.pool.StartContainer(id, spec("c1", fake.Cmd(20*time.Second, 3)...)); err != nil {
 		t.Fatal(err)
 	}
 	if v, _ := h.pool.Instance(id); v.State != StateRunning || !slices.Equal(v.Containers, []string{"c1"}) || v.LastContainer != "c1" {
@@ -371,7 +369,7 @@ func TestTimeouts(t *testing.T) {
 		{
 			name: "boot timeout",
 			setup: func(h *harness) cloud.InstanceID {
-				h.drv.Configure(func(f *cloudtest.Faults) { f.BootDelay = time.Hour })
+				h.drv.Configure(func(f *fake.Faults) { f.BootDelay = time.Hour })
 				h.pool.Create("small")
 				h.pool.Wait()
 				return h.pool.Instances(nil)[0].ID
@@ -447,7 +445,7 @@ func TestIdleTimeoutResetByWork(t *testing.T) {
 	h.step()
 	id := h.createIdle("small")
 	h.run(40 * time.Second) // idle 40s of the 60s timeout
-	if err := h.pool.StartContainer(id, spec("c1", cloudtest.Cmd(45*time.Second, 0)...)); err != nil {
+	if err := h.pool.StartContainer(id, spec("c1", fake.Cmd(45*time.Second, 0)...)); err != nil {
 		t.Fatal(err)
 	}
 	h.until("c1 running", 10*time.Second, func() bool { return h.state(id) == StateRunning })
@@ -470,7 +468,7 @@ func TestDrain(t *testing.T) {
 	h.step()
 	idle := h.createIdle("small")
 	busy := h.createIdle("small")
-	if err := h.pool.StartContainer(busy, spec("c1", cloudtest.Cmd(30*time.Second, 0)...)); err != nil {
+	if err := h.pool.StartContainer(busy, spec("c1", fake.Cmd(30*time.Second, 0)...)); err != nil {
 		t.Fatal(err)
 	}
 	h.step()
@@ -543,7 +541,7 @@ func TestShutdownAndKillInstance(t *testing.T) {
 func TestQuota(t *testing.T) {
 	h := newHarness(t, hopt{
 		cfg:  func(c *config.Config) { c.Cloud.TimeoutIdle = time.Hour },
-		drv:  func(o *cloudtest.Options) { o.Quota = 2 },
+		drv:  func(o *fake.Options) { o.Quota = 2 },
 		pool: func(o *Options) { o.QuotaProbeAfter = 5 * time.Minute },
 	})
 	h.step()
@@ -589,7 +587,7 @@ func TestQuota(t *testing.T) {
 	}
 	// The provider raises the quota: the next probe succeeds and the
 	// estimate follows.
-	h.drv.Configure(func(f *cloudtest.Faults) { f.Quota = 3 })
+	h.drv.Configure(func(f *fake.Faults) { f.Quota = 3 })
 	h.clk.Advance(5 * time.Minute)
 	if err := h.pool.Create("small"); err != nil {
 		t.Fatalf("probe create: %v", err)
@@ -610,7 +608,7 @@ func TestQuota(t *testing.T) {
 func TestQuotaCountsInstancesShuttingDown(t *testing.T) {
 	h := newHarness(t, hopt{
 		cfg: func(c *config.Config) { c.Cloud.TimeoutIdle = time.Hour },
-		drv: func(o *cloudtest.Options) { o.Quota = 2 },
+		drv: func(o *fake.Options) { o.Quota = 2 },
 	})
 	h.step()
 	for range 3 {
@@ -622,7 +620,7 @@ func TestQuotaCountsInstancesShuttingDown(t *testing.T) {
 	}
 	ids := h.drv.Live()
 	h.until("idle", time.Minute, func() bool { return h.state(ids[0]) == StateIdle })
-	h.drv.Configure(func(f *cloudtest.Faults) { f.DestroyErrorRate = 1 }) // the destroy keeps failing: the instance stays
+	h.drv.Configure(func(f *fake.Faults) { f.DestroyErrorRate = 1 }) // the destroy keeps failing: the instance stays
 	if _, err := h.pool.KillInstance(ids[0], ""); err != nil {
 		t.Fatal(err)
 	}
@@ -634,7 +632,7 @@ func TestQuotaCountsInstancesShuttingDown(t *testing.T) {
 	if l, at := h.pool.Quota(); l != 2 || !at {
 		t.Fatalf("Quota() while shutting down = %d %v, want 2 true", l, at)
 	}
-	h.drv.Configure(func(f *cloudtest.Faults) { f.DestroyErrorRate = 0 })
+	h.drv.Configure(func(f *fake.Faults) { f.DestroyErrorRate = 0 })
 	h.until("shut-down instance gone", 5*time.Minute, func() bool { return len(h.pool.Instances(nil)) == 1 })
 	if err := h.pool.Create("small"); err != nil {
 		t.Fatalf("create once it is gone: %v", err)
@@ -654,7 +652,7 @@ func TestMaxInstances(t *testing.T) {
 	// An instance shutting down counts until the provider accepts its
 	// destroy: it still runs.
 	h.until("idle", time.Minute, func() bool { return h.state(ids[0]) == StateIdle })
-	h.drv.Configure(func(f *cloudtest.Faults) { f.DestroyErrorRate = 1 })
+	h.drv.Configure(func(f *fake.Faults) { f.DestroyErrorRate = 1 })
 	h.pool.KillInstance(ids[0], "")
 	h.pool.Wait()
 	if err := h.pool.Create("small"); !errors.Is(err, ErrAtQuota) {
@@ -663,7 +661,7 @@ func TestMaxInstances(t *testing.T) {
 	if n := len(h.drv.Live()); n != 2 {
 		t.Fatalf("%d instances live, want 2", n)
 	}
-	h.drv.Configure(func(f *cloudtest.Faults) { f.DestroyErrorRate = 0 })
+	h.drv.Configure(func(f *fake.Faults) { f.DestroyErrorRate = 0 })
 	h.until("destroy accepted", time.Minute, func() bool { return len(h.drv.Live()) == 1 })
 	if err := h.pool.Create("small"); err != nil {
 		t.Fatalf("create after the destroy: %v", err)
@@ -688,13 +686,7 @@ func TestMaxInstancesDestroyEndingAfterTheInstanceLeft(t *testing.T) {
 	h.drv.Vanish(ids[0])
 	h.clk.Advance(h.cfg.Cloud.SyncInterval)
 	h.pool.Step() // a listing without it
-	deadline := time.Now().Add(10 * time.Second)
-	for len(h.pool.Instances(nil)) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the listing did not drop the vanished instance: %s", h.dump())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	wait.With{Seen: h.dump}.Until(t, "the listing to drop the vanished instance", 10*time.Second, func() bool { return len(h.pool.Instances(nil)) == 1 })
 	close(h.set.destroyGate) // now the destroy succeeds
 	h.pool.Wait()
 	if err := h.pool.Create("small"); err != nil {
@@ -711,9 +703,9 @@ func TestCapacity(t *testing.T) {
 			h := newHarness(t, hopt{pool: func(o *Options) { o.CapacityBackoff = 2 * time.Minute }})
 			h.step()
 			if providerWide {
-				h.drv.Configure(func(f *cloudtest.Faults) { f.ProviderCapacityError = true })
+				h.drv.Configure(func(f *fake.Faults) { f.ProviderCapacityError = true })
 			} else {
-				h.drv.Configure(func(f *cloudtest.Faults) { f.CapacityErrorTypes["s1"] = true })
+				h.drv.Configure(func(f *fake.Faults) { f.CapacityErrorTypes["s1"] = true })
 			}
 			if err := h.pool.Create("small"); err != nil {
 				t.Fatal(err)
@@ -742,8 +734,8 @@ func TestCapacity(t *testing.T) {
 				t.Fatalf("Create(large) other type: %v", err)
 			}
 			h.pool.Wait()
-			h.drv.Configure(func(f *cloudtest.Faults) { f.CapacityErrorTypes["s1"] = false })
-			h.drv.Configure(func(f *cloudtest.Faults) { f.ProviderCapacityError = false })
+			h.drv.Configure(func(f *fake.Faults) { f.CapacityErrorTypes["s1"] = false })
+			h.drv.Configure(func(f *fake.Faults) { f.ProviderCapacityError = false })
 			h.run(time.Minute + 50*time.Second)
 			if err := h.pool.Create("small"); !errors.As(err, &cb) {
 				t.Fatalf("Create(small) before back-off ends: %v", err)
@@ -768,7 +760,7 @@ func TestRateLimit(t *testing.T) {
 	h.pool.StartContainer(b, spec("c1", "sleep", "100000"))
 	h.pool.Wait()
 	until := h.clk.Now().Add(3 * time.Minute)
-	h.drv.Configure(func(f *cloudtest.Faults) { f.RateLimitedUntil = until })
+	h.drv.Configure(func(f *fake.Faults) { f.RateLimitedUntil = until })
 	if err := h.pool.Create("small"); err != nil {
 		t.Fatal(err)
 	}
@@ -1014,13 +1006,13 @@ func TestDestroyErrorRetried(t *testing.T) {
 	h := newHarness(t, hopt{})
 	h.step()
 	id := h.createIdle("small")
-	h.drv.Configure(func(f *cloudtest.Faults) { f.DestroyErrorRate = 1 })
+	h.drv.Configure(func(f *fake.Faults) { f.DestroyErrorRate = 1 })
 	h.pool.KillInstance(id, "test")
 	h.run(7 * time.Second) // retries back off: after 1s, 2s, 3s...
 	if n := h.drv.Stats().DestroyErrors; n < 3 || n > 5 {
 		t.Fatalf("destroy errors %d in 7s, want a few retries with back-off", n)
 	}
-	h.drv.Configure(func(f *cloudtest.Faults) { f.DestroyErrorRate = 0 })
+	h.drv.Configure(func(f *fake.Faults) { f.DestroyErrorRate = 0 })
 	h.run(12 * time.Second)
 	if len(h.drv.Live()) != 0 {
 		t.Fatal("not destroyed")
@@ -1037,8 +1029,8 @@ func TestKillContainer(t *testing.T) {
 		wantCode int
 		wantKill bool
 	}{
-		{"term", []string{"sleep", "1000"}, cloudtest.ExitTerm, false},
-		{"kill after grace", []string{"sleep-forever", cloudtest.IgnoreTerm}, cloudtest.ExitKill, true},
+		{"term", []string{"sleep", "1000"}, fake.ExitTerm, false},
+		{"kill after grace", []string{"sleep-forever", fake.IgnoreTerm}, fake.ExitKill, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, hopt{cfg: func(c *config.Config) { c.Cloud.TimeoutIdle = time.Hour }})
@@ -1212,7 +1204,7 @@ func bigPool(tb testing.TB, n int) *harness {
 	h := &harness{t: t, clk: clock.NewFake(t0), cfg: testConfig(), trans: newTransitionRecorder(tb)}
 	h.cfg.Dispatcher.MaxInstances = n
 	h.cfg.Cloud.MaxProbesPerSecond = 0
-	h.drv = cloudtest.New(cloudtest.Options{Clock: h.clk})
+	h.drv = fake.New(fake.Options{Clock: h.clk})
 	h.set = &wrapSet{InstanceSet: h.drv}
 	ctx := context.Background()
 	for i := 0; i < n; i++ {
@@ -1284,7 +1276,7 @@ func BenchmarkIdleStep1000(b *testing.B) {
 
 func TestListingErrorRetried(t *testing.T) {
 	h := newHarness(t, hopt{})
-	h.drv.Configure(func(f *cloudtest.Faults) { f.RateLimitRate = 1 })
+	h.drv.Configure(func(f *fake.Faults) { f.RateLimitRate = 1 })
 	h.step()
 	if h.pool.Ready() {
 		t.Fatal("ready after a failed first listing")
@@ -1292,8 +1284,8 @@ func TestListingErrorRetried(t *testing.T) {
 	if !h.hasEvent("", EventCloudError, "list instances") {
 		t.Fatalf("events: %+v", h.events)
 	}
-	h.drv.Configure(func(f *cloudtest.Faults) { f.RateLimitRate = 0 })
-	h.drv.Configure(func(f *cloudtest.Faults) { f.RateLimitedUntil = time.Time{} })
+	h.drv.Configure(func(f *fake.Faults) { f.RateLimitRate = 0 })
+	h.drv.Configure(func(f *fake.Faults) { f.RateLimitedUntil = time.Time{} })
 	h.until("ready", time.Minute, h.pool.Ready)
 	if n := h.pool.Stats().CloudOps["list"]["rate_limit"]; n != 1 {
 		t.Fatalf("list stats: %v", h.pool.Stats().CloudOps["list"])
@@ -1310,7 +1302,7 @@ func TestSoak(t *testing.T) {
 			c.Cloud.TimeoutProbe = time.Minute
 			c.Cloud.MaxCloudOpsPerSecond = 5
 		},
-		drv: func(o *cloudtest.Options) {
+		drv: func(o *fake.Options) {
 			o.Seed = 42
 			o.Quota = 6
 			o.BootDelay = 3 * time.Second
@@ -1333,9 +1325,9 @@ func TestSoak(t *testing.T) {
 		if i < 400 {
 			typ := []string{"small", "large"}[i%2]
 			if i%50 == 10 {
-				h.drv.Configure(func(f *cloudtest.Faults) { f.CapacityErrorTypes["s1"] = true })
+				h.drv.Configure(func(f *fake.Faults) { f.CapacityErrorTypes["s1"] = true })
 			} else if i%50 == 30 {
-				h.drv.Configure(func(f *cloudtest.Faults) { f.CapacityErrorTypes["s1"] = false })
+				h.drv.Configure(func(f *fake.Faults) { f.CapacityErrorTypes["s1"] = false })
 			}
 			h.pool.Create(typ)
 		}
@@ -1355,7 +1347,7 @@ func TestSoak(t *testing.T) {
 			}
 			if i < 400 && v.State == StateIdle && v.IdleBehavior == IdleRun {
 				next++
-				cmd := cloudtest.Cmd(time.Duration(next%30)*time.Second, 0)
+				cmd := fake.Cmd(time.Duration(next%30)*time.Second, 0)
 				if next%7 == 0 {
 					cmd = []string{"sleep-forever"}
 				}
@@ -1438,7 +1430,7 @@ func TestNewRefusesIncompleteSettings(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig()
-			drv := cloudtest.New(cloudtest.Options{Clock: clock.NewFake(t0)})
+			drv := fake.New(fake.Options{Clock: clock.NewFake(t0)})
 			opts := Options{Config: cfg, InstanceSet: drv, NewExecutor: drv.Executor, Clock: clock.NewFake(t0)}
 			tc.mod(cfg, &opts)
 			p, err := New(opts)
@@ -1472,7 +1464,7 @@ func BenchmarkForgetAskedAgain(b *testing.B) {
 	ids := make([]string, n)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("done-%d", i)
-		body, _ := json.Marshal(runner.Spec{ID: ids[i], Command: cloudtest.Cmd(0, 0)})
+		body, _ := json.Marshal(runner.Spec{ID: ids[i], Command: fake.Cmd(0, 0)})
 		if _, _, err := ex.Execute(context.Background(), runner.Command{Verb: "start", ID: ids[i]}.Line("/x"), body); err != nil {
 			b.Fatal(err)
 		}

@@ -1,3 +1,5 @@
+// Preemptible instances taken back by the provider, and remembering them.
+
 package worker
 
 import (

@@ -1,3 +1,5 @@
+// Probes: each call under its deadline, runner deployment, applying "runner list".
+
 package worker
 
 import (

@@ -1,3 +1,5 @@
+// Quotas per scope: one group of types blocked while the others go on.
+
 package worker
 
 // Quotas of a scope (cloud.QuotaError.Scope): a provider whose quotas are

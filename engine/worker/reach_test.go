@@ -14,7 +14,7 @@ import (
 	"dispatch-tui/engine/sshexec"
 )
 
-// netGate stands between the pool and the cloudtest runner like a network:
+// netGate stands between the pool and the fake driver's runner like a network:
 // while cut, a call waits until the cut heals or its context ends (a dead
 // TCP connection answers nothing and closes nothing); while failing, every
 // call fails with failErr.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/runner"
 )
@@ -70,7 +70,7 @@ func TestDeletedRunnerIsRedeployed(t *testing.T) {
 	h := newHarness(t, hopt{})
 	h.step()
 	id := h.createIdle("small")
-	h.startRunning(id, spec("short", cloudtest.Cmd(15*time.Second, 3)...), spec("long", cloudtest.Cmd(time.Hour, 0)...))
+	h.startRunning(id, spec("short", fake.Cmd(15*time.Second, 3)...), spec("long", fake.Cmd(time.Hour, 0)...))
 	installs := h.drv.Stats().Installs
 
 	h.drv.DeleteRunner(id)
@@ -118,7 +118,7 @@ func TestFailedRedeployBacksOff(t *testing.T) {
 	})
 	h.step()
 	id := h.createIdle("small")
-	h.startRunning(id, spec("short", cloudtest.Cmd(15*time.Second, 3)...), spec("long", cloudtest.Cmd(time.Hour, 0)...))
+	h.startRunning(id, spec("short", fake.Cmd(15*time.Second, 3)...), spec("long", fake.Cmd(time.Hour, 0)...))
 
 	h.drv.FailInstalls(id, "cat: write error: No space left on device")
 	h.drv.DeleteRunner(id)
@@ -189,7 +189,7 @@ func TestStartOnDeletedRunnerIsNotAnAttempt(t *testing.T) {
 	h.step()
 	id := h.createIdle("small")
 	h.drv.DeleteRunner(id)
-	if err := h.pool.StartContainer(id, spec("c1", cloudtest.Cmd(time.Minute, 0)...)); err != nil {
+	if err := h.pool.StartContainer(id, spec("c1", fake.Cmd(time.Minute, 0)...)); err != nil {
 		t.Fatal(err)
 	}
 	h.pool.Wait()

@@ -1,3 +1,5 @@
+// Hosts the driver refuses to use, shown as rows an operator must see.
+
 package worker
 
 import (

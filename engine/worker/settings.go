@@ -1,3 +1,5 @@
+// The values the pool works with, taken from the config.
+
 package worker
 
 import (

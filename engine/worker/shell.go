@@ -1,3 +1,5 @@
+// A shell on an instance over the pool's own connection.
+
 package worker
 
 // A shell on an instance over the pool's own connection to it (the
@@ -13,7 +15,7 @@ import (
 )
 
 // ErrNoShell: the instance's executor cannot open a shell (the in-memory
-// cloudtest driver's).
+// fake driver's).
 var ErrNoShell = errors.New("this driver's instances have no shell")
 
 // Shell runs an interactive shell on instance id over the pool's own

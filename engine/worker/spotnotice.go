@@ -1,3 +1,5 @@
+// Interruption notices read with the probes; the instance drained at once.
+
 package worker
 
 // Interruption notices (cloud.NoticeReader): a provider that announces on

@@ -1,3 +1,5 @@
+// The instance state diagram (states.txt), parsed into the allowed changes.
+
 package worker
 
 import (

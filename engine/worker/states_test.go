@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/statediagram"
 )
@@ -144,7 +144,7 @@ func TestStatePaths(t *testing.T) {
 	}
 
 	// Found by a listing with a container running on it.
-	h = newHarness(t, hopt{drv: func(o *cloudtest.Options) { o.BootDelay = 0 }})
+	h = newHarness(t, hopt{drv: func(o *fake.Options) { o.BootDelay = 0 }})
 	inst, err := h.drv.Create(context.Background(), cloud.InstanceType{Name: "small", ProviderType: "s1"},
 		cloud.Tags{cloud.TagOwner: "test", cloud.TagInstanceType: "small"})
 	if err != nil {

@@ -1,3 +1,5 @@
+// The cloud listing: instances added, updated and removed.
+
 package worker
 
 import (

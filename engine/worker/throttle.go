@@ -1,3 +1,5 @@
+// Cloud errors and rate limits: pausing and pacing cloud calls.
+
 package worker
 
 import (

@@ -1,3 +1,5 @@
+// The pool's small public types: idle behaviours, create errors, start failures.
+
 package worker
 
 import (

@@ -1,3 +1,5 @@
+// The pool's verbs: shutdown, kill, idle behaviour.
+
 package worker
 
 import (

@@ -1,3 +1,5 @@
+// Snapshots of the pool for readers: instance views and stats.
+
 package worker
 
 import (

@@ -1,3 +1,5 @@
+// Container verbs on many containers, for both backends.
+
 package backend
 
 // ContainersVerb of both backends: the engine's and the API's bulk verbs.

@@ -1,3 +1,5 @@
+// The backend of a console running the engine in its own process.
+
 package backend
 
 import (

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/enginetest"
@@ -17,7 +17,7 @@ import (
 	"dispatch-tui/engine/worker"
 )
 
-// testEnv is an Engine on the cloudtest driver with a fake clock.
+// testEnv is an Engine on the fake driver with a fake clock.
 type testEnv struct {
 	*enginetest.Env
 	t   *testing.T
@@ -27,7 +27,7 @@ type testEnv struct {
 
 func newTestEnv(t *testing.T) *testEnv {
 	t.Helper()
-	env := enginetest.New(t, enginetest.Config(t), cloudtest.Options{}, engine.Options{})
+	env := enginetest.New(t, enginetest.Config(t), fake.Options{}, engine.Options{})
 	return &testEnv{Env: env, t: t, clk: env.Clock, eng: env.Engine}
 }
 
@@ -94,7 +94,7 @@ func checkSnapshot(t *testing.T, e *testEnv, s *Snapshot, ids ...string) {
 	for _, n := range s.Summary.Containers {
 		total += n
 	}
-	if total != len(ids) || s.Summary.Driver != "cloudtest" {
+	if total != len(ids) || s.Summary.Driver != "fake" {
 		t.Errorf("summary %+v: %d containers, want %d", s.Summary, total, len(ids))
 	}
 	if len(s.Events) == 0 || len(s.Events) > EventsKept {
@@ -299,7 +299,7 @@ func TestInProcessVerbs(t *testing.T) {
 		inst = c.InstanceID
 		return c.State == queue.Running
 	})
-	if out, err := b.Logs(ctx, queued, 1); err != nil || !bytes.Contains(out, []byte("cloudtest")) {
+	if out, err := b.Logs(ctx, queued, 1); err != nil || !bytes.Contains(out, []byte("fake: ")) {
 		t.Errorf("Logs = %q, %v", out, err)
 	}
 	for _, v := range []struct {

@@ -1,3 +1,5 @@
+// A remote backend's errors: fatal ones, and retrying the others with back-off.
+
 package backend
 
 import (

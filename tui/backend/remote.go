@@ -1,3 +1,5 @@
+// The backend of a console attached to a daemon through its API.
+
 package backend
 
 import (

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/enginetest"
@@ -18,7 +18,7 @@ import (
 )
 
 // BenchmarkRemoteRefresh is what an attached console (--connect) pays per
-// refresh against a daemon on the cloudtest driver holding N waiting
+// refresh against a daemon on the fake driver holding N waiting
 // containers, over real HTTP: refresh=full is a refresh after the
 // containers changed (every container read and decoded), refresh=cheap
 // one after they did not (the summary and the newest events only). MB/op
@@ -26,7 +26,7 @@ import (
 func BenchmarkRemoteRefresh(b *testing.B) {
 	for _, n := range []int{100000, 1000000} {
 		b.Run(fmt.Sprintf("containers=%d", n), func(b *testing.B) {
-			env := enginetest.New(b, enginetest.Config(b), cloudtest.Options{}, engine.Options{})
+			env := enginetest.New(b, enginetest.Config(b), fake.Options{}, engine.Options{})
 			specs := make([]queue.Spec, 10000)
 			for i := range specs {
 				p := 1 + i%5

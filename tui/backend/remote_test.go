@@ -126,7 +126,7 @@ func TestRemoteVerbs(t *testing.T) {
 
 	e.until("running", 60, func() bool { return e.container(id).State == queue.Running })
 	inst := e.container(id).InstanceID
-	if out, err := r.Logs(ctx, id, 0); err != nil || !bytes.Contains(out, []byte("cloudtest")) {
+	if out, err := r.Logs(ctx, id, 0); err != nil || !bytes.Contains(out, []byte("fake: ")) {
 		t.Errorf("Logs = %q, %v", out, err)
 	}
 	for _, v := range []struct {

@@ -1,3 +1,5 @@
+// Shells on instances, for the backends that can open one.
+
 package backend
 
 // A shell on an instance, for the backends that can open one (in process).

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/queue"
 )
@@ -14,7 +14,7 @@ import (
 func TestInProcessLogsSayWhatWasDropped(t *testing.T) {
 	e := newTestEnv(t)
 	defer e.close()
-	id := e.Submit(queue.Spec{Name: "loud", Command: cloudtest.CmdOutput(0, 0, 5<<20), RuntimeConstraints: queue.Constraints{VCPUs: 1}})
+	id := e.Submit(queue.Spec{Name: "loud", Command: fake.CmdOutput(0, 0, 5<<20), RuntimeConstraints: queue.Constraints{VCPUs: 1}})
 	b := NewInProcess(e.eng, "x")
 	var out []byte
 	e.until("Complete with its output stored", 300, func() bool {

@@ -2,6 +2,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/simulate"
 )
 
@@ -38,20 +40,16 @@ func TestDemoHangupCleansUp(t *testing.T) {
 	if out, err := tm.tmux("kill-session", "-t", tm.name); err != nil {
 		t.Fatalf("tmux kill-session: %v\n%s", err, out)
 	}
-	deadline := time.Now().Add(30 * time.Second)
 	var left []string
-	for {
-		_, statErr := os.Stat(dirs[0])
-		left = processesUnder(dirs[0])
-		if os.IsNotExist(statErr) && len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("30 s after the terminal closed: state dir %s exists=%v, processes from it: %q",
-				dirs[0], statErr == nil, left)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var statErr error
+	seen := func() string {
+		return fmt.Sprintf("state dir %s exists=%v, processes from it: %q", dirs[0], statErr == nil, left)
 	}
+	wait.With{Seen: seen}.Until(t, "the state dir and its processes gone after the terminal closed", 30*time.Second, func() bool {
+		_, statErr = os.Stat(dirs[0])
+		left = processesUnder(dirs[0])
+		return os.IsNotExist(statErr) && len(left) == 0
+	})
 }
 
 // processesUnder lists the command lines of the processes whose command

@@ -6,7 +6,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -21,6 +20,7 @@ import (
 
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/launch"
 )
 
@@ -202,17 +202,13 @@ func (tm *term) paneFlag(format string) string {
 // the test with the last screen after timeout.
 func (tm *term) waitScreen(what string, timeout time.Duration, cond func(screen string) bool) string {
 	tm.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		s := tm.capture()
-		if cond(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			tm.t.Fatalf("timed out after %s waiting for the screen to show %s; screen:\n%s", timeout, what, s)
-		}
-		time.Sleep(40 * time.Millisecond)
-	}
+	var s string
+	seen := func() string { return "screen:\n" + s }
+	wait.With{Seen: seen}.Until(tm.t, "the screen to show "+what, timeout, func() bool {
+		s = tm.capture()
+		return cond(s)
+	})
+	return s
 }
 
 // waitText waits for the screen to contain s.
@@ -302,46 +298,14 @@ func (c *cli) run(args ...string) string {
 	return out.String()
 }
 
-type lsItem struct {
-	ID           string `json:"id"`
-	Name         string `json:"name"`
-	State        string `json:"state"`
-	IdleBehavior string `json:"idle_behavior"`
-	InstanceID   string `json:"instance_id"`
-	Priority     int    `json:"priority"`
-	Held         bool   `json:"held"`
-}
-
-func (c *cli) ls(what string) map[string]lsItem {
+func (c *cli) ls(what string) map[string]enginetest.LsItem {
 	c.t.Helper()
-	var resp struct {
-		Items []lsItem `json:"items"`
-	}
-	if err := json.Unmarshal([]byte(c.run("ls", what, "-o", "json")), &resp); err != nil {
-		c.t.Fatal(err)
-	}
-	out := map[string]lsItem{}
-	for _, it := range resp.Items {
-		out[it.ID] = it
-	}
-	return out
+	return enginetest.LsItems(c.t, c.run("ls", what, "-o", "json"))
 }
 
 func (c *cli) submit(args ...string) string {
 	c.t.Helper()
 	return strings.TrimSpace(c.run(append([]string{"submit"}, args...)...))
-}
-
-// waitCLI polls cond (which usually calls ls) until it holds.
-func waitCLI(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 func freePort(t *testing.T) int {
@@ -356,7 +320,7 @@ func freePort(t *testing.T) int {
 
 func waitHealthy(t *testing.T, server string, timeout time.Duration) {
 	t.Helper()
-	waitCLI(t, "healthz of "+server, timeout, func() bool {
+	wait.Until(t, "healthz of "+server, timeout, func() bool {
 		resp, err := http.Get("http://" + server + "/healthz")
 		if err != nil {
 			return false

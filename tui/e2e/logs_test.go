@@ -3,6 +3,8 @@ package e2e
 import (
 	"strings"
 	"testing"
+
+	"dispatch-tui/engine/enginetest/wait"
 )
 
 // TestLogViewerColumns: in the real console, a search that lands far
@@ -16,7 +18,7 @@ func TestLogViewerColumns(t *testing.T) {
 	// 100 lines of 150 characters; ERROR=7 at the end of line 7 only.
 	script := `awk 'BEGIN{s=sprintf("%140s","");gsub(/ /,"x",s);for(i=0;i<100;i++){t=(i==7)?"ERROR=7":"tail";printf "line %03d %s %s\n",i,s,t}}'; sleep 300`
 	id := b.cli.submit("--name", "e2e-long", "--", "sh", "-c", script)
-	waitCLI(t, "e2e-long Running", stateWait, func() bool { return b.cli.ls("containers")[id].State == "Running" })
+	wait.Until(t, "e2e-long Running", stateWait, func() bool { return b.cli.ls("containers")[id].State == "Running" })
 	view(t, tm, 2)
 	filterToID(t, tm, id)
 	tm.keys("l")

@@ -3,6 +3,8 @@ package e2e
 import (
 	"strings"
 	"testing"
+
+	"dispatch-tui/engine/enginetest/wait"
 )
 
 // TestShellOnInstance: `s` on an instance opens a shell there over the
@@ -17,7 +19,7 @@ func TestShellOnInstance(t *testing.T) {
 	waitHealthy(t, b.server, screenWait)
 	id := b.cli.submit("--name", "e2e-shell", "--", "sleep", "300")
 	var inst string
-	waitCLI(t, "e2e-shell Running", stateWait, func() bool {
+	wait.Until(t, "e2e-shell Running", stateWait, func() bool {
 		it := b.cli.ls("containers")[id]
 		inst = it.InstanceID
 		return it.State == "Running" && inst != ""

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest/wait"
 )
 
 const token = "tmux-e2e-token"
@@ -229,7 +230,7 @@ func exerciseVerbs(t *testing.T, tm *term, c *cli) {
 	// One running container gives one instance to act on.
 	run1 := c.submit("--name", "e2e-run1", "--", "sleep", "300")
 	var inst string
-	waitCLI(t, "e2e-run1 Running", stateWait, func() bool {
+	wait.Until(t, "e2e-run1 Running", stateWait, func() bool {
 		it := c.ls("containers")[run1]
 		inst = it.InstanceID
 		return it.State == "Running" && inst != ""
@@ -246,7 +247,7 @@ func exerciseVerbs(t *testing.T, tm *term, c *cli) {
 	tm.keys("Enter")
 	waitNoDialog(t, tm)
 	rowHas(t, tm, inst, "hold")
-	waitCLI(t, "idle_behavior hold", stateWait, func() bool { return c.ls("instances")[inst].IdleBehavior == "hold" })
+	wait.Until(t, "idle_behavior hold", stateWait, func() bool { return c.ls("instances")[inst].IdleBehavior == "hold" })
 
 	// Drain asks first, with Cancel focused: enter cancels.
 	tm.keys("D")
@@ -264,12 +265,12 @@ func exerciseVerbs(t *testing.T, tm *term, c *cli) {
 	tm.keys("Enter")
 	waitNoDialog(t, tm)
 	rowHas(t, tm, inst, "drain")
-	waitCLI(t, "idle_behavior drain", stateWait, func() bool { return c.ls("instances")[inst].IdleBehavior == "drain" })
+	wait.Until(t, "idle_behavior drain", stateWait, func() bool { return c.ls("instances")[inst].IdleBehavior == "drain" })
 
 	// Run puts it back to normal.
 	tm.keys("r")
 	rowHas(t, tm, inst, "run")
-	waitCLI(t, "idle_behavior run", stateWait, func() bool { return c.ls("instances")[inst].IdleBehavior == "run" })
+	wait.Until(t, "idle_behavior run", stateWait, func() bool { return c.ls("instances")[inst].IdleBehavior == "run" })
 
 	// Kill needs the id typed: OK without it does nothing.
 	tm.keys("K")
@@ -291,7 +292,7 @@ func exerciseVerbs(t *testing.T, tm *term, c *cli) {
 	}))
 	tm.keys("Enter")
 	waitNoDialog(t, tm)
-	waitCLI(t, "killed instance gone or shut down", stateWait, func() bool {
+	wait.Until(t, "killed instance gone or shut down", stateWait, func() bool {
 		it, ok := c.ls("instances")[inst]
 		return !ok || it.State == "shutdown"
 	})
@@ -301,7 +302,7 @@ func exerciseVerbs(t *testing.T, tm *term, c *cli) {
 	})
 	clearFilter(t, tm)
 	// Its container is requeued and runs elsewhere.
-	waitCLI(t, "e2e-run1 running on another instance", stateWait, func() bool {
+	wait.Until(t, "e2e-run1 running on another instance", stateWait, func() bool {
 		it := c.ls("containers")[run1]
 		return it.State == "Running" && it.InstanceID != inst && it.InstanceID != ""
 	})
@@ -340,23 +341,23 @@ func exerciseVerbs(t *testing.T, tm *term, c *cli) {
 	// Hold, then release.
 	tm.keys("h")
 	rowHas(t, tm, q1, "Queued", "held")
-	waitCLI(t, "q1 held", stateWait, func() bool { return c.ls("containers")[q1].Held })
+	wait.Until(t, "q1 held", stateWait, func() bool { return c.ls("containers")[q1].Held })
 	tm.keys("h")
 	tm.waitScreen("q1 released", screenWait, func(sc string) bool {
 		r := row(sc, q1)
 		return strings.Contains(r, "Queued") && !strings.Contains(r, "held") && !strings.Contains(r, "~")
 	})
-	waitCLI(t, "q1 released", stateWait, func() bool { return !c.ls("containers")[q1].Held })
+	wait.Until(t, "q1 released", stateWait, func() bool { return !c.ls("containers")[q1].Held })
 	// Priority + and -.
 	tm.typeText("+")
 	prioIs(t, tm, q1, 1)
-	waitCLI(t, "q1 priority 1", stateWait, func() bool { return c.ls("containers")[q1].Priority == 1 })
+	wait.Until(t, "q1 priority 1", stateWait, func() bool { return c.ls("containers")[q1].Priority == 1 })
 	tm.typeText("+")
 	prioIs(t, tm, q1, 2)
-	waitCLI(t, "q1 priority 2", stateWait, func() bool { return c.ls("containers")[q1].Priority == 2 })
+	wait.Until(t, "q1 priority 2", stateWait, func() bool { return c.ls("containers")[q1].Priority == 2 })
 	tm.typeText("-")
 	prioIs(t, tm, q1, 1)
-	waitCLI(t, "q1 priority 1 again", stateWait, func() bool { return c.ls("containers")[q1].Priority == 1 })
+	wait.Until(t, "q1 priority 1 again", stateWait, func() bool { return c.ls("containers")[q1].Priority == 1 })
 	// Down to 0 (never scheduled) asks first; enter on Cancel keeps 1.
 	tm.typeText("-")
 	waitDialog(t, tm, "Priority 0 for "+q1+"?")
@@ -376,7 +377,7 @@ func exerciseVerbs(t *testing.T, tm *term, c *cli) {
 	})
 	tm.keys("Enter")
 	waitNoDialog(t, tm)
-	waitCLI(t, "q1 Cancelled", stateWait, func() bool { return c.ls("containers")[q1].State == "Cancelled" })
+	wait.Until(t, "q1 Cancelled", stateWait, func() bool { return c.ls("containers")[q1].State == "Cancelled" })
 	rowHas(t, tm, q1, "Cancelled")
 	clearFilter(t, tm)
 
@@ -392,7 +393,7 @@ func exerciseVerbs(t *testing.T, tm *term, c *cli) {
 	tm.typeText("2")
 	tm.keys("Enter")
 	waitNoDialog(t, tm)
-	waitCLI(t, "q2 and q3 held", stateWait, func() bool {
+	wait.Until(t, "q2 and q3 held", stateWait, func() bool {
 		cs := c.ls("containers")
 		return cs[q2].Held && cs[q3].Held
 	})
@@ -443,10 +444,10 @@ func exerciseVerbs(t *testing.T, tm *term, c *cli) {
 		r := row(sc, q2)
 		return strings.Contains(r, "Queued") && !strings.Contains(r, "held") && !strings.Contains(r, "~")
 	})
-	waitCLI(t, "q2 released", stateWait, func() bool { return !c.ls("containers")[q2].Held })
+	wait.Until(t, "q2 released", stateWait, func() bool { return !c.ls("containers")[q2].Held })
 	tm.typeText("+")
 	prioIs(t, tm, q2, 6)
-	waitCLI(t, "q2 priority 6", stateWait, func() bool { return c.ls("containers")[q2].Priority == 6 })
+	wait.Until(t, "q2 priority 6", stateWait, func() bool { return c.ls("containers")[q2].Priority == 6 })
 	// At 60×16 the kill dialog fits above the footer, buttons included.
 	tm.resize(60, 16)
 	tm.waitScreen("the 60×16 layout", screenWait, func(sc string) bool { return strings.HasPrefix(line(sc, 15), "q quit") })

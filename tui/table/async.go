@@ -1,3 +1,5 @@
+// Sorting and filtering large tables off the UI goroutine.
+
 package table
 
 import (

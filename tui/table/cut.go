@@ -1,3 +1,5 @@
+// Cutting values to fit a cell: the middle of ids, column filters.
+
 package table
 
 import (

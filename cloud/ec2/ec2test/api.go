@@ -1,3 +1,5 @@
+// The EC2 Query API the test endpoint answers: actions, their XML, errors and injected faults.
+
 //go:build linux
 
 package ec2test

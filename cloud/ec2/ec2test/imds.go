@@ -1,3 +1,5 @@
+// Each test instance's metadata service: IMDSv2 tokens and the spot interruption notice.
+
 //go:build linux
 
 package ec2test

@@ -491,13 +491,6 @@ func (s *Server) reclaim(in *instance) {
 	in.stop()
 }
 
-// ImportKey adds a key pair as an operator would have.
-func (s *Server) ImportKey(name string, key ssh.PublicKey) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.keyPairs[name] = ssh.FingerprintSHA256(key)
-}
-
 // ClientTokens returns the RunInstances client tokens the server has seen,
 // sorted.
 func (s *Server) ClientTokens() []string {

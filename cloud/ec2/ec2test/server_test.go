@@ -20,6 +20,7 @@ import (
 
 	dec2 "dispatch-tui/cloud/ec2"
 	"dispatch-tui/cloud/ec2/ec2test"
+	"dispatch-tui/engine/enginetest/wait"
 )
 
 // userData is the driver's user-data for a fresh key, base64 as the API
@@ -84,13 +85,7 @@ func TestTerminatedInstances(t *testing.T) {
 	if n := listed(); n != 1 {
 		t.Fatalf("terminated instance listed in %d reservations, want 1", n)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for listed() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("terminated instance still listed long after TerminatedListedFor")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.Until(t, "the terminated instance gone from listings after TerminatedListedFor", 20*time.Second, func() bool { return listed() == 0 })
 	var ae smithy.APIError
 	if _, err := terminate(); !errors.As(err, &ae) || ae.ErrorCode() != "InvalidInstanceID.NotFound" {
 		t.Fatalf("terminate of a forgotten instance: %v, want InvalidInstanceID.NotFound", err)

@@ -1,3 +1,5 @@
+// Bash completion that works without the bash-completion package.
+
 package cli
 
 // Bash completion without the bash-completion package: cobra's script

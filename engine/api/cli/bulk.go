@@ -1,3 +1,5 @@
+// Container verbs on many containers at once: ids or a selector, sent as bulk requests.
+
 package cli
 
 // Container verbs on many containers: ids (arguments, or read from stdin

@@ -12,18 +12,18 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dispatch-tui/cloud/cloudtest"
+	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/queue"
 )
 
-// realServer is the API of a real engine (cloudtest driver, fake clock,
+// realServer is the API of a real engine (fake driver, fake clock,
 // never stepped: containers stay Queued) with n containers named by name.
 func realServer(t *testing.T, names ...string) (*engine.Engine, string, []string) {
 	t.Helper()
-	env := enginetest.New(t, enginetest.Config(t), cloudtest.Options{}, engine.Options{})
+	env := enginetest.New(t, enginetest.Config(t), fake.Options{}, engine.Options{})
 	srv := httptest.NewServer(api.NewServer(api.ServerOptions{Engine: env.Engine, Token: "t"}))
 	t.Cleanup(srv.Close)
 	specs := make([]queue.Spec, len(names))

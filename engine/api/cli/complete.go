@@ -1,3 +1,5 @@
+// Shell completion of ids and types, asked of the running daemon.
+
 package cli
 
 import (

@@ -1,3 +1,5 @@
+// ls events: newest first, a page a request.
+
 package cli
 
 // ls events: the newest first, a page a request (GET /v1/events?order=newest),

@@ -1,3 +1,5 @@
+// ls: the listings of instances, containers and types, and their output formats.
+
 package cli
 
 import (

@@ -1,3 +1,5 @@
+// submit: a container's spec from flags or from files, sent to the daemon.
+
 package cli
 
 import (

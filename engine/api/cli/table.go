@@ -1,3 +1,5 @@
+// The tables of ls, fitted to the terminal's width.
+
 package cli
 
 import (

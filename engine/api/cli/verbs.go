@@ -1,3 +1,5 @@
+// The verb commands (hold, drain, kill, priority, logs, pause...) on one or more ids.
+
 package cli
 
 import (

@@ -1,3 +1,5 @@
+// Printing a listing once, or with --watch only what changed.
+
 package cli
 
 // Printing a listing, once or with --watch: then the whole listing once,

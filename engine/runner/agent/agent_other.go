@@ -1,3 +1,5 @@
+// The runner where it cannot run: systems without unix process control.
+
 //go:build !unix
 
 package agent

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/runner"
 )
 
@@ -154,7 +155,7 @@ func (h *harness) status(id string) (runner.Status, bool) {
 func (h *harness) waitState(id, state string) runner.Status {
 	h.t.Helper()
 	var st runner.Status
-	eventually(h.t, id+" "+state, func() bool {
+	wait.Until(h.t, id+" "+state, waitFor, func() bool {
 		var ok bool
 		st, ok = h.status(id)
 		return ok && st.State == state
@@ -169,17 +170,6 @@ func (h *harness) logs(id string, args ...string) string {
 		h.t.Fatalf("logs %s: code %d: %s", id, code, errs)
 	}
 	return out
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for d := time.Millisecond; !cond(); d = min(2*d, 20*time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", waitFor, what)
-		}
-		time.Sleep(d)
-	}
 }
 
 func wantCode(t *testing.T, what string, code int, stderr string, want int, msg string) {
@@ -342,10 +332,10 @@ func TestKillIgnoringTerm(t *testing.T) {
 	// The shell notes each TERM and goes on; TERM to the group also ends
 	// the sleep it waits for, so it starts another.
 	h.start(runner.Spec{ID: "stubborn", Command: []string{"sh", "-c", `trap "echo got TERM" TERM; echo ready; while :; do sleep 60 & wait $!; done`}})
-	eventually(t, "the trap to be set", func() bool { return strings.Contains(h.logs("stubborn"), "ready") })
+	wait.Until(t, "the trap to be set", waitFor, func() bool { return strings.Contains(h.logs("stubborn"), "ready") })
 	code, _, errs := h.run("", "kill", "stubborn", "--signal", "TERM")
 	wantCode(t, "kill TERM", code, errs, 0, "")
-	eventually(t, "the TERM to arrive", func() bool { return strings.Contains(h.logs("stubborn"), "got TERM") })
+	wait.Until(t, "the TERM to arrive", waitFor, func() bool { return strings.Contains(h.logs("stubborn"), "got TERM") })
 	if st, _ := h.status("stubborn"); st.State != runner.StateRunning {
 		t.Fatalf("container ignoring TERM ended: %+v", st)
 	}
@@ -362,13 +352,13 @@ func TestKillReachesTheProcessGroup(t *testing.T) {
 	// The shell waits for a background child; TERM to the group ends both.
 	h.start(runner.Spec{ID: "group", Command: []string{"sh", "-c", "sleep 60 & echo $!; wait"}})
 	var bg int
-	eventually(t, "the background pid", func() bool {
+	wait.Until(t, "the background pid", waitFor, func() bool {
 		bg, _ = strconv.Atoi(strings.TrimSpace(h.logs("group")))
 		return bg > 0
 	})
 	h.run("", "kill", "group")
 	h.waitState("group", runner.StateExited)
-	eventually(t, "the background child to end", func() bool { return !alive(bg, "") })
+	wait.Until(t, "the background child to end", waitFor, func() bool { return !alive(bg, "") })
 
 	// What the command leaves running in its group ends with it.
 	h.start(runner.Spec{ID: "leaver", Command: []string{"sh", "-c", "sleep 60 & echo $!; exit 0"}})
@@ -379,7 +369,7 @@ func TestKillReachesTheProcessGroup(t *testing.T) {
 	if bg <= 0 {
 		t.Fatalf("no background pid in %q", h.logs("leaver"))
 	}
-	eventually(t, "the leftover child to end", func() bool { return !alive(bg, "") })
+	wait.Until(t, "the leftover child to end", waitFor, func() bool { return !alive(bg, "") })
 }
 
 // TestOutlivesRunner runs "start" as a separate process, the way SSH does:
@@ -425,7 +415,7 @@ func TestSupervisorKilled(t *testing.T) {
 		t.Fatalf("supervisor %d: %v", spid, err)
 	}
 	syscall.Kill(spid, syscall.SIGKILL)
-	eventually(t, "the supervisor to die", func() bool { return !alive(spid, sstart) })
+	wait.Until(t, "the supervisor to die", waitFor, func() bool { return !alive(spid, sstart) })
 	if st2, _ := h.status("orphan"); st2.State != runner.StateRunning || st2.PID != st.PID {
 		t.Fatalf("after the supervisor died: %+v", st2)
 	}

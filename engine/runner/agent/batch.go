@@ -1,3 +1,5 @@
+// "runner batch" and "runner serve": many requests per call, replies in order.
+
 //go:build unix
 
 package agent

@@ -1,3 +1,5 @@
+// The host's boot id, to tell containers lost in a reboot.
+
 //go:build unix
 
 package agent

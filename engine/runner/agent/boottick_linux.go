@@ -1,3 +1,5 @@
+// The time since boot in the clock ticks /proc reports start times in (Linux).
+
 package agent
 
 import "golang.org/x/sys/unix"

@@ -1,3 +1,5 @@
+// Time since boot where it is not known (not Linux).
+
 //go:build unix && !linux
 
 package agent

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/runner"
 )
 
@@ -129,7 +130,7 @@ func TestServeSupervisorKilledBetweenFrames(t *testing.T) {
 	old, oldStart := h.supervisorOf("a")
 	a := h.waitState("a", runner.StateRunning)
 	syscall.Kill(old, syscall.SIGKILL)
-	eventually(t, "the supervisor to die", func() bool { return !alive(old, oldStart) })
+	wait.Until(t, "the supervisor to die", waitFor, func() bool { return !alive(old, oldStart) })
 
 	mustStart(t, srv, runner.Spec{ID: "b", Command: []string{"sleep", "60"}})
 	if spid, _ := h.supervisorOf("b"); spid == old {
@@ -172,7 +173,7 @@ func TestServeEndsSupervisorsAfterTheirContainers(t *testing.T) {
 	if st := h.waitState("long", runner.StateExited); st.ExitCode != 143 {
 		t.Fatalf("long: exit %d, want 143 recorded by its supervisor", st.ExitCode)
 	}
-	eventually(t, "the supervisor to exit", func() bool { return !alive(spid, sstart) })
+	wait.Until(t, "the supervisor to exit", waitFor, func() bool { return !alive(spid, sstart) })
 }
 
 // TestTwoServesAtOnce: two sessions start frames at the same time, each

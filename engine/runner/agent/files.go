@@ -1,3 +1,5 @@
+// Small files written and read with single system calls.
+
 //go:build unix
 
 package agent

@@ -1,3 +1,5 @@
+// "runner forget": an ended container's directory removed, or kept for reuse.
+
 //go:build unix
 
 package agent

@@ -1,3 +1,5 @@
+// Running a container's health checks beside it, and recording their outcome.
+
 //go:build unix
 
 package agent

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/runner"
 )
 
@@ -285,7 +286,7 @@ func TestHealthCheckEndToEnd(t *testing.T) {
 		st.Health.State != runner.HealthUnhealthy || st.Health.Failures != 2 || st.Health.LastResult != "exit status 1" || st.Health.LastOutput != "not ready" {
 		t.Fatalf("sick: %+v health %+v", st, st.Health)
 	}
-	eventually(t, "well healthy", func() bool {
+	wait.Until(t, "well healthy", waitFor, func() bool {
 		st, ok := h.status("well")
 		return ok && st.State == runner.StateRunning && st.Health != nil && st.Health.State == runner.HealthHealthy && !st.Health.LastCheck.IsZero()
 	})

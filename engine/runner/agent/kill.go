@@ -1,3 +1,5 @@
+// "runner kill", and killing every container when an instance is destroyed.
+
 //go:build unix
 
 package agent

@@ -1,3 +1,5 @@
+// Launching containers through supervisors fed their specs on stdin.
+
 //go:build unix
 
 package agent

@@ -1,3 +1,5 @@
+// "runner list": every container's status line.
+
 //go:build unix
 
 package agent

@@ -1,3 +1,5 @@
+// "runner logs": a container's output, its tail or its last bytes.
+
 //go:build unix
 
 package agent

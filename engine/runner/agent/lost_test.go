@@ -3,14 +3,15 @@
 package agent
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/runner"
 )
 
@@ -62,7 +63,7 @@ func TestRebootedHostLosesItsContainers(t *testing.T) {
 		syscall.Kill(-stranger, syscall.SIGKILL)
 		// The supervisor records that end and exits; the directory can
 		// go after.
-		eventually(t, "the supervisor gone", func() bool { return !alive(spid, "") })
+		wait.Until(t, "the supervisor gone", waitFor, func() bool { return !alive(spid, "") })
 	})
 	setBootID(t, dir, "00000000-0000-4000-8000-000000000000")
 
@@ -70,20 +71,17 @@ func TestRebootedHostLosesItsContainers(t *testing.T) {
 	if !ok || got.State != runner.StateExited || got.Lost != runner.LostRebooted || got.ExitCode != -1 || got.PID != st.PID {
 		t.Fatalf("a record of an earlier boot: %+v; want exited -1, lost %q", got, runner.LostRebooted)
 	}
-	eventually(t, "the command set up", func() bool { return strings.Contains(readOut(dir), "ready") })
+	wait.Until(t, "the command set up", waitFor, func() bool { return strings.Contains(readOut(dir), "ready") })
 	code, _, errs := h.run("", "kill", "before", "--signal", "KILL")
 	wantCode(t, "kill of a container of an earlier boot", code, errs, 0, "")
 	KillAll(h.env.StateDir)
 	if err := syscall.Kill(stranger, syscall.SIGUSR1); err != nil {
 		t.Fatalf("pid %d, which an earlier boot's record names, is gone after kill and KillAll: %v", stranger, err)
 	}
-	deadline := time.Now().Add(waitFor)
-	for !strings.Contains(readOut(dir), "pong") {
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %d, which an earlier boot's record names, did not answer USR1 after kill and KillAll (killed?); output %q", stranger, readOut(dir))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	seen := func() string { return fmt.Sprintf("output %q", readOut(dir)) }
+	wait.With{Seen: seen}.Until(t, fmt.Sprintf("pid %d, which an earlier boot's record names, to answer USR1 after kill and KillAll (not killed)", stranger), waitFor, func() bool {
+		return strings.Contains(readOut(dir), "pong")
+	})
 }
 
 // readOut is the stdout of the container in dir so far.

@@ -1,3 +1,5 @@
+// Reading process state and start times from /proc cheaply.
+
 //go:build unix
 
 package agent

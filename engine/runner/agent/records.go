@@ -1,3 +1,5 @@
+// The records in a container's directory: pid_start and exit lines.
+
 //go:build unix
 
 package agent

@@ -1,3 +1,5 @@
+// Reusing forgotten containers' directories and files instead of creating new ones.
+
 //go:build unix
 
 package agent

@@ -1,3 +1,5 @@
+// Renaming without replacing the target (Linux).
+
 package agent
 
 import "golang.org/x/sys/unix"

@@ -1,3 +1,5 @@
+// Renaming without replacing, where the system has no such call.
+
 //go:build unix && !linux
 
 package agent

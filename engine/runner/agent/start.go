@@ -1,3 +1,5 @@
+// "runner start": reading and checking specs, then launching them.
+
 //go:build unix
 
 package agent

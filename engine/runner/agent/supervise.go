@@ -1,3 +1,5 @@
+// The supervisor: starts each container, waits for it, records its exit.
+
 //go:build unix
 
 package agent

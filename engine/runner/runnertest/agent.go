@@ -1,3 +1,5 @@
+// The conformance suite's target for the real runner on this machine.
+
 //go:build unix
 
 package runnertest

@@ -1,3 +1,5 @@
+// The table of protocol behaviours every runner must pass.
+
 package runnertest
 
 import (

@@ -1,9 +1,12 @@
+// The conformance cases of health checks.
+
 package runnertest
 
 import (
 	"encoding/json"
 	"time"
 
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/runner"
 )
 
@@ -29,7 +32,7 @@ var healthCases = []struct {
 			HealthCheck: &runner.HealthCheck{Command: e.tg.Command(Program{Exit: 0}), Interval: 300 * time.Millisecond, Timeout: 300 * time.Millisecond, Retries: 5}})
 		e.start("plain", Program{Forever: true})
 		var st runner.Status
-		e.poll("well healthy", func() bool {
+		wait.Until(e.t, "well healthy", waitFor, func() bool {
 			var ok bool
 			st, ok = e.status("well")
 			return ok && st.Health != nil && st.Health.State == runner.HealthHealthy

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/runner"
 )
 
@@ -111,23 +112,11 @@ func (e *env) status(id string) (runner.Status, bool) {
 	return runner.Status{}, false
 }
 
-// poll calls cond until it holds, failing the test after waitFor.
-func (e *env) poll(what string, cond func() bool) {
-	e.t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for d := time.Millisecond; !cond(); d = min(2*d, 25*time.Millisecond) {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out after %v waiting for %s", waitFor, what)
-		}
-		time.Sleep(d)
-	}
-}
-
 // waitState polls list until id is in state, and returns its status.
 func (e *env) waitState(id, state string) runner.Status {
 	e.t.Helper()
 	var st runner.Status
-	e.poll(id+" "+state, func() bool {
+	wait.Until(e.t, id+" "+state, waitFor, func() bool {
 		var ok bool
 		st, ok = e.status(id)
 		return ok && st.State == state
@@ -138,7 +127,7 @@ func (e *env) waitState(id, state string) runner.Status {
 // ready waits until a container's program is set up (see Program).
 func (e *env) ready(id string) {
 	e.t.Helper()
-	e.poll(id+" to be ready", func() bool {
+	wait.Until(e.t, id+" to be ready", waitFor, func() bool {
 		out, err := e.client().Logs(e.ctx, id, 0, 0)
 		return err == nil && len(out.Data) > 0
 	})

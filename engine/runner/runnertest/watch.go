@@ -1,3 +1,5 @@
+// The conformance cases of "runner watch" exit notices.
+
 package runnertest
 
 // The exit notices of "runner watch" (docs/design.md §7.3): announced

@@ -1,4 +1,6 @@
-package cloudtest
+// The in-memory runner: the commands it understands and the runner verbs it answers.
+
+package fake
 
 import (
 	"bytes"
@@ -21,7 +23,7 @@ import (
 )
 
 // CmdName is argv[0] of the commands Cmd builds.
-const CmdName = "cloudtest-run"
+const CmdName = "fake-run"
 
 // IgnoreTerm, as any argument of a container's command, makes the in-memory
 // runner ignore "kill --signal TERM" for it.
@@ -65,7 +67,7 @@ func filler(argv []string) []string {
 			continue
 		}
 		for i := 0; i*outputLine < n; i++ {
-			line := fmt.Sprintf("cloudtest: output %d ", i)
+			line := fmt.Sprintf("fake: output %d ", i)
 			out = append(out, line+strings.Repeat("x", max(outputLine-1-len(line), 0)))
 		}
 	}
@@ -74,7 +76,7 @@ func filler(argv []string) []string {
 
 // Unrunnable is a command the in-memory runner cannot execute: its start
 // is refused, as the real runner refuses a command that does not exist.
-const Unrunnable = "/nonexistent/cloudtest-command"
+const Unrunnable = "/nonexistent/fake-command"
 
 // Exit codes "runner list" reports for killed containers.
 const (
@@ -383,7 +385,7 @@ func (d *Driver) verb(s *instState, now time.Time, runnerPath string, cmd runner
 		if h, ok := s.installed[runnerPath]; ok {
 			hash = h
 		}
-		return []byte("cloudtest-runner " + hash + "\n"), nil, nil
+		return []byte("fake-runner " + hash + "\n"), nil, nil
 	case "list":
 		sts := d.list(s, now)
 		if cmd.ID != "" { // one container: what an exit notice asks for
@@ -422,13 +424,13 @@ func (d *Driver) verb(s *instState, now time.Time, runnerPath string, cmd runner
 		d.stats.Kills++
 		return nil, nil, nil
 	case "logs":
-		lines := []string{fmt.Sprintf("cloudtest: %s running %s", c.spec.ID, strings.Join(c.spec.Command, " "))}
+		lines := []string{fmt.Sprintf("fake: %s running %s", c.spec.ID, strings.Join(c.spec.Command, " "))}
 		if path.Base(c.spec.Command[0]) == "echo" {
 			lines = append(lines, strings.Join(c.spec.Command[1:], " "))
 		}
 		lines = append(lines, filler(c.spec.Command)...)
 		if st.State == runner.StateExited {
-			lines = append(lines, fmt.Sprintf("cloudtest: %s exited %d", c.spec.ID, st.ExitCode))
+			lines = append(lines, fmt.Sprintf("fake: %s exited %d", c.spec.ID, st.ExitCode))
 		}
 		return []byte(strings.Join(lines, "\n") + "\n"), nil, nil
 	case "forget":

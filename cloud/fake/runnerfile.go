@@ -1,7 +1,7 @@
 // Faults of the runner binary as a file on an instance: deleted (as a temp
 // cleaner deletes one under /tmp) and installs that fail.
 
-package cloudtest
+package fake
 
 import "dispatch-tui/cloud"
 

@@ -1,4 +1,4 @@
-// Package cloudtest is an in-memory, fault-injecting cloud driver (docs/design.md §8)
+// Package fake is an in-memory, fault-injecting cloud driver (docs/design.md §8)
 // with an in-memory runner on every instance (docs/design.md §7.3).
 //
 // It is meant for the engine's scenario tests and the chaos soak. All time
@@ -11,7 +11,7 @@
 // Stop is a no-op: the "cloud" outlives any one dispatcher, so a test can
 // stop an engine and start a new one against the same Driver to simulate a
 // dispatcher restart.
-package cloudtest
+package fake
 
 import (
 	"context"
@@ -86,7 +86,7 @@ type Options struct {
 	// instance of a preemptible type is interrupted with this probability
 	// (see Interrupt).
 	SpotInterruptRate float64
-	// RunnerHash is the hash "runner version" reports ("cloudtest-runner
+	// RunnerHash is the hash "runner version" reports ("fake-runner
 	// <RunnerHash>") for a runner path that was not installed through the
 	// executor. Default "0". After runner.InstallLine(path) ran with the
 	// binary on stdin, "<path> runner version" reports the sha256 of what
@@ -98,7 +98,7 @@ type Options struct {
 var (
 	// ErrInjected is wrapped by the plain errors Create and Destroy return
 	// under CreateErrorRate and DestroyErrorRate.
-	ErrInjected = errors.New("cloudtest: injected failure")
+	ErrInjected = errors.New("fake: injected failure")
 	// ErrNotFound is wrapped by errors about an instance the driver does not
 	// know, or no longer has (SetTags on a destroyed instance, Executor of an
 	// unknown id).
@@ -196,7 +196,7 @@ func (s *instState) live() bool { return !s.destroyed && !s.vanished }
 // New returns a Driver. It panics if opts.Clock is nil.
 func New(opts Options) *Driver {
 	if opts.Clock == nil {
-		panic("cloudtest: Options.Clock is required")
+		panic("fake: Options.Clock is required")
 	}
 	if opts.RateLimitFor <= 0 {
 		opts.RateLimitFor = 10 * time.Second
@@ -267,12 +267,12 @@ func roll(r *rand.Rand, p float64) bool {
 func (d *Driver) rateLimit(now time.Time) error {
 	if now.Before(d.faults.RateLimitedUntil) {
 		d.stats.RateLimited++
-		return &cloud.RateLimitError{RetryAfter: d.faults.RateLimitedUntil, Err: errors.New("cloudtest: request limit exceeded")}
+		return &cloud.RateLimitError{RetryAfter: d.faults.RateLimitedUntil, Err: errors.New("fake: request limit exceeded")}
 	}
 	if roll(d.rngRateLimit, d.faults.RateLimitRate) {
 		d.faults.RateLimitedUntil = now.Add(d.rateLimitFor)
 		d.stats.RateLimited++
-		return &cloud.RateLimitError{RetryAfter: d.faults.RateLimitedUntil, Err: errors.New("cloudtest: request limit exceeded")}
+		return &cloud.RateLimitError{RetryAfter: d.faults.RateLimitedUntil, Err: errors.New("fake: request limit exceeded")}
 	}
 	return nil
 }
@@ -318,22 +318,22 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 	}
 	if d.faults.PermanentError {
 		d.stats.CreateErrors++
-		return nil, &cloud.PermanentError{Err: errors.New("cloudtest: UnauthorizedOperation: not authorized to create instances")}
+		return nil, &cloud.PermanentError{Err: errors.New("fake: UnauthorizedOperation: not authorized to create instances")}
 	}
 	if d.faults.ProviderCapacityError {
 		d.stats.CreateErrors++
 		d.stats.CapacityErrors++
-		return nil, &cloud.CapacityError{Err: errors.New("cloudtest: insufficient capacity")}
+		return nil, &cloud.CapacityError{Err: errors.New("fake: insufficient capacity")}
 	}
 	if d.faults.CapacityErrorTypes[pt] {
 		d.stats.CreateErrors++
 		d.stats.CapacityErrors++
-		return nil, &cloud.CapacityError{InstanceType: pt, Err: errors.New("cloudtest: insufficient instance capacity")}
+		return nil, &cloud.CapacityError{InstanceType: pt, Err: errors.New("fake: insufficient instance capacity")}
 	}
 	if d.faults.Quota > 0 && d.liveCount()+d.faults.ForeignInstances >= d.faults.Quota {
 		d.stats.CreateErrors++
 		d.stats.QuotaErrors++
-		return nil, &cloud.QuotaError{Err: fmt.Errorf("cloudtest: instance limit %d reached", d.faults.Quota)}
+		return nil, &cloud.QuotaError{Err: fmt.Errorf("fake: instance limit %d reached", d.faults.Quota)}
 	}
 	if roll(d.rngCreate, d.faults.CreateErrorRate) {
 		d.stats.CreateErrors++

@@ -1,4 +1,4 @@
-package cloudtest
+package fake
 
 import (
 	"context"
@@ -485,7 +485,7 @@ func TestRunnerProtocol(t *testing.T) {
 	cl := &runner.Client{Exec: ex, Path: "/tmp/dispatch-tui-runner"}
 
 	v, err := cl.Version(ctx)
-	if err != nil || v != "cloudtest-runner abc123" {
+	if err != nil || v != "fake-runner abc123" {
 		t.Fatalf("version %q %v", v, err)
 	}
 
@@ -608,11 +608,11 @@ func TestRunnerProtocol(t *testing.T) {
 
 	// Logs.
 	logs, err := cl.Logs(ctx, "c-cmd", 0, 0)
-	if err != nil || string(logs.Data) != "cloudtest: c-cmd running cloudtest-run 5s 3\ncloudtest: c-cmd exited 3\n" {
+	if err != nil || string(logs.Data) != "fake: c-cmd running fake-run 5s 3\nfake: c-cmd exited 3\n" {
 		t.Fatalf("logs %q %v", logs.Data, err)
 	}
 	logs, err = cl.Logs(ctx, "c-cmd", 1, 0)
-	if err != nil || string(logs.Data) != "cloudtest: c-cmd exited 3\n" {
+	if err != nil || string(logs.Data) != "fake: c-cmd exited 3\n" {
 		t.Fatalf("logs tail %q %v", logs.Data, err)
 	}
 	if _, err := cl.Logs(ctx, "nope", 0, 0); exitCode(err) != 1 {
@@ -677,7 +677,7 @@ func TestInstallAndShell(t *testing.T) {
 	ex := mustExec(t, d, inst)
 	path := "/tmp/dispatch-tui-runner~deadbeef"
 	cl := &runner.Client{Exec: ex, Path: path}
-	if v, _ := cl.Version(ctx); v != "cloudtest-runner 0" {
+	if v, _ := cl.Version(ctx); v != "fake-runner 0" {
 		t.Fatalf("default version %q", v)
 	}
 	bin := []byte("binary")
@@ -685,7 +685,7 @@ func TestInstallAndShell(t *testing.T) {
 		t.Fatal(err)
 	}
 	// sha256("binary")
-	const want = "cloudtest-runner 9a3a45d01531a20e89ac6ae10b0b0beb0492acd7216a368aa062d1a5fecaf9cd"
+	const want = "fake-runner 9a3a45d01531a20e89ac6ae10b0b0beb0492acd7216a368aa062d1a5fecaf9cd"
 	if v, _ := cl.Version(ctx); v != want {
 		t.Fatalf("installed version %q", v)
 	}

@@ -1,4 +1,4 @@
-package cloudtest
+package fake
 
 import (
 	"context"

@@ -1,4 +1,6 @@
-package cloudtest
+// Spot interruptions of the fake driver's preemptible instances.
+
+package fake
 
 import (
 	"dispatch-tui/cloud"

@@ -1,4 +1,6 @@
-package cloudtest
+// "runner watch" of the in-memory runner: exits announced as a real runner announces them.
+
+package fake
 
 // "runner watch" of the in-memory runner: exits announced as the runner
 // would announce them (docs/design.md §7.3). With a real clock a timer

@@ -1,4 +1,6 @@
-package cloudtest
+// The in-memory runner's health checks, judged by their command on the driver's clock.
+
+package fake
 
 import (
 	"strconv"
