@@ -9,8 +9,8 @@ import (
 
 // withCallDeadline returns e with a deadline of limit on every call whose
 // context has none, so that no runner call (start, kill, forget, logs)
-// waits on a dead connection for longer: probes set their own, tighter,
-// deadlines (probe.go). It keeps e's SessionExecutor side, which the
+// waits on a dead connection for longer: a probe's calls have their own,
+// tighter, deadline on the pool's clock (probe.go), and get none here. It keeps e's SessionExecutor side, which the
 // runner client looks for.
 //
 // It also keeps e's WatchExecutor side, without a deadline: a watch is
@@ -59,7 +59,7 @@ type boundedExecutor struct {
 func (b boundedExecutor) unbounded() runner.Executor { return b.inner }
 
 func (b boundedExecutor) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
+	if _, ok := ctx.Deadline(); ok || isClockBound(ctx) {
 		return ctx, func() {}
 	}
 	return context.WithTimeout(ctx, b.limit)

@@ -67,8 +67,9 @@ const (
 type Options struct {
 	// Config supplies [cloud], dispatcher.max_instances, the instance types
 	// and containers.kill_grace. It is read once, by New, and must be
-	// complete: start from config.Default() or config.Load; New applies no
-	// defaults of its own and refuses a missing or invalid setting.
+	// valid: from config.Default() or config.Load, or passed by
+	// Config.Validate when built in code. New trusts it: the checks live in
+	// engine/config alone.
 	Config      *config.Config
 	InstanceSet cloud.InstanceSet
 	// NewExecutor returns the executor for an instance. It is called once
