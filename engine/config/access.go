@@ -1,7 +1,7 @@
-package config
-
 // Who may reach the API: the checks of listen, the tokens and TLS, and
 // the reading of token files.
+
+package config
 
 import (
 	"fmt"

@@ -1,7 +1,7 @@
-package config
-
 // The checks the key table (keys.go) uses for more than one key, and the
 // site a check reports to.
+
+package config
 
 import (
 	"fmt"

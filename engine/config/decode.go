@@ -1,8 +1,8 @@
-package config
-
 // Decoding: the file's TOML, decoded once into a generic map, walked
 // along the key table into a Config, every bad value and unknown key
 // reported with its line.
+
+package config
 
 import (
 	"fmt"

@@ -1,6 +1,6 @@
-package config
-
 // The built-in configuration, and what the defaults of some keys resolve to.
+
+package config
 
 import (
 	"os"

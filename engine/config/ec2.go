@@ -1,6 +1,6 @@
-package config
-
 // [cloud.ec2]: the Amazon EC2 driver's keys and their checks.
+
+package config
 
 import (
 	"net/url"

@@ -1,7 +1,7 @@
-package config
-
 // The checks of [[cloud.sshhosts.host]] and [[instance_type]], and the
 // ports of host addresses.
+
+package config
 
 import (
 	"net"

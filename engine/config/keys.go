@@ -1,8 +1,8 @@
-package config
-
 // The key table: every key of the file, with its type, default, check and
 // doc line. Parsing, Default, Validate and the test of config.toml.example
 // all read it; a key is added by adding its row (see the package doc).
+
+package config
 
 import (
 	"slices"

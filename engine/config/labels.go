@@ -1,7 +1,7 @@
-package config
-
 // Instance type labels: their checks, and the labels of sshhosts hosts
 // added to their types.
+
+package config
 
 import (
 	"fmt"

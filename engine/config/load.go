@@ -1,3 +1,5 @@
+// Finding, reading and parsing a config file: the steps around its one decode.
+
 package config
 
 import (

@@ -1,3 +1,5 @@
+// The line of each key: a scan of the config's text, the one pass besides the decode.
+
 package config
 
 import (

@@ -1,7 +1,7 @@
-package config
-
 // The schema: what a row of the key table (keys.go) is, and the typed
 // constructors that build one.
+
+package config
 
 import (
 	"maps"

@@ -1,7 +1,7 @@
-package config
-
 // [cloud.script]: the script driver's commands (cloud/script), their keys
 // and their checks.
+
+package config
 
 import (
 	"strings"

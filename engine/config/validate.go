@@ -1,6 +1,6 @@
-package config
-
 // Validation: every row's check, run over a decoded or hand-built Config.
+
+package config
 
 import "fmt"
 

@@ -1,4 +1,5 @@
 // The deadlines of runner calls: the one reading of cloud.timeout_runner_call.
+
 package worker
 
 import (

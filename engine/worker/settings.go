@@ -1,4 +1,5 @@
 // The values the pool works with, read once from the validated config.
+
 package worker
 
 import (
