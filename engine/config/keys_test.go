@@ -129,7 +129,12 @@ func exampleKeys(src string) map[string]bool {
 // spells them, and the keys of an array's elements below its key.
 func TestKeyTable(t *testing.T) {
 	spelling := regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$`)
+	seen := map[string]bool{}
 	for _, r := range allRows() {
+		if seen[r.key] {
+			t.Errorf("%s is in the table twice", r.key)
+		}
+		seen[r.key] = true
 		if r.doc == "" {
 			t.Errorf("%s has no doc line", r.key)
 		}
