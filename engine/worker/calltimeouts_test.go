@@ -8,14 +8,17 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
+	"dispatch-tui/cloud/cloudtest"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/runner"
 )
 
-// ctxSpy keeps the context of every call the pool makes on an instance.
+// ctxSpy keeps the context and command of every call the pool makes on an
+// instance.
 type ctxSpy struct {
 	mu   sync.Mutex
 	ctxs []context.Context
+	cmds []string
 }
 
 func (s *ctxSpy) wrap(o *Options) {
@@ -49,6 +52,7 @@ type spiedExec struct {
 func (e *spiedExec) Execute(ctx context.Context, cmd string, stdin []byte) ([]byte, []byte, error) {
 	e.s.mu.Lock()
 	e.s.ctxs = append(e.s.ctxs, ctx)
+	e.s.cmds = append(e.s.cmds, cmd)
 	e.s.mu.Unlock()
 	return e.Executor.Execute(ctx, cmd, stdin)
 }
@@ -104,4 +108,52 @@ func TestProbeCallDeadlineIsThePoolClocks(t *testing.T) {
 	}
 	g.heal()
 	h.pool.Wait()
+}
+
+// A start batch, a call with no deadline of its own, gets the slow limit,
+// max(timeout_runner_call, 1m), on the pool's clock and none in real time:
+// it is cut by the Step at that limit.
+func TestStartCallDeadlineIsThePoolClocks(t *testing.T) {
+	g := newNetGate()
+	spy := &ctxSpy{}
+	h := newHarness(t, hopt{
+		pool: func(o *Options) { g.wrap(o); spy.wrap(o) },
+	})
+	h.step()
+	id := h.createIdle("small")
+	slow := CallTimeoutsOf(&h.cfg.Cloud).Slow
+
+	g.setCut()
+	before := spy.count()
+	if err := h.pool.StartContainer(id, runner.Spec{ID: "c1", Command: cloudtest.Cmd(0, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	g.waitBlocked(t)
+	callStart := h.clk.Now()
+	calls := spy.since(before)
+	if len(calls) != 1 {
+		t.Fatalf("%d calls on the instance after the cut, want the start batch", len(calls))
+	}
+	ctx := calls[0]
+	if d, ok := ctx.Deadline(); ok {
+		t.Fatalf("the start call has a deadline in real time (%s from now)", time.Until(d).Round(time.Second))
+	}
+
+	h.clk.Set(callStart.Add(slow - time.Nanosecond))
+	h.pool.Step()
+	if err := ctx.Err(); err != nil {
+		t.Fatalf("start call cut before its deadline on the pool's clock: %v", err)
+	}
+	h.clk.Set(callStart.Add(slow))
+	h.pool.Step()
+	if ctx.Err() == nil || context.Cause(ctx) != errPastDeadline {
+		t.Fatalf("start call after the Step at its deadline on the pool's clock: %v (cause %v), want it cut there", ctx.Err(), context.Cause(ctx))
+	}
+	// A probe those Steps started waits at the cut too: heal it, so that
+	// every call returns.
+	g.heal()
+	h.pool.Wait()
+	if n := h.pool.calls.inFlight(); n != 0 {
+		t.Fatalf("%d calls still watched after every call returned", n)
+	}
 }

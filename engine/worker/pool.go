@@ -134,6 +134,7 @@ type Pool struct {
 	opts       Options
 	is         cloud.InstanceSet
 	clk        clock.Clock
+	calls      *callWatch // deadlines of calls without one of their own
 	log        *slog.Logger
 	ctx        context.Context
 	cancel     context.CancelFunc
@@ -250,6 +251,7 @@ func New(opts Options) (*Pool, error) {
 		opts:        opts,
 		is:          opts.InstanceSet,
 		clk:         opts.Clock,
+		calls:       newCallWatch(opts.Clock),
 		log:         opts.Logger,
 		changed:     make(chan struct{}, 1),
 		types:       make(map[string]cloud.InstanceType, len(c.InstanceTypes)),
@@ -404,7 +406,8 @@ func (p *Pool) nextSeqLocked() uint64 {
 func (p *Pool) canceled() bool { return p.ctx.Err() != nil }
 
 // Step does the work due at Clock.Now(): listing, probes, timeouts and
-// automatic shutdowns, destroy retries, KILL after kill_grace, tag writes.
+// automatic shutdowns, destroy retries, KILL after kill_grace, tag writes,
+// and the cut of runner calls past their deadlines.
 // It starts goroutines and never waits for them.
 func (p *Pool) Step() {
 	p.mu.Lock()
@@ -446,6 +449,7 @@ func (p *Pool) Step() {
 			p.startTagsLocked(w, now)
 		}
 	}
+	p.calls.cut(now)
 	p.startProbesLocked(now)
 	p.startWatchesLocked(now)
 	p.mu.Unlock()
