@@ -25,8 +25,8 @@ import (
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/launch"
 	"dispatch-tui/engine/runner"
-	"dispatch-tui/engine/sshexec"
 	"dispatch-tui/engine/termsafe"
+	"dispatch-tui/engine/worker"
 )
 
 // Step names, as printed.
@@ -409,11 +409,9 @@ func (c *check) poll(ctx context.Context, try func(context.Context) (done bool, 
 	}
 }
 
-// callCtx bounds one command on the instance as the worker pool does.
+// callCtx bounds one command on the instance as the worker pool bounds a
+// ready instance's probe call. The check has no clock of its own to keep
+// the deadline on: it runs in real time.
 func (c *check) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	limit := c.cfg.Cloud.TimeoutRunnerCall
-	if limit <= 0 {
-		limit = sshexec.DefaultCommandTimeout
-	}
-	return context.WithTimeout(ctx, limit)
+	return context.WithTimeout(ctx, worker.CallTimeoutsOf(&c.cfg.Cloud).Ready)
 }

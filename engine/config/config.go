@@ -1,6 +1,21 @@
 // Package config loads and validates the dispatcher's TOML configuration
 // (docs/design.md §7.4): built-in defaults, sizes like "2GiB", durations like "90s",
 // unknown keys rejected, and every error tied to its line in the file.
+//
+// One table, the key table, holds every key with its type, default, check
+// and doc line. Parse decodes a file once, into a generic map, and walks it
+// along the table; the only other pass is a scan of the text for line
+// numbers. Default, Validate and the test that holds
+// config.toml.example to the table read the same rows.
+//
+// Adding a key is one row: give its section's struct below a field for it,
+// then add a row to the table with the constructor of its kind (str, path,
+// integer, number, boolean, size, duration, strs, argv, strMap; tables for
+// an array of tables), its default, a pointer to the field, a doc line and
+// its checks (the common ones are kept beside the table; a check may read
+// other keys).
+// Then show the key with its default in config.toml.example:
+// TestExampleConfig fails until it is there.
 package config
 
 import (

@@ -681,53 +681,6 @@ func TestValidateInCode(t *testing.T) {
 	}
 }
 
-func TestExampleConfig(t *testing.T) {
-	const path = "../../config.toml.example"
-	c, err := Load(path)
-	if err != nil {
-		t.Fatalf("Load(%s):\n%v", path, err)
-	}
-	want := Default()
-	want.Path = path
-	if !reflect.DeepEqual(c, want) {
-		t.Errorf("example differs from Default():\n got %+v\nwant %+v", c, want)
-	}
-	// Every key of the schema appears in the example, set or commented out.
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, key := range schemaLeafKeys(rawFileType, "") {
-		needle := key[strings.LastIndex(key, ".")+1:] + " = "
-		if key == "tui.keys" {
-			needle = "# [tui.keys]\n"
-		}
-		if !strings.Contains(string(data), needle) {
-			t.Errorf("example does not show key %s", key)
-		}
-	}
-}
-
-// schemaLeafKeys lists the leaf keys of a raw struct type.
-func schemaLeafKeys(t reflect.Type, prefix string) []string {
-	var keys []string
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		k := prefix + tagName(f)
-		ft := f.Type
-		for ft.Kind() == reflect.Slice {
-			ft = ft.Elem()
-		}
-		switch {
-		case ft == valueType || ft.Kind() == reflect.Map:
-			keys = append(keys, k)
-		case ft.Kind() == reflect.Struct:
-			keys = append(keys, schemaLeafKeys(ft, k+".")...)
-		}
-	}
-	return keys
-}
-
 func TestLoadErrors(t *testing.T) {
 	if _, err := Load(filepath.Join(t.TempDir(), "missing.toml")); err == nil || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Load(missing) = %v, want a not-exist error", err)
@@ -998,12 +951,6 @@ u = 5
 		if got := loc.line(key); got != want {
 			t.Errorf("line(%s) = %d, want %d", key, got, want)
 		}
-	}
-	if got := loc.plainLine("arr.k", 1); got != 12 {
-		t.Errorf("plainLine(arr.k, 1) = %d, want 12", got)
-	}
-	if got := loc.plainLine("arr.k", 2); got != 0 {
-		t.Errorf("plainLine(arr.k, 2) = %d, want 0", got)
 	}
 }
 

@@ -1,4 +1,4 @@
-// The built-in configuration: every default value.
+// The built-in configuration, and what the defaults of some keys resolve to.
 
 package config
 
@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"time"
 
 	"dispatch-tui/cloud"
 )
@@ -16,62 +15,28 @@ const (
 	giB = int64(1) << 30
 )
 
-// Default returns the built-in configuration (docs/design.md §7.4): the local
-// driver, state under $XDG_STATE_HOME/dispatch-tui, and three instance types.
+// Default returns the built-in configuration (docs/design.md §7.4): the
+// defaults of the key table (keys.go), the local driver, state under
+// $XDG_STATE_HOME/dispatch-tui, and three instance types.
 func Default() *Config {
-	return &Config{
-		Dispatcher: Dispatcher{
-			TLS:                      "auto",
-			MaxConnections:           256,
-			StateDir:                 DefaultStateDir(),
-			MaxInstances:             64,
-			MaxContainersPerInstance: 1,
-			MaxPriceFactor:           1.5,
-			SchedulerProfile:         "pack",
-			StaleLockTimeout:         time.Minute,
-			ReserveExtraRAM:          256 * miB,
-			MemoryLimit:              160 * miB,
-			EventRetention:           200000,
-			SupervisorFraction:       0.3,
-		},
-		Cloud: Cloud{
-			Driver:               "local",
-			SSHPort:              22,
-			RunnerPath:           "/tmp/dispatch-tui-runner",
-			BootProbeCommand:     "true",
-			TimeoutIdle:          time.Minute,
-			TimeoutBooting:       10 * time.Minute,
-			TimeoutProbe:         10 * time.Minute,
-			TimeoutRunnerCall:    10 * time.Second,
-			TimeoutShutdown:      10 * time.Second,
-			TimeoutUnreachable:   0, // never: see config.toml.example
-			ProbeInterval:        10 * time.Second,
-			SyncInterval:         time.Minute,
-			MaxProbesPerSecond:   10,
-			MaxCloudOpsPerSecond: 10,
-			MaxConcurrentCreates: 1,
-			Local:                LocalDriver{BootDelay: 2 * time.Second},
-			Script:               defaultScript(),
-			EC2: EC2Driver{
-				AdminUser:         "dispatch-tui",
-				RootVolumeType:    "gp3",
-				ScratchVolumeType: "gp3",
-				IMDSv2Required:    true,
-				MetadataHopLimit:  1,
-			},
-		},
-		InstanceTypes: DefaultInstanceTypes(),
-		Containers: Containers{
-			MaxAttempts:  3,
-			KillGrace:    30 * time.Second,
-			KeepFinished: 10000,
-			MaxOutput:    4 * miB,
-		},
-		TUI: TUI{
-			Refresh: time.Second,
-			Theme:   "auto",
-			Keys:    map[string]string{},
-		},
+	c := defaults()
+	resolveStateDir(&c.Dispatcher)
+	return c
+}
+
+// defaults is a Config holding every key's default as the table gives it.
+func defaults() *Config {
+	c := &Config{}
+	for _, r := range table {
+		r.reset(c, 0)
+	}
+	return c
+}
+
+// resolveStateDir gives an empty state_dir its meaning.
+func resolveStateDir(d *Dispatcher) {
+	if d.StateDir == "" {
+		d.StateDir = DefaultStateDir()
 	}
 }
 

@@ -23,7 +23,6 @@ func (c *Config) renameOldDrivers() []*Error {
 	}
 	old := c.Cloud.Driver
 	c.Cloud.Driver = now
-	key := indexKeys(c).of(&c.Cloud.Driver)
-	return []*Error{{Key: key, Msg: fmt.Sprintf(
+	return []*Error{{Key: "cloud.driver", Msg: fmt.Sprintf(
 		"%q is the old name of the %q driver, still read in this release only: write driver = %q", old, now, now)}}
 }

@@ -1,4 +1,5 @@
-// Instance type labels: parsed, merged with hosts' and bounded for the scheduler's bit sets.
+// Instance type labels: their checks, and the labels of sshhosts hosts
+// added to their types.
 
 package config
 
@@ -7,27 +8,14 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"dispatch-tui/cloud"
 )
 
 // MaxLabelPairs bounds the distinct key=value labels across all instance
 // types: the scheduler matches them as one 64-bit set per type, with one
 // bit kept for "a label no type has" and one for "not preemptible".
 const MaxLabelPairs = 62
-
-// labels converts a labels table (key: its dotted key) to a map of
-// strings; nil when empty.
-func (p *parser) labels(key string, raw map[string]value) map[string]string {
-	if len(raw) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(raw))
-	for _, k := range sortedKeys(raw) {
-		var s string
-		p.str(joinKey(key, k), raw[k], &s)
-		out[k] = s
-	}
-	return out
-}
 
 // mergeHostLabels adds the labels of [[cloud.sshhosts.host]] entries to
 // their instance type. The scheduler places containers by type, so every
@@ -80,20 +68,24 @@ func FormatLabels(m map[string]string) string {
 	return strings.Join(parts, " ")
 }
 
-// validateLabels checks instance type labels: keys a selector can spell,
-// and few enough distinct pairs for the scheduler's label sets.
-func (v *validator) validateLabels(c *Config) {
+// labelKeys: keys a selector can spell.
+func labelKeys(v map[string]string, s *site) {
+	for _, k := range sortedKeys(v) {
+		if k == "" || strings.ContainsAny(k, "=,") {
+			s.badEntry(k, "a label key must be non-empty, without \"=\" or \",\"")
+		}
+	}
+}
+
+// fewLabels: few enough distinct pairs for the scheduler's label sets.
+func fewLabels(v []cloud.InstanceType, s *site) {
 	pairs := map[string]bool{}
-	for i := range c.InstanceTypes {
-		it := &c.InstanceTypes[i]
-		for _, k := range slices.Sorted(maps.Keys(it.Labels)) {
-			if k == "" || strings.ContainsAny(k, "=,") {
-				v.add(joinKey(v.keys.of(&it.Labels), k), "a label key must be non-empty, without \"=\" or \",\"")
-			}
-			pairs[k+"="+it.Labels[k]] = true
+	for _, it := range v {
+		for k, val := range it.Labels {
+			pairs[k+"="+val] = true
 		}
 	}
 	if len(pairs) > MaxLabelPairs {
-		v.addAt(&c.InstanceTypes, "instance types have %d distinct labels (key=value pairs), at most %d", len(pairs), MaxLabelPairs)
+		s.bad("instance types have %d distinct labels (key=value pairs), at most %d", len(pairs), MaxLabelPairs)
 	}
 }

@@ -1,4 +1,4 @@
-// The line each key of a config file is on, for error messages.
+// The line of each key: a scan of the config's text, the one pass besides the decode.
 
 package config
 
@@ -10,23 +10,20 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-// The TOML decoder does not say on which line a key was defined, so the
-// locator finds out by scanning the source text itself. It only ever runs on
-// text the decoder has already accepted, so it can be lenient about syntax;
-// it must merely never loop forever or panic, whatever the input.
+// The TOML decoder keeps the positions of keys to itself, so the locator
+// finds the line of each key by scanning the source text: the one pass
+// over the file besides the decode. It only ever runs on text the decoder
+// has already accepted, so it can be lenient about syntax; it must merely
+// never loop forever or panic, whatever the input.
 //
-// Keys are named two ways:
-//   - indexed paths name one definition: "instance_type[1].ram",
-//     "cloud.sshhosts.host[0].address", "tui.keys.hold";
-//   - plain paths are toml.Key strings without array indices
-//     ("instance_type.ram"), as the decoder's MetaData reports them. Their
-//     Nth occurrence in the document is the Nth definition.
+// Keys are named by indexed paths, one definition each, as errors name
+// them: "instance_type[1].ram", "cloud.sshhosts.host[0].address",
+// "tui.keys.hold".
 
 type locator struct {
-	lineStarts []int            // byte offset where each line starts
-	byPath     map[string]int   // indexed path → line of its first definition
-	byPlain    map[string][]int // plain path → lines of its definitions, in order
-	arrays     map[string]int   // indexed path of an array of tables → element count
+	lineStarts []int          // byte offset where each line starts
+	byPath     map[string]int // indexed path → line of its first definition
+	arrays     map[string]int // indexed path of an array of tables → element count
 }
 
 // line returns the line of the first definition of the indexed path key,
@@ -41,15 +38,6 @@ func (l *locator) line(key string) int {
 			break
 		}
 		key = key[:i]
-	}
-	return 0
-}
-
-// plainLine returns the line of the nth (0-based) definition of a plain
-// path, or 0 if the scan did not see that many.
-func (l *locator) plainLine(plain string, n int) int {
-	if lines := l.byPlain[plain]; n < len(lines) {
-		return lines[n]
 	}
 	return 0
 }
@@ -82,30 +70,10 @@ func indexedPath(segs []seg) string {
 	return b.String()
 }
 
-func plainPath(segs []seg) string {
-	k := make(toml.Key, len(segs))
-	for i, s := range segs {
-		k[i] = s.name
-	}
-	return k.String()
-}
-
-// record notes a definition of segs on line: a key/value, a table header,
-// or a key inside an inline table. The decoder lists exactly these in
-// MetaData.Keys, in document order.
+// record notes that segs appears on line: a key/value, a table header, a
+// key inside an inline table, or the "a" of a dotted key "a.b = 1". The
+// first appearance counts.
 func (l *locator) record(segs []seg, line int) {
-	ip := indexedPath(segs)
-	if _, ok := l.byPath[ip]; !ok {
-		l.byPath[ip] = line
-	}
-	pp := plainPath(segs)
-	l.byPlain[pp] = append(l.byPlain[pp], line)
-}
-
-// mention notes that an indexed path appears on line without being a
-// definition of its own (the "a" in a dotted key "a.b = 1"), for ancestor
-// look-ups only.
-func (l *locator) mention(segs []seg, line int) {
 	ip := indexedPath(segs)
 	if _, ok := l.byPath[ip]; !ok {
 		l.byPath[ip] = line
@@ -138,7 +106,6 @@ func locate(src string) *locator {
 	l := &locator{
 		lineStarts: []int{0},
 		byPath:     map[string]int{},
-		byPlain:    map[string][]int{},
 		arrays:     map[string]int{},
 	}
 	for i := 0; i < len(src); i++ {
@@ -207,7 +174,7 @@ func (sc *scanner) run() {
 				whole := indexedPath(segs)
 				n := sc.loc.arrays[whole]
 				sc.loc.arrays[whole] = n + 1
-				sc.loc.mention(segs, line)
+				sc.loc.record(segs, line)
 				segs[len(segs)-1].idx = n
 				sc.loc.record(segs, line)
 				table = segs
@@ -247,7 +214,7 @@ func (sc *scanner) keyValue(base []seg) {
 	for i, n := range names {
 		segs = append(segs, seg{name: n, idx: -1})
 		if i < len(names)-1 {
-			sc.loc.mention(segs, line)
+			sc.loc.record(segs, line)
 		}
 	}
 	sc.loc.record(segs, line)

@@ -1,16 +1,12 @@
-// [cloud.script]: the script driver's commands, defaults and checks.
+// [cloud.script]: the script driver's commands (cloud/script), their keys
+// and their checks.
 
 package config
-
-// [cloud.script]: the script driver's commands (cloud/script), their
-// defaults and their checks.
 
 import (
 	"strings"
 	"time"
 	"unicode"
-
-	"dispatch-tui/cloud"
 )
 
 // ScriptDriver is [cloud.script]: the driver that runs the operator's own
@@ -28,68 +24,55 @@ type ScriptDriver struct {
 	AdminUser string
 }
 
-type rawScript struct {
-	Create    value `toml:"create"`
-	List      value `toml:"list"`
-	Destroy   value `toml:"destroy"`
-	SetTags   value `toml:"set_tags"`
-	Env       value `toml:"env"`
-	Timeout   value `toml:"timeout"`
-	AdminUser value `toml:"admin_user"`
+var scriptKeys = []*row{
+	commented(argv("cloud.script.create", func(c *Config, _ int) *[]string { return &c.Cloud.Script.Create },
+		"starts an instance", scriptCommand(true))),
+	commented(argv("cloud.script.list", func(c *Config, _ int) *[]string { return &c.Cloud.Script.List },
+		"prints the instances carrying the owner tag", scriptCommand(true))),
+	commented(argv("cloud.script.destroy", func(c *Config, _ int) *[]string { return &c.Cloud.Script.Destroy },
+		"shuts an instance down", scriptCommand(true))),
+	commented(argv("cloud.script.set_tags", func(c *Config, _ int) *[]string { return &c.Cloud.Script.SetTags },
+		"replaces an instance's tags (optional)", scriptCommand(false))),
+	strs("cloud.script.env", []string{"PATH", "HOME"}, func(c *Config, _ int) *[]string { return &c.Cloud.Script.Env },
+		`the commands' environment: "NAME" passes the dispatcher's value, "NAME=value" sets one`, scriptEnv),
+	duration("cloud.script.timeout", 5*time.Minute, func(c *Config, _ int) *time.Duration { return &c.Cloud.Script.Timeout },
+		"each call is killed after this long", atLeastASecond),
+	str("cloud.script.admin_user", "dispatch-tui", func(c *Config, _ int) *string { return &c.Cloud.Script.AdminUser },
+		"user the user_data creates and the dispatcher logs in as", userName),
 }
 
-// defaultScript is [cloud.script] when the file leaves it out.
-func defaultScript() ScriptDriver {
-	return ScriptDriver{
-		Env:       []string{"PATH", "HOME"},
-		Timeout:   5 * time.Minute,
-		AdminUser: "dispatch-tui",
-	}
-}
-
-// resolveScriptPaths makes the programs named relative to the config file
-// absolute: the dispatcher's working directory is no guide.
-func resolveScriptPaths(s *ScriptDriver, dir string) {
-	for _, argv := range [][]string{s.Create, s.List, s.Destroy, s.SetTags} {
-		if len(argv) > 0 && strings.Contains(argv[0], "/") {
-			argv[0] = localPath(dir, argv[0])
-		}
-	}
-}
-
-// validateScript checks [cloud.script]: always its shape, and when the
-// driver is "script" that its required commands are there.
-func (v *validator) validateScript(cl *Cloud) {
-	s := &cl.Script
-	for _, c := range []struct {
-		argv     *[]string
-		required bool
-	}{{&s.Create, true}, {&s.List, true}, {&s.Destroy, true}, {&s.SetTags, false}} {
+// scriptCommand checks a command: required by driver "script" or not, and
+// starting with a program.
+func scriptCommand(required bool) check[[]string] {
+	return func(v []string, s *site) {
 		switch {
-		case len(*c.argv) == 0 && c.required && cl.Driver == "script":
-			v.addAt(c.argv, "required by driver \"script\": the command as an array, like [\"/etc/dispatch-tui/cloud\", \"%s\"]", v.keys.of(c.argv)[len("cloud.script."):])
-		case len(*c.argv) > 0 && (*c.argv)[0] == "":
-			v.addAt(c.argv, "must start with the program to run, not \"\"")
-		case len(*c.argv) > 0 && strings.IndexFunc((*c.argv)[0], unicode.IsControl) >= 0:
-			v.addAt(c.argv, "must not contain a control character such as NUL or a newline in the program's name (got %q)", (*c.argv)[0])
+		case len(v) == 0 && required && s.c.Cloud.Driver == "script":
+			s.bad("required by driver \"script\": the command as an array, like [\"/etc/dispatch-tui/cloud\", \"%s\"]", s.key[strings.LastIndexByte(s.key, '.')+1:])
+		case len(v) > 0 && v[0] == "":
+			s.bad("must start with the program to run, not \"\"")
+		case len(v) > 0 && strings.IndexFunc(v[0], unicode.IsControl) >= 0:
+			s.bad("must not contain a control character such as NUL or a newline in the program's name (got %q)", v[0])
 		}
 	}
-	if s.Timeout < time.Second {
-		v.addAt(&s.Timeout, "must be at least 1s (got %v)", s.Timeout)
+}
+
+func atLeastASecond(v time.Duration, s *site) {
+	if v < time.Second {
+		s.bad("must be at least 1s (got %v)", v)
 	}
-	if !cloud.PortableUserName(s.AdminUser) {
-		v.addAt(&s.AdminUser, "must be a user name: a-z, 0-9, _ and -, starting with a letter or _, at most 32 (got %q)", s.AdminUser)
-	}
+}
+
+func scriptEnv(env []string, s *site) {
 	seen := map[string]int{}
-	for i, e := range s.Env {
+	for i, e := range env {
 		name, _, _ := strings.Cut(e, "=")
 		switch j, dup := seen[name]; {
 		case !envName(name):
-			v.addAt(&s.Env, "element %d: %q is not NAME or NAME=value (a name is letters, digits and _, not starting with a digit)", i, e)
+			s.bad("element %d: %q is not NAME or NAME=value (a name is letters, digits and _, not starting with a digit)", i, e)
 		case strings.HasPrefix(name, "DISPATCH_TUI_"):
-			v.addAt(&s.Env, "element %d: DISPATCH_TUI_* variables are set by the dispatcher (got %q)", i, name)
+			s.bad("element %d: DISPATCH_TUI_* variables are set by the dispatcher (got %q)", i, name)
 		case dup:
-			v.addAt(&s.Env, "element %d: %s is also element %d", i, name, j)
+			s.bad("element %d: %s is also element %d", i, name, j)
 		default:
 			seen[name] = i
 		}

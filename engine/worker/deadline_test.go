@@ -2,70 +2,101 @@ package worker
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/runner"
 )
 
-// deadlineRecorder records the deadline of the last call's context.
-type deadlineRecorder struct {
-	deadline time.Time
-	has      bool
+// blockingExec keeps each call until its context ends, and hands the
+// context over first.
+type blockingExec struct{ ctxs chan context.Context }
+
+func (b *blockingExec) Execute(ctx context.Context, _ string, _ []byte) ([]byte, []byte, error) {
+	b.ctxs <- ctx
+	<-ctx.Done()
+	return nil, nil, ctx.Err()
 }
 
-func (r *deadlineRecorder) Execute(ctx context.Context, _ string, _ []byte) ([]byte, []byte, error) {
-	r.deadline, r.has = ctx.Deadline()
-	return nil, nil, nil
+func (b *blockingExec) Close() error { return nil }
+
+type blockingSession struct{ blockingExec }
+
+func (b *blockingSession) Exchange(ctx context.Context, _ string, _ []byte) ([]byte, error) {
+	b.ctxs <- ctx
+	<-ctx.Done()
+	return nil, ctx.Err()
 }
 
-func (r *deadlineRecorder) Close() error { return nil }
-
-type sessionRecorder struct{ deadlineRecorder }
-
-func (r *sessionRecorder) Exchange(ctx context.Context, _ string, _ []byte) ([]byte, error) {
-	r.deadline, r.has = ctx.Deadline()
-	return nil, nil
-}
-
+// A call without a deadline of its own gets the limit on the pool's clock,
+// and none in real time: it runs until a cut at the limit ends it, with an
+// error that says so. A call with its own deadline keeps it.
 func TestWithCallDeadline(t *testing.T) {
 	const limit = time.Hour
-	own, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	ownDeadline, _ := own.Deadline()
-	for _, tc := range []struct {
-		name    string
-		session bool
-		ctx     context.Context
-		want    func(time.Time) bool
-	}{
-		{"no deadline gets the limit", false, context.Background(), func(d time.Time) bool { return time.Until(d) > limit-time.Minute }},
-		{"own deadline kept", false, own, func(d time.Time) bool { return d.Equal(ownDeadline) }},
-		{"session: no deadline gets the limit", true, context.Background(), func(d time.Time) bool { return time.Until(d) > limit-time.Minute }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var rec *deadlineRecorder
-			var inner runner.Executor
-			if tc.session {
-				s := &sessionRecorder{}
-				rec, inner = &s.deadlineRecorder, s
-			} else {
-				rec = &deadlineRecorder{}
-				inner = rec
+	for _, session := range []bool{false, true} {
+		name := map[bool]string{false: "plain", true: "session"}[session]
+		t.Run(name, func(t *testing.T) {
+			clk := clock.NewFake(t0)
+			w := newCallWatch(clk)
+			inner := &blockingSession{blockingExec{ctxs: make(chan context.Context, 1)}}
+			var e runner.Executor = &inner.blockingExec
+			if session {
+				e = inner
 			}
-			e := withCallDeadline(inner, limit)
+			e = withCallDeadline(e, w, limit)
 			se, isSession := e.(runner.SessionExecutor)
-			if isSession != tc.session {
-				t.Fatalf("SessionExecutor: %v, want %v", isSession, tc.session)
+			if isSession != session {
+				t.Fatalf("SessionExecutor: %v, want %v", isSession, session)
 			}
-			if tc.session {
-				_, _ = se.Exchange(tc.ctx, "x", nil)
-			} else {
-				_, _, _ = e.Execute(tc.ctx, "x", nil)
+			errc := make(chan error, 1)
+			go func() {
+				var err error
+				if session {
+					_, err = se.Exchange(context.Background(), "x", nil)
+				} else {
+					_, _, err = e.Execute(context.Background(), "x", nil)
+				}
+				errc <- err
+			}()
+			ctx := <-inner.ctxs
+			if d, ok := ctx.Deadline(); ok {
+				t.Fatalf("the call has a deadline in real time (%s from now)", time.Until(d).Round(time.Second))
 			}
-			if !rec.has || !tc.want(rec.deadline) {
-				t.Fatalf("deadline %v (set %v)", rec.deadline, rec.has)
+			w.cut(t0.Add(limit - time.Nanosecond))
+			if ctx.Err() != nil || w.inFlight() != 1 {
+				t.Fatalf("cut before its deadline: %v, %d in flight", ctx.Err(), w.inFlight())
 			}
+			clk.Advance(limit)
+			w.cut(clk.Now())
+			select {
+			case err := <-errc:
+				if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "no answer within 1h0m0s") {
+					t.Fatalf("error %v, want the cut's", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the call still runs 10 s after the cut at its deadline")
+			}
+			if n := w.inFlight(); n != 0 {
+				t.Fatalf("%d calls still watched after the last ended", n)
+			}
+
+			own, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			go func() {
+				_, _, err := e.Execute(own, "x", nil)
+				errc <- err
+			}()
+			if got := <-inner.ctxs; got != own {
+				t.Fatal("a call with a deadline of its own got another context")
+			}
+			if w.inFlight() != 0 {
+				t.Fatal("a call with its own deadline is watched")
+			}
+			cancel()
+			<-errc
 		})
 	}
 }

@@ -167,10 +167,10 @@ func (p *Pool) runStatusReads(w *instance) {
 		exec, err := p.executor(w)
 		var sts []runner.Status
 		if err == nil {
-			ctx, cancel := context.WithTimeout(p.ctx, p.s.callTimeout)
+			ctx, done := p.calls.start(p.ctx, p.s.calls.Ready)
 			client := runner.Client{Exec: exec, Path: p.s.runnerPath}
 			sts, err = client.Statuses(ctx, ids)
-			cancel()
+			done()
 		}
 		p.mu.Lock()
 		p.stats.StatusReads++

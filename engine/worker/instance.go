@@ -322,7 +322,7 @@ func (p *Pool) executor(w *instance) (runner.Executor, error) {
 	if err != nil {
 		return nil, err
 	}
-	e = withCallDeadline(e, p.s.slowCallTimeout)
+	e = withCallDeadline(e, p.calls, p.s.calls.Slow)
 	p.mu.Lock()
 	if w.exec == nil && !w.removed && !p.stopped {
 		w.exec = e

@@ -59,8 +59,9 @@ const (
 type Options struct {
 	// Config supplies [cloud], dispatcher.max_instances, the instance types
 	// and containers.kill_grace. It is read once, by New, and must be
-	// complete: start from config.Default() or config.Load; New applies no
-	// defaults of its own and refuses a missing or invalid setting.
+	// valid: from config.Default() or config.Load, or passed by
+	// Config.Validate when built in code. New trusts it: the checks live in
+	// engine/config alone.
 	Config      *config.Config
 	InstanceSet cloud.InstanceSet
 	// NewExecutor returns the executor for an instance. It is called once
@@ -125,6 +126,7 @@ type Pool struct {
 	opts       Options
 	is         cloud.InstanceSet
 	clk        clock.Clock
+	calls      *callWatch // deadlines of calls without one of their own
 	log        *slog.Logger
 	ctx        context.Context
 	cancel     context.CancelFunc
@@ -241,6 +243,7 @@ func New(opts Options) (*Pool, error) {
 		opts:        opts,
 		is:          opts.InstanceSet,
 		clk:         opts.Clock,
+		calls:       newCallWatch(opts.Clock),
 		log:         opts.Logger,
 		changed:     make(chan struct{}, 1),
 		types:       make(map[string]cloud.InstanceType, len(c.InstanceTypes)),
@@ -395,7 +398,8 @@ func (p *Pool) nextSeqLocked() uint64 {
 func (p *Pool) canceled() bool { return p.ctx.Err() != nil }
 
 // Step does the work due at Clock.Now(): listing, probes, timeouts and
-// automatic shutdowns, destroy retries, KILL after kill_grace, tag writes.
+// automatic shutdowns, destroy retries, KILL after kill_grace, tag writes,
+// and the cut of runner calls past their deadlines.
 // It starts goroutines and never waits for them.
 func (p *Pool) Step() {
 	p.mu.Lock()
@@ -437,6 +441,7 @@ func (p *Pool) Step() {
 			p.startTagsLocked(w, now)
 		}
 	}
+	p.calls.cut(now)
 	p.startProbesLocked(now)
 	p.startWatchesLocked(now)
 	p.mu.Unlock()

@@ -1407,7 +1407,9 @@ func TestRunnerBinarySharedWhileInstallsRun(t *testing.T) {
 	}
 }
 
-func TestNewRefusesIncompleteSettings(t *testing.T) {
+// New checks its own tunables; the config it trusts, the checks of config
+// keys being engine/config's alone.
+func TestNewChecksItsOptions(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		mod  func(*config.Config, *Options)
@@ -1417,16 +1419,8 @@ func TestNewRefusesIncompleteSettings(t *testing.T) {
 		{"zero timeout_idle and kill_grace", func(c *config.Config, _ *Options) {
 			c.Cloud.TimeoutIdle, c.Containers.KillGrace = 0, 0
 		}, ""},
-		{"no runner_path", func(c *config.Config, _ *Options) { c.Cloud.RunnerPath = "" }, "cloud.runner_path is empty"},
-		{"zero timeout_booting", func(c *config.Config, _ *Options) { c.Cloud.TimeoutBooting = 0 }, "cloud.timeout_booting is not set"},
-		{"zero timeout_probe", func(c *config.Config, _ *Options) { c.Cloud.TimeoutProbe = 0 }, "cloud.timeout_probe is not set"},
-		{"zero timeout_shutdown", func(c *config.Config, _ *Options) { c.Cloud.TimeoutShutdown = 0 }, "cloud.timeout_shutdown is not set"},
-		{"zero probe_interval", func(c *config.Config, _ *Options) { c.Cloud.ProbeInterval = 0 }, "cloud.probe_interval is not set"},
-		{"zero sync_interval", func(c *config.Config, _ *Options) { c.Cloud.SyncInterval = 0 }, "cloud.sync_interval is not set"},
-		{"negative timeout_idle", func(c *config.Config, _ *Options) { c.Cloud.TimeoutIdle = -time.Second }, "cloud.timeout_idle is negative"},
-		{"negative kill_grace", func(c *config.Config, _ *Options) { c.Containers.KillGrace = -time.Second }, "containers.kill_grace is negative"},
+		{"negative QuotaProbeAfter", func(_ *config.Config, o *Options) { o.QuotaProbeAfter = -time.Second }, "QuotaProbeAfter is negative"},
 		{"negative CapacityBackoff", func(_ *config.Config, o *Options) { o.CapacityBackoff = -time.Second }, "CapacityBackoff is negative"},
-		{"empty config", func(c *config.Config, _ *Options) { *c = config.Config{} }, "cloud.runner_path is empty"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig()

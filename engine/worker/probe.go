@@ -67,14 +67,14 @@ func (p *Pool) startProbeLocked(w *instance, now time.Time) {
 	}
 }
 
-// probeCall is one probe in flight: it runs each of the probe's calls under
-// its own deadline and tells the pool which call it is in, so that Step
-// can count the probe as failed as soon as that deadline passes on the
-// pool's clock, without waiting for the call to return.
+// probeCall is one probe in flight: it tells the pool which call it is in
+// and that call's deadline, so that Step counts the probe as failed, and
+// cancels it, as soon as that deadline passes on the pool's clock, without
+// waiting for the call to return. The call has no other deadline.
 type probeCall struct {
 	p     *Pool
 	w     *instance
-	ctx   context.Context // canceled by Step at the deadline, or by Stop
+	ctx   context.Context // canceled by Step at a call's deadline, or by Stop
 	limit time.Duration   // each call's deadline (the install's is longer)
 	stage string
 }
@@ -87,10 +87,10 @@ func (c *probeCall) call(stage string, limit time.Duration, fn func(context.Cont
 	c.w.callLimit = limit
 	c.w.callDeadline = c.p.clk.Now().Add(limit)
 	c.p.mu.Unlock()
-	ctx, cancel := context.WithTimeout(c.ctx, limit)
-	defer cancel()
-	err := fn(ctx)
-	if err != nil && ctx.Err() != nil && !c.p.canceled() {
+	// The deadline is kept on the pool's clock alone: Step cancels ctx
+	// once it has passed (checkProbeDeadlineLocked).
+	err := fn(clockBound(c.ctx))
+	if err != nil && c.ctx.Err() != nil && !c.p.canceled() {
 		err = fmt.Errorf("no answer within %s: %w", limit, err)
 	}
 	return err
@@ -107,9 +107,9 @@ func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode, nr clo
 	)
 	// A ready instance's probe is what shows a cut within seconds; a
 	// booting or adopted one deploys and starts the runner first.
-	limit := p.s.callTimeout
+	limit := p.s.calls.Ready
 	if mode != probeList {
-		limit = p.s.slowCallTimeout
+		limit = p.s.calls.Slow
 	}
 	pc := &probeCall{p: p, w: w, ctx: ctx, limit: limit}
 	exec, err := p.executor(w)
@@ -317,7 +317,7 @@ func (p *Pool) ensureRunner(pc *probeCall, exec runner.Executor, client *runner.
 		return false, fmt.Errorf("reading runner binary: %w", err)
 	}
 	var stderr []byte
-	err = pc.call("runner deploy", p.s.slowCallTimeout, func(ctx context.Context) error {
+	err = pc.call("runner deploy", p.s.calls.Slow, func(ctx context.Context) error {
 		var err error
 		_, stderr, err = exec.Execute(ctx, runner.InstallLine(p.s.runnerPath), bin)
 		return err

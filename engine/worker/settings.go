@@ -1,9 +1,8 @@
-// The values the pool works with, taken from the config.
+// The values the pool works with, read once from the validated config.
 
 package worker
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,7 +10,8 @@ import (
 )
 
 // settings are the values the pool works with, taken from the config as
-// they are: the config's defaults live in engine/config alone.
+// they are: the config's defaults and checks live in engine/config alone,
+// and Options.Config has passed them (config.Parse, Load or Validate).
 type settings struct {
 	maxInstances         int // <= 0: unlimited
 	runnerPath           string
@@ -20,8 +20,7 @@ type settings struct {
 	timeoutBooting       time.Duration
 	timeoutProbe         time.Duration
 	timeoutShutdown      time.Duration
-	callTimeout          time.Duration // each call of a ready instance's probe
-	slowCallTimeout      time.Duration // calls that may install or start the runner
+	calls                CallTimeouts
 	timeoutUnreachable   time.Duration // 0: never give up on an unreachable instance
 	probeInterval        time.Duration
 	bootProbeInterval    time.Duration
@@ -38,15 +37,22 @@ type settings struct {
 const (
 	defaultQuotaProbeAfter = time.Minute
 	defaultCapacityBackoff = time.Minute
-	minSlowCallTimeout     = time.Minute
 	// permanentBackoff is how long creates wait after the cloud refused
 	// one for a reason retrying will not fix (cloud.PermanentError).
 	permanentBackoff = 5 * time.Minute
 )
 
-// newSettings reads the pool's settings from c and opts. It reports every
-// missing or invalid one, named by its config key.
+// newSettings reads the pool's settings from c, which it trusts, and opts,
+// whose tunables it checks.
 func newSettings(c *config.Config, opts Options) (settings, error) {
+	for _, o := range []struct {
+		name string
+		v    time.Duration
+	}{{"QuotaProbeAfter", opts.QuotaProbeAfter}, {"CapacityBackoff", opts.CapacityBackoff}} {
+		if o.v < 0 {
+			return settings{}, fmt.Errorf("worker: Options.%s is negative (%s): use 0 for the default of a minute", o.name, o.v)
+		}
+	}
 	s := settings{
 		maxInstances:         c.Dispatcher.MaxInstances,
 		runnerPath:           c.Cloud.RunnerPath,
@@ -55,7 +61,7 @@ func newSettings(c *config.Config, opts Options) (settings, error) {
 		timeoutBooting:       c.Cloud.TimeoutBooting,
 		timeoutProbe:         c.Cloud.TimeoutProbe,
 		timeoutShutdown:      c.Cloud.TimeoutShutdown,
-		callTimeout:          c.Cloud.TimeoutRunnerCall,
+		calls:                CallTimeoutsOf(&c.Cloud),
 		timeoutUnreachable:   c.Cloud.TimeoutUnreachable,
 		probeInterval:        c.Cloud.ProbeInterval,
 		syncInterval:         c.Cloud.SyncInterval,
@@ -64,40 +70,6 @@ func newSettings(c *config.Config, opts Options) (settings, error) {
 		quotaProbeAfter:      opts.QuotaProbeAfter,
 		capacityBackoff:      opts.CapacityBackoff,
 		maxOutput:            c.Containers.MaxOutput,
-	}
-	var errs []error
-	if s.runnerPath == "" {
-		errs = append(errs, errors.New("cloud.runner_path is empty"))
-	}
-	if s.maxOutput <= 0 {
-		errs = append(errs, errors.New("containers.max_output is not set (it must be positive)"))
-	}
-	for _, d := range []struct {
-		key    string
-		v      time.Duration
-		zeroOK bool // 0 means "at once" (or, for the options, one minute)
-	}{
-		{"cloud.timeout_idle", s.timeoutIdle, true},
-		{"cloud.timeout_booting", s.timeoutBooting, false},
-		{"cloud.timeout_probe", s.timeoutProbe, false},
-		{"cloud.timeout_shutdown", s.timeoutShutdown, false},
-		{"cloud.timeout_runner_call", s.callTimeout, false},
-		{"cloud.timeout_unreachable", s.timeoutUnreachable, true},
-		{"cloud.probe_interval", s.probeInterval, false},
-		{"cloud.sync_interval", s.syncInterval, false},
-		{"containers.kill_grace", s.killGrace, true},
-		{"QuotaProbeAfter", s.quotaProbeAfter, true},
-		{"CapacityBackoff", s.capacityBackoff, true},
-	} {
-		switch {
-		case d.v < 0:
-			errs = append(errs, fmt.Errorf("%s is negative (%s)", d.key, d.v))
-		case d.v == 0 && !d.zeroOK:
-			errs = append(errs, fmt.Errorf("%s is not set (it must be positive)", d.key))
-		}
-	}
-	if len(errs) > 0 {
-		return settings{}, fmt.Errorf("worker: invalid settings: %w", errors.Join(errs...))
 	}
 	if s.quotaProbeAfter == 0 {
 		s.quotaProbeAfter = defaultQuotaProbeAfter
@@ -108,10 +80,6 @@ func newSettings(c *config.Config, opts Options) (settings, error) {
 	if opts.RunnerHash != "" {
 		s.runnerPath += "~" + opts.RunnerHash
 	}
-	// Uploading the runner (tens of MB), starting it the first time and
-	// starting containers may take long on a loaded instance; cut short
-	// and retried from scratch, they might never finish.
-	s.slowCallTimeout = max(s.callTimeout, minSlowCallTimeout)
 	s.bootProbeInterval = min(s.probeInterval, time.Second)
 	s.syncSoon = min(s.syncInterval, 5*time.Second)
 	return s, nil

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/runner"
 )
 
@@ -40,7 +41,7 @@ func TestShellUnderEveryDeadlineWrapper(t *testing.T) {
 	for name, e := range map[string]runner.Executor{
 		"plain": shellOnly{}, "session": shellSession{}, "watch": shellWatch{}, "session+watch": shellSessionWatch{},
 	} {
-		wrapped := withCallDeadline(e, time.Minute)
+		wrapped := withCallDeadline(e, newCallWatch(clock.Real{}), time.Minute)
 		b, ok := wrapped.(interface{ unbounded() runner.Executor })
 		if !ok {
 			t.Errorf("%s: %T does not give its executor back", name, wrapped)
