@@ -13,6 +13,7 @@ import (
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/scheduler"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -177,7 +178,7 @@ func (h *harness) submitCmd(cmd []string, opts ...specOpt) string {
 	return c.ID
 }
 
-func (h *harness) container(id string) queue.Container {
+func (h *harness) container(id string) view.Container {
 	h.t.Helper()
 	c, ok := h.eng.Container(id)
 	if !ok {

@@ -12,6 +12,7 @@ import (
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/scheduler"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -38,7 +39,7 @@ func (e *Engine) Instance(id string) (worker.InstanceView, bool) {
 }
 
 // Container returns one container.
-func (e *Engine) Container(id string) (queue.Container, bool) { return e.queue.Get(id) }
+func (e *Engine) Container(id string) (view.Container, bool) { return e.queue.Get(id) }
 
 // ListOptions filter, sort and page the container list.
 type ListOptions struct {
@@ -54,7 +55,7 @@ type ListOptions struct {
 }
 
 // Containers returns the containers matching opts and how many match.
-func (e *Engine) Containers(opts ListOptions) ([]queue.Container, int) {
+func (e *Engine) Containers(opts ListOptions) ([]view.Container, int) {
 	// Filter and sort small entries (the sort keys copied under the
 	// queue's lock), then copy out only the requested page: a client
 	// paging through 100,000 containers must not make the daemon copy all
@@ -315,7 +316,7 @@ func (e *Engine) Logs(ctx context.Context, id string, tail int) (runner.Output, 
 }
 
 // storedOutput is the last tail lines of c's stored output, if stored.
-func (e *Engine) storedOutput(c queue.Container, tail int) (runner.Output, bool, error) {
+func (e *Engine) storedOutput(c view.Container, tail int) (runner.Output, bool, error) {
 	stored, found, err := e.queue.StoredLogs(c.ID)
 	if err != nil || !found {
 		return runner.Output{}, false, err
@@ -325,7 +326,7 @@ func (e *Engine) storedOutput(c queue.Container, tail int) (runner.Output, bool,
 		if cur, ok := e.queue.Get(c.ID); ok {
 			c = cur // a cut noted since c was read
 		}
-		out.Dropped = c.LogsTruncated.Bytes() // the lines reach the cut
+		out.Dropped = c.LogsTruncated // the lines reach the cut
 	}
 	return out, true, nil
 }

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"dispatch-tui/engine"
-	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/termsafe"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 	"dispatch-tui/tui/backend"
 	"dispatch-tui/tui/keys"
@@ -100,14 +100,14 @@ func (m *Model) header() []string {
 			// the end of the line.
 			failedPart = fmt.Sprintf(", FAILED %d", n)
 		}
-		l3 = fmt.Sprintf("containers %d%s%s: %s", nc, listNote, failedPart, counts(byState, queue.States[:]))
+		l3 = fmt.Sprintf("containers %d%s%s: %s", nc, listNote, failedPart, counts(byState, view.States[:]))
 		quota := "quota " + strconv.Itoa(live) + "/"
 		if sum.QuotaLimit > 0 {
 			quota += strconv.Itoa(sum.QuotaLimit)
 		} else {
 			quota += "∞"
 		}
-		depth := sum.Containers[queue.Queued] + sum.Containers[queue.Locked]
+		depth := sum.Containers[view.Queued] + sum.Containers[view.Locked]
 		sw := 20
 		if w < 100 {
 			sw = 10
@@ -412,7 +412,7 @@ func (m *Model) detailLines() []string {
 			add("output", c.LogsError)
 		}
 		if c.LogsTruncated != 0 {
-			add("output", engine.TruncatedText(c.LogsTruncated.Bytes()))
+			add("output", engine.TruncatedText(c.LogsTruncated))
 		}
 		add("created", tf(c.CreatedAt))
 		add("started", tf(c.StartedAt))
@@ -457,7 +457,7 @@ func (m *Model) detailLines() []string {
 // errors, state changes, cloud errors).
 func (m *Model) instanceEvents(d *detailText, id string) {
 	const most = 8
-	var evs []queue.Event
+	var evs []view.Event
 	for i := len(m.snap.Events) - 1; i >= 0 && len(evs) < most; i-- {
 		if m.snap.Events[i].Target == id {
 			evs = append(evs, m.snap.Events[i])
@@ -474,7 +474,7 @@ func (m *Model) instanceEvents(d *detailText, id string) {
 
 // schedulingLines shows a container's scheduling fields and its health
 // check with the runner's last word on it.
-func schedulingLines(d *detailText, c *queue.Container) {
+func schedulingLines(d *detailText, c *view.Container) {
 	for _, kv := range []struct {
 		name string
 		m    map[string]string

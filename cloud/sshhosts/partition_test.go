@@ -17,6 +17,7 @@ import (
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -263,7 +264,7 @@ func (pe *partitionEnv) open(name string) { pe.t.Helper(); openGate(pe.t, pe.gat
 
 func (pe *partitionEnv) runs(name string) int { return gatedRuns(pe.t, pe.markers, name) }
 
-func (pe *partitionEnv) container(id string) queue.Container {
+func (pe *partitionEnv) container(id string) view.Container {
 	c, _ := pe.eng.Container(id)
 	return c
 }

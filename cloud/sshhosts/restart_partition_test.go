@@ -16,6 +16,7 @@ import (
 
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -170,7 +171,7 @@ func (re *restartEnv) open(name string) { re.t.Helper(); openGate(re.t, re.gates
 
 func (re *restartEnv) runs(name string) int { return gatedRuns(re.t, re.markers, name) }
 
-func (re *restartEnv) container(id string) queue.Container {
+func (re *restartEnv) container(id string) view.Container {
 	c, err := re.client.Container(context.Background(), id)
 	if err != nil {
 		re.t.Logf("container %s: %v", id, err)

@@ -15,6 +15,7 @@ import (
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -131,7 +132,7 @@ func Cmd(d time.Duration) []string {
 }
 
 // Container returns a container, failing the test if it is unknown.
-func (e *Env) Container(id string) queue.Container {
+func (e *Env) Container(id string) view.Container {
 	e.T.Helper()
 	c, ok := e.Engine.Container(id)
 	if !ok {

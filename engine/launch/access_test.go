@@ -32,6 +32,7 @@ import (
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 )
 
 // run runs the binary with env in dir and returns its exit code and output.
@@ -519,7 +520,7 @@ func TestFollowOutlivesTheReadTimeout(t *testing.T) {
 		t.Fatalf("follow ended after less than 5 read timeouts: %v", err)
 	case <-time.After(5 * timeouts.Read):
 	}
-	if _, err := c.ContainerVerb(ctx, sub.ID, "kill", ""); err != nil {
+	if _, err := c.ContainerVerb(ctx, sub.ID, view.ContainerKill, ""); err != nil {
 		t.Fatal(err)
 	}
 	select {

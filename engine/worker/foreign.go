@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"dispatch-tui/cloud"
+	"dispatch-tui/engine/view"
 )
 
 // StateForeign is shown for an instance listed with another dispatcher's
@@ -23,6 +24,9 @@ type ForeignError struct {
 func (e *ForeignError) Error() string {
 	return "instance " + string(e.ID) + " belongs to dispatcher " + e.Owner + "; not touched"
 }
+
+// ErrorKind implements view.Kinded: another's instance takes no verbs.
+func (e *ForeignError) ErrorKind() view.Kind { return view.KindConflict }
 
 // noteForeignLocked remembers inst, listed with another dispatcher's
 // owner tag, for display, logging it when first seen with that owner. An

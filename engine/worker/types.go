@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
+	"dispatch-tui/engine/view"
 )
 
 // IdleBehavior is what the pool does with an instance when it is idle.
@@ -31,7 +32,7 @@ var (
 	// provider rate-limit pause prevents a create now; try on a later pass.
 	ErrThrottled = errors.New("create throttled")
 	// ErrNotFound: no instance with that id in the pool.
-	ErrNotFound = errors.New("instance not found")
+	ErrNotFound = view.NewError(view.KindNotFound, "instance not found")
 	// ErrNotReady: the instance cannot take a container now (not idle or
 	// running, or its idle behaviour is not run).
 	ErrNotReady = errors.New("instance not ready")

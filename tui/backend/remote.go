@@ -11,7 +11,7 @@ import (
 
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/api"
-	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -156,7 +156,7 @@ const (
 // events, instances and types are fresh, the container list is last's.
 // last stays the reference of the cheap check, so the next refresh after
 // the pause reads the list again.
-func (r *Remote) pacedSnapshot(ctx context.Context, last *Snapshot, sum engine.Summary, evs []queue.Event) (*Snapshot, error) {
+func (r *Remote) pacedSnapshot(ctx context.Context, last *Snapshot, sum engine.Summary, evs []view.Event) (*Snapshot, error) {
 	inst, err := r.c.Instances(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("instances: %w", err)
@@ -176,7 +176,7 @@ func (r *Remote) pacedSnapshot(ctx context.Context, last *Snapshot, sum engine.S
 	return &s, nil
 }
 
-func lastSeq(evs []queue.Event) uint64 {
+func lastSeq(evs []view.Event) uint64 {
 	if len(evs) == 0 {
 		return 0
 	}
@@ -258,15 +258,15 @@ func firstCause(errs []error) error {
 // page, about a second per page at a million containers), and covering
 // every container that exists throughout exactly once. The console sorts
 // and filters the rows itself, across all of them.
-func (r *Remote) containers(ctx context.Context) ([]queue.Container, error) {
-	var out []queue.Container
+func (r *Remote) containers(ctx context.Context) ([]view.Container, error) {
+	var out []view.Container
 	for cont := ""; ; {
 		page, err := r.c.ListContainerPage(ctx, api.ListQuery{Limit: r.pageSize}, nil, cont)
 		if err != nil {
 			return nil, err
 		}
 		if out == nil {
-			out = make([]queue.Container, 0, page.Available)
+			out = make([]view.Container, 0, page.Available)
 		}
 		out = append(out, page.Items...)
 		if page.Continue == "" || len(page.Items) == 0 {
@@ -313,22 +313,14 @@ func (r *Remote) Logs(ctx context.Context, id string, tail int) ([]byte, error) 
 }
 
 // InstanceVerb implements Backend.
-func (r *Remote) InstanceVerb(ctx context.Context, id, verb, reason string) error {
-	v, err := engine.ParseInstanceVerb(verb)
-	if err != nil {
-		return err
-	}
-	_, err = r.c.InstanceVerb(ctx, id, v.String(), reason)
+func (r *Remote) InstanceVerb(ctx context.Context, id string, v view.InstanceVerb, reason string) error {
+	_, err := r.c.InstanceVerb(ctx, id, v, reason)
 	return err
 }
 
 // ContainerVerb implements Backend.
-func (r *Remote) ContainerVerb(ctx context.Context, id, verb, reason string) error {
-	v, err := engine.ParseContainerVerb(verb)
-	if err != nil {
-		return err
-	}
-	_, err = r.c.ContainerVerb(ctx, id, v.String(), reason)
+func (r *Remote) ContainerVerb(ctx context.Context, id string, v view.ContainerVerb, reason string) error {
+	_, err := r.c.ContainerVerb(ctx, id, v, reason)
 	return err
 }
 

@@ -23,6 +23,7 @@ import (
 	"dispatch-tui/cloud"
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -93,14 +94,14 @@ func submitted(w http.ResponseWriter, r *http.Request, body []byte) {
 	var specs []json.RawMessage
 	if json.Unmarshal(body, &specs) == nil {
 		// A bulk submission: a list of as many containers.
-		items := make([]queue.Container, len(specs))
+		items := make([]view.Container, len(specs))
 		for i := range items {
-			items[i] = queue.Container{ID: "c-0123456789abcdef", State: queue.Queued}
+			items[i] = view.Container{ID: "c-0123456789abcdef", State: queue.Queued}
 		}
 		writeJSONTo(w, map[string]any{"items": items})
 		return
 	}
-	writeJSONTo(w, queue.Container{ID: "c-0123456789abcdef", State: queue.Queued})
+	writeJSONTo(w, view.Container{ID: "c-0123456789abcdef", State: queue.Queued})
 }
 
 // TestSubmitFlagsReachTheSpec: each submit flag lands in the spec the API
@@ -296,7 +297,7 @@ func TestNoFitListsTypesOnce(t *testing.T) {
 		writeJSONTo(w, map[string]any{"error": "no instance type fits: 64 vCPUs (types: small, large)", "types": []string{"small", "large"}})
 	})
 	code, _, errOut := runCLI(t, f.srv.URL, nil, "", "submit", "--vcpus", "64", "--", "x")
-	if code != 1 || strings.Count(errOut, "large") != 1 || !strings.Contains(errOut, "instance types: small") {
+	if code != 5 || strings.Count(errOut, "large") != 1 || !strings.Contains(errOut, "instance types: small") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 }
@@ -315,9 +316,9 @@ func pagedContainers(n int, withToken bool) func(w http.ResponseWriter, r *http.
 		if limit > 0 && start+limit < n {
 			end = start + limit
 		}
-		var items []queue.Container
+		var items []view.Container
 		for i := start; i < end; i++ {
-			items = append(items, queue.Container{ID: fmt.Sprintf("c-%016x", i), State: queue.Queued})
+			items = append(items, view.Container{ID: fmt.Sprintf("c-%016x", i), State: queue.Queued})
 		}
 		if withToken && end < n {
 			w.Header().Set("X-Continue-Token", strconv.Itoa(end))
@@ -401,7 +402,7 @@ func instancesHandler(items func() []worker.InstanceView) func(http.ResponseWrit
 			writeJSONTo(w, map[string]any{"items": []queue.Event{{Seq: 7, Time: time.Date(2026, 11, 25, 8, 0, 0, 0, time.UTC), Actor: "pool", Target: "host-10-231-0-10",
 				Action: "cloud_error", Reason: "create failed: quota exceeded in region us-east-1 for family a100 (limit 8)"}}})
 		case "/v1/containers":
-			writeJSONTo(w, map[string]any{"items": []queue.Container{{ID: "c-0123456789abcdef", State: queue.Queued, Held: true, Command: []string{"x"}},
+			writeJSONTo(w, map[string]any{"items": []view.Container{{ID: "c-0123456789abcdef", State: queue.Queued, Held: true, Command: []string{"x"}},
 				{ID: "c-0123456789abcdee", State: queue.Running, Command: []string{"y"}}}, "items_available": 2})
 		}
 	}

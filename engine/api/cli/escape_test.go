@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -72,7 +72,7 @@ func TestErrorsAndAnswersAreEscaped(t *testing.T) {
 		case strings.HasPrefix(r.URL.Path, "/v1/instances/"):
 			writeJSONTo(w, worker.InstanceView{ID: "i" + esc, State: "hold" + esc, IdleBehavior: "x" + esc})
 		default:
-			writeJSONTo(w, queue.Container{ID: ctr + esc, State: "Queued" + esc})
+			writeJSONTo(w, view.Container{ID: ctr + esc, State: "Queued" + esc})
 		}
 	})
 	for _, args := range [][]string{{"hold", id}, {"hold", ctr}, {"priority", ctr, "3"}, {"submit", "--", "x"}} {

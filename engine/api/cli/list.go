@@ -18,6 +18,7 @@ import (
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/termsafe"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -225,8 +226,8 @@ func lsContainersCmd(env *Env) *cobra.Command {
 // listContainers gets the containers cf selects, --chunk-size at a time:
 // it follows the server's continue token, or (from a server without
 // one) the offset, until --limit or the end.
-func listContainers(ctx context.Context, c *api.Client, cf *containerListFlags) ([]queue.Container, int, error) {
-	var all []queue.Container
+func listContainers(ctx context.Context, c *api.Client, cf *containerListFlags) ([]view.Container, int, error) {
+	var all []view.Container
 	avail := 0
 	q := cf.q
 	cont := ""
@@ -333,7 +334,7 @@ func instanceError(v worker.InstanceView) string {
 // heldLegend explains the * after a held container's state.
 const heldLegend = "* held: not scheduled until released (dispatch-tui release ID)"
 
-func containerTable(items []queue.Container, available int) (*table, []string) {
+func containerTable(items []view.Container, available int) (*table, []string) {
 	t := &table{cols: []column{
 		{name: "ID"}, {name: "STATE"}, {name: "PRIO", drop: 4}, {name: "EXIT", drop: 5}, {name: "INSTANCE", drop: 3},
 		{name: "COMMAND / REASON", flex: true, min: 12, drop: 9},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -19,7 +20,7 @@ const hostile = "\x1b[31mred\r\x07\u009b"
 // (termsafe).
 func TestTablesEscapeUserData(t *testing.T) {
 	var out bytes.Buffer
-	ctrs := []queue.Container{
+	ctrs := []view.Container{
 		{ID: "c-1", Name: hostile, State: queue.Running, Command: []string{"echo", hostile}},
 		{ID: "c-2", State: queue.Cancelled, Command: []string{"x"}, Reason: "said \x1b]0;t\x07"},
 		{ID: "c-3", State: queue.Queued, Command: []string{strings.Repeat("あ", 40)}},

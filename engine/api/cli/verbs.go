@@ -3,15 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"dispatch-tui/engine/api"
-	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/termsafe"
+	"dispatch-tui/engine/view"
 )
 
 // isContainerID tells container ids ("c-" + 16 hex) from instance ids.
@@ -36,11 +35,8 @@ var verbHelp = map[string][2]string{
 	"release": {"Release held containers", "CONTAINER..."},
 }
 
-// containerVerbs are the verbs that apply to containers, and so take a
-// selector and go through bulk requests.
-var containerVerbs = []string{"hold", "release", "kill"}
-
-// verbCmd is hold, drain, run, kill or release. An id of the form "c-" +
+// verbCmd is hold, drain, run, kill or release: the instance verb and the
+// container verb of that name, read once here. An id of the form "c-" +
 // 16 hex digits is a container; anything else is an instance. Container
 // ids, or a selector, go through bulk requests (bulk.go); instance ids one
 // request each.
@@ -48,7 +44,9 @@ func verbCmd(env *Env, name string) *cobra.Command {
 	var reason string
 	var sel selectorFlags
 	h := verbHelp[name]
-	forContainers := slices.Contains(containerVerbs, name)
+	instVerb, _ := view.ParseInstanceVerb(name) // 0: none of that name
+	ctrVerb, _ := view.ParseContainerVerb(name)
+	forContainers := ctrVerb != 0
 	cmd := &cobra.Command{
 		Use:   name + " [flags] " + h[1],
 		Short: h[0],
@@ -80,8 +78,8 @@ instance. Each id is tried; the exit code is 1 if any failed.`,
 					return usagef("%s looks like a container id but is not one (c- and 16 hex digits; see ls containers)", id)
 				case container && !forContainers:
 					return usagef("%s applies to instances; %s is a container", name, id)
-				case !container && name == "release":
-					return usagef("release applies to containers; %s is not a container id", id)
+				case !container && instVerb == 0:
+					return usagef("%s applies to containers; %s is not a container id", name, id)
 				case container:
 					ctrs = append(ctrs, id)
 				default:
@@ -99,13 +97,13 @@ instance. Each id is tried; the exit code is 1 if any failed.`,
 				return err
 			}
 			ctx := cmd.Context()
-			run := &bulkRun{env: env, c: c, verb: name, reason: reason, progress: env.StderrTerminal != nil && env.StderrTerminal()}
+			run := &bulkRun{env: env, c: c, verb: ctrVerb, reason: reason, progress: env.StderrTerminal != nil && env.StderrTerminal()}
 			for _, id := range insts {
 				run.done++
-				got, err := c.InstanceVerb(ctx, id, name, reason)
+				got, err := c.InstanceVerb(ctx, id, instVerb, reason)
 				if err != nil {
 					fmt.Fprintf(env.Stderr, "instance %s: %s\n", termsafe.Escape(id), ErrorText(unnamed(explain(c, err), "instance "+id+": ")))
-					run.failed = append(run.failed, id)
+					run.fail(id, err)
 					continue
 				}
 				fmt.Fprintf(env.Stdout, "%s\t%s\tinstance %s\n", termsafe.Escape(id), name, termsafe.Escape(string(got.State)+" "+string(got.IdleBehavior)))
@@ -139,7 +137,7 @@ func priorityCmd(env *Env) *cobra.Command {
 		Short:             "Set a container's priority (higher first; 0 = do not schedule)",
 		Example:           `  dispatch-tui priority c-38613a4f0b33d3d6 10`,
 		Args:              exactArgs(2, "CONTAINER N"),
-		ValidArgsFunction: completeIDs(env, "priority"),
+		ValidArgsFunction: completeIDs(env, view.ContainerPriority.String()),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, err := strconv.Atoi(args[1])
 			if err != nil || n < 0 {
@@ -188,7 +186,7 @@ func logsCmd(env *Env) *cobra.Command {
 			}
 			if follow {
 				// Following one that has not started waits: say for what.
-				if got, err := c.Container(cmd.Context(), args[0]); err == nil && (got.State == queue.Queued || got.State == queue.Locked) {
+				if got, err := c.Container(cmd.Context(), args[0]); err == nil && (got.State == view.Queued || got.State == view.Locked) {
 					why := ""
 					if got.Reason != "" {
 						why = ": " + got.Reason
