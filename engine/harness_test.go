@@ -14,7 +14,6 @@ import (
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/scheduler"
 	"dispatch-tui/engine/view"
-	"dispatch-tui/engine/worker"
 )
 
 const gib = int64(1) << 30
@@ -189,7 +188,7 @@ func (h *harness) container(id string) view.Container {
 
 func (h *harness) state(id string) queue.State { return h.container(id).State }
 
-func (h *harness) instance(id string) worker.InstanceView {
+func (h *harness) instance(id string) view.Instance {
 	h.t.Helper()
 	v, ok := h.eng.Instance(id)
 	if !ok {

@@ -19,23 +19,52 @@ import (
 // Instances returns every instance in the pool, then a row (state
 // refused) for each host the driver refuses to use, then one (state
 // foreign) for each instance another dispatcher owns.
-func (e *Engine) Instances() []worker.InstanceView {
-	out := append(e.pool.Instances(nil), e.pool.RefusedHosts()...)
-	return append(out, e.pool.ForeignInstances()...)
+func (e *Engine) Instances() []view.Instance {
+	vs := append(e.pool.Instances(nil), e.pool.RefusedHosts()...)
+	vs = append(vs, e.pool.ForeignInstances()...)
+	out := make([]view.Instance, len(vs))
+	for i := range vs {
+		out[i] = instanceView(&vs[i])
+	}
+	return out
 }
 
 // Instance returns one instance, or another dispatcher's as its display
 // row.
-func (e *Engine) Instance(id string) (worker.InstanceView, bool) {
+func (e *Engine) Instance(id string) (view.Instance, bool) {
 	if v, ok := e.pool.Instance(cloud.InstanceID(id)); ok {
-		return v, true
+		return instanceView(&v), true
 	}
 	for _, v := range e.pool.ForeignInstances() {
 		if string(v.ID) == id {
-			return v, true
+			return instanceView(&v), true
 		}
 	}
-	return worker.InstanceView{}, false
+	return view.Instance{}, false
+}
+
+// RunnerReported is what the runner of an instance last listed (running
+// and exited containers, with their pids): the pool's own knowledge,
+// behind the edge's view of the instance. Nil before the first list.
+func (e *Engine) RunnerReported(id string) []runner.Status {
+	v, ok := e.pool.Instance(cloud.InstanceID(id))
+	if !ok {
+		return nil
+	}
+	return v.Reported
+}
+
+// instanceView is the one place a pool's instance view becomes what the
+// engine's edge shows: the pool's own bookkeeping (what its runner
+// reported, why its containers are lost) stays behind.
+func instanceView(v *worker.InstanceView) view.Instance {
+	return view.Instance{
+		ID: string(v.ID), Type: v.Type, ProviderType: v.ProviderType, Address: v.Address, Price: v.Price,
+		State: v.State, IdleBehavior: v.IdleBehavior, Containers: slices.Clone(v.Containers),
+		LastContainer: v.LastContainer, LastBusy: v.LastBusy, AppearedAt: v.AppearedAt, LastProbe: v.LastProbe,
+		LastError: v.LastError, ProbeFailing: v.ProbeFailing, Preempted: v.Preempted,
+		UnreachableSince: v.UnreachableSince, ProbeError: v.ProbeError, CreatedAt: v.CreatedAt,
+	}
 }
 
 // Container returns one container.

@@ -156,49 +156,49 @@ func (e *Engine) checkNotShuttingDown(id string) error {
 	return nil
 }
 
-func (e *Engine) setBehavior(id, actor, reason string, b worker.IdleBehavior) (worker.InstanceView, error) {
+func (e *Engine) setBehavior(id, actor, reason string, b worker.IdleBehavior) (view.Instance, error) {
 	if err := e.checkNotShuttingDown(id); err != nil {
-		return worker.InstanceView{}, err
+		return view.Instance{}, err
 	}
 	v, err := e.pool.SetIdleBehavior(cloud.InstanceID(id), b)
 	if err != nil {
-		return v, instanceErr(id, err)
+		return view.Instance{}, instanceErr(id, err)
 	}
 	if err := e.queue.AddEvent(actor, "verb", id, string(b), reason); err != nil {
 		e.log.Error("record event", "err", err)
 	}
 	e.notify()
-	return v, nil
+	return instanceView(&v), nil
 }
 
 // HoldInstance stops new containers on an instance and exempts it from
 // automatic shutdown.
-func (e *Engine) HoldInstance(id, actor, reason string) (worker.InstanceView, error) {
+func (e *Engine) HoldInstance(id, actor, reason string) (view.Instance, error) {
 	return e.setBehavior(id, actor, reason, worker.IdleHold)
 }
 
 // DrainInstance stops new containers and shuts the instance down once idle.
-func (e *Engine) DrainInstance(id, actor, reason string) (worker.InstanceView, error) {
+func (e *Engine) DrainInstance(id, actor, reason string) (view.Instance, error) {
 	return e.setBehavior(id, actor, reason, worker.IdleDrain)
 }
 
 // RunInstance returns an instance to normal.
-func (e *Engine) RunInstance(id, actor, reason string) (worker.InstanceView, error) {
+func (e *Engine) RunInstance(id, actor, reason string) (view.Instance, error) {
 	return e.setBehavior(id, actor, reason, worker.IdleRun)
 }
 
 // KillInstance destroys an instance now; its containers go back to the
 // queue (an attempt counted) or end Cancelled at max_attempts.
-func (e *Engine) KillInstance(id, actor, reason string) (worker.InstanceView, error) {
+func (e *Engine) KillInstance(id, actor, reason string) (view.Instance, error) {
 	if reason == "" {
 		reason = "killed by operator"
 	}
 	if err := e.checkNotShuttingDown(id); err != nil {
-		return worker.InstanceView{}, err
+		return view.Instance{}, err
 	}
 	v, err := e.pool.KillInstance(cloud.InstanceID(id), reason)
 	if err != nil {
-		return v, instanceErr(id, err)
+		return view.Instance{}, instanceErr(id, err)
 	}
 	err = e.queue.Pass(func(tx *queue.Tx) {
 		for _, c := range tx.RunningAtStart() {
@@ -213,12 +213,12 @@ func (e *Engine) KillInstance(id, actor, reason string) (worker.InstanceView, er
 		err = errors.Join(err, err2)
 	}
 	e.notify()
-	return v, err
+	return instanceView(&v), err
 }
 
 // ApplyInstanceVerb applies v to an instance: the one entry for callers
 // that choose the verb at run time (the API, the TUI).
-func (e *Engine) ApplyInstanceVerb(id string, v view.InstanceVerb, actor, reason string) (worker.InstanceView, error) {
+func (e *Engine) ApplyInstanceVerb(id string, v view.InstanceVerb, actor, reason string) (view.Instance, error) {
 	switch v {
 	case view.InstanceHold:
 		return e.HoldInstance(id, actor, reason)
@@ -229,7 +229,7 @@ func (e *Engine) ApplyInstanceVerb(id string, v view.InstanceVerb, actor, reason
 	case view.InstanceKill:
 		return e.KillInstance(id, actor, reason)
 	}
-	return worker.InstanceView{}, view.UnknownInstanceVerb(v.String())
+	return view.Instance{}, view.UnknownInstanceVerb(v.String())
 }
 
 // ApplyContainerVerb applies v to a container: the one entry for callers

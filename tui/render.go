@@ -13,7 +13,6 @@ import (
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/termsafe"
 	"dispatch-tui/engine/view"
-	"dispatch-tui/engine/worker"
 	"dispatch-tui/tui/backend"
 	"dispatch-tui/tui/keys"
 	"dispatch-tui/tui/table"
@@ -49,7 +48,7 @@ func counts[K ~string](m map[K]int, order []K) string {
 	return strings.Join(parts, ", ")
 }
 
-var instanceOrder = []worker.State{worker.StateRunning, worker.StateIdle, worker.StateBooting, worker.StateUnknown, worker.StateShutdown, worker.StateRefused, worker.StateForeign}
+var instanceOrder = []view.InstanceState{view.InstanceRunning, view.InstanceIdle, view.InstanceBooting, view.InstanceUnknown, view.InstanceShutdown, view.InstanceRefused, view.InstanceForeign}
 
 func (m *Model) header() []string {
 	w := m.width
@@ -75,7 +74,7 @@ func (m *Model) header() []string {
 		live := 0
 		for st, n := range sum.Instances {
 			ni += n
-			if st != worker.StateShutdown {
+			if st != view.InstanceShutdown {
 				live += n
 			}
 		}
@@ -315,7 +314,7 @@ func (m *Model) detailLines() []string {
 	add := d.kv
 	switch m.detailView {
 	case vInstances:
-		var v *worker.InstanceView
+		var v *view.Instance
 		for i := range m.snap.Instances {
 			if instanceID(&m.snap.Instances[i], i) == m.detailID {
 				v = &m.snap.Instances[i]
@@ -345,7 +344,7 @@ func (m *Model) detailLines() []string {
 				" (since "+v.UnreachableSince.Format("15:04:05")+")")
 			add("probe error", probeErr)
 			shown = probeErr
-		case v.State == worker.StateBooting && v.ProbeFailing:
+		case v.State == view.InstanceBooting && v.ProbeFailing:
 			// Not an error yet: a host takes a while to answer.
 			add("boot probe", probeErr+" (retried until timeout_booting)")
 			shown = probeErr
@@ -548,10 +547,10 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-func unreachableCount(vs []worker.InstanceView) int {
+func unreachableCount(vs []view.Instance) int {
 	n := 0
 	for i := range vs {
-		if !vs[i].UnreachableSince.IsZero() && vs[i].State != worker.StateShutdown {
+		if !vs[i].UnreachableSince.IsZero() && vs[i].State != view.InstanceShutdown {
 			n++
 		}
 	}

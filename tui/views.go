@@ -10,7 +10,6 @@ import (
 
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/view"
-	"dispatch-tui/engine/worker"
 	"dispatch-tui/tui/backend"
 	"dispatch-tui/tui/table"
 	"dispatch-tui/tui/theme"
@@ -120,7 +119,7 @@ func age(now, t time.Time) (string, float64) {
 // write it: 512MiB, 2GiB, 1.5GiB.
 func fmtBytes(n int64) string { return config.FormatSize(n) }
 
-func instanceID(v *worker.InstanceView, i int) string {
+func instanceID(v *view.Instance, i int) string {
 	if v.ID == "" {
 		return "(creating-" + strconv.Itoa(i) + ")"
 	}
@@ -133,7 +132,7 @@ func instanceRows(s *backend.Snapshot, now time.Time) []table.Row {
 		v := &s.Instances[i]
 		ag, agn := age(now, v.Created())
 		state, stateText := string(v.State), string(v.State)
-		if !v.UnreachableSince.IsZero() && v.State != worker.StateShutdown { // being destroyed says more
+		if !v.UnreachableSince.IsZero() && v.State != view.InstanceShutdown { // being destroyed says more
 			// As text too, so that it reads without colour, with how
 			// long it has not answered.
 			state = theme.StateUnreachable

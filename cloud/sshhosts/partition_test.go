@@ -18,7 +18,6 @@ import (
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/view"
-	"dispatch-tui/engine/worker"
 )
 
 // The partition tests put each host in a network namespace of its own,
@@ -320,11 +319,7 @@ func (pe *partitionEnv) reportedRunning(id string) bool {
 	if c.State != queue.Running {
 		return false
 	}
-	v, ok := pe.eng.Instance(c.InstanceID)
-	if !ok {
-		return false
-	}
-	for _, r := range v.Reported {
+	for _, r := range pe.eng.RunnerReported(c.InstanceID) {
 		if r.ID == id && r.State == runner.StateRunning {
 			return true
 		}
@@ -334,7 +329,7 @@ func (pe *partitionEnv) reportedRunning(id string) bool {
 
 // shownUnreachable reports whether the instance shows an operator that it
 // cannot be reached: since when, and why.
-func shownUnreachable(v worker.InstanceView) bool {
+func shownUnreachable(v view.Instance) bool {
 	return !v.UnreachableSince.IsZero() && v.LastError != ""
 }
 

@@ -17,7 +17,6 @@ import (
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/view"
-	"dispatch-tui/engine/worker"
 )
 
 // The restart path during a partition (docs/design.md §10.1, "At most
@@ -179,17 +178,17 @@ func (re *restartEnv) container(id string) view.Container {
 	return c
 }
 
-func (re *restartEnv) instance(id string) (worker.InstanceView, bool) {
+func (re *restartEnv) instance(id string) (view.Instance, bool) {
 	vs, err := re.client.Instances(context.Background())
 	if err != nil {
-		return worker.InstanceView{}, false
+		return view.Instance{}, false
 	}
 	for _, v := range vs {
 		if string(v.ID) == id {
 			return v, true
 		}
 	}
-	return worker.InstanceView{}, false
+	return view.Instance{}, false
 }
 
 func (re *restartEnv) dump() string {

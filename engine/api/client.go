@@ -16,7 +16,6 @@ import (
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/view"
-	"dispatch-tui/engine/worker"
 )
 
 // Client talks to a dispatcher's management API.
@@ -90,15 +89,15 @@ func (e *APIError) ErrorKind() view.Kind {
 }
 
 // Instances lists every instance.
-func (c *Client) Instances(ctx context.Context) ([]worker.InstanceView, error) {
-	var body listBody[worker.InstanceView]
+func (c *Client) Instances(ctx context.Context) ([]view.Instance, error) {
+	var body listBody[view.Instance]
 	err := c.do(ctx, http.MethodGet, "/v1/instances", nil, nil, &body)
 	return body.Items, err
 }
 
 // InstanceVerb applies an instance verb (hold, drain, run or kill).
-func (c *Client) InstanceVerb(ctx context.Context, id string, verb view.InstanceVerb, reason string) (worker.InstanceView, error) {
-	var v worker.InstanceView
+func (c *Client) InstanceVerb(ctx context.Context, id string, verb view.InstanceVerb, reason string) (view.Instance, error) {
+	var v view.Instance
 	err := c.do(ctx, http.MethodPost, "/v1/instances/"+url.PathEscape(id)+"/"+url.PathEscape(verb.String()), nil, reasonOf(reason), &v)
 	return v, err
 }

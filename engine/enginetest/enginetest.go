@@ -16,7 +16,6 @@ import (
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/view"
-	"dispatch-tui/engine/worker"
 )
 
 // GiB is 2³⁰ bytes.
@@ -142,7 +141,7 @@ func (e *Env) Container(id string) view.Container {
 }
 
 // Instance returns an instance, failing the test if it is unknown.
-func (e *Env) Instance(id string) worker.InstanceView {
+func (e *Env) Instance(id string) view.Instance {
 	e.T.Helper()
 	v, ok := e.Engine.Instance(id)
 	if !ok {

@@ -66,11 +66,7 @@ func runningPID(t *testing.T, r *Running, id string, n int) int {
 		if c.State != queue.Running || c.Attempts != n {
 			return false
 		}
-		v, ok := r.Instance(c.InstanceID)
-		if !ok {
-			return false
-		}
-		for _, st := range v.Reported {
+		for _, st := range r.RunnerReported(c.InstanceID) {
 			if st.ID == id && st.State == runner.StateRunning && st.PID > 1 {
 				p = st.PID
 				return true

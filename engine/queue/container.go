@@ -71,7 +71,9 @@ const (
 	RestartOnFailure = "on-failure"
 )
 
-// Container is one container record (docs/design.md §3).
+// Container is one container record (docs/design.md §3), laid out for the
+// scheduler's pass and the store; what leaves the engine is its view
+// (view.Container, made by Container.view).
 type Container struct {
 	// The fields a scheduler pass reads for every container come first, so
 	// a pass over 100,000 records touches as few cache lines as possible.
@@ -140,8 +142,7 @@ type Container struct {
 	// changes every interval, so it is kept in memory, never written to
 	// the store (appendContainer leaves it out).
 	Health *runner.Health `json:"health,omitempty"`
-	// pend is, in a view (Container.view), the pending reason; in a
-	// record, the reason if its entry beside the scheduling order says it
+	// pend is the reason if its entry beside the scheduling order says it
 	// is here (entries.go: a position, the common one, is kept there),
 	// and the priority the record is placed in the order by (order.go).
 	pend pendingRec
@@ -199,7 +200,7 @@ func (c *Container) HasConstraints() bool { return c.hints&hintConstraints != 0 
 func (c *Container) IsSupervisor() bool { return c.hints&hintSupervisor != 0 }
 
 // StartSent reports whether this process made, or is about to make, the
-// start of the current attempt (see startSent; false in a View).
+// start of the current attempt (see startSent).
 func (c *Container) StartSent() bool { return c.startSent }
 
 // pendingRec is a record's pending reason (N in 32 bits) and ordPrio, the

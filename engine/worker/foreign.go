@@ -13,7 +13,7 @@ import (
 // pool's state machine (states.txt), as the pool never adopts, probes,
 // kills or destroys such an instance; the row only tells the operator
 // whose it is.
-const StateForeign State = "foreign"
+const StateForeign = view.InstanceForeign
 
 // ForeignError answers a verb on another dispatcher's instance.
 type ForeignError struct {

@@ -10,13 +10,13 @@ import (
 )
 
 // IdleBehavior is what the pool does with an instance when it is idle.
-type IdleBehavior string
+type IdleBehavior = view.IdleBehavior
 
 // Idle behaviours (docs/design.md §4).
 const (
-	IdleRun   IdleBehavior = "run"   // normal: gets containers, shut down after timeout_idle
-	IdleHold  IdleBehavior = "hold"  // no new containers, never shut down automatically
-	IdleDrain IdleBehavior = "drain" // no new containers, shut down as soon as idle
+	IdleRun   = view.IdleRun
+	IdleHold  = view.IdleHold
+	IdleDrain = view.IdleDrain
 )
 
 // ValidIdleBehavior reports whether b is one of run, hold, drain.

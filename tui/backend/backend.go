@@ -10,7 +10,6 @@ import (
 
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/view"
-	"dispatch-tui/engine/worker"
 )
 
 // Snapshot is everything the console shows, taken at one moment. It is
@@ -22,7 +21,7 @@ type Snapshot struct {
 	// is then newer than the list).
 	ListedAt   time.Time
 	Summary    engine.Summary
-	Instances  []worker.InstanceView
+	Instances  []view.Instance
 	Containers []view.Container
 	Types      []engine.TypeSummary
 	Events     []view.Event // the most recent, oldest first

@@ -45,8 +45,8 @@ func (e *testEnv) submit(name string, d time.Duration, vcpus int) string {
 	return e.Submit(queue.Spec{Name: name, Command: enginetest.Cmd(d), RuntimeConstraints: queue.Constraints{VCPUs: vcpus}})
 }
 
-func (e *testEnv) container(id string) view.Container     { return e.Container(id) }
-func (e *testEnv) instance(id string) worker.InstanceView { return e.Instance(id) }
+func (e *testEnv) container(id string) view.Container { return e.Container(id) }
+func (e *testEnv) instance(id string) view.Instance   { return e.Instance(id) }
 
 // lastEvent returns the newest event.
 func (e *testEnv) lastEvent() queue.Event {

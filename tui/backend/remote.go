@@ -12,7 +12,6 @@ import (
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/view"
-	"dispatch-tui/engine/worker"
 )
 
 // DefaultRefresh is how often a Remote's Changes ticks when Refresh is 0.
@@ -166,7 +165,7 @@ func (r *Remote) pacedSnapshot(ctx context.Context, last *Snapshot, sum engine.S
 		return nil, fmt.Errorf("types: %w", err)
 	}
 	if inst == nil {
-		inst = []worker.InstanceView{}
+		inst = []view.Instance{}
 	}
 	if types == nil {
 		types = []engine.TypeSummary{}
@@ -231,7 +230,7 @@ func (r *Remote) fullSnapshot(ctx context.Context) (*Snapshot, error) {
 		return nil, firstCause(errs)
 	}
 	if s.Instances == nil {
-		s.Instances = []worker.InstanceView{}
+		s.Instances = []view.Instance{}
 	}
 	if s.Types == nil {
 		s.Types = []engine.TypeSummary{}

@@ -73,11 +73,12 @@ func BindGlobalFlags(fs *pflag.FlagSet, env *Env) {
 // AddCommands adds the client commands to root.
 func AddCommands(root *cobra.Command, env *Env) {
 	root.AddGroup(&cobra.Group{ID: "client", Title: "Client commands (through the daemon's API):"})
-	for _, c := range []*cobra.Command{
-		submitCmd(env), listCmd(env),
-		verbCmd(env, "hold"), verbCmd(env, "drain"), verbCmd(env, "run"), verbCmd(env, "kill"), verbCmd(env, "release"),
-		priorityCmd(env), logsCmd(env), pauseCmd(env, "pause"), pauseCmd(env, "resume"),
-	} {
+	cmds := []*cobra.Command{submitCmd(env), listCmd(env)}
+	for _, name := range verbNames() {
+		cmds = append(cmds, verbCmd(env, name))
+	}
+	cmds = append(cmds, priorityCmd(env), logsCmd(env), pauseCmd(env, "pause"), pauseCmd(env, "resume"))
+	for _, c := range cmds {
 		c.GroupID = "client"
 		root.AddCommand(c)
 	}

@@ -20,7 +20,6 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
-	"dispatch-tui/cloud"
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/view"
@@ -378,22 +377,22 @@ func TestListContainersPages(t *testing.T) {
 
 // sshhostsInstances look like the sshhosts driver's: ids whose tails
 // differ, long errors.
-func sshhostsInstances() []worker.InstanceView {
-	var v []worker.InstanceView
+func sshhostsInstances() []view.Instance {
+	var v []view.Instance
 	for i := 1; i <= 3; i++ {
-		v = append(v, worker.InstanceView{ID: cloud.InstanceID("host-10-231-0-" + strconv.Itoa(i) + "0"), Type: "gpu-a100-80gb", State: worker.StateRunning,
+		v = append(v, view.Instance{ID: "host-10-231-0-" + strconv.Itoa(i) + "0", Type: "gpu-a100-80gb", State: worker.StateRunning,
 			IdleBehavior: worker.IdleRun, Containers: []string{"c-1"}, Price: 2.5, AppearedAt: time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC),
 			LastError: "probe: ssh: handshake failed: read tcp 10.0.0.1:5555->10.231.0.1:22: connection reset by peer", Address: "10.231.0.1:22"})
 	}
 	return v
 }
 
-func instancesServer(t *testing.T, items func() []worker.InstanceView) *fakeServer {
+func instancesServer(t *testing.T, items func() []view.Instance) *fakeServer {
 	return newFake(t, instancesHandler(items))
 }
 
 // instancesHandler answers the lists of instances, events and containers.
-func instancesHandler(items func() []worker.InstanceView) func(http.ResponseWriter, *http.Request, []byte) {
+func instancesHandler(items func() []view.Instance) func(http.ResponseWriter, *http.Request, []byte) {
 	return func(w http.ResponseWriter, r *http.Request, _ []byte) {
 		switch r.URL.Path {
 		case "/v1/instances":
@@ -485,7 +484,7 @@ func TestOutputFormats(t *testing.T) {
 func TestWatchPrintsChanges(t *testing.T) {
 	var mu sync.Mutex
 	calls := 0
-	f := instancesServer(t, func() []worker.InstanceView {
+	f := instancesServer(t, func() []view.Instance {
 		mu.Lock()
 		defer mu.Unlock()
 		calls++
@@ -531,7 +530,7 @@ func TestVerbSaysWhatItActedOn(t *testing.T) {
 			writeJSONTo(w, api.BulkAnswer{Items: []api.BulkItem{{ID: "c-0123456789abcdef", State: queue.Cancelled}}, OK: 1})
 			return
 		}
-		writeJSONTo(w, worker.InstanceView{ID: "host-1", State: worker.StateShutdown, IdleBehavior: worker.IdleRun})
+		writeJSONTo(w, view.Instance{ID: "host-1", State: worker.StateShutdown, IdleBehavior: worker.IdleRun})
 	})
 	code, out, errOut := runCLI(t, f.srv.URL, nil, "", "kill", "c-0123456789abcdef", "host-1")
 	if code != 0 || !strings.Contains(out, "c-0123456789abcdef\tkill\tcontainer Cancelled") || !strings.Contains(out, "host-1\tkill\tinstance shutdown") {

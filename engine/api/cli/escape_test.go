@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"dispatch-tui/engine/view"
-	"dispatch-tui/engine/worker"
 )
 
 // esc is an escape sequence that would turn a terminal red.
@@ -70,7 +69,7 @@ func TestErrorsAndAnswersAreEscaped(t *testing.T) {
 	answer := newFake(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 		switch {
 		case strings.HasPrefix(r.URL.Path, "/v1/instances/"):
-			writeJSONTo(w, worker.InstanceView{ID: "i" + esc, State: "hold" + esc, IdleBehavior: "x" + esc})
+			writeJSONTo(w, view.Instance{ID: "i" + esc, State: "hold" + esc, IdleBehavior: "x" + esc})
 		default:
 			writeJSONTo(w, view.Container{ID: ctr + esc, State: "Queued" + esc})
 		}

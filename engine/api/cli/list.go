@@ -19,7 +19,6 @@ import (
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/termsafe"
 	"dispatch-tui/engine/view"
-	"dispatch-tui/engine/worker"
 )
 
 // outputs are the -o formats of ls.
@@ -130,7 +129,7 @@ func lsInstancesCmd(env *Env) *cobra.Command {
 			if err != nil {
 				return nil, nil, nil, nil, err
 			}
-			v = slices.DeleteFunc(v, func(i worker.InstanceView) bool {
+			v = slices.DeleteFunc(v, func(i view.Instance) bool {
 				return len(states) > 0 && !slices.Contains(states, string(i.State)) || len(types) > 0 && !slices.Contains(types, i.Type)
 			})
 			names := make([]string, 0, len(v))
@@ -303,7 +302,7 @@ lists the older ones. With -w, new events are printed as they come.`
 
 // ---- the tables ----
 
-func instanceTable(items []worker.InstanceView) *table {
+func instanceTable(items []view.Instance) *table {
 	t := &table{cols: []column{
 		{name: "ID"}, {name: "TYPE", drop: 4}, {name: "STATE"}, {name: "IDLE", drop: 3}, {name: "CTRS", drop: 7},
 		{name: "PRICE/H", drop: 9}, {name: "AGE", drop: 8, clock: true}, {name: "LAST ERROR", flex: true, min: 12, drop: 6},
@@ -324,7 +323,7 @@ func instanceTable(items []worker.InstanceView) *table {
 // instanceError is the LAST ERROR column: an unreachable instance reads
 // "unreachable since 15:04:05: <error>", so that a partition is seen
 // without -o json.
-func instanceError(v worker.InstanceView) string {
+func instanceError(v view.Instance) string {
 	if v.UnreachableSince.IsZero() {
 		return termsafe.Escape(v.LastError)
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,13 +27,29 @@ func isContainerID(id string) bool {
 	return true
 }
 
-// verbHelp says what each verb does to instances and containers.
+// verbHelp says what each verb command does to instances and containers,
+// by the verbs' names.
 var verbHelp = map[string][2]string{
-	"hold":    {"Hold instances (no new containers, never shut down) or containers (not scheduled)", "INSTANCE|CONTAINER..."},
-	"drain":   {"Drain instances: no new containers, shut down once idle", "INSTANCE..."},
-	"run":     {"Return held or draining instances to normal", "INSTANCE..."},
-	"kill":    {"Kill instances (their containers are requeued) or containers (cancelled)", "INSTANCE|CONTAINER..."},
-	"release": {"Release held containers", "CONTAINER..."},
+	view.InstanceHold.String():     {"Hold instances (no new containers, never shut down) or containers (not scheduled)", "INSTANCE|CONTAINER..."},
+	view.InstanceDrain.String():    {"Drain instances: no new containers, shut down once idle", "INSTANCE..."},
+	view.InstanceRun.String():      {"Return held or draining instances to normal", "INSTANCE..."},
+	view.InstanceKill.String():     {"Kill instances (their containers are requeued) or containers (cancelled)", "INSTANCE|CONTAINER..."},
+	view.ContainerRelease.String(): {"Release held containers", "CONTAINER..."},
+}
+
+// verbNames are the verb commands: the instance verbs, then the container
+// verbs without a value (priority, which takes one, is its own command).
+func verbNames() []string {
+	var names []string
+	for _, v := range view.InstanceVerbs {
+		names = append(names, v.String())
+	}
+	for _, v := range view.ContainerVerbs {
+		if !v.TakesValue() && !slices.Contains(names, v.String()) {
+			names = append(names, v.String())
+		}
+	}
+	return names
 }
 
 // verbCmd is hold, drain, run, kill or release: the instance verb and the
