@@ -10,7 +10,6 @@ import (
 	"net/url"
 
 	"dispatch-tui/engine"
-	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/view"
 )
 
@@ -50,12 +49,12 @@ type BulkAnswer struct {
 // BulkItem is one container's result: its state after the verb, or the
 // error (and the status a single verb would have answered) when it failed.
 type BulkItem struct {
-	ID       string      `json:"id"`
-	State    queue.State `json:"state,omitempty"`
-	Held     bool        `json:"held,omitempty"`
-	Priority int         `json:"priority"`
-	Error    string      `json:"error,omitempty"`
-	Status   int         `json:"status,omitempty"`
+	ID       string     `json:"id"`
+	State    view.State `json:"state,omitempty"`
+	Held     bool       `json:"held,omitempty"`
+	Priority int        `json:"priority"`
+	Error    string     `json:"error,omitempty"`
+	Status   int        `json:"status,omitempty"`
 }
 
 func (s *server) bulk(w http.ResponseWriter, r *http.Request) {

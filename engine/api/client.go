@@ -225,7 +225,7 @@ func (c *Client) Types(ctx context.Context) ([]engine.TypeSummary, error) {
 
 // Events returns up to limit events after sequence number since (limit 0 =
 // the server's default, 1000).
-func (c *Client) Events(ctx context.Context, since uint64, limit int) ([]queue.Event, error) {
+func (c *Client) Events(ctx context.Context, since uint64, limit int) ([]view.Event, error) {
 	v := url.Values{}
 	if since > 0 {
 		v.Set("since", strconv.FormatUint(since, 10))
@@ -233,16 +233,16 @@ func (c *Client) Events(ctx context.Context, since uint64, limit int) ([]queue.E
 	if limit > 0 {
 		v.Set("limit", strconv.Itoa(limit))
 	}
-	var body listBody[queue.Event]
+	var body listBody[view.Event]
 	err := c.do(ctx, http.MethodGet, "/v1/events", v, nil, &body)
 	return body.Items, err
 }
 
 // EventPage is one page of GET /v1/events?order=newest.
 type EventPage struct {
-	Items     []queue.Event // newest first
-	Available int           // events after since in all
-	Before    uint64        // where the next, older page ends; 0 = none
+	Items     []view.Event // newest first
+	Available int          // events after since in all
+	Before    uint64       // where the next, older page ends; 0 = none
 }
 
 // EventsNewest returns up to limit (0 = the server's default, 1000) of the
@@ -258,7 +258,7 @@ func (c *Client) EventsNewest(ctx context.Context, since, before uint64, limit i
 	if limit > 0 {
 		v.Set("limit", strconv.Itoa(limit))
 	}
-	var body listBody[queue.Event]
+	var body listBody[view.Event]
 	err := c.do(ctx, http.MethodGet, "/v1/events", v, nil, &body)
 	p := EventPage{Items: body.Items, Available: len(body.Items), Before: body.Before}
 	if body.ItemsAvailable != nil {

@@ -16,7 +16,6 @@ import (
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/config"
-	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/termsafe"
 	"dispatch-tui/engine/view"
 )
@@ -394,7 +393,7 @@ func typeTable(items []engine.TypeSummary) *table {
 	return t
 }
 
-func eventTable(items []queue.Event) *table {
+func eventTable(items []view.Event) *table {
 	t := &table{cols: []column{
 		{name: "SEQ"}, {name: "TIME", drop: 5}, {name: "ACTOR", flex: true, min: 10, drop: 6}, {name: "TARGET"},
 		{name: "ACTION", flex: true, min: 8}, {name: "REASON", flex: true, min: 12, drop: 9}, {name: "KIND", wide: true},
