@@ -45,8 +45,9 @@ Without a command it runs the console:
 Client commands and --connect reach the daemon on its socket in the state dir (no
 token; same user, or dispatcher.socket_group), else over TCP with --server/--token
 (https off loopback; --tls-fingerprint pins a self-signed certificate). See "Access
-and security" in README.md. Exit codes: 0 success, 1 an error (the server's, or it
-could not be reached), 2 a usage error.
+and security" in README.md. Exit codes: 0 success, 2 a usage error (or a value
+the server refused), 3 not found, 4 conflict (finished, shutting down, not ours),
+5 no instance type fits, 1 any other error (or the server could not be reached).
 
 The console modes log to <state_dir>/dispatch-tui.log, never to the terminal; --demo
 uses a temporary state dir and removes it, and its instances, on quit. NO_COLOR turns

@@ -5,10 +5,9 @@
 package engine
 
 import (
-	"errors"
-
 	"dispatch-tui/cloud"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 )
 
 // BulkBatch is how many containers one store transaction of a bulk verb
@@ -20,8 +19,8 @@ const BulkBatch = 5000
 // (when Filter is set) the containers its states, labels and query match,
 // from submission sequence From on, at most Limit of them.
 type BulkRequest struct {
-	Verb ContainerVerb // hold, release or kill; 0 with Priority set
-	// Priority, when set, makes the verb "set the priority to *Priority".
+	Verb view.ContainerVerb // hold, release, kill, or priority with Priority set
+	// Priority is the value of ContainerPriority (and only of it).
 	Priority *int
 	IDs      []string
 	Filter   *ListOptions // its Sort, Offset and Limit do not apply
@@ -42,7 +41,7 @@ type BulkOutcome struct {
 
 // ErrEmptySelector refuses a bulk verb that names no ids and a filter that
 // matches everything: "all containers" must be said (e.g. every state).
-var ErrEmptySelector = errors.New("the selector is empty and would select every container: give ids, labels, states or a query")
+var ErrEmptySelector = view.NewError(view.KindInvalid, "the selector is empty and would select every container: give ids, labels, states or a query")
 
 // Bulk applies a verb to many containers, BulkBatch of them per store
 // transaction. A container the verb cannot apply to (unknown, already
@@ -50,14 +49,14 @@ var ErrEmptySelector = errors.New("the selector is empty and would select every 
 // the error is about the request (an unknown verb, an empty selector) or
 // the store.
 func (e *Engine) Bulk(req BulkRequest) (BulkOutcome, error) {
-	v := queue.BulkVerb{Actor: req.Actor, Reason: req.Reason}
+	v := queue.BulkVerb{Verb: req.Verb, Actor: req.Actor, Reason: req.Reason}
 	switch {
-	case req.Priority != nil && req.Verb == 0:
-		v.Action, v.Priority = "priority", *req.Priority
-	case req.Priority == nil && req.Verb >= ContainerHold && req.Verb <= ContainerKill:
-		v.Action = req.Verb.String()
-	default:
-		return BulkOutcome{}, unknownContainerVerb(req.Verb.String())
+	case req.Verb.TakesValue() && req.Priority != nil:
+		v.Priority = *req.Priority
+	case req.Verb.TakesValue():
+		return BulkOutcome{}, &queue.FieldError{Field: "priority", Msg: "required with verb " + req.Verb.String()}
+	case req.Priority != nil:
+		return BulkOutcome{}, &queue.FieldError{Field: "priority", Msg: "only with verb " + view.ContainerPriority.String()}
 	}
 	var out BulkOutcome
 	ids := req.IDs
@@ -76,7 +75,7 @@ func (e *Engine) Bulk(req BulkRequest) (BulkOutcome, error) {
 		rs, err = e.queue.Bulk(ids[:n], v)
 		out.Results = append(out.Results, rs...)
 		ids = ids[n:]
-		if v.Action == "kill" {
+		if v.Verb == view.ContainerKill {
 			e.killRunning(rs)
 		}
 		e.notify()

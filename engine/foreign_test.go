@@ -9,6 +9,7 @@ import (
 	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -41,13 +42,13 @@ func TestForeignInstancesShownNotTouched(t *testing.T) {
 		}
 		return worker.InstanceView{}, false
 	}
-	foreignRow := func(e *Engine, id cloud.InstanceID) (worker.InstanceView, bool) {
+	foreignRow := func(e *Engine, id cloud.InstanceID) (view.Instance, bool) {
 		for _, v := range e.Instances() {
-			if v.ID == id {
+			if v.ID == string(id) {
 				return v, true
 			}
 		}
-		return worker.InstanceView{}, false
+		return view.Instance{}, false
 	}
 	var mine [2]worker.InstanceView
 	for step := 0; ; step++ {
@@ -94,10 +95,10 @@ func TestForeignInstancesShownNotTouched(t *testing.T) {
 	// Verbs from dispatcher 0 on dispatcher 1's instance: refused, and
 	// nothing changes, at the provider or for its owner.
 	theirs := mine[1].ID
-	verbs := map[string]func(id string) (worker.InstanceView, error){
-		"hold":  func(id string) (worker.InstanceView, error) { return engs[0].HoldInstance(id, "test", "") },
-		"drain": func(id string) (worker.InstanceView, error) { return engs[0].DrainInstance(id, "test", "") },
-		"kill":  func(id string) (worker.InstanceView, error) { return engs[0].KillInstance(id, "test", "") },
+	verbs := map[string]func(id string) (view.Instance, error){
+		"hold":  func(id string) (view.Instance, error) { return engs[0].HoldInstance(id, "test", "") },
+		"drain": func(id string) (view.Instance, error) { return engs[0].DrainInstance(id, "test", "") },
+		"kill":  func(id string) (view.Instance, error) { return engs[0].KillInstance(id, "test", "") },
 	}
 	want := "instance " + string(theirs) + " belongs to dispatcher " + engs[1].ClusterID() + "; not touched"
 	for name, verb := range verbs {

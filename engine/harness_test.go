@@ -14,7 +14,7 @@ import (
 	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/scheduler"
-	"dispatch-tui/engine/worker"
+	"dispatch-tui/engine/view"
 )
 
 const gib = int64(1) << 30
@@ -173,7 +173,7 @@ func (h *harness) submitCmd(cmd []string, opts ...specOpt) string {
 	return c.ID
 }
 
-func (h *harness) container(id string) queue.Container {
+func (h *harness) container(id string) view.Container {
 	h.t.Helper()
 	c, ok := h.eng.Container(id)
 	if !ok {
@@ -184,7 +184,7 @@ func (h *harness) container(id string) queue.Container {
 
 func (h *harness) state(id string) queue.State { return h.container(id).State }
 
-func (h *harness) instance(id string) worker.InstanceView {
+func (h *harness) instance(id string) view.Instance {
 	h.t.Helper()
 	v, ok := h.eng.Instance(id)
 	if !ok {

@@ -86,7 +86,7 @@ func TestLogsSayWhyOutputIsUnavailable(t *testing.T) {
 		other = h.submit(5*time.Second, 0)
 		inst2 = h.runningOn(other, 30)
 		listed := func() bool {
-			for _, st := range h.instance(inst2).Reported {
+			for _, st := range h.eng.RunnerReported(inst2) {
 				if st.ID == other && st.State == runner.StateExited {
 					return true
 				}

@@ -12,6 +12,7 @@ import (
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -141,7 +142,7 @@ func TestContainerKilledFromOutside(t *testing.T) {
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
-func exitOf(c queue.Container) string {
+func exitOf(c view.Container) string {
 	if c.ExitCode == nil {
 		return "-"
 	}

@@ -6,11 +6,12 @@ import (
 	"slices"
 
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 )
 
 // ContainerPage is one page of the container list in submission order.
 type ContainerPage struct {
-	Items []queue.Container
+	Items []view.Container
 	// Next is where the next page starts (pass it as from), valid when
 	// More is set.
 	Next uint64

@@ -14,33 +14,63 @@ import (
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/scheduler"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
 // Instances returns every instance in the pool, then a row (state
 // refused) for each host the driver refuses to use, then one (state
 // foreign) for each instance another dispatcher owns.
-func (e *Engine) Instances() []worker.InstanceView {
-	out := append(e.pool.Instances(nil), e.pool.RefusedHosts()...)
-	return append(out, e.pool.ForeignInstances()...)
+func (e *Engine) Instances() []view.Instance {
+	vs := append(e.pool.Instances(nil), e.pool.RefusedHosts()...)
+	vs = append(vs, e.pool.ForeignInstances()...)
+	out := make([]view.Instance, len(vs))
+	for i := range vs {
+		out[i] = instanceView(&vs[i])
+	}
+	return out
 }
 
 // Instance returns one instance, or another dispatcher's as its display
 // row.
-func (e *Engine) Instance(id string) (worker.InstanceView, bool) {
+func (e *Engine) Instance(id string) (view.Instance, bool) {
 	if v, ok := e.pool.Instance(cloud.InstanceID(id)); ok {
-		return v, true
+		return instanceView(&v), true
 	}
 	for _, v := range e.pool.ForeignInstances() {
 		if string(v.ID) == id {
-			return v, true
+			return instanceView(&v), true
 		}
 	}
-	return worker.InstanceView{}, false
+	return view.Instance{}, false
+}
+
+// RunnerReported is what the runner of an instance last listed (running
+// and exited containers, with their pids): the pool's own knowledge,
+// behind the edge's view of the instance. Nil before the first list.
+func (e *Engine) RunnerReported(id string) []runner.Status {
+	v, ok := e.pool.Instance(cloud.InstanceID(id))
+	if !ok {
+		return nil
+	}
+	return v.Reported
+}
+
+// instanceView is the one place a pool's instance view becomes what the
+// engine's edge shows: the pool's own bookkeeping (what its runner
+// reported, why its containers are lost) stays behind.
+func instanceView(v *worker.InstanceView) view.Instance {
+	return view.Instance{
+		ID: string(v.ID), Type: v.Type, ProviderType: v.ProviderType, Address: v.Address, Price: v.Price,
+		State: v.State, IdleBehavior: v.IdleBehavior, Containers: slices.Clone(v.Containers),
+		LastContainer: v.LastContainer, LastBusy: v.LastBusy, AppearedAt: v.AppearedAt, LastProbe: v.LastProbe,
+		LastError: v.LastError, ProbeFailing: v.ProbeFailing, Preempted: v.Preempted,
+		UnreachableSince: v.UnreachableSince, ProbeError: v.ProbeError, CreatedAt: v.CreatedAt,
+	}
 }
 
 // Container returns one container.
-func (e *Engine) Container(id string) (queue.Container, bool) { return e.queue.Get(id) }
+func (e *Engine) Container(id string) (view.Container, bool) { return e.queue.Get(id) }
 
 // ListOptions filter, sort and page the container list.
 type ListOptions struct {
@@ -56,7 +86,7 @@ type ListOptions struct {
 }
 
 // Containers returns the containers matching opts and how many match.
-func (e *Engine) Containers(opts ListOptions) ([]queue.Container, int) {
+func (e *Engine) Containers(opts ListOptions) ([]view.Container, int) {
 	// Filter and sort small entries (the sort keys copied under the
 	// queue's lock), then copy out only the requested page: a client
 	// paging through 100,000 containers must not make the daemon copy all
@@ -317,7 +347,7 @@ func (e *Engine) Logs(ctx context.Context, id string, tail int) (runner.Output, 
 }
 
 // storedOutput is the last tail lines of c's stored output, if stored.
-func (e *Engine) storedOutput(c queue.Container, tail int) (runner.Output, bool, error) {
+func (e *Engine) storedOutput(c view.Container, tail int) (runner.Output, bool, error) {
 	stored, found, err := e.queue.StoredLogs(c.ID)
 	if err != nil || !found {
 		return runner.Output{}, false, err
@@ -327,7 +357,7 @@ func (e *Engine) storedOutput(c queue.Container, tail int) (runner.Output, bool,
 		if cur, ok := e.queue.Get(c.ID); ok {
 			c = cur // a cut noted since c was read
 		}
-		out.Dropped = c.LogsTruncated.Bytes() // the lines reach the cut
+		out.Dropped = c.LogsTruncated // the lines reach the cut
 	}
 	return out, true, nil
 }

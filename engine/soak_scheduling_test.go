@@ -6,6 +6,7 @@ import (
 
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -67,7 +68,7 @@ func (w *soakQuotaWatch) before() {
 func bootingRecords(h *harness) map[string]string {
 	m := map[string]string{}
 	for _, v := range waitingViews(h) {
-		if p := v.Pending(); v.State == queue.Locked && p.Code == queue.ReasonBooting && p.Arg != "" {
+		if p := v.Pending; v.State == queue.Locked && p.Code == queue.ReasonBooting && p.Arg != "" {
 			m[v.ID] = p.Arg
 		}
 	}
@@ -76,7 +77,7 @@ func bootingRecords(h *harness) map[string]string {
 
 // waitingViews returns copies, with their pending reasons, of the
 // containers not final.
-func waitingViews(h *harness) []queue.Container {
+func waitingViews(h *harness) []view.Container {
 	var cs []*queue.Container
 	h.eng.queue.Each(func(c *queue.Container) bool {
 		if c.State.Final() {
@@ -119,7 +120,7 @@ func (w *soakQuotaWatch) after(step int) {
 	// step's pass (QUOTA: the head; POSITION: those behind it).
 	top, topID := 0, ""
 	for _, v := range waitingViews(h) {
-		code := v.Pending().Code
+		code := v.Pending.Code
 		if (v.State == queue.Queued || v.State == queue.Locked) && (code == queue.ReasonQuota || code == queue.ReasonPosition) && v.Priority > top {
 			top, topID = v.Priority, v.ID
 		}

@@ -45,7 +45,7 @@ func interruptBusySpot(h *harness, step int) {
 	}
 	for _, v := range h.eng.Instances() {
 		if v.Type == "spot-small" && len(v.Containers) > 0 && v.State != worker.StateShutdown {
-			h.cloud.Interrupt(v.ID, "soak: spot capacity reclaimed")
+			h.cloud.Interrupt(cloud.InstanceID(v.ID), "soak: spot capacity reclaimed")
 			return
 		}
 	}

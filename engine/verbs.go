@@ -10,6 +10,7 @@ import (
 	"dispatch-tui/cloud"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -19,6 +20,9 @@ type NoFitError struct {
 	Why   string
 	Types []string // each configured type with its size, for the message
 }
+
+// ErrorKind implements view.Kinded.
+func (e *NoFitError) ErrorKind() view.Kind { return view.KindNoFit }
 
 func (e *NoFitError) Error() string {
 	if strings.HasPrefix(e.Why, "no instance type") {
@@ -67,12 +71,12 @@ func (e *Engine) CheckSubmit(spec queue.Spec) error {
 
 // Submit validates and stores a new container. A container no configured
 // type can hold is refused with *NoFitError and nothing is stored.
-func (e *Engine) Submit(spec queue.Spec, actor string) (queue.Container, error) {
+func (e *Engine) Submit(spec queue.Spec, actor string) (view.Container, error) {
 	if err := spec.Validate(); err != nil {
-		return queue.Container{}, err
+		return view.Container{}, err
 	}
 	if err := e.checkFits(&spec); err != nil {
-		return queue.Container{}, err
+		return view.Container{}, err
 	}
 	c, err := e.queue.Submit(spec, actor)
 	if err == nil {
@@ -84,7 +88,7 @@ func (e *Engine) Submit(spec queue.Spec, actor string) (queue.Container, error) 
 // SubmitBatch validates and stores several containers in one commit. If any
 // spec is invalid or fits no configured type, nothing is stored and the
 // error is a *BatchError naming every refused spec by index.
-func (e *Engine) SubmitBatch(specs []queue.Spec, actor string) ([]queue.Container, error) {
+func (e *Engine) SubmitBatch(specs []queue.Spec, actor string) ([]view.Container, error) {
 	var refused []ItemError
 	for i := range specs {
 		if err := e.CheckSubmit(specs[i]); err != nil {
@@ -139,6 +143,9 @@ func (e *ItemError) Unwrap() error { return e.Err }
 // for it any more.
 type ShuttingDownError struct{ ID string }
 
+// ErrorKind implements view.Kinded: the instance's state forbids it.
+func (e *ShuttingDownError) ErrorKind() view.Kind { return view.KindConflict }
+
 func (e *ShuttingDownError) Error() string {
 	return fmt.Sprintf("instance %s is shutting down: it takes no more verbs", e.ID)
 }
@@ -151,49 +158,49 @@ func (e *Engine) checkNotShuttingDown(id string) error {
 	return nil
 }
 
-func (e *Engine) setBehavior(id, actor, reason string, b worker.IdleBehavior) (worker.InstanceView, error) {
+func (e *Engine) setBehavior(id, actor, reason string, b worker.IdleBehavior) (view.Instance, error) {
 	if err := e.checkNotShuttingDown(id); err != nil {
-		return worker.InstanceView{}, err
+		return view.Instance{}, err
 	}
 	v, err := e.pool.SetIdleBehavior(cloud.InstanceID(id), b)
 	if err != nil {
-		return v, instanceErr(id, err)
+		return view.Instance{}, instanceErr(id, err)
 	}
 	if err := e.queue.AddEvent(actor, "verb", id, string(b), reason); err != nil {
 		e.log.Error("record event", "err", err)
 	}
 	e.notify()
-	return v, nil
+	return instanceView(&v), nil
 }
 
 // HoldInstance stops new containers on an instance and exempts it from
 // automatic shutdown.
-func (e *Engine) HoldInstance(id, actor, reason string) (worker.InstanceView, error) {
+func (e *Engine) HoldInstance(id, actor, reason string) (view.Instance, error) {
 	return e.setBehavior(id, actor, reason, worker.IdleHold)
 }
 
 // DrainInstance stops new containers and shuts the instance down once idle.
-func (e *Engine) DrainInstance(id, actor, reason string) (worker.InstanceView, error) {
+func (e *Engine) DrainInstance(id, actor, reason string) (view.Instance, error) {
 	return e.setBehavior(id, actor, reason, worker.IdleDrain)
 }
 
 // RunInstance returns an instance to normal.
-func (e *Engine) RunInstance(id, actor, reason string) (worker.InstanceView, error) {
+func (e *Engine) RunInstance(id, actor, reason string) (view.Instance, error) {
 	return e.setBehavior(id, actor, reason, worker.IdleRun)
 }
 
 // KillInstance destroys an instance now; its containers go back to the
 // queue (an attempt counted) or end Cancelled at max_attempts.
-func (e *Engine) KillInstance(id, actor, reason string) (worker.InstanceView, error) {
+func (e *Engine) KillInstance(id, actor, reason string) (view.Instance, error) {
 	if reason == "" {
 		reason = "killed by operator"
 	}
 	if err := e.checkNotShuttingDown(id); err != nil {
-		return worker.InstanceView{}, err
+		return view.Instance{}, err
 	}
 	v, err := e.pool.KillInstance(cloud.InstanceID(id), reason)
 	if err != nil {
-		return v, instanceErr(id, err)
+		return view.Instance{}, instanceErr(id, err)
 	}
 	err = e.queue.Pass(func(tx *queue.Tx) {
 		for _, c := range tx.RunningAtStart() {
@@ -208,55 +215,57 @@ func (e *Engine) KillInstance(id, actor, reason string) (worker.InstanceView, er
 		err = errors.Join(err, err2)
 	}
 	e.notify()
-	return v, err
+	return instanceView(&v), err
 }
 
 // ApplyInstanceVerb applies v to an instance: the one entry for callers
 // that choose the verb at run time (the API, the TUI).
-func (e *Engine) ApplyInstanceVerb(id string, v InstanceVerb, actor, reason string) (worker.InstanceView, error) {
+func (e *Engine) ApplyInstanceVerb(id string, v view.InstanceVerb, actor, reason string) (view.Instance, error) {
 	switch v {
-	case InstanceHold:
+	case view.InstanceHold:
 		return e.HoldInstance(id, actor, reason)
-	case InstanceDrain:
+	case view.InstanceDrain:
 		return e.DrainInstance(id, actor, reason)
-	case InstanceRun:
+	case view.InstanceRun:
 		return e.RunInstance(id, actor, reason)
-	case InstanceKill:
+	case view.InstanceKill:
 		return e.KillInstance(id, actor, reason)
 	}
-	return worker.InstanceView{}, unknownInstanceVerb(v.String())
+	return view.Instance{}, view.UnknownInstanceVerb(v.String())
 }
 
 // ApplyContainerVerb applies v to a container: the one entry for callers
 // that choose the verb at run time (the API, the TUI).
-func (e *Engine) ApplyContainerVerb(id string, v ContainerVerb, actor, reason string) (queue.Container, error) {
+func (e *Engine) ApplyContainerVerb(id string, v view.ContainerVerb, actor, reason string) (view.Container, error) {
 	switch v {
-	case ContainerHold:
+	case view.ContainerHold:
 		return e.HoldContainer(id, actor, reason)
-	case ContainerRelease:
+	case view.ContainerRelease:
 		return e.ReleaseContainer(id, actor, reason)
-	case ContainerKill:
+	case view.ContainerKill:
 		return e.KillContainer(id, actor, reason)
+	case view.ContainerPriority:
+		return view.Container{}, &queue.FieldError{Field: "priority", Msg: "required with verb priority (SetPriority takes it)"}
 	}
-	return queue.Container{}, unknownContainerVerb(v.String())
+	return view.Container{}, view.UnknownContainerVerb(v.String())
 }
 
 // HoldContainer keeps a container from starting.
-func (e *Engine) HoldContainer(id, actor, reason string) (queue.Container, error) {
+func (e *Engine) HoldContainer(id, actor, reason string) (view.Container, error) {
 	c, err := e.queue.Hold(id, actor, reason)
 	e.notify()
 	return c, err
 }
 
 // ReleaseContainer makes a held container eligible again.
-func (e *Engine) ReleaseContainer(id, actor, reason string) (queue.Container, error) {
+func (e *Engine) ReleaseContainer(id, actor, reason string) (view.Container, error) {
 	c, err := e.queue.Release(id, actor, reason)
 	e.notify()
 	return c, err
 }
 
 // SetPriority changes a container's priority.
-func (e *Engine) SetPriority(id string, priority int, actor, reason string) (queue.Container, error) {
+func (e *Engine) SetPriority(id string, priority int, actor, reason string) (view.Container, error) {
 	c, err := e.queue.SetPriority(id, priority, actor, reason)
 	e.notify()
 	return c, err
@@ -264,7 +273,7 @@ func (e *Engine) SetPriority(id string, priority int, actor, reason string) (que
 
 // KillContainer cancels a queued container, or kills a running one (TERM,
 // then KILL after kill_grace) and cancels it once it is dead.
-func (e *Engine) KillContainer(id, actor, reason string) (queue.Container, error) {
+func (e *Engine) KillContainer(id, actor, reason string) (view.Container, error) {
 	c, err := e.queue.Kill(id, actor, reason)
 	if err == nil && c.State == queue.Running && c.InstanceID != "" {
 		e.pool.KillContainer(cloud.InstanceID(c.InstanceID), c.ID)

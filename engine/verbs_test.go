@@ -9,55 +9,20 @@ import (
 
 	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
-
-func TestParseVerbs(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		want InstanceVerb
-	}{{"hold", InstanceHold}, {"drain", InstanceDrain}, {"run", InstanceRun}, {"kill", InstanceKill}} {
-		got, err := ParseInstanceVerb(tc.name)
-		if err != nil || got != tc.want || got.String() != tc.name {
-			t.Errorf("ParseInstanceVerb(%q) = %v (%d), %v; want %d", tc.name, got, got, err, tc.want)
-		}
-	}
-	for _, tc := range []struct {
-		name string
-		want ContainerVerb
-	}{{"hold", ContainerHold}, {"release", ContainerRelease}, {"kill", ContainerKill}} {
-		got, err := ParseContainerVerb(tc.name)
-		if err != nil || got != tc.want || got.String() != tc.name {
-			t.Errorf("ParseContainerVerb(%q) = %v (%d), %v; want %d", tc.name, got, got, err, tc.want)
-		}
-	}
-	for _, tc := range []struct {
-		parse func() error
-		want  string
-	}{
-		{func() error { _, err := ParseInstanceVerb("reboot"); return err }, `unknown instance verb "reboot" (hold, drain, run or kill)`},
-		{func() error { _, err := ParseInstanceVerb("release"); return err }, `unknown instance verb "release" (hold, drain, run or kill)`},
-		{func() error { _, err := ParseContainerVerb("drain"); return err }, `unknown container verb "drain" (hold, release or kill)`},
-		{func() error { _, err := ParseContainerVerb(""); return err }, `unknown container verb "" (hold, release or kill)`},
-	} {
-		err := tc.parse()
-		var uv *UnknownVerbError
-		if !errors.As(err, &uv) || err.Error() != tc.want {
-			t.Errorf("got %v, want *UnknownVerbError %q", err, tc.want)
-		}
-	}
-}
 
 // A typed verb outside the constants is refused, not applied as another.
 func TestApplyUnknownVerbValue(t *testing.T) {
 	h := newHarness(t, testConfig(t), fake.Options{})
 	c := h.submit(time.Minute, 0)
-	var uv *UnknownVerbError
-	if _, err := h.eng.ApplyContainerVerb(c, ContainerVerb(0), "test", ""); !errors.As(err, &uv) {
-		t.Fatalf("ContainerVerb(0): got %v, want *UnknownVerbError", err)
+	var uv *view.UnknownVerbError
+	if _, err := h.eng.ApplyContainerVerb(c, view.ContainerVerb(0), "test", ""); !errors.As(err, &uv) {
+		t.Fatalf("ContainerVerb(0): got %v, want *view.UnknownVerbError", err)
 	}
-	if _, err := h.eng.ApplyInstanceVerb("i-any", InstanceVerb(99), "test", ""); !errors.As(err, &uv) || uv.Verb != "InstanceVerb(99)" {
-		t.Fatalf("InstanceVerb(99): got %v, want *UnknownVerbError naming it", err)
+	if _, err := h.eng.ApplyInstanceVerb("i-any", view.InstanceVerb(99), "test", ""); !errors.As(err, &uv) || uv.Verb != "InstanceVerb(99)" {
+		t.Fatalf("InstanceVerb(99): got %v, want *view.UnknownVerbError naming it", err)
 	}
 }
 
@@ -66,25 +31,25 @@ func TestApplyVerbs(t *testing.T) {
 	h := newHarness(t, testConfig(t), fake.Options{})
 	inst := idleInstance(h)
 	for _, tc := range []struct {
-		v    InstanceVerb
+		v    view.InstanceVerb
 		want worker.IdleBehavior
-	}{{InstanceHold, worker.IdleHold}, {InstanceRun, worker.IdleRun}, {InstanceDrain, worker.IdleDrain}, {InstanceRun, worker.IdleRun}} {
+	}{{view.InstanceHold, worker.IdleHold}, {view.InstanceRun, worker.IdleRun}, {view.InstanceDrain, worker.IdleDrain}, {view.InstanceRun, worker.IdleRun}} {
 		v, err := h.eng.ApplyInstanceVerb(inst, tc.v, "test", "")
 		if err != nil || v.IdleBehavior != tc.want {
 			t.Fatalf("%s: behaviour %s, err %v; want %s", tc.v, v.IdleBehavior, err, tc.want)
 		}
 	}
 	c := h.submit(time.Hour, 0)
-	if got, err := h.eng.ApplyContainerVerb(c, ContainerHold, "test", ""); err != nil || !got.Held {
+	if got, err := h.eng.ApplyContainerVerb(c, view.ContainerHold, "test", ""); err != nil || !got.Held {
 		t.Fatalf("hold: %+v, %v", got, err)
 	}
-	if got, err := h.eng.ApplyContainerVerb(c, ContainerRelease, "test", ""); err != nil || got.Held {
+	if got, err := h.eng.ApplyContainerVerb(c, view.ContainerRelease, "test", ""); err != nil || got.Held {
 		t.Fatalf("release: %+v, %v", got, err)
 	}
-	if got, err := h.eng.ApplyContainerVerb(c, ContainerKill, "test", ""); err != nil || got.State != queue.Cancelled {
+	if got, err := h.eng.ApplyContainerVerb(c, view.ContainerKill, "test", ""); err != nil || got.State != queue.Cancelled {
 		t.Fatalf("kill: %+v, %v", got, err)
 	}
-	if v, err := h.eng.ApplyInstanceVerb(inst, InstanceKill, "test", "retire"); err != nil || v.State != worker.StateShutdown {
+	if v, err := h.eng.ApplyInstanceVerb(inst, view.InstanceKill, "test", "retire"); err != nil || v.State != worker.StateShutdown {
 		t.Fatalf("kill instance: state %s, err %v", v.State, err)
 	}
 }

@@ -3,8 +3,6 @@ package tui
 import (
 	"strings"
 	"testing"
-
-	"dispatch-tui/engine/queue"
 )
 
 // The container details say when its stored output was cut to
@@ -13,7 +11,7 @@ func TestDetailsShowTruncatedOutput(t *testing.T) {
 	m, fb := newTest(t, Options{})
 	size(m, 160, 40)
 	s := fakeSnapshot(7, 35)
-	s.Containers[2].LogsTruncated = queue.TruncatedBytes(3 << 20)
+	s.Containers[2].LogsTruncated = 3 << 20
 	load(t, m, fb, s)
 	press(m, "2")
 	m.table().SetCursor("c-000002")

@@ -8,11 +8,13 @@ package tui
 
 import (
 	"strings"
+
+	"dispatch-tui/engine/view"
 )
 
-// explain says what verb does to n rows of view v; id names the row when
-// n is 1.
-func explain(verb string, v viewID, n int, id string) string {
+// explain says what verb c does to n rows; id names the row when n is 1.
+func explain(c chosen, n int, id string) string {
+	v := c.view()
 	one := n == 1
 	pick := func(single, many string) string {
 		if one {
@@ -25,35 +27,31 @@ func explain(verb string, v viewID, n int, id string) string {
 		what = "these " + plural(n, kindOf(v), kindOf(v)+"s")
 	}
 	switch {
-	case v == vInstances && verb == "kill":
+	case c.inst == view.InstanceKill:
 		return "Destroy " + what + " now. " + pick("Its", "Their") + " containers are requeued at once (or cancelled). If " +
 			pick("it", "one") + " cannot be reached, " + pick("their", "the") + " old attempts may still be running there."
-	case v == vInstances && verb == "hold":
+	case c.inst == view.InstanceHold:
 		return "Start no new containers on " + pick("it", "them") + " and never shut " + pick("it", "them") +
 			" down automatically; running containers continue."
-	case v == vInstances && verb == "drain":
+	case c.inst == view.InstanceDrain:
 		return "Start no new containers on " + pick("it", "them") + "; shut " + pick("it", "each") + " down once idle."
-	case v == vInstances && verb == "run":
+	case c.inst == view.InstanceRun:
 		return "Back to normal: containers start on " + pick("it", "them") + " again, and " + pick("it shuts", "they shut") +
 			" down when idle as configured."
-	case verb == "kill":
+	case c.ctr == view.ContainerKill:
 		return "Kill " + what + " (SIGTERM, then SIGKILL). " + pick("It ends", "They end") + " Cancelled."
-	case verb == "hold":
+	case c.ctr == view.ContainerHold:
 		return "Hold " + what + ": not started until released."
-	case verb == "release":
+	case c.ctr == view.ContainerRelease:
 		return "Release " + what + ": scheduled again."
-	case verb == prioUpLabel, verb == prioDownLabel:
-		return strings.ToUpper(verb[:1]) + verb[1:] + " of " + what + " by 1."
+	case c.ctr == view.ContainerPriority:
+		return capital(c.label()) + " of " + what + " by 1."
 	}
-	return strings.ToUpper(verb[:1]) + verb[1:] + " " + what + "."
+	return capital(c.label()) + " " + what + "."
 }
 
-// Labels of the priority steps (+ and -): what they do, not the value
-// they add (the flash of "priority -1" read as "set to -1").
-const (
-	prioUpLabel   = "raise the priority"
-	prioDownLabel = "lower the priority"
-)
+// capital is s with its first letter in upper case.
+func capital(s string) string { return strings.ToUpper(s[:1]) + s[1:] }
 
 // kindOf names a view's rows.
 func kindOf(v viewID) string {
@@ -64,13 +62,14 @@ func kindOf(v viewID) string {
 }
 
 // title is a dialog's title: "Kill 3 containers?", "Drain instance i-1?".
-func title(verb string, v viewID, n int, id string) string {
+func title(c chosen, n int, id string) string {
+	v := c.view()
 	what := kindOf(v) + " " + id
 	if n != 1 {
 		what = plural(n, kindOf(v), kindOf(v)+"s")
 	}
-	if verb == prioUpLabel || verb == prioDownLabel {
+	if c.ctr == view.ContainerPriority {
 		what = "of " + what
 	}
-	return strings.ToUpper(verb[:1]) + verb[1:] + " " + what + "?"
+	return capital(c.label()) + " " + what + "?"
 }

@@ -12,6 +12,7 @@ import (
 	"dispatch-tui/cloud"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 	"dispatch-tui/tui/backend"
 
@@ -22,7 +23,7 @@ var t0 = time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
 
 func fixedClock() time.Time { return t0 }
 
-type call struct{ kind, id, verb string }
+type call struct{ kind, id, what string }
 
 // fakeBackend serves a settable snapshot and records verbs.
 type fakeBackend struct {
@@ -54,19 +55,21 @@ func (f *fakeBackend) Changes(ctx context.Context) <-chan struct{} {
 func (f *fakeBackend) Logs(_ context.Context, id string, tail int) ([]byte, error) {
 	return []byte(f.logs), nil
 }
-func (f *fakeBackend) record(kind, id, verb string) error {
+
+// record notes a call: its kind, target and verb's name (or value).
+func (f *fakeBackend) record(kind, id, what string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls = append(f.calls, call{kind, id, verb})
+	f.calls = append(f.calls, call{kind, id, what})
 	return f.fail[id]
 }
-func (f *fakeBackend) InstanceVerb(_ context.Context, id, verb, _ string) error {
-	return f.record("instance", id, verb)
+func (f *fakeBackend) InstanceVerb(_ context.Context, id string, v view.InstanceVerb, _ string) error {
+	return f.record("instance", id, v.String())
 }
-func (f *fakeBackend) ContainerVerb(_ context.Context, id, verb, _ string) error {
-	return f.record("container", id, verb)
+func (f *fakeBackend) ContainerVerb(_ context.Context, id string, v view.ContainerVerb, _ string) error {
+	return f.record("container", id, v.String())
 }
-func (f *fakeBackend) ContainersVerb(_ context.Context, ids []string, verb string, p int, _ string) (map[string]error, error) {
+func (f *fakeBackend) ContainersVerb(_ context.Context, ids []string, v view.ContainerVerb, p int, _ string) (map[string]error, error) {
 	f.mu.Lock()
 	f.bulks = append(f.bulks, slices.Clone(ids))
 	f.mu.Unlock()
@@ -76,10 +79,10 @@ func (f *fakeBackend) ContainersVerb(_ context.Context, ids []string, verb strin
 	var failed map[string]error
 	for _, id := range ids {
 		var err error
-		if verb == "priority" {
+		if v == view.ContainerPriority {
 			err = f.record("priority", id, fmt.Sprint(p))
 		} else {
-			err = f.record("container", id, verb)
+			err = f.record("container", id, v.String())
 		}
 		if err != nil {
 			if failed == nil {
@@ -108,8 +111,8 @@ func fakeSnapshot(nInst, nCtr int) *backend.Snapshot {
 	istates := []worker.State{worker.StateRunning, worker.StateIdle, worker.StateBooting, worker.StateRunning, worker.StateShutdown}
 	behav := []worker.IdleBehavior{worker.IdleRun, worker.IdleRun, worker.IdleRun, worker.IdleHold, worker.IdleDrain}
 	for i := range nInst {
-		v := worker.InstanceView{
-			ID: cloud.InstanceID(fmt.Sprintf("i-%04d", i)), Type: []string{"small", "medium", "large"}[i%3],
+		v := view.Instance{
+			ID: fmt.Sprintf("i-%04d", i), Type: []string{"small", "medium", "large"}[i%3],
 			ProviderType: "p" + []string{"small", "medium", "large"}[i%3], Address: fmt.Sprintf("127.0.0.1:%d", 2200+i),
 			Price: []float64{0.02, 0.05, 0.1}[i%3], State: istates[i%len(istates)], IdleBehavior: behav[i%len(behav)],
 			AppearedAt: t0.Add(-time.Duration(i+1) * 7 * time.Minute),
@@ -127,9 +130,9 @@ func fakeSnapshot(nInst, nCtr int) *backend.Snapshot {
 			s.Summary.PricePerHour += v.Price
 		}
 	}
-	s.Containers = make([]queue.Container, 0, nCtr)
+	s.Containers = make([]view.Container, 0, nCtr)
 	for i := range nCtr {
-		c := queue.Container{
+		c := view.Container{
 			ID: fmt.Sprintf("c-%06d", i), Name: fmt.Sprintf("job-%d", i), Command: []string{"sleep", "10"},
 			State: ctrStates[i%len(ctrStates)], Priority: 1 + i%5, Held: i%11 == 10,
 			RuntimeConstraints: queue.Constraints{VCPUs: 1 + i%4, RAM: int64(1+i%3) << 30, Scratch: 10 << 30},

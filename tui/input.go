@@ -9,7 +9,7 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
-	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/tui/dialog"
 	"dispatch-tui/tui/keys"
 	"dispatch-tui/tui/table"
@@ -55,7 +55,7 @@ func inputStyles(dark, noColor bool) textinput.Styles {
 // for the two stateful ones) and quit.
 func commandNames() []string {
 	out := []string{"instances", "containers", "types", "events", "help", "quit"}
-	for _, s := range queue.States {
+	for _, s := range view.States {
 		out = append(out, "containers "+string(s))
 	}
 	for _, s := range instanceOrder {

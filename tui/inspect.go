@@ -8,8 +8,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/termsafe"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/tui/backend"
 	"dispatch-tui/tui/keys"
 )
@@ -29,13 +29,13 @@ type inspectState struct {
 	back []drillStep
 	// event is the last event shown in details: kept so that it can
 	// still be explained once it ages out of the snapshot's events.
-	event queue.Event
+	event view.Event
 
 	failedOf *backend.Snapshot // the snapshot the counts below are of
 	failed   int
 	// listed counts the containers of the snapshot's list by state: the
 	// header shows these, so that they agree with the table.
-	listed      map[queue.State]int
+	listed      map[view.State]int
 	listedTotal int
 
 	// fatal is the backend error the console exits with (Run returns it).
@@ -62,7 +62,7 @@ func (m *Model) countList() {
 	if m.snap == nil || m.insp.failedOf == m.snap {
 		return
 	}
-	n, by := 0, map[queue.State]int{}
+	n, by := 0, map[view.State]int{}
 	for i := range m.snap.Containers {
 		c := &m.snap.Containers[i]
 		by[c.State]++
@@ -236,10 +236,10 @@ func (m *Model) copyID() tea.Cmd {
 const eventTargetCol = 4
 
 // eventBySeq finds an event of the snapshot by its sequence number.
-func (m *Model) eventBySeq(seq string) (queue.Event, bool) {
+func (m *Model) eventBySeq(seq string) (view.Event, bool) {
 	n, err := strconv.ParseUint(seq, 10, 64)
 	if err != nil || m.snap == nil {
-		return queue.Event{}, false
+		return view.Event{}, false
 	}
 	evs := m.snap.Events
 	for i := len(evs) - 1; i >= 0; i-- {
@@ -247,7 +247,7 @@ func (m *Model) eventBySeq(seq string) (queue.Event, bool) {
 			return evs[i], true
 		}
 	}
-	return queue.Event{}, false
+	return view.Event{}, false
 }
 
 // eventLines shows one event in full, or explains that it aged out of

@@ -11,8 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/termsafe"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/tui/backend"
 	"dispatch-tui/tui/dialog"
 	"dispatch-tui/tui/keys"
@@ -103,10 +103,13 @@ type (
 	}
 )
 
-// verbTarget is one row a verb applies to, with the verb to send for it.
+// verbTarget is one row a verb applies to, with the verb to send for it:
+// an instance verb, or a container verb (prio the value of
+// view.ContainerPriority).
 type verbTarget struct {
 	id   string
-	verb string // hold/release/drain/run/kill, or "" for priority
+	inst view.InstanceVerb
+	ctr  view.ContainerVerb
 	prio int
 }
 
@@ -434,7 +437,7 @@ func (m *Model) onSnapshot(msg snapshotMsg) tea.Cmd {
 		}
 		m.ctrIdx = nil
 		s := msg.snap.Summary
-		m.queueSpark.addAt(m.now(), float64(s.Containers[queue.Queued]+s.Containers[queue.Locked]))
+		m.queueSpark.addAt(m.now(), float64(s.Containers[view.Queued]+s.Containers[view.Locked]))
 		m.costSpark.addAt(m.now(), s.PricePerHour)
 		for i := range m.stale {
 			m.stale[i] = true

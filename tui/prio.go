@@ -12,6 +12,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"dispatch-tui/engine/view"
 	"dispatch-tui/tui/dialog"
 )
 
@@ -57,7 +58,7 @@ func (m *Model) setPriority(typed string) tea.Cmd {
 	label := "set priority " + strconv.Itoa(n)
 	pv := &pendingVerb{action: label, view: vContainers}
 	for _, id := range ids {
-		pv.targets = append(pv.targets, verbTarget{id: id, prio: n})
+		pv.targets = append(pv.targets, verbTarget{id: id, ctr: view.ContainerPriority, prio: n})
 	}
 	switch {
 	case len(ids) > 1:

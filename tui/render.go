@@ -12,10 +12,9 @@ import (
 	"time"
 
 	"dispatch-tui/engine"
-	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/termsafe"
-	"dispatch-tui/engine/worker"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/tui/backend"
 	"dispatch-tui/tui/keys"
 	"dispatch-tui/tui/table"
@@ -51,7 +50,7 @@ func counts[K ~string](m map[K]int, order []K) string {
 	return strings.Join(parts, ", ")
 }
 
-var instanceOrder = []worker.State{worker.StateRunning, worker.StateIdle, worker.StateBooting, worker.StateUnknown, worker.StateShutdown, worker.StateRefused, worker.StateForeign}
+var instanceOrder = []view.InstanceState{view.InstanceRunning, view.InstanceIdle, view.InstanceBooting, view.InstanceUnknown, view.InstanceShutdown, view.InstanceRefused, view.InstanceForeign}
 
 func (m *Model) header() []string {
 	w := m.width
@@ -77,7 +76,7 @@ func (m *Model) header() []string {
 		live := 0
 		for st, n := range sum.Instances {
 			ni += n
-			if st != worker.StateShutdown {
+			if st != view.InstanceShutdown {
 				live += n
 			}
 		}
@@ -102,14 +101,14 @@ func (m *Model) header() []string {
 			// the end of the line.
 			failedPart = fmt.Sprintf(", FAILED %d", n)
 		}
-		l3 = fmt.Sprintf("containers %d%s%s: %s", nc, listNote, failedPart, counts(byState, queue.States[:]))
+		l3 = fmt.Sprintf("containers %d%s%s: %s", nc, listNote, failedPart, counts(byState, view.States[:]))
 		quota := "quota " + strconv.Itoa(live) + "/"
 		if sum.QuotaLimit > 0 {
 			quota += strconv.Itoa(sum.QuotaLimit)
 		} else {
 			quota += "∞"
 		}
-		depth := sum.Containers[queue.Queued] + sum.Containers[queue.Locked]
+		depth := sum.Containers[view.Queued] + sum.Containers[view.Locked]
 		sw := 20
 		if w < 100 {
 			sw = 10
@@ -317,7 +316,7 @@ func (m *Model) detailLines() []string {
 	add := d.kv
 	switch m.detailView {
 	case vInstances:
-		var v *worker.InstanceView
+		var v *view.Instance
 		for i := range m.snap.Instances {
 			if instanceID(&m.snap.Instances[i], i) == m.detailID {
 				v = &m.snap.Instances[i]
@@ -347,7 +346,7 @@ func (m *Model) detailLines() []string {
 				" (since "+v.UnreachableSince.Format("15:04:05")+")")
 			add("probe error", probeErr)
 			shown = probeErr
-		case v.State == worker.StateBooting && v.ProbeFailing:
+		case v.State == view.InstanceBooting && v.ProbeFailing:
 			// Not an error yet: a host takes a while to answer.
 			add("boot probe", probeErr+" (retried until timeout_booting)")
 			shown = probeErr
@@ -414,7 +413,7 @@ func (m *Model) detailLines() []string {
 			add("output", c.LogsError)
 		}
 		if c.LogsTruncated != 0 {
-			add("output", engine.TruncatedText(c.LogsTruncated.Bytes()))
+			add("output", engine.TruncatedText(c.LogsTruncated))
 		}
 		add("created", tf(c.CreatedAt))
 		add("started", tf(c.StartedAt))
@@ -459,7 +458,7 @@ func (m *Model) detailLines() []string {
 // errors, state changes, cloud errors).
 func (m *Model) instanceEvents(d *detailText, id string) {
 	const most = 8
-	var evs []queue.Event
+	var evs []view.Event
 	for i := len(m.snap.Events) - 1; i >= 0 && len(evs) < most; i-- {
 		if m.snap.Events[i].Target == id {
 			evs = append(evs, m.snap.Events[i])
@@ -476,7 +475,7 @@ func (m *Model) instanceEvents(d *detailText, id string) {
 
 // schedulingLines shows a container's scheduling fields and its health
 // check with the runner's last word on it.
-func schedulingLines(d *detailText, c *queue.Container) {
+func schedulingLines(d *detailText, c *view.Container) {
 	for _, kv := range []struct {
 		name string
 		m    map[string]string
@@ -550,10 +549,10 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-func unreachableCount(vs []worker.InstanceView) int {
+func unreachableCount(vs []view.Instance) int {
 	n := 0
 	for i := range vs {
-		if !vs[i].UnreachableSince.IsZero() && vs[i].State != worker.StateShutdown {
+		if !vs[i].UnreachableSince.IsZero() && vs[i].State != view.InstanceShutdown {
 			n++
 		}
 	}

@@ -451,7 +451,7 @@ func TestKeyOverrides(t *testing.T) {
 	}
 	press(m, "tab")
 	runCmd(m, press(m, "enter"))
-	if len(fb.calls) != 1 || fb.calls[0].verb != "hold" {
+	if len(fb.calls) != 1 || fb.calls[0].what != "hold" {
 		t.Errorf("calls = %v", fb.calls)
 	}
 }

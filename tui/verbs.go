@@ -12,7 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"dispatch-tui/engine/api"
-	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/tui/dialog"
 	"dispatch-tui/tui/keys"
 )
@@ -92,41 +92,26 @@ func (m *Model) verb(act string) tea.Cmd {
 	if len(ids) == 0 {
 		return m.notHere(act, "no row selected")
 	}
-	pv := &pendingVerb{action: act, view: v}
+	allHeld := v == vContainers && act == keys.Hold
+	for _, id := range ids {
+		if c := m.container(id); allHeld && (c == nil || !c.Held) {
+			allHeld = false
+		}
+	}
+	verb, ok := choose(act, v, allHeld)
+	if !ok {
+		return nil
+	}
+	pv := &pendingVerb{action: verb.label(), view: v}
 	kind := kindOf(v)
-	label := act
 	var toZero []string // containers this verb drops to priority 0
 	switch {
-	case v == vInstances:
+	case verb.ctr != view.ContainerPriority:
 		for _, id := range ids {
-			pv.targets = append(pv.targets, verbTarget{id: id, verb: act})
+			pv.targets = append(pv.targets, verbTarget{id: id, inst: verb.inst, ctr: verb.ctr})
 		}
-	case act == keys.Hold:
-		allHeld := true
-		for _, id := range ids {
-			if c := m.container(id); c == nil || !c.Held {
-				allHeld = false
-			}
-		}
-		verb := "hold"
-		if allHeld {
-			verb = "release"
-		}
-		label, pv.action = verb, verb
-		for _, id := range ids {
-			pv.targets = append(pv.targets, verbTarget{id: id, verb: verb})
-		}
-	case act == keys.Kill:
-		for _, id := range ids {
-			pv.targets = append(pv.targets, verbTarget{id: id, verb: "kill"})
-		}
-	case act == keys.PrioUp || act == keys.PrioDown:
-		d := 1
-		label = prioUpLabel
-		if act == keys.PrioDown {
-			d, label = -1, prioDownLabel
-		}
-		pv.action = label
+	default:
+		d := verb.step
 		if len(ids) == 1 {
 			if c := m.container(ids[0]); c != nil {
 				// One row: the flash says the change itself.
@@ -146,7 +131,7 @@ func (m *Model) verb(act string) tea.Cmd {
 			if c.Priority+d == 0 {
 				toZero = append(toZero, id)
 			}
-			pv.targets = append(pv.targets, verbTarget{id: id, prio: c.Priority + d})
+			pv.targets = append(pv.targets, verbTarget{id: id, ctr: verb.ctr, prio: c.Priority + d})
 		}
 		if len(pv.targets) == 0 && atZero > 0 {
 			if atZero == 1 {
@@ -154,8 +139,6 @@ func (m *Model) verb(act string) tea.Cmd {
 			}
 			return m.setFlash(fmt.Sprintf("priority: all %d are already 0, the lowest", atZero), true)
 		}
-	default:
-		return nil
 	}
 	if len(pv.targets) == 0 {
 		return nil
@@ -169,32 +152,28 @@ func (m *Model) verb(act string) tea.Cmd {
 	if hidden > 0 {
 		hiddenNote = []string{plural(hidden, "more marked "+kind+" is", "more marked "+kind+"s are") + " hidden by the filter and left alone."}
 	}
-	verb := label
-	if act == keys.Kill {
-		verb = "kill"
-	}
-	button := strings.ToUpper(verb[:1]) + verb[1:]
-	if verb == prioUpLabel || verb == prioDownLabel {
-		button = strings.ToUpper(verb[:1]) + verb[1:strings.Index(verb, " ")]
+	button := capital(verb.label())
+	if verb.ctr == view.ContainerPriority {
+		button, _, _ = strings.Cut(button, " ") // "Raise", "Lower"
 	}
 	switch {
 	case act == keys.Kill && n == 1:
-		m.dlg = dialog.New(title(verb, v, 1, ids[0]), "Kill", ids[0], append([]string{explain(verb, v, 1, ids[0])}, hiddenNote...)...)
+		m.dlg = dialog.New(title(verb, 1, ids[0]), "Kill", ids[0], append([]string{explain(verb, 1, ids[0])}, hiddenNote...)...)
 	case n > 1:
 		// The notes first: a long id list is what is cut when the
 		// screen is short.
-		body := []string{explain(verb, v, n, "")}
+		body := []string{explain(verb, n, "")}
 		if len(toZero) > 0 {
 			body = append(body, plural(len(toZero), "of them drops", "of them drop")+" to priority 0. "+prioZeroNote)
 		}
 		body = append(body, hiddenNote...)
 		body = append(body, strings.Join(ids, " "))
-		m.dlg = dialog.New(title(verb, v, n, ""), button, strconv.Itoa(n), body...)
+		m.dlg = dialog.New(title(verb, n, ""), button, strconv.Itoa(n), body...)
 	case len(toZero) == 1:
 		m.dlg = dialog.New("Priority 0 for "+ids[0]+"?", "Set 0", "",
 			append([]string{prioZeroNote}, hiddenNote...)...)
 	case act == keys.Drain, act == keys.Hold && v == vInstances, hidden > 0:
-		m.dlg = dialog.New(title(verb, v, 1, ids[0]), button, "", append([]string{explain(verb, v, 1, ids[0])}, hiddenNote...)...)
+		m.dlg = dialog.New(title(verb, 1, ids[0]), button, "", append([]string{explain(verb, 1, ids[0])}, hiddenNote...)...)
 	default:
 		return m.execute(pv)
 	}
@@ -205,7 +184,7 @@ func (m *Model) verb(act string) tea.Cmd {
 // prioZeroNote says what priority 0 does, in the dialogs that ask first.
 const prioZeroNote = "At priority 0 a container is never scheduled; a running one is stopped and requeued, to run again once its priority is raised."
 
-func (m *Model) container(id string) *queue.Container {
+func (m *Model) container(id string) *view.Container {
 	if m.snap == nil {
 		return nil
 	}
@@ -260,14 +239,14 @@ func (m *Model) execute(pv *pendingVerb) tea.Cmd {
 		m.tables[pv.view].SetPending(tg.id, true)
 	}
 	m.tables[pv.view].ClearMarks()
-	view, action := pv.view, pv.action
+	rows, action := pv.view, pv.action
 	return tea.Batch(spin, func() tea.Msg {
 		c, cancel := context.WithTimeout(ctx, verbTimeout)
 		defer cancel()
-		msg := verbMsg{action: action, view: view, ids: ids, failed: map[string]error{}}
-		if view == vInstances {
+		msg := verbMsg{action: action, view: rows, ids: ids, failed: map[string]error{}}
+		if rows == vInstances {
 			for _, tg := range targets {
-				if err := be.InstanceVerb(c, tg.id, tg.verb, ""); err != nil {
+				if err := be.InstanceVerb(c, tg.id, tg.inst, ""); err != nil {
 					msg.failed[tg.id] = err
 				}
 			}
@@ -275,16 +254,13 @@ func (m *Model) execute(pv *pendingVerb) tea.Cmd {
 		}
 		// Containers in bulk: one call per verb (and priority value).
 		type group struct {
-			verb string
+			verb view.ContainerVerb
 			prio int
 		}
 		var order []group
 		byGroup := map[group][]string{}
 		for _, tg := range targets {
-			g := group{tg.verb, tg.prio}
-			if tg.verb == "" {
-				g.verb = api.PriorityVerb
-			}
+			g := group{tg.ctr, tg.prio}
 			if _, ok := byGroup[g]; !ok {
 				order = append(order, g)
 			}

@@ -11,8 +11,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/config"
-	"dispatch-tui/engine/queue"
-	"dispatch-tui/engine/worker"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/tui/backend"
 	"dispatch-tui/tui/table"
 	"dispatch-tui/tui/theme"
@@ -122,7 +121,7 @@ func age(now, t time.Time) (string, float64) {
 // write it: 512MiB, 2GiB, 1.5GiB.
 func fmtBytes(n int64) string { return config.FormatSize(n) }
 
-func instanceID(v *worker.InstanceView, i int) string {
+func instanceID(v *view.Instance, i int) string {
 	if v.ID == "" {
 		return "(creating-" + strconv.Itoa(i) + ")"
 	}
@@ -135,7 +134,7 @@ func instanceRows(s *backend.Snapshot, now time.Time) []table.Row {
 		v := &s.Instances[i]
 		ag, agn := age(now, v.Created())
 		state, stateText := string(v.State), string(v.State)
-		if !v.UnreachableSince.IsZero() && v.State != worker.StateShutdown { // being destroyed says more
+		if !v.UnreachableSince.IsZero() && v.State != view.InstanceShutdown { // being destroyed says more
 			// As text too, so that it reads without colour, with how
 			// long it has not answered.
 			state = theme.StateUnreachable
@@ -152,7 +151,7 @@ func instanceRows(s *backend.Snapshot, now time.Time) []table.Row {
 	return rows
 }
 
-func containerState(c *queue.Container) string {
+func containerState(c *view.Container) string {
 	s := string(c.State)
 	switch {
 	case failed(c):
@@ -174,7 +173,7 @@ func containerRows(s *backend.Snapshot, now time.Time) []table.Row {
 		c := &s.Containers[i]
 		ag, agn := age(now, c.CreatedAt)
 		reason, rowState := c.Reason, string(c.State)
-		if c.State == queue.Complete && c.ExitCode != nil {
+		if c.State == view.Complete && c.ExitCode != nil {
 			reason = "exit " + strconv.Itoa(*c.ExitCode)
 		}
 		if failed(c) {
@@ -201,7 +200,7 @@ const failMark = "✗"
 
 // containerName is the NAME cell: "-" for an unnamed container (whose
 // name is its id, already in the ID column).
-func containerName(c *queue.Container) string {
+func containerName(c *view.Container) string {
 	if c.Name == "" || c.Name == c.ID {
 		return "-"
 	}
@@ -211,7 +210,7 @@ func containerName(c *queue.Container) string {
 // hiddenSearch is what the filter matches in a container beyond its
 // columns: its labels and constraints as "k=v" and "supervisor", so
 // "/team=x" finds those labelled so and "/gpu=a100" those asking for it.
-func hiddenSearch(c *queue.Container) string {
+func hiddenSearch(c *view.Container) string {
 	if len(c.Labels) == 0 && len(c.Scheduling.Constraints) == 0 && !c.Scheduling.Supervisor {
 		return ""
 	}
@@ -279,7 +278,7 @@ var transition = regexp.MustCompile(`^(\S+ -> \S+)\s*(.*)$`)
 // "state", "booting -> idle"): the change is the action then, as a
 // container's new state is, and a message that starts with the kind's
 // verb ("created small instance") gives it.
-func eventWords(e *queue.Event) (action, reason string) {
+func eventWords(e *view.Event) (action, reason string) {
 	if e.Action != e.Kind {
 		return e.Action, e.Reason
 	}
@@ -296,6 +295,6 @@ func eventWords(e *queue.Event) (action, reason string) {
 // failed tells a container that ended badly: completed with a non-zero
 // exit code. (Cancelled is an operator's or a limit's doing and has its
 // own colour.)
-func failed(c *queue.Container) bool {
-	return c.State == queue.Complete && c.ExitCode != nil && *c.ExitCode != 0
+func failed(c *view.Container) bool {
+	return c.State == view.Complete && c.ExitCode != nil && *c.ExitCode != 0
 }

@@ -18,7 +18,7 @@ import (
 	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
-	"dispatch-tui/engine/worker"
+	"dispatch-tui/engine/view"
 )
 
 // The partition tests put each host in a network namespace of its own,
@@ -264,7 +264,7 @@ func (pe *partitionEnv) open(name string) { pe.t.Helper(); openGate(pe.t, pe.gat
 
 func (pe *partitionEnv) runs(name string) int { return gatedRuns(pe.t, pe.markers, name) }
 
-func (pe *partitionEnv) container(id string) queue.Container {
+func (pe *partitionEnv) container(id string) view.Container {
 	c, _ := pe.eng.Container(id)
 	return c
 }
@@ -314,11 +314,7 @@ func (pe *partitionEnv) reportedRunning(id string) bool {
 	if c.State != queue.Running {
 		return false
 	}
-	v, ok := pe.eng.Instance(c.InstanceID)
-	if !ok {
-		return false
-	}
-	for _, r := range v.Reported {
+	for _, r := range pe.eng.RunnerReported(c.InstanceID) {
 		if r.ID == id && r.State == runner.StateRunning {
 			return true
 		}
@@ -328,7 +324,7 @@ func (pe *partitionEnv) reportedRunning(id string) bool {
 
 // shownUnreachable reports whether the instance shows an operator that it
 // cannot be reached: since when, and why.
-func shownUnreachable(v worker.InstanceView) bool {
+func shownUnreachable(v view.Instance) bool {
 	return !v.UnreachableSince.IsZero() && v.LastError != ""
 }
 

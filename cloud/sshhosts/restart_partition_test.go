@@ -17,7 +17,7 @@ import (
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
-	"dispatch-tui/engine/worker"
+	"dispatch-tui/engine/view"
 )
 
 // The restart path during a partition (docs/design.md §10.1, "At most
@@ -171,7 +171,7 @@ func (re *restartEnv) open(name string) { re.t.Helper(); openGate(re.t, re.gates
 
 func (re *restartEnv) runs(name string) int { return gatedRuns(re.t, re.markers, name) }
 
-func (re *restartEnv) container(id string) queue.Container {
+func (re *restartEnv) container(id string) view.Container {
 	c, err := re.client.Container(context.Background(), id)
 	if err != nil {
 		re.t.Logf("container %s: %v", id, err)
@@ -179,17 +179,17 @@ func (re *restartEnv) container(id string) queue.Container {
 	return c
 }
 
-func (re *restartEnv) instance(id string) (worker.InstanceView, bool) {
+func (re *restartEnv) instance(id string) (view.Instance, bool) {
 	vs, err := re.client.Instances(context.Background())
 	if err != nil {
-		return worker.InstanceView{}, false
+		return view.Instance{}, false
 	}
 	for _, v := range vs {
 		if string(v.ID) == id {
 			return v, true
 		}
 	}
-	return worker.InstanceView{}, false
+	return view.Instance{}, false
 }
 
 func (re *restartEnv) dump() string {

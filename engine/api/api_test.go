@@ -21,6 +21,7 @@ import (
 	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -232,9 +233,9 @@ func TestClientEndpoints(t *testing.T) {
 
 	// Instance verbs.
 	for _, tc := range []struct {
-		verb string
+		verb view.InstanceVerb
 		want worker.IdleBehavior
-	}{{"hold", worker.IdleHold}, {"drain", worker.IdleDrain}, {"run", worker.IdleRun}} {
+	}{{view.InstanceHold, worker.IdleHold}, {view.InstanceDrain, worker.IdleDrain}, {view.InstanceRun, worker.IdleRun}} {
 		v, err := c.InstanceVerb(ctx, inst, tc.verb, "maintenance")
 		if err != nil || v.IdleBehavior != tc.want || string(v.ID) != inst {
 			t.Fatalf("%s: %+v, %v", tc.verb, v, err)
@@ -242,11 +243,11 @@ func TestClientEndpoints(t *testing.T) {
 	}
 
 	// Container verbs and priority.
-	held, err := c.ContainerVerb(ctx, sub.ID, "hold", "")
+	held, err := c.ContainerVerb(ctx, sub.ID, view.ContainerHold, "")
 	if err != nil || !held.Held {
 		t.Fatalf("hold: %+v, %v", held, err)
 	}
-	rel, err := c.ContainerVerb(ctx, sub.ID, "release", "ok now")
+	rel, err := c.ContainerVerb(ctx, sub.ID, view.ContainerRelease, "ok now")
 	if err != nil || rel.Held {
 		t.Fatalf("release: %+v, %v", rel, err)
 	}
@@ -270,12 +271,12 @@ func TestClientEndpoints(t *testing.T) {
 	}
 
 	// Kill the container, then the instance.
-	k, err := c.ContainerVerb(ctx, sub.ID, "kill", "no longer needed")
+	k, err := c.ContainerVerb(ctx, sub.ID, view.ContainerKill, "no longer needed")
 	if err != nil || !k.KillRequested {
 		t.Fatalf("kill: %+v, %v", k, err)
 	}
 	e.until("web cancelled", 30, func() bool { return e.state(sub.ID) == queue.Cancelled })
-	kv, err := c.InstanceVerb(ctx, inst, "kill", "retire")
+	kv, err := c.InstanceVerb(ctx, inst, view.InstanceKill, "retire")
 	if err != nil || kv.State != worker.StateShutdown {
 		t.Fatalf("kill instance: %+v, %v", kv, err)
 	}
@@ -520,7 +521,7 @@ func TestClientErrors(t *testing.T) {
 	}
 	_, err = e.client.Container(ctx, "c-missing")
 	apiErr(t, err, 404)
-	_, err = e.client.InstanceVerb(ctx, "i-missing", "drain", "")
+	_, err = e.client.InstanceVerb(ctx, "i-missing", view.InstanceDrain, "")
 	apiErr(t, err, 404)
 	err = e.client.Logs(ctx, "c-missing", 0, true, io.Discard)
 	apiErr(t, err, 404)
@@ -532,7 +533,7 @@ func TestConflictOnFinal(t *testing.T) {
 	done := e.submit("done", []string{"true"}, 1)
 	e.until("done complete", 30, func() bool { return e.state(done) == queue.Complete })
 	cancelled := e.submit("cancelled", []string{"run-forever"}, 0)
-	if _, err := e.client.ContainerVerb(t.Context(), cancelled, "kill", ""); err != nil {
+	if _, err := e.client.ContainerVerb(t.Context(), cancelled, view.ContainerKill, ""); err != nil {
 		t.Fatal(err)
 	}
 	if st := e.state(cancelled); st != queue.Cancelled {
@@ -559,7 +560,7 @@ func TestConflictOnFinal(t *testing.T) {
 			}
 		})
 	}
-	_, err := e.client.ContainerVerb(t.Context(), done, "hold", "")
+	_, err := e.client.ContainerVerb(t.Context(), done, view.ContainerHold, "")
 	apiErr(t, err, http.StatusConflict)
 }
 
@@ -589,13 +590,13 @@ func TestListContainers(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"job-01", "job-02"} {
-		if _, err := e.client.ContainerVerb(t.Context(), ids[name], "kill", ""); err != nil {
+		if _, err := e.client.ContainerVerb(t.Context(), ids[name], view.ContainerKill, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
 	e.step(2)
 
-	names := func(cs []queue.Container) []string {
+	names := func(cs []view.Container) []string {
 		var out []string
 		for _, c := range cs {
 			out = append(out, c.Name)
@@ -632,8 +633,8 @@ func TestListContainers(t *testing.T) {
 				t.Fatalf("status %d: %s", resp.StatusCode, data)
 			}
 			var body struct {
-				Items          []queue.Container `json:"items"`
-				ItemsAvailable *int              `json:"items_available"`
+				Items          []view.Container `json:"items"`
+				ItemsAvailable *int             `json:"items_available"`
 			}
 			if err := json.Unmarshal(data, &body); err != nil {
 				t.Fatal(err)
@@ -723,7 +724,7 @@ func TestLogsFollowNeverRan(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- e.client.Logs(t.Context(), id, 0, true, &out) }()
 	e.followPolledSince() // the stream waits for the queued container
-	if _, err := e.client.ContainerVerb(t.Context(), id, "kill", ""); err != nil {
+	if _, err := e.client.ContainerVerb(t.Context(), id, view.ContainerKill, ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := awaitFollow(t, done, "after the container was cancelled"); err != nil || out.String() != "" {

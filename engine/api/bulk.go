@@ -10,12 +10,8 @@ import (
 	"net/url"
 
 	"dispatch-tui/engine"
-	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 )
-
-// PriorityVerb is the bulk verb that sets a priority (the body's
-// priority); the others are the container verbs' names.
-const PriorityVerb = "priority"
 
 // BulkRequest is the body of POST /v1/containers/bulk: a verb and either
 // ids (at most MaxBatchItems) or a selector. A selector request changes
@@ -23,7 +19,7 @@ const PriorityVerb = "priority"
 // submission order from continue on; the answer's continue is where the
 // next request goes on.
 type BulkRequest struct {
-	Verb     string    `json:"verb"`
+	Verb     string    `json:"verb"` // a view.ContainerVerb's name; priority takes Priority
 	Priority *int      `json:"priority,omitempty"`
 	Reason   string    `json:"reason,omitempty"`
 	IDs      []string  `json:"ids,omitempty"`
@@ -53,12 +49,12 @@ type BulkAnswer struct {
 // BulkItem is one container's result: its state after the verb, or the
 // error (and the status a single verb would have answered) when it failed.
 type BulkItem struct {
-	ID       string      `json:"id"`
-	State    queue.State `json:"state,omitempty"`
-	Held     bool        `json:"held,omitempty"`
-	Priority int         `json:"priority"`
-	Error    string      `json:"error,omitempty"`
-	Status   int         `json:"status,omitempty"`
+	ID       string     `json:"id"`
+	State    view.State `json:"state,omitempty"`
+	Held     bool       `json:"held,omitempty"`
+	Priority int        `json:"priority"`
+	Error    string     `json:"error,omitempty"`
+	Status   int        `json:"status,omitempty"`
 }
 
 func (s *server) bulk(w http.ResponseWriter, r *http.Request) {
@@ -103,21 +99,16 @@ func (s *server) bulk(w http.ResponseWriter, r *http.Request) {
 // bulkRequest checks a bulk body and makes it the engine's request.
 func bulkRequest(b BulkRequest) (engine.BulkRequest, *httpError) {
 	var req engine.BulkRequest
-	if b.Verb == PriorityVerb {
-		if b.Priority == nil {
-			return req, badRequest("priority", "priority: required with verb priority")
-		}
-		req.Priority = b.Priority
-	} else {
-		v, err := engine.ParseContainerVerb(b.Verb)
-		if err != nil {
-			return req, badRequest("verb", "verb: "+err.Error()+" or "+PriorityVerb)
-		}
-		if b.Priority != nil {
-			return req, badRequest("priority", "priority: only with verb priority")
-		}
-		req.Verb = v
+	verb, err := view.ParseContainerVerb(b.Verb)
+	switch {
+	case err != nil:
+		return req, badRequest("verb", "verb: "+err.Error())
+	case verb.TakesValue() && b.Priority == nil:
+		return req, badRequest("priority", "priority: required with verb "+verb.String())
+	case !verb.TakesValue() && b.Priority != nil:
+		return req, badRequest("priority", "priority: only with verb "+view.ContainerPriority.String())
 	}
+	req.Verb, req.Priority = verb, b.Priority
 	req.Reason = b.Reason
 	switch {
 	case len(b.IDs) > 0 && b.Selector != nil:
@@ -174,5 +165,5 @@ func (it BulkItem) Err() error {
 	if it.Error == "" {
 		return nil
 	}
-	return &APIError{Status: it.Status, Message: it.Error}
+	return &APIError{Status: it.Status, Message: it.Error, fromAPI: true}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 )
 
 // TestBulkIDs: one request kills a list of ids; each id has its own
@@ -14,7 +15,7 @@ func TestBulkIDs(t *testing.T) {
 	e := newEnv(t)
 	a, b := e.submit("a", []string{"true"}, 1), e.submit("b", []string{"true"}, 1)
 	done := e.submit("done", []string{"true"}, 1)
-	if _, err := e.client.ContainerVerb(t.Context(), done, "kill", ""); err != nil {
+	if _, err := e.client.ContainerVerb(t.Context(), done, view.ContainerKill, ""); err != nil {
 		t.Fatal(err)
 	}
 	ans, err := e.client.Bulk(t.Context(), BulkRequest{Verb: "kill", Reason: "cleanup", IDs: []string{a, "c-0123456789abcdef", done, b}})
@@ -129,10 +130,10 @@ func TestBulkRefused(t *testing.T) {
 func TestInstanceVerbsWhileShuttingDown(t *testing.T) {
 	e := newEnv(t)
 	_, inst := e.running("r")
-	if _, err := e.client.InstanceVerb(t.Context(), inst, "kill", ""); err != nil {
+	if _, err := e.client.InstanceVerb(t.Context(), inst, view.InstanceKill, ""); err != nil {
 		t.Fatal(err)
 	}
-	for _, verb := range []string{"kill", "run", "hold", "drain"} {
+	for _, verb := range []view.InstanceVerb{view.InstanceKill, view.InstanceRun, view.InstanceHold, view.InstanceDrain} {
 		_, err := e.client.InstanceVerb(t.Context(), inst, verb, "")
 		ae := apiErr(t, err, http.StatusConflict)
 		if !strings.Contains(ae.Message, "is shutting down") {

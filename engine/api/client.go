@@ -17,7 +17,7 @@ import (
 
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/queue"
-	"dispatch-tui/engine/worker"
+	"dispatch-tui/engine/view"
 )
 
 // Client talks to a dispatcher's management API.
@@ -80,22 +80,32 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("%s (HTTP %d)", e.Message, e.Status)
 }
 
+// ErrorKind implements view.Kinded: the kind the server answered with,
+// read back from its status (statusOf); KindOther for an answer that was
+// not the API's.
+func (e *APIError) ErrorKind() view.Kind {
+	if !e.fromAPI {
+		return view.KindOther
+	}
+	return kindOfStatus(e.Status)
+}
+
 // Instances lists every instance.
-func (c *Client) Instances(ctx context.Context) ([]worker.InstanceView, error) {
-	var body listBody[worker.InstanceView]
+func (c *Client) Instances(ctx context.Context) ([]view.Instance, error) {
+	var body listBody[view.Instance]
 	err := c.do(ctx, http.MethodGet, "/v1/instances", nil, nil, &body)
 	return body.Items, err
 }
 
-// InstanceVerb applies hold, drain, run or kill to an instance.
-func (c *Client) InstanceVerb(ctx context.Context, id, verb, reason string) (worker.InstanceView, error) {
-	var v worker.InstanceView
-	err := c.do(ctx, http.MethodPost, "/v1/instances/"+url.PathEscape(id)+"/"+url.PathEscape(verb), nil, reasonOf(reason), &v)
+// InstanceVerb applies an instance verb (hold, drain, run or kill).
+func (c *Client) InstanceVerb(ctx context.Context, id string, verb view.InstanceVerb, reason string) (view.Instance, error) {
+	var v view.Instance
+	err := c.do(ctx, http.MethodPost, "/v1/instances/"+url.PathEscape(id)+"/"+url.PathEscape(verb.String()), nil, reasonOf(reason), &v)
 	return v, err
 }
 
 // Containers lists containers matching q, and how many match in all.
-func (c *Client) Containers(ctx context.Context, q ListQuery) ([]queue.Container, int, error) {
+func (c *Client) Containers(ctx context.Context, q ListQuery) ([]view.Container, int, error) {
 	v := url.Values{}
 	if len(q.States) > 0 {
 		v.Set("state", strings.Join(q.States, ","))
@@ -115,7 +125,7 @@ func (c *Client) Containers(ctx context.Context, q ListQuery) ([]queue.Container
 	for _, l := range q.Labels {
 		v.Add("label", l)
 	}
-	var body listBody[queue.Container]
+	var body listBody[view.Container]
 	err := c.do(ctx, http.MethodGet, "/v1/containers", v, nil, &body)
 	n := len(body.Items)
 	if body.ItemsAvailable != nil {
@@ -125,20 +135,20 @@ func (c *Client) Containers(ctx context.Context, q ListQuery) ([]queue.Container
 }
 
 // Container returns one container.
-func (c *Client) Container(ctx context.Context, id string) (queue.Container, error) {
-	var v queue.Container
+func (c *Client) Container(ctx context.Context, id string) (view.Container, error) {
+	var v view.Container
 	err := c.do(ctx, http.MethodGet, "/v1/containers/"+url.PathEscape(id), nil, nil, &v)
 	return v, err
 }
 
 // Submit adds a container.
-func (c *Client) Submit(ctx context.Context, spec queue.Spec) (queue.Container, error) {
+func (c *Client) Submit(ctx context.Context, spec queue.Spec) (view.Container, error) {
 	return c.submit(ctx, spec)
 }
 
 // submit posts one spec (a queue.Spec or its JSON).
-func (c *Client) submit(ctx context.Context, spec any) (queue.Container, error) {
-	var v queue.Container
+func (c *Client) submit(ctx context.Context, spec any) (view.Container, error) {
+	var v view.Container
 	err := c.do(ctx, http.MethodPost, "/v1/containers", nil, spec, &v)
 	return v, err
 }
@@ -148,17 +158,17 @@ func (c *Client) submit(ctx context.Context, spec any) (queue.Container, error) 
 // listed in the *APIError's Items (HTTP 422); more than MaxBatchItems specs,
 // or a body over MaxBodyBytes, is refused with 413. The containers are
 // returned in the order of specs.
-func (c *Client) SubmitBatch(ctx context.Context, specs []queue.Spec) ([]queue.Container, error) {
+func (c *Client) SubmitBatch(ctx context.Context, specs []queue.Spec) ([]view.Container, error) {
 	return submitBatch(ctx, c, specs)
 }
 
 // submitBatch posts specs as one JSON array (never null: the server then
 // says why) and checks one container came back for each.
-func submitBatch[S any](ctx context.Context, c *Client, specs []S) ([]queue.Container, error) {
+func submitBatch[S any](ctx context.Context, c *Client, specs []S) ([]view.Container, error) {
 	if specs == nil {
 		specs = []S{}
 	}
-	var body listBody[queue.Container]
+	var body listBody[view.Container]
 	if err := c.do(ctx, http.MethodPost, "/v1/containers", nil, specs, &body); err != nil {
 		return nil, err
 	}
@@ -168,16 +178,17 @@ func submitBatch[S any](ctx context.Context, c *Client, specs []S) ([]queue.Cont
 	return body.Items, nil
 }
 
-// ContainerVerb applies hold, release or kill to a container.
-func (c *Client) ContainerVerb(ctx context.Context, id, verb, reason string) (queue.Container, error) {
-	var v queue.Container
-	err := c.do(ctx, http.MethodPost, "/v1/containers/"+url.PathEscape(id)+"/"+url.PathEscape(verb), nil, reasonOf(reason), &v)
+// ContainerVerb applies hold, release or kill to a container (priority
+// is SetPriority).
+func (c *Client) ContainerVerb(ctx context.Context, id string, verb view.ContainerVerb, reason string) (view.Container, error) {
+	var v view.Container
+	err := c.do(ctx, http.MethodPost, "/v1/containers/"+url.PathEscape(id)+"/"+url.PathEscape(verb.String()), nil, reasonOf(reason), &v)
 	return v, err
 }
 
 // SetPriority changes a container's priority.
-func (c *Client) SetPriority(ctx context.Context, id string, priority int) (queue.Container, error) {
-	var v queue.Container
+func (c *Client) SetPriority(ctx context.Context, id string, priority int) (view.Container, error) {
+	var v view.Container
 	err := c.do(ctx, http.MethodPatch, "/v1/containers/"+url.PathEscape(id), nil, priorityBody{Priority: &priority}, &v)
 	return v, err
 }
@@ -216,7 +227,7 @@ func (c *Client) Types(ctx context.Context) ([]engine.TypeSummary, error) {
 
 // Events returns up to limit events after sequence number since (limit 0 =
 // the server's default, 1000).
-func (c *Client) Events(ctx context.Context, since uint64, limit int) ([]queue.Event, error) {
+func (c *Client) Events(ctx context.Context, since uint64, limit int) ([]view.Event, error) {
 	v := url.Values{}
 	if since > 0 {
 		v.Set("since", strconv.FormatUint(since, 10))
@@ -224,16 +235,16 @@ func (c *Client) Events(ctx context.Context, since uint64, limit int) ([]queue.E
 	if limit > 0 {
 		v.Set("limit", strconv.Itoa(limit))
 	}
-	var body listBody[queue.Event]
+	var body listBody[view.Event]
 	err := c.do(ctx, http.MethodGet, "/v1/events", v, nil, &body)
 	return body.Items, err
 }
 
 // EventPage is one page of GET /v1/events?order=newest.
 type EventPage struct {
-	Items     []queue.Event // newest first
-	Available int           // events after since in all
-	Before    uint64        // where the next, older page ends; 0 = none
+	Items     []view.Event // newest first
+	Available int          // events after since in all
+	Before    uint64       // where the next, older page ends; 0 = none
 }
 
 // EventsNewest returns up to limit (0 = the server's default, 1000) of the
@@ -249,7 +260,7 @@ func (c *Client) EventsNewest(ctx context.Context, since, before uint64, limit i
 	if limit > 0 {
 		v.Set("limit", strconv.Itoa(limit))
 	}
-	var body listBody[queue.Event]
+	var body listBody[view.Event]
 	err := c.do(ctx, http.MethodGet, "/v1/events", v, nil, &body)
 	p := EventPage{Items: body.Items, Available: len(body.Items), Before: body.Before}
 	if body.ItemsAvailable != nil {
@@ -392,7 +403,7 @@ func UserActor(prefix string) string {
 
 // ContainerPage is one page of GET /v1/containers.
 type ContainerPage struct {
-	Items     []queue.Container
+	Items     []view.Container
 	Available int    // items_available: how many match in all
 	Continue  string // the continue token for the next page; "" = no more
 }
@@ -428,7 +439,7 @@ func (c *Client) ListContainerPage(ctx context.Context, q ListQuery, labels []st
 		return ContainerPage{}, err
 	}
 	defer resp.Body.Close()
-	var body listBody[queue.Container]
+	var body listBody[view.Container]
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
 		return ContainerPage{}, fmt.Errorf("GET /v1/containers: decode response: %w", err)
 	}
@@ -441,12 +452,12 @@ func (c *Client) ListContainerPage(ctx context.Context, q ListQuery, labels []st
 
 // SubmitJSON adds a container from a spec already encoded as a JSON
 // object, passing on fields this client's queue.Spec may not know.
-func (c *Client) SubmitJSON(ctx context.Context, spec json.RawMessage) (queue.Container, error) {
+func (c *Client) SubmitJSON(ctx context.Context, spec json.RawMessage) (view.Container, error) {
 	return c.submit(ctx, spec)
 }
 
 // SubmitBatchJSON is SubmitBatch for specs already in JSON (as the CLI
 // reads them from a file): one request, stored all or nothing.
-func (c *Client) SubmitBatchJSON(ctx context.Context, specs []json.RawMessage) ([]queue.Container, error) {
+func (c *Client) SubmitBatchJSON(ctx context.Context, specs []json.RawMessage) ([]view.Container, error) {
 	return submitBatch(ctx, c, specs)
 }

@@ -10,7 +10,7 @@ import (
 
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/queue"
-	"dispatch-tui/engine/worker"
+	"dispatch-tui/engine/view"
 )
 
 // errorBody is the JSON of every error response.
@@ -73,36 +73,49 @@ func refusedItems(n int, refused []ItemError) *httpError {
 	return &httpError{status: http.StatusUnprocessableEntity, msg: msg, items: refused}
 }
 
-// classify maps an engine error to a response: unknown id → 404, a field
-// error → 400, an illegal transition, a verb on a finished container or another
-// dispatcher's instance → 409, no type fits → 422, anything
-// else → 500.
+// statusOf is the one table of the status code the API answers each kind
+// of engine error with (view.Kind); the client reads a status back to its
+// kind through it (kindOfStatus).
+var statusOf = map[view.Kind]int{
+	view.KindOther:    http.StatusInternalServerError,
+	view.KindInvalid:  http.StatusBadRequest,
+	view.KindNotFound: http.StatusNotFound,
+	view.KindConflict: http.StatusConflict,
+	view.KindNoFit:    http.StatusUnprocessableEntity,
+}
+
+// kindOfStatus is the kind of error a status code answers (KindOther for
+// one no kind has).
+func kindOfStatus(status int) view.Kind {
+	for k, s := range statusOf {
+		if s == status {
+			return k
+		}
+	}
+	return view.KindOther
+}
+
+// classify maps an engine error to a response: the status of its kind
+// (statusOf), with the field at fault for an invalid one and the
+// configured types when none fits.
 func classify(err error) *httpError {
 	var he *httpError
-	var fe *queue.FieldError
-	var te *queue.TransitionError
-	var nf *engine.NoFitError
-	var uv *engine.UnknownVerbError
-	var fe2 *worker.ForeignError
-	var fin *queue.FinalError
-	var sd *engine.ShuttingDownError
-	switch {
-	case errors.As(err, &he):
+	if errors.As(err, &he) {
 		return he
-	case errors.Is(err, queue.ErrNotFound), errors.Is(err, worker.ErrNotFound), errors.As(err, &uv):
-		return notFound(err.Error())
-	case errors.As(err, &fe):
-		return badRequest(fe.Field, fe.Error())
-	case errors.Is(err, engine.ErrEmptySelector):
-		return badRequest("selector", err.Error())
-	case errors.As(err, &te), errors.As(err, &fe2), errors.As(err, &fin), errors.As(err, &sd):
-		return &httpError{status: http.StatusConflict, msg: err.Error()}
-	case errors.As(err, &nf):
-		types := nf.Types
-		if types == nil {
-			types = []string{}
-		}
-		return &httpError{status: http.StatusUnprocessableEntity, msg: err.Error(), types: types}
 	}
-	return &httpError{status: http.StatusInternalServerError, msg: err.Error()}
+	e := &httpError{status: statusOf[view.KindOf(err)], msg: err.Error()}
+	var fe *queue.FieldError
+	var nf *engine.NoFitError
+	switch {
+	case errors.As(err, &fe):
+		e.field, e.msg = fe.Field, fe.Error()
+	case errors.Is(err, engine.ErrEmptySelector):
+		e.field = "selector"
+	case errors.As(err, &nf):
+		e.types = nf.Types
+		if e.types == nil {
+			e.types = []string{}
+		}
+	}
+	return e
 }

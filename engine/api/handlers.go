@@ -12,6 +12,7 @@ import (
 
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 )
 
 // listBody is every list response: {"items": [...]} (items_available for
@@ -42,7 +43,7 @@ func (s *server) instanceVerb(w http.ResponseWriter, r *http.Request) {
 		writeError(w, herr)
 		return
 	}
-	v, err := engine.ParseInstanceVerb(verb)
+	v, err := view.ParseInstanceVerb(verb)
 	if err != nil {
 		writeError(w, classify(err))
 		return
@@ -161,13 +162,15 @@ func (s *server) containerVerb(w http.ResponseWriter, r *http.Request) {
 		writeError(w, herr)
 		return
 	}
-	s.applyContainerVerb(w, id, func() (queue.Container, error) {
-		v, err := engine.ParseContainerVerb(verb)
-		if err != nil {
-			return queue.Container{}, err
-		}
-		return s.eng.ApplyContainerVerb(id, v, actor(r), body.Reason)
-	})
+	v, err := view.ParseContainerVerb(verb)
+	if err == nil && v.TakesValue() {
+		err = notFound(fmt.Sprintf("%s takes a value: PATCH /v1/containers/%s with {\"priority\": N}", v, id))
+	}
+	if err != nil {
+		writeError(w, classify(err))
+		return
+	}
+	writeVerbResult(w)(s.eng.ApplyContainerVerb(id, v, actor(r), body.Reason))
 }
 
 func (s *server) patchContainer(w http.ResponseWriter, r *http.Request) {
@@ -181,24 +184,19 @@ func (s *server) patchContainer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("priority", "priority: required (the only field PATCH changes)"))
 		return
 	}
-	s.applyContainerVerb(w, id, func() (queue.Container, error) {
-		return s.eng.SetPriority(id, *body.Priority, actor(r), body.Reason)
-	})
+	writeVerbResult(w)(s.eng.SetPriority(id, *body.Priority, actor(r), body.Reason))
 }
 
-// applyContainerVerb runs a container verb and writes its result (a verb
-// on a finished container is the queue's *FinalError: 409).
-func (s *server) applyContainerVerb(w http.ResponseWriter, id string, do func() (queue.Container, error)) {
-	if _, ok := s.eng.Container(id); !ok {
-		writeError(w, containerNotFound(id))
-		return
+// writeVerbResult writes a container verb's result: the container, or its
+// error by kind (an unknown id 404, a finished container 409).
+func writeVerbResult(w http.ResponseWriter) func(view.Container, error) {
+	return func(c view.Container, err error) {
+		if err != nil {
+			writeError(w, classify(err))
+			return
+		}
+		writeJSON(w, http.StatusOK, c)
 	}
-	c, err := do()
-	if err != nil {
-		writeError(w, classify(err))
-		return
-	}
-	writeJSON(w, http.StatusOK, c)
 }
 
 func (s *server) types(w http.ResponseWriter, r *http.Request) {

@@ -12,6 +12,7 @@ import (
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 )
 
 // TestLabels covers labels and constraints through the API: a submit
@@ -31,7 +32,7 @@ func TestLabels(t *testing.T) {
 	zero := 0
 	// Each is labelled with its own constraints, and team=x: labels are
 	// not placement, so no type needs to have team.
-	submit := func(name string, constraints map[string]string, supervisor bool) (queue.Container, error) {
+	submit := func(name string, constraints map[string]string, supervisor bool) (view.Container, error) {
 		labels := map[string]string{"team": "x"}
 		maps.Copy(labels, constraints)
 		return c.Submit(t.Context(), queue.Spec{Name: name, Command: []string{"true"}, Priority: &zero, Labels: labels,
@@ -74,7 +75,7 @@ func TestLabels(t *testing.T) {
 			t.Fatalf("%s: status %d: %s", tc.query, resp.StatusCode, data)
 		}
 		var body struct {
-			Items []queue.Container `json:"items"`
+			Items []view.Container `json:"items"`
 		}
 		if err := json.Unmarshal(data, &body); err != nil {
 			t.Fatal(err)

@@ -9,17 +9,18 @@ import (
 	"testing"
 
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 )
 
 // listPage GETs one page of containers and returns it with the continue
 // token (empty on the last page).
-func (e *apiEnv) listPage(t *testing.T, query string) ([]queue.Container, string) {
+func (e *apiEnv) listPage(t *testing.T, query string) ([]view.Container, string) {
 	t.Helper()
 	resp, data := e.req(t, "GET", "/v1/containers?"+query, nil, nil)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET ?%s: status %d: %s", query, resp.StatusCode, data)
 	}
-	var body listBody[queue.Container]
+	var body listBody[view.Container]
 	if err := json.Unmarshal(data, &body); err != nil {
 		t.Fatal(err)
 	}

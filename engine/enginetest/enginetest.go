@@ -18,7 +18,7 @@ import (
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
-	"dispatch-tui/engine/worker"
+	"dispatch-tui/engine/view"
 )
 
 // GiB is 2³⁰ bytes.
@@ -143,7 +143,7 @@ func Cmd(d time.Duration) []string {
 }
 
 // Container returns a container, failing the test if it is unknown.
-func (e *Env) Container(id string) queue.Container {
+func (e *Env) Container(id string) view.Container {
 	e.T.Helper()
 	c, ok := e.Engine.Container(id)
 	if !ok {
@@ -153,7 +153,7 @@ func (e *Env) Container(id string) queue.Container {
 }
 
 // Instance returns an instance, failing the test if it is unknown.
-func (e *Env) Instance(id string) worker.InstanceView {
+func (e *Env) Instance(id string) view.Instance {
 	e.T.Helper()
 	v, ok := e.Engine.Instance(id)
 	if !ok {

@@ -33,6 +33,7 @@ import (
 	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 )
 
 // run runs the binary with env in dir and returns its exit code and output.
@@ -520,7 +521,7 @@ func TestFollowOutlivesTheReadTimeout(t *testing.T) {
 		t.Fatalf("follow ended after less than 5 read timeouts: %v", err)
 	case <-time.After(5 * timeouts.Read):
 	}
-	if _, err := c.ContainerVerb(ctx, sub.ID, "kill", ""); err != nil {
+	if _, err := c.ContainerVerb(ctx, sub.ID, view.ContainerKill, ""); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -193,7 +193,7 @@ func TestDaemonAPIThroughCLI(t *testing.T) {
 	if c := h.ls("containers")[long]; c.Reason != "e2e kill" {
 		t.Fatalf("killed container reason %q", c.Reason)
 	}
-	h.cli(1, "hold", "c-0000000000000000") // unknown container: server says 404
+	h.cli(3, "hold", "c-0000000000000000") // unknown container: server says 404, exit 3 (not found)
 
 	// Events record the verbs with actor and reason.
 	ev := h.cli(0, "ls", "events", "-o", "json")

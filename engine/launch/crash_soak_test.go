@@ -17,6 +17,7 @@ import (
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 )
 
 var crashContainers = flag.Int("crash.containers", 150, "containers in TestCrashRestartSoak (make soak: 500)")
@@ -95,7 +96,7 @@ func TestCrashRestartSoak(t *testing.T) {
 		daemon.Wait()
 		start()
 	}
-	var all []queue.Container
+	var all []view.Container
 	wait.Until(t, "every container final", 5*time.Minute, func() bool {
 		items, _, err := c.Containers(ctx, api.ListQuery{})
 		if err != nil {

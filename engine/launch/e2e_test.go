@@ -191,11 +191,7 @@ func TestLocalHostileArgvAndEnvArriveLiterally(t *testing.T) {
 // pidOf returns the pid the runner reports for a running container.
 func pidOf(e *engine.Engine, id string) int {
 	c, _ := e.Container(id)
-	v, ok := e.Instance(c.InstanceID)
-	if !ok {
-		return 0
-	}
-	for _, s := range v.Reported {
+	for _, s := range e.RunnerReported(c.InstanceID) {
 		if s.ID == id && s.State == "running" {
 			return s.PID
 		}

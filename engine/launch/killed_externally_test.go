@@ -70,12 +70,8 @@ func runningPID(t *testing.T, r *Running, id string, n int) int {
 		if c.State != queue.Running || c.Attempts != n {
 			return false
 		}
-		v, ok := r.Instance(c.InstanceID)
-		if !ok {
-			return false
-		}
-		seen += fmt.Sprintf("; instance %s %s reported %+v", v.ID, v.State, v.Reported)
-		for _, st := range v.Reported {
+		seen += fmt.Sprintf("; its runner reported %+v", r.RunnerReported(c.InstanceID))
+		for _, st := range r.RunnerReported(c.InstanceID) {
 			if st.ID == id && st.State == runner.StateRunning && st.PID > 1 {
 				p = st.PID
 				return true

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"dispatch-tui/cloud"
 	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/clock"
@@ -374,7 +375,7 @@ func TestUnreachableGauge(t *testing.T) {
 	expect(t, fams, 0, "dispatch_tui_instances_unreachable", "type", "large")
 
 	inst := env.eng.Instances()[0].ID
-	env.cloud.Break(inst)
+	env.cloud.Break(cloud.InstanceID(inst))
 	env.Until("unreachable", 30, func() bool {
 		v, _ := env.eng.Instance(string(inst))
 		return !v.UnreachableSince.IsZero()
@@ -383,7 +384,7 @@ func TestUnreachableGauge(t *testing.T) {
 	expect(t, fams, 1, "dispatch_tui_instances_unreachable", "type", "small")
 	t.Run("promtool", func(t *testing.T) { promtoolCheck(t, text) })
 
-	env.cloud.Unbreak(inst)
+	env.cloud.Unbreak(cloud.InstanceID(inst))
 	env.Until("reachable", 30, func() bool {
 		v, _ := env.eng.Instance(string(inst))
 		return v.UnreachableSince.IsZero()

@@ -4,13 +4,16 @@
 
 package queue
 
-import "fmt"
+import (
+	"fmt"
+
+	"dispatch-tui/engine/view"
+)
 
 // BulkVerb names a verb for Queue.Bulk.
 type BulkVerb struct {
-	// Action is "hold", "release", "kill" or "priority".
-	Action   string
-	Priority int // for "priority"
+	Verb     view.ContainerVerb
+	Priority int // for view.ContainerPriority
 	Actor    string
 	Reason   string
 }
@@ -32,23 +35,23 @@ type BulkResult struct {
 // later flush retries them), or an unknown verb's.
 func (q *Queue) Bulk(ids []string, v BulkVerb) ([]BulkResult, error) {
 	var fn func(c *Container) error
-	action, reason := v.Action, v.Reason
-	switch v.Action {
-	case "hold":
+	action, reason := v.Verb.String(), v.Reason
+	switch v.Verb {
+	case view.ContainerHold:
 		fn = q.holdLocked
-	case "release":
+	case view.ContainerRelease:
 		fn = q.releaseLocked
-	case "kill":
+	case view.ContainerKill:
 		reason = killReason(reason)
 		fn = q.killLocked(v.Actor, reason)
-	case "priority":
+	case view.ContainerPriority:
 		if err := checkPriority(v.Priority); err != nil {
 			return nil, err
 		}
 		action = PriorityAction(v.Priority)
 		fn = q.priorityLocked(v.Priority)
 	default:
-		return nil, fmt.Errorf("bulk verb %q: not hold, release, kill or priority", v.Action)
+		return nil, view.UnknownContainerVerb(v.Verb.String())
 	}
 	out := make([]BulkResult, len(ids))
 	q.mu.Lock()

@@ -3,6 +3,8 @@ package queue
 import (
 	"errors"
 	"testing"
+
+	"dispatch-tui/engine/view"
 )
 
 // TestBulkKill: one bulk kill cancels the queued, marks the running, fails
@@ -21,7 +23,7 @@ func TestBulkKill(t *testing.T) {
 	e.q.flushMu.Unlock()
 
 	ids := []string{q1, "c-0000000000000000", run, done, q2}
-	rs, err := e.q.Bulk(ids, BulkVerb{Action: "kill", Actor: "operator:alice"})
+	rs, err := e.q.Bulk(ids, BulkVerb{Verb: view.ContainerKill, Actor: "operator:alice"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,25 +78,25 @@ func TestBulkOtherVerbs(t *testing.T) {
 		held bool
 		prio int
 	}{
-		{BulkVerb{Action: "hold"}, true, 1},
-		{BulkVerb{Action: "priority", Priority: 7}, true, 7},
-		{BulkVerb{Action: "release"}, false, 7},
+		{BulkVerb{Verb: view.ContainerHold}, true, 1},
+		{BulkVerb{Verb: view.ContainerPriority, Priority: 7}, true, 7},
+		{BulkVerb{Verb: view.ContainerRelease}, false, 7},
 	} {
 		rs, err := e.q.Bulk(ids, step.v)
 		if err != nil {
-			t.Fatalf("%s: %v", step.v.Action, err)
+			t.Fatalf("%s: %v", step.v.Verb, err)
 		}
 		for _, r := range rs {
 			if c := e.get(r.ID); r.Err != nil || c.Held != step.held || c.Priority != step.prio || r.Held != step.held || r.Priority != step.prio {
-				t.Errorf("%s: %s is held=%v priority %d (result %+v), want held=%v priority %d", step.v.Action, r.ID, c.Held, c.Priority, r, step.held, step.prio)
+				t.Errorf("%s: %s is held=%v priority %d (result %+v), want held=%v priority %d", step.v.Verb, r.ID, c.Held, c.Priority, r, step.held, step.prio)
 			}
 		}
 	}
 	n := len(e.events())
-	if _, err := e.q.Bulk(ids, BulkVerb{Action: "priority", Priority: -1}); err == nil {
+	if _, err := e.q.Bulk(ids, BulkVerb{Verb: view.ContainerPriority, Priority: -1}); err == nil {
 		t.Error("a negative priority was taken")
 	}
-	if _, err := e.q.Bulk(ids, BulkVerb{Action: "explode"}); err == nil {
+	if _, err := e.q.Bulk(ids, BulkVerb{Verb: view.ContainerVerb(99)}); err == nil {
 		t.Error("an unknown verb was taken")
 	}
 	if got := len(e.events()); got != n {

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -19,29 +18,8 @@ import (
 
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/statediagram"
+	"dispatch-tui/engine/view"
 )
-
-// State is a container's lifecycle state.
-type State string
-
-// Container states (docs/design.md §3).
-const (
-	Queued    State = "Queued"
-	Locked    State = "Locked"
-	Running   State = "Running"
-	Complete  State = "Complete"
-	Cancelled State = "Cancelled"
-)
-
-// States lists every state in lifecycle order.
-var States = [...]State{Queued, Locked, Running, Complete, Cancelled}
-
-// Final reports whether s is Complete or Cancelled.
-func (s State) Final() bool { return s == Complete || s == Cancelled }
-
-// waiting reports whether s is a state that waits for a start (Queued or
-// Locked).
-func (s State) waiting() bool { return s == Queued || s == Locked }
 
 // containerStates is States as the diagram names them.
 var containerStates = func() []string {
@@ -93,169 +71,9 @@ const (
 	RestartOnFailure = "on-failure"
 )
 
-// Constraints are a container's runtime resource needs. Sizes are bytes.
-type Constraints struct {
-	VCPUs   int   `json:"vcpus"`
-	RAM     int64 `json:"ram"`
-	Scratch int64 `json:"scratch"`
-	GPUs    int   `json:"gpus"`
-}
-
-// Duration is a time.Duration that reads and writes JSON as "90s" (numbers
-// are taken as nanoseconds).
-type Duration time.Duration
-
-// MarshalJSON writes d as a Go duration string.
-func (d Duration) MarshalJSON() ([]byte, error) {
-	return json.Marshal(time.Duration(d).String())
-}
-
-// UnmarshalJSON reads "90s" or a number of nanoseconds.
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		v, err := time.ParseDuration(s)
-		if err != nil {
-			return fmt.Errorf("want a duration such as \"90s\", \"10m\" or \"2h\", got %q", s)
-		}
-		*d = Duration(v)
-		return nil
-	}
-	var n int64
-	if err := json.Unmarshal(b, &n); err != nil {
-		return fmt.Errorf("duration: want a string like \"90s\"")
-	}
-	*d = Duration(n)
-	return nil
-}
-
-// Scheduling holds placement hints.
-type Scheduling struct {
-	// Preemptible lets the container run on preemptible (spot) types. nil
-	// only in a spec: submit stores [containers] always_use_preemptible
-	// there, so a record says what was decided.
-	Preemptible *bool    `json:"preemptible"`
-	MaxRunTime  Duration `json:"max_run_time"`
-	// Constraints are placement: the container goes only to types whose
-	// labels have each of them (docs/design.md §5).
-	Constraints map[string]string `json:"constraints,omitempty"`
-	// Supervisor marks a workflow runner that submits children: at most
-	// [dispatcher] supervisor_fraction of the instance limit of them are
-	// Locked or Running at once, so children always find room.
-	Supervisor bool `json:"supervisor,omitempty"`
-}
-
-// ReasonCode is the machine-readable part of a pending or cancel reason.
-type ReasonCode string
-
-// Reason codes.
-const (
-	ReasonNone         ReasonCode = ""
-	ReasonPosition     ReasonCode = "POSITION"      // waiting its turn
-	ReasonQuota        ReasonCode = "QUOTA"         // at quota / max_instances
-	ReasonBooting      ReasonCode = "BOOTING"       // waiting for an instance to boot
-	ReasonCreating     ReasonCode = "CREATING"      // waiting for an instance create to be possible
-	ReasonCapacity     ReasonCode = "CAPACITY"      // fitting types are out of capacity
-	ReasonBootFailing  ReasonCode = "BOOT_FAILING"  // instances of the type it waits for keep failing to boot
-	ReasonNoFit        ReasonCode = "NO_FIT"        // no configured type can hold it
-	ReasonHeld         ReasonCode = "HELD"          // held by an operator
-	ReasonPaused       ReasonCode = "PAUSED"        // scheduler paused
-	ReasonPriorityZero ReasonCode = "PRIORITY_ZERO" // priority 0: do not schedule
-	ReasonStartup      ReasonCode = "STARTUP"       // dispatcher waiting for instances to be probed
-	ReasonRequeued     ReasonCode = "REQUEUED"      // waiting for its previous attempt to be confirmed dead
-	ReasonKilled       ReasonCode = "KILLED"        // killed by an operator or for exceeding max_run_time
-	ReasonMaxAttempts  ReasonCode = "MAX_ATTEMPTS"  // gave up after max_attempts
-	// ReasonKilledExternally: its last attempt was ended by a signal this
-	// dispatcher did not send, and no attempts were left.
-	ReasonKilledExternally ReasonCode = "KILLED_EXTERNALLY"
-	// ReasonPreempted: its preemptible instance was interrupted or
-	// vanished; requeued without spending an attempt.
-	ReasonPreempted ReasonCode = "PREEMPTED"
-	// ReasonUnhealthy: the runner killed it after its health check failed
-	// retries times in a row (a failure for restart_policy on-failure).
-	ReasonUnhealthy ReasonCode = "UNHEALTHY"
-	// ReasonNoLabels: no configured type has every label it asks for.
-	ReasonNoLabels ReasonCode = "NO_LABELS"
-	// ReasonSupervisorLimit: as many supervisors as supervisor_fraction
-	// allows are Locked or Running (N the limit, Arg how many).
-	ReasonSupervisorLimit ReasonCode = "SUPERVISOR_LIMIT"
-	// ReasonFreeing: at quota, an instance it could have used is being shut
-	// down so that a container ahead of it (Arg, priority N) gets the quota.
-	ReasonFreeing ReasonCode = "FREEING"
-	// ReasonCloudRefused: the cloud refused creates for a reason retrying
-	// will not fix (permissions, configuration); an operator must act.
-	ReasonCloudRefused ReasonCode = "CLOUD_REFUSED"
-)
-
-// Pending is a compact pending reason set by every scheduler pass. It is
-// kept in memory only and rendered to text on demand, so a pass over 100,000
-// containers allocates nothing for reasons.
-type Pending struct {
-	Code ReasonCode
-	N    int    // position, instance count, or bytes, by code
-	Arg  string // instance id, type name, or detail, by code
-}
-
-// Text renders the reason for people.
-func (p Pending) Text() string {
-	switch p.Code {
-	case ReasonNone:
-		return ""
-	case ReasonPosition:
-		return "position " + strconv.Itoa(p.N) + " in queue"
-	case ReasonQuota:
-		if p.N == 1 {
-			return "at quota (1 instance)"
-		}
-		return "at quota (" + strconv.Itoa(p.N) + " instances)"
-	case ReasonBooting:
-		if p.Arg == "" {
-			return "waiting for an instance to boot"
-		}
-		return "waiting for " + p.Arg + " to boot"
-	case ReasonCreating:
-		if p.Arg == "" {
-			return "waiting to create an instance"
-		}
-		return "waiting to create a " + p.Arg + " instance"
-	case ReasonCapacity:
-		return "no capacity: " + p.Arg
-	case ReasonBootFailing:
-		return p.Arg // "instances of type T fail to boot: <error>"
-	case ReasonCloudRefused:
-		if p.Arg == "" {
-			return "cloud refused creates"
-		}
-		return p.Arg // "cloud refused creates (not retried until T): <error>"
-	case ReasonNoFit:
-		return "no instance type fits: " + p.Arg
-	case ReasonHeld:
-		return "held"
-	case ReasonPaused:
-		return "scheduler paused"
-	case ReasonPriorityZero:
-		return "priority 0 (not scheduled)"
-	case ReasonStartup:
-		return "waiting for instances to be probed after start-up"
-	case ReasonNoLabels:
-		return p.Arg // "no instance type has labels k=v"
-	case ReasonSupervisorLimit:
-		return "supervisor limit (" + p.Arg + " of " + strconv.Itoa(p.N) + ")"
-	case ReasonFreeing:
-		return "at quota: freeing an instance for " + p.Arg + " (priority " + strconv.Itoa(p.N) + ")"
-	case ReasonRequeued:
-		if p.Arg == "" {
-			return "waiting for its previous attempt to end"
-		}
-		return "waiting for previous attempt on " + p.Arg + " to end"
-	}
-	if p.Arg != "" {
-		return p.Arg
-	}
-	return string(p.Code)
-}
-
-// Container is one container record (docs/design.md §3).
+// Container is one container record (docs/design.md §3), laid out for the
+// scheduler's pass and the store; what leaves the engine is its view
+// (view.Container, made by Container.view).
 type Container struct {
 	// The fields a scheduler pass reads for every container come first, so
 	// a pass over 100,000 records touches as few cache lines as possible.
@@ -324,8 +142,7 @@ type Container struct {
 	// changes every interval, so it is kept in memory, never written to
 	// the store (appendContainer leaves it out).
 	Health *runner.Health `json:"health,omitempty"`
-	// pend is, in a view (Container.view), the pending reason; in a
-	// record, the reason if its entry beside the scheduling order says it
+	// pend is the reason if its entry beside the scheduling order says it
 	// is here (entries.go: a position, the common one, is kept there),
 	// and the priority the record is placed in the order by (order.go).
 	pend pendingRec
@@ -383,12 +200,8 @@ func (c *Container) HasConstraints() bool { return c.hints&hintConstraints != 0 
 func (c *Container) IsSupervisor() bool { return c.hints&hintSupervisor != 0 }
 
 // StartSent reports whether this process made, or is about to make, the
-// start of the current attempt (see startSent; false in a View).
+// start of the current attempt (see startSent).
 func (c *Container) StartSent() bool { return c.startSent }
-
-// Pending returns the reason the last pass left on the container, in a
-// view (Queue.Get, Queue.Views); for a record, see Tx.Pending.
-func (c *Container) Pending() Pending { return c.pend.get() }
 
 // pendingRec is a record's pending reason (N in 32 bits) and ordPrio, the
 // priority the record is placed in the order by: 40 bytes where a Pending
@@ -421,26 +234,29 @@ const DefaultVCPUs = 1
 // MaxPriority is the highest priority (it is kept in 32 bits).
 const MaxPriority = math.MaxInt32
 
-// view returns a copy safe to hand out, with its pending reason p, and
+// view is the one place a record becomes what the engine's edge shows
+// (package view): a copy safe to hand out, with its pending reason p, and
 // Reason filled in from p for containers that are not final.
-func (c *Container) view(p Pending) Container {
-	v := *c
-	v.pend = pendingRec{}
-	v.pend.set(p)
-	v.startSent = false             // the scheduler's, not part of the record
-	v.ord, v.shape = orderSlot{}, 0 // the queue's, not part of the record
-	v.dirty = false
-	v.Command = append([]string(nil), c.Command...)
-	v.Env = copyMap(c.Env)
-	v.Labels = copyMap(c.Labels)
+func (c *Container) view(p Pending) view.Container {
+	v := view.Container{
+		State: c.State, Priority: c.Priority, Held: c.Held,
+		RuntimeConstraints: c.RuntimeConstraints, FirstSeenAt: c.FirstSeenAt,
+		ID: c.ID, Name: c.Name, Command: append([]string(nil), c.Command...),
+		Env: copyMap(c.Env), Image: c.Image, Labels: copyMap(c.Labels),
+		Scheduling: c.Scheduling, Attempts: c.Attempts, MaxAttempts: c.MaxAttempts,
+		RestartPolicy: c.RestartPolicy, InstanceType: c.InstanceType, InstanceID: c.InstanceID,
+		CreatedAt: c.CreatedAt, LockedAt: c.LockedAt, StartedAt: c.StartedAt, FinishedAt: c.FinishedAt,
+		Reason: c.Reason, ReasonCode: c.ReasonCode,
+		KillRequested: c.KillRequested, RunnerSeen: c.RunnerSeen,
+		LogsTruncated: c.LogsTruncated.Bytes(), KillReason: c.KillReason, LogsError: c.LogsError,
+		Seq: c.Seq, HealthCheck: c.HealthCheck.Clone(), Pending: p,
+	}
 	v.Scheduling.Constraints = copyMap(c.Scheduling.Constraints)
+	v.Scheduling.Preemptible = copyBool(c.Scheduling.Preemptible)
 	if c.ExitCode != nil {
 		code := *c.ExitCode
 		v.ExitCode = &code
 	}
-	v.Scheduling.Preemptible = copyBool(c.Scheduling.Preemptible)
-	v.HealthCheck = c.HealthCheck.clone()
-	v.Health = nil
 	if c.Health != nil {
 		h := *c.Health
 		v.Health = &h
@@ -609,15 +425,3 @@ type FieldError struct {
 }
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
-
-// Event is one entry of the persistent event log: an operator verb, a state
-// change, or a cloud error.
-type Event struct {
-	Seq    uint64    `json:"seq"`
-	Time   time.Time `json:"time"`
-	Actor  string    `json:"actor"`  // "operator:<name>", "scheduler", "pool", ...
-	Kind   string    `json:"kind"`   // "verb", "state", "cloud_error", ...
-	Target string    `json:"target"` // container or instance id, or "scheduler"
-	Action string    `json:"action"` // verb name or new state
-	Reason string    `json:"reason,omitempty"`
-}

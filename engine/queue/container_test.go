@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"dispatch-tui/engine/runner"
 )
 
 func TestPendingText(t *testing.T) {
@@ -141,5 +143,39 @@ func TestDurationJSON(t *testing.T) {
 		if (err != nil) != tt.wantErr || d != tt.want {
 			t.Errorf("unmarshal %s = %v, %v; want %v, err %v", tt.in, time.Duration(d), err, time.Duration(tt.want), tt.wantErr)
 		}
+	}
+}
+
+// TestViewJSONIsTheRecords: the API sends what the record's JSON always
+// was: a view's JSON is, byte for byte, that of its record (for one whose
+// reason is its own, as a finished container's is).
+func TestViewJSONIsTheRecords(t *testing.T) {
+	t0 := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
+	code, pre := 3, true
+	rec := Container{
+		State: Complete, Priority: 7, Held: true,
+		RuntimeConstraints: Constraints{VCPUs: 2, RAM: 1 << 30, Scratch: 2 << 30, GPUs: 1},
+		FirstSeenAt:        t0, ID: "c-0123456789abcdef", Name: "n", Command: []string{"sh", "-c", "x"},
+		Env: map[string]string{"K": "v"}, Image: "img", Labels: map[string]string{"team": "a"},
+		Scheduling: Scheduling{Preemptible: &pre, MaxRunTime: Duration(90 * time.Second),
+			Constraints: map[string]string{"gpu": "a100"}, Supervisor: true},
+		ExitCode: &code, Attempts: 2, MaxAttempts: 3, RestartPolicy: RestartOnFailure,
+		InstanceType: "small", InstanceID: "i-1", CreatedAt: t0,
+		LockedAt: t0.Add(time.Second), StartedAt: t0.Add(2 * time.Second), FinishedAt: t0.Add(3 * time.Second),
+		Reason: "r", ReasonCode: ReasonKilled, KillRequested: true, RunnerSeen: true,
+		LogsTruncated: TruncatedBytes(4096), KillReason: "k", LogsError: "e", Seq: 9,
+		HealthCheck: &HealthCheck{Command: []string{"true"}, Interval: Duration(time.Minute), Retries: 2},
+		Health:      &runner.Health{State: "healthy", LastCheck: t0, LastResult: "ok"},
+	}
+	want, err := json.Marshal(&rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(rec.view(Pending{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("view JSON\n %s\nrecord JSON\n %s", got, want)
 	}
 }

@@ -5,6 +5,8 @@ package queue
 import (
 	"slices"
 	"time"
+
+	"dispatch-tui/engine/view"
 )
 
 // Beside each entry of the scheduling order (q.active, with q.keys) the
@@ -149,10 +151,10 @@ func (q *Queue) pendingLocked(c *Container) Pending {
 
 // hasPending reports whether c may have a pending reason: it is placed in
 // the order, waiting, and has not started or ended since its reason was set.
-func hasPending(c *Container) bool { return c.ord.placed && !c.ord.stale && c.State.waiting() }
+func hasPending(c *Container) bool { return c.ord.placed && !c.ord.stale && c.State.Waiting() }
 
 // viewLocked is c's view with its pending reason.
-func (q *Queue) viewLocked(c *Container) Container { return c.view(q.pendingLocked(c)) }
+func (q *Queue) viewLocked(c *Container) view.Container { return c.view(q.pendingLocked(c)) }
 
 // viewsLocked sets out[i] to cs[i]'s view with its pending reason. The
 // waiting ones' reasons are looked up in key order, each search going
@@ -160,7 +162,7 @@ func (q *Queue) viewLocked(c *Container) Container { return c.view(q.pendingLock
 // of the keys, not 10,000 binary searches); the views are then made in cs's
 // order, which is the order of the records in memory for a page in
 // submission order.
-func (q *Queue) viewsLocked(cs []*Container, out []Container) {
+func (q *Queue) viewsLocked(cs []*Container, out []view.Container) {
 	type lookup struct {
 		keyed
 		at int // in cs and out

@@ -105,13 +105,13 @@ func TestWaitInLine(t *testing.T) {
 			}
 			for i, id := range ids[:got] {
 				v := e.get(id)
-				if p := v.Pending(); p != (Pending{Code: ReasonPosition, N: 11 + i}) || v.Reason != "position "+strconv.Itoa(11+i)+" in queue" {
+				if p := v.Pending; p != (Pending{Code: ReasonPosition, N: 11 + i}) || v.Reason != "position "+strconv.Itoa(11+i)+" in queue" {
 					t.Errorf("%d: pending %+v, reason %q", i, p, v.Reason)
 				}
 			}
 			if got < n {
-				if v := e.get(ids[got]); v.Pending().Code == ReasonPosition {
-					t.Errorf("the container it stopped at got %+v", v.Pending())
+				if v := e.get(ids[got]); v.Pending.Code == ReasonPosition {
+					t.Errorf("the container it stopped at got %+v", v.Pending)
 				}
 			}
 		})
@@ -134,8 +134,8 @@ func TestPendingFollowsTheContainer(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.pass(func(tx *Tx) {}) // re-places them
-	if v := e.get(a); v.Pending() != (Pending{Code: ReasonPosition, N: 2}) {
-		t.Errorf("a: %+v after a submit and its new priority", v.Pending())
+	if v := e.get(a); v.Pending != (Pending{Code: ReasonPosition, N: 2}) {
+		t.Errorf("a: %+v after a submit and its new priority", v.Pending)
 	}
 	if v := e.get(b); v.Reason != "waiting to create a small instance" {
 		t.Errorf("b: reason %q", v.Reason)
@@ -146,11 +146,11 @@ func TestPendingFollowsTheContainer(t *testing.T) {
 		}
 		return tx.Run(c, "i-1", "small")
 	})
-	if v := e.get(b); v.Pending() != (Pending{}) || v.Reason != "" {
-		t.Errorf("b running: pending %+v, reason %q", v.Pending(), v.Reason)
+	if v := e.get(b); v.Pending != (Pending{}) || v.Reason != "" {
+		t.Errorf("b running: pending %+v, reason %q", v.Pending, v.Reason)
 	}
 	e.mustTx(b, func(tx *Tx, c *Container) error { return tx.Requeue(c, "lost") })
-	if v := e.get(b); v.Pending() != (Pending{}) || v.ReasonCode != ReasonRequeued {
-		t.Errorf("b requeued: pending %+v, reason %q %q", v.Pending(), v.ReasonCode, v.Reason)
+	if v := e.get(b); v.Pending != (Pending{}) || v.ReasonCode != ReasonRequeued {
+		t.Errorf("b requeued: pending %+v, reason %q %q", v.Pending, v.ReasonCode, v.Reason)
 	}
 }

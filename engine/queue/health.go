@@ -8,49 +8,13 @@ import (
 	"dispatch-tui/engine/runner"
 )
 
-// HealthCheck is a container's health check as submitted and stored
-// (durations as "10s"); runner.HealthCheck says what the runner does with
-// it. Omitted interval, timeout and retries take runner's defaults at
-// submit, so the record holds what runs.
-type HealthCheck struct {
-	Command  []string `json:"command"`
-	Interval Duration `json:"interval,omitempty"`
-	Timeout  Duration `json:"timeout,omitempty"`
-	Retries  int      `json:"retries,omitempty"`
-}
-
-// Runner returns h for the runner, with defaults for omitted fields; nil
-// for no health check.
-func (h *HealthCheck) Runner() *runner.HealthCheck {
-	if h == nil {
-		return nil
-	}
-	r := runner.HealthCheck{
-		Command:  h.Command,
-		Interval: time.Duration(h.Interval),
-		Timeout:  time.Duration(h.Timeout),
-		Retries:  h.Retries,
-	}.WithDefaults()
-	return &r
-}
-
-// withDefaults returns a copy of h with omitted fields filled in.
-func (h *HealthCheck) withDefaults() *HealthCheck {
+// healthWithDefaults returns a copy of h with omitted fields filled in.
+func healthWithDefaults(h *HealthCheck) *HealthCheck {
 	r := h.Runner()
 	if r == nil {
 		return nil
 	}
 	return &HealthCheck{Command: append([]string(nil), r.Command...), Interval: Duration(r.Interval), Timeout: Duration(r.Timeout), Retries: r.Retries}
-}
-
-// clone returns a deep copy of h.
-func (h *HealthCheck) clone() *HealthCheck {
-	if h == nil {
-		return nil
-	}
-	c := *h
-	c.Command = append([]string(nil), h.Command...)
-	return &c
 }
 
 // SetHealth records what a runner reports of c's health check (in memory:

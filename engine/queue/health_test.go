@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/view"
 )
 
 func TestSubmitRecordsPreemptibleAndHealthDefaults(t *testing.T) {
@@ -28,7 +29,7 @@ func TestSubmitRecordsPreemptibleAndHealthDefaults(t *testing.T) {
 			s.Scheduling.Preemptible = tc.spec
 			s.HealthCheck = tc.hc
 			c := e.submit(s)
-			for _, got := range []Container{c, e.reopen().mustGet(t, c.ID)} {
+			for _, got := range []view.Container{c, e.reopen().mustGet(t, c.ID)} {
 				if got.Scheduling.Preemptible == nil || *got.Scheduling.Preemptible != tc.wantPre || got.Scheduling.IsPreemptible() != tc.wantPre {
 					t.Fatalf("preemptible %v, want %v", got.Scheduling.Preemptible, tc.wantPre)
 				}
@@ -41,7 +42,7 @@ func TestSubmitRecordsPreemptibleAndHealthDefaults(t *testing.T) {
 	}
 }
 
-func (q *Queue) mustGet(t *testing.T, id string) Container {
+func (q *Queue) mustGet(t *testing.T, id string) view.Container {
 	t.Helper()
 	c, ok := q.Get(id)
 	if !ok {

@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"dispatch-tui/engine/clock"
+	"dispatch-tui/engine/view"
 )
 
 // t0 is the fake clock's start. Every time in these tests is derived from it.
@@ -84,7 +85,7 @@ func boolp(b bool) *bool { return &b }
 
 func spec(cmd ...string) Spec { return Spec{Command: cmd} }
 
-func (e *env) submit(s Spec) Container {
+func (e *env) submit(s Spec) view.Container {
 	e.tb.Helper()
 	c, err := e.q.Submit(s, "operator:test")
 	if err != nil {
@@ -151,7 +152,7 @@ func (e *env) mustTx(id string, fn func(tx *Tx, c *Container) error) {
 	}
 }
 
-func (e *env) get(id string) Container {
+func (e *env) get(id string) view.Container {
 	e.tb.Helper()
 	c, ok := e.q.Get(id)
 	if !ok {
@@ -181,13 +182,13 @@ func (e *env) lastEvent() Event {
 }
 
 // snapshot returns a copy of every record by id.
-func (e *env) snapshot() map[string]Container {
+func (e *env) snapshot() map[string]view.Container {
 	var cs []*Container
 	e.q.Each(func(c *Container) bool {
 		cs = append(cs, c)
 		return true
 	})
-	out := map[string]Container{}
+	out := map[string]view.Container{}
 	for _, v := range e.q.Views(cs) {
 		out[v.ID] = v
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"dispatch-tui/engine/view"
 )
 
 // crash closes the file after a flush without folding the journal, as a
@@ -88,7 +90,7 @@ func TestJournalChurnCrashReopen(t *testing.T) {
 				ids = out
 				return ids
 			}
-			check := func(step int, want map[string]Container) {
+			check := func(step int, want map[string]view.Container) {
 				t.Helper()
 				got := e.snapshot()
 				for id := range got {
@@ -296,6 +298,13 @@ func journalKinds(tb testing.TB, path string) (old, inline, own int) {
 }
 
 // encoded is c's stored JSON with its priority set to prio.
+// record is a copy of the record of id, as the store writes it.
+func (e *env) record(id string) Container {
+	e.q.mu.Lock()
+	defer e.q.mu.Unlock()
+	return *e.q.byID[id]
+}
+
 func encoded(tb testing.TB, c Container, prio int) []byte {
 	tb.Helper()
 	c.Priority = prio
@@ -330,7 +339,7 @@ func TestJournalOldEntriesThenBatches(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.NoSync = true })
 	var cs []Container
 	for range 12 {
-		cs = append(cs, e.submit(spec("true")))
+		cs = append(cs, e.record(e.submit(spec("true")).ID))
 	}
 	e.close()
 	appendOldEntries(t, e.opts.Path, []oldEntry{
@@ -439,7 +448,7 @@ func TestJournalFoldOldestBatches(t *testing.T) {
 			e := newEnv(t, func(o *Options) { o.NoSync = true })
 			var cs []Container
 			for range 8 {
-				cs = append(cs, e.submit(spec("true")))
+				cs = append(cs, e.record(e.submit(spec("true")).ID))
 			}
 			e.close()
 			if tc.old {

@@ -275,7 +275,7 @@ func (q *Queue) sortLocked() {
 // the one the last pass left, while it waits (a started container's is
 // moot).
 func (q *Queue) carried(c *Container) entry {
-	if !c.State.waiting() {
+	if !c.State.Waiting() {
 		return entry{}
 	}
 	return q.carry[c]

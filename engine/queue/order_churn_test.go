@@ -181,7 +181,7 @@ func checkPending(t *testing.T, e *env, want map[string]Pending, seed uint64, st
 		if v.State != Queued && v.State != Locked {
 			w = Pending{}
 		}
-		if got := v.Pending(); got != w {
+		if got := v.Pending; got != w {
 			t.Fatalf("seed %d step %d: %s (%s) pending %+v, want %+v", seed, step, v.ID, v.State, got, w)
 		}
 	}

@@ -13,9 +13,6 @@ func copyBool(b *bool) *bool {
 	return &v
 }
 
-// IsPreemptible reports whether a container may run on preemptible types.
-func (s *Scheduling) IsPreemptible() bool { return s.Preemptible != nil && *s.Preemptible }
-
 // RequeuePreempted returns a Running container whose preemptible instance
 // the provider took back to the queue without spending an attempt: the
 // interruption was no fault of the container's.

@@ -19,6 +19,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"dispatch-tui/engine/clock"
+	"dispatch-tui/engine/view"
 )
 
 var (
@@ -43,7 +44,7 @@ func containerKey(seq uint64) []byte {
 const appendFill = 0.95
 
 // ErrNotFound is returned for an unknown container id.
-var ErrNotFound = errors.New("no such container")
+var ErrNotFound = view.NewError(view.KindNotFound, "no such container")
 
 // TransitionError is an illegal state change; nothing was written.
 type TransitionError struct {
@@ -334,17 +335,17 @@ func newID() string {
 
 // Submit validates spec, stores a new Queued container durably, and returns
 // it. An invalid spec stores nothing.
-func (q *Queue) Submit(spec Spec, actor string) (Container, error) {
+func (q *Queue) Submit(spec Spec, actor string) (view.Container, error) {
 	cs, err := q.SubmitBatch([]Spec{spec}, actor)
 	if err != nil {
-		return Container{}, err
+		return view.Container{}, err
 	}
 	return cs[0], nil
 }
 
 // SubmitBatch stores several containers in one commit. If any spec is
 // invalid, nothing is stored and the error names its index.
-func (q *Queue) SubmitBatch(specs []Spec, actor string) ([]Container, error) {
+func (q *Queue) SubmitBatch(specs []Spec, actor string) ([]view.Container, error) {
 	for i := range specs {
 		if err := specs[i].Validate(); err != nil {
 			if len(specs) == 1 {
@@ -403,7 +404,7 @@ func (q *Queue) SubmitBatch(specs []Spec, actor string) ([]Container, error) {
 		q.mu.Unlock()
 		return nil, fmt.Errorf("store container: %w", err)
 	}
-	out := make([]Container, len(recs))
+	out := make([]view.Container, len(recs))
 	q.mu.Lock()
 	for i, c := range recs {
 		q.byID[c.ID] = c
@@ -449,7 +450,7 @@ func (q *Queue) newContainer(spec *Spec, now time.Time, seq uint64) *Container {
 		pre = *spec.Scheduling.Preemptible
 	}
 	c.Scheduling.Preemptible = &pre
-	c.HealthCheck = spec.HealthCheck.withDefaults()
+	c.HealthCheck = healthWithDefaults(spec.HealthCheck)
 	c.setHints()
 	if c.Name == "" {
 		c.Name = c.ID
@@ -458,12 +459,12 @@ func (q *Queue) newContainer(spec *Spec, now time.Time, seq uint64) *Container {
 }
 
 // Get returns a copy of one container.
-func (q *Queue) Get(id string) (Container, bool) {
+func (q *Queue) Get(id string) (view.Container, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	c, ok := q.byID[id]
 	if !ok {
-		return Container{}, false
+		return view.Container{}, false
 	}
 	return q.viewLocked(c), true
 }
@@ -550,8 +551,8 @@ func (q *Queue) Generation() uint64 {
 
 // Views returns copies of cs (records handed to an Each callback), taken
 // together under the queue's lock.
-func (q *Queue) Views(cs []*Container) []Container {
-	out := make([]Container, len(cs))
+func (q *Queue) Views(cs []*Container) []view.Container {
+	out := make([]view.Container, len(cs))
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.viewsLocked(cs, out)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"dispatch-tui/engine/view"
 )
 
 func TestSubmitValidation(t *testing.T) {
@@ -59,7 +61,7 @@ func TestSubmitValidation(t *testing.T) {
 			if !strings.HasPrefix(err.Error(), tt.field+": ") {
 				t.Errorf("error text %q does not name %s", err, tt.field)
 			}
-			wantEqual(t, "returned container", got, Container{})
+			wantEqual(t, "returned container", got, view.Container{})
 			if total, active := e.q.Len(); total != 1 || active != 1 {
 				t.Errorf("Len = %d, %d; want 1, 1", total, active)
 			}
@@ -856,16 +858,16 @@ func TestSetLogsTruncated(t *testing.T) {
 	if !e.q.SetLogsTruncated(id, cut) || e.q.SetLogsTruncated(id, cut) {
 		t.Fatal("SetLogsTruncated: want a change, then none")
 	}
-	if c, _ := e.q.Get(id); c.LogsTruncated.Bytes() != cut || e.q.Generation() == gen {
-		t.Fatalf("in memory: %d bytes, gen %d (was %d)", c.LogsTruncated.Bytes(), e.q.Generation(), gen)
+	if c, _ := e.q.Get(id); c.LogsTruncated != cut || e.q.Generation() == gen {
+		t.Fatalf("in memory: %d bytes, gen %d (was %d)", c.LogsTruncated, e.q.Generation(), gen)
 	}
 	if err := e.q.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	e.reopen()
 	c, _ := e.q.Get(id)
-	if c.LogsTruncated.Bytes() != cut {
-		t.Fatalf("after reopen: %d bytes", c.LogsTruncated.Bytes())
+	if c.LogsTruncated != cut {
+		t.Fatalf("after reopen: %d bytes", c.LogsTruncated)
 	}
 	j, err := json.Marshal(c)
 	if err != nil || !bytes.Contains(j, []byte(`"logs_truncated":6291456,`)) {

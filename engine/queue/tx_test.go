@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"dispatch-tui/engine/statediagram"
+	"dispatch-tui/engine/view"
 )
 
 // TestStateDiagram holds states.txt to what a container's life needs, and
@@ -72,7 +73,7 @@ type txOp struct {
 	to   State // the state a TransitionError names
 	do   func(e *env, tx *Tx, c *Container) error
 	// check verifies the fields the method sets on success.
-	check func(t *testing.T, e *env, before, after Container)
+	check func(t *testing.T, e *env, before, after view.Container)
 }
 
 var adoptStart = t0.Add(-time.Hour)
@@ -80,21 +81,21 @@ var adoptStart = t0.Add(-time.Hour)
 var txOps = []txOp{
 	{"Lock", Locked,
 		func(e *env, tx *Tx, c *Container) error { return tx.Lock(c, "big") },
-		func(t *testing.T, e *env, before, after Container) {
+		func(t *testing.T, e *env, before, after view.Container) {
 			if after.InstanceType != "big" || !after.LockedAt.Equal(e.clk.Now()) {
 				t.Errorf("Lock: type %q locked at %v", after.InstanceType, after.LockedAt)
 			}
 		}},
 	{"Unlock", Queued,
 		func(e *env, tx *Tx, c *Container) error { return tx.Unlock(c) },
-		func(t *testing.T, e *env, before, after Container) {
+		func(t *testing.T, e *env, before, after view.Container) {
 			if after.InstanceType != "" || after.InstanceID != "" || !after.LockedAt.IsZero() {
 				t.Errorf("Unlock left %q %q %v", after.InstanceType, after.InstanceID, after.LockedAt)
 			}
 		}},
 	{"Run", Running,
 		func(e *env, tx *Tx, c *Container) error { return tx.Run(c, "i-2", "big") },
-		func(t *testing.T, e *env, before, after Container) {
+		func(t *testing.T, e *env, before, after view.Container) {
 			if after.Attempts != before.Attempts+1 || after.InstanceID != "i-2" || after.InstanceType != "big" ||
 				!after.StartedAt.Equal(e.clk.Now()) || after.ExitCode != nil {
 				t.Errorf("Run: %+v", after)
@@ -102,7 +103,7 @@ var txOps = []txOp{
 		}},
 	{"Adopt", Running,
 		func(e *env, tx *Tx, c *Container) error { return tx.Adopt(c, "i-2", "big", adoptStart) },
-		func(t *testing.T, e *env, before, after Container) {
+		func(t *testing.T, e *env, before, after view.Container) {
 			if after.Attempts != before.Attempts+1 || after.InstanceID != "i-2" || after.InstanceType != "big" ||
 				!after.StartedAt.Equal(adoptStart) {
 				t.Errorf("Adopt: %+v", after)
@@ -110,14 +111,14 @@ var txOps = []txOp{
 		}},
 	{"Finish", Complete,
 		func(e *env, tx *Tx, c *Container) error { return tx.Finish(c, 0, e.clk.Now().Add(-time.Second)) },
-		func(t *testing.T, e *env, before, after Container) {
+		func(t *testing.T, e *env, before, after view.Container) {
 			if after.ExitCode == nil || *after.ExitCode != 0 || !after.FinishedAt.Equal(e.clk.Now().Add(-time.Second)) {
 				t.Errorf("Finish: %+v", after)
 			}
 		}},
 	{"Requeue", Queued,
 		func(e *env, tx *Tx, c *Container) error { return tx.Requeue(c, "instance died") },
-		func(t *testing.T, e *env, before, after Container) {
+		func(t *testing.T, e *env, before, after view.Container) {
 			if after.Reason != "instance died" || after.ReasonCode != ReasonRequeued || after.InstanceID != "" ||
 				after.InstanceType != "" || after.Attempts != before.Attempts {
 				t.Errorf("Requeue: %+v", after)
@@ -125,7 +126,7 @@ var txOps = []txOp{
 		}},
 	{"Cancel", Cancelled,
 		func(e *env, tx *Tx, c *Container) error { return tx.Cancel(c, ReasonKilled, "killed by operator") },
-		func(t *testing.T, e *env, before, after Container) {
+		func(t *testing.T, e *env, before, after view.Container) {
 			if after.Reason != "killed by operator" || after.ReasonCode != ReasonKilled || !after.FinishedAt.Equal(e.clk.Now()) {
 				t.Errorf("Cancel: %+v", after)
 			}
@@ -534,8 +535,8 @@ func TestActiveOrder(t *testing.T) {
 	wantEqual(t, "order after reopen", e.activeIDs(), last)
 }
 
-func mustVerb(t *testing.T) func(Container, error) {
-	return func(_ Container, err error) {
+func mustVerb(t *testing.T) func(view.Container, error) {
+	return func(_ view.Container, err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
@@ -568,7 +569,7 @@ func TestCompareContainers(t *testing.T) {
 
 // storedState reads a container's state from the store itself (in-package:
 // the queue stays open).
-func (e *env) storedState(t *testing.T, c Container) State {
+func (e *env) storedState(t *testing.T, c view.Container) State {
 	t.Helper()
 	var st State
 	err := e.q.db.View(func(tx *bolt.Tx) error {

@@ -2,7 +2,11 @@
 
 package queue
 
-import "fmt"
+import (
+	"fmt"
+
+	"dispatch-tui/engine/view"
+)
 
 // FinalError is a verb refused because its container has already ended:
 // nothing was changed (the API answers 409).
@@ -16,18 +20,27 @@ func (e *FinalError) Error() string {
 	return fmt.Sprintf("container %s is %s: a finished container cannot be %s", e.ID, e.State, e.Verb)
 }
 
+// ErrorKind implements view.Kinded: the container's state forbids it.
+func (e *FinalError) ErrorKind() view.Kind { return view.KindConflict }
+
+// ErrorKind implements view.Kinded: the container's state forbids it.
+func (e *TransitionError) ErrorKind() view.Kind { return view.KindConflict }
+
+// ErrorKind implements view.Kinded: a field's value is refused.
+func (e *FieldError) ErrorKind() view.Kind { return view.KindInvalid }
+
 // verb applies fn to one container under the lock, records an event, and
 // writes the change durably before returning the updated container.
-func (q *Queue) verb(id, actor, action, reason string, fn func(c *Container) error) (Container, error) {
+func (q *Queue) verb(id, actor, action, reason string, fn func(c *Container) error) (view.Container, error) {
 	q.mu.Lock()
 	c, ok := q.byID[id]
 	if !ok {
 		q.mu.Unlock()
-		return Container{}, fmt.Errorf("container %s: %w", id, ErrNotFound)
+		return view.Container{}, fmt.Errorf("container %s: %w", id, ErrNotFound)
 	}
 	if err := fn(c); err != nil {
 		q.mu.Unlock()
-		return Container{}, err
+		return view.Container{}, err
 	}
 	q.verbDoneLocked(c, actor, action, reason)
 	q.notifyLocked()
@@ -46,7 +59,7 @@ func (q *Queue) verbDoneLocked(c *Container, actor, action, reason string) {
 
 // Hold keeps a container in the queue without starting it. A Locked
 // container is unlocked by the next pass; a Running one is not touched.
-func (q *Queue) Hold(id, actor, reason string) (Container, error) {
+func (q *Queue) Hold(id, actor, reason string) (view.Container, error) {
 	return q.verb(id, actor, "hold", reason, q.holdLocked)
 }
 
@@ -62,7 +75,7 @@ func (q *Queue) holdLocked(c *Container) error {
 }
 
 // Release makes a held container eligible again.
-func (q *Queue) Release(id, actor, reason string) (Container, error) {
+func (q *Queue) Release(id, actor, reason string) (view.Container, error) {
 	return q.verb(id, actor, "release", reason, q.releaseLocked)
 }
 
@@ -78,9 +91,9 @@ func (q *Queue) releaseLocked(c *Container) error {
 }
 
 // SetPriority changes a container's priority; the next pass respects it.
-func (q *Queue) SetPriority(id string, priority int, actor, reason string) (Container, error) {
+func (q *Queue) SetPriority(id string, priority int, actor, reason string) (view.Container, error) {
 	if err := checkPriority(priority); err != nil {
-		return Container{}, err
+		return view.Container{}, err
 	}
 	return q.verb(id, actor, PriorityAction(priority), reason, q.priorityLocked(priority))
 }
@@ -114,7 +127,7 @@ func (q *Queue) priorityLocked(priority int) func(c *Container) error {
 // Kill cancels a Queued or Locked container at once; a Running one is
 // marked to be killed (TERM, then KILL after kill_grace) and ends Cancelled
 // when its process is confirmed dead.
-func (q *Queue) Kill(id, actor, reason string) (Container, error) {
+func (q *Queue) Kill(id, actor, reason string) (view.Container, error) {
 	reason = killReason(reason)
 	return q.verb(id, actor, "kill", reason, q.killLocked(actor, reason))
 }

@@ -6,21 +6,23 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"dispatch-tui/engine/view"
 )
 
-type verbFunc func(q *Queue, id string) (Container, error)
+type verbFunc func(q *Queue, id string) (view.Container, error)
 
 var verbs = []struct {
 	name   string
 	action string
 	do     verbFunc
 }{
-	{"Hold", "hold", func(q *Queue, id string) (Container, error) { return q.Hold(id, "operator:alice", "why") }},
-	{"Release", "release", func(q *Queue, id string) (Container, error) { return q.Release(id, "operator:alice", "why") }},
-	{"SetPriority", "priority 4", func(q *Queue, id string) (Container, error) {
+	{"Hold", "hold", func(q *Queue, id string) (view.Container, error) { return q.Hold(id, "operator:alice", "why") }},
+	{"Release", "release", func(q *Queue, id string) (view.Container, error) { return q.Release(id, "operator:alice", "why") }},
+	{"SetPriority", "priority 4", func(q *Queue, id string) (view.Container, error) {
 		return q.SetPriority(id, 4, "operator:alice", "why")
 	}},
-	{"Kill", "kill", func(q *Queue, id string) (Container, error) { return q.Kill(id, "operator:alice", "why") }},
+	{"Kill", "kill", func(q *Queue, id string) (view.Container, error) { return q.Kill(id, "operator:alice", "why") }},
 }
 
 func TestVerbEffects(t *testing.T) {
@@ -28,51 +30,51 @@ func TestVerbEffects(t *testing.T) {
 		name  string
 		state State
 		verb  string
-		check func(t *testing.T, before, after Container)
+		check func(t *testing.T, before, after view.Container)
 		// stateEvent: the verb also records a state change to Cancelled.
 		stateEvent bool
 	}{
-		{name: "hold queued", state: Queued, verb: "Hold", check: func(t *testing.T, b, a Container) {
+		{name: "hold queued", state: Queued, verb: "Hold", check: func(t *testing.T, b, a view.Container) {
 			if !a.Held || a.State != Queued {
 				t.Errorf("%+v", a)
 			}
 		}},
-		{name: "hold locked", state: Locked, verb: "Hold", check: func(t *testing.T, b, a Container) {
+		{name: "hold locked", state: Locked, verb: "Hold", check: func(t *testing.T, b, a view.Container) {
 			if !a.Held || a.State != Locked {
 				t.Errorf("%+v", a)
 			}
 		}},
-		{name: "hold running leaves it running", state: Running, verb: "Hold", check: func(t *testing.T, b, a Container) {
+		{name: "hold running leaves it running", state: Running, verb: "Hold", check: func(t *testing.T, b, a view.Container) {
 			if a.State != Running || a.InstanceID != b.InstanceID || a.KillRequested {
 				t.Errorf("%+v", a)
 			}
 		}},
-		{name: "release queued", state: Queued, verb: "Release", check: func(t *testing.T, b, a Container) {
+		{name: "release queued", state: Queued, verb: "Release", check: func(t *testing.T, b, a view.Container) {
 			if a.Held || a.State != Queued {
 				t.Errorf("%+v", a)
 			}
 		}},
-		{name: "priority queued", state: Queued, verb: "SetPriority", check: func(t *testing.T, b, a Container) {
+		{name: "priority queued", state: Queued, verb: "SetPriority", check: func(t *testing.T, b, a view.Container) {
 			if a.Priority != 4 {
 				t.Errorf("%+v", a)
 			}
 		}},
-		{name: "priority running", state: Running, verb: "SetPriority", check: func(t *testing.T, b, a Container) {
+		{name: "priority running", state: Running, verb: "SetPriority", check: func(t *testing.T, b, a view.Container) {
 			if a.Priority != 4 || a.State != Running {
 				t.Errorf("%+v", a)
 			}
 		}},
-		{name: "kill queued", state: Queued, verb: "Kill", stateEvent: true, check: func(t *testing.T, b, a Container) {
+		{name: "kill queued", state: Queued, verb: "Kill", stateEvent: true, check: func(t *testing.T, b, a view.Container) {
 			if a.State != Cancelled || a.ReasonCode != ReasonKilled || a.Reason != "why" || a.FinishedAt.IsZero() {
 				t.Errorf("%+v", a)
 			}
 		}},
-		{name: "kill locked", state: Locked, verb: "Kill", stateEvent: true, check: func(t *testing.T, b, a Container) {
+		{name: "kill locked", state: Locked, verb: "Kill", stateEvent: true, check: func(t *testing.T, b, a view.Container) {
 			if a.State != Cancelled || a.ReasonCode != ReasonKilled || a.Reason != "why" {
 				t.Errorf("%+v", a)
 			}
 		}},
-		{name: "kill running", state: Running, verb: "Kill", check: func(t *testing.T, b, a Container) {
+		{name: "kill running", state: Running, verb: "Kill", check: func(t *testing.T, b, a view.Container) {
 			if a.State != Running || !a.KillRequested || a.KillReason != "why" || !a.FinishedAt.IsZero() {
 				t.Errorf("%+v", a)
 			}
@@ -168,13 +170,13 @@ func TestHoldReleaseIdempotent(t *testing.T) {
 	id := e.submit(spec("x")).ID
 	n := len(e.events())
 	for _, step := range []struct {
-		do   func() (Container, error)
+		do   func() (view.Container, error)
 		held bool
 	}{
-		{func() (Container, error) { return e.q.Hold(id, "a", "") }, true},
-		{func() (Container, error) { return e.q.Hold(id, "a", "") }, true},
-		{func() (Container, error) { return e.q.Release(id, "a", "") }, false},
-		{func() (Container, error) { return e.q.Release(id, "a", "") }, false},
+		{func() (view.Container, error) { return e.q.Hold(id, "a", "") }, true},
+		{func() (view.Container, error) { return e.q.Hold(id, "a", "") }, true},
+		{func() (view.Container, error) { return e.q.Release(id, "a", "") }, false},
+		{func() (view.Container, error) { return e.q.Release(id, "a", "") }, false},
 	} {
 		c, err := step.do()
 		if err != nil {
@@ -215,7 +217,7 @@ func TestVerbErrors(t *testing.T) {
 				if !errors.As(err, &fe) || !strings.Contains(err.Error(), "is "+string(final)+": a finished container cannot be") {
 					t.Errorf("error %q (%T), want a *FinalError saying the container is %s and finished", err, err, final)
 				}
-				wantEqual(t, "returned", got, Container{})
+				wantEqual(t, "returned", got, view.Container{})
 				wantEqual(t, "records", e.snapshot(), before)
 				wantEqual(t, "events", e.events(), evBefore)
 				select {

@@ -14,6 +14,7 @@ import (
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -131,7 +132,7 @@ func benchSetupMix(b *testing.B, queued, instances int, allRunning bool, types [
 			spec(i, &specs[i])
 		}
 	}
-	var all []queue.Container
+	var all []view.Container
 	for i := 0; i < total; i += 10000 {
 		cs, err := q.SubmitBatch(specs[i:min(total, i+10000)], "bench")
 		if err != nil {

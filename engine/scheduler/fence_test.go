@@ -9,6 +9,7 @@ import (
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -92,7 +93,7 @@ func TestExitSeenBeforeInstanceLostCounts(t *testing.T) {
 
 // newFenceEnv is a scheduler over a real queue holding one container that
 // runs on i-1, the only instance of a static pool, as i-1's runner reports.
-func newFenceEnv(t *testing.T) (*clock.Fake, *queue.Queue, *staticPool, *Scheduler, queue.Container) {
+func newFenceEnv(t *testing.T) (*clock.Fake, *queue.Queue, *staticPool, *Scheduler, view.Container) {
 	t.Helper()
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	q := openTestQueue(t, clk)

@@ -9,6 +9,7 @@ import (
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -95,7 +96,7 @@ func TestLostContainerRequeuedNotCompleted(t *testing.T) {
 	}
 }
 
-func exitCode(c queue.Container) any {
+func exitCode(c view.Container) any {
 	if c.ExitCode == nil {
 		return nil
 	}

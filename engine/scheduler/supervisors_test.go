@@ -13,6 +13,7 @@ import (
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -72,7 +73,7 @@ func (e *supEnv) runOn(i int, id cloud.InstanceID) {
 }
 
 // get returns container i's record.
-func (e *supEnv) get(i int) queue.Container {
+func (e *supEnv) get(i int) view.Container {
 	e.t.Helper()
 	c, ok := e.q.Get(e.ids[i])
 	if !ok {

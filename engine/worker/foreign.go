@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"dispatch-tui/cloud"
+	"dispatch-tui/engine/view"
 )
 
 // StateForeign is shown for an instance listed with another dispatcher's
@@ -14,7 +15,7 @@ import (
 // pool's state machine (states.txt), as the pool never adopts, probes,
 // kills or destroys such an instance; the row only tells the operator
 // whose it is.
-const StateForeign State = "foreign"
+const StateForeign = view.InstanceForeign
 
 // ForeignError answers a verb on another dispatcher's instance.
 type ForeignError struct {
@@ -25,6 +26,9 @@ type ForeignError struct {
 func (e *ForeignError) Error() string {
 	return "instance " + string(e.ID) + " belongs to dispatcher " + e.Owner + "; not touched"
 }
+
+// ErrorKind implements view.Kinded: another's instance takes no verbs.
+func (e *ForeignError) ErrorKind() view.Kind { return view.KindConflict }
 
 // noteForeignLocked remembers inst, listed with another dispatcher's
 // owner tag, for display, logging it when first seen with that owner. An

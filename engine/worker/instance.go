@@ -10,19 +10,20 @@ import (
 
 	"dispatch-tui/cloud"
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/view"
 )
 
 // State is an instance's state in the pool; states.txt draws the states and
-// lists the changes between them.
-type State string
+// lists the changes between them. Defined with the edge's instance view.
+type State = view.InstanceState
 
 // Instance states.
 const (
-	StateUnknown  State = "unknown"  // listed by the cloud, not yet probed
-	StateBooting  State = "booting"  // created by us, not yet ready
-	StateIdle     State = "idle"     // ready, no containers
-	StateRunning  State = "running"  // ready, containers running
-	StateShutdown State = "shutdown" // destroy requested
+	StateUnknown  = view.InstanceUnknown
+	StateBooting  = view.InstanceBooting
+	StateIdle     = view.InstanceIdle
+	StateRunning  = view.InstanceRunning
+	StateShutdown = view.InstanceShutdown
 )
 
 type startEntry struct {

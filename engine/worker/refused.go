@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
+	"dispatch-tui/engine/view"
 )
 
 // StateRefused is shown for a host the driver refuses to use (a changed
 // host key): not a state of the pool's state machine (states.txt), as such
 // a host is not an instance the pool holds, only a row an operator must
 // see, with the refusal as its LastError.
-const StateRefused State = "refused"
+const StateRefused = view.InstanceRefused
 
 // noteRefusedLocked records the hosts the driver refuses after a listing,
 // with one event per host when its refusal starts.

@@ -8,16 +8,17 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
+	"dispatch-tui/engine/view"
 )
 
 // IdleBehavior is what the pool does with an instance when it is idle.
-type IdleBehavior string
+type IdleBehavior = view.IdleBehavior
 
 // Idle behaviours (docs/design.md §4).
 const (
-	IdleRun   IdleBehavior = "run"   // normal: gets containers, shut down after timeout_idle
-	IdleHold  IdleBehavior = "hold"  // no new containers, never shut down automatically
-	IdleDrain IdleBehavior = "drain" // no new containers, shut down as soon as idle
+	IdleRun   = view.IdleRun
+	IdleHold  = view.IdleHold
+	IdleDrain = view.IdleDrain
 )
 
 // ValidIdleBehavior reports whether b is one of run, hold, drain.
@@ -33,7 +34,7 @@ var (
 	// provider rate-limit pause prevents a create now; try on a later pass.
 	ErrThrottled = errors.New("create throttled")
 	// ErrNotFound: no instance with that id in the pool.
-	ErrNotFound = errors.New("instance not found")
+	ErrNotFound = view.NewError(view.KindNotFound, "instance not found")
 	// ErrNotReady: the instance cannot take a container now (not idle or
 	// running, or its idle behaviour is not run).
 	ErrNotReady = errors.New("instance not ready")

@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine"
-	"dispatch-tui/engine/queue"
-	"dispatch-tui/engine/worker"
+	"dispatch-tui/engine/view"
 )
 
 // Snapshot is everything the console shows, taken at one moment. It is
@@ -22,10 +21,10 @@ type Snapshot struct {
 	// is then newer than the list).
 	ListedAt   time.Time
 	Summary    engine.Summary
-	Instances  []worker.InstanceView
-	Containers []queue.Container
+	Instances  []view.Instance
+	Containers []view.Container
 	Types      []engine.TypeSummary
-	Events     []queue.Event // the most recent, oldest first
+	Events     []view.Event // the most recent, oldest first
 }
 
 // Backend is a dispatcher seen from the console.
@@ -42,16 +41,16 @@ type Backend interface {
 	// Logs returns a container's output (the last tail lines if tail > 0).
 	Logs(ctx context.Context, id string, tail int) ([]byte, error)
 
-	// InstanceVerb applies hold, drain, run or kill to an instance.
-	InstanceVerb(ctx context.Context, id, verb, reason string) error
+	// InstanceVerb applies an instance verb to an instance.
+	InstanceVerb(ctx context.Context, id string, v view.InstanceVerb, reason string) error
 	// ContainerVerb applies hold, release or kill to a container.
-	ContainerVerb(ctx context.Context, id, verb, reason string) error
+	ContainerVerb(ctx context.Context, id string, v view.ContainerVerb, reason string) error
 	// ContainersVerb applies one verb to many containers in bulk (one
 	// request, or one store transaction, per batch): hold, release, kill,
-	// or with verb "priority" the priority given. failed says why for
-	// each id it did not apply to; err is about the whole (not reached,
-	// a refused request), when nothing is known of the ids.
-	ContainersVerb(ctx context.Context, ids []string, verb string, priority int, reason string) (failed map[string]error, err error)
+	// or view.ContainerPriority with the priority given. failed says why
+	// for each id it did not apply to; err is about the whole (not
+	// reached, a refused request), when nothing is known of the ids.
+	ContainersVerb(ctx context.Context, ids []string, v view.ContainerVerb, priority int, reason string) (failed map[string]error, err error)
 	// SetPriority changes a container's priority.
 	SetPriority(ctx context.Context, id string, priority int) error
 	// SetPaused pauses or resumes the scheduler.

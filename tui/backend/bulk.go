@@ -9,23 +9,18 @@ import (
 
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/view"
 )
 
 // ContainersVerb implements Backend: engine.Bulk, BulkBatch containers a
 // store transaction.
-func (b *InProcess) ContainersVerb(ctx context.Context, ids []string, verb string, priority int, reason string) (map[string]error, error) {
+func (b *InProcess) ContainersVerb(ctx context.Context, ids []string, v view.ContainerVerb, priority int, reason string) (map[string]error, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	req := engine.BulkRequest{IDs: ids, Actor: b.actor, Reason: reason}
-	if verb == api.PriorityVerb {
+	req := engine.BulkRequest{Verb: v, IDs: ids, Actor: b.actor, Reason: reason}
+	if v.TakesValue() {
 		req.Priority = &priority
-	} else {
-		v, err := engine.ParseContainerVerb(verb)
-		if err != nil {
-			return nil, err
-		}
-		req.Verb = v
 	}
 	out, err := b.eng.Bulk(req)
 	if err != nil && out.Results == nil {
@@ -46,9 +41,9 @@ func (b *InProcess) ContainersVerb(ctx context.Context, ids []string, verb strin
 // ContainersVerb implements Backend: POST /v1/containers/bulk,
 // api.MaxBatchItems ids a request. Ids of a request that failed as a
 // whole fail with its error; those after it are not sent.
-func (r *Remote) ContainersVerb(ctx context.Context, ids []string, verb string, priority int, reason string) (map[string]error, error) {
-	req := api.BulkRequest{Verb: verb, Reason: reason}
-	if verb == api.PriorityVerb {
+func (r *Remote) ContainersVerb(ctx context.Context, ids []string, v view.ContainerVerb, priority int, reason string) (map[string]error, error) {
+	req := api.BulkRequest{Verb: v.String(), Reason: reason}
+	if v.TakesValue() {
 		req.Priority = &priority
 	}
 	var failed map[string]error

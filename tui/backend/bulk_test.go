@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 )
 
 // TestContainersVerb: both backends apply a verb to many containers at
@@ -25,14 +26,14 @@ func TestContainersVerb(t *testing.T) {
 				t.Fatal(err)
 			}
 			ids := []string{a, c, done}
-			failed, err := b.ContainersVerb(t.Context(), ids, "priority", 5, "")
+			failed, err := b.ContainersVerb(t.Context(), ids, view.ContainerPriority, 5, "")
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(failed) != 1 || failed[done] == nil || !strings.Contains(failed[done].Error(), "finished container") {
 				t.Errorf("failed = %v, want only %s (finished)", failed, done)
 			}
-			if failed, err = b.ContainersVerb(t.Context(), ids[:2], "hold", 0, "why"); err != nil || failed != nil {
+			if failed, err = b.ContainersVerb(t.Context(), ids[:2], view.ContainerHold, 0, "why"); err != nil || failed != nil {
 				t.Fatalf("hold: %v, %v", failed, err)
 			}
 			for _, id := range ids[:2] {

@@ -11,7 +11,7 @@ import (
 
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/api"
-	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 )
 
 // EventsKept is how many of the most recent events a Snapshot carries.
@@ -36,7 +36,7 @@ var _ Backend = (*InProcess)(nil)
 func NewInProcess(e *engine.Engine, describe string) *InProcess {
 	return &InProcess{
 		eng: e, describe: describe, actor: Actor(),
-		events: newEventTail(func(_ context.Context, since uint64, limit int) ([]queue.Event, error) {
+		events: newEventTail(func(_ context.Context, since uint64, limit int) ([]view.Event, error) {
 			return e.Events(since, limit)
 		}),
 	}
@@ -110,28 +110,20 @@ func (b *InProcess) Logs(ctx context.Context, id string, tail int) ([]byte, erro
 }
 
 // InstanceVerb implements Backend.
-func (b *InProcess) InstanceVerb(ctx context.Context, id, verb, reason string) error {
+func (b *InProcess) InstanceVerb(ctx context.Context, id string, v view.InstanceVerb, reason string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	v, err := engine.ParseInstanceVerb(verb)
-	if err != nil {
-		return err
-	}
-	_, err = b.eng.ApplyInstanceVerb(id, v, b.actor, reason)
+	_, err := b.eng.ApplyInstanceVerb(id, v, b.actor, reason)
 	return err
 }
 
 // ContainerVerb implements Backend.
-func (b *InProcess) ContainerVerb(ctx context.Context, id, verb, reason string) error {
+func (b *InProcess) ContainerVerb(ctx context.Context, id string, v view.ContainerVerb, reason string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	v, err := engine.ParseContainerVerb(verb)
-	if err != nil {
-		return err
-	}
-	_, err = b.eng.ApplyContainerVerb(id, v, b.actor, reason)
+	_, err := b.eng.ApplyContainerVerb(id, v, b.actor, reason)
 	return err
 }
 
@@ -161,21 +153,21 @@ func (b *InProcess) SetPaused(ctx context.Context, paused bool, reason string) e
 // the newest sequence number with a few one-event reads (exponential then
 // binary search) instead of reading the whole log.
 type eventTail struct {
-	fetch func(ctx context.Context, since uint64, limit int) ([]queue.Event, error)
+	fetch func(ctx context.Context, since uint64, limit int) ([]view.Event, error)
 	keep  int
 	page  int
 
 	mu   sync.Mutex
-	last uint64        // the sequence number of the newest event read
-	ring []queue.Event // oldest first; the last keep are the ones kept
+	last uint64       // the sequence number of the newest event read
+	ring []view.Event // oldest first; the last keep are the ones kept
 }
 
-func newEventTail(fetch func(ctx context.Context, since uint64, limit int) ([]queue.Event, error)) *eventTail {
+func newEventTail(fetch func(ctx context.Context, since uint64, limit int) ([]view.Event, error)) *eventTail {
 	return &eventTail{fetch: fetch, keep: EventsKept, page: eventsPage}
 }
 
 // latest reads the new events and returns a copy of the last keep.
-func (t *eventTail) latest(ctx context.Context) ([]queue.Event, error) {
+func (t *eventTail) latest(ctx context.Context) ([]view.Event, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	// A few rounds at most: a log growing faster than we read must not
@@ -202,7 +194,7 @@ func (t *eventTail) latest(ctx context.Context) ([]queue.Event, error) {
 	return slices.Clone(t.ring[max(0, len(t.ring)-t.keep):]), nil
 }
 
-func (t *eventTail) add(evs []queue.Event) {
+func (t *eventTail) add(evs []view.Event) {
 	if len(evs) == 0 {
 		return
 	}

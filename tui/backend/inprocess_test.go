@@ -14,6 +14,7 @@ import (
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -44,8 +45,8 @@ func (e *testEnv) submit(name string, d time.Duration, vcpus int) string {
 	return e.Submit(queue.Spec{Name: name, Command: enginetest.Cmd(d), RuntimeConstraints: queue.Constraints{VCPUs: vcpus}})
 }
 
-func (e *testEnv) container(id string) queue.Container    { return e.Container(id) }
-func (e *testEnv) instance(id string) worker.InstanceView { return e.Instance(id) }
+func (e *testEnv) container(id string) view.Container { return e.Container(id) }
+func (e *testEnv) instance(id string) view.Instance   { return e.Instance(id) }
 
 // lastEvent returns the newest event.
 func (e *testEnv) lastEvent() queue.Event {
@@ -57,10 +58,10 @@ func (e *testEnv) lastEvent() queue.Event {
 	return evs[len(evs)-1]
 }
 
-func findContainer(cs []queue.Container, id string) (queue.Container, bool) {
-	i := slices.IndexFunc(cs, func(c queue.Container) bool { return c.ID == id })
+func findContainer(cs []view.Container, id string) (view.Container, bool) {
+	i := slices.IndexFunc(cs, func(c view.Container) bool { return c.ID == id })
 	if i < 0 {
-		return queue.Container{}, false
+		return view.Container{}, false
 	}
 	return cs[i], true
 }
@@ -262,7 +263,7 @@ func TestInProcessVerbs(t *testing.T) {
 	if ev := e.lastEvent(); ev.Actor != actor {
 		t.Errorf("pause recorded as %q, want %q", ev.Actor, actor)
 	}
-	if err := b.ContainerVerb(ctx, queued, "hold", "wait"); err != nil {
+	if err := b.ContainerVerb(ctx, queued, view.ContainerHold, "wait"); err != nil {
 		t.Fatal(err)
 	}
 	if !e.container(queued).Held {
@@ -271,7 +272,7 @@ func TestInProcessVerbs(t *testing.T) {
 	if ev := e.lastEvent(); ev.Actor != actor || ev.Target != queued || ev.Action != "hold" || ev.Reason != "wait" {
 		t.Errorf("hold recorded as %+v", ev)
 	}
-	if err := b.ContainerVerb(ctx, queued, "release", ""); err != nil {
+	if err := b.ContainerVerb(ctx, queued, view.ContainerRelease, ""); err != nil {
 		t.Fatal(err)
 	}
 	if e.container(queued).Held {
@@ -303,9 +304,9 @@ func TestInProcessVerbs(t *testing.T) {
 		t.Errorf("Logs = %q, %v", out, err)
 	}
 	for _, v := range []struct {
-		verb string
+		verb view.InstanceVerb
 		want worker.IdleBehavior
-	}{{"hold", worker.IdleHold}, {"drain", worker.IdleDrain}, {"run", worker.IdleRun}} {
+	}{{view.InstanceHold, worker.IdleHold}, {view.InstanceDrain, worker.IdleDrain}, {view.InstanceRun, worker.IdleRun}} {
 		if err := b.InstanceVerb(ctx, inst, v.verb, "r"); err != nil {
 			t.Fatalf("%s: %v", v.verb, err)
 		}
@@ -316,7 +317,7 @@ func TestInProcessVerbs(t *testing.T) {
 			t.Errorf("%s recorded as %+v", v.verb, ev)
 		}
 	}
-	if err := b.ContainerVerb(ctx, queued, "kill", "enough"); err != nil {
+	if err := b.ContainerVerb(ctx, queued, view.ContainerKill, "enough"); err != nil {
 		t.Fatal(err)
 	}
 	e.until("killed", 60, func() bool { return e.container(queued).State == queue.Cancelled })
@@ -324,7 +325,7 @@ func TestInProcessVerbs(t *testing.T) {
 	other := e.submit("other", -1, 1)
 	e.until("other running", 60, func() bool { return e.container(other).State == queue.Running })
 	inst = e.container(other).InstanceID
-	if err := b.InstanceVerb(ctx, inst, "kill", "bad"); err != nil {
+	if err := b.InstanceVerb(ctx, inst, view.InstanceKill, "bad"); err != nil {
 		t.Fatal(err)
 	}
 	if st := e.container(other).State; st == queue.Running {
@@ -332,10 +333,10 @@ func TestInProcessVerbs(t *testing.T) {
 	}
 
 	for _, err := range []error{
-		b.InstanceVerb(ctx, inst, "reboot", ""),
-		b.ContainerVerb(ctx, other, "drain", ""),
-		b.InstanceVerb(ctx, "no-such-instance", "hold", ""),
-		b.ContainerVerb(ctx, "no-such-container", "hold", ""),
+		b.InstanceVerb(ctx, inst, view.InstanceVerb(99), ""),
+		b.ContainerVerb(ctx, other, view.ContainerVerb(99), ""),
+		b.InstanceVerb(ctx, "no-such-instance", view.InstanceHold, ""),
+		b.ContainerVerb(ctx, "no-such-container", view.ContainerHold, ""),
 		b.SetPriority(ctx, "no-such-container", 1),
 	} {
 		if err == nil {

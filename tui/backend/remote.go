@@ -13,8 +13,7 @@ import (
 
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/api"
-	"dispatch-tui/engine/queue"
-	"dispatch-tui/engine/worker"
+	"dispatch-tui/engine/view"
 )
 
 // DefaultRefresh is how often a Remote's Changes ticks when Refresh is 0.
@@ -158,7 +157,7 @@ const (
 // events, instances and types are fresh, the container list is last's.
 // last stays the reference of the cheap check, so the next refresh after
 // the pause reads the list again.
-func (r *Remote) pacedSnapshot(ctx context.Context, last *Snapshot, sum engine.Summary, evs []queue.Event) (*Snapshot, error) {
+func (r *Remote) pacedSnapshot(ctx context.Context, last *Snapshot, sum engine.Summary, evs []view.Event) (*Snapshot, error) {
 	inst, err := r.c.Instances(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("instances: %w", err)
@@ -168,7 +167,7 @@ func (r *Remote) pacedSnapshot(ctx context.Context, last *Snapshot, sum engine.S
 		return nil, fmt.Errorf("types: %w", err)
 	}
 	if inst == nil {
-		inst = []worker.InstanceView{}
+		inst = []view.Instance{}
 	}
 	if types == nil {
 		types = []engine.TypeSummary{}
@@ -178,7 +177,7 @@ func (r *Remote) pacedSnapshot(ctx context.Context, last *Snapshot, sum engine.S
 	return &s, nil
 }
 
-func lastSeq(evs []queue.Event) uint64 {
+func lastSeq(evs []view.Event) uint64 {
 	if len(evs) == 0 {
 		return 0
 	}
@@ -233,7 +232,7 @@ func (r *Remote) fullSnapshot(ctx context.Context) (*Snapshot, error) {
 		return nil, firstCause(errs)
 	}
 	if s.Instances == nil {
-		s.Instances = []worker.InstanceView{}
+		s.Instances = []view.Instance{}
 	}
 	if s.Types == nil {
 		s.Types = []engine.TypeSummary{}
@@ -260,15 +259,15 @@ func firstCause(errs []error) error {
 // page, about a second per page at a million containers), and covering
 // every container that exists throughout exactly once. The console sorts
 // and filters the rows itself, across all of them.
-func (r *Remote) containers(ctx context.Context) ([]queue.Container, error) {
-	var out []queue.Container
+func (r *Remote) containers(ctx context.Context) ([]view.Container, error) {
+	var out []view.Container
 	for cont := ""; ; {
 		page, err := r.c.ListContainerPage(ctx, api.ListQuery{Limit: r.pageSize}, nil, cont)
 		if err != nil {
 			return nil, err
 		}
 		if out == nil {
-			out = make([]queue.Container, 0, page.Available)
+			out = make([]view.Container, 0, page.Available)
 		}
 		out = append(out, page.Items...)
 		if page.Continue == "" || len(page.Items) == 0 {
@@ -315,22 +314,14 @@ func (r *Remote) Logs(ctx context.Context, id string, tail int) ([]byte, error) 
 }
 
 // InstanceVerb implements Backend.
-func (r *Remote) InstanceVerb(ctx context.Context, id, verb, reason string) error {
-	v, err := engine.ParseInstanceVerb(verb)
-	if err != nil {
-		return err
-	}
-	_, err = r.c.InstanceVerb(ctx, id, v.String(), reason)
+func (r *Remote) InstanceVerb(ctx context.Context, id string, v view.InstanceVerb, reason string) error {
+	_, err := r.c.InstanceVerb(ctx, id, v, reason)
 	return err
 }
 
 // ContainerVerb implements Backend.
-func (r *Remote) ContainerVerb(ctx context.Context, id, verb, reason string) error {
-	v, err := engine.ParseContainerVerb(verb)
-	if err != nil {
-		return err
-	}
-	_, err = r.c.ContainerVerb(ctx, id, v.String(), reason)
+func (r *Remote) ContainerVerb(ctx context.Context, id string, v view.ContainerVerb, reason string) error {
+	_, err := r.c.ContainerVerb(ctx, id, v, reason)
 	return err
 }
 

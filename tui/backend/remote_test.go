@@ -13,6 +13,7 @@ import (
 
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -96,7 +97,7 @@ func TestRemoteVerbs(t *testing.T) {
 	if ev := e.lastEvent(); ev.Actor != actor || ev.Reason != "maintenance" {
 		t.Errorf("pause recorded as %+v, want actor %q", ev, actor)
 	}
-	if err := r.ContainerVerb(ctx, id, "hold", "wait"); err != nil {
+	if err := r.ContainerVerb(ctx, id, view.ContainerHold, "wait"); err != nil {
 		t.Fatal(err)
 	}
 	if !e.container(id).Held {
@@ -105,7 +106,7 @@ func TestRemoteVerbs(t *testing.T) {
 	if ev := e.lastEvent(); ev.Actor != actor || ev.Action != "hold" || ev.Target != id {
 		t.Errorf("hold recorded as %+v", ev)
 	}
-	if err := r.ContainerVerb(ctx, id, "release", ""); err != nil {
+	if err := r.ContainerVerb(ctx, id, view.ContainerRelease, ""); err != nil {
 		t.Fatal(err)
 	}
 	if e.container(id).Held {
@@ -130,9 +131,9 @@ func TestRemoteVerbs(t *testing.T) {
 		t.Errorf("Logs = %q, %v", out, err)
 	}
 	for _, v := range []struct {
-		verb string
+		verb view.InstanceVerb
 		want worker.IdleBehavior
-	}{{"hold", worker.IdleHold}, {"drain", worker.IdleDrain}, {"run", worker.IdleRun}} {
+	}{{view.InstanceHold, worker.IdleHold}, {view.InstanceDrain, worker.IdleDrain}, {view.InstanceRun, worker.IdleRun}} {
 		if err := r.InstanceVerb(ctx, inst, v.verb, "r"); err != nil {
 			t.Fatalf("%s: %v", v.verb, err)
 		}
@@ -140,25 +141,25 @@ func TestRemoteVerbs(t *testing.T) {
 			t.Errorf("%s: idle behaviour %s, want %s", v.verb, got, v.want)
 		}
 	}
-	if err := r.ContainerVerb(ctx, id, "kill", "enough"); err != nil {
+	if err := r.ContainerVerb(ctx, id, view.ContainerKill, "enough"); err != nil {
 		t.Fatal(err)
 	}
 	e.until("killed", 60, func() bool { return e.container(id).State == queue.Cancelled })
-	if err := r.InstanceVerb(ctx, inst, "kill", "bad"); err != nil {
+	if err := r.InstanceVerb(ctx, inst, view.InstanceKill, "bad"); err != nil {
 		t.Fatal(err)
 	}
 
 	var ae *api.APIError
-	if err := r.ContainerVerb(ctx, "no-such-container", "hold", ""); !errors.As(err, &ae) || ae.Status != 404 {
+	if err := r.ContainerVerb(ctx, "no-such-container", view.ContainerHold, ""); !errors.As(err, &ae) || ae.Status != 404 {
 		t.Errorf("hold of an unknown container: %v", err)
 	}
-	if err := r.InstanceVerb(ctx, "no-such-instance", "drain", ""); !errors.As(err, &ae) || ae.Status != 404 {
+	if err := r.InstanceVerb(ctx, "no-such-instance", view.InstanceDrain, ""); !errors.As(err, &ae) || ae.Status != 404 {
 		t.Errorf("drain of an unknown instance: %v", err)
 	}
-	if err := r.InstanceVerb(ctx, inst, "reboot", ""); err == nil {
+	if err := r.InstanceVerb(ctx, inst, view.InstanceVerb(99), ""); err == nil {
 		t.Error("unknown instance verb accepted")
 	}
-	if err := r.ContainerVerb(ctx, id, "drain", ""); err == nil {
+	if err := r.ContainerVerb(ctx, id, view.ContainerVerb(99), ""); err == nil {
 		t.Error("unknown container verb accepted")
 	}
 }

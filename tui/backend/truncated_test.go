@@ -23,8 +23,8 @@ func TestInProcessLogsSayWhatWasDropped(t *testing.T) {
 		return e.container(id).State == queue.Complete && err == nil
 	})
 	c := e.container(id)
-	note := engine.TruncationNote(c.LogsTruncated.Bytes())
+	note := engine.TruncationNote(c.LogsTruncated)
 	if c.LogsTruncated == 0 || !bytes.HasPrefix(out, []byte(note)) || len(out)-len(note) > 4<<20 {
-		t.Fatalf("logs_truncated %d; logs of %d bytes beginning %q", c.LogsTruncated.Bytes(), len(out), out[:min(len(out), 100)])
+		t.Fatalf("logs_truncated %d; logs of %d bytes beginning %q", c.LogsTruncated, len(out), out[:min(len(out), 100)])
 	}
 }

@@ -9,7 +9,6 @@ package cli
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -18,6 +17,7 @@ import (
 
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/termsafe"
+	"dispatch-tui/engine/view"
 )
 
 // selectorFlags are the selector of hold, release and kill: the filters of
@@ -59,7 +59,7 @@ func (s *selectorFlags) selector() (*api.Selector, error) {
 // before it (the server's messages often name the object already).
 func unnamed(err error, prefix string) error {
 	if msg := err.Error(); strings.HasPrefix(msg, prefix) {
-		return errors.New(strings.TrimPrefix(msg, prefix))
+		return withKind(strings.TrimPrefix(msg, prefix), err)
 	}
 	return err
 }
@@ -94,18 +94,19 @@ func readIDs(args []string, stdin io.Reader) ([]string, error) {
 type bulkRun struct {
 	env      *Env
 	c        *api.Client
-	verb     string
+	verb     view.ContainerVerb
 	reason   string
 	total    int // containers to do, for progress (0 = unknown)
 	done     int
 	failed   []string
+	kinds    failures // of failed
 	progress bool
 }
 
 // apply sends one bulk request and reports its items; it returns the
 // answer's continue token.
 func (b *bulkRun) apply(ctx context.Context, req api.BulkRequest) (string, error) {
-	req.Verb, req.Reason = b.verb, b.reason
+	req.Verb, req.Reason = b.verb.String(), b.reason
 	ans, err := b.c.Bulk(ctx, req)
 	if err != nil {
 		return "", explain(b.c, err)
@@ -119,7 +120,7 @@ func (b *bulkRun) apply(ctx context.Context, req api.BulkRequest) (string, error
 				msg = "container " + it.ID + ": " + msg
 			}
 			fmt.Fprintln(b.env.Stderr, termsafe.Text(msg))
-			b.failed = append(b.failed, it.ID)
+			b.fail(it.ID, it.Err())
 			continue
 		}
 		state := string(it.State)
@@ -137,6 +138,12 @@ func (b *bulkRun) apply(ctx context.Context, req api.BulkRequest) (string, error
 		fmt.Fprintf(b.env.Stderr, "\r%s: %d%s containers done, %d failed\x1b[K", b.verb, b.done, of, len(b.failed))
 	}
 	return ans.Continue, nil
+}
+
+// fail notes that id failed with err.
+func (b *bulkRun) fail(id string, err error) {
+	b.failed = append(b.failed, id)
+	b.kinds.add(err)
 }
 
 func (b *bulkRun) clearProgress() {
@@ -190,5 +197,5 @@ func (b *bulkRun) result() error {
 	if len(b.failed) > len(shown) {
 		more = fmt.Sprintf(" and %d more", len(b.failed)-len(shown))
 	}
-	return fmt.Errorf("%d of %d failed: %s%s", len(b.failed), b.done, strings.Join(shown, " "), more)
+	return b.kinds.of(fmt.Sprintf("%d of %d failed: %s%s", len(b.failed), b.done, strings.Join(shown, " "), more))
 }

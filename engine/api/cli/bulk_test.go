@@ -83,15 +83,16 @@ func TestKillBySelector(t *testing.T) {
 }
 
 // TestHoldIDsFromStdin: "-" reads ids from stdin; one that cannot be held
-// is named on stderr and makes the exit 1, the others are held.
+// is named on stderr and makes the exit that of its kind (4, conflict),
+// the others are held.
 func TestHoldIDsFromStdin(t *testing.T) {
 	eng, url, ids := realServer(t, "a", "b", "c")
 	if _, err := eng.KillContainer(ids[1], "test", ""); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut := runCLI(t, url, nil, strings.Join(ids, "\n")+"\n", "hold", "-")
-	if code != 1 {
-		t.Fatalf("exit %d, want 1; stderr %q", code, errOut)
+	if code != 4 {
+		t.Fatalf("exit %d, want 4; stderr %q", code, errOut)
 	}
 	if !strings.HasPrefix(errOut, "container "+ids[1]+" is Cancelled: a finished container cannot be held\n") ||
 		!strings.Contains(errOut, "1 of 3 failed: "+ids[1]) {
@@ -128,7 +129,7 @@ func TestInstanceErrorNamedOnce(t *testing.T) {
 		writeJSONTo(w, map[string]string{"error": "instance nosuch: instance not found"})
 	})
 	code, _, errOut := runCLI(t, f.srv.URL, nil, "", "hold", "nosuch")
-	if code != 1 || !strings.HasPrefix(errOut, "instance nosuch: instance not found\n") || strings.Count(errOut, "nosuch:") != 1 {
+	if code != 3 || !strings.HasPrefix(errOut, "instance nosuch: instance not found\n") || strings.Count(errOut, "nosuch:") != 1 {
 		t.Errorf("exit %d, stderr %q: want the instance named once", code, errOut)
 	}
 }

@@ -1,8 +1,7 @@
 // Package cli implements the client sub-commands of dispatch-tui (docs/design.md
 // §7.1) as cobra commands: submit, ls, instance and container verbs, logs,
 // pause and resume, all through the management API, with shell completion
-// of live ids. Exit codes: 0 success, 1 an error the server reported (or it
-// could not be reached), 2 a usage error.
+// of live ids. Exit codes by kind of error: exitcode.go.
 package cli
 
 import (
@@ -23,6 +22,7 @@ import (
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/termsafe"
+	"dispatch-tui/engine/view"
 )
 
 // Env is what a command needs from its surroundings.
@@ -73,11 +73,12 @@ func BindGlobalFlags(fs *pflag.FlagSet, env *Env) {
 // AddCommands adds the client commands to root.
 func AddCommands(root *cobra.Command, env *Env) {
 	root.AddGroup(&cobra.Group{ID: "client", Title: "Client commands (through the daemon's API):"})
-	for _, c := range []*cobra.Command{
-		submitCmd(env), listCmd(env),
-		verbCmd(env, "hold"), verbCmd(env, "drain"), verbCmd(env, "run"), verbCmd(env, "kill"), verbCmd(env, "release"),
-		priorityCmd(env), logsCmd(env), pauseCmd(env, "pause"), pauseCmd(env, "resume"),
-	} {
+	cmds := []*cobra.Command{submitCmd(env), listCmd(env)}
+	for _, name := range verbNames() {
+		cmds = append(cmds, verbCmd(env, name))
+	}
+	cmds = append(cmds, priorityCmd(env), logsCmd(env), pauseCmd(env, "pause"), pauseCmd(env, "resume"))
+	for _, c := range cmds {
 		c.GroupID = "client"
 		root.AddCommand(c)
 	}
@@ -102,12 +103,13 @@ func Configure(root *cobra.Command) {
 }
 
 // Execute runs root with args, prints any error once on stderr and
-// returns the exit code: 0, 1 (the server or the work failed) or 2 (usage).
+// returns the exit code: 0, 2 for usage, else by the error's kind
+// (exitCodes).
 func Execute(ctx context.Context, root *cobra.Command, args []string, stderr io.Writer) int {
 	root.SetArgs(singleDashLongFlags(root, args))
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
-		return 0
+		return exitOK
 	}
 	path := root.Name()
 	if cmd != nil {
@@ -131,7 +133,7 @@ func Execute(ctx context.Context, root *cobra.Command, args []string, stderr io.
 			}
 		}
 		fmt.Fprintf(stderr, "%s: unknown command %s\n%sRun '%s help' for the list of commands.\n", path, termsafe.Escape(name), hint, root.Name())
-		return 2
+		return exitUsage
 	case errors.As(err, &ue):
 		// Each line escaped: a usage error may list several mistakes.
 		lines := strings.Split(ue.msg, "\n")
@@ -139,12 +141,12 @@ func Execute(ctx context.Context, root *cobra.Command, args []string, stderr io.
 			lines[i] = termsafe.Escape(l)
 		}
 		fmt.Fprintf(stderr, "%s: %s\nSee '%s --help'.\n", path, strings.Join(lines, "\n"), path)
-		return 2
+		return exitUsage
 	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-		return 1
+		return exitCodes[view.KindOther]
 	default:
 		fmt.Fprintf(stderr, "%s: %s\n", path, ErrorText(err))
-		return 1
+		return exitCode(err)
 	}
 }
 
@@ -317,7 +319,7 @@ func explain(c *api.Client, err error) error {
 			}
 			msg += "\n  instance types: " + strings.Join(ae.Types, "\n                  ")
 		}
-		return errors.New(msg)
+		return withKind(msg, err)
 	}
 	return err
 }

@@ -21,9 +21,9 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
-	"dispatch-tui/cloud"
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -94,14 +94,14 @@ func submitted(w http.ResponseWriter, r *http.Request, body []byte) {
 	var specs []json.RawMessage
 	if json.Unmarshal(body, &specs) == nil {
 		// A bulk submission: a list of as many containers.
-		items := make([]queue.Container, len(specs))
+		items := make([]view.Container, len(specs))
 		for i := range items {
-			items[i] = queue.Container{ID: "c-0123456789abcdef", State: queue.Queued}
+			items[i] = view.Container{ID: "c-0123456789abcdef", State: queue.Queued}
 		}
 		writeJSONTo(w, map[string]any{"items": items})
 		return
 	}
-	writeJSONTo(w, queue.Container{ID: "c-0123456789abcdef", State: queue.Queued})
+	writeJSONTo(w, view.Container{ID: "c-0123456789abcdef", State: queue.Queued})
 }
 
 // TestSubmitFlagsReachTheSpec: each submit flag lands in the spec the API
@@ -297,7 +297,7 @@ func TestNoFitListsTypesOnce(t *testing.T) {
 		writeJSONTo(w, map[string]any{"error": "no instance type fits: 64 vCPUs (types: small, large)", "types": []string{"small", "large"}})
 	})
 	code, _, errOut := runCLI(t, f.srv.URL, nil, "", "submit", "--vcpus", "64", "--", "x")
-	if code != 1 || strings.Count(errOut, "large") != 1 || !strings.Contains(errOut, "instance types: small") {
+	if code != 5 || strings.Count(errOut, "large") != 1 || !strings.Contains(errOut, "instance types: small") {
 		t.Fatalf("exit %d, stderr %q", code, errOut)
 	}
 }
@@ -316,9 +316,9 @@ func pagedContainers(n int, withToken bool) func(w http.ResponseWriter, r *http.
 		if limit > 0 && start+limit < n {
 			end = start + limit
 		}
-		var items []queue.Container
+		var items []view.Container
 		for i := start; i < end; i++ {
-			items = append(items, queue.Container{ID: fmt.Sprintf("c-%016x", i), State: queue.Queued})
+			items = append(items, view.Container{ID: fmt.Sprintf("c-%016x", i), State: queue.Queued})
 		}
 		if withToken && end < n {
 			w.Header().Set("X-Continue-Token", strconv.Itoa(end))
@@ -378,22 +378,22 @@ func TestListContainersPages(t *testing.T) {
 
 // sshhostsInstances look like the sshhosts driver's: ids whose tails
 // differ, long errors.
-func sshhostsInstances() []worker.InstanceView {
-	var v []worker.InstanceView
+func sshhostsInstances() []view.Instance {
+	var v []view.Instance
 	for i := 1; i <= 3; i++ {
-		v = append(v, worker.InstanceView{ID: cloud.InstanceID("host-10-231-0-" + strconv.Itoa(i) + "0"), Type: "gpu-a100-80gb", State: worker.StateRunning,
+		v = append(v, view.Instance{ID: "host-10-231-0-" + strconv.Itoa(i) + "0", Type: "gpu-a100-80gb", State: worker.StateRunning,
 			IdleBehavior: worker.IdleRun, Containers: []string{"c-1"}, Price: 2.5, AppearedAt: time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC),
 			LastError: "probe: ssh: handshake failed: read tcp 10.0.0.1:5555->10.231.0.1:22: connection reset by peer", Address: "10.231.0.1:22"})
 	}
 	return v
 }
 
-func instancesServer(t *testing.T, items func() []worker.InstanceView) *fakeServer {
+func instancesServer(t *testing.T, items func() []view.Instance) *fakeServer {
 	return newFake(t, instancesHandler(items))
 }
 
 // instancesHandler answers the lists of instances, events and containers.
-func instancesHandler(items func() []worker.InstanceView) func(http.ResponseWriter, *http.Request, []byte) {
+func instancesHandler(items func() []view.Instance) func(http.ResponseWriter, *http.Request, []byte) {
 	return func(w http.ResponseWriter, r *http.Request, _ []byte) {
 		switch r.URL.Path {
 		case "/v1/instances":
@@ -402,7 +402,7 @@ func instancesHandler(items func() []worker.InstanceView) func(http.ResponseWrit
 			writeJSONTo(w, map[string]any{"items": []queue.Event{{Seq: 7, Time: time.Date(2026, 11, 25, 8, 0, 0, 0, time.UTC), Actor: "pool", Target: "host-10-231-0-10",
 				Action: "cloud_error", Reason: "create failed: quota exceeded in region us-east-1 for family a100 (limit 8)"}}})
 		case "/v1/containers":
-			writeJSONTo(w, map[string]any{"items": []queue.Container{{ID: "c-0123456789abcdef", State: queue.Queued, Held: true, Command: []string{"x"}},
+			writeJSONTo(w, map[string]any{"items": []view.Container{{ID: "c-0123456789abcdef", State: queue.Queued, Held: true, Command: []string{"x"}},
 				{ID: "c-0123456789abcdee", State: queue.Running, Command: []string{"y"}}}, "items_available": 2})
 		}
 	}
@@ -523,7 +523,7 @@ func TestOutputFormats(t *testing.T) {
 func TestWatchPrintsChanges(t *testing.T) {
 	var mu sync.Mutex
 	calls := 0
-	f := instancesServer(t, func() []worker.InstanceView {
+	f := instancesServer(t, func() []view.Instance {
 		mu.Lock()
 		defer mu.Unlock()
 		calls++
@@ -569,7 +569,7 @@ func TestVerbSaysWhatItActedOn(t *testing.T) {
 			writeJSONTo(w, api.BulkAnswer{Items: []api.BulkItem{{ID: "c-0123456789abcdef", State: queue.Cancelled}}, OK: 1})
 			return
 		}
-		writeJSONTo(w, worker.InstanceView{ID: "host-1", State: worker.StateShutdown, IdleBehavior: worker.IdleRun})
+		writeJSONTo(w, view.Instance{ID: "host-1", State: worker.StateShutdown, IdleBehavior: worker.IdleRun})
 	})
 	code, out, errOut := runCLI(t, f.srv.URL, nil, "", "kill", "c-0123456789abcdef", "host-1")
 	if code != 0 || !strings.Contains(out, "c-0123456789abcdef\tkill\tcontainer Cancelled") || !strings.Contains(out, "host-1\tkill\tinstance shutdown") {

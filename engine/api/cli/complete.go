@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"dispatch-tui/engine/api"
-	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 )
 
 // Shell completion asks the running daemon for ids and types; it gives up
@@ -24,8 +24,8 @@ const completionLimit = 1000
 
 var (
 	instanceStates  = []string{"booting", "idle", "running", "shutdown", "unknown", "foreign", "refused"}
-	containerStates = []string{string(queue.Queued), string(queue.Locked), string(queue.Running), string(queue.Complete), string(queue.Cancelled)}
-	liveStates      = []string{string(queue.Queued), string(queue.Locked), string(queue.Running)}
+	containerStates = []string{string(view.Queued), string(view.Locked), string(view.Running), string(view.Complete), string(view.Cancelled)}
+	liveStates      = []string{string(view.Queued), string(view.Locked), string(view.Running)}
 )
 
 // completionValues produces candidates ("value\tdescription") for what is
@@ -81,12 +81,15 @@ func typeNames(env *Env) completionValues {
 	}
 }
 
-// completeIDs completes the ids verb applies to, from the daemon: instances
-// for hold, drain, run and kill; containers that are not final for hold,
-// kill and priority; held ones for release; any for logs.
-func completeIDs(env *Env, verb string) cobra.CompletionFunc {
+// completeIDs completes the ids command (a verb, or logs) applies to, from
+// the daemon: instances for the instance verbs; containers that are not
+// final for the container verbs, held ones for release; any for logs.
+func completeIDs(env *Env, command string) cobra.CompletionFunc {
+	_, instErr := view.ParseInstanceVerb(command)
+	ctrVerb, ctrErr := view.ParseContainerVerb(command)
+	forInstances, forContainers := instErr == nil, ctrErr == nil || command == "logs"
 	return func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		if verb == "priority" && len(args) > 0 || verb == "logs" && len(args) > 0 {
+		if (ctrVerb.TakesValue() || command == "logs") && len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		c, err := client(env)
@@ -97,11 +100,11 @@ func completeIDs(env *Env, verb string) cobra.CompletionFunc {
 		ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
 		defer cancel()
 		var out []string
-		if verb == "hold" || verb == "drain" || verb == "run" || verb == "kill" {
+		if forInstances {
 			out = append(out, instanceCandidates(ctx, c)...)
 		}
-		if verb != "drain" && verb != "run" && (toComplete == "" || strings.HasPrefix("c-", toComplete) || strings.HasPrefix(toComplete, "c-")) {
-			out = append(out, containerCandidates(ctx, c, verb, toComplete)...)
+		if forContainers && (toComplete == "" || strings.HasPrefix("c-", toComplete) || strings.HasPrefix(toComplete, "c-")) {
+			out = append(out, containerCandidates(ctx, c, command, toComplete)...)
 		}
 		return withPrefix(out, toComplete, args), cobra.ShellCompDirectiveNoFileComp
 	}
@@ -122,9 +125,9 @@ func instanceCandidates(ctx context.Context, c *api.Client) []string {
 	return out
 }
 
-func containerCandidates(ctx context.Context, c *api.Client, verb, toComplete string) []string {
+func containerCandidates(ctx context.Context, c *api.Client, command, toComplete string) []string {
 	q := api.ListQuery{Limit: completionLimit, Sort: "-created"}
-	if verb != "logs" {
+	if command != "logs" {
 		q.States = liveStates
 	}
 	if len(toComplete) > 2 {
@@ -137,7 +140,7 @@ func containerCandidates(ctx context.Context, c *api.Client, verb, toComplete st
 	}
 	var out []string
 	for _, ct := range p.Items {
-		if verb == "release" && !ct.Held {
+		if command == view.ContainerRelease.String() && !ct.Held {
 			continue
 		}
 		desc := string(ct.State)

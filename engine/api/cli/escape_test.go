@@ -8,8 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"dispatch-tui/engine/queue"
-	"dispatch-tui/engine/worker"
+	"dispatch-tui/engine/view"
 )
 
 // esc is an escape sequence that would turn a terminal red.
@@ -70,9 +69,9 @@ func TestErrorsAndAnswersAreEscaped(t *testing.T) {
 	answer := newFake(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 		switch {
 		case strings.HasPrefix(r.URL.Path, "/v1/instances/"):
-			writeJSONTo(w, worker.InstanceView{ID: "i" + esc, State: "hold" + esc, IdleBehavior: "x" + esc})
+			writeJSONTo(w, view.Instance{ID: "i" + esc, State: "hold" + esc, IdleBehavior: "x" + esc})
 		default:
-			writeJSONTo(w, queue.Container{ID: ctr + esc, State: "Queued" + esc})
+			writeJSONTo(w, view.Container{ID: ctr + esc, State: "Queued" + esc})
 		}
 	})
 	for _, args := range [][]string{{"hold", id}, {"hold", ctr}, {"priority", ctr, "3"}, {"submit", "--", "x"}} {

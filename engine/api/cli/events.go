@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/api"
-	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 )
 
 // eventFlags are ls events' selection.
@@ -47,8 +47,8 @@ func (f *eventFlags) check() error {
 
 // listEvents gets the newest events f selects and the footer that says
 // how many more there are.
-func listEvents(ctx context.Context, c *api.Client, f *eventFlags) ([]queue.Event, int, []string, error) {
-	var out []queue.Event
+func listEvents(ctx context.Context, c *api.Client, f *eventFlags) ([]view.Event, int, []string, error) {
+	var out []view.Event
 	var cutoff time.Time
 	if f.sinceTime > 0 {
 		cutoff = time.Now().Add(-f.sinceTime)

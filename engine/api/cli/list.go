@@ -18,9 +18,8 @@ import (
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/config"
-	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/termsafe"
-	"dispatch-tui/engine/worker"
+	"dispatch-tui/engine/view"
 )
 
 // outputs are the -o formats of ls.
@@ -133,7 +132,7 @@ func lsInstancesCmd(env *Env) *cobra.Command {
 			if err != nil {
 				return nil, nil, nil, nil, err
 			}
-			v = slices.DeleteFunc(v, func(i worker.InstanceView) bool {
+			v = slices.DeleteFunc(v, func(i view.Instance) bool {
 				return len(states) > 0 && !slices.Contains(states, string(i.State)) || len(types) > 0 && !slices.Contains(types, i.Type)
 			})
 			names := make([]string, 0, len(v))
@@ -229,8 +228,8 @@ func lsContainersCmd(env *Env) *cobra.Command {
 // listContainers gets the containers cf selects, --chunk-size at a time:
 // it follows the server's continue token, or (from a server without
 // one) the offset, until --limit or the end.
-func listContainers(ctx context.Context, c *api.Client, cf *containerListFlags) ([]queue.Container, int, error) {
-	var all []queue.Container
+func listContainers(ctx context.Context, c *api.Client, cf *containerListFlags) ([]view.Container, int, error) {
+	var all []view.Container
 	avail := 0
 	q := cf.q
 	cont := ""
@@ -306,7 +305,7 @@ lists the older ones. With -w, new events are printed as they come.`
 
 // ---- the tables ----
 
-func instanceTable(items []worker.InstanceView) *table {
+func instanceTable(items []view.Instance) *table {
 	t := &table{cols: []column{
 		{name: "ID"}, {name: "TYPE", drop: 4}, {name: "STATE"}, {name: "IDLE", drop: 3}, {name: "CTRS", drop: 7},
 		{name: "PRICE/H", drop: 9}, {name: "AGE", drop: 8, clock: true}, {name: "LAST ERROR", flex: true, min: 12, drop: 6},
@@ -327,7 +326,7 @@ func instanceTable(items []worker.InstanceView) *table {
 // instanceError is the LAST ERROR column: an unreachable instance reads
 // "unreachable since 15:04:05: <error>", so that a partition is seen
 // without -o json.
-func instanceError(v worker.InstanceView) string {
+func instanceError(v view.Instance) string {
 	if v.UnreachableSince.IsZero() {
 		return termsafe.Escape(v.LastError)
 	}
@@ -337,7 +336,7 @@ func instanceError(v worker.InstanceView) string {
 // heldLegend explains the * after a held container's state.
 const heldLegend = "* held: not scheduled until released (dispatch-tui release ID)"
 
-func containerTable(items []queue.Container, available int) (*table, []string) {
+func containerTable(items []view.Container, available int) (*table, []string) {
 	t := &table{cols: []column{
 		{name: "ID"}, {name: "STATE"}, {name: "PRIO", drop: 4}, {name: "EXIT", drop: 5}, {name: "INSTANCE", drop: 3},
 		{name: "COMMAND / REASON", flex: true, min: 12, drop: 9},
@@ -398,7 +397,7 @@ func typeTable(items []engine.TypeSummary) *table {
 	return t
 }
 
-func eventTable(items []queue.Event) *table {
+func eventTable(items []view.Event) *table {
 	t := &table{cols: []column{
 		{name: "SEQ"}, {name: "TIME", drop: 5}, {name: "ACTOR", flex: true, min: 10, drop: 6}, {name: "TARGET"},
 		{name: "ACTION", flex: true, min: 8}, {name: "REASON", flex: true, min: 12, drop: 9}, {name: "KIND", wide: true},

@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
 func TestInstanceTableShowsUnreachable(t *testing.T) {
 	since := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
-	items := []worker.InstanceView{
+	items := []view.Instance{
 		{ID: "i-ok", Type: "small", State: worker.StateIdle, IdleBehavior: worker.IdleRun, Containers: []string{}},
 		{ID: "i-cut", Type: "small", State: worker.StateRunning, IdleBehavior: worker.IdleRun, Containers: []string{"c1"},
 			ProbeFailing: true, UnreachableSince: since, LastError: "runner list: no answer within 10s"},

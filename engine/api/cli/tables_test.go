@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -20,7 +21,7 @@ const hostile = "\x1b[31mred\r\x07\u009b"
 // (termsafe).
 func TestTablesEscapeUserData(t *testing.T) {
 	var out bytes.Buffer
-	ctrs := []queue.Container{
+	ctrs := []view.Container{
 		{ID: "c-1", Name: hostile, State: queue.Running, Command: []string{"echo", hostile}},
 		{ID: "c-2", State: queue.Cancelled, Command: []string{"x"}, Reason: "said \x1b]0;t\x07"},
 		{ID: "c-3", State: queue.Queued, Command: []string{strings.Repeat("あ", 40)}},
@@ -29,7 +30,7 @@ func TestTablesEscapeUserData(t *testing.T) {
 	if err := ct.render(&out, layout{width: 80, headers: true}); err != nil {
 		t.Fatal(err)
 	}
-	insts := []worker.InstanceView{{ID: "i-1", Type: "small", State: worker.StateIdle, LastError: "ssh: \x1b[2J", AppearedAt: time.Now()}}
+	insts := []view.Instance{{ID: "i-1", Type: "small", State: worker.StateIdle, LastError: "ssh: \x1b[2J", AppearedAt: time.Now()}}
 	if err := instanceTable(insts).render(&out, layout{width: 80, headers: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -57,16 +58,16 @@ func TestInstanceAgeFromCreatedAt(t *testing.T) {
 	now := time.Now()
 	for _, tc := range []struct {
 		name    string
-		view    worker.InstanceView
+		view    view.Instance
 		wantAge string
 	}{
-		{"tagged", worker.InstanceView{ID: "i-1", CreatedAt: now.Add(-3 * time.Hour), AppearedAt: now}, "3h0m"},
-		{"untagged", worker.InstanceView{ID: "i-2", AppearedAt: now.Add(-90 * time.Second)}, "1m3"},
-		{"unknown", worker.InstanceView{ID: "i-3"}, "-"},
+		{"tagged", view.Instance{ID: "i-1", CreatedAt: now.Add(-3 * time.Hour), AppearedAt: now}, "3h0m"},
+		{"untagged", view.Instance{ID: "i-2", AppearedAt: now.Add(-90 * time.Second)}, "1m3"},
+		{"unknown", view.Instance{ID: "i-3"}, "-"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			if err := instanceTable([]worker.InstanceView{tc.view}).render(&out, layout{width: 200, headers: true}); err != nil {
+			if err := instanceTable([]view.Instance{tc.view}).render(&out, layout{width: 200, headers: true}); err != nil {
 				t.Fatal(err)
 			}
 			lines := strings.Split(strings.TrimSpace(out.String()), "\n")

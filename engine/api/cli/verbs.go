@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"dispatch-tui/engine/api"
-	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/termsafe"
+	"dispatch-tui/engine/view"
 )
 
 // isContainerID tells container ids ("c-" + 16 hex) from instance ids.
@@ -29,20 +29,33 @@ func isContainerID(id string) bool {
 	return true
 }
 
-// verbHelp says what each verb does to instances and containers.
+// verbHelp says what each verb command does to instances and containers,
+// by the verbs' names.
 var verbHelp = map[string][2]string{
-	"hold":    {"Hold instances (no new containers, never shut down) or containers (not scheduled)", "INSTANCE|CONTAINER..."},
-	"drain":   {"Drain instances: no new containers, shut down once idle", "INSTANCE..."},
-	"run":     {"Return held or draining instances to normal", "INSTANCE..."},
-	"kill":    {"Kill instances (their containers are requeued) or containers (cancelled)", "INSTANCE|CONTAINER..."},
-	"release": {"Release held containers", "CONTAINER..."},
+	view.InstanceHold.String():     {"Hold instances (no new containers, never shut down) or containers (not scheduled)", "INSTANCE|CONTAINER..."},
+	view.InstanceDrain.String():    {"Drain instances: no new containers, shut down once idle", "INSTANCE..."},
+	view.InstanceRun.String():      {"Return held or draining instances to normal", "INSTANCE..."},
+	view.InstanceKill.String():     {"Kill instances (their containers are requeued) or containers (cancelled)", "INSTANCE|CONTAINER..."},
+	view.ContainerRelease.String(): {"Release held containers", "CONTAINER..."},
 }
 
-// containerVerbs are the verbs that apply to containers, and so take a
-// selector and go through bulk requests.
-var containerVerbs = []string{"hold", "release", "kill"}
+// verbNames are the verb commands: the instance verbs, then the container
+// verbs without a value (priority, which takes one, is its own command).
+func verbNames() []string {
+	var names []string
+	for _, v := range view.InstanceVerbs {
+		names = append(names, v.String())
+	}
+	for _, v := range view.ContainerVerbs {
+		if !v.TakesValue() && !slices.Contains(names, v.String()) {
+			names = append(names, v.String())
+		}
+	}
+	return names
+}
 
-// verbCmd is hold, drain, run, kill or release. An id of the form "c-" +
+// verbCmd is hold, drain, run, kill or release: the instance verb and the
+// container verb of that name, read once here. An id of the form "c-" +
 // 16 hex digits is a container; anything else is an instance. Container
 // ids, or a selector, go through bulk requests (bulk.go); instance ids one
 // request each.
@@ -50,7 +63,9 @@ func verbCmd(env *Env, name string) *cobra.Command {
 	var reason string
 	var sel selectorFlags
 	h := verbHelp[name]
-	forContainers := slices.Contains(containerVerbs, name)
+	instVerb, _ := view.ParseInstanceVerb(name) // 0: none of that name
+	ctrVerb, _ := view.ParseContainerVerb(name)
+	forContainers := ctrVerb != 0
 	cmd := &cobra.Command{
 		Use:   name + " [flags] " + h[1],
 		Short: h[0],
@@ -82,8 +97,8 @@ instance. Each id is tried; the exit code is 1 if any failed.`,
 					return usagef("%s looks like a container id but is not one (c- and 16 hex digits; see ls containers)", id)
 				case container && !forContainers:
 					return usagef("%s applies to instances; %s is a container", name, id)
-				case !container && name == "release":
-					return usagef("release applies to containers; %s is not a container id", id)
+				case !container && instVerb == 0:
+					return usagef("%s applies to containers; %s is not a container id", name, id)
 				case container:
 					ctrs = append(ctrs, id)
 				default:
@@ -101,13 +116,13 @@ instance. Each id is tried; the exit code is 1 if any failed.`,
 				return err
 			}
 			ctx := cmd.Context()
-			run := &bulkRun{env: env, c: c, verb: name, reason: reason, progress: env.StderrTerminal != nil && env.StderrTerminal()}
+			run := &bulkRun{env: env, c: c, verb: ctrVerb, reason: reason, progress: env.StderrTerminal != nil && env.StderrTerminal()}
 			for _, id := range insts {
 				run.done++
-				got, err := c.InstanceVerb(ctx, id, name, reason)
+				got, err := c.InstanceVerb(ctx, id, instVerb, reason)
 				if err != nil {
 					fmt.Fprintf(env.Stderr, "instance %s: %s\n", termsafe.Escape(id), ErrorText(unnamed(explain(c, err), "instance "+id+": ")))
-					run.failed = append(run.failed, id)
+					run.fail(id, err)
 					continue
 				}
 				fmt.Fprintf(env.Stdout, "%s\t%s\tinstance %s\n", termsafe.Escape(id), name, termsafe.Escape(string(got.State)+" "+string(got.IdleBehavior)))
@@ -141,7 +156,7 @@ func priorityCmd(env *Env) *cobra.Command {
 		Short:             "Set a container's priority (higher first; 0 = do not schedule)",
 		Example:           `  dispatch-tui priority c-38613a4f0b33d3d6 10`,
 		Args:              exactArgs(2, "CONTAINER N"),
-		ValidArgsFunction: completeIDs(env, "priority"),
+		ValidArgsFunction: completeIDs(env, view.ContainerPriority.String()),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n, err := strconv.Atoi(args[1])
 			if err != nil || n < 0 {
@@ -190,7 +205,7 @@ func logsCmd(env *Env) *cobra.Command {
 			}
 			if follow {
 				// Following one that has not started waits: say for what.
-				if got, err := c.Container(cmd.Context(), args[0]); err == nil && (got.State == queue.Queued || got.State == queue.Locked) {
+				if got, err := c.Container(cmd.Context(), args[0]); err == nil && (got.State == view.Queued || got.State == view.Locked) {
 					why := ""
 					if got.Reason != "" {
 						why = ": " + got.Reason

@@ -1,15 +1,14 @@
-// The operator verbs' names on the wire, and parsing them back.
+// Typed operator verbs: each verb's name on the wire (API path, bulk
+// body, CLI word) is its String, read back once by Parse at that edge.
 
-package engine
+package view
 
 import (
 	"fmt"
 	"strings"
 )
 
-// InstanceVerb is an operator verb on an instance (docs/design.md §4). Its
-// name on the wire (API path, CLI word, TUI) is String; ParseInstanceVerb
-// reads it back at those edges.
+// InstanceVerb is an operator verb on an instance (docs/design.md §4).
 type InstanceVerb int
 
 // The instance verbs. The zero value is no verb.
@@ -19,6 +18,9 @@ const (
 	InstanceRun
 	InstanceKill
 )
+
+// InstanceVerbs lists the instance verbs.
+var InstanceVerbs = [...]InstanceVerb{InstanceHold, InstanceDrain, InstanceRun, InstanceKill}
 
 func (v InstanceVerb) String() string {
 	switch v {
@@ -37,25 +39,26 @@ func (v InstanceVerb) String() string {
 // ParseInstanceVerb returns the instance verb named s, or an
 // *UnknownVerbError.
 func ParseInstanceVerb(s string) (InstanceVerb, error) {
-	for v := InstanceHold; v <= InstanceKill; v++ {
+	for _, v := range InstanceVerbs {
 		if v.String() == s {
 			return v, nil
 		}
 	}
-	return 0, unknownInstanceVerb(s)
+	return 0, UnknownInstanceVerb(s)
 }
 
-func unknownInstanceVerb(s string) *UnknownVerbError {
-	names := make([]string, 0, InstanceKill)
-	for v := InstanceHold; v <= InstanceKill; v++ {
-		names = append(names, v.String())
+// UnknownInstanceVerb is the error for s, which names no instance verb.
+func UnknownInstanceVerb(s string) *UnknownVerbError {
+	names := make([]string, len(InstanceVerbs))
+	for i, v := range InstanceVerbs {
+		names[i] = v.String()
 	}
 	return &UnknownVerbError{Kind: "instance", Verb: s, Known: orList(names)}
 }
 
-// ContainerVerb is an operator verb on a container that is chosen by name
-// (docs/design.md §4); priority and submit take arguments and have their
-// own methods.
+// ContainerVerb is an operator verb on a container (docs/design.md §4).
+// ContainerPriority takes a value, which travels beside it (a bulk
+// request's priority, PATCH's body); submit has its own methods.
 type ContainerVerb int
 
 // The container verbs. The zero value is no verb.
@@ -63,7 +66,11 @@ const (
 	ContainerHold ContainerVerb = iota + 1
 	ContainerRelease
 	ContainerKill
+	ContainerPriority
 )
+
+// ContainerVerbs lists the container verbs.
+var ContainerVerbs = [...]ContainerVerb{ContainerHold, ContainerRelease, ContainerKill, ContainerPriority}
 
 func (v ContainerVerb) String() string {
 	switch v {
@@ -73,30 +80,37 @@ func (v ContainerVerb) String() string {
 		return "release"
 	case ContainerKill:
 		return "kill"
+	case ContainerPriority:
+		return "priority"
 	}
 	return fmt.Sprintf("ContainerVerb(%d)", int(v))
 }
 
+// TakesValue reports whether v needs a value beside it (a priority).
+func (v ContainerVerb) TakesValue() bool { return v == ContainerPriority }
+
 // ParseContainerVerb returns the container verb named s, or an
 // *UnknownVerbError.
 func ParseContainerVerb(s string) (ContainerVerb, error) {
-	for v := ContainerHold; v <= ContainerKill; v++ {
+	for _, v := range ContainerVerbs {
 		if v.String() == s {
 			return v, nil
 		}
 	}
-	return 0, unknownContainerVerb(s)
+	return 0, UnknownContainerVerb(s)
 }
 
-func unknownContainerVerb(s string) *UnknownVerbError {
-	names := make([]string, 0, ContainerKill)
-	for v := ContainerHold; v <= ContainerKill; v++ {
-		names = append(names, v.String())
+// UnknownContainerVerb is the error for s, which names no container verb.
+func UnknownContainerVerb(s string) *UnknownVerbError {
+	names := make([]string, len(ContainerVerbs))
+	for i, v := range ContainerVerbs {
+		names[i] = v.String()
 	}
 	return &UnknownVerbError{Kind: "container", Verb: s, Known: orList(names)}
 }
 
-// UnknownVerbError is a verb name, or value, that is not a verb of its kind.
+// UnknownVerbError is a verb name, or value, that is not a verb of its
+// kind. A verb is named in a request's path, so it is not found.
 type UnknownVerbError struct {
 	Kind  string // "instance" or "container"
 	Verb  string
@@ -106,6 +120,9 @@ type UnknownVerbError struct {
 func (e *UnknownVerbError) Error() string {
 	return fmt.Sprintf("unknown %s verb %q (%s)", e.Kind, e.Verb, e.Known)
 }
+
+// ErrorKind implements Kinded.
+func (e *UnknownVerbError) ErrorKind() Kind { return KindNotFound }
 
 // orList joins names as "a, b or c".
 func orList(names []string) string {
