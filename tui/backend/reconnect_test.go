@@ -14,7 +14,9 @@ import (
 )
 
 // A Remote over a server that answers status to everything, with a
-// settable clock for its back-off.
+// settable clock for its back-off. hits counts the requests the Remote
+// sends, on the client's side: a request its own snapshot cancelled may
+// reach the server after the snapshot returned.
 type backoffEnv struct {
 	srv    *httptest.Server
 	r      *Remote
@@ -27,15 +29,24 @@ type backoffEnv struct {
 func newBackoffEnv(t *testing.T) *backoffEnv {
 	e := &backoffEnv{now: time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)}
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		e.hits.Add(1)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(int(e.status.Load()))
 		w.Write([]byte(`{"error":"invalid token"}`))
 	}))
 	t.Cleanup(e.srv.Close)
-	e.r = NewRemote(api.NewClient(e.srv.URL, "wrong"), "remote "+e.srv.URL)
+	c := api.NewClient(e.srv.URL, "wrong")
+	c.HTTP = &http.Client{Transport: sentCounter{&e.hits}}
+	e.r = NewRemote(c, "remote "+e.srv.URL)
 	e.r.now = func() time.Time { e.mu.Lock(); defer e.mu.Unlock(); return e.now }
 	return e
+}
+
+// sentCounter counts each request as it is sent.
+type sentCounter struct{ n *atomic.Int32 }
+
+func (c sentCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return http.DefaultTransport.RoundTrip(req)
 }
 
 func (e *backoffEnv) advance(d time.Duration) { e.mu.Lock(); e.now = e.now.Add(d); e.mu.Unlock() }
