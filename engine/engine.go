@@ -19,6 +19,7 @@ import (
 	"dispatch-tui/cloud"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/cost"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/scheduler"
@@ -63,6 +64,9 @@ type Engine struct {
 
 	output outputCounters // output.go
 
+	ledger   *cost.Ledger // cost.go; fed in Step
+	costFeed costFeed     // Step's scratch (stepMu)
+
 	mu        sync.Mutex // guards the fields below
 	lastStats scheduler.Stats
 	poolEvs   []worker.Event // pool events waiting to be written to the log
@@ -100,17 +104,19 @@ func New(opts Options) (*Engine, error) {
 	if opts.AdoptLegacyOwner {
 		legacyOwner = LegacyOwner
 	}
+	ledger := cost.New(0)
 	q, err := queue.Open(queue.Options{
 		Path: opts.StorePath, Clock: opts.Clock,
 		DefaultMaxAttempts: opts.Config.Containers.MaxAttempts,
 		DefaultPreemptible: opts.Config.Containers.AlwaysUsePreemptible,
 		EventRetention:     opts.Config.Dispatcher.EventRetention,
 		KeepFinished:       opts.Config.Containers.KeepFinished,
+		Parts:              []queue.Part{ledger},
 	})
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: opts.Config, opts: opts, log: opts.Logger, clock: opts.Clock, queue: q, subs: map[int]chan struct{}{}}
+	e := &Engine{cfg: opts.Config, opts: opts, log: opts.Logger, clock: opts.Clock, queue: q, ledger: ledger, subs: map[int]chan struct{}{}}
 	if r, ok := opts.InstanceSet.(cloud.OwnershipRecaller); ok {
 		r.RecallOwned(instancesInUse(q))
 	}
@@ -181,6 +187,7 @@ func (e *Engine) Step() scheduler.Stats {
 	defer e.stepMu.Unlock()
 	e.pool.Step()
 	e.recordPoolEvents()
+	e.observeCost()
 	st := e.sched.RunPass()
 	e.mu.Lock()
 	e.lastStats = st
