@@ -190,6 +190,7 @@ type rawFile struct {
 	Dispatcher    rawDispatcher     `toml:"dispatcher"`
 	Cloud         rawCloud          `toml:"cloud"`
 	InstanceTypes []rawInstanceType `toml:"instance_type"`
+	Budgets       []rawBudget       `toml:"budget"`
 	Containers    rawContainers     `toml:"containers"`
 	TUI           rawTUI            `toml:"tui"`
 }
@@ -215,6 +216,7 @@ type rawDispatcher struct {
 	MemoryLimit              value      `toml:"memory_limit"`
 	EventRetention           value      `toml:"event_retention"`
 	SupervisorFraction       value      `toml:"supervisor_fraction"`
+	MaxHourlyCost            value      `toml:"max_hourly_cost"`
 }
 
 type rawToken struct {
@@ -300,6 +302,11 @@ type rawInstanceType struct {
 
 	// A table of strings (see config.toml.example).
 	Labels map[string]value `toml:"labels"`
+}
+
+type rawBudget struct {
+	Label         value `toml:"label"`
+	MaxHourlyCost value `toml:"max_hourly_cost"`
 }
 
 type rawContainers struct {
@@ -829,6 +836,13 @@ func (p *parser) convert(r *rawFile, c *Config, dir string, hasTypes bool) {
 			it.Labels = p.labels(k+".labels", r.InstanceTypes[i].Labels)
 			c.InstanceTypes = append(c.InstanceTypes, it)
 		}
+	}
+
+	c.Budgets = nil
+	for i := range r.Budgets {
+		var b Budget
+		p.convertFields(fmt.Sprintf("budget[%d]", i), reflect.ValueOf(&r.Budgets[i]).Elem(), reflect.ValueOf(&b).Elem())
+		c.Budgets = append(c.Budgets, b)
 	}
 
 	p.mergeHostLabels(c)

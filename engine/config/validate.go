@@ -186,6 +186,7 @@ func (c *Config) validate() []*Error {
 		v.addAt(&d.MemoryLimit, "must be 0 (no limit) or at least 32MiB (got %d bytes)", d.MemoryLimit)
 	}
 
+	v.validateBudgets(c)
 	if d.SupervisorFraction < 0 || d.SupervisorFraction > 1 {
 		v.addAt(&d.SupervisorFraction, "must be between 0 (no limit) and 1 (got %g)", d.SupervisorFraction)
 	}

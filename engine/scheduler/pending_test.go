@@ -401,6 +401,23 @@ func TestPendingReasons(t *testing.T) {
 			},
 		},
 		{
+			name: "at the fleet's dollar cap",
+			setup: func(e *pendingEnv) {
+				busy := e.instance("i-busy", worker.StateRunning)
+				busy.Containers = []string{"other"}
+				e.pool.views = []worker.InstanceView{busy}
+				e.cfg.Dispatcher.MaxHourlyCost = 0.03 // one small more would be 0.04
+				e.sched = New(e.cfg, e.q, e.pool, e.clk, nil)
+			},
+			wantState: queue.Locked, wantCode: queue.ReasonBudget,
+			wantText: "fleet at $0.02/h of $0.03/h",
+			after: func(e *pendingEnv) {
+				if len(e.pool.created) != 0 {
+					e.t.Errorf("created %v past the cap", e.pool.created)
+				}
+			},
+		},
+		{
 			name:      "creates throttled",
 			setup:     func(e *pendingEnv) { e.pool.createErr = worker.ErrThrottled },
 			wantState: queue.Queued, wantCode: queue.ReasonCreating,
