@@ -71,7 +71,7 @@ type pricePoint struct {
 type instanceRec struct {
 	Type   string       `json:"type"`
 	Prices []pricePoint `json:"prices"`
-	Spans  []span       `json:"spans"`
+	Spans  []span       `json:"-"`            // stored in chunks (store.go)
 	End    time.Time    `json:"end,omitzero"` // gone from the cloud's listing
 }
 
@@ -169,6 +169,7 @@ func (l *Ledger) observeLocked(now time.Time, s *Sample, infos map[string]Contai
 		r = &instanceRec{Type: s.Type, Prices: []pricePoint{{At: now, Price: s.Price}}, Spans: []span{{Start: now, Kind: k, On: slices.Clone(s.Containers)}}}
 		l.insts[s.ID] = r
 		l.dirty[instKey(s.ID)] = struct{}{}
+		l.dirty[chunkKey(s.ID, 0)] = struct{}{}
 		l.addContainersLocked(s.ID, s.Containers, infos)
 		return
 	}
@@ -183,6 +184,12 @@ func (l *Ledger) observeLocked(now time.Time, s *Sample, infos map[string]Contai
 	if s.Kind == "" {
 		return
 	}
+	if len(r.Spans) == 0 { // a header whose spans were never written
+		r.Spans = append(r.Spans, span{Start: now, Kind: s.Kind, On: slices.Clone(s.Containers)})
+		l.dirty[chunkKey(s.ID, 0)] = struct{}{}
+		l.addContainersLocked(s.ID, s.Containers, infos)
+		return
+	}
 	last := &r.Spans[len(r.Spans)-1]
 	if last.Kind == s.Kind && slices.Equal(last.On, s.Containers) {
 		return
@@ -193,7 +200,7 @@ func (l *Ledger) observeLocked(now time.Time, s *Sample, infos map[string]Contai
 	} else {
 		r.Spans = append(r.Spans, span{Start: now, Kind: s.Kind, On: slices.Clone(s.Containers)})
 	}
-	l.dirty[instKey(s.ID)] = struct{}{}
+	l.dirty[chunkKey(s.ID, (len(r.Spans)-1)/chunkSpans)] = struct{}{}
 	l.addContainersLocked(s.ID, s.Containers, infos)
 }
 
@@ -226,6 +233,9 @@ func (l *Ledger) pruneLocked(now time.Time) {
 		}
 		for _, p := range r.portions(time.Time{}, r.End) {
 			l.pruned[TypeKind{Type: r.Type, Kind: p.kind}] += p.dollars
+		}
+		for k := 0; k*chunkSpans < len(r.Spans); k++ {
+			l.dirty[chunkKey(id, k)] = struct{}{}
 		}
 		delete(l.insts, id)
 		l.dirty[instKey(id)] = struct{}{}

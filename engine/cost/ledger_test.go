@@ -1,7 +1,10 @@
 package cost
 
 import (
+	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -86,18 +89,8 @@ func TestPruneKeepsTotals(t *testing.T) {
 	}
 	near(t, "total after pruning", l.Totals(mins(200))[TypeKind{"s", Running}], 0.60)
 	// What the store gets: the deletions and the totals.
-	keys, values, err := l.PendingRecords()
-	if err != nil {
-		t.Fatal(err)
-	}
 	l2 := New(time.Hour)
-	for i, k := range keys {
-		if values[i] != nil {
-			if err := l2.LoadRecord([]byte(k), values[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	reload(t, l, l2, map[string][]byte{})
 	near(t, "total reloaded", l2.Totals(mins(200))[TypeKind{"s", Running}], 0.60)
 }
 
@@ -109,4 +102,58 @@ func TestUnknownKeepsTheSpan(t *testing.T) {
 	l.Observe(mins(10), []Sample{{ID: "i", Type: "s", Price: 0.60}}, nil, false)
 	l.Observe(mins(20), nil, nil, false)
 	near(t, "a", l.Costs([]string{"a"}, mins(30))["a"], 0.30)
+}
+
+// reload moves what from has pending into the store (a map, read back in
+// key order as bbolt does) and loads the store into to.
+func reload(t *testing.T, from, to *Ledger, store map[string][]byte) {
+	t.Helper()
+	keys, values, err := from.PendingRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range keys {
+		if values[i] == nil {
+			delete(store, k)
+		} else {
+			store[k] = values[i]
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(store)) {
+		if err := to.LoadRecord([]byte(k), store[k]); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A long life is stored in chunks: a change rewrites the header and the
+// last chunk only, and the whole reads back as it was.
+func TestSpansStoredInChunks(t *testing.T) {
+	l := New(0)
+	store := map[string][]byte{}
+	obs := func(at int) {
+		on := []string{fmt.Sprint("c", at)}
+		l.Observe(mins(at), []Sample{{ID: "i", Type: "s", Price: 0.60, Kind: Running, Containers: on}}, nil, true)
+	}
+	for at := range 150 {
+		obs(at)
+	}
+	reload(t, l, New(0), store)
+	obs(150)
+	keys, _, err := l.PendingRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(keys)
+	if want := []string{"c/c150", chunkKey("i", 2)}; !slices.Equal(keys, want) {
+		t.Errorf("one more span writes %v, want %v", keys, want)
+	}
+	l.Unwritten(keys)
+	l2 := New(0)
+	reload(t, l, l2, store)
+	if len(l2.insts["i"].Spans) != 151 {
+		t.Fatalf("read back %d spans, want 151", len(l2.insts["i"].Spans))
+	}
+	near(t, "c77", l2.Costs([]string{"c77"}, mins(200))["c77"], 0.01)
+	near(t, "bill", l2.Report(Query{Now: mins(200)}).Bill, 2.00)
 }

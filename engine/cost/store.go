@@ -1,13 +1,17 @@
 // The ledger's records as the store keeps them: one JSON value per
-// instance ("i/" and its id), per container ("c/" and its id) and the
-// pruned instances' totals ("totals"), in its own bucket, written in the
-// queue's flushes (queue.Part) and read back at open.
+// instance ("i/" and its id: type, prices, end), its spans in chunks of
+// chunkSpans ("s/", its id, "/" and the chunk's number), one per container
+// ("c/" and its id) and the pruned instances' totals ("totals"), in its own
+// bucket, written in the queue's flushes (queue.Part) and read back at
+// open. A change rewrites the instance's header and its last chunk only,
+// however long its life.
 
 package cost
 
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -17,6 +21,24 @@ const Bucket = "cost"
 const keyTotals = "totals"
 
 func instKey(id string) string { return "i/" + id }
+
+// chunkSpans is how many spans one stored chunk holds.
+const chunkSpans = 64
+
+// chunkKey is the key of chunk k of instance id's spans: zero-padded, so
+// that the chunks of one instance are read in order.
+func chunkKey(id string, k int) string { return fmt.Sprintf("s/%s/%08d", id, k) }
+
+// splitChunkKey reads a chunk key back.
+func splitChunkKey(k string) (id string, chunk int, ok bool) {
+	rest := strings.TrimPrefix(k, "s/")
+	i := strings.LastIndexByte(rest, '/')
+	if i < 0 {
+		return "", 0, false
+	}
+	n, err := strconv.Atoi(rest[i+1:])
+	return rest[:i], n, err == nil
+}
 func contKey(id string) string { return "c/" + id }
 
 // PartBucket names the ledger's bucket (queue.Part).
@@ -32,10 +54,24 @@ func (l *Ledger) LoadRecord(key, value []byte) error {
 	switch {
 	case strings.HasPrefix(k, "i/"):
 		r := &instanceRec{}
-		if err = json.Unmarshal(value, r); err == nil && (len(r.Prices) == 0 || len(r.Spans) == 0) {
-			err = fmt.Errorf("no prices or no spans")
+		if err = json.Unmarshal(value, r); err == nil && len(r.Prices) == 0 {
+			err = fmt.Errorf("no prices")
 		}
 		l.insts[strings.TrimPrefix(k, "i/")] = r
+	case strings.HasPrefix(k, "s/"):
+		// Chunks come after their headers ("i/" < "s/") and in order.
+		id, n, ok := splitChunkKey(k)
+		r := l.insts[id]
+		var spans []span
+		switch {
+		case !ok || r == nil:
+			err = fmt.Errorf("spans of no instance")
+		case len(r.Spans) != n*chunkSpans:
+			err = fmt.Errorf("chunk %d after %d spans", n, len(r.Spans))
+		default:
+			err = json.Unmarshal(value, &spans)
+			r.Spans = append(r.Spans, spans...)
+		}
 	case strings.HasPrefix(k, "c/"):
 		c := &containerRec{}
 		err = json.Unmarshal(value, c)
@@ -96,6 +132,11 @@ func (l *Ledger) encodeLocked(k string) ([]byte, error) {
 	case strings.HasPrefix(k, "i/"):
 		if r := l.insts[strings.TrimPrefix(k, "i/")]; r != nil {
 			v = r
+		}
+	case strings.HasPrefix(k, "s/"):
+		id, n, _ := splitChunkKey(k)
+		if r := l.insts[id]; r != nil && n*chunkSpans < len(r.Spans) {
+			v = r.Spans[n*chunkSpans : min((n+1)*chunkSpans, len(r.Spans))]
 		}
 	case strings.HasPrefix(k, "c/"):
 		if c := l.conts[strings.TrimPrefix(k, "c/")]; c != nil {
