@@ -1,6 +1,7 @@
 // The cost ledger's feed and reads (engine/cost, docs/design.md §6.1):
-// each step samples the pool's instances into the ledger before the pass,
-// so that what changed goes out in the pass's flush.
+// each step samples the pool's instances into the ledger after the pass,
+// so that the pass's starts count from its own time; what changed goes out
+// in the next pass's flush (or at Close).
 
 package engine
 
@@ -99,15 +100,38 @@ func (e *Engine) share(vcpus int, ram int64, typeName string) float64 {
 	return 1
 }
 
+// CostReport is what GET /v1/cost and `dispatch-tui cost` show: the
+// ledger's report and the dollar caps as the last pass measured them.
+type CostReport struct {
+	cost.Report
+	Budgets []BudgetLine `json:"budgets,omitempty"`
+}
+
+// BudgetLine is one dollar cap and the $/h it caps now. Over: the rate is
+// past the limit (it was lowered below it): nothing new is created under
+// it, and nothing is drained for it.
+type BudgetLine struct {
+	Name        string  `json:"name"`
+	RatePerHour float64 `json:"rate_per_hour"`
+	Limit       float64 `json:"limit"`
+	Over        bool    `json:"over,omitempty"`
+}
+
 // Cost reports what the instances cost since since (zero: all the ledger
 // keeps), summed by by.
-func (e *Engine) Cost(by cost.By, since time.Time) cost.Report {
-	return e.ledger.Report(cost.Query{By: by, Since: since, Now: e.clock.Now(), StateOf: func(id string) string {
+func (e *Engine) Cost(by cost.By, since time.Time) CostReport {
+	r := CostReport{Report: e.ledger.Report(cost.Query{By: by, Since: since, Now: e.clock.Now(), StateOf: func(id string) string {
 		if c, ok := e.queue.Get(id); ok {
 			return string(c.State)
 		}
 		return ""
-	}})
+	}})}
+	e.mu.Lock()
+	for _, b := range e.lastStats.Budgets {
+		r.Budgets = append(r.Budgets, BudgetLine{Name: b.Name, RatePerHour: b.RatePerHour, Limit: b.Limit, Over: b.RatePerHour > b.Limit+1e-9})
+	}
+	e.mu.Unlock()
+	return r
 }
 
 // ContainerCosts returns what each of ids cost so far.
@@ -118,3 +142,6 @@ func (e *Engine) ContainerCosts(ids []string) map[string]float64 {
 // CostTotals returns the dollars by type and kind since the ledger began
 // (the metrics' counters).
 func (e *Engine) CostTotals() map[cost.TypeKind]float64 { return e.ledger.Totals(e.clock.Now()) }
+
+// Now is the engine's clock's time (the API's "since" is back from it).
+func (e *Engine) Now() time.Time { return e.clock.Now() }

@@ -34,6 +34,10 @@ func (h *harness) at(start time.Time, d time.Duration, what string, cond func() 
 		h.eng.Settle()
 	}
 	h.clk.Set(start.Add(d))
+	// One step first, so that what is due at d (a listing) is done before
+	// cond's change: a destroy then waits for the next minute's listing.
+	h.eng.Step()
+	h.eng.Settle()
 	for range 40 {
 		if cond() {
 			// The ledger samples the pool at the start of a step.

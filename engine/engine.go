@@ -187,8 +187,8 @@ func (e *Engine) Step() scheduler.Stats {
 	defer e.stepMu.Unlock()
 	e.pool.Step()
 	e.recordPoolEvents()
-	e.observeCost()
 	st := e.sched.RunPass()
+	e.observeCost()
 	e.mu.Lock()
 	e.lastStats = st
 	e.mu.Unlock()

@@ -76,7 +76,7 @@ func AddCommands(root *cobra.Command, env *Env) {
 	for _, c := range []*cobra.Command{
 		submitCmd(env), listCmd(env),
 		verbCmd(env, "hold"), verbCmd(env, "drain"), verbCmd(env, "run"), verbCmd(env, "kill"), verbCmd(env, "release"),
-		priorityCmd(env), logsCmd(env), pauseCmd(env, "pause"), pauseCmd(env, "resume"),
+		priorityCmd(env), logsCmd(env), pauseCmd(env, "pause"), pauseCmd(env, "resume"), costCmd(env),
 	} {
 		c.GroupID = "client"
 		root.AddCommand(c)
