@@ -145,3 +145,7 @@ func (e *Engine) CostTotals() map[cost.TypeKind]float64 { return e.ledger.Totals
 
 // Now is the engine's clock's time (the API's "since" is back from it).
 func (e *Engine) Now() time.Time { return e.clock.Now() }
+
+// CostLabelTotals returns the dollars the containers of each [[budget]]
+// label have cost since the ledger began (the metrics' counters).
+func (e *Engine) CostLabelTotals() map[string]float64 { return e.ledger.LabelTotals(e.clock.Now()) }

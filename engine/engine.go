@@ -105,6 +105,11 @@ func New(opts Options) (*Engine, error) {
 		legacyOwner = LegacyOwner
 	}
 	ledger := cost.New(0)
+	var counted []string
+	for _, b := range opts.Config.Budgets {
+		counted = append(counted, b.Label)
+	}
+	ledger.CountLabels(counted)
 	q, err := queue.Open(queue.Options{
 		Path: opts.StorePath, Clock: opts.Clock,
 		DefaultMaxAttempts: opts.Config.Containers.MaxAttempts,

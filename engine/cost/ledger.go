@@ -12,6 +12,7 @@ package cost
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -100,6 +101,30 @@ type Ledger struct {
 	// then does not lower.
 	pruned map[TypeKind]float64
 	seen   map[string]struct{} // Observe's scratch
+	// labels are the container labels ("team=genomics") whose dollars
+	// are counted for the metrics (CountLabels); prunedLabels is theirs
+	// of the pruned instances.
+	labels       []string
+	prunedLabels map[string]float64
+}
+
+// CountLabels sets the container labels ("key=value") whose dollars
+// LabelTotals counts; call it before the ledger is used.
+func (l *Ledger) CountLabels(labels []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.labels = labels
+}
+
+// hasLabelLocked reports whether container id has label ("key=value").
+func (l *Ledger) hasLabelLocked(id, label string) bool {
+	c := l.conts[id]
+	if c == nil {
+		return false
+	}
+	k, v, _ := strings.Cut(label, "=")
+	val, ok := c.Labels[k]
+	return ok && val == v
 }
 
 // New returns an empty ledger keeping gone instances for retention
@@ -111,7 +136,7 @@ func New(retention time.Duration) *Ledger {
 	return &Ledger{
 		insts: map[string]*instanceRec{}, conts: map[string]*containerRec{},
 		dirty: map[string]struct{}{}, retention: retention,
-		pruned: map[TypeKind]float64{}, seen: map[string]struct{}{},
+		pruned: map[TypeKind]float64{}, seen: map[string]struct{}{}, prunedLabels: map[string]float64{},
 	}
 }
 
@@ -233,6 +258,15 @@ func (l *Ledger) pruneLocked(now time.Time) {
 		}
 		for _, p := range r.portions(time.Time{}, r.End) {
 			l.pruned[TypeKind{Type: r.Type, Kind: p.kind}] += p.dollars
+		}
+		if len(l.labels) > 0 {
+			l.allocate(r, time.Time{}, r.End, func(c string, _ Kind, d float64) {
+				for _, lb := range l.labels {
+					if l.hasLabelLocked(c, lb) {
+						l.prunedLabels[lb] += d
+					}
+				}
+			})
 		}
 		for k := 0; k*chunkSpans < len(r.Spans); k++ {
 			l.dirty[chunkKey(id, k)] = struct{}{}

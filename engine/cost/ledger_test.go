@@ -80,18 +80,25 @@ func TestParseBy(t *testing.T) {
 // dollars stay in the totals.
 func TestPruneKeepsTotals(t *testing.T) {
 	l := New(time.Hour)
-	l.Observe(mins(0), []Sample{{ID: "i", Type: "s", Price: 0.60, Kind: Running, Containers: []string{"a"}}}, nil, true)
+	l.CountLabels([]string{"team=x", "team=y"})
+	info := map[string]ContainerInfo{"a": {Labels: map[string]string{"team": "x"}, Share: 1}}
+	l.Observe(mins(0), []Sample{{ID: "i", Type: "s", Price: 0.60, Kind: Running, Containers: []string{"a"}}}, info, true)
 	l.Observe(mins(60), nil, nil, true)
 	near(t, "total", l.Totals(mins(60))[TypeKind{"s", Running}], 0.60)
+	near(t, "team=x", l.LabelTotals(mins(60))["team=x"], 0.60)
+	near(t, "team=y", l.LabelTotals(mins(60))["team=y"], 0)
 	l.Observe(mins(200), nil, nil, true)
 	if len(l.insts) != 0 || len(l.conts) != 0 {
 		t.Errorf("kept %d instances and %d containers past the retention", len(l.insts), len(l.conts))
 	}
 	near(t, "total after pruning", l.Totals(mins(200))[TypeKind{"s", Running}], 0.60)
+	near(t, "team=x after pruning", l.LabelTotals(mins(200))["team=x"], 0.60)
 	// What the store gets: the deletions and the totals.
 	l2 := New(time.Hour)
+	l2.CountLabels([]string{"team=x", "team=y"})
 	reload(t, l, l2, map[string][]byte{})
 	near(t, "total reloaded", l2.Totals(mins(200))[TypeKind{"s", Running}], 0.60)
+	near(t, "team=x reloaded", l2.LabelTotals(mins(200))["team=x"], 0.60)
 }
 
 // An instance not yet probed after a restart ("" kind) keeps its span, and

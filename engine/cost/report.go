@@ -253,3 +253,29 @@ func (l *Ledger) Totals(now time.Time) map[TypeKind]float64 {
 	}
 	return out
 }
+
+// LabelTotals returns the dollars the containers of each counted label
+// (CountLabels) have cost since the ledger began, up to now: they only grow
+// (the metrics' counters).
+func (l *Ledger) LabelTotals(now time.Time) map[string]float64 {
+	now = now.UTC()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]float64, len(l.labels))
+	for _, lb := range l.labels {
+		out[lb] = l.prunedLabels[lb]
+	}
+	if len(l.labels) == 0 {
+		return out
+	}
+	for _, r := range l.insts {
+		l.allocate(r, time.Time{}, now, func(c string, _ Kind, d float64) {
+			for _, lb := range l.labels {
+				if l.hasLabelLocked(c, lb) {
+					out[lb] += d
+				}
+			}
+		})
+	}
+	return out
+}

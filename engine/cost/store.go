@@ -80,7 +80,11 @@ func (l *Ledger) LoadRecord(key, value []byte) error {
 		var t []storedTotal
 		err = json.Unmarshal(value, &t)
 		for _, x := range t {
-			l.pruned[TypeKind{x.Type, x.Kind}] = x.Dollars
+			if x.Label != "" {
+				l.prunedLabels[x.Label] = x.Dollars
+			} else {
+				l.pruned[TypeKind{x.Type, x.Kind}] = x.Dollars
+			}
 		}
 	default:
 		err = fmt.Errorf("unknown kind of record")
@@ -93,8 +97,9 @@ func (l *Ledger) LoadRecord(key, value []byte) error {
 
 // storedTotal is one entry of the pruned totals as stored.
 type storedTotal struct {
-	Type    string  `json:"type"`
-	Kind    Kind    `json:"kind"`
+	Type    string  `json:"type,omitempty"`
+	Kind    Kind    `json:"kind,omitempty"`
+	Label   string  `json:"label,omitempty"` // a counted label's total, not a type's
 	Dollars float64 `json:"dollars"`
 }
 
@@ -145,7 +150,10 @@ func (l *Ledger) encodeLocked(k string) ([]byte, error) {
 	case k == keyTotals:
 		t := make([]storedTotal, 0, len(l.pruned))
 		for tk, d := range l.pruned {
-			t = append(t, storedTotal{tk.Type, tk.Kind, d})
+			t = append(t, storedTotal{Type: tk.Type, Kind: tk.Kind, Dollars: d})
+		}
+		for lb, d := range l.prunedLabels {
+			t = append(t, storedTotal{Label: lb, Dollars: d})
 		}
 		v = t
 	}
