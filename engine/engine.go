@@ -15,6 +15,7 @@ import (
 	"dispatch-tui/cloud"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/cost"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/scheduler"
@@ -59,6 +60,9 @@ type Engine struct {
 
 	output outputCounters // output.go
 
+	ledger   *cost.Ledger // cost.go; fed in Step
+	costFeed costFeed     // Step's scratch (stepMu)
+
 	mu        sync.Mutex // guards the fields below
 	lastStats scheduler.Stats
 	poolEvs   []worker.Event // pool events waiting to be written to the log
@@ -96,17 +100,24 @@ func New(opts Options) (*Engine, error) {
 	if opts.AdoptLegacyOwner {
 		legacyOwner = LegacyOwner
 	}
+	ledger := cost.New(0)
+	var counted []string
+	for _, b := range opts.Config.Budgets {
+		counted = append(counted, b.Label)
+	}
+	ledger.CountLabels(counted)
 	q, err := queue.Open(queue.Options{
 		Path: opts.StorePath, Clock: opts.Clock,
 		DefaultMaxAttempts: opts.Config.Containers.MaxAttempts,
 		DefaultPreemptible: opts.Config.Containers.AlwaysUsePreemptible,
 		EventRetention:     opts.Config.Dispatcher.EventRetention,
 		KeepFinished:       opts.Config.Containers.KeepFinished,
+		Parts:              []queue.Part{ledger},
 	})
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{cfg: opts.Config, opts: opts, log: opts.Logger, clock: opts.Clock, queue: q, subs: map[int]chan struct{}{}}
+	e := &Engine{cfg: opts.Config, opts: opts, log: opts.Logger, clock: opts.Clock, queue: q, ledger: ledger, subs: map[int]chan struct{}{}}
 	if r, ok := opts.InstanceSet.(cloud.OwnershipRecaller); ok {
 		r.RecallOwned(instancesInUse(q))
 	}
@@ -178,6 +189,7 @@ func (e *Engine) Step() scheduler.Stats {
 	e.pool.Step()
 	e.recordPoolEvents()
 	st := e.sched.RunPass()
+	e.observeCost()
 	e.mu.Lock()
 	e.lastStats = st
 	e.mu.Unlock()

@@ -404,8 +404,9 @@ func UserActor(prefix string) string {
 // ContainerPage is one page of GET /v1/containers.
 type ContainerPage struct {
 	Items     []view.Container
-	Available int    // items_available: how many match in all
-	Continue  string // the continue token for the next page; "" = no more
+	Costs     []float64 // what each of Items has cost so far, in dollars
+	Available int       // items_available: how many match in all
+	Continue  string    // the continue token for the next page; "" = no more
 }
 
 // ListContainerPage gets one page of the containers q and labels (each
@@ -439,11 +440,15 @@ func (c *Client) ListContainerPage(ctx context.Context, q ListQuery, labels []st
 		return ContainerPage{}, err
 	}
 	defer resp.Body.Close()
-	var body listBody[view.Container]
+	var body listBody[ContainerItem]
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
 		return ContainerPage{}, fmt.Errorf("GET /v1/containers: decode response: %w", err)
 	}
-	p := ContainerPage{Items: body.Items, Available: len(body.Items), Continue: resp.Header.Get(ContinueHeader)}
+	p := ContainerPage{Items: make([]view.Container, len(body.Items)), Costs: make([]float64, len(body.Items)),
+		Available: len(body.Items), Continue: resp.Header.Get(ContinueHeader)}
+	for i, it := range body.Items {
+		p.Items[i], p.Costs[i] = it.Container, it.Cost
+	}
 	if body.ItemsAvailable != nil {
 		p.Available = *body.ItemsAvailable
 	}

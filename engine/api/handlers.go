@@ -72,7 +72,7 @@ func (s *server) listContainers(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cs, total := s.eng.Containers(opts)
-	body := items(cs)
+	body := items(s.withCosts(cs))
 	body.ItemsAvailable = &total
 	writeJSON(w, http.StatusOK, body)
 }
@@ -148,7 +148,7 @@ func (s *server) getContainer(w http.ResponseWriter, r *http.Request) {
 		writeError(w, containerNotFound(id))
 		return
 	}
-	writeJSON(w, http.StatusOK, c)
+	writeJSON(w, http.StatusOK, s.withCosts([]view.Container{c})[0])
 }
 
 func containerNotFound(id string) *httpError {

@@ -62,7 +62,7 @@ func (s *server) listContainersPaged(w http.ResponseWriter, v url.Values, opts e
 	if p.More {
 		w.Header().Set(ContinueHeader, continueToken(p.Next))
 	}
-	body := items(p.Items)
+	body := items(s.withCosts(p.Items))
 	body.ItemsAvailable = &p.Total
 	writeJSON(w, http.StatusOK, body)
 }

@@ -29,6 +29,7 @@ func (s *server) routes(metrics http.Handler) []route {
 		{"GET /v1/types", RoleViewer, http.HandlerFunc(s.types)},
 		{"GET /v1/events", RoleViewer, http.HandlerFunc(s.events)},
 		{"GET /v1/summary", RoleViewer, http.HandlerFunc(s.summary)},
+		{"GET /v1/cost", RoleViewer, http.HandlerFunc(s.cost)},
 		{"POST /v1/scheduler/{verb}", RoleOperator, http.HandlerFunc(s.schedulerVerb)},
 		{"GET /v1/whoami", RoleViewer, http.HandlerFunc(whoami)},
 	}

@@ -30,8 +30,11 @@ type Config struct {
 	Dispatcher    Dispatcher
 	Cloud         Cloud
 	InstanceTypes []cloud.InstanceType // sorted by price, then name
-	Containers    Containers
-	TUI           TUI
+	// Budgets are the [[budget]] caps on the $/h of the containers of a
+	// label (budget.go).
+	Budgets    []Budget
+	Containers Containers
+	TUI        TUI
 	// Path is the file the config was read from ("" for built-in defaults).
 	Path string
 	// Warnings are what Parse read but wants written otherwise (an old
@@ -76,6 +79,9 @@ type Dispatcher struct {
 	SchedulerProfile         string // "pack" or "spread"
 	StaleLockTimeout         time.Duration
 	ReserveExtraRAM          int64
+	// MaxHourlyCost caps the fleet's $/h: no instance is created that
+	// would take it past (0 = no cap; budget.go).
+	MaxHourlyCost float64
 	// MemoryLimit is the daemon's soft limit for Go memory (0 = none);
 	// GOMEMLIMIT in the environment takes precedence.
 	MemoryLimit int64

@@ -13,7 +13,7 @@ import (
 )
 
 // table is every key, in the order their checks run.
-var table = slices.Concat(dispatcherKeys, cloudKeys, ec2Keys, scriptKeys, []*row{typeKeys}, containerKeys, tuiKeys)
+var table = slices.Concat(dispatcherKeys, cloudKeys, ec2Keys, scriptKeys, []*row{typeKeys, budgetKeys}, containerKeys, tuiKeys)
 
 // [dispatcher]
 var dispatcherKeys = []*row{
@@ -66,6 +66,8 @@ var dispatcherKeys = []*row{
 		"how many of the newest events are kept; 0 = all", atLeast(0)),
 	number("dispatcher.supervisor_fraction", 0.3, func(c *Config, _ int) *float64 { return &c.Dispatcher.SupervisorFraction },
 		"cap on supervisor containers, as a fraction of the instance limit; 0 = none", supervisorFraction),
+	number("dispatcher.max_hourly_cost", 0, func(c *Config, _ int) *float64 { return &c.Dispatcher.MaxHourlyCost },
+		"cap on the fleet's $/h: no instance is created past it; 0 = none", fleetCap),
 }
 
 // [cloud], [cloud.local], [[cloud.sshhosts.host]]

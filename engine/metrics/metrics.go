@@ -107,6 +107,7 @@ func NewRecorder() *Metrics {
 		m.unhealthy,
 		newCollector(m),
 		newStoreCollector(m),
+		newCostCollector(m),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

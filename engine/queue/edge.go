@@ -60,4 +60,5 @@ const (
 	ReasonSupervisorLimit  = view.ReasonSupervisorLimit
 	ReasonFreeing          = view.ReasonFreeing
 	ReasonCloudRefused     = view.ReasonCloudRefused
+	ReasonBudget           = view.ReasonBudget
 )

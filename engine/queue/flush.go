@@ -24,6 +24,10 @@ func (q *Queue) Flush() error { return q.flush(false) }
 func (q *Queue) flush(pass bool) error {
 	q.flushMu.Lock()
 	defer q.flushMu.Unlock()
+	parts, nparts, err := q.takeParts()
+	if err != nil {
+		return err
+	}
 	q.mu.Lock()
 	nrec := len(q.byID)
 	foldAt := q.foldThreshold(nrec)
@@ -37,7 +41,7 @@ func (q *Queue) flush(pass bool) error {
 		foldAt = math.MaxInt
 	}
 	window := q.journalWindow()
-	if len(q.dirty) == 0 && len(q.newEvents) == 0 && !q.overFinishedLocked() && q.journalLen < foldAt {
+	if len(q.dirty) == 0 && len(q.newEvents) == 0 && nparts == 0 && !q.overFinishedLocked() && q.journalLen < foldAt {
 		q.mu.Unlock()
 		return nil
 	}
@@ -52,6 +56,7 @@ func (q *Queue) flush(pass bool) error {
 		var err error
 		if buf, err = appendContainer(buf, c); err != nil {
 			q.mu.Unlock()
+			q.unwriteParts(parts)
 			return fmt.Errorf("encode container %s: %w", c.ID, err)
 		}
 		binary.BigEndian.PutUint32(buf[start+8:], uint32(len(buf)-start-entryHeader))
@@ -75,7 +80,10 @@ func (q *Queue) flush(pass bool) error {
 	binary.BigEndian.PutUint32(buf[1:], uint32(len(recs)+len(drop)))
 	batch := buf[:len(buf):len(buf)]
 	jlen, jnext := q.journalLen, q.journalNext
-	err := q.db.Update(func(tx *bolt.Tx) error {
+	err = q.db.Update(func(tx *bolt.Tx) error {
+		if err := putParts(tx, parts); err != nil {
+			return err
+		}
 		if len(recs)+len(drop) > 0 {
 			jb := tx.Bucket(bucketJournal)
 			jb.FillPercent = appendFill
@@ -134,6 +142,7 @@ func (q *Queue) flush(pass bool) error {
 		q.undropLocked(drop)
 		q.writeFailedLocked(err)
 		q.mu.Unlock()
+		q.unwriteParts(parts)
 		return fmt.Errorf("write store: %w", err)
 	}
 	q.journalLen, q.journalNext = jlen, jnext

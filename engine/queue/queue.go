@@ -75,6 +75,9 @@ type Options struct {
 	KeepFinished int
 	// NoSync skips fsync on commit: for benchmarks and tests only.
 	NoSync bool
+	// Parts are other records kept in the store and written in its
+	// flushes (parts.go).
+	Parts []Part
 }
 
 // Queue is the container store. One mutex (mu) guards every in-memory
@@ -276,7 +279,7 @@ func (q *Queue) load() error {
 		q.recentBuf = q.recent
 		q.paused = string(tx.Bucket(bucketMeta).Get(keyPaused)) == "true"
 		q.pausedStored = q.paused
-		return nil
+		return q.loadParts(tx)
 	})
 }
 

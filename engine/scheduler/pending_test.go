@@ -401,6 +401,23 @@ func TestPendingReasons(t *testing.T) {
 			},
 		},
 		{
+			name: "at the fleet's dollar cap",
+			setup: func(e *pendingEnv) {
+				busy := e.instance("i-busy", worker.StateRunning)
+				busy.Containers = []string{"other"}
+				e.pool.views = []worker.InstanceView{busy}
+				e.cfg.Dispatcher.MaxHourlyCost = 0.03 // one small more would be 0.04
+				e.sched = New(e.cfg, e.q, e.pool, e.clk, nil)
+			},
+			wantState: queue.Locked, wantCode: queue.ReasonBudget,
+			wantText: "fleet at $0.02/h of $0.03/h",
+			after: func(e *pendingEnv) {
+				if len(e.pool.created) != 0 {
+					e.t.Errorf("created %v past the cap", e.pool.created)
+				}
+			},
+		},
+		{
 			name:      "creates throttled",
 			setup:     func(e *pendingEnv) { e.pool.createErr = worker.ErrThrottled },
 			wantState: queue.Queued, wantCode: queue.ReasonCreating,
@@ -498,12 +515,12 @@ func reasonsSet(t *testing.T) []queue.ReasonCode {
 	return out
 }
 
-// reasonValues maps the names of engine/queue's ReasonCode constants to
-// their values, read from its source.
+// reasonValues maps the names of the ReasonCode constants (engine/view,
+// which engine/queue aliases) to their values, read from its source.
 func reasonValues(t *testing.T) map[string]queue.ReasonCode {
 	t.Helper()
 	values := map[string]queue.ReasonCode{}
-	eachFile(t, "../queue", func(_ *token.FileSet, f *ast.File) {
+	eachFile(t, "../view", func(_ *token.FileSet, f *ast.File) {
 		for _, d := range f.Decls {
 			g, ok := d.(*ast.GenDecl)
 			if !ok || g.Tok != token.CONST {
@@ -529,7 +546,7 @@ func reasonValues(t *testing.T) map[string]queue.ReasonCode {
 		}
 	})
 	if len(values) == 0 {
-		t.Fatal("found no ReasonCode constants in engine/queue")
+		t.Fatal("found no ReasonCode constants in engine/view")
 	}
 	return values
 }

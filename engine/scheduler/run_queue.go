@@ -59,6 +59,7 @@ func (s *Scheduler) mapQueue(tx *queue.Tx, now time.Time, ready bool, st *Stats)
 	active := tx.Active()
 	nRunning := len(tx.RunningAtStart())
 	queuedAt := s.startQuotaAndSupervisors(&ps, active, nRunning)
+	s.startBudgets(st, active[:nRunning])
 	// The Running prefix: only Running and finished ones are handled here
 	// (a Running container has no pending reason); those requeued earlier
 	// in this pass wait their turn below.
@@ -314,6 +315,12 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 		s.waitAtQuota(ps, c, s.types[f.candidates[0]].Name)
 		return
 	}
+	if s.labelBudgets {
+		if b := s.overLabelBudget(c, s.cheapestOpen(f.candidates)); b != nil {
+			s.waitAtBudget(ps, c, b, s.types[f.candidates[0]].Name)
+			return
+		}
+	}
 	rc := c.RuntimeConstraints
 	// 1. An instance that can take it now, cheapest type first; but not an
 	// idle one whose quota a container waiting ahead of it is owed.
@@ -325,6 +332,9 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 			return
 		}
 		s.startOn(ps, c, i)
+		if s.labelBudgets {
+			s.chargeTo(c, s.slots[i].typ, false)
+		}
 		return
 	}
 	// 2. An instance that is booting (or being created) with room for it.
@@ -334,6 +344,9 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 			return
 		}
 		s.place(i, rc)
+		if s.labelBudgets {
+			s.chargeTo(c, sl.typ, false)
+		}
 		if msg := s.bootFailing[sl.typ]; msg != "" {
 			// A retry of a type that keeps failing: say so, not "booting".
 			ps.setPending(c, queue.Pending{Code: queue.ReasonBootFailing, Arg: msg})
@@ -342,12 +355,17 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 		ps.setPending(c, queue.Pending{Code: queue.ReasonBooting, Arg: string(sl.view.ID)})
 		return
 	}
-	// 3. Create an instance, unless the cloud already said no this pass.
+	// 3. Create an instance, unless the cloud already said no this pass,
+	// and none that would take a dollar cap past its limit (budget.go).
 	if ps.createErr == nil {
-		typ, err := s.create(f.candidates, s.blockedType)
+		typ, err := s.create(c, f.candidates, s.blockedType)
 		switch {
+		case errors.Is(err, errOverBudget):
+			s.waitAtBudget(ps, c, s.overBudget(c, s.cheapestOpen(f.candidates)), s.types[f.candidates[0]].Name)
+			return
 		case err == nil:
 			st.Creates++
+			s.chargeTo(c, typ, true)
 			if !s.lockFor(tx, c, s.types[typ].Name) {
 				return
 			}
@@ -450,12 +468,18 @@ func (s *Scheduler) lockFor(tx *queue.Tx, c *queue.Container, typeName string) b
 	return true
 }
 
-// create asks the pool for an instance of the cheapest candidate type not
-// in a capacity or failed-boot back-off.
-func (s *Scheduler) create(candidates []int, blocked []bool) (int, error) {
+// create asks the pool for an instance for c of the cheapest candidate
+// type not in a capacity or failed-boot back-off, and within c's dollar
+// caps: errOverBudget when only those stopped it.
+func (s *Scheduler) create(c *queue.Container, candidates []int, blocked []bool) (int, error) {
 	var lastErr error
+	overBudget := false
 	for _, t := range candidates {
 		if blocked[t] {
+			continue
+		}
+		if len(s.budgets) > 0 && s.overBudget(c, t) != nil {
+			overBudget = true
 			continue
 		}
 		err := s.pool.Create(s.types[t].Name)
@@ -469,10 +493,24 @@ func (s *Scheduler) create(candidates []int, blocked []bool) (int, error) {
 		}
 		return -1, err
 	}
+	if overBudget {
+		return -1, errOverBudget
+	}
 	if lastErr == nil {
 		lastErr = errors.New("every fitting type is out of capacity")
 	}
 	return -1, lastErr
+}
+
+// cheapestOpen is the first candidate not in a back-off (the first, if all
+// are).
+func (s *Scheduler) cheapestOpen(candidates []int) int {
+	for _, t := range candidates {
+		if !s.blockedType[t] {
+			return t
+		}
+	}
+	return candidates[0]
 }
 
 // typeBlocked reports whether err puts a type in a capacity, failed-boot or
@@ -490,18 +528,23 @@ func typeBlocked(err error) bool {
 }
 
 // shutdownUnallocated shuts down idle instances no container wants, so
-// that at quota the cloud's capacity goes to types that are needed.
-func (s *Scheduler) shutdownUnallocated() {
+// that at quota the cloud's capacity goes to types that are needed, and at
+// the fleet's dollar cap its dollars (budget.go).
+func (s *Scheduler) shutdownUnallocated(atQuota bool) {
+	why, what := "at quota", "quota"
+	if !atQuota {
+		why, what = "at budget", "dollars"
+	}
 	for i := range s.slots {
 		sl := &s.slots[i]
 		if sl.allocated || sl.view.ID == "" || sl.view.State != worker.StateIdle || sl.view.IdleBehavior != worker.IdleRun {
 			continue
 		}
 		if sl.freeFor != "" {
-			s.pool.Shutdown(sl.view.ID, "at quota: freeing its quota for "+sl.freeFor)
+			s.pool.Shutdown(sl.view.ID, why+": freeing its "+what+" for "+sl.freeFor)
 			continue
 		}
-		s.pool.Shutdown(sl.view.ID, "at quota: idle and not needed by the queue")
+		s.pool.Shutdown(sl.view.ID, why+": idle and not needed by the queue")
 	}
 }
 

@@ -34,6 +34,10 @@ type Stats struct {
 	OverQuota         int           // containers not allocated because of quota
 	AtQuota           bool
 	QuotaLimit        int
+	// AtBudget: a container waits on the fleet's dollar cap; Budgets are
+	// the caps and their $/h at the pass's start (budget.go).
+	AtBudget bool
+	Budgets  []BudgetRate
 }
 
 // Scheduler runs passes. It is driven from one goroutine (the engine's
@@ -109,6 +113,10 @@ type Scheduler struct {
 	// blockedAt holds where the containers of blockedStart sit in the
 	// queue's order, sorted, for walkTail (found once per pass).
 	blockedAt []int
+	// budgets are the dollar caps (budget.go); labelBudgets: some are a
+	// label's.
+	budgets      []budgetCap
+	labelBudgets bool
 }
 
 // placed is a container and its index in the pass's Tx.Active.
@@ -154,6 +162,7 @@ func New(cfg *config.Config, q *queue.Queue, pool Pool, clk clock.Clock, log *sl
 	}
 	s.blockedType = make([]bool, len(s.types))
 	s.bootFailing = make([]string, len(s.types))
+	s.newBudgets()
 	return s
 }
 
@@ -183,8 +192,8 @@ func (s *Scheduler) RunPass() Stats {
 		anyUnknown := s.reconcileReports(tx, &st)
 		s.reconcileRunning(tx, ready, anyUnknown, &st)
 		s.mapQueue(tx, now, ready, &st)
-		if st.AtQuota {
-			s.shutdownUnallocated()
+		if st.AtQuota || st.AtBudget {
+			s.shutdownUnallocated(st.AtQuota)
 		}
 	}, s.sendStarts)
 	if err != nil {

@@ -66,6 +66,9 @@ const (
 	// ReasonCloudRefused: the cloud refused creates for a reason retrying
 	// will not fix (permissions, configuration); an operator must act.
 	ReasonCloudRefused ReasonCode = "CLOUD_REFUSED"
+	// ReasonBudget: creating an instance for it would take a dollar cap
+	// past its limit ([dispatcher] max_hourly_cost or a [[budget]]).
+	ReasonBudget ReasonCode = "BUDGET"
 )
 
 // Pending is a compact pending reason set by every scheduler pass. It is
@@ -103,6 +106,8 @@ func (p Pending) Text() string {
 		return "no capacity: " + p.Arg
 	case ReasonBootFailing:
 		return p.Arg // "instances of type T fail to boot: <error>"
+	case ReasonBudget:
+		return p.Arg // "fleet at $4.98/h of $5.00/h"
 	case ReasonCloudRefused:
 		if p.Arg == "" {
 			return "cloud refused creates"

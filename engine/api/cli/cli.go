@@ -77,7 +77,7 @@ func AddCommands(root *cobra.Command, env *Env) {
 	for _, name := range verbNames() {
 		cmds = append(cmds, verbCmd(env, name))
 	}
-	cmds = append(cmds, priorityCmd(env), logsCmd(env), pauseCmd(env, "pause"), pauseCmd(env, "resume"))
+	cmds = append(cmds, priorityCmd(env), logsCmd(env), pauseCmd(env, "pause"), pauseCmd(env, "resume"), costCmd(env))
 	for _, c := range cmds {
 		c.GroupID = "client"
 		root.AddCommand(c)

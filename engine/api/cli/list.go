@@ -176,16 +176,18 @@ func lsContainersCmd(env *Env) *cobra.Command {
 	cf := &containerListFlags{}
 	cmd, _ := newListCmd(env, "containers", []string{"container", "ctr"}, "List containers", func(_ *listFlags) listing {
 		return func(ctx context.Context, c *api.Client) (any, []string, *table, []string, error) {
-			items, avail, err := listContainers(ctx, c, cf)
+			items, costs, avail, err := listContainers(ctx, c, cf)
 			if err != nil {
 				return nil, nil, nil, nil, err
 			}
 			names := make([]string, len(items))
+			withCost := make([]api.ContainerItem, len(items))
 			for i, ct := range items {
 				names[i] = ct.ID
+				withCost[i] = api.ContainerItem{Container: ct, Cost: costs[i]}
 			}
-			t, footer := containerTable(items, avail)
-			return map[string]any{"items": items, "items_available": avail}, names, t, footer, nil
+			t, footer := containerTable(items, costs, avail)
+			return map[string]any{"items": withCost, "items_available": avail}, names, t, footer, nil
 		}
 	})
 	cmd.Example = `  dispatch-tui ls containers --state Queued --sort -priority
@@ -228,8 +230,9 @@ func lsContainersCmd(env *Env) *cobra.Command {
 // listContainers gets the containers cf selects, --chunk-size at a time:
 // it follows the server's continue token, or (from a server without
 // one) the offset, until --limit or the end.
-func listContainers(ctx context.Context, c *api.Client, cf *containerListFlags) ([]view.Container, int, error) {
+func listContainers(ctx context.Context, c *api.Client, cf *containerListFlags) ([]view.Container, []float64, int, error) {
 	var all []view.Container
+	var costs []float64
 	avail := 0
 	q := cf.q
 	cont := ""
@@ -240,19 +243,20 @@ func listContainers(ctx context.Context, c *api.Client, cf *containerListFlags) 
 		}
 		page, err := c.ListContainerPage(ctx, q, cf.labels, cont)
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, 0, err
 		}
 		all = append(all, page.Items...)
+		costs = append(costs, page.Costs...)
 		avail = max(avail, page.Available)
 		switch {
 		case cf.chunkSize == 0 || len(page.Items) == 0 || cf.q.Limit > 0 && len(all) >= cf.q.Limit:
-			return all, max(avail, len(all)), nil
+			return all, costs, max(avail, len(all)), nil
 		case page.Continue != "":
 			cont = page.Continue
 		case avail > cf.q.Offset+len(all) && cont == "":
 			q.Offset = cf.q.Offset + len(all)
 		default:
-			return all, max(avail, len(all)), nil
+			return all, costs, max(avail, len(all)), nil
 		}
 	}
 }
@@ -336,15 +340,16 @@ func instanceError(v view.Instance) string {
 // heldLegend explains the * after a held container's state.
 const heldLegend = "* held: not scheduled until released (dispatch-tui release ID)"
 
-func containerTable(items []view.Container, available int) (*table, []string) {
+func containerTable(items []view.Container, costs []float64, available int) (*table, []string) {
 	t := &table{cols: []column{
 		{name: "ID"}, {name: "STATE"}, {name: "PRIO", drop: 4}, {name: "EXIT", drop: 5}, {name: "INSTANCE", drop: 3},
 		{name: "COMMAND / REASON", flex: true, min: 12, drop: 9},
 		{name: "NAME", wide: true}, {name: "TYPE", wide: true}, {name: "ATTEMPTS", wide: true}, {name: "AGE", wide: true, clock: true},
+		{name: "COST", wide: true, clock: true},
 		{name: "LABELS", wide: true, flex: true, min: 8}, {name: "CONSTRAINTS", wide: true, flex: true, min: 8},
 	}}
 	held := false
-	for _, c := range items {
+	for i, c := range items {
 		exit := "-"
 		if c.ExitCode != nil {
 			exit = strconv.Itoa(*c.ExitCode)
@@ -360,7 +365,7 @@ func containerTable(items []view.Container, available int) (*table, []string) {
 		}
 		t.add(termsafe.Escape(c.ID), state, strconv.Itoa(c.Priority), exit, dash(termsafe.Escape(c.InstanceID)), termsafe.Escape(detail),
 			dash(termsafe.Escape(c.Name)), dash(termsafe.Escape(c.InstanceType)), strconv.Itoa(c.Attempts), ago(c.CreatedAt),
-			dash(termsafe.Escape(labelString(c.Labels))), dash(termsafe.Escape(labelString(c.Scheduling.Constraints))))
+			costCell(costs, i), dash(termsafe.Escape(labelString(c.Labels))), dash(termsafe.Escape(labelString(c.Scheduling.Constraints))))
 	}
 	var footer []string
 	if held {

@@ -26,7 +26,7 @@ func TestTablesEscapeUserData(t *testing.T) {
 		{ID: "c-2", State: queue.Cancelled, Command: []string{"x"}, Reason: "said \x1b]0;t\x07"},
 		{ID: "c-3", State: queue.Queued, Command: []string{strings.Repeat("あ", 40)}},
 	}
-	ct, _ := containerTable(ctrs, len(ctrs))
+	ct, _ := containerTable(ctrs, nil, len(ctrs))
 	if err := ct.render(&out, layout{width: 80, headers: true}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,171 @@
+// dispatch-tui cost: what the instances cost, summed by a container label,
+// the instance type or the containers' state, with the waste lines, the
+// projection and the dollar caps, as a table, JSON, YAML or CSV.
+
+package cli
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"dispatch-tui/engine"
+	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/cost"
+	"dispatch-tui/engine/termsafe"
+)
+
+// costOutputs are the -o formats of cost.
+var costOutputs = []string{"table", "json", "yaml", "csv"}
+
+func costCmd(env *Env) *cobra.Command {
+	var by, output string
+	var since time.Duration
+	cmd := &cobra.Command{
+		Use:   "cost",
+		Short: "What the instances cost: by label, type or state, waste, projection",
+		Long: `What the instances cost over a window, from the dispatcher's cost ledger:
+the containers' costs summed by a label's value (--by label=team), by the
+instance type they ran on (--by type) or by their state now (--by state);
+the idle, boot and drain time of instances as waste lines per type, with
+their share of the bill; the burn rate now, today so far and the day and
+month at that rate; and the dollar caps ([dispatcher] max_hourly_cost,
+[[budget]]) with what they cap now.`,
+		Example: `  dispatch-tui cost --by label=team --since 24h
+  dispatch-tui cost --by type -o csv`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !slices.Contains(costOutputs, output) {
+				return usagef("-o must be one of %s", strings.Join(costOutputs, ", "))
+			}
+			if _, err := cost.ParseBy(by); err != nil {
+				return usagef("--by: %v", err)
+			}
+			if since < 0 {
+				return usagef("--since must not be negative")
+			}
+			c, err := client(env)
+			if err != nil {
+				return err
+			}
+			r, err := c.Cost(cmd.Context(), by, since)
+			if err != nil {
+				return err
+			}
+			switch output {
+			case "json":
+				return writeJSON(env.Stdout, r)
+			case "yaml":
+				return writeYAML(env.Stdout, r)
+			case "csv":
+				return writeCostCSV(env.Stdout, r)
+			}
+			return writeCostTable(env.Stdout, r, since)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&by, "by", api.DefaultCostBy, "sum containers' costs by: "+cost.ByNames)
+	f.DurationVar(&since, "since", 0, "only the last `DURATION` (24h, 90m); 0 = all the ledger keeps (35 days after an instance is gone)")
+	f.StringVarP(&output, "output", "o", "table", "output format: "+strings.Join(costOutputs, ", "))
+	cmd.RegisterFlagCompletionFunc("output", fixedCompletion(costOutputs...))
+	cmd.RegisterFlagCompletionFunc("by", fixedCompletion("type", "state", "label="))
+	return cmd
+}
+
+func dollars(x float64) string { return "$" + strconv.FormatFloat(x, 'f', 2, 64) }
+
+func percent(x float64) string { return strconv.FormatFloat(100*x, 'f', 1, 64) + "%" }
+
+// writeCostTable prints r for people: the groups, the waste, the bill, the
+// projection and the caps.
+func writeCostTable(w io.Writer, r engine.CostReport, since time.Duration) error {
+	window := "since " + r.From.Local().Format(time.DateTime)
+	if since == 0 {
+		window = "all kept"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "cost by %s, %s\n\n", termsafe.Escape(r.By), window)
+	g := &table{cols: []column{{name: strings.ToUpper(termsafe.Escape(byTitle(r.By)))}, {name: "CONTAINERS"}, {name: "COST"}}}
+	for _, x := range r.Groups {
+		g.add(termsafe.Escape(x.Key), strconv.Itoa(x.Containers), dollars(x.Dollars))
+	}
+	if err := g.render(&b, layout{headers: true}); err != nil {
+		return err
+	}
+	if len(r.Waste) > 0 {
+		b.WriteString("\nwaste (instances running no container)\n")
+		wt := &table{cols: []column{{name: "TYPE"}, {name: "KIND"}, {name: "COST"}, {name: "OF BILL"}}}
+		for _, x := range r.Waste {
+			wt.add(termsafe.Escape(x.Type), string(x.Kind), dollars(x.Dollars), percent(x.Share))
+		}
+		if err := wt.render(&b, layout{headers: true}); err != nil {
+			return err
+		}
+	}
+	p := r.Projection
+	fmt.Fprintf(&b, "\nbill %s, of which containers %s\n", dollars(r.Bill), dollars(r.Allocated))
+	fmt.Fprintf(&b, "now %s/h; today %s so far, %s at this rate; this month %s at this rate\n",
+		dollars(p.RatePerHour), dollars(p.Today), dollars(p.Day), dollars(p.Month))
+	for _, x := range r.Budgets {
+		fmt.Fprintf(&b, "budget %s: %s/h of %s/h", termsafe.Escape(x.Name), dollars(x.RatePerHour), dollars(x.Limit))
+		if x.Over {
+			b.WriteString(" (over: no new instances under it until it falls below; nothing is drained)")
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// byTitle is the first column's title for a report summed by by.
+func byTitle(by string) string {
+	if k, ok := strings.CutPrefix(by, "label="); ok {
+		return k
+	}
+	return by
+}
+
+// writeCostCSV prints r as rows of section, key, kind, containers,
+// dollars and share.
+func writeCostCSV(w io.Writer, r engine.CostReport) error {
+	cw := csv.NewWriter(w)
+	money := func(x float64) string { return strconv.FormatFloat(x, 'f', 6, 64) }
+	rows := [][]string{{"section", "key", "kind", "containers", "dollars", "share"}}
+	for _, x := range r.Groups {
+		rows = append(rows, []string{"group", x.Key, r.By, strconv.Itoa(x.Containers), money(x.Dollars), ""})
+	}
+	for _, x := range r.Waste {
+		rows = append(rows, []string{"waste", x.Type, string(x.Kind), "", money(x.Dollars), strconv.FormatFloat(x.Share, 'f', 6, 64)})
+	}
+	p := r.Projection
+	rows = append(rows,
+		[]string{"bill", "total", "", "", money(r.Bill), ""},
+		[]string{"bill", "containers", "", "", money(r.Allocated), ""},
+		[]string{"projection", "rate_per_hour", "", "", money(p.RatePerHour), ""},
+		[]string{"projection", "today", "", "", money(p.Today), ""},
+		[]string{"projection", "day", "", "", money(p.Day), ""},
+		[]string{"projection", "month", "", "", money(p.Month), ""},
+	)
+	for _, x := range r.Budgets {
+		rows = append(rows, []string{"budget", x.Name, "rate_per_hour", "", money(x.RatePerHour), strconv.FormatFloat(x.RatePerHour/x.Limit, 'f', 6, 64)})
+	}
+	if err := cw.WriteAll(rows); err != nil {
+		return fmt.Errorf("write csv: %w", err)
+	}
+	return nil
+}
+
+// costCell is the COST of ls containers -o wide: costs[i] in dollars, "-"
+// when the server sent none (an older one).
+func costCell(costs []float64, i int) string {
+	if i >= len(costs) {
+		return "-"
+	}
+	return dollars(costs[i])
+}

@@ -1,0 +1,151 @@
+// The cost ledger's feed and reads (engine/cost, docs/design.md §6.1):
+// each step samples the pool's instances into the ledger after the pass,
+// so that the pass's starts count from its own time; what changed goes out
+// in the next pass's flush (or at Close).
+
+package engine
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"dispatch-tui/engine/cost"
+	"dispatch-tui/engine/worker"
+)
+
+// costFeed is the scratch of observeCost, reused from step to step (Step
+// is serialised by stepMu).
+type costFeed struct {
+	views   []worker.InstanceView
+	samples []cost.Sample
+}
+
+// observeCost gives the ledger the instances as the pool sees them now.
+func (e *Engine) observeCost() {
+	f := &e.costFeed
+	f.views = e.pool.Instances(f.views)
+	f.samples = f.samples[:0]
+	for i := range f.views {
+		v := &f.views[i]
+		if v.ID == "" {
+			continue // a create in flight: nothing is billed yet
+		}
+		k, ok := costKind(v)
+		if !ok {
+			continue
+		}
+		s := cost.Sample{ID: string(v.ID), Type: v.Type, Price: v.Price, Kind: k}
+		if k == cost.Running {
+			slices.Sort(v.Containers) // v is the pool's copy
+			s.Containers = v.Containers
+		}
+		f.samples = append(f.samples, s)
+	}
+	var infos map[string]cost.ContainerInfo
+	if ids := e.ledger.Unknown(f.samples); len(ids) > 0 {
+		infos = make(map[string]cost.ContainerInfo, len(ids))
+		for _, id := range ids {
+			if c, ok := e.queue.Get(id); ok {
+				infos[id] = cost.ContainerInfo{Labels: maps.Clone(c.Labels), Share: e.share(c.RuntimeConstraints.VCPUs, c.RuntimeConstraints.RAM, c.InstanceType)}
+			}
+		}
+	}
+	e.ledger.Observe(e.clock.Now(), f.samples, infos, e.pool.Listed())
+}
+
+// costKind is what the ledger calls what v is doing; false for an instance
+// the ledger does not follow. An instance not yet probed (after a restart)
+// is "": the ledger keeps its last span.
+func costKind(v *worker.InstanceView) (cost.Kind, bool) {
+	switch v.State {
+	case worker.StateUnknown:
+		return "", true
+	case worker.StateBooting:
+		return cost.Boot, true
+	case worker.StateShutdown:
+		return cost.Drain, true
+	case worker.StateIdle, worker.StateRunning:
+		switch {
+		case len(v.Containers) > 0:
+			return cost.Running, true
+		case v.IdleBehavior == worker.IdleDrain:
+			return cost.Drain, true
+		}
+		return cost.Idle, true
+	}
+	return "", false
+}
+
+// share is a container's requested share of its instance type: the larger
+// of its vCPU share and its RAM share, at most 1 (1 when the type is not
+// configured).
+func (e *Engine) share(vcpus int, ram int64, typeName string) float64 {
+	for _, t := range e.cfg.InstanceTypes {
+		if t.Name != typeName {
+			continue
+		}
+		s := 0.0
+		if t.VCPUs > 0 {
+			s = float64(vcpus) / float64(t.VCPUs)
+		}
+		if t.RAM > 0 {
+			s = max(s, float64(ram)/float64(t.RAM))
+		}
+		if s <= 0 || s > 1 {
+			return 1
+		}
+		return s
+	}
+	return 1
+}
+
+// CostReport is what GET /v1/cost and `dispatch-tui cost` show: the
+// ledger's report and the dollar caps as the last pass measured them.
+type CostReport struct {
+	cost.Report
+	Budgets []BudgetLine `json:"budgets,omitempty"`
+}
+
+// BudgetLine is one dollar cap and the $/h it caps now. Over: the rate is
+// past the limit (it was lowered below it): nothing new is created under
+// it, and nothing is drained for it.
+type BudgetLine struct {
+	Name        string  `json:"name"`
+	RatePerHour float64 `json:"rate_per_hour"`
+	Limit       float64 `json:"limit"`
+	Over        bool    `json:"over,omitempty"`
+}
+
+// Cost reports what the instances cost since since (zero: all the ledger
+// keeps), summed by by.
+func (e *Engine) Cost(by cost.By, since time.Time) CostReport {
+	r := CostReport{Report: e.ledger.Report(cost.Query{By: by, Since: since, Now: e.clock.Now(), StateOf: func(id string) string {
+		if c, ok := e.queue.Get(id); ok {
+			return string(c.State)
+		}
+		return ""
+	}})}
+	e.mu.Lock()
+	for _, b := range e.lastStats.Budgets {
+		r.Budgets = append(r.Budgets, BudgetLine{Name: b.Name, RatePerHour: b.RatePerHour, Limit: b.Limit, Over: b.RatePerHour > b.Limit+1e-9})
+	}
+	e.mu.Unlock()
+	return r
+}
+
+// ContainerCosts returns what each of ids cost so far.
+func (e *Engine) ContainerCosts(ids []string) map[string]float64 {
+	return e.ledger.Costs(ids, e.clock.Now())
+}
+
+// CostTotals returns the dollars by type and kind since the ledger began
+// (the metrics' counters).
+func (e *Engine) CostTotals() map[cost.TypeKind]float64 { return e.ledger.Totals(e.clock.Now()) }
+
+// Now is the engine's clock's time (the API's "since" is back from it).
+func (e *Engine) Now() time.Time { return e.clock.Now() }
+
+// CostLabelTotals returns the dollars the containers of each [[budget]]
+// label have cost since the ledger began (the metrics' counters).
+func (e *Engine) CostLabelTotals() map[string]float64 { return e.ledger.LabelTotals(e.clock.Now()) }

@@ -1,0 +1,281 @@
+// Reports: containers' costs summed by label, type or state; the waste
+// lines; the projection; the totals the metrics export.
+
+package cost
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// TypeKind keys dollars by instance type and kind.
+type TypeKind struct {
+	Type string
+	Kind Kind
+}
+
+// By is what a report sums containers' costs by: a label's value (Label
+// set), or the field "type" (the instance type they ran on) or "state"
+// (their state now).
+type By struct {
+	Label string
+	Field string
+}
+
+// ByNames lists the accepted --by values, for help and errors.
+const ByNames = "label=KEY, type or state"
+
+// ParseBy reads a --by value: "label=team", "type" or "state".
+func ParseBy(s string) (By, error) {
+	switch {
+	case s == "type" || s == "state":
+		return By{Field: s}, nil
+	case strings.HasPrefix(s, "label="):
+		if k := strings.TrimPrefix(s, "label="); k != "" {
+			return By{Label: k}, nil
+		}
+	}
+	return By{}, fmt.Errorf("cannot sum costs by %q: use %s", s, ByNames)
+}
+
+// String is b as ParseBy reads it.
+func (b By) String() string {
+	if b.Label != "" {
+		return "label=" + b.Label
+	}
+	return b.Field
+}
+
+// NoValue is the group of containers without the label summed by.
+const NoValue = "(none)"
+
+// Group is the containers of one key and what they cost.
+type Group struct {
+	Key        string  `json:"key"`
+	Dollars    float64 `json:"dollars"`
+	Containers int     `json:"containers"`
+}
+
+// Waste is what instances of one type cost while not running containers.
+type Waste struct {
+	Type    string  `json:"type"`
+	Kind    Kind    `json:"kind"`
+	Dollars float64 `json:"dollars"`
+	Share   float64 `json:"share"` // of the bill, 0..1
+}
+
+// Projection is the fleet's burn rate now and what the day and the month
+// cost at it (UTC days and months).
+type Projection struct {
+	RatePerHour float64 `json:"rate_per_hour"`
+	Today       float64 `json:"today"`
+	Day         float64 `json:"day"`
+	Month       float64 `json:"month"`
+}
+
+// Report is what the instances cost over [From, To).
+type Report struct {
+	From       time.Time  `json:"from"`
+	To         time.Time  `json:"to"`
+	By         string     `json:"by"`
+	Bill       float64    `json:"bill"`      // every instance's dollars
+	Allocated  float64    `json:"allocated"` // of which containers bear
+	Groups     []Group    `json:"groups"`
+	Waste      []Waste    `json:"waste"`
+	Projection Projection `json:"projection"`
+}
+
+// Query asks for a report.
+type Query struct {
+	By    By
+	Since time.Time // zero: everything kept
+	Now   time.Time
+	// StateOf tells a container's state, for By state ("" when unknown).
+	StateOf func(id string) string
+}
+
+// Report sums the ledger over [q.Since, q.Now).
+func (l *Ledger) Report(q Query) Report {
+	now := q.Now.UTC()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rep := Report{From: q.Since.UTC(), To: now, By: q.By.String()}
+	type acc struct {
+		dollars float64
+		ids     map[string]struct{}
+	}
+	groups := map[string]*acc{}
+	waste := map[TypeKind]float64{}
+	for _, r := range l.sortedLocked() {
+		for _, p := range r.portions(rep.From, now) {
+			rep.Bill += p.dollars
+			if p.kind != Running {
+				waste[TypeKind{r.Type, p.kind}] += p.dollars
+			}
+		}
+		l.allocate(r, rep.From, now, func(id string, _ Kind, d float64) {
+			rep.Allocated += d
+			key := l.keyLocked(q, id, r.Type)
+			g := groups[key]
+			if g == nil {
+				g = &acc{ids: map[string]struct{}{}}
+				groups[key] = g
+			}
+			g.dollars += d
+			g.ids[id] = struct{}{}
+		})
+	}
+	for k, g := range groups {
+		rep.Groups = append(rep.Groups, Group{Key: k, Dollars: g.dollars, Containers: len(g.ids)})
+	}
+	slices.SortFunc(rep.Groups, func(a, b Group) int {
+		return cmp.Or(cmp.Compare(b.Dollars, a.Dollars), cmp.Compare(a.Key, b.Key))
+	})
+	for tk, d := range waste {
+		w := Waste{Type: tk.Type, Kind: tk.Kind, Dollars: d}
+		if rep.Bill > 0 {
+			w.Share = d / rep.Bill
+		}
+		rep.Waste = append(rep.Waste, w)
+	}
+	slices.SortFunc(rep.Waste, func(a, b Waste) int {
+		return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(slices.Index(Kinds, a.Kind), slices.Index(Kinds, b.Kind)))
+	})
+	rep.Projection = l.projectLocked(now)
+	return rep
+}
+
+// sortedLocked returns the instance records in id order, so that sums are
+// added in the same order every time.
+func (l *Ledger) sortedLocked() []*instanceRec {
+	ids := make([]string, 0, len(l.insts))
+	for id := range l.insts {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	out := make([]*instanceRec, len(ids))
+	for i, id := range ids {
+		out[i] = l.insts[id]
+	}
+	return out
+}
+
+func (l *Ledger) keyLocked(q Query, id, typ string) string {
+	var k string
+	switch {
+	case q.By.Label != "":
+		if c := l.conts[id]; c != nil {
+			k = c.Labels[q.By.Label]
+		}
+	case q.By.Field == "type":
+		k = typ
+	case q.By.Field == "state" && q.StateOf != nil:
+		k = q.StateOf(id)
+	}
+	if k == "" {
+		return NoValue
+	}
+	return k
+}
+
+// projectLocked is the burn rate at now and the day's and month's cost at
+// it.
+func (l *Ledger) projectLocked(now time.Time) Projection {
+	var p Projection
+	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	var monthSoFar float64
+	for _, r := range l.insts {
+		if r.End.IsZero() || r.End.After(now) {
+			p.RatePerHour += r.Prices[len(r.Prices)-1].Price
+		}
+		for _, x := range r.portions(month, now) {
+			monthSoFar += x.dollars
+		}
+		for _, x := range r.portions(day, now) {
+			p.Today += x.dollars
+		}
+	}
+	p.Day = p.Today + p.RatePerHour*day.AddDate(0, 0, 1).Sub(now).Hours()
+	p.Month = monthSoFar + p.RatePerHour*month.AddDate(0, 1, 0).Sub(now).Hours()
+	return p
+}
+
+// Costs returns what each of ids cost so far (0 for one the ledger does
+// not know): its shares of its instances' running spans and of the boot
+// of one created for it.
+func (l *Ledger) Costs(ids []string, now time.Time) map[string]float64 {
+	now = now.UTC()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	want := make(map[string]bool, len(ids))
+	insts := map[string]bool{}
+	for _, id := range ids {
+		if c := l.conts[id]; c != nil {
+			want[id] = true
+			for _, i := range c.Instances {
+				insts[i] = true
+			}
+		}
+	}
+	out := make(map[string]float64, len(ids))
+	for id := range insts {
+		r := l.insts[id]
+		if r == nil {
+			continue
+		}
+		l.allocate(r, time.Time{}, now, func(c string, _ Kind, d float64) {
+			if want[c] {
+				out[c] += d
+			}
+		})
+	}
+	return out
+}
+
+// Totals returns the dollars of every type and kind since the ledger
+// began, up to now: they only grow (the metrics' counters).
+func (l *Ledger) Totals(now time.Time) map[TypeKind]float64 {
+	now = now.UTC()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[TypeKind]float64, len(l.pruned)+4)
+	for k, d := range l.pruned {
+		out[k] += d
+	}
+	for _, r := range l.insts {
+		for _, p := range r.portions(time.Time{}, now) {
+			out[TypeKind{r.Type, p.kind}] += p.dollars
+		}
+	}
+	return out
+}
+
+// LabelTotals returns the dollars the containers of each counted label
+// (CountLabels) have cost since the ledger began, up to now: they only grow
+// (the metrics' counters).
+func (l *Ledger) LabelTotals(now time.Time) map[string]float64 {
+	now = now.UTC()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]float64, len(l.labels))
+	for _, lb := range l.labels {
+		out[lb] = l.prunedLabels[lb]
+	}
+	if len(l.labels) == 0 {
+		return out
+	}
+	for _, r := range l.insts {
+		l.allocate(r, time.Time{}, now, func(c string, _ Kind, d float64) {
+			for _, lb := range l.labels {
+				if l.hasLabelLocked(c, lb) {
+					out[lb] += d
+				}
+			}
+		})
+	}
+	return out
+}
