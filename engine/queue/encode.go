@@ -2,6 +2,7 @@ package queue
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -580,4 +581,16 @@ func putUintBack(a []byte, v uint64) int {
 			return w
 		}
 	}
+}
+
+// decodeEvent decodes one stored event, which must have Seq seq.
+func decodeEvent(seq uint64, j []byte) (Event, error) {
+	var e Event
+	if err := json.Unmarshal(j, &e); err != nil {
+		return e, fmt.Errorf("read event %d: %w", seq, err)
+	}
+	if e.Seq != seq {
+		return e, fmt.Errorf("read event %d: stored with seq %d", seq, e.Seq)
+	}
+	return e, nil
 }

@@ -3,11 +3,7 @@
 
 package queue
 
-import (
-	"time"
-
-	bolt "go.etcd.io/bbolt"
-)
+import "time"
 
 // StoreHealth says whether the store can write. While it cannot (a full
 // disk, a read-only remount), the queue keeps its changes in memory and
@@ -90,12 +86,8 @@ func (q *Queue) wroteLocked() {
 func (q *Queue) eventsUnwritten(since uint64, limit int) ([]Event, error) {
 	q.flushMu.Lock()
 	defer q.flushMu.Unlock()
-	var out []Event
-	if err := q.db.View(func(tx *bolt.Tx) error {
-		var err error
-		out, err = readEvents(tx.Bucket(bucketEvents), since, limit)
-		return err
-	}); err != nil {
+	out, err := q.storedEvents(since, limit)
+	if err != nil {
 		return nil, err
 	}
 	q.mu.Lock()
