@@ -5,6 +5,7 @@ package queue
 
 import (
 	"fmt"
+	"time"
 
 	"dispatch-tui/engine/store"
 )
@@ -53,7 +54,12 @@ func (q *Queue) flush(pass bool) error {
 	}
 	err := encodeEvents(b, events)
 	if err == nil {
+		start := time.Now() // wall time: how long the store took
 		err = q.store.Flush(b)
+		took := time.Since(start)
+		q.mu.Lock()
+		q.health.flushes.observe(took)
+		q.mu.Unlock()
 	}
 	if err != nil {
 		// Put the work back so a later flush retries it.
