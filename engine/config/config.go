@@ -17,6 +17,7 @@ type Config struct {
 	InstanceTypes []cloud.InstanceType // sorted by price, then name
 	Containers    Containers
 	TUI           TUI
+	Store         Store
 	// Path is the file the config was read from ("" for built-in defaults).
 	Path string
 	// holdsToken tells Load that the file itself holds a secret.

@@ -192,6 +192,7 @@ type rawFile struct {
 	InstanceTypes []rawInstanceType `toml:"instance_type"`
 	Containers    rawContainers     `toml:"containers"`
 	TUI           rawTUI            `toml:"tui"`
+	Store         rawStore          `toml:"store"`
 }
 
 type rawDispatcher struct {
@@ -309,6 +310,11 @@ type rawContainers struct {
 	MaxOutput    value `toml:"max_output"`
 
 	AlwaysUsePreemptible value `toml:"always_use_preemptible"`
+}
+
+type rawStore struct {
+	URL     value `toml:"url"`
+	URLFile value `toml:"url_file"`
 }
 
 type rawTUI struct {
@@ -690,35 +696,38 @@ func localPath(dir, s string) string {
 	return filepath.Join(dir, s)
 }
 
-// maxTokenFile bounds what is read from token_file.
+// maxTokenFile bounds what is read from token_file (or url_file).
 const maxTokenFile = 64 << 10
 
-func readToken(path string) (string, error) {
+func readToken(path string) (string, error) { return readSecret(path, "token") }
+
+// readSecret reads a secret (what: "token") from a private file.
+func readSecret(path, what string) (string, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return "", fmt.Errorf("cannot read token: %v", err)
+		return "", fmt.Errorf("cannot read %s: %v", what, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("cannot read token: %s is not a regular file", path)
+		return "", fmt.Errorf("cannot read %s: %s is not a regular file", what, path)
 	}
 	if err := secretfile.Check(path, fi); err != nil {
 		return "", err
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("cannot read token: %v", err)
+		return "", fmt.Errorf("cannot read %s: %v", what, err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
 	if err != nil {
-		return "", fmt.Errorf("cannot read token: %v", err)
+		return "", fmt.Errorf("cannot read %s: %v", what, err)
 	}
 	if len(data) > maxTokenFile {
-		return "", fmt.Errorf("cannot read token: %s is larger than %s", path, FormatSize(maxTokenFile))
+		return "", fmt.Errorf("cannot read %s: %s is larger than %s", what, path, FormatSize(maxTokenFile))
 	}
 	tok := strings.TrimSpace(string(data))
 	if tok == "" {
-		return "", fmt.Errorf("token file %s is empty", path)
+		return "", fmt.Errorf("%s file %s is empty", what, path)
 	}
 	return tok, nil
 }
@@ -788,6 +797,8 @@ func (p *parser) convert(r *rawFile, c *Config, dir string, hasTypes bool) {
 		p.token(k, dir, &t.Token, &t.TokenFile)
 		d.Tokens = append(d.Tokens, t)
 	}
+
+	p.storeURL(&c.Store, dir)
 
 	cl := &c.Cloud
 	cl.SSHKeyFile = localPath(dir, cl.SSHKeyFile)

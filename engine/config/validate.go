@@ -280,6 +280,8 @@ func (c *Config) validate() []*Error {
 		v.addAt(&ct.MaxOutput, "must be between 1KiB and %s (got %s)", FormatSize(runner.MaxOutputLimit), FormatSize(ct.MaxOutput))
 	}
 
+	v.store(&c.Store)
+
 	t := &c.TUI
 	v.positiveDur(&t.Refresh)
 	v.oneOf(&t.Theme, "auto", "dark", "light")
