@@ -1,5 +1,6 @@
 // The store commands: `store migrate` brings a PostgreSQL store's schema
-// up to date, or with --dry-run prints what it would apply.
+// up to date (or with --dry-run prints what it would apply); `store copy`
+// moves an embedded store into an empty PostgreSQL database.
 
 package main
 
@@ -7,12 +8,18 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"dispatch-tui/engine"
 	"dispatch-tui/engine/api/cli"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/store"
+	"dispatch-tui/engine/store/boltstore"
 	"dispatch-tui/engine/store/pgstore"
 )
 
@@ -37,8 +44,68 @@ be applied and change nothing.`,
 		},
 	}
 	migrate.Flags().BoolVar(&dryRun, "dry-run", false, "print the migrations to apply; apply none")
-	cmd.AddCommand(migrate)
+	var from, to string
+	cp := &cobra.Command{
+		Use:   "copy --from STATE_DIR --to postgres://…",
+		Short: "Copy an embedded store into an empty PostgreSQL database, and verify it",
+		Long: `Copy the embedded store of a state dir (containers, events, stored output, the
+pause flag) into an empty PostgreSQL database, in one transaction, then read
+both back and compare their counts and a digest. A database that already holds
+a queue is refused; an interrupted copy leaves it empty, so it can be run again.
+Stop the dispatcher that uses the state dir first.`,
+		Example: "  dispatch-tui store copy --from /var/lib/dispatch-tui --to postgres://dispatch@db/dispatch",
+		Args:    cli.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if from == "" || to == "" {
+				return cli.UsageError("store copy needs --from STATE_DIR and --to URL")
+			}
+			return storeCopy(from, to, env.Stdout)
+		},
+	}
+	cp.Flags().StringVar(&from, "from", "", "the state dir whose embedded store to copy")
+	cp.Flags().StringVar(&to, "to", "", "the PostgreSQL `URL` to copy into (an empty database)")
+	cmd.AddCommand(migrate, cp)
 	return cmd
+}
+
+// storeCopy is `store copy`.
+func storeCopy(from, to string, stdout io.Writer) error {
+	path := filepath.Join(from, engine.StoreFile)
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("no embedded store in %s: %w", from, err)
+	}
+	src, err := boltstore.Open(boltstore.Options{Path: path})
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	have, err := store.ReadAll(src, queue.RecordKey)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	dst, err := pgstore.Open(pgstore.Options{URL: to, Timeout: 10 * time.Minute})
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	ids := make([]string, 0, len(have.Outputs))
+	outs := make([][]byte, 0, len(have.Outputs))
+	for id, out := range have.Outputs {
+		ids, outs = append(ids, id), append(outs, out)
+	}
+	if err := dst.Import(have.Batch(), ids, outs, have.Paused); err != nil {
+		return fmt.Errorf("copy into PostgreSQL: %w", err)
+	}
+	got, err := store.ReadAll(dst, queue.RecordKey)
+	if err != nil {
+		return fmt.Errorf("read the copy back: %w", err)
+	}
+	if len(got.Records) != len(have.Records) || len(got.Events) != len(have.Events) || len(got.Outputs) != len(have.Outputs) || got.Digest() != have.Digest() {
+		return fmt.Errorf("the copy differs from %s: %d containers, %d events, %d outputs copied of %d, %d, %d (digests %x, %x); drop and recreate the database, then copy again",
+			path, len(got.Records), len(got.Events), len(got.Outputs), len(have.Records), len(have.Events), len(have.Outputs), got.Digest(), have.Digest())
+	}
+	fmt.Fprintf(stdout, "copied %d containers, %d events, %d outputs; verified (sha256 %x)\n", len(have.Records), len(have.Events), len(have.Outputs), have.Digest())
+	return nil
 }
 
 // storeMigrate is `store migrate`.
