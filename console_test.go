@@ -15,17 +15,19 @@ import (
 	"testing"
 	"time"
 
+	"dispatch-tui/engine/enginetest/pgtest"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/tui/backend"
 )
 
 // TestMain lets the test binary serve as the runner the local driver
-// deploys to its instances (it runs "<binary> runner ...").
+// deploys to its instances (it runs "<binary> runner ..."), and stops the
+// PostgreSQL server store tests may have started (pgtest).
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "runner" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	os.Exit(pgtest.Run(m))
 }
 
 // consoleToken is the operator token of writeConsoleConfig's TCP listener.

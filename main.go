@@ -139,7 +139,7 @@ numbers (exit 1).`,
 			return checkConfig(args[0], env.Stdout, env.Stderr)
 		},
 	}
-	root.AddCommand(versionCmd, check, simulateCmd(env), cloudtestCmd(env))
+	root.AddCommand(versionCmd, check, simulateCmd(env), cloudtestCmd(env), storeCmd(env))
 	root.SetHelpCommandGroupID("other")
 	root.SetCompletionCommandGroupID("other")
 	cli.FixBashCompletion(root)

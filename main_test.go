@@ -39,6 +39,7 @@ func TestCheckConfig(t *testing.T) {
 		{"NUL in state_dir", []string{"check-config", write("nul.toml", "[dispatcher]\nstate_dir = \"/tmp/a\\u0000b\"\n")}, 1, "", "nul.toml:2: dispatcher.state_dir: must not contain a control character"},
 		{"old driver name", []string{"check-config", write("old.toml", "[cloud]\ndriver = \"cloudtest\"\n")}, 0, "old.toml: ok", `old.toml:2: cloud.driver: "cloudtest" is the old name of the "fake" driver`},
 		{"keys ok", []string{"check-config", write("keys2.toml", "[tui.keys]\nhold = \"x\"\n")}, 0, "keys2.toml: ok", ""},
+		{"store url of another database", []string{"check-config", write("store.toml", "[store]\nurl = \"mysql://db/x\"\n")}, 1, "", "store.toml:2: store.url: want a URL starting postgres://"},
 		{"key a sort takes", []string{"check-config", write("keys3.toml", "[tui.keys]\nhold = \"H\"\n")}, 1, "", "sorts by HOST"},
 		{"daemon and connect", []string{"--daemon", "--connect", "unix:/nowhere"}, 2, "", "--daemon runs the engine here: it excludes --connect"},
 		{"daemon and connect, one dash", []string{"-daemon", "-connect", "unix:/nowhere"}, 2, "", "--daemon runs the engine here"},

@@ -106,11 +106,14 @@ func New(opts Options) (*Engine, error) {
 		counted = append(counted, b.Label)
 	}
 	ledger.CountLabels(counted)
+	st, err := openStore(opts)
+	if err != nil {
+		return nil, err
+	}
 	q, err := queue.Open(queue.Options{
-		Path: opts.StorePath, Clock: opts.Clock,
+		Store: st, Clock: opts.Clock,
 		DefaultMaxAttempts: opts.Config.Containers.MaxAttempts,
 		DefaultPreemptible: opts.Config.Containers.AlwaysUsePreemptible,
-		EventRetention:     opts.Config.Dispatcher.EventRetention,
 		KeepFinished:       opts.Config.Containers.KeepFinished,
 		Parts:              []queue.Part{ledger},
 	})

@@ -12,6 +12,7 @@ import (
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/store/boltstore"
 	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
@@ -166,7 +167,11 @@ func TestLegacyOwnerAdoptedOnceOnUpgrade(t *testing.T) {
 			cfg := testConfig(t)
 			cfg.Cloud.TimeoutIdle = time.Hour
 			if upgrade { // an older version's store, and no cluster_id file
-				q, err := queue.Open(queue.Options{Path: filepath.Join(cfg.Dispatcher.StateDir, StoreFile), Clock: clk})
+				st, err := boltstore.Open(boltstore.Options{Path: filepath.Join(cfg.Dispatcher.StateDir, StoreFile)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				q, err := queue.Open(queue.Options{Store: st, Clock: clk})
 				if err != nil {
 					t.Fatal(err)
 				}

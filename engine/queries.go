@@ -220,6 +220,9 @@ type Summary struct {
 	// (omitted while it writes); StoreError is why (store.go).
 	StoreUnavailableSince time.Time `json:"store_unavailable_since,omitzero"`
 	StoreError            string    `json:"store_error,omitempty"`
+	// Store is the store in use: "bolt" (the embedded file) or
+	// "postgres" ([store] url).
+	Store string `json:"store"`
 }
 
 // Summary returns counts, cost, quota and the paused flag. It costs the
@@ -227,6 +230,7 @@ type Summary struct {
 func (e *Engine) Summary() Summary {
 	s := Summary{
 		Driver:    e.cfg.Cloud.Driver,
+		Store:     e.cfg.Store.Kind(),
 		Instances: map[worker.State]int{},
 		Behaviors: map[worker.IdleBehavior]int{},
 		Paused:    e.queue.Paused(), ContainersGen: e.queue.Generation(),

@@ -35,12 +35,15 @@ func TestChaosSoak(t *testing.T) {
 		t.Skip("soak skipped in -short mode")
 	}
 	for seed := int64(42); seed < 42+int64(*soakSeeds); seed++ {
-		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { chaosSoak(t, seed) })
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) { chaosSoak(t, seed, "") })
 	}
 }
 
-func chaosSoak(t *testing.T, seed int64) {
+// chaosSoak runs one seed; storeURL, when set, keeps the queue in that
+// PostgreSQL database instead of the embedded store.
+func chaosSoak(t *testing.T, seed int64, storeURL string) {
 	cfg := testConfig(t)
+	cfg.Store.URL = storeURL
 	cfg.Dispatcher.MaxInstances = 8
 	cfg.Dispatcher.MaxContainersPerInstance = 2
 	// medium is always out of capacity: containers that need it must be

@@ -27,6 +27,10 @@ func (s Summary) StoreStatus() string {
 	if s.StoreUnavailableSince.IsZero() {
 		return ""
 	}
+	check := "check the state_dir's disk"
+	if s.Store == "postgres" {
+		check = "check the PostgreSQL server"
+	}
 	return "store unavailable since " + s.StoreUnavailableSince.Local().Format(time.TimeOnly) + ": " + s.StoreError +
-		" (changes are kept in memory until it can write; check the state_dir's disk)"
+		" (changes are kept in memory until it can write; " + check + ")"
 }

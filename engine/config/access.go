@@ -133,7 +133,7 @@ func (p *parser) readToken(section string, tok, file *string) {
 	case *tok != "" && *file != "":
 		p.fail(section+".token_file", "set token or token_file, not both")
 	case *file != "" && !p.failed[section+".token_file"]:
-		t, err := readTokenFile(*file)
+		t, err := readSecretFile(*file, "token")
 		if err != nil {
 			p.fail(section+".token_file", "%v", err)
 			p.failed[section+".token"] = true
@@ -142,35 +142,37 @@ func (p *parser) readToken(section string, tok, file *string) {
 	}
 }
 
-// maxTokenFile bounds what is read from token_file.
+// maxTokenFile bounds what is read from token_file (or url_file).
 const maxTokenFile = 64 << 10
 
-func readTokenFile(path string) (string, error) {
+// readSecretFile reads a secret (what: "token", "store URL") from a
+// private file.
+func readSecretFile(path, what string) (string, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return "", fmt.Errorf("cannot read token: %v", err)
+		return "", fmt.Errorf("cannot read %s: %v", what, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("cannot read token: %s is not a regular file", path)
+		return "", fmt.Errorf("cannot read %s: %s is not a regular file", what, path)
 	}
 	if err := secretfile.Check(path, fi); err != nil {
 		return "", err
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("cannot read token: %v", err)
+		return "", fmt.Errorf("cannot read %s: %v", what, err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
 	if err != nil {
-		return "", fmt.Errorf("cannot read token: %v", err)
+		return "", fmt.Errorf("cannot read %s: %v", what, err)
 	}
 	if len(data) > maxTokenFile {
-		return "", fmt.Errorf("cannot read token: %s is larger than %s", path, FormatSize(maxTokenFile))
+		return "", fmt.Errorf("cannot read %s: %s is larger than %s", what, path, FormatSize(maxTokenFile))
 	}
 	tok := strings.TrimSpace(string(data))
 	if tok == "" {
-		return "", fmt.Errorf("token file %s is empty", path)
+		return "", fmt.Errorf("%s file %s is empty", what, path)
 	}
 	return tok, nil
 }

@@ -35,6 +35,7 @@ type Config struct {
 	Budgets    []Budget
 	Containers Containers
 	TUI        TUI
+	Store      Store
 	// Path is the file the config was read from ("" for built-in defaults).
 	Path string
 	// Warnings are what Parse read but wants written otherwise (an old

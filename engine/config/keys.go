@@ -13,7 +13,7 @@ import (
 )
 
 // table is every key, in the order their checks run.
-var table = slices.Concat(dispatcherKeys, cloudKeys, ec2Keys, scriptKeys, []*row{typeKeys, budgetKeys}, containerKeys, tuiKeys)
+var table = slices.Concat(dispatcherKeys, cloudKeys, ec2Keys, scriptKeys, []*row{typeKeys, budgetKeys}, containerKeys, tuiKeys, storeKeys)
 
 // [dispatcher]
 var dispatcherKeys = []*row{

@@ -146,6 +146,7 @@ func (p *parser) finish(c *Config) {
 	}
 	resolveStateDir(&c.Dispatcher)
 	p.readTokens(c)
+	p.resolveStoreURL(&c.Store)
 	withPorts(c)
 	p.providerTypes(c)
 	p.mergeHostLabels(c)

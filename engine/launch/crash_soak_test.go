@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest/pgtest"
 	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/view"
@@ -33,6 +35,22 @@ func TestCrashRestartSoak(t *testing.T) {
 	if testing.Short() {
 		t.Skip("soak skipped in -short mode")
 	}
+	crashRestartSoak(t, "")
+}
+
+// TestCrashRestartSoakPostgres is the soak with the queue in PostgreSQL
+// ($DISPATCH_TUI_STORE_URL): what a killed daemon had written is there
+// when the next one starts.
+func TestCrashRestartSoakPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("soak skipped in -short mode")
+	}
+	crashRestartSoak(t, pgtest.NewDatabase(t))
+}
+
+// crashRestartSoak runs the soak; storeURL, when set, is the daemon's
+// PostgreSQL store.
+func crashRestartSoak(t *testing.T, storeURL string) {
 	state := t.TempDir()
 	runs := filepath.Join(t.TempDir(), "runs")
 	server := fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -46,6 +64,7 @@ func TestCrashRestartSoak(t *testing.T) {
 	defer logFile.Close()
 	start := func() {
 		daemon = exec.Command(binary, "--daemon", "--config", cfgPath)
+		daemon.Env = append(os.Environ(), config.StoreURLEnv+"="+storeURL)
 		daemon.Stderr = logFile
 		if err := daemon.Start(); err != nil {
 			t.Fatal(err)

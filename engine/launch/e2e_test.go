@@ -20,6 +20,7 @@ import (
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/enginetest/pgtest"
 	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
@@ -41,7 +42,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := pgtest.Run(m) // stops the PostgreSQL server a test may have started
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

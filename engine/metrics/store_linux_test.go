@@ -35,4 +35,8 @@ func TestStoreUnavailableMetrics(t *testing.T) {
 	if n := value(t, fams, "dispatch_tui_store_write_failures_total"); n < 1 {
 		t.Fatalf("store_write_failures_total %v after, want the failures still counted", n)
 	}
+	// Every flush, failed or not, is timed.
+	if h := histogram(t, fams, "dispatch_tui_store_flush_seconds"); h.GetSampleCount() < 2 || len(h.GetBucket()) == 0 {
+		t.Fatalf("store_flush_seconds: %d flushes in %d buckets, want the failed one and the one after", h.GetSampleCount(), len(h.GetBucket()))
+	}
 }

@@ -64,7 +64,7 @@ func TestSubmitBatch(t *testing.T) {
 	wantEqual(t, "records after reopen", e.snapshot(), before)
 	wantEqual(t, "events after reopen", e.events(), evBefore)
 	e.close()
-	keys := fileContainerKeys(t, e.opts.Path)
+	keys := e.held().ids
 	slices.Sort(keys)
 	var want []string
 	for id := range before {

@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
-	"dispatch-tui/engine/clock"
+	"dispatch-tui/engine/store"
+	"dispatch-tui/engine/store/boltstore"
 )
 
 // seedFile writes n active containers straight into a new store file (one
@@ -18,12 +17,14 @@ import (
 // large queue can be opened without n durable submits.
 func seedFile(tb testing.TB, path string, n int) {
 	tb.Helper()
-	updateFile(tb, path, func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(bucketContainers)
-		if err != nil {
-			return err
-		}
-		b.FillPercent = 1
+	s, err := boltstore.Open(boltstore.Options{Path: path, NoSync: true})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer s.Close()
+	load(tb, s)
+	var b store.Batch
+	err = func() error {
 		for i := range n {
 			c := Container{
 				ID:                 fmt.Sprintf("c-%010d", i),
@@ -48,19 +49,20 @@ func seedFile(tb testing.TB, path string, n int) {
 			if err != nil {
 				return err
 			}
-			if err := b.Put([]byte(c.ID), body); err != nil {
-				return err
-			}
+			b.EndRecord(append(b.BeginRecord(c.Seq), body...))
 		}
-		return nil
-	})
+		return s.Submit(&b)
+	}()
+	if err != nil {
+		tb.Fatal(err)
+	}
 }
 
 func openSeeded(tb testing.TB, n int) *Queue {
 	tb.Helper()
 	path := filepath.Join(tb.TempDir(), "queue.db")
 	seedFile(tb, path, n)
-	q, err := Open(Options{Path: path, Clock: clock.NewFake(t0)})
+	q, err := openOnPath(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -108,7 +110,7 @@ func TestPassNoChangeAllocs(t *testing.T) {
 
 func BenchmarkSubmit(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "queue.db")
-	q, err := Open(Options{Path: path, Clock: clock.NewFake(t0)})
+	q, err := openOnPath(path)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,9 +18,7 @@ func TestBulkKill(t *testing.T) {
 	done := e.submit(spec("d")).ID
 	e.toState(done, Complete)
 	evBefore := len(e.events())
-	e.q.flushMu.Lock()
-	batches := e.q.journalNext
-	e.q.flushMu.Unlock()
+	batches := e.writes.Load()
 
 	ids := []string{q1, "c-0000000000000000", run, done, q2}
 	rs, err := e.q.Bulk(ids, BulkVerb{Verb: view.ContainerKill, Actor: "operator:alice"})
@@ -55,11 +53,9 @@ func TestBulkKill(t *testing.T) {
 	if n := len(e.events()) - evBefore; n != 5 {
 		t.Errorf("%d new events, want 5", n)
 	}
-	e.q.flushMu.Lock()
-	after := e.q.journalNext
-	e.q.flushMu.Unlock()
+	after := e.writes.Load()
 	if after != batches+1 {
-		t.Errorf("the bulk kill wrote %d journal batches, want 1 (one transaction)", after-batches)
+		t.Errorf("the bulk kill wrote records in %d flushes, want 1 (one transaction)", after-batches)
 	}
 	e.reopen()
 	if c := e.get(q2); c.State != Cancelled {

@@ -9,7 +9,7 @@ import (
 // exactly once, while other goroutines submit batches (which may commit out
 // of Seq order) and containers end and are dropped.
 func TestEachFromPagesCoverEveryContainerOnce(t *testing.T) {
-	e := newEnv(t, func(o *Options) { o.NoSync = true })
+	e := newEnv(t, func(o *envOptions) { o.Store.NoSync = true })
 	var before []string
 	for range 10 {
 		specs := make([]Spec, 50)

@@ -1,7 +1,7 @@
-// Package queue holds container records: the persistent store (bbolt), the
-// in-memory index the scheduler walks every pass, the legal state
-// transitions (states.txt, docs/design.md §3), the event log, and change
-// notifications.
+// Package queue holds container records in memory, as the index the
+// scheduler walks every pass, with the legal state transitions
+// (states.txt, docs/design.md §3), the event log and change
+// notifications; what changes goes to a store (engine/store).
 package queue
 
 import (

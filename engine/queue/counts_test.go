@@ -15,7 +15,7 @@ func walkCounts(q *Queue) map[State]int {
 // Counts must equal a walk of every container through submits, every
 // transition, the kill verb, drops beyond KeepFinished and a reopen.
 func TestCountsMatchWalk(t *testing.T) {
-	e := newEnv(t, func(o *Options) { o.KeepFinished = 4 })
+	e := newEnv(t, func(o *envOptions) { o.KeepFinished = 4 })
 	check := func(when string) {
 		t.Helper()
 		wantEqual(t, "counts "+when, e.q.Counts(), walkCounts(e.q))

@@ -4,6 +4,7 @@ package queue
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -582,4 +583,27 @@ func putUintBack(a []byte, v uint64) int {
 			return w
 		}
 	}
+}
+
+// decodeEvent decodes one stored event, which must have Seq seq.
+func decodeEvent(seq uint64, j []byte) (Event, error) {
+	var e Event
+	if err := json.Unmarshal(j, &e); err != nil {
+		return e, fmt.Errorf("read event %d: %w", seq, err)
+	}
+	if e.Seq != seq {
+		return e, fmt.Errorf("read event %d: stored with seq %d", seq, e.Seq)
+	}
+	return e, nil
+}
+
+// RecordKey reads the Seq and id of a stored record (tools that read a
+// store without a queue: store copy).
+func RecordKey(body []byte) (uint64, string, error) {
+	var k struct {
+		ID  string `json:"id"`
+		Seq uint64 `json:"seq"`
+	}
+	err := json.Unmarshal(body, &k)
+	return k.Seq, k.ID, err
 }

@@ -2,7 +2,6 @@ package queue
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"math"
 	"math/rand/v2"
@@ -10,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 
 	"dispatch-tui/engine/runner"
 )
@@ -194,36 +191,22 @@ func TestFlushWritesMarshalEncodingToFile(t *testing.T) {
 	e.q.mu.Unlock()
 	e.close()
 
-	db, err := bolt.Open(e.opts.Path, 0o600, &bolt.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
+	h := e.held()
+	for seq, v := range h.records {
+		if w := want[seq]; !bytes.Equal(v, w) {
+			t.Errorf("record %d in the file:\n got %s\nwant %s", seq, v, w)
+		}
 	}
-	defer db.Close()
-	err = db.View(func(tx *bolt.Tx) error {
-		n := 0
-		err := tx.Bucket(bucketContainers).ForEach(func(k, v []byte) error {
-			n++
-			if w := want[binary.BigEndian.Uint64(k)]; !bytes.Equal(v, w) {
-				t.Errorf("record %x in the file:\n got %s\nwant %s", k, v, w)
-			}
-			return nil
-		})
-		if n != len(want) {
-			t.Errorf("%d records in the file, want %d", n, len(want))
+	if len(h.records) != len(want) {
+		t.Errorf("%d records in the file, want %d", len(h.records), len(want))
+	}
+	for _, ev := range h.events {
+		if w := wantEvents[ev.seq]; !bytes.Equal(ev.json, w) {
+			t.Errorf("event %d in the file:\n got %s\nwant %s", ev.seq, ev.json, w)
 		}
-		stored := storedEvents(t, tx)
-		for _, ev := range stored {
-			if w := wantEvents[ev.seq]; !bytes.Equal(ev.json, w) {
-				t.Errorf("event %d in the file:\n got %s\nwant %s", ev.seq, ev.json, w)
-			}
-		}
-		if len(stored) != len(wantEvents) {
-			t.Errorf("%d events in the file, want %d", len(stored), len(wantEvents))
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
+	}
+	if len(h.events) != len(wantEvents) {
+		t.Errorf("%d events in the file, want %d", len(h.events), len(wantEvents))
 	}
 }
 

@@ -52,7 +52,7 @@ func TestWaitInLine(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, func(o *Options) { o.NoSync = true })
+			e := newEnv(t, func(o *envOptions) { o.Store.NoSync = true })
 			var ids []string
 			start := e.clk.Now()
 			for i := range n {
@@ -122,7 +122,7 @@ func TestWaitInLine(t *testing.T) {
 // container when others are submitted or end and when its own priority
 // changes, and is gone once it starts.
 func TestPendingFollowsTheContainer(t *testing.T) {
-	e := newEnv(t, func(o *Options) { o.NoSync = true })
+	e := newEnv(t, func(o *envOptions) { o.Store.NoSync = true })
 	a := e.submit(Spec{Command: []string{"true"}, Priority: intp(1)}).ID
 	b := e.submit(Spec{Command: []string{"true"}, Priority: intp(2)}).ID
 	e.pass(func(tx *Tx) {

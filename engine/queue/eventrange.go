@@ -5,8 +5,6 @@ package queue
 // EventRange: the sequence numbers the event log holds, so that a reader
 // of the newest events knows where to start and how many there are.
 
-import bolt "go.etcd.io/bbolt"
-
 // EventRange returns the oldest and newest sequence numbers of the events
 // kept (the store's, and those not yet written); ok is false while there
 // are none. Seqs are consecutive but for those of writes that failed.
@@ -20,13 +18,8 @@ func (q *Queue) EventRange() (first, last uint64, ok bool) {
 	if last == 0 || first == 0 {
 		return 0, 0, false
 	}
-	q.db.View(func(tx *bolt.Tx) error {
-		if k, _ := tx.Bucket(bucketEvents).Cursor().First(); k != nil {
-			if f, _, ok := batchRange(k); ok {
-				first = min(first, f)
-			}
-		}
-		return nil
-	})
+	if f, ok := q.store.FirstEvent(); ok {
+		first = min(first, f)
+	}
 	return first, last, true
 }

@@ -24,7 +24,7 @@ func TestSubmitRecordsPreemptibleAndHealthDefaults(t *testing.T) {
 			&HealthCheck{Command: []string{"ok"}, Interval: Duration(30 * time.Second), Timeout: Duration(10 * time.Second), Retries: 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, func(o *Options) { o.DefaultPreemptible = tc.always })
+			e := newEnv(t, func(o *envOptions) { o.DefaultPreemptible = tc.always })
 			s := spec("true")
 			s.Scheduling.Preemptible = tc.spec
 			s.HealthCheck = tc.hc

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"dispatch-tui/engine/clock"
+	"dispatch-tui/engine/store"
+	"dispatch-tui/engine/store/boltstore"
 	"dispatch-tui/engine/view"
 )
 
@@ -20,27 +22,39 @@ var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 // env is one queue on a real bbolt file in a temporary directory, driven by
 // a fake clock. It can be closed and reopened on the same file.
 type env struct {
-	tb   testing.TB
-	opts Options
-	clk  *clock.Fake
-	q    *Queue
+	tb    testing.TB
+	opts  Options
+	sopts boltstore.Options
+	clk   *clock.Fake
+	q     *Queue
+	store *boltstore.Store // q's
+	// writes counts the flushes that wrote records (counting).
+	writes atomic.Int64
+}
+
+// envOptions are a queue's options and its store's.
+type envOptions struct {
+	Options
+	Store boltstore.Options
 }
 
 // newEnv opens a fresh queue. mod may adjust the options before opening.
-func newEnv(tb testing.TB, mod func(*Options)) *env {
+func newEnv(tb testing.TB, mod func(*envOptions)) *env {
 	tb.Helper()
 	clk := clock.NewFake(t0)
-	opts := Options{
+	opts := envOptions{
+		Options: Options{
+			Clock:              clk,
+			DefaultMaxAttempts: 3,
+			EventsInMemory:     100,
+		},
 		// A directory that does not exist yet: Open must create it.
-		Path:               filepath.Join(tb.TempDir(), "state", "queue.db"),
-		Clock:              clk,
-		DefaultMaxAttempts: 3,
-		EventsInMemory:     100,
+		Store: boltstore.Options{Path: filepath.Join(tb.TempDir(), "state", "queue.db")},
 	}
 	if mod != nil {
 		mod(&opts)
 	}
-	e := &env{tb: tb, opts: opts, clk: clk}
+	e := &env{tb: tb, opts: opts.Options, sopts: opts.Store, clk: clk}
 	e.q = e.open()
 	tb.Cleanup(func() {
 		if e.q != nil {
@@ -54,11 +68,48 @@ func newEnv(tb testing.TB, mod func(*Options)) *env {
 
 func (e *env) open() *Queue {
 	e.tb.Helper()
-	q, err := Open(e.opts)
+	s, err := boltstore.Open(e.sopts)
 	if err != nil {
-		e.tb.Fatalf("open %s: %v", e.opts.Path, err)
+		e.tb.Fatalf("open %s: %v", e.sopts.Path, err)
 	}
+	opts := e.opts
+	opts.Store = counting{Store: s, writes: &e.writes}
+	q, err := Open(opts)
+	if err != nil {
+		e.tb.Fatalf("open %s: %v", e.sopts.Path, err)
+	}
+	e.store = s
 	return q
+}
+
+// openOnPath opens a queue on the bbolt file at path, on a fake clock.
+func openOnPath(path string) (*Queue, error) {
+	q, _, err := openOn(Options{Clock: clock.NewFake(t0)}, boltstore.Options{Path: path})
+	return q, err
+}
+
+// counting is a store that counts the flushes that write records.
+type counting struct {
+	store.Store
+	writes *atomic.Int64
+}
+
+func (c counting) Flush(b *store.Batch) error {
+	if _, n := b.Entries(); n > 0 {
+		c.writes.Add(1)
+	}
+	return c.Store.Flush(b)
+}
+
+// openOn opens a queue with opts on a bbolt store opened with sopts.
+func openOn(opts Options, sopts boltstore.Options) (*Queue, *boltstore.Store, error) {
+	s, err := boltstore.Open(sopts)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.Store = s
+	q, err := Open(opts)
+	return q, s, err
 }
 
 // close closes the queue; the env can be reopened.
@@ -207,59 +258,83 @@ func (e *env) activeIDs() []string {
 	return ids
 }
 
-// fileContainerKeys lists the ids of the containers stored in the bbolt file
-// (checking each is keyed by its seq). The
-// queue must be closed.
-func fileContainerKeys(tb testing.TB, path string) []string {
-	tb.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
-	if err != nil {
-		tb.Fatalf("open %s read-only: %v", path, err)
-	}
-	defer db.Close()
-	var keys []string
-	err = db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketContainers)
-		if b == nil {
-			return nil
-		}
-		return b.ForEach(func(k, v []byte) error {
-			var c Container
-			if err := json.Unmarshal(v, &c); err != nil {
-				return err
-			}
-			if string(k) != string(containerKey(c.Seq)) {
-				tb.Errorf("container %s stored under key %x, want its seq %d", c.ID, k, c.Seq)
-			}
-			keys = append(keys, c.ID)
-			return nil
-		})
-	})
-	if err != nil {
-		tb.Fatalf("read %s: %v", path, err)
-	}
-	return keys
+// held is what a store holds, as a start-up loads it.
+type held struct {
+	records map[uint64][]byte // by Seq
+	ids     []string          // the records' ids, in Seq order
+	events  []storedEvent     // oldest first
+	paused  bool
 }
 
-// storedRecord is the stored JSON of the container with sequence number
-// seq as a reader of the open store sees it: the journal's latest entry for
-// it, else the containers bucket's record (nil if dropped or absent).
-func storedRecord(tx *bolt.Tx, seq uint64) []byte {
-	jb := tx.Bucket(bucketJournal)
-	var entries []journalEntry
-	cur := jb.Cursor()
-	for k, v := cur.First(); k != nil; k, v = cur.Next() {
-		var err error
-		if entries, err = appendJournalValue(entries, jb, k, v); err != nil {
-			panic(err)
+// storedEvent is one event as stored: its JSON and what it decodes to.
+type storedEvent struct {
+	seq   uint64
+	json  []byte
+	event Event
+}
+
+// load reads everything st holds, through the store interface.
+func load(tb testing.TB, st store.Store) held {
+	tb.Helper()
+	h := held{records: map[uint64][]byte{}}
+	var seqs []uint64
+	byseq := map[uint64]string{}
+	loaded, err := st.Load(1<<30, func(body []byte) (uint64, string, error) {
+		var c Container
+		if err := json.Unmarshal(body, &c); err != nil {
+			return 0, "", err
 		}
+		h.records[c.Seq] = slices.Clone(body)
+		seqs = append(seqs, c.Seq)
+		byseq[c.Seq] = c.ID
+		return c.Seq, c.ID, nil
+	}, func(seq uint64, body []byte) error {
+		ev, err := decodeEvent(seq, body)
+		h.events = append(h.events, storedEvent{seq: seq, json: slices.Clone(body), event: ev})
+		return err
+	})
+	if err != nil {
+		tb.Fatalf("load the store: %v", err)
 	}
-	for i := len(entries) - 1; i >= 0; i-- {
-		if entries[i].seq == seq {
-			return entries[i].body
-		}
+	slices.Sort(seqs)
+	for _, seq := range seqs {
+		h.ids = append(h.ids, byseq[seq])
 	}
-	return tx.Bucket(bucketContainers).Get(containerKey(seq))
+	h.paused = loaded.Paused
+	return h
+}
+
+// held is what the env's store holds now: the open one re-read, or the
+// file opened anew while the queue is closed.
+func (e *env) held() held {
+	e.tb.Helper()
+	if e.q != nil {
+		return load(e.tb, e.store)
+	}
+	s, err := boltstore.Open(e.sopts)
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+	defer s.Close()
+	return load(e.tb, s)
+}
+
+// putRecord stores body as container seq's record in the closed queue's
+// store, as an older version may have written it.
+func (e *env) putRecord(seq uint64, body []byte) {
+	e.tb.Helper()
+	s, err := boltstore.Open(e.sopts)
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+	defer s.Close()
+	load(e.tb, s)
+	var b store.Batch
+	buf := append(b.BeginRecord(seq), body...)
+	b.EndRecord(buf)
+	if err := s.Flush(&b); err != nil {
+		e.tb.Fatal(err)
+	}
 }
 
 // toState drives a freshly submitted (Queued) container to state s through
@@ -300,19 +375,5 @@ func wantEqual[T any](tb testing.TB, what string, got, want T) {
 	tb.Helper()
 	if !reflect.DeepEqual(got, want) {
 		tb.Fatalf("%s:\n got  %+v\n want %+v", what, got, want)
-	}
-}
-
-// updateFile runs fn in one write transaction on the store file at path,
-// which no queue has open (the file is created if need be).
-func updateFile(tb testing.TB, path string, fn func(tx *bolt.Tx) error) {
-	tb.Helper()
-	db, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Update(fn); err != nil {
-		tb.Fatal(err)
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"strings"
 	"testing"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // TestOldLabelsReadAsConstraints: a record an older version stored, whose
@@ -15,15 +13,12 @@ func TestOldLabelsReadAsConstraints(t *testing.T) {
 	e := newEnv(t, nil)
 	c := e.submit(Spec{Command: []string{"true"}, Scheduling: Scheduling{Constraints: map[string]string{"gpu": "a100"}}})
 	e.close()
-	updateFile(t, e.opts.Path, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketContainers)
-		v := b.Get(containerKey(c.Seq))
-		old := bytes.Replace(v, []byte(`"constraints":`), []byte(`"labels":`), 1)
-		if bytes.Equal(old, v) {
-			t.Fatalf("stored record without constraints: %s", v)
-		}
-		return b.Put(containerKey(c.Seq), old)
-	})
+	v := e.held().records[c.Seq]
+	old := bytes.Replace(v, []byte(`"constraints":`), []byte(`"labels":`), 1)
+	if bytes.Equal(old, v) {
+		t.Fatalf("stored record without constraints: %s", v)
+	}
+	e.putRecord(c.Seq, old)
 	e.q = e.open()
 	got := e.get(c.ID)
 	wantEqual(t, "constraints", got.Scheduling.Constraints, map[string]string{"gpu": "a100"})

@@ -19,8 +19,8 @@ import (
 func TestIncrementalOrderEqualsFullSort(t *testing.T) {
 	for seed := uint64(1); seed <= 16; seed++ {
 		t.Run("", func(t *testing.T) {
-			e := newEnv(t, func(o *Options) {
-				o.NoSync = true
+			e := newEnv(t, func(o *envOptions) {
+				o.Store.NoSync = true
 				if seed%3 == 0 {
 					o.KeepFinished = 5 // drops finished containers at flushes
 				}

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // mapPart is a Part holding string records.
@@ -63,20 +61,19 @@ func (p *mapPart) set(k, v string) {
 // write, deleted when their value is nil, and read back at open.
 func TestPartsWrittenInTheFlush(t *testing.T) {
 	part := newMapPart()
-	e := newEnv(t, func(o *Options) { o.Parts = []Part{part} })
+	e := newEnv(t, func(o *envOptions) { o.Parts = []Part{part} })
 	part.set("a", "1")
 	part.set("b", "2")
 	if err := e.q.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	err := e.q.db.View(func(tx *bolt.Tx) error {
-		if got := string(tx.Bucket([]byte("test-part")).Get([]byte("a"))); got != "1" {
-			t.Errorf("after the flush the store holds a=%q, want 1", got)
-		}
-		return nil
-	})
+	stored := map[string]string{}
+	err := e.q.store.LoadPart("test-part", func(k, v []byte) error { stored[string(k)] = string(v); return nil })
 	if err != nil {
 		t.Fatal(err)
+	}
+	if stored["a"] != "1" {
+		t.Errorf("after the flush the store holds a=%q, want 1", stored["a"])
 	}
 	part.set("b", "")
 	part.set("c", "3")

@@ -5,43 +5,18 @@ package queue
 import (
 	"cmp"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"dispatch-tui/engine/clock"
+	"dispatch-tui/engine/store"
 	"dispatch-tui/engine/view"
 )
-
-var (
-	bucketContainers = []byte("containers")
-	bucketMeta       = []byte("meta")
-	bucketLogs       = []byte("logs")
-	keyPaused        = []byte("paused")
-)
-
-// Containers are keyed by their sequence number (big-endian), not their
-// random id: submits then append at the end of the tree, pages fill up
-// (appendFill), and a write touches only the pages of the records it
-// changes, so the store's file and the pages mapped from it stay small.
-func containerKey(seq uint64) []byte {
-	var k [8]byte
-	binary.BigEndian.PutUint64(k[:], seq)
-	return k[:]
-}
-
-// appendFill is the page fill for buckets written in key order (bbolt's
-// default of half-full pages suits random inserts).
-const appendFill = 0.95
 
 // ErrNotFound is returned for an unknown container id.
 var ErrNotFound = view.NewError(view.KindNotFound, "no such container")
@@ -58,7 +33,8 @@ func (e *TransitionError) Error() string {
 
 // Options configure a Queue.
 type Options struct {
-	Path               string // bbolt file; its directory is created
+	// Store keeps the queue durably (engine/store); the queue closes it.
+	Store              store.Store
 	Clock              clock.Clock
 	DefaultMaxAttempts int
 	// DefaultPreemptible is scheduling.preemptible for a spec without one
@@ -66,28 +42,22 @@ type Options struct {
 	DefaultPreemptible bool
 	// EventsInMemory is how many recent events are kept for fast reads.
 	EventsInMemory int
-	// EventRetention is how many of the newest events the store keeps
-	// (0 = all); older ones are deleted as new ones are written.
-	EventRetention int
 	// KeepFinished is how many final containers are kept, those that
 	// ended last (0 = all); older ones are dropped, with their stored
 	// output, at a flush.
 	KeepFinished int
-	// NoSync skips fsync on commit: for benchmarks and tests only.
-	NoSync bool
 	// Parts are other records kept in the store and written in its
 	// flushes (parts.go).
 	Parts []Part
 }
 
-// Queue is the container store. One mutex (mu) guards every in-memory
-// record; flushMu serialises writes to the file so that a later snapshot
+// Queue is the container index over a store. One mutex (mu) guards every
+// in-memory record; flushMu serialises flushes so that a later snapshot
 // never lands before an earlier one.
 type Queue struct {
-	db    *bolt.DB
+	store store.Store
 	clock clock.Clock
 	opts  Options
-	group *groupCommit // submits and stored logs
 
 	flushMu sync.Mutex
 
@@ -110,17 +80,9 @@ type Queue struct {
 	runBuf     []orderRun   // sortLocked's scratch
 	bySeq      []*Container // every container of byID by Seq (byseq.go)
 	tx         Tx           // the pass's, reused (Pass)
-	// flushBuf and flushRecs are Flush's scratch, reused (flushMu).
-	flushBuf  []byte
-	flushRecs []*Container // the records a flush writes (put back in q.dirty if the write fails)
-	// journalLen is how many entries the journal bucket holds and
-	// journalNext the key of the next (journal.go); flushMu guards both.
-	journalLen  int
-	journalNext uint64
-	foldMin     int // tests: the fold threshold, when not 0
-	rebuildMax  int // tests: rebuildMaxRecords, when not 0
-	keepJournal int // tests: journalKeep, when not 0
-	batchMax    int // tests: maxBatchBytes, when not 0
+	// flushBatch and flushRecs are Flush's scratch, reused (flushMu).
+	flushBatch store.Batch
+	flushRecs  []*Container // the records a flush writes (put back in q.dirty if the write fails)
 	// gen counts changes a reader of the containers could see (records,
 	// pending reasons, submits, drops), so a client can tell its copy is
 	// still current.
@@ -141,15 +103,13 @@ type Queue struct {
 	nextEvent   uint64
 	nextSeq     uint64
 	paused      bool
-	// pausedStored is the pause flag as the store holds it (flushMu): a
-	// flush puts it only when it changed, not rewriting meta's page each time.
-	pausedStored bool
-	subs         map[int]chan struct{}
-	nextSub      int
-	health       storeHealth // storehealth.go
+	subs        map[int]chan struct{}
+	nextSub     int
+	health      storeHealth // storehealth.go
 }
 
-// Open opens (or creates) the store at opts.Path and loads every record.
+// Open loads every record from opts.Store into a new Queue. If it fails,
+// the store is closed.
 func Open(opts Options) (*Queue, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
@@ -160,15 +120,8 @@ func Open(opts Options) (*Queue, error) {
 	if opts.EventsInMemory <= 0 {
 		opts.EventsInMemory = 1000
 	}
-	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o700); err != nil {
-		return nil, fmt.Errorf("create state directory: %w", err)
-	}
-	db, err := bolt.Open(opts.Path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: opts.NoSync, InitialMmapSize: initialMmap})
-	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w (is another dispatcher using this state_dir?)", opts.Path, err)
-	}
 	q := &Queue{
-		db: db, clock: opts.Clock, opts: opts, group: &groupCommit{db: db},
+		store: opts.Store, clock: opts.Clock, opts: opts,
 		byID:     map[string]*Container{},
 		counts:   map[State]int{},
 		subs:     map[int]chan struct{}{},
@@ -176,127 +129,64 @@ func Open(opts Options) (*Queue, error) {
 		shapeIDs: map[Constraints]uint16{},
 	}
 	if err := q.load(); err != nil {
-		db.Close()
+		opts.Store.Close()
 		return nil, err
 	}
 	return q, nil
 }
 
+// load builds the index from the store's records and events.
 func (q *Queue) load() error {
-	return q.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketContainers, bucketEvents, bucketMeta, bucketLogs, bucketJournal} {
-			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return fmt.Errorf("create bucket %s: %w", b, err)
-			}
+	rec := func(v []byte) (uint64, string, error) {
+		c := &Container{}
+		if err := json.Unmarshal(v, c); err != nil {
+			return 0, "", err
 		}
-		// The journal is read first (at most about as many entries as
-		// records: Queue.foldThreshold), so that a record it holds a later
-		// version of is decoded once, from there.
-		latest, jn, err := readJournal(tx.Bucket(bucketJournal), 0)
-		if err != nil {
-			return fmt.Errorf("load journal: %w", err)
+		if err := c.upgrade(v); err != nil {
+			return 0, "", err
 		}
-		q.journalLen, q.journalNext = jn, 0
-		if cur := tx.Bucket(bucketJournal).Cursor(); jn > 0 {
-			k, _ := cur.Last()
-			q.journalNext = binary.BigEndian.Uint64(k) + 1
+		c.setHints()
+		c.shape = q.shapeLocked(c.RuntimeConstraints)
+		q.byID[c.ID] = c
+		q.countLocked(c)
+		if c.State.Final() {
+			q.finished = append(q.finished, c)
+		} else {
+			q.active = append(q.active, c)
 		}
-		journaled := func(seq uint64) (journalEntry, bool) {
-			i, ok := slices.BinarySearchFunc(latest, seq, func(e journalEntry, s uint64) int { return cmp.Compare(e.seq, s) })
-			if !ok {
-				return journalEntry{}, false
-			}
-			return latest[i], true
-		}
-		add := func(k, v []byte) error {
-			c := &Container{}
-			if err := json.Unmarshal(v, c); err != nil {
-				return fmt.Errorf("load container %x: %w", k, err)
-			}
-			if err := c.upgrade(v); err != nil {
-				return fmt.Errorf("load container %x: %w", k, err)
-			}
-			c.setHints()
-			c.shape = q.shapeLocked(c.RuntimeConstraints)
-			q.byID[c.ID] = c
-			q.countLocked(c)
-			if c.State.Final() {
-				q.finished = append(q.finished, c)
-			} else {
-				q.active = append(q.active, c)
-			}
-			q.nextSeq = max(q.nextSeq, c.Seq+1)
-			return nil
-		}
-		cb := tx.Bucket(bucketContainers)
-		var oldKeys [][]byte  // records of an earlier layout, keyed by id
-		var inBucket []uint64 // journaled Seqs also in the bucket
-		err = cb.ForEach(func(k, v []byte) error {
-			if len(k) != 8 {
-				oldKeys = append(oldKeys, k)
-			} else if e, ok := journaled(binary.BigEndian.Uint64(k)); ok {
-				inBucket = append(inBucket, e.seq)
-				if e.body == nil {
-					return nil // dropped
-				}
-				v = e.body
-			}
-			return add(k, v)
-		})
-		if err != nil {
-			return err
-		}
-		// A journaled record not in the bucket (not written there by
-		// this version, which puts submits in the bucket, but allowed).
-		for _, e := range latest {
-			if _, ok := slices.BinarySearch(inBucket, e.seq); !ok && e.body != nil {
-				if err := add(journalKey(e.seq), e.body); err != nil {
-					return err
-				}
-			}
-		}
-		for _, k := range oldKeys {
-			c := q.byID[string(k)]
-			if c == nil {
-				return fmt.Errorf("load container %s: the record's id does not match its key", k)
-			}
-			body := cb.Get(k)
-			if err := cb.Put(containerKey(c.Seq), slices.Clone(body)); err != nil {
-				return fmt.Errorf("migrate container %s: %w", k, err)
-			}
-			if err := cb.Delete(k); err != nil {
-				return fmt.Errorf("migrate container %s: %w", k, err)
-			}
-		}
-		slices.SortFunc(q.finished, func(a, b *Container) int { return cmp.Compare(a.Seq, b.Seq) })
-		q.bySeq = make([]*Container, 0, len(q.byID))
-		q.bySeq = append(append(q.bySeq, q.active...), q.finished...)
-		slices.SortFunc(q.bySeq, func(a, b *Container) int { return cmp.Compare(a.Seq, b.Seq) })
-		q.unsorted = true
-		if q.recent, q.nextEvent, err = loadEvents(tx, q.opts.EventsInMemory); err != nil {
-			return err
-		}
-		q.recentBuf = q.recent
-		q.paused = string(tx.Bucket(bucketMeta).Get(keyPaused)) == "true"
-		q.pausedStored = q.paused
-		return q.loadParts(tx)
-	})
+		q.nextSeq = max(q.nextSeq, c.Seq+1)
+		return c.Seq, c.ID, nil
+	}
+	var events []Event
+	ev := func(seq uint64, j []byte) error {
+		e, err := decodeEvent(seq, j)
+		events = append(events, e)
+		return err
+	}
+	loaded, err := q.store.Load(q.opts.EventsInMemory, rec, ev)
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(q.finished, func(a, b *Container) int { return cmp.Compare(a.Seq, b.Seq) })
+	q.bySeq = make([]*Container, 0, len(q.byID))
+	q.bySeq = append(append(q.bySeq, q.active...), q.finished...)
+	slices.SortFunc(q.bySeq, func(a, b *Container) int { return cmp.Compare(a.Seq, b.Seq) })
+	q.unsorted = true
+	q.recent, q.recentBuf, q.nextEvent = events, events, loaded.NextEvent
+	q.paused = loaded.Paused
+	return q.loadParts()
 }
 
-// Close flushes pending writes, folds the journal into the containers
-// bucket (journal.go) and closes the file.
+// Close flushes pending writes and closes the store.
 func (q *Queue) Close() error {
 	ferr := q.Flush()
-	if ferr == nil {
-		ferr = q.fold()
-	}
 	q.mu.Lock()
 	for id, ch := range q.subs {
 		close(ch)
 		delete(q.subs, id)
 	}
 	q.mu.Unlock()
-	return errors.Join(ferr, q.db.Close())
+	return errors.Join(ferr, q.store.Close())
 }
 
 // Subscribe returns a channel that receives a value (coalesced: at most one
@@ -377,29 +267,14 @@ func (q *Queue) SubmitBatch(specs []Spec, actor string) ([]view.Container, error
 		events[i] = q.logEventLocked(now, actor, "verb", c.ID, "submit", "")
 	}
 	q.mu.Unlock()
-	err := q.group.write(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketContainers)
-		b.FillPercent = appendFill
-		var buf []byte // values stay valid until commit: not reused
-		for _, c := range recs {
-			start := len(buf)
-			var err error
-			if buf, err = appendContainer(buf, c); err != nil {
-				return fmt.Errorf("encode container %s: %w", c.ID, err)
-			}
-			if err := b.Put(containerKey(c.Seq), buf[start:len(buf):len(buf)]); err != nil {
-				return err
-			}
-		}
-		eb := tx.Bucket(bucketEvents)
-		if _, err := putEvents(eb, events, buf[len(buf):]); err != nil {
-			return err
-		}
-		if q.opts.EventRetention > 0 {
-			return pruneEvents(eb, events[len(events)-1].Seq, uint64(q.opts.EventRetention))
-		}
-		return nil
-	})
+	var batch store.Batch // concurrent submits: each its own
+	err := encodeRecords(&batch, recs)
+	if err == nil {
+		err = encodeEvents(&batch, events)
+	}
+	if err == nil {
+		err = q.store.Submit(&batch)
+	}
 	if err != nil {
 		q.mu.Lock()
 		q.unlogEventsLocked(events)
@@ -659,6 +534,7 @@ func (q *Queue) AddEvent(actor, kind, target, action, reason string) error {
 func (q *Queue) StoreLogsBatch(ids []string, outputs [][]byte) error {
 	known := make([]bool, len(ids))
 	someKnown := false
+	var err error
 	q.mu.Lock()
 	for i, id := range ids {
 		_, known[i] = q.byID[id]
@@ -668,18 +544,18 @@ func (q *Queue) StoreLogsBatch(ids []string, outputs [][]byte) error {
 	if !someKnown {
 		return nil // all dropped (keep_finished) before their output arrived
 	}
-	err := q.group.write(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketLogs)
+	if !slices.Contains(known, false) {
+		err = q.store.PutOutputs(ids, outputs)
+	} else {
+		var kids []string
+		var kouts [][]byte
 		for i, id := range ids {
-			if !known[i] {
-				continue
-			}
-			if err := b.Put([]byte(id), outputs[i]); err != nil {
-				return err
+			if known[i] {
+				kids, kouts = append(kids, id), append(kouts, outputs[i])
 			}
 		}
-		return nil
-	})
+		err = q.store.PutOutputs(kids, kouts)
+	}
 	if err != nil && len(ids) == 1 {
 		return fmt.Errorf("store logs of %s: %w", ids[0], err)
 	}
@@ -719,16 +595,7 @@ func (q *Queue) setOutputNote(id string, set func(c *Container) bool) bool {
 
 // StoredLogs returns the output kept by StoreLogsBatch, if any.
 func (q *Queue) StoredLogs(id string) ([]byte, bool, error) {
-	var out []byte
-	found := false
-	err := q.db.View(func(tx *bolt.Tx) error {
-		if v := tx.Bucket(bucketLogs).Get([]byte(id)); v != nil {
-			out = append([]byte(nil), v...)
-			found = true
-		}
-		return nil
-	})
-	return out, found, err
+	return q.store.Output(id)
 }
 
 // AppendEvent records an event to be written with the next flush (the end
@@ -757,17 +624,26 @@ func (q *Queue) Events(since uint64, limit int) ([]Event, error) {
 	if err := q.Flush(); err != nil {
 		return q.eventsUnwritten(since, limit) // storehealth.go
 	}
+	return q.storedEvents(since, limit)
+}
+
+// storedEvents returns up to limit events with Seq > since from the
+// store, oldest first.
+func (q *Queue) storedEvents(since uint64, limit int) ([]Event, error) {
 	var out []Event
-	err := q.db.View(func(tx *bolt.Tx) error {
-		var err error
-		out, err = readEvents(tx.Bucket(bucketEvents), since, limit)
-		return err
+	err := q.store.Events(since, func(seq uint64, j []byte) (bool, error) {
+		e, err := decodeEvent(seq, j)
+		if err != nil {
+			return false, err
+		}
+		out = append(out, e)
+		return len(out) < limit, nil
 	})
 	return out, err
 }
 
 // dropFinishedLocked removes from memory the final containers beyond
-// KeepFinished (those that ended first, at most pruneBatch) and returns them
+// KeepFinished (those that ended first, at most store.MaxDeletesPerFlush) and returns them
 // for the flush to delete from the store (after writing any change to them
 // in the same transaction).
 func (q *Queue) dropFinishedLocked() []*Container {
@@ -779,7 +655,7 @@ func (q *Queue) dropFinishedLocked() []*Container {
 		// (order.go) moves them, re-placing only what changed.
 		q.sortLocked()
 	}
-	n := min(len(q.finished)-q.opts.KeepFinished, pruneBatch)
+	n := min(len(q.finished)-q.opts.KeepFinished, store.MaxDeletesPerFlush)
 	if n <= 0 {
 		return nil
 	}
@@ -815,15 +691,3 @@ func (q *Queue) undropLocked(drop []*Container) {
 	}
 	q.finished = append(drop, q.finished...)
 }
-
-// initialMmap is the store's first memory map. bbolt maps the file anew
-// whenever it outgrows the map (doubling up to 1 GiB), and a remap first
-// copies out every node the write transaction holds — inside a fold, the
-// whole containers bucket (~170 ms at 150,000 records) — while readers
-// wait. Mapping 1 GiB from the start costs address space only (the pages
-// are the file's, read on demand), so a store below that never remaps.
-const initialMmap = 1 << 30
-
-// pruneBatch bounds the events one flush deletes, so that turning
-// retention on for a large log spreads the work over many passes.
-const pruneBatch = 10000

@@ -2,20 +2,15 @@ package queue
 
 import (
 	"bytes"
+	"dispatch-tui/engine/view"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
-
-	"dispatch-tui/engine/view"
 )
 
 func TestSubmitValidation(t *testing.T) {
@@ -73,7 +68,7 @@ func TestSubmitValidation(t *testing.T) {
 			}
 			wantEqual(t, "events after reopen", e.events(), evBefore)
 			e.close()
-			wantEqual(t, "container keys in file", fileContainerKeys(t, e.opts.Path), []string{keep.ID})
+			wantEqual(t, "container keys in file", e.held().ids, []string{keep.ID})
 		})
 	}
 }
@@ -107,7 +102,7 @@ func TestSubmitDefaults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, func(o *Options) { o.DefaultMaxAttempts = 5 })
+			e := newEnv(t, func(o *envOptions) { o.DefaultMaxAttempts = 5 })
 			e.clk.Advance(90 * time.Second)
 			now := e.clk.Now()
 			c := e.submit(tt.spec)
@@ -145,7 +140,7 @@ func TestSubmitDefaults(t *testing.T) {
 }
 
 func TestOpenDefaultOptions(t *testing.T) {
-	e := newEnv(t, func(o *Options) { o.DefaultMaxAttempts = 0; o.EventsInMemory = 0; o.Clock = nil })
+	e := newEnv(t, func(o *envOptions) { o.DefaultMaxAttempts = 0; o.EventsInMemory = 0; o.Clock = nil })
 	c := e.submit(spec("true"))
 	if c.MaxAttempts != 3 {
 		t.Errorf("MaxAttempts with DefaultMaxAttempts 0 = %d, want 3", c.MaxAttempts)
@@ -392,7 +387,7 @@ func TestPendingNotPersisted(t *testing.T) {
 
 func TestEventsPaging(t *testing.T) {
 	const n = 10
-	e := newEnv(t, func(o *Options) { o.EventsInMemory = 4 })
+	e := newEnv(t, func(o *envOptions) { o.EventsInMemory = 4 })
 	var want []Event
 	for i := 1; i <= n; i++ {
 		e.clk.Advance(time.Second)
@@ -458,11 +453,11 @@ func TestEventsPaging(t *testing.T) {
 	// Prove which pages come from memory: with the file closed, memory reads
 	// still work and file reads fail.
 	e.close()
-	closed, err := Open(e.opts)
+	closed, cs, err := openOn(e.opts, e.sopts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := closed.db.Close(); err != nil {
+	if err := cs.DB().Close(); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range cases {
@@ -627,30 +622,6 @@ func TestEach(t *testing.T) {
 	}
 }
 
-func TestOpenErrors(t *testing.T) {
-	dir := t.TempDir()
-	// A file that is not a bbolt database.
-	corrupt := filepath.Join(dir, "corrupt.db")
-	if err := os.WriteFile(corrupt, []byte(strings.Repeat("x", 8192)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if q, err := Open(Options{Path: corrupt}); err == nil {
-		q.Close()
-		t.Fatal("Open of a corrupt file succeeded")
-	}
-	// A state directory that cannot be created.
-	file := filepath.Join(dir, "file")
-	if err := os.WriteFile(file, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if q, err := Open(Options{Path: filepath.Join(file, "sub", "queue.db")}); err == nil {
-		q.Close()
-		t.Fatal("Open under a regular file succeeded")
-	} else if !strings.Contains(err.Error(), "state directory") {
-		t.Fatalf("error %q does not mention the state directory", err)
-	}
-}
-
 func TestErrorTexts(t *testing.T) {
 	te := &TransitionError{ID: "c-1", From: Complete, To: Running}
 	if got := te.Error(); got != "container c-1: illegal transition Complete -> Running" {
@@ -665,57 +636,11 @@ func TestErrorTexts(t *testing.T) {
 	}
 }
 
-// A store written when containers were keyed by id loads the same and is
-// rewritten with sequence keys.
-func TestLoadMigratesIDKeyedStore(t *testing.T) {
-	e := newEnv(t, nil)
-	ids := persistenceFixture(t, e)
-	before := e.snapshot()
-	e.close()
-	db, err := bolt.Open(e.opts.Path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketContainers)
-		type kv struct{ k, v []byte }
-		var all []kv
-		b.ForEach(func(k, v []byte) error {
-			all = append(all, kv{slices.Clone(k), slices.Clone(v)})
-			return nil
-		})
-		for _, r := range all {
-			var c Container
-			if err := json.Unmarshal(r.v, &c); err != nil {
-				return err
-			}
-			if err := b.Delete(r.k); err != nil {
-				return err
-			}
-			if err := b.Put([]byte(c.ID), r.v); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	db.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.reopen()
-	wantEqual(t, "snapshot", e.snapshot(), before)
-	e.close()
-	got := fileContainerKeys(t, e.opts.Path) // checks each is keyed by seq
-	slices.Sort(got)
-	slices.Sort(ids)
-	wantEqual(t, "stored ids", got, ids)
-}
-
 // The store keeps only the newest EventRetention events; the rest are
 // deleted as new ones are written, and the file holds no more after a
 // reopen.
 func TestEventRetention(t *testing.T) {
-	e := newEnv(t, func(o *Options) { o.EventRetention = 10; o.EventsInMemory = 4 })
+	e := newEnv(t, func(o *envOptions) { o.Store.EventRetention = 10; o.EventsInMemory = 4 })
 	for i := 0; i < 25; i++ {
 		if err := e.q.AddEvent("test", "verb", "x", "act", fmt.Sprint(i)); err != nil {
 			t.Fatal(err)
@@ -740,7 +665,7 @@ func TestEventRetention(t *testing.T) {
 // Only the KeepFinished containers that ended last are kept, in memory and
 // in the file, with their stored output; active ones are never dropped.
 func TestKeepFinished(t *testing.T) {
-	e := newEnv(t, func(o *Options) { o.KeepFinished = 3 })
+	e := newEnv(t, func(o *envOptions) { o.KeepFinished = 3 })
 	var ids []string
 	for i := 0; i < 6; i++ {
 		c := e.submit(spec("true"))
@@ -780,7 +705,7 @@ func TestKeepFinished(t *testing.T) {
 	e.reopen()
 	check("after reopen")
 	e.close()
-	if got := fileContainerKeys(t, e.opts.Path); len(got) != 4 {
+	if got := e.held().ids; len(got) != 4 {
 		t.Errorf("file holds %d containers, want 4: %v", len(got), got)
 	}
 }
@@ -788,19 +713,14 @@ func TestKeepFinished(t *testing.T) {
 // A submit's event is written in the submit's own commit (no flush needed),
 // and submits alone keep the event log within its retention.
 func TestSubmitEventsAreStoredWithTheContainers(t *testing.T) {
-	e := newEnv(t, func(o *Options) { o.EventRetention = 5; o.EventsInMemory = 2 })
+	e := newEnv(t, func(o *envOptions) { o.Store.EventRetention = 5; o.EventsInMemory = 2 })
 	var last string
 	for i := 0; i < 8; i++ {
 		last = e.submit(spec("true")).ID
 	}
 	var stored []Event
-	if err := e.q.db.View(func(tx *bolt.Tx) error {
-		for _, ev := range storedEvents(t, tx) {
-			stored = append(stored, ev.event)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
+	for _, ev := range e.held().events {
+		stored = append(stored, ev.event)
 	}
 	if len(stored) != 5 || stored[4].Action != "submit" || stored[4].Target != last {
 		t.Fatalf("store holds %d events, last %+v; want 5 ending with the submit of %s", len(stored), stored[len(stored)-1], last)
@@ -888,20 +808,6 @@ func TestSetLogsTruncated(t *testing.T) {
 	}
 }
 
-// storedPaused reads the pause flag as the (open) store holds it: "" when
-// it was never written.
-func storedPaused(tb testing.TB, q *Queue) string {
-	tb.Helper()
-	var v string
-	if err := q.db.View(func(tx *bolt.Tx) error {
-		v = string(tx.Bucket(bucketMeta).Get(keyPaused))
-		return nil
-	}); err != nil {
-		tb.Fatal(err)
-	}
-	return v
-}
-
 // A flush puts the pause flag only when it changed; whatever flushes come
 // between, the store holds the flag last set, and a reopen finds it.
 func TestPausedStoredOnChange(t *testing.T) {
@@ -937,8 +843,8 @@ func TestPausedStoredOnChange(t *testing.T) {
 				case "reopen":
 					e.reopen()
 				}
-				if got := storedPaused(t, e.q); got != s.want {
-					t.Fatalf("step %d (%s): stored flag %q, want %q", i, s.do, got, s.want)
+				if got := e.held().paused; got != (s.want == "true") {
+					t.Fatalf("step %d (%s): stored flag %v, want %q", i, s.do, got, s.want)
 				}
 				if got := e.q.Paused(); got != (s.want == "true") {
 					t.Fatalf("step %d (%s): Paused() = %v, want %v", i, s.do, got, s.want == "true")

@@ -4,9 +4,8 @@
 package queue
 
 import (
+	"slices"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // StoreHealth says whether the store can write. While it cannot (a full
@@ -22,6 +21,35 @@ type StoreHealth struct {
 	// WriteFailures counts the writes of records and events that failed
 	// since the store was opened.
 	WriteFailures uint64
+	// Flushes is how long the store took to write each flush.
+	Flushes FlushHistogram
+}
+
+// FlushHistogram counts flushes by how long the store took to write them
+// (wall time: a measurement, whatever the queue's clock): Counts[i] is
+// how many took at most FlushBuckets[i] seconds.
+type FlushHistogram struct {
+	Counts []uint64
+	Count  uint64
+	Sum    float64 // seconds
+}
+
+// FlushBuckets are FlushHistogram's upper bounds, in seconds.
+var FlushBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+
+// observe adds a flush that took d.
+func (h *FlushHistogram) observe(d time.Duration) {
+	if h.Counts == nil {
+		h.Counts = make([]uint64, len(FlushBuckets))
+	}
+	s := d.Seconds()
+	for i, le := range FlushBuckets {
+		if s <= le {
+			h.Counts[i]++
+		}
+	}
+	h.Count++
+	h.Sum += s
 }
 
 // Writes of containers' output are not counted here: a failed one is the
@@ -41,6 +69,7 @@ type storeHealth struct {
 	since    time.Time
 	err      error
 	failures uint64
+	flushes  FlushHistogram
 }
 
 // StoreHealth returns whether the store can write.
@@ -48,7 +77,9 @@ func (q *Queue) StoreHealth() StoreHealth {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	h := q.health
-	return StoreHealth{UnavailableSince: h.since, Err: h.err, WriteFailures: h.failures}
+	flushes := h.flushes
+	flushes.Counts = slices.Clone(flushes.Counts)
+	return StoreHealth{UnavailableSince: h.since, Err: h.err, WriteFailures: h.failures, Flushes: flushes}
 }
 
 // writeFailedLocked records a failed write of records or events. The first
@@ -90,12 +121,8 @@ func (q *Queue) wroteLocked() {
 func (q *Queue) eventsUnwritten(since uint64, limit int) ([]Event, error) {
 	q.flushMu.Lock()
 	defer q.flushMu.Unlock()
-	var out []Event
-	if err := q.db.View(func(tx *bolt.Tx) error {
-		var err error
-		out, err = readEvents(tx.Bucket(bucketEvents), since, limit)
-		return err
-	}); err != nil {
+	out, err := q.storedEvents(since, limit)
+	if err != nil {
 		return nil, err
 	}
 	q.mu.Lock()

@@ -27,8 +27,8 @@ func storeEvents(evs []Event) []string {
 // what was kept in memory and one more event says the store writes again.
 func TestStoreHealthOnAFullDisk(t *testing.T) {
 	dir := fulldisk.Tmpfs(t, "4m")
-	e := newEnv(t, func(o *Options) {
-		o.Path = filepath.Join(dir, "state", "queue.db")
+	e := newEnv(t, func(o *envOptions) {
+		o.Store.Path = filepath.Join(dir, "state", "queue.db")
 		o.EventsInMemory = 10 // reads of the whole log go to the file
 	})
 	// Records large enough that changing them all needs pages the full
@@ -115,7 +115,7 @@ func TestStoreHealthOnAFullDisk(t *testing.T) {
 // flush with room (it has the event to write) ends it.
 func TestStoreHealthAfterARefusedSubmit(t *testing.T) {
 	dir := fulldisk.Tmpfs(t, "4m")
-	e := newEnv(t, func(o *Options) { o.Path = filepath.Join(dir, "state", "queue.db") })
+	e := newEnv(t, func(o *envOptions) { o.Store.Path = filepath.Join(dir, "state", "queue.db") })
 	filler := fulldisk.Fill(t, dir, 0)
 	specs := make([]Spec, 300)
 	for i := range specs {

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"dispatch-tui/engine/statediagram"
 	"dispatch-tui/engine/view"
 )
@@ -567,23 +565,15 @@ func TestCompareContainers(t *testing.T) {
 	}
 }
 
-// storedState reads a container's state from the store itself (in-package:
-// the queue stays open).
+// storedState reads a container's state from the store itself (the
+// queue stays open).
 func (e *env) storedState(t *testing.T, c view.Container) State {
 	t.Helper()
-	var st State
-	err := e.q.db.View(func(tx *bolt.Tx) error {
-		var rec Container
-		if err := json.Unmarshal(storedRecord(tx, c.Seq), &rec); err != nil {
-			return err
-		}
-		st = rec.State
-		return nil
-	})
-	if err != nil {
+	var rec Container
+	if err := json.Unmarshal(e.held().records[c.Seq], &rec); err != nil {
 		t.Fatal(err)
 	}
-	return st
+	return rec.State
 }
 
 // PassThen runs its second function with the queue unlocked (it may read

@@ -447,11 +447,7 @@ func TestPendingReasons(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			clk := clock.NewFake(start)
-			q, err := queue.Open(queue.Options{Path: filepath.Join(t.TempDir(), "q.db"), Clock: clk, NoSync: true, DefaultMaxAttempts: 3})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer q.Close()
+			q := openTestQueue(t, clk)
 			cfg := config.Default()
 			cfg.InstanceTypes = benchTypes
 			e := &pendingEnv{t: t, clk: clk, cfg: cfg, q: q, pool: &stubPool{probed: true, quota: 3}}

@@ -1,6 +1,6 @@
 // Group commit: writes from many goroutines in shared transactions.
 
-package queue
+package boltstore
 
 import (
 	"errors"

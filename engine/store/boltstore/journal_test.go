@@ -1,28 +1,18 @@
-package queue
+package boltstore
 
 import (
+	"dispatch-tui/engine/view"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
 
-	"dispatch-tui/engine/view"
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/store"
 )
-
-// crash closes the file after a flush without folding the journal, as a
-// process that dies after its last commit leaves it.
-func (e *env) crash() {
-	e.tb.Helper()
-	if err := e.q.Flush(); err != nil {
-		e.tb.Fatalf("flush: %v", err)
-	}
-	if err := e.q.db.Close(); err != nil {
-		e.tb.Fatalf("close the file: %v", err)
-	}
-	e.q = nil
-}
 
 // journalLenInFile counts the journal's entries (records and tombstones)
 // in the (closed) store file.
@@ -59,7 +49,7 @@ func TestJournalChurnCrashReopen(t *testing.T) {
 		// kept at a small window folded oldest first (foldOldest).
 		large := seed >= 6
 		t.Run(fmt.Sprint("seed=", seed, " large=", large), func(t *testing.T) {
-			e := newEnv(t, func(o *Options) { o.KeepFinished = 4; o.NoSync = true })
+			e := newEnv(t, func(o *envOptions) { o.KeepFinished = 4; o.Store.NoSync = true })
 			rng := rand.New(rand.NewPCG(seed, 7))
 			foldMin := 1 + rng.IntN(40)
 			window := 1 + rng.IntN(20)
@@ -69,10 +59,10 @@ func TestJournalChurnCrashReopen(t *testing.T) {
 				batchMax = 1 + rng.IntN(3000)
 			}
 			setFold := func() {
-				e.q.foldMin = foldMin
-				e.q.batchMax = batchMax
+				e.s.opts.FoldMin = foldMin
+				e.s.opts.BatchMax = batchMax
 				if large {
-					e.q.rebuildMax, e.q.keepJournal = 1, window
+					e.s.opts.RebuildMax, e.s.opts.JournalKeep = 1, window
 				}
 			}
 			setFold()
@@ -104,9 +94,9 @@ func TestJournalChurnCrashReopen(t *testing.T) {
 				switch r := rng.IntN(20); {
 				case r < 4:
 					n := 1 + rng.IntN(3)
-					specs := make([]Spec, n)
+					specs := make([]queue.Spec, n)
 					for i := range specs {
-						specs[i] = Spec{Command: []string{"true"}, Priority: intp(rng.IntN(5))}
+						specs[i] = queue.Spec{Command: []string{"true"}, Priority: new(rng.IntN(5))}
 					}
 					cs, err := e.q.SubmitBatch(specs, "test")
 					if err != nil {
@@ -118,7 +108,7 @@ func TestJournalChurnCrashReopen(t *testing.T) {
 				case r < 12:
 					// A pass with a few random transitions; illegal ones
 					// are refused and write nothing.
-					e.pass(func(tx *Tx) {
+					e.pass(func(tx *queue.Tx) {
 						for range 1 + rng.IntN(4) {
 							act := tx.Active()
 							if len(act) == 0 {
@@ -133,7 +123,7 @@ func TestJournalChurnCrashReopen(t *testing.T) {
 							case 2:
 								_ = tx.Finish(c, rng.IntN(2), tx.Now())
 							case 3:
-								_ = tx.Cancel(c, ReasonKilled, "test")
+								_ = tx.Cancel(c, queue.ReasonKilled, "test")
 							case 4:
 								_ = tx.Requeue(c, "test")
 							case 5:
@@ -163,7 +153,7 @@ func TestJournalChurnCrashReopen(t *testing.T) {
 						_, _ = e.q.Kill(id, "test", "")
 					}
 				case r < 17:
-					if err := e.q.fold(); err != nil {
+					if err := e.s.fold(); err != nil {
 						t.Fatal(err)
 					}
 				case r < 19:
@@ -175,8 +165,8 @@ func TestJournalChurnCrashReopen(t *testing.T) {
 					e.crash()
 					e.q = e.open()
 					setFold()
-					if large && e.q.journalLen > window {
-						t.Fatalf("step %d: %d journal entries after a crash, want at most the window %d", step, e.q.journalLen, window)
+					if large && e.s.journalLen > window {
+						t.Fatalf("step %d: %d journal entries after a crash, want at most the window %d", step, e.s.journalLen, window)
 					}
 					check(step, want)
 				default:
@@ -187,7 +177,7 @@ func TestJournalChurnCrashReopen(t *testing.T) {
 					want := e.snapshot()
 					e.reopen()
 					setFold()
-					if n := e.q.journalLen; n != 0 {
+					if n := e.s.journalLen; n != 0 {
 						t.Fatalf("step %d: %d journal entries after a clean close", step, n)
 					}
 					check(step, want)
@@ -205,21 +195,32 @@ func TestJournalChurnCrashReopen(t *testing.T) {
 // holds every record (what a binary that predates the journal reads).
 func TestJournalCloseFolds(t *testing.T) {
 	e := newEnv(t, nil)
-	ids := persistenceFixture(t, e)
-	if e.q.journalLen == 0 {
+	var ids []string
+	for _, c := range e.submitN(6) {
+		ids = append(ids, c.ID)
+	}
+	e.pass(func(tx *queue.Tx) {
+		for _, id := range ids[:3] {
+			toggleLock(t, tx, tx.Get(id))
+		}
+	})
+	if _, err := e.q.Hold(ids[3], "operator:alice", "wait"); err != nil {
+		t.Fatal(err)
+	}
+	if e.s.journalLen == 0 {
 		t.Fatal("the fixture's changes are not in the journal")
 	}
 	want := e.snapshot()
 	e.close()
-	if n := journalLenInFile(t, e.opts.Path); n != 0 {
+	if n := journalLenInFile(t, e.sopts.Path); n != 0 {
 		t.Fatalf("%d journal entries after Close, want 0", n)
 	}
-	if got := fileContainerKeys(t, e.opts.Path); len(got) != len(ids) {
+	if got := fileContainerKeys(t, e.sopts.Path); len(got) != len(ids) {
 		t.Fatalf("containers bucket holds %d records, want %d", len(got), len(ids))
 	}
 	// A binary that knew nothing of the journal did not create it: the
 	// store opens the same, and the bucket is created.
-	db, err := bolt.Open(e.opts.Path, 0o600, nil)
+	db, err := bolt.Open(e.sopts.Path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +235,7 @@ func TestJournalCloseFolds(t *testing.T) {
 		t.Fatal("SetLogsError changed nothing")
 	}
 	e.crash()
-	if n := journalLenInFile(t, e.opts.Path); n == 0 {
+	if n := journalLenInFile(t, e.sopts.Path); n == 0 {
 		t.Fatal("a flush after reopening wrote no journal entry")
 	}
 }
@@ -283,7 +284,7 @@ func journalKinds(tb testing.TB, path string) (old, inline, own int) {
 			switch {
 			case v == nil:
 				own++
-			case v[0] == batchMarker:
+			case v[0] == store.BatchMarker:
 				inline++
 			default:
 				old++
@@ -298,37 +299,14 @@ func journalKinds(tb testing.TB, path string) (old, inline, own int) {
 }
 
 // encoded is c's stored JSON with its priority set to prio.
-// record is a copy of the record of id, as the store writes it.
-func (e *env) record(id string) Container {
-	e.q.mu.Lock()
-	defer e.q.mu.Unlock()
-	return *e.q.byID[id]
-}
-
-func encoded(tb testing.TB, c Container, prio int) []byte {
+func encoded(tb testing.TB, c view.Container, prio int) []byte {
 	tb.Helper()
 	c.Priority = prio
-	b, err := appendContainer(nil, &c)
+	b, err := json.Marshal(&c)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return b
-}
-
-// reprioritise sets the priority of the containers ids to prio and
-// flushes them together: one batch.
-func (e *env) reprioritise(prio int, ids ...string) {
-	e.tb.Helper()
-	e.q.mu.Lock()
-	for _, id := range ids {
-		c := e.q.byID[id]
-		c.Priority = prio
-		e.q.markDirtyLocked(c)
-	}
-	e.q.mu.Unlock()
-	if err := e.q.Flush(); err != nil {
-		e.tb.Fatal(err)
-	}
 }
 
 // A store that a crash of the binary before batches left with per-record
@@ -336,13 +314,13 @@ func (e *env) reprioritise(prio int, ids ...string) {
 // appends, in order: the latest entry of a record wins, whichever its
 // layout, and an old tombstone deletes. Close folds them all.
 func TestJournalOldEntriesThenBatches(t *testing.T) {
-	e := newEnv(t, func(o *Options) { o.NoSync = true })
-	var cs []Container
+	e := newEnv(t, func(o *envOptions) { o.Store.NoSync = true })
+	var cs []view.Container
 	for range 12 {
-		cs = append(cs, e.record(e.submit(spec("true")).ID))
+		cs = append(cs, e.submit(queue.Spec{Command: []string{"true"}}))
 	}
 	e.close()
-	appendOldEntries(t, e.opts.Path, []oldEntry{
+	appendOldEntries(t, e.sopts.Path, []oldEntry{
 		{cs[0].Seq, encoded(t, cs[0], 2)},
 		{cs[1].Seq, encoded(t, cs[1], 4)},
 		{cs[0].Seq, encoded(t, cs[0], 3)}, // later: wins over the first
@@ -350,8 +328,8 @@ func TestJournalOldEntriesThenBatches(t *testing.T) {
 		{cs[3].Seq, encoded(t, cs[3], 2)},
 	})
 	e.q = e.open()
-	if e.q.journalLen != 5 {
-		t.Fatalf("journalLen = %d after replaying 5 old entries", e.q.journalLen)
+	if e.s.journalLen != 5 {
+		t.Fatalf("journalLen = %d after replaying 5 old entries", e.s.journalLen)
 	}
 	prio := func(want map[int]int, gone int) {
 		t.Helper()
@@ -393,31 +371,31 @@ func TestJournalOldEntriesThenBatches(t *testing.T) {
 		want[i] = 6
 	}
 	prio(want, 2)
-	jn := e.q.journalLen
+	jn := e.s.journalLen
 	if wantN := 5 + 1 + len(many) + 2; jn != wantN {
 		t.Fatalf("journalLen = %d, want %d", jn, wantN)
 	}
 	snap := e.snapshot()
 	e.crash()
-	old, inline, own := journalKinds(t, e.opts.Path)
+	old, inline, own := journalKinds(t, e.sopts.Path)
 	if old != 5 || inline < 1 || own < 1 {
 		t.Fatalf("journal holds %d old entries, %d batches as values, %d in buckets: want 5, at least 1, at least 1", old, inline, own)
 	}
-	if n := journalLenInFile(t, e.opts.Path); n != jn {
+	if n := journalLenInFile(t, e.sopts.Path); n != jn {
 		t.Fatalf("the file's journal holds %d entries, want %d", n, jn)
 	}
 	e.q = e.open()
-	if e.q.journalLen != jn {
-		t.Fatalf("journalLen = %d after a crash, want %d", e.q.journalLen, jn)
+	if e.s.journalLen != jn {
+		t.Fatalf("journalLen = %d after a crash, want %d", e.s.journalLen, jn)
 	}
 	prio(want, 2)
 	wantEqual(t, "containers after replaying old entries and batches", e.snapshot(), snap)
 
 	e.close()
-	if n := journalLenInFile(t, e.opts.Path); n != 0 {
+	if n := journalLenInFile(t, e.sopts.Path); n != 0 {
 		t.Fatalf("%d journal entries after Close, want 0", n)
 	}
-	if got := fileContainerKeys(t, e.opts.Path); len(got) != len(cs)-1 {
+	if got := fileContainerKeys(t, e.sopts.Path); len(got) != len(cs)-1 {
 		t.Fatalf("containers bucket holds %d records, want %d", len(got), len(cs)-1)
 	}
 	e.q = e.open()
@@ -445,17 +423,17 @@ func TestJournalFoldOldestBatches(t *testing.T) {
 		{"batch over the window", false, 2, []int{1, 7, 1}, []int{1, 0, 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, func(o *Options) { o.NoSync = true })
-			var cs []Container
+			e := newEnv(t, func(o *envOptions) { o.Store.NoSync = true })
+			var cs []view.Container
 			for range 8 {
-				cs = append(cs, e.record(e.submit(spec("true")).ID))
+				cs = append(cs, e.submit(queue.Spec{Command: []string{"true"}}))
 			}
 			e.close()
 			if tc.old {
-				appendOldEntries(t, e.opts.Path, []oldEntry{{cs[0].Seq, encoded(t, cs[0], 2)}, {cs[1].Seq, encoded(t, cs[1], 2)}})
+				appendOldEntries(t, e.sopts.Path, []oldEntry{{cs[0].Seq, encoded(t, cs[0], 2)}, {cs[1].Seq, encoded(t, cs[1], 2)}})
 			}
 			e.q = e.open()
-			set := func() { e.q.rebuildMax, e.q.keepJournal = 1, tc.window }
+			set := func() { e.s.opts.RebuildMax, e.s.opts.JournalKeep = 1, tc.window }
 			set()
 			for i, n := range tc.batches {
 				var ids []string
@@ -463,12 +441,12 @@ func TestJournalFoldOldestBatches(t *testing.T) {
 					ids = append(ids, cs[(i+j)%len(cs)].ID)
 				}
 				e.reprioritise(10+i, ids...)
-				if e.q.journalLen != tc.after[i] {
-					t.Fatalf("flush %d: journalLen = %d, want %d", i, e.q.journalLen, tc.after[i])
+				if e.s.journalLen != tc.after[i] {
+					t.Fatalf("flush %d: journalLen = %d, want %d", i, e.s.journalLen, tc.after[i])
 				}
 				snap := e.snapshot()
 				e.crash()
-				if n := journalLenInFile(t, e.opts.Path); n != tc.after[i] {
+				if n := journalLenInFile(t, e.sopts.Path); n != tc.after[i] {
 					t.Fatalf("flush %d: the file's journal holds %d entries, want %d", i, n, tc.after[i])
 				}
 				e.q = e.open()
@@ -484,20 +462,20 @@ func TestJournalFoldOldestBatches(t *testing.T) {
 func TestJournalBatchesCut(t *testing.T) {
 	for _, limit := range []int{1, 1000, 3000, 1 << 20} {
 		t.Run(fmt.Sprint("limit=", limit), func(t *testing.T) {
-			e := newEnv(t, func(o *Options) { o.NoSync = true })
+			e := newEnv(t, func(o *envOptions) { o.Store.NoSync = true })
 			var ids []string
 			for range 10 {
-				ids = append(ids, e.submit(spec("true")).ID)
+				ids = append(ids, e.submit(queue.Spec{Command: []string{"true"}}).ID)
 			}
-			e.q.batchMax = limit
+			e.s.opts.BatchMax = limit
 			e.reprioritise(4, ids...)
-			if e.q.journalLen != len(ids) {
-				t.Fatalf("journalLen = %d, want %d", e.q.journalLen, len(ids))
+			if e.s.journalLen != len(ids) {
+				t.Fatalf("journalLen = %d, want %d", e.s.journalLen, len(ids))
 			}
 			want := e.snapshot()
 			e.crash()
-			_, inline, own := journalKinds(t, e.opts.Path)
-			sizes := batchSizesInFile(t, e.opts.Path)
+			_, inline, own := journalKinds(t, e.sopts.Path)
+			sizes := batchSizesInFile(t, e.sopts.Path)
 			switch {
 			case limit == 1 && len(sizes) != len(ids):
 				t.Fatalf("%d batches, want one a record (%d)", len(sizes), len(ids))
@@ -534,7 +512,7 @@ func batchSizesInFile(tb testing.TB, path string) []int {
 			if v == nil {
 				v = jb.Bucket(k).Get(aloneKey)
 			}
-			if v[0] == batchMarker {
+			if v[0] == store.BatchMarker {
 				sizes = append(sizes, len(v))
 			}
 			return nil
@@ -571,12 +549,12 @@ func checkFile(tb testing.TB, path string) {
 func TestFoldsLeaveConsistentFile(t *testing.T) {
 	for _, crash := range []bool{false, true} {
 		t.Run(fmt.Sprint("crash=", crash), func(t *testing.T) {
-			e := newEnv(t, func(o *Options) { o.NoSync = true })
+			e := newEnv(t, func(o *envOptions) { o.Store.NoSync = true })
 			var ids []string
 			for range 3 {
-				specs := make([]Spec, 300)
+				specs := make([]queue.Spec, 300)
 				for i := range specs {
-					specs[i] = spec("true")
+					specs[i] = queue.Spec{Command: []string{"true"}}
 				}
 				cs, err := e.q.SubmitBatch(specs, "test")
 				if err != nil {
@@ -585,9 +563,9 @@ func TestFoldsLeaveConsistentFile(t *testing.T) {
 				for _, c := range cs {
 					ids = append(ids, c.ID)
 				}
-				e.q.foldMin = 500 // a rebuild every other round
+				e.s.opts.FoldMin = 500 // a rebuild every other round
 				for range 2 {
-					e.pass(func(tx *Tx) {
+					e.pass(func(tx *queue.Tx) {
 						for _, id := range ids {
 							toggleLock(t, tx, tx.Get(id))
 						}
@@ -599,7 +577,7 @@ func TestFoldsLeaveConsistentFile(t *testing.T) {
 				} else {
 					e.close()
 				}
-				checkFile(t, e.opts.Path)
+				checkFile(t, e.sopts.Path)
 				e.q = e.open()
 				wantEqual(t, "containers after reopening", e.snapshot(), want)
 			}

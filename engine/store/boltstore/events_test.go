@@ -1,4 +1,4 @@
-package queue
+package boltstore
 
 import (
 	"bytes"
@@ -10,13 +10,16 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/store"
 )
 
 // storedEvent is an event as the file holds it.
 type storedEvent struct {
 	seq   uint64
 	json  []byte // as stored, without the batch's newline
-	event Event
+	event queue.Event
 	batch []byte // the key of its batch
 }
 
@@ -33,7 +36,7 @@ func storedEvents(tb testing.TB, tx *bolt.Tx) []storedEvent {
 			tb.Fatal(err)
 		}
 		err = eachEvent(k, val, 0, func(seq uint64, j []byte) (bool, error) {
-			var e Event
+			var e queue.Event
 			if err := json.Unmarshal(j, &e); err != nil {
 				return false, err
 			}
@@ -73,7 +76,7 @@ func (e *env) addEvents(n int, reason string) {
 func (e *env) fileEvents() []storedEvent {
 	e.tb.Helper()
 	var out []storedEvent
-	if err := e.q.db.View(func(tx *bolt.Tx) error {
+	if err := e.s.db.View(func(tx *bolt.Tx) error {
 		out = storedEvents(e.tb, tx)
 		return nil
 	}); err != nil {
@@ -82,8 +85,8 @@ func (e *env) fileEvents() []storedEvent {
 	return out
 }
 
-func eventsOf(s []storedEvent) []Event {
-	out := make([]Event, len(s))
+func eventsOf(s []storedEvent) []queue.Event {
+	out := make([]queue.Event, len(s))
 	for i := range s {
 		out[i] = s[i].event
 	}
@@ -94,7 +97,7 @@ func eventsOf(s []storedEvent) []Event {
 // every kind) and several limits give what a read of the whole log cut
 // at since and limit gives; so do the newest events loaded at Open.
 func TestEventsFromBatches(t *testing.T) {
-	e := newEnv(t, func(o *Options) { o.EventsInMemory = 1 })
+	e := newEnv(t, func(o *envOptions) { o.EventsInMemory = 1 })
 	for _, n := range []int{1, 3, 20, 1, 2, 40, 1} {
 		e.addEvents(n, "r")
 	}
@@ -105,7 +108,7 @@ func TestEventsFromBatches(t *testing.T) {
 	}
 	kinds := map[bool]int{}
 	batches := map[string]bool{}
-	if err := e.q.db.View(func(tx *bolt.Tx) error {
+	if err := e.s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketEvents).ForEach(func(k, v []byte) error {
 			kinds[v == nil]++
 			batches[string(k)] = true
@@ -143,9 +146,9 @@ func TestEventsFromBatches(t *testing.T) {
 		e.close()
 		e.opts.EventsInMemory = mem
 		e.q = e.open()
-		wantEqual(t, fmt.Sprintf("in memory at open (%d)", mem), e.q.recent, all[max(0, len(all)-mem):])
-		if e.q.nextEvent != 69 {
-			t.Fatalf("next event %d after reopen, want 69", e.q.nextEvent)
+		wantEqual(t, fmt.Sprintf("in memory at open (%d)", mem), e.loaded, all[max(0, len(all)-mem):])
+		if e.loadedNext != 69 {
+			t.Fatalf("next event %d after reopen, want 69", e.loadedNext)
 		}
 		check(fmt.Sprintf("reopened with %d in memory", mem))
 	}
@@ -155,10 +158,10 @@ func TestEventsFromBatches(t *testing.T) {
 // writer took the ones between), so that batches never overlap; and at
 // most maxBatchEvents each.
 func TestPutEventsCutsAtGaps(t *testing.T) {
-	seqs := func(ss ...uint64) []Event {
-		out := make([]Event, len(ss))
+	seqs := func(ss ...uint64) []queue.Event {
+		out := make([]queue.Event, len(ss))
 		for i, s := range ss {
-			out[i] = Event{Seq: s, Time: t0, Actor: "a", Kind: "k", Target: "t", Action: "x"}
+			out[i] = queue.Event{Seq: s, Time: t0, Actor: "a", Kind: "k", Target: "t", Action: "x"}
 		}
 		return out
 	}
@@ -168,7 +171,7 @@ func TestPutEventsCutsAtGaps(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name   string
-		events []Event
+		events []queue.Event
 		want   [][2]uint64
 		err    bool
 	}{
@@ -180,8 +183,16 @@ func TestPutEventsCutsAtGaps(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, nil)
 			var got [][2]uint64
-			err := e.q.db.Update(func(tx *bolt.Tx) error {
-				if _, err := putEvents(tx.Bucket(bucketEvents), c.events, nil); err != nil {
+			var b store.Batch
+			for _, ev := range c.events {
+				j, err := json.Marshal(ev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b.EndEvent(ev.Seq, append(b.BeginEvent(), j...))
+			}
+			err := e.s.db.Update(func(tx *bolt.Tx) error {
+				if err := putEvents(tx.Bucket(bucketEvents), &b); err != nil {
 					return err
 				}
 				return tx.Bucket(bucketEvents).ForEach(func(k, _ []byte) error {
@@ -201,15 +212,18 @@ func TestPutEventsCutsAtGaps(t *testing.T) {
 				// Reads from every since, in a gap or not.
 				last := c.events[len(c.events)-1].Seq
 				for since := uint64(0); since <= last+1; since++ {
-					var got []Event
-					if err := e.q.db.View(func(tx *bolt.Tx) error {
-						var err error
-						got, err = readEvents(tx.Bucket(bucketEvents), since, 3)
-						return err
+					var got []queue.Event
+					if err := e.s.db.View(func(tx *bolt.Tx) error {
+						return readEvents(tx.Bucket(bucketEvents), since, func(seq uint64, j []byte) (bool, error) {
+							var ev queue.Event
+							err := json.Unmarshal(j, &ev)
+							got = append(got, ev)
+							return len(got) < 3, err
+						})
 					}); err != nil {
 						t.Fatalf("readEvents(%d): %v", since, err)
 					}
-					var want []Event
+					var want []queue.Event
 					for _, ev := range c.events {
 						if ev.Seq > since && len(want) < 3 {
 							want = append(want, ev)
@@ -223,20 +237,20 @@ func TestPutEventsCutsAtGaps(t *testing.T) {
 }
 
 // Retention deletes whole batches, oldest first, once all their events
-// are past the cut, and at most pruneBatch events per flush (but a batch
+// are past the cut, and at most store.MaxDeletesPerFlush events per flush (but a batch
 // larger than that still goes).
 func TestEventRetentionByBatches(t *testing.T) {
-	e := newEnv(t, func(o *Options) { o.EventsInMemory = 5 })
+	e := newEnv(t, func(o *envOptions) { o.EventsInMemory = 5 })
 	e.addEvents(3*maxBatchEvents+10, "backlog ") // four batches, 12,298 events
 	e.addEvents(1, "x")
 	if n := len(e.fileEvents()); n != 3*maxBatchEvents+11 {
 		t.Fatalf("%d events stored, want all", n)
 	}
 	e.close()
-	e.opts.EventRetention = 15
+	e.sopts.EventRetention = 15
 	e.q = e.open()
 	// The first flush deletes two batches of 4096 (a third would pass
-	// pruneBatch); the third has events among the newest 15 until three
+	// store.MaxDeletesPerFlush); the third has events among the newest 15 until three
 	// more are written, and then goes alone.
 	e.addEvents(1, "y")
 	want := func(label string, n int, from uint64) {
@@ -271,19 +285,19 @@ func TestEventRetentionByBatches(t *testing.T) {
 		}
 	}
 	e.reopen()
-	if got := e.fileEvents(); !reflect.DeepEqual(e.q.recent, eventsOf(got)[len(got)-5:]) {
-		t.Fatalf("after reopen, in memory: %+v", e.q.recent)
+	if got := e.fileEvents(); !reflect.DeepEqual(e.loaded, eventsOf(got)[len(got)-5:]) {
+		t.Fatalf("after reopen, in memory: %+v", e.loaded)
 	}
 }
 
 // A flush that fails takes its events back; the retry writes them, with
 // those added meanwhile, once and in order.
 func TestFailedFlushEventsRetried(t *testing.T) {
-	e := newEnv(t, func(o *Options) { o.EventsInMemory = 2 })
+	e := newEnv(t, func(o *envOptions) { o.EventsInMemory = 2 })
 	e.addEvents(3, "a")
 	// A bucket where the next batch's value goes makes the flush fail.
 	block := eventBatchKey(4, 5)
-	if err := e.q.db.Update(func(tx *bolt.Tx) error {
+	if err := e.s.db.Update(func(tx *bolt.Tx) error {
 		_, err := tx.Bucket(bucketEvents).CreateBucket(block)
 		return err
 	}); err != nil {
@@ -294,7 +308,7 @@ func TestFailedFlushEventsRetried(t *testing.T) {
 	if err := e.q.Flush(); err == nil {
 		t.Fatal("flush succeeded over the blocking bucket")
 	}
-	if err := e.q.db.Update(func(tx *bolt.Tx) error {
+	if err := e.s.db.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketEvents).DeleteBucket(block)
 	}); err != nil {
 		t.Fatal(err)
@@ -317,7 +331,7 @@ func TestFailedFlushEventsRetried(t *testing.T) {
 		case i < 5:
 			ok = ev.event.Reason == fmt.Sprint(i+1)
 		case i == 5:
-			ok = ev.event.Kind == StoreEventKind && ev.event.Action == StoreEventUnavailable
+			ok = ev.event.Kind == queue.StoreEventKind && ev.event.Action == queue.StoreEventUnavailable
 		default:
 			ok = ev.event.Reason == "6"
 		}
@@ -335,7 +349,7 @@ func TestFailedFlushEventsRetried(t *testing.T) {
 
 // writeLegacyEvents stores events as the previous layout did: one per
 // 8-byte Seq in the "events" bucket, the JSON alone.
-func writeLegacyEvents(tb testing.TB, path string, events []Event) {
+func writeLegacyEvents(tb testing.TB, path string, events []queue.Event) {
 	tb.Helper()
 	updateFile(tb, path, func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucketLegacyEvents)
@@ -343,7 +357,7 @@ func writeLegacyEvents(tb testing.TB, path string, events []Event) {
 			return err
 		}
 		for i := range events {
-			v, err := appendEvent(nil, &events[i])
+			v, err := json.Marshal(&events[i])
 			if err != nil {
 				return err
 			}
@@ -357,10 +371,10 @@ func writeLegacyEvents(tb testing.TB, path string, events []Event) {
 	})
 }
 
-func legacyEvents(from, to uint64, reason string) []Event {
-	var out []Event
+func legacyEvents(from, to uint64, reason string) []queue.Event {
+	var out []queue.Event
 	for s := from; s <= to; s++ {
-		out = append(out, Event{Seq: s, Time: t0.Add(time.Duration(s) * time.Second), Actor: "old", Kind: "verb",
+		out = append(out, queue.Event{Seq: s, Time: t0.Add(time.Duration(s) * time.Second), Actor: "old", Kind: "verb",
 			Target: "scheduler", Action: "pause", Reason: fmt.Sprint(reason, s)})
 	}
 	return out
@@ -371,15 +385,15 @@ func legacyEvents(from, to uint64, reason string) []Event {
 // finds none to misread. Events that binary writes after a downgrade
 // (numbered from 1 again) are migrated after the newest batch.
 func TestMigrateLegacyEvents(t *testing.T) {
-	e := newEnv(t, func(o *Options) { o.EventsInMemory = 3 })
+	e := newEnv(t, func(o *envOptions) { o.EventsInMemory = 3 })
 	e.close()
 	old := append(legacyEvents(1, 5000, "old "), legacyEvents(5003, 5010, "old ")...) // a gap: a failed submit's
-	writeLegacyEvents(t, e.opts.Path, old)
+	writeLegacyEvents(t, e.sopts.Path, old)
 	e.q = e.open()
-	wantEqual(t, "in memory after the migration", e.q.recent, old[len(old)-3:])
+	wantEqual(t, "in memory after the migration", e.loaded, old[len(old)-3:])
 	wantEqual(t, "stored after the migration", eventsOf(e.fileEvents()), old)
 	wantEqual(t, "read after the migration", e.events(), old)
-	if err := e.q.db.View(func(tx *bolt.Tx) error {
+	if err := e.s.db.View(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketLegacyEvents) != nil {
 			t.Error("the old events bucket is still there")
 		}
@@ -397,7 +411,7 @@ func TestMigrateLegacyEvents(t *testing.T) {
 
 	// A downgrade: the previous binary wrote three events, from 1.
 	e.close()
-	writeLegacyEvents(t, e.opts.Path, legacyEvents(1, 3, "downgraded "))
+	writeLegacyEvents(t, e.sopts.Path, legacyEvents(1, 3, "downgraded "))
 	e.q = e.open()
 	got := e.events()
 	wantEqual(t, "the events before the downgrade", got[:len(before)], before)
@@ -424,14 +438,14 @@ func TestEventBatchWrittenOnce(t *testing.T) {
 		for i := range 3000 {
 			e.q.AppendEvent("scheduler", "state", fmt.Sprintf("c-%016x", i), "Running", "")
 		}
-		st := e.q.db.Stats()
+		st := e.s.db.Stats()
 		before := st.TxStats.GetPageAlloc()
 		if err := e.q.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		st = e.q.db.Stats()
+		st = e.s.db.Stats()
 		alloc := st.TxStats.GetPageAlloc() - before
-		if err := e.q.db.View(func(tx *bolt.Tx) error {
+		if err := e.s.db.View(func(tx *bolt.Tx) error {
 			k, v := tx.Bucket(bucketEvents).Cursor().Last()
 			v, err := batchValue(tx.Bucket(bucketEvents), k, v)
 			size = len(v)
@@ -441,7 +455,7 @@ func TestEventBatchWrittenOnce(t *testing.T) {
 		}
 		// The batch, rounded up to pages, and a few pages besides (the
 		// events bucket's leaf, the root's, the meta bucket's, freelist).
-		page := int64(e.q.db.Info().PageSize)
+		page := int64(e.s.db.Info().PageSize)
 		if limit := int64(size) + 8*page; alloc > limit {
 			t.Fatalf("a flush of a %d-byte batch allocated %d bytes (more than %d): earlier batches rewritten?", size, alloc, limit)
 		}

@@ -1,6 +1,7 @@
-// The journal a flush appends changed records to, folded into the containers bucket later.
+// The journal: where a flush appends its changed records, folded into the
+// containers bucket from time to time.
 
-package queue
+package boltstore
 
 import (
 	"cmp"
@@ -9,6 +10,8 @@ import (
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
+
+	"dispatch-tui/engine/store"
 )
 
 // The journal: a flush does not put changed records back into the
@@ -37,9 +40,9 @@ var bucketJournal = []byte("journal")
 // (BenchmarkFold: ~0.2 s at 100,000 containers), so the more passes
 // between folds, the less each pays: with 3,000 entries a pass (the churn
 // benchmark at 100,000), a fold every ~33 passes.
-func (q *Queue) foldThreshold(n int) int {
-	if q.foldMin > 0 { // tests
-		return q.foldMin
+func (s *Store) foldThreshold(n int) int {
+	if s.opts.FoldMin > 0 {
+		return s.opts.FoldMin
 	}
 	return max(n, minFoldEntries)
 }
@@ -61,24 +64,24 @@ const journalKeep = 16384
 
 // rebuildLimit and journalWindow are rebuildMaxRecords and journalKeep,
 // or the tests' values.
-func (q *Queue) rebuildLimit() int {
-	if q.rebuildMax > 0 {
-		return q.rebuildMax
+func (s *Store) rebuildLimit() int {
+	if s.opts.RebuildMax > 0 {
+		return s.opts.RebuildMax
 	}
 	return rebuildMaxRecords
 }
 
 // batchLimit is maxBatchBytes, or the tests' value.
-func (q *Queue) batchLimit() int {
-	if q.batchMax > 0 {
-		return q.batchMax
+func (s *Store) batchLimit() int {
+	if s.opts.BatchMax > 0 {
+		return s.opts.BatchMax
 	}
 	return maxBatchBytes
 }
 
-func (q *Queue) journalWindow() int {
-	if q.keepJournal > 0 {
-		return q.keepJournal
+func (s *Store) journalWindow() int {
+	if s.opts.JournalKeep > 0 {
+		return s.opts.JournalKeep
 	}
 	return journalKeep
 }
@@ -144,24 +147,18 @@ func journalKey(n uint64) []byte {
 }
 
 // A flush writes its records and tombstones as one batch, a single value
-// under one journal key: one Put, where one per record seeked down the
-// tree each and spread the flush over ~200 leaf pages, each its own write.
-// A batch is batchMarker, the entry count (4 bytes, big-endian), then per
-// entry the Seq (8 bytes), the JSON's length (4 bytes; 0 for a tombstone)
-// and the JSON. An entry of the layout before batches (the Seq, then the
-// JSON) starts with the Seq's high byte, 0 for any Seq below 2^56, so the
-// two are told apart and a store a crash left with old entries replays
-// them, before the batches that follow them.
+// under one journal key (the layout of store.Batch): one Put, where one
+// per record seeked down the tree each and spread the flush over ~200
+// leaf pages, each its own write. An entry of the layout before batches
+// (the Seq, then the JSON) starts with the Seq's high byte, 0 for any Seq
+// below 2^56, so the two are told apart (store.BatchMarker is 1) and a
+// store a crash left with old entries replays them, before the batches
+// that follow them.
 //
 // A batch is stored by putAlone (bigvalue.go): a verb's small one as the
 // journal key's value, a pass's in a bucket of its own under the key, so
 // that it is written once, to a contiguous run of pages, and freed whole
 // when it is folded.
-const (
-	batchMarker = 0x01
-	batchHeader = 1 + 4
-	entryHeader = 8 + 4
-)
 
 // maxBatchBytes bounds a batch: a flush of more (a start-up's, a bulk
 // change's) is cut into several, so that neither bbolt's copy of a value
@@ -185,16 +182,16 @@ func putBatches(jb *bolt.Bucket, next uint64, batch []byte, n, limit int) (uint6
 		part, count = nil, 0
 		return err
 	}
-	p := batch[batchHeader:]
+	p := batch[store.BatchHeader:]
 	for range n {
-		size := entryHeader + int(binary.BigEndian.Uint32(p[8:]))
+		size := store.EntryHeader + int(binary.BigEndian.Uint32(p[8:]))
 		if count > 0 && len(part)+size > limit {
 			if err := flush(); err != nil {
 				return next, err
 			}
 		}
 		if part == nil {
-			part = append(make([]byte, 0, min(limit, batchHeader+len(p))), batchMarker, 0, 0, 0, 0)
+			part = append(make([]byte, 0, min(limit, store.BatchHeader+len(p))), store.BatchMarker, 0, 0, 0, 0)
 		}
 		part = append(part, p[:size]...)
 		p = p[size:]
@@ -224,7 +221,7 @@ func appendJournalValue(out []journalEntry, jb *bolt.Bucket, k, v []byte) ([]jou
 	if err != nil {
 		return out, fmt.Errorf("journal: %w", err)
 	}
-	if len(v) > 0 && v[0] == batchMarker {
+	if len(v) > 0 && v[0] == store.BatchMarker {
 		return appendBatch(out, k, v)
 	}
 	// An entry of the layout before batches: one record.
@@ -240,30 +237,15 @@ func appendJournalValue(out []journalEntry, jb *bolt.Bucket, k, v []byte) ([]jou
 
 // appendBatch appends the entries of batch v (under key k) to out.
 func appendBatch(out []journalEntry, k, v []byte) ([]journalEntry, error) {
-	if len(v) < batchHeader {
-		return out, fmt.Errorf("journal batch %x: %d bytes, want at least %d", k, len(v), batchHeader)
+	if len(v) >= store.BatchHeader {
+		out = slices.Grow(out, store.EntryCount(v))
 	}
-	n := int(binary.BigEndian.Uint32(v[1:]))
-	out = slices.Grow(out, n)
-	p := v[batchHeader:]
-	for i := range n {
-		if len(p) < entryHeader {
-			return out, fmt.Errorf("journal batch %x: entry %d of %d cut short", k, i, n)
-		}
-		e := journalEntry{seq: binary.BigEndian.Uint64(p)}
-		l := int(binary.BigEndian.Uint32(p[8:]))
-		p = p[entryHeader:]
-		if l > len(p) {
-			return out, fmt.Errorf("journal batch %x: entry %d of %d cut short", k, i, n)
-		}
-		if l > 0 {
-			e.body = p[:l:l]
-		}
-		p = p[l:]
-		out = append(out, e)
-	}
-	if len(p) != 0 {
-		return out, fmt.Errorf("journal batch %x: %d bytes after its %d entries", k, len(p), n)
+	err := store.EachEntry(v, func(seq uint64, body []byte) error {
+		out = append(out, journalEntry{seq: seq, body: body})
+		return nil
+	})
+	if err != nil {
+		return out, fmt.Errorf("journal batch %x: %w", k, err)
 	}
 	return out, nil
 }
@@ -421,19 +403,17 @@ func foldJournal(tx *bolt.Tx, n, entries int) error {
 }
 
 // fold moves the whole journal into the containers bucket in its own
-// transaction (Close; tests).
-func (q *Queue) fold() error {
-	q.flushMu.Lock()
-	defer q.flushMu.Unlock()
-	if q.journalLen == 0 {
+// transaction (Close).
+func (s *Store) fold() error {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	if s.journalLen == 0 {
 		return nil
 	}
-	q.mu.Lock()
-	n := len(q.byID)
-	q.mu.Unlock()
-	if err := q.db.Update(func(tx *bolt.Tx) error { return foldJournal(tx, n, q.journalLen) }); err != nil {
+	n := int(s.records.Load())
+	if err := s.db.Update(func(tx *bolt.Tx) error { return foldJournal(tx, n, s.journalLen) }); err != nil {
 		return err
 	}
-	q.journalLen, q.journalNext = 0, 0
+	s.journalLen, s.journalNext = 0, 0
 	return nil
 }

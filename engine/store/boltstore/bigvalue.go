@@ -1,6 +1,6 @@
 // Large values in bbolt, each stored alone so that appends do not rewrite them.
 
-package queue
+package boltstore
 
 import (
 	"fmt"

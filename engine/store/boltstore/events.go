@@ -1,6 +1,6 @@
-// The event log: stored in batches, pruned, read back.
+// The event log's storage: batches of events under their Seq range.
 
-package queue
+package boltstore
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"strconv"
 
 	bolt "go.etcd.io/bbolt"
+
+	"dispatch-tui/engine/store"
 )
 
 // The event log is stored in batches: each write (a flush, a submit)
@@ -66,34 +68,23 @@ func batchValue(eb *bolt.Bucket, k, v []byte) ([]byte, error) {
 	return val, nil
 }
 
-// putEvents writes events (in Seq order) to the events bucket as batches
-// of consecutive Seqs, encoding them at the end of buf, which it returns
-// grown; buf must not change until the transaction ends (bbolt keeps the
-// values until commit).
-func putEvents(eb *bolt.Bucket, events []Event, buf []byte) ([]byte, error) {
+// putEvents writes b's events (in Seq order) to the events bucket as
+// batches of consecutive Seqs; their JSON lines are b's, which must not
+// change until the transaction ends (bbolt keeps the values until
+// commit).
+func putEvents(eb *bolt.Bucket, b *store.Batch) error {
 	eb.FillPercent = appendFill
-	for len(events) > 0 {
-		n := 1
-		for n < len(events) && n < maxBatchEvents && events[n].Seq == events[n-1].Seq+1 {
-			n++
+	for i := 0; i < b.Events(); {
+		first, last, n, lines := b.EventRun(i, maxBatchEvents)
+		if i+n < b.Events() && b.EventSeq(i+n) <= last {
+			return fmt.Errorf("events out of order: %d after %d", b.EventSeq(i+n), last)
 		}
-		if n < len(events) && events[n].Seq <= events[n-1].Seq {
-			return buf, fmt.Errorf("events out of order: %d after %d", events[n].Seq, events[n-1].Seq)
+		if err := putEventBatch(eb, first, last, lines); err != nil {
+			return err
 		}
-		start := len(buf)
-		for i := range events[:n] {
-			var err error
-			if buf, err = appendEvent(buf, &events[i]); err != nil {
-				return buf, fmt.Errorf("encode event %d: %w", events[i].Seq, err)
-			}
-			buf = append(buf, '\n')
-		}
-		if err := putEventBatch(eb, events[0].Seq, events[n-1].Seq, buf[start:len(buf):len(buf)]); err != nil {
-			return buf, err
-		}
-		events = events[n:]
+		i += n
 	}
-	return buf, nil
+	return nil
 }
 
 // putEventBatch stores the batch of events first to last, v.
@@ -105,7 +96,7 @@ func putEventBatch(eb *bolt.Bucket, first, last uint64, v []byte) error {
 }
 
 // pruneEvents deletes the batches whose events all have seq ≤ newest-keep,
-// oldest first, at most pruneBatch events (but at least one batch).
+// oldest first, at most store.MaxDeletesPerFlush events (but at least one batch).
 func pruneEvents(eb *bolt.Bucket, newest, keep uint64) error {
 	if newest <= keep {
 		return nil
@@ -120,7 +111,7 @@ func pruneEvents(eb *bolt.Bucket, newest, keep uint64) error {
 	cur := eb.Cursor()
 	for k, v := cur.First(); k != nil; k, v = cur.Next() {
 		first, last, ok := batchRange(k)
-		if !ok || last > cut || (n > 0 && n+last-first+1 > pruneBatch) {
+		if !ok || last > cut || (n > 0 && n+last-first+1 > store.MaxDeletesPerFlush) {
 			break
 		}
 		n += last - first + 1
@@ -162,22 +153,22 @@ func eachEvent(k, v []byte, skip uint64, fn func(seq uint64, j []byte) (bool, er
 	return nil
 }
 
-// decodeEvent decodes one stored event, which must have Seq seq.
-func decodeEvent(seq uint64, j []byte) (Event, error) {
-	var e Event
-	if err := json.Unmarshal(j, &e); err != nil {
-		return e, fmt.Errorf("read event %d: %w", seq, err)
+// reseq returns event JSON j with its "seq" set to seq (a migrated
+// event renumbered, or one stored in another layout). The fields'
+// order is not kept; readers decode by name.
+func reseq(j []byte, seq uint64) ([]byte, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(j, &fields); err != nil {
+		return nil, err
 	}
-	if e.Seq != seq {
-		return e, fmt.Errorf("read event %d: stored with seq %d", seq, e.Seq)
-	}
-	return e, nil
+	fields["seq"] = strconv.AppendUint(nil, seq, 10)
+	return json.Marshal(fields)
 }
 
-// readEvents returns up to limit events with Seq > since, oldest first,
-// from the events bucket.
-func readEvents(eb *bolt.Bucket, since uint64, limit int) ([]Event, error) {
-	var out []Event
+// readEvents calls fn with the events of Seq > since, oldest first, from
+// the events bucket, until fn returns false.
+func readEvents(eb *bolt.Bucket, since uint64, fn func(seq uint64, j []byte) (bool, error)) error {
+	more := true
 	cur := eb.Cursor()
 	var from [8]byte
 	binary.BigEndian.PutUint64(from[:], since+1)
@@ -197,53 +188,50 @@ func readEvents(eb *bolt.Bucket, since uint64, limit int) ([]Event, error) {
 			k, v = cur.Seek(from[:])
 		}
 	}
-	for ; k != nil && len(out) < limit; k, v = cur.Next() {
+	for ; k != nil && more; k, v = cur.Next() {
 		first, _, ok := batchRange(k)
 		if !ok {
-			return out, fmt.Errorf("event batch %x: bad key", k)
+			return fmt.Errorf("event batch %x: bad key", k)
 		}
 		val, err := batchValue(eb, k, v)
 		if err != nil {
-			return out, err
+			return err
 		}
 		skip := uint64(0)
 		if since >= first {
 			skip = since + 1 - first
 		}
 		err = eachEvent(k, val, skip, func(seq uint64, j []byte) (bool, error) {
-			e, err := decodeEvent(seq, j)
-			if err != nil {
-				return false, err
-			}
-			out = append(out, e)
-			return len(out) < limit, nil
+			var err error
+			more, err = fn(seq, j)
+			return more, err
 		})
 		if err != nil {
-			return out, err
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
-// loadEvents migrates a store's events of the previous layout, then reads
-// the newest n events, oldest first, and the next Seq.
-func loadEvents(tx *bolt.Tx, n int) ([]Event, uint64, error) {
+// loadEvents migrates a store's events of the previous layout, then calls
+// fn with the newest n events, oldest first, and returns the next Seq.
+func loadEvents(tx *bolt.Tx, n int, fn func(seq uint64, j []byte) error) (uint64, error) {
 	eb := tx.Bucket(bucketEvents)
 	if old := tx.Bucket(bucketLegacyEvents); old != nil {
 		if err := migrateEvents(eb, old); err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 		if err := tx.DeleteBucket(bucketLegacyEvents); err != nil {
-			return nil, 0, fmt.Errorf("migrate events: %w", err)
+			return 0, fmt.Errorf("migrate events: %w", err)
 		}
 	}
 	cur := eb.Cursor()
 	k, _ := cur.Last()
 	_, next, ok := batchRange(k)
 	if k == nil {
-		return nil, 1, nil
+		return 1, nil
 	} else if !ok {
-		return nil, 0, fmt.Errorf("event batch %x: bad key", k)
+		return 0, fmt.Errorf("event batch %x: bad key", k)
 	}
 	next++
 	// The batches holding the newest n, newest first.
@@ -253,32 +241,29 @@ func loadEvents(tx *bolt.Tx, n int) ([]Event, uint64, error) {
 	for k, v := cur.Last(); k != nil && have < uint64(n); k, v = cur.Prev() {
 		first, last, ok := batchRange(k)
 		if !ok {
-			return nil, 0, fmt.Errorf("event batch %x: bad key", k)
+			return 0, fmt.Errorf("event batch %x: bad key", k)
 		}
 		bs = append(bs, batch{k, v})
 		have += last - first + 1
 	}
-	out := make([]Event, 0, min(have, uint64(n)))
 	for i := len(bs) - 1; i >= 0; i-- {
 		b := bs[i]
 		val, err := batchValue(eb, b.k, b.v)
 		if err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 		skip := uint64(0)
 		if i == len(bs)-1 && have > uint64(n) {
 			skip = have - uint64(n)
 		}
 		err = eachEvent(b.k, val, skip, func(seq uint64, j []byte) (bool, error) {
-			e, err := decodeEvent(seq, j)
-			out = append(out, e)
-			return true, err
+			return true, fn(seq, j)
 		})
 		if err != nil {
-			return nil, 0, fmt.Errorf("load events: %w", err)
+			return 0, fmt.Errorf("load events: %w", err)
 		}
 	}
-	return out, next, nil
+	return next, nil
 }
 
 // migrateEvents writes the events of the previous layout (bucket old, one
@@ -331,14 +316,11 @@ func migrateEvents(eb, old *bolt.Bucket) error {
 		// The JSON is copied if it starts with its Seq, as written.
 		prefix = strconv.AppendUint(append(prefix[:0], `{"seq":`...), seq, 10)
 		if renumber || !bytes.HasPrefix(v, append(prefix, ',')) || bytes.IndexByte(v, '\n') >= 0 {
-			e, err := decodeEvent(binary.BigEndian.Uint64(k), v)
+			j, err := reseq(v, seq)
 			if err != nil {
-				return fmt.Errorf("migrate events: %w", err)
+				return fmt.Errorf("migrate event %x: %w", k, err)
 			}
-			e.Seq = seq
-			if buf, err = appendEvent(buf, &e); err != nil {
-				return fmt.Errorf("migrate event %d: %w", seq, err)
-			}
+			buf = append(buf, j...)
 		} else {
 			buf = append(buf, v...)
 		}

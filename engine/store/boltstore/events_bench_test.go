@@ -1,9 +1,8 @@
-package queue
+package boltstore
 
 import (
 	"fmt"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -14,11 +13,7 @@ import (
 // memory, from a log written as a scheduler writes it: passes of 1,000
 // events with a few single verbs between them.
 func BenchmarkEventsFromFile(b *testing.B) {
-	q, err := Open(Options{Path: filepath.Join(b.TempDir(), "q.db"), Clock: clock.NewFake(time.Unix(0, 0)), NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer q.Close()
+	q := openQueue(b, Options{Path: filepath.Join(b.TempDir(), "q.db"), NoSync: true}, clock.NewFake(time.Unix(0, 0)))
 	const passes, perPass, verbs = 50, 1000, 20
 	for p := range passes {
 		for i := range perPass {
@@ -54,11 +49,7 @@ func BenchmarkEventsFromFile(b *testing.B) {
 // events (a thousand completions and starts) written to a log that
 // already holds 100 such passes.
 func BenchmarkFlushEvents(b *testing.B) {
-	q, err := Open(Options{Path: filepath.Join(b.TempDir(), "q.db"), Clock: clock.NewFake(time.Unix(0, 0)), NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer q.Close()
+	q := openQueue(b, Options{Path: filepath.Join(b.TempDir(), "q.db"), NoSync: true}, clock.NewFake(time.Unix(0, 0)))
 	const perPass = 3000
 	n := 0
 	add := func() {
@@ -80,22 +71,12 @@ func BenchmarkFlushEvents(b *testing.B) {
 		b.StopTimer()
 		add()
 		b.StartTimer()
-		cpu0 := processCPU()
+		cpu0 := cpuTime()
 		if err := q.Flush(); err != nil {
 			b.Fatal(err)
 		}
-		cpu += processCPU() - cpu0
+		cpu += cpuTime() - cpu0
 		passes++
 	}
 	b.ReportMetric(float64(cpu)/float64(passes), "cpu-ns/op")
-}
-
-// processCPU is the CPU time (user and system, all threads) the process
-// has used: on a shared machine it says more than wall time.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

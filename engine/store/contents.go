@@ -1,0 +1,113 @@
+// Contents: everything a store holds, read through the interface, with a
+// digest to tell two stores hold the same (store copy's check).
+
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"slices"
+)
+
+// Contents is what a store holds.
+type Contents struct {
+	Records map[uint64][]byte // by Seq
+	IDs     map[uint64]string // each record's container id
+	Events  []Event           // oldest first
+	Outputs map[string][]byte // by container id
+	Paused  bool
+}
+
+// Event is one stored event.
+type Event struct {
+	Seq  uint64
+	Body []byte
+}
+
+// ReadAll reads everything s holds; key returns a record's Seq and id.
+// The output read is that of every record's container.
+func ReadAll(s Store, key func(body []byte) (uint64, string, error)) (Contents, error) {
+	c := Contents{Records: map[uint64][]byte{}, IDs: map[uint64]string{}, Outputs: map[string][]byte{}}
+	loaded, err := s.Load(1, func(body []byte) (uint64, string, error) {
+		seq, id, err := key(body)
+		c.Records[seq], c.IDs[seq] = slices.Clone(body), id
+		return seq, id, err
+	}, func(uint64, []byte) error { return nil })
+	if err != nil {
+		return c, err
+	}
+	c.Paused = loaded.Paused
+	err = s.Events(0, func(seq uint64, body []byte) (bool, error) {
+		c.Events = append(c.Events, Event{Seq: seq, Body: slices.Clone(body)})
+		return true, nil
+	})
+	if err != nil {
+		return c, err
+	}
+	for _, id := range c.IDs {
+		out, ok, err := s.Output(id)
+		if err != nil {
+			return c, err
+		}
+		if ok {
+			c.Outputs[id] = out
+		}
+	}
+	return c, nil
+}
+
+// Digest is a SHA-256 over the contents in a fixed order: records by
+// Seq, events by Seq, outputs by id, then the pause flag.
+func (c Contents) Digest() [32]byte {
+	h := sha256.New()
+	put := func(b []byte) {
+		h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(b))))
+		h.Write(b)
+	}
+	seqs := make([]uint64, 0, len(c.Records))
+	for seq := range c.Records {
+		seqs = append(seqs, seq)
+	}
+	slices.Sort(seqs)
+	for _, seq := range seqs {
+		put(binary.BigEndian.AppendUint64(nil, seq))
+		put(c.Records[seq])
+	}
+	for _, e := range c.Events {
+		put(binary.BigEndian.AppendUint64(nil, e.Seq))
+		put(e.Body)
+	}
+	ids := make([]string, 0, len(c.Outputs))
+	for id := range c.Outputs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		put([]byte(id))
+		put(c.Outputs[id])
+	}
+	if c.Paused {
+		h.Write([]byte{1})
+	}
+	var d [32]byte
+	h.Sum(d[:0])
+	return d
+}
+
+// Batch returns c's records and events as one batch (a copy's write).
+func (c Contents) Batch() *Batch {
+	var b Batch
+	seqs := make([]uint64, 0, len(c.Records))
+	for seq := range c.Records {
+		seqs = append(seqs, seq)
+	}
+	slices.Sort(seqs)
+	for _, seq := range seqs {
+		b.EndRecord(append(b.BeginRecord(seq), c.Records[seq]...))
+	}
+	for _, e := range c.Events {
+		b.EndEvent(e.Seq, append(b.BeginEvent(), e.Body...))
+	}
+	b.Records = len(c.Records)
+	return &b
+}
