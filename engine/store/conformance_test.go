@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"dispatch-tui/engine/view"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -330,6 +331,44 @@ var behaviours = []struct {
 		}
 	}},
 	{"load after a crash mid-flush", testCrashMidFlush},
+	{"parts: written by flushes, deleted by nil, each apart, read back", func(t *testing.T, b backend) {
+		st := b.open(t, storeOptions{})
+		flush := func(name string, kv ...string) {
+			t.Helper()
+			w := store.PartWrite{Name: name}
+			for i := 0; i < len(kv); i += 2 {
+				w.Keys = append(w.Keys, kv[i])
+				var v []byte
+				if kv[i+1] != "" {
+					v = []byte(kv[i+1])
+				}
+				w.Values = append(w.Values, v)
+			}
+			var batch store.Batch
+			batch.Reset()
+			batch.Parts = append(batch.Parts, w)
+			if err := st.Flush(&batch); err != nil {
+				t.Fatalf("flush %s: %v", name, err)
+			}
+		}
+		flush("ledger", "a", "1", "b", "2")
+		flush("other", "a", "x")
+		flush("ledger", "b", "", "c", "3", "a", "4")
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		st = b.open(t, storeOptions{})
+		defer st.Close()
+		for name, want := range map[string]map[string]string{"ledger": {"a": "4", "c": "3"}, "other": {"a": "x"}, "none": {}} {
+			got := map[string]string{}
+			if err := st.LoadPart(name, func(k, v []byte) error { got[string(k)] = string(v); return nil }); err != nil {
+				t.Fatalf("load %s: %v", name, err)
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("part %s read back %v, want %v", name, got, want)
+			}
+		}
+	}},
 }
 
 func TestConformance(t *testing.T) {
