@@ -8,7 +8,6 @@
 package engine
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -143,35 +142,6 @@ func (e *Engine) recordPoolEvents() {
 	e.mu.Unlock()
 	for _, ev := range evs {
 		e.queue.AppendEvent("pool", ev.Kind, string(ev.Instance), ev.Kind, ev.Message)
-	}
-}
-
-// Run drives the engine until ctx ends: a step on every change and at least
-// every PassInterval, at most 20 a second.
-func (e *Engine) Run(ctx context.Context) {
-	qch, unsub := e.queue.Subscribe()
-	defer unsub()
-	tick := time.NewTicker(e.opts.PassInterval)
-	defer tick.Stop()
-	const minGap = 50 * time.Millisecond
-	var last time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		case <-qch:
-		case <-e.pool.Changed():
-		}
-		if wait := minGap - time.Since(last); wait > 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(wait):
-			}
-		}
-		last = time.Now()
-		e.Step()
 	}
 }
 
