@@ -59,6 +59,8 @@ type Engine struct {
 	sched *scheduler.Scheduler
 
 	stepMu sync.Mutex // serialises Step; the scheduler is single-threaded
+	// noticed is recordExits' buffer (under stepMu).
+	noticed []worker.InstanceView
 
 	output outputCounters // output.go
 

@@ -12,7 +12,8 @@ import (
 const minPassGap = 50 * time.Millisecond
 
 // Run drives the engine until ctx ends: a step on every change and at least
-// every PassInterval, at most one per minPassGap on the engine's clock.
+// every PassInterval, at most one per minPassGap on the engine's clock; and
+// an exit step (recordExits) at every wake, which no gap holds back.
 func (e *Engine) Run(ctx context.Context) {
 	qch, unsub := e.queue.Subscribe()
 	defer unsub()
@@ -32,6 +33,7 @@ func (e *Engine) Run(ctx context.Context) {
 		case <-e.pool.Changed():
 		case <-due:
 		}
+		e.recordExits()
 		// The gap is measured on the engine's clock, so that tests on a
 		// fake one decide when passes run; a real timer only rechecks it.
 		// A clock set back does not hold passes off.
@@ -44,4 +46,18 @@ func (e *Engine) Run(ctx context.Context) {
 		last = e.clock.Now()
 		e.Step()
 	}
+}
+
+// recordExits records at once the exits runners announced since the last
+// step (scheduler.RecordExits); the next pass uses their slots.
+func (e *Engine) recordExits() {
+	e.stepMu.Lock()
+	defer e.stepMu.Unlock()
+	e.noticed = e.pool.TakeNoticedExits(e.noticed)
+	if len(e.noticed) == 0 {
+		return
+	}
+	w := e.sched.RecordExits(e.noticed)
+	w.Done(e.queue.FlushPass())
+	e.notify()
 }
