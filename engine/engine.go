@@ -61,6 +61,9 @@ type Engine struct {
 	stepMu sync.Mutex // serialises Step; the scheduler is single-threaded
 	// noticed is recordExits' buffer (under stepMu).
 	noticed []worker.InstanceView
+	// writeSteps writes what steps changed: queue.FlushPass (tests slow
+	// it down, as a busy disk would).
+	writeSteps func() error
 
 	output outputCounters // output.go
 
@@ -126,6 +129,7 @@ func New(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("start worker pool: %w", err)
 	}
 	e.sched = scheduler.New(opts.Config, q, e.pool, opts.Clock, opts.Logger)
+	e.writeSteps = q.FlushPass
 	return e, nil
 }
 
@@ -147,13 +151,22 @@ func (e *Engine) recordPoolEvents() {
 	}
 }
 
-// Step runs the pool's due work and one scheduler pass.
-func (e *Engine) Step() scheduler.Stats {
+// Step runs the pool's due work and one scheduler pass, written to the
+// store before it returns.
+func (e *Engine) Step() scheduler.Stats { return e.step(nil) }
+
+// step is Step, with the pass written by w unless w is nil.
+func (e *Engine) step(w *passWriter) scheduler.Stats {
 	e.stepMu.Lock()
 	defer e.stepMu.Unlock()
 	e.pool.Step()
 	e.recordPoolEvents()
-	st := e.sched.RunPass()
+	st, wr := e.sched.Pass()
+	if w != nil {
+		w.add(wr)
+	} else {
+		wr.Done(e.writeSteps())
+	}
 	e.mu.Lock()
 	e.lastStats = st
 	e.mu.Unlock()

@@ -19,6 +19,10 @@ func (e *Engine) Run(ctx context.Context) {
 	defer unsub()
 	tick := time.NewTicker(e.opts.PassInterval)
 	defer tick.Stop()
+	// The steps are written behind the loop; what is left is written
+	// before Run returns.
+	w := startPassWriter(e.writeSteps)
+	defer w.close()
 	// due fires when a wanted pass may run; nil while none waits.
 	gap := time.NewTimer(time.Hour)
 	gap.Stop()
@@ -33,7 +37,7 @@ func (e *Engine) Run(ctx context.Context) {
 		case <-e.pool.Changed():
 		case <-due:
 		}
-		e.recordExits()
+		e.recordExits(w)
 		// The gap is measured on the engine's clock, so that tests on a
 		// fake one decide when passes run; a real timer only rechecks it.
 		// A clock set back does not hold passes off.
@@ -44,20 +48,20 @@ func (e *Engine) Run(ctx context.Context) {
 		}
 		due = nil
 		last = e.clock.Now()
-		e.Step()
+		e.step(w)
 	}
 }
 
 // recordExits records at once the exits runners announced since the last
-// step (scheduler.RecordExits); the next pass uses their slots.
-func (e *Engine) recordExits() {
+// step (scheduler.RecordExits), written by w; the next pass uses their
+// slots.
+func (e *Engine) recordExits(w *passWriter) {
 	e.stepMu.Lock()
 	defer e.stepMu.Unlock()
 	e.noticed = e.pool.TakeNoticedExits(e.noticed)
 	if len(e.noticed) == 0 {
 		return
 	}
-	w := e.sched.RecordExits(e.noticed)
-	w.Done(e.queue.FlushPass())
+	w.add(e.sched.RecordExits(e.noticed))
 	e.notify()
 }
