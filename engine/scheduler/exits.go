@@ -4,8 +4,6 @@
 package scheduler
 
 import (
-	"slices"
-
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/worker"
@@ -41,9 +39,16 @@ type Write struct {
 	forgets []forgetAction
 }
 
-// write returns the Write of the pass or exit step just run.
+// write returns the Write of the pass or exit step just run, its forgets
+// in a buffer a Done gave back if there is one (a pass in steady state
+// allocates nothing).
 func (s *Scheduler) write() Write {
-	return Write{s: s, forgets: slices.Clone(s.forgets)}
+	var buf []forgetAction
+	select {
+	case buf = <-s.spareForgets:
+	default:
+	}
+	return Write{s: s, forgets: append(buf[:0], s.forgets...)}
 }
 
 // Done sends w's forgets once the store write that followed its pass
@@ -54,9 +59,16 @@ func (s *Scheduler) write() Write {
 func (w Write) Done(err error) {
 	if err != nil {
 		w.s.log.Error("write queue after pass", "err", err)
-		return
+	} else {
+		for _, f := range w.forgets {
+			w.s.pool.ForgetContainer(f.inst, f.containerID)
+		}
 	}
-	for _, f := range w.forgets {
-		w.s.pool.ForgetContainer(f.inst, f.containerID)
+	if cap(w.forgets) > 0 {
+		clear(w.forgets)
+		select {
+		case w.s.spareForgets <- w.forgets[:0]:
+		default:
+		}
 	}
 }

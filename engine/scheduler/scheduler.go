@@ -103,6 +103,9 @@ type Scheduler struct {
 	// carried holds what exit steps counted (exits.go), for the next
 	// pass's Stats.
 	carried Stats
+	// spareForgets holds forget buffers that Writes are done with, for
+	// the next ones (Write.Done may run on another goroutine).
+	spareForgets chan []forgetAction
 
 	labels    labelIndex // the label pairs of the types, as bits
 	fitSmallL [64]fitSlotL
@@ -151,6 +154,7 @@ func New(cfg *config.Config, q *queue.Queue, pool Pool, clk clock.Clock, log *sl
 		byID:         map[cloud.InstanceID]int{},
 		reported:     map[string]struct{}{},
 		blockedStart: map[string]struct{}{},
+		spareForgets: make(chan []forgetAction, 4),
 	}
 	for i, t := range s.types {
 		s.typeIndex[t.Name] = i
