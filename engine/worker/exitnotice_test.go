@@ -194,3 +194,30 @@ func TestTakeNoticedExits(t *testing.T) {
 		t.Fatalf("after a Step, c3's exit is the pass's, yet taken: %+v", vs)
 	}
 }
+
+// A forget asked for again after the first one ended (a pass that read
+// the exit before it ended, written later) sends nothing: the runner holds
+// no such container any more.
+func TestForgetAgainAfterForgottenSendsNothing(t *testing.T) {
+	h, id := noticeHarness(t)
+	if err := h.pool.StartContainer(id, spec("c1", "true")); err != nil {
+		t.Fatal(err)
+	}
+	h.step()
+	h.drv.AnnounceExits()
+	pollPool(t, "c1's exit notice", func() bool { return h.pool.Stats().ExitNotices == 1 })
+	h.pool.Wait()
+	h.pool.ForgetContainer(id, "c1")
+	h.pool.Wait()
+	if v, _ := h.pool.Instance(id); len(v.Reported) != 0 {
+		t.Fatalf("after the forget: %+v", v.Reported)
+	}
+	h.pool.ForgetContainer(id, "c1")
+	h.pool.mu.Lock()
+	_, sent := h.pool.byID[id].forgetting["c1"]
+	h.pool.mu.Unlock()
+	h.pool.Wait()
+	if sent {
+		t.Fatal("a second forget of c1, already forgotten, went to the runner (it fails there with a warning)")
+	}
+}
