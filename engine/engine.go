@@ -4,7 +4,6 @@
 package engine
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -57,6 +56,11 @@ type Engine struct {
 	sched *scheduler.Scheduler
 
 	stepMu sync.Mutex // serialises Step; the scheduler is single-threaded
+	// noticed is recordExits' buffer (under stepMu).
+	noticed []worker.InstanceView
+	// writeSteps writes what steps changed: queue.FlushPass (tests slow
+	// it down, as a busy disk would).
+	writeSteps func() error
 
 	output outputCounters // output.go
 
@@ -135,6 +139,7 @@ func New(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("start worker pool: %w", err)
 	}
 	e.sched = scheduler.New(opts.Config, q, e.pool, opts.Clock, opts.Logger)
+	e.writeSteps = q.FlushPass
 	return e, nil
 }
 
@@ -156,43 +161,23 @@ func (e *Engine) recordPoolEvents() {
 	}
 }
 
-// Run drives the engine until ctx ends: a step on every change and at least
-// every PassInterval, at most 20 a second.
-func (e *Engine) Run(ctx context.Context) {
-	qch, unsub := e.queue.Subscribe()
-	defer unsub()
-	tick := time.NewTicker(e.opts.PassInterval)
-	defer tick.Stop()
-	const minGap = 50 * time.Millisecond
-	var last time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		case <-qch:
-		case <-e.pool.Changed():
-		}
-		if wait := minGap - time.Since(last); wait > 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(wait):
-			}
-		}
-		last = time.Now()
-		e.Step()
-	}
-}
+// Step runs the pool's due work and one scheduler pass, written to the
+// store before it returns.
+func (e *Engine) Step() scheduler.Stats { return e.step(nil) }
 
-// Step runs the pool's due work and one scheduler pass.
-func (e *Engine) Step() scheduler.Stats {
+// step is Step, with the pass written by w unless w is nil.
+func (e *Engine) step(w *passWriter) scheduler.Stats {
 	e.stepMu.Lock()
 	defer e.stepMu.Unlock()
 	e.pool.Step()
 	e.recordPoolEvents()
-	st := e.sched.RunPass()
-	e.observeCost()
+	st, wr := e.sched.Pass()
+	e.observeCost() // before the write, so the ledger's records ride it
+	if w != nil {
+		w.add(wr)
+	} else {
+		wr.Done(e.writeSteps())
+	}
 	e.mu.Lock()
 	e.lastStats = st
 	e.mu.Unlock()

@@ -31,6 +31,14 @@ func (q *Queue) Pass(fn func(tx *Tx)) error { return q.PassThen(fn, nil) }
 // and the queue unlocked, before the pass is written: for what may act on
 // the pass's decisions without waiting for the store's sync.
 func (q *Queue) PassThen(fn func(tx *Tx), unlocked func()) error {
+	q.PassUnwritten(fn, unlocked)
+	return q.FlushPass()
+}
+
+// PassUnwritten is PassThen without the write: the caller writes it with
+// FlushPass, which a later pass may run before (the engine's loop does
+// not wait for the disk; what either writes is on disk once it returns).
+func (q *Queue) PassUnwritten(fn func(tx *Tx), unlocked func()) {
 	q.mu.Lock()
 	q.sortLocked()
 	// The queue's own Tx, reused: passes do not overlap (q.mu), and a
@@ -48,8 +56,11 @@ func (q *Queue) PassThen(fn func(tx *Tx), unlocked func()) error {
 	if unlocked != nil {
 		unlocked()
 	}
-	return q.flush(true)
 }
+
+// FlushPass writes what passes changed (Flush, also folding the journal
+// once it has reached its threshold).
+func (q *Queue) FlushPass() error { return q.flush(true) }
 
 // Now is the pass's time.
 func (tx *Tx) Now() time.Time { return tx.now }

@@ -46,100 +46,8 @@ func (s *Scheduler) reconcileReports(tx *queue.Tx, st *Stats) (anyUnknown bool) 
 		if v.State == worker.StateUnknown {
 			anyUnknown = true
 		}
-		lost := v.ContainersLost != ""
 		for j := range v.Reported {
-			r := &v.Reported[j]
-			c := tx.Get(r.ID)
-			running := r.State == runner.StateRunning
-			if lost && (running || c == nil || c.State != queue.Running || c.InstanceID != string(v.ID)) {
-				// Written off (reconcileRunning requeues its containers):
-				// its list is stale and must not hold their next attempts
-				// back. Only an exit it saw still counts.
-				continue
-			}
-			if running {
-				s.reported[r.ID] = struct{}{}
-				if c != nil {
-					s.reportedRunning = append(s.reportedRunning, c)
-				}
-			}
-			switch {
-			case c == nil || c.State.Final():
-				if running {
-					s.kill(st, v.ID, r.ID)
-				} else {
-					s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
-				}
-			case c.State == queue.Running && c.InstanceID != string(v.ID):
-				// Another copy elsewhere: only one may run.
-				if running {
-					s.kill(st, v.ID, r.ID)
-				} else {
-					s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
-				}
-			case c.State != queue.Running:
-				// The record missed a start (a crash between start and
-				// write): adopt it, unless its instance is going away.
-				if v.State == worker.StateShutdown {
-					continue
-				}
-				if !running && c.State == queue.Queued && c.Attempts > 0 {
-					// An exited earlier attempt of a requeued container.
-					s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
-					s.blockedStart[r.ID] = struct{}{}
-					continue
-				}
-				if err := tx.Adopt(c, string(v.ID), v.Type, r.StartedAt); err != nil {
-					s.log.Error("adopt container", "container", c.ID, "err", err)
-					continue
-				}
-				s.adopted = append(s.adopted, c)
-				fallthrough
-			default: // Running here
-				tx.MarkSeen(c)
-				s.noteHealth(tx, c, r)
-				if !running && s.endedLost(tx, c, v, r) {
-					continue
-				}
-				if !running && s.endedUnhealthy(tx, c, v, r, st) {
-					continue
-				}
-				if !running && c.Priority == 0 && !c.KillRequested && (r.Signal != "" || r.ExitCode != 0) {
-					// Stopped for priority 0 (TERM, below): not a completion
-					// and not a failure; it waits until its priority is raised.
-					if err := tx.Requeue(c, "stopped at priority 0: requeued, it runs again once its priority is raised"); err != nil {
-						s.log.Error("requeue at priority 0", "container", c.ID, "err", err)
-					}
-					s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
-					s.blockedStart[r.ID] = struct{}{}
-					continue
-				}
-				if !running && r.Signal != "" && s.endedBySignal(tx, c, v, r) {
-					s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
-					s.blockedStart[r.ID] = struct{}{}
-					continue
-				}
-				if !running {
-					if err := tx.Finish(c, r.ExitCode, r.FinishedAt); err != nil {
-						s.log.Error("finish container", "container", c.ID, "err", err)
-						continue
-					}
-					s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
-					if !c.State.Final() {
-						// Retried under on-failure: the runner refuses to
-						// start an id it still holds, so the retry waits
-						// until the exited attempt is forgotten.
-						s.blockedStart[r.ID] = struct{}{}
-					}
-					continue
-				}
-				if c.KillRequested || c.Priority == 0 {
-					s.kill(st, v.ID, r.ID)
-				} else if mrt := time.Duration(c.Scheduling.MaxRunTime); mrt > 0 && tx.Now().Sub(c.StartedAt) > mrt {
-					tx.RequestKill(c, "max_run_time "+mrt.String()+" exceeded")
-					s.kill(st, v.ID, r.ID)
-				}
-			}
+			s.reconcileReport(tx, v, &v.Reported[j], st)
 		}
 	}
 	// By the records found above, not a second lookup by id: at 10,000
@@ -150,6 +58,103 @@ func (s *Scheduler) reconcileReports(tx *queue.Tx, st *Stats) (anyUnknown bool) 
 		}
 	}
 	return anyUnknown
+}
+
+// reconcileReport acts on one status r that v's runner reports: the rules
+// of the pass, which the exit step (exits.go) applies to noticed exits.
+func (s *Scheduler) reconcileReport(tx *queue.Tx, v *worker.InstanceView, r *runner.Status, st *Stats) {
+	lost := v.ContainersLost != ""
+	c := tx.Get(r.ID)
+	running := r.State == runner.StateRunning
+	if lost && (running || c == nil || c.State != queue.Running || c.InstanceID != string(v.ID)) {
+		// Written off (reconcileRunning requeues its containers):
+		// its list is stale and must not hold their next attempts
+		// back. Only an exit it saw still counts.
+		return
+	}
+	if running {
+		s.reported[r.ID] = struct{}{}
+		if c != nil {
+			s.reportedRunning = append(s.reportedRunning, c)
+		}
+	}
+	switch {
+	case c == nil || c.State.Final():
+		if running {
+			s.kill(st, v.ID, r.ID)
+		} else {
+			s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
+		}
+	case c.State == queue.Running && c.InstanceID != string(v.ID):
+		// Another copy elsewhere: only one may run.
+		if running {
+			s.kill(st, v.ID, r.ID)
+		} else {
+			s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
+		}
+	case c.State != queue.Running:
+		// The record missed a start (a crash between start and
+		// write): adopt it, unless its instance is going away.
+		if v.State == worker.StateShutdown {
+			return
+		}
+		if !running && c.State == queue.Queued && c.Attempts > 0 {
+			// An exited earlier attempt of a requeued container.
+			s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
+			s.blockedStart[r.ID] = struct{}{}
+			return
+		}
+		if err := tx.Adopt(c, string(v.ID), v.Type, r.StartedAt); err != nil {
+			s.log.Error("adopt container", "container", c.ID, "err", err)
+			return
+		}
+		s.adopted = append(s.adopted, c)
+		fallthrough
+	default: // Running here
+		tx.MarkSeen(c)
+		s.noteHealth(tx, c, r)
+		if !running && s.endedLost(tx, c, v, r) {
+			return
+		}
+		if !running && s.endedUnhealthy(tx, c, v, r, st) {
+			return
+		}
+		if !running && c.Priority == 0 && !c.KillRequested && (r.Signal != "" || r.ExitCode != 0) {
+			// Stopped for priority 0 (TERM, below): not a completion
+			// and not a failure; it waits until its priority is raised.
+			if err := tx.Requeue(c, "stopped at priority 0: requeued, it runs again once its priority is raised"); err != nil {
+				s.log.Error("requeue at priority 0", "container", c.ID, "err", err)
+			}
+			s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
+			s.blockedStart[r.ID] = struct{}{}
+			return
+		}
+		if !running && r.Signal != "" && s.endedBySignal(tx, c, v, r) {
+			s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
+			s.blockedStart[r.ID] = struct{}{}
+			return
+		}
+		if !running {
+			if err := tx.Finish(c, r.ExitCode, r.FinishedAt); err != nil {
+				s.log.Error("finish container", "container", c.ID, "err", err)
+				return
+			}
+			s.forgets = append(s.forgets, forgetAction{v.ID, r.ID})
+			if !c.State.Final() {
+				// Retried under on-failure: the runner refuses to
+				// start an id it still holds, so the retry waits
+				// until the exited attempt is forgotten.
+				s.blockedStart[r.ID] = struct{}{}
+			}
+			return
+		}
+		if c.KillRequested || c.Priority == 0 {
+			s.kill(st, v.ID, r.ID)
+		} else if mrt := time.Duration(c.Scheduling.MaxRunTime); mrt > 0 && tx.Now().Sub(c.StartedAt) > mrt {
+			tx.RequestKill(c, "max_run_time "+mrt.String()+" exceeded")
+			s.kill(st, v.ID, r.ID)
+		}
+	}
 }
 
 // endedBySignal handles a Running container its runner reports ended by a

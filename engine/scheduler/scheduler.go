@@ -97,6 +97,12 @@ type Scheduler struct {
 	forgets      []forgetAction
 	revert       []worker.StartFailure
 	touchSink    int // keeps touch's loads from being optimised away
+	// carried holds what exit steps counted (exits.go), for the next
+	// pass's Stats.
+	carried Stats
+	// spareForgets holds forget buffers that Writes are done with, for
+	// the next ones (Write.Done may run on another goroutine).
+	spareForgets chan []forgetAction
 
 	labels    labelIndex // the label pairs of the types, as bits
 	fitSmallL [64]fitSlotL
@@ -149,6 +155,7 @@ func New(cfg *config.Config, q *queue.Queue, pool Pool, clk clock.Clock, log *sl
 		byID:         map[cloud.InstanceID]int{},
 		reported:     map[string]struct{}{},
 		blockedStart: map[string]struct{}{},
+		spareForgets: make(chan []forgetAction, 4),
 	}
 	for i, t := range s.types {
 		s.typeIndex[t.Name] = i
@@ -166,9 +173,17 @@ func New(cfg *config.Config, q *queue.Queue, pool Pool, clk clock.Clock, log *sl
 	return s
 }
 
-// RunPass runs one reconcile + mapping pass, then issues the container
-// starts it decided (after they are written to the store).
+// RunPass runs one pass (Pass) and writes it.
 func (s *Scheduler) RunPass() Stats {
+	st, w := s.Pass()
+	w.Done(s.queue.FlushPass())
+	return st
+}
+
+// Pass runs one reconcile + mapping pass and issues the container starts
+// it decided. The caller writes the pass (queue.FlushPass), then calls the
+// returned Write's Done; the next pass may run meanwhile.
+func (s *Scheduler) Pass() (Stats, Write) {
 	t0 := time.Now()
 	now := s.clock.Now()
 	s.views = s.pool.Instances(s.views)
@@ -185,8 +200,9 @@ func (s *Scheduler) RunPass() Stats {
 	// second per pass, and every container's start waited for them
 	// (docs/design.md §3). A start the store missed (a crash before the write) is
 	// adopted from its runner's report, as any start just before a crash
-	// is; forgets, which lose what the store does not have, still wait.
-	err := s.queue.PassThen(func(tx *queue.Tx) {
+	// is; forgets, which lose what the store does not have, still wait
+	// (Write.Done).
+	s.queue.PassUnwritten(func(tx *queue.Tx) {
 		s.indexInstances()
 		s.handleStartFailures(tx, failures)
 		anyUnknown := s.reconcileReports(tx, &st)
@@ -196,21 +212,15 @@ func (s *Scheduler) RunPass() Stats {
 			s.shutdownUnallocated(st.AtQuota)
 		}
 	}, s.sendStarts)
-	if err != nil {
-		s.log.Error("write queue after pass", "err", err)
-	} else {
-		// Only once the final states are on disk: a runner that forgot
-		// a container the store still has running would get it retried
-		// after a restart. Unwritten, the exits are reported again by
-		// the next probe.
-		for _, f := range s.forgets {
-			s.pool.ForgetContainer(f.inst, f.containerID)
-		}
-	}
 	st.Starts = len(s.starts)
 	st.AtQuota = st.AtQuota || poolAtQuota
+	// What exit steps counted since the last pass is reported with it.
+	st.Kills += s.carried.Kills
+	st.Preempted += s.carried.Preempted
+	st.Unhealthy += s.carried.Unhealthy
+	s.carried = Stats{}
 	st.Duration = time.Since(t0)
-	return st
+	return st, s.write()
 }
 
 // sendStarts hands the pass's starts to the pool.

@@ -219,6 +219,10 @@ func (p *Pool) applyNoticedLocked(w *instance, ns []noticedStatus) {
 			w.noticed = make(map[string]noticedStatus)
 		}
 		w.noticed[n.st.ID] = n
+		if len(w.noticedNew) == 0 {
+			p.exitsNoticed = append(p.exitsNoticed, w)
+		}
+		w.noticedNew = append(w.noticedNew, n.st.ID)
 		added = true
 	}
 	if !added {
@@ -228,6 +232,49 @@ func (p *Pool) applyNoticedLocked(w *instance, ns []noticedStatus) {
 	if p.applyListLocked(w, slices.Clone(w.v.Reported), w.listSeq, w.v.ListedAt, now) {
 		p.notifyLocked()
 	}
+}
+
+// TakeNoticedExits appends to buf[:0] a view of each instance with exits
+// noticed since the last call or Step, whose Reported holds only the
+// statuses of those exits as its last list now shows them (the exit step
+// records them at once, with the pass's rules; docs/design.md §6). Step
+// drops what was not taken: the pass that follows it sees every status.
+func (p *Pool) TakeNoticedExits(buf []InstanceView) []InstanceView {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	buf = buf[:0]
+	for _, w := range p.exitsNoticed {
+		if w.removed || w.v.State == StateShutdown {
+			continue // the pass handles what leaves
+		}
+		var rs []runner.Status
+		for _, id := range w.noticedNew {
+			if findStatus(rs, id) >= 0 {
+				continue // noticed twice (a notice, then a read)
+			}
+			if i, ok := sortedStatus(w.v.Reported, id); ok && w.v.Reported[i].State == runner.StateExited {
+				rs = append(rs, w.v.Reported[i])
+			}
+		}
+		if len(rs) > 0 {
+			v := w.v
+			v.Containers = slices.Clone(w.v.Containers)
+			v.Reported = rs
+			buf = append(buf, v)
+		}
+	}
+	p.dropNoticedExitsLocked()
+	return buf
+}
+
+// dropNoticedExitsLocked forgets which exits were noticed since the last
+// take.
+func (p *Pool) dropNoticedExitsLocked() {
+	for _, w := range p.exitsNoticed {
+		w.noticedNew = w.noticedNew[:0]
+	}
+	clear(p.exitsNoticed)
+	p.exitsNoticed = p.exitsNoticed[:0]
 }
 
 // forgottenSinceLocked reports whether id was forgotten after seq: a
@@ -251,19 +298,26 @@ func (p *Pool) overlayNoticedLocked(w *instance, sts []runner.Status, listSeq ui
 			delete(w.noticed, id)
 			continue
 		}
-		i, found := slices.BinarySearchFunc(sts, id, func(st runner.Status, id string) int { return strings.Compare(st.ID, id) })
-		if !found {
-			if j := findStatus(sts, id); j >= 0 {
-				i, found = j, true // a list out of order
-			}
-		}
-		if found {
+		if i, found := sortedStatus(sts, id); found {
 			sts[i] = n.st
 		} else {
 			sts = slices.Insert(sts, i, n.st)
 		}
 	}
 	return sts
+}
+
+// sortedStatus finds id in sts, a list sorted by id as runners print it
+// (or, not found there, where it goes); a list out of order is searched
+// through.
+func sortedStatus(sts []runner.Status, id string) (int, bool) {
+	i, found := slices.BinarySearchFunc(sts, id, func(st runner.Status, id string) int { return strings.Compare(st.ID, id) })
+	if !found {
+		if j := findStatus(sts, id); j >= 0 {
+			return j, true
+		}
+	}
+	return i, found
 }
 
 // noticedAfter reports whether a status read after a notice, issued

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -143,5 +144,68 @@ func TestExitNoticeWithoutStatusReadsIt(t *testing.T) {
 	}
 	if s := h.pool.Stats(); s.StatusReads != 1 {
 		t.Fatalf("%d status reads, want 1", s.StatusReads)
+	}
+}
+
+// TakeNoticedExits hands the engine's exit step each noticed exit once,
+// as the last list shows it, and nothing else the instance reports; Step
+// drops what was not taken (the pass after it reads every status).
+func TestTakeNoticedExits(t *testing.T) {
+	h, id := noticeHarness(t)
+	for _, s := range []runner.Spec{spec("c1", fake.Cmd(2*time.Second, 3)...), spec("c2", "run-forever"), spec("c3", fake.Cmd(4*time.Second, 0)...)} {
+		if err := h.pool.StartContainer(id, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.step()
+	if vs := h.pool.TakeNoticedExits(nil); len(vs) != 0 {
+		t.Fatalf("before any notice: %+v", vs)
+	}
+	announce := func(n int) {
+		h.drv.AnnounceExits()
+		wait.Until(t, fmt.Sprintf("%d exit notices", n), 20*time.Second, func() bool { return h.pool.Stats().ExitNotices == n })
+		h.pool.Wait() // the notices' statuses applied
+	}
+	h.clk.Advance(2 * time.Second)
+	announce(1)
+	vs := h.pool.TakeNoticedExits(nil)
+	if len(vs) != 1 || vs[0].ID != id || len(vs[0].Reported) != 1 || vs[0].Reported[0].ID != "c1" || vs[0].Reported[0].ExitCode != 3 {
+		t.Fatalf("after c1's notice: %+v, want %s with c1 exited 3 alone", vs, id)
+	}
+	if vs := h.pool.TakeNoticedExits(vs); len(vs) != 0 {
+		t.Fatalf("taken twice: %+v", vs)
+	}
+	h.clk.Advance(2 * time.Second)
+	announce(2)
+	h.pool.Step()
+	if vs := h.pool.TakeNoticedExits(nil); len(vs) != 0 {
+		t.Fatalf("after a Step, c3's exit is the pass's, yet taken: %+v", vs)
+	}
+}
+
+// A forget asked for again after the first one ended (a pass that read
+// the exit before it ended, written later) sends nothing: the runner holds
+// no such container any more.
+func TestForgetAgainAfterForgottenSendsNothing(t *testing.T) {
+	h, id := noticeHarness(t)
+	if err := h.pool.StartContainer(id, spec("c1", "true")); err != nil {
+		t.Fatal(err)
+	}
+	h.step()
+	h.drv.AnnounceExits()
+	wait.Until(t, "c1's exit notice", 20*time.Second, func() bool { return h.pool.Stats().ExitNotices == 1 })
+	h.pool.Wait()
+	h.pool.ForgetContainer(id, "c1")
+	h.pool.Wait()
+	if v, _ := h.pool.Instance(id); len(v.Reported) != 0 {
+		t.Fatalf("after the forget: %+v", v.Reported)
+	}
+	h.pool.ForgetContainer(id, "c1")
+	h.pool.mu.Lock()
+	_, sent := h.pool.byID[id].forgetting["c1"]
+	h.pool.mu.Unlock()
+	h.pool.Wait()
+	if sent {
+		t.Fatal("a second forget of c1, already forgotten, went to the runner (it fails there with a warning)")
 	}
 }

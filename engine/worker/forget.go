@@ -33,6 +33,12 @@ func (p *Pool) ForgetContainer(id cloud.InstanceID, containerID string) {
 	if _, ok := w.forgetting[containerID]; ok {
 		return
 	}
+	if _, listed := sortedStatus(w.v.Reported, containerID); !listed {
+		// Forgotten already (a pass that read it before the forget ended
+		// asks again), or a later list no longer shows it: asking the
+		// runner would only fail, with a warning, after a "logs" call.
+		return
+	}
 	if t, ok := w.logsRetry[containerID]; ok {
 		if p.clk.Now().Before(t) {
 			return // its output could not be stored just now

@@ -134,7 +134,9 @@ type instance struct {
 	// one (noWatch), failures in a row and when to open one again; the
 	// announced containers whose status is to be read, whether a read is
 	// in flight, the statuses notices carried not applied yet, whether a
-	// goroutine applies them, and the statuses read since the last list.
+	// goroutine applies them, the statuses read since the last list, and
+	// the ids of those not yet taken by the engine's exit step
+	// (TakeNoticedExits).
 	watchCancel context.CancelFunc
 	watchGen    uint64
 	watching    bool
@@ -146,6 +148,7 @@ type instance struct {
 	noticedQ    []noticedStatus // carried by notices, to apply
 	applyBusy   bool
 	noticed     map[string]noticedStatus
+	noticedNew  []string
 }
 
 // autoShutdownReason returns why w should be shut down now ("" = keep).

@@ -122,17 +122,20 @@ type Event struct {
 
 // Pool is the worker pool. Use New.
 type Pool struct {
-	s          settings
-	opts       Options
-	is         cloud.InstanceSet
-	clk        clock.Clock
-	calls      *callWatch // deadlines of calls without one of their own
-	log        *slog.Logger
-	ctx        context.Context
-	cancel     context.CancelFunc
-	changed    chan struct{}
-	types      map[string]cloud.InstanceType
-	byProvider map[string]string // provider type -> cheapest configured type name
+	s       settings
+	opts    Options
+	is      cloud.InstanceSet
+	clk     clock.Clock
+	calls   *callWatch // deadlines of calls without one of their own
+	log     *slog.Logger
+	ctx     context.Context
+	cancel  context.CancelFunc
+	changed chan struct{}
+	// exitsNoticed lists the instances with exits noticed since the last
+	// TakeNoticedExits or Step (exitnotice.go).
+	exitsNoticed []*instance
+	types        map[string]cloud.InstanceType
+	byProvider   map[string]string // provider type -> cheapest configured type name
 
 	// One copy of the runner binary shared by the installs in flight and
 	// dropped after the last (it is tens of MB; a thousand instances
@@ -407,6 +410,7 @@ func (p *Pool) Step() {
 		p.mu.Unlock()
 		return
 	}
+	p.dropNoticedExitsLocked() // the pass after this step reads them all
 	now := p.clk.Now()
 	if !p.syncing && !now.Before(p.nextSync) && p.cloudAllowedLocked(now) {
 		p.startSyncLocked(now)

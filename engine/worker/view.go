@@ -85,6 +85,7 @@ type Stats struct {
 	StartFailures int           // of which failed
 	Kills         int           // "runner kill" calls issued
 	ExitNotices   int           // exits runners announced (exitnotice.go)
+	Watching      int           // instances whose runner watch is ready now
 	StatusReads   int           // "list <id>" batches read after notices
 	Creating      int           // create calls in flight now
 	QuotaLimit    int           // effective instance cap now (Quota)
@@ -241,6 +242,11 @@ func (p *Pool) Stats() Stats {
 	s.QuotaLimit = p.limitLocked(now)
 	s.AtQuota = p.atCapLocked(now)
 	s.PausedUntil = p.pausedUntil
+	for _, w := range p.list {
+		if w.watching {
+			s.Watching++
+		}
+	}
 	return s
 }
 
