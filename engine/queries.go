@@ -46,17 +46,6 @@ func (e *Engine) Instance(id string) (view.Instance, bool) {
 	return view.Instance{}, false
 }
 
-// RunnerReported is what the runner of an instance last listed (running
-// and exited containers, with their pids): the pool's own knowledge,
-// behind the edge's view of the instance. Nil before the first list.
-func (e *Engine) RunnerReported(id string) []runner.Status {
-	v, ok := e.pool.Instance(cloud.InstanceID(id))
-	if !ok {
-		return nil
-	}
-	return v.Reported
-}
-
 // instanceView is the one place a pool's instance view becomes what the
 // engine's edge shows: the pool's own bookkeeping (what its runner
 // reported, why its containers are lost) stays behind.
