@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/scheduler"
 	"dispatch-tui/engine/view"
 )
@@ -195,6 +197,23 @@ func (h *harness) instance(id string) view.Instance {
 
 // live returns the instances the cloud still has.
 func (h *harness) live() []cloud.InstanceID { return h.cloud.Live() }
+
+// runnerList is what the runner of instance inst lists now, asked over
+// the instance's executor as an operator's "runner list" would be; nil
+// when it does not answer (a broken or destroyed instance).
+func (h *harness) runnerList(inst string) []runner.Status {
+	exec, err := h.cloud.ExecutorByID(cloud.InstanceID(inst))
+	if err != nil {
+		return nil
+	}
+	defer exec.Close()
+	rc := runner.Client{Exec: exec, Path: h.cfg.Cloud.RunnerPath}
+	sts, err := rc.List(context.Background())
+	if err != nil {
+		return nil
+	}
+	return sts
+}
 
 // runningOn waits for the container to be Running and returns its instance.
 func (h *harness) runningOn(id string, max int) string {

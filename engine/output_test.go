@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,8 +86,14 @@ func TestLogsSayWhyOutputIsUnavailable(t *testing.T) {
 	for try := 1; ; try++ {
 		other = h.submit(5*time.Second, 0)
 		inst2 = h.runningOn(other, 30)
+		// The pool listed its exit once the instance no longer shows it;
+		// the runner lists it until it is forgotten, which follows the
+		// store of its output.
 		listed := func() bool {
-			for _, st := range h.eng.RunnerReported(inst2) {
+			if slices.Contains(h.instance(inst2).Containers, other) {
+				return false
+			}
+			for _, st := range h.runnerList(inst2) {
 				if st.ID == other && st.State == runner.StateExited {
 					return true
 				}

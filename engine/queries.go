@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -43,17 +44,6 @@ func (e *Engine) Instance(id string) (view.Instance, bool) {
 		}
 	}
 	return view.Instance{}, false
-}
-
-// RunnerReported is what the runner of an instance last listed (running
-// and exited containers, with their pids): the pool's own knowledge,
-// behind the edge's view of the instance. Nil before the first list.
-func (e *Engine) RunnerReported(id string) []runner.Status {
-	v, ok := e.pool.Instance(cloud.InstanceID(id))
-	if !ok {
-		return nil
-	}
-	return v.Reported
 }
 
 // instanceView is the one place a pool's instance view becomes what the
@@ -177,19 +167,12 @@ func sortEntries(es []listEntry, key string) {
 	})
 }
 
-// TypeSummary is one instance type with how many instances of it exist.
-type TypeSummary struct {
-	cloud.InstanceType
-	Count   int                  `json:"count"`
-	ByState map[worker.State]int `json:"by_state"`
-}
-
 // Types returns the configured types with instance counts.
-func (e *Engine) Types() []TypeSummary {
-	out := make([]TypeSummary, len(e.cfg.InstanceTypes))
+func (e *Engine) Types() []view.TypeSummary {
+	out := make([]view.TypeSummary, len(e.cfg.InstanceTypes))
 	idx := map[string]int{}
 	for i, t := range e.cfg.InstanceTypes {
-		out[i] = TypeSummary{InstanceType: t, ByState: map[worker.State]int{}}
+		out[i] = typeSummary(t)
 		idx[t.Name] = i
 	}
 	for _, v := range e.pool.Instances(nil) {
@@ -201,34 +184,19 @@ func (e *Engine) Types() []TypeSummary {
 	return out
 }
 
-// Summary is the header line of the console and GET /v1/summary.
-type Summary struct {
-	Driver       string                      `json:"driver"`
-	Instances    map[worker.State]int        `json:"instances"`
-	Containers   map[queue.State]int         `json:"containers"`
-	PricePerHour float64                     `json:"price_per_hour"`
-	QuotaLimit   int                         `json:"quota_limit"`
-	AtQuota      bool                        `json:"at_quota"`
-	Paused       bool                        `json:"paused"`
-	LongestWait  time.Duration               `json:"longest_wait"`
-	LastPass     time.Duration               `json:"last_pass"`
-	Behaviors    map[worker.IdleBehavior]int `json:"idle_behaviors"`
-	// ContainersGen changes whenever any container's record or pending
-	// reason does: a client's copy of the list is current while it stays.
-	ContainersGen uint64 `json:"containers_gen"`
-	// StoreUnavailableSince is when the store began failing to write
-	// (omitted while it writes); StoreError is why (store.go).
-	StoreUnavailableSince time.Time `json:"store_unavailable_since,omitzero"`
-	StoreError            string    `json:"store_error,omitempty"`
-	// Store is the store in use: "bolt" (the embedded file) or
-	// "postgres" ([store] url).
-	Store string `json:"store"`
+// typeSummary is the one place a configured type becomes what the edge
+// shows of it (with no instances counted yet).
+func typeSummary(t cloud.InstanceType) view.TypeSummary {
+	return view.TypeSummary{
+		Name: t.Name, ProviderType: t.ProviderType, VCPUs: t.VCPUs, RAM: t.RAM, Scratch: t.Scratch, GPUs: t.GPUs,
+		Price: t.Price, Preemptible: t.Preemptible, Labels: maps.Clone(t.Labels), ByState: map[view.InstanceState]int{},
+	}
 }
 
 // Summary returns counts, cost, quota and the paused flag. It costs the
 // number of instances, not containers: the queue keeps its counts by state.
-func (e *Engine) Summary() Summary {
-	s := Summary{
+func (e *Engine) Summary() view.Summary {
+	s := view.Summary{
 		Driver:    e.cfg.Cloud.Driver,
 		Store:     e.cfg.Store.Kind(),
 		Instances: map[worker.State]int{},
@@ -249,7 +217,7 @@ func (e *Engine) Summary() Summary {
 		s.Instances[worker.StateForeign] = n
 	}
 	s.Containers = e.queue.Counts()
-	s.setStore(e.queue.StoreHealth())
+	setStore(&s, e.queue.StoreHealth())
 	s.QuotaLimit, s.AtQuota = e.pool.Quota()
 	e.mu.Lock()
 	s.LongestWait = e.lastStats.LongestWait
@@ -289,7 +257,7 @@ func (e *LogsUnavailableError) Error() string { return "output unavailable: " + 
 // from its runner again if the store does not have it (not stored, and
 // its runner still keeps it). It is at most [containers] max_output of
 // the output's end; Dropped says how much was cut before it when the lines
-// asked for reach the cut (LogsText shows it so).
+// asked for reach the cut (view.LogsText shows it so).
 func (e *Engine) Logs(ctx context.Context, id string, tail int) (runner.Output, error) {
 	c, ok := e.queue.Get(id)
 	if !ok {

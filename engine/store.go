@@ -4,9 +4,8 @@
 package engine
 
 import (
-	"time"
-
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 )
 
 // StoreHealth returns whether the store can write (for metrics).
@@ -14,23 +13,9 @@ func (e *Engine) StoreHealth() queue.StoreHealth { return e.queue.StoreHealth() 
 
 // setStore fills s's store fields from h: the error is its system cause
 // alone ("no space left on device"), not the store's path and layers.
-func (s *Summary) setStore(h queue.StoreHealth) {
+func setStore(s *view.Summary, h queue.StoreHealth) {
 	s.StoreUnavailableSince = h.UnavailableSince
 	if h.Err != nil {
 		s.StoreError = rootCause(h.Err)
 	}
-}
-
-// StoreStatus is the line ls and the console show while the store cannot
-// write, "" while it can. The time is local, as the console's clock is.
-func (s Summary) StoreStatus() string {
-	if s.StoreUnavailableSince.IsZero() {
-		return ""
-	}
-	check := "check the state_dir's disk"
-	if s.Store == "postgres" {
-		check = "check the PostgreSQL server"
-	}
-	return "store unavailable since " + s.StoreUnavailableSince.Local().Format(time.TimeOnly) + ": " + s.StoreError +
-		" (changes are kept in memory until it can write; " + check + ")"
 }

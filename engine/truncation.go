@@ -1,5 +1,5 @@
 // Output cut to [containers] max_output: recorded on the container before
-// it is stored, counted, and said in the first line of what logs shows.
+// it is stored and counted; view.TruncationNote is the line logs shows.
 
 package engine
 
@@ -36,28 +36,4 @@ func (e *Engine) noteTruncations(ids []string, outputs []runner.Output) ([][]byt
 		return nil, fmt.Errorf("record truncated output: %w", err)
 	}
 	return data, nil
-}
-
-// TruncatedText says that an output's first dropped bytes were cut (over
-// [containers] max_output).
-func TruncatedText(dropped int64) string {
-	return fmt.Sprintf("output truncated: its first %d bytes were dropped (over [containers] max_output)", dropped)
-}
-
-// TruncationNote is the line shown before an output whose first dropped
-// bytes were cut: by the API at the top of a logs response, and so by the
-// CLI and the console.
-func TruncationNote(dropped int64) string {
-	return "[dispatch-tui: " + TruncatedText(dropped) + "]\n"
-}
-
-// LogsText is out as logs shows it: TruncationNote first when something
-// was dropped, then the output.
-func LogsText(out runner.Output) []byte {
-	if out.Dropped <= 0 {
-		return out.Data
-	}
-	note := TruncationNote(out.Dropped)
-	b := make([]byte, 0, len(note)+len(out.Data))
-	return append(append(b, note...), out.Data...)
 }

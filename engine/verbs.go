@@ -63,7 +63,7 @@ func (e *Engine) preemptible(spec *queue.Spec) bool {
 // CheckSubmit returns what Submit would refuse spec for (an invalid spec,
 // a *NoFitError), storing nothing; nil when it would be accepted.
 func (e *Engine) CheckSubmit(spec queue.Spec) error {
-	if err := spec.Validate(); err != nil {
+	if err := queue.ValidateSpec(&spec); err != nil {
 		return err
 	}
 	return e.checkFits(&spec)
@@ -72,7 +72,7 @@ func (e *Engine) CheckSubmit(spec queue.Spec) error {
 // Submit validates and stores a new container. A container no configured
 // type can hold is refused with *NoFitError and nothing is stored.
 func (e *Engine) Submit(spec queue.Spec, actor string) (view.Container, error) {
-	if err := spec.Validate(); err != nil {
+	if err := queue.ValidateSpec(&spec); err != nil {
 		return view.Container{}, err
 	}
 	if err := e.checkFits(&spec); err != nil {

@@ -30,6 +30,7 @@ import (
 	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/tui/backend"
 )
 
@@ -146,7 +147,7 @@ price = 0.05
 				if i >= n {
 					return
 				}
-				spec := queue.Spec{Name: "mem-" + strconv.FormatInt(i, 10), Command: []string{"run-forever", strconv.FormatInt(i, 10)},
+				spec := view.Spec{Name: "mem-" + strconv.FormatInt(i, 10), Command: []string{"run-forever", strconv.FormatInt(i, 10)},
 					RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 1 << 29}}
 				if _, err := client.Submit(ctx, spec); err != nil {
 					errs <- err

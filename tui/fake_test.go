@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"dispatch-tui/cloud"
-	"dispatch-tui/engine"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
@@ -106,7 +104,7 @@ var ctrStates = []queue.State{queue.Queued, queue.Queued, queue.Locked, queue.Ru
 // fakeSnapshot builds a deterministic snapshot.
 func fakeSnapshot(nInst, nCtr int) *backend.Snapshot {
 	s := &backend.Snapshot{TakenAt: t0}
-	s.Summary = engine.Summary{Driver: "local", Instances: map[worker.State]int{}, Containers: map[queue.State]int{},
+	s.Summary = view.Summary{Driver: "local", Instances: map[worker.State]int{}, Containers: map[queue.State]int{},
 		QuotaLimit: 20, Behaviors: map[worker.IdleBehavior]int{}}
 	istates := []worker.State{worker.StateRunning, worker.StateIdle, worker.StateBooting, worker.StateRunning, worker.StateShutdown}
 	behav := []worker.IdleBehavior{worker.IdleRun, worker.IdleRun, worker.IdleRun, worker.IdleHold, worker.IdleDrain}
@@ -162,8 +160,8 @@ func fakeSnapshot(nInst, nCtr int) *backend.Snapshot {
 		s.Summary.Containers[c.State]++
 	}
 	for i, n := range []string{"small", "medium", "large"} {
-		ts := engine.TypeSummary{InstanceType: cloud.InstanceType{Name: n, ProviderType: "p" + n, VCPUs: 1 << i, RAM: int64(1<<i) << 30,
-			Scratch: 10 << 30, Price: []float64{0.02, 0.05, 0.1}[i]}, ByState: map[worker.State]int{}}
+		ts := view.TypeSummary{Name: n, ProviderType: "p" + n, VCPUs: 1 << i, RAM: int64(1<<i) << 30,
+			Scratch: 10 << 30, Price: []float64{0.02, 0.05, 0.1}[i], ByState: map[view.InstanceState]int{}}
 		for _, v := range s.Instances {
 			if v.Type == n {
 				ts.Count++

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"dispatch-tui/engine"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/termsafe"
 	"dispatch-tui/engine/view"
@@ -413,7 +412,7 @@ func (m *Model) detailLines() []string {
 			add("output", c.LogsError)
 		}
 		if c.LogsTruncated != 0 {
-			add("output", engine.TruncatedText(c.LogsTruncated))
+			add("output", view.TruncatedText(c.LogsTruncated))
 		}
 		add("created", tf(c.CreatedAt))
 		add("started", tf(c.StartedAt))

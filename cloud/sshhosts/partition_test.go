@@ -17,7 +17,6 @@ import (
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
-	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/view"
 )
 
@@ -308,18 +307,11 @@ func (pe *partitionEnv) step() {
 }
 
 // reportedRunning reports whether the runner of id's instance has listed
-// it running (so its command has started).
+// it running (so its command has started): the container, as ls shows
+// it, is Running and its runner has listed this attempt.
 func (pe *partitionEnv) reportedRunning(id string) bool {
 	c := pe.container(id)
-	if c.State != queue.Running {
-		return false
-	}
-	for _, r := range pe.eng.RunnerReported(c.InstanceID) {
-		if r.ID == id && r.State == runner.StateRunning {
-			return true
-		}
-	}
-	return false
+	return c.State == queue.Running && c.RunnerSeen
 }
 
 // shownUnreachable reports whether the instance shows an operator that it

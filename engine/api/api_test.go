@@ -116,7 +116,7 @@ func (e *apiEnv) state(id string) queue.State {
 // submit adds a container through the engine (not the API).
 func (e *apiEnv) submit(name string, cmd []string, prio int) string {
 	e.t.Helper()
-	c, err := e.eng.Submit(queue.Spec{Name: name, Command: cmd, Priority: &prio,
+	c, err := e.eng.Submit(view.Spec{Name: name, Command: cmd, Priority: &prio,
 		RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: gib / 2}}, "test")
 	if err != nil {
 		e.t.Fatal(err)
@@ -187,7 +187,7 @@ func TestClientEndpoints(t *testing.T) {
 
 	// Submit through the API.
 	prio := 5
-	sub, err := c.Submit(ctx, queue.Spec{Name: "web", Command: []string{"run-forever"}, Priority: &prio,
+	sub, err := c.Submit(ctx, view.Spec{Name: "web", Command: []string{"run-forever"}, Priority: &prio,
 		RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: gib}})
 	if err != nil {
 		t.Fatal(err)
@@ -511,11 +511,11 @@ func TestErrors(t *testing.T) {
 func TestClientErrors(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
-	_, err := e.client.Submit(ctx, queue.Spec{Command: []string{"x"}, RuntimeConstraints: queue.Constraints{RAM: -1}})
+	_, err := e.client.Submit(ctx, view.Spec{Command: []string{"x"}, RuntimeConstraints: queue.Constraints{RAM: -1}})
 	if ae := apiErr(t, err, 400); ae.Field != "runtime_constraints.ram" {
 		t.Errorf("field = %q", ae.Field)
 	}
-	_, err = e.client.Submit(ctx, queue.Spec{Command: []string{"x"}, RuntimeConstraints: queue.Constraints{VCPUs: 64}})
+	_, err = e.client.Submit(ctx, view.Spec{Command: []string{"x"}, RuntimeConstraints: queue.Constraints{VCPUs: 64}})
 	if ae := apiErr(t, err, 422); len(ae.Types) != 2 || !strings.HasPrefix(ae.Types[0], "small") {
 		t.Errorf("types = %q", ae.Types)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 )
 
 // stored is how many containers the engine holds.
@@ -20,7 +21,7 @@ func (e *apiEnv) stored() int {
 func TestSubmitBatch(t *testing.T) {
 	e := newEnv(t)
 	prio := 5
-	specs := []queue.Spec{
+	specs := []view.Spec{
 		{Name: "a", Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1}},
 		{Name: "b", Command: []string{"echo", "hi"}, Priority: &prio},
 		{Name: "c", Command: []string{"true"}, RuntimeConstraints: queue.Constraints{RAM: gib}},
@@ -138,8 +139,8 @@ func TestSubmitBatchRefused(t *testing.T) {
 func TestClientSubmitBatchErrors(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
-	good := queue.Spec{Command: []string{"true"}}
-	_, err := e.client.SubmitBatch(ctx, []queue.Spec{good, {Command: []string{"x"}, RuntimeConstraints: queue.Constraints{VCPUs: 64}}, good, {}})
+	good := view.Spec{Command: []string{"true"}}
+	_, err := e.client.SubmitBatch(ctx, []view.Spec{good, {Command: []string{"x"}, RuntimeConstraints: queue.Constraints{VCPUs: 64}}, good, {}})
 	ae := apiErr(t, err, http.StatusUnprocessableEntity)
 	if len(ae.Items) != 2 || ae.Items[0].Index != 1 || len(ae.Items[0].Types) != 2 || ae.Items[1].Index != 3 || ae.Items[1].Field != "command" {
 		t.Fatalf("items = %+v", ae.Items)
@@ -148,7 +149,7 @@ func TestClientSubmitBatchErrors(t *testing.T) {
 		t.Errorf("item error %q", got)
 	}
 
-	many := make([]queue.Spec, MaxBatchItems+1)
+	many := make([]view.Spec, MaxBatchItems+1)
 	for i := range many {
 		many[i] = good
 	}

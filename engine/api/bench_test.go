@@ -8,6 +8,7 @@ import (
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 )
 
 // BenchmarkSubmitBatch is one bulk submission of 1,000 containers through
@@ -19,9 +20,9 @@ func BenchmarkSubmitBatch(b *testing.B) {
 	srv := httptest.NewServer(NewServer(ServerOptions{Engine: env.Engine, Token: testToken}))
 	b.Cleanup(srv.Close)
 	c := NewClient(srv.URL, testToken)
-	specs := make([]queue.Spec, 1000)
+	specs := make([]view.Spec, 1000)
 	for i := range specs {
-		specs[i] = queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 1 << 20}}
+		specs[i] = view.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 1 << 20}}
 	}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -43,9 +44,9 @@ func BenchmarkBulkKill(b *testing.B) {
 		env := enginetest.New(b, enginetest.Config(b), fake.Options{}, engine.Options{})
 		srv := httptest.NewServer(NewServer(ServerOptions{Engine: env.Engine, Token: testToken}))
 		c := NewClient(srv.URL, testToken)
-		specs := make([]queue.Spec, MaxBatchItems)
+		specs := make([]view.Spec, MaxBatchItems)
 		for i := range specs {
-			specs[i] = queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1}}
+			specs[i] = view.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1}}
 		}
 		for range n / MaxBatchItems {
 			if _, err := env.Engine.SubmitBatch(specs, "bench"); err != nil {

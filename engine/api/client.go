@@ -15,8 +15,6 @@ import (
 	"strconv"
 	"strings"
 
-	"dispatch-tui/engine"
-	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/view"
 )
 
@@ -142,11 +140,11 @@ func (c *Client) Container(ctx context.Context, id string) (view.Container, erro
 }
 
 // Submit adds a container.
-func (c *Client) Submit(ctx context.Context, spec queue.Spec) (view.Container, error) {
+func (c *Client) Submit(ctx context.Context, spec view.Spec) (view.Container, error) {
 	return c.submit(ctx, spec)
 }
 
-// submit posts one spec (a queue.Spec or its JSON).
+// submit posts one spec (a view.Spec or its JSON).
 func (c *Client) submit(ctx context.Context, spec any) (view.Container, error) {
 	var v view.Container
 	err := c.do(ctx, http.MethodPost, "/v1/containers", nil, spec, &v)
@@ -158,7 +156,7 @@ func (c *Client) submit(ctx context.Context, spec any) (view.Container, error) {
 // listed in the *APIError's Items (HTTP 422); more than MaxBatchItems specs,
 // or a body over MaxBodyBytes, is refused with 413. The containers are
 // returned in the order of specs.
-func (c *Client) SubmitBatch(ctx context.Context, specs []queue.Spec) ([]view.Container, error) {
+func (c *Client) SubmitBatch(ctx context.Context, specs []view.Spec) ([]view.Container, error) {
 	return submitBatch(ctx, c, specs)
 }
 
@@ -219,8 +217,8 @@ func (c *Client) Logs(ctx context.Context, id string, tail int, follow bool, w i
 }
 
 // Types lists the configured instance types with instance counts.
-func (c *Client) Types(ctx context.Context) ([]engine.TypeSummary, error) {
-	var body listBody[engine.TypeSummary]
+func (c *Client) Types(ctx context.Context) ([]view.TypeSummary, error) {
+	var body listBody[view.TypeSummary]
 	err := c.do(ctx, http.MethodGet, "/v1/types", nil, nil, &body)
 	return body.Items, err
 }
@@ -270,8 +268,8 @@ func (c *Client) EventsNewest(ctx context.Context, since, before uint64, limit i
 }
 
 // Summary returns counts by state, cost, quota and the paused flag.
-func (c *Client) Summary(ctx context.Context) (engine.Summary, error) {
-	var v engine.Summary
+func (c *Client) Summary(ctx context.Context) (view.Summary, error) {
+	var v view.Summary
 	err := c.do(ctx, http.MethodGet, "/v1/summary", nil, nil, &v)
 	return v, err
 }
@@ -456,7 +454,7 @@ func (c *Client) ListContainerPage(ctx context.Context, q ListQuery, labels []st
 }
 
 // SubmitJSON adds a container from a spec already encoded as a JSON
-// object, passing on fields this client's queue.Spec may not know.
+// object, passing on fields this client's view.Spec may not know.
 func (c *Client) SubmitJSON(ctx context.Context, spec json.RawMessage) (view.Container, error) {
 	return c.submit(ctx, spec)
 }

@@ -17,6 +17,7 @@ import (
 
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 )
 
 // MaxListLimit caps the limit of GET /v1/containers and GET /v1/events;
@@ -205,8 +206,8 @@ func fieldByJSONName(t reflect.Type, key string) (reflect.Type, bool) {
 // checks command, env and image with the runner's own validator
 // (runner.ValidateContent): what the runner would refuse is a 400 here,
 // naming the field, not a container that burns its attempts.
-func decodeSpec(data []byte) (queue.Spec, *httpError) {
-	var spec queue.Spec
+func decodeSpec(data []byte) (view.Spec, *httpError) {
+	var spec view.Spec
 	if len(bytes.TrimSpace(data)) == 0 {
 		return spec, badRequest("", "request body is required (a container spec)")
 	}
@@ -214,7 +215,7 @@ func decodeSpec(data []byte) (queue.Spec, *httpError) {
 		return spec, herr
 	}
 	withDefaults(&spec)
-	if err := spec.Validate(); err != nil {
+	if err := queue.ValidateSpec(&spec); err != nil {
 		return spec, classify(err)
 	}
 	return spec, nil
@@ -224,7 +225,7 @@ func decodeSpec(data []byte) (queue.Spec, *httpError) {
 // for a client to check specs before it sends them: the error is the
 // message the server would answer with (unknown fields and bad values
 // named).
-func DecodeSpec(data []byte) (queue.Spec, error) {
+func DecodeSpec(data []byte) (view.Spec, error) {
 	spec, herr := decodeSpec(data)
 	if herr != nil {
 		return spec, herr
@@ -234,7 +235,7 @@ func DecodeSpec(data []byte) (queue.Spec, error) {
 
 // withDefaults fills in what a spec leaves to the API: vCPUs, as submit's
 // --vcpus default does (queue.DefaultVCPUs).
-func withDefaults(spec *queue.Spec) {
+func withDefaults(spec *view.Spec) {
 	if spec.RuntimeConstraints.VCPUs == 0 {
 		spec.RuntimeConstraints.VCPUs = queue.DefaultVCPUs
 	}
@@ -260,7 +261,7 @@ func isJSONArray(data []byte) bool {
 // that is not an array of JSON values is a 400 (herr). Items that do not
 // decode or validate are returned in refused, in index order; specs holds
 // the others at their index.
-func decodeSpecs(data []byte) (specs []queue.Spec, refused []ItemError, herr *httpError) {
+func decodeSpecs(data []byte) (specs []view.Spec, refused []ItemError, herr *httpError) {
 	// The common case first: the whole array decodes at once. Its specs
 	// are validated by Engine.SubmitBatch, which names every invalid one.
 	if err := decodeJSON(data, &specs); err == nil {
@@ -286,7 +287,7 @@ func decodeSpecs(data []byte) (specs []queue.Spec, refused []ItemError, herr *ht
 	case len(raw) > MaxBatchItems:
 		return nil, nil, tooManyItems(len(raw))
 	}
-	specs = make([]queue.Spec, len(raw))
+	specs = make([]view.Spec, len(raw))
 	for i, item := range raw {
 		spec, herr := decodeSpec(item)
 		if herr != nil {

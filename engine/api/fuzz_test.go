@@ -49,7 +49,7 @@ func FuzzDecodeSpec(f *testing.F) {
 				t.Fatalf("message %q does not name field %q", herr.msg, herr.field)
 			}
 		} else {
-			if err := spec.Validate(); err != nil {
+			if err := queue.ValidateSpec(&spec); err != nil {
 				t.Fatalf("accepted an invalid spec: %v", err)
 			}
 			b, err := json.Marshal(spec)

@@ -55,11 +55,11 @@ func TestErrorKindsRoundTrip(t *testing.T) {
 			view.KindInvalid, http.StatusBadRequest},
 		{"no type fits",
 			func() error {
-				_, err := e.eng.Submit(queue.Spec{Command: []string{"x"}, RuntimeConstraints: queue.Constraints{VCPUs: big}}, "test")
+				_, err := e.eng.Submit(view.Spec{Command: []string{"x"}, RuntimeConstraints: queue.Constraints{VCPUs: big}}, "test")
 				return err
 			},
 			func() error {
-				_, err := e.client.Submit(t.Context(), queue.Spec{Command: []string{"x"}, RuntimeConstraints: queue.Constraints{VCPUs: big}})
+				_, err := e.client.Submit(t.Context(), view.Spec{Command: []string{"x"}, RuntimeConstraints: queue.Constraints{VCPUs: big}})
 				return err
 			},
 			view.KindNoFit, http.StatusUnprocessableEntity},

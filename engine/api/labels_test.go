@@ -35,7 +35,7 @@ func TestLabels(t *testing.T) {
 	submit := func(name string, constraints map[string]string, supervisor bool) (view.Container, error) {
 		labels := map[string]string{"team": "x"}
 		maps.Copy(labels, constraints)
-		return c.Submit(t.Context(), queue.Spec{Name: name, Command: []string{"true"}, Priority: &zero, Labels: labels,
+		return c.Submit(t.Context(), view.Spec{Name: name, Command: []string{"true"}, Priority: &zero, Labels: labels,
 			Scheduling: queue.Scheduling{Constraints: constraints, Supervisor: supervisor}})
 	}
 	for _, s := range []struct {

@@ -14,6 +14,7 @@ import (
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/view"
 )
 
 // defaultFollowPoll is how often a followed container's output is read
@@ -55,14 +56,14 @@ func (s *server) logs(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusOK)
 	if out.Dropped > 0 {
-		io.WriteString(w, engine.TruncationNote(out.Dropped))
+		io.WriteString(w, view.TruncationNote(out.Dropped))
 	}
 	w.Write(out.Data)
 }
 
 // TruncatedHeader, on a logs response, is how many bytes were cut from the
 // start of the output shown, which was over [containers] max_output; the
-// body's first line (engine.TruncationNote) says the same to a reader.
+// body's first line (view.TruncationNote) says the same to a reader.
 const TruncatedHeader = "X-Logs-Truncated"
 
 func textHeader(w http.ResponseWriter) {
@@ -114,7 +115,7 @@ func (s *server) followLogs(w http.ResponseWriter, r *http.Request, id string, t
 				tr.first = false
 				if out.Dropped > 0 && len(chunk) == len(out.Data) {
 					// What is shown begins at the cut: say so first.
-					if _, werr := io.WriteString(w, engine.TruncationNote(out.Dropped)); werr != nil {
+					if _, werr := io.WriteString(w, view.TruncationNote(out.Dropped)); werr != nil {
 						return
 					}
 				}

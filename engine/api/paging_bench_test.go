@@ -12,6 +12,7 @@ import (
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 )
 
 // BenchmarkListContainersFirstPage is GET /v1/containers?limit=N (the first
@@ -25,10 +26,10 @@ func BenchmarkListContainersFirstPage(b *testing.B) {
 	} {
 		b.Run(fmt.Sprintf("queued=%d/limit=%d", tc.queued, tc.limit), func(b *testing.B) {
 			env := enginetest.New(b, enginetest.Config(b), fake.Options{}, engine.Options{})
-			specs := make([]queue.Spec, 10000)
+			specs := make([]view.Spec, 10000)
 			for i := range specs {
 				p := 1 + i%5
-				specs[i] = queue.Spec{Command: []string{"true"}, Priority: &p, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 1 << 30}}
+				specs[i] = view.Spec{Command: []string{"true"}, Priority: &p, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 1 << 30}}
 			}
 			for range tc.queued / len(specs) {
 				if _, err := env.Engine.SubmitBatch(specs, "bench"); err != nil {

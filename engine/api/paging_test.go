@@ -8,7 +8,6 @@ import (
 	"sync"
 	"testing"
 
-	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/view"
 )
 
@@ -48,7 +47,7 @@ func TestListContainersPagesCoverEveryContainerOnce(t *testing.T) {
 				return
 			default:
 			}
-			if _, err := e.client.Submit(t.Context(), queue.Spec{Name: fmt.Sprintf("new-%d", i), Command: []string{"true"}, Priority: &p}); err != nil {
+			if _, err := e.client.Submit(t.Context(), view.Spec{Name: fmt.Sprintf("new-%d", i), Command: []string{"true"}, Priority: &p}); err != nil {
 				t.Error(err)
 				return
 			}

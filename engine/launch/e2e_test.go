@@ -4,6 +4,7 @@ package launch
 // dispatch-tui binary deployed as the runner.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -24,6 +25,7 @@ import (
 	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/runner/agent"
 )
 
 // binary is the dispatch-tui executable built once for these tests.
@@ -189,15 +191,38 @@ func TestLocalHostileArgvAndEnvArriveLiterally(t *testing.T) {
 	}
 }
 
-// pidOf returns the pid the runner reports for a running container.
+// pidOf returns the pid the runner of a running container's instance
+// lists for it, 0 while it lists none or the dispatcher has not yet seen
+// its runner list this attempt.
 func pidOf(e *engine.Engine, id string) int {
 	c, _ := e.Container(id)
-	for _, s := range e.RunnerReported(c.InstanceID) {
-		if s.ID == id && s.State == "running" {
-			return s.PID
-		}
+	if !c.RunnerSeen {
+		return 0
+	}
+	if s, ok := runnerStatus(e, c.InstanceID, id); ok && s.State == runner.StateRunning {
+		return s.PID
 	}
 	return 0
+}
+
+// runnerStatus is the line the runner of local instance inst lists for
+// container id now: the runner's own "list", run over the instance's
+// runner directory (cloud/local's layout) as an operator on this machine
+// would run it.
+func runnerStatus(e *engine.Engine, inst, id string) (runner.Status, bool) {
+	if inst == "" {
+		return runner.Status{}, false
+	}
+	dir := filepath.Join(e.Config().Dispatcher.StateDir, "local", "instances", inst, "runner")
+	var out, stderr bytes.Buffer
+	if agent.Main([]string{"list", id}, nil, &out, &stderr, agent.Env{StateDir: dir}) != 0 {
+		return runner.Status{}, false
+	}
+	sts, err := runner.ParseList(out.Bytes())
+	if err != nil || len(sts) != 1 {
+		return runner.Status{}, false
+	}
+	return sts[0], true
 }
 
 func alive(pid int) bool {

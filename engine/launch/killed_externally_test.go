@@ -58,8 +58,9 @@ func TestLocalContainerKilledFromOutside(t *testing.T) {
 	}
 }
 
-// runningPID waits until container id runs its attempt n and returns its
-// pid as its runner lists it.
+// runningPID waits until container id runs its attempt n, as the
+// dispatcher has seen its runner list it, and returns its pid as its
+// runner lists it.
 func runningPID(t *testing.T, r *Running, id string, n int) int {
 	t.Helper()
 	var p int
@@ -67,15 +68,14 @@ func runningPID(t *testing.T, r *Running, id string, n int) int {
 	wait.With{Seen: func() string { return seen }}.Until(t, "container "+id+" running its attempt "+strconv.Itoa(n), time.Minute, func() bool {
 		c, _ := r.Container(id)
 		seen = fmt.Sprintf("container %s attempts=%d on %q reason %s %q", c.State, c.Attempts, c.InstanceID, c.ReasonCode, c.Reason)
-		if c.State != queue.Running || c.Attempts != n {
+		if c.State != queue.Running || c.Attempts != n || !c.RunnerSeen {
 			return false
 		}
-		seen += fmt.Sprintf("; its runner reported %+v", r.RunnerReported(c.InstanceID))
-		for _, st := range r.RunnerReported(c.InstanceID) {
-			if st.ID == id && st.State == runner.StateRunning && st.PID > 1 {
-				p = st.PID
-				return true
-			}
+		st, listed := runnerStatus(r.Engine, c.InstanceID, id)
+		seen += fmt.Sprintf("; its runner lists %+v (listed %v)", st, listed)
+		if listed && st.State == runner.StateRunning && st.PID > 1 {
+			p = st.PID
+			return true
 		}
 		return false
 	})

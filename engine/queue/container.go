@@ -281,24 +281,9 @@ func copyMap(m map[string]string) map[string]string {
 	return out
 }
 
-// Spec is what a user submits.
-type Spec struct {
-	Name               string            `json:"name"`
-	Command            []string          `json:"command"`
-	Env                map[string]string `json:"env,omitempty"`
-	Image              string            `json:"image,omitempty"`
-	Labels             map[string]string `json:"labels,omitempty"` // free metadata
-	RuntimeConstraints Constraints       `json:"runtime_constraints"`
-	Scheduling         Scheduling        `json:"scheduling"`
-	Priority           *int              `json:"priority,omitempty"` // nil = 1
-	MaxAttempts        int               `json:"max_attempts"`       // 0 = config default
-	RestartPolicy      string            `json:"restart_policy"`     // "" = never
-	HealthCheck        *HealthCheck      `json:"health_check,omitempty"`
-}
-
-// Validate checks a spec's own fields (not whether a type fits it). Errors
-// name the offending field.
-func (s *Spec) Validate() error {
+// ValidateSpec checks a spec's own fields (not whether a type fits it).
+// Errors name the offending field.
+func ValidateSpec(s *Spec) error {
 	if len(s.Command) == 0 || s.Command[0] == "" {
 		return &FieldError{Field: "command", Msg: "must not be empty"}
 	}

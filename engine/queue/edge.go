@@ -22,6 +22,8 @@ type (
 	HealthCheck = view.HealthCheck
 	// Event is one entry of the persistent event log.
 	Event = view.Event
+	// Spec is what a user submits.
+	Spec = view.Spec
 )
 
 // Container states.

@@ -240,7 +240,7 @@ func (q *Queue) Submit(spec Spec, actor string) (view.Container, error) {
 // invalid, nothing is stored and the error names its index.
 func (q *Queue) SubmitBatch(specs []Spec, actor string) ([]view.Container, error) {
 	for i := range specs {
-		if err := specs[i].Validate(); err != nil {
+		if err := ValidateSpec(&specs[i]); err != nil {
 			if len(specs) == 1 {
 				return nil, err
 			}

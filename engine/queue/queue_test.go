@@ -80,7 +80,7 @@ func TestSpecValidateAcceptsBoundaries(t *testing.T) {
 		{Command: []string{"true"}, RestartPolicy: RestartOnFailure, MaxAttempts: 1},
 		{Command: []string{"true"}, Env: map[string]string{"X": ""}, Scheduling: Scheduling{MaxRunTime: 0}},
 	} {
-		if err := s.Validate(); err != nil {
+		if err := ValidateSpec(&s); err != nil {
 			t.Errorf("Validate(%+v) = %v, want nil", s, err)
 		}
 	}

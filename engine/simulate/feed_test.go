@@ -12,6 +12,7 @@ import (
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/queue"
 )
 
 func TestDemoConfig(t *testing.T) {
@@ -34,7 +35,7 @@ func TestDemoSpec(t *testing.T) {
 	const n = 2000
 	for i := range n {
 		s := DemoSpec(rng, i, types, true)
-		if err := s.Validate(); err != nil {
+		if err := queue.ValidateSpec(&s); err != nil {
 			t.Fatal(err)
 		}
 		if len(s.Command) != 3 || s.Command[0] != "sh" {

@@ -8,7 +8,6 @@ import (
 	"context"
 	"time"
 
-	"dispatch-tui/engine"
 	"dispatch-tui/engine/view"
 )
 
@@ -20,10 +19,10 @@ type Snapshot struct {
 	// remote console paces its reads of a very large list (the summary
 	// is then newer than the list).
 	ListedAt   time.Time
-	Summary    engine.Summary
+	Summary    view.Summary
 	Instances  []view.Instance
 	Containers []view.Container
-	Types      []engine.TypeSummary
+	Types      []view.TypeSummary
 	Events     []view.Event // the most recent, oldest first
 }
 

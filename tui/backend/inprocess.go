@@ -106,7 +106,7 @@ func (b *InProcess) Logs(ctx context.Context, id string, tail int) ([]byte, erro
 		return nil, err
 	}
 	// As the API shows it (a remote console reads that).
-	return engine.LogsText(out), nil
+	return view.LogsText(out), nil
 }
 
 // InstanceVerb implements Backend.

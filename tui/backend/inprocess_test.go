@@ -42,7 +42,7 @@ func (e *testEnv) until(what string, max int, cond func() bool) {
 // submit adds a container running d of clock time (d < 0: until killed).
 func (e *testEnv) submit(name string, d time.Duration, vcpus int) string {
 	e.t.Helper()
-	return e.Submit(queue.Spec{Name: name, Command: enginetest.Cmd(d), RuntimeConstraints: queue.Constraints{VCPUs: vcpus}})
+	return e.Submit(view.Spec{Name: name, Command: enginetest.Cmd(d), RuntimeConstraints: queue.Constraints{VCPUs: vcpus}})
 }
 
 func (e *testEnv) container(id string) view.Container { return e.Container(id) }

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"dispatch-tui/engine"
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/view"
 )
@@ -157,7 +156,7 @@ const (
 // events, instances and types are fresh, the container list is last's.
 // last stays the reference of the cheap check, so the next refresh after
 // the pause reads the list again.
-func (r *Remote) pacedSnapshot(ctx context.Context, last *Snapshot, sum engine.Summary, evs []view.Event) (*Snapshot, error) {
+func (r *Remote) pacedSnapshot(ctx context.Context, last *Snapshot, sum view.Summary, evs []view.Event) (*Snapshot, error) {
 	inst, err := r.c.Instances(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("instances: %w", err)
@@ -170,7 +169,7 @@ func (r *Remote) pacedSnapshot(ctx context.Context, last *Snapshot, sum engine.S
 		inst = []view.Instance{}
 	}
 	if types == nil {
-		types = []engine.TypeSummary{}
+		types = []view.TypeSummary{}
 	}
 	s := *last
 	s.Summary, s.Events, s.Instances, s.Types, s.TakenAt = sum, evs, inst, types, time.Now()
@@ -187,7 +186,7 @@ func lastSeq(evs []view.Event) uint64 {
 // sameCounts compares the parts of two summaries that change whenever an
 // instance or a container does (not the pass time or the longest wait);
 // ContainersGen covers what counts do not, such as a pending reason.
-func sameCounts(a, b engine.Summary) bool {
+func sameCounts(a, b view.Summary) bool {
 	return maps.Equal(a.Instances, b.Instances) && maps.Equal(a.Containers, b.Containers) &&
 		maps.Equal(a.Behaviors, b.Behaviors) && a.Paused == b.Paused && a.AtQuota == b.AtQuota &&
 		a.QuotaLimit == b.QuotaLimit && a.PricePerHour == b.PricePerHour && a.ContainersGen == b.ContainersGen
@@ -235,7 +234,7 @@ func (r *Remote) fullSnapshot(ctx context.Context) (*Snapshot, error) {
 		s.Instances = []view.Instance{}
 	}
 	if s.Types == nil {
-		s.Types = []engine.TypeSummary{}
+		s.Types = []view.TypeSummary{}
 	}
 	s.TakenAt = time.Now()
 	s.ListedAt = s.TakenAt

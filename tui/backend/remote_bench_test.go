@@ -15,6 +15,7 @@ import (
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 )
 
 // BenchmarkRemoteRefresh is what an attached console (--connect) pays per
@@ -27,10 +28,10 @@ func BenchmarkRemoteRefresh(b *testing.B) {
 	for _, n := range []int{100000, 1000000} {
 		b.Run(fmt.Sprintf("containers=%d", n), func(b *testing.B) {
 			env := enginetest.New(b, enginetest.Config(b), fake.Options{}, engine.Options{})
-			specs := make([]queue.Spec, 10000)
+			specs := make([]view.Spec, 10000)
 			for i := range specs {
 				p := 1 + i%5
-				specs[i] = queue.Spec{Command: []string{"true"}, Priority: &p, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 1 << 30}}
+				specs[i] = view.Spec{Command: []string{"true"}, Priority: &p, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 1 << 30}}
 			}
 			for range n / len(specs) {
 				if _, err := env.Engine.SubmitBatch(specs, "bench"); err != nil {

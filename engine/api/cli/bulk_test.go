@@ -17,6 +17,7 @@ import (
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 )
 
 // realServer is the API of a real engine (fake driver, fake clock,
@@ -26,9 +27,9 @@ func realServer(t *testing.T, names ...string) (*engine.Engine, string, []string
 	env := enginetest.New(t, enginetest.Config(t), fake.Options{}, engine.Options{})
 	srv := httptest.NewServer(api.NewServer(api.ServerOptions{Engine: env.Engine, Token: "t"}))
 	t.Cleanup(srv.Close)
-	specs := make([]queue.Spec, len(names))
+	specs := make([]view.Spec, len(names))
 	for i, n := range names {
-		specs[i] = queue.Spec{Name: n, Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1}}
+		specs[i] = view.Spec{Name: n, Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1}}
 	}
 	cs, err := env.Engine.SubmitBatch(specs, "test")
 	if err != nil {
@@ -166,7 +167,7 @@ func TestLogsBySelector(t *testing.T) {
 	eng, url, _ := realServer(t, "unlabelled")
 	var team []string
 	for _, n := range []string{"a", "b"} {
-		c, err := eng.Submit(queue.Spec{Name: n, Command: []string{"true"}, Labels: map[string]string{"team": "x"}}, "test")
+		c, err := eng.Submit(view.Spec{Name: n, Command: []string{"true"}, Labels: map[string]string{"team": "x"}}, "test")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
-	"dispatch-tui/engine"
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/termsafe"
@@ -389,7 +388,7 @@ func labelString(m map[string]string) string {
 	return strings.Join(keys, ",")
 }
 
-func typeTable(items []engine.TypeSummary) *table {
+func typeTable(items []view.TypeSummary) *table {
 	t := &table{cols: []column{
 		{name: "NAME"}, {name: "VCPUS"}, {name: "RAM"}, {name: "SCRATCH", drop: 3}, {name: "GPUS", drop: 4},
 		{name: "PRICE/H"}, {name: "INSTANCES", drop: 2}, {name: "PROVIDER TYPE", wide: true}, {name: "PREEMPTIBLE", wide: true},

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"dispatch-tui/engine"
+	"dispatch-tui/engine/view"
 )
 
 // While the daemon's store cannot write, ls says so on stderr, with the
@@ -16,7 +16,7 @@ import (
 func TestListWarnsWhileTheStoreCannotWrite(t *testing.T) {
 	since := time.Date(2026, 11, 25, 8, 0, 7, 0, time.UTC)
 	var mu sync.Mutex
-	var sum engine.Summary
+	var sum view.Summary
 	lists := instancesHandler(sshhostsInstances)
 	f := newFake(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
 		if r.URL.Path != "/v1/summary" {
@@ -27,18 +27,18 @@ func TestListWarnsWhileTheStoreCannotWrite(t *testing.T) {
 		defer mu.Unlock()
 		writeJSONTo(w, sum)
 	})
-	setSummary := func(s engine.Summary) {
+	setSummary := func(s view.Summary) {
 		mu.Lock()
 		defer mu.Unlock()
 		sum = s
 	}
 	for _, args := range [][]string{{"ls", "instances"}, {"ls", "containers", "-o", "json"}, {"ls", "events", "-o", "name"}} {
-		setSummary(engine.Summary{})
+		setSummary(view.Summary{})
 		code, out, errOut := runCLI(t, f.srv.URL, nil, "", args...)
 		if code != 0 || errOut != "" || out == "" {
 			t.Fatalf("%v with the store writing: exit %d, stderr %q", args, code, errOut)
 		}
-		setSummary(engine.Summary{StoreUnavailableSince: since, StoreError: "no space left on device\x1b[31m"})
+		setSummary(view.Summary{StoreUnavailableSince: since, StoreError: "no space left on device\x1b[31m"})
 		code, out2, errOut := runCLI(t, f.srv.URL, nil, "", args...)
 		want := "warning: store unavailable since " + since.Local().Format(time.TimeOnly) + `: no space left on device\x1b[31m (`
 		if code != 0 || !strings.HasPrefix(errOut, want) || strings.Count(errOut, "\n") != 1 || strings.ContainsRune(errOut, 0x1b) {

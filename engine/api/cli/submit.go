@@ -23,6 +23,7 @@ import (
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/termsafe"
+	"dispatch-tui/engine/view"
 )
 
 // sizeValue is a --ram/--scratch flag: "2GiB", "512MiB", bytes.
@@ -49,9 +50,9 @@ func (s sizeValue) Set(v string) error {
 	return nil
 }
 
-// submitFlags are submit's flags beyond what queue.Spec holds directly.
+// submitFlags are submit's flags beyond what view.Spec holds directly.
 type submitFlags struct {
-	spec           queue.Spec
+	spec           view.Spec
 	priority       int
 	maxRun         time.Duration
 	env, labels    []string
@@ -165,10 +166,10 @@ func (sf *submitFlags) build(fs *pflag.FlagSet, args []string) (json.RawMessage,
 	if spec.Scheduling.Constraints, err = keyValues("--constraint", sf.constraints); err != nil {
 		return nil, err
 	}
-	if err := spec.Validate(); err != nil {
+	if err := queue.ValidateSpec(&spec); err != nil {
 		return nil, usagef("%v", err)
 	}
-	// queue.Spec holds what the server knew when this client was built;
+	// view.Spec holds what the server knew when this client was built;
 	// the newer fields go into the JSON object directly.
 	var obj map[string]any
 	b, _ := json.Marshal(spec)
