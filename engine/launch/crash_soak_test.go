@@ -69,7 +69,14 @@ func crashRestartSoak(t *testing.T, storeURL string) {
 		if err := daemon.Start(); err != nil {
 			t.Fatal(err)
 		}
-		wait.Until(t, "daemon up", 30*time.Second, func() bool {
+		logTail := func() string {
+			b, _ := os.ReadFile(logPath)
+			if len(b) > 3000 {
+				b = b[len(b)-3000:]
+			}
+			return "its log ends:\n" + string(b)
+		}
+		wait.With{Seen: logTail}.Until(t, "daemon up", 30*time.Second, func() bool {
 			resp, err := http.Get("http://" + server + "/healthz")
 			if err == nil {
 				resp.Body.Close()

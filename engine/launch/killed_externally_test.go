@@ -65,7 +65,17 @@ func runningPID(t *testing.T, r *Running, id string, n int) int {
 	t.Helper()
 	var p int
 	var seen string // what the last look found, said if the wait fails
-	wait.With{Seen: func() string { return seen }}.Until(t, "container "+id+" running its attempt "+strconv.Itoa(n), time.Minute, func() bool {
+	events := func() string {
+		evs, _ := r.Events(0, 1<<20)
+		var b strings.Builder
+		for _, e := range evs {
+			if e.Target == id || strings.Contains(e.Reason, id) {
+				fmt.Fprintf(&b, "\n  %s %s %s: %s", e.Time.Format("15:04:05.000"), e.Actor, e.Action, e.Reason)
+			}
+		}
+		return b.String()
+	}
+	wait.With{Seen: func() string { return seen + "; its events:" + events() }}.Until(t, "container "+id+" running its attempt "+strconv.Itoa(n), time.Minute, func() bool {
 		c, _ := r.Container(id)
 		seen = fmt.Sprintf("container %s attempts=%d on %q reason %s %q", c.State, c.Attempts, c.InstanceID, c.ReasonCode, c.Reason)
 		if c.State != queue.Running || c.Attempts != n || !c.RunnerSeen {

@@ -28,11 +28,17 @@ func (p *Pool) StartContainer(id cloud.InstanceID, spec runner.Spec) error {
 	if (w.v.State != StateIdle && w.v.State != StateRunning) || w.v.IdleBehavior != IdleRun {
 		return ErrNotReady
 	}
+	if _, forgetting := w.forgetting[spec.ID]; forgetting || findStatus(w.v.Reported, spec.ID) >= 0 {
+		return ErrEarlierAttempt
+	}
 	for _, s := range w.starts {
-		if s.id == spec.ID {
+		if s.id == spec.ID && s.doneSeq == 0 {
 			return nil // already starting
 		}
 	}
+	// A done start of the same id is an earlier attempt's, kept until a
+	// list after it: this start is another, and must be sent.
+	w.starts = slices.DeleteFunc(w.starts, func(s startEntry) bool { return s.id == spec.ID })
 	now := p.clk.Now()
 	w.starts = append(w.starts, startEntry{id: spec.ID, seq: p.nextSeqLocked()})
 	if !slices.Contains(w.v.Containers, spec.ID) {

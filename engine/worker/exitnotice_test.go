@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -207,5 +208,29 @@ func TestForgetAgainAfterForgottenSendsNothing(t *testing.T) {
 	h.pool.Wait()
 	if sent {
 		t.Fatal("a second forget of c1, already forgotten, went to the runner (it fails there with a warning)")
+	}
+}
+
+// A container's next attempt is not started on an instance whose runner
+// still holds its exited earlier attempt: the runner would refuse it, and
+// a late read of the old record would pass for the new attempt's exit.
+// Once the earlier attempt is forgotten, the start goes out.
+func TestNextAttemptWaitsForTheEarlierOnesForget(t *testing.T) {
+	h, id := noticeHarness(t)
+	if err := h.pool.StartContainer(id, spec("c1", "true")); err != nil {
+		t.Fatal(err)
+	}
+	h.step()
+	h.drv.AnnounceExits()
+	wait.Until(t, "c1's exit notice", 20*time.Second, func() bool { return h.pool.Stats().ExitNotices == 1 })
+	h.pool.Wait()
+	if err := h.pool.StartContainer(id, spec("c1", "true")); !errors.Is(err, ErrEarlierAttempt) {
+		v, _ := h.pool.Instance(id)
+		t.Fatalf("start of c1 again while its runner lists %+v: %v, want ErrEarlierAttempt", v.Reported, err)
+	}
+	h.pool.ForgetContainer(id, "c1")
+	h.pool.Wait()
+	if err := h.pool.StartContainer(id, spec("c1", "true")); err != nil {
+		t.Fatalf("start of c1 again after its forget: %v", err)
 	}
 }

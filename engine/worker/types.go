@@ -38,6 +38,11 @@ var (
 	// ErrNotReady: the instance cannot take a container now (not idle or
 	// running, or its idle behaviour is not run).
 	ErrNotReady = errors.New("instance not ready")
+	// ErrEarlierAttempt: the instance's runner still holds an earlier
+	// attempt of the container (exited, its forget not done): it would
+	// refuse the start, or a late read of the old record would pass for
+	// the new attempt's. Nothing is sent; a later pass starts it.
+	ErrEarlierAttempt = errors.New("its runner still holds an earlier attempt of this container")
 )
 
 // CapacityBlockedError: the type (or the whole provider, Type "") is in a
