@@ -7,6 +7,7 @@
 package dialog
 
 import (
+	"dispatch-tui/engine/termsafe"
 	"strings"
 
 	"dispatch-tui/tui/theme"
@@ -103,7 +104,7 @@ func (d *Confirm) Update(msg tea.KeyPressMsg) Result {
 func (d *Confirm) View(th *theme.Theme, width, maxH int) string {
 	w := min(max(width-8, 30), 72, max(width, 12))
 	inner := w - 4
-	wrap := func(s string) []string { return WrapWords(s, inner) }
+	wrap := func(s string) []string { return termsafe.WrapWords(s, inner) }
 
 	title := wrap(d.Title)
 	var body []string
@@ -209,36 +210,6 @@ func (d *Confirm) buttons(th *theme.Theme) string {
 		ok = th.Selected.Render("> " + d.OK + " <")
 	}
 	return cancel + "   " + ok
-}
-
-// WrapWords wraps plain text at spaces only (ids like c-000007 are never
-// split at their hyphen); a word longer than the width is cut into pieces.
-func WrapWords(s string, w int) []string {
-	var out []string
-	line := ""
-	for _, word := range strings.Fields(s) {
-		for ansi.StringWidth(word) > w {
-			if line != "" {
-				out = append(out, line)
-				line = ""
-			}
-			out = append(out, ansi.Truncate(word, w, ""))
-			word = ansi.TruncateLeft(word, w, "")
-		}
-		switch {
-		case line == "":
-			line = word
-		case ansi.StringWidth(line)+1+ansi.StringWidth(word) <= w:
-			line += " " + word
-		default:
-			out = append(out, line)
-			line = word
-		}
-	}
-	if line != "" || len(out) == 0 {
-		out = append(out, line)
-	}
-	return out
 }
 
 // pad pads or truncates s to exactly w cells.

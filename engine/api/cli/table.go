@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"dispatch-tui/engine/termsafe"
 	"io"
 	"strings"
 
@@ -124,36 +125,12 @@ func (t *table) renderRecords(w io.Writer, show []int, limit int) error {
 			name := t.cols[i].name
 			b.WriteString(name)
 			b.WriteString(strings.Repeat(" ", keyWidth-ansi.StringWidth(name)+gap))
-			b.WriteString(strings.Join(wrapAtSpaces(strings.TrimRight(r[i], " "), room), "\n"+indent))
+			b.WriteString(strings.Join(termsafe.WrapWords(strings.TrimRight(r[i], " "), room), "\n"+indent))
 			b.WriteByte('\n')
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
-}
-
-// wrapAtSpaces splits s into lines of at most room cells, at spaces only
-// (an address or a path keeps its hyphens), cutting a word longer than a
-// line where the line ends.
-func wrapAtSpaces(s string, room int) []string {
-	var lines []string
-	line := ""
-	for _, word := range strings.Split(s, " ") {
-		switch {
-		case line == "":
-			line = word
-		case ansi.StringWidth(line)+1+ansi.StringWidth(word) <= room:
-			line += " " + word
-		default:
-			lines = append(lines, line)
-			line = word
-		}
-		for ansi.StringWidth(line) > room {
-			lines = append(lines, ansi.Cut(line, 0, room))
-			line = ansi.Cut(line, room, ansi.StringWidth(line))
-		}
-	}
-	return append(lines, line)
 }
 
 // fit cuts flex columns, then drops columns, until the shown ones fit in

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"dispatch-tui/engine/termsafe"
 	"slices"
 	"strings"
 	"testing"
@@ -83,9 +84,9 @@ func TestInstanceAgeFromCreatedAt(t *testing.T) {
 // TestWrapAtSpaces: record values wrap at spaces only, and a word longer
 // than the line is cut where the line ends, losing nothing.
 func TestWrapAtSpaces(t *testing.T) {
-	got := wrapAtSpaces("read tcp 10.0.0.1:5555->10.231.0.1:22 reset", 12)
+	got := termsafe.WrapWords("read tcp 10.0.0.1:5555->10.231.0.1:22 reset", 12)
 	want := []string{"read tcp", "10.0.0.1:555", "5->10.231.0.", "1:22 reset"}
 	if !slices.Equal(got, want) {
-		t.Errorf("wrapAtSpaces = %q, want %q", got, want)
+		t.Errorf("WrapWords = %q, want %q", got, want)
 	}
 }
