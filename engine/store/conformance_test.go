@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -354,11 +355,21 @@ var behaviours = []struct {
 		flush("ledger", "a", "1", "b", "2")
 		flush("other", "a", "x")
 		flush("ledger", "b", "", "c", "3", "a", "4")
+		// Keys that sort differently in a language's collation than in
+		// bytes: a part may rely on byte order ("i/…" before "s/…").
+		flush("order", "s/x", "1", "i/x", "2", "S/y", "3", "_z", "4", "i-a", "5")
 		if err := st.Close(); err != nil {
 			t.Fatal(err)
 		}
 		st = b.open(t, storeOptions{})
 		defer st.Close()
+		var order []string
+		if err := st.LoadPart("order", func(k, _ []byte) error { order = append(order, string(k)); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"S/y", "_z", "i-a", "i/x", "s/x"}; !slices.Equal(order, want) {
+			t.Errorf("part records read in the order %q, want byte order %q", order, want)
+		}
 		for name, want := range map[string]map[string]string{"ledger": {"a": "4", "c": "3"}, "other": {"a": "x"}, "none": {}} {
 			got := map[string]string{}
 			if err := st.LoadPart(name, func(k, v []byte) error { got[string(k)] = string(v); return nil }); err != nil {

@@ -16,8 +16,9 @@ type Store interface {
 	// oldest first.
 	Load(recentEvents int, rec func(body []byte) (seq uint64, id string, err error), ev func(seq uint64, body []byte) error) (Loaded, error)
 	// LoadPart calls fn with every record of part name (a Batch's
-	// PartWrite of that name wrote them); body is valid during the call
-	// only.
+	// PartWrite of that name wrote them), in the byte order of their keys
+	// (a part may load its records in an order it chose its keys for);
+	// body is valid during the call only.
 	LoadPart(name string, fn func(key, value []byte) error) error
 	// Due reports whether a flush with nothing new to write still has
 	// work for the store (bbolt: a journal to fold). records is how many

@@ -15,7 +15,8 @@ import (
 // take one of the store's own buckets.
 func partBucket(name string) []byte { return []byte("part:" + name) }
 
-// LoadPart calls fn with each record of part name.
+// LoadPart calls fn with each record of part name, in the byte order of
+// their keys.
 func (s *Store) LoadPart(name string, fn func(key, value []byte) error) error {
 	return s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket(partBucket(name))

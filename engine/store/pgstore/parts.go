@@ -12,11 +12,12 @@ import (
 	"dispatch-tui/engine/store"
 )
 
-// LoadPart calls fn with each record of part name.
+// LoadPart calls fn with each record of part name, in the byte order of
+// their keys (as bbolt keeps them; a part may rely on it).
 func (s *Store) LoadPart(name string, fn func(key, value []byte) error) error {
 	ctx, cancel := s.ctx()
 	defer cancel()
-	rows, err := s.pool.Query(ctx, `SELECT key, value FROM parts WHERE part = $1`, name)
+	rows, err := s.pool.Query(ctx, `SELECT key, value FROM parts WHERE part = $1 ORDER BY key COLLATE "C"`, name)
 	if err != nil {
 		return fmt.Errorf("load %s: %w", name, err)
 	}
