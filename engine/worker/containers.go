@@ -28,13 +28,13 @@ func (p *Pool) StartContainer(id cloud.InstanceID, spec runner.Spec) error {
 	if (w.v.State != StateIdle && w.v.State != StateRunning) || w.v.IdleBehavior != IdleRun {
 		return ErrNotReady
 	}
-	if _, forgetting := w.forgetting[spec.ID]; forgetting || findStatus(w.v.Reported, spec.ID) >= 0 {
-		return ErrEarlierAttempt
-	}
 	for _, s := range w.starts {
 		if s.id == spec.ID && s.doneSeq == 0 {
 			return nil // already starting
 		}
+	}
+	if _, forgetting := w.forgetting[spec.ID]; forgetting || findStatus(w.v.Reported, spec.ID) >= 0 {
+		return ErrEarlierAttempt
 	}
 	// A done start of the same id is an earlier attempt's, kept until a
 	// list after it: this start is another, and must be sent.
