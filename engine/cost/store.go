@@ -41,8 +41,8 @@ func splitChunkKey(k string) (id string, chunk int, ok bool) {
 }
 func contKey(id string) string { return "c/" + id }
 
-// PartBucket names the ledger's bucket (queue.Part).
-func (l *Ledger) PartBucket() string { return Bucket }
+// PartName names the ledger's bucket (queue.Part).
+func (l *Ledger) PartName() string { return Bucket }
 
 // LoadRecord reads back one stored record (queue.Part): at open, before
 // the ledger is used.

@@ -8,8 +8,9 @@ import "dispatch-tui/engine/store"
 
 // Part is a set of records another package keeps in the store.
 type Part interface {
-	// PartBucket names the part in the store.
-	PartBucket() string
+	// PartName names the part in the store (a bucket in bbolt, rows of the
+	// parts table in PostgreSQL).
+	PartName() string
 	// LoadRecord is given each stored record at Open.
 	LoadRecord(key, value []byte) error
 	// PendingRecords returns the records changed since its last call (a
@@ -22,7 +23,7 @@ type Part interface {
 // loadParts reads the parts' records.
 func (q *Queue) loadParts() error {
 	for _, p := range q.opts.Parts {
-		if err := q.store.LoadPart(p.PartBucket(), p.LoadRecord); err != nil {
+		if err := q.store.LoadPart(p.PartName(), p.LoadRecord); err != nil {
 			return err
 		}
 	}
@@ -38,7 +39,7 @@ func (q *Queue) takeParts() (w []store.PartWrite, n int, err error) {
 			return nil, 0, err
 		}
 		if len(keys) > 0 {
-			w = append(w, store.PartWrite{Name: p.PartBucket(), Keys: keys, Values: values})
+			w = append(w, store.PartWrite{Name: p.PartName(), Keys: keys, Values: values})
 			n += len(keys)
 		}
 	}
@@ -49,7 +50,7 @@ func (q *Queue) takeParts() (w []store.PartWrite, n int, err error) {
 func (q *Queue) unwriteParts(ws []store.PartWrite) {
 	for _, w := range ws {
 		for _, p := range q.opts.Parts {
-			if p.PartBucket() == w.Name {
+			if p.PartName() == w.Name {
 				p.Unwritten(w.Keys)
 			}
 		}

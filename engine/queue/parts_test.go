@@ -16,7 +16,7 @@ type mapPart struct {
 
 func newMapPart() *mapPart { return &mapPart{recs: map[string]string{}, changed: map[string]bool{}} }
 
-func (p *mapPart) PartBucket() string { return "test-part" }
+func (p *mapPart) PartName() string { return "test-part" }
 
 func (p *mapPart) LoadRecord(k, v []byte) error {
 	p.recs[string(k)] = string(v)
