@@ -45,6 +45,15 @@ type Env struct {
 	// TLSFingerprint is --tls-fingerprint ("" = environment, else verify
 	// against the system's roots).
 	TLSFingerprint string
+	// Now is the clock AGE and --since read (nil = the wall clock).
+	Now func() time.Time
+}
+
+func (env *Env) now() time.Time {
+	if env.Now == nil {
+		return time.Now()
+	}
+	return env.Now()
 }
 
 func (env *Env) getenv(k string) string {

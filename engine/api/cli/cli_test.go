@@ -72,7 +72,7 @@ func runCLICtx(ctx context.Context, t *testing.T, server string, env map[string]
 	t.Helper()
 	var out, errb bytes.Buffer
 	e := &Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader(stdin), Server: server, Token: "t",
-		Getenv: func(k string) string { return env[k] }, WatchInterval: time.Millisecond}
+		Getenv: func(k string) string { return env[k] }, WatchInterval: time.Millisecond, Now: testNow}
 	root := &cobra.Command{Use: "dispatch-tui"}
 	Configure(root)
 	root.SetOut(&out)
@@ -601,3 +601,9 @@ func TestSingleDashLongFlags(t *testing.T) {
 		t.Fatalf("unknown single-dash flag: exit %d: %s", code, errOut)
 	}
 }
+
+// testStart is the moment the tests' clock stands at, so that an AGE
+// column reads the same in two listings a test compares.
+var testStart = time.Now()
+
+func testNow() time.Time { return testStart }

@@ -47,11 +47,11 @@ func (f *eventFlags) check() error {
 
 // listEvents gets the newest events f selects and the footer that says
 // how many more there are.
-func listEvents(ctx context.Context, c *api.Client, f *eventFlags) ([]view.Event, int, []string, error) {
+func listEvents(ctx context.Context, c *api.Client, f *eventFlags, now time.Time) ([]view.Event, int, []string, error) {
 	var out []view.Event
 	var cutoff time.Time
 	if f.sinceTime > 0 {
-		cutoff = time.Now().Add(-f.sinceTime)
+		cutoff = now.Add(-f.sinceTime)
 	}
 	before, avail := f.before, 0
 	for {

@@ -140,7 +140,7 @@ func lsInstancesCmd(env *Env) *cobra.Command {
 					names = append(names, string(i.ID))
 				}
 			}
-			return map[string]any{"items": v}, names, instanceTable(v), nil, nil
+			return map[string]any{"items": v}, names, instanceTable(v, env.now()), nil, nil
 		}
 	})
 	cmd.Example = `  dispatch-tui ls instances --state idle -o name
@@ -185,7 +185,7 @@ func lsContainersCmd(env *Env) *cobra.Command {
 				names[i] = ct.ID
 				withCost[i] = api.ContainerItem{Container: ct, Cost: costs[i]}
 			}
-			t, footer := containerTable(items, costs, avail)
+			t, footer := containerTable(items, costs, avail, env.now())
 			return map[string]any{"items": withCost, "items_available": avail}, names, t, footer, nil
 		}
 	})
@@ -281,7 +281,7 @@ func lsEventsCmd(env *Env) *cobra.Command {
 	var ef eventFlags
 	cmd, _ := newListCmd(env, "events", []string{"event"}, "List the event log, newest first", func(_ *listFlags) listing {
 		return func(ctx context.Context, c *api.Client) (any, []string, *table, []string, error) {
-			evs, avail, footer, err := listEvents(ctx, c, &ef)
+			evs, avail, footer, err := listEvents(ctx, c, &ef, env.now())
 			if err != nil {
 				return nil, nil, nil, nil, err
 			}
@@ -308,7 +308,7 @@ lists the older ones. With -w, new events are printed as they come.`
 
 // ---- the tables ----
 
-func instanceTable(items []view.Instance) *table {
+func instanceTable(items []view.Instance, now time.Time) *table {
 	t := &table{cols: []column{
 		{name: "ID"}, {name: "TYPE", drop: 4}, {name: "STATE"}, {name: "IDLE", drop: 3}, {name: "CTRS", drop: 7},
 		{name: "PRICE/H", drop: 9}, {name: "AGE", drop: 8, clock: true}, {name: "LAST ERROR", flex: true, min: 12, drop: 6},
@@ -320,7 +320,7 @@ func instanceTable(items []view.Instance) *table {
 			id = "(creating)"
 		}
 		t.add(termsafe.Escape(id), termsafe.Escape(v.Type), string(v.State), string(v.IdleBehavior), strconv.Itoa(len(v.Containers)),
-			fmt.Sprintf("%.3f", v.Price), ago(v.Created()), instanceError(v),
+			fmt.Sprintf("%.3f", v.Price), ago(now, v.Created()), instanceError(v),
 			dash(termsafe.Escape(v.Address)), dash(termsafe.Escape(v.ProviderType)), dash(termsafe.Escape(v.LastContainer)))
 	}
 	return t
@@ -339,7 +339,7 @@ func instanceError(v view.Instance) string {
 // heldLegend explains the * after a held container's state.
 const heldLegend = "* held: not scheduled until released (dispatch-tui release ID)"
 
-func containerTable(items []view.Container, costs []float64, available int) (*table, []string) {
+func containerTable(items []view.Container, costs []float64, available int, now time.Time) (*table, []string) {
 	t := &table{cols: []column{
 		{name: "ID"}, {name: "STATE"}, {name: "PRIO", drop: 4}, {name: "EXIT", drop: 5}, {name: "INSTANCE", drop: 3},
 		{name: "COMMAND / REASON", flex: true, min: 12, drop: 9},
@@ -363,7 +363,7 @@ func containerTable(items []view.Container, costs []float64, available int) (*ta
 			detail = c.Reason
 		}
 		t.add(termsafe.Escape(c.ID), state, strconv.Itoa(c.Priority), exit, dash(termsafe.Escape(c.InstanceID)), termsafe.Escape(detail),
-			dash(termsafe.Escape(c.Name)), dash(termsafe.Escape(c.InstanceType)), strconv.Itoa(c.Attempts), ago(c.CreatedAt),
+			dash(termsafe.Escape(c.Name)), dash(termsafe.Escape(c.InstanceType)), strconv.Itoa(c.Attempts), ago(now, c.CreatedAt),
 			costCell(costs, i), dash(termsafe.Escape(labelString(c.Labels))), dash(termsafe.Escape(labelString(c.Scheduling.Constraints))))
 	}
 	var footer []string
@@ -420,11 +420,11 @@ func dash(s string) string {
 	return s
 }
 
-func ago(t time.Time) string {
+func ago(now, t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	d := time.Since(t).Round(time.Second)
+	d := now.Sub(t).Round(time.Second)
 	if d < 0 {
 		d = 0
 	}

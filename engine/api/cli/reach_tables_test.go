@@ -21,7 +21,7 @@ func TestInstanceTableShowsUnreachable(t *testing.T) {
 			ProbeFailing: true, LastError: "boot probe: connection refused"},
 	}
 	var b bytes.Buffer
-	if err := instanceTable(items).render(&b, layout{headers: true}); err != nil {
+	if err := instanceTable(items, time.Now()).render(&b, layout{headers: true}); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")

@@ -27,12 +27,12 @@ func TestTablesEscapeUserData(t *testing.T) {
 		{ID: "c-2", State: queue.Cancelled, Command: []string{"x"}, Reason: "said \x1b]0;t\x07"},
 		{ID: "c-3", State: queue.Queued, Command: []string{strings.Repeat("あ", 40)}},
 	}
-	ct, _ := containerTable(ctrs, nil, len(ctrs))
+	ct, _ := containerTable(ctrs, nil, len(ctrs), time.Now())
 	if err := ct.render(&out, layout{width: 80, headers: true}); err != nil {
 		t.Fatal(err)
 	}
 	insts := []view.Instance{{ID: "i-1", Type: "small", State: worker.StateIdle, LastError: "ssh: \x1b[2J", AppearedAt: time.Now()}}
-	if err := instanceTable(insts).render(&out, layout{width: 80, headers: true}); err != nil {
+	if err := instanceTable(insts, time.Now()).render(&out, layout{width: 80, headers: true}); err != nil {
 		t.Fatal(err)
 	}
 	evs := []queue.Event{{Seq: 1, Time: time.Now(), Actor: "op\x1b[9m", Target: "c-1", Action: "kill", Reason: "\r\x07"}}
@@ -68,7 +68,7 @@ func TestInstanceAgeFromCreatedAt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			if err := instanceTable([]view.Instance{tc.view}).render(&out, layout{width: 200, headers: true}); err != nil {
+			if err := instanceTable([]view.Instance{tc.view}, time.Now()).render(&out, layout{width: 200, headers: true}); err != nil {
 				t.Fatal(err)
 			}
 			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
