@@ -35,7 +35,7 @@ func (e *Engine) observeCost() {
 		if !ok {
 			continue
 		}
-		s := cost.Sample{ID: string(v.ID), Type: v.Type, Price: v.Price, Kind: k}
+		s := cost.Sample{ID: string(v.ID), Type: v.Type, Price: v.Price, Kind: k, Asked: v.AskedAt, Booted: v.BootedAt}
 		if k == cost.Running {
 			slices.Sort(v.Containers) // v is the pool's copy
 			s.Containers = v.Containers

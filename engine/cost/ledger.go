@@ -41,6 +41,12 @@ type Sample struct {
 	Kind Kind
 	// Containers on the instance, sorted; only with Kind Running.
 	Containers []string
+	// Asked is when this dispatcher asked the cloud for the instance
+	// (zero: found in a listing); Booted is when it left booting (zero:
+	// not seen booting). Boot is dated by them, not by the pass that
+	// first sees the instance, so a boot that ends between two passes is
+	// still billed as boot.
+	Asked, Booted time.Time
 }
 
 // ContainerInfo is what the ledger keeps of a container: its labels (to
@@ -189,11 +195,16 @@ func (l *Ledger) observeLocked(now time.Time, s *Sample, infos map[string]Contai
 		if k == "" {
 			k = Boot // found unprobed: it is still coming up, as far as we know
 		}
-		r = &instanceRec{Type: s.Type, Prices: []pricePoint{{At: now, Price: s.Price}}, Spans: []span{{Start: now, Kind: k, On: slices.Clone(s.Containers)}}}
+		born := now
+		if !s.Asked.IsZero() && s.Asked.Before(now) {
+			born = s.Asked.UTC() // billed from the ask, booting until seen otherwise
+		}
+		r = &instanceRec{Type: s.Type, Prices: []pricePoint{{At: born, Price: s.Price}}, Spans: []span{{Start: born, Kind: Boot}}}
 		l.insts[s.ID] = r
 		l.dirty[instKey(s.ID)] = struct{}{}
 		l.dirty[chunkKey(s.ID, 0)] = struct{}{}
-		l.addContainersLocked(s.ID, s.Containers, infos)
+		l.bootedLocked(r, s, now)
+		l.extendLocked(r, s.ID, now, k, s.Containers, infos)
 		return
 	}
 	if !r.End.IsZero() { // listed again after it was missed
@@ -207,24 +218,40 @@ func (l *Ledger) observeLocked(now time.Time, s *Sample, infos map[string]Contai
 	if s.Kind == "" {
 		return
 	}
+	l.bootedLocked(r, s, now)
+	l.extendLocked(r, s.ID, now, s.Kind, s.Containers, infos)
+}
+
+// bootedLocked ends r's boot when s says it ended, before now: from then
+// on the instance sat idle until a pass saw it otherwise.
+func (l *Ledger) bootedLocked(r *instanceRec, s *Sample, now time.Time) {
+	if s.Kind == Boot || s.Kind == "" || s.Booted.IsZero() || !s.Booted.Before(now) || len(r.Spans) == 0 {
+		return
+	}
+	if last := r.Spans[len(r.Spans)-1]; last.Kind == Boot && s.Booted.After(last.Start) {
+		l.extendLocked(r, s.ID, s.Booted.UTC(), Idle, nil, nil)
+	}
+}
+
+// extendLocked records that from at on instance id (record r) was doing
+// kind with containers on.
+func (l *Ledger) extendLocked(r *instanceRec, id string, at time.Time, kind Kind, on []string, infos map[string]ContainerInfo) {
 	if len(r.Spans) == 0 { // a header whose spans were never written
-		r.Spans = append(r.Spans, span{Start: now, Kind: s.Kind, On: slices.Clone(s.Containers)})
-		l.dirty[chunkKey(s.ID, 0)] = struct{}{}
-		l.addContainersLocked(s.ID, s.Containers, infos)
-		return
-	}
-	last := &r.Spans[len(r.Spans)-1]
-	if last.Kind == s.Kind && slices.Equal(last.On, s.Containers) {
-		return
-	}
-	if last.Start.Equal(now) {
-		// Changed again within the same instant: the newer state wins.
-		last.Kind, last.On = s.Kind, slices.Clone(s.Containers)
+		r.Spans = append(r.Spans, span{Start: at, Kind: kind, On: slices.Clone(on)})
 	} else {
-		r.Spans = append(r.Spans, span{Start: now, Kind: s.Kind, On: slices.Clone(s.Containers)})
+		last := &r.Spans[len(r.Spans)-1]
+		switch {
+		case last.Kind == kind && slices.Equal(last.On, on):
+			return
+		case last.Start.Equal(at):
+			// Changed again within the same instant: the newer state wins.
+			last.Kind, last.On = kind, slices.Clone(on)
+		default:
+			r.Spans = append(r.Spans, span{Start: at, Kind: kind, On: slices.Clone(on)})
+		}
 	}
-	l.dirty[chunkKey(s.ID, (len(r.Spans)-1)/chunkSpans)] = struct{}{}
-	l.addContainersLocked(s.ID, s.Containers, infos)
+	l.dirty[chunkKey(id, (len(r.Spans)-1)/chunkSpans)] = struct{}{}
+	l.addContainersLocked(id, on, infos)
 }
 
 // addContainersLocked records that ids ran on instance inst.

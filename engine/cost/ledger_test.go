@@ -164,3 +164,32 @@ func TestSpansStoredInChunks(t *testing.T) {
 	near(t, "c77", l2.Costs([]string{"c77"}, mins(200))["c77"], 0.01)
 	near(t, "bill", l2.Report(Query{Now: mins(200)}).Bill, 2.00)
 }
+
+// A boot that ends between two passes is billed as boot up to when it
+// ended, and the instance as idle from then, though no pass saw it
+// booting; one found in a listing (never asked for here) starts at the
+// pass that finds it.
+func TestBootDatedByTheInstanceNotByThePass(t *testing.T) {
+	l := New(0)
+	l.Observe(mins(10), []Sample{{ID: "i", Type: "s", Price: 0.60, Kind: Running, Containers: []string{"a"}, Asked: mins(0), Booted: mins(4)}}, nil, true)
+	l.Observe(mins(10), []Sample{{ID: "found", Type: "s", Price: 0.60, Kind: Idle}}, nil, true)
+	l.Observe(mins(20), []Sample{
+		{ID: "i", Type: "s", Price: 0.60, Kind: Running, Containers: []string{"a"}, Asked: mins(0), Booted: mins(4)},
+		{ID: "found", Type: "s", Price: 0.60, Kind: Idle},
+	}, nil, true)
+	tot := l.Totals(mins(20))
+	near(t, "boot", tot[TypeKind{"s", Boot}], 0.04)
+	near(t, "idle", tot[TypeKind{"s", Idle}], 0.06+0.10) // i from 4 to 10, found from 10 to 20
+	near(t, "running", tot[TypeKind{"s", Running}], 0.10)
+
+	// Seen booting by a pass, then idle at the next: the boot ends when
+	// the instance says, and a later pass repeating it changes nothing.
+	l = New(0)
+	l.Observe(mins(0), []Sample{{ID: "i", Type: "s", Price: 0.60, Kind: Boot, Asked: mins(0)}}, nil, true)
+	for _, at := range []int{10, 20} {
+		l.Observe(mins(at), []Sample{{ID: "i", Type: "s", Price: 0.60, Kind: Idle, Asked: mins(0), Booted: mins(3)}}, nil, true)
+	}
+	tot = l.Totals(mins(20))
+	near(t, "boot seen", tot[TypeKind{"s", Boot}], 0.03)
+	near(t, "idle seen", tot[TypeKind{"s", Idle}], 0.17)
+}

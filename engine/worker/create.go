@@ -140,7 +140,7 @@ func (p *Pool) createDoneLocked(pc *pendingCreate, it cloud.InstanceType, tags c
 	} else {
 		w = p.addInstanceLocked(inst, it, StateBooting, "created by this dispatcher", IdleRun, now)
 	}
-	w.createdAt = pc.view.AppearedAt
+	w.v.AskedAt = pc.view.AppearedAt
 	if w.v.CreatedAt.IsZero() {
 		w.v.CreatedAt = pc.view.CreatedAt
 	}

@@ -63,7 +63,6 @@ type instance struct {
 	probeFailing bool
 	lastProbeOK  time.Time
 	readyAt      time.Time
-	createdAt    time.Time // when this pool asked for it (zero: found in a listing)
 	listSeq      uint64
 
 	// The probe in flight: its cancel, when it started, and the deadline
@@ -218,8 +217,11 @@ func (w *instance) ready(now time.Time) {
 	p := w.pool
 	prev := w.v.State
 	w.readyAt = now
-	if prev == StateBooting && !w.createdAt.IsZero() {
-		p.stats.BootTime.observe(now.Sub(w.createdAt))
+	if prev == StateBooting {
+		w.v.BootedAt = now
+		if !w.v.AskedAt.IsZero() {
+			p.stats.BootTime.observe(now.Sub(w.v.AskedAt))
+		}
 	}
 	if len(w.v.Containers) > 0 {
 		w.setState(StateRunning, "first probe: the runner reports running containers")

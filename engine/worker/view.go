@@ -49,6 +49,12 @@ type InstanceView struct {
 	// dispatcher; zero when unknown (created by an older version).
 	// AppearedAt is when this process first saw it.
 	CreatedAt time.Time `json:"created_at,omitzero"`
+	// AskedAt is when this pool asked the cloud for the instance (zero for
+	// one found in a listing); BootedAt is when its first probe after
+	// booting in this pool succeeded. The cost ledger dates the end of a
+	// boot by them rather than by the pass that first sees it.
+	AskedAt  time.Time `json:"-"`
+	BootedAt time.Time `json:"-"`
 	// ContainersLost says why the containers recorded on this instance are
 	// to be requeued now: its destroy was accepted, an operator killed it,
 	// or it was unreachable past timeout_unreachable. While it is "", they
