@@ -5,6 +5,8 @@ package ec2_test
 import (
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -117,13 +119,21 @@ func TestEngineOnEC2(t *testing.T) {
 		code int
 	}
 	var jobs []job
+	// The spot jobs wait (at most 30 s) for the gate the test opens once
+	// it has interrupted a spot instance running some: on a loaded
+	// machine they could otherwise all end before the test sees one.
+	gate := filepath.Join(t.TempDir(), "interrupted")
 	for i := range 50 {
 		code := i % 5
 		preemptible := i%3 == 0 // on the spot type, the cheapest
+		command := `sleep 0.1; echo "job $X"; exit "$X"`
+		if preemptible {
+			command = `i=0; while [ ! -e "$GATE" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; ` + command
+		}
 		c, err := eng.Submit(queue.Spec{
 			Name:               fmt.Sprintf("job-%d", i),
-			Command:            []string{"sh", "-c", `sleep 0.1; echo "job $X"; exit "$X"`},
-			Env:                map[string]string{"X": fmt.Sprint(code)},
+			Command:            []string{"sh", "-c", command},
+			Env:                map[string]string{"X": fmt.Sprint(code), "GATE": gate},
 			RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 256 << 20},
 			Scheduling:         queue.Scheduling{Preemptible: &preemptible},
 		}, "test")
@@ -141,6 +151,9 @@ func TestEngineOnEC2(t *testing.T) {
 						t.Fatal(err)
 					}
 					interrupted = string(v.ID)
+					if err := os.WriteFile(gate, nil, 0o644); err != nil {
+						t.Fatal(err)
+					}
 					break
 				}
 			}
@@ -286,8 +299,12 @@ func TestEngineSpotInterruption(t *testing.T) {
 		cfg.InstanceTypes = []cloud.InstanceType{{Name: "spot", ProviderType: "t3.small", VCPUs: 2, RAM: 2 << 30, Price: 0.01, Preemptible: true}}
 	})
 	preemptible := true
+	// The first run holds on (at most 60 s) until the interruption ends
+	// it; the run after it ends at once. A run that simply took 2 s could
+	// end before a loaded machine saw the interruption.
 	c, err := eng.Submit(queue.Spec{
-		Command:            []string{"sh", "-c", "sleep 2; echo done"},
+		Command:            []string{"sh", "-c", `if mkdir "$D/first" 2>/dev/null; then i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; fi; echo done`},
+		Env:                map[string]string{"D": t.TempDir()},
 		RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 256 << 20},
 		Scheduling:         queue.Scheduling{Preemptible: &preemptible},
 	}, "test")
