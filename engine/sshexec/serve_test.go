@@ -111,21 +111,30 @@ func TestExchangeReplacesEndedSession(t *testing.T) {
 func TestExchangeOutcomes(t *testing.T) {
 	f := newFixture(t)
 	o := f.opts()
-	o.CommandTimeout = 300 * time.Millisecond
+	o.CommandTimeout = 2 * time.Second
 	e := f.executor(t, o)
+	// The timeout is the session's: the connection is made first, so that
+	// a loaded machine's slow handshake is not what times out.
+	exchange(t, e, frameCounter, 1)
+	// The command that exits gets a deadline a loaded machine meets: its
+	// outcome is its exit status, not the timeout.
+	patient := f.opts()
+	patient.CommandTimeout = 30 * time.Second
+	ep := f.executor(t, patient)
 	for _, tc := range []struct {
 		name, cmd string
+		e         *Executor
 		want      error
 		wantCode  int // an *runner.ExitError with this code (0: none)
 	}{
 		// It read the frame and died without replying: it may have run,
 		// and its exit status says how it ended.
-		{"exits without replying", `read -r a; read -r b; exit 3`, nil, 3},
+		{"exits without replying", `read -r a; read -r b; exit 3`, ep, nil, 3},
 		// Never replies: the timeout closes the session.
-		{"never replies", `cat > /dev/null`, context.DeadlineExceeded, 0},
+		{"never replies", `cat > /dev/null`, e, context.DeadlineExceeded, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := e.Exchange(context.Background(), tc.cmd, []byte("x\n\n"))
+			_, err := tc.e.Exchange(context.Background(), tc.cmd, []byte("x\n\n"))
 			if err == nil {
 				t.Fatal("no error")
 			}
