@@ -69,9 +69,12 @@ func TestDeletedRunnerRedeployed(t *testing.T) {
 			t.Fatalf("runner deleted: the host is shown unreachable:%s", pe.dump())
 		}
 	}
-	pe.until(names[0]+" collected after the redeploy", 3*time.Minute, func() bool {
+	// Its exit is announced by the runner watch, whose process outlives
+	// its file: it may be collected before the next probe's list finds
+	// the runner gone and installs it again.
+	pe.until(names[0]+" collected and the runner installed again", 3*time.Minute, func() bool {
 		notUnreachable()
-		return pe.container(ids[0]).State.Final()
+		return pe.container(ids[0]).State.Final() && redeploys(eng, host) > 0
 	})
 	if _, err := os.Stat(runnerFile); err != nil {
 		t.Fatalf("runner not installed again: %v", err)
@@ -97,19 +100,28 @@ func TestDeletedRunnerRedeployed(t *testing.T) {
 		}
 	}
 	evs, _ := eng.Events(0, 10000)
-	var redeploys int
 	for _, ev := range evs {
-		if ev.Kind == worker.EventRunnerRedeploy && ev.Target == string(host) && strings.Contains(ev.Reason, "installed again") {
-			redeploys++
-		}
 		if ev.Kind == worker.EventProbeError {
 			t.Errorf("runner deleted: %s event %q", ev.Kind, ev.Reason)
 		}
 	}
-	if redeploys != 1 {
-		t.Errorf("%d %s events saying the runner was installed again, want 1", redeploys, worker.EventRunnerRedeploy)
+	if n := redeploys(eng, host); n != 1 {
+		t.Errorf("%d %s events saying the runner was installed again, want 1", n, worker.EventRunnerRedeploy)
 	}
 	if t.Failed() {
 		t.Log(pe.dump())
 	}
+}
+
+// redeploys counts the events saying the runner on host was installed
+// again.
+func redeploys(eng *engine.Engine, host string) int {
+	evs, _ := eng.Events(0, 10000)
+	n := 0
+	for _, ev := range evs {
+		if ev.Kind == worker.EventRunnerRedeploy && ev.Target == host && strings.Contains(ev.Reason, "installed again") {
+			n++
+		}
+	}
+	return n
 }

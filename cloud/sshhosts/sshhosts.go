@@ -372,6 +372,16 @@ func (e *executor) Execute(ctx context.Context, cmd string, stdin []byte) ([]byt
 	return e.e.Execute(ctx, e.prefix+cmd+e.suffix, stdin)
 }
 
+// Watch keeps "runner watch" open (runner.WatchExecutor) through the same
+// prefix as every other command, so that it watches the state dir of the
+// host's work_dir: exits are then announced as they happen rather than
+// found by the next probe (docs/design.md §6).
+var _ runner.WatchExecutor = (*executor)(nil)
+
+func (e *executor) Watch(ctx context.Context, cmd string, line func([]byte)) error {
+	return e.e.Watch(ctx, e.prefix+cmd+e.suffix, line)
+}
+
 func (e *executor) Close() error {
 	if e.d != nil {
 		e.d.mu.Lock()

@@ -314,7 +314,7 @@ func runPath(t *testing.T, path string, n int) pathRun {
 	for i := range specs {
 		specs[i] = queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 1 << 20}}
 	}
-	calls0 := probeCount(t, client)
+	calls0, notices0 := metricSum(t, client, metricProbes), metricSum(t, client, metricExitNotices)
 	busy0 := busyCPU(t)
 	t0 := time.Now()
 	submitted := make(chan error, 1)
@@ -350,7 +350,7 @@ func runPath(t *testing.T, path string, n int) pathRun {
 	}
 	took := time.Since(t0)
 	busy := busyCPU(t) - busy0
-	calls := probeCount(t, client)
+	calls, notices := metricSum(t, client, metricProbes), metricSum(t, client, metricExitNotices)
 	if err := <-submitted; err != nil {
 		t.Fatal(err)
 	}
@@ -374,6 +374,7 @@ func runPath(t *testing.T, path string, n int) pathRun {
 		}
 	}
 	t.Logf("%s: %.3f probes (runner list of a whole instance) per container", path, (calls-calls0)/float64(n))
+	t.Logf("%s: %.3f exit notices (announced by runner watch) per container", path, (notices-notices0)/float64(n))
 	if rate, at, ok := slowestWindow(progress, n, time.Second); ok {
 		t.Logf("%s: sustained: the slowest 1 s between 5 %% and 95 %% Complete ran %.0f containers/s (from %s)", path, rate, at.Round(time.Millisecond))
 	}
@@ -388,10 +389,19 @@ func runPath(t *testing.T, path string, n int) pathRun {
 	return r
 }
 
-// probeCount reads the daemon's count of probes from /metrics: each lists
-// every container of its instance, so their number is what a run's list
-// cost scales with.
-func probeCount(t *testing.T, c *api.Client) float64 {
+// Counters read from the daemon's /metrics (metricSum).
+const (
+	// Probes: each lists every container of its instance, so their number
+	// is what a run's list cost scales with.
+	metricProbes = "dispatch_tui_probes_total"
+	// Exits the runners' watches announced (docs/design.md §6): per
+	// container, the fraction not left for a probe to find.
+	metricExitNotices = "dispatch_tui_exit_notices_total"
+)
+
+// metricSum reads the daemon's /metrics and returns the sum of name's
+// samples over all their labels.
+func metricSum(t *testing.T, c *api.Client, name string) float64 {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, c.BaseURL+"/metrics", nil)
 	if err != nil {
@@ -407,9 +417,9 @@ func probeCount(t *testing.T, c *api.Client) float64 {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /metrics: %s %v", resp.Status, err)
 	}
-	var probes float64
+	var sum float64
 	for _, line := range strings.Split(string(body), "\n") {
-		name, value, ok := strings.Cut(line, " ")
+		sample, value, ok := strings.Cut(line, " ")
 		if !ok || strings.HasPrefix(line, "#") {
 			continue
 		}
@@ -417,11 +427,11 @@ func probeCount(t *testing.T, c *api.Client) float64 {
 		if err != nil {
 			continue
 		}
-		if strings.HasPrefix(name, "dispatch_tui_probes_total{") {
-			probes += v
+		if sample == name || strings.HasPrefix(sample, name+"{") {
+			sum += v
 		}
 	}
-	return probes
+	return sum
 }
 
 // logStages logs the median and 90th percentile of the time containers

@@ -57,14 +57,17 @@ func TestExitLatency(t *testing.T) {
 	client := startExitDaemon(t, probe, slots)
 	var lines []string
 
+	notices0 := metricSum(t, client, metricExitNotices)
 	lat := runTimed(t, client, n, []string{"sleep", "0.2"})
+	notices := metricSum(t, client, metricExitNotices) - notices0
 	ds := make([]time.Duration, 0, len(lat))
 	for _, r := range lat {
 		ds = append(ds, r.recorded.Sub(r.finished))
 	}
 	slices.Sort(ds)
 	lines = append(lines, fmt.Sprintf("exit → recorded Complete: p50 %s, p99 %s, max %s (%d containers of sleep 0.2, %d at a time; probe_interval %s)",
-		pct(ds, 50), pct(ds, 99), ds[len(ds)-1].Round(time.Millisecond), len(ds), exitInstances*slots, probe))
+		pct(ds, 50), pct(ds, 99), ds[len(ds)-1].Round(time.Millisecond), len(ds), exitInstances*slots, probe),
+		fmt.Sprintf("exits announced by runner watch: %.0f of %d (%.1f %%); the rest were found by a list", notices, n, 100*notices/float64(n)))
 
 	if waves := *exitLatencyUtil; waves > 0 {
 		m := waves * exitInstances * slots

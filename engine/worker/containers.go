@@ -49,9 +49,18 @@ func (p *Pool) StartContainer(id cloud.InstanceID, spec runner.Spec) error {
 	w.v.LastBusy = now
 	p.notifyLocked()
 	// Starts go out in "runner batch" calls, one sender per instance: a
-	// start queued while a batch is in flight joins the next one.
+	// start queued while a batch is in flight joins the next one. The
+	// first ones on a fresh instance wait for its watch (startsHeldLocked),
+	// opened now if the pool's step has not yet.
 	w.startQ = append(w.startQ, spec)
-	if w.startBusy {
+	p.startWatchLocked(w, now)
+	return p.sendStartsLocked(w)
+}
+
+// sendStartsLocked starts w's start sender unless one runs, nothing is
+// queued or the starts wait for w's watch.
+func (p *Pool) sendStartsLocked(w *instance) error {
+	if w.startBusy || len(w.startQ) == 0 || p.startsHeldLocked(w) {
 		return nil
 	}
 	w.startBusy = true

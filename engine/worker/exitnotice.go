@@ -35,29 +35,52 @@ type noticedStatus struct {
 // which say so.
 const watchRetryMax = 30 * time.Second
 
+// watchHoldMax bounds how long the starts on an instance wait for its
+// first watch to be ready (startsHeldLocked): past it they go out, and the
+// lists that follow starts while no watch is ready find their exits.
+const watchHoldMax = 5 * time.Second
+
 // startWatchesLocked opens a watch on each ready instance that has none
-// and whose executor (made by its first probe) can keep one.
+// and whose executor (made by its first probe) can keep one, and sends
+// the starts that waited for a watch past watchHoldMax.
 func (p *Pool) startWatchesLocked(now time.Time) {
 	for _, w := range p.list {
-		if w.watchCancel != nil || w.noWatch || w.removed || now.Before(w.watchRetry) {
-			continue
+		p.startWatchLocked(w, now)
+		if len(w.startQ) > 0 {
+			p.sendStartsLocked(w)
 		}
-		if w.v.State != StateIdle && w.v.State != StateRunning {
-			continue
-		}
-		if _, ok := w.exec.(runner.WatchExecutor); !ok {
-			continue
-		}
-		if p.stopped {
-			return
-		}
-		ctx, cancel := context.WithCancel(p.ctx)
-		w.watchCancel = cancel
-		w.watchGen++
-		gen := w.watchGen
-		p.watchWG.Add(1)
-		go p.runWatch(ctx, w, gen)
 	}
+}
+
+// startWatchLocked opens a watch on w if it is ready, has none and its
+// executor can keep one.
+func (p *Pool) startWatchLocked(w *instance, now time.Time) {
+	if w.watchCancel != nil || w.noWatch || w.removed || p.stopped || now.Before(w.watchRetry) {
+		return
+	}
+	if w.v.State != StateIdle && w.v.State != StateRunning {
+		return
+	}
+	if _, ok := w.exec.(runner.WatchExecutor); !ok {
+		return
+	}
+	ctx, cancel := context.WithCancel(p.ctx)
+	w.watchCancel = cancel
+	w.watchGen++
+	w.watchOpened = now
+	gen := w.watchGen
+	p.watchWG.Add(1)
+	go p.runWatch(ctx, w, gen)
+}
+
+// startsHeldLocked reports whether the starts queued on w wait for its
+// watch: the first one opened (none failed since the last was ready) and
+// not ready yet, for at most watchHoldMax. A container started before
+// the watch is ready and ended before it would not be announced, only
+// found by a list; held, every exit of a fresh instance is announced.
+func (p *Pool) startsHeldLocked(w *instance) bool {
+	return w.watchCancel != nil && !w.watching && w.watchFails == 0 &&
+		p.clk.Now().Sub(w.watchOpened) < watchHoldMax
 }
 
 // runWatch keeps one watch open on w until it ends; the next Step opens
@@ -79,12 +102,14 @@ func (p *Pool) runWatch(ctx context.Context, w *instance, gen uint64) {
 	w.watching = false
 	if errors.Is(err, runner.ErrNoWatch) {
 		w.noWatch = true // probes only, as before
+		p.sendStartsLocked(w)
 		return
 	}
 	if p.canceled() || w.removed {
 		return
 	}
 	w.watchFails++
+	p.sendStartsLocked(w) // no longer held
 	delay := min(time.Second<<min(w.watchFails-1, 10), watchRetryMax, max(p.s.probeInterval, time.Second))
 	w.watchRetry = p.clk.Now().Add(delay)
 	p.log.Debug("runner watch ended", "instance", string(w.v.ID), "error", errString(err), "retry_in", delay.String())
@@ -109,6 +134,7 @@ func (p *Pool) watchReady(w *instance, gen uint64) {
 	w.watching = true
 	w.watchFails = 0
 	w.nextProbe = time.Time{}
+	p.sendStartsLocked(w) // the starts held for it
 	p.notifyLocked()
 }
 

@@ -129,8 +129,9 @@ type instance struct {
 	tagsInFlight bool
 
 	// Exit notices (exitnotice.go): the watch's cancel (nil: none open) and
-	// generation, whether it is ready, whether the executor cannot keep
-	// one (noWatch), failures in a row and when to open one again; the
+	// generation, when it was opened, whether it is ready, whether the
+	// executor cannot keep one (noWatch), failures in a row and when to
+	// open one again; the
 	// announced containers whose status is to be read, whether a read is
 	// in flight, the statuses notices carried not applied yet, whether a
 	// goroutine applies them, the statuses read since the last list, and
@@ -138,6 +139,7 @@ type instance struct {
 	// (TakeNoticedExits).
 	watchCancel context.CancelFunc
 	watchGen    uint64
+	watchOpened time.Time
 	watching    bool
 	noWatch     bool
 	watchFails  int
