@@ -332,6 +332,29 @@ var behaviours = []struct {
 		}
 	}},
 	{"load after a crash mid-flush", testCrashMidFlush},
+	{"cluster id: none, then the first kept, across flushes and reopens", func(t *testing.T, b backend) {
+		// Kept before the queue loads (a start resolves it first).
+		st := b.open(t, storeOptions{})
+		if id, err := st.ClusterID(); id != "" || err != nil {
+			t.Fatalf("a new store keeps cluster id %q (%v), want none", id, err)
+		}
+		if kept, err := st.KeepClusterID("dt-00000001"); kept != "dt-00000001" || err != nil {
+			t.Fatalf("KeepClusterID(dt-00000001) = %q, %v; want it kept", kept, err)
+		}
+		st.Close()
+		e := newEnv(t, b, storeOptions{}, queue.Options{})
+		e.submit(3)
+		if err := e.q.SetPaused(true, "operator:alice", ""); err != nil {
+			t.Fatal(err)
+		}
+		if kept, err := e.st.KeepClusterID("dt-00000002"); kept != "dt-00000001" || err != nil {
+			t.Fatalf("KeepClusterID(dt-00000002) = %q, %v; want the first, dt-00000001", kept, err)
+		}
+		e.reopen()
+		if id, err := e.st.ClusterID(); id != "dt-00000001" || err != nil {
+			t.Fatalf("after flushes and a reopen the store keeps %q (%v), want dt-00000001", id, err)
+		}
+	}},
 	{"a write retried after its answer was lost is written once", func(t *testing.T, b backend) {
 		// A commit the server made but whose answer the connection lost
 		// (a restart at that moment) is retried by the queue as it was.
@@ -413,6 +436,9 @@ var behaviours = []struct {
 		}
 		if want := []string{"S/y", "_z", "i-a", "i/x", "s/x"}; !slices.Equal(order, want) {
 			t.Errorf("part records read in the order %q, want byte order %q", order, want)
+		}
+		if names, err := st.PartNames(); err != nil || !slices.Equal(names, []string{"ledger", "order", "other"}) {
+			t.Errorf("PartNames() = %q, %v; want ledger, order, other", names, err)
 		}
 		for name, want := range map[string]map[string]string{"ledger": {"a": "4", "c": "3"}, "other": {"a": "x"}, "none": {}} {
 			got := map[string]string{}
