@@ -116,15 +116,10 @@ func New(opts Options) (*Engine, error) {
 			opts.Owner, opts.AdoptLegacyOwner = ci.ID, ci.AdoptLegacy
 		}
 	}
-	e, err := build(opts, st)
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	return e, nil
+	return build(opts, st)
 }
 
-// build is New past opening the store.
+// build is New past opening the store; it closes st when it fails.
 func build(opts Options, st store.Store) (*Engine, error) {
 	var legacyOwner string
 	if opts.AdoptLegacyOwner {
@@ -145,7 +140,7 @@ func build(opts Options, st store.Store) (*Engine, error) {
 		Parts:              []queue.Part{ledger, behaviors},
 	})
 	if err != nil {
-		return nil, err
+		return nil, err // Open closed st
 	}
 	e := &Engine{cfg: opts.Config, opts: opts, log: opts.Logger, clock: opts.Clock, queue: q, ledger: ledger, behaviors: behaviors, subs: map[int]chan struct{}{}}
 	if r, ok := opts.InstanceSet.(cloud.OwnershipRecaller); ok {
@@ -158,7 +153,8 @@ func build(opts Options, st store.Store) (*Engine, error) {
 		LegacyOwner: legacyOwner, Behaviors: behaviors,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("start worker pool: %w", err) // New closes the store
+		q.Close()
+		return nil, fmt.Errorf("start worker pool: %w", err)
 	}
 	e.sched = scheduler.New(opts.Config, q, e.pool, opts.Clock, opts.Logger)
 	e.writeSteps = q.FlushPass
