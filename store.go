@@ -49,7 +49,7 @@ be applied and change nothing.`,
 		Use:   "copy --from STATE_DIR --to postgres://…",
 		Short: "Copy an embedded store into an empty PostgreSQL database, and verify it",
 		Long: `Copy the embedded store of a state dir (containers, events, stored output, the
-pause flag) into an empty PostgreSQL database, in one transaction, then read
+pause flag, the cluster id, the cost ledger and the instances' kept settings) into an empty PostgreSQL database, in one transaction, then read
 both back and compare their counts and a digest. A database that already holds
 a queue is refused; an interrupted copy leaves it empty, so it can be run again.
 Stop the dispatcher that uses the state dir first.`,
@@ -83,28 +83,33 @@ func storeCopy(from, to string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("read %s: %w", path, err)
 	}
+	// A state dir of a version before the store kept it has the cluster
+	// id in a file: the copy moves it all the same.
+	if have.ClusterID, err = engine.ClusterIDOf(src, from); err != nil {
+		return err
+	}
 	dst, err := pgstore.Open(pgstore.Options{URL: to, Timeout: 10 * time.Minute})
 	if err != nil {
 		return err
 	}
 	defer dst.Close()
-	ids := make([]string, 0, len(have.Outputs))
-	outs := make([][]byte, 0, len(have.Outputs))
-	for id, out := range have.Outputs {
-		ids, outs = append(ids, id), append(outs, out)
-	}
-	if err := dst.Import(have.Batch(), ids, outs, have.Paused); err != nil {
+	if err := dst.Import(have); err != nil {
 		return fmt.Errorf("copy into PostgreSQL: %w", err)
 	}
 	got, err := store.ReadAll(dst, queue.RecordKey)
 	if err != nil {
 		return fmt.Errorf("read the copy back: %w", err)
 	}
-	if len(got.Records) != len(have.Records) || len(got.Events) != len(have.Events) || len(got.Outputs) != len(have.Outputs) || got.Digest() != have.Digest() {
-		return fmt.Errorf("the copy differs from %s: %d containers, %d events, %d outputs copied of %d, %d, %d (digests %x, %x); drop and recreate the database, then copy again",
-			path, len(got.Records), len(got.Events), len(got.Outputs), len(have.Records), len(have.Events), len(have.Outputs), got.Digest(), have.Digest())
+	if len(got.Records) != len(have.Records) || len(got.Events) != len(have.Events) || len(got.Outputs) != len(have.Outputs) || got.PartRecords() != have.PartRecords() || got.Digest() != have.Digest() {
+		return fmt.Errorf("the copy differs from %s: %d containers, %d events, %d outputs, %d other records copied of %d, %d, %d, %d (digests %x, %x); drop and recreate the database, then copy again",
+			path, len(got.Records), len(got.Events), len(got.Outputs), got.PartRecords(), len(have.Records), len(have.Events), len(have.Outputs), have.PartRecords(), got.Digest(), have.Digest())
 	}
-	fmt.Fprintf(stdout, "copied %d containers, %d events, %d outputs; verified (sha256 %x)\n", len(have.Records), len(have.Events), len(have.Outputs), have.Digest())
+	id := have.ClusterID
+	if id == "" {
+		id = "(none)"
+	}
+	fmt.Fprintf(stdout, "copied %d containers, %d events, %d outputs, %d instance and cost records, cluster id %s; verified (sha256 %x)\n",
+		len(have.Records), len(have.Events), len(have.Outputs), have.PartRecords(), id, have.Digest())
 	return nil
 }
 

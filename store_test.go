@@ -13,6 +13,7 @@ import (
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/enginetest/pgtest"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/store"
 	"dispatch-tui/engine/store/boltstore"
 	"dispatch-tui/engine/store/pgstore"
 )
@@ -53,12 +54,16 @@ func TestStoreMigrate(t *testing.T) {
 }
 
 // TestStoreCopy: an embedded store copied into an empty database reads the
-// same there (containers, events, output, the pause flag), verified; a
+// same there (containers, events, output, the pause flag, the cluster id,
+// the instances' kept settings), verified; a
 // second copy into the now full database is refused and changes nothing.
 func TestStoreCopy(t *testing.T) {
 	dir := t.TempDir()
 	st, err := boltstore.Open(boltstore.Options{Path: filepath.Join(dir, engine.StoreFile), NoSync: true})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.KeepClusterID("dt-c0ffee00"); err != nil {
 		t.Fatal(err)
 	}
 	q, err := queue.Open(queue.Options{Store: st})
@@ -88,13 +93,25 @@ func TestStoreCopy(t *testing.T) {
 	if err := q.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// An instance's kept hold, as the engine's flush writes it.
+	st, err = boltstore.Open(boltstore.Options{Path: filepath.Join(dir, engine.StoreFile), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b store.Batch
+	b.Reset()
+	b.Parts = []store.PartWrite{{Name: engine.BehaviorPart, Keys: []string{"i-1"}, Values: [][]byte{[]byte(`{"idle_behavior":"hold"}`)}}}
+	if err := st.Flush(&b); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
 
 	url := pgtest.NewDatabase(t)
 	for i, step := range []struct {
 		code             int
 		inStdout, inErrs string
 	}{
-		{0, "copied 3 containers, " + fmt.Sprint(len(wantEvents)) + " events, 1 outputs; verified", ""},
+		{0, "copied 3 containers, " + fmt.Sprint(len(wantEvents)) + " events, 1 outputs, 1 instance and cost records, cluster id dt-c0ffee00; verified", ""},
 		{1, "", "already holds containers"},
 	} {
 		var stdout, stderr bytes.Buffer
@@ -106,6 +123,16 @@ func TestStoreCopy(t *testing.T) {
 	pg, err := pgstore.Open(pgstore.Options{URL: url})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if id, err := pg.ClusterID(); id != "dt-c0ffee00" || err != nil {
+		t.Fatalf("cluster id in PostgreSQL: %q, %v; want dt-c0ffee00", id, err)
+	}
+	kept := map[string]string{}
+	if err := pg.LoadPart(engine.BehaviorPart, func(k, v []byte) error { kept[string(k)] = string(v); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != 1 || kept["i-1"] != `{"idle_behavior":"hold"}` {
+		t.Fatalf("instance settings in PostgreSQL: %v; want i-1's hold", kept)
 	}
 	q, err = queue.Open(queue.Options{Store: pg})
 	if err != nil {

@@ -1,4 +1,5 @@
-// The dispatcher's cluster id: configured, or derived once and kept in the state dir.
+// The dispatcher's cluster id: configured, or made up once and kept in the
+// store, which every dispatcher on it shares (docs/design.md §6, Ownership).
 
 package engine
 
@@ -14,10 +15,12 @@ import (
 	"strings"
 
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/store"
 )
 
-// ClusterIDFile is the file in the state dir that keeps the dispatcher's
-// derived cluster_id across restarts.
+// ClusterIDFile is the file in the state dir where versions before the
+// store kept it held the derived cluster_id: read once, by the first start
+// that finds the store without one, which then keeps it in the store.
 const ClusterIDFile = "cluster_id"
 
 // Log writes what an operator should know about the identity: a changed
@@ -41,45 +44,43 @@ const LegacyOwner = "dispatch-tui"
 // ClusterIdentity is who this dispatcher is in the owner tag.
 type ClusterIdentity struct {
 	ID string
-	// AdoptLegacy: this start created the cluster_id file in a state dir
-	// that already had a store (an upgrade): instances tagged LegacyOwner
-	// are this install's and are adopted and retagged.
+	// AdoptLegacy: this start gave a cluster id to a store that already
+	// held a queue (an upgrade): instances tagged LegacyOwner are this
+	// install's and are adopted and retagged.
 	AdoptLegacy bool
 	// Note, if set, is worth a log line (the configured id differs from
 	// the kept one).
 	Note string
 }
 
-// ResolveClusterID returns the dispatcher's identity for cfg: see
-// resolveClusterID. storePath "" is the store's default path.
-func ResolveClusterID(cfg *config.Config, storePath string) (ClusterIdentity, error) {
-	if storePath == "" {
-		storePath = filepath.Join(cfg.Dispatcher.StateDir, StoreFile)
+// ResolveClusterID returns the dispatcher's identity for cfg, kept in st:
+// the id st keeps; else the one an older version kept in
+// <state_dir>/cluster_id; else the configured one; else a new one ("dt-"
+// and 8 hex digits). Whichever is found or made is kept in st. A
+// configured id that differs from the kept one is used (with a Note) but
+// not kept. existed tells that st held a queue before this start (the
+// embedded file was there): without any id kept, that is an upgrade from
+// before cluster ids.
+func ResolveClusterID(cfg *config.Config, st store.Store, existed bool) (ClusterIdentity, error) {
+	configured := cfg.Dispatcher.ClusterID
+	kept, err := st.ClusterID()
+	if err != nil {
+		return ClusterIdentity{}, err
 	}
-	return resolveClusterID(cfg.Dispatcher.StateDir, cfg.Dispatcher.ClusterID, storePath)
-}
-
-// resolveClusterID returns the configured cluster_id, else the one kept in
-// <stateDir>/cluster_id, else a new one ("dt-" and 8 hex digits) written
-// there (0600). storePath is the store's file: whether it exists before
-// the store is opened tells an upgrade from a fresh install.
-func resolveClusterID(stateDir, configured, storePath string) (ClusterIdentity, error) {
-	path := filepath.Join(stateDir, ClusterIDFile)
-	b, err := os.ReadFile(path)
-	switch {
-	case err == nil:
-		kept := strings.TrimSpace(string(b))
+	if kept != "" {
 		if err := config.CheckClusterID(kept); err != nil {
-			return ClusterIdentity{}, fmt.Errorf("cluster id in %s: %w", path, err)
+			return ClusterIdentity{}, fmt.Errorf("the cluster id the store keeps: %w", err)
 		}
-		if configured != "" && configured != kept {
-			return ClusterIdentity{ID: configured, Note: fmt.Sprintf("configured cluster_id %s differs from %s kept in %s: instances tagged %s are no longer managed", configured, kept, path, kept)}, nil
-		}
-		return ClusterIdentity{ID: kept}, nil
-	case !errors.Is(err, fs.ErrNotExist):
-		return ClusterIdentity{}, fmt.Errorf("read cluster id: %w", err)
+		return chosen(configured, kept), nil
 	}
-	id := configured
+	legacy, err := legacyClusterID(cfg.Dispatcher.StateDir)
+	if err != nil {
+		return ClusterIdentity{}, err
+	}
+	id := legacy
+	if id == "" {
+		id = configured
+	}
 	if id == "" {
 		var rnd [4]byte
 		if _, err := rand.Read(rnd[:]); err != nil {
@@ -87,43 +88,39 @@ func resolveClusterID(stateDir, configured, storePath string) (ClusterIdentity, 
 		}
 		id = "dt-" + hex.EncodeToString(rnd[:])
 	}
-	_, statErr := os.Stat(storePath)
-	upgrade := statErr == nil
-	if err := os.MkdirAll(stateDir, 0o700); err != nil {
-		return ClusterIdentity{}, fmt.Errorf("create state dir: %w", err)
+	got, err := st.KeepClusterID(id)
+	if err != nil {
+		return ClusterIdentity{}, err
 	}
-	if err := writeNewFile(path, []byte(id+"\n")); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			// Another process made one meanwhile: use it.
-			return resolveClusterID(stateDir, configured, storePath)
-		}
-		return ClusterIdentity{}, fmt.Errorf("keep cluster id: %w", err)
+	if got != id || legacy != "" {
+		// Another dispatcher kept one first, or an older version had one.
+		return chosen(configured, got), nil
 	}
-	return ClusterIdentity{ID: id, AdoptLegacy: upgrade && id != LegacyOwner}, nil
+	return ClusterIdentity{ID: id, AdoptLegacy: existed && id != LegacyOwner}, nil
 }
 
-// writeNewFile creates path (which must not exist) with data, complete or
-// not at all: a temporary file linked into place.
-func writeNewFile(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".cluster_id-*")
+// chosen is the identity when kept is the kept id: the configured one wins,
+// with a note, when it differs.
+func chosen(configured, kept string) ClusterIdentity {
+	if configured != "" && configured != kept {
+		return ClusterIdentity{ID: configured, Note: fmt.Sprintf("configured cluster_id %s differs from %s kept in the store: instances tagged %s are no longer managed", configured, kept, kept)}
+	}
+	return ClusterIdentity{ID: kept}
+}
+
+// legacyClusterID is the id in <stateDir>/cluster_id, "" without the file.
+func legacyClusterID(stateDir string) (string, error) {
+	path := filepath.Join(stateDir, ClusterIDFile)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
 	if err != nil {
-		return err
+		return "", fmt.Errorf("read cluster id: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
+	id := strings.TrimSpace(string(b))
+	if err := config.CheckClusterID(id); err != nil {
+		return "", fmt.Errorf("cluster id in %s: %w", path, err)
 	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Link(tmp.Name(), path)
+	return id, nil
 }

@@ -18,6 +18,7 @@ import (
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/scheduler"
+	"dispatch-tui/engine/store"
 	"dispatch-tui/engine/worker"
 )
 
@@ -31,7 +32,7 @@ type Options struct {
 	RunnerHash   string
 	RunnerBinary func() ([]byte, error)
 	// Owner tags the instances this dispatcher manages; default the
-	// cluster_id (configured, or kept in the state dir; see clusterid.go).
+	// cluster_id (configured, or kept in the store; see clusterid.go).
 	Owner string
 	// AdoptLegacyOwner, with Owner set, also adopts (and retags with
 	// Owner) instances tagged LegacyOwner: ClusterIdentity.AdoptLegacy.
@@ -40,6 +41,9 @@ type Options struct {
 	PassInterval time.Duration
 	// StorePath overrides <state_dir>/dispatch-tui.db.
 	StorePath string
+	// Store, if set, is the store OpenStore opened (the caller resolved
+	// Owner from it): the engine owns it from New on, failed or not.
+	Store store.Store
 	// OnPass, if set, is called after every scheduler pass with its
 	// statistics (metrics use it for the pass-duration histogram).
 	OnPass func(scheduler.Stats)
@@ -64,8 +68,11 @@ type Engine struct {
 
 	output outputCounters // output.go
 
-	ledger   *cost.Ledger // cost.go; fed in Step
-	costFeed costFeed     // Step's scratch (stepMu)
+	ledger *cost.Ledger // cost.go; fed in Step
+	// behaviors are the idle behaviours verbs set, kept in the store
+	// (keptbehavior.go); the pool writes them.
+	behaviors *keptBehaviors
+	costFeed  costFeed // Step's scratch (stepMu)
 
 	mu        sync.Mutex // guards the fields below
 	lastStats scheduler.Stats
@@ -92,14 +99,28 @@ func New(opts Options) (*Engine, error) {
 	if opts.StorePath == "" {
 		opts.StorePath = filepath.Join(opts.Config.Dispatcher.StateDir, StoreFile)
 	}
-	if opts.Owner == "" {
-		ci, err := ResolveClusterID(opts.Config, opts.StorePath)
-		if err != nil {
+	st := opts.Store
+	if st == nil {
+		var existed bool
+		var err error
+		if st, existed, err = OpenStore(opts.Config, opts.StorePath); err != nil {
 			return nil, err
 		}
-		ci.Log(opts.Logger)
-		opts.Owner, opts.AdoptLegacyOwner = ci.ID, ci.AdoptLegacy
+		if opts.Owner == "" {
+			ci, err := ResolveClusterID(opts.Config, st, existed)
+			if err != nil {
+				st.Close()
+				return nil, err
+			}
+			ci.Log(opts.Logger)
+			opts.Owner, opts.AdoptLegacyOwner = ci.ID, ci.AdoptLegacy
+		}
 	}
+	return build(opts, st)
+}
+
+// build is New past opening the store; it closes st when it fails.
+func build(opts Options, st store.Store) (*Engine, error) {
 	var legacyOwner string
 	if opts.AdoptLegacyOwner {
 		legacyOwner = LegacyOwner
@@ -110,21 +131,18 @@ func New(opts Options) (*Engine, error) {
 		counted = append(counted, b.Label)
 	}
 	ledger.CountLabels(counted)
-	st, err := openStore(opts)
-	if err != nil {
-		return nil, err
-	}
+	behaviors := newKeptBehaviors()
 	q, err := queue.Open(queue.Options{
 		Store: st, Clock: opts.Clock,
 		DefaultMaxAttempts: opts.Config.Containers.MaxAttempts,
 		DefaultPreemptible: opts.Config.Containers.AlwaysUsePreemptible,
 		KeepFinished:       opts.Config.Containers.KeepFinished,
-		Parts:              []queue.Part{ledger},
+		Parts:              []queue.Part{ledger, behaviors},
 	})
 	if err != nil {
-		return nil, err
+		return nil, err // Open closed st
 	}
-	e := &Engine{cfg: opts.Config, opts: opts, log: opts.Logger, clock: opts.Clock, queue: q, ledger: ledger, subs: map[int]chan struct{}{}}
+	e := &Engine{cfg: opts.Config, opts: opts, log: opts.Logger, clock: opts.Clock, queue: q, ledger: ledger, behaviors: behaviors, subs: map[int]chan struct{}{}}
 	if r, ok := opts.InstanceSet.(cloud.OwnershipRecaller); ok {
 		r.RecallOwned(instancesInUse(q))
 	}
@@ -132,7 +150,7 @@ func New(opts Options) (*Engine, error) {
 		Config: opts.Config, InstanceSet: opts.InstanceSet, NewExecutor: opts.NewExecutor,
 		Clock: opts.Clock, Logger: opts.Logger, OnEvent: e.poolEvent, OnLogsBatch: e.storeLogsBatch, OnLogsLost: e.logsLost,
 		RunnerHash: opts.RunnerHash, RunnerBinary: opts.RunnerBinary, Owner: opts.Owner,
-		LegacyOwner: legacyOwner,
+		LegacyOwner: legacyOwner, Behaviors: behaviors,
 	})
 	if err != nil {
 		q.Close()

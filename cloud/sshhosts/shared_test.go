@@ -45,14 +45,18 @@ func TestTwoDispatchersShareHosts(t *testing.T) {
 		cfg.Dispatcher.MaxInstances = 2
 		cfg.Cloud.SyncInterval = 500 * time.Millisecond
 		cfg.Cloud.TimeoutIdle = time.Minute
-		ci, err := engine.ResolveClusterID(cfg, "")
+		st, existed, err := engine.OpenStore(cfg, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ci, err := engine.ResolveClusterID(cfg, st, existed)
 		if err != nil {
 			t.Fatal(err)
 		}
 		drv := newDriver(t, cfg, hosts, hash, ci.ID, logger.With("dispatcher", name))
 		eng, err := engine.New(engine.Options{
 			Config: cfg, InstanceSet: drv, NewExecutor: drv.Executor, Logger: logger.With("dispatcher", name),
-			Owner: ci.ID, RunnerHash: hash, RunnerBinary: func() ([]byte, error) { return bin, nil },
+			Owner: ci.ID, Store: st, RunnerHash: hash, RunnerBinary: func() ([]byte, error) { return bin, nil },
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -276,11 +276,17 @@ func (c *check) setup() error {
 	if err := launch.PrepareStateDir(c.cfg); err != nil {
 		return err
 	}
-	ci, err := engine.ResolveClusterID(c.cfg, "")
+	// The check runs beside the dispatcher, which may hold the store: it
+	// keeps no id of its own, and a running dispatcher's is not needed
+	// (the suffix and the run tag keep their instances apart).
+	id, err := engine.KeptClusterID(c.cfg)
 	if err != nil {
 		return err
 	}
-	c.owner = ci.ID + OwnerSuffix
+	if id == "" {
+		id = "dt"
+	}
+	c.owner = id + OwnerSuffix
 	c.runID = randomHex(4)
 	c.secret = randomHex(16)
 	c.drv = c.opts.Driver

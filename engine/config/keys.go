@@ -47,7 +47,7 @@ var dispatcherKeys = []*row{
 	path("dispatcher.state_dir", func(c *Config, _ int) *string { return &c.Dispatcher.StateDir },
 		`where the store and other state live; "" = $XDG_STATE_HOME/dispatch-tui`, notEmpty),
 	str("dispatcher.cluster_id", "", func(c *Config, _ int) *string { return &c.Dispatcher.ClusterID },
-		`this dispatcher's identity in its instances' owner tag; "" = the one kept in state_dir`, clusterID),
+		`this dispatcher's identity in its instances' owner tag; "" = the one kept in the store`, clusterID),
 	integer("dispatcher.max_instances", 64, func(c *Config, _ int) *int { return &c.Dispatcher.MaxInstances },
 		"most instances at once", atLeast(1)),
 	integer("dispatcher.max_containers_per_instance", 1, func(c *Config, _ int) *int { return &c.Dispatcher.MaxContainersPerInstance },

@@ -75,21 +75,27 @@ func New(opts Options) (*Running, error) {
 	}
 	readBinary := func() ([]byte, error) { return os.ReadFile(bin) }
 
-	// Who we are in the owner tag: the drivers that keep claims on shared
-	// hosts need it as well as the engine.
-	ci, err := engine.ResolveClusterID(cfg, "")
+	// Who we are in the owner tag, kept in the store: the drivers that
+	// keep claims on shared hosts need it as well as the engine.
+	st, existed, err := engine.OpenStore(cfg, "")
 	if err != nil {
+		return nil, err
+	}
+	ci, err := engine.ResolveClusterID(cfg, st, existed)
+	if err != nil {
+		st.Close()
 		return nil, err
 	}
 	ci.Log(log)
 	drv, err := NewDriver(cfg, ci, hash, log)
 	if err != nil {
+		st.Close()
 		return nil, err
 	}
 	m := metrics.NewRecorder()
 	eng, err := engine.New(engine.Options{
 		Config: cfg, InstanceSet: drv.Set, NewExecutor: drv.NewExecutor, Logger: log,
-		Owner: ci.ID, AdoptLegacyOwner: ci.AdoptLegacy,
+		Owner: ci.ID, AdoptLegacyOwner: ci.AdoptLegacy, Store: st,
 		RunnerHash: hash, RunnerBinary: readBinary, OnPass: m.ObservePass,
 	})
 	if err != nil {

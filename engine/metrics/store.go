@@ -1,5 +1,5 @@
 // The store-health metrics: whether the store can write, how many of its
-// writes failed and how long its flushes take (docs/design.md §10.1).
+// writes failed (and of which kind) and how long its flushes take (docs/design.md §10.1).
 
 package metrics
 
@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/store"
 )
 
 // storeCollector reads the engine's store health at scrape time.
@@ -14,6 +15,7 @@ type storeCollector struct {
 	m           *Metrics
 	unavailable *prometheus.Desc
 	failures    *prometheus.Desc
+	errors      *prometheus.Desc
 	flushes     *prometheus.Desc
 }
 
@@ -24,6 +26,8 @@ func newStoreCollector(m *Metrics) *storeCollector {
 			"1 while the store cannot write containers' records and events (a full disk: the changes are kept in memory and retried at every pass), else 0.", nil, nil),
 		failures: prometheus.NewDesc(name("store_write_failures_total"),
 			"Writes of containers' records and events to the store that failed (output writes count in logs_store_failures_total).", nil, nil),
+		errors: prometheus.NewDesc(name("store_errors_total"),
+			"Failed writes of records and events by kind: unavailable (the server cannot be reached or went away), full (no room on the disk or the database server), auth (credentials refused), other.", []string{"kind"}, nil),
 		flushes: prometheus.NewDesc(name("store_flush_seconds"),
 			"How long the store (the embedded file or PostgreSQL) took to write each flush of records and events (a pass's, a verb's), failed ones included.", nil, nil),
 	}
@@ -32,6 +36,7 @@ func newStoreCollector(m *Metrics) *storeCollector {
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.unavailable
 	ch <- c.failures
+	ch <- c.errors
 	ch <- c.flushes
 }
 
@@ -43,6 +48,9 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	h := e.StoreHealth()
 	ch <- prometheus.MustNewConstMetric(c.unavailable, prometheus.GaugeValue, boolValue(!h.UnavailableSince.IsZero()))
 	ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(h.WriteFailures))
+	for _, k := range store.ErrorKinds {
+		ch <- prometheus.MustNewConstMetric(c.errors, prometheus.CounterValue, float64(h.FailuresByKind[k]), string(k))
+	}
 	buckets := make(map[float64]uint64, len(queue.FlushBuckets))
 	for i, le := range queue.FlushBuckets {
 		if i < len(h.Flushes.Counts) {

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"strings"
 	"testing"
 
 	"dispatch-tui/cloud/fake"
@@ -9,7 +10,7 @@ import (
 )
 
 // A store that cannot write (its disk full) shows in store_unavailable and
-// counts in store_write_failures_total; the gauge is back to 0 once it
+// counts in store_write_failures_total and store_errors_total{kind="full"}; the gauge is back to 0 once it
 // writes again, the count stays.
 func TestStoreUnavailableMetrics(t *testing.T) {
 	m := NewRecorder()
@@ -25,6 +26,16 @@ func TestStoreUnavailableMetrics(t *testing.T) {
 	expect(t, fams, 1, "dispatch_tui_store_unavailable")
 	if n := value(t, fams, "dispatch_tui_store_write_failures_total"); n < 1 {
 		t.Fatalf("store_write_failures_total %v with the store failing", n)
+	}
+	// By kind: a full disk is "full", and nothing else.
+	if n := value(t, fams, "dispatch_tui_store_errors_total", "kind", "full"); n < 1 {
+		t.Fatalf(`store_errors_total{kind="full"} %v with the disk full`, n)
+	}
+	for _, k := range []string{"unavailable", "auth", "other"} {
+		expect(t, fams, 0, "dispatch_tui_store_errors_total", "kind", k)
+	}
+	if sum := f.Engine.Summary(); sum.StoreErrorKind != "full" || !strings.Contains(sum.StoreStatus(), "free space on the state_dir's disk") {
+		t.Fatalf("summary: kind %q, status %q; want full, and advice to free space", sum.StoreErrorKind, sum.StoreStatus())
 	}
 	t.Run("promtool", func(t *testing.T) { promtoolCheck(t, text) })
 

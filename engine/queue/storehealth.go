@@ -4,8 +4,11 @@
 package queue
 
 import (
+	"maps"
 	"slices"
 	"time"
+
+	"dispatch-tui/engine/store"
 )
 
 // StoreHealth says whether the store can write. While it cannot (a full
@@ -16,11 +19,14 @@ type StoreHealth struct {
 	// UnavailableSince is when the current run of failed writes began;
 	// zero while writes succeed.
 	UnavailableSince time.Time
-	// Err is the last failed write's error while unavailable, else nil.
-	Err error
+	// Err is the last failed write's error while unavailable, else nil;
+	// ErrKind its kind (store.KindOf).
+	Err     error
+	ErrKind store.ErrorKind
 	// WriteFailures counts the writes of records and events that failed
-	// since the store was opened.
-	WriteFailures uint64
+	// since the store was opened; FailuresByKind counts them by kind.
+	WriteFailures  uint64
+	FailuresByKind map[store.ErrorKind]uint64
 	// Flushes is how long the store took to write each flush.
 	Flushes FlushHistogram
 }
@@ -69,6 +75,7 @@ type storeHealth struct {
 	since    time.Time
 	err      error
 	failures uint64
+	byKind   map[store.ErrorKind]uint64
 	flushes  FlushHistogram
 }
 
@@ -79,7 +86,11 @@ func (q *Queue) StoreHealth() StoreHealth {
 	h := q.health
 	flushes := h.flushes
 	flushes.Counts = slices.Clone(flushes.Counts)
-	return StoreHealth{UnavailableSince: h.since, Err: h.err, WriteFailures: h.failures, Flushes: flushes}
+	out := StoreHealth{UnavailableSince: h.since, Err: h.err, WriteFailures: h.failures, FailuresByKind: maps.Clone(h.byKind), Flushes: flushes}
+	if h.err != nil {
+		out.ErrKind = store.KindOf(h.err)
+	}
+	return out
 }
 
 // writeFailedLocked records a failed write of records or events. The first
@@ -89,6 +100,10 @@ func (q *Queue) StoreHealth() StoreHealth {
 func (q *Queue) writeFailedLocked(err error) {
 	h := &q.health
 	h.failures++
+	if h.byKind == nil {
+		h.byKind = map[store.ErrorKind]uint64{}
+	}
+	h.byKind[store.KindOf(err)]++
 	h.err = err
 	if !h.since.IsZero() {
 		return

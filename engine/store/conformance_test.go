@@ -332,6 +332,73 @@ var behaviours = []struct {
 		}
 	}},
 	{"load after a crash mid-flush", testCrashMidFlush},
+	{"cluster id: none, then the first kept, across flushes and reopens", func(t *testing.T, b backend) {
+		// Kept before the queue loads (a start resolves it first).
+		st := b.open(t, storeOptions{})
+		if id, err := st.ClusterID(); id != "" || err != nil {
+			t.Fatalf("a new store keeps cluster id %q (%v), want none", id, err)
+		}
+		if kept, err := st.KeepClusterID("dt-00000001"); kept != "dt-00000001" || err != nil {
+			t.Fatalf("KeepClusterID(dt-00000001) = %q, %v; want it kept", kept, err)
+		}
+		st.Close()
+		e := newEnv(t, b, storeOptions{}, queue.Options{})
+		e.submit(3)
+		if err := e.q.SetPaused(true, "operator:alice", ""); err != nil {
+			t.Fatal(err)
+		}
+		if kept, err := e.st.KeepClusterID("dt-00000002"); kept != "dt-00000001" || err != nil {
+			t.Fatalf("KeepClusterID(dt-00000002) = %q, %v; want the first, dt-00000001", kept, err)
+		}
+		e.reopen()
+		if id, err := e.st.ClusterID(); id != "dt-00000001" || err != nil {
+			t.Fatalf("after flushes and a reopen the store keeps %q (%v), want dt-00000001", id, err)
+		}
+	}},
+	{"a write retried after its answer was lost is written once", func(t *testing.T, b backend) {
+		// A commit the server made but whose answer the connection lost
+		// (a restart at that moment) is retried by the queue as it was.
+		key := func(body []byte) (uint64, string, error) {
+			var seq uint64
+			var id string
+			_, err := fmt.Sscanf(string(body), "%d %s", &seq, &id)
+			return seq, id, err
+		}
+		st := b.open(t, storeOptions{})
+		if _, err := st.Load(10, key, func(uint64, []byte) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		var batch store.Batch
+		batch.Reset()
+		batch.EndRecord(append(batch.BeginRecord(1), "1 c-1 queued"...))
+		batch.EndEvent(1, append(batch.BeginEvent(), `{"n":1}`...))
+		batch.EndEvent(2, append(batch.BeginEvent(), `{"n":2}`...))
+		batch.Parts = []store.PartWrite{{Name: "ledger", Keys: []string{"a"}, Values: [][]byte{[]byte("1")}}}
+		for try := range 2 {
+			if err := st.Flush(&batch); err != nil {
+				t.Fatalf("flush, try %d: %v", try+1, err)
+			}
+		}
+		var sub store.Batch
+		sub.Reset()
+		sub.EndRecord(append(sub.BeginRecord(2), "2 c-2 queued"...))
+		sub.EndEvent(3, append(sub.BeginEvent(), `{"n":3}`...))
+		for try := range 2 {
+			if err := st.Submit(&sub); err != nil {
+				t.Fatalf("submit, try %d: %v", try+1, err)
+			}
+		}
+		st.Close()
+		st = b.open(t, storeOptions{})
+		defer st.Close()
+		got, err := store.ReadAll(st, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Records) != 2 || len(got.Events) != 3 || got.Events[2].Seq != 3 || string(got.Parts["ledger"]["a"]) != "1" {
+			t.Fatalf("after writes retried: %d records, events %v, parts %v; want 2 records, events 1-3 once, ledger a=1", len(got.Records), got.Events, got.Parts)
+		}
+	}},
 	{"parts: written by flushes, deleted by nil, each apart, read back", func(t *testing.T, b backend) {
 		st := b.open(t, storeOptions{})
 		flush := func(name string, kv ...string) {
@@ -369,6 +436,9 @@ var behaviours = []struct {
 		}
 		if want := []string{"S/y", "_z", "i-a", "i/x", "s/x"}; !slices.Equal(order, want) {
 			t.Errorf("part records read in the order %q, want byte order %q", order, want)
+		}
+		if names, err := st.PartNames(); err != nil || !slices.Equal(names, []string{"ledger", "order", "other"}) {
+			t.Errorf("PartNames() = %q, %v; want ledger, order, other", names, err)
 		}
 		for name, want := range map[string]map[string]string{"ledger": {"a": "4", "c": "3"}, "other": {"a": "x"}, "none": {}} {
 			got := map[string]string{}

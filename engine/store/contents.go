@@ -6,6 +6,7 @@ package store
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"maps"
 	"slices"
 )
 
@@ -16,6 +17,10 @@ type Contents struct {
 	Events  []Event           // oldest first
 	Outputs map[string][]byte // by container id
 	Paused  bool
+	// ClusterID is the kept cluster id ("" while none).
+	ClusterID string
+	// Parts are the parts' records: by part name, then key.
+	Parts map[string]map[string][]byte
 }
 
 // Event is one stored event.
@@ -27,7 +32,7 @@ type Event struct {
 // ReadAll reads everything s holds; key returns a record's Seq and id.
 // The output read is that of every record's container.
 func ReadAll(s Store, key func(body []byte) (uint64, string, error)) (Contents, error) {
-	c := Contents{Records: map[uint64][]byte{}, IDs: map[uint64]string{}, Outputs: map[string][]byte{}}
+	c := Contents{Records: map[uint64][]byte{}, IDs: map[uint64]string{}, Outputs: map[string][]byte{}, Parts: map[string]map[string][]byte{}}
 	loaded, err := s.Load(1, func(body []byte) (uint64, string, error) {
 		seq, id, err := key(body)
 		c.Records[seq], c.IDs[seq] = slices.Clone(body), id
@@ -53,11 +58,39 @@ func ReadAll(s Store, key func(body []byte) (uint64, string, error)) (Contents, 
 			c.Outputs[id] = out
 		}
 	}
+	if c.ClusterID, err = s.ClusterID(); err != nil {
+		return c, err
+	}
+	names, err := s.PartNames()
+	if err != nil {
+		return c, err
+	}
+	for _, name := range names {
+		recs := map[string][]byte{}
+		err := s.LoadPart(name, func(k, v []byte) error {
+			recs[string(k)] = slices.Clone(v)
+			return nil
+		})
+		if err != nil {
+			return c, err
+		}
+		c.Parts[name] = recs
+	}
 	return c, nil
 }
 
+// PartRecords is how many records the parts hold.
+func (c Contents) PartRecords() int {
+	n := 0
+	for _, recs := range c.Parts {
+		n += len(recs)
+	}
+	return n
+}
+
 // Digest is a SHA-256 over the contents in a fixed order: records by
-// Seq, events by Seq, outputs by id, then the pause flag.
+// Seq, events by Seq, outputs by id, the pause flag, the cluster id, then
+// the parts by name and key.
 func (c Contents) Digest() [32]byte {
 	h := sha256.New()
 	put := func(b []byte) {
@@ -88,13 +121,25 @@ func (c Contents) Digest() [32]byte {
 	}
 	if c.Paused {
 		h.Write([]byte{1})
+	} else {
+		h.Write([]byte{0})
+	}
+	put([]byte(c.ClusterID))
+	for _, name := range slices.Sorted(maps.Keys(c.Parts)) {
+		put([]byte(name))
+		recs := c.Parts[name]
+		for _, k := range slices.Sorted(maps.Keys(recs)) {
+			put([]byte(k))
+			put(recs[k])
+		}
 	}
 	var d [32]byte
 	h.Sum(d[:0])
 	return d
 }
 
-// Batch returns c's records and events as one batch (a copy's write).
+// Batch returns c's records, events, parts and pause flag as one batch
+// (a copy's write).
 func (c Contents) Batch() *Batch {
 	var b Batch
 	seqs := make([]uint64, 0, len(c.Records))
@@ -108,6 +153,14 @@ func (c Contents) Batch() *Batch {
 	for _, e := range c.Events {
 		b.EndEvent(e.Seq, append(b.BeginEvent(), e.Body...))
 	}
+	for _, name := range slices.Sorted(maps.Keys(c.Parts)) {
+		w := PartWrite{Name: name}
+		for _, k := range slices.Sorted(maps.Keys(c.Parts[name])) {
+			w.Keys, w.Values = append(w.Keys, k), append(w.Values, c.Parts[name][k])
+		}
+		b.Parts = append(b.Parts, w)
+	}
 	b.Records = len(c.Records)
+	b.Paused = c.Paused
 	return &b
 }

@@ -42,6 +42,17 @@ type Store interface {
 	// FirstEvent returns the oldest stored event's Seq; ok is false while
 	// none is stored.
 	FirstEvent() (seq uint64, ok bool)
+	// ClusterID returns the cluster id the store keeps ("" while it keeps
+	// none): the identity in the owner tag of what the dispatchers on this
+	// store own, so it lives with the queue, not in a node's state dir.
+	ClusterID() (string, error)
+	// KeepClusterID keeps id as the cluster id, durably, unless the store
+	// keeps one already; either way it returns the one kept (so two
+	// dispatchers starting together agree on the first one's).
+	KeepClusterID(id string) (string, error)
+	// PartNames returns the names of the parts that hold records, sorted
+	// (what store copy copies besides the queue).
+	PartNames() ([]string, error)
 	// Close finishes the store's own work and releases it; the queue has
 	// flushed before.
 	Close() error

@@ -3,7 +3,11 @@
 
 package view
 
-import "time"
+import (
+	"time"
+
+	"dispatch-tui/engine/store"
+)
 
 // Summary is the header line of the console and GET /v1/summary: counts,
 // cost, quota and the paused flag.
@@ -25,9 +29,20 @@ type Summary struct {
 	// (omitted while it writes); StoreError is why.
 	StoreUnavailableSince time.Time `json:"store_unavailable_since,omitzero"`
 	StoreError            string    `json:"store_error,omitempty"`
+	// StoreErrorKind is StoreError's kind: unavailable, full, auth or
+	// other (engine/store's one classification).
+	StoreErrorKind string `json:"store_error_kind,omitempty"`
 	// Store is the store in use: "bolt" (the embedded file) or
 	// "postgres" ([store] url).
 	Store string `json:"store"`
+}
+
+// StoreName is the store in use as ls names it.
+func (s Summary) StoreName() string {
+	if s.Store == "postgres" {
+		return "PostgreSQL"
+	}
+	return "embedded (state_dir)"
 }
 
 // StoreStatus is the line ls and the console show while the store cannot
@@ -36,10 +51,7 @@ func (s Summary) StoreStatus() string {
 	if s.StoreUnavailableSince.IsZero() {
 		return ""
 	}
-	check := "check the state_dir's disk"
-	if s.Store == "postgres" {
-		check = "check the PostgreSQL server"
-	}
+	check := store.Advice(store.ErrorKind(s.StoreErrorKind), s.Store)
 	return "store unavailable since " + s.StoreUnavailableSince.Local().Format(time.TimeOnly) + ": " + s.StoreError +
 		" (changes are kept in memory until it can write; " + check + ")"
 }

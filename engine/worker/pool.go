@@ -109,6 +109,9 @@ type Options struct {
 	// CapacityBackoff: how long a provider type (or the whole provider)
 	// is blocked after a capacity error. 0 = one minute.
 	CapacityBackoff time.Duration
+	// Behaviors, if set, keeps the idle behaviours verbs set
+	// (keptbehavior.go); nil trusts the instances' tags alone.
+	Behaviors BehaviorKeeper
 }
 
 // Event is something that happened to an instance or a cloud call, for the

@@ -98,11 +98,9 @@ func (p *Pool) syncDoneLocked(insts []cloud.Instance, seq uint64, issued time.Ti
 			p.log.Warn("ignoring instance of unknown type", "instance", string(id), "type_tag", tags[cloud.TagInstanceType], "provider_type", inst.ProviderType())
 			continue
 		}
-		b := IdleBehavior(tags[cloud.TagIdleBehavior])
-		if !ValidIdleBehavior(b) {
-			b = IdleRun
-		}
+		b, retag := p.adoptedBehaviorLocked(id, IdleBehavior(tags[cloud.TagIdleBehavior]))
 		w := p.addInstanceLocked(inst, it, StateUnknown, "found in the cloud listing", b, now)
+		w.tagsDirty = retag
 		p.adoptedRetryLocked(tags)
 		w.seenGen = gen
 		w.initial = !p.synced
@@ -139,6 +137,7 @@ func (p *Pool) syncDoneLocked(insts []cloud.Instance, seq uint64, issued time.Ti
 	}
 	if !p.synced {
 		p.synced = true
+		p.forgetUnlistedBehaviorsLocked()
 		p.notifyLocked()
 	}
 }
@@ -182,6 +181,7 @@ func (p *Pool) addInstanceLocked(inst cloud.Instance, it cloud.InstanceType, st 
 // closes its executor.
 func (p *Pool) removeLocked(w *instance) {
 	w.removed = true
+	p.keepBehaviorLocked(w.v.ID, IdleRun)
 	p.stopWatchLocked(w)
 	delete(p.byID, w.v.ID)
 	if e := w.exec; e != nil {

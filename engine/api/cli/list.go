@@ -271,7 +271,13 @@ func lsTypesCmd(env *Env) *cobra.Command {
 			for i, t := range v {
 				names[i] = t.Name
 			}
-			return map[string]any{"items": v}, names, typeTable(v), nil, nil
+			// The note names the store the queue is kept in; a summary that
+			// cannot be read leaves it out (the listing was read).
+			var footer []string
+			if sum, err := c.Summary(ctx); err == nil && sum.Store != "" {
+				footer = append(footer, "store: "+sum.StoreName())
+			}
+			return map[string]any{"items": v}, names, typeTable(v), footer, nil
 		}
 	})
 	return cmd

@@ -49,3 +49,34 @@ func TestListWarnsWhileTheStoreCannotWrite(t *testing.T) {
 		}
 	}
 }
+
+// ls types names the store the queue is kept in, in its notes (not with
+// --no-headers, not in -o json, which has /v1/summary's "store").
+func TestListTypesNamesTheStore(t *testing.T) {
+	var mu sync.Mutex
+	kind := ""
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch r.URL.Path {
+		case "/v1/summary":
+			writeJSONTo(w, view.Summary{Store: kind})
+		default:
+			writeJSONTo(w, map[string]any{"items": []view.TypeSummary{{Name: "small", VCPUs: 2, RAM: 4 << 30, Price: 0.1}}})
+		}
+	})
+	for _, tc := range []struct{ kind, want string }{{"postgres", "store: PostgreSQL\n"}, {"bolt", "store: embedded (state_dir)\n"}} {
+		mu.Lock()
+		kind = tc.kind
+		mu.Unlock()
+		code, out, errOut := runCLI(t, f.srv.URL, nil, "", "ls", "types")
+		if code != 0 || !strings.HasSuffix(out, tc.want) || errOut != "" {
+			t.Fatalf("ls types on %s: exit %d, stdout %q, stderr %q; want it to end %q", tc.kind, code, out, errOut, tc.want)
+		}
+		for _, args := range [][]string{{"ls", "types", "--no-headers"}, {"ls", "types", "-o", "json"}} {
+			if _, out, _ := runCLI(t, f.srv.URL, nil, "", args...); strings.Contains(out, "store:") {
+				t.Fatalf("%v: %q names the store", args, out)
+			}
+		}
+	}
+}

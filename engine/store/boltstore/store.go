@@ -16,6 +16,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"dispatch-tui/engine/store"
 )
@@ -49,6 +50,10 @@ type Options struct {
 	EventRetention int
 	// NoSync skips fsync on commit: for benchmarks and tests only.
 	NoSync bool
+	// ReadOnly opens the file to read what it keeps (Load, which may
+	// migrate, and writes fail), and fails at once with ErrInUse while a
+	// dispatcher holds it.
+	ReadOnly bool
 	// The journal's limits (journal.go), 0 for the defaults; tests set
 	// small ones to make folds and cut batches happen.
 	FoldMin, RebuildMax, JournalKeep, BatchMax int
@@ -82,7 +87,14 @@ func Open(opts Options) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(opts.Path), 0o700); err != nil {
 		return nil, fmt.Errorf("create state directory: %w", err)
 	}
-	db, err := bolt.Open(opts.Path, 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: opts.NoSync, InitialMmapSize: initialMmap})
+	bo := &bolt.Options{Timeout: 2 * time.Second, NoSync: opts.NoSync, InitialMmapSize: initialMmap}
+	if opts.ReadOnly {
+		bo.ReadOnly, bo.Timeout, bo.InitialMmapSize = true, 100*time.Millisecond, 0
+	}
+	db, err := bolt.Open(opts.Path, 0o600, bo)
+	if opts.ReadOnly && errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("open store %s: %w", opts.Path, ErrInUse)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w (is another dispatcher using this state_dir?)", opts.Path, err)
 	}
@@ -194,8 +206,14 @@ func (s *Store) Load(recentEvents int, rec func(body []byte) (uint64, string, er
 // Close folds the journal into the containers bucket (journal.go), so
 // that a cleanly closed store has none, and closes the file.
 func (s *Store) Close() error {
+	if s.opts.ReadOnly {
+		return s.db.Close()
+	}
 	return errors.Join(s.fold(), s.db.Close())
 }
+
+// ErrInUse is a read-only open of a file a dispatcher holds.
+var ErrInUse = errors.New("a running dispatcher holds it")
 
 // PutOutputs stores outputs in one transaction, shared with concurrent
 // submits and other outputs (group.go).

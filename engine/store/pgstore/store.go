@@ -226,7 +226,10 @@ func (s *Store) writeEvents(ctx context.Context, tx pgx.Tx, b *store.Batch) erro
 		}
 		i += k
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO events (seq, body) SELECT * FROM unnest($1::bigint[], $2::bytea[])`, seqs, bodies); err != nil {
+	// A retried write may find its events already there: a commit the
+	// server made whose answer was lost (a restart at that moment).
+	if _, err := tx.Exec(ctx, `INSERT INTO events (seq, body) SELECT * FROM unnest($1::bigint[], $2::bytea[])
+		ON CONFLICT (seq) DO NOTHING`, seqs, bodies); err != nil {
 		return fmt.Errorf("write events: %w", err)
 	}
 	if keep := s.opts.EventRetention; keep > 0 && seqs[n-1] > int64(keep) {
