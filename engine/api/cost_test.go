@@ -61,6 +61,9 @@ func TestCostEndpoint(t *testing.T) {
 	if err := e.client.do(ctx, http.MethodGet, "/v1/containers/"+id, nil, nil, &one); err != nil || one.Cost != r.Groups[0].Dollars || one.ID != id {
 		t.Errorf("GET /v1/containers/%s: cost %v, id %s (%v)", id, one.Cost, one.ID, err)
 	}
+	if d, err := e.client.ContainerCost(ctx, id); err != nil || d != r.Groups[0].Dollars {
+		t.Errorf("ContainerCost(%s) = %v (%v), want %v", id, d, err, r.Groups[0].Dollars)
+	}
 	for _, q := range []url.Values{{"by": {"team"}}, {"since": {"yesterday"}}, {"since": {"-1h"}}} {
 		err := e.client.do(ctx, http.MethodGet, "/v1/cost", q, nil, new(any))
 		var ae *APIError
