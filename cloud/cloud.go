@@ -130,6 +130,26 @@ func LaunchFailed(inst Instance) error {
 	return nil
 }
 
+// Priced is implemented by instances whose price moves (EC2 spot): the
+// pool shows and bills them at CurrentPrice rather than their type's
+// configured price.
+type Priced interface {
+	// CurrentPrice is the instance's price now, in $/h. known is false
+	// for an instance whose price does not move (the configured price
+	// holds); err says why a moving price is unknown now (the configured
+	// price holds meanwhile).
+	CurrentPrice() (price float64, known bool, err error)
+}
+
+// CurrentPrice is inst's CurrentPrice, or unknown for an instance that
+// does not implement Priced.
+func CurrentPrice(inst Instance) (price float64, known bool, err error) {
+	if p, ok := inst.(Priced); ok {
+		return p.CurrentPrice()
+	}
+	return 0, false, nil
+}
+
 // NoticeReader is implemented by instances whose provider posts, on the
 // instance itself, a notice a little before it takes the instance back
 // (EC2 spot instances: the two-minute interruption notice in the metadata

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"dispatch-tui/engine/cost"
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -100,38 +102,54 @@ func (e *Engine) share(vcpus int, ram int64, typeName string) float64 {
 	return 1
 }
 
-// CostReport is what GET /v1/cost and `dispatch-tui cost` show: the
-// ledger's report and the dollar caps as the last pass measured them.
-type CostReport struct {
-	cost.Report
-	Budgets []BudgetLine `json:"budgets,omitempty"`
-}
-
-// BudgetLine is one dollar cap and the $/h it caps now. Over: the rate is
-// past the limit (it was lowered below it): nothing new is created under
-// it, and nothing is drained for it.
-type BudgetLine struct {
-	Name        string  `json:"name"`
-	RatePerHour float64 `json:"rate_per_hour"`
-	Limit       float64 `json:"limit"`
-	Over        bool    `json:"over,omitempty"`
-}
-
 // Cost reports what the instances cost since since (zero: all the ledger
 // keeps), summed by by.
-func (e *Engine) Cost(by cost.By, since time.Time) CostReport {
-	r := CostReport{Report: e.ledger.Report(cost.Query{By: by, Since: since, Now: e.clock.Now(), StateOf: func(id string) string {
+func (e *Engine) Cost(by cost.By, since time.Time) view.CostReport {
+	r := e.ledger.Report(cost.Query{By: by, Since: since, Now: e.clock.Now(), StateOf: func(id string) string {
 		if c, ok := e.queue.Get(id); ok {
 			return string(c.State)
 		}
 		return ""
-	}})}
+	}})
 	e.mu.Lock()
 	for _, b := range e.lastStats.Budgets {
-		r.Budgets = append(r.Budgets, BudgetLine{Name: b.Name, RatePerHour: b.RatePerHour, Limit: b.Limit, Over: b.RatePerHour > b.Limit+1e-9})
+		r.Budgets = append(r.Budgets, view.BudgetLine{Name: b.Name, RatePerHour: b.RatePerHour, Limit: b.Limit, Over: b.RatePerHour > b.Limit+1e-9})
 	}
 	e.mu.Unlock()
+	r.Queued = cost.EstimateQueued(e.waitingWork(), e.typePrice)
 	return r
+}
+
+// waitingWork reads the queue for the queued estimate: the types the
+// waiting containers are locked to (held ones wait for an operator, not
+// for dollars, and are left out), how many have no type yet, and the run
+// times of the containers that completed, by the type they ran on, in
+// the order they ended.
+func (e *Engine) waitingWork() cost.Waiting {
+	w := cost.Waiting{Runs: map[string][]time.Duration{}}
+	e.queue.Each(func(c *queue.Container) bool {
+		switch {
+		case c.Held && c.State.Waiting():
+		case c.State == queue.Locked:
+			w.Locked = append(w.Locked, c.InstanceType)
+		case c.State == queue.Queued:
+			w.Untyped++
+		case c.State == queue.Complete && c.InstanceType != "" && c.FinishedAt.After(c.StartedAt) && !c.StartedAt.IsZero():
+			w.Runs[c.InstanceType] = append(w.Runs[c.InstanceType], c.FinishedAt.Sub(c.StartedAt))
+		}
+		return true
+	})
+	return w
+}
+
+// typePrice is a configured type's price in $/h.
+func (e *Engine) typePrice(name string) (float64, bool) {
+	for _, t := range e.cfg.InstanceTypes {
+		if t.Name == name {
+			return t.Price, true
+		}
+	}
+	return 0, false
 }
 
 // ContainerCosts returns what each of ids cost so far.

@@ -34,6 +34,11 @@ type fakeBackend struct {
 	// onBulk, if set, is called (unlocked) after each ContainersVerb call
 	// has recorded its ids.
 	onBulk func()
+	// cost is the report Cost serves (by is what it was last asked by);
+	// costs what ContainerCost serves.
+	cost  *view.CostReport
+	by    string
+	costs map[string]float64
 }
 
 func (f *fakeBackend) Describe() string { return "fake (test)" }
@@ -52,6 +57,21 @@ func (f *fakeBackend) Changes(ctx context.Context) <-chan struct{} {
 }
 func (f *fakeBackend) Logs(_ context.Context, id string, tail int) ([]byte, error) {
 	return []byte(f.logs), nil
+}
+
+func (f *fakeBackend) Cost(_ context.Context, by string) (*view.CostReport, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.by = by
+	if f.cost == nil {
+		return nil, errors.New("no cost report")
+	}
+	return f.cost, nil
+}
+func (f *fakeBackend) ContainerCost(_ context.Context, id string) (float64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.costs[id], nil
 }
 
 // record notes a call: its kind, target and verb's name (or value).

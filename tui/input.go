@@ -54,7 +54,7 @@ func inputStyles(dark, noColor bool) textinput.Styles {
 // commandNames are what `:` completes: the views (with a state argument
 // for the two stateful ones) and quit.
 func commandNames() []string {
-	out := []string{"instances", "containers", "types", "events", "help", "quit"}
+	out := []string{"instances", "containers", "types", "events", "cost", "cost type", "cost state", "cost label=", "help", "quit"}
 	for _, s := range view.States {
 		out = append(out, "containers "+string(s))
 	}
@@ -166,7 +166,7 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		}
 	}
 	switch m.mode {
-	case modeHelp, modeDetails, modeLogs, modeYaml: // a pager's keys (pager.go)
+	case modeHelp, modeDetails, modeLogs, modeYaml, modeCost: // a pager's keys (pager.go)
 		if cmd, done := m.onScreenKey(act, msg.String()); done {
 			return cmd
 		}
@@ -237,7 +237,8 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.detailID, m.detailView, m.detailLogs = id, m.view, ""
 		m.insp.back = m.insp.back[:0] // opened from the table: esc goes back there
 		m.openScreen(modeDetails)
-		return m.fetchLogs()
+		m.cost.gen++ // a fetch in flight is for another screen
+		return tea.Batch(m.fetchLogs(), m.fetchCost())
 	case keys.Logs:
 		id := m.table().Cursor()
 		if m.view != vContainers || id == "" {
@@ -298,8 +299,10 @@ func (m *Model) command(s string) tea.Cmd {
 		m.switchView(m.view)
 		m.openScreen(modeHelp)
 		return nil
+	case "cost", "costs":
+		return m.openCost(arg)
 	default:
-		return m.setFlash("unknown command :"+s+" (tab completes: :instances :containers :types :events :q)", true)
+		return m.setFlash("unknown command :"+s+" (tab completes: :instances :containers :types :events :cost :q)", true)
 	}
 	m.switchView(v)
 	if arg != "" {

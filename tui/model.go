@@ -71,6 +71,7 @@ const (
 	modeSearch // typing a search of the logs
 	modeYaml   // the object under the cursor as YAML
 	modePrio   // typing a container's new priority
+	modeCost   // the :cost view (cost.go)
 )
 
 // Messages. Every result of a Cmd carries the values it was started with;
@@ -203,6 +204,8 @@ type Model struct {
 	ctrIdx map[string]int32 // container id -> index in snap, built on demand
 
 	insp inspectState // drill-down, aged-out events, failure count (inspect.go)
+
+	cost costState // the :cost view and the details' costs (cost.go)
 }
 
 // New builds the console's model. It fails on unknown action names in
@@ -294,7 +297,7 @@ func (m *Model) setFlash(s string, isErr bool) tea.Cmd {
 // details, logs, YAML: a pager's keys) or the table view.
 func (m *Model) scope() keys.Scope {
 	switch m.screenMode() {
-	case modeHelp, modeDetails, modeLogs, modeYaml:
+	case modeHelp, modeDetails, modeLogs, modeYaml, modeCost:
 		return keys.Pager
 	}
 	switch m.view {
@@ -382,6 +385,8 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case logsMsg:
 		m.onLogs(msg)
 		m.syncScreen()
+	case costMsg:
+		return m, m.onCost(msg)
 	case tea.KeyPressMsg:
 		return m, m.onKey(msg)
 	case tea.MouseWheelMsg:
@@ -462,6 +467,9 @@ func (m *Model) onSnapshot(msg snapshotMsg) tea.Cmd {
 		cmds = append(cmds, m.armPoll())
 	}
 	if c := m.fetchLogs(); c != nil {
+		cmds = append(cmds, c)
+	}
+	if c := m.fetchCost(); c != nil {
 		cmds = append(cmds, c)
 	}
 	return tea.Batch(cmds...)

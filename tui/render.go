@@ -213,7 +213,7 @@ func (m *Model) render() string {
 	}
 	var body string
 	switch m.screenMode() {
-	case modeHelp, modeDetails, modeLogs, modeYaml:
+	case modeHelp, modeDetails, modeLogs, modeYaml, modeCost:
 		body = m.vp.View()
 	default:
 		body = m.table().View()
@@ -331,6 +331,7 @@ func (m *Model) detailLines() []string {
 		add("idle behavior", string(v.IdleBehavior))
 		add("address", v.Address)
 		add("price", strconv.FormatFloat(v.Price, 'f', 4, 64)+" /h")
+		add("cost", m.instanceCostLine(string(v.ID)))
 		if c := v.Created(); !c.IsZero() {
 			add("created", tf(c)+" ("+fmtAge(now.Sub(c))+" ago)")
 		}
@@ -396,6 +397,7 @@ func (m *Model) detailLines() []string {
 			on += "  (enter opens it)"
 		}
 		add("instance", on)
+		add("cost", m.containerCostLine(c.ID))
 		label := "pending"
 		if c.State.Final() {
 			label = "reason"

@@ -126,6 +126,8 @@ func (m *Model) syncScreen() {
 		}
 	case modeYaml:
 		lines = m.yamlLines()
+	case modeCost:
+		lines = m.costLines()
 	default:
 		return
 	}
@@ -258,6 +260,11 @@ func (m *Model) footer() string {
 		bs = append(bs, m.scrollHelp()...)
 	case modeYaml:
 		bs = m.km.ShortOf(keys.Quit, keys.Back, keys.Copy, keys.Wrap)
+		bs = append(bs, m.scrollHelp()...)
+	case modeCost:
+		prefix += "cost  "
+		bs = m.km.ShortOf(keys.Quit, keys.Back, keys.Command, keys.Wrap)
+		bs[2].SetHelp(m.km.Key(keys.Command), "cost by…")
 		bs = append(bs, m.scrollHelp()...)
 	default:
 		// Disconnected, the rows are stale and verbs refused: the footer

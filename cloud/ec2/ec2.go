@@ -122,6 +122,10 @@ type Options struct {
 	RequestTimeout time.Duration
 	// PageSize is DescribeInstances' MaxResults (5..1000).
 	PageSize int32
+	// SpotPriceInterval is how often the spot prices of the types in use
+	// are read (DescribeSpotPriceHistory), at a listing; 0 = at every
+	// listing. The engine's config holds the default.
+	SpotPriceInterval time.Duration
 	// Now is the clock (default time.Now).
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -148,6 +152,8 @@ type Driver struct {
 	// known is the last state seen of every instance: addresses appear
 	// after launch, and executors ask for them here.
 	known map[cloud.InstanceID]*Instance
+
+	spot spotPrices // spotprice.go
 }
 
 type createdInstance struct {
@@ -520,6 +526,7 @@ func (d *Driver) Instances(ctx context.Context, filter cloud.Tags) ([]cloud.Inst
 		}
 	}
 	d.throttled(false)
+	d.readSpotPrices(ctx, listed)
 
 	now := d.opts.Now()
 	d.mu.Lock()

@@ -31,6 +31,7 @@ type Instance struct {
 	stateReason  string // EC2's StateReason.Code, e.g. "Server.SpotInstanceTermination"
 	launchErr    error  // why EC2 ended it during its launch (LaunchFailed)
 	spot         bool
+	zone         string // its availability zone: its spot price is the zone's
 	addr         string
 	tags         cloud.Tags
 }
@@ -40,6 +41,7 @@ var (
 	_ cloud.Interruptible = (*Instance)(nil)
 	_ cloud.LaunchFailer  = (*Instance)(nil)
 	_ cloud.NoticeReader  = (*Instance)(nil)
+	_ cloud.Priced        = (*Instance)(nil)
 )
 
 // set copies EC2's description of the instance.
@@ -67,6 +69,9 @@ func (i *Instance) set(li types.Instance) {
 	i.providerType = string(li.InstanceType)
 	i.state, i.stateReason, i.launchErr = state, reason, launchErr
 	i.spot = li.InstanceLifecycle == types.InstanceLifecycleTypeSpot
+	if li.Placement != nil {
+		i.zone = aws.ToString(li.Placement.AvailabilityZone)
+	}
 	i.addr = i.d.addressOf(li)
 	i.tags = tags
 }
@@ -75,12 +80,15 @@ func (i *Instance) set(li types.Instance) {
 func (i *Instance) update(newer *Instance) {
 	newer.mu.Lock()
 	pt, st, why, spot, addr, tags := newer.providerType, newer.state, newer.stateReason, newer.spot, newer.addr, newer.tags
-	launchErr := newer.launchErr
+	launchErr, zone := newer.launchErr, newer.zone
 	newer.mu.Unlock()
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	i.providerType, i.state, i.stateReason, i.spot, i.tags = pt, st, why, spot, tags
 	i.launchErr = launchErr
+	if zone != "" {
+		i.zone = zone
+	}
 	if addr != "" {
 		i.addr = addr
 	}

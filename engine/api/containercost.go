@@ -1,10 +1,17 @@
 // Containers as GET /v1/containers and GET /v1/containers/{id} send them:
 // the record and what it has cost so far (docs/design.md §6.1), which the
-// record itself does not hold (the ledger does).
+// record itself does not hold (the ledger does); and the client's read of
+// one container's cost.
 
 package api
 
-import "dispatch-tui/engine/view"
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"dispatch-tui/engine/view"
+)
 
 // ContainerItem is a container with its cost in dollars so far.
 type ContainerItem struct {
@@ -24,4 +31,13 @@ func (s *server) withCosts(cs []view.Container) []ContainerItem {
 		out[i] = ContainerItem{Container: cs[i], Cost: costs[cs[i].ID]}
 	}
 	return out
+}
+
+// ContainerCost asks what one container has cost so far.
+func (c *Client) ContainerCost(ctx context.Context, id string) (float64, error) {
+	var v struct {
+		Cost float64 `json:"cost"`
+	}
+	err := c.do(ctx, http.MethodGet, "/v1/containers/"+url.PathEscape(id), nil, nil, &v)
+	return v.Cost, err
 }

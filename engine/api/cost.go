@@ -12,8 +12,8 @@ import (
 	"net/url"
 	"time"
 
-	"dispatch-tui/engine"
 	"dispatch-tui/engine/cost"
+	"dispatch-tui/engine/view"
 )
 
 // DefaultCostBy is what /v1/cost sums by when the query does not say.
@@ -48,7 +48,7 @@ func (s *server) cost(w http.ResponseWriter, r *http.Request) {
 
 // Cost asks what the instances cost over the last since (0: everything
 // the dispatcher keeps), summed by by ("" = the server's default).
-func (c *Client) Cost(ctx context.Context, by string, since time.Duration) (engine.CostReport, error) {
+func (c *Client) Cost(ctx context.Context, by string, since time.Duration) (view.CostReport, error) {
 	v := url.Values{}
 	if by != "" {
 		v.Set("by", by)
@@ -56,7 +56,7 @@ func (c *Client) Cost(ctx context.Context, by string, since time.Duration) (engi
 	if since > 0 {
 		v.Set("since", since.String())
 	}
-	var r engine.CostReport
+	var r view.CostReport
 	err := c.do(ctx, http.MethodGet, "/v1/cost", v, nil, &r)
 	return r, err
 }

@@ -35,6 +35,13 @@ func TestCostEndpoint(t *testing.T) {
 	if r.Projection.RatePerHour != 1.0 {
 		t.Errorf("rate $%.2f/h, want $1.00/h", r.Projection.RatePerHour)
 	}
+	// The live instance's burn: its price now and its whole bill so far.
+	if len(r.Instances) != 1 || r.Instances[0].RatePerHour != 1.0 || math.Abs(r.Instances[0].Dollars-r.Bill) > 1e-9 {
+		t.Errorf("instances %+v, want one at $1.00/h costing the bill $%.4f", r.Instances, r.Bill)
+	}
+	if r.Queued == nil || r.Queued.Untyped != 0 || len(r.Queued.Lines) != 0 {
+		t.Errorf("queued %+v, want an empty estimate (nothing waits)", r.Queued)
+	}
 	recent, err := e.client.Cost(ctx, "type", 30*time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +60,9 @@ func TestCostEndpoint(t *testing.T) {
 	var one ContainerItem
 	if err := e.client.do(ctx, http.MethodGet, "/v1/containers/"+id, nil, nil, &one); err != nil || one.Cost != r.Groups[0].Dollars || one.ID != id {
 		t.Errorf("GET /v1/containers/%s: cost %v, id %s (%v)", id, one.Cost, one.ID, err)
+	}
+	if d, err := e.client.ContainerCost(ctx, id); err != nil || d != r.Groups[0].Dollars {
+		t.Errorf("ContainerCost(%s) = %v (%v), want %v", id, d, err, r.Groups[0].Dollars)
 	}
 	for _, q := range []url.Values{{"by": {"team"}}, {"since": {"yesterday"}}, {"since": {"-1h"}}} {
 		err := e.client.do(ctx, http.MethodGet, "/v1/cost", q, nil, new(any))

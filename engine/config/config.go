@@ -193,6 +193,9 @@ type EC2Driver struct {
 	// a metadata token (so the user-data, the instance secret and the
 	// role's credentials) from containers on a docker bridge.
 	MetadataHopLimit int
+	// SpotPriceInterval is how often the spot prices of the spot types in
+	// use are read (DescribeSpotPriceHistory).
+	SpotPriceInterval time.Duration
 }
 
 // SSHHostsDriver is [cloud.sshhosts].

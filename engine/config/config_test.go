@@ -51,7 +51,7 @@ func TestDefault(t *testing.T) {
 			MaxConcurrentCreates: 1,
 			Script:               ScriptDriver{Env: []string{"PATH", "HOME"}, Timeout: 5 * time.Minute, AdminUser: "dispatch-tui"},
 			Local:                LocalDriver{BootDelay: 2 * time.Second},
-			EC2:                  EC2Driver{AdminUser: "dispatch-tui", RootVolumeType: "gp3", ScratchVolumeType: "gp3", IMDSv2Required: true, MetadataHopLimit: 1},
+			EC2:                  EC2Driver{AdminUser: "dispatch-tui", RootVolumeType: "gp3", ScratchVolumeType: "gp3", IMDSv2Required: true, MetadataHopLimit: 1, SpotPriceInterval: 5 * time.Minute},
 		},
 		InstanceTypes: []cloud.InstanceType{
 			{Name: "small", ProviderType: "small", VCPUs: 1, RAM: 1 << 30, Scratch: 10 << 30, Price: 0.02},
@@ -243,7 +243,7 @@ kill = "ctrl+k"
 			MaxConcurrentCreates: 3,
 			Script:               ScriptDriver{Env: []string{"PATH", "HOME"}, Timeout: 5 * time.Minute, AdminUser: "dispatch-tui"},
 			Local:                LocalDriver{BootDelay: 0},
-			EC2:                  EC2Driver{AdminUser: "dispatch-tui", RootVolumeType: "gp3", ScratchVolumeType: "gp3", IMDSv2Required: true, MetadataHopLimit: 1},
+			EC2:                  EC2Driver{AdminUser: "dispatch-tui", RootVolumeType: "gp3", ScratchVolumeType: "gp3", IMDSv2Required: true, MetadataHopLimit: 1, SpotPriceInterval: 5 * time.Minute},
 			SSHHosts: SSHHostsDriver{Hosts: []SSHHost{
 				{Address: "10.0.0.5:2222", InstanceType: "gpu", Labels: map[string]string{"rack": "r1"}},
 				{Address: "10.0.0.6:22", InstanceType: "cpu", User: "root", KeyFile: "/keys/root", WorkDir: "/scratch"},

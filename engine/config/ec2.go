@@ -5,6 +5,7 @@ package config
 import (
 	"net/url"
 	"strings"
+	"time"
 )
 
 var ec2Keys = []*row{
@@ -40,6 +41,8 @@ var ec2Keys = []*row{
 		"may only be true; kept so that old configs load", imdsv2),
 	integer("cloud.ec2.metadata_hop_limit", 1, func(c *Config, _ int) *int { return &c.Cloud.EC2.MetadataHopLimit },
 		"hops a metadata token may travel; EC2 accepts 1 to 64, and above 1 a container on a docker bridge gets one", between(1, 64)),
+	duration("cloud.ec2.spot_price_interval", 5*time.Minute, func(c *Config, _ int) *time.Duration { return &c.Cloud.EC2.SpotPriceInterval },
+		"how often the spot prices of the spot types in use are read, to bill spot instances at them", atLeastASecond),
 }
 
 // EBS volume types.

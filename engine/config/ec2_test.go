@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseEC2(t *testing.T) {
@@ -41,6 +42,7 @@ metadata_hop_limit = 2
 		UsePrivateIP:       true,
 		IMDSv2Required:     true,
 		MetadataHopLimit:   2,
+		SpotPriceInterval:  5 * time.Minute,
 	}
 	if !reflect.DeepEqual(c.Cloud.EC2, want) {
 		t.Fatalf("parsed\n%+v\nwant\n%+v", c.Cloud.EC2, want)
@@ -97,6 +99,10 @@ metadata_hop_limit = 0
 [cloud.ec2]
 metadata_hop_limit = 65
 `, []string{`config.toml:3: cloud.ec2.metadata_hop_limit: must be between 1 and 64 (got 65)`}},
+		{"spot price interval", `
+[cloud.ec2]
+spot_price_interval = "100ms"
+`, []string{`config.toml:3: cloud.ec2.spot_price_interval: must be at least 1s (got 100ms)`}},
 		{"types", `
 [cloud.ec2]
 subnet_ids = "subnet-a"

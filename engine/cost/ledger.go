@@ -13,10 +13,12 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"dispatch-tui/engine/view"
 )
 
 // Kind is what an instance was doing over a span: what the bill is split by.
-type Kind string
+type Kind = view.CostKind
 
 // The kinds. Drain covers both an instance set to drain that has nothing
 // left to run and one being shut down: either way it is being paid for on

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"dispatch-tui/engine/view"
 )
 
 // TypeKind keys dollars by instance type and kind.
@@ -52,41 +54,14 @@ func (b By) String() string {
 // NoValue is the group of containers without the label summed by.
 const NoValue = "(none)"
 
-// Group is the containers of one key and what they cost.
-type Group struct {
-	Key        string  `json:"key"`
-	Dollars    float64 `json:"dollars"`
-	Containers int     `json:"containers"`
-}
-
-// Waste is what instances of one type cost while not running containers.
-type Waste struct {
-	Type    string  `json:"type"`
-	Kind    Kind    `json:"kind"`
-	Dollars float64 `json:"dollars"`
-	Share   float64 `json:"share"` // of the bill, 0..1
-}
-
-// Projection is the fleet's burn rate now and what the day and the month
-// cost at it (UTC days and months).
-type Projection struct {
-	RatePerHour float64 `json:"rate_per_hour"`
-	Today       float64 `json:"today"`
-	Day         float64 `json:"day"`
-	Month       float64 `json:"month"`
-}
-
-// Report is what the instances cost over [From, To).
-type Report struct {
-	From       time.Time  `json:"from"`
-	To         time.Time  `json:"to"`
-	By         string     `json:"by"`
-	Bill       float64    `json:"bill"`      // every instance's dollars
-	Allocated  float64    `json:"allocated"` // of which containers bear
-	Groups     []Group    `json:"groups"`
-	Waste      []Waste    `json:"waste"`
-	Projection Projection `json:"projection"`
-}
+// The report's shapes are the edge's (engine/view): the ledger fills
+// them, the engine adds the caps and the queued estimate.
+type (
+	Group      = view.CostGroup
+	Waste      = view.CostWaste
+	Projection = view.CostProjection
+	Report     = view.CostReport
+)
 
 // Query asks for a report.
 type Query struct {
@@ -109,7 +84,11 @@ func (l *Ledger) Report(q Query) Report {
 	}
 	groups := map[string]*acc{}
 	waste := map[TypeKind]float64{}
-	for _, r := range l.sortedLocked() {
+	for _, id := range l.sortedLocked() {
+		r := l.insts[id]
+		if r.End.IsZero() || r.End.After(now) {
+			rep.Instances = append(rep.Instances, r.burn(id, now))
+		}
 		for _, p := range r.portions(rep.From, now) {
 			rep.Bill += p.dollars
 			if p.kind != Running {
@@ -148,19 +127,24 @@ func (l *Ledger) Report(q Query) Report {
 	return rep
 }
 
-// sortedLocked returns the instance records in id order, so that sums are
+// burn is r's price now and its dollars so far, for an instance not gone.
+func (r *instanceRec) burn(id string, now time.Time) view.InstanceCost {
+	c := view.InstanceCost{ID: id, Type: r.Type, RatePerHour: r.Prices[len(r.Prices)-1].Price}
+	for _, p := range r.portions(time.Time{}, now) {
+		c.Dollars += p.dollars
+	}
+	return c
+}
+
+// sortedLocked returns the instances' ids in order, so that sums are
 // added in the same order every time.
-func (l *Ledger) sortedLocked() []*instanceRec {
+func (l *Ledger) sortedLocked() []string {
 	ids := make([]string, 0, len(l.insts))
 	for id := range l.insts {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	out := make([]*instanceRec, len(ids))
-	for i, id := range ids {
-		out[i] = l.insts[id]
-	}
-	return out
+	return ids
 }
 
 func (l *Ledger) keyLocked(q Query, id, typ string) string {

@@ -26,7 +26,7 @@ func newEC2(cfg *config.Config, log *slog.Logger) (*ec2.Driver, error) {
 		RootVolumeSize: e.RootVolumeSize, RootVolumeType: e.RootVolumeType,
 		ScratchVolumeType: e.ScratchVolumeType, IAMInstanceProfile: e.IAMInstanceProfile,
 		Tags: e.Tags, UsePrivateIP: e.UsePrivateIP, MetadataHopLimit: int32(e.MetadataHopLimit),
-		Logger: log,
+		SpotPriceInterval: e.SpotPriceInterval, Logger: log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start ec2 driver: %w", err)

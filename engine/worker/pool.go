@@ -53,6 +53,10 @@ const (
 	// (deleted) and was installed again, or its install failed (once per
 	// run of failures; retried after a growing delay).
 	EventRunnerRedeploy = "runner_redeploy"
+	// EventPrice: the provider's price of an instance whose price moves
+	// (spot) became unavailable, so it is billed at its type's configured
+	// price, or available again (price.go).
+	EventPrice = "price"
 )
 
 // Options configure a Pool.
@@ -191,6 +195,9 @@ type Pool struct {
 	// noticeSyncs: when interruption notices said the provider acts,
 	// for listings then (spotnotice.go).
 	noticeSyncs []time.Time
+	// unpriced: the provider types whose moving price is unavailable now,
+	// said once each until it is back (price.go).
+	unpriced map[string]bool
 
 	// transitions are the state changes states.txt allows; onTransition,
 	// if set (by tests, before the first Step), sees every state change
@@ -259,6 +266,7 @@ func New(opts Options) (*Pool, error) {
 		bootFails:   make(map[string]*bootFailures),
 		quotaEst:    -1,
 		ignored:     make(map[cloud.InstanceID]bool),
+		unpriced:    map[string]bool{},
 		foreign:     make(map[cloud.InstanceID]cloud.Instance),
 		stats: Stats{
 			CloudOps: make(map[string]map[string]int),

@@ -70,6 +70,7 @@ func (p *Pool) syncDoneLocked(insts []cloud.Instance, seq uint64, issued time.Ti
 		if w := p.byID[id]; w != nil {
 			w.seenGen = gen
 			w.inst = inst
+			p.priceLocked(w, now)
 			p.checkInterruptedLocked(w, now)
 			if a := inst.Address(); a != w.v.Address {
 				w.v.Address = a
@@ -104,6 +105,7 @@ func (p *Pool) syncDoneLocked(insts []cloud.Instance, seq uint64, issued time.Ti
 		p.adoptedRetryLocked(tags)
 		w.seenGen = gen
 		w.initial = !p.synced
+		p.priceLocked(w, now)
 		p.log.Info("found instance", "instance", string(id), "type", it.Name, "idle_behavior", string(b))
 		if legacy {
 			p.retagLegacyLocked(w)

@@ -54,4 +54,10 @@ type Backend interface {
 	SetPriority(ctx context.Context, id string, priority int) error
 	// SetPaused pauses or resumes the scheduler.
 	SetPaused(ctx context.Context, paused bool, reason string) error
+
+	// Cost is the cost report of all the ledger keeps, summed by by
+	// ("type", "state" or "label=KEY"; "" = the server's default).
+	Cost(ctx context.Context, by string) (*view.CostReport, error)
+	// ContainerCost is what a container has cost so far, in dollars.
+	ContainerCost(ctx context.Context, id string) (float64, error)
 }

@@ -11,6 +11,7 @@ import (
 
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/cost"
 	"dispatch-tui/engine/view"
 )
 
@@ -239,4 +240,28 @@ func (t *eventTail) newest(ctx context.Context, lo uint64) (uint64, error) {
 		}
 	}
 	return hi, nil
+}
+
+// Cost implements Backend.
+func (b *InProcess) Cost(ctx context.Context, by string) (*view.CostReport, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if by == "" {
+		by = api.DefaultCostBy
+	}
+	q, err := cost.ParseBy(by)
+	if err != nil {
+		return nil, err
+	}
+	r := b.eng.Cost(q, time.Time{})
+	return &r, nil
+}
+
+// ContainerCost implements Backend.
+func (b *InProcess) ContainerCost(ctx context.Context, id string) (float64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return b.eng.ContainerCosts([]string{id})[id], nil
 }

@@ -337,3 +337,17 @@ func (r *Remote) SetPaused(ctx context.Context, paused bool, reason string) erro
 	}
 	return r.c.Resume(ctx, reason)
 }
+
+// Cost implements Backend.
+func (r *Remote) Cost(ctx context.Context, by string) (*view.CostReport, error) {
+	rep, err := r.c.Cost(ctx, by, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &rep, nil
+}
+
+// ContainerCost implements Backend.
+func (r *Remote) ContainerCost(ctx context.Context, id string) (float64, error) {
+	return r.c.ContainerCost(ctx, id)
+}

@@ -156,7 +156,7 @@ type def struct {
 var defaults = []def{
 	{Quit, []string{"q", "ctrl+c"}, Global, GroupGeneral, "+quit", "quit", false},
 	{Help, []string{"?"}, Global, GroupGeneral, "+help", "help (this screen)", false},
-	{Command, []string{":"}, Global, GroupGeneral, "cmd", "command (:containers Running, :ctr, :inst, :types, :q; tab completes, ↑↓ history)", false},
+	{Command, []string{":"}, Global, GroupGeneral, "cmd", "command (:containers Running, :ctr, :inst, :types, :cost, :q; tab completes, ↑↓ history)", false},
 	{Filter, []string{"/"}, Global, GroupGeneral, "+filter", "filter rows (substring or regexp; leading ! inverts); logs: search", false},
 	{Back, []string{"esc"}, Global, GroupGeneral, "back", "clear filter, or go back", false},
 	{Mouse, []string{"m"}, Global, GroupGeneral, "mouse", "toggle mouse (off keeps text selection)", false},

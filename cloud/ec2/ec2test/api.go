@@ -102,6 +102,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		body, e = s.importKeyPair(f, reqID)
 	case "DescribeImages":
 		body, e = s.describeImages(f, reqID)
+	case "DescribeSpotPriceHistory":
+		body, e = s.describeSpotPriceHistory(f, reqID)
 	default:
 		e = errorf(http.StatusBadRequest, "InvalidAction", "The action %s is not valid for this web service.", action)
 	}

@@ -197,6 +197,8 @@ type Server struct {
 	// reclaims are the spot reclaims due after a notice, stopped by
 	// Close.
 	reclaims []*time.Timer
+	// spotHistory is what DescribeSpotPriceHistory serves (spotprice.go).
+	spotHistory []SpotPrice
 }
 
 // NewServer starts a server; Close stops it and every instance.

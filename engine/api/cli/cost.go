@@ -1,6 +1,7 @@
 // dispatch-tui cost: what the instances cost, summed by a container label,
 // the instance type or the containers' state, with the waste lines, the
-// projection and the dollar caps, as a table, JSON, YAML or CSV.
+// projection, the dollar caps and the queued work's estimate, as a table,
+// JSON, YAML or CSV.
 
 package cli
 
@@ -15,10 +16,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"dispatch-tui/engine"
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/cost"
 	"dispatch-tui/engine/termsafe"
+	"dispatch-tui/engine/view"
 )
 
 // costOutputs are the -o formats of cost.
@@ -36,7 +37,9 @@ instance type they ran on (--by type) or by their state now (--by state);
 the idle, boot and drain time of instances as waste lines per type, with
 their share of the bill; the burn rate now, today so far and the day and
 month at that rate; and the dollar caps ([dispatcher] max_hourly_cost,
-[[budget]]) with what they cap now.`,
+[[budget]]) with what they cap now; and what the containers waiting now
+would cost: those locked to a type at its price × the median run time of
+the containers finished on it (unknown when none has finished there).`,
 		Example: `  dispatch-tui cost --by label=team --since 24h
   dispatch-tui cost --by type -o csv`,
 		Args: noArgs,
@@ -84,7 +87,7 @@ func percent(x float64) string { return strconv.FormatFloat(100*x, 'f', 1, 64) +
 
 // writeCostTable prints r for people: the groups, the waste, the bill, the
 // projection and the caps.
-func writeCostTable(w io.Writer, r engine.CostReport, since time.Duration) error {
+func writeCostTable(w io.Writer, r view.CostReport, since time.Duration) error {
 	window := "since " + r.From.Local().Format(time.DateTime)
 	if since == 0 {
 		window = "all kept"
@@ -119,8 +122,42 @@ func writeCostTable(w io.Writer, r engine.CostReport, since time.Duration) error
 		}
 		b.WriteString("\n")
 	}
+	if err := writeQueuedTable(&b, r.Queued); err != nil {
+		return err
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeQueuedTable prints the queued work's estimate, saying what it is
+// and what it could not estimate.
+func writeQueuedTable(b *strings.Builder, q *view.QueuedCost) error {
+	if q == nil || len(q.Lines) == 0 && q.Untyped == 0 {
+		return nil
+	}
+	b.WriteString("\nqueued work (estimate: the type's price × the median run of containers finished on it)\n")
+	if len(q.Lines) > 0 {
+		t := &table{cols: []column{{name: "TYPE"}, {name: "WAITING"}, {name: "MEDIAN RUN"}, {name: "COST"}}}
+		for _, l := range q.Lines {
+			run, c := "unknown", "unknown"
+			if l.Known {
+				run, c = fmt.Sprintf("%s of %d", l.MedianRun.Round(time.Second), l.Finished), dollars(l.Dollars)
+			}
+			t.add(termsafe.Escape(l.Type), strconv.Itoa(l.Containers), run, c)
+		}
+		if err := t.render(b, layout{headers: true}); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(b, "queued %s", dollars(q.Dollars))
+	if q.Unknown > 0 {
+		fmt.Fprintf(b, "; %d not estimated (no container has finished on their type)", q.Unknown)
+	}
+	if q.Untyped > 0 {
+		fmt.Fprintf(b, "; %d not locked to a type yet", q.Untyped)
+	}
+	b.WriteString("\n")
+	return nil
 }
 
 // byTitle is the first column's title for a report summed by by.
@@ -133,7 +170,7 @@ func byTitle(by string) string {
 
 // writeCostCSV prints r as rows of section, key, kind, containers,
 // dollars and share.
-func writeCostCSV(w io.Writer, r engine.CostReport) error {
+func writeCostCSV(w io.Writer, r view.CostReport) error {
 	cw := csv.NewWriter(w)
 	money := func(x float64) string { return strconv.FormatFloat(x, 'f', 6, 64) }
 	rows := [][]string{{"section", "key", "kind", "containers", "dollars", "share"}}
@@ -154,6 +191,19 @@ func writeCostCSV(w io.Writer, r engine.CostReport) error {
 	)
 	for _, x := range r.Budgets {
 		rows = append(rows, []string{"budget", x.Name, "rate_per_hour", "", money(x.RatePerHour), strconv.FormatFloat(x.RatePerHour/x.Limit, 'f', 6, 64)})
+	}
+	if q := r.Queued; q != nil {
+		for _, l := range q.Lines {
+			d := ""
+			if l.Known {
+				d = money(l.Dollars)
+			}
+			rows = append(rows, []string{"queued", l.Type, "estimate", strconv.Itoa(l.Containers), d, ""})
+		}
+		rows = append(rows,
+			[]string{"queued", "total", "estimate", "", money(q.Dollars), ""},
+			[]string{"queued", "unknown", "", strconv.Itoa(q.Unknown), "", ""},
+			[]string{"queued", "untyped", "", strconv.Itoa(q.Untyped), "", ""})
 	}
 	if err := cw.WriteAll(rows); err != nil {
 		return fmt.Errorf("write csv: %w", err)

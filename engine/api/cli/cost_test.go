@@ -12,20 +12,25 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"dispatch-tui/engine"
 	"dispatch-tui/engine/cost"
+	"dispatch-tui/engine/view"
 )
 
 // costReport is a report as the server sends it.
-var costReport = engine.CostReport{
-	Report: cost.Report{
-		From: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), To: time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC),
-		By: "label=team", Bill: 2.373333, Allocated: 1.6,
-		Groups:     []cost.Group{{Key: "(none)", Dollars: 0.906667, Containers: 1}, {Key: "genomics", Dollars: 0.613333, Containers: 2}, {Key: "phys\x1b[31mics", Dollars: 0.08, Containers: 1}},
-		Waste:      []cost.Waste{{Type: "c2", Kind: cost.Idle, Dollars: 0.173333, Share: 0.073}, {Type: "c8", Kind: cost.Boot, Dollars: 0.106667, Share: 0.045}},
-		Projection: cost.Projection{RatePerHour: 4, Today: 0.8, Day: 46.133333, Month: 2926.133333},
+var costReport = view.CostReport{
+	From: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), To: time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC),
+	By: "label=team", Bill: 2.373333, Allocated: 1.6,
+	Groups:     []cost.Group{{Key: "(none)", Dollars: 0.906667, Containers: 1}, {Key: "genomics", Dollars: 0.613333, Containers: 2}, {Key: "phys\x1b[31mics", Dollars: 0.08, Containers: 1}},
+	Waste:      []cost.Waste{{Type: "c2", Kind: cost.Idle, Dollars: 0.173333, Share: 0.073}, {Type: "c8", Kind: cost.Boot, Dollars: 0.106667, Share: 0.045}},
+	Projection: cost.Projection{RatePerHour: 4, Today: 0.8, Day: 46.133333, Month: 2926.133333},
+	Budgets:    []view.BudgetLine{{Name: "fleet", RatePerHour: 5.2, Limit: 5, Over: true}},
+	Queued: &view.QueuedCost{
+		Lines: []view.QueuedLine{
+			{Type: "c2", Containers: 3, PricePerHour: 0.4, MedianRun: 25 * time.Minute, Finished: 4, Known: true, Dollars: 0.5},
+			{Type: "gpu", Containers: 2},
+		},
+		Dollars: 0.5, Unknown: 2, Untyped: 4,
 	},
-	Budgets: []engine.BudgetLine{{Name: "fleet", RatePerHour: 5.2, Limit: 5, Over: true}},
 }
 
 func TestCostOutputs(t *testing.T) {
@@ -45,6 +50,9 @@ func TestCostOutputs(t *testing.T) {
 		"bill $2.37, of which containers $1.60",
 		"now $4.00/h; today $0.80 so far, $46.13 at this rate; this month $2926.13 at this rate",
 		"budget fleet: $5.20/h of $5.00/h (over:",
+		"queued work (estimate: the type's price × the median run of containers finished on it)",
+		"25m0s of 4", "$0.50",
+		"queued $0.50; 2 not estimated (no container has finished on their type); 4 not locked to a type yet",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
@@ -59,12 +67,12 @@ func TestCostOutputs(t *testing.T) {
 	}
 
 	_, out, _ = runCLI(t, f.srv.URL, nil, "", "cost", "-o", "json")
-	var fromJSON engine.CostReport
+	var fromJSON view.CostReport
 	if err := json.Unmarshal([]byte(out), &fromJSON); err != nil || !reflect.DeepEqual(fromJSON, costReport) {
 		t.Errorf("-o json read back %+v (%v), want %+v", fromJSON, err, costReport)
 	}
 	_, out, _ = runCLI(t, f.srv.URL, nil, "", "cost", "-o", "yaml")
-	var fromYAML engine.CostReport
+	var fromYAML view.CostReport
 	if err := yaml.Unmarshal([]byte(out), &fromYAML); err != nil || !reflect.DeepEqual(fromYAML, costReport) {
 		t.Errorf("-o yaml read back %+v (%v)", fromYAML, err)
 	}
@@ -73,11 +81,18 @@ func TestCostOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("-o csv: %v\n%s", err, out)
 	}
-	if want := 1 + 3 + 2 + 6 + 1; len(rows) != want {
+	if want := 1 + 3 + 2 + 6 + 1 + 2 + 3; len(rows) != want {
 		t.Errorf("-o csv: %d rows, want %d:\n%s", len(rows), want, out)
 	}
 	if got := strings.Join(rows[2], ","); got != "group,genomics,label=team,2,0.613333," {
 		t.Errorf("-o csv: the genomics row is %q", got)
+	}
+
+	if got := strings.Join(rows[len(rows)-5], ","); got != "queued,c2,estimate,3,0.500000," {
+		t.Errorf("-o csv: the queued c2 row is %q", got)
+	}
+	if got := strings.Join(rows[len(rows)-1], ","); got != "queued,untyped,,4,," {
+		t.Errorf("-o csv: the untyped row is %q", got)
 	}
 
 	for _, args := range [][]string{{"cost", "--by", "team"}, {"cost", "-o", "wide"}, {"cost", "--since", "-1h"}} {
