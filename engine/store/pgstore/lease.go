@@ -17,11 +17,13 @@ import (
 var _ ha.Lease = (*Store)(nil)
 
 // Acquire takes the lease when it has expired or is node's own: the
-// epoch rises by one.
+// epoch rises by one. It locks the row FOR UPDATE first, so it waits for
+// the writes in flight under the old epoch (fence.go) and every later
+// write sees the new one.
 func (s *Store) Acquire(ctx context.Context, node, address string, lease time.Duration) (ha.Term, bool, error) {
 	var t ha.Term
 	var expiredFor float64
-	err := s.pool.QueryRow(ctx, `WITH old AS (SELECT epoch, expires_at FROM leader WHERE id = 1)
+	err := s.pool.QueryRow(ctx, `WITH old AS (SELECT epoch, expires_at FROM leader WHERE id = 1 FOR UPDATE)
 		UPDATE leader SET epoch = leader.epoch + 1, holder = $1, address = $2,
 			renewed_at = now(), expires_at = now() + make_interval(secs => $3)
 		FROM old
