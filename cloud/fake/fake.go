@@ -189,6 +189,7 @@ type instState struct {
 	runnerGone   bool              // the runner binary was deleted (runnerfile.go)
 	installFails string            // installs exit 1 with this message (runnerfile.go)
 	watchers     []*memWatch       // "runner watch" sessions open on it (watch.go)
+	epoch        int64             // the highest leader epoch its runner has seen (runner.CheckEpoch)
 }
 
 func (s *instState) live() bool { return !s.destroyed && !s.vanished }

@@ -273,7 +273,10 @@ func (e *executor) Execute(ctx context.Context, line string, stdin []byte) (stdo
 	}
 	if cmd.Verb == "batch" {
 		stdout, stderr, err = d.batch(s, now, runnerPath, stdin)
+	} else if highest, refused := runner.CheckEpoch(cmd.Epoch, s.epoch); refused {
+		stdout, stderr, err = exitErr(runner.CodeFenced, "%s", runner.FencedMessage(cmd.Verb, cmd.Epoch, s.epoch))
 	} else {
+		s.epoch = highest
 		var dropped int64
 		stdout, stderr, dropped, err = d.runnerVerb(s, now, runnerPath, cmd, stdin)
 		if dropped > 0 {
@@ -300,6 +303,19 @@ func (d *Driver) batch(s *instState, now time.Time, runnerPath string, stdin []b
 	var out bytes.Buffer
 	enc := json.NewEncoder(&out)
 	logsOut := 0 // output the logs replies so far carry
+	// The batch runs under its requests' epoch (one caller's: the
+	// highest), as the runner's does.
+	var epoch int64
+	for line := range bytes.Lines(stdin) {
+		var req runner.Request
+		if json.Unmarshal(line, &req) == nil {
+			epoch = max(epoch, req.Epoch)
+		}
+	}
+	highest, refused := runner.CheckEpoch(epoch, s.epoch)
+	if !refused {
+		s.epoch = highest
+	}
 	for line := range bytes.Lines(stdin) {
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
@@ -309,6 +325,10 @@ func (d *Driver) batch(s *instState, now time.Time, runnerPath string, stdin []b
 		var req runner.Request
 		if err := json.Unmarshal(line, &req); err != nil {
 			reply = runner.Reply{Code: 2, Stderr: "runner batch: bad request: " + err.Error()}
+		} else if refused {
+			reply = runner.Reply{Code: runner.CodeFenced, Stderr: runner.FencedMessage("batch", epoch, s.epoch)}
+		} else if req.Epoch != 0 && req.Epoch < epoch {
+			reply = runner.Reply{Code: runner.CodeFenced, Stderr: runner.FencedMessage(req.Verb, req.Epoch, epoch)}
 		} else if cmd, err := batchCommand(req); err != nil {
 			reply = runner.Reply{Code: 2, Stderr: err.Error()}
 		} else if cmd.Verb == "logs" && logsOut >= runner.MaxBatchOutput {

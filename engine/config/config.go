@@ -36,6 +36,7 @@ type Config struct {
 	Containers Containers
 	TUI        TUI
 	Store      Store
+	HA         HA
 	// Path is the file the config was read from ("" for built-in defaults).
 	Path string
 	// Warnings are what Parse read but wants written otherwise (an old

@@ -60,6 +60,7 @@ func TestDefault(t *testing.T) {
 		},
 		Containers: Containers{MaxAttempts: 3, KillGrace: 30 * time.Second, KeepFinished: 10000, MaxOutput: 4 << 20},
 		TUI:        TUI{Refresh: time.Second, Theme: "auto", Keys: map[string]string{}},
+		HA:         HA{NodeName: hostname(), Lease: 5 * time.Second, LeaseRetry: time.Second},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Default() =\n%+v\nwant\n%+v", c, want)
@@ -258,6 +259,7 @@ kill = "ctrl+k"
 		Containers: Containers{MaxAttempts: 5, KillGrace: time.Minute, KeepFinished: 0, MaxOutput: 16 << 20},
 		TUI: TUI{Refresh: 250 * time.Millisecond, Theme: "dark", ReadOnly: true,
 			Keys: map[string]string{"hold": "H", "kill": "ctrl+k"}},
+		HA: HA{NodeName: hostname(), Advertise: "https://" + hostname() + ":7000", Lease: 5 * time.Second, LeaseRetry: time.Second},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Parse =\n%+v\nwant\n%+v", c, want)

@@ -21,6 +21,7 @@ const (
 func Default() *Config {
 	c := defaults()
 	resolveStateDir(&c.Dispatcher)
+	resolveHA(c)
 	return c
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 // table is every key, in the order their checks run.
-var table = slices.Concat(dispatcherKeys, cloudKeys, ec2Keys, scriptKeys, []*row{typeKeys, budgetKeys}, containerKeys, tuiKeys, storeKeys)
+var table = slices.Concat(dispatcherKeys, cloudKeys, ec2Keys, scriptKeys, []*row{typeKeys, budgetKeys}, containerKeys, tuiKeys, storeKeys, haKeys)
 
 // [dispatcher]
 var dispatcherKeys = []*row{

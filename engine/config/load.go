@@ -147,6 +147,7 @@ func (p *parser) finish(c *Config) {
 	resolveStateDir(&c.Dispatcher)
 	p.readTokens(c)
 	p.resolveStoreURL(&c.Store)
+	resolveHA(c)
 	withPorts(c)
 	p.providerTypes(c)
 	p.mergeHostLabels(c)

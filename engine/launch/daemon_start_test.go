@@ -54,3 +54,19 @@ func TestDaemonThatCannotStartLeavesNoState(t *testing.T) {
 		})
 	}
 }
+
+// TestHANotRunYet: a config asking for [ha] is refused at start, saying
+// so, before anything is written: a node that cannot follow the lease must
+// not lead alone beside the others.
+func TestHANotRunYet(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "state")
+	cfg := e2eConfig(state)
+	cfg.HA.Enabled = true
+	_, err := New(Options{Config: cfg, RunnerBinary: binary})
+	if err == nil || !strings.Contains(err.Error(), "cannot yet run as one node of a cluster") {
+		t.Fatalf("New with [ha] enabled: %v; want refused", err)
+	}
+	if _, statErr := os.Stat(state); !os.IsNotExist(statErr) {
+		t.Fatalf("state dir left behind: %v", statErr)
+	}
+}

@@ -58,6 +58,9 @@ func New(opts Options) (*Running, error) {
 	for _, w := range cfg.Warnings {
 		log.Warn("config: "+w.Msg, "file", w.File, "line", w.Line, "key", w.Key)
 	}
+	if err := checkHA(cfg); err != nil {
+		return nil, err
+	}
 	if err := prepareStateDir(&cfg.Dispatcher); err != nil {
 		return nil, err
 	}

@@ -184,6 +184,9 @@ type Command struct {
 	// MaxBytes (logs): at most this much of the output's end, cut as
 	// DroppedFor says; 0 = no limit.
 	MaxBytes int64
+	// Epoch is the caller's leader epoch (--epoch, any verb; fence.go);
+	// 0 = none.
+	Epoch int64
 }
 
 // Line renders the command line run on the instance. Only validated ids and
@@ -208,6 +211,10 @@ func (c Command) Line(path string) string {
 	if c.MaxBytes > 0 {
 		b.WriteString(" --max-bytes ")
 		b.WriteString(strconv.FormatInt(c.MaxBytes, 10))
+	}
+	if c.Epoch > 0 {
+		b.WriteString(" --epoch ")
+		b.WriteString(strconv.FormatInt(c.Epoch, 10))
 	}
 	return b.String()
 }
@@ -269,6 +276,13 @@ func ParseArgs(args []string) (Command, error) {
 				return Command{}, fmt.Errorf("runner logs: invalid --max-bytes %q (0 to %d)", rest[1], MaxOutputLimit)
 			}
 			c.MaxBytes = n
+			rest = rest[2:]
+		case rest[0] == "--epoch" && len(rest) > 1:
+			n, err := strconv.ParseInt(rest[1], 10, 64)
+			if err != nil || n < 0 {
+				return Command{}, fmt.Errorf("runner %s: invalid --epoch %q", c.Verb, rest[1])
+			}
+			c.Epoch = n
 			rest = rest[2:]
 		default:
 			return Command{}, fmt.Errorf("runner %s: unexpected argument %q", c.Verb, rest[0])
@@ -346,9 +360,15 @@ type SessionExecutor interface {
 type Client struct {
 	Exec Executor
 	Path string // runner executable on the instance
+	// Epoch is the leader epoch every call carries (fence.go); 0 = a
+	// single dispatcher, nothing checked.
+	Epoch int64
 }
 
 func (c *Client) run(ctx context.Context, cmd Command, stdin []byte) ([]byte, error) {
+	if cmd.Verb != "batch" { // a batch's requests carry it
+		cmd.Epoch = c.Epoch
+	}
 	out, stderr, err := c.Exec.Execute(ctx, cmd.Line(c.Path), stdin)
 	if err != nil {
 		var ee *ExitError
@@ -441,6 +461,8 @@ type Request struct {
 	// MaxBytes is logs' --max-bytes.
 	MaxBytes int64           `json:"max_bytes,omitempty"`
 	Spec     json.RawMessage `json:"spec,omitempty"`
+	// Epoch is the caller's leader epoch (fence.go); 0 = none.
+	Epoch int64 `json:"epoch,omitempty"`
 }
 
 // Reply is one line of "runner batch" output, for the request on the same
@@ -476,6 +498,7 @@ func (c *Client) Batch(ctx context.Context, reqs []Request) ([]Reply, error) {
 	var in bytes.Buffer
 	enc := json.NewEncoder(&in)
 	for i := range reqs {
+		reqs[i].Epoch = c.Epoch
 		if err := enc.Encode(&reqs[i]); err != nil {
 			return nil, err
 		}

@@ -93,6 +93,10 @@ type Options struct {
 	// reached, or the fetch or the store kept failing for timeout_shutdown.
 	// why says so. Called like OnLogsBatch.
 	OnLogsLost func(containerID, why string)
+	// Epoch is the leader epoch every runner call carries (docs/design.md
+	// §11): a runner refuses calls of an older one. 0 = a single
+	// dispatcher, nothing checked.
+	Epoch int64
 	// RunnerHash is the sha256 (hex) of the runner binary to deploy; ""
 	// skips deployment and uses Config.Cloud.RunnerPath as is.
 	RunnerHash string

@@ -15,6 +15,7 @@ import (
 type settings struct {
 	maxInstances         int // <= 0: unlimited
 	runnerPath           string
+	epoch                int64 // every runner call's (Options.Epoch)
 	bootProbe            string
 	timeoutIdle          time.Duration
 	timeoutBooting       time.Duration
@@ -56,6 +57,7 @@ func newSettings(c *config.Config, opts Options) (settings, error) {
 	s := settings{
 		maxInstances:         c.Dispatcher.MaxInstances,
 		runnerPath:           c.Cloud.RunnerPath,
+		epoch:                opts.Epoch,
 		bootProbe:            c.Cloud.BootProbeCommand,
 		timeoutIdle:          c.Cloud.TimeoutIdle,
 		timeoutBooting:       c.Cloud.TimeoutBooting,

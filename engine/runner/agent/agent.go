@@ -168,6 +168,15 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env Env) int
 		return 2
 	}
 	switch cmd.Verb {
+	case "batch", "serve", "watch": // a batch's requests carry their epoch
+	default:
+		release, code := a.fence(cmd.Verb, cmd.Epoch)
+		if code != 0 {
+			return code
+		}
+		defer release()
+	}
+	switch cmd.Verb {
 	case "version":
 		return a.version()
 	case "start":

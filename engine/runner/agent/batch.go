@@ -81,6 +81,11 @@ func (f *frame) add(line []byte) bool {
 func (a *agent) runRequests(f *frame) []runner.Reply {
 	reqs, parseErrs := f.reqs, f.parseErrs
 	replies := make([]runner.Reply, len(reqs))
+	release, refused := a.fenceFrame(f, replies)
+	if refused {
+		return replies
+	}
+	defer release()
 	var logsOut int // output the logs replies so far carry
 	for i := 0; i < len(reqs); {
 		if parseErrs[i] == nil && reqs[i].Verb == "start" {
@@ -93,6 +98,7 @@ func (a *agent) runRequests(f *frame) []runner.Reply {
 			continue
 		}
 		switch {
+		case parseErrs[i] == errFenced: // answered
 		case parseErrs[i] != nil:
 			replies[i] = runner.Reply{Code: 2, Stderr: "runner batch: bad request: " + parseErrs[i].Error()}
 		case reqs[i].Verb == "logs" && logsOut >= runner.MaxBatchOutput:

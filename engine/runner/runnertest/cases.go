@@ -23,6 +23,41 @@ var cases = []struct {
 			e.t.Fatalf("version %q, %v", v, err)
 		}
 	}},
+	{"a call of an older leader epoch is refused, naming both epochs", func(e *env) {
+		at := func(epoch int64) *runner.Client { c := *e.client(); c.Epoch = epoch; return &c }
+		if _, err := at(5).List(e.ctx); err != nil {
+			e.t.Fatalf("list at epoch 5: %v", err)
+		}
+		const both = "epoch 4 is lower than epoch 5"
+		err := at(4).Start(e.ctx, runner.Spec{ID: "old", Command: e.tg.Command(Program{Forever: true})})
+		e.wantExit("start at epoch 4", err, runner.CodeFenced, both)
+		if !runner.IsFenced(err) {
+			e.t.Fatalf("start at epoch 4: IsFenced(%v) is false", err)
+		}
+		_, err = at(4).List(e.ctx)
+		e.wantExit("list at epoch 4", err, runner.CodeFenced, both)
+		replies, err := at(4).Batch(e.ctx, []runner.Request{{Verb: "start", ID: "old", Spec: e.specJSON("old", Program{Forever: true})}})
+		if err != nil || replies[0].Code != runner.CodeFenced || !strings.Contains(replies[0].Stderr, both) {
+			e.t.Fatalf("batch start at epoch 4: %+v, %v; want code %d saying %q", replies, err, runner.CodeFenced, both)
+		}
+		if sts := e.list(); len(sts) != 0 {
+			e.t.Fatalf("list after the refused starts: %+v", sts)
+		}
+		// The same epoch goes on; a call with none (a single dispatcher,
+		// a tool) is not checked; a newer one raises it again.
+		if err := at(5).Start(e.ctx, runner.Spec{ID: "new", Command: e.tg.Command(Program{Forever: true})}); err != nil {
+			e.t.Fatalf("start at epoch 5: %v", err)
+		}
+		e.waitState("new", runner.StateRunning)
+		if _, err := at(6).List(e.ctx); err != nil {
+			e.t.Fatalf("list at epoch 6: %v", err)
+		}
+		err = at(5).Kill(e.ctx, "new", runner.SignalKill)
+		e.wantExit("kill at epoch 5 after 6", err, runner.CodeFenced, "epoch 5 is lower than epoch 6")
+		if st := e.waitState("new", runner.StateRunning); st.State != runner.StateRunning {
+			e.t.Fatalf("after a refused kill: %+v", st)
+		}
+	}},
 	{"a new runner lists nothing", func(e *env) {
 		if sts := e.list(); len(sts) != 0 {
 			e.t.Fatalf("list %+v", sts)

@@ -25,6 +25,11 @@ type Options struct {
 	// Timeout bounds each of the store's calls to the server (0: a
 	// minute).
 	Timeout time.Duration
+	// Fence, when set, gives the epoch this node leads with, and false
+	// when it must not write (engine/ha's Elector.Token): every write
+	// transaction first checks that epoch against the lease (fence.go).
+	// nil: a single dispatcher, nothing checked.
+	Fence func() (epoch int64, ok bool)
 }
 
 // Store is the PostgreSQL store.
@@ -129,6 +134,9 @@ func (s *Store) Flush(b *store.Batch) error {
 	ctx, cancel := s.ctx()
 	defer cancel()
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := s.fence(ctx, tx); err != nil {
+			return err
+		}
 		if err := writeRecords(ctx, tx, b); err != nil {
 			return err
 		}
@@ -154,6 +162,9 @@ func (s *Store) Submit(b *store.Batch) error {
 	ctx, cancel := s.ctx()
 	defer cancel()
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := s.fence(ctx, tx); err != nil {
+			return err
+		}
 		if err := writeRecords(ctx, tx, b); err != nil {
 			return err
 		}
@@ -252,13 +263,24 @@ func indexNewline(b []byte) int {
 	return len(b)
 }
 
+const putOutputs = `INSERT INTO outputs (id, body) SELECT * FROM unnest($1::text[], $2::bytea[])
+	ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body`
+
 // PutOutputs stores outputs in one transaction.
 func (s *Store) PutOutputs(ids []string, outputs [][]byte) error {
 	ctx, cancel := s.ctx()
 	defer cancel()
-	_, err := s.pool.Exec(ctx, `INSERT INTO outputs (id, body) SELECT * FROM unnest($1::text[], $2::bytea[])
-		ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body`, ids, outputs)
-	return err
+	if s.opts.Fence == nil {
+		_, err := s.pool.Exec(ctx, putOutputs, ids, outputs)
+		return err
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := s.fence(ctx, tx); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, putOutputs, ids, outputs)
+		return err
+	})
 }
 
 // Output returns a container's stored output.
