@@ -40,9 +40,16 @@ type costState struct {
 	ctrCost float64
 	ctrErr  error
 
-	gen  uint64 // only the latest fetch's result counts
-	busy bool   // one fetch in flight at a time
+	gen    uint64    // only the latest fetch's result counts
+	busy   bool      // one fetch in flight at a time
+	repAt  time.Time // when the last report was asked for
+	forced bool      // the next fetch asks whatever repAt says
 }
+
+// costRefresh is how often an open cost view or instance details read the
+// report again: it reads the whole queue (the queued estimate), which the
+// containers' snapshot does not.
+const costRefresh = 5 * time.Second
 
 // openCost shows the cost view, summed by by ("" = the server's default).
 func (m *Model) openCost(by string) tea.Cmd {
@@ -52,6 +59,7 @@ func (m *Model) openCost(by string) tea.Cmd {
 	m.switchView(m.view)
 	m.openScreen(modeCost)
 	m.cost.gen++ // a fetch in flight for an earlier question is dropped
+	m.cost.forced = true
 	return m.fetchCost()
 }
 
@@ -69,6 +77,13 @@ func (m *Model) fetchCost() tea.Cmd {
 	}
 	if m.cost.busy {
 		return nil
+	}
+	if ctr == "" {
+		if now := m.now(); m.cost.forced || now.Sub(m.cost.repAt) >= costRefresh {
+			m.cost.repAt, m.cost.forced = now, false
+		} else {
+			return nil
+		}
 	}
 	m.cost.busy = true
 	gen, be, ctx, by := m.cost.gen, m.be, m.ctx, m.cost.by

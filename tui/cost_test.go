@@ -77,6 +77,19 @@ func TestCostView(t *testing.T) {
 			t.Errorf("scrolled down, the cost view lacks %q:\n%s", want, got)
 		}
 	}
+	// The report reads the whole queue: a snapshot reads it again only
+	// costRefresh after the last read.
+	calls := fb.costCalls
+	runCmd(m, m.onSnapshot(snapshotMsg{gen: m.fetchGen, snap: fakeSnapshot(3, 7)}))
+	if fb.costCalls != calls {
+		t.Errorf("a snapshot at once read the report again (%d reads, want %d)", fb.costCalls, calls)
+	}
+	m.now = func() time.Time { return t0.Add(costRefresh) }
+	m.fetching = false
+	runCmd(m, m.onSnapshot(snapshotMsg{gen: m.fetchGen, snap: fakeSnapshot(3, 7)}))
+	if fb.costCalls != calls+1 {
+		t.Errorf("a snapshot %v later: %d reads of the report, want %d", costRefresh, fb.costCalls, calls+1)
+	}
 	press(m, "esc")
 	if m.mode != modeNormal {
 		t.Errorf("esc left mode %d, want the table", m.mode)

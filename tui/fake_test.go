@@ -36,9 +36,10 @@ type fakeBackend struct {
 	onBulk func()
 	// cost is the report Cost serves (by is what it was last asked by);
 	// costs what ContainerCost serves.
-	cost  *view.CostReport
-	by    string
-	costs map[string]float64
+	cost      *view.CostReport
+	by        string
+	costs     map[string]float64
+	costCalls int
 }
 
 func (f *fakeBackend) Describe() string { return "fake (test)" }
@@ -63,6 +64,7 @@ func (f *fakeBackend) Cost(_ context.Context, by string) (*view.CostReport, erro
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.by = by
+	f.costCalls++
 	if f.cost == nil {
 		return nil, errors.New("no cost report")
 	}

@@ -238,6 +238,7 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		m.insp.back = m.insp.back[:0] // opened from the table: esc goes back there
 		m.openScreen(modeDetails)
 		m.cost.gen++ // a fetch in flight is for another screen
+		m.cost.forced = true
 		return tea.Batch(m.fetchLogs(), m.fetchCost())
 	case keys.Logs:
 		id := m.table().Cursor()
