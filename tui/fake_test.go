@@ -131,11 +131,20 @@ func fakeSnapshot(nInst, nCtr int) *backend.Snapshot {
 	s.Containers = make([]view.Container, 0, nCtr)
 	for i := range nCtr {
 		c := view.Container{
-			ID: fmt.Sprintf("c-%06d", i), Name: fmt.Sprintf("job-%d", i), Command: []string{"sleep", "10"},
-			State: ctrStates[i%len(ctrStates)], Priority: 1 + i%5, Held: i%11 == 10,
+			ContainerBody: view.ContainerBody{
+				ID:            fmt.Sprintf("c-%06d", i),
+				Name:          fmt.Sprintf("job-%d", i),
+				Command:       []string{"sleep", "10"},
+				Attempts:      i % 2,
+				MaxAttempts:   3,
+				RestartPolicy: queue.RestartNever,
+				CreatedAt:     t0.Add(-time.Duration(i%90+1) * time.Minute),
+			},
+			State:              ctrStates[i%len(ctrStates)],
+			Priority:           1 + i%5,
+			Held:               i%11 == 10,
 			RuntimeConstraints: queue.Constraints{VCPUs: 1 + i%4, RAM: int64(1+i%3) << 30, Scratch: 10 << 30},
-			Attempts:           i % 2, MaxAttempts: 3, RestartPolicy: queue.RestartNever,
-			CreatedAt: t0.Add(-time.Duration(i%90+1) * time.Minute), FirstSeenAt: t0.Add(-time.Duration(i%90+1) * time.Minute),
+			FirstSeenAt:        t0.Add(-time.Duration(i%90+1) * time.Minute),
 		}
 		switch c.State {
 		case queue.Queued:

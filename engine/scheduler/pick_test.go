@@ -10,6 +10,7 @@ import (
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -84,7 +85,7 @@ func TestPickMatchesScan(t *testing.T) {
 						}
 						s.finishIndex()
 						ps := passState{}
-						w := quotaWaiter{c: &queue.Container{ID: "ahead"}}
+						w := quotaWaiter{c: &queue.Container{ContainerBody: view.ContainerBody{ID: "ahead"}}}
 						for step := range 300 {
 							typ, rc, wantReady := rng.IntN(len(types)), shape(), rng.IntN(2) == 0
 							want := refPick(s, typ, rc, wantReady)
