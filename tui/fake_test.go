@@ -110,7 +110,7 @@ func fakeSnapshot(nInst, nCtr int) *backend.Snapshot {
 	behav := []worker.IdleBehavior{worker.IdleRun, worker.IdleRun, worker.IdleRun, worker.IdleHold, worker.IdleDrain}
 	for i := range nInst {
 		v := view.Instance{
-			ID: fmt.Sprintf("i-%04d", i), Type: []string{"small", "medium", "large"}[i%3],
+			ID: view.InstanceID(fmt.Sprintf("i-%04d", i)), Type: []string{"small", "medium", "large"}[i%3],
 			ProviderType: "p" + []string{"small", "medium", "large"}[i%3], Address: fmt.Sprintf("127.0.0.1:%d", 2200+i),
 			Price: []float64{0.02, 0.05, 0.1}[i%3], State: istates[i%len(istates)], IdleBehavior: behav[i%len(behav)],
 			AppearedAt: t0.Add(-time.Duration(i+1) * 7 * time.Minute),

@@ -381,7 +381,7 @@ func TestListContainersPages(t *testing.T) {
 func sshhostsInstances() []view.Instance {
 	var v []view.Instance
 	for i := 1; i <= 3; i++ {
-		v = append(v, view.Instance{ID: "host-10-231-0-" + strconv.Itoa(i) + "0", Type: "gpu-a100-80gb", State: worker.StateRunning,
+		v = append(v, view.Instance{ID: view.InstanceID("host-10-231-0-" + strconv.Itoa(i) + "0"), Type: "gpu-a100-80gb", State: worker.StateRunning,
 			IdleBehavior: worker.IdleRun, Containers: []string{"c-1"}, Price: 2.5, AppearedAt: time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC),
 			LastError: "probe: ssh: handshake failed: read tcp 10.0.0.1:5555->10.231.0.1:22: connection reset by peer", Address: "10.231.0.1:22"})
 	}
