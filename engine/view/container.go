@@ -87,8 +87,13 @@ type ContainerTail struct {
 	// Health is what its runner last reported of the health check. It
 	// changes every interval, so the queue keeps it in memory and never
 	// writes it to the store.
-	Health *runner.Health `json:"health,omitempty"`
+	Health *Health `json:"health,omitempty"`
 }
+
+// Health is what a container's runner last reported of its health check:
+// the runner's own type (engine/runner), named here so that readers of
+// the edge need not import the runner.
+type Health = runner.Health
 
 // Constraints are a container's runtime resource needs. Sizes are bytes.
 type Constraints struct {
