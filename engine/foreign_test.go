@@ -44,7 +44,7 @@ func TestForeignInstancesShownNotTouched(t *testing.T) {
 	}
 	foreignRow := func(e *Engine, id cloud.InstanceID) (view.Instance, bool) {
 		for _, v := range e.Instances() {
-			if v.ID == string(id) {
+			if v.ID == id {
 				return v, true
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -15,11 +16,29 @@ import (
 func TestInstanceViewJSON(t *testing.T) {
 	t0 := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
 	w := worker.InstanceView{
-		ID: "i-1", Type: "small", ProviderType: "t3.small", Address: "10.0.0.1", Price: 0.02,
-		State: worker.StateRunning, IdleBehavior: worker.IdleHold, Containers: []string{"c-1"},
-		LastContainer: "c-0", LastBusy: t0, AppearedAt: t0, LastProbe: t0, LastError: "e",
-		ProbeFailing: true, Preempted: true, UnreachableSince: t0, ProbeError: "p", CreatedAt: t0,
-		ContainersLost: "gone", Reported: []runner.Status{{ID: "c-1"}}, ListedAt: t0,
+		Instance: view.Instance{
+			ID:               "i-1",
+			Type:             "small",
+			ProviderType:     "t3.small",
+			Address:          "10.0.0.1",
+			Price:            0.02,
+			State:            worker.StateRunning,
+			IdleBehavior:     worker.IdleHold,
+			Containers:       []string{"c-1"},
+			LastContainer:    "c-0",
+			LastBusy:         t0,
+			AppearedAt:       t0,
+			LastProbe:        t0,
+			LastError:        "e",
+			ProbeFailing:     true,
+			Preempted:        true,
+			UnreachableSince: t0,
+			ProbeError:       "p",
+			CreatedAt:        t0,
+		},
+		ContainersLost: "gone",
+		Reported:       []runner.Status{{ID: "c-1"}},
+		ListedAt:       t0,
 	}
 	want, err := json.Marshal(&w)
 	if err != nil {

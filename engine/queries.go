@@ -50,13 +50,9 @@ func (e *Engine) Instance(id string) (view.Instance, bool) {
 // engine's edge shows: the pool's own bookkeeping (what its runner
 // reported, why its containers are lost) stays behind.
 func instanceView(v *worker.InstanceView) view.Instance {
-	return view.Instance{
-		ID: string(v.ID), Type: v.Type, ProviderType: v.ProviderType, Address: v.Address, Price: v.Price,
-		State: v.State, IdleBehavior: v.IdleBehavior, Containers: slices.Clone(v.Containers),
-		LastContainer: v.LastContainer, LastBusy: v.LastBusy, AppearedAt: v.AppearedAt, LastProbe: v.LastProbe,
-		LastError: v.LastError, ProbeFailing: v.ProbeFailing, Preempted: v.Preempted,
-		UnreachableSince: v.UnreachableSince, ProbeError: v.ProbeError, CreatedAt: v.CreatedAt,
-	}
+	out := v.Instance
+	out.Containers = slices.Clone(v.Containers)
+	return out
 }
 
 // Container returns one container.

@@ -42,7 +42,7 @@ func (e *Engine) checkFits(spec *queue.Spec) error {
 	names := make([]string, len(e.cfg.InstanceTypes))
 	for i, t := range e.cfg.InstanceTypes {
 		names[i] = fmt.Sprintf("%s (%d vCPU, %s RAM, %s scratch, %d GPU", t.Name, t.VCPUs,
-			config.FormatSize(t.RAM), config.FormatSize(t.Scratch), t.GPUs)
+			view.FormatSize(t.RAM), view.FormatSize(t.Scratch), t.GPUs)
 		if len(t.Labels) > 0 {
 			names[i] += ", labels " + config.FormatLabels(t.Labels)
 		}

@@ -132,7 +132,7 @@ func fakeSnapshot(nInst, nCtr int) *backend.Snapshot {
 	behav := []worker.IdleBehavior{worker.IdleRun, worker.IdleRun, worker.IdleRun, worker.IdleHold, worker.IdleDrain}
 	for i := range nInst {
 		v := view.Instance{
-			ID: fmt.Sprintf("i-%04d", i), Type: []string{"small", "medium", "large"}[i%3],
+			ID: view.InstanceID(fmt.Sprintf("i-%04d", i)), Type: []string{"small", "medium", "large"}[i%3],
 			ProviderType: "p" + []string{"small", "medium", "large"}[i%3], Address: fmt.Sprintf("127.0.0.1:%d", 2200+i),
 			Price: []float64{0.02, 0.05, 0.1}[i%3], State: istates[i%len(istates)], IdleBehavior: behav[i%len(behav)],
 			AppearedAt: t0.Add(-time.Duration(i+1) * 7 * time.Minute),
@@ -153,11 +153,20 @@ func fakeSnapshot(nInst, nCtr int) *backend.Snapshot {
 	s.Containers = make([]view.Container, 0, nCtr)
 	for i := range nCtr {
 		c := view.Container{
-			ID: fmt.Sprintf("c-%06d", i), Name: fmt.Sprintf("job-%d", i), Command: []string{"sleep", "10"},
-			State: ctrStates[i%len(ctrStates)], Priority: 1 + i%5, Held: i%11 == 10,
+			ContainerBody: view.ContainerBody{
+				ID:            fmt.Sprintf("c-%06d", i),
+				Name:          fmt.Sprintf("job-%d", i),
+				Command:       []string{"sleep", "10"},
+				Attempts:      i % 2,
+				MaxAttempts:   3,
+				RestartPolicy: queue.RestartNever,
+				CreatedAt:     t0.Add(-time.Duration(i%90+1) * time.Minute),
+			},
+			State:              ctrStates[i%len(ctrStates)],
+			Priority:           1 + i%5,
+			Held:               i%11 == 10,
 			RuntimeConstraints: queue.Constraints{VCPUs: 1 + i%4, RAM: int64(1+i%3) << 30, Scratch: 10 << 30},
-			Attempts:           i % 2, MaxAttempts: 3, RestartPolicy: queue.RestartNever,
-			CreatedAt: t0.Add(-time.Duration(i%90+1) * time.Minute), FirstSeenAt: t0.Add(-time.Duration(i%90+1) * time.Minute),
+			FirstSeenAt:        t0.Add(-time.Duration(i%90+1) * time.Minute),
 		}
 		switch c.State {
 		case queue.Queued:

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/termsafe"
 	"dispatch-tui/engine/view"
 	"dispatch-tui/tui/backend"
@@ -506,7 +505,7 @@ func schedulingLines(d *detailText, c *view.Container) {
 
 // healthStatus is the runner's health report in a few words:
 // "unhealthy, 3 failures, last: exit status 1".
-func healthStatus(h *runner.Health) string {
+func healthStatus(h *view.Health) string {
 	if h == nil {
 		return ""
 	}

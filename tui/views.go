@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/view"
 	"dispatch-tui/tui/backend"
 	"dispatch-tui/tui/table"
@@ -119,7 +118,7 @@ func age(now, t time.Time) (string, float64) {
 
 // fmtBytes renders a size as the config, the CLI and submit read and
 // write it: 512MiB, 2GiB, 1.5GiB.
-func fmtBytes(n int64) string { return config.FormatSize(n) }
+func fmtBytes(n int64) string { return view.FormatSize(n) }
 
 func instanceID(v *view.Instance, i int) string {
 	if v.ID == "" {

@@ -390,10 +390,10 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 			inst := d.newInstance(out.Instances[0])
 			now := d.opts.Now()
 			inst.created = now
-			d.created[inst.id] = createdInstance{inst: inst, at: now}
-			d.known[inst.id] = inst
+			d.created[inst.ID()] = createdInstance{inst: inst, at: now}
+			d.known[inst.ID()] = inst
 			d.mu.Unlock()
-			d.log.Info("ec2: instance created", "instance", string(inst.id), "type", it.ProviderType, "subnet", subnets[i], "spot", it.Preemptible)
+			d.log.Info("ec2: instance created", "instance", string(inst.ID()), "type", it.ProviderType, "subnet", subnets[i], "spot", it.Preemptible)
 			return inst, nil
 		}
 		if err == nil {
@@ -548,13 +548,13 @@ func (d *Driver) Instances(ctx context.Context, filter cloud.Tags) ([]cloud.Inst
 			continue
 		}
 		inst := d.newInstance(li)
-		seen[inst.id] = true
-		delete(d.created, inst.id)
-		if old := d.known[inst.id]; old != nil {
+		seen[inst.ID()] = true
+		delete(d.created, inst.ID())
+		if old := d.known[inst.ID()]; old != nil {
 			old.update(inst)
 			inst = old
 		} else {
-			d.known[inst.id] = inst
+			d.known[inst.ID()] = inst
 		}
 		result = append(result, inst)
 	}
@@ -598,7 +598,8 @@ func (d *Driver) address(id cloud.InstanceID) string {
 
 // newInstance builds an Instance from EC2's description.
 func (d *Driver) newInstance(li types.Instance) *Instance {
-	inst := &Instance{d: d, id: cloud.InstanceID(aws.ToString(li.InstanceId))}
+	inst := &Instance{d: d}
+	inst.Init(cloud.InstanceID(aws.ToString(li.InstanceId)), cloud.Description[described]{})
 	inst.set(li)
 	return inst
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -19,21 +18,20 @@ import (
 
 // Instance is one EC2 instance as last described.
 type Instance struct {
-	d  *Driver
-	id cloud.InstanceID
+	d *Driver
 	// created is when this driver's Create made it (zero for one found
 	// in a listing); set before the instance is shared.
 	created time.Time
 
-	mu           sync.Mutex
-	providerType string
-	state        string
-	stateReason  string // EC2's StateReason.Code, e.g. "Server.SpotInstanceTermination"
-	launchErr    error  // why EC2 ended it during its launch (LaunchFailed)
-	spot         bool
-	zone         string // its availability zone: its spot price is the zone's
-	addr         string
-	tags         cloud.Tags
+	cloud.Described[described]
+}
+
+// described is EC2's own part of an instance's description.
+type described struct {
+	stateReason string // EC2's StateReason.Code, e.g. "Server.SpotInstanceTermination"
+	launchErr   error  // why EC2 ended it during its launch (LaunchFailed)
+	spot        bool
+	zone        string // its availability zone: its spot price is the zone's
 }
 
 var (
@@ -41,7 +39,6 @@ var (
 	_ cloud.Interruptible = (*Instance)(nil)
 	_ cloud.LaunchFailer  = (*Instance)(nil)
 	_ cloud.NoticeReader  = (*Instance)(nil)
-	_ cloud.Priced        = (*Instance)(nil)
 )
 
 // set copies EC2's description of the instance.
@@ -61,70 +58,42 @@ func (i *Instance) set(li types.Instance) {
 	switch types.InstanceStateName(state) {
 	case types.InstanceStateNameShuttingDown, types.InstanceStateNameTerminated:
 		if launchFailureCodes[reason] {
-			launchErr = launchError(i.id, string(li.InstanceType), reason, message)
+			launchErr = launchError(i.ID(), string(li.InstanceType), reason, message)
 		}
 	}
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	i.providerType = string(li.InstanceType)
-	i.state, i.stateReason, i.launchErr = state, reason, launchErr
-	i.spot = li.InstanceLifecycle == types.InstanceLifecycleTypeSpot
+	desc := cloud.Description[described]{
+		ProviderType: string(li.InstanceType), Address: i.d.addressOf(li), State: state, Tags: tags,
+		Extra: described{stateReason: reason, launchErr: launchErr, spot: li.InstanceLifecycle == types.InstanceLifecycleTypeSpot},
+	}
 	if li.Placement != nil {
-		i.zone = aws.ToString(li.Placement.AvailabilityZone)
+		desc.Extra.zone = aws.ToString(li.Placement.AvailabilityZone)
 	}
-	i.addr = i.d.addressOf(li)
-	i.tags = tags
+	i.Update(func(d *cloud.Description[described]) { *d = desc })
 }
 
-// update takes newer's description (from a later listing).
+// update takes newer's description (from a later listing); an address
+// or zone the later listing leaves out keeps the one known.
 func (i *Instance) update(newer *Instance) {
-	newer.mu.Lock()
-	pt, st, why, spot, addr, tags := newer.providerType, newer.state, newer.stateReason, newer.spot, newer.addr, newer.tags
-	launchErr, zone := newer.launchErr, newer.zone
-	newer.mu.Unlock()
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	i.providerType, i.state, i.stateReason, i.spot, i.tags = pt, st, why, spot, tags
-	i.launchErr = launchErr
-	if zone != "" {
-		i.zone = zone
-	}
-	if addr != "" {
-		i.addr = addr
-	}
+	n := newer.Snapshot()
+	i.Update(func(d *cloud.Description[described]) {
+		if n.Address == "" {
+			n.Address = d.Address
+		}
+		if n.Extra.zone == "" {
+			n.Extra.zone = d.Extra.zone
+		}
+		*d = n
+	})
 }
 
-func (i *Instance) ID() cloud.InstanceID { return i.id }
-
+// String is "id (type[ spot] @ address)", for logs.
 func (i *Instance) String() string {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	s := fmt.Sprintf("%s (%s", i.id, i.providerType)
-	if i.spot {
-		s += " spot"
+	d := i.Snapshot()
+	spot := ""
+	if d.Extra.spot {
+		spot = " spot"
 	}
-	return s + " @ " + i.addr + ")"
-}
-
-func (i *Instance) ProviderType() string {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	return i.providerType
-}
-
-// Address is "ip:port" of the instance's SSH server; "" until EC2 has
-// given it the address the driver uses.
-func (i *Instance) Address() string {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	return i.addr
-}
-
-// State is EC2's state name as last seen ("pending", "running", ...).
-func (i *Instance) State() string {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	return i.state
+	return fmt.Sprintf("%s (%s%s @ %s)", i.ID(), d.ProviderType, spot, d.Address)
 }
 
 // Interrupted reports a spot instance EC2 is taking back (cloud.Interruptible):
@@ -134,38 +103,23 @@ func (i *Instance) State() string {
 // out, and the pool takes a preemptible type's vanished instance as
 // interrupted. The notice before all this is ParseNotice's (notice.go).
 func (i *Instance) Interrupted() (string, bool) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if !i.spot || !strings.HasPrefix(i.stateReason, "Server.SpotInstanceTermination") {
+	d := i.Snapshot()
+	if !d.Extra.spot || !strings.HasPrefix(d.Extra.stateReason, "Server.SpotInstanceTermination") {
 		return "", false
 	}
-	switch types.InstanceStateName(i.state) {
+	switch types.InstanceStateName(d.State) {
 	case types.InstanceStateNameShuttingDown, types.InstanceStateNameStopping, types.InstanceStateNameStopped:
-		return "spot instance reclaimed by EC2 (" + i.stateReason + ")", true
+		return "spot instance reclaimed by EC2 (" + d.Extra.stateReason + ")", true
 	}
 	return "", false
 }
 
 // LaunchFailed is why EC2 ended the instance during its launch, as the
 // pool's error kinds (cloud.LaunchFailer); nil if it did not.
-func (i *Instance) LaunchFailed() error {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	return i.launchErr
-}
+func (i *Instance) LaunchFailed() error { return i.Snapshot().Extra.launchErr }
 
 // Spot reports whether the instance is a spot instance.
-func (i *Instance) Spot() bool {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	return i.spot
-}
-
-func (i *Instance) Tags() cloud.Tags {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	return i.tags.Clone()
-}
+func (i *Instance) Spot() bool { return i.Snapshot().Extra.spot }
 
 // SetTags replaces the dispatcher's tags on the instance: the new ones
 // (with the configured extra tags) are written, and the dispatcher's own
@@ -176,9 +130,9 @@ func (i *Instance) SetTags(ctx context.Context, tags cloud.Tags) error {
 	want := d.allTags(tags)
 	cur := i.Tags()
 	if _, err := d.client.CreateTags(ctx, &ec2.CreateTagsInput{
-		Resources: []string{string(i.id)}, Tags: d.awsTags(tags),
+		Resources: []string{string(i.ID())}, Tags: d.awsTags(tags),
 	}); err != nil {
-		return d.mapError("set tags of "+string(i.id), "", err)
+		return d.mapError("set tags of "+string(i.ID()), "", err)
 	}
 	var drop []types.Tag
 	for k := range cur {
@@ -189,9 +143,9 @@ func (i *Instance) SetTags(ctx context.Context, tags cloud.Tags) error {
 	sort.Slice(drop, func(a, b int) bool { return *drop[a].Key < *drop[b].Key })
 	if len(drop) > 0 {
 		if _, err := d.client.DeleteTags(ctx, &ec2.DeleteTagsInput{
-			Resources: []string{string(i.id)}, Tags: drop,
+			Resources: []string{string(i.ID())}, Tags: drop,
 		}); err != nil {
-			return d.mapError("delete tags of "+string(i.id), "", err)
+			return d.mapError("delete tags of "+string(i.ID()), "", err)
 		}
 	}
 	d.throttled(false)
@@ -200,9 +154,7 @@ func (i *Instance) SetTags(ctx context.Context, tags cloud.Tags) error {
 			want[k] = v // still there
 		}
 	}
-	i.mu.Lock()
-	i.tags = want
-	i.mu.Unlock()
+	i.Update(func(d *cloud.Description[described]) { d.Tags = want })
 	return nil
 }
 
@@ -213,18 +165,18 @@ func (i *Instance) SetTags(ctx context.Context, tags cloud.Tags) error {
 // be tried again.
 func (i *Instance) Destroy(ctx context.Context) error {
 	d := i.d
-	out, err := d.client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{string(i.id)}})
+	out, err := d.client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{string(i.ID())}})
 	if err != nil && errorCode(err) == "InvalidInstanceID.NotFound" && !i.created.IsZero() {
 		if age := d.opts.Now().Sub(i.created); age < d.opts.ListGrace {
 			return fmt.Errorf("ec2 terminate %s: EC2 does not know the instance %s after its launch (its API is eventually consistent), so it may still run; the destroy is tried again: %w",
-				i.id, age.Round(time.Second), err)
+				i.ID(), age.Round(time.Second), err)
 		}
 	}
 	if err != nil && errorCode(err) != "InvalidInstanceID.NotFound" {
-		return d.mapError("terminate "+string(i.id), "", err)
+		return d.mapError("terminate "+string(i.ID()), "", err)
 	}
 	d.throttled(false)
-	d.forget(i.id)
+	d.forget(i.ID())
 	// EC2 says shutting-down, or terminated for one already terminated;
 	// NotFound here means gone.
 	state := types.InstanceStateNameTerminated
@@ -234,9 +186,7 @@ func (i *Instance) Destroy(ctx context.Context) error {
 			state = out.TerminatingInstances[0].CurrentState.Name
 		}
 	}
-	i.mu.Lock()
-	i.state = string(state)
-	i.mu.Unlock()
-	d.log.Info("ec2: instance terminated", "instance", string(i.id))
+	i.Update(func(d *cloud.Description[described]) { d.State = string(state) })
+	d.log.Info("ec2: instance terminated", "instance", string(i.ID()))
 	return nil
 }

@@ -31,8 +31,7 @@ func TestInterrupted(t *testing.T) {
 			if tc.reason != "" {
 				li.StateReason = &types.StateReason{Code: aws.String(tc.reason)}
 			}
-			inst := &Instance{d: &Driver{}, id: "i-1"}
-			inst.set(li)
+			inst := (&Driver{}).newInstance(li)
 			why, ok := inst.Interrupted()
 			if ok != tc.want || ok && why == "" {
 				t.Fatalf("Interrupted() = %q, %v; want %v", why, ok, tc.want)

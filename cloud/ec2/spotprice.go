@@ -127,11 +127,9 @@ func (d *Driver) spotPrice(typ, zone string) (float64, bool, error) {
 // CurrentPrice implements cloud.Priced: a spot instance's price now; an
 // on-demand one's does not move.
 func (i *Instance) CurrentPrice() (price float64, known bool, err error) {
-	i.mu.Lock()
-	spot, typ, zone := i.spot, i.providerType, i.zone
-	i.mu.Unlock()
-	if !spot {
+	d := i.Snapshot()
+	if !d.Extra.spot {
 		return 0, false, nil
 	}
-	return i.d.spotPrice(typ, zone)
+	return i.d.spotPrice(d.ProviderType, d.Extra.zone)
 }

@@ -329,7 +329,7 @@ func (d *Driver) batch(s *instState, now time.Time, runnerPath string, stdin []b
 			reply = runner.Reply{Code: runner.CodeFenced, Stderr: runner.FencedMessage("batch", epoch, s.epoch)}
 		} else if req.Epoch != 0 && req.Epoch < epoch {
 			reply = runner.Reply{Code: runner.CodeFenced, Stderr: runner.FencedMessage(req.Verb, req.Epoch, epoch)}
-		} else if cmd, err := batchCommand(req); err != nil {
+		} else if cmd, err := runner.ParseRequest(req); err != nil {
 			reply = runner.Reply{Code: 2, Stderr: err.Error()}
 		} else if cmd.Verb == "logs" && logsOut >= runner.MaxBatchOutput {
 			reply = runner.Reply{Code: runner.CodeDeferred, Stderr: fmt.Sprintf("runner logs %s: deferred: this call's replies already carry %d bytes of output; ask again", cmd.ID, runner.MaxBatchOutput)}
@@ -351,33 +351,6 @@ func (d *Driver) batch(s *instState, now time.Time, runnerPath string, stdin []b
 		}
 	}
 	return out.Bytes(), nil, nil
-}
-
-// batchCommand checks a batch request as the runner does: its verb and
-// arguments must make a valid command line, of a verb a batch may hold.
-func batchCommand(r runner.Request) (runner.Command, error) {
-	args := []string{r.Verb}
-	if r.ID != "" {
-		args = append(args, r.ID)
-	}
-	if r.Signal != "" {
-		args = append(args, "--signal", r.Signal)
-	}
-	if r.Tail > 0 {
-		args = append(args, "--tail", strconv.Itoa(r.Tail))
-	}
-	if r.MaxBytes > 0 {
-		args = append(args, "--max-bytes", strconv.FormatInt(r.MaxBytes, 10))
-	}
-	cmd, err := runner.ParseArgs(args)
-	if err != nil {
-		return cmd, err
-	}
-	switch cmd.Verb {
-	case "version", "start", "list", "kill", "logs", "forget":
-		return cmd, nil
-	}
-	return cmd, fmt.Errorf("runner batch: verb %q not allowed in a batch", cmd.Verb)
 }
 
 // runnerVerb runs one runner verb on s's in-memory runner.

@@ -186,19 +186,20 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 	if out.ProviderType == "" {
 		out.ProviderType = it.ProviderType
 	}
-	inst := &Instance{d: d, id: cloud.InstanceID(out.ID), providerType: out.ProviderType, addr: d.address(out.Address), tags: tags.Clone()}
+	inst := &Instance{d: d}
+	inst.Init(cloud.InstanceID(out.ID), cloud.Description[struct{}]{ProviderType: out.ProviderType, Address: d.address(out.Address), Tags: tags.Clone()})
 	d.mu.Lock()
-	if seen := d.known[inst.id]; seen != nil {
+	if seen := d.known[inst.ID()]; seen != nil {
 		// A listing that raced with the create found it first: one
 		// Instance per id, so that its address reaches the executor.
-		seen.update(listLine{ProviderType: out.ProviderType, State: seen.State()}, seen.Tags(), inst.addr)
+		seen.update(listLine{ProviderType: out.ProviderType, State: seen.State()}, seen.Tags(), inst.Address())
 		inst = seen
 	} else {
-		d.known[inst.id] = inst
+		d.known[inst.ID()] = inst
 	}
-	d.created[inst.id] = createdInstance{inst: inst, at: d.opts.Now()}
+	d.created[inst.ID()] = createdInstance{inst: inst, at: d.opts.Now()}
 	d.mu.Unlock()
-	d.log.Info("script driver: instance created", "instance", out.ID, "type", it.ProviderType, "address", inst.addr)
+	d.log.Info("script driver: instance created", "instance", out.ID, "type", it.ProviderType, "address", inst.Address())
 	return inst, nil
 }
 
@@ -266,7 +267,8 @@ func (d *Driver) Instances(ctx context.Context, filter cloud.Tags) ([]cloud.Inst
 		delete(d.created, id)
 		inst := d.known[id]
 		if inst == nil {
-			inst = &Instance{d: d, id: id}
+			inst = &Instance{d: d}
+			inst.Init(id, cloud.Description[struct{}]{})
 			d.known[id] = inst
 		}
 		inst.update(l, tags, d.address(l.Address))
@@ -302,9 +304,9 @@ func (d *Driver) Instances(ctx context.Context, filter cloud.Tags) ([]cloud.Inst
 func (d *Driver) lost(ctx context.Context, lost []*Instance) error {
 	var ids []string
 	for _, inst := range lost {
-		ids = append(ids, string(inst.id))
+		ids = append(ids, string(inst.ID()))
 		err := inst.Destroy(ctx)
-		d.log.Error("script driver: instance create reported never appeared in list; destroyed", "instance", string(inst.id), "after", d.opts.ListGrace, "destroy_err", err)
+		d.log.Error("script driver: instance create reported never appeared in list; destroyed", "instance", string(inst.ID()), "after", d.opts.ListGrace, "destroy_err", err)
 	}
 	return fmt.Errorf("script driver: the %s reported instance %s, which the %s has not printed within %s: the destroy command was run on it; make list print every instance carrying the %s tag",
 		d.commandName(VerbCreate), strings.Join(ids, ", "), d.commandName(VerbList), d.opts.ListGrace, cloud.TagOwner)

@@ -2,26 +2,17 @@
 
 package script
 
-// One instance as the commands last reported it; set_tags and destroy.
-
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"dispatch-tui/cloud"
 )
 
 // Instance is one instance of the script driver.
 type Instance struct {
-	d  *Driver
-	id cloud.InstanceID
-
-	mu           sync.Mutex
-	providerType string
-	addr         string
-	state        string
-	tags         cloud.Tags
+	d *Driver
+	cloud.Described[struct{}]
 }
 
 var _ cloud.Instance = (*Instance)(nil)
@@ -29,64 +20,28 @@ var _ cloud.Instance = (*Instance)(nil)
 // update takes a listing's view of the instance; an address the listing
 // leaves out keeps the one known.
 func (i *Instance) update(l listLine, tags cloud.Tags, addr string) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if l.ProviderType != "" {
-		i.providerType = l.ProviderType
-	} else if i.providerType == "" {
-		i.providerType = tags[cloud.TagInstanceType]
-	}
-	if addr != "" {
-		i.addr = addr
-	}
-	i.state = l.State
-	i.tags = tags.Clone()
-}
-
-func (i *Instance) ID() cloud.InstanceID { return i.id }
-
-func (i *Instance) String() string {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	return fmt.Sprintf("%s (%s @ %s)", i.id, i.providerType, i.addr)
-}
-
-func (i *Instance) ProviderType() string {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	return i.providerType
-}
-
-// Address is "host:port" of the instance's SSH server; "" until a
-// command reported one.
-func (i *Instance) Address() string {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	return i.addr
-}
-
-// State is the state the list command last reported ("" = none given).
-func (i *Instance) State() string {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	return i.state
+	tags = tags.Clone()
+	i.Update(func(d *cloud.Description[struct{}]) {
+		if l.ProviderType != "" {
+			d.ProviderType = l.ProviderType
+		} else if d.ProviderType == "" {
+			d.ProviderType = tags[cloud.TagInstanceType]
+		}
+		if addr != "" {
+			d.Address = addr
+		}
+		d.State = l.State
+		d.Tags = tags
+	})
 }
 
 // Interrupted reports an instance the list command says its provider took
 // back (cloud.Interruptible).
 func (i *Instance) Interrupted() (string, bool) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if i.state != StatePreempted {
+	if i.State() != StatePreempted {
 		return "", false
 	}
 	return "taken back by the provider (the list command reports it " + StatePreempted + ")", true
-}
-
-func (i *Instance) Tags() cloud.Tags {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	return i.tags.Clone()
 }
 
 // SetTags runs the set_tags command with the instance's new tags; without
@@ -95,14 +50,13 @@ func (i *Instance) SetTags(ctx context.Context, tags cloud.Tags) error {
 	d := i.d
 	if len(d.opts.SetTags) == 0 {
 		d.mu.Lock()
-		d.localTags[i.id] = tags.Clone()
+		d.localTags[i.ID()] = tags.Clone()
 		d.mu.Unlock()
-	} else if _, err := d.run(ctx, VerbSetTags, "", instanceInput{ID: string(i.id), Tags: tags}); err != nil {
-		return fmt.Errorf("set tags of %s: %w", i.id, err)
+	} else if _, err := d.run(ctx, VerbSetTags, "", instanceInput{ID: string(i.ID()), Tags: tags}); err != nil {
+		return fmt.Errorf("set tags of %s: %w", i.ID(), err)
 	}
-	i.mu.Lock()
-	i.tags = tags.Clone()
-	i.mu.Unlock()
+	tags = tags.Clone()
+	i.Update(func(d *cloud.Description[struct{}]) { d.Tags = tags })
 	return nil
 }
 
@@ -110,10 +64,10 @@ func (i *Instance) SetTags(ctx context.Context, tags cloud.Tags) error {
 // instance that is already gone.
 func (i *Instance) Destroy(ctx context.Context) error {
 	d := i.d
-	if _, err := d.run(ctx, VerbDestroy, "", instanceInput{ID: string(i.id), Tags: i.Tags()}); err != nil {
-		return fmt.Errorf("destroy %s: %w", i.id, err)
+	if _, err := d.run(ctx, VerbDestroy, "", instanceInput{ID: string(i.ID()), Tags: i.Tags()}); err != nil {
+		return fmt.Errorf("destroy %s: %w", i.ID(), err)
 	}
-	d.forget(i.id)
-	d.log.Info("script driver: instance destroyed", "instance", string(i.id))
+	d.forget(i.ID())
+	d.log.Info("script driver: instance destroyed", "instance", string(i.ID()))
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"dispatch-tui/engine/secretfile"
+	"dispatch-tui/engine/view"
 )
 
 func listenAddr(v string, s *site) {
@@ -168,7 +169,7 @@ func readSecretFile(path, what string) (string, error) {
 		return "", fmt.Errorf("cannot read %s: %v", what, err)
 	}
 	if len(data) > maxTokenFile {
-		return "", fmt.Errorf("cannot read %s: %s is larger than %s", what, path, FormatSize(maxTokenFile))
+		return "", fmt.Errorf("cannot read %s: %s is larger than %s", what, path, view.FormatSize(maxTokenFile))
 	}
 	tok := strings.TrimSpace(string(data))
 	if tok == "" {

@@ -5,6 +5,7 @@
 package config
 
 import (
+	"dispatch-tui/engine/view"
 	"fmt"
 	"math"
 	"sort"
@@ -196,7 +197,7 @@ func sizeValue(v any, dst *int64) string {
 		}
 		*dst = x
 	case string:
-		n, err := ParseSize(x)
+		n, err := view.ParseSize(x)
 		if err != nil {
 			return err.Error()
 		}

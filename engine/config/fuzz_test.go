@@ -50,27 +50,6 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// FuzzParseSize: ParseSize must never panic, and what it accepts must
-// survive a FormatSize round trip.
-func FuzzParseSize(f *testing.F) {
-	for _, s := range []string{"0", "100", "2GiB", "512MiB", "1.5GiB", "10GB", "-1", "1.", "99999999999TiB", "0.0005KB"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		n, err := ParseSize(s)
-		if err != nil {
-			return
-		}
-		if n < 0 {
-			t.Fatalf("ParseSize(%q) = %d, negative", s, n)
-		}
-		back, err := ParseSize(FormatSize(n))
-		if err != nil || back != n {
-			t.Fatalf("ParseSize(FormatSize(%d) = %q) = %d, %v", n, FormatSize(n), back, err)
-		}
-	})
-}
-
 // FuzzParseDuration: ParseDuration (config values and CLI flags) must never
 // panic, never accept a negative duration, and round-trip what it accepts.
 func FuzzParseDuration(f *testing.F) {

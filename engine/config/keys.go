@@ -10,6 +10,7 @@ import (
 
 	"dispatch-tui/cloud"
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/view"
 )
 
 // table is every key, in the order their checks run.
@@ -219,7 +220,7 @@ func positiveSize(v int64, s *site) {
 // over the runner's limit, one reply could outgrow what a call returns.
 func maxOutput(v int64, s *site) {
 	if v < runner.OutputCutUnit || v > runner.MaxOutputLimit {
-		s.bad("must be between 1KiB and %s (got %s)", FormatSize(runner.MaxOutputLimit), FormatSize(v))
+		s.bad("must be between 1KiB and %s (got %s)", view.FormatSize(runner.MaxOutputLimit), view.FormatSize(v))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"dispatch-tui/engine/store"
 	"dispatch-tui/engine/store/boltstore"
+	"dispatch-tui/engine/view"
 )
 
 // seedFile writes n active containers straight into a new store file (one
@@ -27,16 +28,20 @@ func seedFile(tb testing.TB, path string, n int) {
 	err = func() error {
 		for i := range n {
 			c := Container{
-				ID:                 fmt.Sprintf("c-%010d", i),
-				Command:            []string{"run", "job"},
+				ContainerBody: view.ContainerBody{
+					ID:            fmt.Sprintf("c-%010d", i),
+					Command:       []string{"run", "job"},
+					MaxAttempts:   3,
+					RestartPolicy: RestartNever,
+					CreatedAt:     t0.Add(time.Duration(i%1000) * time.Second),
+				},
 				RuntimeConstraints: Constraints{VCPUs: 1 + i%8, RAM: int64(1+i%16) << 30},
 				Priority:           i % 5,
 				State:              Queued,
-				MaxAttempts:        3,
-				RestartPolicy:      RestartNever,
-				CreatedAt:          t0.Add(time.Duration(i%1000) * time.Second),
 				FirstSeenAt:        t0.Add(time.Duration(i%1000) * time.Second),
-				Seq:                uint64(i),
+				ContainerTail: view.ContainerTail{
+					Seq: uint64(i),
+				},
 			}
 			c.Name = c.ID
 			switch {

@@ -87,27 +87,9 @@ type Container struct {
 	RuntimeConstraints Constraints `json:"runtime_constraints"`
 	FirstSeenAt        time.Time   `json:"first_seen_at"`
 
-	ID      string            `json:"id"`
-	Name    string            `json:"name"`
-	Command []string          `json:"command"`
-	Env     map[string]string `json:"env,omitempty"`
-	Image   string            `json:"image,omitempty"`
-	// Labels are free metadata (team, workflow, batch) for selecting and
-	// accounting; placement is Scheduling.Constraints.
-	Labels        map[string]string `json:"labels,omitempty"`
-	Scheduling    Scheduling        `json:"scheduling"`
-	ExitCode      *int              `json:"exit_code"`
-	Attempts      int               `json:"attempts"`
-	MaxAttempts   int               `json:"max_attempts"`
-	RestartPolicy string            `json:"restart_policy"`
-	InstanceType  string            `json:"instance_type"`
-	InstanceID    string            `json:"instance_id"`
-	CreatedAt     time.Time         `json:"created_at"`
-	LockedAt      time.Time         `json:"locked_at,omitzero"`
-	StartedAt     time.Time         `json:"started_at,omitzero"`
-	FinishedAt    time.Time         `json:"finished_at,omitzero"`
-	Reason        string            `json:"reason"`
-	ReasonCode    ReasonCode        `json:"reason_code"`
+	// The spec and attempts: one definition with the view's (see
+	// view.Container for why the fields around it are spelled here too).
+	view.ContainerBody
 	// KillRequested is set when an operator killed a running container; it
 	// ends Cancelled once its process is confirmed dead.
 	KillRequested bool `json:"kill_requested,omitempty"`
@@ -127,21 +109,10 @@ type Container struct {
 	// output of its finished attempt, which was over [containers]
 	// max_output (0: none, or nothing stored). In the padding after shape.
 	LogsTruncated TruncatedOutput `json:"logs_truncated,omitempty"`
-	KillReason    string          `json:"kill_reason,omitempty"`
-	// LogsError says why the output of a finished attempt is not stored
-	// (it could not be written, or its instance went away before it was
-	// fetched); empty once it is stored.
-	LogsError string `json:"logs_error,omitempty"`
-	// Seq orders containers submitted in the same instant.
-	Seq uint64 `json:"seq"`
-
-	// HealthCheck is the command the runner runs beside the container
-	// (health.go); nil for none.
-	HealthCheck *HealthCheck `json:"health_check,omitempty"`
-	// Health is what its runner last reported of the health check. It
-	// changes every interval, so it is kept in memory, never written to
-	// the store (appendContainer leaves it out).
-	Health *runner.Health `json:"health,omitempty"`
+	// KillReason, LogsError, Seq, HealthCheck (health.go) and Health,
+	// which appendContainer leaves out: Health changes every interval, so
+	// it is kept in memory only.
+	view.ContainerTail
 	// pend is the reason if its entry beside the scheduling order says it
 	// is here (entries.go: a position, the common one, is kept there),
 	// and the priority the record is placed in the order by (order.go).
@@ -241,16 +212,13 @@ func (c *Container) view(p Pending) view.Container {
 	v := view.Container{
 		State: c.State, Priority: c.Priority, Held: c.Held,
 		RuntimeConstraints: c.RuntimeConstraints, FirstSeenAt: c.FirstSeenAt,
-		ID: c.ID, Name: c.Name, Command: append([]string(nil), c.Command...),
-		Env: copyMap(c.Env), Image: c.Image, Labels: copyMap(c.Labels),
-		Scheduling: c.Scheduling, Attempts: c.Attempts, MaxAttempts: c.MaxAttempts,
-		RestartPolicy: c.RestartPolicy, InstanceType: c.InstanceType, InstanceID: c.InstanceID,
-		CreatedAt: c.CreatedAt, LockedAt: c.LockedAt, StartedAt: c.StartedAt, FinishedAt: c.FinishedAt,
-		Reason: c.Reason, ReasonCode: c.ReasonCode,
-		KillRequested: c.KillRequested, RunnerSeen: c.RunnerSeen,
-		LogsTruncated: c.LogsTruncated.Bytes(), KillReason: c.KillReason, LogsError: c.LogsError,
-		Seq: c.Seq, HealthCheck: c.HealthCheck.Clone(), Pending: p,
+		ContainerBody: c.ContainerBody, KillRequested: c.KillRequested, RunnerSeen: c.RunnerSeen,
+		LogsTruncated: c.LogsTruncated.Bytes(), ContainerTail: c.ContainerTail, Pending: p,
 	}
+	// The view shares no slice or map with the record.
+	v.Command = append([]string(nil), c.Command...)
+	v.Env, v.Labels = copyMap(c.Env), copyMap(c.Labels)
+	v.HealthCheck = c.HealthCheck.Clone()
 	v.Scheduling.Constraints = copyMap(c.Scheduling.Constraints)
 	v.Scheduling.Preemptible = copyBool(c.Scheduling.Preemptible)
 	if c.ExitCode != nil {

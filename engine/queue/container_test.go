@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/view"
 )
 
 func TestPendingText(t *testing.T) {
@@ -56,10 +57,14 @@ func TestPendingText(t *testing.T) {
 func fullContainer() *Container {
 	exit := 3
 	return &Container{
-		ID: "c-1", Name: "n", Command: []string{"a", "b"},
-		Env:                map[string]string{"K": "v"},
-		Scheduling:         Scheduling{Constraints: map[string]string{"l": "1"}},
-		ExitCode:           &exit,
+		ContainerBody: view.ContainerBody{
+			ID:         "c-1",
+			Name:       "n",
+			Command:    []string{"a", "b"},
+			Env:        map[string]string{"K": "v"},
+			Scheduling: Scheduling{Constraints: map[string]string{"l": "1"}},
+			ExitCode:   &exit,
+		},
 		State:              Queued,
 		RuntimeConstraints: Constraints{VCPUs: 1},
 	}
@@ -109,7 +114,7 @@ func TestViewReason(t *testing.T) {
 		{"final keeps its stored reason", Cancelled, "killed", ReasonKilled, Pending{Code: ReasonHeld}, "killed", ReasonKilled},
 	}
 	for _, tt := range tests {
-		c := &Container{State: tt.state, Reason: tt.stored, ReasonCode: tt.storedCode}
+		c := &Container{State: tt.state, ContainerBody: view.ContainerBody{Reason: tt.stored, ReasonCode: tt.storedCode}}
 		v := c.view(tt.pending)
 		if v.Reason != tt.want || v.ReasonCode != tt.wantCode {
 			t.Errorf("%s: %q %q, want %q %q", tt.name, v.Reason, v.ReasonCode, tt.want, tt.wantCode)
@@ -153,19 +158,43 @@ func TestViewJSONIsTheRecords(t *testing.T) {
 	t0 := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
 	code, pre := 3, true
 	rec := Container{
-		State: Complete, Priority: 7, Held: true,
+		State:              Complete,
+		Priority:           7,
+		Held:               true,
 		RuntimeConstraints: Constraints{VCPUs: 2, RAM: 1 << 30, Scratch: 2 << 30, GPUs: 1},
-		FirstSeenAt:        t0, ID: "c-0123456789abcdef", Name: "n", Command: []string{"sh", "-c", "x"},
-		Env: map[string]string{"K": "v"}, Image: "img", Labels: map[string]string{"team": "a"},
-		Scheduling: Scheduling{Preemptible: &pre, MaxRunTime: Duration(90 * time.Second),
-			Constraints: map[string]string{"gpu": "a100"}, Supervisor: true},
-		ExitCode: &code, Attempts: 2, MaxAttempts: 3, RestartPolicy: RestartOnFailure,
-		InstanceType: "small", InstanceID: "i-1", CreatedAt: t0,
-		LockedAt: t0.Add(time.Second), StartedAt: t0.Add(2 * time.Second), FinishedAt: t0.Add(3 * time.Second),
-		Reason: "r", ReasonCode: ReasonKilled, KillRequested: true, RunnerSeen: true,
-		LogsTruncated: TruncatedBytes(4096), KillReason: "k", LogsError: "e", Seq: 9,
-		HealthCheck: &HealthCheck{Command: []string{"true"}, Interval: Duration(time.Minute), Retries: 2},
-		Health:      &runner.Health{State: "healthy", LastCheck: t0, LastResult: "ok"},
+		FirstSeenAt:        t0,
+		ContainerBody: view.ContainerBody{
+			ID:      "c-0123456789abcdef",
+			Name:    "n",
+			Command: []string{"sh", "-c", "x"},
+			Env:     map[string]string{"K": "v"},
+			Image:   "img",
+			Labels:  map[string]string{"team": "a"},
+			Scheduling: Scheduling{Preemptible: &pre, MaxRunTime: Duration(90 * time.Second),
+				Constraints: map[string]string{"gpu": "a100"}, Supervisor: true},
+			ExitCode:      &code,
+			Attempts:      2,
+			MaxAttempts:   3,
+			RestartPolicy: RestartOnFailure,
+			InstanceType:  "small",
+			InstanceID:    "i-1",
+			CreatedAt:     t0,
+			LockedAt:      t0.Add(time.Second),
+			StartedAt:     t0.Add(2 * time.Second),
+			FinishedAt:    t0.Add(3 * time.Second),
+			Reason:        "r",
+			ReasonCode:    ReasonKilled,
+		},
+		KillRequested: true,
+		RunnerSeen:    true,
+		LogsTruncated: TruncatedBytes(4096),
+		ContainerTail: view.ContainerTail{
+			KillReason:  "k",
+			LogsError:   "e",
+			Seq:         9,
+			HealthCheck: &HealthCheck{Command: []string{"true"}, Interval: Duration(time.Minute), Retries: 2},
+			Health:      &runner.Health{State: "healthy", LastCheck: t0, LastResult: "ok"},
+		},
 	}
 	want, err := json.Marshal(&rec)
 	if err != nil {

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"dispatch-tui/engine/view"
 	"testing"
 	"time"
 )
@@ -16,14 +17,26 @@ func benchRecords() ([]Container, []Event) {
 	for i := range 64 {
 		at := now.Add(time.Duration(i) * 7919 * time.Microsecond)
 		c := Container{
-			State: Running, Priority: 1 + i%5, ID: "c-" + "0123456789abcdef"[i%16:] + "0123456789abcdef"[:i%16],
-			Command:            []string{"true"},
+			State:    Running,
+			Priority: 1 + i%5,
+			ContainerBody: view.ContainerBody{
+				ID:            "c-" + "0123456789abcdef"[i%16:] + "0123456789abcdef"[:i%16],
+				Command:       []string{"true"},
+				CreatedAt:     at.Add(-time.Hour),
+				LockedAt:      at,
+				StartedAt:     at,
+				MaxAttempts:   3,
+				Attempts:      1,
+				RestartPolicy: RestartNever,
+				InstanceType:  "m5.xlarge",
+				InstanceID:    "i-0a1b2c3d4e5f60718",
+				Scheduling:    Scheduling{Preemptible: &pre},
+			},
 			RuntimeConstraints: Constraints{VCPUs: 1 + i%8, RAM: int64(1+i%16) << 30, Scratch: 10 << 30},
-			FirstSeenAt:        at.Add(-time.Hour), CreatedAt: at.Add(-time.Hour), LockedAt: at, StartedAt: at,
-			MaxAttempts: 3, Attempts: 1, RestartPolicy: RestartNever,
-			InstanceType: "m5.xlarge", InstanceID: "i-0a1b2c3d4e5f60718",
-			Scheduling: Scheduling{Preemptible: &pre},
-			Seq:        uint64(1_000_000 + i),
+			FirstSeenAt:        at.Add(-time.Hour),
+			ContainerTail: view.ContainerTail{
+				Seq: uint64(1_000_000 + i),
+			},
 		}
 		c.Name = c.ID
 		if i%2 == 1 {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/view"
 )
 
 // The hand-made encoders must write exactly what json.Marshal writes, so
@@ -24,26 +25,76 @@ func TestAppendContainerMatchesMarshal(t *testing.T) {
 		c    Container
 	}{
 		{"zero", Container{}},
-		{"queued", Container{State: Queued, Priority: 3, ID: "c-0123", Name: "job", Command: []string{"true"},
+		{"queued", Container{
+			State:    Queued,
+			Priority: 3,
+			ContainerBody: view.ContainerBody{
+				ID:            "c-0123",
+				Name:          "job",
+				Command:       []string{"true"},
+				CreatedAt:     t0,
+				MaxAttempts:   3,
+				RestartPolicy: RestartNever,
+				Scheduling:    Scheduling{Preemptible: boolp(false), MaxRunTime: Duration(90 * time.Second)},
+			},
 			RuntimeConstraints: Constraints{VCPUs: 4, RAM: 6 << 30, Scratch: 1, GPUs: 1},
-			FirstSeenAt:        t0, CreatedAt: t0, Seq: 42, MaxAttempts: 3, RestartPolicy: RestartNever,
-			Scheduling: Scheduling{Preemptible: boolp(false), MaxRunTime: Duration(90 * time.Second)}}},
-		{"finished", Container{State: Complete, Priority: -1, Held: true, ID: "c-1", Command: []string{},
-			ExitCode: &code, Attempts: 2, InstanceType: "small", InstanceID: "i-1",
-			CreatedAt: t0, LockedAt: t0.Add(time.Second), StartedAt: t0.In(plus2), FinishedAt: t0.Add(time.Hour),
-			Reason: "exit 137", ReasonCode: ReasonKilled, KillRequested: true, RunnerSeen: true,
-			KillReason: "operator", LogsError: "instance gone", LogsTruncated: math.MaxUint32, Seq: 1 << 63,
-			Scheduling: Scheduling{Preemptible: boolp(true), MaxRunTime: Duration(-time.Microsecond), Supervisor: true,
-				Constraints: map[string]string{"zone": "b", "gpu": "a100", "<&>": "\u2028"}},
-			Labels: map[string]string{"team": "x", "<&>": "\u2028"}}},
-		{"escapes", Container{ID: "c\"\\x", Name: "héllo <b>&</b>\n\t\x01", Image: "img:latest",
-			Command: []string{"sh", "-c", "echo \"$X\" > /dev/null; printf '\\u2029\u2029'", "\xff\xfe"},
-			Env:     map[string]string{"B": "2", "A": "1", "Ω": "\x7f"}, Reason: "bad utf8 \xc3"}},
-		{"health", Container{ID: "c-h", Command: []string{"x"},
-			HealthCheck: &HealthCheck{Command: []string{"curl", "-f", "localhost"}, Interval: Duration(10 * time.Second), Retries: 3},
-			Health:      &runner.Health{State: "healthy", Failures: 1, LastCheck: t0, LastResult: "ok"}}},
-		{"far years", Container{FirstSeenAt: time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC), CreatedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}},
-		{"year 1", Container{CreatedAt: time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC)}},
+			FirstSeenAt:        t0,
+			ContainerTail: view.ContainerTail{
+				Seq: 42,
+			},
+		}},
+		{"finished", Container{
+			State:    Complete,
+			Priority: -1,
+			Held:     true,
+			ContainerBody: view.ContainerBody{
+				ID:           "c-1",
+				Command:      []string{},
+				ExitCode:     &code,
+				Attempts:     2,
+				InstanceType: "small",
+				InstanceID:   "i-1",
+				CreatedAt:    t0,
+				LockedAt:     t0.Add(time.Second),
+				StartedAt:    t0.In(plus2),
+				FinishedAt:   t0.Add(time.Hour),
+				Reason:       "exit 137",
+				ReasonCode:   ReasonKilled,
+				Scheduling: Scheduling{Preemptible: boolp(true), MaxRunTime: Duration(-time.Microsecond), Supervisor: true,
+					Constraints: map[string]string{"zone": "b", "gpu": "a100", "<&>": "\u2028"}},
+				Labels: map[string]string{"team": "x", "<&>": "\u2028"},
+			},
+			KillRequested: true,
+			RunnerSeen:    true,
+			ContainerTail: view.ContainerTail{
+				KillReason: "operator",
+				LogsError:  "instance gone",
+				Seq:        1 << 63,
+			},
+			LogsTruncated: math.MaxUint32,
+		}},
+		{"escapes", Container{
+			ContainerBody: view.ContainerBody{
+				ID:      "c\"\\x",
+				Name:    "héllo <b>&</b>\n\t\x01",
+				Image:   "img:latest",
+				Command: []string{"sh", "-c", "echo \"$X\" > /dev/null; printf '\\u2029\u2029'", "\xff\xfe"},
+				Env:     map[string]string{"B": "2", "A": "1", "Ω": "\x7f"},
+				Reason:  "bad utf8 \xc3",
+			},
+		}},
+		{"health", Container{
+			ContainerBody: view.ContainerBody{
+				ID:      "c-h",
+				Command: []string{"x"},
+			},
+			ContainerTail: view.ContainerTail{
+				HealthCheck: &HealthCheck{Command: []string{"curl", "-f", "localhost"}, Interval: Duration(10 * time.Second), Retries: 3},
+				Health:      &runner.Health{State: "healthy", Failures: 1, LastCheck: t0, LastResult: "ok"},
+			},
+		}},
+		{"far years", Container{FirstSeenAt: time.Date(-5, 1, 1, 0, 0, 0, 0, time.UTC), ContainerBody: view.ContainerBody{CreatedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}}},
+		{"year 1", Container{ContainerBody: view.ContainerBody{CreatedAt: time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC)}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,13 +134,38 @@ func TestAppendContainerMatchesMarshalRandom(t *testing.T) {
 		return time.Unix(rng.Int64N(4e9), rng.Int64N(1e9)).In(time.FixedZone("", (rng.IntN(48)-24)*1800))
 	}
 	for i := range 2000 {
-		c := Container{State: States[rng.IntN(len(States))], Priority: rng.IntN(10) - 2, Held: rng.IntN(2) == 0,
+		c := Container{
+			State:              States[rng.IntN(len(States))],
+			Priority:           rng.IntN(10) - 2,
+			Held:               rng.IntN(2) == 0,
 			RuntimeConstraints: Constraints{VCPUs: rng.IntN(64), RAM: rng.Int64(), Scratch: -rng.Int64N(9), GPUs: rng.IntN(3)},
-			FirstSeenAt:        tm(), ID: str(), Name: str(), Image: str(), CreatedAt: tm(), LockedAt: tm(), StartedAt: tm(), FinishedAt: tm(),
-			Attempts: rng.IntN(4), MaxAttempts: rng.IntN(4), RestartPolicy: str(), InstanceType: str(), InstanceID: str(),
-			Reason: str(), ReasonCode: ReasonCode(str()), KillRequested: rng.IntN(2) == 0, RunnerSeen: rng.IntN(2) == 0,
-			KillReason: str(), LogsError: str(), LogsTruncated: TruncatedOutput(rng.Uint32() >> rng.IntN(32)), Seq: rng.Uint64(),
-			Scheduling: Scheduling{MaxRunTime: Duration(rng.Int64N(1e13) - 1e12), Supervisor: rng.IntN(2) == 0}}
+			FirstSeenAt:        tm(),
+			ContainerBody: view.ContainerBody{
+				ID:            str(),
+				Name:          str(),
+				Image:         str(),
+				CreatedAt:     tm(),
+				LockedAt:      tm(),
+				StartedAt:     tm(),
+				FinishedAt:    tm(),
+				Attempts:      rng.IntN(4),
+				MaxAttempts:   rng.IntN(4),
+				RestartPolicy: str(),
+				InstanceType:  str(),
+				InstanceID:    str(),
+				Reason:        str(),
+				ReasonCode:    ReasonCode(str()),
+				Scheduling:    Scheduling{MaxRunTime: Duration(rng.Int64N(1e13) - 1e12), Supervisor: rng.IntN(2) == 0},
+			},
+			KillRequested: rng.IntN(2) == 0,
+			RunnerSeen:    rng.IntN(2) == 0,
+			ContainerTail: view.ContainerTail{
+				KillReason: str(),
+				LogsError:  str(),
+				Seq:        rng.Uint64(),
+			},
+			LogsTruncated: TruncatedOutput(rng.Uint32() >> rng.IntN(32)),
+		}
 		for range rng.IntN(3) {
 			c.Command = append(c.Command, str())
 		}
@@ -291,15 +367,31 @@ func TestAppendMatchesMarshalEdges(t *testing.T) {
 	var cs []Container
 	for _, s := range edgeStrings {
 		cs = append(cs,
-			Container{ID: s, Name: s, Command: []string{s, "x"}, Image: s, RestartPolicy: s, InstanceType: s, InstanceID: s,
-				Reason: s, ReasonCode: ReasonCode(s), KillReason: s, LogsError: s, State: State(s)},
-			Container{Env: map[string]string{s: s, "k": s, s + "2": ""}, Scheduling: Scheduling{Constraints: map[string]string{s: s}}})
+			Container{
+				ContainerBody: view.ContainerBody{
+					ID:            s,
+					Name:          s,
+					Command:       []string{s, "x"},
+					Image:         s,
+					RestartPolicy: s,
+					InstanceType:  s,
+					InstanceID:    s,
+					Reason:        s,
+					ReasonCode:    ReasonCode(s),
+				},
+				ContainerTail: view.ContainerTail{
+					KillReason: s,
+					LogsError:  s,
+				},
+				State: State(s),
+			},
+			Container{ContainerBody: view.ContainerBody{Env: map[string]string{s: s, "k": s, s + "2": ""}, Scheduling: Scheduling{Constraints: map[string]string{s: s}}}})
 	}
 	for _, tm := range edgeTimes() {
-		cs = append(cs, Container{FirstSeenAt: tm, CreatedAt: tm, LockedAt: tm, StartedAt: tm, FinishedAt: tm})
+		cs = append(cs, Container{FirstSeenAt: tm, ContainerBody: view.ContainerBody{CreatedAt: tm, LockedAt: tm, StartedAt: tm, FinishedAt: tm}})
 	}
 	for _, d := range edgeDurations {
-		cs = append(cs, Container{Scheduling: Scheduling{MaxRunTime: Duration(d)}})
+		cs = append(cs, Container{ContainerBody: view.ContainerBody{Scheduling: Scheduling{MaxRunTime: Duration(d)}}})
 	}
 	zero, minus := 0, -1
 	big := make(map[string]string)
@@ -307,13 +399,22 @@ func TestAppendMatchesMarshalEdges(t *testing.T) {
 		big[string(rune('a'+i%26))+strconv.Itoa(i)] = strconv.Itoa(i)
 	}
 	cs = append(cs,
-		Container{Command: []string{}, Env: map[string]string{}, Scheduling: Scheduling{Constraints: map[string]string{}}},
-		Container{Command: []string{""}, Env: big, Scheduling: Scheduling{Constraints: big}},
-		Container{ExitCode: &zero, Scheduling: Scheduling{Preemptible: boolp(false)}},
-		Container{ExitCode: &minus, Scheduling: Scheduling{Preemptible: boolp(true)}},
-		Container{Priority: math.MinInt, Attempts: math.MaxInt, MaxAttempts: math.MinInt, Seq: math.MaxUint64,
-			RuntimeConstraints: Constraints{VCPUs: math.MaxInt, RAM: math.MinInt64, Scratch: math.MaxInt64, GPUs: -1}},
-		Container{HealthCheck: &HealthCheck{Command: []string{"<&>", "\u2028"}}, Health: &runner.Health{State: "x"}},
+		Container{ContainerBody: view.ContainerBody{Command: []string{}, Env: map[string]string{}, Scheduling: Scheduling{Constraints: map[string]string{}}}},
+		Container{ContainerBody: view.ContainerBody{Command: []string{""}, Env: big, Scheduling: Scheduling{Constraints: big}}},
+		Container{ContainerBody: view.ContainerBody{ExitCode: &zero, Scheduling: Scheduling{Preemptible: boolp(false)}}},
+		Container{ContainerBody: view.ContainerBody{ExitCode: &minus, Scheduling: Scheduling{Preemptible: boolp(true)}}},
+		Container{
+			Priority: math.MinInt,
+			ContainerBody: view.ContainerBody{
+				Attempts:    math.MaxInt,
+				MaxAttempts: math.MinInt,
+			},
+			ContainerTail: view.ContainerTail{
+				Seq: math.MaxUint64,
+			},
+			RuntimeConstraints: Constraints{VCPUs: math.MaxInt, RAM: math.MinInt64, Scratch: math.MaxInt64, GPUs: -1},
+		},
+		Container{ContainerTail: view.ContainerTail{HealthCheck: &HealthCheck{Command: []string{"<&>", "\u2028"}}, Health: &runner.Health{State: "x"}}},
 	)
 	for i := range cs {
 		checkContainer(t, &cs[i])
@@ -388,13 +489,40 @@ func (r randomRecords) strMap() map[string]string {
 
 func (r randomRecords) container() Container {
 	rng := r.rng
-	c := Container{State: States[rng.IntN(len(States))], Priority: rng.IntN(10) - 2, Held: rng.IntN(2) == 0,
+	c := Container{
+		State:              States[rng.IntN(len(States))],
+		Priority:           rng.IntN(10) - 2,
+		Held:               rng.IntN(2) == 0,
 		RuntimeConstraints: Constraints{VCPUs: int(rng.Int64()), RAM: rng.Int64() - rng.Int64(), Scratch: -rng.Int64N(9), GPUs: rng.IntN(3)},
-		FirstSeenAt:        r.time(), ID: r.str(), Name: r.str(), Image: r.str(), CreatedAt: r.time(), LockedAt: r.time(), StartedAt: r.time(), FinishedAt: r.time(),
-		Attempts: rng.IntN(4), MaxAttempts: rng.IntN(4), RestartPolicy: r.str(), InstanceType: r.str(), InstanceID: r.str(),
-		Reason: r.str(), ReasonCode: ReasonCode(r.str()), KillRequested: rng.IntN(2) == 0, RunnerSeen: rng.IntN(2) == 0,
-		KillReason: r.str(), LogsError: r.str(), LogsTruncated: TruncatedOutput(rng.Uint32() >> rng.IntN(32)), Seq: rng.Uint64() >> rng.IntN(64),
-		Env: r.strMap(), Labels: r.strMap(), Scheduling: Scheduling{Constraints: r.strMap(), Supervisor: rng.IntN(2) == 0}}
+		FirstSeenAt:        r.time(),
+		ContainerBody: view.ContainerBody{
+			ID:            r.str(),
+			Name:          r.str(),
+			Image:         r.str(),
+			CreatedAt:     r.time(),
+			LockedAt:      r.time(),
+			StartedAt:     r.time(),
+			FinishedAt:    r.time(),
+			Attempts:      rng.IntN(4),
+			MaxAttempts:   rng.IntN(4),
+			RestartPolicy: r.str(),
+			InstanceType:  r.str(),
+			InstanceID:    r.str(),
+			Reason:        r.str(),
+			ReasonCode:    ReasonCode(r.str()),
+			Env:           r.strMap(),
+			Labels:        r.strMap(),
+			Scheduling:    Scheduling{Constraints: r.strMap(), Supervisor: rng.IntN(2) == 0},
+		},
+		KillRequested: rng.IntN(2) == 0,
+		RunnerSeen:    rng.IntN(2) == 0,
+		ContainerTail: view.ContainerTail{
+			KillReason: r.str(),
+			LogsError:  r.str(),
+			Seq:        rng.Uint64() >> rng.IntN(64),
+		},
+		LogsTruncated: TruncatedOutput(rng.Uint32() >> rng.IntN(32)),
+	}
 	switch rng.IntN(4) {
 	case 0:
 		c.Scheduling.MaxRunTime = Duration(rng.Int64() - rng.Int64())
@@ -537,12 +665,31 @@ func FuzzAppend(f *testing.F) {
 			tm = tm.UTC()
 		}
 		code := int(n)
-		c := Container{State: State(s2), Priority: int(n), Held: flag, ID: s1, Name: s3, Image: s2,
-			Command: []string{s1, s2, s3}, Env: map[string]string{s1: s2, s3: s1},
+		c := Container{
+			State:    State(s2),
+			Priority: int(n),
+			Held:     flag,
+			ContainerBody: view.ContainerBody{
+				ID:         s1,
+				Name:       s3,
+				Image:      s2,
+				Command:    []string{s1, s2, s3},
+				Env:        map[string]string{s1: s2, s3: s1},
+				CreatedAt:  tm.Add(time.Duration(d)),
+				LockedAt:   tm,
+				FinishedAt: tm.Add(-time.Duration(n)),
+				Scheduling: Scheduling{Preemptible: &flag, MaxRunTime: Duration(d), Constraints: map[string]string{s3: s2}, Supervisor: flag},
+				ExitCode:   &code,
+				Reason:     s3,
+				ReasonCode: ReasonCode(s1),
+			},
 			RuntimeConstraints: Constraints{VCPUs: int(n), RAM: n, Scratch: -n, GPUs: off},
-			FirstSeenAt:        tm, CreatedAt: tm.Add(time.Duration(d)), LockedAt: tm, FinishedAt: tm.Add(-time.Duration(n)),
-			Scheduling: Scheduling{Preemptible: &flag, MaxRunTime: Duration(d), Constraints: map[string]string{s3: s2}, Supervisor: flag},
-			ExitCode:   &code, Reason: s3, ReasonCode: ReasonCode(s1), KillReason: s2, Seq: uint64(n)}
+			FirstSeenAt:        tm,
+			ContainerTail: view.ContainerTail{
+				KillReason: s2,
+				Seq:        uint64(n),
+			},
+		}
 		if flag {
 			c.Command, c.Env, c.ExitCode = nil, nil, nil
 		}

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"dispatch-tui/engine/view"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -27,7 +28,7 @@ func BenchmarkSortChurn(b *testing.B) {
 				}
 			}
 			for i := range n {
-				c := &Container{Priority: i % 5, State: Queued, FirstSeenAt: t0.Add(time.Duration(i%1000) * time.Second), Seq: uint64(i)}
+				c := &Container{Priority: i % 5, State: Queued, FirstSeenAt: t0.Add(time.Duration(i%1000) * time.Second), ContainerTail: view.ContainerTail{Seq: uint64(i)}}
 				switch i % 100 {
 				case 0:
 					c.State = Running
@@ -57,7 +58,7 @@ func BenchmarkSortChurn(b *testing.B) {
 				}
 				now := t0.Add(time.Duration(1000+i) * time.Second)
 				for range 1000 {
-					add(&Container{Priority: 1 + rng.IntN(5), State: Queued, FirstSeenAt: now, Seq: seq})
+					add(&Container{Priority: 1 + rng.IntN(5), State: Queued, FirstSeenAt: now, ContainerTail: view.ContainerTail{Seq: seq}})
 					seq++
 				}
 				started := 0

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"dispatch-tui/engine/view"
 	"math"
 	"slices"
 	"testing"
@@ -64,7 +65,7 @@ func TestOrderKeyAgreesWithComparePlaced(t *testing.T) {
 		for _, p := range prios {
 			for _, fs := range times {
 				for _, s := range seqs {
-					cs = append(cs, &Container{ord: orderSlot{rank: r, placed: true}, pend: pendingRec{ordPrio: clamp32(p)}, FirstSeenAt: fs, Seq: s})
+					cs = append(cs, &Container{ord: orderSlot{rank: r, placed: true}, pend: pendingRec{ordPrio: clamp32(p)}, FirstSeenAt: fs, ContainerTail: view.ContainerTail{Seq: s}})
 				}
 			}
 		}

@@ -312,11 +312,13 @@ func (q *Queue) newContainer(spec *Spec, now time.Time, seq uint64) *Container {
 		policy = RestartNever
 	}
 	c := &Container{
-		ID: newID(), Name: spec.Name, Command: append([]string(nil), spec.Command...),
-		Env: copyMap(spec.Env), Image: spec.Image, RuntimeConstraints: spec.RuntimeConstraints,
-		Scheduling: spec.Scheduling, Priority: prio, State: Queued,
-		MaxAttempts: maxAttempts, RestartPolicy: policy,
-		CreatedAt: now, FirstSeenAt: now, Seq: seq,
+		State: Queued, Priority: prio, RuntimeConstraints: spec.RuntimeConstraints, FirstSeenAt: now,
+		ContainerBody: view.ContainerBody{
+			ID: newID(), Name: spec.Name, Command: append([]string(nil), spec.Command...),
+			Env: copyMap(spec.Env), Image: spec.Image, Scheduling: spec.Scheduling,
+			MaxAttempts: maxAttempts, RestartPolicy: policy, CreatedAt: now,
+		},
+		ContainerTail: view.ContainerTail{Seq: seq},
 	}
 	// The record must not share maps with the caller's spec.
 	c.Labels = copyMap(spec.Labels)

@@ -543,7 +543,7 @@ func mustVerb(t *testing.T) func(view.Container, error) {
 }
 
 func TestCompareContainers(t *testing.T) {
-	base := Container{State: Queued, Priority: 1, FirstSeenAt: t0, Seq: 5}
+	base := Container{State: Queued, Priority: 1, FirstSeenAt: t0, ContainerTail: view.ContainerTail{Seq: 5}}
 	tests := []struct {
 		name string
 		a, b Container
@@ -554,9 +554,9 @@ func TestCompareContainers(t *testing.T) {
 		{"locked before queued", Container{State: Locked}, Container{State: Queued, Priority: 99}, -1},
 		{"queued after running", Container{State: Queued, Priority: 9}, Container{State: Running}, 1},
 		{"higher priority first", Container{State: Queued, Priority: 2}, base, -1},
-		{"earlier first seen first", Container{State: Queued, Priority: 1, FirstSeenAt: t0.Add(-1), Seq: 9}, base, -1},
-		{"lower seq first", Container{State: Queued, Priority: 1, FirstSeenAt: t0, Seq: 4}, base, -1},
-		{"higher seq later", Container{State: Queued, Priority: 1, FirstSeenAt: t0, Seq: 6}, base, 1},
+		{"earlier first seen first", Container{State: Queued, Priority: 1, FirstSeenAt: t0.Add(-1), ContainerTail: view.ContainerTail{Seq: 9}}, base, -1},
+		{"lower seq first", Container{State: Queued, Priority: 1, FirstSeenAt: t0, ContainerTail: view.ContainerTail{Seq: 4}}, base, -1},
+		{"higher seq later", Container{State: Queued, Priority: 1, FirstSeenAt: t0, ContainerTail: view.ContainerTail{Seq: 6}}, base, 1},
 	}
 	for _, tt := range tests {
 		if got := compareContainers(&tt.a, &tt.b); got != tt.want {

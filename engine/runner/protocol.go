@@ -465,6 +465,34 @@ type Request struct {
 	Epoch int64 `json:"epoch,omitempty"`
 }
 
+// ParseRequest reads a batch request as the command line it stands for,
+// so a batch runs exactly what that command would: its arguments must
+// parse (ParseArgs), and its verb must be one a batch may hold.
+func ParseRequest(r Request) (Command, error) {
+	args := []string{r.Verb}
+	if r.ID != "" {
+		args = append(args, r.ID)
+	}
+	if r.Signal != "" {
+		args = append(args, "--signal", r.Signal)
+	}
+	if r.Tail > 0 {
+		args = append(args, "--tail", strconv.Itoa(r.Tail))
+	}
+	if r.MaxBytes > 0 {
+		args = append(args, "--max-bytes", strconv.FormatInt(r.MaxBytes, 10))
+	}
+	cmd, err := ParseArgs(args)
+	if err != nil {
+		return cmd, err
+	}
+	switch cmd.Verb {
+	case "version", "start", "list", "kill", "logs", "forget":
+		return cmd, nil
+	}
+	return cmd, fmt.Errorf("runner batch: verb %q not allowed in a batch", cmd.Verb)
+}
+
 // Reply is one line of "runner batch" output, for the request on the same
 // line: what the single verb would have exited with and printed.
 type Reply struct {

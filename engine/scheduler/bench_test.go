@@ -149,7 +149,7 @@ func benchSetupMix(b *testing.B, queued, instances int, allRunning bool, types [
 	err := q.Pass(func(tx *queue.Tx) {
 		for i := 0; i < instances; i++ {
 			id := cloud.InstanceID(fmt.Sprintf("i-%05d", i))
-			v := worker.InstanceView{ID: id, State: worker.StateRunning, IdleBehavior: worker.IdleRun, ListedAt: clk.Now().Add(-time.Second)}
+			v := worker.InstanceView{Instance: view.Instance{ID: id, State: worker.StateRunning, IdleBehavior: worker.IdleRun}, ListedAt: clk.Now().Add(-time.Second)}
 			switch {
 			case allRunning, i < instances*70/100, i >= instances*70/100 && i < instances*75/100:
 				c := tx.Get(all[ci].ID)

@@ -6,8 +6,8 @@ import (
 	"strconv"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 )
 
 // fit is the scheduler's cached form of Fit.
@@ -161,14 +161,14 @@ func explainNoFit(types []cloud.InstanceType, rc queue.Constraints, reserveRAM i
 	}
 	switch {
 	case ram > maxT.RAM:
-		return "needs " + config.FormatSize(ram) + " RAM (with reserve_extra_ram), largest is " + config.FormatSize(maxT.RAM)
+		return "needs " + view.FormatSize(ram) + " RAM (with reserve_extra_ram), largest is " + view.FormatSize(maxT.RAM)
 	case rc.VCPUs > maxT.VCPUs:
 		return "needs " + strconv.Itoa(rc.VCPUs) + " vCPUs, largest is " + strconv.Itoa(maxT.VCPUs)
 	case rc.Scratch > maxT.Scratch:
-		return "needs " + config.FormatSize(rc.Scratch) + " scratch, largest is " + config.FormatSize(maxT.Scratch)
+		return "needs " + view.FormatSize(rc.Scratch) + " scratch, largest is " + view.FormatSize(maxT.Scratch)
 	case rc.GPUs > maxT.GPUs:
 		return "needs " + strconv.Itoa(rc.GPUs) + " GPUs, largest has " + strconv.Itoa(maxT.GPUs)
 	}
 	return "no single type has every resource it needs (vCPUs " + strconv.Itoa(rc.VCPUs) + ", RAM " +
-		config.FormatSize(ram) + ", scratch " + config.FormatSize(rc.Scratch) + ", GPUs " + strconv.Itoa(rc.GPUs) + ")"
+		view.FormatSize(ram) + ", scratch " + view.FormatSize(rc.Scratch) + ", GPUs " + strconv.Itoa(rc.GPUs) + ")"
 }

@@ -9,6 +9,7 @@ import (
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -45,7 +46,13 @@ func TestForgetOnlyOnceTheExitIsWritten(t *testing.T) {
 			}
 			typ := benchTypes[0]
 			pool := &forgetPool{staticPool: staticPool{quota: 1, views: []worker.InstanceView{{
-				ID: "i-1", Type: typ.Name, ProviderType: typ.ProviderType, State: worker.StateRunning, IdleBehavior: worker.IdleRun,
+				Instance: view.Instance{
+					ID:           "i-1",
+					Type:         typ.Name,
+					ProviderType: typ.ProviderType,
+					State:        worker.StateRunning,
+					IdleBehavior: worker.IdleRun,
+				},
 				ListedAt: clk.Now(),
 				Reported: []runner.Status{{ID: c.ID, PID: 7, State: runner.StateExited, StartedAt: clk.Now().Add(-time.Second), FinishedAt: clk.Now()}},
 			}}}}

@@ -44,8 +44,15 @@ func TestLostContainerRequeuedNotCompleted(t *testing.T) {
 			}
 			typ, started := benchTypes[0], clk.Now()
 			pool := &forgetPool{staticPool: staticPool{quota: 1, views: []worker.InstanceView{{
-				ID: "i-1", Type: typ.Name, ProviderType: typ.ProviderType, State: worker.StateRunning, IdleBehavior: worker.IdleRun,
-				ListedAt: started, Containers: []string{c.ID},
+				Instance: view.Instance{
+					ID:           "i-1",
+					Type:         typ.Name,
+					ProviderType: typ.ProviderType,
+					State:        worker.StateRunning,
+					IdleBehavior: worker.IdleRun,
+					Containers:   []string{c.ID},
+				},
+				ListedAt: started,
 				Reported: []runner.Status{{ID: c.ID, PID: 7, State: runner.StateRunning, StartedAt: started}},
 			}}}}
 			s := New(cfg, q, pool, clk, nil)

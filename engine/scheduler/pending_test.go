@@ -17,6 +17,7 @@ import (
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -99,8 +100,15 @@ func (e *pendingEnv) lock(i int) {
 func (e *pendingEnv) instance(id cloud.InstanceID, state worker.State) worker.InstanceView {
 	typ := benchTypes[0]
 	return worker.InstanceView{
-		ID: id, Type: typ.Name, ProviderType: typ.ProviderType, Price: typ.Price,
-		State: state, IdleBehavior: worker.IdleRun, ListedAt: e.clk.Now(),
+		Instance: view.Instance{
+			ID:           id,
+			Type:         typ.Name,
+			ProviderType: typ.ProviderType,
+			Price:        typ.Price,
+			State:        state,
+			IdleBehavior: worker.IdleRun,
+		},
+		ListedAt: e.clk.Now(),
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -64,7 +65,7 @@ func TestPickMatchesScan(t *testing.T) {
 					for pass := range 3 { // the scratch lists are reused
 						s.views = s.views[:0]
 						for i := range rng.IntN(60) {
-							v := worker.InstanceView{ID: cloud.InstanceID(fmt.Sprint("i-", i)), State: states[rng.IntN(len(states))], IdleBehavior: worker.IdleRun}
+							v := worker.InstanceView{Instance: view.Instance{ID: cloud.InstanceID(fmt.Sprint("i-", i)), State: states[rng.IntN(len(states))], IdleBehavior: worker.IdleRun}}
 							if rng.IntN(8) == 0 {
 								v.IdleBehavior = worker.IdleHold
 							}
@@ -84,7 +85,7 @@ func TestPickMatchesScan(t *testing.T) {
 						}
 						s.finishIndex()
 						ps := passState{}
-						w := quotaWaiter{c: &queue.Container{ID: "ahead"}}
+						w := quotaWaiter{c: &queue.Container{ContainerBody: view.ContainerBody{ID: "ahead"}}}
 						for step := range 300 {
 							typ, rc, wantReady := rng.IntN(len(types)), shape(), rng.IntN(2) == 0
 							want := refPick(s, typ, rc, wantReady)
@@ -167,8 +168,14 @@ func TestInstanceCreatedInThePassTakesLaterContainers(t *testing.T) {
 	cfg.Dispatcher.ReserveExtraRAM = 0
 	medium := benchTypes[1]
 	pool := &stubPool{probed: true, quota: 10, views: []worker.InstanceView{{
-		ID: "i-boot", Type: medium.Name, ProviderType: medium.ProviderType, Price: medium.Price,
-		State: worker.StateBooting, IdleBehavior: worker.IdleRun,
+		Instance: view.Instance{
+			ID:           "i-boot",
+			Type:         medium.Name,
+			ProviderType: medium.ProviderType,
+			Price:        medium.Price,
+			State:        worker.StateBooting,
+			IdleBehavior: worker.IdleRun,
+		},
 	}}}
 	var ids []string
 	for i, vcpus := range []int{3, 2, 2} { // medium has 4 vCPUs

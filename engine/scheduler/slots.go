@@ -4,6 +4,7 @@ package scheduler
 
 import (
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -250,7 +251,7 @@ func (s *Scheduler) pickAmong(candidates []int, rc queue.Constraints, wantReady 
 // later containers in this pass can wait for it too when it has room.
 func (s *Scheduler) addPending(typ int, rc queue.Constraints) {
 	moves := len(s.views) == cap(s.views)
-	s.views = append(s.views, worker.InstanceView{Type: s.types[typ].Name, State: worker.StateBooting, IdleBehavior: worker.IdleRun})
+	s.views = append(s.views, worker.InstanceView{Instance: view.Instance{Type: s.types[typ].Name, State: worker.StateBooting, IdleBehavior: worker.IdleRun}})
 	if moves {
 		// s.views moved: re-point every slot. Only when it moves (a
 		// doubling), or a pass creating many instances at 10,000 would

@@ -10,6 +10,7 @@ import (
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -97,8 +98,17 @@ func newTailEnv(t *testing.T, instances, mapOneOnly bool) *tailEnv {
 	e.submit(t, 0, 300)
 	if instances {
 		typ := benchTypes[0]
-		idle := worker.InstanceView{ID: "i-idle", Type: typ.Name, ProviderType: typ.ProviderType, Price: typ.Price,
-			State: worker.StateIdle, IdleBehavior: worker.IdleRun, ListedAt: clk.Now()}
+		idle := worker.InstanceView{
+			Instance: view.Instance{
+				ID:           "i-idle",
+				Type:         typ.Name,
+				ProviderType: typ.ProviderType,
+				Price:        typ.Price,
+				State:        worker.StateIdle,
+				IdleBehavior: worker.IdleRun,
+			},
+			ListedAt: clk.Now(),
+		}
 		busy := idle
 		busy.ID, busy.State = "i-busy", worker.StateRunning
 		// The busy one runs container 0 and has no room for more.
@@ -221,20 +231,39 @@ func (e *tailEnv) change(t *testing.T, pass int) {
 			t.Fatal(err)
 		}
 		typ := benchTypes[0]
-		e.pool.views = append(e.pool.views, worker.InstanceView{ID: cloud.InstanceID("i-gone"), Type: typ.Name,
-			ProviderType: typ.ProviderType, Price: typ.Price, State: worker.StateRunning, IdleBehavior: worker.IdleHold,
-			ListedAt: e.clk.Now(), Reported: []runner.Status{{ID: e.ids[42], PID: 9, State: runner.StateExited,
-				StartedAt: e.clk.Now().Add(-time.Minute), FinishedAt: e.clk.Now()}}})
+		e.pool.views = append(e.pool.views, worker.InstanceView{
+			Instance: view.Instance{
+				ID:           cloud.InstanceID("i-gone"),
+				Type:         typ.Name,
+				ProviderType: typ.ProviderType,
+				Price:        typ.Price,
+				State:        worker.StateRunning,
+				IdleBehavior: worker.IdleHold,
+			},
+			ListedAt: e.clk.Now(),
+			Reported: []runner.Status{{ID: e.ids[42], PID: 9, State: runner.StateExited,
+				StartedAt: e.clk.Now().Add(-time.Minute), FinishedAt: e.clk.Now()}},
+		})
 	}
 	if pass == 3 {
 		// i-lost's runner runs container 201, deep in the waiting tail,
 		// which its record missed (a crash between start and write): the
 		// pass adopts it before its walk reaches it.
 		typ := benchTypes[0]
-		e.pool.views = append(e.pool.views, worker.InstanceView{ID: cloud.InstanceID("i-lost"), Type: typ.Name,
-			ProviderType: typ.ProviderType, Price: typ.Price, State: worker.StateRunning, IdleBehavior: worker.IdleRun,
-			ListedAt: e.clk.Now(), Containers: []string{e.ids[201]}, Reported: []runner.Status{{ID: e.ids[201], PID: 7,
-				State: runner.StateRunning, StartedAt: e.clk.Now().Add(-time.Minute)}}})
+		e.pool.views = append(e.pool.views, worker.InstanceView{
+			Instance: view.Instance{
+				ID:           cloud.InstanceID("i-lost"),
+				Type:         typ.Name,
+				ProviderType: typ.ProviderType,
+				Price:        typ.Price,
+				State:        worker.StateRunning,
+				IdleBehavior: worker.IdleRun,
+				Containers:   []string{e.ids[201]},
+			},
+			ListedAt: e.clk.Now(),
+			Reported: []runner.Status{{ID: e.ids[201], PID: 7,
+				State: runner.StateRunning, StartedAt: e.clk.Now().Add(-time.Minute)}},
+		})
 	}
 	e.clk.Advance(time.Second)
 }

@@ -15,13 +15,36 @@ import (
 
 // Container is a container as the engine shows it (docs/design.md §3): a
 // copy, safe to keep. Its JSON is the API's.
+//
+// The queue's record (engine/queue) embeds ContainerBody and ContainerTail
+// too, so each of those fields is spelled once. The fields around them are
+// spelled in both: the record packs its private fields into the padding
+// after Held and after RunnerSeen (its layout_test.go), padding an
+// embedded struct would keep to itself.
 type Container struct {
 	State              State       `json:"state"`
 	Priority           int         `json:"priority"`
 	Held               bool        `json:"held"`
 	RuntimeConstraints Constraints `json:"runtime_constraints"`
 	FirstSeenAt        time.Time   `json:"first_seen_at"`
+	ContainerBody
+	// KillRequested is set when an operator killed a running container; it
+	// ends Cancelled once its process is confirmed dead.
+	KillRequested bool `json:"kill_requested,omitempty"`
+	// RunnerSeen is set once a runner has listed the current attempt.
+	RunnerSeen bool `json:"runner_seen,omitempty"`
+	// LogsTruncated is how many bytes were cut from the start of the
+	// stored output of its finished attempt (0: none, or nothing stored).
+	LogsTruncated int64 `json:"logs_truncated,omitempty"`
+	ContainerTail
+	// Pending is the reason the last scheduler pass left on it, in
+	// process only: the API sends its text as Reason.
+	Pending Pending `json:"-"`
+}
 
+// ContainerBody is most of a container: its spec and its attempts, as
+// the API shows them and the store keeps them.
+type ContainerBody struct {
 	ID      string            `json:"id"`
 	Name    string            `json:"name"`
 	Command []string          `json:"command"`
@@ -42,32 +65,35 @@ type Container struct {
 	StartedAt     time.Time         `json:"started_at,omitzero"`
 	FinishedAt    time.Time         `json:"finished_at,omitzero"`
 	// Reason is why it waits (its pending reason, for one not final) or
-	// why it ended.
+	// why it ended; a record keeps only why it ended, the view fills in
+	// the pending reason.
 	Reason     string     `json:"reason"`
 	ReasonCode ReasonCode `json:"reason_code"`
-	// KillRequested is set when an operator killed a running container; it
-	// ends Cancelled once its process is confirmed dead.
-	KillRequested bool `json:"kill_requested,omitempty"`
-	// RunnerSeen is set once a runner has listed the current attempt.
-	RunnerSeen bool `json:"runner_seen,omitempty"`
-	// LogsTruncated is how many bytes were cut from the start of the
-	// stored output of its finished attempt (0: none, or nothing stored).
-	LogsTruncated int64  `json:"logs_truncated,omitempty"`
-	KillReason    string `json:"kill_reason,omitempty"`
-	// LogsError says why the output of a finished attempt is not stored;
-	// empty once it is stored.
+}
+
+// ContainerTail is the rest of a container after its body (see Container
+// for why it is apart).
+type ContainerTail struct {
+	KillReason string `json:"kill_reason,omitempty"`
+	// LogsError says why the output of a finished attempt is not stored
+	// (it could not be written, or its instance went away before it was
+	// fetched); empty once it is stored.
 	LogsError string `json:"logs_error,omitempty"`
 	// Seq orders containers submitted in the same instant.
 	Seq uint64 `json:"seq"`
 	// HealthCheck is the command the runner runs beside the container;
 	// nil for none.
 	HealthCheck *HealthCheck `json:"health_check,omitempty"`
-	// Health is what its runner last reported of the health check.
-	Health *runner.Health `json:"health,omitempty"`
-	// Pending is the reason the last scheduler pass left on it, in
-	// process only: the API sends its text as Reason.
-	Pending Pending `json:"-"`
+	// Health is what its runner last reported of the health check. It
+	// changes every interval, so the queue keeps it in memory and never
+	// writes it to the store.
+	Health *Health `json:"health,omitempty"`
 }
+
+// Health is what a container's runner last reported of its health check:
+// the runner's own type (engine/runner), named here so that readers of
+// the edge need not import the runner.
+type Health = runner.Health
 
 // Constraints are a container's runtime resource needs. Sizes are bytes.
 type Constraints struct {

@@ -16,19 +16,43 @@ func fullContainer() Container {
 	t0 := time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
 	code, pre := 3, true
 	return Container{
-		State: Running, Priority: 7, Held: true,
+		State:              Running,
+		Priority:           7,
+		Held:               true,
 		RuntimeConstraints: Constraints{VCPUs: 2, RAM: 1 << 30, Scratch: 2 << 30, GPUs: 1},
-		FirstSeenAt:        t0, ID: "c-0123456789abcdef", Name: "n", Command: []string{"sh", "-c", "x"},
-		Env: map[string]string{"K": "v"}, Image: "img", Labels: map[string]string{"team": "a"},
-		Scheduling: Scheduling{Preemptible: &pre, MaxRunTime: Duration(90 * time.Second),
-			Constraints: map[string]string{"gpu": "a100"}, Supervisor: true},
-		ExitCode: &code, Attempts: 2, MaxAttempts: 3, RestartPolicy: "on-failure",
-		InstanceType: "small", InstanceID: "i-1", CreatedAt: t0,
-		LockedAt: t0.Add(time.Second), StartedAt: t0.Add(2 * time.Second), FinishedAt: t0.Add(3 * time.Second),
-		Reason: "r", ReasonCode: ReasonKilled, KillRequested: true, RunnerSeen: true,
-		LogsTruncated: 4096, KillReason: "k", LogsError: "e", Seq: 9,
-		HealthCheck: &HealthCheck{Command: []string{"true"}, Interval: Duration(time.Minute), Timeout: Duration(time.Second), Retries: 2},
-		Health:      &runner.Health{State: "healthy", Failures: 0, LastCheck: t0, LastResult: "ok"},
+		FirstSeenAt:        t0,
+		ContainerBody: ContainerBody{
+			ID:      "c-0123456789abcdef",
+			Name:    "n",
+			Command: []string{"sh", "-c", "x"},
+			Env:     map[string]string{"K": "v"},
+			Image:   "img",
+			Labels:  map[string]string{"team": "a"},
+			Scheduling: Scheduling{Preemptible: &pre, MaxRunTime: Duration(90 * time.Second),
+				Constraints: map[string]string{"gpu": "a100"}, Supervisor: true},
+			ExitCode:      &code,
+			Attempts:      2,
+			MaxAttempts:   3,
+			RestartPolicy: "on-failure",
+			InstanceType:  "small",
+			InstanceID:    "i-1",
+			CreatedAt:     t0,
+			LockedAt:      t0.Add(time.Second),
+			StartedAt:     t0.Add(2 * time.Second),
+			FinishedAt:    t0.Add(3 * time.Second),
+			Reason:        "r",
+			ReasonCode:    ReasonKilled,
+		},
+		KillRequested: true,
+		RunnerSeen:    true,
+		LogsTruncated: 4096,
+		ContainerTail: ContainerTail{
+			KillReason:  "k",
+			LogsError:   "e",
+			Seq:         9,
+			HealthCheck: &HealthCheck{Command: []string{"true"}, Interval: Duration(time.Minute), Timeout: Duration(time.Second), Retries: 2},
+			Health:      &runner.Health{State: "healthy", Failures: 0, LastCheck: t0, LastResult: "ok"},
+		},
 	}
 }
 
@@ -82,7 +106,7 @@ func TestContainerJSON(t *testing.T) {
 	}
 
 	// A container without the optional parts leaves them out, as before.
-	b, err = json.Marshal(Container{ID: "c-1", State: Queued})
+	b, err = json.Marshal(Container{ContainerBody: ContainerBody{ID: "c-1"}, State: Queued})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,15 @@
 
 package view
 
-import "time"
+import (
+	"time"
+
+	"dispatch-tui/cloud"
+)
+
+// InstanceID is a provider's id of an instance: the drivers' type, so
+// that an id needs no conversion on its way from the pool to the edge.
+type InstanceID = cloud.InstanceID
 
 // InstanceState is an instance's state in the pool (engine/worker's
 // states.txt draws the changes between them), or a display-only state of
@@ -36,7 +44,7 @@ const (
 // Instance is an instance as the engine shows it: a copy, safe to keep.
 // Its JSON is the API's.
 type Instance struct {
-	ID           string        `json:"id"` // "" while the create call is in flight
+	ID           InstanceID    `json:"id"` // "" while the create call is in flight
 	Type         string        `json:"type"`
 	ProviderType string        `json:"provider_type"`
 	Address      string        `json:"address"`

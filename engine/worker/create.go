@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
+	"dispatch-tui/engine/view"
 )
 
 type pendingCreate struct {
@@ -72,13 +73,15 @@ func (p *Pool) Create(typeName string) error {
 		}
 	}
 	pc := &pendingCreate{view: InstanceView{
-		Type:         it.Name,
-		ProviderType: it.ProviderType,
-		Price:        it.Price,
-		State:        StateBooting,
-		IdleBehavior: IdleRun,
-		AppearedAt:   now,
-		CreatedAt:    now,
+		Instance: view.Instance{
+			Type:         it.Name,
+			ProviderType: it.ProviderType,
+			Price:        it.Price,
+			State:        StateBooting,
+			IdleBehavior: IdleRun,
+			AppearedAt:   now,
+			CreatedAt:    now,
+		},
 	}}
 	p.pending = append(p.pending, pc)
 	p.stats.Creating = len(p.pending)

@@ -85,9 +85,16 @@ func (p *Pool) ForeignInstances() []InstanceView {
 	for id, inst := range p.foreign {
 		tags := inst.Tags()
 		v := InstanceView{
-			ID: id, Type: tags[cloud.TagInstanceType], ProviderType: inst.ProviderType(),
-			Address: inst.Address(), State: StateForeign, IdleBehavior: IdleBehavior(tags[cloud.TagIdleBehavior]),
-			Containers: []string{}, LastError: "owned by " + tags[cloud.TagOwner],
+			Instance: view.Instance{
+				ID:           id,
+				Type:         tags[cloud.TagInstanceType],
+				ProviderType: inst.ProviderType(),
+				Address:      inst.Address(),
+				State:        StateForeign,
+				IdleBehavior: IdleBehavior(tags[cloud.TagIdleBehavior]),
+				Containers:   []string{},
+				LastError:    "owned by " + tags[cloud.TagOwner],
+			},
 		}
 		out = append(out, v)
 	}

@@ -60,7 +60,7 @@ func (p *Pool) RefusedHosts() []InstanceView {
 		if _, held := p.byID[h.ID]; held {
 			continue
 		}
-		v := InstanceView{ID: h.ID, Type: h.InstanceType, Address: h.Address, State: StateRefused, LastError: h.Err}
+		v := InstanceView{Instance: view.Instance{ID: h.ID, Type: h.InstanceType, Address: h.Address, State: StateRefused, LastError: h.Err}}
 		if it, ok := p.types[h.InstanceType]; ok {
 			v.ProviderType = it.ProviderType
 		}

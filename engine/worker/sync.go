@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
+	"dispatch-tui/engine/view"
 )
 
 // syncAtLocked makes the next listing happen no later than t (but not
@@ -152,14 +153,16 @@ func (p *Pool) addInstanceLocked(inst cloud.Instance, it cloud.InstanceType, st 
 		itype:    it,
 		addedSeq: p.nextSeqLocked(),
 		v: InstanceView{
-			ID:           inst.ID(),
-			Type:         it.Name,
-			ProviderType: inst.ProviderType(),
-			Address:      inst.Address(),
-			Price:        it.Price,
-			IdleBehavior: b,
-			AppearedAt:   now,
-			CreatedAt:    createdAt(inst.Tags()),
+			Instance: view.Instance{
+				ID:           inst.ID(),
+				Type:         it.Name,
+				ProviderType: inst.ProviderType(),
+				Address:      inst.Address(),
+				Price:        it.Price,
+				IdleBehavior: b,
+				AppearedAt:   now,
+				CreatedAt:    createdAt(inst.Tags()),
+			},
 		},
 		nextProbe: now,
 	}

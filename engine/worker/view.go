@@ -8,47 +8,24 @@ import (
 
 	"dispatch-tui/cloud"
 	"dispatch-tui/engine/runner"
+	"dispatch-tui/engine/view"
 )
 
-// InstanceView is a copy of one instance's state, safe to keep.
+// InstanceView is a copy of one instance's state, safe to keep: what the
+// engine's edge shows of it (view.Instance, docs/design.md §3) and the
+// pool's own bookkeeping, which stays behind the edge.
+//
+// In the pool's terms: ProbeFailing means the scheduler starts nothing
+// there until a probe succeeds. Once a Preempted instance's destroy is
+// accepted, ContainersLost says so and its containers are requeued
+// without spending an attempt (preempt.go). UnreachableSince is set at
+// the latest when the first failed probe's call deadline passes. A
+// booting instance is not expected to answer until timeout_booting, so
+// its probe errors stay in ProbeError and reach LastError only when the
+// boot fails. CreatedAt is kept in the instance's tags
+// (cloud.TagCreatedAt), so that it survives a restart of the dispatcher.
 type InstanceView struct {
-	ID           cloud.InstanceID `json:"id"` // "" while the create call is in flight
-	Type         string           `json:"type"`
-	ProviderType string           `json:"provider_type"`
-	Address      string           `json:"address"`
-	Price        float64          `json:"price"`
-	State        State            `json:"state"`
-	IdleBehavior IdleBehavior     `json:"idle_behavior"`
-	// Containers are the ids the pool believes are on the instance: those the
-	// runner last listed as running plus starts in flight or done since.
-	Containers    []string  `json:"containers"`
-	LastContainer string    `json:"last_container,omitempty"`
-	LastBusy      time.Time `json:"last_busy,omitzero"`
-	AppearedAt    time.Time `json:"appeared_at,omitzero"`
-	LastProbe     time.Time `json:"last_probe,omitzero"`
-	LastError     string    `json:"last_error,omitempty"`
-	// ProbeFailing: the last probe failed; the scheduler starts nothing
-	// there until one succeeds.
-	ProbeFailing bool `json:"probe_failing,omitempty"`
-	// Preempted: the provider is taking the instance back (a spot
-	// interruption). Once its destroy is accepted, ContainersLost says so
-	// and its containers are requeued without spending an attempt
-	// (preempt.go). Next to ProbeFailing: it fits in that field's padding.
-	Preempted bool `json:"preempted,omitempty"`
-	// UnreachableSince is when the first of the current run of failed
-	// probes started (zero while probes succeed, and while booting):
-	// set at the latest when that probe's call deadline passes.
-	UnreachableSince time.Time `json:"unreachable_since,omitzero"`
-	// ProbeError is the last failed probe's error while probes fail,
-	// booting included. A booting instance is not expected to answer
-	// until timeout_booting, so its probe errors stay here and reach
-	// LastError only when the boot fails.
-	ProbeError string `json:"probe_error,omitempty"`
-	// CreatedAt is when the instance was created, kept in its tags
-	// (cloud.TagCreatedAt) so that it survives a restart of the
-	// dispatcher; zero when unknown (created by an older version).
-	// AppearedAt is when this process first saw it.
-	CreatedAt time.Time `json:"created_at,omitzero"`
+	view.Instance
 	// AskedAt is when this pool asked the cloud for the instance (zero for
 	// one found in a listing); BootedAt is when its first probe after
 	// booting in this pool succeeded. The cost ledger dates the end of a
@@ -65,16 +42,6 @@ type InstanceView struct {
 	// containers), taken at ListedAt. Nil until the first successful list.
 	Reported []runner.Status `json:"-"`
 	ListedAt time.Time       `json:"-"`
-}
-
-// Created is when the instance was created: the time kept in its tags, or
-// when this dispatcher first saw it (an instance of an older version). The
-// age the CLI and the console show.
-func (v *InstanceView) Created() time.Time {
-	if !v.CreatedAt.IsZero() {
-		return v.CreatedAt
-	}
-	return v.AppearedAt
 }
 
 // Stats are the pool's counters, for metrics.

@@ -96,12 +96,12 @@ func submitted(w http.ResponseWriter, r *http.Request, body []byte) {
 		// A bulk submission: a list of as many containers.
 		items := make([]view.Container, len(specs))
 		for i := range items {
-			items[i] = view.Container{ID: "c-0123456789abcdef", State: queue.Queued}
+			items[i] = view.Container{ContainerBody: view.ContainerBody{ID: "c-0123456789abcdef"}, State: queue.Queued}
 		}
 		writeJSONTo(w, map[string]any{"items": items})
 		return
 	}
-	writeJSONTo(w, view.Container{ID: "c-0123456789abcdef", State: queue.Queued})
+	writeJSONTo(w, view.Container{ContainerBody: view.ContainerBody{ID: "c-0123456789abcdef"}, State: queue.Queued})
 }
 
 // TestSubmitFlagsReachTheSpec: each submit flag lands in the spec the API
@@ -318,7 +318,7 @@ func pagedContainers(n int, withToken bool) func(w http.ResponseWriter, r *http.
 		}
 		var items []view.Container
 		for i := start; i < end; i++ {
-			items = append(items, view.Container{ID: fmt.Sprintf("c-%016x", i), State: queue.Queued})
+			items = append(items, view.Container{ContainerBody: view.ContainerBody{ID: fmt.Sprintf("c-%016x", i)}, State: queue.Queued})
 		}
 		if withToken && end < n {
 			w.Header().Set("X-Continue-Token", strconv.Itoa(end))
@@ -381,7 +381,7 @@ func TestListContainersPages(t *testing.T) {
 func sshhostsInstances() []view.Instance {
 	var v []view.Instance
 	for i := 1; i <= 3; i++ {
-		v = append(v, view.Instance{ID: "host-10-231-0-" + strconv.Itoa(i) + "0", Type: "gpu-a100-80gb", State: worker.StateRunning,
+		v = append(v, view.Instance{ID: view.InstanceID("host-10-231-0-" + strconv.Itoa(i) + "0"), Type: "gpu-a100-80gb", State: worker.StateRunning,
 			IdleBehavior: worker.IdleRun, Containers: []string{"c-1"}, Price: 2.5, AppearedAt: time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC),
 			LastError: "probe: ssh: handshake failed: read tcp 10.0.0.1:5555->10.231.0.1:22: connection reset by peer", Address: "10.231.0.1:22"})
 	}
@@ -402,8 +402,8 @@ func instancesHandler(items func() []view.Instance) func(http.ResponseWriter, *h
 			writeJSONTo(w, map[string]any{"items": []queue.Event{{Seq: 7, Time: time.Date(2026, 11, 25, 8, 0, 0, 0, time.UTC), Actor: "pool", Target: "host-10-231-0-10",
 				Action: "cloud_error", Reason: "create failed: quota exceeded in region us-east-1 for family a100 (limit 8)"}}})
 		case "/v1/containers":
-			writeJSONTo(w, map[string]any{"items": []view.Container{{ID: "c-0123456789abcdef", State: queue.Queued, Held: true, Command: []string{"x"}},
-				{ID: "c-0123456789abcdee", State: queue.Running, Command: []string{"y"}}}, "items_available": 2})
+			writeJSONTo(w, map[string]any{"items": []view.Container{{ContainerBody: view.ContainerBody{ID: "c-0123456789abcdef", Command: []string{"x"}}, State: queue.Queued, Held: true},
+				{ContainerBody: view.ContainerBody{ID: "c-0123456789abcdee", Command: []string{"y"}}, State: queue.Running}}, "items_available": 2})
 		}
 	}
 }

@@ -71,7 +71,7 @@ func TestErrorsAndAnswersAreEscaped(t *testing.T) {
 		case strings.HasPrefix(r.URL.Path, "/v1/instances/"):
 			writeJSONTo(w, view.Instance{ID: "i" + esc, State: "hold" + esc, IdleBehavior: "x" + esc})
 		default:
-			writeJSONTo(w, view.Container{ID: ctr + esc, State: "Queued" + esc})
+			writeJSONTo(w, view.Container{ContainerBody: view.ContainerBody{ID: ctr + esc}, State: "Queued" + esc})
 		}
 	})
 	for _, args := range [][]string{{"hold", id}, {"hold", ctr}, {"priority", ctr, "3"}, {"submit", "--", "x"}} {

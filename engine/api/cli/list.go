@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"dispatch-tui/engine/api"
-	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/termsafe"
 	"dispatch-tui/engine/view"
 )
@@ -400,7 +399,7 @@ func typeTable(items []view.TypeSummary) *table {
 		{name: "PRICE/H"}, {name: "INSTANCES", drop: 2}, {name: "PROVIDER TYPE", wide: true}, {name: "PREEMPTIBLE", wide: true},
 	}}
 	for _, v := range items {
-		t.add(termsafe.Escape(v.Name), strconv.Itoa(v.VCPUs), config.FormatSize(v.RAM), config.FormatSize(v.Scratch),
+		t.add(termsafe.Escape(v.Name), strconv.Itoa(v.VCPUs), view.FormatSize(v.RAM), view.FormatSize(v.Scratch),
 			strconv.Itoa(v.GPUs), fmt.Sprintf("%.3f", v.Price), strconv.Itoa(v.Count),
 			dash(termsafe.Escape(v.ProviderType)), strconv.FormatBool(v.Preemptible))
 	}

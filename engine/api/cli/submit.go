@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"dispatch-tui/engine/api"
-	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/termsafe"
 	"dispatch-tui/engine/view"
@@ -33,11 +32,11 @@ func (s sizeValue) String() string {
 	if *s.v == 0 {
 		return ""
 	}
-	return config.FormatSize(*s.v)
+	return view.FormatSize(*s.v)
 }
 func (s sizeValue) Type() string { return "size" }
 func (s sizeValue) Set(v string) error {
-	n, err := config.ParseSize(v)
+	n, err := view.ParseSize(v)
 	if err != nil {
 		return err
 	}
@@ -311,7 +310,7 @@ func sizesInBytes(raw json.RawMessage) (json.RawMessage, error) {
 		if json.Unmarshal(rc[k], &s) != nil {
 			continue
 		}
-		n, err := config.ParseSize(s)
+		n, err := view.ParseSize(s)
 		if err != nil {
 			return nil, fmt.Errorf("runtime_constraints.%s: %v", k, err)
 		}

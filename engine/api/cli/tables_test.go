@@ -23,9 +23,9 @@ const hostile = "\x1b[31mred\r\x07\u009b"
 func TestTablesEscapeUserData(t *testing.T) {
 	var out bytes.Buffer
 	ctrs := []view.Container{
-		{ID: "c-1", Name: hostile, State: queue.Running, Command: []string{"echo", hostile}},
-		{ID: "c-2", State: queue.Cancelled, Command: []string{"x"}, Reason: "said \x1b]0;t\x07"},
-		{ID: "c-3", State: queue.Queued, Command: []string{strings.Repeat("あ", 40)}},
+		{ContainerBody: view.ContainerBody{ID: "c-1", Name: hostile, Command: []string{"echo", hostile}}, State: queue.Running},
+		{ContainerBody: view.ContainerBody{ID: "c-2", Command: []string{"x"}, Reason: "said \x1b]0;t\x07"}, State: queue.Cancelled},
+		{ContainerBody: view.ContainerBody{ID: "c-3", Command: []string{strings.Repeat("あ", 40)}}, State: queue.Queued},
 	}
 	ct, _ := containerTable(ctrs, nil, len(ctrs), time.Now())
 	if err := ct.render(&out, layout{width: 80, headers: true}); err != nil {

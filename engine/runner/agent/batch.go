@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -196,20 +195,7 @@ func selfGone(path string) bool {
 func (a *agent) batchOne(r runner.Request) runner.Reply {
 	var out, errb bytes.Buffer
 	sub := &agent{env: a.env, stdout: &out, stderr: &errb}
-	args := []string{r.Verb}
-	if r.ID != "" {
-		args = append(args, r.ID)
-	}
-	if r.Signal != "" {
-		args = append(args, "--signal", r.Signal)
-	}
-	if r.Tail > 0 {
-		args = append(args, "--tail", strconv.Itoa(r.Tail))
-	}
-	if r.MaxBytes > 0 {
-		args = append(args, "--max-bytes", strconv.FormatInt(r.MaxBytes, 10))
-	}
-	cmd, err := runner.ParseArgs(args)
+	cmd, err := runner.ParseRequest(r)
 	code := 0
 	var dropped int64
 	switch {

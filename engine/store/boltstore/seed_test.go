@@ -12,6 +12,7 @@ import (
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/store"
+	"dispatch-tui/engine/view"
 )
 
 // appendSeedRecord appends the JSON of seeded container seq, at priority
@@ -20,16 +21,20 @@ func appendSeedRecord(tb testing.TB, buf []byte, seq uint64, prio int) []byte {
 	tb.Helper()
 	i := int(seq)
 	c := queue.Container{
-		ID:                 fmt.Sprintf("c-%010d", i),
-		Command:            []string{"run", "job"},
+		ContainerBody: view.ContainerBody{
+			ID:            fmt.Sprintf("c-%010d", i),
+			Command:       []string{"run", "job"},
+			MaxAttempts:   3,
+			RestartPolicy: queue.RestartNever,
+			CreatedAt:     t0.Add(time.Duration(i%1000) * time.Second),
+		},
 		RuntimeConstraints: queue.Constraints{VCPUs: 1 + i%8, RAM: int64(1+i%16) << 30},
 		Priority:           prio,
 		State:              queue.Queued,
-		MaxAttempts:        3,
-		RestartPolicy:      queue.RestartNever,
-		CreatedAt:          t0.Add(time.Duration(i%1000) * time.Second),
 		FirstSeenAt:        t0.Add(time.Duration(i%1000) * time.Second),
-		Seq:                seq,
+		ContainerTail: view.ContainerTail{
+			Seq: seq,
+		},
 	}
 	c.Name = c.ID
 	switch {

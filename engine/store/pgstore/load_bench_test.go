@@ -10,6 +10,7 @@ import (
 	"dispatch-tui/engine/enginetest/pgtest"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/store"
+	"dispatch-tui/engine/view"
 )
 
 // BenchmarkOpenQueue times a start-up on PostgreSQL: a queue opened on a
@@ -25,10 +26,21 @@ func BenchmarkOpenQueue(b *testing.B) {
 	var batch store.Batch
 	for seq := range uint64(n) {
 		c := queue.Container{
-			ID: fmt.Sprintf("c-%016x", seq), Name: fmt.Sprint("job-", seq), Command: []string{"run", "job"},
+			ContainerBody: view.ContainerBody{
+				ID:            fmt.Sprintf("c-%016x", seq),
+				Name:          fmt.Sprint("job-", seq),
+				Command:       []string{"run", "job"},
+				MaxAttempts:   3,
+				RestartPolicy: queue.RestartNever,
+				CreatedAt:     time.Unix(int64(seq), 0).UTC(),
+			},
 			RuntimeConstraints: queue.Constraints{VCPUs: 1 + int(seq%8), RAM: int64(1+seq%16) << 30},
-			Priority:           int(seq % 5), State: queue.Queued, MaxAttempts: 3, RestartPolicy: queue.RestartNever,
-			CreatedAt: time.Unix(int64(seq), 0).UTC(), FirstSeenAt: time.Unix(int64(seq), 0).UTC(), Seq: seq,
+			Priority:           int(seq % 5),
+			State:              queue.Queued,
+			FirstSeenAt:        time.Unix(int64(seq), 0).UTC(),
+			ContainerTail: view.ContainerTail{
+				Seq: seq,
+			},
 		}
 		j, err := json.Marshal(&c)
 		if err != nil {
