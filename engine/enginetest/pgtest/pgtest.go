@@ -277,3 +277,40 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// PasswordUser is the role PasswordURL connects as: the only one the
+// server asks a password of (scram-sha-256 over TCP); the others stay
+// trusted.
+const PasswordUser = "pgtest_pw"
+
+var passwordOnce sync.Once
+
+// PasswordURL returns a URL for database db as PasswordUser, giving
+// password (the role's is "right-password"), creating the role and its
+// pg_hba.conf line on first use.
+func (s *Server) PasswordURL(t testing.TB, db, password string) string {
+	t.Helper()
+	var err error
+	passwordOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err = s.exec(ctx, `CREATE ROLE `+PasswordUser+` LOGIN SUPERUSER PASSWORD 'right-password'`); err != nil {
+			return
+		}
+		hba := filepath.Join(s.data, "pg_hba.conf")
+		var old []byte
+		if old, err = os.ReadFile(hba); err != nil {
+			return
+		}
+		// The first matching line wins: this one before the trusting ones.
+		line := "host all " + PasswordUser + " 127.0.0.1/32 scram-sha-256\n"
+		if err = os.WriteFile(hba, append([]byte(line), old...), 0o600); err != nil {
+			return
+		}
+		err = s.pgCtl("reload")
+	})
+	if err != nil {
+		t.Fatalf("pgtest: a password role: %v", err)
+	}
+	return fmt.Sprintf("postgres://%s:%s@127.0.0.1:%d/%s?sslmode=disable", PasswordUser, password, s.port, db)
+}

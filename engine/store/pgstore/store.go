@@ -70,7 +70,9 @@ func (s *Store) ctx() (context.Context, context.CancelFunc) {
 // flag, in one read-only transaction (one snapshot).
 func (s *Store) Load(recentEvents int, rec func(body []byte) (uint64, string, error), ev func(seq uint64, body []byte) error) (store.Loaded, error) {
 	out := store.Loaded{NextEvent: 1}
-	ctx, cancel := context.WithCancel(context.Background())
+	// Bounded like every call: a server that takes the connection but
+	// never answers must not hold the start-up forever.
+	ctx, cancel := s.ctx()
 	defer cancel()
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT seq, body FROM containers`)
@@ -120,6 +122,9 @@ func (s *Store) Load(recentEvents int, rec func(body []byte) (uint64, string, er
 		out.Paused = paused == "true"
 		return nil
 	})
+	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+		return out, fmt.Errorf("load from PostgreSQL: no answer within %s: check that the server is up and not overloaded, and the network to it: %w", s.opts.Timeout, err)
+	}
 	if err != nil {
 		return out, fmt.Errorf("load from PostgreSQL: %w", err)
 	}
