@@ -17,6 +17,6 @@ func setStore(s *view.Summary, h queue.StoreHealth) {
 	s.StoreUnavailableSince = h.UnavailableSince
 	if h.Err != nil {
 		s.StoreError = rootCause(h.Err)
-		s.StoreErrorKind = string(h.ErrKind)
+		s.StoreErrorKind = h.ErrKind
 	}
 }

@@ -5,9 +5,7 @@ package cost
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"dispatch-tui/engine/view"
@@ -19,37 +17,15 @@ type TypeKind struct {
 	Kind Kind
 }
 
-// By is what a report sums containers' costs by: a label's value (Label
-// set), or the field "type" (the instance type they ran on) or "state"
-// (their state now).
-type By struct {
-	Label string
-	Field string
-}
+// By is what a report sums containers' costs by (view.CostBy); ParseBy
+// and ByNames read and name it, as the edge does.
+type By = view.CostBy
+
+// ParseBy reads a --by value (view.ParseCostBy).
+var ParseBy = view.ParseCostBy
 
 // ByNames lists the accepted --by values, for help and errors.
-const ByNames = "label=KEY, type or state"
-
-// ParseBy reads a --by value: "label=team", "type" or "state".
-func ParseBy(s string) (By, error) {
-	switch {
-	case s == "type" || s == "state":
-		return By{Field: s}, nil
-	case strings.HasPrefix(s, "label="):
-		if k := strings.TrimPrefix(s, "label="); k != "" {
-			return By{Label: k}, nil
-		}
-	}
-	return By{}, fmt.Errorf("cannot sum costs by %q: use %s", s, ByNames)
-}
-
-// String is b as ParseBy reads it.
-func (b By) String() string {
-	if b.Label != "" {
-		return "label=" + b.Label
-	}
-	return b.Field
-}
+const ByNames = view.CostByNames
 
 // NoValue is the group of containers without the label summed by.
 const NoValue = "(none)"

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"dispatch-tui/engine/queue"
-	"dispatch-tui/engine/store"
+	"dispatch-tui/engine/view"
 )
 
 // storeCollector reads the engine's store health at scrape time.
@@ -48,7 +48,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	h := e.StoreHealth()
 	ch <- prometheus.MustNewConstMetric(c.unavailable, prometheus.GaugeValue, boolValue(!h.UnavailableSince.IsZero()))
 	ch <- prometheus.MustNewConstMetric(c.failures, prometheus.CounterValue, float64(h.WriteFailures))
-	for _, k := range store.ErrorKinds {
+	for _, k := range view.StoreErrorKinds {
 		ch <- prometheus.MustNewConstMetric(c.errors, prometheus.CounterValue, float64(h.FailuresByKind[k]), string(k))
 	}
 	buckets := make(map[float64]uint64, len(queue.FlushBuckets))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/store"
+	"dispatch-tui/engine/view"
 )
 
 // StoreHealth says whether the store can write. While it cannot (a full
@@ -22,11 +23,11 @@ type StoreHealth struct {
 	// Err is the last failed write's error while unavailable, else nil;
 	// ErrKind its kind (store.KindOf).
 	Err     error
-	ErrKind store.ErrorKind
+	ErrKind view.StoreErrorKind
 	// WriteFailures counts the writes of records and events that failed
 	// since the store was opened; FailuresByKind counts them by kind.
 	WriteFailures  uint64
-	FailuresByKind map[store.ErrorKind]uint64
+	FailuresByKind map[view.StoreErrorKind]uint64
 	// Flushes is how long the store took to write each flush.
 	Flushes FlushHistogram
 }
@@ -75,7 +76,7 @@ type storeHealth struct {
 	since    time.Time
 	err      error
 	failures uint64
-	byKind   map[store.ErrorKind]uint64
+	byKind   map[view.StoreErrorKind]uint64
 	flushes  FlushHistogram
 }
 
@@ -101,7 +102,7 @@ func (q *Queue) writeFailedLocked(err error) {
 	h := &q.health
 	h.failures++
 	if h.byKind == nil {
-		h.byKind = map[store.ErrorKind]uint64{}
+		h.byKind = map[view.StoreErrorKind]uint64{}
 	}
 	h.byKind[store.KindOf(err)]++
 	h.err = err

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"dispatch-tui/engine/store"
+	"dispatch-tui/engine/view"
 )
 
 // The one classification: real system and network errors, and the
@@ -32,17 +33,17 @@ func TestKindOf(t *testing.T) {
 	for _, tc := range []struct {
 		what string
 		err  error
-		want store.ErrorKind
+		want view.StoreErrorKind
 	}{
-		{"connection refused", refused, store.ErrUnavailable},
-		{"a call past its deadline", ctx.Err(), store.ErrUnavailable},
-		{"server shutting down (57P01)", &pgconn.PgError{Code: "57P01"}, store.ErrUnavailable},
-		{"connection failure (08006)", &pgconn.PgError{Code: "08006"}, store.ErrUnavailable},
-		{"disk full (53100)", &pgconn.PgError{Code: "53100"}, store.ErrFull},
-		{"no space left on device", &os.PathError{Op: "write", Path: "x", Err: syscall.ENOSPC}, store.ErrFull},
-		{"password refused (28P01)", &pgconn.PgError{Code: "28P01"}, store.ErrAuth},
-		{"unique violation (23505)", &pgconn.PgError{Code: "23505"}, store.ErrOther},
-		{"no such directory", notDir, store.ErrOther},
+		{"connection refused", refused, view.StoreUnavailable},
+		{"a call past its deadline", ctx.Err(), view.StoreUnavailable},
+		{"server shutting down (57P01)", &pgconn.PgError{Code: "57P01"}, view.StoreUnavailable},
+		{"connection failure (08006)", &pgconn.PgError{Code: "08006"}, view.StoreUnavailable},
+		{"disk full (53100)", &pgconn.PgError{Code: "53100"}, view.StoreFull},
+		{"no space left on device", &os.PathError{Op: "write", Path: "x", Err: syscall.ENOSPC}, view.StoreFull},
+		{"password refused (28P01)", &pgconn.PgError{Code: "28P01"}, view.StoreAuth},
+		{"unique violation (23505)", &pgconn.PgError{Code: "23505"}, view.StoreOther},
+		{"no such directory", notDir, view.StoreOther},
 	} {
 		if tc.err == nil {
 			t.Fatalf("%s: setup made no error", tc.what)

@@ -5,7 +5,11 @@
 
 package view
 
-import "time"
+import (
+	"fmt"
+	"strings"
+	"time"
+)
 
 // CostKind is what an instance was doing while it cost: boot, idle,
 // running or drain (engine/cost names them).
@@ -96,4 +100,36 @@ type CostReport struct {
 	Budgets    []BudgetLine   `json:"budgets,omitempty"`
 	Instances  []InstanceCost `json:"instances,omitempty"`
 	Queued     *QueuedCost    `json:"queued,omitempty"`
+}
+
+// CostBy is what a report sums containers' costs by: a label's value (Label
+// set), or the field "type" (the instance type they ran on) or "state"
+// (their state now).
+type CostBy struct {
+	Label string
+	Field string
+}
+
+// CostByNames lists the accepted --by values, for help and errors.
+const CostByNames = "label=KEY, type or state"
+
+// ParseCostBy reads a --by value: "label=team", "type" or "state".
+func ParseCostBy(s string) (CostBy, error) {
+	switch {
+	case s == "type" || s == "state":
+		return CostBy{Field: s}, nil
+	case strings.HasPrefix(s, "label="):
+		if k := strings.TrimPrefix(s, "label="); k != "" {
+			return CostBy{Label: k}, nil
+		}
+	}
+	return CostBy{}, fmt.Errorf("cannot sum costs by %q: use %s", s, CostByNames)
+}
+
+// String is b as ParseCostBy reads it.
+func (b CostBy) String() string {
+	if b.Label != "" {
+		return "label=" + b.Label
+	}
+	return b.Field
 }

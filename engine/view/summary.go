@@ -3,11 +3,7 @@
 
 package view
 
-import (
-	"time"
-
-	"dispatch-tui/engine/store"
-)
+import "time"
 
 // Summary is the header line of the console and GET /v1/summary: counts,
 // cost, quota and the paused flag.
@@ -31,7 +27,7 @@ type Summary struct {
 	StoreError            string    `json:"store_error,omitempty"`
 	// StoreErrorKind is StoreError's kind: unavailable, full, auth or
 	// other (engine/store's one classification).
-	StoreErrorKind string `json:"store_error_kind,omitempty"`
+	StoreErrorKind StoreErrorKind `json:"store_error_kind,omitempty"`
 	// Store is the store in use: "bolt" (the embedded file) or
 	// "postgres" ([store] url).
 	Store string `json:"store"`
@@ -51,7 +47,7 @@ func (s Summary) StoreStatus() string {
 	if s.StoreUnavailableSince.IsZero() {
 		return ""
 	}
-	check := store.Advice(store.ErrorKind(s.StoreErrorKind), s.Store)
+	check := s.StoreErrorKind.Advice(s.Store)
 	return "store unavailable since " + s.StoreUnavailableSince.Local().Format(time.TimeOnly) + ": " + s.StoreError +
 		" (changes are kept in memory until it can write; " + check + ")"
 }

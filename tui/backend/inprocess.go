@@ -11,7 +11,6 @@ import (
 
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/api"
-	"dispatch-tui/engine/cost"
 	"dispatch-tui/engine/view"
 )
 
@@ -250,7 +249,7 @@ func (b *InProcess) Cost(ctx context.Context, by string) (*view.CostReport, erro
 	if by == "" {
 		by = api.DefaultCostBy
 	}
-	q, err := cost.ParseBy(by)
+	q, err := view.ParseCostBy(by)
 	if err != nil {
 		return nil, err
 	}
