@@ -185,8 +185,35 @@ func start() (*Server, error) {
 			return nil, fmt.Errorf("%w\n%s", err, s.Log())
 		}
 	}
+	if err := s.startReaper(); err != nil {
+		s.pgCtl("stop", "-m", "immediate")
+		return nil, err
+	}
 	ok = true
 	return s, nil
+}
+
+// reaperScript waits for the test binary ($0) to end, then stops the
+// server whose data directory is $1 (SIGQUIT: an immediate shutdown) and
+// removes $2, its files. Run's cleanup does this when the tests end
+// normally; a test binary killed by its -timeout, or by a signal, never
+// gets there, and its server would outlive it.
+const reaperScript = `while [ -d /proc/$0 ]; do sleep 1; done
+pid=$(head -n 1 "$1/postmaster.pid" 2>/dev/null) && kill -QUIT "$pid" 2>/dev/null
+i=0
+while [ -n "$pid" ] && [ -d "/proc/$pid" ] && [ $i -lt 120 ]; do sleep 0.5; i=$((i+1)); done
+rm -rf "$2"`
+
+// startReaper starts reaperScript for s in its own session, so that it
+// outlives the test binary (and is not in a process group a test kills).
+func (s *Server) startReaper() error {
+	c := exec.Command("/bin/sh", "-c", reaperScript, strconv.Itoa(os.Getpid()), s.data, s.root)
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := c.Start(); err != nil {
+		return fmt.Errorf("pgtest: start the server's reaper: %w", err)
+	}
+	go c.Wait() // ends when the test binary does, or sooner: reaps it while we live
+	return nil
 }
 
 // options are the server's settings: our socket dir and port, loopback

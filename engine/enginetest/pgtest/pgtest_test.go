@@ -1,12 +1,21 @@
 package pgtest
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
 	"os"
+	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"dispatch-tui/engine/enginetest/wait"
 )
 
 func TestMain(m *testing.M) { os.Exit(Run(m)) }
@@ -56,4 +65,54 @@ func TestServer(t *testing.T) {
 		t.Fatalf("socket URL: %v", err)
 	}
 	sock.Close(ctx)
+}
+
+// A test binary that dies without its TestMain's cleanup (killed, as a
+// -timeout's panic or a signal ends it) does not leave its server running
+// or its files behind.
+func TestServerEndsWithItsTestBinary(t *testing.T) {
+	if os.Getenv("PGTEST_CHILD") == "1" {
+		s := Start(t)
+		fmt.Printf("server %d %s\n", s.Port(), s.root)
+		time.Sleep(2 * time.Minute) // killed by the parent long before
+		return
+	}
+	Start(t) // skips (or fails under CI) here when PostgreSQL is missing
+	cmd := exec.Command(os.Args[0], "-test.run=^TestServerEndsWithItsTestBinary$", "-test.v")
+	cmd.Env = append(os.Environ(), "PGTEST_CHILD=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var port int
+	var root string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if _, err := fmt.Sscanf(sc.Text(), "server %d %s", &port, &root); err == nil {
+			break
+		}
+	}
+	if root == "" {
+		t.Fatalf("the child test binary never said its server's port (%v)", sc.Err())
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	wait.With{Seen: func() string {
+		_, statErr := os.Stat(root)
+		return fmt.Sprintf("port %d, files %s: %v", port, root, statErr)
+	}}.Until(t, "the killed binary's server gone with its files", time.Minute, func() bool {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+		if err == nil {
+			c.Close()
+			return false
+		}
+		_, err = os.Stat(root)
+		return errors.Is(err, fs.ErrNotExist)
+	})
 }
