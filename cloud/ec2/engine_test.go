@@ -302,9 +302,10 @@ func TestEngineSpotInterruption(t *testing.T) {
 	// The first run holds on (at most 60 s) until the interruption ends
 	// it; the run after it ends at once. A run that simply took 2 s could
 	// end before a loaded machine saw the interruption.
+	dir := t.TempDir()
 	c, err := eng.Submit(queue.Spec{
 		Command:            []string{"sh", "-c", `if mkdir "$D/first" 2>/dev/null; then i=0; while [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; fi; echo done`},
-		Env:                map[string]string{"D": t.TempDir()},
+		Env:                map[string]string{"D": dir},
 		RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 256 << 20},
 		Scheduling:         queue.Scheduling{Preemptible: &preemptible},
 	}, "test")
@@ -315,9 +316,10 @@ func TestEngineSpotInterruption(t *testing.T) {
 		got, _ := eng.Container(c.ID)
 		return fmt.Sprintf("\n  container %s on %s attempts %d reason %q; live %v", got.State, got.InstanceID, got.Attempts, got.Reason, srv.Live())
 	}
-	stepping(eng, dump).Until(t, "the container running", 20*time.Second, func() bool {
+	stepping(eng, dump).Until(t, "the container's first run holding on", 20*time.Second, func() bool {
 		got, _ := eng.Container(c.ID)
-		return got.State == queue.Running
+		_, err := os.Stat(filepath.Join(dir, "first"))
+		return got.State == queue.Running && err == nil
 	})
 	first, _ := eng.Container(c.ID)
 	for _, in := range srv.Instances() {
@@ -336,9 +338,10 @@ func TestEngineSpotInterruption(t *testing.T) {
 	if got.State != queue.Complete || got.InstanceID == first.InstanceID || got.Attempts != first.Attempts {
 		t.Fatalf("after the interruption:%s", dump())
 	}
-	if _, ok := eng.Instance(first.InstanceID); ok {
-		t.Fatalf("interrupted instance %s still in the pool", first.InstanceID)
-	}
+	stepping(eng, dump).Until(t, "the interrupted instance gone from the pool", 30*time.Second, func() bool {
+		_, ok := eng.Instance(first.InstanceID)
+		return !ok
+	})
 }
 
 // A create whose answers are all lost (the SDK's retries included) is
