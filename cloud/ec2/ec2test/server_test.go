@@ -51,7 +51,8 @@ func client(srv *ec2test.Server) *ec2.Client {
 func TestTerminatedInstances(t *testing.T) {
 	ctx := context.Background()
 	srv := ec2test.Start(t, ec2test.Options{})
-	srv.SetQuirks(func(q *ec2test.Quirks) { q.TerminatedListedFor = 300 * time.Millisecond })
+	// Long enough for the calls below on a loaded machine.
+	srv.SetQuirks(func(q *ec2test.Quirks) { q.TerminatedListedFor = 3 * time.Second })
 	c := client(srv)
 	run, err := c.RunInstances(ctx, &ec2.RunInstancesInput{
 		ImageId: aws.String(ec2test.ImageID), InstanceType: types.InstanceTypeT3Small,
