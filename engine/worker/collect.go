@@ -52,7 +52,7 @@ func (p *Pool) collect(w *instance, ids []string, unreachable bool) {
 	if err == nil {
 		// A bound of its own: a dead connection must not hold the destroy.
 		ctx, cancel := context.WithTimeout(p.ctx, p.s.timeoutShutdown)
-		client := runner.Client{Exec: exec, Path: p.s.runnerPath, Epoch: p.s.epoch}
+		client := p.runnerClient(exec)
 		// Calls follow one another while the runner defers some logs
 		// (runner.MaxBatchOutput); each call's outputs are stored before
 		// the next, so that at most one call's are held.

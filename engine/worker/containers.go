@@ -90,7 +90,7 @@ func (p *Pool) runStartBatches(w *instance) {
 		exec, err := p.executor(w)
 		outcome := startNeverSent
 		if err == nil {
-			client := runner.Client{Exec: exec, Path: p.s.runnerPath, Epoch: p.s.epoch}
+			client := p.runnerClient(exec)
 			errs, err = client.StartMany(p.ctx, specs)
 			outcome = classifyBatchErr(err)
 		}
@@ -242,7 +242,7 @@ func (p *Pool) sendSignalLocked(w *instance, cid, sig string) {
 	p.goLocked(func() {
 		exec, err := p.executor(w)
 		if err == nil {
-			client := runner.Client{Exec: exec, Path: p.s.runnerPath, Epoch: p.s.epoch}
+			client := p.runnerClient(exec)
 			err = client.Kill(p.ctx, cid, sig)
 		}
 		if err != nil && !p.canceled() {
@@ -265,7 +265,7 @@ func (p *Pool) Logs(ctx context.Context, id cloud.InstanceID, containerID string
 	if err != nil {
 		return runner.Output{}, err
 	}
-	client := runner.Client{Exec: exec, Path: p.s.runnerPath, Epoch: p.s.epoch}
+	client := p.runnerClient(exec)
 	return client.Logs(ctx, containerID, tail, p.s.maxOutput)
 }
 

@@ -89,7 +89,7 @@ func (p *Pool) runWatch(ctx context.Context, w *instance, gen uint64) {
 	defer p.watchWG.Done()
 	exec, err := p.executor(w)
 	if err == nil {
-		client := runner.Client{Exec: exec, Path: p.s.runnerPath, Epoch: p.s.epoch}
+		client := p.runnerClient(exec)
 		err = client.Watch(ctx, func() { p.watchReady(w, gen) }, func(id string, st *runner.Status) { p.exitNotice(w, gen, id, st) })
 	}
 	p.mu.Lock()
@@ -194,7 +194,7 @@ func (p *Pool) runStatusReads(w *instance) {
 		var sts []runner.Status
 		if err == nil {
 			ctx, done := p.calls.start(p.ctx, p.s.calls.Ready)
-			client := runner.Client{Exec: exec, Path: p.s.runnerPath, Epoch: p.s.epoch}
+			client := p.runnerClient(exec)
 			sts, err = client.Statuses(ctx, ids)
 			done()
 		}

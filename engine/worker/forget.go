@@ -141,7 +141,7 @@ func (p *Pool) runForgetBatches(w *instance) {
 		var replies []runner.Reply
 		exec, err := p.executor(w)
 		if err == nil && len(reqs) > 0 {
-			client := runner.Client{Exec: exec, Path: p.s.runnerPath, Epoch: p.s.epoch}
+			client := p.runnerClient(exec)
 			replies, err = client.Batch(p.ctx, reqs)
 		}
 		forgetErrs := make([]error, len(toForget))

@@ -313,6 +313,12 @@ func (p *Pool) startDestroyLocked(w *instance, now time.Time) {
 	}
 }
 
+// runnerClient is the runner on the instance exec reaches, as every call
+// of the pool's makes it: at the configured path, carrying the epoch.
+func (p *Pool) runnerClient(exec runner.Executor) runner.Client {
+	return runner.Client{Exec: exec, Path: p.s.runnerPath, Epoch: p.s.epoch}
+}
+
 // executor returns w's executor, creating it on first use.
 func (p *Pool) executor(w *instance) (runner.Executor, error) {
 	p.mu.Lock()

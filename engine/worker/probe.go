@@ -116,7 +116,7 @@ func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode, nr clo
 	if err != nil {
 		pc.stage = "connect"
 	}
-	client := runner.Client{Exec: exec, Path: p.s.runnerPath, Epoch: p.s.epoch}
+	client := p.runnerClient(exec)
 	if err == nil && mode == probeBoot && p.s.bootProbe != "" {
 		err = pc.call("boot probe", pc.limit, func(ctx context.Context) error {
 			_, _, err := exec.Execute(ctx, p.s.bootProbe, nil)
