@@ -135,7 +135,11 @@ func (e *Engine) waitingWork() cost.Waiting {
 		case c.State == queue.Queued:
 			w.Untyped++
 		case c.State == queue.Complete && c.InstanceType != "" && c.FinishedAt.After(c.StartedAt) && !c.StartedAt.IsZero():
-			w.Runs[c.InstanceType] = append(w.Runs[c.InstanceType], c.FinishedAt.Sub(c.StartedAt))
+			runs := append(w.Runs[c.InstanceType], c.FinishedAt.Sub(c.StartedAt))
+			if len(runs) >= 2*cost.RunsKept { // only the last RunsKept count: keep the walk's memory bounded
+				runs = append(runs[:0], runs[len(runs)-cost.RunsKept:]...)
+			}
+			w.Runs[c.InstanceType] = runs
 		}
 		return true
 	})
