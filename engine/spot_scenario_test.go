@@ -119,9 +119,11 @@ func TestSpotInterruptionRequeuesWithoutSpendingAnAttempt(t *testing.T) {
 			if ev := h.eventsOf(id); !strings.Contains(ev, "was interrupted (spot)") {
 				t.Fatalf("container events lack the interruption: %s", ev)
 			}
-			if ev := h.eventsOf(first); !strings.Contains(ev, worker.EventPreempted) {
-				t.Fatalf("instance events lack %q: %s", worker.EventPreempted, ev)
-			}
+			// The pool records the instance's event when its listing shows it
+			// gone, which may come a step after the requeue.
+			h.until(first+"'s "+worker.EventPreempted+" event", 30, func() bool {
+				return strings.Contains(h.eventsOf(first), worker.EventPreempted)
+			})
 			second := h.runningOn(id, 60)
 			if second == first {
 				t.Fatalf("restarted on the interrupted instance %s", first)
