@@ -8,8 +8,10 @@ package engine
 import (
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
+	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/cost"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/view"
@@ -121,19 +123,34 @@ func (e *Engine) Cost(by cost.By, since time.Time) view.CostReport {
 }
 
 // waitingWork reads the queue for the queued estimate: the types the
-// waiting containers are locked to (held ones wait for an operator, not
-// for dollars, and are left out), how many have no type yet, and the run
-// times of the containers that completed, by the type they ran on, in
-// the order they ended.
+// waiting containers are locked to, those not locked yet grouped by the
+// types they may get (held ones wait for an operator, not for dollars, and
+// are left out), and the run times of the containers that completed, by
+// the type they ran on, in the order they ended.
 func (e *Engine) waitingWork() cost.Waiting {
 	w := cost.Waiting{Runs: map[string][]time.Duration{}}
+	// Queues hold few distinct shapes: one fit per shape, not per container.
+	type shape struct {
+		rc          queue.Constraints
+		labels      string
+		preemptible bool
+	}
+	unlocked := map[shape]int{}
+	candidates := map[shape][]string{}
 	e.queue.Each(func(c *queue.Container) bool {
 		switch {
 		case c.Held && c.State.Waiting():
 		case c.State == queue.Locked:
 			w.Locked = append(w.Locked, c.InstanceType)
 		case c.State == queue.Queued:
-			w.Untyped++
+			k := shape{rc: c.RuntimeConstraints, preemptible: c.Scheduling.IsPreemptible()}
+			if c.HasConstraints() {
+				k.labels = config.FormatLabels(c.Scheduling.Constraints)
+			}
+			if _, ok := candidates[k]; !ok {
+				candidates[k] = e.sched.CandidateTypes(k.rc, c.Scheduling.Constraints, k.preemptible)
+			}
+			unlocked[k]++
 		case c.State == queue.Complete && c.InstanceType != "" && c.FinishedAt.After(c.StartedAt) && !c.StartedAt.IsZero():
 			runs := append(w.Runs[c.InstanceType], c.FinishedAt.Sub(c.StartedAt))
 			if len(runs) >= 2*cost.RunsKept { // only the last RunsKept count: keep the walk's memory bounded
@@ -143,6 +160,21 @@ func (e *Engine) waitingWork() cost.Waiting {
 		}
 		return true
 	})
+	// Shapes that may get the same types are one group.
+	byTypes := map[string]*cost.Unlocked{}
+	for k, n := range unlocked {
+		ts := candidates[k]
+		key := strings.Join(ts, "\x00")
+		u, ok := byTypes[key]
+		if !ok {
+			u = &cost.Unlocked{Types: ts}
+			byTypes[key] = u
+		}
+		u.Containers += n
+	}
+	for _, u := range byTypes {
+		w.Unlocked = append(w.Unlocked, *u)
+	}
 	return w
 }
 

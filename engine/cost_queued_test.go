@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,8 +15,11 @@ import (
 // The queued estimate reads the queue: two containers completed on a
 // small (their run times as recorded), one runs, and of three waiting at
 // quota the head is locked to small (estimated at small's price × the
-// median of the two runs), the next has no type yet (untyped) and a held
-// one waits for an operator, not for dollars (left out).
+// median of the two runs), the next has no type yet and may get small or
+// medium (within max_price_factor 1.5; large is not): a range over those
+// whose cost is known, small only; one that needs 2 vCPUs may get only
+// medium, which no container has finished on (untyped); and a held one
+// waits for an operator, not for dollars (left out).
 func TestCostQueuedEstimate(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Dispatcher.MaxInstances = 1
@@ -31,11 +35,14 @@ func TestCostQueuedEstimate(t *testing.T) {
 	h.until("r running", 60, func() bool { return h.state(r) == queue.Running })
 	w1 := h.submit(-1, 0)
 	w2 := h.submit(-1, 0)
+	w3 := h.submit(-1, 0, func(s *queue.Spec) { s.RuntimeConstraints.VCPUs = 2 })
 	held := h.submit(-1, 0)
 	if _, err := h.eng.ApplyContainerVerb(held, view.ContainerHold, "test", ""); err != nil {
 		t.Fatal(err)
 	}
-	h.until("w1 locked at quota", 30, func() bool { return h.state(w1) == queue.Locked && h.state(w2) == queue.Queued })
+	h.until("w1 locked at quota", 30, func() bool {
+		return h.state(w1) == queue.Locked && h.state(w2) == queue.Queued && h.state(w3) == queue.Queued
+	})
 
 	run := func(id string) time.Duration { c := h.container(id); return c.FinishedAt.Sub(c.StartedAt) }
 	median := (run(a) + run(b)) / 2
@@ -52,6 +59,18 @@ func TestCostQueuedEstimate(t *testing.T) {
 		t.Errorf("line %+v, want small: 1 container, median %v of 2 runs, $%.6f", l, median, want)
 	}
 	if math.Abs(q.Dollars-want) > 1e-9 || q.Unknown != 0 || q.Untyped != 1 {
-		t.Errorf("queued $%.6f, %d unknown, %d untyped; want $%.6f, 0, 1 (w2; the held one left out)", q.Dollars, q.Unknown, q.Untyped, want)
+		t.Errorf("queued $%.6f, %d unknown, %d untyped; want $%.6f, 0, 1 (w3; the held one left out)", q.Dollars, q.Unknown, q.Untyped, want)
+	}
+	if len(q.Ranges) != 2 {
+		t.Fatalf("ranges %+v, want w2's (small, medium) and w3's (medium)", q.Ranges)
+	}
+	if r := q.Ranges[0]; strings.Join(r.Types, ",") != "medium" || r.Containers != 1 || r.Known {
+		t.Errorf("range %+v, want w3 on medium, unknown", r)
+	}
+	if r := q.Ranges[1]; strings.Join(r.Types, ",") != "small,medium" || r.Containers != 1 || !r.Known || math.Abs(r.Low-want) > 1e-9 || math.Abs(r.High-want) > 1e-9 {
+		t.Errorf("range %+v, want w2 on small or medium at $%.6f (only small's cost is known)", r, want)
+	}
+	if math.Abs(q.Low-2*want) > 1e-9 || math.Abs(q.High-2*want) > 1e-9 {
+		t.Errorf("queued $%.6f..$%.6f, want $%.6f both ends", q.Low, q.High, 2*want)
 	}
 }

@@ -180,10 +180,13 @@ func (m *Model) costLines() []string {
 
 // queuedLines are the queued work's estimate, saying what it is.
 func (m *Model) queuedLines(q *view.QueuedCost) []string {
-	if q == nil || len(q.Lines) == 0 && q.Untyped == 0 {
+	if q == nil || len(q.Lines) == 0 && len(q.Ranges) == 0 {
 		return nil
 	}
-	out := []string{"", m.th.Bold.Render(fmt.Sprintf("%-24s %10s %21s %10s", "QUEUED: TYPE", "WAITING", "MEDIAN RUN", "ESTIMATE"))}
+	out := []string{""}
+	if len(q.Lines) > 0 {
+		out = append(out, m.th.Bold.Render(fmt.Sprintf("%-24s %10s %21s %10s", "QUEUED: TYPE", "WAITING", "MEDIAN RUN", "ESTIMATE")))
+	}
 	for _, l := range q.Lines {
 		run, d := "unknown", "unknown"
 		if l.Known {
@@ -192,18 +195,40 @@ func (m *Model) queuedLines(q *view.QueuedCost) []string {
 		}
 		out = append(out, fmt.Sprintf("%-24s %10d %21s %10s", cut(termsafe.Escape(l.Type), 24), l.Containers, run, d))
 	}
-	out = append(out, "queued "+money(q.Dollars)+" (type's price × median run of those finished on it)")
+	if len(q.Ranges) > 0 {
+		out = append(out, m.th.Bold.Render(fmt.Sprintf("%-24s %10s %32s", "NO TYPE YET: MAY GET", "WAITING", "ESTIMATE")))
+	}
+	for _, r := range q.Ranges {
+		types := "(no type holds them)"
+		if len(r.Types) > 0 {
+			types = termsafe.Escape(strings.Join(r.Types, ","))
+		}
+		out = append(out, fmt.Sprintf("%-24s %10d %32s", cut(types, 24), r.Containers, moneyRange(r.Known, r.Low, r.High)))
+	}
+	out = append(out, "queued "+moneyRange(true, q.Low, q.High)+" (type's price × median run of those finished on it)")
 	var not []string
 	if q.Unknown > 0 {
-		not = append(not, fmt.Sprintf("%d (none finished on their type)", q.Unknown))
+		not = append(not, fmt.Sprintf("%d locked", q.Unknown))
 	}
 	if q.Untyped > 0 {
-		not = append(not, fmt.Sprintf("%d (no type yet)", q.Untyped))
+		not = append(not, fmt.Sprintf("%d not locked", q.Untyped))
 	}
 	if len(not) > 0 {
-		out = append(out, "not estimated: "+strings.Join(not, "; "))
+		out = append(out, "not estimated: "+strings.Join(not, ", ")+" (none finished on their types)")
 	}
 	return out
+}
+
+// moneyRange is "$1.00", or "$1.00–$2.50" when the ends differ; "unknown"
+// when not known.
+func moneyRange(known bool, low, high float64) string {
+	switch {
+	case !known:
+		return "unknown"
+	case money(low) == money(high):
+		return money(low)
+	}
+	return money(low) + "–" + money(high)
 }
 
 // fmtRun is a run time to the second, compactly: 25m0s, 2h0m0s, 45s.

@@ -21,7 +21,8 @@ func fakeCost() *view.CostReport {
 		Instances:  []view.InstanceCost{{ID: "i-0000", Type: "small", RatePerHour: 0.02, Dollars: 1.234}},
 		Queued: &view.QueuedCost{
 			Lines:   []view.QueuedLine{{Type: "small", Containers: 3, PricePerHour: 0.02, MedianRun: 25 * time.Minute, Finished: 4, Known: true, Dollars: 0.025}, {Type: "large", Containers: 2}},
-			Dollars: 0.025, Unknown: 2, Untyped: 4,
+			Ranges:  []view.QueuedRange{{Types: []string{"small", "medium"}, Containers: 5, Known: true, Low: 0.04, High: 0.06}, {Containers: 4}},
+			Dollars: 0.025, Low: 0.065, High: 0.085, Unknown: 2, Untyped: 4,
 		},
 	}
 }
@@ -69,8 +70,9 @@ func TestCostView(t *testing.T) {
 	got = plain(m)
 	for _, want := range []string{
 		"QUEUED: TYPE", "25m0s of 4", "$0.03", "unknown",
-		"queued $0.03 (type's price × median run of those finished on it)",
-		"not estimated: 2 (none finished on their type); 4 (no type yet)",
+		"NO TYPE YET: MAY GET", "small,medium", "$0.04–$0.06", "(no type holds them)",
+		"queued $0.07–$0.09 (type's price × median run of those finished on it)",
+		"not estimated: 2 locked, 4 not locked (none finished on their types)",
 		"INSTANCE", "i-0000", "$0.02", "$1.23",
 	} {
 		if !strings.Contains(got, want) {

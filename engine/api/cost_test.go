@@ -39,7 +39,7 @@ func TestCostEndpoint(t *testing.T) {
 	if len(r.Instances) != 1 || r.Instances[0].RatePerHour != 1.0 || math.Abs(r.Instances[0].Dollars-r.Bill) > 1e-9 {
 		t.Errorf("instances %+v, want one at $1.00/h costing the bill $%.4f", r.Instances, r.Bill)
 	}
-	if r.Queued == nil || r.Queued.Untyped != 0 || len(r.Queued.Lines) != 0 {
+	if r.Queued == nil || r.Queued.Untyped != 0 || len(r.Queued.Lines) != 0 || len(r.Queued.Ranges) != 0 {
 		t.Errorf("queued %+v, want an empty estimate (nothing waits)", r.Queued)
 	}
 	recent, err := e.client.Cost(ctx, "type", 30*time.Minute)

@@ -133,11 +133,7 @@ func noLabelsWhy(labels map[string]string) string {
 // allowed by preemptible, and can hold rc; if not, why. It is safe to call
 // from any goroutine.
 func (s *Scheduler) FitsSpec(rc queue.Constraints, labels map[string]string, preemptible bool) (bool, string) {
-	want := s.labels.setOf(labels)
-	if !preemptible && s.labels.anyPreemptible {
-		want |= onDemandLabel
-	}
-	f := s.explainFit(rc, want)
+	f := s.explainFit(rc, s.wantOf(labels, preemptible))
 	if f.noLabels {
 		return false, noLabelsWhy(labels)
 	}
@@ -145,4 +141,27 @@ func (s *Scheduler) FitsSpec(rc queue.Constraints, labels map[string]string, pre
 		return false, f.why + " (among types with labels " + config.FormatLabels(labels) + ")"
 	}
 	return len(f.candidates) > 0, f.why
+}
+
+// CandidateTypes names the types a container of rc asking for labels may
+// get (preemptible: it may run on preemptible types): the cheapest that
+// holds it and those priced within max_price_factor of it, cheapest first;
+// none when no type does. Safe from any goroutine, like FitsSpec.
+func (s *Scheduler) CandidateTypes(rc queue.Constraints, labels map[string]string, preemptible bool) []string {
+	f := s.explainFit(rc, s.wantOf(labels, preemptible))
+	names := make([]string, len(f.candidates))
+	for i, t := range f.candidates {
+		names[i] = s.types[t].Name
+	}
+	return names
+}
+
+// wantOf is the label set a container asking for labels needs of a type,
+// with the on-demand bit when it may not run on preemptible ones.
+func (s *Scheduler) wantOf(labels map[string]string, preemptible bool) labelSet {
+	want := s.labels.setOf(labels)
+	if !preemptible && s.labels.anyPreemptible {
+		want |= onDemandLabel
+	}
+	return want
 }

@@ -74,14 +74,33 @@ type QueuedLine struct {
 	Dollars      float64       `json:"dollars"`
 }
 
-// QueuedCost is what the containers waiting now would cost. Untyped counts
-// those not yet locked to a type (Queued): the scheduler has not chosen
-// their type, so they are not estimated.
+// QueuedRange is the waiting containers not locked to a type yet whose
+// constraints allow the same types: the cheapest type that holds them and
+// those priced within max_price_factor of it, any of which the scheduler
+// may choose. Each would cost between the cheapest and the dearest of
+// those types' price × median run (types no container has finished on
+// are left out of the range); Known is false when that is every type.
+type QueuedRange struct {
+	Types      []string `json:"types"` // cheapest first
+	Containers int      `json:"containers"`
+	Known      bool     `json:"known"`
+	Low        float64  `json:"low"`  // Containers × the cheapest estimate
+	High       float64  `json:"high"` // Containers × the dearest estimate
+}
+
+// QueuedCost is what the containers waiting now would cost: the locked
+// ones exactly by their type (Dollars), the others as a range over the
+// types they may get (Low and High include Dollars). Unknown counts locked
+// containers and Untyped unlocked ones that could not be estimated: no
+// container has finished on their types, or no type holds them.
 type QueuedCost struct {
-	Lines   []QueuedLine `json:"lines,omitempty"`
-	Dollars float64      `json:"dollars"` // the known lines' sum
-	Unknown int          `json:"unknown"` // locked to a type no container has finished on
-	Untyped int          `json:"untyped"`
+	Lines   []QueuedLine  `json:"lines,omitempty"`
+	Ranges  []QueuedRange `json:"ranges,omitempty"`
+	Dollars float64       `json:"dollars"` // the known lines' sum
+	Low     float64       `json:"low"`
+	High    float64       `json:"high"`
+	Unknown int           `json:"unknown"`
+	Untyped int           `json:"untyped"`
 }
 
 // CostReport is what the instances cost over [From, To), summed By a

@@ -132,7 +132,7 @@ func writeCostTable(w io.Writer, r view.CostReport, since time.Duration) error {
 // writeQueuedTable prints the queued work's estimate, saying what it is
 // and what it could not estimate.
 func writeQueuedTable(b *strings.Builder, q *view.QueuedCost) error {
-	if q == nil || len(q.Lines) == 0 && q.Untyped == 0 {
+	if q == nil || len(q.Lines) == 0 && len(q.Ranges) == 0 {
 		return nil
 	}
 	b.WriteString("\nqueued work (estimate: the type's price × the median run of containers finished on it)\n")
@@ -149,15 +149,50 @@ func writeQueuedTable(b *strings.Builder, q *view.QueuedCost) error {
 			return err
 		}
 	}
-	fmt.Fprintf(b, "queued %s", dollars(q.Dollars))
+	if len(q.Ranges) > 0 {
+		b.WriteString("not locked to a type yet (from the cheapest to the dearest type they may get)\n")
+		t := &table{cols: []column{{name: "MAY GET"}, {name: "WAITING"}, {name: "COST"}}}
+		for _, r := range q.Ranges {
+			t.add(typeList(r.Types), strconv.Itoa(r.Containers), costRange(r.Known, r.Low, r.High))
+		}
+		if err := t.render(b, layout{headers: true}); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(b, "queued %s", costRange(true, q.Low, q.High))
 	if q.Unknown > 0 {
 		fmt.Fprintf(b, "; %d not estimated (no container has finished on their type)", q.Unknown)
 	}
 	if q.Untyped > 0 {
-		fmt.Fprintf(b, "; %d not locked to a type yet", q.Untyped)
+		fmt.Fprintf(b, "; %d not locked to a type and not estimated (none finished on a type they may get)", q.Untyped)
 	}
 	b.WriteString("\n")
 	return nil
+}
+
+// costRange is "$1.00", or "$1.00–$2.50" when the ends differ; "unknown"
+// when not known.
+func costRange(known bool, low, high float64) string {
+	if !known {
+		return "unknown"
+	}
+	if dollars(low) == dollars(high) {
+		return dollars(low)
+	}
+	return dollars(low) + "–" + dollars(high)
+}
+
+// typeList names the types a container may get; "(no type holds them)" when
+// there are none.
+func typeList(types []string) string {
+	if len(types) == 0 {
+		return "(no type holds them)"
+	}
+	names := make([]string, len(types))
+	for i, t := range types {
+		names[i] = termsafe.Escape(t)
+	}
+	return strings.Join(names, ",")
 }
 
 // byTitle is the first column's title for a report summed by by.
@@ -200,8 +235,20 @@ func writeCostCSV(w io.Writer, r view.CostReport) error {
 			}
 			rows = append(rows, []string{"queued", l.Type, "estimate", strconv.Itoa(l.Containers), d, ""})
 		}
+		for _, x := range q.Ranges {
+			lo, hi := "", ""
+			if x.Known {
+				lo, hi = money(x.Low), money(x.High)
+			}
+			types := strings.Join(x.Types, " ")
+			rows = append(rows,
+				[]string{"queued", types, "low", strconv.Itoa(x.Containers), lo, ""},
+				[]string{"queued", types, "high", strconv.Itoa(x.Containers), hi, ""})
+		}
 		rows = append(rows,
 			[]string{"queued", "total", "estimate", "", money(q.Dollars), ""},
+			[]string{"queued", "total", "low", "", money(q.Low), ""},
+			[]string{"queued", "total", "high", "", money(q.High), ""},
 			[]string{"queued", "unknown", "", strconv.Itoa(q.Unknown), "", ""},
 			[]string{"queued", "untyped", "", strconv.Itoa(q.Untyped), "", ""})
 	}

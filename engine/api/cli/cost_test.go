@@ -29,7 +29,11 @@ var costReport = view.CostReport{
 			{Type: "c2", Containers: 3, PricePerHour: 0.4, MedianRun: 25 * time.Minute, Finished: 4, Known: true, Dollars: 0.5},
 			{Type: "gpu", Containers: 2},
 		},
-		Dollars: 0.5, Unknown: 2, Untyped: 4,
+		Ranges: []view.QueuedRange{
+			{Types: []string{"c2", "c8"}, Containers: 3, Known: true, Low: 0.5, High: 9.6},
+			{Types: []string{"gpu"}, Containers: 4},
+		},
+		Dollars: 0.5, Low: 1, High: 10.1, Unknown: 2, Untyped: 4,
 	},
 }
 
@@ -52,7 +56,9 @@ func TestCostOutputs(t *testing.T) {
 		"budget fleet: $5.20/h of $5.00/h (over:",
 		"queued work (estimate: the type's price × the median run of containers finished on it)",
 		"25m0s of 4", "$0.50",
-		"queued $0.50; 2 not estimated (no container has finished on their type); 4 not locked to a type yet",
+		"not locked to a type yet (from the cheapest to the dearest type they may get)",
+		"c2,c8", "$0.50–$9.60",
+		"queued $1.00–$10.10; 2 not estimated (no container has finished on their type); 4 not locked to a type and not estimated (none finished on a type they may get)",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
@@ -81,15 +87,21 @@ func TestCostOutputs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("-o csv: %v\n%s", err, out)
 	}
-	if want := 1 + 3 + 2 + 6 + 1 + 2 + 3; len(rows) != want {
+	if want := 1 + 3 + 2 + 6 + 1 + 2 + 4 + 5; len(rows) != want {
 		t.Errorf("-o csv: %d rows, want %d:\n%s", len(rows), want, out)
 	}
 	if got := strings.Join(rows[2], ","); got != "group,genomics,label=team,2,0.613333," {
 		t.Errorf("-o csv: the genomics row is %q", got)
 	}
 
-	if got := strings.Join(rows[len(rows)-5], ","); got != "queued,c2,estimate,3,0.500000," {
+	if got := strings.Join(rows[len(rows)-11], ","); got != "queued,c2,estimate,3,0.500000," {
 		t.Errorf("-o csv: the queued c2 row is %q", got)
+	}
+	if got := strings.Join(rows[len(rows)-8], ","); got != "queued,c2 c8,high,3,9.600000," {
+		t.Errorf("-o csv: the high end of the c2..c8 range is %q", got)
+	}
+	if got := strings.Join(rows[len(rows)-3], ","); got != "queued,total,high,,10.100000," {
+		t.Errorf("-o csv: the total's high end is %q", got)
 	}
 	if got := strings.Join(rows[len(rows)-1], ","); got != "queued,untyped,,4,," {
 		t.Errorf("-o csv: the untyped row is %q", got)
