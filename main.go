@@ -129,14 +129,28 @@ func newRoot(env *cli.Env) *cobra.Command {
 		Run: func(*cobra.Command, []string) { fmt.Fprintf(env.Stdout, "dispatch-tui %s\n", version.String()) },
 	}
 	check := &cobra.Command{
-		Use: "check-config FILE", Short: "Validate a config file; print errors with line numbers", GroupID: "other",
+		Use: "check-config [FILE]", Short: "Validate a config file; print errors with line numbers", GroupID: "other",
 		Long: `Validate a config file: every key known, every value in range, and the console's
 [tui.keys] bindings usable. Prints "FILE: ok" (exit 0) or the errors with line
-numbers (exit 1).`,
-		Example: "  dispatch-tui check-config /etc/dispatch-tui.toml",
-		Args:    cli.ExactArgs(1, "one FILE"),
+numbers (exit 1). Without FILE it checks the file --config names, else the one
+the dispatcher would read (./dispatch-tui.toml, then
+$XDG_CONFIG_HOME/dispatch-tui/config.toml).`,
+		Example: "  dispatch-tui check-config /etc/dispatch-tui.toml\n  dispatch-tui --config /etc/dispatch-tui.toml check-config",
+		Args: func(_ *cobra.Command, args []string) error {
+			switch {
+			case len(args) > 1:
+				return cli.UsageError("want one FILE, got %d arguments", len(args))
+			case len(args) == 1 && env.ConfigPath != "" && env.ConfigPath != args[0]:
+				return cli.UsageError("two files to check: %s and --config %s; name one", termsafe.Escape(args[0]), termsafe.Escape(env.ConfigPath))
+			}
+			return nil
+		},
 		RunE: func(_ *cobra.Command, args []string) error {
-			return checkConfig(args[0], env.Stdout, env.Stderr)
+			path, err := configToCheck(args, env.ConfigPath)
+			if err != nil {
+				return err
+			}
+			return checkConfig(path, env.Stdout, env.Stderr)
 		},
 	}
 	root.AddCommand(versionCmd, check, simulateCmd(env), cloudtestCmd(env), storeCmd(env))
@@ -153,6 +167,25 @@ func exitCode(code int) error {
 		return nil
 	}
 	return cli.Silent(code)
+}
+
+// configToCheck is the file check-config checks: FILE, else --config,
+// else the file the dispatcher would find.
+func configToCheck(args []string, flag string) (string, error) {
+	switch {
+	case len(args) == 1:
+		return args[0], nil
+	case flag != "":
+		return flag, nil
+	}
+	path, err := config.Find()
+	if err != nil {
+		return "", err
+	}
+	if path == "" {
+		return "", cli.UsageError("no config file to check: name one (check-config FILE), or put it at ./dispatch-tui.toml or $XDG_CONFIG_HOME/dispatch-tui/config.toml")
+	}
+	return path, nil
 }
 
 // checkConfig validates the config file at path, and the console's key

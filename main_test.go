@@ -14,6 +14,9 @@ import (
 
 func TestCheckConfig(t *testing.T) {
 	dir := t.TempDir()
+	// No config for check-config to find by itself: cwd is the repo
+	// (no dispatch-tui.toml), the user's config directory an empty one.
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
@@ -33,7 +36,10 @@ func TestCheckConfig(t *testing.T) {
 		{"bad value", []string{"check-config", write("bad2.toml", "[dispatcher]\n\nmax_instances = 0\n")}, 1, "", "bad2.toml:3: dispatcher.max_instances"},
 		{"syntax", []string{"check-config", write("bad3.toml", "[dispatcher]\nlisten = \"x\" y\n")}, 1, "", "bad3.toml:2:"},
 		{"missing file", []string{"check-config", filepath.Join(dir, "nope.toml")}, 1, "", "nope.toml"},
-		{"no args", []string{"check-config"}, 2, "", "want one FILE"},
+		{"no file anywhere", []string{"check-config"}, 2, "", "no config file to check: name one"},
+		{"two files", []string{"check-config", "a.toml", "b.toml"}, 2, "", "want one FILE, got 2 arguments"},
+		{"--config names it", []string{"--config", write("flag.toml", "[dispatcher]\nmax_instances = 0\n"), "check-config"}, 1, "", "flag.toml:2: dispatcher.max_instances"},
+		{"--config and FILE disagree", []string{"--config", "a.toml", "check-config", "b.toml"}, 2, "", "two files to check: b.toml and --config a.toml; name one"},
 		{"unknown command", []string{"frobnicate"}, 2, "", "unknown command"},
 		{"keys bound twice", []string{"check-config", write("keys.toml", "[tui.keys]\nhold = \"d\"\n")}, 1, "", "[tui.keys]"},
 		{"NUL in state_dir", []string{"check-config", write("nul.toml", "[dispatcher]\nstate_dir = \"/tmp/a\\u0000b\"\n")}, 1, "", "nul.toml:2: dispatcher.state_dir: must not contain a control character"},
@@ -169,5 +175,23 @@ f`
 	out, err := exec.Command(bash, "--norc", "--noprofile", "-c", probe, "probe", path).CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "con|ls|2|dispatch-tui ls con" {
 		t.Fatalf("bash without bash-completion: %v\n%s", err, out)
+	}
+}
+
+// Without FILE or --config, check-config checks the file the dispatcher
+// would read.
+func TestCheckConfigFindsTheDispatchersFile(t *testing.T) {
+	xdg := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", xdg)
+	p := filepath.Join(xdg, "dispatch-tui", "config.toml")
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte("[dispatcher]\nmax_instances = 0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"check-config"}, &out, &errb); code != 1 || !strings.Contains(errb.String(), p+":2: dispatcher.max_instances") {
+		t.Fatalf("check-config = %d\nstdout: %s\nstderr: %s\nwant 1 and the error in %s", code, out.String(), errb.String(), p)
 	}
 }
