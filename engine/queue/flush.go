@@ -39,6 +39,11 @@ func (q *Queue) flush(pass bool) error {
 	recs := q.flushRecs[:0]
 	for _, c := range q.dirty {
 		if err := encodeRecord(b, c); err != nil {
+			// The records before it stay listed: mark them again, or a
+			// later change would list them twice.
+			for _, r := range recs {
+				r.dirty = true
+			}
 			q.mu.Unlock()
 			q.unwriteParts(parts)
 			return err
