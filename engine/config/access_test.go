@@ -140,6 +140,10 @@ func TestSecretFilesMustBePrivate(t *testing.T) {
 		{"no token, another user's", "[dispatcher]\ntoken = \"\"\n", 0o644, "", true},
 		{"token file, another user's", "[dispatcher]\ntoken_file = \"nobody.tok\"\n", 0o600, "run chown ", false},
 		{"token file, root's", "[dispatcher]\ntoken_file = \"root.tok\"\n", 0o600, "", false},
+		{"store url with a password, 0644", "[store]\nurl = \"postgres://d:pw@db/q\"\n", 0o644, "holds the store URL's password (or move it to url_file or ~/.pgpass): " + dir + "/c.toml is accessible by group or others (mode 0644): run chmod 600 ", false},
+		{"store url with a password parameter, 0640", "[store]\nurl = \"postgres://d@db/q?password=pw\"\n", 0o640, "run chmod 600 ", false},
+		{"store url with a password, 0600", "[store]\nurl = \"postgres://d:pw@db/q\"\n", 0o600, "", false},
+		{"store url without a password, 0644", "[store]\nurl = \"postgres://d@db/q?sslmode=require\"\n", 0o644, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(dir, "c.toml")

@@ -42,8 +42,9 @@ type Config struct {
 	// Warnings are what Parse read but wants written otherwise (an old
 	// name, drivers.go), with their lines; the config works as it is.
 	Warnings []*Error
-	// holdsToken tells Load that the file itself holds a secret.
-	holdsToken bool
+	// holdsSecret names the secret the file itself holds ("": none),
+	// for Load to check the file as secret files are.
+	holdsSecret string
 }
 
 // Dispatcher is the [dispatcher] section.

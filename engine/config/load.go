@@ -13,6 +13,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"dispatch-tui/engine/secretfile"
+	"dispatch-tui/engine/store/pgstore"
 )
 
 // Find returns the config file to use when --config is absent (docs/design.md §7.1):
@@ -59,8 +60,9 @@ func FindAndLoad(explicit string) (*Config, error) {
 }
 
 // Load reads and parses the config file at path. A file that holds a
-// token (token, or a token of [[dispatcher.tokens]]) must pass
-// secretfile.Check: this user's or root's, and private.
+// secret (token, a token of [[dispatcher.tokens]], or a store.url with a
+// password) must pass secretfile.Check: this user's or root's, and
+// private.
 func Load(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -70,13 +72,13 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.holdsToken {
+	if c.holdsSecret != "" {
 		fi, err := os.Stat(path)
 		if err != nil {
 			return nil, err
 		}
 		if err := secretfile.Check(path, fi); err != nil {
-			return nil, Errors{&Error{File: path, Msg: "holds a token: " + err.Error()}}
+			return nil, Errors{&Error{File: path, Msg: "holds " + c.holdsSecret + ": " + err.Error()}}
 		}
 	}
 	return c, nil
@@ -132,6 +134,23 @@ func Parse(data []byte, path string) (*Config, error) {
 	return c, nil
 }
 
+// secretHeld names the secret the file's own keys hold, before token and
+// URL files are read: a token, or a password in store.url.
+func secretHeld(c *Config) string {
+	if c.Dispatcher.Token != "" {
+		return "a token"
+	}
+	for _, t := range c.Dispatcher.Tokens {
+		if t.Token != "" {
+			return "a token"
+		}
+	}
+	if pgstore.URLHasPassword(c.Store.URL) {
+		return "the store URL's password (or move it to url_file or ~/.pgpass)"
+	}
+	return ""
+}
+
 // finish does what joins keys after decoding: old driver names renamed
 // (with a warning), the defaults that depend on other keys, and token files
 // read into their tokens.
@@ -140,10 +159,7 @@ func (p *parser) finish(c *Config) {
 		w.File, w.Line = p.file, p.loc.line(w.Key)
 		c.Warnings = append(c.Warnings, w)
 	}
-	c.holdsToken = c.Dispatcher.Token != ""
-	for _, t := range c.Dispatcher.Tokens {
-		c.holdsToken = c.holdsToken || t.Token != ""
-	}
+	c.holdsSecret = secretHeld(c)
 	resolveStateDir(&c.Dispatcher)
 	p.readTokens(c)
 	p.resolveStoreURL(&c.Store)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -27,6 +28,22 @@ func CheckURL(url string) error {
 		return errors.New("the URL names no database: add /<database> after the host")
 	}
 	return nil
+}
+
+// URLHasPassword reports whether the URL itself carries a password (in its
+// user part or as a password parameter), which makes the file it is
+// written in a secret. A password from ~/.pgpass or $PGPASSWORD is not in
+// the URL and does not count.
+func URLHasPassword(u string) bool {
+	p, err := neturl.Parse(u)
+	if err != nil {
+		return true // not a URL CheckURL passes; when in doubt, a secret
+
+	}
+	if _, ok := p.User.Password(); ok {
+		return true
+	}
+	return p.Query().Get("password") != ""
 }
 
 // connect opens a pool on url and checks that the server answers.
