@@ -254,9 +254,24 @@ func (p *Pool) notForgotten(w *instance, ids []string, errs []error) []string {
 			p.logsNotStoredLocked(w, id, se, now)
 			continue
 		}
-		p.log.Warn("runner forget failed", "instance", string(w.v.ID), "container", id, "error", e.Error())
+		p.forgetFailedLocked(w, id, e)
 	}
 	return ok
+}
+
+// forgetFailedLocked logs a failed forget of id: a warning the first time
+// it fails so, at debug level while it fails the same way again.
+func (p *Pool) forgetFailedLocked(w *instance, id string, err error) {
+	msg := err.Error()
+	if w.forgetWarned[id] == msg {
+		p.log.Debug("runner forget failed again", "instance", string(w.v.ID), "container", id, "error", msg)
+		return
+	}
+	if w.forgetWarned == nil {
+		w.forgetWarned = map[string]string{}
+	}
+	w.forgetWarned[id] = msg
+	p.log.Warn("runner forget failed", "instance", string(w.v.ID), "container", id, "error", msg)
 }
 
 // forgotten records the outcome of forgetting ids (errs[i] set where it
@@ -274,9 +289,10 @@ func (p *Pool) forgotten(w *instance, ids []string, errs []error) {
 			continue
 		}
 		if errs[i] != nil {
-			p.log.Warn("runner forget failed", "instance", string(w.v.ID), "container", id, "error", errs[i].Error())
+			p.forgetFailedLocked(w, id, errs[i])
 			continue
 		}
+		delete(w.forgetWarned, id)
 		w.forgotten = append(w.forgotten, forgotEntry{id: id, seq: p.nextSeqLocked()})
 		delete(w.noticed, id)
 		gone[id] = struct{}{}

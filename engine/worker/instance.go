@@ -90,6 +90,10 @@ type instance struct {
 	// the check must not walk them all.
 	forgetting map[string]struct{}
 	forgotten  []forgotEntry
+	// forgetWarned is the last forget failure warned about per container:
+	// the scheduler asks again every pass, and the same failure repeated
+	// is logged at debug level, not as a warning a pass.
+	forgetWarned map[string]string
 
 	// Specs and ids waiting for the next "runner batch" call, and whether
 	// a goroutine is sending batches for this instance.
