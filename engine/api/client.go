@@ -281,6 +281,15 @@ func (c *Client) WhoAmI(ctx context.Context) (Identity, error) {
 	return v, err
 }
 
+// Cluster returns the cluster as the node asked sees it (each node
+// answers GET /v1/cluster itself; a single dispatcher names itself the
+// leader at epoch 0).
+func (c *Client) Cluster(ctx context.Context) (view.Cluster, error) {
+	var v view.Cluster
+	err := c.do(ctx, http.MethodGet, "/v1/cluster", nil, nil, &v)
+	return v, err
+}
+
 // Pause stops the scheduler starting containers and creating instances.
 func (c *Client) Pause(ctx context.Context, reason string) error {
 	return c.do(ctx, http.MethodPost, "/v1/scheduler/pause", nil, reasonOf(reason), nil)
