@@ -111,6 +111,18 @@ func (m *Members) Leader() (name, address string, ok bool) {
 	return h.Node, h.Address, true
 }
 
+// Role is whether this node leads now and with which epoch, and the
+// lease as last read (the zero Holder before the first read): the
+// elector's and the membership's word in one call, without a database
+// call.
+func (m *Members) Role() (leading bool, epoch int64, leader Holder) {
+	epoch, leading = m.opts.Token()
+	if h := m.holder.Load(); h != nil {
+		leader = *h
+	}
+	return leading, epoch, leader
+}
+
 // State reads the lease and the nodes afresh: GET /v1/cluster.
 func (m *Members) State(ctx context.Context) (view.Cluster, error) {
 	h, err := m.lease.Holder(ctx)

@@ -33,6 +33,12 @@ func TestMembers(t *testing.T) {
 	if name, addr, ok := mb.Leader(); !ok || name != "a" || addr != "https://a:7070" {
 		t.Fatalf("b forwards to %q at %q (%v); want a at https://a:7070", name, addr, ok)
 	}
+	if lead, epoch, h := ma.Role(); !lead || epoch != 1 || h.Node != "a" || h.Epoch != 1 {
+		t.Fatalf("a's role: leading %v, epoch %d, lease %+v; want leading with 1, the lease a's", lead, epoch, h)
+	}
+	if lead, _, h := mb.Role(); lead || h.Node != "a" || h.Address != "https://a:7070" || !h.Valid {
+		t.Fatalf("b's role: leading %v, lease %+v; want standing by, the lease a's and valid", lead, h)
+	}
 	if name, _, ok := ma.Leader(); ok {
 		t.Fatalf("the leader a would forward to %q; want no one (it serves)", name)
 	}
@@ -67,4 +73,40 @@ func TestMembers(t *testing.T) {
 	if _, _, ok := mb.Leader(); ok {
 		t.Fatal("b, now leading, would still forward")
 	}
+}
+
+// TestMembersRun: Run beats every Retry until its context ends, then
+// returns.
+func TestMembersRun(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	a := newNode(t, url, "a", ha.MinLease, nil)
+	m := ha.NewMembers(a.store, a.store, ha.MembersOptions{Node: "a", Address: "https://a:7070", Retry: 20e6, Token: a.el.Token})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	var seen []view.ClusterNode
+	first := func() bool {
+		n, err := a.store.Nodes(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen = n
+		return len(n) == 1
+	}
+	wait.With{Seen: func() string { return fmt.Sprintf("nodes %+v", seen) }}.Until(t, "a's first beat", 10e9, first)
+	beat := seen[0].LastSeen
+	wait.With{Seen: func() string { return fmt.Sprintf("nodes %+v", seen) }}.
+		Until(t, "a's next beat", 10e9, func() bool { return first() && seen[0].LastSeen.After(beat) })
+	if seen[0].Role != view.RoleStandby {
+		t.Fatalf("a, never elected, beat as %q", seen[0].Role)
+	}
+	cancel()
+	wait.Until(t, "Run to return once its context ended", 10e9, func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	})
 }
