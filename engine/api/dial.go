@@ -151,17 +151,20 @@ func clientTLS(fingerprint string) (*tls.Config, error) {
 		// The chain is not checked against any root: the pin replaces
 		// it, and VerifyConnection checks the pin on every handshake.
 		InsecureSkipVerify: true,
-		VerifyConnection: func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 {
-				return errors.New("server sent no certificate")
-			}
-			got := sha256.Sum256(cs.PeerCertificates[0].Raw)
-			if !bytes.Equal(got[:], want) {
-				return fmt.Errorf("server certificate fingerprint %s does not match the pinned %s", hex.EncodeToString(got[:]), hex.EncodeToString(want))
-			}
-			return nil
-		},
+		VerifyConnection:   func(cs tls.ConnectionState) error { return checkPin(cs, want) },
 	}, nil
+}
+
+// checkPin accepts the server's certificate only if its SHA-256 is want.
+func checkPin(cs tls.ConnectionState, want []byte) error {
+	if len(cs.PeerCertificates) == 0 {
+		return errors.New("server sent no certificate")
+	}
+	got := sha256.Sum256(cs.PeerCertificates[0].Raw)
+	if !bytes.Equal(got[:], want) {
+		return fmt.Errorf("server certificate fingerprint %s does not match the pinned %s", hex.EncodeToString(got[:]), hex.EncodeToString(want))
+	}
+	return nil
 }
 
 // Fingerprint is the hex SHA-256 of a certificate's DER bytes, as the

@@ -5,6 +5,8 @@
 package api
 
 import (
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -70,6 +72,33 @@ func (s *server) forward(w http.ResponseWriter, r *http.Request, p principal) {
 		},
 	}
 	proxy.ServeHTTP(w, r)
+}
+
+// PeerTransport carries a standby's forwarded requests
+// (ServerOptions.Forward). An https leader is trusted by the certificate
+// fingerprint pin returns at each new connection (the leader's, as it
+// beats it into the nodes table: every node may serve its own
+// self-signed certificate), not by the system's roots.
+func PeerTransport(pin func() string) http.RoundTripper {
+	return &http.Transport{
+		TLSClientConfig: &tls.Config{
+			MinVersion: tls.VersionTLS12,
+			// The pin replaces the chain's check; VerifyConnection
+			// checks it on every handshake.
+			InsecureSkipVerify: true,
+			VerifyConnection: func(cs tls.ConnectionState) error {
+				p := pin()
+				if p == "" {
+					return errors.New("the leader's certificate fingerprint is not known yet: it is read from the nodes table every lease_retry")
+				}
+				want, err := ParseFingerprint(p)
+				if err != nil {
+					return err
+				}
+				return checkPin(cs, want)
+			},
+		},
+	}
 }
 
 func unavailable(w http.ResponseWriter, msg string) {

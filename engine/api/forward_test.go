@@ -233,3 +233,45 @@ func (e *standbyEnv) reqAt(t *testing.T, base, method, path, token string, hdr m
 	data, _ := io.ReadAll(resp.Body)
 	return resp, string(data)
 }
+
+// TestStandbyPinsTheLeader: to an https leader, a standby's PeerTransport
+// trusts the certificate whose fingerprint the nodes table gives, and no
+// other: a wrong or unknown one is a 502, nothing forwarded.
+func TestStandbyPinsTheLeader(t *testing.T) {
+	e := newEnv(t)
+	leader := &fakeCluster{}
+	leader.leading.Store(true)
+	ls := httptest.NewTLSServer(NewServer(ServerOptions{Engine: e.eng, Token: testToken, Cluster: leader, PeerSecret: testPeerSecret}))
+	t.Cleanup(ls.Close)
+	standby := &fakeCluster{}
+	standby.leader.Store(&[2]string{"a", ls.URL})
+	var pin atomic.Pointer[string]
+	ss := httptest.NewServer(NewServer(ServerOptions{Token: testToken, Cluster: standby, PeerSecret: testPeerSecret,
+		Forward: PeerTransport(func() string {
+			if p := pin.Load(); p != nil {
+				return *p
+			}
+			return ""
+		})}))
+	t.Cleanup(ss.Close)
+	c := NewClient(ss.URL, testToken)
+	for _, tc := range []struct {
+		name, pin string
+		ok        bool
+	}{
+		{"unknown", "", false},
+		{"wrong", Fingerprint([]byte("another certificate")), false},
+		{"the leader's", Fingerprint(ls.Certificate().Raw), true},
+	} {
+		pin.Store(&tc.pin)
+		_, err := c.Summary(t.Context())
+		if tc.ok && err != nil {
+			t.Fatalf("%s pin: %v; want the leader's answer", tc.name, err)
+		}
+		if !tc.ok {
+			if ae := apiErr(t, err, http.StatusBadGateway); !strings.Contains(ae.Message, "leader a at "+ls.URL+" did not answer") {
+				t.Fatalf("%s pin: %v; want a 502 naming the leader", tc.name, err)
+			}
+		}
+	}
+}

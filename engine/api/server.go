@@ -53,8 +53,8 @@ type ServerOptions struct {
 	// with each forwarded request, and a request presenting it may name
 	// the caller it was forwarded for. "" without a cluster.
 	PeerSecret string
-	// Forward carries forwarded requests to the leader; nil:
-	// http.DefaultTransport.
+	// Forward carries forwarded requests to the leader (PeerTransport
+	// for https nodes); nil: http.DefaultTransport.
 	Forward http.RoundTripper
 }
 

@@ -22,18 +22,22 @@ type Roster interface {
 	Nodes(ctx context.Context) ([]view.ClusterNode, error)
 }
 
-// Beat is one heartbeat: who, in which role, reached where, having seen
-// which epoch.
+// Beat is one heartbeat: who, in which role, reached where (and by
+// which certificate), having seen which epoch.
 type Beat struct {
 	Node, Role, Address string
 	Epoch               int64
+	Fingerprint         string // hex SHA-256 of the API's certificate; "" without TLS
 }
 
 // MembersOptions configure Members.
 type MembersOptions struct {
 	Node    string
 	Address string
-	Retry   time.Duration // how often to beat and read the lease
+	// Fingerprint is the hex SHA-256 of the certificate this node's API
+	// serves ("" over plain HTTP): the standbys pin it to forward here.
+	Fingerprint string
+	Retry       time.Duration // how often to beat and read the lease
 	// Token is the elector's Token: whether this node leads, and with
 	// which epoch.
 	Token func() (int64, bool)
@@ -48,6 +52,8 @@ type Members struct {
 	roster Roster
 	lease  Lease
 	holder atomic.Pointer[Holder] // the lease as last read; nil before
+	// pins are the nodes' certificate fingerprints as last read, by name.
+	pins atomic.Pointer[map[string]string]
 }
 
 // NewMembers returns the membership of one node.
@@ -75,9 +81,19 @@ func (m *Members) Step(ctx context.Context) {
 			epoch = p.Epoch
 		}
 	}
-	if err := m.roster.Beat(ctx, Beat{Node: m.opts.Node, Role: role, Address: m.opts.Address, Epoch: epoch}); err != nil {
+	if err := m.roster.Beat(ctx, Beat{Node: m.opts.Node, Role: role, Address: m.opts.Address, Epoch: epoch, Fingerprint: m.opts.Fingerprint}); err != nil {
 		m.opts.Log.Warn("ha: heartbeat failed", "node", m.opts.Node, "err", err)
 	}
+	nodes, err := m.roster.Nodes(ctx)
+	if err != nil {
+		m.opts.Log.Warn("ha: cannot read the nodes", "node", m.opts.Node, "err", err)
+		return
+	}
+	pins := make(map[string]string, len(nodes))
+	for _, n := range nodes {
+		pins[n.Name] = n.TLSFingerprint
+	}
+	m.pins.Store(&pins)
 }
 
 // Run steps every Retry until ctx ends.
@@ -109,6 +125,17 @@ func (m *Members) Leader() (name, address string, ok bool) {
 		return "", "", false
 	}
 	return h.Node, h.Address, true
+}
+
+// LeaderFingerprint is the certificate fingerprint the leader (as Leader
+// names it) last beat with; "" when unknown.
+func (m *Members) LeaderFingerprint() string {
+	name, _, ok := m.Leader()
+	p := m.pins.Load()
+	if !ok || p == nil {
+		return ""
+	}
+	return (*p)[name]
 }
 
 // Role is whether this node leads now and with which epoch, and the

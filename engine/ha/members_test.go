@@ -20,7 +20,7 @@ func TestMembers(t *testing.T) {
 	url := pgtest.NewDatabase(t)
 	a, b := newNode(t, url, "a", ha.MinLease, nil), newNode(t, url, "b", ha.MinLease, nil)
 	members := func(n *node, name string) *ha.Members {
-		return ha.NewMembers(n.store, n.store, ha.MembersOptions{Node: name, Address: "https://" + name + ":7070", Retry: 50e6, Token: n.el.Token})
+		return ha.NewMembers(n.store, n.store, ha.MembersOptions{Node: name, Address: "https://" + name + ":7070", Fingerprint: "fp-" + name, Retry: 50e6, Token: n.el.Token})
 	}
 	ma, mb := members(a, "a"), members(b, "b")
 	ctx := context.Background()
@@ -39,6 +39,12 @@ func TestMembers(t *testing.T) {
 	if lead, _, h := mb.Role(); lead || h.Node != "a" || h.Address != "https://a:7070" || !h.Valid {
 		t.Fatalf("b's role: leading %v, lease %+v; want standing by, the lease a's and valid", lead, h)
 	}
+	if fp := mb.LeaderFingerprint(); fp != "fp-a" {
+		t.Fatalf("b pins %q for the leader; want a's fp-a", fp)
+	}
+	if fp := ma.LeaderFingerprint(); fp != "" {
+		t.Fatalf("the leader a pins %q; want none (it forwards nowhere)", fp)
+	}
 	if name, _, ok := ma.Leader(); ok {
 		t.Fatalf("the leader a would forward to %q; want no one (it serves)", name)
 	}
@@ -47,8 +53,8 @@ func TestMembers(t *testing.T) {
 		t.Fatal(err)
 	}
 	if st.Leader != "a" || st.Epoch != 1 || st.Self != "b" || len(st.Nodes) != 2 ||
-		st.Nodes[0] != (view.ClusterNode{Name: "a", Role: view.RoleLeader, Address: "https://a:7070", Epoch: 1, LastSeen: st.Nodes[0].LastSeen}) ||
-		st.Nodes[1] != (view.ClusterNode{Name: "b", Role: view.RoleStandby, Address: "https://b:7070", Epoch: 1, LastSeen: st.Nodes[1].LastSeen}) {
+		st.Nodes[0] != (view.ClusterNode{Name: "a", Role: view.RoleLeader, Address: "https://a:7070", Epoch: 1, LastSeen: st.Nodes[0].LastSeen, TLSFingerprint: "fp-a"}) ||
+		st.Nodes[1] != (view.ClusterNode{Name: "b", Role: view.RoleStandby, Address: "https://b:7070", Epoch: 1, LastSeen: st.Nodes[1].LastSeen, TLSFingerprint: "fp-b"}) {
 		t.Fatalf("the cluster from b: %+v; want leader a at epoch 1, a leading and b standing by at epoch 1", st)
 	}
 	if sb := st.Standbys(); len(sb) != 1 || sb[0].Name != "b" {

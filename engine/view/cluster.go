@@ -32,6 +32,10 @@ type ClusterNode struct {
 	Address  string    `json:"address"`
 	LastSeen time.Time `json:"last_seen"` // the database's clock
 	Epoch    int64     `json:"epoch"`     // the lease's epoch the node saw then
+	// TLSFingerprint is the hex SHA-256 of the certificate the node's
+	// API serves ("" over plain HTTP): what a standby, or a client's
+	// --tls-fingerprint, pins.
+	TLSFingerprint string `json:"tls_fingerprint,omitempty"`
 }
 
 // Standbys are the nodes other than the leader.

@@ -41,7 +41,7 @@ dispatcher lists itself, leading at epoch 0.`
 func nodeTable(c view.Cluster, now time.Time) *table {
 	t := &table{cols: []column{
 		{name: "NAME"}, {name: "ROLE"}, {name: "ADDRESS", flex: true, min: 16, drop: 3},
-		{name: "LAST SEEN", drop: 2, clock: true}, {name: "EPOCH"},
+		{name: "LAST SEEN", drop: 2, clock: true}, {name: "EPOCH"}, {name: "TLS FINGERPRINT", wide: true},
 	}}
 	for _, n := range c.Nodes {
 		role := n.Role
@@ -49,7 +49,8 @@ func nodeTable(c view.Cluster, now time.Time) *table {
 			// Its last word, no longer the lease's: it stopped or lost it.
 			role += " (lease gone)"
 		}
-		t.add(termsafe.Escape(n.Name), termsafe.Escape(role), dash(termsafe.Escape(n.Address)), ago(now, n.LastSeen), strconv.FormatInt(n.Epoch, 10))
+		t.add(termsafe.Escape(n.Name), termsafe.Escape(role), dash(termsafe.Escape(n.Address)), ago(now, n.LastSeen), strconv.FormatInt(n.Epoch, 10),
+			dash(termsafe.Escape(n.TLSFingerprint)))
 	}
 	return t
 }

@@ -17,7 +17,7 @@ import (
 // it led at epoch 3 and it has been quiet for five minutes.
 func aCluster() view.Cluster {
 	return view.Cluster{Leader: "a", Epoch: 4, Self: "b", Nodes: []view.ClusterNode{
-		{Name: "a", Role: view.RoleLeader, Address: "https://a:7070", LastSeen: testStart.Add(-time.Second), Epoch: 4},
+		{Name: "a", Role: view.RoleLeader, Address: "https://a:7070", LastSeen: testStart.Add(-time.Second), Epoch: 4, TLSFingerprint: "ab12"},
 		{Name: "b", Role: view.RoleStandby, Address: "https://b:7070", LastSeen: testStart.Add(-2 * time.Second), Epoch: 4},
 		{Name: "c", Role: view.RoleLeader, Address: "https://c:7070", LastSeen: testStart.Add(-5 * time.Minute), Epoch: 3},
 	}}
@@ -59,6 +59,10 @@ func TestLsNodes(t *testing.T) {
 	}
 	if !strings.Contains(lines[4], "leader: a at epoch 4; answered by b") {
 		t.Errorf("note %q; want the leader, its epoch and the node asked", lines[4])
+	}
+	_, wide, _ := runCLI(t, f.srv.URL, nil, "", "ls", "nodes", "-o", "wide")
+	if wl := strings.Split(wide, "\n"); len(wl) < 3 || !strings.HasSuffix(strings.TrimSpace(wl[0]), "TLS FINGERPRINT") || !strings.HasSuffix(strings.TrimSpace(wl[1]), " ab12") || !strings.HasSuffix(strings.TrimSpace(wl[2]), " -") {
+		t.Errorf("-o wide:\n%s\nwant the certificates' fingerprints last", wide)
 	}
 	_, js, _ := runCLI(t, f.srv.URL, nil, "", "ls", "nodes", "-o", "json")
 	var got view.Cluster

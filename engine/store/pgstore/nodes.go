@@ -21,9 +21,10 @@ var _ ha.Roster = (*Store)(nil)
 
 // Beat records b as node b.Node's latest heartbeat, seen now.
 func (s *Store) Beat(ctx context.Context, b ha.Beat) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO nodes (name, role, address, epoch, last_seen) VALUES ($1, $2, $3, $4, now())
-		ON CONFLICT (name) DO UPDATE SET role = excluded.role, address = excluded.address, epoch = excluded.epoch, last_seen = excluded.last_seen`,
-		b.Node, b.Role, b.Address, b.Epoch)
+	_, err := s.pool.Exec(ctx, `INSERT INTO nodes (name, role, address, epoch, last_seen, tls_fingerprint) VALUES ($1, $2, $3, $4, now(), $5)
+		ON CONFLICT (name) DO UPDATE SET role = excluded.role, address = excluded.address, epoch = excluded.epoch,
+			last_seen = excluded.last_seen, tls_fingerprint = excluded.tls_fingerprint`,
+		b.Node, b.Role, b.Address, b.Epoch, b.Fingerprint)
 	if err != nil {
 		return fmt.Errorf("record the heartbeat of node %s: %w", b.Node, err)
 	}
@@ -32,13 +33,13 @@ func (s *Store) Beat(ctx context.Context, b ha.Beat) error {
 
 // Nodes lists every node that has beaten, by name.
 func (s *Store) Nodes(ctx context.Context) ([]view.ClusterNode, error) {
-	rows, err := s.pool.Query(ctx, `SELECT name, role, address, epoch, last_seen FROM nodes ORDER BY name`)
+	rows, err := s.pool.Query(ctx, `SELECT name, role, address, epoch, last_seen, tls_fingerprint FROM nodes ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("read the nodes: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (view.ClusterNode, error) {
 		var n view.ClusterNode
-		err := r.Scan(&n.Name, &n.Role, &n.Address, &n.Epoch, &n.LastSeen)
+		err := r.Scan(&n.Name, &n.Role, &n.Address, &n.Epoch, &n.LastSeen, &n.TLSFingerprint)
 		return n, err
 	})
 	if err != nil {

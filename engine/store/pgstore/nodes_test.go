@@ -31,12 +31,12 @@ func TestNodesTable(t *testing.T) {
 		}
 	}
 	must(s.Beat(ctx, ha.Beat{Node: "b", Role: "standby", Address: "https://b:7070", Epoch: 0}))
-	must(s2.Beat(ctx, ha.Beat{Node: "a", Role: "leader", Address: "https://a:7070", Epoch: 1}))
+	must(s2.Beat(ctx, ha.Beat{Node: "a", Role: "leader", Address: "https://a:7070", Epoch: 1, Fingerprint: "ab12"}))
 	must(s.Beat(ctx, ha.Beat{Node: "b", Role: "standby", Address: "https://b:7071", Epoch: 1}))
 	nodes, err := s.Nodes(ctx)
 	must(err)
-	if len(nodes) != 2 || nodes[0].Name != "a" || nodes[0].Role != "leader" || nodes[0].Epoch != 1 || nodes[0].Address != "https://a:7070" ||
-		nodes[1].Name != "b" || nodes[1].Role != "standby" || nodes[1].Epoch != 1 || nodes[1].Address != "https://b:7071" {
+	if len(nodes) != 2 || nodes[0].Name != "a" || nodes[0].Role != "leader" || nodes[0].Epoch != 1 || nodes[0].Address != "https://a:7070" || nodes[0].TLSFingerprint != "ab12" ||
+		nodes[1].Name != "b" || nodes[1].Role != "standby" || nodes[1].Epoch != 1 || nodes[1].Address != "https://b:7071" || nodes[1].TLSFingerprint != "" {
 		t.Fatalf("nodes %+v; want a (leader, epoch 1) then b (standby, its second beat)", nodes)
 	}
 	quiet := nodes[0].LastSeen
