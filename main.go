@@ -39,7 +39,8 @@ Without a command it runs the console:
   dispatch-tui --daemon [--config FILE]         headless engine, JSON logs to stderr
   dispatch-tui --connect URL [--token T] [--tls-fingerprint SHA256] [--read-only]
                                                 console attached to a running daemon
-                                                (URL: unix:PATH, https://host:port, http://127.0.0.1:port)
+                                                (URL: unix:PATH, https://host:port, http://127.0.0.1:port;
+                                                a comma-separated list of a cluster's nodes fails over)
   dispatch-tui --demo [--read-only]             console + engine + local driver + a sample workload
 
 Client commands and --connect reach the daemon on its socket in the state dir (no
@@ -113,7 +114,7 @@ func newRoot(env *cli.Env) *cobra.Command {
 	root.SetErr(env.Stderr)
 	f := root.Flags()
 	f.BoolVar(&daemon, "daemon", false, "run the engine headless, JSON logs on stderr")
-	f.StringVar(&cf.connect, "connect", "", "`URL` of a daemon to attach the console to")
+	f.StringVar(&cf.connect, "connect", "", "`URL` of a daemon to attach the console to (a comma-separated list: the nodes of a cluster, tried in turn)")
 	f.BoolVar(&cf.demo, "demo", false, "console with a sample workload in a temporary state dir")
 	f.BoolVar(&cf.readOnly, "read-only", false, "console without the verbs")
 	cli.BindGlobalFlags(root.PersistentFlags(), env)

@@ -60,6 +60,9 @@ func (m *Model) header() []string {
 	l1 = "dispatch-tui  " + m.be.Describe()
 	store := "" // the daemon's store cannot write: say so until it can
 	if s := m.snap; s != nil {
+		if c := clusterHeader(s.Cluster, m.now()); c != "" {
+			l1 += "  " + c
+		}
 		sum := s.Summary
 		if store = sum.StoreStatus(); store != "" {
 			flags = append(flags, "STORE DOWN")

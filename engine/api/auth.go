@@ -70,6 +70,8 @@ type hashedToken struct {
 type principal struct {
 	actor string
 	role  Role
+	// forwarded: a standby of the cluster vouches for this caller.
+	forwarded bool
 }
 
 // Peer is the process at the other end of a unix socket connection, from
@@ -148,7 +150,7 @@ func (s *server) authenticate(w http.ResponseWriter, r *http.Request) (principal
 		}
 		return principal{actor: p.Actor(), role: RoleOperator}, true
 	}
-	if len(s.tokens) == 0 {
+	if len(s.tokens) == 0 && s.peerSecret == "" {
 		return principal{actor: anonymousActor(r), role: RoleOperator}, true
 	}
 	auth := r.Header.Get("Authorization")
@@ -167,6 +169,13 @@ func (s *server) authenticate(w http.ResponseWriter, r *http.Request) (principal
 		if subtle.ConstantTimeCompare(got[:], s.tokens[i].hash[:]) == 1 {
 			match = &s.tokens[i]
 		}
+	}
+	if s.peerSecret != "" && subtle.ConstantTimeCompare(got[:], s.peerHash[:]) == 1 {
+		p, ok := forwardedPrincipal(r)
+		if !ok {
+			writeError(w, &httpError{status: http.StatusForbidden, msg: "a forwarded request must name its caller and role (" + ForwardedActorHeader + ", " + ForwardedRoleHeader + ")"})
+		}
+		return p, ok
 	}
 	if match == nil {
 		writeError(w, &httpError{status: http.StatusForbidden, msg: "invalid token"})

@@ -28,10 +28,17 @@ type Client struct {
 	// Actor, when set, is sent as X-Dispatch-Actor; a server that knows
 	// who the client is (socket peer, token) records that instead.
 	Actor string
+	// nodes, for a client dialled with a list of servers: the fields
+	// above then describe the first; requests go to nodes' current.
+	nodes *failover
 }
 
-// Where names the server for messages: its socket or its URL.
+// Where names the server for messages: its socket or its URL (of a list,
+// the one that answered last).
 func (c *Client) Where() string {
+	if c.nodes != nil {
+		return c.nodes.current().Where()
+	}
 	if c.Socket != "" {
 		return c.Socket
 	}
@@ -281,6 +288,15 @@ func (c *Client) WhoAmI(ctx context.Context) (Identity, error) {
 	return v, err
 }
 
+// Cluster returns the cluster as the node asked sees it (each node
+// answers GET /v1/cluster itself; a single dispatcher names itself the
+// leader at epoch 0).
+func (c *Client) Cluster(ctx context.Context) (view.Cluster, error) {
+	var v view.Cluster
+	err := c.do(ctx, http.MethodGet, "/v1/cluster", nil, nil, &v)
+	return v, err
+}
+
 // Pause stops the scheduler starting containers and creating instances.
 func (c *Client) Pause(ctx context.Context, reason string) error {
 	return c.do(ctx, http.MethodPost, "/v1/scheduler/pause", nil, reasonOf(reason), nil)
@@ -318,35 +334,49 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 }
 
 // send sends a request and returns the response when it is 2xx; any other
-// status becomes an *APIError.
+// status becomes an *APIError. A client of several servers fails over.
 func (c *Client) send(ctx context.Context, method, path string, query url.Values, body any) (*http.Response, error) {
-	u := c.BaseURL + path
-	if len(query) > 0 {
-		u += "?" + query.Encode()
-	}
-	var rd io.Reader
+	var data []byte
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: encode request: %w", method, path, err)
 		}
-		rd = bytes.NewReader(b)
+		data = b
+	}
+	if c.nodes == nil {
+		return c.sendTo(ctx, c, c.Token, method, path, query, data)
+	}
+	return c.nodes.send(func(m *Client) (*http.Response, error) {
+		return c.sendTo(ctx, m, m.Token, method, path, query, data)
+	})
+}
+
+// sendTo sends one request to the server at, as c's actor with token.
+func (c *Client) sendTo(ctx context.Context, at *Client, token, method, path string, query url.Values, data []byte) (*http.Response, error) {
+	u := at.BaseURL + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	var rd io.Reader
+	if data != nil {
+		rd = bytes.NewReader(data)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return nil, err
 	}
-	if body != nil {
+	if data != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	if c.Actor != "" {
 		req.Header.Set(ActorHeader, c.Actor)
 	}
-	hc := c.HTTP
+	hc := at.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
 	}
@@ -360,7 +390,7 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 	defer resp.Body.Close()
 	ae := readAPIError(resp)
 	if !ae.fromAPI {
-		ae.Message = fmt.Sprintf("%s answered %s, not as a dispatcher's API does (is it a dispatch-tui daemon?)", c.Where(), resp.Status)
+		ae.Message = fmt.Sprintf("%s answered %s, not as a dispatcher's API does (is it a dispatch-tui daemon?)", at.Where(), resp.Status)
 	}
 	return nil, ae
 }

@@ -34,10 +34,28 @@ type ClientOptions struct {
 // Dial returns a client for server: "unix:PATH" or an absolute PATH for
 // the daemon's unix socket, "https://host:port" for TLS, or
 // "http://host:port" ("host:port") for plain HTTP, which it refuses with a
-// token for anything but a loopback address.
+// token for anything but a loopback address. A comma-separated list names
+// several nodes of one cluster: the client fails over between them.
 func Dial(server string, opts ClientOptions) (*Client, error) {
-	server = strings.TrimSpace(server)
-	if err := CheckServer(server); err != nil {
+	list := SplitServers(server)
+	if len(list) <= 1 {
+		return dialOne(strings.TrimSpace(server), opts)
+	}
+	f := &failover{}
+	for _, s := range list {
+		m, err := dialOne(s, opts)
+		if err != nil {
+			return nil, err
+		}
+		f.members = append(f.members, m)
+	}
+	first := f.members[0]
+	return &Client{BaseURL: first.BaseURL, Socket: first.Socket, Token: first.Token, HTTP: first.HTTP, nodes: f}, nil
+}
+
+// dialOne is Dial of one server.
+func dialOne(server string, opts ClientOptions) (*Client, error) {
+	if err := checkOne(server); err != nil {
 		return nil, err
 	}
 	if path, ok := socketPath(server); ok {
@@ -50,7 +68,8 @@ func Dial(server string, opts ClientOptions) (*Client, error) {
 				return d.DialContext(ctx, "unix", path)
 			},
 		}
-		return &Client{BaseURL: socketBaseURL, Socket: path, Token: opts.Token, HTTP: &http.Client{Transport: tr}}, nil
+		// The socket knows who connects: no token goes there.
+		return &Client{BaseURL: socketBaseURL, Socket: path, HTTP: &http.Client{Transport: tr}}, nil
 	}
 	c := NewClient(server, opts.Token)
 	u, err := url.Parse(c.BaseURL)
@@ -77,10 +96,23 @@ func Dial(server string, opts ClientOptions) (*Client, error) {
 	return c, nil
 }
 
-// CheckServer refuses a server address Dial cannot mean: one that is
-// neither a socket nor a URL nor host:port ("foo" would be looked up as
-// a host name).
+// CheckServer refuses a server address (or comma-separated list) Dial
+// cannot mean: one that is neither a socket nor a URL nor host:port ("foo"
+// would be looked up as a host name).
 func CheckServer(server string) error {
+	list := SplitServers(server)
+	if len(list) == 0 {
+		return checkOne(server)
+	}
+	for _, s := range list {
+		if err := checkOne(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkOne(server string) error {
 	if _, ok := socketPath(server); ok || strings.Contains(server, "://") {
 		return nil
 	}
@@ -119,17 +151,20 @@ func clientTLS(fingerprint string) (*tls.Config, error) {
 		// The chain is not checked against any root: the pin replaces
 		// it, and VerifyConnection checks the pin on every handshake.
 		InsecureSkipVerify: true,
-		VerifyConnection: func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 {
-				return errors.New("server sent no certificate")
-			}
-			got := sha256.Sum256(cs.PeerCertificates[0].Raw)
-			if !bytes.Equal(got[:], want) {
-				return fmt.Errorf("server certificate fingerprint %s does not match the pinned %s", hex.EncodeToString(got[:]), hex.EncodeToString(want))
-			}
-			return nil
-		},
+		VerifyConnection:   func(cs tls.ConnectionState) error { return checkPin(cs, want) },
 	}, nil
+}
+
+// checkPin accepts the server's certificate only if its SHA-256 is want.
+func checkPin(cs tls.ConnectionState, want []byte) error {
+	if len(cs.PeerCertificates) == 0 {
+		return errors.New("server sent no certificate")
+	}
+	got := sha256.Sum256(cs.PeerCertificates[0].Raw)
+	if !bytes.Equal(got[:], want) {
+		return fmt.Errorf("server certificate fingerprint %s does not match the pinned %s", hex.EncodeToString(got[:]), hex.EncodeToString(want))
+	}
+	return nil
 }
 
 // Fingerprint is the hex SHA-256 of a certificate's DER bytes, as the

@@ -32,6 +32,7 @@ func (s *server) routes(metrics http.Handler) []route {
 		{"GET /v1/cost", RoleViewer, http.HandlerFunc(s.cost)},
 		{"POST /v1/scheduler/{verb}", RoleOperator, http.HandlerFunc(s.schedulerVerb)},
 		{"GET /v1/whoami", RoleViewer, http.HandlerFunc(whoami)},
+		{"GET /v1/cluster", RoleViewer, http.HandlerFunc(s.cluster)},
 	}
 	if metrics != nil {
 		rs = append(rs, route{"GET /metrics", RoleViewer, metrics})

@@ -45,6 +45,17 @@ type ServerOptions struct {
 	Metrics http.Handler
 	// Logger receives one debug line per request; nil discards.
 	Logger *slog.Logger
+	// Cluster is this node's membership of a cluster of dispatchers
+	// (docs/design.md §11): a standby forwards requests to the leader.
+	// nil: a dispatcher alone (SingleNode named "local").
+	Cluster Cluster
+	// PeerSecret is the cluster's shared secret: a standby presents it
+	// with each forwarded request, and a request presenting it may name
+	// the caller it was forwarded for. "" without a cluster.
+	PeerSecret string
+	// Forward carries forwarded requests to the leader (PeerTransport
+	// for https nodes); nil: http.DefaultTransport.
+	Forward http.RoundTripper
 }
 
 type server struct {
@@ -53,6 +64,10 @@ type server struct {
 	mux        *http.ServeMux
 	tokens     []hashedToken
 	socketPeer func(Peer) bool
+	clusterOf  Cluster
+	peerSecret string
+	peerHash   [sha256.Size]byte
+	forwardVia http.RoundTripper
 	// roles maps each registered pattern to the least role it needs.
 	roles map[string]Role
 
@@ -68,6 +83,10 @@ func NewServer(opts ServerOptions) http.Handler {
 	s := &server{
 		eng: opts.Engine, log: opts.Logger, mux: http.NewServeMux(), followPoll: defaultFollowPoll,
 		socketPeer: opts.SocketPeer, roles: map[string]Role{},
+		clusterOf: opts.Cluster, peerSecret: opts.PeerSecret, peerHash: sha256.Sum256([]byte(opts.PeerSecret)), forwardVia: opts.Forward,
+	}
+	if s.clusterOf == nil {
+		s.clusterOf = SingleNode("local", "")
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -98,8 +117,10 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}()
 	h, pattern := s.mux.Handler(r)
 	need, registered := s.roles[pattern]
+	var p principal
 	if need != rolePublic {
-		p, ok := s.authenticate(rec, r)
+		var ok bool
+		p, ok = s.authenticate(rec, r)
 		if !ok {
 			return
 		}
@@ -125,6 +146,10 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeError(rec, &httpError{status: http.StatusMethodNotAllowed, msg: "method " + r.Method + " not allowed on " + r.URL.Path})
 			return
 		}
+	}
+	if pattern != "" && !hereRoutes[pattern] && !s.clusterOf.Leading() {
+		s.forward(rec, r, p)
+		return
 	}
 	s.mux.ServeHTTP(rec, r)
 }

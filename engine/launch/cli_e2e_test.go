@@ -203,9 +203,14 @@ func TestDaemonAPIThroughCLI(t *testing.T) {
 		}
 	}
 
+	// A dispatcher alone lists itself as the cluster: leading, at epoch 0.
+	if nodes := h.cli(0, "ls", "nodes", "-o", "json"); !strings.Contains(nodes, `"role": "leader"`) || !strings.Contains(nodes, `"epoch": 0`) {
+		t.Fatalf("ls nodes of a single dispatcher: %s; want it leading at epoch 0", nodes)
+	}
+
 	// Tables stay readable at 80 columns.
 	narrow := &cliHarness{t: t, env: append(append([]string(nil), h.env...), "COLUMNS=80")}
-	for _, what := range []string{"instances", "containers", "types", "events"} {
+	for _, what := range []string{"instances", "containers", "types", "events", "nodes"} {
 		for _, line := range strings.Split(narrow.cli(0, "ls", what), "\n") {
 			if n := len([]rune(line)); n > 80 {
 				t.Fatalf("ls %s: line of %d columns: %q", what, n, line)

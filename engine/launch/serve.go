@@ -59,6 +59,9 @@ func Serve(r *Running, opts Options) (stop func(context.Context) error, err erro
 	}
 	handler := api.NewServer(api.ServerOptions{
 		Engine: r.Engine, Tokens: tokens, SocketPeer: socketPeer, Metrics: r.Metrics.Handler(), Logger: log,
+		// A dispatcher alone; a node of a cluster passes its ha.Members
+		// and the store's peer secret (docs/design.md §11).
+		Cluster: api.SingleNode(cfg.HA.NodeName, cfg.HA.Advertise),
 	})
 
 	// Requests run under baseCtx, cancelled on stop, so a long

@@ -24,6 +24,10 @@ type Snapshot struct {
 	Containers []view.Container
 	Types      []view.TypeSummary
 	Events     []view.Event // the most recent, oldest first
+	// Cluster is the cluster of dispatchers as the node the console
+	// talks to sees it; nil when the backend reports none (in process,
+	// or a dispatcher that cannot tell).
+	Cluster *view.Cluster
 }
 
 // Backend is a dispatcher seen from the console.

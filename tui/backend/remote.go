@@ -89,6 +89,9 @@ func (r *Remote) Snapshot(ctx context.Context) (*Snapshot, error) {
 	}
 	r.mu.Unlock()
 	s, err := r.snapshot(ctx)
+	if err == nil {
+		s = r.withCluster(ctx, s)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {

@@ -74,7 +74,7 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 // after its name: --server, --token, --tls-fingerprint and --config.
 func BindGlobalFlags(fs *pflag.FlagSet, env *Env) {
 	fs.StringVar(&env.ConfigPath, "config", env.ConfigPath, "read the config from `FILE` (default ./dispatch-tui.toml, then $XDG_CONFIG_HOME/dispatch-tui/config.toml)")
-	fs.StringVar(&env.Server, "server", env.Server, "dispatcher API for client commands, a `URL`: unix:PATH, https://host:port or http://host:port (default $DISPATCH_TUI_SERVER, then the socket in the state dir, then dispatcher.listen)")
+	fs.StringVar(&env.Server, "server", env.Server, "dispatcher API for client commands, a `URL`: unix:PATH, https://host:port or http://host:port, or a comma-separated list of a cluster's nodes tried in turn (default $DISPATCH_TUI_SERVER, then the socket in the state dir, then dispatcher.listen)")
 	fs.StringVar(&env.Token, "token", env.Token, "API `TOKEN` for TCP (default $DISPATCH_TUI_TOKEN, then the config)")
 	fs.StringVar(&env.TLSFingerprint, "tls-fingerprint", env.TLSFingerprint, "`SHA256` of the server's TLS certificate to pin (default $DISPATCH_TUI_TLS_FINGERPRINT)")
 }
@@ -270,9 +270,16 @@ func client(env *Env) (*api.Client, error) {
 	return c, nil
 }
 
-// IsSocket reports whether a server address names a unix socket.
+// IsSocket reports whether a server address (or each of a
+// comma-separated list) names a unix socket: then no token is needed.
 func IsSocket(server string) bool {
-	return strings.HasPrefix(server, "unix:") || strings.HasPrefix(server, "/")
+	list := api.SplitServers(server)
+	for _, s := range list {
+		if !strings.HasPrefix(s, "unix:") && !strings.HasPrefix(s, "/") {
+			return false
+		}
+	}
+	return len(list) > 0
 }
 
 // LocalServer is the server a client on this machine uses without
@@ -300,7 +307,10 @@ func explain(c *api.Client, err error) error {
 	var ne net.Error
 	var oe *net.OpError
 	var ue x509.UnknownAuthorityError
+	var none *api.UnreachableError
 	switch {
+	case errors.As(err, &none):
+		return fmt.Errorf("cannot reach any of the dispatchers at %s: %v (are their `dispatch-tui --daemon` nodes running? set --server or DISPATCH_TUI_SERVER)", strings.Join(none.Tried, ", "), none.Err)
 	case errors.As(err, &ue):
 		return fmt.Errorf("cannot verify the dispatcher at %s: %v (for the self-signed certificate the daemon makes, pass the fingerprint it logs: --tls-fingerprint or DISPATCH_TUI_TLS_FINGERPRINT)", c.Where(), err)
 	case strings.Contains(err.Error(), "fingerprint"):

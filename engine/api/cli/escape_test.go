@@ -40,7 +40,7 @@ func TestErrorsAndAnswersAreEscaped(t *testing.T) {
 		{"submit", "--name", "n" + esc, "--", "echo", esc},
 		{"submit", "--label", esc + "=1", "--", "x"},
 		{"submit", "-f", "specs" + esc + ".jsonl"},
-		{"ls", "instances"}, {"ls", "containers", "--q", esc}, {"ls", "types"}, {"ls", "events"},
+		{"ls", "instances"}, {"ls", "containers", "--q", esc}, {"ls", "types"}, {"ls", "events"}, {"ls", "nodes"},
 		{"ls", esc}, {"frob" + esc}, {"hold", "--bogus" + esc, id},
 	}
 	f := newFake(t, echoRefusal)

@@ -36,8 +36,8 @@ type listing func(ctx context.Context, c *api.Client) (obj any, names []string, 
 
 func listCmd(env *Env) *cobra.Command {
 	ls := &cobra.Command{
-		Use:   "ls instances|containers|types|events",
-		Short: "List instances, containers, instance types or events",
+		Use:   "ls instances|containers|types|events|nodes",
+		Short: "List instances, containers, instance types, events or the cluster's nodes",
 		Long: `List what the dispatcher knows. Tables fit the terminal ($COLUMNS, else its
 width) without ever cutting an id: free text is cut first, then the least
 useful columns are dropped. -o wide shows every column, uncut: on a terminal
@@ -50,12 +50,12 @@ line per column. Piped, nothing is cut.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usagef("what to list: ls instances|containers|types|events")
+				return usagef("what to list: ls instances|containers|types|events|nodes")
 			}
-			return usagef("cannot list %q: instances, containers, types or events", args[0])
+			return usagef("cannot list %q: instances, containers, types, events or nodes", args[0])
 		},
 	}
-	ls.AddCommand(lsInstancesCmd(env), lsContainersCmd(env), lsTypesCmd(env), lsEventsCmd(env))
+	ls.AddCommand(lsInstancesCmd(env), lsContainersCmd(env), lsTypesCmd(env), lsEventsCmd(env), lsNodesCmd(env))
 	return ls
 }
 
