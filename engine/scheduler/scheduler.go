@@ -248,6 +248,7 @@ func (s *Scheduler) sendStarts() {
 			for _, a := range s.starts {
 				s.revert = append(s.revert, worker.StartFailure{ContainerID: a.spec.ID, InstanceID: a.inst, Err: err, NeverSent: true})
 			}
+			s.starts = s.starts[:0] // none made: the pass's Stats count none
 			return
 		}
 	}
