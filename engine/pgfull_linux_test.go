@@ -81,8 +81,9 @@ func TestPostgresFullDiskStartsNothingUntilFreed(t *testing.T) {
 	if sum.StoreErrorKind != view.StoreFull || sum.StoreUnavailableSince.IsZero() {
 		t.Fatalf("summary: store error kind %q since %v (%q); want full, with a time", sum.StoreErrorKind, sum.StoreUnavailableSince, sum.StoreError)
 	}
-	if st := sum.StoreStatus(); !strings.HasPrefix(st, "store unavailable since ") || !strings.Contains(st, "No space left on device") {
-		t.Fatalf("status line %q; want store unavailable since …: … No space left on device", st)
+	if st := sum.StoreStatus(); !strings.HasPrefix(st, "store unavailable since ") || !strings.Contains(st, "No space left on device") ||
+		!strings.Contains(st, "free space on the PostgreSQL server's disk") {
+		t.Fatalf("status line %q; want store unavailable since …: … No space left on device (… free space on the PostgreSQL server's disk)", st)
 	}
 	if h := f.Engine.StoreHealth(); h.FailuresByKind[view.StoreFull] < 5 {
 		t.Fatalf("failed writes by kind %v after 10 passes on a full disk; want a full one at (nearly) every pass", h.FailuresByKind)
