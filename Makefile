@@ -44,15 +44,18 @@ bench-scheduler:
 # with the machine's fork+exec floor (engine/forkfloor) measured before
 # and after each run. The last line is the 100ms bulk path's
 # "N containers/s, floor F/s, ratio R (…; CPU per container …)".
+# BENCH_E2E_STORE=postgres runs each path again beside the embedded one
+# with the queue in PostgreSQL (a local server, as the tests start one).
 BENCH_E2E_N ?= 20000
 BENCH_E2E_ARGS ?=
+BENCH_E2E_STORE ?=
 bench-e2e:
 	@out=$$(mktemp); def=$$(mktemp); \
 	$(GO) test -run='^TestDaemonThroughput$$' -count=1 -v -timeout=30m ./engine/launch \
-		-throughput.containers=$(BENCH_E2E_N) -throughput.probe=0 -throughput.paths=bulk -throughput.result=$$def $(BENCH_E2E_ARGS) \
+		-throughput.containers=$(BENCH_E2E_N) -throughput.probe=0 -throughput.paths=bulk -throughput.store=$(BENCH_E2E_STORE) -throughput.result=$$def $(BENCH_E2E_ARGS) \
 		|| { rm -f $$out $$def; exit 1; }; \
 	$(GO) test -run='^TestDaemonThroughput$$' -count=1 -v -timeout=30m ./engine/launch \
-		-throughput.containers=$(BENCH_E2E_N) -throughput.result=$$out $(BENCH_E2E_ARGS) \
+		-throughput.containers=$(BENCH_E2E_N) -throughput.store=$(BENCH_E2E_STORE) -throughput.result=$$out $(BENCH_E2E_ARGS) \
 		|| { rm -f $$out $$def; exit 1; }; \
 	cat $$def $$out; rm -f $$out $$def
 

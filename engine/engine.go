@@ -158,6 +158,9 @@ func build(opts Options, st store.Store) (*Engine, error) {
 	}
 	e.sched = scheduler.New(opts.Config, q, e.pool, opts.Clock, opts.Logger)
 	e.writeSteps = q.FlushPass
+	if recordsStartsFirst(st) {
+		e.sched.RecordStartsFirst(func() error { return e.writeSteps() })
+	}
 	return e, nil
 }
 

@@ -33,6 +33,7 @@ import (
 
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest/pgtest"
 	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/forkfloor"
 	"dispatch-tui/engine/queue"
@@ -48,6 +49,7 @@ var (
 	throughputFloor   = flag.Duration("throughput.floor", 3*time.Second, "how long TestDaemonThroughput measures the fork+exec floor before and after each run")
 	throughputStages  = flag.Bool("throughput.stages", false, "log how long containers spent in each state in TestDaemonThroughput (from the event log)")
 	throughputResult  = flag.String("throughput.result", "", "write TestDaemonThroughput's summary lines (rate, floor, ratio) to this file")
+	throughputStore   = flag.String("throughput.store", "", "postgres: TestDaemonThroughput runs each path on the embedded store, then again with the queue in PostgreSQL (a local server from pgtest), floors between")
 )
 
 // submitAll submits specs through the API, one call each, from clients
@@ -128,18 +130,24 @@ func TestDaemonThroughput(t *testing.T) {
 	}
 	// The floor before the first run and after each one, in this process:
 	// each run is compared with the mean of the floors on either side.
+	stores, err := parseStores(*throughputStore)
+	if err != nil {
+		t.Fatal(err)
+	}
 	floors := []floorRun{measureFloor(t)}
 	var runs []pathRun
 	for _, p := range paths {
-		runs = append(runs, runPath(t, p, n))
-		floors = append(floors, measureFloor(t))
+		for _, st := range stores {
+			runs = append(runs, runPath(t, p, st, n))
+			floors = append(floors, measureFloor(t))
+		}
 	}
 	var lines []string
 	for i, r := range runs {
 		floor := (floors[i].rate + floors[i+1].rate) / 2
 		floorCPU := (floors[i].cpuPerSpawn + floors[i+1].cpuPerSpawn) / 2
-		lines = append(lines, fmt.Sprintf("%.0f containers/s, floor %.0f/s, ratio %.2f (%s submission, probe_interval %s; CPU per container %.2f ms, per floor spawn %.2f ms)",
-			r.rate, floor, r.rate/floor, r.path, daemonProbeInterval(), ms(r.cpuPerContainer), ms(floorCPU)))
+		lines = append(lines, fmt.Sprintf("%.0f containers/s, floor %.0f/s, ratio %.2f (%s submission, probe_interval %s%s; CPU per container %.2f ms, per floor spawn %.2f ms)",
+			r.rate, floor, r.rate/floor, r.path, daemonProbeInterval(), storeNote(r.store), ms(r.cpuPerContainer), ms(floorCPU)))
 	}
 	for _, l := range lines {
 		t.Log(l)
@@ -173,6 +181,31 @@ func parsePaths(s string) ([]string, error) {
 		return nil, fmt.Errorf("-throughput.paths: name at least one of single, bulk")
 	}
 	return out, nil
+}
+
+// The stores TestDaemonThroughput runs on: the embedded one always, and
+// PostgreSQL beside it with -throughput.store=postgres.
+const (
+	storeEmbedded = "embedded"
+	storePostgres = "postgres"
+)
+
+func parseStores(s string) ([]string, error) {
+	switch s {
+	case "", storeEmbedded:
+		return []string{storeEmbedded}, nil
+	case storePostgres:
+		return []string{storeEmbedded, storePostgres}, nil
+	}
+	return nil, fmt.Errorf("-throughput.store: unknown store %q (postgres, or empty for the embedded store alone)", s)
+}
+
+// storeNote names the store in a result line when it is not the default.
+func storeNote(st string) string {
+	if st == storePostgres {
+		return ", queue in PostgreSQL"
+	}
+	return ""
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -235,6 +268,7 @@ func measureFloor(t *testing.T) floorRun {
 // pathRun is the result of one timed run.
 type pathRun struct {
 	path            string
+	store           string
 	rate            float64
 	cpuPerContainer time.Duration
 }
@@ -243,13 +277,17 @@ type pathRun struct {
 // settings (four instances of a type big enough for every container at
 // once, probed often) and returns a client for it and a function that
 // stops it and destroys its instances (also run at cleanup).
-func startDaemon(t *testing.T) (*api.Client, func()) {
+func startDaemon(t *testing.T, st string) (*api.Client, func()) {
 	t.Helper()
 	state := t.TempDir()
 	port := freePort(t)
+	extra := "keep_finished = 0\n"
+	if st == storePostgres {
+		extra += fmt.Sprintf("\n[store]\nurl = %q\n", pgtest.NewDatabase(t))
+	}
 	cfgPath := writeDaemonConfig(t, state, daemonSettings{
 		listen: fmt.Sprintf("127.0.0.1:%d", port), probeInterval: daemonProbeInterval().String(), maxProbes: 1000,
-		vcpus: *throughputVCPUs, extra: "keep_finished = 0\n",
+		vcpus: *throughputVCPUs, extra: extra,
 	})
 	daemon := exec.Command(binary, "--daemon", "--config", cfgPath)
 	logPath := filepath.Join(t.TempDir(), "daemon.log")
@@ -287,11 +325,12 @@ func startDaemon(t *testing.T) (*api.Client, func()) {
 	return client, stop
 }
 
-// runPath starts a daemon, submits n containers running `true` the way
-// path says and times them from the first submit to the last Complete.
-func runPath(t *testing.T, path string, n int) pathRun {
+// runPath starts a daemon on store st, submits n containers running `true`
+// the way path says and times them from the first submit to the last
+// Complete.
+func runPath(t *testing.T, path, st string, n int) pathRun {
 	t.Helper()
-	client, stop := startDaemon(t)
+	client, stop := startDaemon(t, st)
 	defer stop()
 
 	// Warm up: boot the instances and deploy the runner before timing.
@@ -359,7 +398,7 @@ func runPath(t *testing.T, path string, n int) pathRun {
 	if path == pathBulk {
 		how = fmt.Sprintf("%d client(s), %d containers per request", *throughputBulkers, *throughputBatch)
 	}
-	r := pathRun{path: path, rate: float64(n) / took.Seconds(), cpuPerContainer: busy / time.Duration(n)}
+	r := pathRun{path: path, store: st, rate: float64(n) / took.Seconds(), cpuPerContainer: busy / time.Duration(n)}
 	t.Logf("%s: %d containers submitted through the API (%s) → Complete in %s (submits took %s): %.0f containers/s, %.2f ms of CPU (machine-wide) per container",
 		path, n, how, took.Round(time.Millisecond), submitTook.Round(time.Millisecond), r.rate, ms(r.cpuPerContainer))
 	if *throughputTrace != "" {

@@ -94,6 +94,11 @@ func (q *Queue) StoreHealth() StoreHealth {
 	return out
 }
 
+// StoreUnavailable reports, during a pass, whether the store's last write
+// of records failed: the scheduler starts nothing it could not record
+// (docs/design.md §10.1).
+func (tx *Tx) StoreUnavailable() bool { return !tx.q.health.since.IsZero() }
+
 // writeFailedLocked records a failed write of records or events. The first
 // of a run marks the store unavailable with an event; the event waits in
 // memory with the rest, so readers of the event log see it at once and the

@@ -19,6 +19,7 @@ type passState struct {
 	now       time.Time
 	ready     bool
 	paused    bool
+	storeDown bool  // the store cannot write: nothing is started (mapOne)
 	createErr error // sticky for the pass once the cloud says no
 	atQuota   bool  // createErr is ErrAtQuota: decided once, read per waiting container
 	headKept  bool
@@ -46,7 +47,7 @@ type passState struct {
 // locked in an earlier pass never comes before a higher-priority one that
 // arrived since (see quota.go: at quota, a slot is kept for the higher).
 func (s *Scheduler) mapQueue(tx *queue.Tx, now time.Time, ready bool, st *Stats) {
-	ps := passState{tx: tx, now: now, ready: ready, paused: tx.Paused(), st: st}
+	ps := passState{tx: tx, now: now, ready: ready, paused: tx.Paused(), storeDown: tx.StoreUnavailable(), st: st}
 	clear(s.blockedType)
 	for i, t := range s.types {
 		s.bootFailing[i] = ""
@@ -173,7 +174,7 @@ func (s *Scheduler) touch(cs []*queue.Container) {
 // the walk, as room only shrinks. (noTailPath: tests compare walkTail with
 // mapOne.)
 func (ps *passState) inTail(s *Scheduler) bool {
-	return ps.ready && !ps.paused && ps.atQuota && ps.headKept && s.roomySlots == 0 && !s.noTailPath &&
+	return ps.ready && !ps.paused && !ps.storeDown && ps.atQuota && ps.headKept && s.roomySlots == 0 && !s.noTailPath &&
 		!s.labels.anyPreemptible // walkTail does not tell preemptible containers apart
 }
 
@@ -262,7 +263,7 @@ func (s *Scheduler) unlock(ps *passState, c *queue.Container) {
 // mapOne decides what happens to one waiting (Queued or Locked) container
 // and records why it is still waiting if it is: the first of these that
 // applies wins: start-up wait, held, priority 0, paused, previous attempt
-// still on a runner, no type fits, start on an instance with room now,
+// still on a runner, a store that cannot write, no type fits, start on an instance with room now,
 // wait for a booting instance with room, create an instance, and failing
 // that wait for capacity, quota or the create throttle.
 func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
@@ -294,6 +295,13 @@ func (s *Scheduler) mapOne(ps *passState, c *queue.Container) {
 			ps.setPending(c, queue.Pending{Code: queue.ReasonRequeued})
 			return
 		}
+	}
+	if ps.storeDown {
+		// A start the store cannot record is not sent, nor is an
+		// instance made for one: the container keeps its place (and any
+		// lock) until a flush gets through (docs/design.md §10.1).
+		ps.setPending(c, queue.Pending{Code: queue.ReasonPosition, N: ps.position})
+		return
 	}
 	f := s.fitForContainer(c)
 	if len(f.candidates) == 0 {

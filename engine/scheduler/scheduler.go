@@ -8,6 +8,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -96,7 +97,10 @@ type Scheduler struct {
 	starts       []startAction
 	forgets      []forgetAction
 	revert       []worker.StartFailure
-	touchSink    int // keeps touch's loads from being optimised away
+	// recordFirst, when set, writes the pass before its starts are sent
+	// (RecordStartsFirst).
+	recordFirst func() error
+	touchSink   int // keeps touch's loads from being optimised away
 	// carried holds what exit steps counted (exits.go), for the next
 	// pass's Stats.
 	carried Stats
@@ -135,6 +139,15 @@ type startAction struct {
 	inst cloud.InstanceID
 	spec runner.Spec
 }
+
+// RecordStartsFirst has every pass with starts written by write (the
+// queue's FlushPass) before they are sent, and none sent when it fails:
+// for a store whose writes can fail while the disk of this box is fine (a
+// database server restarting, or full), so that no start goes out that the
+// store could not record. Without it starts go out before the write, and
+// only those of the pass whose write first fails can be unrecorded (then
+// adopted after a crash, docs/design.md §10).
+func (s *Scheduler) RecordStartsFirst(write func() error) { s.recordFirst = write }
 
 // New returns a scheduler for the config's types and limits.
 func New(cfg *config.Config, q *queue.Queue, pool Pool, clk clock.Clock, log *slog.Logger) *Scheduler {
@@ -201,7 +214,8 @@ func (s *Scheduler) Pass() (Stats, Write) {
 	// (docs/design.md §3). A start the store missed (a crash before the write) is
 	// adopted from its runner's report, as any start just before a crash
 	// is; forgets, which lose what the store does not have, still wait
-	// (Write.Done).
+	// (Write.Done). With RecordStartsFirst (PostgreSQL) the starts wait
+	// for the write too (sendStarts).
 	s.queue.PassUnwritten(func(tx *queue.Tx) {
 		s.indexInstances()
 		s.handleStartFailures(tx, failures)
@@ -223,8 +237,21 @@ func (s *Scheduler) Pass() (Stats, Write) {
 	return st, s.write()
 }
 
-// sendStarts hands the pass's starts to the pool.
+// sendStarts hands the pass's starts to the pool, once they are written
+// when the scheduler records starts first (RecordStartsFirst).
 func (s *Scheduler) sendStarts() {
+	if len(s.starts) > 0 && s.recordFirst != nil {
+		if err := s.recordFirst(); err != nil {
+			// Not sent, so not an attempt: the next pass puts them back
+			// in the queue, where they wait until the store writes again.
+			err = fmt.Errorf("not sent: the store cannot record the start: %w", err)
+			for _, a := range s.starts {
+				s.revert = append(s.revert, worker.StartFailure{ContainerID: a.spec.ID, InstanceID: a.inst, Err: err, NeverSent: true})
+			}
+			s.starts = s.starts[:0] // none made: the pass's Stats count none
+			return
+		}
+	}
 	for _, a := range s.starts {
 		if err := s.pool.StartContainer(a.inst, a.spec); err != nil {
 			// Refused before anything was sent (e.g. the instance was

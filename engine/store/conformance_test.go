@@ -399,6 +399,39 @@ var behaviours = []struct {
 			t.Fatalf("after writes retried: %d records, events %v, parts %v; want 2 records, events 1-3 once, ledger a=1", len(got.Records), got.Events, got.Parts)
 		}
 	}},
+	{"read all: the output of each record's container, empty or binary, and no other", func(t *testing.T, b backend) {
+		key := func(body []byte) (uint64, string, error) {
+			var seq uint64
+			var id string
+			_, err := fmt.Sscanf(string(body), "%d %s", &seq, &id)
+			return seq, id, err
+		}
+		st := b.open(t, storeOptions{})
+		defer st.Close()
+		if _, err := st.Load(10, key, func(uint64, []byte) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		var sub store.Batch
+		sub.Reset()
+		for seq, id := range []string{"c-0", "c-1", "c-2"} {
+			sub.EndRecord(append(sub.BeginRecord(uint64(seq)), fmt.Sprintf("%d %s complete", seq, id)...))
+		}
+		if err := st.Submit(&sub); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.PutOutputs([]string{"c-0", "c-1", "c-gone"}, [][]byte{{0, 1, 0xff}, {}, []byte("no record")}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := store.ReadAll(st, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out0, ok0 := got.Outputs["c-0"]
+		out1, ok1 := got.Outputs["c-1"]
+		if len(got.Outputs) != 2 || !ok0 || !bytes.Equal(out0, []byte{0, 1, 0xff}) || !ok1 || len(out1) != 0 {
+			t.Fatalf("outputs read: %q; want c-0's three bytes and c-1's empty one, not c-gone's", got.Outputs)
+		}
+	}},
 	{"parts: written by flushes, deleted by nil, each apart, read back", func(t *testing.T, b backend) {
 		st := b.open(t, storeOptions{})
 		flush := func(name string, kv ...string) {

@@ -49,14 +49,8 @@ func ReadAll(s Store, key func(body []byte) (uint64, string, error)) (Contents, 
 	if err != nil {
 		return c, err
 	}
-	for _, id := range c.IDs {
-		out, ok, err := s.Output(id)
-		if err != nil {
-			return c, err
-		}
-		if ok {
-			c.Outputs[id] = out
-		}
+	if err := readOutputs(s, &c); err != nil {
+		return c, err
 	}
 	if c.ClusterID, err = s.ClusterID(); err != nil {
 		return c, err
@@ -77,6 +71,41 @@ func ReadAll(s Store, key func(body []byte) (uint64, string, error)) (Contents, 
 		c.Parts[name] = recs
 	}
 	return c, nil
+}
+
+// OutputLister is a Store that can read all its stored output in one go:
+// for a store across a network, where an Output call per container would
+// be a round trip each (100,000 of them for store copy's read-back).
+type OutputLister interface {
+	// AllOutputs calls fn with each stored output (body is valid during
+	// the call only), in no particular order.
+	AllOutputs(fn func(id string, body []byte) error) error
+}
+
+// readOutputs fills c.Outputs with the output of c's containers.
+func readOutputs(s Store, c *Contents) error {
+	if l, ok := s.(OutputLister); ok {
+		ids := make(map[string]struct{}, len(c.IDs))
+		for _, id := range c.IDs {
+			ids[id] = struct{}{}
+		}
+		return l.AllOutputs(func(id string, body []byte) error {
+			if _, ok := ids[id]; ok {
+				c.Outputs[id] = slices.Clone(body)
+			}
+			return nil
+		})
+	}
+	for _, id := range c.IDs {
+		out, ok, err := s.Output(id)
+		if err != nil {
+			return err
+		}
+		if ok {
+			c.Outputs[id] = out
+		}
+	}
+	return nil
 }
 
 // PartRecords is how many records the parts hold.

@@ -17,13 +17,29 @@ import (
 // where it fails.
 func Tmpfs(t testing.TB, size string) string {
 	t.Helper()
+	NeedRoot(t)
+	dir := t.TempDir()
+	Mount(t, dir, size)
+	return dir
+}
+
+// NeedRoot skips t unless it runs as root, or fails it under CI=true (CI
+// runs as root): mounting a tmpfs needs it.
+func NeedRoot(t testing.TB) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("this test mounts a tmpfs and needs root; CI runs as root")
 		}
 		t.Skip("skipped: mounting a tmpfs for a full disk needs root (CI runs it as root)")
 	}
-	dir := t.TempDir()
+}
+
+// Mount mounts a tmpfs of size on dir, an existing empty directory,
+// unmounted when the test ends (after the cleanups registered later). The
+// caller has checked NeedRoot.
+func Mount(t testing.TB, dir, size string) {
+	t.Helper()
 	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
 		t.Fatalf("mount a tmpfs on %s: %v", dir, err)
 	}
@@ -32,7 +48,6 @@ func Tmpfs(t testing.TB, size string) string {
 			t.Errorf("unmount %s: %v", dir, err)
 		}
 	})
-	return dir
 }
 
 // Fill writes a file in dir until the file system is full, then gives back

@@ -303,6 +303,28 @@ func (s *Store) Output(id string) ([]byte, bool, error) {
 	return out, err == nil, err
 }
 
+var _ store.OutputLister = (*Store)(nil)
+
+// AllOutputs reads every stored output in one query (store copy's
+// read-back), not a round trip per container.
+func (s *Store) AllOutputs(fn func(id string, body []byte) error) error {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT id, body FROM outputs`)
+	if err != nil {
+		return err
+	}
+	var id string
+	var body []byte
+	_, err = pgx.ForEachRow(rows, []any{&id, &body}, func() error {
+		if body == nil {
+			body = []byte{}
+		}
+		return fn(id, body)
+	})
+	return err
+}
+
 // eventPage is how many events Events fetches a query.
 const eventPage = 1000
 
