@@ -2,11 +2,13 @@ package backend
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -403,6 +405,11 @@ func TestRemoteReadsOnlyChanges(t *testing.T) {
 	for i := range 40 {
 		ids = append(ids, e.submit(fmt.Sprint("c-", i), -1, 1))
 	}
+	// A change before the first read: the log no longer lists the
+	// containers in submission order, the console still shows them so.
+	if _, err := e.eng.SetPriority(ids[5], 3, "test", ""); err != nil {
+		t.Fatal(err)
+	}
 	ct := &containerBytes{}
 	c := api.NewClient(srv.URL, testToken)
 	c.HTTP = &http.Client{Transport: ct}
@@ -433,6 +440,11 @@ func TestRemoteReadsOnlyChanges(t *testing.T) {
 	}
 	if len(s.Containers) != 41 || !byID[ids[3]].Held || byID[added].ID == "" {
 		t.Fatalf("after a hold and a submit: %d containers, %s held=%v, %s present=%v", len(s.Containers), ids[3], byID[ids[3]].Held, added, byID[added].ID != "")
+	}
+	for _, snap := range []*Snapshot{first, s} {
+		if !slices.IsSortedFunc(snap.Containers, func(a, b view.Container) int { return cmp.Compare(a.Seq, b.Seq) }) {
+			t.Fatal("a snapshot's containers are not in submission order")
+		}
 	}
 	for _, c := range first.Containers {
 		if c.Held {
@@ -510,6 +522,27 @@ func TestNumberLine(t *testing.T) {
 	for _, c := range rows {
 		if w, ok := want[c.ID]; ok && c.Reason != w {
 			t.Errorf("%s: reason %q, want %q", c.ID, c.Reason, w)
+		}
+	}
+}
+
+// sortBySeq puts rows in submission order, whatever order they came in.
+func TestSortBySeq(t *testing.T) {
+	for _, seqs := range [][]uint64{{}, {1}, {1, 2, 3}, {3, 1, 2}, {5, 4, 3, 2, 1}, {2, 1, 4, 3, 6, 5}, {7, 3, 9, 1, 8, 2}} {
+		rows := make([]view.Container, len(seqs))
+		for i, s := range seqs {
+			rows[i].Seq, rows[i].ID = s, fmt.Sprint("c", s)
+		}
+		sortBySeq(rows)
+		for i := 1; i < len(rows); i++ {
+			if rows[i-1].Seq > rows[i].Seq {
+				t.Fatalf("%v: sorted to %v", seqs, rows)
+			}
+		}
+		for _, c := range rows {
+			if c.ID != fmt.Sprint("c", c.Seq) {
+				t.Fatalf("%v: row %s carries seq %d", seqs, c.ID, c.Seq)
+			}
 		}
 	}
 }

@@ -91,9 +91,51 @@ func (r *Remote) readAll(ctx context.Context) ([]view.Container, error) {
 			break
 		}
 	}
+	if sortBySeq(rows) {
+		clear(at)
+		for i := range rows {
+			at[rows[i].ID] = i
+		}
+	}
 	numberLine(rows)
 	rc.rows, rc.at, rc.gen = rows, at, gen
 	return rows, nil
+}
+
+// sortBySeq puts rows in submission order, the order a console shows
+// before it is told to sort, moving each row once (the changes come in the
+// order of their changes, mostly that order already); it reports whether
+// it moved any.
+func sortBySeq(rows []view.Container) bool {
+	sorted := true
+	for i := 1; i < len(rows) && sorted; i++ {
+		sorted = rows[i-1].Seq <= rows[i].Seq
+	}
+	if sorted {
+		return false
+	}
+	from := make([]int, len(rows)) // from[k]: the row that goes to k
+	for i := range from {
+		from[i] = i
+	}
+	slices.SortFunc(from, func(a, b int) int { return cmp.Compare(rows[a].Seq, rows[b].Seq) })
+	// Follow each cycle of the permutation, holding one row aside.
+	for k := range from {
+		if from[k] == k {
+			continue
+		}
+		held := rows[k]
+		j := k
+		for from[j] != k {
+			next := from[j]
+			rows[j] = rows[next]
+			from[j] = j
+			j = next
+		}
+		rows[j] = held
+		from[j] = j
+	}
+	return true
 }
 
 // removeRow takes rows[i] out by moving the last row into its place.
@@ -161,11 +203,18 @@ func (r *Remote) applyChanges(ctx context.Context) ([]view.Container, error) {
 		at[id] = len(rows)
 		rows = append(rows, rc.rows[i])
 	}
-	for _, c := range items { // new ones, in the order they came
+	var added []view.Container
+	for _, c := range items {
 		if _, ok := changed[c.ID]; ok && c.ID != "" {
-			at[c.ID] = len(rows)
-			rows = append(rows, c)
+			added = append(added, c)
 		}
+	}
+	// New ones after the rest in submission order, as the first read
+	// left them (a batch submitted elsewhere may land between others).
+	slices.SortFunc(added, func(a, b view.Container) int { return cmp.Compare(a.Seq, b.Seq) })
+	for _, c := range added {
+		at[c.ID] = len(rows)
+		rows = append(rows, c)
 	}
 	numberLine(rows)
 	rc.rows, rc.at, rc.gen = rows, at, gen
