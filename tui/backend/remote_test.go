@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"dispatch-tui/cloud/fake"
+	"dispatch-tui/engine"
 	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
@@ -544,5 +547,66 @@ func TestSortBySeq(t *testing.T) {
 				t.Fatalf("%v: row %s carries seq %d", seqs, c.ID, c.Seq)
 			}
 		}
+	}
+}
+
+// Containers dropped beyond keep_finished leave the console's copy, and
+// its index by id stays right through drops and submits.
+func TestRemoteDropsFinished(t *testing.T) {
+	cfg := enginetest.Config(t)
+	cfg.Containers.KeepFinished = 2
+	env := enginetest.New(t, cfg, fake.Options{}, engine.Options{})
+	e := &testEnv{Env: env, t: t, clk: env.Clock, eng: env.Engine}
+	srv := httptest.NewServer(api.NewServer(api.ServerOptions{Engine: e.eng, Token: testToken}))
+	t.Cleanup(srv.Close)
+	r := NewRemote(api.NewClient(srv.URL, testToken), "remote")
+	if err := e.eng.Pause("test", ""); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 12 {
+		ids = append(ids, e.submit(fmt.Sprint("d-", i), -1, 1))
+	}
+	if _, err := r.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for round, kill := range [][]string{ids[0:4], ids[6:9], ids[4:6]} {
+		for _, id := range kill {
+			if _, err := e.eng.KillContainer(id, "test", ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.submit(fmt.Sprint("new-", round), -1, 1)
+		e.step(1) // a pass's flush drops those beyond keep_finished
+		s, err := r.Snapshot(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := e.eng.Containers(engine.ListOptions{})
+		got := map[string]view.State{}
+		for _, c := range s.Containers {
+			got[c.ID] = c.State
+		}
+		if len(got) != len(want) {
+			t.Fatalf("round %d: the console has %d containers, the engine %d", round, len(got), len(want))
+		}
+		for _, c := range want {
+			if got[c.ID] != c.State {
+				t.Fatalf("round %d: %s is %q in the console, %s in the engine", round, c.ID, got[c.ID], c.State)
+			}
+		}
+		r.copy.mu.Lock()
+		for i, c := range r.copy.rows {
+			if r.copy.at[c.ID] != i {
+				t.Errorf("round %d: the index says %s is row %d, it is row %d", round, c.ID, r.copy.at[c.ID], i)
+			}
+		}
+		if len(r.copy.at) != len(r.copy.rows) {
+			t.Errorf("round %d: %d ids indexed for %d rows", round, len(r.copy.at), len(r.copy.rows))
+		}
+		r.copy.mu.Unlock()
+	}
+	if total, _ := e.eng.Containers(engine.ListOptions{}); len(total) != 12+3-(9-2) {
+		t.Fatalf("%d containers left, want 8: the test did not drop what it meant to", len(total))
 	}
 }

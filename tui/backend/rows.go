@@ -187,21 +187,27 @@ func (r *Remote) applyChanges(ctx context.Context) ([]view.Container, error) {
 		rc.gen = gen
 		return rc.rows, nil
 	}
+	// The next slice: a copy of the last with the changes in place. The
+	// index by id is the copy's own (no snapshot holds it): it is kept and
+	// only the rows after the first removed one are renumbered.
 	rows := make([]view.Container, 0, len(rc.rows)+len(changed))
-	at := make(map[string]int, cap(rows))
+	at := rc.at
+	shifted := false
 	for i := range rc.rows {
 		id := rc.rows[i].ID
 		if k, ok := changed[id]; ok {
-			at[id] = len(rows)
 			rows = append(rows, items[k])
 			delete(changed, id)
+		} else if removed[id] {
+			delete(at, id)
+			shifted = true
 			continue
+		} else {
+			rows = append(rows, rc.rows[i])
 		}
-		if removed[id] {
-			continue
+		if shifted {
+			at[id] = len(rows) - 1
 		}
-		at[id] = len(rows)
-		rows = append(rows, rc.rows[i])
 	}
 	var added []view.Container
 	for _, c := range items {
