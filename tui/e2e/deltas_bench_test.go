@@ -100,13 +100,19 @@ func TestAttachedConsoleCost(t *testing.T) {
 	t.Logf("console after the submits: RSS %s MiB, peak %s MiB", mem["VmRSS"], mem["VmHWM"])
 }
 
-// childOf returns the pid of a child process of parent named name.
+// childOf returns the pid of a process named name below parent (a child,
+// or a child's child: tmux runs the pane's command through a shell).
 func childOf(t *testing.T, parent int, name string) int {
 	t.Helper()
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
+	type proc struct {
+		ppid int
+		comm string
+	}
+	procs := map[int]proc{}
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -118,13 +124,22 @@ func childOf(t *testing.T, parent int, name string) int {
 		}
 		// pid (comm) state ppid ...
 		s := string(st)
-		end := strings.LastIndexByte(s, ')')
-		if end < 0 || !strings.Contains(s[:end], "("+name) {
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		f := strings.Fields(s[end+1:])
+		if open < 0 || end < open || len(f) < 2 {
 			continue
 		}
-		f := strings.Fields(s[end+1:])
-		if len(f) > 1 && f[1] == strconv.Itoa(parent) {
-			return pid
+		ppid, _ := strconv.Atoi(f[1])
+		procs[pid] = proc{ppid, s[open+1 : end]}
+	}
+	for pid, p := range procs {
+		if p.comm != name {
+			continue
+		}
+		for up, depth := p.ppid, 0; up > 1 && depth < 4; up, depth = procs[up].ppid, depth+1 {
+			if up == parent {
+				return pid
+			}
 		}
 	}
 	t.Fatalf("no process %s under %d", name, parent)
