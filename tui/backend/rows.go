@@ -193,12 +193,17 @@ func (r *Remote) applyChanges(ctx context.Context) ([]view.Container, error) {
 	rows := make([]view.Container, 0, len(rc.rows)+len(changed))
 	at := rc.at
 	shifted := false
+	// The line is numbered again only if a container in it, before or
+	// after, changed (most changes at a busy daemon are of running ones).
+	line := false
 	for i := range rc.rows {
 		id := rc.rows[i].ID
 		if k, ok := changed[id]; ok {
+			line = line || inLine(&rc.rows[i]) || inLine(&items[k])
 			rows = append(rows, items[k])
 			delete(changed, id)
 		} else if removed[id] {
+			line = line || inLine(&rc.rows[i])
 			delete(at, id)
 			shifted = true
 			continue
@@ -219,10 +224,13 @@ func (r *Remote) applyChanges(ctx context.Context) ([]view.Container, error) {
 	// left them (a batch submitted elsewhere may land between others).
 	slices.SortFunc(added, func(a, b view.Container) int { return cmp.Compare(a.Seq, b.Seq) })
 	for _, c := range added {
+		line = line || inLine(&c)
 		at[c.ID] = len(rows)
 		rows = append(rows, c)
 	}
-	numberLine(rows)
+	if line {
+		numberLine(rows)
+	}
 	rc.rows, rc.at, rc.gen = rows, at, gen
 	return rows, nil
 }
@@ -244,7 +252,7 @@ func numberLine(rows []view.Container) {
 	var line []place
 	for i := range rows {
 		c := &rows[i]
-		if (c.State == view.Queued || c.State == view.Locked) && !c.Held && c.Priority > 0 {
+		if inLine(c) {
 			line = append(line, place{c.State == view.Locked, c.Priority, c.FirstSeenAt.UnixNano(), c.Seq, i})
 		}
 	}
@@ -268,6 +276,11 @@ func numberLine(rows []view.Container) {
 			c.Reason = view.Pending{Code: view.ReasonPosition, N: n + 1}.Text()
 		}
 	}
+}
+
+// inLine reports whether c holds a place in the line (numberLine).
+func inLine(c *view.Container) bool {
+	return (c.State == view.Queued || c.State == view.Locked) && !c.Held && c.Priority > 0
 }
 
 // errNoCopy is the watch's error before the copy's first read.
