@@ -610,3 +610,24 @@ func TestRemoteDropsFinished(t *testing.T) {
 		t.Fatalf("%d containers left, want 8: the test did not drop what it meant to", len(total))
 	}
 }
+
+// A watch the daemon answers 410 (it restarted) wakes the console at once,
+// so that it reads everything again before its next tick.
+func TestRemoteWatchWakesOnReload(t *testing.T) {
+	e, r, _ := newRemoteEnv(t)
+	r.Refresh = time.Hour
+	e.submit("a", -1, 1)
+	if _, err := r.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r.copy.mu.Lock()
+	r.copy.gen += 1 << 40 // as if read from another run of the daemon
+	r.copy.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	select {
+	case <-r.Changes(ctx):
+	case <-time.After(20 * time.Second):
+		t.Fatal("no change signalled within 20 s of the daemon answering 410 (the ticker is an hour)")
+	}
+}

@@ -6,6 +6,8 @@ package backend
 import (
 	"context"
 	"time"
+
+	"dispatch-tui/engine/view"
 )
 
 // DefaultWatchWait is how long one watch request waits for a change; the
@@ -50,7 +52,16 @@ func (r *Remote) watch(ctx context.Context, out chan<- struct{}) {
 		}
 		ch, err := r.c.ContainerChanges(ctx, since, 1, r.watchWait)
 		if err != nil {
-			since = 0 // e.g. 410 after a restart: from the copy again, once Snapshot has read it
+			since = 0 // from the copy again, once Snapshot has read it
+			if view.KindOf(err) == view.KindGone {
+				// The daemon restarted: the console reads everything
+				// again now, not at its next tick.
+				select {
+				case out <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+			}
 			if !pause(watchRetry) {
 				return
 			}
