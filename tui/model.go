@@ -248,7 +248,7 @@ func newModel(opts Options, now func() time.Time) (*Model, error) {
 // Init starts the first snapshot fetch (and asks the terminal for its
 // background colour when the theme is auto).
 func (m *Model) Init() tea.Cmd {
-	cmds := []tea.Cmd{m.startFetch()}
+	cmds := []tea.Cmd{m.startFetch(), m.armSpin()}
 	if m.opts.ReadOnly && m.opts.ReadOnlyReason != "" {
 		cmds = append(cmds, m.setFlash("read-only: "+m.opts.ReadOnlyReason, false))
 	}

@@ -119,7 +119,7 @@ func (m *Model) header() []string {
 			depth, m.queueSpark.spark(sw), m.queueSpark.scale(sw, fmtCount),
 			m.costSpark.spark(sw), m.costSpark.scale(sw, fmtPrice))
 	} else {
-		l2 = "loading…"
+		l2 = m.loadingText()
 	}
 	if m.snapErr != nil {
 		// The back-off here too: the flash line, which says more, may
@@ -164,7 +164,7 @@ func (m *Model) tabBar() string {
 	t := m.table()
 	info := fmt.Sprintf("  %d/%d", t.Shown(), t.Len())
 	if m.snap == nil {
-		info = "  loading…" // not "0/0": nothing is known yet
+		info = "  " + m.loadingText() // not "0/0": nothing is known yet
 	}
 	if w := m.working(); w != "" {
 		// The rows and count shown are the previous ones until the

@@ -52,8 +52,12 @@ func newHelp(dark, noColor bool) help.Model {
 
 func newSpinner() spinner.Model { return spinner.New(spinner.WithSpinner(spinner.MiniDot)) }
 
-// spinning reports whether something is in flight the user waits for.
-func (m *Model) spinning() bool { return m.inflight > 0 || m.snapErr != nil }
+// spinning reports whether something is in flight the user waits for:
+// a verb, a failing backend, or the first snapshot (whose frames also
+// redraw its progress, loadingText).
+func (m *Model) spinning() bool {
+	return m.inflight > 0 || m.snapErr != nil || m.snap == nil && m.fetching
+}
 
 // working is the sort or filter of the table shown being computed in the
 // background ("" = none); the tab bar shows it with the spinner.

@@ -82,6 +82,7 @@ var statusOf = map[view.Kind]int{
 	view.KindNotFound: http.StatusNotFound,
 	view.KindConflict: http.StatusConflict,
 	view.KindNoFit:    http.StatusUnprocessableEntity,
+	view.KindGone:     http.StatusGone,
 }
 
 // kindOfStatus is the kind of error a status code answers (KindOther for

@@ -62,6 +62,10 @@ func (s *server) listContainers(w http.ResponseWriter, r *http.Request) {
 		writeError(w, badRequest("", "malformed query string: "+err.Error()))
 		return
 	}
+	if q.Has("changed_since") {
+		s.listChanges(w, r, q)
+		return
+	}
 	opts, herr := parseListQuery(q)
 	if herr != nil {
 		writeError(w, herr)

@@ -80,7 +80,7 @@ func TestErrorKindsRoundTrip(t *testing.T) {
 // TestStatusOfEveryKind: each kind has a status of its own, so that the
 // client reads back the kind the server meant.
 func TestStatusOfEveryKind(t *testing.T) {
-	for k := view.KindOther; k <= view.KindNoFit; k++ {
+	for k := view.KindOther; k <= view.KindGone; k++ {
 		s, ok := statusOf[k]
 		if !ok || kindOfStatus(s) != k {
 			t.Errorf("kind %s: status %d (listed %v) reads back as %s", k, s, ok, kindOfStatus(s))

@@ -241,6 +241,10 @@ func (tx *Tx) WaitInLine(from, limit, position int, fits []bool) (int, time.Time
 		}
 		oldest = min(oldest, f)
 		position++
+		if e.reason != reasonPosition {
+			// A new reason: readers of changes see it (changes.go).
+			q.changedLocked(q.active[from+n])
+		}
 		if e.reason != reasonPosition || e.n != position {
 			e.reason, e.n = reasonPosition, position
 			changed = true
@@ -297,7 +301,12 @@ func (tx *Tx) SetPendingAt(i int, c *Container, p Pending) {
 		}
 	}
 	c.ord.stale = false
+	wasPosition := q.side[i].reason == reasonPosition
 	if q.side[i].setPending(c, p) {
-		q.gen++ // visible in the container's reason
+		if wasPosition && q.side[i].reason == reasonPosition {
+			q.gen++ // only the number: readers number the line themselves (changes.go)
+		} else {
+			q.changedLocked(c) // visible in the container's reason
+		}
 	}
 }

@@ -31,7 +31,7 @@ func (tx *Tx) SetHealth(c *Container, h *runner.Health) bool {
 	}
 	v := *h
 	c.Health = &v
-	tx.q.gen++
+	tx.q.changedLocked(c)
 	if old == nil || old.State != h.State {
 		why := h.LastResult
 		if h.LastOutput != "" {

@@ -46,6 +46,9 @@ type Options struct {
 	// ended last (0 = all); older ones are dropped, with their stored
 	// output, at a flush.
 	KeepFinished int
+	// Tombstones is how many dropped containers' ids are kept for readers
+	// of changes (changes.go; 0 = DefaultTombstones).
+	Tombstones int
 	// Parts are other records kept in the store and written in its
 	// flushes (parts.go).
 	Parts []Part
@@ -87,6 +90,13 @@ type Queue struct {
 	// pending reasons, submits, drops), so a client can tell its copy is
 	// still current.
 	gen uint64
+	// changes, tombs, tombFloor and logged are the change log readers
+	// of changes follow (changes.go); logged is the generation of its
+	// newest entry or tombstone.
+	changes   []change
+	tombs     []tombstone
+	tombFloor uint64
+	logged    uint64
 	// counts is how many containers of byID are in each state; it changes
 	// only through countLocked, uncountLocked and setStateLocked.
 	counts map[State]int
@@ -119,6 +129,9 @@ func Open(opts Options) (*Queue, error) {
 	}
 	if opts.EventsInMemory <= 0 {
 		opts.EventsInMemory = 1000
+	}
+	if opts.Tombstones <= 0 {
+		opts.Tombstones = DefaultTombstones
 	}
 	q := &Queue{
 		store: opts.Store, clock: opts.Clock, opts: opts,
@@ -174,6 +187,7 @@ func (q *Queue) load() error {
 	q.unsorted = true
 	q.recent, q.recentBuf, q.nextEvent = events, events, loaded.NextEvent
 	q.paused = loaded.Paused
+	q.startChangesLocked()
 	return q.loadParts()
 }
 
@@ -292,7 +306,9 @@ func (q *Queue) SubmitBatch(specs []Spec, actor string) ([]view.Container, error
 		out[i] = c.view(Pending{})
 	}
 	q.addSeqLocked(recs)
-	q.gen++
+	for _, c := range recs {
+		q.changedLocked(c)
+	}
 	q.notifyLocked()
 	q.mu.Unlock()
 	return out, nil
@@ -589,7 +605,7 @@ func (q *Queue) setOutputNote(id string, set func(c *Container) bool) bool {
 	if !ok || !set(c) {
 		return false
 	}
-	q.gen++
+	q.changedLocked(c)
 	q.markDirtyLocked(c)
 	q.notifyLocked()
 	return true
@@ -668,7 +684,7 @@ func (q *Queue) dropFinishedLocked() []*Container {
 		q.uncountLocked(c)
 	}
 	q.removeSeqLocked(drop)
-	q.gen++
+	q.droppedLocked(drop)
 	q.notifyLocked()
 	return drop
 }
@@ -687,6 +703,7 @@ func (q *Queue) undropLocked(drop []*Container) {
 	for _, c := range drop {
 		q.byID[c.ID] = c
 		q.countLocked(c)
+		q.changedLocked(c) // back, after its tombstone
 	}
 	for _, c := range drop { // oldest ended first: not in Seq order
 		q.addSeqLocked([]*Container{c})

@@ -95,7 +95,7 @@ func (tx *Tx) move(c *Container, to State, reason string) error {
 }
 
 func (tx *Tx) touch(c *Container) {
-	tx.q.gen++
+	tx.q.changedLocked(c)
 	tx.q.markDirtyLocked(c)
 	tx.changed = true
 }

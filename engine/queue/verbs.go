@@ -52,7 +52,7 @@ func (q *Queue) verb(id, actor, action, reason string, fn func(c *Container) err
 // verbDoneLocked notes a verb applied to c: the change for the next flush
 // and the verb's event.
 func (q *Queue) verbDoneLocked(c *Container, actor, action, reason string) {
-	q.gen++
+	q.changedLocked(c)
 	q.markDirtyLocked(c)
 	q.addEventLocked(q.clock.Now().UTC(), actor, "verb", c.ID, action, reason)
 }

@@ -18,6 +18,7 @@ const (
 	KindNotFound      // no such container, instance or verb
 	KindConflict      // the target's state forbids the verb: finished, shutting down, another dispatcher's
 	KindNoFit         // no configured instance type can hold the container
+	KindGone          // what the request follows on from is no longer kept: start again (changes since an old generation)
 )
 
 func (k Kind) String() string {
@@ -30,6 +31,8 @@ func (k Kind) String() string {
 		return "conflict"
 	case KindNoFit:
 		return "no fit"
+	case KindGone:
+		return "gone"
 	}
 	return "other"
 }

@@ -19,33 +19,37 @@ import (
 const DefaultRefresh = time.Second
 
 // Remote is a Backend over a dispatcher's management API (--connect URL).
-// The API has no change stream, so Changes simply ticks every Refresh and
-// the console re-reads a Snapshot on each tick. Verbs carry the actor
-// header "tui:<username>"; the server records its socket peer or token.
+// It keeps a copy of the containers that each Snapshot brings up to date
+// with the changes since (rows.go); Changes ticks every Refresh, for the
+// summary, instances and events, and at once when a container changes (a
+// watch: a long poll the daemon answers when one does). Verbs carry the
+// actor header "tui:<username>"; the server records its socket peer or
+// token.
 type Remote struct {
 	// Refresh is the interval of the Changes ticker (0 = DefaultRefresh).
 	// Set it before calling Changes.
 	Refresh time.Duration
+	// watchWait is how long one watch request waits for a change
+	// (DefaultWatchWait; tests shorten it).
+	watchWait time.Duration
 
 	c        *api.Client
 	describe string
 	events   *eventTail
 	pageSize int // containers per request; api.MaxListLimit (tests lower it)
 
+	// copy is the console's copy of the containers (rows.go).
+	copy rowCopy
+
 	// last is the previous full snapshot; a refresh that finds the same
-	// summary counts and no new event reuses its lists instead of reading
-	// every container again, so an idle dispatcher costs two small
-	// requests per refresh. Guarded by mu (Snapshot may run concurrently
-	// with itself only in tests; the TUI keeps one in flight).
+	// summary counts and no new event reuses its lists instead of asking
+	// for changes, so an idle dispatcher costs two small requests per
+	// refresh. Guarded by mu (Snapshot may run concurrently with itself
+	// only in tests; the TUI keeps one in flight).
 	mu   sync.Mutex
 	last *Snapshot
 	// retry spaces out attempts after a failed snapshot (guarded by mu).
 	retry backoff
-	// listAt is when the last full snapshot started and listCost how
-	// long it took (guarded by mu): the lists are read again only
-	// listDuty × listCost after listAt (see snapshot).
-	listAt   time.Time
-	listCost time.Duration
 	// now is the clock of the back-off (time.Now; tests set it).
 	now func() time.Time
 }
@@ -58,7 +62,7 @@ var _ Backend = (*Remote)(nil)
 func NewRemote(c *api.Client, describe string) *Remote {
 	cc := *c
 	cc.Actor = Actor()
-	r := &Remote{c: &cc, describe: describe, pageSize: api.MaxListLimit, now: time.Now}
+	r := &Remote{c: &cc, describe: describe, pageSize: api.MaxListLimit, now: time.Now, watchWait: DefaultWatchWait}
 	r.events = newEventTail(cc.Events)
 	return r
 }
@@ -72,10 +76,10 @@ func (r *Remote) Identity(ctx context.Context) (api.Identity, error) {
 // Describe implements Backend.
 func (r *Remote) Describe() string { return r.describe }
 
-// Snapshot implements Backend. It reads the summary, instances, types,
-// events and containers concurrently; containers come in pages of
-// api.MaxListLimit chained by continue tokens (submission order), so
-// that a container is read once however the set changes meanwhile.
+// Snapshot implements Backend. It reads the summary and events, then the
+// instances, types and the containers that changed concurrently (all of
+// them the first time, in pages of api.MaxListLimit; Progress says how
+// far that got).
 //
 // A failed snapshot is a *FatalError when retrying cannot help (a wrong
 // token, not a dispatcher) and a *RetryError otherwise; after one, the
@@ -125,58 +129,14 @@ func (r *Remote) snapshot(ctx context.Context) (*Snapshot, error) {
 			s.ListedAt = s.TakenAt // nothing changed: the list is current
 			return &s, nil
 		}
-		r.mu.Lock()
-		paced := r.listCost >= pacedCost && r.now().Before(r.listAt.Add(listDuty*r.listCost))
-		r.mu.Unlock()
-		if paced {
-			return r.pacedSnapshot(ctx, last, sum, evs)
-		}
 	}
-	start := r.now()
 	s, err := r.fullSnapshot(ctx)
 	if err == nil {
 		r.mu.Lock()
-		r.last, r.listAt, r.listCost = s, start, r.now().Sub(start)
+		r.last = s
 		r.mu.Unlock()
 	}
 	return s, err
-}
-
-// listDuty paces the full reads: after one that took d, the container
-// list is read again only listDuty×d after it started, so that a console
-// attached to a very large queue spends at most a fifth of its time (and
-// of the daemon's encoding) on the list. At a million containers a full
-// read takes about 24 s (470 MB of JSON; BENCHMARKS.md): without pacing a
-// busy daemon, whose counts change every pass, would be encoding the
-// list to the console without pause. A read under pacedCost (about
-// 10,000 containers) is not paced: every refresh stays exact.
-const (
-	listDuty  = 5
-	pacedCost = 250 * time.Millisecond
-)
-
-// pacedSnapshot is a refresh between two paced full reads: the summary,
-// events, instances and types are fresh, the container list is last's.
-// last stays the reference of the cheap check, so the next refresh after
-// the pause reads the list again.
-func (r *Remote) pacedSnapshot(ctx context.Context, last *Snapshot, sum view.Summary, evs []view.Event) (*Snapshot, error) {
-	inst, err := r.c.Instances(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("instances: %w", err)
-	}
-	types, err := r.c.Types(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("types: %w", err)
-	}
-	if inst == nil {
-		inst = []view.Instance{}
-	}
-	if types == nil {
-		types = []view.TypeSummary{}
-	}
-	s := *last
-	s.Summary, s.Events, s.Instances, s.Types, s.TakenAt = sum, evs, inst, types, time.Now()
-	return &s, nil
 }
 
 func lastSeq(evs []view.Event) uint64 {
@@ -255,40 +215,23 @@ func firstCause(errs []error) error {
 	return errs[0]
 }
 
-// containers reads every container, page by page, through continue
-// tokens: pages in submission order, each costing the daemon only the
-// page (a walk by sort and offset made it sort the whole queue for every
-// page, about a second per page at a million containers), and covering
-// every container that exists throughout exactly once. The console sorts
-// and filters the rows itself, across all of them.
-func (r *Remote) containers(ctx context.Context) ([]view.Container, error) {
-	var out []view.Container
-	for cont := ""; ; {
-		page, err := r.c.ListContainerPage(ctx, api.ListQuery{Limit: r.pageSize}, nil, cont)
-		if err != nil {
-			return nil, err
-		}
-		if out == nil {
-			out = make([]view.Container, 0, page.Available)
-		}
-		out = append(out, page.Items...)
-		if page.Continue == "" || len(page.Items) == 0 {
-			return out, nil
-		}
-		cont = page.Continue
-	}
-}
-
-// Changes implements Backend: a tick every Refresh, coalesced (a tick the
-// reader has not taken yet is not doubled); closed when ctx ends.
+// Changes implements Backend: a tick every Refresh and one as soon as a
+// container changes (the watch), coalesced (a tick the reader has not
+// taken yet is not doubled); closed when ctx ends.
 func (r *Remote) Changes(ctx context.Context) <-chan struct{} {
 	d := r.Refresh
 	if d <= 0 {
 		d = DefaultRefresh
 	}
 	out := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	wg.Add(2)
 	go func() {
-		defer close(out)
+		defer wg.Done()
+		r.watch(ctx, out)
+	}()
+	go func() {
+		defer wg.Done()
 		t := time.NewTicker(d)
 		defer t.Stop()
 		for {
@@ -302,6 +245,10 @@ func (r *Remote) Changes(ctx context.Context) <-chan struct{} {
 				}
 			}
 		}
+	}()
+	go func() {
+		wg.Wait()
+		close(out)
 	}()
 	return out
 }

@@ -20,9 +20,9 @@ import (
 
 // BenchmarkRemoteRefresh is what an attached console (--connect) pays per
 // refresh against a daemon on the fake driver holding N waiting
-// containers, over real HTTP: refresh=full is a refresh after the
-// containers changed (every container read and decoded), refresh=cheap
-// one after they did not (the summary and the newest events only). MB/op
+// containers, over real HTTP: refresh=full is a first read (every
+// container read and decoded), refresh=delta one after 1 % of them changed
+// (their changes read and applied), refresh=cheap one after they did not change (the summary and the newest events only). MB/op
 // is what the console read. Run by make bench-million at 1,000,000.
 func BenchmarkRemoteRefresh(b *testing.B) {
 	for _, n := range []int{100000, 1000000} {
@@ -45,19 +45,25 @@ func BenchmarkRemoteRefresh(b *testing.B) {
 			c.HTTP = &http.Client{Transport: ct}
 			r := NewRemote(c, "bench")
 			ctx := context.Background()
-			for _, kind := range []string{"full", "cheap"} {
+			for _, kind := range []string{"full", "cheap", "delta"} {
 				b.Run("refresh="+kind, func(b *testing.B) {
-					if _, err := r.Snapshot(ctx); err != nil {
+					s0, err := r.Snapshot(ctx)
+					if err != nil {
 						b.Fatal(err)
 					}
 					ct.n.Store(0)
 					b.ReportAllocs()
+					round := 0
 					for b.Loop() {
-						if kind == "full" {
-							r.mu.Lock()
-							r.last = nil
-							r.mu.Unlock()
+						switch kind {
+						case "full":
+							forgetAll(r)
+						case "delta":
+							b.StopTimer()
+							changeSome(b, env.Engine, s0.Containers, round)
+							b.StartTimer()
 						}
+						round++
 						s, err := r.Snapshot(ctx)
 						if err != nil {
 							b.Fatal(err)
@@ -77,12 +83,37 @@ func BenchmarkRemoteRefresh(b *testing.B) {
 	}
 }
 
-// retainedMiB is the heap a full snapshot keeps (what the console holds
-// for the daemon's containers), measured around one full read.
-func retainedMiB(b *testing.B, r *Remote) float64 {
+// changeSome changes the priority of 1 % of cs (a different 1 % each
+// round) in one bulk verb: a refresh=delta reads those changes.
+func changeSome(b *testing.B, eng *engine.Engine, cs []view.Container, round int) {
+	ids := make([]string, 0, len(cs)/100)
+	for i := round % 100; i < len(cs); i += 100 {
+		ids = append(ids, cs[i].ID)
+	}
+	p := 2 + round%3
+	for from := 0; from < len(ids); from += engine.BulkBatch {
+		req := engine.BulkRequest{Verb: view.ContainerPriority, Priority: &p, IDs: ids[from:min(len(ids), from+engine.BulkBatch)], Actor: "bench"}
+		if _, err := eng.Bulk(req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// forgetAll drops r's last snapshot and its copy of the containers, so
+// that its next Snapshot reads every container again.
+func forgetAll(r *Remote) {
 	r.mu.Lock()
 	r.last = nil
 	r.mu.Unlock()
+	r.copy.mu.Lock()
+	r.copy.rows, r.copy.at, r.copy.gen = nil, nil, 0
+	r.copy.mu.Unlock()
+}
+
+// retainedMiB is the heap a full snapshot keeps (what the console holds
+// for the daemon's containers), measured around one full read.
+func retainedMiB(b *testing.B, r *Remote) float64 {
+	forgetAll(r)
 	var m0, m1 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&m0)
@@ -90,9 +121,7 @@ func retainedMiB(b *testing.B, r *Remote) float64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r.mu.Lock()
-	r.last = nil // only s holds it
-	r.mu.Unlock()
+	forgetAll(r) // only s holds it
 	runtime.GC()
 	runtime.ReadMemStats(&m1)
 	runtime.KeepAlive(s)

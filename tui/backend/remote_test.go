@@ -2,16 +2,22 @@ package backend
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"dispatch-tui/cloud/fake"
+	"dispatch-tui/engine"
 	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
@@ -212,6 +218,19 @@ func TestRemoteChanges(t *testing.T) {
 	}
 }
 
+// containerBytes counts the requests for containers and the bytes of their
+// answers (chunked ones too).
+type containerBytes struct{ reqs, n atomic.Int64 }
+
+func (c *containerBytes) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil && r.URL.Path == "/v1/containers" {
+		c.reqs.Add(1)
+		resp.Body = &countedBody{resp.Body, &c.n}
+	}
+	return resp, err
+}
+
 // countingTransport counts requests and response bytes per path.
 type countingTransport struct {
 	mu    sync.Mutex
@@ -377,47 +396,238 @@ func TestRemoteSeesPendingReasonChanges(t *testing.T) {
 	}
 }
 
-// TestRemotePacesListReads checks that after a full read that took d the
-// container list is not read again before listDuty×d, while the summary
-// is fresh on every refresh, and that it is read once the pause is over.
-func TestRemotePacesListReads(t *testing.T) {
+// After the first read a refresh reads only what changed: the bytes of
+// the container requests are a fraction of the first read's, the
+// snapshot shows the changes, and the earlier snapshot is left as it was.
+func TestRemoteReadsOnlyChanges(t *testing.T) {
+	e, _, srv := newRemoteEnv(t)
+	if err := e.eng.Pause("test", ""); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 40 {
+		ids = append(ids, e.submit(fmt.Sprint("c-", i), -1, 1))
+	}
+	// A change before the first read: the log no longer lists the
+	// containers in submission order, the console still shows them so.
+	if _, err := e.eng.SetPriority(ids[5], 3, "test", ""); err != nil {
+		t.Fatal(err)
+	}
+	ct := &containerBytes{}
+	c := api.NewClient(srv.URL, testToken)
+	c.HTTP = &http.Client{Transport: ct}
+	r := NewRemote(c, "remote")
+	r.pageSize = 7
+	first, err := r.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstReqs, firstBytes := ct.reqs.Swap(0), ct.n.Swap(0)
+	if len(first.Containers) != 40 || firstReqs < 6 {
+		t.Fatalf("first read: %d containers in %d requests of 7; want 40 in 6", len(first.Containers), firstReqs)
+	}
+	if _, err := e.eng.HoldContainer(ids[3], "test", ""); err != nil {
+		t.Fatal(err)
+	}
+	added := e.submit("added", -1, 1)
+	s, err := r.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reqs, bytes := ct.reqs.Load(), ct.n.Load(); reqs != 1 || bytes*5 > firstBytes {
+		t.Fatalf("a refresh after 2 changes made %d container requests of %d bytes (the first read %d)", reqs, bytes, firstBytes)
+	}
+	byID := map[string]view.Container{}
+	for _, c := range s.Containers {
+		byID[c.ID] = c
+	}
+	if len(s.Containers) != 41 || !byID[ids[3]].Held || byID[added].ID == "" {
+		t.Fatalf("after a hold and a submit: %d containers, %s held=%v, %s present=%v", len(s.Containers), ids[3], byID[ids[3]].Held, added, byID[added].ID != "")
+	}
+	for _, snap := range []*Snapshot{first, s} {
+		if !slices.IsSortedFunc(snap.Containers, func(a, b view.Container) int { return cmp.Compare(a.Seq, b.Seq) }) {
+			t.Fatal("a snapshot's containers are not in submission order")
+		}
+	}
+	for _, c := range first.Containers {
+		if c.Held {
+			t.Fatalf("the first snapshot changed under the console: %s is held in it now", c.ID)
+		}
+	}
+}
+
+// A console whose generation the daemon no longer knows (a restart, or
+// too far behind) reads everything again.
+func TestRemoteReloadsWhenTheDaemonForgot(t *testing.T) {
 	e, r, _ := newRemoteEnv(t)
-	e.submit("first", -1, 1)
-	now := time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC)
-	r.now = func() time.Time { return now }
+	e.submit("a", -1, 1)
 	if _, err := r.Snapshot(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	r.mu.Lock()
-	r.listCost = time.Minute // as if the read had taken a minute
-	r.mu.Unlock()
-	id := e.submit("second", -1, 1)
-	has := func(s *Snapshot) bool {
-		for _, c := range s.Containers {
-			if c.ID == id {
-				return true
+	r.copy.mu.Lock()
+	r.copy.gen += 1 << 40 // as if read from another run of the daemon
+	r.copy.mu.Unlock()
+	id := e.submit("b", -1, 1)
+	s, err := r.Snapshot(context.Background())
+	if err != nil {
+		t.Fatalf("a refresh after the daemon forgot the console's generation: %v", err)
+	}
+	found := false
+	for _, c := range s.Containers {
+		found = found || c.ID == id
+	}
+	if len(s.Containers) != 2 || !found {
+		t.Fatalf("after reloading: %d containers, %s found=%v", len(s.Containers), id, found)
+	}
+}
+
+// The watch wakes the console when a container changes, long before the
+// refresh ticker would.
+func TestRemoteWatchWakesOnChange(t *testing.T) {
+	e, r, _ := newRemoteEnv(t)
+	r.Refresh = time.Hour
+	e.submit("a", -1, 1)
+	if _, err := r.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := r.Changes(ctx)
+	// The watch goes on from the copy's generation, so a change after the
+	// snapshot wakes it whether or not its request is waiting yet.
+	at := time.Now()
+	e.submit("b", -1, 1)
+	select {
+	case <-ch:
+		t.Logf("woken %s after the submit", time.Since(at))
+	case <-time.After(20 * time.Second):
+		t.Fatal("no change signalled within 20 s of a submit (the ticker is an hour)")
+	}
+}
+
+// numberLine numbers the line as the scheduler does: Locked before
+// Queued, priority descending, first seen, submission; held, priority 0
+// and started containers hold no place, though they may sit among them.
+func TestNumberLine(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	pos := view.ReasonPosition
+	rows := []view.Container{
+		{State: view.Queued, Priority: 1, FirstSeenAt: t0, ContainerBody: view.ContainerBody{ID: "late-low", ReasonCode: pos}, ContainerTail: view.ContainerTail{Seq: 9}},
+		{State: view.Queued, Priority: 5, FirstSeenAt: t0.Add(time.Second), ContainerBody: view.ContainerBody{ID: "high", ReasonCode: pos}, ContainerTail: view.ContainerTail{Seq: 3}},
+		{State: view.Queued, Priority: 5, Held: true, FirstSeenAt: t0, ContainerBody: view.ContainerBody{ID: "held", ReasonCode: view.ReasonHeld}},
+		{State: view.Locked, Priority: 1, FirstSeenAt: t0.Add(time.Hour), ContainerBody: view.ContainerBody{ID: "locked", ReasonCode: view.ReasonQuota}},
+		{State: view.Running, Priority: 9, FirstSeenAt: t0, ContainerBody: view.ContainerBody{ID: "running"}},
+		{State: view.Queued, Priority: 0, FirstSeenAt: t0, ContainerBody: view.ContainerBody{ID: "zero", ReasonCode: view.ReasonPriorityZero}},
+		{State: view.Queued, Priority: 1, FirstSeenAt: t0, ContainerBody: view.ContainerBody{ID: "early-low", ReasonCode: pos}, ContainerTail: view.ContainerTail{Seq: 2}},
+	}
+	numberLine(rows)
+	want := map[string]string{"locked": "", "high": "position 2 in queue", "early-low": "position 3 in queue", "late-low": "position 4 in queue"}
+	for _, c := range rows {
+		if w, ok := want[c.ID]; ok && c.Reason != w {
+			t.Errorf("%s: reason %q, want %q", c.ID, c.Reason, w)
+		}
+	}
+}
+
+// sortBySeq puts rows in submission order, whatever order they came in.
+func TestSortBySeq(t *testing.T) {
+	for _, seqs := range [][]uint64{{}, {1}, {1, 2, 3}, {3, 1, 2}, {5, 4, 3, 2, 1}, {2, 1, 4, 3, 6, 5}, {7, 3, 9, 1, 8, 2}} {
+		rows := make([]view.Container, len(seqs))
+		for i, s := range seqs {
+			rows[i].Seq, rows[i].ID = s, fmt.Sprint("c", s)
+		}
+		sortBySeq(rows)
+		for i := 1; i < len(rows); i++ {
+			if rows[i-1].Seq > rows[i].Seq {
+				t.Fatalf("%v: sorted to %v", seqs, rows)
 			}
 		}
-		return false
+		for _, c := range rows {
+			if c.ID != fmt.Sprint("c", c.Seq) {
+				t.Fatalf("%v: row %s carries seq %d", seqs, c.ID, c.Seq)
+			}
+		}
 	}
-	for _, tc := range []struct {
-		at       time.Duration
-		wantList bool
-	}{
-		{time.Second, false},
-		{listDuty*time.Minute - time.Second, false},
-		{listDuty * time.Minute, true},
-	} {
-		now = time.Date(2026, 11, 25, 9, 0, 0, 0, time.UTC).Add(tc.at)
+}
+
+// Containers dropped beyond keep_finished leave the console's copy, and
+// its index by id stays right through drops and submits.
+func TestRemoteDropsFinished(t *testing.T) {
+	cfg := enginetest.Config(t)
+	cfg.Containers.KeepFinished = 2
+	env := enginetest.New(t, cfg, fake.Options{}, engine.Options{})
+	e := &testEnv{Env: env, t: t, clk: env.Clock, eng: env.Engine}
+	srv := httptest.NewServer(api.NewServer(api.ServerOptions{Engine: e.eng, Token: testToken}))
+	t.Cleanup(srv.Close)
+	r := NewRemote(api.NewClient(srv.URL, testToken), "remote")
+	if err := e.eng.Pause("test", ""); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 12 {
+		ids = append(ids, e.submit(fmt.Sprint("d-", i), -1, 1))
+	}
+	if _, err := r.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for round, kill := range [][]string{ids[0:4], ids[6:9], ids[4:6]} {
+		for _, id := range kill {
+			if _, err := e.eng.KillContainer(id, "test", ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.submit(fmt.Sprint("new-", round), -1, 1)
+		e.step(1) // a pass's flush drops those beyond keep_finished
 		s, err := r.Snapshot(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := s.Summary.Containers[queue.Queued] + s.Summary.Containers[queue.Locked] + s.Summary.Containers[queue.Running] + s.Summary.Containers[queue.Complete]; n < 2 {
-			t.Errorf("at %s: the summary counts %d containers, want it fresh (2)", tc.at, n)
+		want, _ := e.eng.Containers(engine.ListOptions{})
+		got := map[string]view.State{}
+		for _, c := range s.Containers {
+			got[c.ID] = c.State
 		}
-		if got := has(s); got != tc.wantList {
-			t.Errorf("at %s: the list has the new container = %v, want %v", tc.at, got, tc.wantList)
+		if len(got) != len(want) {
+			t.Fatalf("round %d: the console has %d containers, the engine %d", round, len(got), len(want))
 		}
+		for _, c := range want {
+			if got[c.ID] != c.State {
+				t.Fatalf("round %d: %s is %q in the console, %s in the engine", round, c.ID, got[c.ID], c.State)
+			}
+		}
+		r.copy.mu.Lock()
+		for i, c := range r.copy.rows {
+			if r.copy.at[c.ID] != i {
+				t.Errorf("round %d: the index says %s is row %d, it is row %d", round, c.ID, r.copy.at[c.ID], i)
+			}
+		}
+		if len(r.copy.at) != len(r.copy.rows) {
+			t.Errorf("round %d: %d ids indexed for %d rows", round, len(r.copy.at), len(r.copy.rows))
+		}
+		r.copy.mu.Unlock()
+	}
+	if total, _ := e.eng.Containers(engine.ListOptions{}); len(total) != 12+3-(9-2) {
+		t.Fatalf("%d containers left, want 8: the test did not drop what it meant to", len(total))
+	}
+}
+
+// A watch the daemon answers 410 (it restarted) wakes the console at once,
+// so that it reads everything again before its next tick.
+func TestRemoteWatchWakesOnReload(t *testing.T) {
+	e, r, _ := newRemoteEnv(t)
+	r.Refresh = time.Hour
+	e.submit("a", -1, 1)
+	if _, err := r.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r.copy.mu.Lock()
+	r.copy.gen += 1 << 40 // as if read from another run of the daemon
+	r.copy.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	select {
+	case <-r.Changes(ctx):
+	case <-time.After(20 * time.Second):
+		t.Fatal("no change signalled within 20 s of the daemon answering 410 (the ticker is an hour)")
 	}
 }

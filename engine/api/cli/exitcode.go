@@ -24,6 +24,7 @@ var exitCodes = map[view.Kind]int{
 	view.KindNotFound: 3,
 	view.KindConflict: 4,
 	view.KindNoFit:    5,
+	view.KindGone:     6,
 }
 
 // exitCode is err's exit code by its kind.

@@ -1,0 +1,147 @@
+// GET /v1/containers?changed_since=GEN: what changed since a generation,
+// paged, with a long poll (wait) for watching readers.
+
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"dispatch-tui/engine/view"
+)
+
+// MaxWait caps the wait of a changes request (a long poll); longer asks
+// are cut to it.
+const MaxWait = time.Minute
+
+// ChangesBody is the answer to GET /v1/containers?changed_since=GEN.
+type ChangesBody struct {
+	// Items are the containers that changed, as the list shows them.
+	Items []ContainerItem `json:"items"`
+	// Removed are the ids of containers dropped since (keep_finished):
+	// apply them before Items.
+	Removed []string `json:"removed"`
+	// Generation is where this page ends: the changed_since of the next
+	// request.
+	Generation uint64 `json:"generation"`
+	// More says the page was cut at limit: ask again at once.
+	More bool `json:"more,omitempty"`
+	// Latest is the generation now (generation unless more): a watcher
+	// that only wants to know of a change goes on from it.
+	Latest uint64 `json:"latest"`
+	// ItemsAvailable is how many containers there are now (the progress
+	// of a first read, changed_since=0).
+	ItemsAvailable int `json:"items_available"`
+}
+
+// changesQuery is what a changes request asks: since, a page of limit, and
+// how long to wait for a change when there is none yet.
+type changesQuery struct {
+	since uint64
+	limit int
+	wait  time.Duration
+}
+
+// parseChangesQuery reads changed_since, limit and wait; the list's other
+// parameters do not apply to changes.
+func parseChangesQuery(v url.Values) (changesQuery, *httpError) {
+	var cq changesQuery
+	for _, p := range []string{"state", "q", "sort", "offset", "label", "continue"} {
+		if v.Has(p) {
+			return cq, badRequest(p, p+": cannot be combined with changed_since (changes are of every container; filter the copy)")
+		}
+	}
+	since, err := strconv.ParseUint(v.Get("changed_since"), 10, 64)
+	if err != nil {
+		return cq, badRequest("changed_since", fmt.Sprintf("changed_since: want a generation (a whole number, 0 for everything), got %q", v.Get("changed_since")))
+	}
+	cq.since = since
+	var herr *httpError
+	if cq.limit, herr = intParam(v, "limit", 0); herr != nil {
+		return cq, herr
+	}
+	if cq.limit == 0 || cq.limit > MaxListLimit {
+		cq.limit = MaxListLimit
+	}
+	if s := v.Get("wait"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			return cq, badRequest("wait", fmt.Sprintf("wait: want a duration such as 30s, got %q", s))
+		}
+		cq.wait = min(d, MaxWait)
+	}
+	return cq, nil
+}
+
+// listChanges answers a changes request: at once when something changed
+// since (or for a first read), else when something does or wait ends.
+func (s *server) listChanges(w http.ResponseWriter, r *http.Request, v url.Values) {
+	cq, herr := parseChangesQuery(v)
+	if herr != nil {
+		writeError(w, herr)
+		return
+	}
+	if cq.since != 0 && cq.wait > 0 {
+		ctx, cancel := context.WithTimeout(r.Context(), cq.wait)
+		s.eng.WaitContainerChanges(ctx, cq.since)
+		cancel()
+		if r.Context().Err() != nil {
+			return // the client left
+		}
+	}
+	ch, err := s.eng.ContainerChanges(cq.since, cq.limit)
+	if err != nil {
+		writeError(w, classify(err))
+		return
+	}
+	body := ChangesBody{Items: s.withCosts(ch.Items), Removed: ch.Removed, Generation: ch.Generation,
+		More: ch.More, Latest: ch.Latest, ItemsAvailable: ch.Total}
+	if body.Removed == nil {
+		body.Removed = []string{}
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// Changes is one page of what changed, as the client reads it.
+type Changes struct {
+	Items      []view.Container
+	Removed    []string
+	Generation uint64
+	More       bool
+	Latest     uint64
+	Available  int
+}
+
+// ContainerChanges asks for up to limit containers changed after
+// generation since (0: every container), waiting up to wait for one when
+// none has (0: answer at once). An error of kind view.KindGone says the
+// daemon no longer knows that generation: read again from 0.
+func (c *Client) ContainerChanges(ctx context.Context, since uint64, limit int, wait time.Duration) (Changes, error) {
+	v := url.Values{"changed_since": {strconv.FormatUint(since, 10)}}
+	if limit > 0 {
+		v.Set("limit", strconv.Itoa(limit))
+	}
+	if wait > 0 {
+		v.Set("wait", wait.String())
+	}
+	resp, err := c.send(ctx, http.MethodGet, "/v1/containers", v, nil)
+	if err != nil {
+		return Changes{}, err
+	}
+	defer resp.Body.Close()
+	var body ChangesBody
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return Changes{}, fmt.Errorf("GET /v1/containers?changed_since: decode response: %w", err)
+	}
+	out := Changes{Items: make([]view.Container, len(body.Items)), Removed: body.Removed,
+		Generation: body.Generation, More: body.More, Latest: body.Latest, Available: body.ItemsAvailable}
+	for i := range body.Items {
+		out.Items[i] = body.Items[i].Container
+	}
+	return out, nil
+}

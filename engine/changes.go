@@ -1,0 +1,23 @@
+// The containers that changed since a generation, for readers that keep a
+// copy (an attached console): docs/design.md §7.4.
+
+package engine
+
+import (
+	"context"
+
+	"dispatch-tui/engine/queue"
+)
+
+// ContainerChanges returns up to limit containers changed after generation
+// since (every container for since 0) and the ids of those dropped; see
+// queue.ChangesSince.
+func (e *Engine) ContainerChanges(since uint64, limit int) (queue.Changes, error) {
+	return e.queue.ChangesSince(since, limit)
+}
+
+// WaitContainerChanges returns once a container changed after generation
+// since, or ctx ended: the long poll of a watching reader.
+func (e *Engine) WaitContainerChanges(ctx context.Context, since uint64) bool {
+	return e.queue.WaitChanges(ctx, since)
+}

@@ -1,0 +1,201 @@
+// The change log: which containers changed or left since a generation, so a
+// reader (an attached console) fetches only those (docs/design.md §7.4).
+
+package queue
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"dispatch-tui/engine/view"
+)
+
+// Every change a reader of a container could see — its record, its pending
+// reason other than the number of a position, a submit — gives the queue a
+// new generation (q.gen) and appends (generation, container) to q.changes,
+// which is therefore in generation order. A container changed twice is in
+// the log twice until the log is compacted (each container's last entry
+// kept), so the log holds at most about two entries per container.
+//
+// A dropped container (keep_finished) leaves a tombstone (generation, id)
+// in q.tombs; only the newest Options.Tombstones are kept, and a reader whose
+// generation is older than the newest one forgotten (q.tombFloor) must read
+// everything again (ErrReload).
+//
+// A position's number is left out on purpose: at quota every pass moves
+// the number of every container behind a start, and the log would carry
+// the whole queue each pass. A reader numbers the line itself from the
+// order, which the records it has say (view.Container's order fields).
+
+// change is one entry of the log.
+type change struct {
+	gen uint64
+	c   *Container
+}
+
+// tombstone is a container dropped at generation gen.
+type tombstone struct {
+	gen uint64
+	id  string
+}
+
+// DefaultTombstones is how many dropped containers' ids the queue
+// remembers for readers of changes (Options.Tombstones): a reader further
+// behind reads everything again. Drops go a flush's worth at a time, so
+// this is many flushes.
+const DefaultTombstones = 1 << 17
+
+// ErrReload answers a read of changes since a generation this queue cannot
+// answer from (older than the tombstones it keeps, or from another run of
+// the dispatcher): the reader must read every container again.
+var ErrReload = view.NewError(view.KindGone, "changes since that generation are no longer kept: read all containers again (changed_since=0)")
+
+// changedLocked records that c changed in a way readers see.
+func (q *Queue) changedLocked(c *Container) {
+	q.gen++
+	q.changes = append(q.changes, change{q.gen, c})
+	q.logged = q.gen
+	if len(q.changes) > 2*len(q.byID)+4096 {
+		q.compactChangesLocked()
+	}
+}
+
+// compactChangesLocked keeps each live container's last entry only.
+func (q *Queue) compactChangesLocked() {
+	seen := make(map[*Container]struct{}, len(q.byID))
+	keep := q.changes[:0:0]
+	for i := len(q.changes) - 1; i >= 0; i-- {
+		ch := q.changes[i]
+		if _, ok := seen[ch.c]; ok || q.byID[ch.c.ID] != ch.c {
+			continue
+		}
+		seen[ch.c] = struct{}{}
+		keep = append(keep, ch)
+	}
+	slices.Reverse(keep)
+	q.changes = keep
+}
+
+// droppedLocked records tombstones for containers that left byID.
+func (q *Queue) droppedLocked(cs []*Container) {
+	q.gen++
+	q.logged = q.gen
+	for _, c := range cs {
+		q.tombs = append(q.tombs, tombstone{q.gen, c.ID})
+	}
+	if over := len(q.tombs) - q.opts.Tombstones; over > 0 {
+		// Forget the oldest half at once, not one per drop.
+		n := max(over, q.opts.Tombstones/2)
+		q.tombFloor = q.tombs[n-1].gen
+		q.tombs = slices.Delete(q.tombs, 0, n)
+	}
+}
+
+// Changes is one page of what changed since a generation.
+type Changes struct {
+	// Items are the containers that changed (their current views), each
+	// once, in the order of their changes.
+	Items []view.Container
+	// Removed are the ids of containers dropped since (apply them before
+	// Items: a container may be dropped and put back).
+	Removed []string
+	// Generation is where this page ends: pass it as since for the next
+	// page (More) or the next read.
+	Generation uint64
+	// More is set when the page was cut at limit: read on from Generation
+	// at once.
+	More bool
+	// Latest is the queue's generation now (Generation unless More): a
+	// watcher that only wants to know of a change goes on from it.
+	Latest uint64
+	// Total is how many containers there are now.
+	Total int
+}
+
+// ChangesSince returns up to limit containers that changed after
+// generation since, and the ids of those dropped; since 0 reads every
+// container (a first read, paged like any other). It fails with ErrReload
+// when since is older than the tombstones kept or newer than this queue's
+// generation (a reader from another run of the dispatcher).
+func (q *Queue) ChangesSince(since uint64, limit int) (Changes, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if since != 0 && (since < q.tombFloor || since > q.gen) {
+		return Changes{}, ErrReload
+	}
+	out := Changes{Generation: q.gen, Latest: q.gen, Total: len(q.byID)}
+	i, _ := slices.BinarySearchFunc(q.changes, since+1, func(ch change, g uint64) int { return cmp.Compare(ch.gen, g) })
+	seen := make(map[*Container]struct{}, min(limit, len(q.changes)-i))
+	page := make([]*Container, 0, min(limit, len(q.changes)-i))
+	for _, ch := range q.changes[i:] {
+		_, shown := seen[ch.c]
+		if !shown && q.byID[ch.c.ID] == ch.c { // not dropped since (a tombstone says so)
+			if len(page) == limit {
+				out.More = true
+				break
+			}
+			seen[ch.c] = struct{}{}
+			page = append(page, ch.c)
+		}
+		// The page covers the log up to here.
+		out.Generation = ch.gen
+	}
+	if !out.More {
+		out.Generation = q.gen
+	}
+	if since != 0 {
+		j, _ := slices.BinarySearchFunc(q.tombs, since+1, func(t tombstone, g uint64) int { return cmp.Compare(t.gen, g) })
+		for _, t := range q.tombs[j:] {
+			if t.gen > out.Generation {
+				break
+			}
+			out.Removed = append(out.Removed, t.id)
+		}
+	}
+	out.Items = make([]view.Container, len(page))
+	q.viewsLocked(page, out.Items)
+	return out, nil
+}
+
+// WaitChanges returns once a container changed or was dropped after
+// generation since (at once if one already was), or when ctx ends; a
+// pass that only renumbers positions does not count. It reports whether
+// there are changes.
+func (q *Queue) WaitChanges(ctx context.Context, since uint64) bool {
+	ch, stop := q.Subscribe()
+	defer stop()
+	for {
+		q.mu.Lock()
+		// since > q.gen: a reader from another run; ChangesSince tells it.
+		changed := q.logged > since || since > q.gen || since < q.tombFloor
+		q.mu.Unlock()
+		if changed {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case _, ok := <-ch:
+			if !ok {
+				return false // the queue closed
+			}
+		}
+	}
+}
+
+// startChangesLocked starts the generations of a newly loaded queue after
+// the clock's reading in nanoseconds, so that a reader's generation from an
+// earlier run of the dispatcher is below every one of this run's tombstone
+// floor (or above its generation) and it reads everything again; it logs
+// every loaded container, so that reading changes since 0 reads them all.
+func (q *Queue) startChangesLocked() {
+	q.gen = max(q.gen, uint64(max(q.clock.Now().UnixNano(), 1)))
+	q.tombFloor = q.gen
+	for _, c := range q.bySeq {
+		q.changedLocked(c)
+	}
+}
