@@ -67,6 +67,34 @@ type ListQuery struct {
 	Labels []string
 }
 
+// values is q as the list's query parameters, from the continue token
+// cont ("" = from q.Offset).
+func (q ListQuery) values(cont string) url.Values {
+	v := url.Values{}
+	if len(q.States) > 0 {
+		v.Set("state", strings.Join(q.States, ","))
+	}
+	if q.Q != "" {
+		v.Set("q", q.Q)
+	}
+	if q.Sort != "" {
+		v.Set("sort", q.Sort)
+	}
+	if q.Offset != 0 && cont == "" {
+		v.Set("offset", strconv.Itoa(q.Offset))
+	}
+	if q.Limit != 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	for _, l := range q.Labels {
+		v.Add("label", l)
+	}
+	if cont != "" {
+		v.Set("continue", cont)
+	}
+	return v
+}
+
 // APIError is returned for every non-2xx response.
 type APIError struct {
 	Status  int
@@ -111,25 +139,7 @@ func (c *Client) InstanceVerb(ctx context.Context, id string, verb view.Instance
 
 // Containers lists containers matching q, and how many match in all.
 func (c *Client) Containers(ctx context.Context, q ListQuery) ([]view.Container, int, error) {
-	v := url.Values{}
-	if len(q.States) > 0 {
-		v.Set("state", strings.Join(q.States, ","))
-	}
-	if q.Q != "" {
-		v.Set("q", q.Q)
-	}
-	if q.Sort != "" {
-		v.Set("sort", q.Sort)
-	}
-	if q.Offset != 0 {
-		v.Set("offset", strconv.Itoa(q.Offset))
-	}
-	if q.Limit != 0 {
-		v.Set("limit", strconv.Itoa(q.Limit))
-	}
-	for _, l := range q.Labels {
-		v.Add("label", l)
-	}
+	v := q.values("")
 	var body listBody[view.Container]
 	err := c.do(ctx, http.MethodGet, "/v1/containers", v, nil, &body)
 	n := len(body.Items)
@@ -437,32 +447,11 @@ type ContainerPage struct {
 	Continue  string    // the continue token for the next page; "" = no more
 }
 
-// ListContainerPage gets one page of the containers q and labels (each
-// "key=value", all must match) select, from the continue token cont of
-// the previous page ("" = the first page, at q.Offset).
-func (c *Client) ListContainerPage(ctx context.Context, q ListQuery, labels []string, cont string) (ContainerPage, error) {
-	v := url.Values{}
-	if len(q.States) > 0 {
-		v.Set("state", strings.Join(q.States, ","))
-	}
-	if q.Q != "" {
-		v.Set("q", q.Q)
-	}
-	if q.Sort != "" {
-		v.Set("sort", q.Sort)
-	}
-	if q.Offset != 0 && cont == "" {
-		v.Set("offset", strconv.Itoa(q.Offset))
-	}
-	if q.Limit != 0 {
-		v.Set("limit", strconv.Itoa(q.Limit))
-	}
-	for _, l := range labels {
-		v.Add("label", l)
-	}
-	if cont != "" {
-		v.Set("continue", cont)
-	}
+// ListContainerPage gets one page of the containers q selects, from the
+// continue token cont of the previous page ("" = the first page, at
+// q.Offset).
+func (c *Client) ListContainerPage(ctx context.Context, q ListQuery, cont string) (ContainerPage, error) {
+	v := q.values(cont)
 	resp, err := c.send(ctx, http.MethodGet, "/v1/containers", v, nil)
 	if err != nil {
 		return ContainerPage{}, err

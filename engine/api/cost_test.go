@@ -50,7 +50,7 @@ func TestCostEndpoint(t *testing.T) {
 		t.Errorf("last 30m by type: %+v, want small $0.50", recent.Groups)
 	}
 	// The container's listing and record carry the same cost.
-	page, err := e.client.ListContainerPage(ctx, ListQuery{}, nil, "")
+	page, err := e.client.ListContainerPage(ctx, ListQuery{}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -171,7 +171,7 @@ func (b *bulkRun) selected(ctx context.Context, sel *api.Selector) error {
 	if b.progress {
 		// How many match now, for "N of M" (an estimate: the set may
 		// change while the verb runs).
-		page, err := b.c.ListContainerPage(ctx, api.ListQuery{States: sel.State, Q: sel.Q, Limit: 1}, sel.Label, "")
+		page, err := b.c.ListContainerPage(ctx, api.ListQuery{States: sel.State, Q: sel.Q, Limit: 1, Labels: sel.Label}, "")
 		if err == nil {
 			b.total = page.Available
 		}

@@ -133,7 +133,7 @@ func containerCandidates(ctx context.Context, c *api.Client, command, toComplete
 	if len(toComplete) > 2 {
 		q.Q = toComplete
 	}
-	p, err := c.ListContainerPage(ctx, q, nil, "")
+	p, err := c.ListContainerPage(ctx, q, "")
 	if err != nil {
 		cobra.CompDebugln("containers: "+err.Error(), false)
 		return nil

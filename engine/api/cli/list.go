@@ -239,7 +239,8 @@ func listContainers(ctx context.Context, c *api.Client, cf *containerListFlags) 
 		if left := cf.q.Limit - len(all); cf.q.Limit > 0 && (q.Limit == 0 || left < q.Limit) {
 			q.Limit = left
 		}
-		page, err := c.ListContainerPage(ctx, q, cf.labels, cont)
+		q.Labels = cf.labels
+		page, err := c.ListContainerPage(ctx, q, cont)
 		if err != nil {
 			return nil, nil, 0, err
 		}

@@ -233,10 +233,10 @@ func logsSelected(ctx context.Context, env *Env, c *api.Client, sf *selectorFlag
 	if err != nil {
 		return err
 	}
-	q := api.ListQuery{States: sel.State, Q: sel.Q, Limit: 500}
+	q := api.ListQuery{States: sel.State, Q: sel.Q, Limit: 500, Labels: sel.Label}
 	cont, failed, n := "", 0, 0
 	for {
-		page, err := c.ListContainerPage(ctx, q, sel.Label, cont)
+		page, err := c.ListContainerPage(ctx, q, cont)
 		if err != nil {
 			return explain(c, err)
 		}
