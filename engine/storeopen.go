@@ -34,6 +34,13 @@ func OpenStore(cfg *config.Config, path string) (st store.Store, existed bool, e
 	return bs, statErr == nil, nil
 }
 
+// OpenFencedStore opens cfg's PostgreSQL store for a leader: every write
+// first checks fence's epoch against the lease (docs/design.md §11,
+// Fencing the store).
+func OpenFencedStore(cfg *config.Config, fence func() (int64, bool)) (store.Store, error) {
+	return pgstore.Open(pgstore.Options{URL: cfg.Store.URL, EventRetention: cfg.Dispatcher.EventRetention, Fence: fence})
+}
+
 // KeptClusterID returns the cluster id cfg's store keeps ("" while none,
 // or while a running dispatcher holds the embedded file), keeping none:
 // for a command that runs beside the dispatcher (cloudtest).

@@ -87,7 +87,11 @@ func (p *Pool) Create(typeName string) error {
 	p.stats.Creating = len(p.pending)
 	p.notifyLocked()
 	p.goLocked(func() {
-		inst, err := p.is.Create(p.ctx, it, tags)
+		var inst cloud.Instance
+		err := p.mayAct()
+		if err == nil {
+			inst, err = p.is.Create(p.ctx, it, tags)
+		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.createDoneLocked(pc, it, tags, inst, err)
