@@ -139,7 +139,11 @@ func (e *Elector) Step(ctx context.Context) {
 
 func (e *Elector) acquire(ctx context.Context) {
 	send := e.since()
-	won, ok, err := e.lease.Acquire(ctx, e.opts.Node, e.opts.Address, e.opts.Lease)
+	// Bounded: an acquire waiting on a lock (a write of a leader stopped
+	// mid-transaction) tries again rather than waits on.
+	actx, cancel := context.WithTimeout(ctx, e.opts.Lease)
+	won, ok, err := e.lease.Acquire(actx, e.opts.Node, e.opts.Address, e.opts.Lease)
+	cancel()
 	if err != nil {
 		e.opts.Log.Warn("ha: cannot reach the lease", "node", e.opts.Node, "err", err)
 		return

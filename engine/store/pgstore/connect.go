@@ -7,7 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -30,13 +32,16 @@ func CheckURL(url string) error {
 }
 
 // connect opens a pool on url and checks that the server answers.
-func connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
+func connect(ctx context.Context, url string, idleInTx time.Duration) (*pgxpool.Pool, error) {
 	if err := CheckURL(url); err != nil {
 		return nil, fmt.Errorf("[store] url: %w", err)
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("[store] url: %s", redact(err.Error(), url))
+	}
+	if idleInTx > 0 {
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(idleInTx.Milliseconds(), 10)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
