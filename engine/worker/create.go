@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"dispatch-tui/cloud"
@@ -70,6 +71,9 @@ func (p *Pool) Create(typeName string) error {
 			cloud.TagIdleBehavior: string(IdleRun),
 			cloud.TagSecret:       hex.EncodeToString(secret[:]),
 			cloud.TagCreatedAt:    now.UTC().Format(time.RFC3339),
+		}
+		if p.s.epoch > 0 {
+			tags[cloud.TagEpoch] = strconv.FormatInt(p.s.epoch, 10)
 		}
 	}
 	pc := &pendingCreate{view: InstanceView{

@@ -27,6 +27,9 @@ func TestNotLeadingSendsNothing(t *testing.T) {
 	}})
 	h.step()
 	id := h.createIdle("small")
+	if inst, ok := h.drv.Instance(id); !ok || inst.Tags()[cloud.TagEpoch] != "3" {
+		t.Fatalf("instance %s created at epoch 3 has tags %v; want %s = 3", id, inst.Tags(), cloud.TagEpoch)
+	}
 	exec, err := h.drv.ExecutorByID(id)
 	if err != nil {
 		t.Fatal(err)
