@@ -36,6 +36,21 @@ var DefaultTimeouts = Timeouts{ReadHeader: 10 * time.Second, Read: 30 * time.Sec
 // off loopback. The returned function stops accepting and waits for
 // requests in flight (bounded by ctx).
 func Serve(r *Running, opts Options) (stop func(context.Context) error, err error) {
+	return serveWith(opts, func(auth apiAuth) http.Handler {
+		return api.NewServer(api.ServerOptions{
+			Engine: r.Engine, Tokens: auth.tokens, SocketPeer: auth.socketPeer, Metrics: r.Metrics.Handler(), Logger: opts.Logger,
+		})
+	})
+}
+
+// apiAuth is who may use the API: what every handler serving it needs.
+type apiAuth struct {
+	tokens     []api.Token
+	socketPeer func(api.Peer) bool
+}
+
+// serveWith is Serve with the handler newHandler builds.
+func serveWith(opts Options, newHandler func(apiAuth) http.Handler) (stop func(context.Context) error, err error) {
 	cfg := opts.Config
 	d := &cfg.Dispatcher
 	log := opts.Logger
@@ -57,9 +72,7 @@ func Serve(r *Running, opts Options) (stop func(context.Context) error, err erro
 	if err != nil {
 		return nil, err
 	}
-	handler := api.NewServer(api.ServerOptions{
-		Engine: r.Engine, Tokens: tokens, SocketPeer: socketPeer, Metrics: r.Metrics.Handler(), Logger: log,
-	})
+	handler := newHandler(apiAuth{tokens: tokens, socketPeer: socketPeer})
 
 	// Requests run under baseCtx, cancelled on stop, so a long
 	// "logs --follow" does not hold the daemon's shutdown.
