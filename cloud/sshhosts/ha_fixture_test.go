@@ -5,6 +5,8 @@ package sshhosts
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,9 +45,40 @@ type haProc struct {
 	name    string
 	cfgPath string
 	logPath string
+	addr    string // the TCP listen
 	client  *api.Client
 	cmd     *exec.Cmd
 	exited  chan error
+}
+
+// haToken is every node's API token.
+const haToken = "the-test-token-of-the-cluster"
+
+// metric is the value of an unlabelled metric on the node's /metrics
+// ("" when it has none).
+func (p *haProc) metric(name string) string {
+	t := p.env.t
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://"+p.addr+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+haToken)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("%s's /metrics: %v", p.name, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s's /metrics: %s, %v: %s", p.name, resp.Status, err, b)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // haLease is the nodes' lease: the shortest the config takes plus room
@@ -66,13 +99,13 @@ func newHAEnv(t *testing.T, nodes, hosts int) *haEnv {
 	// claimed, killing leftovers, after the nodes stop (last-in first-out).
 	newDriver(t, cfg, hs, hash, "", testLogger(t))
 	for i := range nodes {
-		p := &haProc{env: he, name: fmt.Sprintf("node%d", i), logPath: filepath.Join(t.TempDir(), "daemon.log")}
+		p := &haProc{env: he, name: fmt.Sprintf("node%d", i), logPath: filepath.Join(t.TempDir(), "daemon.log"), addr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
 		state := t.TempDir()
 		var b strings.Builder
 		fmt.Fprintf(&b, `[dispatcher]
 state_dir = %q
-listen = "127.0.0.1:%d"
-token = "the-test-token-of-the-cluster"
+listen = %q
+token = %q
 max_containers_per_instance = 2
 stale_lock_timeout = "5s"
 
@@ -108,7 +141,7 @@ vcpus = 2
 ram = "2GiB"
 scratch = "10GiB"
 price = 0.1
-`, state, freePort(t), cfg.Cloud.SSHUser, cfg.Cloud.SSHKeyFile, cfg.Cloud.KnownHosts, hosts, url, p.name, haLease.String())
+`, state, p.addr, haToken, cfg.Cloud.SSHUser, cfg.Cloud.SSHKeyFile, cfg.Cloud.KnownHosts, hosts, url, p.name, haLease.String())
 		for _, h := range hs {
 			fmt.Fprintf(&b, "\n[[cloud.sshhosts.host]]\naddress = %q\ninstance_type = %q\nwork_dir = %q\n", h.Address, h.InstanceType, h.WorkDir)
 		}

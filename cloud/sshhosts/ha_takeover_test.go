@@ -51,6 +51,8 @@ func TestHAKillLeaderTakesOver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	firstEpoch := a.metric("dispatch_tui_epoch") // 1, unless a loaded machine cost a renewal
+	n, _ := strconv.Atoi(firstEpoch)
 	leader, standby := a, b
 	var toLead, toStart []time.Duration
 	for round := range rounds {
@@ -73,10 +75,10 @@ func TestHAKillLeaderTakesOver(t *testing.T) {
 	he.phase("all finished")
 	he.checkRunsOnce(names)
 	evs := he.events()
-	if !hasEvent(evs, "node:"+b.name, "leader_elected", "node "+b.name+" leads with epoch 2; it had been expired for") {
-		t.Errorf("no leader_elected event of %s at epoch 2 naming how long the lease had been expired:%s", b.name, he.dump())
+	if !hasEvent(evs, "node:"+b.name, "leader_elected", fmt.Sprintf("node %s leads with epoch %d; it had been expired for", b.name, n+1)) {
+		t.Errorf("no leader_elected event of %s at epoch %d naming how long the lease had been expired:%s", b.name, n+1, he.dump())
 	}
-	if !hasEvent(evs, "node:"+b.name, "leader_lost", "node "+a.name+" no longer leads (epoch 1)") {
+	if !hasEvent(evs, "node:"+b.name, "leader_lost", fmt.Sprintf("node %s no longer leads (epoch %d)", a.name, n)) {
 		t.Errorf("no leader_lost event for %s:%s", a.name, he.dump())
 	}
 	if rounds > 1 {
@@ -115,6 +117,7 @@ func TestHAPausedLeaderActsNoMore(t *testing.T) {
 	}
 	he.until("two containers running", 60*time.Second, func() bool { return countState(he.containers(), queue.Running) == 2 })
 	he.phase("two running")
+	epoch := a.metric("dispatch_tui_epoch")
 	a.signal(syscall.SIGSTOP)
 	stopped := time.Now()
 	he.until(b.name+" to lead", 4*haLease, b.leads)
@@ -126,10 +129,22 @@ func TestHAPausedLeaderActsNoMore(t *testing.T) {
 	a.signal(syscall.SIGCONT)
 	he.until(a.name+" to say it no longer leads", 30*time.Second, func() bool {
 		log, _ := os.ReadFile(a.logPath)
-		return strings.Contains(string(log), "no longer leads with epoch 1")
+		return strings.Contains(string(log), "no longer leads with epoch "+epoch+":")
 	})
 	if _, err := a.client.Summary(context.Background()); err == nil || !strings.Contains(err.Error(), "stands by") {
 		t.Fatalf("%s after waking answers %v; want a standby's refusal", a.name, err)
+	}
+	n, _ := strconv.Atoi(epoch)
+	for _, m := range []struct {
+		p          *haProc
+		name, want string
+	}{
+		{a, "dispatch_tui_leader", "0"}, {a, "dispatch_tui_epoch", "0"},
+		{b, "dispatch_tui_leader", "1"}, {b, "dispatch_tui_epoch", strconv.Itoa(n + 1)}, {b, "dispatch_tui_takeovers_total", "1"},
+	} {
+		if got := m.p.metric(m.name); got != m.want {
+			t.Errorf("%s's %s = %q, want %s", m.p.name, m.name, got, m.want)
+		}
 	}
 	he.phase(a.name + " stands by")
 	he.until("every container to finish", 2*time.Minute, func() bool { return countState(he.containers(), queue.Complete) == len(names) })
