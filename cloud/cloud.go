@@ -29,6 +29,9 @@ const (
 	// TagCreatedAt is when the dispatcher created the instance (RFC 3339,
 	// UTC): an instance's age survives a restart of the dispatcher.
 	TagCreatedAt = TagPrefix + "created-at"
+	// TagEpoch is the leader epoch of the dispatcher node that created
+	// the instance (docs/design.md §11); absent on a single dispatcher's.
+	TagEpoch = TagPrefix + "epoch"
 )
 
 // Clone returns a copy of t.

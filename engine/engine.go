@@ -47,6 +47,9 @@ type Options struct {
 	// OnPass, if set, is called after every scheduler pass with its
 	// statistics (metrics use it for the pass-duration histogram).
 	OnPass func(scheduler.Stats)
+	// Leader, if set, runs the engine as one term of this node's
+	// leadership (leader.go); nil: a single dispatcher.
+	Leader *Leader
 }
 
 // Engine is the dispatcher: queue + pool + scheduler + cloud.
@@ -146,18 +149,22 @@ func build(opts Options, st store.Store) (*Engine, error) {
 	if r, ok := opts.InstanceSet.(cloud.OwnershipRecaller); ok {
 		r.RecallOwned(instancesInUse(q))
 	}
-	e.pool, err = worker.New(worker.Options{
+	wopts := worker.Options{
 		Config: opts.Config, InstanceSet: opts.InstanceSet, NewExecutor: opts.NewExecutor,
 		Clock: opts.Clock, Logger: opts.Logger, OnEvent: e.poolEvent, OnLogsBatch: e.storeLogsBatch, OnLogsLost: e.logsLost,
 		RunnerHash: opts.RunnerHash, RunnerBinary: opts.RunnerBinary, Owner: opts.Owner,
 		LegacyOwner: legacyOwner, Behaviors: behaviors,
-	})
+	}
+	if l := opts.Leader; l != nil {
+		wopts.Epoch, wopts.MayAct, wopts.OnFenced = l.Epoch, l.MayAct, l.Fenced
+	}
+	e.pool, err = worker.New(wopts)
 	if err != nil {
 		q.Close()
 		return nil, fmt.Errorf("start worker pool: %w", err)
 	}
 	e.sched = scheduler.New(opts.Config, q, e.pool, opts.Clock, opts.Logger)
-	e.writeSteps = q.FlushPass
+	e.writeSteps = opts.Leader.fencedWrites(q.FlushPass)
 	if recordsStartsFirst(st) {
 		e.sched.RecordStartsFirst(func() error { return e.writeSteps() })
 	}

@@ -34,6 +34,15 @@ func OpenStore(cfg *config.Config, path string) (st store.Store, existed bool, e
 	return bs, statErr == nil, nil
 }
 
+// OpenFencedStore opens cfg's PostgreSQL store for a leader: every write
+// first checks fence's epoch against the lease (docs/design.md §11,
+// Fencing the store), and a session left idle in a transaction for half
+// the lease is ended by the server, so that a leader stopped mid-write
+// does not hold the lease row's lock past its lease.
+func OpenFencedStore(cfg *config.Config, fence func() (int64, bool)) (store.Store, error) {
+	return pgstore.Open(pgstore.Options{URL: cfg.Store.URL, EventRetention: cfg.Dispatcher.EventRetention, Fence: fence, IdleInTransaction: cfg.HA.Lease / 2})
+}
+
 // KeptClusterID returns the cluster id cfg's store keeps ("" while none,
 // or while a running dispatcher holds the embedded file), keeping none:
 // for a command that runs beside the dispatcher (cloudtest).

@@ -44,7 +44,8 @@ func (e *watchExecutor) Watch(ctx context.Context, cmd string, line func([]byte)
 	if err := ctx.Err(); err != nil {
 		return runner.NotSent(err)
 	}
-	if _, c, err := runner.ParseLine(cmd); err != nil || c.Verb != "watch" {
+	_, c, err := runner.ParseLine(cmd)
+	if err != nil || c.Verb != "watch" {
 		_, _, err := exitErr(2, "runner: not a watch: %q", cmd)
 		return err
 	}
@@ -56,6 +57,13 @@ func (e *watchExecutor) Watch(ctx context.Context, cmd string, line func([]byte)
 		d.mu.Unlock()
 		return runner.NotSent(err)
 	}
+	highest, refused := runner.CheckEpoch(c.Epoch, s.epoch)
+	if refused {
+		d.mu.Unlock()
+		_, _, err := exitErr(runner.CodeFenced, "%s", runner.FencedMessage("watch", c.Epoch, s.epoch))
+		return err
+	}
+	s.epoch = highest
 	now := d.clock.Now()
 	for id, c := range s.containers {
 		if st, gone := c.status(now); !gone && st.State == runner.StateExited {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/enginetest/pgtest"
 )
 
 const sshdPath = "/usr/sbin/sshd"
@@ -448,7 +449,8 @@ func dispatchBinary(t *testing.T) (path string, bin []byte, hash string) {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := pgtest.Run(m) // the HA tests' database server, stopped after
+
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
 	}

@@ -22,8 +22,9 @@ type Options struct {
 	// Clock is read for the monotonic time of each send (nil: the real
 	// clock, whose readings carry the monotonic clock).
 	Clock clock.Clock
-	// Notify is called, from the elector's goroutine, with each change
-	// of leadership; nil: none.
+	// Notify is called with each change of leadership, from the
+	// elector's goroutine (or Resign's caller); it must not block. nil:
+	// none.
 	Notify func(Change)
 	Log    *slog.Logger // nil: slog.Default()
 }
@@ -51,10 +52,12 @@ const (
 	LostClock    = "the lease ran out on this node's clock before a renewal succeeded"
 	LostTaken    = "the lease is another node's: its epoch changed"
 	LostReleased = "this node stopped and released the lease"
+	LostFenced   = "a newer leader's epoch refused this node's"
 )
 
 // Elector runs the lease for one node. Step (or Run, which calls it)
-// is its one writer; Token and Stats may be called from any goroutine.
+// is its one writer but for Resign, which only ends a term; Token, Stats
+// and Resign may be called from any goroutine.
 type Elector struct {
 	opts  Options
 	lease Lease
@@ -136,7 +139,11 @@ func (e *Elector) Step(ctx context.Context) {
 
 func (e *Elector) acquire(ctx context.Context) {
 	send := e.since()
-	won, ok, err := e.lease.Acquire(ctx, e.opts.Node, e.opts.Address, e.opts.Lease)
+	// Bounded: an acquire waiting on a lock (a write of a leader stopped
+	// mid-transaction) tries again rather than waits on.
+	actx, cancel := context.WithTimeout(ctx, e.opts.Lease)
+	won, ok, err := e.lease.Acquire(actx, e.opts.Node, e.opts.Address, e.opts.Lease)
+	cancel()
 	if err != nil {
 		e.opts.Log.Warn("ha: cannot reach the lease", "node", e.opts.Node, "err", err)
 		return
@@ -169,12 +176,26 @@ func (e *Elector) renew(ctx context.Context, t *term) {
 		e.lose(t, LostTaken)
 	default:
 		e.renewals.Add(1)
-		e.term.Store(&term{epoch: t.epoch, lastOK: send})
+		// Not over a Resign made meanwhile: a term given up stays so.
+		e.term.CompareAndSwap(t, &term{epoch: t.epoch, lastOK: send})
 	}
 }
 
+// Resign stops leading with epoch at once, for why: the node learnt that
+// another leads (its store write or a runner refused the epoch). The row
+// is left alone: it is no longer this epoch's, or runs out. Nothing
+// happens when the node no longer leads with epoch. Any goroutine.
+func (e *Elector) Resign(epoch int64, why string) {
+	if t := e.term.Load(); t != nil && t.epoch == epoch {
+		e.lose(t, why)
+	}
+}
+
+// lose ends term t, once: a Resign and a Step racing tell of it once.
 func (e *Elector) lose(t *term, why string) {
-	e.term.Store(nil)
+	if !e.term.CompareAndSwap(t, nil) {
+		return
+	}
 	e.opts.Log.Warn("ha: no longer leading", "node", e.opts.Node, "epoch", t.epoch, "why", why)
 	e.notify(Change{Kind: Lost, Epoch: t.epoch, Why: why})
 }

@@ -195,3 +195,31 @@ func TestRunRenewsAndReleases(t *testing.T) {
 		t.Fatalf("b's first try after the release: Token = %d, %v; want epoch 2", e, ok)
 	}
 }
+
+// TestResign: a leader told by a refused write that another node leads
+// stops at once, says so once, and is a standby again: its next step
+// tries to take the lease like any other, with a new epoch.
+func TestResign(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	a := newNode(t, url, "a", ha.MinLease, clock.NewFake(time.Unix(0, 0)))
+	a.el.Step(context.Background())
+	if e, ok := a.el.Token(); !ok || e != 1 {
+		t.Fatalf("a's first try: Token = %d, %v; want epoch 1", e, ok)
+	}
+	a.el.Resign(2, ha.LostFenced) // not its epoch: nothing
+	if _, ok := a.el.Token(); !ok {
+		t.Fatal("a stopped leading on a Resign of another epoch")
+	}
+	a.el.Resign(1, ha.LostFenced)
+	a.el.Resign(1, ha.LostFenced)
+	if e, ok := a.el.Token(); ok {
+		t.Fatalf("a still acts with epoch %d after resigning", e)
+	}
+	if got := a.seen(); len(got) != 2 || got[1].Kind != ha.Lost || got[1].Why != ha.LostFenced || got[1].Epoch != 1 {
+		t.Fatalf("a was told %+v; want Elected 1 then one Lost 1 (%q)", got, ha.LostFenced)
+	}
+	a.el.Step(context.Background())
+	if e, ok := a.el.Token(); !ok || e != 2 {
+		t.Fatalf("a's try after resigning: Token = %d, %v; want its own lease again at epoch 2", e, ok)
+	}
+}

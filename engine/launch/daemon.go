@@ -21,6 +21,9 @@ func RunDaemon(ctx context.Context, opts Options) error {
 	if err := preflight(&opts.Config.Dispatcher); err != nil {
 		return err
 	}
+	if opts.Config.HA.Enabled {
+		return runHA(ctx, opts)
+	}
 	undo := UndoFreshStateDir(opts.Config.Dispatcher.StateDir)
 	r, err := New(opts)
 	if err != nil {

@@ -55,15 +55,15 @@ func TestDaemonThatCannotStartLeavesNoState(t *testing.T) {
 	}
 }
 
-// TestHANotRunYet: a config asking for [ha] is refused at start, saying
-// so, before anything is written: a node that cannot follow the lease must
-// not lead alone beside the others.
-func TestHANotRunYet(t *testing.T) {
+// TestHAConsoleRefused: a lone engine (the console's own) for a config
+// asking for [ha] is refused, saying to run a daemon, before anything is
+// written: it would lead beside the cluster's nodes without the lease.
+func TestHAConsoleRefused(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state")
 	cfg := e2eConfig(state)
 	cfg.HA.Enabled = true
 	_, err := New(Options{Config: cfg, RunnerBinary: binary})
-	if err == nil || !strings.Contains(err.Error(), "cannot yet run as one node of a cluster") {
+	if err == nil || !strings.Contains(err.Error(), "runs as a daemon (dispatch-tui --daemon)") {
 		t.Fatalf("New with [ha] enabled: %v; want refused", err)
 	}
 	if _, statErr := os.Stat(state); !os.IsNotExist(statErr) {

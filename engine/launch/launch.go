@@ -20,6 +20,7 @@ import (
 	"dispatch-tui/engine/metrics"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/sshexec"
+	"dispatch-tui/engine/store"
 )
 
 // Options for New.
@@ -50,16 +51,31 @@ func (r *Running) Close() error {
 
 // New builds the engine for opts.Config. It starts nothing: call Run.
 func New(opts Options) (*Running, error) {
+	logWarnings(opts)
+	if err := checkHA(opts.Config); err != nil {
+		return nil, err
+	}
+	return build(opts, nil)
+}
+
+// logWarnings logs what the config warned of.
+func logWarnings(opts Options) {
+	if opts.Logger == nil {
+		return
+	}
+	for _, w := range opts.Config.Warnings {
+		opts.Logger.Warn("config: "+w.Msg, "file", w.File, "line", w.Line, "key", w.Key)
+	}
+}
+
+// build is New; with lt, the engine of one term of an HA node's
+// leadership (hanode.go): its store fenced by the term's epoch, its pool
+// acting with that epoch while the lease lasts, its metrics the node's.
+func build(opts Options, lt *leaderTerm) (*Running, error) {
 	cfg := opts.Config
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
-	}
-	for _, w := range cfg.Warnings {
-		log.Warn("config: "+w.Msg, "file", w.File, "line", w.Line, "key", w.Key)
-	}
-	if err := checkHA(cfg); err != nil {
-		return nil, err
 	}
 	if err := prepareStateDir(&cfg.Dispatcher); err != nil {
 		return nil, err
@@ -80,7 +96,15 @@ func New(opts Options) (*Running, error) {
 
 	// Who we are in the owner tag, kept in the store: the drivers that
 	// keep claims on shared hosts need it as well as the engine.
-	st, existed, err := engine.OpenStore(cfg, "")
+	var (
+		st      store.Store
+		existed bool
+	)
+	if lt != nil {
+		st, err = engine.OpenFencedStore(cfg, lt.fence)
+	} else {
+		st, existed, err = engine.OpenStore(cfg, "")
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -96,10 +120,14 @@ func New(opts Options) (*Running, error) {
 		return nil, err
 	}
 	m := metrics.NewRecorder()
+	var leader *engine.Leader
+	if lt != nil {
+		m, leader = lt.metrics, lt.leader()
+	}
 	eng, err := engine.New(engine.Options{
 		Config: cfg, InstanceSet: drv.Set, NewExecutor: drv.NewExecutor, Logger: log,
 		Owner: ci.ID, AdoptLegacyOwner: ci.AdoptLegacy, Store: st,
-		RunnerHash: hash, RunnerBinary: readBinary, OnPass: m.ObservePass,
+		RunnerHash: hash, RunnerBinary: readBinary, OnPass: m.ObservePass, Leader: leader,
 	})
 	if err != nil {
 		drv.Set.Stop()

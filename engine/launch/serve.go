@@ -36,6 +36,26 @@ var DefaultTimeouts = Timeouts{ReadHeader: 10 * time.Second, Read: 30 * time.Sec
 // off loopback. The returned function stops accepting and waits for
 // requests in flight (bounded by ctx).
 func Serve(r *Running, opts Options) (stop func(context.Context) error, err error) {
+	return serveWith(opts, func(auth apiAuth) http.Handler {
+		return api.NewServer(api.ServerOptions{
+			Engine: r.Engine, Tokens: auth.tokens, SocketPeer: auth.socketPeer, Metrics: r.Metrics.Handler(), Logger: opts.Logger,
+			// A dispatcher alone; a node of a cluster serves through
+			// its roleHandler (docs/design.md §11).
+			Cluster: api.SingleNode(opts.Config.HA.NodeName, opts.Config.HA.Advertise),
+		})
+	})
+}
+
+// apiAuth is who may use the API: what every handler serving it needs;
+// and the fingerprint of the TCP listener's certificate ("" without TLS).
+type apiAuth struct {
+	tokens      []api.Token
+	socketPeer  func(api.Peer) bool
+	fingerprint string
+}
+
+// serveWith is Serve with the handler newHandler builds.
+func serveWith(opts Options, newHandler func(apiAuth) http.Handler) (stop func(context.Context) error, err error) {
 	cfg := opts.Config
 	d := &cfg.Dispatcher
 	log := opts.Logger
@@ -57,12 +77,16 @@ func Serve(r *Running, opts Options) (stop func(context.Context) error, err erro
 	if err != nil {
 		return nil, err
 	}
-	handler := api.NewServer(api.ServerOptions{
-		Engine: r.Engine, Tokens: tokens, SocketPeer: socketPeer, Metrics: r.Metrics.Handler(), Logger: log,
-		// A dispatcher alone; a node of a cluster passes its ha.Members
-		// and the store's peer secret (docs/design.md §11).
-		Cluster: api.SingleNode(cfg.HA.NodeName, cfg.HA.Advertise),
-	})
+	// TCP listens before the handler is built: a node of a cluster beats
+	// its certificate's fingerprint for the standbys to pin (§11).
+	var tcp net.Listener
+	fingerprint := ""
+	if d.Listen != "" {
+		if tcp, fingerprint, err = listenTCP(d); err != nil {
+			return nil, err
+		}
+	}
+	handler := newHandler(apiAuth{tokens: tokens, socketPeer: socketPeer, fingerprint: fingerprint})
 
 	// Requests run under baseCtx, cancelled on stop, so a long
 	// "logs --follow" does not hold the daemon's shutdown.
@@ -100,17 +124,16 @@ func Serve(r *Running, opts Options) (stop func(context.Context) error, err erro
 	sock, err := listenSocket(d)
 	if err != nil {
 		cancelRequests()
+		if tcp != nil {
+			tcp.Close()
+		}
 		return nil, err
 	}
 	serve(newServer(api.PeerContext), limitListen(sock, d.MaxConnections))
 	log.Info("api listening", "socket", d.SocketPath(), "group", d.SocketGroup)
 
-	if d.Listen != "" {
-		ln, fingerprint, err := listenTCP(d)
-		if err != nil {
-			stopAll(context.Background())
-			return nil, err
-		}
+	if tcp != nil {
+		ln := tcp
 		// One client address may hold only a share of the slots waiting
 		// for a request (addrgate.go). The socket needs no gate: its file
 		// mode admits only this user (and socket_group).

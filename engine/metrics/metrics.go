@@ -33,6 +33,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"dispatch-tui/engine"
+	"dispatch-tui/engine/ha"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/scheduler"
 	"dispatch-tui/engine/version"
@@ -54,6 +55,7 @@ type Metrics struct {
 	reg       *prometheus.Registry
 	eng       atomic.Pointer[engine.Engine]
 	version   atomic.Pointer[string]
+	haStats   atomic.Pointer[func() ha.Stats] // ha.go
 	goVersion string
 
 	passDuration prometheus.Histogram
@@ -108,6 +110,7 @@ func NewRecorder() *Metrics {
 		newCollector(m),
 		newStoreCollector(m),
 		newCostCollector(m),
+		newHACollector(m),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

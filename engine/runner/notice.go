@@ -52,7 +52,7 @@ func (c *Client) Watch(ctx context.Context, ready func(), exited func(id string,
 	if !ok {
 		return ErrNoWatch
 	}
-	err := we.Watch(ctx, Command{Verb: "watch"}.Line(c.Path), func(line []byte) {
+	err := we.Watch(ctx, Command{Verb: "watch", Epoch: c.Epoch}.Line(c.Path), func(line []byte) {
 		verb, arg, _ := bytes.Cut(bytes.TrimSpace(line), []byte{' '})
 		switch string(verb) {
 		case WatchReady:

@@ -90,9 +90,16 @@ func (p *Pool) runStartBatches(w *instance) {
 		exec, err := p.executor(w)
 		outcome := startNeverSent
 		if err == nil {
+			err = p.mayAct()
+		}
+		if err == nil {
 			client := p.runnerClient(exec)
 			errs, err = client.StartMany(p.ctx, specs)
 			outcome = classifyBatchErr(err)
+			p.noteFenced(err)
+			for _, e := range errs {
+				p.noteFenced(e)
+			}
 		}
 		p.mu.Lock()
 		for i := range specs {
@@ -242,8 +249,12 @@ func (p *Pool) sendSignalLocked(w *instance, cid, sig string) {
 	p.goLocked(func() {
 		exec, err := p.executor(w)
 		if err == nil {
+			err = p.mayAct()
+		}
+		if err == nil {
 			client := p.runnerClient(exec)
 			err = client.Kill(p.ctx, cid, sig)
+			p.noteFenced(err)
 		}
 		if err != nil && !p.canceled() {
 			p.log.Warn("runner kill failed", "instance", string(w.v.ID), "container", cid, "signal", sig, "error", err.Error())

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"dispatch-tui/cloud"
@@ -71,6 +72,9 @@ func (p *Pool) Create(typeName string) error {
 			cloud.TagSecret:       hex.EncodeToString(secret[:]),
 			cloud.TagCreatedAt:    now.UTC().Format(time.RFC3339),
 		}
+		if p.s.epoch > 0 {
+			tags[cloud.TagEpoch] = strconv.FormatInt(p.s.epoch, 10)
+		}
 	}
 	pc := &pendingCreate{view: InstanceView{
 		Instance: view.Instance{
@@ -87,7 +91,11 @@ func (p *Pool) Create(typeName string) error {
 	p.stats.Creating = len(p.pending)
 	p.notifyLocked()
 	p.goLocked(func() {
-		inst, err := p.is.Create(p.ctx, it, tags)
+		var inst cloud.Instance
+		err := p.mayAct()
+		if err == nil {
+			inst, err = p.is.Create(p.ctx, it, tags)
+		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.createDoneLocked(pc, it, tags, inst, err)

@@ -288,7 +288,10 @@ func (p *Pool) startDestroyLocked(w *instance, now time.Time) {
 	w.destroying = true
 	inst := w.inst
 	if !p.goLocked(func() {
-		err := inst.Destroy(p.ctx)
+		err := p.mayAct()
+		if err == nil {
+			err = inst.Destroy(p.ctx)
+		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		w.destroying = false

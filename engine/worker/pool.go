@@ -97,6 +97,13 @@ type Options struct {
 	// §11): a runner refuses calls of an older one. 0 = a single
 	// dispatcher, nothing checked.
 	Epoch int64
+	// MayAct, if set, is asked right before every cloud create, destroy
+	// and tag write and every runner start and kill: false (this node's
+	// lease may have run out) and the call is not sent (ErrNotLeading).
+	MayAct func() bool
+	// OnFenced, if set, is told (from a pool goroutine) of each runner
+	// call refused for an older epoch than the runner has seen.
+	OnFenced func(error)
 	// RunnerHash is the sha256 (hex) of the runner binary to deploy; ""
 	// skips deployment and uses Config.Cloud.RunnerPath as is.
 	RunnerHash string

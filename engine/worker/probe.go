@@ -134,6 +134,7 @@ func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode, nr clo
 		return pc.call("runner list", pc.limit, func(ctx context.Context) error {
 			var err error
 			sts, err = client.List(ctx)
+			p.noteFenced(err)
 			return err
 		})
 	}

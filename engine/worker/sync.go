@@ -226,7 +226,10 @@ func (p *Pool) retagLegacyLocked(w *instance) {
 	p.goLocked(func() {
 		tags := inst.Tags().Clone()
 		tags[cloud.TagOwner] = owner
-		err := inst.SetTags(p.ctx, tags)
+		err := p.mayAct()
+		if err == nil {
+			err = inst.SetTags(p.ctx, tags)
+		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if err != nil && p.canceled() {

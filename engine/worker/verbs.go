@@ -20,7 +20,10 @@ func (p *Pool) startTagsLocked(w *instance, now time.Time) {
 	if !p.goLocked(func() {
 		tags := inst.Tags().Clone()
 		tags[cloud.TagIdleBehavior] = string(b)
-		err := inst.SetTags(p.ctx, tags)
+		err := p.mayAct()
+		if err == nil {
+			err = inst.SetTags(p.ctx, tags)
+		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		w.tagsInFlight = false

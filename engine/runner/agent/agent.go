@@ -168,7 +168,15 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer, env Env) int
 		return 2
 	}
 	switch cmd.Verb {
-	case "batch", "serve", "watch": // a batch's requests carry their epoch
+	case "batch", "serve": // a batch's requests carry their epoch
+	case "watch":
+		// Checked once, at the start: a watch only reads, and holding the
+		// lock for its whole life would hold off every raise.
+		release, code := a.fence(cmd.Verb, cmd.Epoch)
+		if code != 0 {
+			return code
+		}
+		release()
 	default:
 		release, code := a.fence(cmd.Verb, cmd.Epoch)
 		if code != 0 {

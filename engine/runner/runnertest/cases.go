@@ -4,10 +4,12 @@ package runnertest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"dispatch-tui/engine/runner"
 )
@@ -36,6 +38,14 @@ var cases = []struct {
 		}
 		_, err = at(4).List(e.ctx)
 		e.wantExit("list at epoch 4", err, runner.CodeFenced, both)
+		if _, ok := e.client().Exec.(runner.WatchExecutor); ok {
+			// Refused at once; a watch let in would run until its
+			// context ends.
+			ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
+			err = at(4).Watch(ctx, func() {}, func(string, *runner.Status) {})
+			cancel()
+			e.wantExit("watch at epoch 4", err, runner.CodeFenced, both)
+		}
 		replies, err := at(4).Batch(e.ctx, []runner.Request{{Verb: "start", ID: "old", Spec: e.specJSON("old", Program{Forever: true})}})
 		if err != nil || replies[0].Code != runner.CodeFenced || !strings.Contains(replies[0].Stderr, both) {
 			e.t.Fatalf("batch start at epoch 4: %+v, %v; want code %d saying %q", replies, err, runner.CodeFenced, both)

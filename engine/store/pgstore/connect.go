@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	neturl "net/url"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -47,13 +49,16 @@ func URLHasPassword(u string) bool {
 }
 
 // connect opens a pool on url and checks that the server answers.
-func connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
+func connect(ctx context.Context, url string, idleInTx time.Duration) (*pgxpool.Pool, error) {
 	if err := CheckURL(url); err != nil {
 		return nil, fmt.Errorf("[store] url: %w", err)
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("[store] url: %s", redact(err.Error(), url))
+	}
+	if idleInTx > 0 {
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = strconv.FormatInt(idleInTx.Milliseconds(), 10)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

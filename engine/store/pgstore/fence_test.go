@@ -207,3 +207,47 @@ func TestTakeoverWaitsForWrites(t *testing.T) {
 		t.Fatalf("flush under epoch 1 after the takeover: %v", err)
 	}
 }
+
+// TestStoppedWriterHoldsNoTakeover: a leader stopped in the middle of a
+// write (its transaction open, idle, holding the lease row) is ended by
+// the server after IdleInTransaction, so the takeover goes through then
+// rather than when, if ever, the leader wakes; its write is lost whole.
+func TestStoppedWriterHoldsNoTakeover(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	s := open(t, url)
+	defer s.Close()
+	ctx := context.Background()
+	if _, ok, err := s.Acquire(ctx, "a", "x", time.Minute); err != nil || !ok {
+		t.Fatalf("a's acquire: %v, %v", ok, err)
+	}
+	w, err := Open(Options{URL: url, Timeout: 30 * time.Second, Fence: func() (int64, bool) { return 1, true }, IdleInTransaction: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	tx, err := w.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if err := w.fence(ctx, tx); err != nil {
+		t.Fatalf("the writer's fence at epoch 1: %v", err)
+	}
+	if err := s.Release(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	// The writer stops here. b's acquire waits on its lock at first, but
+	// not for longer than the idle timeout, with room for a loaded
+	// machine.
+	actx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	won, ok, err := s.Acquire(actx, "b", "y", time.Minute)
+	if err != nil || !ok || won.Epoch != 2 {
+		t.Fatalf("b's acquire while a's write sat idle: %+v, %v, %v; want epoch 2", won, ok, err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO meta (key, value) VALUES ('probe', 'a')`); err == nil {
+		if err = tx.Commit(ctx); err == nil {
+			t.Fatal("the stopped writer's transaction committed after the takeover")
+		}
+	}
+}

@@ -102,7 +102,7 @@ func (e *SchemaError) Error() string {
 // Plan returns what migrate would apply to the database at url, applying
 // nothing (store migrate --dry-run).
 func Plan(ctx context.Context, url string) ([]Migration, error) {
-	pool, err := connect(ctx, url)
+	pool, err := connect(ctx, url, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,12 @@ type Options struct {
 	// transaction first checks that epoch against the lease (fence.go).
 	// nil: a single dispatcher, nothing checked.
 	Fence func() (epoch int64, ok bool)
+	// IdleInTransaction, when set, ends a session the server sees idle
+	// inside a transaction for longer (idle_in_transaction_session_timeout):
+	// a leader stopped mid-write (SIGSTOP, a frozen VM) would otherwise
+	// hold its lock on the lease row, and with it every takeover, until it
+	// woke. 0: the server's setting.
+	IdleInTransaction time.Duration
 }
 
 // Store is the PostgreSQL store.
@@ -50,7 +56,7 @@ func Open(opts Options) (*Store, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), opts.Timeout)
 	defer cancel()
-	pool, err := connect(ctx, opts.URL)
+	pool, err := connect(ctx, opts.URL, opts.IdleInTransaction)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,316 @@
+//go:build linux
+
+package sshhosts
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/enginetest/pgtest"
+	"dispatch-tui/engine/enginetest/wait"
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
+)
+
+// haEnv is a cluster of the built binary: daemon nodes with [ha] enabled
+// on one PostgreSQL database, over the same real sshd hosts
+// (docs/design.md §11).
+type haEnv struct {
+	t       *testing.T
+	bin     string
+	markers string
+	nodes   []*haProc
+	began   time.Time
+}
+
+// phase logs how far into the test a step was reached.
+func (he *haEnv) phase(what string) {
+	he.t.Logf("%6.1fs: %s", time.Since(he.began).Seconds(), what)
+}
+
+// haProc is one node: its config, log and API socket, and its process
+// while it runs.
+type haProc struct {
+	env     *haEnv
+	name    string
+	cfgPath string
+	logPath string
+	addr    string // the TCP listen
+	client  *api.Client
+	cmd     *exec.Cmd
+	exited  chan error
+}
+
+// haToken is every node's API token.
+const haToken = "the-test-token-of-the-cluster"
+
+// metric is the value of an unlabelled metric on the node's /metrics
+// ("" when it has none).
+func (p *haProc) metric(name string) string {
+	t := p.env.t
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://"+p.addr+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+haToken)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("%s's /metrics: %v", p.name, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s's /metrics: %s, %v: %s", p.name, resp.Status, err, b)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// haLease is the nodes' lease: the shortest the config takes plus room
+// for a loaded machine's renewals.
+const haLease = 3 * time.Second
+
+func newHAEnv(t *testing.T, nodes, hosts int) *haEnv {
+	t.Helper()
+	url := pgtest.NewDatabase(t)
+	env := newSSHDEnv(t, hosts)
+	bin, _, hash := dispatchBinary(t)
+	cfg, hs := env.engineConfig(t)
+	he := &haEnv{t: t, bin: bin, markers: filepath.Join(env.dir, "markers"), began: time.Now()}
+	if err := os.Mkdir(he.markers, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// At the end, a driver of no owner releases whatever is still
+	// claimed, killing leftovers, after the nodes stop (last-in first-out).
+	newDriver(t, cfg, hs, hash, "", testLogger(t))
+	for i := range nodes {
+		p := &haProc{env: he, name: fmt.Sprintf("node%d", i), logPath: filepath.Join(t.TempDir(), "daemon.log"), addr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+		state := t.TempDir()
+		var b strings.Builder
+		fmt.Fprintf(&b, `[dispatcher]
+state_dir = %q
+listen = %q
+token = %q
+max_containers_per_instance = 2
+stale_lock_timeout = "5s"
+
+[cloud]
+driver = "sshhosts"
+ssh_user = %q
+ssh_key_file = %q
+known_hosts = %q
+runner_path = "./dispatch-tui-runner"
+boot_probe_command = "true"
+probe_interval = "1s"
+timeout_probe = "10s"
+timeout_runner_call = "5s"
+timeout_idle = "2s"
+sync_interval = "1s"
+max_probes_per_second = 100
+max_cloud_ops_per_second = 100
+max_concurrent_creates = %d
+
+[store]
+url = %q
+
+[ha]
+enabled = true
+node_name = %q
+lease = %q
+lease_retry = "200ms"
+
+[[instance_type]]
+name = "small"
+provider_type = "small"
+vcpus = 2
+ram = "2GiB"
+scratch = "10GiB"
+price = 0.1
+`, state, p.addr, haToken, cfg.Cloud.SSHUser, cfg.Cloud.SSHKeyFile, cfg.Cloud.KnownHosts, hosts, url, p.name, haLease.String())
+		for _, h := range hs {
+			fmt.Fprintf(&b, "\n[[cloud.sshhosts.host]]\naddress = %q\ninstance_type = %q\nwork_dir = %q\n", h.Address, h.InstanceType, h.WorkDir)
+		}
+		p.cfgPath = filepath.Join(t.TempDir(), "config.toml")
+		if err := os.WriteFile(p.cfgPath, []byte(b.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if p.client, err = api.Dial("unix:"+filepath.Join(state, "dispatch-tui.sock"), api.ClientOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		he.nodes = append(he.nodes, p)
+		t.Cleanup(func() {
+			p.signal(syscall.SIGCONT)
+			p.stop(syscall.SIGKILL)
+			if t.Failed() {
+				b, _ := os.ReadFile(p.logPath)
+				t.Logf("%s's log:\n%s", p.name, b)
+			}
+		})
+	}
+	return he
+}
+
+// start runs the node's daemon and waits until its API answers, as a
+// leader or a standby.
+func (p *haProc) start() {
+	t := p.env.t
+	t.Helper()
+	logs, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logs.Close()
+	p.cmd = exec.Command(p.env.bin, "--daemon", "--config", p.cfgPath)
+	p.cmd.Stdout, p.cmd.Stderr = logs, logs
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	p.exited = exited
+	go func() { exited <- p.cmd.Wait() }()
+	p.env.until(p.name+"'s API answers", 60*time.Second, func() bool {
+		_, err := p.client.Summary(context.Background())
+		return err == nil || strings.Contains(err.Error(), "stands by")
+	})
+	p.env.phase(p.name + " started")
+}
+
+func (p *haProc) signal(sig syscall.Signal) {
+	if p.cmd != nil {
+		p.cmd.Process.Signal(sig)
+	}
+}
+
+// stop sends sig and waits for the daemon to exit.
+func (p *haProc) stop(sig syscall.Signal) {
+	if p.cmd == nil {
+		return
+	}
+	p.cmd.Process.Signal(sig)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.exited
+		p.env.t.Errorf("%s did not exit within 30s of %s", p.name, sig)
+	}
+	p.cmd = nil
+}
+
+// leads reports whether the node's API answers as the leader's. A
+// stopped (SIGSTOP) node does not answer: it does not lead.
+func (p *haProc) leads() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	// GET /v1/cluster is answered by the node itself (a standby forwards
+	// the rest, so a summary answers on both): it leads when the lease it
+	// reads names it.
+	cl, err := p.client.Cluster(ctx)
+	return err == nil && cl.Self == p.name && cl.Leader == p.name
+}
+
+// leader is the node that leads now, or nil.
+func (he *haEnv) leader() *haProc {
+	for _, p := range he.nodes {
+		if p.cmd != nil && p.leads() {
+			return p
+		}
+	}
+	return nil
+}
+
+func (he *haEnv) until(what string, timeout time.Duration, cond func() bool) {
+	he.t.Helper()
+	wait.With{Seen: he.dump}.Until(he.t, what, timeout, cond)
+}
+
+// markedSpec's command appends a line to its marker file each time it
+// runs, then takes d.
+func (he *haEnv) markedSpec(name string, d time.Duration) queue.Spec {
+	return queue.Spec{
+		Name:               name,
+		Command:            []string{"sh", "-c", `echo run >> "$1"; sleep "$2"`, "sh", filepath.Join(he.markers, name), fmt.Sprint(d.Seconds())},
+		RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 256 << 20},
+		MaxAttempts:        3,
+	}
+}
+
+func (he *haEnv) runs(name string) int { return gatedRuns(he.t, he.markers, name) }
+
+// containers lists every container as the leader has it (nil while none
+// leads).
+func (he *haEnv) containers() []view.Container {
+	l := he.leader()
+	if l == nil {
+		return nil
+	}
+	cs, _, err := l.client.Containers(context.Background(), api.ListQuery{})
+	if err != nil {
+		return nil
+	}
+	return cs
+}
+
+// events is the leader's event log.
+func (he *haEnv) events() []view.Event {
+	l := he.leader()
+	if l == nil {
+		return nil
+	}
+	evs, err := l.client.Events(context.Background(), 0, 10000)
+	if err != nil {
+		return nil
+	}
+	return evs
+}
+
+func (he *haEnv) dump() string {
+	var b strings.Builder
+	for _, p := range he.nodes {
+		fmt.Fprintf(&b, "\n  %s running=%v leads=%v", p.name, p.cmd != nil, p.cmd != nil && p.leads())
+	}
+	for _, c := range he.containers() {
+		fmt.Fprintf(&b, "\n  container %s %s %s inst=%s attempts=%d runs=%d reason=%q", c.ID, c.Name, c.State, c.InstanceID, c.Attempts, he.runs(c.Name), c.Reason)
+	}
+	for _, ev := range he.events() {
+		fmt.Fprintf(&b, "\n  event %s %s %s %s %s: %s", ev.Time.Format("15:04:05.000"), ev.Actor, ev.Kind, ev.Target, ev.Action, ev.Reason)
+	}
+	return b.String()
+}
+
+// checkRunsOnce: every container is Complete, and its command ran as many
+// times as its attempts say.
+func (he *haEnv) checkRunsOnce(names []string) {
+	he.t.Helper()
+	cs := he.containers()
+	if len(cs) != len(names) {
+		he.t.Fatalf("the leader lists %d containers, want %d:%s", len(cs), len(names), he.dump())
+	}
+	for _, c := range cs {
+		if c.State != queue.Complete || c.ExitCode == nil || *c.ExitCode != 0 {
+			he.t.Errorf("container %s (%s) is %s, want Complete 0", c.ID, c.Name, c.State)
+		}
+		if r := he.runs(c.Name); r != c.Attempts {
+			he.t.Errorf("container %s (%s) ran %d times in %d attempts", c.ID, c.Name, r, c.Attempts)
+		}
+	}
+	if he.t.Failed() {
+		he.t.Fatalf("state:%s", he.dump())
+	}
+}
