@@ -71,6 +71,11 @@ type sshdServer struct {
 	stderr *enginetest.Buffer
 }
 
+// The tests that run an engine or a daemon over these servers call
+// t.Parallel: each has servers, ports, directories and network namespaces
+// of its own, and most of its time goes to waiting on real processes and
+// real intervals, which tests run one after another would add up.
+
 // newSSHDEnv starts n sshd servers and writes a known_hosts file listing
 // all of them. Every process is killed in t.Cleanup.
 func newSSHDEnv(t *testing.T, n int) *sshdEnv {
