@@ -23,7 +23,7 @@ simulate: build
 # loaded machine is slow, not stuck (CI's own limit is 90 minutes).
 # go test starts packages' tests in the order named, -p at a time: the
 # long ones first, so that none of them starts last and runs alone.
-SLOW_TEST_PKGS := ./cloud/sshhosts ./engine/launch ./engine ./tui/e2e ./engine/cloudcheck ./engine/runner/agent ./engine/queue
+SLOW_TEST_PKGS := ./engine ./engine/launch ./cloud/sshhosts ./engine/store/boltstore ./cloud/ec2 ./engine/store . ./cloud/local ./engine/cloudcheck ./tui/e2e ./engine/api/cli ./engine/scheduler ./engine/runner ./engine/queue ./engine/store/pgstore ./engine/runner/agent
 # The packages that run the dispatch-tui binary take the one make build
 # links, named by DISPATCH_TUI_TEST_BINARY (engine/enginetest.BinaryEnv),
 # instead of each linking their own; go test on a package alone builds it.
