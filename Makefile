@@ -23,10 +23,13 @@ simulate: build
 # loaded machine is slow, not stuck (CI's own limit is 90 minutes).
 # go test starts packages' tests in the order named, -p at a time: the
 # long ones first, so that none of them starts last and runs alone.
-SLOW_TEST_PKGS := ./cloud/sshhosts ./engine/launch ./engine ./tui/e2e ./engine/cloudcheck ./engine/runner/agent ./engine/queue
-test:
+SLOW_TEST_PKGS := ./engine ./engine/launch ./cloud/sshhosts ./engine/store/boltstore ./cloud/ec2 ./engine/store . ./cloud/local ./engine/cloudcheck ./tui/e2e ./engine/api/cli ./engine/scheduler ./engine/runner ./engine/queue ./engine/store/pgstore ./engine/runner/agent
+# The packages that run the dispatch-tui binary take the one make build
+# links, named by DISPATCH_TUI_TEST_BINARY (engine/enginetest.BinaryEnv),
+# instead of each linking their own; go test on a package alone builds it.
+test: build
 	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout=30m $(SLOW_TEST_PKGS) ./...
+	DISPATCH_TUI_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout=30m $(SLOW_TEST_PKGS) ./...
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./engine/... ./tui/...
@@ -91,9 +94,9 @@ bench-million:
 # every container final within -soak.steps simulated seconds; a hang is
 # caught by -timeout, never by a wall-clock budget that a loaded machine
 # misses.
-soak:
+soak: build
 	$(GO) test -run='^TestChaosSoak(Postgres)?$$' -count=1 -v -timeout=60m ./engine -soak.containers=2000 -soak.seeds=16
-	$(GO) test -run='^TestCrashRestartSoak$$' -count=1 -v -timeout=15m ./engine/launch -crash.containers=500
+	DISPATCH_TUI_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run='^TestCrashRestartSoak$$' -count=1 -v -timeout=15m ./engine/launch -crash.containers=500
 
 # Each fuzz target of the repository (every func Fuzz* in a _test.go
 # file, found anew each run), one at a time: go test -fuzz takes one

@@ -13,6 +13,7 @@ import (
 func TestMain(m *testing.M) { os.Exit(pgtest.Run(m)) }
 
 func TestChaosSoakPostgres(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("soak skipped in -short mode")
 	}

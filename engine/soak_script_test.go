@@ -242,6 +242,7 @@ func errorReply(err error) shimReply {
 // end every container is final, no instance is left once idle timeouts
 // pass, and every script fault was met.
 func TestChaosSoakScript(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("soak skipped in -short mode")
 	}
@@ -292,7 +293,10 @@ func TestChaosSoakScript(t *testing.T) {
 	sd, err := script.New(script.Options{
 		Create: []string{shim, sock, script.VerbCreate}, List: []string{shim, sock, script.VerbList},
 		Destroy: []string{shim, sock, script.VerbDestroy}, SetTags: []string{shim, sock, script.VerbSetTags},
-		Env: []string{}, Timeout: 2 * time.Second, Signer: signer,
+		// Not less: a call is a process start and a socket round trip,
+		// which at 2 s a loaded machine missed (lists killed, the phantom
+		// never given up, at load 45-70); a hang costs this much real time.
+		Env: []string{}, Timeout: 10 * time.Second, Signer: signer,
 		ListGrace: 2 * time.Minute, Now: clk.Now,
 	})
 	if err != nil {

@@ -33,7 +33,10 @@ var (
 // either the quota or max_instances (8) is the limit. In the end every
 // container is Complete or Cancelled with a reason, no instance is left once
 // the queue drains and idle timeouts pass, and every kind of fault was met.
+// The soaks run in parallel with each other (each has its own engine, fake
+// clock and store): one after another they made make test's longest package.
 func TestChaosSoak(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("soak skipped in -short mode")
 	}

@@ -68,11 +68,16 @@ func TestEngineSpotPriceHistory(t *testing.T) {
 			return got.State == queue.Running && i.RatePerHour == rate
 		})
 		i1, t1 := burn()
-		for range 3 {
+		// Passes over 50 ms at least: over a few microseconds the cost
+		// grows by less than the float64 rounding of the total allows
+		// to measure to 1e-6 (failed once, at 150 µs).
+		i2, t2 := i1, t1
+		for n := 0; n < 3 || t2.Sub(t1) < 50*time.Millisecond; n++ {
+			time.Sleep(10 * time.Millisecond) // time for the cost to grow, not a wait on state
 			eng.Step()
 			eng.Settle()
+			i2, t2 = burn()
 		}
-		i2, t2 := burn()
 		if i2.RatePerHour != rate {
 			return // it moved again meanwhile: the slope spans two prices
 		}

@@ -341,6 +341,7 @@ func TestUnreachableHostKeepsBeingListed(t *testing.T) {
 }
 
 func TestDestroyKillsLeftoverContainers(t *testing.T) {
+	t.Parallel()
 	de := newDriverEnv(t, "small")
 	_, bin, hash := dispatchBinary(t)
 	de.opts.RunnerPath = "./dispatch-tui-runner~" + hash

@@ -72,6 +72,11 @@ type sshdServer struct {
 	stderr *enginetest.Buffer
 }
 
+// The tests that run an engine or a daemon over these servers call
+// t.Parallel: each has servers, ports, directories and network namespaces
+// of its own, and most of its time goes to waiting on real processes and
+// real intervals, which tests run one after another would add up.
+
 // newSSHDEnv starts n sshd servers and writes a known_hosts file listing
 // all of them. Every process is killed in t.Cleanup.
 func newSSHDEnv(t *testing.T, n int) *sshdEnv {
@@ -405,47 +410,32 @@ func testLogger(t *testing.T) *slog.Logger {
 var (
 	buildOnce sync.Once
 	buildDir  string
+	buildPath string
 	buildBin  []byte
 	buildHash string
 	buildErr  error
 )
 
-// dispatchBinary builds ../../ (module dispatch-tui) and returns the
-// binary's path, content and sha256.
+// dispatchBinary returns the dispatch-tui binary (the one make test built,
+// or one built here) and its content and sha256.
 func dispatchBinary(t *testing.T) (path string, bin []byte, hash string) {
 	t.Helper()
 	buildOnce.Do(func() {
-		goCmd, err := exec.LookPath("go")
-		if err != nil {
-			buildErr = fmt.Errorf("go not on PATH: %v", err)
+		buildDir, buildErr = os.MkdirTemp("", "sshhosts-test-bin-")
+		if buildErr != nil {
 			return
 		}
-		out, err := exec.Command(goCmd, "env", "GOMOD").Output()
-		if err != nil {
-			buildErr = fmt.Errorf("go env GOMOD: %v", err)
+		if buildPath, buildErr = enginetest.BuildBinary(buildDir); buildErr != nil {
 			return
 		}
-		root := filepath.Dir(strings.TrimSpace(string(out)))
-		buildDir, err = os.MkdirTemp("", "sshhosts-test-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		bin := filepath.Join(buildDir, "dispatch-tui")
-		cmd := exec.Command(goCmd, "build", "-o", bin, "dispatch-tui")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build dispatch-tui: %v\n%s", err, out)
-			return
-		}
-		buildBin, buildErr = os.ReadFile(bin)
+		buildBin, buildErr = os.ReadFile(buildPath)
 		sum := sha256.Sum256(buildBin)
 		buildHash = hex.EncodeToString(sum[:])
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
-	return filepath.Join(buildDir, "dispatch-tui"), buildBin, buildHash
+	return buildPath, buildBin, buildHash
 }
 
 func TestMain(m *testing.M) {

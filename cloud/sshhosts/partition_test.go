@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,10 +68,16 @@ func ipCmd(args ...string) error {
 type partitionNet struct {
 	t      *testing.T
 	bridge string
+	subnet string   // "10.231.N"
 	netns  []string // per host
 	outer  []string // per host: the veth end on the bridge (cut here)
 	ips    []string // per host
 }
+
+var (
+	netSeq   atomic.Int32
+	subnetMu sync.Mutex
+)
 
 // newPartitionNet builds the network for n hosts. Names carry the test
 // process's pid, so that concurrent runs do not clash; everything is
@@ -78,9 +86,10 @@ func newPartitionNet(t *testing.T, n int) *partitionNet {
 	t.Helper()
 	requirePartitionTools(t)
 	pid := os.Getpid()
-	tag := fmt.Sprintf("%d%s", pid, strings.ToLower(t.Name()[len(t.Name())-1:]))
+	// A letter per network of this process (the tests run in parallel),
+	// keeping every interface name within 15 bytes.
+	tag := fmt.Sprintf("%d%c", pid, 'a'+rune(netSeq.Add(1)%26))
 	pn := &partitionNet{t: t, bridge: "dtb" + tag}
-	subnet := pickSubnet(t, pid)
 	t.Cleanup(pn.remove)
 	must := func(args ...string) {
 		t.Helper()
@@ -88,13 +97,21 @@ func newPartitionNet(t *testing.T, n int) *partitionNet {
 			t.Fatal(err)
 		}
 	}
-	must("link", "add", "name", pn.bridge, "type", "bridge")
-	must("addr", "add", subnet+".1/24", "dev", pn.bridge)
+	// The subnet is free until the bridge has its address: one test at a
+	// time picks one.
+	func() {
+		subnetMu.Lock()
+		defer subnetMu.Unlock() // also when must fails the test
+		subnet := pickSubnet(t, pid)
+		must("link", "add", "name", pn.bridge, "type", "bridge")
+		must("addr", "add", subnet+".1/24", "dev", pn.bridge)
+		pn.subnet = subnet
+	}()
 	must("link", "set", pn.bridge, "up")
 	for i := range n {
 		ns := fmt.Sprintf("dt%sh%d", tag, i)
 		outer, inner := fmt.Sprintf("dto%sh%d", tag, i), fmt.Sprintf("dti%sh%d", tag, i)
-		ip := fmt.Sprintf("%s.%d", subnet, 10+i)
+		ip := fmt.Sprintf("%s.%d", pn.subnet, 10+i)
 		pn.netns = append(pn.netns, ns)
 		pn.outer = append(pn.outer, outer)
 		pn.ips = append(pn.ips, ip)
@@ -216,14 +233,16 @@ func newPartitionEnv(t *testing.T, hosts int, tune func(*config.Config)) *partit
 }
 
 // gatedSpec is a container that appends a line to its marker file under
-// markers, prints "hello from NAME", then waits (at most two minutes, then
-// fails) for its gate file under gates.
+// markers, prints "hello from NAME", then waits for its gate file under
+// gates: at most 15 minutes, then fails. Not less: a test on a loaded
+// machine opens the gate minutes after the start (at two minutes, a
+// container of TestScriptDriverEngine ended before the other one started).
 func gatedSpec(markers, gates, name string, maxAttempts int) queue.Spec {
 	return queue.Spec{
 		Name: name,
 		// The paths are arguments, so that a leftover process shows them
 		// in its command line (processesMentioning).
-		Command: []string{"sh", "-c", `echo run >> "$1"; echo "hello from $3"; i=0; while [ ! -e "$2" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i+1)); done; [ -e "$2" ]`,
+		Command: []string{"sh", "-c", `echo run >> "$1"; echo "hello from $3"; i=0; while [ ! -e "$2" ] && [ $i -lt 9000 ]; do sleep 0.1; i=$((i+1)); done; [ -e "$2" ]`,
 			"sh", filepath.Join(markers, name), filepath.Join(gates, name), name},
 		RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 256 << 20},
 		MaxAttempts:        maxAttempts,
@@ -344,6 +363,7 @@ func (pe *partitionEnv) settledClean(ids []string) {
 // than timeout_probe. One container finishes during the cut, the other
 // after the heal; neither may run a second time, and both end Complete.
 func TestPartitionNoDoubleRun(t *testing.T) {
+	t.Parallel()
 	pe := newPartitionEnv(t, 2, nil)
 	names := []string{"c0", "c1", "c2", "c3"}
 	var ids []string
@@ -435,6 +455,7 @@ func TestPartitionNoDoubleRun(t *testing.T) {
 // timeout_unreachable: its container is written off and run again
 // elsewhere, once, with an event that says the old attempt may still run.
 func TestPartitionTimeoutUnreachable(t *testing.T) {
+	t.Parallel()
 	pe := newPartitionEnv(t, 2, func(c *config.Config) {
 		c.Cloud.TimeoutUnreachable = 15 * time.Second
 	})

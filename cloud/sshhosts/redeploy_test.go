@@ -23,6 +23,7 @@ import (
 // the container that exited meanwhile, and the one after it, end Complete
 // 0 with their output, each having run once.
 func TestDeletedRunnerRedeployed(t *testing.T) {
+	t.Parallel()
 	requireSSHD(t)
 	env := newSSHDEnv(t, 1)
 	_, bin, hash := dispatchBinary(t)

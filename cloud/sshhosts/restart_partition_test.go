@@ -233,6 +233,7 @@ func (re *restartEnv) until(what string, timeout time.Duration, cond func() bool
 // after the heal every command has run once and ended Complete 0 with its
 // output.
 func TestRestartDuringPartitionRunsNothingTwice(t *testing.T) {
+	t.Parallel()
 	re := newRestartEnv(t, 2)
 	re.start()
 	names := []string{"r0", "r1", "r2", "r3"}

@@ -115,13 +115,17 @@ func (sc *scriptCloud) config(t *testing.T) *config.Config {
 		Create: []string{fc, script.VerbCreate}, List: []string{fc, script.VerbList},
 		Destroy: []string{fc, script.VerbDestroy}, SetTags: []string{fc, script.VerbSetTags},
 		Env: []string{"PATH", "FAKECLOUD_DIR=" + sc.dir, "FAKECLOUD_AUTHORIZED_KEYS=" + filepath.Join(sc.sshd.dir, "authorized_keys")},
-		// Short, for the hanging create.
-		Timeout:   3 * time.Second,
+		// Short, for the hanging create, but not so short that a list
+		// (sh, flock and jq) is killed on a loaded machine: at 3 s, at a
+		// load of 40, most were.
+		Timeout:   20 * time.Second,
 		AdminUser: sc.sshd.user,
 	}
 	cfg.Cloud.SSHPort = 2222
 	cfg.Cloud.RunnerPath = "./dispatch-tui-runner"
-	cfg.Cloud.ProbeInterval = time.Second
+	// Each step is a second of the fake clock, and a probe an SSH round
+	// trip per host that the step waits for: not every step.
+	cfg.Cloud.ProbeInterval = 5 * time.Second
 	// Each listing runs the script (jq and all): not every few steps.
 	cfg.Cloud.SyncInterval = 20 * time.Second
 	cfg.Cloud.TimeoutIdle = 30 * time.Second
@@ -145,6 +149,7 @@ func (sc *scriptCloud) config(t *testing.T) *config.Config {
 // given up and destroyed, and in the end the idle instances are destroyed
 // through the script and nothing is left running.
 func TestScriptDriverEngine(t *testing.T) {
+	t.Parallel()
 	sc := newScriptCloud(t, 2)
 	cfg := sc.config(t)
 	_, bin, hash := dispatchBinary(t)
@@ -256,7 +261,7 @@ func TestScriptDriverEngine(t *testing.T) {
 		{"permanent", "credentials rejected", 5 * time.Minute},
 		{"other", `boom: the API said \x1b[31mno\x1b[0m`, 0},
 		{"other", "printed no JSON object on stdout", 0},
-		{"other", "did not finish within 3s and was killed", 0},
+		{"other", fmt.Sprintf("did not finish within %s and was killed", cfg.Cloud.Script.Timeout), 0},
 		{"other", "lost the reply", 0},
 	}
 	if len(errs) != len(want) {

@@ -23,6 +23,7 @@ import (
 // (no idle shutdown) and never all taken: a capacity error blocks creates
 // for a minute, and this test is about sharing, not about that wait.
 func TestTwoDispatchersShareHosts(t *testing.T) {
+	t.Parallel()
 	// 50 each, as the acceptance asks: about a minute here under
 	// -race (a few SSH round trips per container on two hosts each).
 	const perDispatcher = 50

@@ -22,6 +22,7 @@ import (
 // TestEngineOnRealSSHD runs the real Engine, with the real runner binary,
 // on three hosts served by real OpenSSH sshd processes.
 func TestEngineOnRealSSHD(t *testing.T) {
+	t.Parallel()
 	env := newSSHDEnv(t, 3)
 	_, bin, hash := dispatchBinary(t)
 	logger := testLogger(t)

@@ -21,6 +21,7 @@ import (
 // runner watch is ready through the driver's executor (in the host's
 // work_dir), and a container's exit reaches the pool as a notice.
 func TestExitAnnouncedOnSSHHost(t *testing.T) {
+	t.Parallel()
 	requireSSHD(t)
 	env := newSSHDEnv(t, 1)
 	_, bin, hash := dispatchBinary(t)

@@ -357,6 +357,7 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 // API answer and every process's command line; and checks that the state
 // dir keeps its files to the dispatcher's user.
 func TestSecretsStayOut(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	cfg := e2eConfig(state)
 	cfg.Dispatcher.Listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
@@ -497,6 +498,7 @@ func TestSocketGroupAdmitsItsMembers(t *testing.T) {
 // long a client takes to send its request, not how long a logs --follow
 // stream may last.
 func TestFollowOutlivesTheReadTimeout(t *testing.T) {
+	t.Parallel()
 	cfg := e2eConfig(t.TempDir())
 	cfg.Cloud.Driver = "fake"
 	timeouts := &Timeouts{ReadHeader: 100 * time.Millisecond, Read: 200 * time.Millisecond, Idle: 200 * time.Millisecond}

@@ -19,6 +19,7 @@ import (
 )
 
 func TestCompletionAndPipesAgainstADaemon(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	cfgPath := daemonConfig(t, state)
 	daemon := exec.Command(binary, "--daemon", "--config", cfgPath)

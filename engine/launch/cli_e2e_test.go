@@ -66,6 +66,7 @@ func (h *cliHarness) submit(args ...string) string {
 }
 
 func TestDaemonAPIThroughCLI(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	port := freePort(t)
 	cfgPath := daemonConfig(t, state)

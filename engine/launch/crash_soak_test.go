@@ -32,6 +32,7 @@ var crashContainers = flag.Int("crash.containers", 150, "containers in TestCrash
 // attempt under restart_policy on-failure, exactly twice, as many times as
 // their attempts say.
 func TestCrashRestartSoak(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("soak skipped in -short mode")
 	}
@@ -42,6 +43,7 @@ func TestCrashRestartSoak(t *testing.T) {
 // ($DISPATCH_TUI_STORE_URL): what a killed daemon had written is there
 // when the next one starts.
 func TestCrashRestartSoakPostgres(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("soak skipped in -short mode")
 	}

@@ -31,6 +31,9 @@ import (
 // binary is the dispatch-tui executable built once for these tests.
 var binary string
 
+// The tests that run a daemon or an engine on the local driver for long
+// call t.Parallel: each has a state dir (so its driver's instances), ports
+// and database of its own, and spends most of its time waiting on them.
 func TestMain(m *testing.M) {
 	if os.Getenv("DISPATCH_TUI_E2E_CHILD") != "" {
 		os.Exit(childDispatcher())
@@ -111,6 +114,7 @@ func countStates(e *engine.Engine, ids []string) map[queue.State]int {
 }
 
 func TestLocalRunsContainersToCompletion(t *testing.T) {
+	t.Parallel()
 	cfg := e2eConfig(t.TempDir())
 	r, _ := startEngine(t, cfg)
 	const n = 200
@@ -145,6 +149,7 @@ func TestLocalRunsContainersToCompletion(t *testing.T) {
 }
 
 func TestLocalHostileArgvAndEnvArriveLiterally(t *testing.T) {
+	t.Parallel()
 	cfg := e2eConfig(t.TempDir())
 	r, _ := startEngine(t, cfg)
 	hostile := []string{"; rm -rf x", `"double" 'single'`, "new\nline", "$(touch pwned)", "`id`", "a\\b", "--flag"}
@@ -239,6 +244,7 @@ func alive(pid int) bool {
 }
 
 func TestLocalKillTermThenKill(t *testing.T) {
+	t.Parallel()
 	cfg := e2eConfig(t.TempDir())
 	r, _ := startEngine(t, cfg)
 	polite, err := r.Submit(queue.Spec{Command: []string{"sleep", "60"}, RuntimeConstraints: queue.Constraints{VCPUs: 1}}, "test")
@@ -331,6 +337,7 @@ func runnerPIDs(stateDir string) map[string]int {
 }
 
 func TestLocalSIGKILLedDispatcherReadoptsRunningContainers(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	runs := filepath.Join(t.TempDir(), "runs")
 	const n = 20
@@ -468,6 +475,7 @@ kill_grace = "1s"
 }
 
 func TestDaemonStopsCleanlyOnSignalsLeavingContainersRunning(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			state := t.TempDir()

@@ -18,6 +18,7 @@ import (
 // attempts are used up it ends Cancelled KILLED_EXTERNALLY, never Complete
 // with exit 143. The command's own "exit 143" does complete.
 func TestLocalContainerKilledFromOutside(t *testing.T) {
+	t.Parallel()
 	cfg := e2eConfig(t.TempDir())
 	r, _ := startEngine(t, cfg)
 	submit := func(script string, attempts int) string {

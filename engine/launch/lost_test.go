@@ -20,6 +20,7 @@ import (
 // Complete with exit -1. It runs again, attempt 2, and when that one is
 // lost too it ends Cancelled saying the supervisor is gone.
 func TestLocalContainerLostWithItsSupervisor(t *testing.T) {
+	t.Parallel()
 	cfg := e2eConfig(t.TempDir())
 	r, _ := startEngine(t, cfg)
 	c, err := r.Submit(queue.Spec{

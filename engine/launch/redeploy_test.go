@@ -21,6 +21,7 @@ import (
 // containers running meanwhile and one submitted after the deletion end
 // Complete with their output, one attempt each, without a restart.
 func TestLocalDeletedRunnerRedeployed(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg := e2eConfig(dir)
 	cfg.Dispatcher.MaxInstances = 1

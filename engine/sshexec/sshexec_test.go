@@ -1019,8 +1019,10 @@ func TestKeepaliveDropsDeadConnection(t *testing.T) {
 	p := newFreezeProxy(t, f.srv.addr)
 	o := f.opts()
 	o.Address = p.ln.Addr().String()
-	o.KeepaliveInterval = 50 * time.Millisecond
-	o.KeepaliveTimeout = 100 * time.Millisecond
+	// A reply may take a second on a loaded machine: at 100 ms the
+	// healthy connection was dropped under the first command (load 30).
+	o.KeepaliveInterval = 100 * time.Millisecond
+	o.KeepaliveTimeout = 2 * time.Second
 	e := f.executor(t, o)
 	mustExec(t, e, "true", nil)
 

@@ -425,11 +425,19 @@ func TestSupervisorKilled(t *testing.T) {
 	}
 }
 
+// deafSpec is a container whose shell ignores SIGTERM once it has set its
+// trap, so that only max_run_time's KILL ends it (137). The limit leaves
+// the shell seconds to get there: a TERM before the trap ends it 143 (seen
+// at 50 ms on a loaded machine).
+func deafSpec(id string) runner.Spec {
+	return runner.Spec{ID: id, Command: []string{"sh", "-c", `trap "" TERM; sleep 60`}, MaxRunTime: 2 * time.Second}
+}
+
 func TestMaxRunTime(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t)
 	h.start(runner.Spec{ID: "slow", Command: []string{"sleep", "60"}, MaxRunTime: 50 * time.Millisecond})
-	h.start(runner.Spec{ID: "deaf", Command: []string{"sh", "-c", `trap "" TERM; sleep 60`}, MaxRunTime: 50 * time.Millisecond})
+	h.start(deafSpec("deaf"))
 	if st := h.waitState("slow", runner.StateExited); st.ExitCode != 143 {
 		t.Fatalf("slow: exit %d, want 143", st.ExitCode)
 	}

@@ -71,7 +71,7 @@ func TestServeKeepsSupervisors(t *testing.T) {
 	mustStart(t, srv, runner.Spec{ID: "f2", Command: []string{"sh", "-c", "exit 3"}})
 	mustStart(t, srv,
 		runner.Spec{ID: "slow", Command: []string{"sleep", "60"}, MaxRunTime: 50 * time.Millisecond},
-		runner.Spec{ID: "deaf", Command: []string{"sh", "-c", `trap "" TERM; sleep 60`}, MaxRunTime: 50 * time.Millisecond})
+		deafSpec("deaf"))
 	mustStart(t, srv, runner.Spec{ID: "victim", Command: []string{"sleep", "60"}})
 	for _, id := range []string{"f2", "slow", "deaf", "victim"} {
 		if spid, _ := h.supervisorOf(id); spid != first {
