@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -47,15 +48,21 @@ func RunDaemon(ctx context.Context, opts Options) error {
 	}()
 	<-ctx.Done()
 	log.Info("daemon stopping")
-	stopped := make(chan error, 1)
-	go func() {
+	return stopWithin(log, func() error {
 		// API first (no new verbs), then the engine (state written).
 		sctx, cancel := context.WithTimeout(context.Background(), StopTimeout/2)
 		defer cancel()
 		apiErr := stopAPI(sctx)
 		<-done
-		stopped <- errors.Join(apiErr, r.Close())
-	}()
+		return errors.Join(apiErr, r.Close())
+	})
+}
+
+// stopWithin runs stop, waiting at most StopTimeout for it: a daemon that
+// cannot stop in time says so rather than hang.
+func stopWithin(log *slog.Logger, stop func() error) error {
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
 	select {
 	case err := <-stopped:
 		if err != nil {

@@ -102,7 +102,7 @@ func runHA(ctx context.Context, opts Options) error {
 	}
 	log.Info("daemon started as a node of a cluster", "node", n.node, "advertise", cfg.HA.Advertise, "lease", cfg.HA.Lease,
 		"driver", cfg.Cloud.Driver, "state_dir", cfg.Dispatcher.StateDir, "config", cfg.Path)
-	// The elector and the holder's poll outlive ctx: the lease is
+	// The elector and the membership outlive ctx: the lease is
 	// released only once the engine has written its last.
 	elCtx, stopElector := context.WithCancel(context.Background())
 	var bg sync.WaitGroup
@@ -113,23 +113,12 @@ func runHA(ctx context.Context, opts Options) error {
 
 	n.run(ctx)
 	log.Info("daemon stopping")
-	stopped := make(chan error, 1)
-	go func() {
+	return stopWithin(log, func() error {
 		sctx, cancel := context.WithTimeout(context.Background(), StopTimeout/2)
 		defer cancel()
 		apiErr := stopAPI(sctx)
 		stopElector()
 		bg.Wait()
-		stopped <- apiErr
-	}()
-	select {
-	case err := <-stopped:
-		if err != nil {
-			return fmt.Errorf("stop: %w", err)
-		}
-		log.Info("daemon stopped")
-		return nil
-	case <-time.After(StopTimeout):
-		return fmt.Errorf("stop: gave up after %s", StopTimeout)
-	}
+		return apiErr
+	})
 }
