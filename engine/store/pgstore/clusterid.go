@@ -4,6 +4,7 @@
 package pgstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -27,22 +28,30 @@ func (s *Store) ClusterID() (string, error) {
 func (s *Store) KeepClusterID(id string) (string, error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
+	kept, err := s.keepMeta(ctx, "cluster_id", id)
+	if err != nil {
+		return "", fmt.Errorf("keep the cluster id: %w", err)
+	}
+	return kept, nil
+}
+
+// keepMeta inserts value under key in meta unless a row is there, and
+// returns the row that is: one statement, so two dispatchers starting at
+// once both read back the one that won.
+func (s *Store) keepMeta(ctx context.Context, key, value string) (string, error) {
 	var kept string
 	var err error
 	// A row another start committed while this statement waited on it is
 	// not in the statement's snapshot: the next statement sees it.
 	for range 3 {
 		err = s.pool.QueryRow(ctx, `WITH ins AS (
-				INSERT INTO meta (key, value) VALUES ('cluster_id', $1) ON CONFLICT (key) DO NOTHING RETURNING value)
-			SELECT value FROM ins UNION ALL SELECT value FROM meta WHERE key = 'cluster_id'`, id).Scan(&kept)
+				INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING RETURNING value)
+			SELECT value FROM ins UNION ALL SELECT value FROM meta WHERE key = $1`, key, value).Scan(&kept)
 		if !errors.Is(err, pgx.ErrNoRows) {
 			break
 		}
 	}
-	if err != nil {
-		return "", fmt.Errorf("keep the cluster id: %w", err)
-	}
-	return kept, nil
+	return kept, err
 }
 
 // PartNames returns the parts that hold records, sorted.

@@ -8,7 +8,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -55,18 +54,7 @@ func (s *Store) PeerSecret(ctx context.Context) (string, error) {
 	raw := make([]byte, 32)
 	rand.Read(raw)
 	mine := hex.EncodeToString(raw)
-	var kept string
-	var err error
-	// As KeepClusterID: a row committed by another node while this
-	// statement waited is seen by the next one.
-	for range 3 {
-		err = s.pool.QueryRow(ctx, `WITH ins AS (
-				INSERT INTO meta (key, value) VALUES ('peer_secret', $1) ON CONFLICT (key) DO NOTHING RETURNING value)
-			SELECT value FROM ins UNION ALL SELECT value FROM meta WHERE key = 'peer_secret'`, mine).Scan(&kept)
-		if !errors.Is(err, pgx.ErrNoRows) {
-			break
-		}
-	}
+	kept, err := s.keepMeta(ctx, "peer_secret", mine)
 	if err != nil {
 		return "", fmt.Errorf("read the cluster's peer secret: %w", err)
 	}
