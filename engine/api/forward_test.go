@@ -275,18 +275,3 @@ func TestStandbyPinsTheLeader(t *testing.T) {
 		}
 	}
 }
-
-// TestEngineLessServerForwards: a server without an engine (a node that
-// has won the lease but not yet opened its engine) forwards what it does
-// not answer itself, even while its cluster says it leads.
-func TestEngineLessServerForwards(t *testing.T) {
-	e := newStandbyEnv(t)
-	e.standby.leading.Store(true)
-	resp, body := e.reqAt(t, e.standbySrv.URL, "GET", "/v1/summary", testToken, nil)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("a summary at an engine-less server that leads: %d %s; want the leader's, forwarded", resp.StatusCode, body)
-	}
-	if resp, _ := e.reqAt(t, e.standbySrv.URL, "GET", "/v1/cluster", testToken, nil); resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /v1/cluster at an engine-less server: %d; want its own answer", resp.StatusCode)
-	}
-}

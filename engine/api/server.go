@@ -147,10 +147,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	// A server without an engine serves nothing itself but hereRoutes,
-	// whatever the cluster says (a node between winning the lease and
-	// opening its engine).
-	if pattern != "" && !hereRoutes[pattern] && (s.eng == nil || !s.clusterOf.Leading()) {
+	if pattern != "" && !hereRoutes[pattern] && !s.clusterOf.Leading() {
 		s.forward(rec, r, p)
 		return
 	}

@@ -44,7 +44,7 @@ func (h *roleHandler) build(auth apiAuth) http.Handler {
 	h.auth = auth
 	h.members = h.newMembers(auth.fingerprint)
 	h.forward = api.PeerTransport(h.members.LeaderFingerprint)
-	h.standby = h.server(nil)
+	h.standby = h.server(nil, standingBy{h.members})
 	h.standBy()
 	return h
 }
@@ -53,22 +53,30 @@ func (h *roleHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	(*h.cur.Load()).ServeHTTP(w, r)
 }
 
-// server is the API over e (nil: standing by, with no engine to serve): a
-// node that does not lead, or has no engine yet, forwards every request it
-// does not answer itself.
-func (h *roleHandler) server(e *engine.Engine) http.Handler {
+// server is the API over e (nil: standing by, with no engine to serve),
+// as c says per request: a node that does not lead forwards every request
+// it does not answer itself.
+func (h *roleHandler) server(e *engine.Engine, c api.Cluster) http.Handler {
 	return api.NewServer(api.ServerOptions{
 		Engine: e, Tokens: h.auth.tokens, SocketPeer: h.auth.socketPeer, Metrics: h.metrics.Handler(), Logger: h.log,
-		Cluster: h.members, PeerSecret: h.peerSecret, Forward: h.forward,
+		Cluster: c, PeerSecret: h.peerSecret, Forward: h.forward,
 	})
 }
 
 // lead serves e's API; it forwards once the node no longer leads, before
 // standBy.
 func (h *roleHandler) lead(e *engine.Engine) {
-	s := h.server(e)
+	s := h.server(e, h.members)
 	h.cur.Store(&s)
 }
+
+// standingBy is the membership as the server without an engine sees it:
+// never leading, even between winning the lease and opening the term's
+// engine (a request then forwarded to this node itself is answered 503,
+// "retry in a few seconds").
+type standingBy struct{ *ha.Members }
+
+func (standingBy) Leading() bool { return false }
 
 // standBy serves the standby's API.
 func (h *roleHandler) standBy() { h.cur.Store(&h.standby) }
