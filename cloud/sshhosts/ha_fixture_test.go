@@ -220,9 +220,14 @@ func (p *haProc) leads() bool {
 	defer cancel()
 	// GET /v1/cluster is answered by the node itself (a standby forwards
 	// the rest, so a summary answers on both): it leads when the lease it
-	// reads names it.
+	// reads names it, and serves as leader once its engine is open (until
+	// then its summary, forwarded to itself, is refused).
 	cl, err := p.client.Cluster(ctx)
-	return err == nil && cl.Self == p.name && cl.Leader == p.name
+	if err != nil || cl.Self != p.name || cl.Leader != p.name {
+		return false
+	}
+	_, err = p.client.Summary(ctx)
+	return err == nil
 }
 
 // leader is the node that leads now, or nil.
