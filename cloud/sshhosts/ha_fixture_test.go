@@ -11,11 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/enginetest/faultproxy"
 	"dispatch-tui/engine/enginetest/pgtest"
 	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
@@ -24,13 +26,20 @@ import (
 
 // haEnv is a cluster of the built binary: daemon nodes with [ha] enabled
 // on one PostgreSQL database, over the same real sshd hosts
-// (docs/design.md §11).
+// (docs/design.md §11). Each node reaches PostgreSQL through a fault
+// proxy of its own, and every host through that host's proxy, where the
+// node is the party (its process holds the connection).
 type haEnv struct {
 	t       *testing.T
 	bin     string
 	markers string
 	nodes   []*haProc
 	began   time.Time
+
+	pg       *pgtest.Server
+	pgProxy  []*faultproxy.Proxy // by node
+	hostVia  []*faultproxy.Proxy // by host
+	hostDirs []string            // each host's work dir
 }
 
 // phase logs how far into the test a step was reached.
@@ -49,6 +58,7 @@ type haProc struct {
 	client  *api.Client
 	cmd     *exec.Cmd
 	exited  chan error
+	pid     atomic.Int64 // the running daemon's, for the proxies (0: none)
 }
 
 // haToken is every node's API token.
@@ -87,19 +97,28 @@ const haLease = 3 * time.Second
 
 func newHAEnv(t *testing.T, nodes, hosts int) *haEnv {
 	t.Helper()
-	url := pgtest.NewDatabase(t)
+	return newHAEnvOn(t, nodes, hosts, pgtest.Start(t))
+}
+
+// newHAEnvOn is newHAEnv with the database on srv (pgtest.StartOwn for a
+// test that restarts it).
+func newHAEnvOn(t *testing.T, nodes, hosts int, srv *pgtest.Server) *haEnv {
+	t.Helper()
+	dbURL := srv.NewDatabase(t)
 	env := newSSHDEnv(t, hosts)
 	bin, _, hash := dispatchBinary(t)
 	cfg, hs := env.engineConfig(t)
-	he := &haEnv{t: t, bin: bin, markers: filepath.Join(env.dir, "markers"), began: time.Now()}
+	he := &haEnv{t: t, bin: bin, markers: filepath.Join(env.dir, "markers"), began: time.Now(), pg: srv}
 	if err := os.Mkdir(he.markers, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	// At the end, a driver of no owner releases whatever is still
 	// claimed, killing leftovers, after the nodes stop (last-in first-out).
 	newDriver(t, cfg, hs, hash, "", testLogger(t))
+	he.proxyHosts(env, hs)
 	for i := range nodes {
 		p := &haProc{env: he, name: fmt.Sprintf("node%d", i), logPath: filepath.Join(t.TempDir(), "daemon.log"), addr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+		nodeURL := he.proxyStore(dbURL)
 		state := t.TempDir()
 		var b strings.Builder
 		fmt.Fprintf(&b, `[dispatcher]
@@ -141,9 +160,9 @@ vcpus = 2
 ram = "2GiB"
 scratch = "10GiB"
 price = 0.1
-`, state, p.addr, haToken, cfg.Cloud.SSHUser, cfg.Cloud.SSHKeyFile, cfg.Cloud.KnownHosts, hosts, url, p.name, haLease.String())
-		for _, h := range hs {
-			fmt.Fprintf(&b, "\n[[cloud.sshhosts.host]]\naddress = %q\ninstance_type = %q\nwork_dir = %q\n", h.Address, h.InstanceType, h.WorkDir)
+`, state, p.addr, haToken, cfg.Cloud.SSHUser, cfg.Cloud.SSHKeyFile, filepath.Join(env.dir, "known_hosts.proxied"), hosts, nodeURL, p.name, haLease.String())
+		for i, h := range hs {
+			fmt.Fprintf(&b, "\n[[cloud.sshhosts.host]]\naddress = %q\ninstance_type = %q\nwork_dir = %q\n", he.hostVia[i].Addr(), h.InstanceType, h.WorkDir)
 		}
 		p.cfgPath = filepath.Join(t.TempDir(), "config.toml")
 		if err := os.WriteFile(p.cfgPath, []byte(b.String()), 0o600); err != nil {
@@ -181,6 +200,7 @@ func (p *haProc) start() {
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	p.pid.Store(int64(p.cmd.Process.Pid))
 	exited := make(chan error, 1)
 	p.exited = exited
 	go func() { exited <- p.cmd.Wait() }()
@@ -211,6 +231,7 @@ func (p *haProc) stop(sig syscall.Signal) {
 		p.env.t.Errorf("%s did not exit within 30s of %s", p.name, sig)
 	}
 	p.cmd = nil
+	p.pid.Store(0)
 }
 
 // leads reports whether the node's API answers as the leader's. A

@@ -74,7 +74,13 @@ func Start(t testing.TB) *Server {
 // dropped at t's cleanup, and returns its URL.
 func NewDatabase(t testing.TB) string {
 	t.Helper()
-	s := Start(t)
+	return Start(t).NewDatabase(t)
+}
+
+// NewDatabase creates an empty database on s for t, dropped at t's
+// cleanup, and returns its URL.
+func (s *Server) NewDatabase(t testing.TB) string {
+	t.Helper()
 	name := fmt.Sprintf("t%d_%d", os.Getpid(), dbSeq.Add(1))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
