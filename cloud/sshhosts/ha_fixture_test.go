@@ -20,7 +20,6 @@ import (
 	"dispatch-tui/engine/enginetest/faultproxy"
 	"dispatch-tui/engine/enginetest/pgtest"
 	"dispatch-tui/engine/enginetest/wait"
-	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/view"
 )
 
@@ -188,6 +187,13 @@ price = 0.1
 // start runs the node's daemon and waits until its API answers, as a
 // leader or a standby.
 func (p *haProc) start() {
+	p.env.t.Helper()
+	p.launch()
+	p.awaitAPI()
+}
+
+// launch runs the node's daemon.
+func (p *haProc) launch() {
 	t := p.env.t
 	t.Helper()
 	logs, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -204,6 +210,11 @@ func (p *haProc) start() {
 	exited := make(chan error, 1)
 	p.exited = exited
 	go func() { exited <- p.cmd.Wait() }()
+}
+
+// awaitAPI waits until the launched node's API answers.
+func (p *haProc) awaitAPI() {
+	p.env.t.Helper()
 	p.env.until(p.name+"'s API answers", 60*time.Second, func() bool {
 		_, err := p.client.Summary(context.Background())
 		return err == nil || strings.Contains(err.Error(), "stands by")
@@ -266,19 +277,6 @@ func (he *haEnv) until(what string, timeout time.Duration, cond func() bool) {
 	wait.With{Seen: he.dump}.Until(he.t, what, timeout, cond)
 }
 
-// markedSpec's command appends a line to its marker file each time it
-// runs, then takes d.
-func (he *haEnv) markedSpec(name string, d time.Duration) queue.Spec {
-	return queue.Spec{
-		Name:               name,
-		Command:            []string{"sh", "-c", `echo run >> "$1"; sleep "$2"`, "sh", filepath.Join(he.markers, name), fmt.Sprint(d.Seconds())},
-		RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 256 << 20},
-		MaxAttempts:        3,
-	}
-}
-
-func (he *haEnv) runs(name string) int { return gatedRuns(he.t, he.markers, name) }
-
 // containers lists every container as the leader has it (nil while none
 // leads).
 func (he *haEnv) containers() []view.Container {
@@ -312,31 +310,10 @@ func (he *haEnv) dump() string {
 		fmt.Fprintf(&b, "\n  %s running=%v leads=%v", p.name, p.cmd != nil, p.cmd != nil && p.leads())
 	}
 	for _, c := range he.containers() {
-		fmt.Fprintf(&b, "\n  container %s %s %s inst=%s attempts=%d runs=%d reason=%q", c.ID, c.Name, c.State, c.InstanceID, c.Attempts, he.runs(c.Name), c.Reason)
+		fmt.Fprintf(&b, "\n  container %s %s %s inst=%s attempts=%d runs=%d reason=%q", c.ID, c.Name, c.State, c.InstanceID, c.Attempts, len(he.runsOf(c.Name)), c.Reason)
 	}
 	for _, ev := range he.events() {
 		fmt.Fprintf(&b, "\n  event %s %s %s %s %s: %s", ev.Time.Format("15:04:05.000"), ev.Actor, ev.Kind, ev.Target, ev.Action, ev.Reason)
 	}
 	return b.String()
-}
-
-// checkRunsOnce: every container is Complete, and its command ran as many
-// times as its attempts say.
-func (he *haEnv) checkRunsOnce(names []string) {
-	he.t.Helper()
-	cs := he.containers()
-	if len(cs) != len(names) {
-		he.t.Fatalf("the leader lists %d containers, want %d:%s", len(cs), len(names), he.dump())
-	}
-	for _, c := range cs {
-		if c.State != queue.Complete || c.ExitCode == nil || *c.ExitCode != 0 {
-			he.t.Errorf("container %s (%s) is %s, want Complete 0", c.ID, c.Name, c.State)
-		}
-		if r := he.runs(c.Name); r != c.Attempts {
-			he.t.Errorf("container %s (%s) ran %d times in %d attempts", c.ID, c.Name, r, c.Attempts)
-		}
-	}
-	if he.t.Failed() {
-		he.t.Fatalf("state:%s", he.dump())
-	}
 }

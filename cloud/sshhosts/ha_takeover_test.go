@@ -81,7 +81,7 @@ func TestHAKillLeaderTakesOver(t *testing.T) {
 	}
 	he.until("every container to finish", 3*time.Minute, func() bool { return countState(he.containers(), queue.Complete) == len(names) })
 	he.phase("all finished")
-	he.checkRunsOnce(names)
+	he.check(names)
 	evs := he.events()
 	if !hasEvent(evs, "node:"+b.name, "leader_elected", fmt.Sprintf("node %s leads with epoch %d; it had been expired for", b.name, n+1)) {
 		t.Errorf("no leader_elected event of %s at epoch %d naming how long the lease had been expired:%s", b.name, n+1, he.dump())
@@ -163,7 +163,7 @@ func TestHAPausedLeaderActsNoMore(t *testing.T) {
 	he.phase(a.name + " stands by")
 	he.until("every container to finish", 2*time.Minute, func() bool { return countState(he.containers(), queue.Complete) == len(names) })
 	he.phase("all finished")
-	he.checkRunsOnce(names)
+	he.check(names)
 	for _, c := range he.containers() {
 		if c.Attempts != 1 {
 			t.Errorf("container %s (%s) took %d attempts, want 1: nothing was lost or run twice", c.ID, c.Name, c.Attempts)
