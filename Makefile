@@ -5,7 +5,7 @@ BIN         := bin/dispatch-tui
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME    ?= 30s
 
-.PHONY: build run simulate test bench bench-scheduler bench-e2e bench-tui bench-memory bench-million lint fuzz soak
+.PHONY: build run simulate test bench bench-scheduler bench-e2e bench-tui bench-memory bench-million lint fuzz soak soak-ha
 
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN) .
@@ -97,6 +97,23 @@ bench-million:
 soak: build
 	$(GO) test -run='^TestChaosSoak(Postgres)?$$' -count=1 -v -timeout=60m ./engine -soak.containers=2000 -soak.seeds=16
 	DISPATCH_TUI_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run='^TestCrashRestartSoak$$' -count=1 -v -timeout=15m ./engine/launch -crash.containers=500
+
+# The HA soak (docs/design.md §11): HA_SOAK_FAULTS faults of every kind
+# (kill -9, SIGSTOP, SIGTERM of the leader; the leader cut or black-holed
+# from PostgreSQL, cut from or delayed to the hosts; a standby killed;
+# PostgreSQL restarted) over HA_SOAK_CONTAINERS containers on
+# HA_SOAK_NODES daemons of the built binary and HA_SOAK_HOSTS real sshd
+# hosts, then the checker; it logs the takeover times after kill -9
+# (BENCHMARKS.md). make test runs its short seed.
+HA_SOAK_FAULTS     ?= 200
+HA_SOAK_CONTAINERS ?= 5000
+HA_SOAK_NODES      ?= 3
+HA_SOAK_HOSTS      ?= 4
+HA_SOAK_SEED       ?= 1
+soak-ha: build
+	DISPATCH_TUI_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run='^TestHASoak$$' -count=1 -v -timeout=90m ./cloud/sshhosts \
+		-hasoak.faults=$(HA_SOAK_FAULTS) -hasoak.containers=$(HA_SOAK_CONTAINERS) \
+		-hasoak.nodes=$(HA_SOAK_NODES) -hasoak.hosts=$(HA_SOAK_HOSTS) -hasoak.seed=$(HA_SOAK_SEED)
 
 # Each fuzz target of the repository (every func Fuzz* in a _test.go
 # file, found anew each run), one at a time: go test -fuzz takes one

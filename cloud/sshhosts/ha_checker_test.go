@@ -20,17 +20,53 @@ import (
 )
 
 // markedSpec's command writes a start line (its shell's pid, the time in
-// nanoseconds) to its marker file, its name to its output, takes d, then
-// writes an end line: each run leaves its span in the marker file.
+// nanoseconds) to its marker file and to the cluster's starts file, its
+// name to its output, takes d, then writes an end line: each run leaves
+// its span in the marker file.
 func (he *haEnv) markedSpec(name string, d time.Duration) queue.Spec {
 	return queue.Spec{
 		Name: name,
 		Command: []string{"sh", "-c",
-			`echo "start $$ $(date +%s%N)" >> "$1"; echo "out $3"; sleep "$2"; echo "end $$ $(date +%s%N)" >> "$1"`,
-			"sh", filepath.Join(he.markers, name), fmt.Sprint(d.Seconds()), name},
+			`now=$(date +%s%N); echo "start $$ $now" >> "$1"; echo "$3 $now" >> "$4"; echo "out $3"; sleep "$2"; echo "end $$ $(date +%s%N)" >> "$1"`,
+			"sh", filepath.Join(he.markers, name), fmt.Sprint(d.Seconds()), name, he.startsFile()},
 		RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 256 << 20},
 		MaxAttempts:        3,
 	}
+}
+
+// startsFile is where every run of every marked container appends
+// "NAME NANOSECONDS" as it starts: one file to read for the first start
+// after a fault.
+func (he *haEnv) startsFile() string { return filepath.Join(filepath.Dir(he.markers), "starts") }
+
+// firstStartSince is how long after t the first run that started after t
+// did (0: none yet), by the starts file.
+func (he *haEnv) firstStartSince(t time.Time) time.Duration {
+	b, err := os.ReadFile(he.startsFile())
+	if err != nil {
+		return 0
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	// Appended in about the order they started: look from the end.
+	var first time.Duration
+	for i := len(lines) - 1; i >= 0; i-- {
+		f := strings.Fields(lines[i])
+		if len(f) != 2 {
+			continue
+		}
+		ns, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			continue
+		}
+		d := time.Unix(0, ns).Sub(t)
+		if d <= -time.Minute {
+			break
+		}
+		if d > 0 && (first == 0 || d < first) {
+			first = d
+		}
+	}
+	return first
 }
 
 // run is one run of a marked container: when it started and ended on

@@ -1,0 +1,257 @@
+//go:build linux
+
+package sshhosts
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"dispatch-tui/engine/enginetest/pgtest"
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
+)
+
+// The HA soak (make soak-ha): many faults, drawn by a seed, over many
+// containers on a cluster of the built binary; the checker at the end.
+// make test runs its short seed (the defaults).
+var (
+	haSoakFaults     = flag.Int("hasoak.faults", 3, "faults the HA soak injects")
+	haSoakContainers = flag.Int("hasoak.containers", 24, "containers the HA soak runs")
+	haSoakNodes      = flag.Int("hasoak.nodes", 2, "daemon nodes of the HA soak")
+	haSoakHosts      = flag.Int("hasoak.hosts", 2, "sshd hosts of the HA soak")
+	haSoakSeed       = flag.Uint64("hasoak.seed", 1, "the HA soak's seed (faults and pauses)")
+)
+
+// haFault is one kind of fault the soak injects, done to the cluster as
+// it is (l leads now); it returns once the cluster leads again.
+type haFault struct {
+	name string
+	do   func(s *haSoak, l *haProc)
+}
+
+var haFaults = []haFault{
+	{"kill -9 of the leader", (*haSoak).killLeader},
+	{"SIGSTOP of the leader past its lease", (*haSoak).pauseLeader},
+	{"the leader cut from PostgreSQL", func(s *haSoak, l *haProc) { s.storeFault(l, false) }},
+	{"the leader black-holed from PostgreSQL", func(s *haSoak, l *haProc) { s.storeFault(l, true) }},
+	{"the leader cut from the hosts", (*haSoak).cutHosts},
+	{"the leader's host traffic delayed", (*haSoak).delayHosts},
+	{"a standby killed", (*haSoak).killStandby},
+	{"PostgreSQL restarted -m immediate", (*haSoak).restartStore},
+	{"SIGTERM of the leader (handover)", (*haSoak).termLeader},
+}
+
+type haSoak struct {
+	he  *haEnv
+	srv *pgtest.Server
+	rng *rand.Rand
+	// Takeovers after kill -9: kill → another node leads, kill → the
+	// first start after the kill.
+	toLead, toStart []time.Duration
+	counts          map[string]int
+	pauseStart      time.Time // paused's
+}
+
+// TestHASoak injects -hasoak.faults faults, one after another with a
+// pause of the seed's between, while -hasoak.containers containers run;
+// then every container must pass the checker, and the takeover times after
+// kill -9 are logged as distributions (BENCHMARKS.md).
+func TestHASoak(t *testing.T) {
+	t.Parallel()
+	if *haSoakNodes < 2 {
+		t.Fatal("-hasoak.nodes: a cluster needs two nodes at least")
+	}
+	srv := pgtest.StartOwn(t)
+	s := &haSoak{he: newHAEnvOn(t, *haSoakNodes, *haSoakHosts, srv), srv: srv, rng: rand.New(rand.NewPCG(*haSoakSeed, 0x4841)), counts: map[string]int{}}
+	he := s.he
+	for _, p := range he.nodes {
+		p.start()
+	}
+	he.until("a leader", 30*time.Second, func() bool { return he.leader() != nil })
+	names := s.submitAll(*haSoakContainers)
+	he.phase(fmt.Sprintf("%d containers submitted", len(names)))
+	for i := range *haSoakFaults {
+		pause := time.Duration(500+s.rng.IntN(1500)) * time.Millisecond
+		he.until(fmt.Sprintf("a pause of %s before fault %d", pause, i+1), pause+30*time.Second, func() bool { return s.paused(pause) })
+		l := s.leader()
+		f := haFaults[s.rng.IntN(len(haFaults))]
+		s.counts[f.name]++
+		he.phase(fmt.Sprintf("fault %d: %s (%s leads)", i+1, f.name, l.name))
+		f.do(s, l)
+		s.leader()
+	}
+	he.phase("faults done")
+	he.until("every container to finish", time.Duration(len(names))*time.Second+3*time.Minute, func() bool {
+		sum, err := s.leader().client.Summary(context.Background())
+		return err == nil && sum.Containers[queue.Complete] == len(names)
+	})
+	he.phase("all finished")
+	he.check(names)
+	he.phase("checked")
+	var kinds []string
+	for _, f := range haFaults {
+		kinds = append(kinds, fmt.Sprintf("%s ×%d", f.name, s.counts[f.name]))
+	}
+	t.Logf("%d faults over %d containers, %d nodes, %d hosts, seed %d: %s", *haSoakFaults, len(names), *haSoakNodes, *haSoakHosts, *haSoakSeed, strings.Join(kinds, ", "))
+	if len(s.toLead) > 0 {
+		t.Logf("kill -9 → another node leads: %s", distribution(s.toLead))
+	}
+	if len(s.toStart) > 0 {
+		t.Logf("kill -9 → its first start: %s", distribution(s.toStart))
+	}
+}
+
+// paused reports whether d has passed since it was first asked about d
+// (the soak's pause between faults, polled like any other wait).
+func (s *haSoak) paused(d time.Duration) bool {
+	if s.pauseStart.IsZero() {
+		s.pauseStart = time.Now()
+	}
+	if time.Since(s.pauseStart) < d {
+		return false
+	}
+	s.pauseStart = time.Time{}
+	return true
+}
+
+// submitAll submits n marked containers in batches through the leader.
+func (s *haSoak) submitAll(n int) []string {
+	he := s.he
+	var names []string
+	for len(names) < n {
+		var specs []view.Spec
+		for i := 0; i < 500 && len(names) < n; i++ {
+			name := fmt.Sprintf("soak%05d", len(names))
+			names = append(names, name)
+			specs = append(specs, he.markedSpec(name, time.Duration(100+s.rng.IntN(400))*time.Millisecond))
+		}
+		if _, err := s.leader().client.SubmitBatch(context.Background(), specs); err != nil {
+			he.t.Fatalf("submit: %v", err)
+		}
+	}
+	return names
+}
+
+// leader waits for a node to lead and returns it.
+func (s *haSoak) leader() *haProc {
+	var l *haProc
+	s.he.until("a leader", 60*time.Second, func() bool { l = s.he.leader(); return l != nil })
+	return l
+}
+
+// another waits for a node other than l to lead and returns it.
+func (s *haSoak) another(l *haProc) *haProc {
+	var n *haProc
+	s.he.until("a node other than "+l.name+" to lead", 60*time.Second, func() bool {
+		n = s.he.leader()
+		return n != nil && n != l
+	})
+	return n
+}
+
+// queued reports whether some container still waits for a start.
+func (s *haSoak) queued(l *haProc) bool {
+	sum, err := l.client.Summary(context.Background())
+	return err == nil && sum.Containers[queue.Queued]+sum.Containers[queue.Locked] > 0
+}
+
+func (s *haSoak) killLeader(l *haProc) {
+	he := s.he
+	waiting := s.queued(l)
+	killed := time.Now()
+	l.stop(syscall.SIGKILL)
+	n := s.another(l)
+	toLead := time.Since(killed)
+	s.toLead = append(s.toLead, toLead)
+	he.phase(fmt.Sprintf("%s leads %s after the kill", n.name, toLead.Round(time.Millisecond)))
+	if waiting {
+		he.until("a start after the kill", 60*time.Second, func() bool { return he.firstStartSince(killed) > 0 })
+		toStart := he.firstStartSince(killed)
+		s.toStart = append(s.toStart, toStart)
+		he.phase(fmt.Sprintf("the first start %s after the kill", toStart.Round(time.Millisecond)))
+	}
+	l.start()
+}
+
+func (s *haSoak) pauseLeader(l *haProc) {
+	l.signal(syscall.SIGSTOP)
+	s.another(l)
+	l.signal(syscall.SIGCONT)
+}
+
+func (s *haSoak) termLeader(l *haProc) {
+	l.stop(syscall.SIGTERM)
+	s.another(l)
+	l.start()
+}
+
+// storeFault cuts (or black-holes) l from PostgreSQL until another node
+// leads, then heals it.
+func (s *haSoak) storeFault(l *haProc, blackHole bool) {
+	i := s.he.index(l)
+	if blackHole {
+		s.he.pgProxy[i].BlackHole("")
+	} else {
+		s.he.pgProxy[i].Cut("")
+	}
+	s.another(l)
+	s.he.pgProxy[i].Heal("")
+}
+
+// cutHosts cuts l from every host for up to two seconds of the seed's.
+func (s *haSoak) cutHosts(l *haProc) {
+	s.he.hostsCut(l, true)
+	s.hold(time.Duration(200+s.rng.IntN(1800)) * time.Millisecond)
+	s.he.hostsCut(l, false)
+}
+
+// delayHosts delays l's traffic with every host by up to 500 ms for two
+// seconds.
+func (s *haSoak) delayHosts(l *haProc) {
+	d := time.Duration(50+s.rng.IntN(450)) * time.Millisecond
+	for _, hp := range s.he.hostVia {
+		hp.Delay(l.name, d)
+	}
+	s.hold(2 * time.Second)
+	for _, hp := range s.he.hostVia {
+		hp.Heal(l.name)
+	}
+}
+
+func (s *haSoak) killStandby(l *haProc) {
+	for _, p := range s.he.nodes {
+		if p != l && p.cmd != nil {
+			p.stop(syscall.SIGKILL)
+			p.start()
+			return
+		}
+	}
+}
+
+func (s *haSoak) restartStore(*haProc) {
+	if err := s.srv.Restart("immediate"); err != nil {
+		s.he.t.Fatal(err)
+	}
+}
+
+// hold lets a fault last d: the cluster is left as it is meanwhile.
+func (s *haSoak) hold(d time.Duration) {
+	s.he.until("the fault to last "+d.String(), d+30*time.Second, func() bool { return s.paused(d) })
+}
+
+// index is p's position among the nodes (its proxies').
+func (he *haEnv) index(p *haProc) int {
+	for i, n := range he.nodes {
+		if n == p {
+			return i
+		}
+	}
+	he.t.Fatalf("%s is not a node", p.name)
+	return -1
+}
