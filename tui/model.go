@@ -85,6 +85,9 @@ type (
 		// compared with the tables by the fetch off the UI goroutine
 		// (nil: do it on load).
 		rows *viewPrepared
+		// ctrs are the snapshot's containers as rows (its Rows, or
+		// made from its Containers).
+		ctrs *backend.Rows
 	}
 	pollMsg     struct{ seq uint64 }
 	changedMsg  struct{}
@@ -142,6 +145,8 @@ type Model struct {
 	snapRows      *viewPrepared // rows of snap, prepared by the fetch
 	stale         [nViews]bool
 	snap          *backend.Snapshot
+	ctrs          *backend.Rows // snap's containers as rows
+	full          fullRecord    // the record of the container shown, when snap has none (full.go)
 	snapErr       error
 
 	fetchGen uint64 // generation of the latest fetch started
@@ -274,7 +279,8 @@ func (m *Model) startFetch() tea.Cmd {
 			// Building and comparing 100,000 rows takes tens of
 			// milliseconds: do it here, not in Update, where it would
 			// delay key presses.
-			msg.rows = prepareRows(s, now(), &bases)
+			msg.ctrs = rowsOf(s)
+			msg.rows = prepareRows(s, msg.ctrs, now(), &bases)
 		}
 		return msg
 	}
@@ -385,6 +391,8 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case logsMsg:
 		m.onLogs(msg)
 		m.syncScreen()
+	case fullMsg:
+		m.onFull(msg)
 	case costMsg:
 		return m, m.onCost(msg)
 	case tea.KeyPressMsg:
@@ -435,10 +443,11 @@ func (m *Model) onSnapshot(msg snapshotMsg) tea.Cmd {
 	} else if msg.snap != nil {
 		m.snapErr = nil
 		m.snap = msg.snap
-		m.snapRows = msg.rows
+		m.snapRows, m.ctrs = msg.rows, msg.ctrs
 		if m.snapRows == nil { // a snapshot not from startFetch
 			b := m.bases()
-			m.snapRows = prepareRows(m.snap, m.now(), &b)
+			m.ctrs = rowsOf(m.snap)
+			m.snapRows = prepareRows(m.snap, m.ctrs, m.now(), &b)
 		}
 		m.ctrIdx = nil
 		s := msg.snap.Summary
@@ -490,20 +499,28 @@ func (m *Model) bases() [nViews]table.Base {
 
 // prepareRows builds the rows of every view from s and compares them with
 // the tables' data in bases; it may run off the UI goroutine.
-func prepareRows(s *backend.Snapshot, now time.Time, bases *[nViews]table.Base) *viewPrepared {
+func prepareRows(s *backend.Snapshot, ctrs *backend.Rows, now time.Time, bases *[nViews]table.Base) *viewPrepared {
 	var p viewPrepared
 	for v := range p {
-		p[v] = bases[v].Prepare(viewRowsOf(s, viewID(v), now))
+		p[v] = bases[v].Prepare(viewRowsOf(s, ctrs, viewID(v), now))
 	}
 	return &p
 }
 
-func viewRowsOf(s *backend.Snapshot, v viewID, now time.Time) []table.Row {
+// rowsOf returns s's containers as rows.
+func rowsOf(s *backend.Snapshot) *backend.Rows {
+	if s.Rows != nil {
+		return s.Rows
+	}
+	return backend.NewRows(s.Containers)
+}
+
+func viewRowsOf(s *backend.Snapshot, ctrs *backend.Rows, v viewID, now time.Time) []table.Row {
 	switch v {
 	case vInstances:
 		return instanceRows(s, now)
 	case vContainers:
-		return containerRows(s, now)
+		return containerRows(ctrs, now)
 	case vTypes:
 		return typeRows(s)
 	case vEvents:
@@ -534,8 +551,14 @@ func (m *Model) switchView(v viewID) {
 	m.refreshTable(v)
 }
 
-// fetchLogs polls the logs of the open logs view or container details.
+// fetchLogs polls the logs of the open logs view or container details,
+// and the record of the container shown (fetchFull).
 func (m *Model) fetchLogs() tea.Cmd {
+	return batch(m.fetchFull(), m.fetchLogsOnly())
+}
+
+// fetchLogsOnly is fetchLogs without the container's record.
+func (m *Model) fetchLogsOnly() tea.Cmd {
 	var id string
 	var tail int
 	detail := false

@@ -150,13 +150,13 @@ func instanceRows(s *backend.Snapshot, now time.Time) []table.Row {
 	return rows
 }
 
-func containerState(c *view.Container) string {
+func containerState(c *backend.Row) string {
 	s := string(c.State)
 	switch {
-	case failed(c):
+	case c.Failed():
 		// As text too: without colour, and at widths that drop
 		// REASON, a failure must not read like a success.
-		s += " " + failMark + strconv.Itoa(*c.ExitCode)
+		s += " " + failMark + strconv.Itoa(int(c.Exit))
 	case c.KillRequested && !c.State.Final():
 		s += " kill"
 	case c.Held && !c.State.Final():
@@ -165,32 +165,37 @@ func containerState(c *view.Container) string {
 	return s
 }
 
-func containerRows(s *backend.Snapshot, now time.Time) []table.Row {
-	rows := make([]table.Row, len(s.Containers))
-	nums := make([]float64, len(s.Containers)*10)
-	for i := range s.Containers {
-		c := &s.Containers[i]
-		ag, agn := age(now, c.CreatedAt)
-		reason, rowState := c.Reason, string(c.State)
-		if c.State == view.Complete && c.ExitCode != nil {
-			reason = "exit " + strconv.Itoa(*c.ExitCode)
+func containerRows(ctrs *backend.Rows, now time.Time) []table.Row {
+	n := ctrs.Len()
+	rows := make([]table.Row, 0, n)
+	nums := make([]float64, 0, n*10)
+	ctrs.Each(func(c *backend.Row) {
+		if len(rows) == cap(rows) {
+			return // more than Len said: the rest at the next refresh
 		}
-		if failed(c) {
+		ag, agn := age(now, c.Created())
+		reason, rowState := c.ReasonText(), string(c.State)
+		if c.State == view.Complete && c.HasExit {
+			reason = "exit " + strconv.Itoa(int(c.Exit))
+		}
+		if c.Failed() {
 			rowState = theme.StateFailed
 		}
-		n := nums[i*10 : i*10+10 : i*10+10]
-		n[3], n[4], n[5], n[7], n[8] = float64(c.Priority), float64(c.RuntimeConstraints.VCPUs),
-			float64(c.RuntimeConstraints.RAM), float64(c.Attempts), agn
-		rows[i] = table.Row{
+		k := len(nums)
+		nums = nums[:k+10]
+		n := nums[k : k+10 : k+10]
+		n[3], n[4], n[5], n[7], n[8] = float64(c.Priority), float64(c.VCPUs),
+			float64(c.RAM), float64(c.Attempts), agn
+		rows = append(rows, table.Row{
 			ID:    c.ID,
 			State: rowState,
-			Cells: []string{c.ID, containerName(c), containerState(c), strconv.Itoa(c.Priority),
-				strconv.Itoa(c.RuntimeConstraints.VCPUs), fmtBytes(c.RuntimeConstraints.RAM), c.InstanceID,
-				strconv.Itoa(c.Attempts) + "/" + strconv.Itoa(c.MaxAttempts), ag, reason},
+			Cells: []string{c.ID, containerName(c), containerState(c), strconv.Itoa(int(c.Priority)),
+				strconv.Itoa(int(c.VCPUs)), fmtBytes(c.RAM), c.InstanceID,
+				strconv.Itoa(int(c.Attempts)) + "/" + strconv.Itoa(int(c.MaxAttempts)), ag, reason},
 			Nums:   n,
-			Hidden: hiddenSearch(c),
-		}
-	}
+			Hidden: c.Tags,
+		})
+	})
 	return rows
 }
 
@@ -199,32 +204,11 @@ const failMark = "✗"
 
 // containerName is the NAME cell: "-" for an unnamed container (whose
 // name is its id, already in the ID column).
-func containerName(c *view.Container) string {
+func containerName(c *backend.Row) string {
 	if c.Name == "" || c.Name == c.ID {
 		return "-"
 	}
 	return c.Name
-}
-
-// hiddenSearch is what the filter matches in a container beyond its
-// columns: its labels and constraints as "k=v" and "supervisor", so
-// "/team=x" finds those labelled so and "/gpu=a100" those asking for it.
-func hiddenSearch(c *view.Container) string {
-	if len(c.Labels) == 0 && len(c.Scheduling.Constraints) == 0 && !c.Scheduling.Supervisor {
-		return ""
-	}
-	parts := make([]string, 0, len(c.Labels)+len(c.Scheduling.Constraints)+1)
-	for k, v := range c.Labels {
-		parts = append(parts, k+"="+v)
-	}
-	for k, v := range c.Scheduling.Constraints {
-		parts = append(parts, k+"="+v)
-	}
-	slices.Sort(parts)
-	if c.Scheduling.Supervisor {
-		parts = append(parts, "supervisor")
-	}
-	return strings.Join(parts, " ")
 }
 
 func typeRows(s *backend.Snapshot) []table.Row {
@@ -289,11 +273,4 @@ func eventWords(e *view.Event) (action, reason string) {
 		return verb, rest
 	}
 	return "-", e.Reason
-}
-
-// failed tells a container that ended badly: completed with a non-zero
-// exit code. (Cancelled is an operator's or a limit's doing and has its
-// own colour.)
-func failed(c *view.Container) bool {
-	return c.State == view.Complete && c.ExitCode != nil && *c.ExitCode != 0
 }
