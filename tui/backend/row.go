@@ -39,6 +39,8 @@ type Row struct {
 	// Pos is its place in the line (1 = next), 0 when it holds none.
 	Pos  int32
 	Exit int32 // its exit code, when HasExit
+	// Ver is the version of its Rows at which it last changed (Rows.Each).
+	Ver uint32
 
 	HasExit       bool
 	Held          bool

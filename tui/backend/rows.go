@@ -24,6 +24,10 @@ type Rows struct {
 	rows []Row
 	at   map[string]int32 // index of each id in rows
 	line []place          // numberLine's scratch, kept between refreshes
+	// ver counts the refreshes that changed a row; each row says at
+	// which it last changed (Row.Ver), so that the console rebuilds the
+	// table rows of those alone.
+	ver uint32
 }
 
 // NewRows makes the rows of cs (a backend that reads whole lists, such as
@@ -62,17 +66,19 @@ func (s *Rows) Get(id string) (Row, bool) {
 	return s.rows[i], true
 }
 
-// Each calls f with every row in order, read-locked: f must not keep r
-// nor call s.
-func (s *Rows) Each(f func(r *Row)) {
+// Each calls f with every row in order, read-locked (f must not keep r
+// nor call s), and returns the version the rows were at: a row whose Ver
+// is at most that has not changed since.
+func (s *Rows) Each(f func(r *Row)) (ver uint32) {
 	if s == nil {
-		return
+		return 0
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for i := range s.rows {
 		f(&s.rows[i])
 	}
+	return s.ver
 }
 
 // upsert puts r in (replacing the row of its id) and reports whether it
@@ -286,6 +292,7 @@ func (s *Rows) apply(changed []Row, gone map[string]bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.ver++
 	// The line is numbered again only if a container in it, before or
 	// after, changed (most changes at a busy daemon are of running ones).
 	line := len(gone) > 0 && s.removeAll(gone)
@@ -296,6 +303,7 @@ func (s *Rows) apply(changed []Row, gone map[string]bool) {
 			continue
 		}
 		c.Pos = 0 // numbered by numberLine, never by the daemon's text
+		c.Ver = s.ver
 		j, ok := s.at[c.ID]
 		if !ok {
 			added = append(added, *c)
@@ -336,9 +344,10 @@ func (s *Rows) numberLine() {
 	line := s.line[:0]
 	for i := range s.rows {
 		r := &s.rows[i]
-		r.Pos = 0
 		if inLine(r) {
 			line = append(line, place{r.State == view.Locked, r.Priority, r.FirstSeenAt, r.Seq, int32(i)})
+		} else if r.Pos != 0 {
+			r.Pos, r.Ver = 0, s.ver
 		}
 	}
 	slices.SortFunc(line, func(a, b place) int {
@@ -357,8 +366,13 @@ func (s *Rows) numberLine() {
 		return cmp.Compare(a.seq, b.seq)
 	})
 	for n, p := range line {
-		if r := &s.rows[p.i]; r.ReasonCode == view.ReasonPosition {
-			r.Pos = int32(n + 1)
+		r := &s.rows[p.i]
+		pos := int32(n + 1)
+		if r.ReasonCode != view.ReasonPosition {
+			pos = 0 // holds a place, shows another reason
+		}
+		if r.Pos != pos {
+			r.Pos, r.Ver = pos, s.ver
 		}
 	}
 	s.line = line

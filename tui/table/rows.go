@@ -43,6 +43,16 @@ func (t *Table) Base() Base {
 	return Base{gen: t.gen, cols: t.cols, rows: t.rows, byID: t.byID, changed: t.changed, search: t.search, sortCol: t.sortCol}
 }
 
+// Row returns the base's row of id: a refresh may hand it to Prepare
+// again when its data did not change (a row's slices are never changed).
+func (b Base) Row(id string) (Row, bool) {
+	i, ok := b.byID[id]
+	if !ok {
+		return Row{}, false
+	}
+	return b.rows[i], true
+}
+
 // Prepared is a refresh computed by Prepare, for SetPrepared.
 type Prepared struct {
 	base    uint32 // the gen of the Base it was computed from
