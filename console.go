@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"dispatch-tui/engine/api"
@@ -174,6 +175,14 @@ func startConsole(f consoleFlags) (*console, error) {
 	return c, nil
 }
 
+// attachedGCPercent is the garbage collector's GOGC for an attached
+// console when GOGC is unset: its heap is almost all rows kept for hours,
+// and a refresh makes little garbage, so a heap a quarter over the live
+// one costs some collections more during the first read and keeps RSS
+// near what the rows need (docs/design.md §7.2; at 100 the heap grows to
+// twice them).
+const attachedGCPercent = 25
+
 // connectConsole attaches the console to a running dispatcher (--connect):
 // its socket needs no token; TCP takes --token, $DISPATCH_TUI_TOKEN or the
 // config's, and https a pinned fingerprint or a certificate the system
@@ -195,6 +204,9 @@ func connectConsole(f consoleFlags, cfg *config.Config) (*console, error) {
 	c, err := api.Dial(f.connect, api.ClientOptions{Token: token, TLSFingerprint: pin})
 	if err != nil {
 		return nil, err
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(attachedGCPercent)
 	}
 	r := backend.NewRemote(c, "remote "+f.connect)
 	r.Refresh = cfg.TUI.Refresh

@@ -40,6 +40,9 @@ type fakeBackend struct {
 	by        string
 	costs     map[string]float64
 	costCalls int
+	// full are the records Container serves beside the snapshot's, for
+	// a snapshot of rows alone (as a remote backend sends).
+	full map[string]view.Container
 }
 
 func (f *fakeBackend) Describe() string { return "fake (test)" }
@@ -55,6 +58,23 @@ func (f *fakeBackend) Changes(ctx context.Context) <-chan struct{} {
 	ch := make(chan struct{})
 	go func() { <-ctx.Done(); close(ch) }()
 	return ch
+}
+func (f *fakeBackend) Container(_ context.Context, id string) (view.Container, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.snap != nil {
+		for _, c := range f.snap.Containers {
+			if c.ID == id {
+				return c, nil
+			}
+		}
+		if f.full != nil {
+			if c, ok := f.full[id]; ok {
+				return c, nil
+			}
+		}
+	}
+	return view.Container{}, view.NewError(view.KindNotFound, "no such container")
 }
 func (f *fakeBackend) Logs(_ context.Context, id string, tail int) ([]byte, error) {
 	return []byte(f.logs), nil

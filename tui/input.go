@@ -251,7 +251,7 @@ func (m *Model) onKey(msg tea.KeyPressMsg) tea.Cmd {
 		if id == "" {
 			return m.notHere("yaml", "no row selected")
 		}
-		m.openYaml(m.view, id, modeNormal)
+		return m.openYaml(m.view, id, modeNormal)
 	case keys.Copy:
 		return m.copyID()
 	case keys.Mouse:

@@ -62,16 +62,16 @@ func (m *Model) countList() {
 	if m.snap == nil || m.insp.failedOf == m.snap {
 		return
 	}
-	n, by := 0, map[view.State]int{}
-	for i := range m.snap.Containers {
-		c := &m.snap.Containers[i]
+	n, total, by := 0, 0, map[view.State]int{}
+	m.ctrs.Each(func(c *backend.Row) {
 		by[c.State]++
-		if failed(c) {
+		total++
+		if c.Failed() {
 			n++
 		}
-	}
+	})
 	m.insp.failedOf, m.insp.failed = m.snap, n
-	m.insp.listed, m.insp.listedTotal = by, len(m.snap.Containers)
+	m.insp.listed, m.insp.listedTotal = by, total
 }
 
 // detailKey handles the keys of the details view that are not scrolling:
@@ -116,7 +116,7 @@ func (m *Model) detailKey(act string) (cmd tea.Cmd, ok bool) {
 			}
 			to = detailRef{vContainers, ctrs[min(max(m.insp.sel, 0), len(ctrs)-1)]}
 		case vContainers:
-			c := m.container(m.detailID)
+			c := m.row(m.detailID)
 			if c == nil || c.InstanceID == "" {
 				return m.setFlash(m.detailID+" is on no instance", true), true
 			}
@@ -155,7 +155,7 @@ func (m *Model) targetView(target string) (viewID, bool) {
 	if m.snap == nil || target == "" {
 		return 0, false
 	}
-	if m.container(target) != nil {
+	if m.row(target) != nil {
 		return vContainers, true
 	}
 	for i := range m.snap.Instances {

@@ -85,6 +85,11 @@ type (
 		// compared with the tables by the fetch off the UI goroutine
 		// (nil: do it on load).
 		rows *viewPrepared
+		// ctrs are the snapshot's containers as rows (its Rows, or
+		// made from its Containers); built is what rows' containers
+		// view was built from.
+		ctrs  *backend.Rows
+		built builtRows
 	}
 	pollMsg     struct{ seq uint64 }
 	changedMsg  struct{}
@@ -142,7 +147,12 @@ type Model struct {
 	snapRows      *viewPrepared // rows of snap, prepared by the fetch
 	stale         [nViews]bool
 	snap          *backend.Snapshot
-	snapErr       error
+	ctrs          *backend.Rows // snap's containers as rows
+	// snapBuilt is what snapRows' containers view was built from;
+	// ctrBuilt what the containers table's rows were (views.go).
+	snapBuilt, ctrBuilt builtRows
+	full                fullRecord // the record of the container shown, when snap has none (full.go)
+	snapErr             error
 
 	fetchGen uint64 // generation of the latest fetch started
 	fetching bool
@@ -266,7 +276,7 @@ func (m *Model) startFetch() tea.Cmd {
 	}
 	m.fetching, m.again = true, false
 	m.fetchGen++
-	gen, be, ctx, now, bases := m.fetchGen, m.be, m.ctx, m.now, m.bases()
+	gen, be, ctx, now, bases, built := m.fetchGen, m.be, m.ctx, m.now, m.bases(), m.ctrBuilt
 	return func() tea.Msg {
 		s, err := be.Snapshot(ctx)
 		msg := snapshotMsg{gen: gen, snap: s, err: err}
@@ -274,7 +284,8 @@ func (m *Model) startFetch() tea.Cmd {
 			// Building and comparing 100,000 rows takes tens of
 			// milliseconds: do it here, not in Update, where it would
 			// delay key presses.
-			msg.rows = prepareRows(s, now(), &bases)
+			msg.ctrs = rowsOf(s)
+			msg.rows, msg.built = prepareRows(s, msg.ctrs, now(), &bases, built)
 		}
 		return msg
 	}
@@ -385,6 +396,8 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case logsMsg:
 		m.onLogs(msg)
 		m.syncScreen()
+	case fullMsg:
+		m.onFull(msg)
 	case costMsg:
 		return m, m.onCost(msg)
 	case tea.KeyPressMsg:
@@ -435,10 +448,11 @@ func (m *Model) onSnapshot(msg snapshotMsg) tea.Cmd {
 	} else if msg.snap != nil {
 		m.snapErr = nil
 		m.snap = msg.snap
-		m.snapRows = msg.rows
+		m.snapRows, m.ctrs, m.snapBuilt = msg.rows, msg.ctrs, msg.built
 		if m.snapRows == nil { // a snapshot not from startFetch
 			b := m.bases()
-			m.snapRows = prepareRows(m.snap, m.now(), &b)
+			m.ctrs = rowsOf(m.snap)
+			m.snapRows, m.snapBuilt = prepareRows(m.snap, m.ctrs, m.now(), &b, m.ctrBuilt)
 		}
 		m.ctrIdx = nil
 		s := msg.snap.Summary
@@ -490,20 +504,34 @@ func (m *Model) bases() [nViews]table.Base {
 
 // prepareRows builds the rows of every view from s and compares them with
 // the tables' data in bases; it may run off the UI goroutine.
-func prepareRows(s *backend.Snapshot, now time.Time, bases *[nViews]table.Base) *viewPrepared {
+// The containers view reuses the rows of its table for the containers
+// that did not change since built.
+func prepareRows(s *backend.Snapshot, ctrs *backend.Rows, now time.Time, bases *[nViews]table.Base, built builtRows) (*viewPrepared, builtRows) {
 	var p viewPrepared
 	for v := range p {
-		p[v] = bases[v].Prepare(viewRowsOf(s, viewID(v), now))
+		var rows []table.Row
+		if viewID(v) == vContainers {
+			rows, built = containerRows(ctrs, now, &bases[v], built)
+		} else {
+			rows = viewRowsOf(s, viewID(v), now)
+		}
+		p[v] = bases[v].Prepare(rows)
 	}
-	return &p
+	return &p, built
+}
+
+// rowsOf returns s's containers as rows.
+func rowsOf(s *backend.Snapshot) *backend.Rows {
+	if s.Rows != nil {
+		return s.Rows
+	}
+	return backend.NewRows(s.Containers)
 }
 
 func viewRowsOf(s *backend.Snapshot, v viewID, now time.Time) []table.Row {
 	switch v {
 	case vInstances:
 		return instanceRows(s, now)
-	case vContainers:
-		return containerRows(s, now)
 	case vTypes:
 		return typeRows(s)
 	case vEvents:
@@ -520,6 +548,9 @@ func (m *Model) refreshTable(v viewID) {
 	m.stale[v] = false
 	follow := v == vEvents && m.tables[v].AtTop() // newest first: stay on the newest
 	m.tables[v].SetPrepared(m.snapRows[v])
+	if v == vContainers {
+		m.ctrBuilt = m.snapBuilt
+	}
 	if follow {
 		m.tables[v].Home()
 	}
@@ -534,8 +565,14 @@ func (m *Model) switchView(v viewID) {
 	m.refreshTable(v)
 }
 
-// fetchLogs polls the logs of the open logs view or container details.
+// fetchLogs polls the logs of the open logs view or container details,
+// and the record of the container shown (fetchFull).
 func (m *Model) fetchLogs() tea.Cmd {
+	return batch(m.fetchFull(), m.fetchLogsOnly())
+}
+
+// fetchLogsOnly is fetchLogs without the container's record.
+func (m *Model) fetchLogsOnly() tea.Cmd {
 	var id string
 	var tail int
 	detail := false

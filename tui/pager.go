@@ -127,8 +127,7 @@ func (m *Model) onScreenKey(act, k string) (cmd tea.Cmd, done bool) {
 		if md != modeDetails {
 			return m.notHere(k), true
 		}
-		m.openYaml(m.detailView, m.detailID, modeDetails)
-		return nil, true
+		return m.openYaml(m.detailView, m.detailID, modeDetails), true
 	case keys.Copy:
 		return m.copyID(), true
 	case keys.Details:

@@ -38,8 +38,8 @@ func (m *Model) editPriority() tea.Cmd {
 	prompt, cur := "priority of "+plural(len(ids), "container", "containers")+" (0 = never scheduled): ", ""
 	if len(ids) == 1 {
 		prompt = "priority of " + ids[0] + " (0 = never scheduled): "
-		if c := m.container(ids[0]); c != nil {
-			cur = strconv.Itoa(c.Priority)
+		if c := m.row(ids[0]); c != nil {
+			cur = strconv.Itoa(int(c.Priority))
 		}
 	}
 	m.openInput(modePrio, prompt, cur)

@@ -367,7 +367,7 @@ func (m *Model) detailLines() []string {
 				mark = selMark
 			}
 			what := ""
-			if c := m.container(id); c != nil {
+			if c := m.row(id); c != nil {
 				what = "  " + containerState(c) + "  " + c.Name
 			}
 			d.line(mark + id + termsafe.Escape(what))
@@ -379,11 +379,15 @@ func (m *Model) detailLines() []string {
 	case vContainers:
 		c := m.container(m.detailID)
 		if c == nil {
+			if why := m.fullMissing(m.detailID); why != "" {
+				return []string{"Container " + m.detailID, "", "(" + why + ")"}
+			}
 			return []string{"container " + m.detailID + " is gone (its record was dropped)"}
 		}
 		d.line("Container "+c.ID+"  "+termsafe.Escape(c.Name), "")
-		add("state", containerState(c))
-		if failed(c) {
+		row := backend.RowOf(c, nil)
+		add("state", containerState(&row))
+		if row.Failed() {
 			add("FAILED", "exit code "+strconv.Itoa(*c.ExitCode))
 		}
 		add("priority", strconv.Itoa(c.Priority))

@@ -94,7 +94,7 @@ func (m *Model) verb(act string) tea.Cmd {
 	}
 	allHeld := v == vContainers && act == keys.Hold
 	for _, id := range ids {
-		if c := m.container(id); allHeld && (c == nil || !c.Held) {
+		if c := m.row(id); allHeld && (c == nil || !c.Held) {
 			allHeld = false
 		}
 	}
@@ -113,25 +113,25 @@ func (m *Model) verb(act string) tea.Cmd {
 	default:
 		d := verb.step
 		if len(ids) == 1 {
-			if c := m.container(ids[0]); c != nil {
+			if c := m.row(ids[0]); c != nil {
 				// One row: the flash says the change itself.
-				pv.action = fmt.Sprintf("priority %d → %d", c.Priority, c.Priority+d)
+				pv.action = fmt.Sprintf("priority %d → %d", int(c.Priority), int(c.Priority)+d)
 			}
 		}
 		atZero := 0
 		for _, id := range ids {
-			c := m.container(id)
+			c := m.row(id)
 			if c == nil {
 				continue
 			}
-			if c.Priority+d < 0 {
+			if int(c.Priority)+d < 0 {
 				atZero++ // already 0: nothing to lower
 				continue
 			}
-			if c.Priority+d == 0 {
+			if int(c.Priority)+d == 0 {
 				toZero = append(toZero, id)
 			}
-			pv.targets = append(pv.targets, verbTarget{id: id, ctr: verb.ctr, prio: c.Priority + d})
+			pv.targets = append(pv.targets, verbTarget{id: id, ctr: verb.ctr, prio: int(c.Priority) + d})
 		}
 		if len(pv.targets) == 0 && atZero > 0 {
 			if atZero == 1 {
@@ -183,22 +183,6 @@ func (m *Model) verb(act string) tea.Cmd {
 
 // prioZeroNote says what priority 0 does, in the dialogs that ask first.
 const prioZeroNote = "At priority 0 a container is never scheduled; a running one is stopped and requeued, to run again once its priority is raised."
-
-func (m *Model) container(id string) *view.Container {
-	if m.snap == nil {
-		return nil
-	}
-	if m.ctrIdx == nil {
-		m.ctrIdx = make(map[string]int32, len(m.snap.Containers))
-		for i := range m.snap.Containers {
-			m.ctrIdx[m.snap.Containers[i].ID] = int32(i)
-		}
-	}
-	if i, ok := m.ctrIdx[id]; ok {
-		return &m.snap.Containers[i]
-	}
-	return nil
-}
 
 // execute runs a confirmed verb: rows are flagged pending, and the Cmd
 // captures only values.

@@ -4,6 +4,7 @@ package tui
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -116,6 +117,34 @@ func age(now, t time.Time) (string, float64) {
 	return fmtAge(d), d.Seconds()
 }
 
+// ages are fmtAge's texts up to two days, made once: the containers view
+// asks for 100,000 of them each refresh.
+var ages = func() (a struct{ s, m, h [60]string }) {
+	for i := range 60 {
+		a.s[i], a.m[i], a.h[i] = fmtAge(time.Duration(i)*time.Second), fmtAge(time.Duration(i)*time.Minute), fmtAge(time.Duration(i)*time.Hour)
+	}
+	return a
+}()
+
+// ageText is age's text, without allocating for an age under two days.
+func ageText(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	switch d := now.Sub(t); {
+	case d < 0:
+		return ages.s[0]
+	case d < time.Minute:
+		return ages.s[d/time.Second]
+	case d < time.Hour:
+		return ages.m[d/time.Minute]
+	case d < 48*time.Hour:
+		return ages.h[d/time.Hour]
+	default:
+		return fmtAge(d)
+	}
+}
+
 // fmtBytes renders a size as the config, the CLI and submit read and
 // write it: 512MiB, 2GiB, 1.5GiB.
 func fmtBytes(n int64) string { return view.FormatSize(n) }
@@ -150,13 +179,13 @@ func instanceRows(s *backend.Snapshot, now time.Time) []table.Row {
 	return rows
 }
 
-func containerState(c *view.Container) string {
+func containerState(c *backend.Row) string {
 	s := string(c.State)
 	switch {
-	case failed(c):
+	case c.Failed():
 		// As text too: without colour, and at widths that drop
 		// REASON, a failure must not read like a success.
-		s += " " + failMark + strconv.Itoa(*c.ExitCode)
+		s += " " + failMark + strconv.Itoa(int(c.Exit))
 	case c.KillRequested && !c.State.Final():
 		s += " kill"
 	case c.Held && !c.State.Final():
@@ -165,33 +194,71 @@ func containerState(c *view.Container) string {
 	return s
 }
 
-func containerRows(s *backend.Snapshot, now time.Time) []table.Row {
-	rows := make([]table.Row, len(s.Containers))
-	nums := make([]float64, len(s.Containers)*10)
-	for i := range s.Containers {
-		c := &s.Containers[i]
-		ag, agn := age(now, c.CreatedAt)
-		reason, rowState := c.Reason, string(c.State)
-		if c.State == view.Complete && c.ExitCode != nil {
-			reason = "exit " + strconv.Itoa(*c.ExitCode)
+// builtRows tells which rows a table's container rows were built from:
+// those of a Rows at a version (Rows.Each). A container whose row has not
+// changed since keeps its table row.
+type builtRows struct {
+	from *backend.Rows
+	ver  uint32
+}
+
+// containerRows builds the containers view's rows from ctrs, reusing the
+// rows of prev (the table's, built as said by built) of every container
+// that has not changed since and whose age reads the same; it returns
+// what the new rows are built from.
+func containerRows(ctrs *backend.Rows, now time.Time, prev *table.Base, built builtRows) ([]table.Row, builtRows) {
+	n := ctrs.Len()
+	rows := make([]table.Row, 0, n)
+	var nums []float64 // the rebuilt rows' numbers, allocated a chunk at a time
+	reuse := prev != nil && built.from == ctrs
+	ver := ctrs.Each(func(c *backend.Row) {
+		if len(rows) == cap(rows) {
+			return // more than Len said: the rest at the next refresh
 		}
-		if failed(c) {
+		ag := ageText(now, c.Created())
+		if reuse && c.Ver <= built.ver {
+			if r, ok := prev.Row(c.ID); ok && r.Cells[8] == ag {
+				rows = append(rows, r)
+				return
+			}
+		}
+		reason, rowState := c.ReasonText(), string(c.State)
+		if c.State == view.Complete && c.HasExit {
+			reason = "exit " + strconv.Itoa(int(c.Exit))
+		}
+		if c.Failed() {
 			rowState = theme.StateFailed
 		}
-		n := nums[i*10 : i*10+10 : i*10+10]
-		n[3], n[4], n[5], n[7], n[8] = float64(c.Priority), float64(c.RuntimeConstraints.VCPUs),
-			float64(c.RuntimeConstraints.RAM), float64(c.Attempts), agn
-		rows[i] = table.Row{
+		if len(nums)+10 > cap(nums) {
+			nums = make([]float64, 0, 10*min(max(n-len(rows), 1), 4096))
+		}
+		k := len(nums)
+		nums = nums[:k+10]
+		m := nums[k : k+10 : k+10]
+		// AGE sorts by the time it was created, not by an age that a
+		// row kept over refreshes would have left behind.
+		m[3], m[4], m[5], m[7], m[8] = float64(c.Priority), float64(c.VCPUs),
+			float64(c.RAM), float64(c.Attempts), ageKey(c.CreatedAt)
+		rows = append(rows, table.Row{
 			ID:    c.ID,
 			State: rowState,
-			Cells: []string{c.ID, containerName(c), containerState(c), strconv.Itoa(c.Priority),
-				strconv.Itoa(c.RuntimeConstraints.VCPUs), fmtBytes(c.RuntimeConstraints.RAM), c.InstanceID,
-				strconv.Itoa(c.Attempts) + "/" + strconv.Itoa(c.MaxAttempts), ag, reason},
-			Nums:   n,
-			Hidden: hiddenSearch(c),
-		}
+			Cells: []string{c.ID, containerName(c), containerState(c), strconv.Itoa(int(c.Priority)),
+				strconv.Itoa(int(c.VCPUs)), fmtBytes(c.RAM), c.InstanceID,
+				strconv.Itoa(int(c.Attempts)) + "/" + strconv.Itoa(int(c.MaxAttempts)), ag, reason},
+			Nums:   m,
+			Hidden: c.Tags,
+		})
+	})
+	return rows, builtRows{ctrs, ver}
+}
+
+// ageKey sorts as the age of a thing created at ns (unix nanoseconds, 0
+// for never: before every age) would, whenever it is taken.
+func ageKey(ns int64) float64 {
+	if ns == 0 {
+		return -math.MaxFloat64
 	}
-	return rows
+	return -float64(ns) / 1e9
 }
 
 // failMark marks a failed container's state: "Complete ✗1" (exit 1).
@@ -199,32 +266,11 @@ const failMark = "✗"
 
 // containerName is the NAME cell: "-" for an unnamed container (whose
 // name is its id, already in the ID column).
-func containerName(c *view.Container) string {
+func containerName(c *backend.Row) string {
 	if c.Name == "" || c.Name == c.ID {
 		return "-"
 	}
 	return c.Name
-}
-
-// hiddenSearch is what the filter matches in a container beyond its
-// columns: its labels and constraints as "k=v" and "supervisor", so
-// "/team=x" finds those labelled so and "/gpu=a100" those asking for it.
-func hiddenSearch(c *view.Container) string {
-	if len(c.Labels) == 0 && len(c.Scheduling.Constraints) == 0 && !c.Scheduling.Supervisor {
-		return ""
-	}
-	parts := make([]string, 0, len(c.Labels)+len(c.Scheduling.Constraints)+1)
-	for k, v := range c.Labels {
-		parts = append(parts, k+"="+v)
-	}
-	for k, v := range c.Scheduling.Constraints {
-		parts = append(parts, k+"="+v)
-	}
-	slices.Sort(parts)
-	if c.Scheduling.Supervisor {
-		parts = append(parts, "supervisor")
-	}
-	return strings.Join(parts, " ")
 }
 
 func typeRows(s *backend.Snapshot) []table.Row {
@@ -289,11 +335,4 @@ func eventWords(e *view.Event) (action, reason string) {
 		return verb, rest
 	}
 	return "-", e.Reason
-}
-
-// failed tells a container that ended badly: completed with a non-zero
-// exit code. (Cancelled is an operator's or a limit's doing and has its
-// own colour.)
-func failed(c *view.Container) bool {
-	return c.State == view.Complete && c.ExitCode != nil && *c.ExitCode != 0
 }

@@ -9,6 +9,8 @@ package tui
 import (
 	"strings"
 
+	tea "charm.land/bubbletea/v2"
+
 	"sigs.k8s.io/yaml"
 
 	"dispatch-tui/engine/termsafe"
@@ -16,9 +18,11 @@ import (
 
 // openYaml shows the object id of view v as YAML; back is where esc
 // returns.
-func (m *Model) openYaml(v viewID, id string, back mode) {
+// A container's record is read first when the snapshot has none.
+func (m *Model) openYaml(v viewID, id string, back mode) tea.Cmd {
 	m.yamlView, m.yamlID, m.pg.back = v, id, back
 	m.openScreen(modeYaml)
+	return m.fetchFull()
 }
 
 // yamlObject returns the snapshot's object for the YAML view (nil when it
@@ -59,6 +63,9 @@ func (m *Model) yamlLines() []string {
 	head := "# " + kind + " " + m.yamlID
 	obj := m.yamlObject()
 	if obj == nil {
+		if why := m.fullMissing(m.yamlID); m.yamlView == vContainers && why != "" {
+			return []string{head, "# " + why}
+		}
 		return []string{head, "# gone: no longer in the snapshot"}
 	}
 	b, err := yaml.Marshal(obj)

@@ -12,18 +12,26 @@ import (
 )
 
 // Snapshot is everything the console shows, taken at one moment. It is
-// immutable once returned: the TUI may keep it and share it between views.
+// immutable once returned (but for Rows, see there): the TUI may keep it
+// and share it between views.
 type Snapshot struct {
 	TakenAt time.Time
 	// ListedAt is when Containers was read: TakenAt, or earlier when a
 	// remote console paces its reads of a very large list (the summary
 	// is then newer than the list).
-	ListedAt   time.Time
-	Summary    view.Summary
-	Instances  []view.Instance
+	ListedAt  time.Time
+	Summary   view.Summary
+	Instances []view.Instance
+	// Containers are the full records, from a backend that reads them
+	// whole for each snapshot (in process); nil from a remote one, whose
+	// details come from Backend.Container.
 	Containers []view.Container
-	Types      []view.TypeSummary
-	Events     []view.Event // the most recent, oldest first
+	// Rows are the containers as the tables need them (nil: made from
+	// Containers). A remote backend's are its copy, updated in place by
+	// its next Snapshot: read them through their methods.
+	Rows   *Rows
+	Types  []view.TypeSummary
+	Events []view.Event // the most recent, oldest first
 	// Cluster is the cluster of dispatchers as the node the console
 	// talks to sees it; nil when the backend reports none (in process,
 	// or a dispatcher that cannot tell).
@@ -41,6 +49,9 @@ type Backend interface {
 	// the state may have changed; it is closed when ctx ends. A remote
 	// backend may simply tick.
 	Changes(ctx context.Context) <-chan struct{}
+	// Container returns a container's full record, for its details and
+	// YAML (the snapshot's rows carry only what the tables show).
+	Container(ctx context.Context, id string) (view.Container, error)
 	// Logs returns a container's output (the last tail lines if tail > 0).
 	Logs(ctx context.Context, id string, tail int) ([]byte, error)
 

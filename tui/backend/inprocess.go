@@ -67,6 +67,7 @@ func (b *InProcess) Snapshot(ctx context.Context) (*Snapshot, error) {
 		Summary:    b.eng.Summary(),
 		Instances:  b.eng.Instances(),
 		Containers: cs,
+		Rows:       NewRows(cs),
 		Types:      b.eng.Types(),
 		Events:     evs,
 	}, nil
@@ -97,6 +98,20 @@ func (b *InProcess) Changes(ctx context.Context) <-chan struct{} {
 		}
 	}()
 	return out
+}
+
+// errNoContainer is the error for a container the engine does not know
+// (dropped beyond keep_finished since the snapshot).
+func errNoContainer(id string) error {
+	return view.NewError(view.KindNotFound, "container "+id+" is gone (its record was dropped)")
+}
+
+// Container implements Backend.
+func (b *InProcess) Container(ctx context.Context, id string) (view.Container, error) {
+	if c, ok := b.eng.Container(id); ok {
+		return c, nil
+	}
+	return view.Container{}, errNoContainer(id)
 }
 
 // Logs implements Backend.

@@ -72,11 +72,11 @@ func checkSnapshot(t *testing.T, e *testEnv, s *Snapshot, ids ...string) {
 	if s.TakenAt.IsZero() {
 		t.Error("TakenAt is zero")
 	}
-	if len(s.Containers) != len(ids) {
-		t.Errorf("%d containers, want %d", len(s.Containers), len(ids))
+	if s.Rows.Len() != len(ids) {
+		t.Errorf("%d containers, want %d", s.Rows.Len(), len(ids))
 	}
 	for _, id := range ids {
-		c, ok := findContainer(s.Containers, id)
+		c, ok := s.Rows.Get(id)
 		if !ok {
 			t.Errorf("container %s missing from the snapshot", id)
 			continue

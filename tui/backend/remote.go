@@ -187,7 +187,7 @@ func (r *Remote) fullSnapshot(ctx context.Context) (*Snapshot, error) {
 	if len(errs) == 0 {
 		run("instances", func() (err error) { s.Instances, err = r.c.Instances(ctx); return })
 		run("types", func() (err error) { s.Types, err = r.c.Types(ctx); return })
-		run("containers", func() (err error) { s.Containers, err = r.containers(ctx); return })
+		run("containers", func() (err error) { s.Rows, err = r.containers(ctx); return })
 		wg.Wait()
 	}
 	if len(errs) > 0 {
@@ -251,6 +251,11 @@ func (r *Remote) Changes(ctx context.Context) <-chan struct{} {
 		close(out)
 	}()
 	return out
+}
+
+// Container implements Backend: one GET of the record by id.
+func (r *Remote) Container(ctx context.Context, id string) (view.Container, error) {
+	return r.c.Container(ctx, id)
 }
 
 // Logs implements Backend.

@@ -60,7 +60,7 @@ func BenchmarkRemoteRefresh(b *testing.B) {
 							forgetAll(r)
 						case "delta":
 							b.StopTimer()
-							changeSome(b, env.Engine, s0.Containers, round)
+							changeSome(b, env.Engine, rowsList(s0), round)
 							b.StartTimer()
 						}
 						round++
@@ -68,8 +68,8 @@ func BenchmarkRemoteRefresh(b *testing.B) {
 						if err != nil {
 							b.Fatal(err)
 						}
-						if len(s.Containers) != n {
-							b.Fatalf("%d containers, want %d", len(s.Containers), n)
+						if s.Rows.Len() != n {
+							b.Fatalf("%d containers, want %d", s.Rows.Len(), n)
 						}
 					}
 					b.ReportMetric(float64(ct.n.Load())/1e6/float64(b.N), "MB/op")
@@ -85,7 +85,7 @@ func BenchmarkRemoteRefresh(b *testing.B) {
 
 // changeSome changes the priority of 1 % of cs (a different 1 % each
 // round) in one bulk verb: a refresh=delta reads those changes.
-func changeSome(b *testing.B, eng *engine.Engine, cs []view.Container, round int) {
+func changeSome(b *testing.B, eng *engine.Engine, cs []Row, round int) {
 	ids := make([]string, 0, len(cs)/100)
 	for i := round % 100; i < len(cs); i += 100 {
 		ids = append(ids, cs[i].ID)
@@ -105,9 +105,9 @@ func forgetAll(r *Remote) {
 	r.mu.Lock()
 	r.last = nil
 	r.mu.Unlock()
-	r.copy.mu.Lock()
-	r.copy.rows, r.copy.at, r.copy.gen = nil, nil, 0
-	r.copy.mu.Unlock()
+	r.copy.fetch.Lock()
+	r.copy.rows, r.copy.gen = nil, 0
+	r.copy.fetch.Unlock()
 }
 
 // retainedMiB is the heap a full snapshot keeps (what the console holds

@@ -81,7 +81,7 @@ func TestRemotePaging(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkSnapshot(t, e, s, ids...)
-	for i, c := range s.Containers {
+	for i, c := range rowsList(s) {
 		if c.ID != ids[i] {
 			t.Errorf("container %d is %s, want %s (creation order)", i, c.ID, ids[i])
 		}
@@ -272,7 +272,7 @@ func TestRemoteIdleRefreshReadsNoLists(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(s.Containers) != len(first.Containers) {
+		if s.Rows.Len() != first.Rows.Len() {
 			t.Fatalf("reused snapshot lost containers")
 		}
 	}
@@ -289,7 +289,7 @@ func TestRemoteIdleRefreshReadsNoLists(t *testing.T) {
 		t.Fatal(err)
 	}
 	found := false
-	for _, c := range s.Containers {
+	for _, c := range rowsList(s) {
 		found = found || c.ID == id
 	}
 	if !found {
@@ -353,7 +353,7 @@ func TestRemoteVerbDuringSnapshotIsSeenNextRefresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	found := false
-	for _, ct := range s.Containers {
+	for _, ct := range rowsList(s) {
 		if ct.ID == id {
 			found = true
 			if !ct.Held {
@@ -389,9 +389,9 @@ func TestRemoteSeesPendingReasonChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range s.Containers {
+	for _, c := range rowsList(s) {
 		if c.ID == id && c.ReasonCode != queue.ReasonHeld {
-			t.Fatalf("reason after the pass: %s %q, want %s", c.ReasonCode, c.Reason, queue.ReasonHeld)
+			t.Fatalf("reason after the pass: %s %q, want %s", c.ReasonCode, c.ReasonText(), queue.ReasonHeld)
 		}
 	}
 }
@@ -423,8 +423,9 @@ func TestRemoteReadsOnlyChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	firstReqs, firstBytes := ct.reqs.Swap(0), ct.n.Swap(0)
-	if len(first.Containers) != 40 || firstReqs < 6 {
-		t.Fatalf("first read: %d containers in %d requests of 7; want 40 in 6", len(first.Containers), firstReqs)
+	firstRows := rowsList(first)
+	if len(firstRows) != 40 || firstReqs < 6 {
+		t.Fatalf("first read: %d containers in %d requests of 7; want 40 in 6", len(firstRows), firstReqs)
 	}
 	if _, err := e.eng.HoldContainer(ids[3], "test", ""); err != nil {
 		t.Fatal(err)
@@ -437,22 +438,20 @@ func TestRemoteReadsOnlyChanges(t *testing.T) {
 	if reqs, bytes := ct.reqs.Load(), ct.n.Load(); reqs != 1 || bytes*5 > firstBytes {
 		t.Fatalf("a refresh after 2 changes made %d container requests of %d bytes (the first read %d)", reqs, bytes, firstBytes)
 	}
-	byID := map[string]view.Container{}
-	for _, c := range s.Containers {
+	byID := map[string]Row{}
+	for _, c := range rowsList(s) {
 		byID[c.ID] = c
 	}
-	if len(s.Containers) != 41 || !byID[ids[3]].Held || byID[added].ID == "" {
-		t.Fatalf("after a hold and a submit: %d containers, %s held=%v, %s present=%v", len(s.Containers), ids[3], byID[ids[3]].Held, added, byID[added].ID != "")
+	if s.Rows.Len() != 41 || !byID[ids[3]].Held || byID[added].ID == "" {
+		t.Fatalf("after a hold and a submit: %d containers, %s held=%v, %s present=%v", s.Rows.Len(), ids[3], byID[ids[3]].Held, added, byID[added].ID != "")
 	}
-	for _, snap := range []*Snapshot{first, s} {
-		if !slices.IsSortedFunc(snap.Containers, func(a, b view.Container) int { return cmp.Compare(a.Seq, b.Seq) }) {
+	for _, rows := range [][]Row{firstRows, rowsList(s)} {
+		if !slices.IsSortedFunc(rows, func(a, b Row) int { return cmp.Compare(a.Seq, b.Seq) }) {
 			t.Fatal("a snapshot's containers are not in submission order")
 		}
 	}
-	for _, c := range first.Containers {
-		if c.Held {
-			t.Fatalf("the first snapshot changed under the console: %s is held in it now", c.ID)
-		}
+	if first.Rows != s.Rows {
+		t.Fatal("the changes were applied to a second copy of the rows, not in place")
 	}
 }
 
@@ -464,20 +463,20 @@ func TestRemoteReloadsWhenTheDaemonForgot(t *testing.T) {
 	if _, err := r.Snapshot(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	r.copy.mu.Lock()
+	r.copy.fetch.Lock()
 	r.copy.gen += 1 << 40 // as if read from another run of the daemon
-	r.copy.mu.Unlock()
+	r.copy.fetch.Unlock()
 	id := e.submit("b", -1, 1)
 	s, err := r.Snapshot(context.Background())
 	if err != nil {
 		t.Fatalf("a refresh after the daemon forgot the console's generation: %v", err)
 	}
 	found := false
-	for _, c := range s.Containers {
+	for _, c := range rowsList(s) {
 		found = found || c.ID == id
 	}
-	if len(s.Containers) != 2 || !found {
-		t.Fatalf("after reloading: %d containers, %s found=%v", len(s.Containers), id, found)
+	if s.Rows.Len() != 2 || !found {
+		t.Fatalf("after reloading: %d containers, %s found=%v", s.Rows.Len(), id, found)
 	}
 }
 
@@ -511,20 +510,21 @@ func TestRemoteWatchWakesOnChange(t *testing.T) {
 func TestNumberLine(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	pos := view.ReasonPosition
-	rows := []view.Container{
-		{State: view.Queued, Priority: 1, FirstSeenAt: t0, ContainerBody: view.ContainerBody{ID: "late-low", ReasonCode: pos}, ContainerTail: view.ContainerTail{Seq: 9}},
-		{State: view.Queued, Priority: 5, FirstSeenAt: t0.Add(time.Second), ContainerBody: view.ContainerBody{ID: "high", ReasonCode: pos}, ContainerTail: view.ContainerTail{Seq: 3}},
-		{State: view.Queued, Priority: 5, Held: true, FirstSeenAt: t0, ContainerBody: view.ContainerBody{ID: "held", ReasonCode: view.ReasonHeld}},
-		{State: view.Locked, Priority: 1, FirstSeenAt: t0.Add(time.Hour), ContainerBody: view.ContainerBody{ID: "locked", ReasonCode: view.ReasonQuota}},
-		{State: view.Running, Priority: 9, FirstSeenAt: t0, ContainerBody: view.ContainerBody{ID: "running"}},
-		{State: view.Queued, Priority: 0, FirstSeenAt: t0, ContainerBody: view.ContainerBody{ID: "zero", ReasonCode: view.ReasonPriorityZero}},
-		{State: view.Queued, Priority: 1, FirstSeenAt: t0, ContainerBody: view.ContainerBody{ID: "early-low", ReasonCode: pos}, ContainerTail: view.ContainerTail{Seq: 2}},
-	}
-	numberLine(rows)
+	ns := func(t time.Time) int64 { return t.UnixNano() }
+	s := &Rows{rows: []Row{
+		{State: view.Queued, Priority: 1, FirstSeenAt: ns(t0), ID: "late-low", ReasonCode: pos, Seq: 9},
+		{State: view.Queued, Priority: 5, FirstSeenAt: ns(t0.Add(time.Second)), ID: "high", ReasonCode: pos, Seq: 3},
+		{State: view.Queued, Priority: 5, Held: true, FirstSeenAt: ns(t0), ID: "held", ReasonCode: view.ReasonHeld},
+		{State: view.Locked, Priority: 1, FirstSeenAt: ns(t0.Add(time.Hour)), ID: "locked", ReasonCode: view.ReasonQuota},
+		{State: view.Running, Priority: 9, FirstSeenAt: ns(t0), ID: "running"},
+		{State: view.Queued, Priority: 0, FirstSeenAt: ns(t0), ID: "zero", ReasonCode: view.ReasonPriorityZero},
+		{State: view.Queued, Priority: 1, FirstSeenAt: ns(t0), ID: "early-low", ReasonCode: pos, Seq: 2},
+	}}
+	s.numberLine()
 	want := map[string]string{"locked": "", "high": "position 2 in queue", "early-low": "position 3 in queue", "late-low": "position 4 in queue"}
-	for _, c := range rows {
-		if w, ok := want[c.ID]; ok && c.Reason != w {
-			t.Errorf("%s: reason %q, want %q", c.ID, c.Reason, w)
+	for _, c := range s.rows {
+		if w, ok := want[c.ID]; ok && c.ReasonText() != w {
+			t.Errorf("%s: reason %q, want %q", c.ID, c.ReasonText(), w)
 		}
 	}
 }
@@ -532,7 +532,7 @@ func TestNumberLine(t *testing.T) {
 // sortBySeq puts rows in submission order, whatever order they came in.
 func TestSortBySeq(t *testing.T) {
 	for _, seqs := range [][]uint64{{}, {1}, {1, 2, 3}, {3, 1, 2}, {5, 4, 3, 2, 1}, {2, 1, 4, 3, 6, 5}, {7, 3, 9, 1, 8, 2}} {
-		rows := make([]view.Container, len(seqs))
+		rows := make([]Row, len(seqs))
 		for i, s := range seqs {
 			rows[i].Seq, rows[i].ID = s, fmt.Sprint("c", s)
 		}
@@ -584,7 +584,7 @@ func TestRemoteDropsFinished(t *testing.T) {
 		}
 		want, _ := e.eng.Containers(engine.ListOptions{})
 		got := map[string]view.State{}
-		for _, c := range s.Containers {
+		for _, c := range rowsList(s) {
 			got[c.ID] = c.State
 		}
 		if len(got) != len(want) {
@@ -595,16 +595,7 @@ func TestRemoteDropsFinished(t *testing.T) {
 				t.Fatalf("round %d: %s is %q in the console, %s in the engine", round, c.ID, got[c.ID], c.State)
 			}
 		}
-		r.copy.mu.Lock()
-		for i, c := range r.copy.rows {
-			if r.copy.at[c.ID] != i {
-				t.Errorf("round %d: the index says %s is row %d, it is row %d", round, c.ID, r.copy.at[c.ID], i)
-			}
-		}
-		if len(r.copy.at) != len(r.copy.rows) {
-			t.Errorf("round %d: %d ids indexed for %d rows", round, len(r.copy.at), len(r.copy.rows))
-		}
-		r.copy.mu.Unlock()
+		checkIndex(t, fmt.Sprint("round ", round), r.copy.rows)
 	}
 	if total, _ := e.eng.Containers(engine.ListOptions{}); len(total) != 12+3-(9-2) {
 		t.Fatalf("%d containers left, want 8: the test did not drop what it meant to", len(total))
@@ -620,9 +611,9 @@ func TestRemoteWatchWakesOnReload(t *testing.T) {
 	if _, err := r.Snapshot(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	r.copy.mu.Lock()
+	r.copy.fetch.Lock()
 	r.copy.gen += 1 << 40 // as if read from another run of the daemon
-	r.copy.mu.Unlock()
+	r.copy.fetch.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	select {

@@ -76,8 +76,8 @@ func TestAttachedConsoleCost(t *testing.T) {
 	}
 	console := childOf(t, ppid, "dispatch-tui")
 	mem := procStatus(t, console)
-	t.Logf("console attached to %d containers: first read shown after %s; RSS %s MiB, peak %s MiB",
-		n, first.Round(time.Millisecond), mem["VmRSS"], mem["VmHWM"])
+	t.Logf("console attached to %d containers: first read shown after %s; RSS %s MiB (anonymous %s, file %s), peak %s MiB",
+		n, first.Round(time.Millisecond), mem["VmRSS"], mem["RssAnon"], mem["RssFile"], mem["VmHWM"])
 
 	// Idle: the console attached, the queue quiet.
 	cpu0 = cpuTime(t, daemon)
@@ -97,7 +97,7 @@ func TestAttachedConsoleCost(t *testing.T) {
 	t.Logf("a CLI submit shown in the console after: median %s, max (p99 of %d) %s",
 		lat[len(lat)/2].Round(time.Millisecond), len(lat), lat[len(lat)-1].Round(time.Millisecond))
 	mem = procStatus(t, console)
-	t.Logf("console after the submits: RSS %s MiB, peak %s MiB", mem["VmRSS"], mem["VmHWM"])
+	t.Logf("console after the submits: RSS %s MiB (anonymous %s, file %s), peak %s MiB", mem["VmRSS"], mem["RssAnon"], mem["RssFile"], mem["VmHWM"])
 }
 
 // childOf returns the pid of a process named name below parent (a child,

@@ -43,6 +43,16 @@ func (t *Table) Base() Base {
 	return Base{gen: t.gen, cols: t.cols, rows: t.rows, byID: t.byID, changed: t.changed, search: t.search, sortCol: t.sortCol}
 }
 
+// Row returns the base's row of id: a refresh may hand it to Prepare
+// again when its data did not change (a row's slices are never changed).
+func (b Base) Row(id string) (Row, bool) {
+	i, ok := b.byID[id]
+	if !ok {
+		return Row{}, false
+	}
+	return b.rows[i], true
+}
+
 // Prepared is a refresh computed by Prepare, for SetPrepared.
 type Prepared struct {
 	base    uint32 // the gen of the Base it was computed from
@@ -61,8 +71,17 @@ type Prepared struct {
 func (b Base) Prepare(rows []Row) *Prepared {
 	first := b.gen == 0 && len(b.rows) == 0
 	gen := b.gen + 1
-	p := &Prepared{base: b.gen, rows: rows, byID: make(map[string]int32, len(rows)),
+	// The same ids in the same order (a refresh that only changed rows)
+	// keep the index by id: it is never changed, only replaced.
+	same := !first && len(rows) == len(b.rows)
+	for i := 0; same && i < len(rows); i++ {
+		same = rows[i].ID == b.rows[i].ID
+	}
+	p := &Prepared{base: b.gen, rows: rows, byID: b.byID,
 		changed: make([]uint32, len(rows)), search: make([]string, len(rows)), keyCol: -1}
+	if !same {
+		p.byID = make(map[string]int32, len(rows))
+	}
 	if c := b.sortCol; c >= 0 && c < len(b.cols) && b.cols[c].Numeric {
 		if ks, ok := numericKeys(rows, c); ok {
 			p.keys, p.keyCol = ks, c
@@ -80,11 +99,15 @@ func (b Base) Prepare(rows []Row) *Prepared {
 	}
 	for i := range rows {
 		r := &rows[i]
-		p.byID[r.ID] = int32(i)
 		if first {
+			p.byID[r.ID] = int32(i)
 			continue
 		}
-		j, ok := b.byID[r.ID]
+		j, ok := int32(i), true
+		if !same {
+			p.byID[r.ID] = int32(i)
+			j, ok = b.byID[r.ID]
+		}
 		switch {
 		case !ok:
 			p.changed[i] = gen

@@ -1,6 +1,7 @@
 package table
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -227,5 +228,25 @@ func TestCursorOnRefresh(t *testing.T) {
 	tb.SortBy("I")
 	if got := tb.Cursor(); got != "e" {
 		t.Errorf("after sorting: cursor on %q, want e", got)
+	}
+}
+
+// A refresh with the same ids in the same order keeps the index by id,
+// and still tells the changed row from the others.
+func TestRefreshOfTheSameIDs(t *testing.T) {
+	tb := New([]Column{{Title: "ID", Width: 6}, {Title: "V", Width: 6}}, theme.New("dark", true, true))
+	tb.SetSize(40, 10)
+	mk := func(v string) []Row {
+		return []Row{{ID: "a", Cells: []string{"a", "1"}}, {ID: "b", Cells: []string{"b", v}}, {ID: "c", Cells: []string{"c", "3"}}}
+	}
+	tb.SetRows(mk("2"))
+	tb.SetRows(mk("2"))
+	before := tb.byID
+	tb.SetRows(mk("9"))
+	if reflect.ValueOf(tb.byID).UnsafePointer() != reflect.ValueOf(before).UnsafePointer() {
+		t.Error("the same ids in the same order made a new index")
+	}
+	if r, ok := tb.Row("b"); !ok || r.Cells[1] != "9" || !tb.Changed("b") || tb.Changed("a") || tb.Changed("c") {
+		t.Errorf("after b changed: row %v (%v), changed a=%v b=%v c=%v", r, ok, tb.Changed("a"), tb.Changed("b"), tb.Changed("c"))
 	}
 }

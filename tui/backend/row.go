@@ -1,0 +1,162 @@
+// A container as the console's tables need it: a compact row (what the
+// tables, header counts, sort and filter read), the full record being
+// fetched on demand for details, logs and YAML (docs/design.md §7.2).
+
+package backend
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"dispatch-tui/engine/view"
+)
+
+// Row is one container, compactly: about a third of a view.Container,
+// with its repeated strings (state, instance, reason, labels) shared
+// between rows by the interner that built it.
+type Row struct {
+	ID   string
+	Name string
+	// InstanceID is where it runs or ran ("" for none).
+	InstanceID string
+	// Reason is why it waits or ended, "" while it holds a place in the
+	// line (Pos > 0): ReasonText renders that one.
+	Reason     string
+	ReasonCode view.ReasonCode
+	State      view.State
+	// Tags is what the filter matches beyond the columns: its labels and
+	// constraints as sorted "k=v", then "supervisor"; "" for none.
+	Tags        string
+	RAM         int64
+	CreatedAt   int64 // unix nanoseconds
+	FirstSeenAt int64 // unix nanoseconds; 0 for never
+	Seq         uint64
+	Priority    int32
+	VCPUs       int32
+	Attempts    int32
+	MaxAttempts int32
+	// Pos is its place in the line (1 = next), 0 when it holds none.
+	Pos  int32
+	Exit int32 // its exit code, when HasExit
+	// Ver is the version of its Rows at which it last changed (Rows.Each).
+	Ver uint32
+
+	HasExit       bool
+	Held          bool
+	KillRequested bool
+}
+
+// ReasonText is the row's reason as the API shows it.
+func (r *Row) ReasonText() string {
+	if r.Pos > 0 {
+		return view.Pending{Code: view.ReasonPosition, N: int(r.Pos)}.Text()
+	}
+	return r.Reason
+}
+
+// Created is when it was submitted.
+func (r *Row) Created() time.Time { return unixTime(r.CreatedAt) }
+
+// Failed reports whether it completed with a non-zero exit code.
+func (r *Row) Failed() bool { return r.State == view.Complete && r.HasExit && r.Exit != 0 }
+
+func unixTime(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
+}
+
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// RowOf makes c's row, its strings shared through in (nil: not shared).
+func RowOf(c *view.Container, in *Interner) Row {
+	r := Row{
+		ID: c.ID, Name: c.Name,
+		InstanceID: in.Get(c.InstanceID), ReasonCode: view.ReasonCode(in.Get(string(c.ReasonCode))),
+		State: view.State(in.Get(string(c.State))), Tags: in.Get(tags(c)),
+		RAM: c.RuntimeConstraints.RAM, CreatedAt: unixNano(c.CreatedAt), FirstSeenAt: unixNano(c.FirstSeenAt),
+		Seq: c.Seq, Priority: int32(c.Priority), VCPUs: int32(c.RuntimeConstraints.VCPUs),
+		Attempts: int32(c.Attempts), MaxAttempts: int32(c.MaxAttempts),
+		Held: c.Held, KillRequested: c.KillRequested,
+	}
+	if c.Name == c.ID {
+		r.Name = r.ID // one string, not two
+	}
+	if c.ExitCode != nil {
+		r.HasExit, r.Exit = true, int32(*c.ExitCode)
+	}
+	if c.ReasonCode != view.ReasonPosition {
+		r.Reason = in.Get(c.Reason)
+	} else if c.Pending.Code == view.ReasonPosition {
+		r.Pos = int32(c.Pending.N) // in process: the engine's number
+	} else {
+		r.Pos = positionOf(c.Reason)
+	}
+	return r
+}
+
+// positionOf reads N from "position N in queue" (0 if it is not that).
+func positionOf(reason string) int32 {
+	s, ok := strings.CutPrefix(reason, "position ")
+	if !ok {
+		return 0
+	}
+	var n int32
+	for i := 0; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		n = n*10 + int32(s[i]-'0')
+	}
+	return n
+}
+
+// tags builds Row.Tags.
+func tags(c *view.Container) string {
+	if len(c.Labels) == 0 && len(c.Scheduling.Constraints) == 0 && !c.Scheduling.Supervisor {
+		return ""
+	}
+	parts := make([]string, 0, len(c.Labels)+len(c.Scheduling.Constraints)+1)
+	for k, v := range c.Labels {
+		parts = append(parts, k+"="+v)
+	}
+	for k, v := range c.Scheduling.Constraints {
+		parts = append(parts, k+"="+v)
+	}
+	slices.Sort(parts)
+	if c.Scheduling.Supervisor {
+		parts = append(parts, "supervisor")
+	}
+	return strings.Join(parts, " ")
+}
+
+// Interner shares equal strings: rows keep one copy of each state,
+// instance id, reason and label set. It is not safe for concurrent use.
+type Interner struct {
+	m map[string]string
+}
+
+// internMax bounds an Interner: past it, it starts again empty (rows keep
+// their strings; later equal ones are just not shared with them), so
+// reasons and instance ids seen over weeks do not pile up.
+const internMax = 1 << 16
+
+// Get returns the shared copy of s (s itself the first time, and always
+// for a nil Interner).
+func (in *Interner) Get(s string) string {
+	if in == nil || s == "" {
+		return s
+	}
+	if v, ok := in.m[s]; ok {
+		return v
+	}
+	if in.m == nil || len(in.m) >= internMax {
+		in.m = make(map[string]string)
+	}
+	in.m[s] = s
+	return s
+}

@@ -1,0 +1,170 @@
+package backend
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"strconv"
+	"testing"
+	"unsafe"
+
+	"dispatch-tui/engine/view"
+)
+
+// rowsList is a snapshot's containers as rows, in order.
+func rowsList(s *Snapshot) []Row {
+	var out []Row
+	s.Rows.Each(func(r *Row) { out = append(out, *r) })
+	return out
+}
+
+// checkIndex fails when s's index by id does not match its rows.
+func checkIndex(t *testing.T, what string, s *Rows) {
+	t.Helper()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for i, c := range s.rows {
+		if got := s.at[c.ID]; got != int32(i) {
+			t.Errorf("%s: the index says %s is row %d, it is row %d", what, c.ID, got, i)
+		}
+	}
+	if len(s.at) != len(s.rows) {
+		t.Errorf("%s: %d ids indexed for %d rows", what, len(s.at), len(s.rows))
+	}
+}
+
+// newRowsEnv is a daemon's API over an engine holding n waiting
+// containers with labels, and a Remote that has read them all.
+func newRowsEnv(t *testing.T, n int) (*testEnv, *Remote, *Snapshot) {
+	t.Helper()
+	e, r, _ := newRemoteEnv(t)
+	if err := e.eng.Pause("test", ""); err != nil {
+		t.Fatal(err)
+	}
+	specs := make([]view.Spec, n)
+	for i := range specs {
+		p := 1 + i%3
+		specs[i] = view.Spec{Command: []string{"true", "--a-long-argument", strconv.Itoa(i)}, Priority: &p,
+			Env:    map[string]string{"SOME": "value", "OTHER": strconv.Itoa(i)},
+			Labels: map[string]string{"team": "t" + strconv.Itoa(i%7), "batch": "b1"}}
+	}
+	if _, err := e.eng.SubmitBatch(specs, "test"); err != nil {
+		t.Fatal(err)
+	}
+	e.step(1) // a pass: every one gets its pending reason
+	s, err := r.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Rows.Len(); got != n {
+		t.Fatalf("first read: %d containers, want %d", got, n)
+	}
+	return e, r, s
+}
+
+// The rows of an attached console are compact: far less heap per
+// container than the full record it was read as, equal strings (state,
+// labels, reasons) shared between rows.
+func TestRemoteRowsAreCompact(t *testing.T) {
+	const n = 2000
+	_, r, s := newRowsEnv(t, n)
+	rows := rowsList(s)
+	a, b := rows[0], rows[7] // the same labels (i%7), state and reason
+	if a.Tags != "batch=b1 team=t0" || a.Tags != b.Tags {
+		t.Fatalf("tags %q and %q, want both %q", a.Tags, b.Tags, "batch=b1 team=t0")
+	}
+	if unsafe.StringData(a.Tags) != unsafe.StringData(b.Tags) || unsafe.StringData(string(a.State)) != unsafe.StringData(string(b.State)) {
+		t.Error("equal tags or states are separate copies in the rows, not one shared string")
+	}
+	forgetAll(r)
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	s, err := r.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	forgetAll(r) // only s holds its rows
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	per := (int64(m1.HeapAlloc) - int64(m0.HeapAlloc)) / n
+	runtime.KeepAlive(s)
+	// A full view.Container with these maps and its command is over 1 kB;
+	// the row about 200 bytes, its id and the index by id.
+	if per > 400 {
+		t.Errorf("a snapshot holds %d bytes of heap per container, want at most 400", per)
+	}
+	t.Logf("%d bytes of heap per container", per)
+}
+
+// A refresh after a few changes applies them to the same rows: it
+// allocates nothing like a copy of them, and what it shows is right.
+func TestRemoteAppliesChangesInPlace(t *testing.T) {
+	const n = 2000
+	e, r, s := newRowsEnv(t, n)
+	rows := rowsList(s)
+	held, gone := rows[10].ID, rows[20].ID
+	if _, err := e.eng.HoldContainer(held, "test", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.eng.KillContainer(gone, "test", ""); err != nil {
+		t.Fatal(err)
+	}
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	s2, err := r.Snapshot(context.Background())
+	runtime.ReadMemStats(&m1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The old way copied every row: n full records, over 2 MB here.
+	if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > 600<<10 {
+		t.Errorf("a refresh after 2 changes allocated %d kB (client and server), want under 600 kB: a copy of the rows?", alloc>>10)
+	}
+	if s2.Rows != s.Rows {
+		t.Error("the refresh made new rows instead of applying the changes in place")
+	}
+	h, _ := s2.Rows.Get(held)
+	k, _ := s2.Rows.Get(gone)
+	if !h.Held || h.ReasonText() == "" || k.State != view.Cancelled || s2.Rows.Len() != n {
+		t.Errorf("after a hold and a kill: %s held=%v (%q), %s %s, %d rows", held, h.Held, h.ReasonText(), gone, k.State, s2.Rows.Len())
+	}
+	checkIndex(t, "after the changes", s2.Rows)
+}
+
+// Rows removed keep the others in order, and the index right.
+func TestRowsRemoveKeepsOrder(t *testing.T) {
+	s := &Rows{at: map[string]int32{}}
+	for i := range 10 {
+		s.upsert(Row{ID: strconv.Itoa(i), Seq: uint64(i)})
+	}
+	s.removeAll(map[string]bool{"0": true, "4": true, "9": true})
+	var got []string
+	s.Each(func(r *Row) { got = append(got, r.ID) })
+	if want := []string{"1", "2", "3", "5", "6", "7", "8"}; !slices.Equal(got, want) {
+		t.Fatalf("after removing 0, 4 and 9: %v, want %v", got, want)
+	}
+	checkIndex(t, "after removing", s)
+}
+
+// Changes applied in place: a changed row replaced where it is, a new one
+// after the others in submission order, a gone one out; the line
+// numbered again when one in it changed.
+func TestRowsApply(t *testing.T) {
+	pos := view.ReasonPosition
+	s := &Rows{at: map[string]int32{}}
+	for i := range 5 {
+		s.upsert(Row{ID: "c" + strconv.Itoa(i), Seq: uint64(i), State: view.Queued, Priority: 1, ReasonCode: pos})
+	}
+	s.numberLine()
+	held := Row{ID: "c1", Seq: 1, State: view.Queued, Priority: 1, Held: true, ReasonCode: view.ReasonHeld, Reason: "held"}
+	added := Row{ID: "c9", Seq: 9, State: view.Queued, Priority: 1, ReasonCode: pos, Pos: 77} // the daemon's number is not kept
+	s.apply([]Row{added, held, {ID: ""}}, map[string]bool{"c3": true})
+	var got []string
+	s.Each(func(r *Row) { got = append(got, r.ID+":"+r.ReasonText()) })
+	want := []string{"c0:position 1 in queue", "c1:held", "c2:position 2 in queue", "c4:position 3 in queue", "c9:position 4 in queue"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("after holding c1, dropping c3 and adding c9:\n got %q\nwant %q", got, want)
+	}
+	checkIndex(t, "after applying", s)
+}
