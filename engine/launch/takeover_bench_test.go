@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -52,6 +53,7 @@ var (
 	takeoverTerms     = flag.Int("takeover.sigterms", 3, "TestTakeoverAtScale's clean stops of the leader")
 	takeoverResult    = flag.String("takeover.result", "", "write TestTakeoverAtScale's summary lines to this file")
 	takeoverLogs      = flag.String("takeover.logs", "", "keep TestTakeoverAtScale's node logs in this directory")
+	takeoverProfile   = flag.String("takeover.cpuprofile", "", "write a CPU profile of each kill's takeover, from the kill to the first start, to this path with the kill's number appended")
 )
 
 func TestTakeoverAtScale(t *testing.T) {
@@ -76,7 +78,9 @@ func TestTakeoverAtScale(t *testing.T) {
 	leader, standby := a, b
 	for i := range *takeoverKills {
 		c.steady(leader)
+		stop := c.profile(i + 1)
 		l, s := c.kill(leader, standby)
+		stop()
 		logf("kill %d of %s: %s → %s leads %v, first start %v", i+1, leader.name, leader.name, standby.name, l.Round(time.Millisecond), s.Round(time.Millisecond))
 		leads, starts = append(leads, l), append(starts, s)
 		leader.start() // back, as the standby
@@ -98,6 +102,25 @@ func TestTakeoverAtScale(t *testing.T) {
 		if err := os.WriteFile(*takeoverResult, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// profile starts the CPU profile of the kill-th takeover, if asked for,
+// and returns its stop.
+func (c *takeoverCluster) profile(kill int) func() {
+	if *takeoverProfile == "" {
+		return func() {}
+	}
+	f, err := os.Create(fmt.Sprintf("%s%d", *takeoverProfile, kill))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		c.t.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
 	}
 }
 
