@@ -37,3 +37,22 @@ func clusterHeader(c *view.Cluster, now time.Time) string {
 	}
 	return b.String()
 }
+
+// takeoverFor is how long the flash line tells of a takeover: longer than
+// a key's flash, as nobody may be looking the moment it happens.
+const takeoverFor = 10 * time.Second
+
+// takeover is the banner for what changed between two reads of the
+// cluster, "" when no takeover shows in them: a leader now whose epoch is
+// higher than before's (another node took the lease, or the same one took
+// it back). A first read (before nil) tells of none.
+func takeover(before, now *view.Cluster) string {
+	if before == nil || now == nil || now.Leader == "" || now.Epoch <= before.Epoch {
+		return ""
+	}
+	was := "none"
+	if before.Leader != "" {
+		was = termsafe.Escape(before.Leader) + " (epoch " + strconv.FormatInt(before.Epoch, 10) + ")"
+	}
+	return "takeover: leader now " + termsafe.Escape(now.Leader) + " (epoch " + strconv.FormatInt(now.Epoch, 10) + "), was " + was
+}

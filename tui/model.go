@@ -298,10 +298,15 @@ func (m *Model) armPoll() tea.Cmd {
 }
 
 func (m *Model) setFlash(s string, isErr bool) tea.Cmd {
+	return m.setFlashFor(s, isErr, flashFor)
+}
+
+// setFlashFor shows s on the flash line for d.
+func (m *Model) setFlashFor(s string, isErr bool, d time.Duration) tea.Cmd {
 	m.flash, m.flashErr = s, isErr
 	m.flashSeq++
 	seq := m.flashSeq
-	return m.tick(flashFor, func(time.Time) tea.Msg { return flashEndMsg{seq: seq} })
+	return m.tick(d, func(time.Time) tea.Msg { return flashEndMsg{seq: seq} })
 }
 
 // scope is where keys are looked up: the screen over the table (help,
@@ -447,6 +452,11 @@ func (m *Model) onSnapshot(msg snapshotMsg) tea.Cmd {
 		m.snapErr = msg.err
 	} else if msg.snap != nil {
 		m.snapErr = nil
+		if m.snap != nil {
+			if b := takeover(m.snap.Cluster, msg.snap.Cluster); b != "" {
+				cmds = append(cmds, m.setFlashFor(b, true, takeoverFor))
+			}
+		}
 		m.snap = msg.snap
 		m.snapRows, m.ctrs, m.snapBuilt = msg.rows, msg.ctrs, msg.built
 		if m.snapRows == nil { // a snapshot not from startFetch

@@ -67,6 +67,9 @@ type Elector struct {
 	// renewal.
 	term                        atomic.Pointer[term]
 	renewals, failures, elected atomic.Uint64
+	// notBefore is when, on the elector's clock, a node that stood aside
+	// may try for the lease again (StandAside).
+	notBefore atomic.Int64
 }
 
 // term is a lease held: its epoch and the send time of its last
@@ -139,6 +142,9 @@ func (e *Elector) Step(ctx context.Context) {
 
 func (e *Elector) acquire(ctx context.Context) {
 	send := e.since()
+	if send < time.Duration(e.notBefore.Load()) {
+		return
+	}
 	// Bounded: an acquire waiting on a lock (a write of a leader stopped
 	// mid-transaction) tries again rather than waits on.
 	actx, cancel := context.WithTimeout(ctx, e.opts.Lease)
@@ -188,6 +194,21 @@ func (e *Elector) renew(ctx context.Context, t *term) {
 func (e *Elector) Resign(epoch int64, why string) {
 	if t := e.term.Load(); t != nil && t.epoch == epoch {
 		e.lose(t, why)
+	}
+}
+
+// StandAside stops leading with epoch, as Resign does, gives the lease row
+// up so that another node takes it at its next try, and tries for it
+// again no sooner than after d: the node won the lease but cannot lead
+// (its engine would not open). Any goroutine.
+func (e *Elector) StandAside(ctx context.Context, epoch int64, why string, d time.Duration) {
+	// Before the term ends: its next acquire already waits.
+	e.notBefore.Store(int64(e.since() + d))
+	e.Resign(epoch, why)
+	rctx, cancel := context.WithTimeout(ctx, e.opts.Lease)
+	defer cancel()
+	if err := e.lease.Release(rctx, epoch); err != nil {
+		e.opts.Log.Warn("ha: release failed; another node takes over once the lease runs out", "node", e.opts.Node, "epoch", epoch, "err", err)
 	}
 }
 

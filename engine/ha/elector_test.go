@@ -223,3 +223,56 @@ func TestResign(t *testing.T) {
 		t.Fatalf("a's try after resigning: Token = %d, %v; want its own lease again at epoch 2", e, ok)
 	}
 }
+
+// TestStandAside: a node that won the lease but cannot lead gives it up:
+// the row is released at once, so another node takes it at its next try;
+// the node itself does not try again until its wait is over on its clock.
+func TestStandAside(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	clk := clock.NewFake(time.Unix(0, 0))
+	a, b := newNode(t, url, "a", ha.MinLease, clk), newNode(t, url, "b", ha.MinLease, nil)
+	a.el.Step(context.Background())
+	if e, ok := a.el.Token(); !ok || e != 1 {
+		t.Fatalf("a's first try: Token = %d, %v; want epoch 1", e, ok)
+	}
+	const wait = 10 * time.Second
+	a.el.StandAside(context.Background(), 1, "its engine would not open", wait)
+	if e, ok := a.el.Token(); ok {
+		t.Fatalf("a still acts with epoch %d after standing aside", e)
+	}
+	if h := a.holder(t); h.Valid {
+		t.Fatalf("lease row after a stood aside: %+v; want released (expired)", h)
+	}
+	clk.Advance(wait - time.Millisecond)
+	a.el.Step(context.Background())
+	if e, ok := a.el.Token(); ok {
+		t.Fatalf("a took the lease back (epoch %d) before its wait was over; lease row %+v", e, a.holder(t))
+	}
+	b.el.Step(context.Background())
+	if e, ok := b.el.Token(); !ok || e != 2 {
+		t.Fatalf("b's first try after a stood aside: Token = %d, %v; want epoch 2; lease row %+v", e, ok, b.holder(t))
+	}
+	// b gives it up in turn; a, its wait over, tries again.
+	b.el.StandAside(context.Background(), 2, "its engine would not open", wait)
+	clk.Advance(time.Millisecond)
+	a.el.Step(context.Background())
+	if e, ok := a.el.Token(); !ok || e != 3 {
+		t.Fatalf("a's try once its wait was over: Token = %d, %v; want epoch 3", e, ok)
+	}
+}
+
+// TestOpenBackoff: the wait after each failure to open in a row doubles
+// from twice the retry, up to OpenBackoffMax.
+func TestOpenBackoff(t *testing.T) {
+	var got []time.Duration
+	for n := 1; n <= 8; n++ {
+		got = append(got, ha.OpenBackoff(time.Second, n))
+	}
+	want := []time.Duration{2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 32 * time.Second, ha.OpenBackoffMax, ha.OpenBackoffMax, ha.OpenBackoffMax}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("OpenBackoff(1s, 1…8) = %v; want %v", got, want)
+	}
+	if d := ha.OpenBackoff(time.Second, 1000); d != ha.OpenBackoffMax {
+		t.Fatalf("OpenBackoff(1s, 1000) = %v; want %v", d, ha.OpenBackoffMax)
+	}
+}

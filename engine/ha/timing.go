@@ -22,3 +22,18 @@ func RenewEvery(lease time.Duration) time.Duration { return lease / 4 }
 // ActFor is how long after the send time of its last successful renewal a
 // leader may act on a lease of length lease.
 func ActFor(lease time.Duration) time.Duration { return lease - Margin }
+
+// OpenBackoffMax bounds how long a node that could not open its engine
+// after winning the lease waits before it tries for the lease again.
+const OpenBackoffMax = time.Minute
+
+// OpenBackoff is that wait after the failures-th such failure in a row:
+// twice the retry, doubling with each, bounded by OpenBackoffMax. Another
+// node that can open its engine takes the lease meanwhile.
+func OpenBackoff(retry time.Duration, failures int) time.Duration {
+	d := 2 * retry
+	for i := 1; i < failures && d < OpenBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, OpenBackoffMax)
+}

@@ -36,6 +36,9 @@ type haNode struct {
 	wake  chan struct{} // a change is waiting
 
 	term *termRun // run's: the engine of the term led now; nil standing by
+	// openFailures is run's: the terms in a row whose engine would not
+	// open, which the wait before the next try grows with.
+	openFailures int
 }
 
 // termRun is the engine of one term, running.
@@ -125,10 +128,16 @@ func (n *haNode) lead(ctx context.Context, c ha.Change) {
 	lt.fenced = func(err error) { n.fenced(lt.epoch, err) }
 	r, err := build(n.opts, lt)
 	if err != nil {
-		n.log.Error("ha: cannot open the engine for this term; giving the lease up", "node", n.node, "epoch", c.Epoch, "err", err)
-		n.el.Resign(c.Epoch, "this node could not open its engine: "+err.Error())
+		// The lease is given up, not kept while retrying at once: a node
+		// that can open its engine leads meanwhile.
+		n.openFailures++
+		wait := ha.OpenBackoff(n.opts.Config.HA.LeaseRetry, n.openFailures)
+		n.log.Error("ha: cannot open the engine for this term; giving the lease up", "node", n.node, "epoch", c.Epoch,
+			"err", err, "failures_in_a_row", n.openFailures, "next_try_in", wait)
+		n.el.StandAside(ctx, c.Epoch, "this node could not open its engine: "+err.Error(), wait)
 		return
 	}
+	n.openFailures = 0
 	expired := "it was free (the store's first leader)"
 	switch {
 	case c.ExpiredFor < 0:

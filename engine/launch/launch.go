@@ -32,6 +32,10 @@ type Options struct {
 	RunnerBinary string
 	// Timeouts of the API server; nil = DefaultTimeouts.
 	Timeouts *Timeouts
+	// driver, when set, is the cloud of every engine built, in place of
+	// the one cfg names: the takeover benchmark's nodes share one fake
+	// cloud in one process, as a cluster's nodes share the real one.
+	driver *Driver
 }
 
 // Running is an Engine together with the driver it owns and its metrics.
@@ -114,7 +118,10 @@ func build(opts Options, lt *leaderTerm) (*Running, error) {
 		return nil, err
 	}
 	ci.Log(log)
-	drv, err := NewDriver(cfg, ci, hash, log)
+	drv := opts.driver
+	if drv == nil {
+		drv, err = NewDriver(cfg, ci, hash, log)
+	}
 	if err != nil {
 		st.Close()
 		return nil, err

@@ -251,3 +251,36 @@ func TestStoppedWriterHoldsNoTakeover(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowLoadOutlastsTheIdleTimeout: a leader's start-up load reads
+// every record in one read-only transaction and decodes each as it comes;
+// the server, done sending, sees the session idle in that transaction
+// while the decode goes on (100,000 records on a loaded machine: many
+// seconds). The idle timeout that keeps a stopped writer from holding the
+// lease row must not end the load: it holds no lock a takeover waits on.
+func TestSlowLoadOutlastsTheIdleTimeout(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	const idle = 200 * time.Millisecond
+	s, err := Open(Options{URL: url, Timeout: 30 * time.Second, IdleInTransaction: idle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for seq := uint64(1); seq <= 3; seq++ {
+		if err := s.Flush(fencedBatch(seq)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var recs []uint64
+	_, err = s.Load(100, func(body []byte) (uint64, string, error) {
+		var seq uint64
+		_, err := fmt.Sscanf(string(body), `{"seq":%d}`, &seq)
+		recs = append(recs, seq)
+		// A decode slower than the idle timeout, as on a loaded machine.
+		time.Sleep(3 * idle)
+		return seq, "", err
+	}, func(uint64, []byte) error { return nil })
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("a load slower than the idle timeout: %v, records %v; want all 3 loaded", err, recs)
+	}
+}

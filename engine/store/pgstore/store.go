@@ -81,6 +81,13 @@ func (s *Store) Load(recentEvents int, rec func(body []byte) (uint64, string, er
 	ctx, cancel := s.ctx()
 	defer cancel()
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+		// The rows are decoded as they come, and the server, done sending,
+		// sees the session idle in this transaction meanwhile: the idle
+		// timeout (Options.IdleInTransaction) is for writers, whose locks a
+		// takeover waits on; a read holds none, so it is off here.
+		if _, err := tx.Exec(ctx, `SET LOCAL idle_in_transaction_session_timeout = 0`); err != nil {
+			return err
+		}
 		rows, err := tx.Query(ctx, `SELECT seq, body FROM containers`)
 		if err != nil {
 			return err
