@@ -6,7 +6,6 @@ import (
 	"cmp"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -152,10 +151,7 @@ func Open(opts Options) (*Queue, error) {
 func (q *Queue) load() error {
 	rec := func(v []byte) (uint64, string, error) {
 		c := &Container{}
-		if err := json.Unmarshal(v, c); err != nil {
-			return 0, "", err
-		}
-		if err := c.upgrade(v); err != nil {
+		if err := decodeContainer(v, c); err != nil {
 			return 0, "", err
 		}
 		c.setHints()
