@@ -51,6 +51,10 @@ type Options struct {
 	// Parts are other records kept in the store and written in its
 	// flushes (parts.go).
 	Parts []Part
+	// StoreRetry is how long a pass's flush waits before trying the store
+	// again after a failed write, doubled at each failure in a row up to
+	// MaxStoreRetry (storehealth.go); 0 tries at every pass.
+	StoreRetry time.Duration
 }
 
 // Queue is the container index over a store. One mutex (mu) guards every
