@@ -141,6 +141,9 @@ func build(opts Options, st store.Store) (*Engine, error) {
 		DefaultPreemptible: opts.Config.Containers.AlwaysUsePreemptible,
 		KeepFinished:       opts.Config.Containers.KeepFinished,
 		Parts:              []queue.Part{ledger, behaviors},
+		// A store that cannot write is tried again a pass later, then
+		// less and less often (docs/design.md §10.1).
+		StoreRetry: opts.PassInterval,
 	})
 	if err != nil {
 		return nil, err // Open closed st

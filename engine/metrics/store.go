@@ -23,7 +23,7 @@ func newStoreCollector(m *Metrics) *storeCollector {
 	return &storeCollector{
 		m: m,
 		unavailable: prometheus.NewDesc(name("store_unavailable"),
-			"1 while the store cannot write containers' records and events (a full disk: the changes are kept in memory and retried at every pass), else 0.", nil, nil),
+			"1 while the store cannot write containers' records and events (a full disk: the changes are kept in memory and retried with a growing back-off), else 0.", nil, nil),
 		failures: prometheus.NewDesc(name("store_write_failures_total"),
 			"Writes of containers' records and events to the store that failed (output writes count in logs_store_failures_total).", nil, nil),
 		errors: prometheus.NewDesc(name("store_errors_total"),

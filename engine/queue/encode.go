@@ -596,14 +596,3 @@ func decodeEvent(seq uint64, j []byte) (Event, error) {
 	}
 	return e, nil
 }
-
-// RecordKey reads the Seq and id of a stored record (tools that read a
-// store without a queue: store copy).
-func RecordKey(body []byte) (uint64, string, error) {
-	var k struct {
-		ID  string `json:"id"`
-		Seq uint64 `json:"seq"`
-	}
-	err := json.Unmarshal(body, &k)
-	return k.Seq, k.ID, err
-}

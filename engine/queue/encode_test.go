@@ -364,6 +364,22 @@ var edgeDurations = []time.Duration{
 }
 
 func TestAppendMatchesMarshalEdges(t *testing.T) {
+	cs := edgeContainers()
+	for i := range cs {
+		checkContainer(t, &cs[i])
+	}
+	for _, s := range edgeStrings {
+		checkEvent(t, &Event{Actor: s, Kind: s, Target: s, Action: s, Reason: s})
+	}
+	for _, tm := range edgeTimes() {
+		checkEvent(t, &Event{Seq: 1, Time: tm})
+	}
+}
+
+// edgeContainers are records with each field at the edges of what it
+// holds: edgeStrings, edgeTimes, edgeDurations, extreme numbers, nil,
+// empty and large maps and slices.
+func edgeContainers() []Container {
 	var cs []Container
 	for _, s := range edgeStrings {
 		cs = append(cs,
@@ -416,15 +432,7 @@ func TestAppendMatchesMarshalEdges(t *testing.T) {
 		},
 		Container{ContainerTail: view.ContainerTail{HealthCheck: &HealthCheck{Command: []string{"<&>", "\u2028"}}, Health: &runner.Health{State: "x"}}},
 	)
-	for i := range cs {
-		checkContainer(t, &cs[i])
-	}
-	for _, s := range edgeStrings {
-		checkEvent(t, &Event{Actor: s, Kind: s, Target: s, Action: s, Reason: s})
-	}
-	for _, tm := range edgeTimes() {
-		checkEvent(t, &Event{Seq: 1, Time: tm})
-	}
+	return cs
 }
 
 // randomRecords makes records of every kind from rng: strings of bytes

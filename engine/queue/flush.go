@@ -32,6 +32,11 @@ func (q *Queue) flush(pass bool) error {
 		q.mu.Unlock()
 		return nil
 	}
+	if pass && q.retryLaterLocked() {
+		q.mu.Unlock()
+		q.unwriteParts(parts)
+		return ErrStoreRetryLater
+	}
 	b := &q.flushBatch
 	b.Reset()
 	b.Pass, b.Records = pass, nrec

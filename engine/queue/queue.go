@@ -6,7 +6,6 @@ import (
 	"cmp"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -52,6 +51,10 @@ type Options struct {
 	// Parts are other records kept in the store and written in its
 	// flushes (parts.go).
 	Parts []Part
+	// StoreRetry is how long a pass's flush waits before trying the store
+	// again after a failed write, doubled at each failure in a row up to
+	// MaxStoreRetry (storehealth.go); 0 tries at every pass.
+	StoreRetry time.Duration
 }
 
 // Queue is the container index over a store. One mutex (mu) guards every
@@ -152,10 +155,7 @@ func Open(opts Options) (*Queue, error) {
 func (q *Queue) load() error {
 	rec := func(v []byte) (uint64, string, error) {
 		c := &Container{}
-		if err := json.Unmarshal(v, c); err != nil {
-			return 0, "", err
-		}
-		if err := c.upgrade(v); err != nil {
+		if err := decodeContainer(v, c); err != nil {
 			return 0, "", err
 		}
 		c.setHints()

@@ -4,6 +4,7 @@
 package queue
 
 import (
+	"errors"
 	"maps"
 	"slices"
 	"time"
@@ -13,9 +14,10 @@ import (
 )
 
 // StoreHealth says whether the store can write. While it cannot (a full
-// disk, a read-only remount), the queue keeps its changes in memory and
-// every flush retries them; nothing is lost unless the dispatcher stops
-// before a write gets through.
+// disk, a read-only remount, a database server down), the queue keeps its
+// changes in memory and retries them: a pass's flush with a growing
+// back-off (retryGap), any other flush (a verb's) at once; nothing is lost
+// unless the dispatcher stops before a write gets through.
 type StoreHealth struct {
 	// UnavailableSince is when the current run of failed writes began;
 	// zero while writes succeed.
@@ -78,6 +80,38 @@ type storeHealth struct {
 	failures uint64
 	byKind   map[view.StoreErrorKind]uint64
 	flushes  FlushHistogram
+	// tries counts the failed writes since since; a pass's flush does not
+	// try the store again before retryAt (zero: at once).
+	tries   int
+	retryAt time.Time
+}
+
+// MaxStoreRetry caps the wait between a pass's attempts to write while the
+// store cannot: a pass may run twenty times a second, and a server that is
+// down gains nothing from being asked that often, but once it is back the
+// queue's changes should not wait long.
+const MaxStoreRetry = 30 * time.Second
+
+// retryGap is how long a pass waits after the tries-th failed write in a
+// row: Options.StoreRetry, doubled at each failure, at most MaxStoreRetry.
+func retryGap(first time.Duration, tries int) time.Duration {
+	d := first
+	for i := 1; i < tries && d < MaxStoreRetry; i++ {
+		d *= 2
+	}
+	return min(d, MaxStoreRetry)
+}
+
+// ErrStoreRetryLater is a pass's flush not tried because the store failed
+// the last write and its back-off has not run out (StoreHealth says since
+// when); what it would have written stays in memory for a later flush.
+var ErrStoreRetryLater = errors.New("write store: the store cannot write; retried later with a growing back-off")
+
+// retryLaterLocked reports whether a pass's flush must wait for the
+// back-off.
+func (q *Queue) retryLaterLocked() bool {
+	h := &q.health
+	return !h.retryAt.IsZero() && q.clock.Now().Before(h.retryAt)
 }
 
 // StoreHealth returns whether the store can write.
@@ -111,12 +145,18 @@ func (q *Queue) writeFailedLocked(err error) {
 	}
 	h.byKind[store.KindOf(err)]++
 	h.err = err
+	now := q.clock.Now()
+	h.tries++
+	if first := q.opts.StoreRetry; first > 0 {
+		h.retryAt = now.Add(retryGap(first, h.tries))
+	}
 	if !h.since.IsZero() {
 		return
 	}
-	h.since = q.clock.Now().UTC()
+	h.since = now.UTC()
 	q.addEventLocked(h.since, "store", StoreEventKind, "store", StoreEventUnavailable,
-		"cannot write: "+err.Error()+"; changes are kept in memory and retried at every pass")
+		"cannot write: "+err.Error()+"; changes are kept in memory and retried, less often the longer it lasts (at most every "+
+			MaxStoreRetry.String()+")")
 	q.notifyLocked()
 }
 
@@ -124,6 +164,7 @@ func (q *Queue) writeFailedLocked(err error) {
 // disk, so a run of failures is over, said with one event.
 func (q *Queue) wroteLocked() {
 	h := &q.health
+	h.tries, h.retryAt = 0, time.Time{}
 	if h.since.IsZero() {
 		return
 	}

@@ -172,9 +172,21 @@ func (c Contents) Digest() [32]byte {
 func (c Contents) Batch() *Batch {
 	var b Batch
 	seqs := make([]uint64, 0, len(c.Records))
-	for seq := range c.Records {
+	size, evSize := 0, 0
+	for seq, rec := range c.Records {
 		seqs = append(seqs, seq)
+		size += EntryHeader + len(rec)
 	}
+	for _, e := range c.Events {
+		evSize += len(e.Body) + 1
+	}
+	// Sized once: a store's worth of records grown by doubling was a
+	// fifth of a copy's CPU.
+	b.Reset()
+	b.recs = slices.Grow(b.recs, size)
+	b.evs = slices.Grow(b.evs, evSize)
+	b.evSeqs = slices.Grow(b.evSeqs, len(c.Events))
+	b.evEnds = slices.Grow(b.evEnds, len(c.Events))
 	slices.Sort(seqs)
 	for _, seq := range seqs {
 		b.EndRecord(append(b.BeginRecord(seq), c.Records[seq]...))
