@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,6 +16,7 @@ import (
 
 	"dispatch-tui/engine/enginetest/pgtest"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/runner"
 )
 
 // Faults between the daemon nodes, PostgreSQL and the hosts, made by the
@@ -112,6 +115,20 @@ func TestHALeaderCutFromStoreStops(t *testing.T) {
 		}
 		return true
 	})
+	// A start a still sent now, with its epoch, is refused by the runner
+	// (its own exit code, naming both epochs) and starts nothing: the
+	// deployed runner, run on each host as the driver runs it.
+	for i, dir := range he.hostDirs {
+		cmd := exec.Command(filepath.Join(dir, he.runner), "runner", "start", "c-of-the-deposed", "--epoch", strconv.FormatInt(epoch, 10))
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), RunnerDirEnv+"="+filepath.Join(dir, RunnerDir))
+		cmd.Stdin = strings.NewReader("{}")
+		out, err := cmd.CombinedOutput()
+		want := fmt.Sprintf("epoch %d is lower than epoch %d", epoch, he.epochSeen(i))
+		if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != runner.CodeFenced || !strings.Contains(string(out), want) {
+			t.Errorf("host %d's runner took a start at %s's epoch %d: %v: %s (want exit %d saying %q)", i, a.name, epoch, err, out, runner.CodeFenced, want)
+		}
+	}
 	he.finish(names)
 	// a's last renewal was sent before the cut: its lease ran out on its
 	// clock by cut + lease at the latest, and nothing of it reached a host

@@ -39,6 +39,7 @@ type haEnv struct {
 	pgProxy  []*faultproxy.Proxy // by node
 	hostVia  []*faultproxy.Proxy // by host
 	hostDirs []string            // each host's work dir
+	runner   string              // the runner's path in a host's work dir
 }
 
 // phase logs how far into the test a step was reached.
@@ -107,7 +108,7 @@ func newHAEnvOn(t *testing.T, nodes, hosts int, srv *pgtest.Server) *haEnv {
 	env := newSSHDEnv(t, hosts)
 	bin, _, hash := dispatchBinary(t)
 	cfg, hs := env.engineConfig(t)
-	he := &haEnv{t: t, bin: bin, markers: filepath.Join(env.dir, "markers"), began: time.Now(), pg: srv}
+	he := &haEnv{t: t, bin: bin, markers: filepath.Join(env.dir, "markers"), began: time.Now(), pg: srv, runner: cfg.Cloud.RunnerPath + "~" + hash}
 	if err := os.Mkdir(he.markers, 0o755); err != nil {
 		t.Fatal(err)
 	}
