@@ -262,9 +262,16 @@ func roll(r *rand.Rand, p float64) bool {
 	return r.Float64() < p
 }
 
-// rateLimit must be called with d.mu held at the start of every cloud call.
-// It returns a *cloud.RateLimitError if a rate-limit period is in force or
-// one starts now.
+// startCallLocked starts a cloud call, with d.mu held: it counts the call
+// in *calls and returns the clock's time, or a *cloud.RateLimitError if a
+// rate-limit period is in force or one starts now.
+func (d *Driver) startCallLocked(calls *int) (time.Time, error) {
+	now := d.clock.Now()
+	*calls++
+	return now, d.rateLimit(now)
+}
+
+// rateLimit is startCallLocked's check.
 func (d *Driver) rateLimit(now time.Time) error {
 	if now.Before(d.faults.RateLimitedUntil) {
 		d.stats.RateLimited++
@@ -308,9 +315,8 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	now := d.clock.Now()
-	d.stats.Creates++
-	if err := d.rateLimit(now); err != nil {
+	now, err := d.startCallLocked(&d.stats.Creates)
+	if err != nil {
 		return nil, err
 	}
 	pt := it.ProviderType
@@ -374,9 +380,8 @@ func (d *Driver) Instances(ctx context.Context, filter cloud.Tags) ([]cloud.Inst
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	now := d.clock.Now()
-	d.stats.Lists++
-	if err := d.rateLimit(now); err != nil {
+	now, err := d.startCallLocked(&d.stats.Lists)
+	if err != nil {
 		return nil, err
 	}
 	var out []cloud.Instance
@@ -454,9 +459,8 @@ func (i *instance) SetTags(ctx context.Context, tags cloud.Tags) error {
 	d := i.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	now := d.clock.Now()
-	d.stats.SetTags++
-	if err := d.rateLimit(now); err != nil {
+	_, err := d.startCallLocked(&d.stats.SetTags)
+	if err != nil {
 		return err
 	}
 	s := d.instances[i.id]
@@ -477,9 +481,8 @@ func (i *instance) Destroy(ctx context.Context) error {
 	d := i.d
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	now := d.clock.Now()
-	d.stats.Destroys++
-	if err := d.rateLimit(now); err != nil {
+	_, err := d.startCallLocked(&d.stats.Destroys)
+	if err != nil {
 		return err
 	}
 	s := d.instances[i.id]

@@ -243,16 +243,21 @@ func (c *Client) Types(ctx context.Context) ([]view.TypeSummary, error) {
 // Events returns up to limit events after sequence number since (limit 0 =
 // the server's default, 1000).
 func (c *Client) Events(ctx context.Context, since uint64, limit int) ([]view.Event, error) {
-	v := url.Values{}
+	var body listBody[view.Event]
+	err := c.do(ctx, http.MethodGet, "/v1/events", eventsParams(url.Values{}, since, limit), nil, &body)
+	return body.Items, err
+}
+
+// eventsParams adds since and limit to v, each unless 0 (no bound, the
+// server's default), and returns v.
+func eventsParams(v url.Values, since uint64, limit int) url.Values {
 	if since > 0 {
 		v.Set("since", strconv.FormatUint(since, 10))
 	}
 	if limit > 0 {
 		v.Set("limit", strconv.Itoa(limit))
 	}
-	var body listBody[view.Event]
-	err := c.do(ctx, http.MethodGet, "/v1/events", v, nil, &body)
-	return body.Items, err
+	return v
 }
 
 // EventPage is one page of GET /v1/events?order=newest.
@@ -265,15 +270,9 @@ type EventPage struct {
 // EventsNewest returns up to limit (0 = the server's default, 1000) of the
 // newest events with since < seq < before (before 0 = no bound).
 func (c *Client) EventsNewest(ctx context.Context, since, before uint64, limit int) (EventPage, error) {
-	v := url.Values{"order": {"newest"}}
-	if since > 0 {
-		v.Set("since", strconv.FormatUint(since, 10))
-	}
+	v := eventsParams(url.Values{"order": {"newest"}}, since, limit)
 	if before > 0 {
 		v.Set("before", strconv.FormatUint(before, 10))
-	}
-	if limit > 0 {
-		v.Set("limit", strconv.Itoa(limit))
 	}
 	var body listBody[view.Event]
 	err := c.do(ctx, http.MethodGet, "/v1/events", v, nil, &body)

@@ -282,21 +282,8 @@ func (sc *scanner) value(segs []seg) {
 	case c == '\'':
 		sc.literalString()
 	case c == '[':
-		sc.i++
-		for n := 0; ; {
-			sc.skipSpace()
-			if sc.eof() {
-				return
-			}
-			switch sc.peek() {
-			case ']':
-				sc.i++
-				return
-			case ',':
-				sc.i++
-				continue
-			}
-			start := sc.i
+		n := 0
+		sc.items(']', func() {
 			elem := append([]seg(nil), segs...)
 			elem[len(elem)-1].idx = n
 			if segs[len(segs)-1].idx >= 0 {
@@ -306,33 +293,38 @@ func (sc *scanner) value(segs []seg) {
 			}
 			sc.value(elem)
 			n++
-			if sc.i == start {
-				sc.i++
-			}
-		}
+		})
 	case c == '{':
-		sc.i++
-		for {
-			sc.skipSpace()
-			if sc.eof() {
-				return
-			}
-			switch sc.peek() {
-			case '}':
-				sc.i++
-				return
-			case ',':
-				sc.i++
-				continue
-			}
-			start := sc.i
-			sc.keyValue(segs)
-			if sc.i == start {
-				sc.i++
-			}
-		}
+		sc.items('}', func() { sc.keyValue(segs) })
 	default:
 		sc.scalar()
+	}
+}
+
+// items scans the comma-separated items of an array or inline table, sc.i
+// at its opening bracket, to its closing one (or the end of the file),
+// calling item at the start of each; an item that scans nothing is
+// stepped over, so a malformed one cannot stop the scan.
+func (sc *scanner) items(closing byte, item func()) {
+	sc.i++
+	for {
+		sc.skipSpace()
+		if sc.eof() {
+			return
+		}
+		switch sc.peek() {
+		case closing:
+			sc.i++
+			return
+		case ',':
+			sc.i++
+			continue
+		}
+		start := sc.i
+		item()
+		if sc.i == start {
+			sc.i++
+		}
 	}
 }
 

@@ -1,5 +1,5 @@
 // The change log: which containers changed or left since a generation, so a
-// reader (an attached console) fetches only those (docs/design.md §7.4).
+// reader (an attached console) fetches only those (docs/design.md §7.2, §9.1).
 
 package queue
 
@@ -14,9 +14,10 @@ import (
 // Every change a reader of a container could see — its record, its pending
 // reason other than the number of a position, a submit — gives the queue a
 // new generation (q.gen) and appends (generation, container) to q.changes,
-// which is therefore in generation order. A container changed twice is in
-// the log twice until the log is compacted (each container's last entry
-// kept), so the log holds at most about two entries per container.
+// which is therefore in generation order. A container changed twice (not
+// in a row) is in the log twice until the log is compacted (each live
+// container's last entry kept), so the log holds at most about two entries
+// per container.
 //
 // A dropped container (keep_finished) leaves a tombstone (generation, id)
 // in q.tombs; only the newest Options.Tombstones are kept, and a reader whose
@@ -54,35 +55,55 @@ var ErrReload = view.NewError(view.KindGone, "changes since that generation are 
 // changedLocked records that c changed in a way readers see.
 func (q *Queue) changedLocked(c *Container) {
 	q.gen++
-	q.changes = append(q.changes, change{q.gen, c})
 	q.logged = q.gen
+	// A container changed twice in a row (a start locks then runs it) is
+	// logged once, at its newest generation: the log stays in generation
+	// order and a reader since either generation still reads it.
+	if n := len(q.changes); n > 0 && q.changes[n-1].c == c {
+		q.changes[n-1].gen = q.gen
+		return
+	}
+	q.changes = append(q.changes, change{q.gen, c})
 	if len(q.changes) > 2*len(q.byID)+4096 {
 		q.compactChangesLocked()
 	}
 }
 
-// compactChangesLocked keeps each live container's last entry only.
+// compactChangesLocked keeps each live container's last entry only, in
+// place: it runs inside a pass, under the queue's lock, so it allocates
+// nothing and marks the records it has kept (hintLogged) rather than
+// building a set of them; a dropped one is known by its hintDropped.
 func (q *Queue) compactChangesLocked() {
-	seen := make(map[*Container]struct{}, len(q.byID))
-	keep := q.changes[:0:0]
-	for i := len(q.changes) - 1; i >= 0; i-- {
-		ch := q.changes[i]
-		if _, ok := seen[ch.c]; ok || q.byID[ch.c.ID] != ch.c {
+	log := q.changes
+	// Newest first, kept entries written from the end backwards: the
+	// write index never falls below the read index.
+	w := len(log)
+	for i := len(log) - 1; i >= 0; i-- {
+		c := log[i].c
+		if c.hints&(hintLogged|hintDropped) != 0 {
 			continue
 		}
-		seen[ch.c] = struct{}{}
-		keep = append(keep, ch)
+		c.hints |= hintLogged
+		w--
+		log[w] = log[i]
 	}
-	slices.Reverse(keep)
-	q.changes = keep
+	n := copy(log, log[w:])
+	for _, ch := range log[:n] {
+		ch.c.hints &^= hintLogged
+	}
+	clear(log[n:]) // no pointers to dropped records left in the spare capacity
+	q.changes = log[:n]
 }
 
-// droppedLocked records tombstones for containers that left byID.
+// droppedLocked records tombstones for containers that left byID, and
+// marks them dropped (hintDropped) for the log's readers: their entries
+// stay in the log until it is compacted (undropLocked clears the mark).
 func (q *Queue) droppedLocked(cs []*Container) {
 	q.gen++
 	q.logged = q.gen
 	for _, c := range cs {
 		q.tombs = append(q.tombs, tombstone{q.gen, c.ID})
+		c.hints |= hintDropped
 	}
 	if over := len(q.tombs) - q.opts.Tombstones; over > 0 {
 		// Forget the oldest half at once, not one per drop.
@@ -133,7 +154,7 @@ func (q *Queue) ChangesSince(since uint64, limit int) (Changes, error) {
 	page := make([]*Container, 0, min(limit, len(q.changes)-i))
 	for _, ch := range q.changes[i:] {
 		_, shown := seen[ch.c]
-		if !shown && q.byID[ch.c.ID] == ch.c { // not dropped since (a tombstone says so)
+		if !shown && ch.c.hints&hintDropped == 0 { // not dropped since (a tombstone says so)
 			if len(page) == limit {
 				out.More = true
 				break

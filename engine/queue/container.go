@@ -122,17 +122,25 @@ type Container struct {
 // schedHints says, in the record's first cache line, which scheduling
 // fields a pass must read: most containers have neither, and a pass over
 // 100,000 of them should not load the line Scheduling is on to find out.
+// Its spare bits are the change log's marks (changes.go): the record has
+// no room for another field.
 type schedHints uint8
 
 const (
 	hintConstraints schedHints = 1 << iota
 	hintSupervisor
+	// hintDropped: the record left byID (keep_finished); its entries in
+	// the change log are dead.
+	hintDropped
+	// hintLogged: set only during a compaction of the change log, on the
+	// records whose newest entry it has kept.
+	hintLogged
 )
 
 // setHints derives hints from Scheduling, which does not change after
-// submission.
+// submission; it leaves the change log's marks alone.
 func (c *Container) setHints() {
-	c.hints = 0
+	c.hints &= hintDropped | hintLogged
 	if len(c.Scheduling.Constraints) > 0 {
 		c.hints |= hintConstraints
 	}

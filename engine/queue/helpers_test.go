@@ -30,6 +30,8 @@ type env struct {
 	store *boltstore.Store // q's
 	// writes counts the flushes that wrote records (counting).
 	writes atomic.Int64
+	// wrap, if set, wraps the store of every later open.
+	wrap func(store.Store) store.Store
 }
 
 // envOptions are a queue's options and its store's.
@@ -74,6 +76,9 @@ func (e *env) open() *Queue {
 	}
 	opts := e.opts
 	opts.Store = counting{Store: s, writes: &e.writes}
+	if e.wrap != nil {
+		opts.Store = e.wrap(opts.Store)
+	}
 	q, err := Open(opts)
 	if err != nil {
 		e.tb.Fatalf("open %s: %v", e.sopts.Path, err)

@@ -702,6 +702,7 @@ func (q *Queue) undropLocked(drop []*Container) {
 	}
 	for _, c := range drop {
 		q.byID[c.ID] = c
+		c.hints &^= hintDropped
 		q.countLocked(c)
 		q.changedLocked(c) // back, after its tombstone
 	}

@@ -14,25 +14,19 @@ import (
 // sums saturate instead, so a huge size stays huge and fits nothing.
 
 // addSize returns a+b, or the int64 nearest to it when that overflows.
-func addSize(a, b int64) int64 {
-	s := a + b
-	switch {
-	case b > 0 && s < a:
-		return math.MaxInt64
-	case b < 0 && s > a:
-		return math.MinInt64
-	}
-	return s
-}
+func addSize(a, b int64) int64 { return addSaturating(a, b, math.MinInt64, math.MaxInt64) }
 
 // addCount returns a+b, or the int nearest to it when that overflows.
-func addCount(a, b int) int {
+func addCount(a, b int) int { return addSaturating(a, b, math.MinInt, math.MaxInt) }
+
+// addSaturating returns a+b, or lo or hi (T's bounds) when that overflows.
+func addSaturating[T int | int64](a, b, lo, hi T) T {
 	s := a + b
 	switch {
 	case b > 0 && s < a:
-		return math.MaxInt
+		return hi
 	case b < 0 && s > a:
-		return math.MinInt
+		return lo
 	}
 	return s
 }
