@@ -88,9 +88,9 @@ bench-million:
 	$(GO) test -run='^$$' -bench='BenchmarkConsoleKeys/containers=1000000/' -benchmem -benchtime=10x -count=1 -timeout=20m ./tui/
 	$(GO) test -run='^$$' -bench='BenchmarkRemoteRefresh/containers=1000000/' -benchmem -benchtime=2x -count=1 -timeout=20m ./tui/backend/
 
-# The chaos soak at full size (2,000 containers; make test runs 1,000) with
+# The chaos soak at full size (2,000 containers; make test runs 500) with
 # 16 fault and workload seeds (make test runs one), and once with the queue
-# in PostgreSQL, then the kill -9 soak at full size. Each seed must have
+# in PostgreSQL, then the kill -9 soak at full size (500; make test 150). Each seed must have
 # every container final within -soak.steps simulated seconds; a hang is
 # caught by -timeout, never by a wall-clock budget that a loaded machine
 # misses.

@@ -19,6 +19,7 @@ import (
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/launch"
 	"dispatch-tui/engine/runner"
 )
@@ -142,7 +143,7 @@ func TestEveryStepHolds(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig(t, tc.driver)
-			opts := Options{Poll: 10 * time.Millisecond, Timeout: time.Minute}
+			opts := Options{Poll: 10 * time.Millisecond, Timeout: wait.Budget(time.Minute)}
 			var ct *fake.Driver
 			if tc.injected {
 				ct, opts.Driver = fakeDriver(fake.Options{BootDelay: 50 * time.Millisecond})
@@ -244,7 +245,7 @@ func TestFailingStep(t *testing.T) {
 			}
 			var out bytes.Buffer
 			err := Run(context.Background(), cfg, Options{
-				Driver: drv, RunnerBinary: fakeRunner(t), Poll: 10 * time.Millisecond, Timeout: time.Minute, Steps: tc.steps,
+				Driver: drv, RunnerBinary: fakeRunner(t), Poll: 10 * time.Millisecond, Timeout: wait.Budget(time.Minute), Steps: tc.steps,
 			}, &out)
 			var se *StepError
 			if !errors.As(err, &se) || se.Step != tc.step {
@@ -362,7 +363,7 @@ func TestWrongSecretOnInstance(t *testing.T) {
 	bin := realRunner(t)
 	var out bytes.Buffer
 	err := Run(context.Background(), cfg, Options{
-		RunnerBinary: bin, Poll: 10 * time.Millisecond, Timeout: time.Minute,
+		RunnerBinary: bin, Poll: 10 * time.Millisecond, Timeout: wait.Budget(time.Minute),
 		BeforeStep: func(step string, inst cloud.Instance) {
 			if step != StepSSH {
 				return
@@ -398,7 +399,7 @@ func TestDriverIgnoringSecretFails(t *testing.T) {
 		return inner(&retagged{Instance: inst, tags: tags})
 	}
 	var out bytes.Buffer
-	err := Run(context.Background(), cfg, Options{Driver: drv, RunnerBinary: bin, Poll: 10 * time.Millisecond, Timeout: time.Minute}, &out)
+	err := Run(context.Background(), cfg, Options{Driver: drv, RunnerBinary: bin, Poll: 10 * time.Millisecond, Timeout: wait.Budget(time.Minute)}, &out)
 	var se *StepError
 	if !errors.As(err, &se) || se.Step != StepSecret {
 		t.Fatalf("Run: %v, want a StepError of step secret\n%s", err, &out)

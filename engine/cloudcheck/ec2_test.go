@@ -14,6 +14,7 @@ import (
 
 	"dispatch-tui/cloud/ec2/ec2test"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest/wait"
 )
 
 // ec2Config writes a config for the ec2 driver on srv, with two types.
@@ -57,7 +58,7 @@ func TestEveryStepHoldsOnEC2(t *testing.T) {
 	srv.SetEnv(t)
 	_, cfg := ec2Config(t, srv)
 	var out bytes.Buffer
-	err := Run(context.Background(), cfg, Options{RunnerBinary: realRunner(t), Poll: 10 * time.Millisecond, Timeout: 2 * time.Minute}, &out)
+	err := Run(context.Background(), cfg, Options{RunnerBinary: realRunner(t), Poll: 10 * time.Millisecond, Timeout: wait.Budget(2 * time.Minute)}, &out)
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, &out)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"dispatch-tui/cloud/sshserver"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/runner/agent"
 )
 
@@ -143,7 +144,7 @@ func TestEveryStepHoldsOnScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	err = Run(context.Background(), cfg, Options{RunnerBinary: realRunner(t), Poll: 10 * time.Millisecond, Timeout: 2 * time.Minute}, &out)
+	err = Run(context.Background(), cfg, Options{RunnerBinary: realRunner(t), Poll: 10 * time.Millisecond, Timeout: wait.Budget(2 * time.Minute)}, &out)
 	if err != nil {
 		t.Fatalf("Run: %v\n%s", err, &out)
 	}

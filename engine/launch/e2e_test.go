@@ -495,14 +495,17 @@ func TestDaemonStopsCleanlyOnSignalsLeavingContainersRunning(t *testing.T) {
 			// A port of its own: never the default one another daemon may hold.
 			cfgPath := writeDaemonConfig(t, state, daemonSettings{listen: fmt.Sprintf("127.0.0.1:%d", freePort(t))})
 			daemon := exec.Command(binary, "--daemon", "--config", cfgPath)
-			var logs strings.Builder
+			var logs enginetest.Buffer
 			daemon.Stderr = &logs
 			if err := daemon.Start(); err != nil {
 				t.Fatal(err)
 			}
 			// Stop it while it is busy re-adopting (not waiting for a state:
-			// the stop must be clean whatever it is doing).
-			time.Sleep(time.Second)
+			// the stop must be clean whatever it is doing), once it has
+			// logged: its signal handler comes first, and a signal before
+			// it (a fixed second was not enough at a load of 27) kills the
+			// process as the default action does, which no user meets.
+			wait.Until(t, "the daemon's first log line", time.Minute, func() bool { return logs.String() != "" })
 			sent := time.Now()
 			if err := daemon.Process.Signal(sig); err != nil {
 				t.Fatal(err)

@@ -419,7 +419,9 @@ var behaviours = []struct {
 		if err := st.Submit(&sub); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.PutOutputs([]string{"c-0", "c-1", "c-gone"}, [][]byte{{0, 1, 0xff}, {}, []byte("no record")}); err != nil {
+		// c-2's is nil: a container that printed nothing (the queue hands
+		// its output over as nil).
+		if err := st.PutOutputs([]string{"c-0", "c-1", "c-2", "c-gone"}, [][]byte{{0, 1, 0xff}, {}, nil, []byte("no record")}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := store.ReadAll(st, key)
@@ -428,8 +430,9 @@ var behaviours = []struct {
 		}
 		out0, ok0 := got.Outputs["c-0"]
 		out1, ok1 := got.Outputs["c-1"]
-		if len(got.Outputs) != 2 || !ok0 || !bytes.Equal(out0, []byte{0, 1, 0xff}) || !ok1 || len(out1) != 0 {
-			t.Fatalf("outputs read: %q; want c-0's three bytes and c-1's empty one, not c-gone's", got.Outputs)
+		out2, ok2 := got.Outputs["c-2"]
+		if len(got.Outputs) != 3 || !ok0 || !bytes.Equal(out0, []byte{0, 1, 0xff}) || !ok1 || len(out1) != 0 || !ok2 || len(out2) != 0 {
+			t.Fatalf("outputs read: %q; want c-0's three bytes, c-1's and c-2's empty ones, not c-gone's", got.Outputs)
 		}
 	}},
 	{"parts: written by flushes, deleted by nil, each apart, read back", func(t *testing.T, b backend) {

@@ -86,6 +86,14 @@ func (w With) seen() string {
 	return "; seen: " + w.Seen()
 }
 
+// Budget is d, what a bound handed to the code under test (a tool's
+// --timeout, say) needs on a quiet machine, stretched as Until stretches
+// its deadlines: such a bound is not polled, so it must be generous itself.
+func Budget(d time.Duration) time.Duration {
+	s, _ := Stretch()
+	return time.Duration(float64(d) * s)
+}
+
 // Stretch is how many times longer than on a quiet machine a wait may
 // take now: the one-minute load average per CPU, between 1 and 4 (1 where
 // the load is not known). why says so for a failure message ("" at 1).

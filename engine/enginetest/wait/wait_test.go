@@ -74,3 +74,11 @@ func TestStretchIsBounded(t *testing.T) {
 		t.Errorf("Stretch() = %v, %q: want 1 to %d, explained when above 1", s, why, maxStretch)
 	}
 }
+
+func TestBudgetIsStretched(t *testing.T) {
+	s, _ := Stretch()
+	// The load may change between the two reads: bounds, not equality.
+	if b := Budget(time.Minute); b < time.Minute || b > maxStretch*time.Minute {
+		t.Errorf("Budget(1m) = %s at a stretch of %.1f: want 1m to %dm", b, s, maxStretch)
+	}
+}

@@ -28,6 +28,7 @@ func (s *Store) Import(c store.Contents) error {
 	for id, out := range c.Outputs {
 		ids, outputs = append(ids, id), append(outputs, out)
 	}
+	outputs = emptyNotNull(outputs)
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// The lock makes a second import wait, then find the first's rows.
 		if _, err := tx.Exec(ctx, `LOCK TABLE containers, events, outputs, parts IN EXCLUSIVE MODE`); err != nil {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -288,6 +289,7 @@ const putOutputs = `INSERT INTO outputs (id, body) SELECT * FROM unnest($1::text
 func (s *Store) PutOutputs(ids []string, outputs [][]byte) error {
 	ctx, cancel := s.ctx()
 	defer cancel()
+	outputs = emptyNotNull(outputs)
 	if s.opts.Fence == nil {
 		_, err := s.pool.Exec(ctx, putOutputs, ids, outputs)
 		return err
@@ -385,4 +387,17 @@ func (s *Store) FirstEvent() (uint64, bool) {
 func (s *Store) Close() error {
 	s.pool.Close()
 	return nil
+}
+
+// emptyNotNull returns a copy of outputs with each nil one (a container
+// that printed nothing) made empty: pgx sends a nil slice as NULL, which
+// the body column refuses, and the whole batch's write failed with it.
+func emptyNotNull(outputs [][]byte) [][]byte {
+	out := slices.Clone(outputs)
+	for i := range out {
+		if out[i] == nil {
+			out[i] = []byte{}
+		}
+	}
+	return out
 }
