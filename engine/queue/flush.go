@@ -33,9 +33,12 @@ func (q *Queue) flush(pass bool) error {
 		return nil
 	}
 	if pass && q.retryLaterLocked() {
+		// The last failure rides along: a caller that must act on its
+		// kind (a fenced leader stops) still sees it.
+		err := fmt.Errorf("%w (last failure: %w)", ErrStoreRetryLater, q.health.err)
 		q.mu.Unlock()
 		q.unwriteParts(parts)
-		return ErrStoreRetryLater
+		return err
 	}
 	b := &q.flushBatch
 	b.Reset()

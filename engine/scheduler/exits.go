@@ -4,6 +4,8 @@
 package scheduler
 
 import (
+	"errors"
+
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/worker"
@@ -57,9 +59,13 @@ func (s *Scheduler) write() Write {
 // after a restart. Unwritten, the exits are reported again by the next
 // list. It only calls the pool, so it may run beside the next pass.
 func (w Write) Done(err error) {
-	if err != nil {
+	switch {
+	case errors.Is(err, queue.ErrStoreRetryLater):
+		// The store's unavailable event said so once; not every pass.
+		w.s.log.Debug("write queue after pass", "err", err)
+	case err != nil:
 		w.s.log.Error("write queue after pass", "err", err)
-	} else {
+	default:
 		for _, f := range w.forgets {
 			w.s.pool.ForgetContainer(f.inst, f.containerID)
 		}
