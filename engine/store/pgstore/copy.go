@@ -41,13 +41,7 @@ func (s *Store) Import(c store.Contents) error {
 		if used {
 			return ErrNotEmpty
 		}
-		if err := writeRecords(ctx, tx, b); err != nil {
-			return err
-		}
-		if err := s.writeEvents(ctx, tx, b); err != nil {
-			return err
-		}
-		if err := writeParts(ctx, tx, b.Parts); err != nil {
+		if err := s.writeBatch(ctx, tx, b); err != nil {
 			return err
 		}
 		if len(ids) > 0 {

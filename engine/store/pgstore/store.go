@@ -156,13 +156,7 @@ func (s *Store) Flush(b *store.Batch) error {
 		if err := s.fence(ctx, tx); err != nil {
 			return err
 		}
-		if err := writeRecords(ctx, tx, b); err != nil {
-			return err
-		}
-		if err := s.writeEvents(ctx, tx, b); err != nil {
-			return err
-		}
-		if err := writeParts(ctx, tx, b.Parts); err != nil {
+		if err := s.writeBatch(ctx, tx, b); err != nil {
 			return err
 		}
 		v := "false"
@@ -184,11 +178,20 @@ func (s *Store) Submit(b *store.Batch) error {
 		if err := s.fence(ctx, tx); err != nil {
 			return err
 		}
-		if err := writeRecords(ctx, tx, b); err != nil {
-			return err
-		}
-		return s.writeEvents(ctx, tx, b)
+		return s.writeBatch(ctx, tx, b)
 	})
+}
+
+// writeBatch writes b's records, events and parts in tx: what a flush, a
+// submit and a copy write alike.
+func (s *Store) writeBatch(ctx context.Context, tx pgx.Tx, b *store.Batch) error {
+	if err := writeRecords(ctx, tx, b); err != nil {
+		return err
+	}
+	if err := s.writeEvents(ctx, tx, b); err != nil {
+		return err
+	}
+	return writeParts(ctx, tx, b.Parts)
 }
 
 // writeRecords upserts b's records and deletes its drops with their
