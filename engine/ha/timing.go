@@ -5,7 +5,11 @@
 // every other piece derives from.
 package ha
 
-import "time"
+import (
+	"time"
+
+	"dispatch-tui/engine/clock"
+)
 
 // Margin is how long before its lease could run out in the database a
 // leader stops acting on its own clock: room for the clocks' rates to
@@ -31,9 +35,5 @@ const OpenBackoffMax = time.Minute
 // twice the retry, doubling with each, bounded by OpenBackoffMax. Another
 // node that can open its engine takes the lease meanwhile.
 func OpenBackoff(retry time.Duration, failures int) time.Duration {
-	d := 2 * retry
-	for i := 1; i < failures && d < OpenBackoffMax; i++ {
-		d *= 2
-	}
-	return min(d, OpenBackoffMax)
+	return clock.Backoff(2*retry, OpenBackoffMax, failures)
 }

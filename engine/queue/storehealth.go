@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/store"
 	"dispatch-tui/engine/view"
 )
@@ -16,7 +17,7 @@ import (
 // StoreHealth says whether the store can write. While it cannot (a full
 // disk, a read-only remount, a database server down), the queue keeps its
 // changes in memory and retries them: a pass's flush with a growing
-// back-off (retryGap), any other flush (a verb's) at once; nothing is lost
+// back-off (clock.Backoff from Options.StoreRetry), any other flush (a verb's) at once; nothing is lost
 // unless the dispatcher stops before a write gets through.
 type StoreHealth struct {
 	// UnavailableSince is when the current run of failed writes began;
@@ -92,16 +93,6 @@ type storeHealth struct {
 // queue's changes should not wait long.
 const MaxStoreRetry = 30 * time.Second
 
-// retryGap is how long a pass waits after the tries-th failed write in a
-// row: Options.StoreRetry, doubled at each failure, at most MaxStoreRetry.
-func retryGap(first time.Duration, tries int) time.Duration {
-	d := first
-	for i := 1; i < tries && d < MaxStoreRetry; i++ {
-		d *= 2
-	}
-	return min(d, MaxStoreRetry)
-}
-
 // ErrStoreRetryLater is a pass's flush not tried because the store failed
 // the last write and its back-off has not run out (StoreHealth says since
 // when); what it would have written stays in memory for a later flush.
@@ -148,7 +139,7 @@ func (q *Queue) writeFailedLocked(err error) {
 	now := q.clock.Now()
 	h.tries++
 	if first := q.opts.StoreRetry; first > 0 {
-		h.retryAt = now.Add(retryGap(first, h.tries))
+		h.retryAt = now.Add(clock.Backoff(first, MaxStoreRetry, h.tries))
 	}
 	if !h.since.IsZero() {
 		return

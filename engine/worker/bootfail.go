@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/runner"
 )
 
@@ -80,7 +81,7 @@ func (p *Pool) bootFailedLocked(w *instance, now time.Time, why string) {
 	bf.lastErr = why
 	msg := fmt.Sprintf("boot failed: %s", why)
 	if bf.n >= BootFailuresReported {
-		wait := min(bootRetryFirst<<min(bf.n-BootFailuresReported, 10), bootRetryMax)
+		wait := clock.Backoff(bootRetryFirst, bootRetryMax, bf.n-BootFailuresReported+1)
 		bf.retryAt = now.Add(wait)
 		msg = fmt.Sprintf("%s (%d %s instances in a row; next create of the type after %s)", msg, bf.n, typ, wait)
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"time"
 
+	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/runner"
 )
 
@@ -79,7 +80,7 @@ func (p *Pool) redeployRunner(pc *probeCall, w *instance, exec runner.Executor, 
 		return err // no answer: unreachable after all
 	}
 	w.redeployFails++
-	w.redeployRetry = now.Add(min(redeployRetryFirst<<min(w.redeployFails-1, 10), redeployRetryMax))
+	w.redeployRetry = now.Add(clock.Backoff(redeployRetryFirst, redeployRetryMax, w.redeployFails))
 	msg := fmt.Sprintf("%s; cannot install it again: %v; next try after %s", missing, err, w.redeployRetry.Format(time.TimeOnly))
 	if w.redeployFails == 1 {
 		p.eventLocked(now, w.v.ID, EventRunnerRedeploy, msg, slog.LevelWarn)
