@@ -41,12 +41,6 @@ type Options struct {
 	PassInterval time.Duration
 	// StorePath overrides <state_dir>/dispatch-tui.db.
 	StorePath string
-	// NoSync, for tests only, skips the embedded store's fsync on commit
-	// (boltstore.Options.NoSync): an engine stepped on a fake clock
-	// commits every step, and the fsyncs, not the engine, made the
-	// engine package's tests slow on a busy disk. Nothing a test checks
-	// outlives the kernel's page cache: a reopen reads it all the same.
-	NoSync bool
 	// Store, if set, is the store OpenStore opened (the caller resolved
 	// Owner from it): the engine owns it from New on, failed or not.
 	Store store.Store
@@ -112,7 +106,7 @@ func New(opts Options) (*Engine, error) {
 	if st == nil {
 		var existed bool
 		var err error
-		if st, existed, err = openStore(opts.Config, opts.StorePath, opts.NoSync); err != nil {
+		if st, existed, err = OpenStore(opts.Config, opts.StorePath); err != nil {
 			return nil, err
 		}
 		if opts.Owner == "" {

@@ -75,7 +75,7 @@ func newHarness(t *testing.T, cfg *config.Config, ct fake.Options) *harness {
 // restart()).
 func (h *harness) start() {
 	h.t.Helper()
-	eng, err := New(Options{Config: h.cfg, InstanceSet: h.cloud, NewExecutor: h.cloud.Executor, Clock: h.clk, NoSync: true,
+	eng, err := New(Options{Config: h.cfg, InstanceSet: h.cloud, NewExecutor: h.cloud.Executor, Clock: h.clk,
 		OnPass: func(st scheduler.Stats) {
 			h.preempted.Add(int64(st.Preempted))
 			h.unhealthy.Add(int64(st.Unhealthy))

@@ -303,7 +303,7 @@ func TestChaosSoakScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, clk: clk, cloud: ct, cfg: cfg}
-	h.eng, err = New(Options{Config: cfg, InstanceSet: sd, Clock: clk, NoSync: true,
+	h.eng, err = New(Options{Config: cfg, InstanceSet: sd, Clock: clk,
 		NewExecutor: func(inst cloud.Instance) (runner.Executor, error) { return ct.ExecutorByID(inst.ID()) }})
 	if err != nil {
 		t.Fatal(err)

@@ -19,12 +19,6 @@ import (
 // whether the embedded file was there before (ResolveClusterID's sign of
 // an upgrade); a PostgreSQL store is never older than cluster ids.
 func OpenStore(cfg *config.Config, path string) (st store.Store, existed bool, err error) {
-	return openStore(cfg, path, false)
-}
-
-// openStore is OpenStore; noSync skips the embedded file's fsync on commit
-// (Options.NoSync: tests).
-func openStore(cfg *config.Config, path string, noSync bool) (st store.Store, existed bool, err error) {
 	if url := cfg.Store.URL; url != "" {
 		st, err := pgstore.Open(pgstore.Options{URL: url, EventRetention: cfg.Dispatcher.EventRetention})
 		return st, false, err
@@ -33,7 +27,7 @@ func openStore(cfg *config.Config, path string, noSync bool) (st store.Store, ex
 		path = filepath.Join(cfg.Dispatcher.StateDir, StoreFile)
 	}
 	_, statErr := os.Stat(path)
-	bs, err := boltstore.Open(boltstore.Options{Path: path, EventRetention: cfg.Dispatcher.EventRetention, NoSync: noSync})
+	bs, err := boltstore.Open(boltstore.Options{Path: path, EventRetention: cfg.Dispatcher.EventRetention})
 	if err != nil {
 		return nil, false, err
 	}

@@ -69,11 +69,6 @@ func New(t testing.TB, cfg *config.Config, ct fake.Options, opts engine.Options)
 	ct.Clock = clk
 	e := &Env{T: t, Clock: clk, Cloud: fake.New(ct)}
 	opts.Config, opts.InstanceSet, opts.NewExecutor, opts.Clock = cfg, e.Cloud, e.Cloud.Executor, clk
-	if _, bench := t.(*testing.B); !bench {
-		// A test's steps need no fsync (engine.Options.NoSync); a
-		// benchmark keeps the store as users have it.
-		opts.NoSync = true
-	}
 	eng, err := engine.New(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ func RunDaemon(ctx context.Context, opts Options) error {
 		return err
 	}
 	if opts.Config.HA.Enabled {
-		return runHA(ctx, opts)
+		return runHA(ctx, opts, NewDriver)
 	}
 	undo := UndoFreshStateDir(opts.Config.Dispatcher.StateDir)
 	r, err := New(opts)

@@ -58,8 +58,9 @@ func (lt *leaderTerm) leader() *engine.Leader {
 // runHA is RunDaemon for a node of a cluster: the API serves from the
 // start, the elector runs, and the node leads (hanode.go) while it holds
 // the lease. On ctx's end it stops its engine (last store write), then
-// releases the lease, so that a standby takes over at its next try.
-func runHA(ctx context.Context, opts Options) error {
+// releases the lease, so that a standby takes over at its next try. Each
+// term's engine gets its driver from newDriver.
+func runHA(ctx context.Context, opts Options, newDriver driverMaker) error {
 	cfg := opts.Config
 	log := opts.Logger
 	if log == nil {
@@ -78,7 +79,7 @@ func runHA(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer lease.Close()
-	n := &haNode{opts: opts, log: log, node: cfg.HA.NodeName, lease: lease, wake: make(chan struct{}, 1), metrics: metrics.NewRecorder()}
+	n := &haNode{opts: opts, newDriver: newDriver, log: log, node: cfg.HA.NodeName, lease: lease, wake: make(chan struct{}, 1), metrics: metrics.NewRecorder()}
 	n.el = ha.New(lease, ha.Options{
 		Node: n.node, Address: cfg.HA.Advertise, Lease: cfg.HA.Lease, Retry: cfg.HA.LeaseRetry, Notify: n.notify, Log: log,
 	})

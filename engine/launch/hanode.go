@@ -28,6 +28,8 @@ type haNode struct {
 	metrics *metrics.Metrics
 	api     *roleHandler
 
+	newDriver driverMaker // makes each term's engine's driver
+
 	mu      sync.Mutex // guards changes and notes
 	changes []ha.Change
 	// notes are events this node could not write when they happened
@@ -126,7 +128,7 @@ func (n *haNode) lead(ctx context.Context, c ha.Change) {
 	began := time.Now()
 	lt := &leaderTerm{epoch: c.Epoch, el: n.el, metrics: n.metrics}
 	lt.fenced = func(err error) { n.fenced(lt.epoch, err) }
-	r, err := build(n.opts, lt)
+	r, err := build(n.opts, lt, n.newDriver)
 	if err != nil {
 		// The lease is given up, not kept while retrying at once: a node
 		// that can open its engine leads meanwhile.

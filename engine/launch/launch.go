@@ -32,11 +32,14 @@ type Options struct {
 	RunnerBinary string
 	// Timeouts of the API server; nil = DefaultTimeouts.
 	Timeouts *Timeouts
-	// driver, when set, is the cloud of every engine built, in place of
-	// the one cfg names: the takeover benchmark's nodes share one fake
-	// cloud in one process, as a cluster's nodes share the real one.
-	driver *Driver
 }
+
+// driverMaker makes the driver of each engine built: NewDriver, the one
+// cfg names. runHA takes it as an argument rather than an option so that
+// the takeover benchmark (a test of this package) can give its nodes,
+// in one process, one fake cloud to share, as a cluster's nodes share
+// the real one, with no field in Options that only a test sets.
+type driverMaker func(cfg *config.Config, ci engine.ClusterIdentity, hash string, log *slog.Logger) (*Driver, error)
 
 // Running is an Engine together with the driver it owns and its metrics.
 type Running struct {
@@ -59,7 +62,7 @@ func New(opts Options) (*Running, error) {
 	if err := checkHA(opts.Config); err != nil {
 		return nil, err
 	}
-	return build(opts, nil)
+	return build(opts, nil, NewDriver)
 }
 
 // logWarnings logs what the config warned of.
@@ -72,10 +75,11 @@ func logWarnings(opts Options) {
 	}
 }
 
-// build is New; with lt, the engine of one term of an HA node's
-// leadership (hanode.go): its store fenced by the term's epoch, its pool
-// acting with that epoch while the lease lasts, its metrics the node's.
-func build(opts Options, lt *leaderTerm) (*Running, error) {
+// build is New, its driver made by newDriver; with lt, the engine of one
+// term of an HA node's leadership (hanode.go): its store fenced by the
+// term's epoch, its pool acting with that epoch while the lease lasts, its
+// metrics the node's.
+func build(opts Options, lt *leaderTerm, newDriver driverMaker) (*Running, error) {
 	cfg := opts.Config
 	log := opts.Logger
 	if log == nil {
@@ -118,10 +122,7 @@ func build(opts Options, lt *leaderTerm) (*Running, error) {
 		return nil, err
 	}
 	ci.Log(log)
-	drv := opts.driver
-	if drv == nil {
-		drv, err = NewDriver(cfg, ci, hash, log)
-	}
+	drv, err := newDriver(cfg, ci, hash, log)
 	if err != nil {
 		st.Close()
 		return nil, err

@@ -37,6 +37,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"dispatch-tui/cloud/fake"
+	"dispatch-tui/engine"
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
@@ -294,11 +295,14 @@ func (n *takeoverNode) start() {
 	opts := Options{
 		Config: cfg, Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		RunnerBinary: cmp.Or(n.runner, n.c.runner),
-		driver:       &Driver{Set: n.c.cloud, NewExecutor: n.c.cloud.Executor, InMemory: true},
+	}
+	// Every term of either node drives the cluster's one fake cloud.
+	shared := func(*config.Config, engine.ClusterIdentity, string, *slog.Logger) (*Driver, error) {
+		return &Driver{Set: n.c.cloud, NewExecutor: n.c.cloud.Executor, InMemory: true}, nil
 	}
 	go func() {
 		defer logs.Close()
-		n.done <- RunDaemon(ctx, opts)
+		n.done <- runHA(ctx, opts, shared)
 	}()
 	n.c.until(n.name+"'s API answers", time.Minute, func() bool {
 		_, err := n.client.Cluster(context.Background())

@@ -48,7 +48,10 @@ type Options struct {
 	// EventRetention is how many of the newest events the store keeps
 	// (0 = all); older ones are deleted as new ones are written.
 	EventRetention int
-	// NoSync skips fsync on commit: for benchmarks and tests only.
+	// NoSync skips fsync on commit: for benchmarks, which measure the
+	// store's code, not the disk. Nothing outside _test.go files sets it:
+	// the engine's store always syncs, and make test puts the tests'
+	// files on tmpfs, where a sync costs nothing.
 	NoSync bool
 	// ReadOnly opens the file to read what it keeps (Load, which may
 	// migrate, and writes fail), and fails at once with ErrInUse while a
