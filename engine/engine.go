@@ -168,9 +168,7 @@ func build(opts Options, st store.Store) (*Engine, error) {
 	}
 	e.sched = scheduler.New(opts.Config, q, e.pool, opts.Clock, opts.Logger)
 	e.writeSteps = opts.Leader.fencedWrites(q.FlushPass)
-	if recordsStartsFirst(st) {
-		e.sched.RecordStartsFirst(func() error { return e.writeSteps() })
-	}
+	e.sched.RecordStartsFirst(func() error { return e.writeSteps() }, recordsStartsFirst(st))
 	return e, nil
 }
 

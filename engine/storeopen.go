@@ -80,11 +80,12 @@ func ClusterIDOf(st store.Store, stateDir string) (string, error) {
 	return legacyClusterID(stateDir)
 }
 
-// recordsStartsFirst reports whether starts wait for the write that records
-// them (scheduler.RecordStartsFirst): on PostgreSQL, whose writes cross a
-// network to a server that restarts or fills up on its own, at the cost of
-// a commit's round trip per pass with starts; the embedded store sends them
-// first, sparing each start its two fdatasyncs (docs/design.md §3).
+// recordsStartsFirst reports whether every start waits for the write that
+// records it (scheduler.RecordStartsFirst): on PostgreSQL, whose writes
+// cross a network to a server that restarts or fills up on its own, at the
+// cost of a commit's round trip per pass with starts; the embedded store
+// sends a container's first attempt first, sparing each such start its two
+// fdatasyncs (docs/design.md §3).
 func recordsStartsFirst(st store.Store) bool {
 	_, pg := st.(*pgstore.Store)
 	return pg

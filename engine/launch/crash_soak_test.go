@@ -99,9 +99,12 @@ func crashRestartSoak(t *testing.T, storeURL string) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	n := *crashContainers
 	retried := map[string]bool{} // by name: fails its first attempt, on-failure
+	// Each run also appends its id and start time to a second file, to
+	// explain a failure (the checker counts the first file's lines).
+	const mark = `echo "$ID" >> "$RUNS"; echo "$ID $(date -u +%H:%M:%S.%N)" >> "$RUNS.t"; `
 	for i := 0; i < n; i++ {
 		spec := queue.Spec{
-			Command:            []string{"sh", "-c", `echo "$ID" >> "$RUNS"; sleep "$SECS"`},
+			Command:            []string{"sh", "-c", mark + `sleep "$SECS"`},
 			Env:                map[string]string{"ID": fmt.Sprint(i), "RUNS": runs, "SECS": fmt.Sprint(1 + rng.IntN(4))},
 			Name:               fmt.Sprint(i),
 			RuntimeConstraints: queue.Constraints{VCPUs: 1},
@@ -109,7 +112,7 @@ func crashRestartSoak(t *testing.T, storeURL string) {
 		if rng.IntN(5) == 0 {
 			// Exits 1 the first time it runs (its id is in the file once),
 			// 0 the second.
-			spec.Command = []string{"sh", "-c", `echo "$ID" >> "$RUNS"; sleep "$SECS"; [ "$(grep -cx "$ID" "$RUNS")" -ge 2 ]`}
+			spec.Command = []string{"sh", "-c", mark + `sleep "$SECS"; [ "$(grep -cx "$ID" "$RUNS")" -ge 2 ]`}
 			spec.RestartPolicy = queue.RestartOnFailure
 			spec.MaxAttempts = 3
 			retried[spec.Name] = true
@@ -118,11 +121,14 @@ func crashRestartSoak(t *testing.T, storeURL string) {
 			t.Fatal(err)
 		}
 	}
+	var kills []string // when each daemon was killed and the next was up
 	for k := 0; k < 5; k++ {
 		time.Sleep(time.Duration(1000+rng.IntN(6000)) * time.Millisecond) // a random moment
 		daemon.Process.Signal(syscall.SIGKILL)
 		daemon.Wait()
+		killed := time.Now().UTC()
 		start()
+		kills = append(kills, fmt.Sprintf("killed %s, next up %s", killed.Format(soakTime), time.Now().UTC().Format(soakTime)))
 	}
 	var all []view.Container
 	wait.Until(t, "every container final", 5*time.Minute, func() bool {
@@ -138,7 +144,8 @@ func crashRestartSoak(t *testing.T, storeURL string) {
 		}
 		return len(items) == n
 	})
-	finals := map[string]int{} // container id → final-state events
+	finals := map[string]int{}           // container id → final-state events
+	history := map[string][]view.Event{} // container id → its events
 	for since := uint64(0); ; {
 		evs, err := c.Events(ctx, since, 1000)
 		if err != nil {
@@ -148,6 +155,7 @@ func crashRestartSoak(t *testing.T, storeURL string) {
 			break
 		}
 		for _, e := range evs {
+			history[e.Target] = append(history[e.Target], e)
 			if e.Kind == "state" && queue.State(e.Action).Final() {
 				finals[e.Target]++
 			}
@@ -171,25 +179,68 @@ func crashRestartSoak(t *testing.T, storeURL string) {
 		}
 	}()
 	for _, it := range all {
-		if f := finals[it.ID]; f != 1 {
-			t.Errorf("container %s has %d final-state events, want 1", it.Name, f)
-		}
-		if it.State != queue.Complete {
-			t.Errorf("container %s ended %s (%s), want Complete", it.Name, it.State, it.Reason)
-			continue
-		}
-		if got := lines[it.Name]; got != it.Attempts {
-			t.Errorf("container %s ran %d times but records %d attempts", it.Name, got, it.Attempts)
-		}
-		want := 1
-		if retried[it.Name] {
-			want = 2 // failed once, retried by policy
-		}
-		if lines[it.Name] != want {
-			t.Errorf("container %s ran %d times, want %d", it.Name, lines[it.Name], want)
+		if problems := checkSoakContainer(it, finals[it.ID], lines[it.Name], retried[it.Name]); len(problems) > 0 {
+			for _, p := range problems {
+				t.Error(p)
+			}
+			explainContainer(t, it, history[it.ID], runs+".t", logPath, kills)
 		}
 	}
 	t.Logf("%d containers (%d retried by policy) Complete after five kill -9 restarts; %d runs in all", len(all), len(retried), len(strings.Fields(string(data))))
+}
+
+// checkSoakContainer says what is wrong with container c at the end of the
+// soak: finals is its final-state events, runs how often its command ran,
+// retried whether it fails its first attempt under on-failure.
+func checkSoakContainer(c view.Container, finals, runs int, retried bool) []string {
+	var problems []string
+	if finals != 1 {
+		problems = append(problems, fmt.Sprintf("container %s has %d final-state events, want 1", c.Name, finals))
+	}
+	if c.State != queue.Complete {
+		return append(problems, fmt.Sprintf("container %s ended %s (%s), want Complete", c.Name, c.State, c.Reason))
+	}
+	if runs != c.Attempts {
+		problems = append(problems, fmt.Sprintf("container %s ran %d times but records %d attempts", c.Name, runs, c.Attempts))
+	}
+	want := 1
+	if retried {
+		want = 2 // failed once, retried by policy
+	}
+	if runs != want {
+		problems = append(problems, fmt.Sprintf("container %s ran %d times, want %d", c.Name, runs, want))
+	}
+	return problems
+}
+
+// soakTime is how the soak's failure reports print times.
+const soakTime = "15:04:05.000"
+
+// explainContainer logs what is known of container c, which failed the
+// soak's checks: its events, its runs with their start times, the daemon's
+// log lines naming it, and when the daemons were killed.
+func explainContainer(t *testing.T, c view.Container, events []view.Event, timesPath, logPath string, kills []string) {
+	t.Logf("container %s (%s): %s, attempts %d, on %s", c.Name, c.ID, c.State, c.Attempts, c.InstanceID)
+	for _, e := range events {
+		t.Logf("  event %s %s %s %s %q", e.Time.UTC().Format(soakTime), e.Actor, e.Kind, e.Action, e.Reason)
+	}
+	if b, err := os.ReadFile(timesPath); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if id, at, ok := strings.Cut(l, " "); ok && id == c.Name {
+				t.Logf("  run started %s", at)
+			}
+		}
+	}
+	for _, k := range kills {
+		t.Logf("  daemon %s", k)
+	}
+	if b, err := os.ReadFile(logPath); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, c.ID) {
+				t.Logf("  log %s", l)
+			}
+		}
+	}
 }
 
 // dumpWarnings logs the daemon's warnings and errors, to explain a failure.

@@ -437,7 +437,7 @@ func (s *Scheduler) startOn(ps *passState, c *queue.Container, i int) {
 		ID: c.ID, Command: c.Command, Env: c.Env, Image: c.Image,
 		MaxRunTime:  time.Duration(c.Scheduling.MaxRunTime),
 		HealthCheck: c.HealthCheck.Runner(),
-	}})
+	}, again: c.Attempts > 1})
 }
 
 // waitAtQuota leaves c waiting because no instance can be created: the

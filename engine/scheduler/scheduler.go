@@ -10,6 +10,7 @@ package scheduler
 import (
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"dispatch-tui/cloud"
@@ -98,8 +99,10 @@ type Scheduler struct {
 	forgets      []forgetAction
 	revert       []worker.StartFailure
 	// recordFirst, when set, writes the pass before its starts are sent
-	// (RecordStartsFirst).
+	// (RecordStartsFirst): every pass with starts when recordAll, else
+	// only one that starts a container again.
 	recordFirst func() error
+	recordAll   bool
 	touchSink   int // keeps touch's loads from being optimised away
 	// carried holds what exit steps counted (exits.go), for the next
 	// pass's Stats.
@@ -138,16 +141,37 @@ type placed struct {
 type startAction struct {
 	inst cloud.InstanceID
 	spec runner.Spec
+	// again: the container has had an attempt before this one.
+	again bool
 }
 
-// RecordStartsFirst has every pass with starts written by write (the
-// queue's FlushPass) before they are sent, and none sent when it fails:
-// for a store whose writes can fail while the disk of this box is fine (a
-// database server restarting, or full), so that no start goes out that the
-// store could not record. Without it starts go out before the write, and
-// only those of the pass whose write first fails can be unrecorded (then
-// adopted after a crash, docs/design.md §10).
-func (s *Scheduler) RecordStartsFirst(write func() error) { s.recordFirst = write }
+// RecordStartsFirst has passes with starts written by write (the queue's
+// FlushPass) before they are sent, and none sent when the write fails.
+//
+// With all, every such pass: for a store whose writes can fail while the
+// disk of this box is fine (a database server restarting, or full), so
+// that no start goes out that the store could not record.
+//
+// Without, only a pass that starts a container again (an attempt after its
+// first); the others go out before the write, sparing each start the
+// write's fdatasyncs. A first attempt the store missed (a crash before the
+// write) is adopted from its runner's report after a restart, counted, as
+// any start just before a crash is. A later one could not be: its record
+// still says Queued with the earlier attempts, and a runner's exited run of
+// such a record is taken for the earlier attempt's, forgotten, and the
+// container run once more (docs/design.md §3, §10).
+func (s *Scheduler) RecordStartsFirst(write func() error, all bool) {
+	s.recordFirst, s.recordAll = write, all
+}
+
+// mustRecordFirst reports whether the pass's starts wait for its write
+// (RecordStartsFirst).
+func (s *Scheduler) mustRecordFirst() bool {
+	if len(s.starts) == 0 || s.recordFirst == nil {
+		return false
+	}
+	return s.recordAll || slices.ContainsFunc(s.starts, func(a startAction) bool { return a.again })
+}
 
 // New returns a scheduler for the config's types and limits.
 func New(cfg *config.Config, q *queue.Queue, pool Pool, clk clock.Clock, log *slog.Logger) *Scheduler {
@@ -214,8 +238,9 @@ func (s *Scheduler) Pass() (Stats, Write) {
 	// (docs/design.md §3). A start the store missed (a crash before the write) is
 	// adopted from its runner's report, as any start just before a crash
 	// is; forgets, which lose what the store does not have, still wait
-	// (Write.Done). With RecordStartsFirst (PostgreSQL) the starts wait
-	// for the write too (sendStarts).
+	// (Write.Done). With RecordStartsFirst the starts of a pass that
+	// starts a container again (and on PostgreSQL, all) wait for the
+	// write too (sendStarts).
 	s.queue.PassUnwritten(func(tx *queue.Tx) {
 		s.indexInstances()
 		s.handleStartFailures(tx, failures)
@@ -238,9 +263,9 @@ func (s *Scheduler) Pass() (Stats, Write) {
 }
 
 // sendStarts hands the pass's starts to the pool, once they are written
-// when the scheduler records starts first (RecordStartsFirst).
+// when the scheduler records them first (RecordStartsFirst).
 func (s *Scheduler) sendStarts() {
-	if len(s.starts) > 0 && s.recordFirst != nil {
+	if s.mustRecordFirst() {
 		if err := s.recordFirst(); err != nil {
 			// Not sent, so not an attempt: the next pass puts them back
 			// in the queue, where they wait until the store writes again.
