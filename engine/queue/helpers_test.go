@@ -284,7 +284,7 @@ func load(tb testing.TB, st store.Store) held {
 	h := held{records: map[uint64][]byte{}}
 	var seqs []uint64
 	byseq := map[uint64]string{}
-	loaded, err := st.Load(1<<30, func(body []byte) (uint64, string, error) {
+	loaded, err := st.Load(1<<30, store.RecordFunc(func(body []byte) (uint64, string, error) {
 		var c Container
 		if err := json.Unmarshal(body, &c); err != nil {
 			return 0, "", err
@@ -293,7 +293,7 @@ func load(tb testing.TB, st store.Store) held {
 		seqs = append(seqs, c.Seq)
 		byseq[c.Seq] = c.ID
 		return c.Seq, c.ID, nil
-	}, func(seq uint64, body []byte) error {
+	}), func(seq uint64, body []byte) error {
 		ev, err := decodeEvent(seq, body)
 		h.events = append(h.events, storedEvent{seq: seq, json: slices.Clone(body), event: ev})
 		return err

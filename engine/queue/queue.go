@@ -153,30 +153,13 @@ func Open(opts Options) (*Queue, error) {
 
 // load builds the index from the store's records and events.
 func (q *Queue) load() error {
-	rec := func(v []byte) (uint64, string, error) {
-		c := &Container{}
-		if err := decodeContainer(v, c); err != nil {
-			return 0, "", err
-		}
-		c.setHints()
-		c.shape = q.shapeLocked(c.RuntimeConstraints)
-		q.byID[c.ID] = c
-		q.countLocked(c)
-		if c.State.Final() {
-			q.finished = append(q.finished, c)
-		} else {
-			q.active = append(q.active, c)
-		}
-		q.nextSeq = max(q.nextSeq, c.Seq+1)
-		return c.Seq, c.ID, nil
-	}
 	var events []Event
 	ev := func(seq uint64, j []byte) error {
 		e, err := decodeEvent(seq, j)
 		events = append(events, e)
 		return err
 	}
-	loaded, err := q.store.Load(q.opts.EventsInMemory, rec, ev)
+	loaded, err := q.store.Load(q.opts.EventsInMemory, loader{q}, ev)
 	if err != nil {
 		return err
 	}

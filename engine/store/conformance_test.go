@@ -365,7 +365,7 @@ var behaviours = []struct {
 			return seq, id, err
 		}
 		st := b.open(t, storeOptions{})
-		if _, err := st.Load(10, key, func(uint64, []byte) error { return nil }); err != nil {
+		if _, err := st.Load(10, store.RecordFunc(key), func(uint64, []byte) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
 		var batch store.Batch
@@ -408,7 +408,7 @@ var behaviours = []struct {
 		}
 		st := b.open(t, storeOptions{})
 		defer st.Close()
-		if _, err := st.Load(10, key, func(uint64, []byte) error { return nil }); err != nil {
+		if _, err := st.Load(10, store.RecordFunc(key), func(uint64, []byte) error { return nil }); err != nil {
 			t.Fatal(err)
 		}
 		var sub store.Batch

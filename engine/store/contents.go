@@ -29,15 +29,12 @@ type Event struct {
 	Body []byte
 }
 
-// ReadAll reads everything s holds; key returns a record's Seq and id.
-// The output read is that of every record's container.
+// ReadAll reads everything s holds; key returns a record's Seq and id
+// (on the load's decoders: several calls at once). The output read is
+// that of every record's container.
 func ReadAll(s Store, key func(body []byte) (uint64, string, error)) (Contents, error) {
 	c := Contents{Records: map[uint64][]byte{}, IDs: map[uint64]string{}, Outputs: map[string][]byte{}, Parts: map[string]map[string][]byte{}}
-	loaded, err := s.Load(1, func(body []byte) (uint64, string, error) {
-		seq, id, err := key(body)
-		c.Records[seq], c.IDs[seq] = slices.Clone(body), id
-		return seq, id, err
-	}, func(uint64, []byte) error { return nil })
+	loaded, err := s.Load(1, keyedRecords{&c, key}, func(uint64, []byte) error { return nil })
 	if err != nil {
 		return c, err
 	}
@@ -71,6 +68,35 @@ func ReadAll(s Store, key func(body []byte) (uint64, string, error)) (Contents, 
 		c.Parts[name] = recs
 	}
 	return c, nil
+}
+
+// keyedRecords takes a Load's records into c: each record's key read and
+// its body copied on the decoders, the maps filled on the Load's
+// goroutine.
+type keyedRecords struct {
+	c   *Contents
+	key func(body []byte) (uint64, string, error)
+}
+
+// keyedRecord is one record on its way into Contents.
+type keyedRecord struct {
+	seq  uint64
+	id   string
+	body []byte
+}
+
+func (r keyedRecords) Decode(body []byte) (any, error) {
+	seq, id, err := r.key(body)
+	if err != nil {
+		return nil, err
+	}
+	return &keyedRecord{seq, id, slices.Clone(body)}, nil
+}
+
+func (r keyedRecords) Add(v any) (uint64, string, error) {
+	k := v.(*keyedRecord)
+	r.c.Records[k.seq], r.c.IDs[k.seq] = k.body, k.id
+	return k.seq, k.id, nil
 }
 
 // OutputLister is a Store that can read all its stored output in one go:

@@ -47,12 +47,12 @@ func crashChild() {
 	}
 	// A later round goes on from the version the last one left.
 	last := 0
-	_, err = st.Load(1, func(body []byte) (uint64, string, error) {
+	_, err = st.Load(1, store.RecordFunc(func(body []byte) (uint64, string, error) {
 		var r crashRecord
 		err := json.Unmarshal(body, &r)
 		last = r.Version
 		return r.Seq, r.ID, err
-	}, func(uint64, []byte) error { return nil })
+	}), func(uint64, []byte) error { return nil })
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -113,12 +113,12 @@ func testCrashMidFlush(t *testing.T, b backend) {
 		st := b.open(t, storeOptions{})
 		versions := map[int]int{}
 		var events []uint64
-		loaded, err := st.Load(1<<20, func(body []byte) (uint64, string, error) {
+		loaded, err := st.Load(1<<20, store.RecordFunc(func(body []byte) (uint64, string, error) {
 			var r crashRecord
 			err := json.Unmarshal(body, &r)
 			versions[r.Version]++
 			return r.Seq, r.ID, err
-		}, func(seq uint64, _ []byte) error {
+		}), func(seq uint64, _ []byte) error {
 			events = append(events, seq)
 			return nil
 		})

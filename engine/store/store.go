@@ -10,11 +10,12 @@ package store
 // them as they are. Flush and Load are called by one goroutine at a time
 // (the queue's flush lock); the other methods may be called concurrently.
 type Store interface {
-	// Load reads what the store holds: rec is called with every container
-	// record (in no particular order; body is valid during the call only)
-	// and returns its Seq and id; ev with the newest recentEvents events,
-	// oldest first.
-	Load(recentEvents int, rec func(body []byte) (seq uint64, id string, err error), ev func(seq uint64, body []byte) error) (Loaded, error)
+	// Load reads what the store holds: every container record goes to
+	// recs through a Pipeline (in no particular order, each decoded on any
+	// goroutine and added on the caller's, in the order read); ev is called
+	// with the newest recentEvents events, oldest first. It returns once
+	// every record is added, or at the first that fails.
+	Load(recentEvents int, recs Records, ev func(seq uint64, body []byte) error) (Loaded, error)
 	// LoadPart calls fn with every record of part name (a Batch's
 	// PartWrite of that name wrote them), in the byte order of their keys
 	// (a part may load its records in an order it chose its keys for);

@@ -86,9 +86,9 @@ type recorder struct {
 	e *env
 }
 
-func (r recorder) Load(n int, rec func([]byte) (uint64, string, error), ev func(uint64, []byte) error) (loaded store.Loaded, err error) {
+func (r recorder) Load(n int, recs store.Records, ev func(uint64, []byte) error) (loaded store.Loaded, err error) {
 	r.e.loaded = nil
-	loaded, err = r.Store.Load(n, rec, func(seq uint64, j []byte) error {
+	loaded, err = r.Store.Load(n, recs, func(seq uint64, j []byte) error {
 		var x queue.Event
 		if err := json.Unmarshal(j, &x); err != nil {
 			return err

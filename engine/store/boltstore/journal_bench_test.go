@@ -76,7 +76,7 @@ func BenchmarkOpenJournal(b *testing.B) {
 		if s, err = Open(opts); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := s.Load(1, decodeSeq, noEvent); err != nil {
+		if _, err := s.Load(1, store.RecordFunc(decodeSeq), noEvent); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -63,7 +63,7 @@ func openSeeded(tb testing.TB, n int, path ...string) *Store {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := s.Load(1, decodeSeq, noEvent); err != nil {
+	if _, err := s.Load(1, store.RecordFunc(decodeSeq), noEvent); err != nil {
 		tb.Fatal(err)
 	}
 	var b store.Batch

@@ -110,7 +110,7 @@ func (s *Store) DB() *bolt.DB { return s.db }
 // Load reads every record (the containers bucket with the journal
 // applied), the newest events and the pause flag, creating the buckets of
 // a new file and migrating older layouts in the same transaction.
-func (s *Store) Load(recentEvents int, rec func(body []byte) (uint64, string, error), ev func(seq uint64, body []byte) error) (store.Loaded, error) {
+func (s *Store) Load(recentEvents int, recs store.Records, ev func(seq uint64, body []byte) error) (store.Loaded, error) {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
 	s.records.Store(0)
@@ -147,8 +147,7 @@ func (s *Store) Load(recentEvents int, rec func(body []byte) (uint64, string, er
 			seq uint64
 		}
 		var old []oldRecord
-		add := func(k, v []byte) error {
-			seq, id, err := rec(v)
+		p := store.NewPipeline(recs, func(k []byte, seq uint64, id string, err error) error {
 			if err != nil {
 				return fmt.Errorf("load container %x: %w", k, err)
 			}
@@ -157,10 +156,11 @@ func (s *Store) Load(recentEvents int, rec func(body []byte) (uint64, string, er
 				if id != string(k) {
 					return fmt.Errorf("load container %s: the record's id does not match its key", k)
 				}
-				old = append(old, oldRecord{k, seq})
+				old = append(old, oldRecord{slices.Clone(k), seq})
 			}
 			return nil
-		}
+		})
+		defer p.Close()
 		cb := tx.Bucket(bucketContainers)
 		var inBucket []uint64 // journaled Seqs also in the bucket
 		err = cb.ForEach(func(k, v []byte) error {
@@ -173,7 +173,7 @@ func (s *Store) Load(recentEvents int, rec func(body []byte) (uint64, string, er
 					v = e.body
 				}
 			}
-			return add(k, v)
+			return p.Put(k, v)
 		})
 		if err != nil {
 			return err
@@ -182,10 +182,13 @@ func (s *Store) Load(recentEvents int, rec func(body []byte) (uint64, string, er
 		// this version, which puts submits in the bucket, but allowed).
 		for _, e := range latest {
 			if _, ok := slices.BinarySearch(inBucket, e.seq); !ok && e.body != nil {
-				if err := add(journalKey(e.seq), e.body); err != nil {
+				if err := p.Put(journalKey(e.seq), e.body); err != nil {
 					return err
 				}
 			}
+		}
+		if err := p.Close(); err != nil {
+			return err
 		}
 		for _, o := range old {
 			body := cb.Get(o.k)

@@ -36,12 +36,12 @@ func contents(t *testing.T, url string) string {
 	s := open(t, url)
 	defer s.Close()
 	var recs, evs []uint64
-	l, err := s.Load(100, func(body []byte) (uint64, string, error) {
+	l, err := s.Load(100, store.RecordFunc(func(body []byte) (uint64, string, error) {
 		var seq uint64
 		_, err := fmt.Sscanf(string(body), `{"seq":%d}`, &seq)
 		recs = append(recs, seq)
 		return seq, "", err
-	}, func(seq uint64, _ []byte) error { evs = append(evs, seq); return nil })
+	}), func(seq uint64, _ []byte) error { evs = append(evs, seq); return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,14 +272,14 @@ func TestSlowLoadOutlastsTheIdleTimeout(t *testing.T) {
 		}
 	}
 	var recs []uint64
-	_, err = s.Load(100, func(body []byte) (uint64, string, error) {
+	_, err = s.Load(100, store.RecordFunc(func(body []byte) (uint64, string, error) {
 		var seq uint64
 		_, err := fmt.Sscanf(string(body), `{"seq":%d}`, &seq)
 		recs = append(recs, seq)
 		// A decode slower than the idle timeout, as on a loaded machine.
 		time.Sleep(3 * idle)
 		return seq, "", err
-	}, func(uint64, []byte) error { return nil })
+	}), func(uint64, []byte) error { return nil })
 	if err != nil || len(recs) != 3 {
 		t.Fatalf("a load slower than the idle timeout: %v, records %v; want all 3 loaded", err, recs)
 	}

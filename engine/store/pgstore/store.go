@@ -75,7 +75,7 @@ func (s *Store) ctx() (context.Context, context.CancelFunc) {
 
 // Load reads every record, the newest recentEvents events and the pause
 // flag, in one read-only transaction (one snapshot).
-func (s *Store) Load(recentEvents int, rec func(body []byte) (uint64, string, error), ev func(seq uint64, body []byte) error) (store.Loaded, error) {
+func (s *Store) Load(recentEvents int, recs store.Records, ev func(seq uint64, body []byte) error) (store.Loaded, error) {
 	out := store.Loaded{NextEvent: 1}
 	// Bounded like every call: a server that takes the connection but
 	// never answers must not hold the start-up forever.
@@ -89,26 +89,12 @@ func (s *Store) Load(recentEvents int, rec func(body []byte) (uint64, string, er
 		if _, err := tx.Exec(ctx, `SET LOCAL idle_in_transaction_session_timeout = 0`); err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, `SELECT seq, body FROM containers`)
-		if err != nil {
+		if err := loadRecords(ctx, tx, recs); err != nil {
 			return err
 		}
 		var seq int64
 		var body []byte
-		_, err = pgx.ForEachRow(rows, []any{&seq, &body}, func() error {
-			got, _, err := rec(body)
-			if err != nil {
-				return fmt.Errorf("load container %d: %w", seq, err)
-			}
-			if got != uint64(seq) {
-				return fmt.Errorf("load container %d: the record says seq %d", seq, got)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		rows, err = tx.Query(ctx, `SELECT seq, body FROM (SELECT seq, body FROM events ORDER BY seq DESC LIMIT $1) e ORDER BY seq`, recentEvents)
+		rows, err := tx.Query(ctx, `SELECT seq, body FROM (SELECT seq, body FROM events ORDER BY seq DESC LIMIT $1) e ORDER BY seq`, recentEvents)
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 
 	"dispatch-tui/engine/enginetest/pgtest"
 	"dispatch-tui/engine/enginetest/wait"
+	"dispatch-tui/engine/store"
 )
 
 // blackHole is a TCP proxy to a server that, once cut, still accepts and
@@ -126,7 +127,7 @@ func TestLoadFromAServerThatNeverAnswers(t *testing.T) {
 	done := make(chan error, 1)
 	start := time.Now()
 	go func() {
-		_, err := s.Load(10, func([]byte) (uint64, string, error) { return 0, "", nil }, func(uint64, []byte) error { return nil })
+		_, err := s.Load(10, store.RecordFunc(func([]byte) (uint64, string, error) { return 0, "", nil }), func(uint64, []byte) error { return nil })
 		done <- err
 	}()
 	var got error
