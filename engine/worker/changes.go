@@ -53,8 +53,9 @@ type published struct {
 	v   view.Instance // its Containers are the log's own copy
 	gen uint64        // when it last changed
 	// seen is the settle that last found the instance: one that did not
-	// is gone.
-	seen uint64
+	// is gone, and then dropped from the log.
+	seen    uint64
+	dropped bool
 }
 
 type tombstone struct {
@@ -120,16 +121,16 @@ func (p *Pool) settleChangesLocked() {
 	cl.settles++
 	cl.found = 0
 	for _, w := range p.list {
-		cl.publish(&w.v.Instance)
+		w.pub = cl.publish(&w.v.Instance, w.pub)
 	}
 	if len(p.refusedHosts) > 0 {
 		for _, v := range p.refusedViewsLocked() {
-			cl.publish(&v.Instance)
+			cl.publish(&v.Instance, nil)
 		}
 	}
 	if len(p.foreign) > 0 {
 		for _, v := range p.foreignViewsLocked() {
-			cl.publish(&v.Instance)
+			cl.publish(&v.Instance, nil)
 		}
 	}
 	if !slices.EqualFunc(cl.creating, p.pending, func(a view.Instance, b *pendingCreate) bool { return sameInstance(&a, &b.view.Instance) }) {
@@ -145,6 +146,7 @@ func (p *Pool) settleChangesLocked() {
 	if len(cl.rows) > cl.found {
 		for id, r := range cl.rows {
 			if r.seen != cl.settles {
+				r.dropped = true
 				delete(cl.rows, id)
 				cl.gen++
 				cl.tombs = append(cl.tombs, tombstone{cl.gen, id})
@@ -164,19 +166,23 @@ func (p *Pool) settleChangesLocked() {
 }
 
 // publish records v as readers see it, with a new generation if it
-// differs from what they were last shown.
-func (cl *changeLog) publish(v *view.Instance) {
-	r := cl.rows[v.ID]
+// differs from what they were last shown, and returns its record; r, if
+// not nil, is the record publish returned for v before (it spares the
+// lookup by id).
+func (cl *changeLog) publish(v *view.Instance, r *published) *published {
+	if r == nil || r.dropped {
+		r = cl.rows[v.ID]
+	}
 	switch {
 	case r == nil:
 		r = &published{}
 		cl.rows[v.ID] = r
 	case r.seen == cl.settles:
-		return // an id seen twice (the pool's row comes first and wins)
+		return r // an id seen twice (the pool's row comes first and wins)
 	case sameInstance(&r.v, v):
 		r.seen = cl.settles
 		cl.found++
-		return
+		return r
 	}
 	cl.found++
 	cl.gen++
@@ -184,6 +190,7 @@ func (cl *changeLog) publish(v *view.Instance) {
 	r.v = *v
 	r.v.Containers = cs
 	r.gen, r.seen = cl.gen, cl.settles
+	return r
 }
 
 // sameInstance reports whether a and b show the same, but for the two
@@ -219,6 +226,10 @@ func (p *Pool) ChangesSince(since uint64, limit int) (Changes, error) {
 	if since != 0 && (since < cl.floor || since > cl.gen) {
 		return Changes{}, ErrReload
 	}
+	out := Changes{Generation: cl.gen, Latest: cl.gen, Total: len(cl.rows) + len(cl.creating)}
+	if since == cl.gen {
+		return out, nil // nothing since: an idle reader's read
+	}
 	ents := cl.scratch[:0]
 	for _, r := range cl.rows {
 		if r.gen > since {
@@ -229,7 +240,6 @@ func (p *Pool) ChangesSince(since uint64, limit int) (Changes, error) {
 		ents = append(ents, logEntry{gen: cl.creatingGen})
 	}
 	slices.SortFunc(ents, func(a, b logEntry) int { return cmp.Compare(a.gen, b.gen) })
-	out := Changes{Generation: cl.gen, Latest: cl.gen, Total: len(cl.rows) + len(cl.creating)}
 	creates := false
 	for i, e := range ents {
 		size := 1
