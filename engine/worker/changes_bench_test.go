@@ -2,8 +2,25 @@ package worker
 
 import (
 	"fmt"
+	"syscall"
 	"testing"
+	"time"
 )
+
+// cpuNow is the CPU time (user and system) the process has used: on a
+// loaded machine a steadier figure than the wall time.
+func cpuNow(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the CPU time per op since c0 (cpu-ns/op).
+func reportCPU(b *testing.B, c0 time.Duration) {
+	b.ReportMetric(float64(cpuNow(b)-c0)/float64(b.N), "cpu-ns/op")
+}
 
 // What an idle attached console costs the pool at 10,000 instances on each
 // refresh (BENCHMARKS.md): a read of the changes that finds none (the
@@ -17,6 +34,7 @@ func BenchmarkIdleConsoleReads(b *testing.B) {
 	}
 	b.Run("changes=quiet", func(b *testing.B) {
 		b.ReportAllocs()
+		defer reportCPU(b, cpuNow(b))
 		for b.Loop() {
 			ch, err := h.pool.ChangesSince(first.Latest, 0)
 			if err != nil || len(ch.Items) != 0 {
@@ -54,6 +72,7 @@ func BenchmarkIdleConsoleReads(b *testing.B) {
 	})
 	b.Run("summary=tally", func(b *testing.B) {
 		b.ReportAllocs()
+		defer reportCPU(b, cpuNow(b))
 		for b.Loop() {
 			if t := h.pool.Tally(); t.States[StateRunning] != 10000 {
 				b.Fatal(fmt.Sprint(t.States))
@@ -62,6 +81,7 @@ func BenchmarkIdleConsoleReads(b *testing.B) {
 	})
 	b.Run("summary=copy", func(b *testing.B) {
 		b.ReportAllocs()
+		defer reportCPU(b, cpuNow(b))
 		var buf []InstanceView
 		for b.Loop() {
 			buf = h.pool.Instances(nil) // as Summary did, with a new slice each call
