@@ -171,10 +171,12 @@ func (e *Engine) Types() []view.TypeSummary {
 		out[i] = typeSummary(t)
 		idx[t.Name] = i
 	}
-	for _, v := range e.pool.Instances(nil) {
-		if i, ok := idx[v.Type]; ok {
-			out[i].Count++
-			out[i].ByState[v.State]++
+	for typ, byState := range e.pool.CountByType() {
+		if i, ok := idx[typ]; ok {
+			for st, n := range byState {
+				out[i].Count += n
+				out[i].ByState[st] += n
+			}
 		}
 	}
 	return out
@@ -192,25 +194,14 @@ func typeSummary(t cloud.InstanceType) view.TypeSummary {
 // Summary returns counts, cost, quota and the paused flag. It costs the
 // number of instances, not containers: the queue keeps its counts by state.
 func (e *Engine) Summary() view.Summary {
+	t := e.pool.Tally()
 	s := view.Summary{
-		Driver:    e.cfg.Cloud.Driver,
-		Store:     e.cfg.Store.Kind(),
-		Instances: map[worker.State]int{},
-		Behaviors: map[worker.IdleBehavior]int{},
-		Paused:    e.queue.Paused(), ContainersGen: e.queue.Generation(),
-	}
-	for _, v := range e.pool.Instances(nil) {
-		s.Instances[v.State]++
-		s.Behaviors[v.IdleBehavior]++
-		if v.State != worker.StateShutdown {
-			s.PricePerHour += v.Price
-		}
-	}
-	if n := len(e.pool.RefusedHosts()); n > 0 {
-		s.Instances[worker.StateRefused] = n
-	}
-	if n := len(e.pool.ForeignInstances()); n > 0 {
-		s.Instances[worker.StateForeign] = n
+		Driver:       e.cfg.Cloud.Driver,
+		Store:        e.cfg.Store.Kind(),
+		Instances:    t.States,
+		Behaviors:    t.Behaviors,
+		PricePerHour: t.PricePerHour,
+		Paused:       e.queue.Paused(), ContainersGen: e.queue.Generation(),
 	}
 	s.Containers = e.queue.Counts()
 	setStore(&s, e.queue.StoreHealth())

@@ -53,7 +53,7 @@ func parseChangesQuery(v url.Values) (changesQuery, *httpError) {
 	var cq changesQuery
 	for _, p := range []string{"state", "q", "sort", "offset", "label", "continue"} {
 		if v.Has(p) {
-			return cq, badRequest(p, p+": cannot be combined with changed_since (changes are of every container; filter the copy)")
+			return cq, badRequest(p, p+": cannot be combined with changed_since (changes are of everything listed; filter the copy)")
 		}
 	}
 	since, err := strconv.ParseUint(v.Get("changed_since"), 10, 64)
@@ -107,6 +107,19 @@ func (s *server) listChanges(w http.ResponseWriter, r *http.Request, v url.Value
 	writeJSON(w, http.StatusOK, body)
 }
 
+// changesValues is the query of a changes request (parseChangesQuery
+// reads it).
+func changesValues(since uint64, limit int, wait time.Duration) url.Values {
+	v := url.Values{"changed_since": {strconv.FormatUint(since, 10)}}
+	if limit > 0 {
+		v.Set("limit", strconv.Itoa(limit))
+	}
+	if wait > 0 {
+		v.Set("wait", wait.String())
+	}
+	return v
+}
+
 // Changes is one page of what changed, as the client reads it.
 type Changes struct {
 	Items      []view.Container
@@ -122,14 +135,7 @@ type Changes struct {
 // none has (0: answer at once). An error of kind view.KindGone says the
 // daemon no longer knows that generation: read again from 0.
 func (c *Client) ContainerChanges(ctx context.Context, since uint64, limit int, wait time.Duration) (Changes, error) {
-	v := url.Values{"changed_since": {strconv.FormatUint(since, 10)}}
-	if limit > 0 {
-		v.Set("limit", strconv.Itoa(limit))
-	}
-	if wait > 0 {
-		v.Set("wait", wait.String())
-	}
-	resp, err := c.send(ctx, http.MethodGet, "/v1/containers", v, nil)
+	resp, err := c.send(ctx, http.MethodGet, "/v1/containers", changesValues(since, limit, wait), nil)
 	if err != nil {
 		return Changes{}, err
 	}

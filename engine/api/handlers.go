@@ -33,6 +33,15 @@ func items[T any](v []T) listBody[T] {
 }
 
 func (s *server) listInstances(w http.ResponseWriter, r *http.Request) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, badRequest("", "malformed query string: "+err.Error()))
+		return
+	}
+	if q.Has("changed_since") {
+		s.listInstanceChanges(w, r, q)
+		return
+	}
 	writeJSON(w, http.StatusOK, items(s.eng.Instances()))
 }
 

@@ -81,6 +81,11 @@ func (p *Pool) foreignErrLocked(id cloud.InstanceID) error {
 func (p *Pool) ForeignInstances() []InstanceView {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.foreignViewsLocked()
+}
+
+// foreignViewsLocked is ForeignInstances (p.mu held).
+func (p *Pool) foreignViewsLocked() []InstanceView {
 	out := make([]InstanceView, 0, len(p.foreign))
 	for id, inst := range p.foreign {
 		tags := inst.Tags()

@@ -58,6 +58,9 @@ type instance struct {
 	initial  bool // found by the first listing
 	probed   bool // probed at least once
 
+	// pub is the change log's record of the instance (changes.go).
+	pub *published
+
 	probing      bool
 	nextProbe    time.Time
 	probeFailing bool

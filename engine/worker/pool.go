@@ -225,6 +225,9 @@ type Pool struct {
 	evq, evSpare  []Event
 	flushing      bool
 
+	// changes: what readers of changes were shown (changes.go).
+	changes changeLog
+
 	// refusedUntil: creates wait after a permanent cloud error
 	// (cloud.PermanentError), which refusedErr describes.
 	refusedUntil time.Time
@@ -349,6 +352,7 @@ func (p *Pool) Wait() {
 func (p *Pool) Stop() {
 	p.mu.Lock()
 	p.stopped = true
+	p.wakeWaitersLocked()
 	p.mu.Unlock()
 	p.cancel()
 	p.Wait()
@@ -470,6 +474,7 @@ func (p *Pool) Step() {
 	p.calls.cut(now)
 	p.startProbesLocked(now)
 	p.startWatchesLocked(now)
+	p.publishLocked()
 	p.mu.Unlock()
 	p.flush()
 }

@@ -55,6 +55,11 @@ func (p *Pool) noteRefusedLocked(now time.Time) {
 func (p *Pool) RefusedHosts() []InstanceView {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.refusedViewsLocked()
+}
+
+// refusedViewsLocked is RefusedHosts (p.mu held).
+func (p *Pool) refusedViewsLocked() []InstanceView {
 	var out []InstanceView
 	for _, h := range p.refusedHosts {
 		if _, held := p.byID[h.ID]; held {

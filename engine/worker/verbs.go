@@ -85,6 +85,7 @@ func (p *Pool) KillInstance(id cloud.InstanceID, reason string) (InstanceView, e
 		// still run on an instance that cannot be reached.
 		w.v.ContainersLost = "instance " + string(id) + " killed: " + reason
 	}
+	p.publishLocked()
 	v := w.view()
 	p.mu.Unlock()
 	p.flush()
@@ -118,6 +119,7 @@ func (p *Pool) SetIdleBehavior(id cloud.InstanceID, b IdleBehavior) (InstanceVie
 				p.startTagsLocked(w, now)
 			}
 		}
+		p.publishLocked()
 	}
 	v := w.view()
 	p.mu.Unlock()

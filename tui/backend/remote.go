@@ -19,10 +19,11 @@ import (
 const DefaultRefresh = time.Second
 
 // Remote is a Backend over a dispatcher's management API (--connect URL).
-// It keeps a copy of the containers that each Snapshot brings up to date
-// with the changes since (rows.go); Changes ticks every Refresh, for the
-// summary, instances and events, and at once when a container changes (a
-// watch: a long poll the daemon answers when one does). Verbs carry the
+// It keeps a copy of the containers and one of the instances that each
+// Snapshot brings up to date with the changes since (rows.go,
+// instances.go); Changes ticks every Refresh, for the summary and events,
+// and at once when a container or an instance changes (a watch each: a
+// long poll the daemon answers when one does). Verbs carry the
 // actor header "tui:<username>"; the server records its socket peer or
 // token.
 type Remote struct {
@@ -38,13 +39,16 @@ type Remote struct {
 	events   *eventTail
 	pageSize int // containers per request; api.MaxListLimit (tests lower it)
 
-	// copy is the console's copy of the containers (rows.go).
-	copy rowCopy
+	// copy is the console's copy of the containers (rows.go), insts
+	// that of the instances (instances.go).
+	copy  rowCopy
+	insts instCopy
 
 	// last is the previous full snapshot; a refresh that finds the same
-	// summary counts and no new event reuses its lists instead of asking
-	// for changes, so an idle dispatcher costs two small requests per
-	// refresh. Guarded by mu (Snapshot may run concurrently with itself
+	// summary counts and no new event reuses its containers and types
+	// instead of asking for changes, so an idle dispatcher costs three
+	// small requests per refresh (the summary, the new events, the
+	// instances' changes). Guarded by mu (Snapshot may run concurrently with itself
 	// only in tests; the TUI keeps one in flight).
 	mu   sync.Mutex
 	last *Snapshot
@@ -114,7 +118,9 @@ func (r *Remote) snapshot(ctx context.Context) (*Snapshot, error) {
 	r.mu.Unlock()
 	if last != nil {
 		// Cheap check first: nothing new in the event log and the same
-		// counts mean the big lists cannot have changed.
+		// counts mean the containers and types cannot have changed; the
+		// instances' changes since the copy are read either way (none
+		// is a small answer).
 		sum, err := r.c.Summary(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("summary: %w", err)
@@ -123,9 +129,13 @@ func (r *Remote) snapshot(ctx context.Context) (*Snapshot, error) {
 		if err != nil {
 			return nil, fmt.Errorf("events: %w", err)
 		}
+		insts, err := r.instances(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("instances: %w", err)
+		}
 		if sameCounts(sum, last.Summary) && lastSeq(evs) == lastSeq(last.Events) {
 			s := *last
-			s.Summary, s.Events, s.TakenAt = sum, evs, time.Now()
+			s.Summary, s.Events, s.Instances, s.TakenAt = sum, evs, insts, time.Now()
 			s.ListedAt = s.TakenAt // nothing changed: the list is current
 			return &s, nil
 		}
@@ -185,7 +195,7 @@ func (r *Remote) fullSnapshot(ctx context.Context) (*Snapshot, error) {
 	run("events", func() (err error) { s.Events, err = r.events.latest(ctx); return })
 	wg.Wait()
 	if len(errs) == 0 {
-		run("instances", func() (err error) { s.Instances, err = r.c.Instances(ctx); return })
+		run("instances", func() (err error) { s.Instances, err = r.instances(ctx); return })
 		run("types", func() (err error) { s.Types, err = r.c.Types(ctx); return })
 		run("containers", func() (err error) { s.Rows, err = r.containers(ctx); return })
 		wg.Wait()
@@ -216,8 +226,8 @@ func firstCause(errs []error) error {
 }
 
 // Changes implements Backend: a tick every Refresh and one as soon as a
-// container changes (the watch), coalesced (a tick the reader has not
-// taken yet is not doubled); closed when ctx ends.
+// container or an instance changes (the watches), coalesced (a tick the
+// reader has not taken yet is not doubled); closed when ctx ends.
 func (r *Remote) Changes(ctx context.Context) <-chan struct{} {
 	d := r.Refresh
 	if d <= 0 {
@@ -225,10 +235,14 @@ func (r *Remote) Changes(ctx context.Context) <-chan struct{} {
 	}
 	out := make(chan struct{}, 1)
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
-		r.watch(ctx, out)
+		r.watch(ctx, out, r.containersWatched())
+	}()
+	go func() {
+		defer wg.Done()
+		r.watch(ctx, out, r.instancesWatched())
 	}()
 	go func() {
 		defer wg.Done()

@@ -1,5 +1,5 @@
-// The watch: a long poll that wakes an attached console as soon as a
-// container changes, and costs nothing while none does.
+// The watches: long polls that wake an attached console as soon as a
+// container or an instance changes, and cost nothing while none does.
 
 package backend
 
@@ -24,10 +24,35 @@ const watchGap = 100 * time.Millisecond
 // failure; the watch only stops asking for a while).
 const watchRetry = time.Second
 
-// watch sends on out (waiting until it is taken, or ctx ends) each time a
-// container changed after the copy's generation or the last change it
-// saw; it returns when ctx ends.
-func (r *Remote) watch(ctx context.Context, out chan<- struct{}) {
+// watched is a list the console keeps a copy of, as a watch sees it.
+type watched struct {
+	// from is the generation of the copy (errNoCopy before its first
+	// read).
+	from func() (uint64, error)
+	// poll asks for a change after since, waiting up to wait: the
+	// generation now, and whether anything changed.
+	poll func(ctx context.Context, since uint64, wait time.Duration) (latest uint64, changed bool, err error)
+}
+
+// containersWatched and instancesWatched are r's two copies, watched.
+func (r *Remote) containersWatched() watched {
+	return watched{from: r.watchFrom, poll: func(ctx context.Context, since uint64, wait time.Duration) (uint64, bool, error) {
+		ch, err := r.c.ContainerChanges(ctx, since, 1, wait)
+		return ch.Latest, len(ch.Items) > 0 || len(ch.Removed) > 0, err
+	}}
+}
+
+func (r *Remote) instancesWatched() watched {
+	return watched{from: r.instWatchFrom, poll: func(ctx context.Context, since uint64, wait time.Duration) (uint64, bool, error) {
+		ch, err := r.c.InstanceChanges(ctx, since, 1, wait)
+		return ch.Latest, len(ch.Items) > 0 || len(ch.Removed) > 0, err
+	}}
+}
+
+// watch sends on out (waiting until it is taken, or ctx ends) each time
+// what w watches changed after the copy's generation or the last change
+// it saw; it returns when ctx ends.
+func (r *Remote) watch(ctx context.Context, out chan<- struct{}, w watched) {
 	var since uint64
 	pause := func(d time.Duration) bool {
 		t := time.NewTimer(d)
@@ -41,7 +66,7 @@ func (r *Remote) watch(ctx context.Context, out chan<- struct{}) {
 	}
 	for ctx.Err() == nil {
 		if since == 0 {
-			gen, err := r.watchFrom()
+			gen, err := w.from()
 			if err != nil {
 				if !pause(watchRetry) {
 					return
@@ -50,7 +75,7 @@ func (r *Remote) watch(ctx context.Context, out chan<- struct{}) {
 			}
 			since = gen
 		}
-		ch, err := r.c.ContainerChanges(ctx, since, 1, r.watchWait)
+		latest, changed, err := w.poll(ctx, since, r.watchWait)
 		if err != nil {
 			since = 0 // from the copy again, once Snapshot has read it
 			if view.KindOf(err) == view.KindGone {
@@ -67,8 +92,8 @@ func (r *Remote) watch(ctx context.Context, out chan<- struct{}) {
 			}
 			continue
 		}
-		since = ch.Latest
-		if len(ch.Items) == 0 && len(ch.Removed) == 0 {
+		since = latest
+		if !changed {
 			continue // the wait ended quietly
 		}
 		select {
