@@ -12,8 +12,7 @@ import (
 func benchModel(b *testing.B) *Model { return benchModelSized(b, 1000, 100000) }
 
 // benchModelSized is a console on the containers view of a snapshot with
-// nInst instances and nCtr containers, its filter index built (what the
-// runtime does off the UI goroutine with the command Update returns).
+// nInst instances and nCtr containers.
 func benchModelSized(b *testing.B, nInst, nCtr int) *Model {
 	m, _ := benchModelHeap(b, nInst, nCtr)
 	return m
@@ -30,9 +29,6 @@ func benchModelHeap(b *testing.B, nInst, nCtr int) (*Model, float64) {
 	load(b, m, fb, fakeSnapshot(nInst, nCtr))
 	fb.set(nil) // the model's copy only
 	press(m, "2")
-	if job := m.tables[vContainers].SearchJob(); job != nil {
-		m.tables[vContainers].SetSearch(job())
-	}
 	m.View()
 	runtime.GC()
 	runtime.ReadMemStats(&m1)

@@ -186,11 +186,6 @@ price = 0.05
 	m.Update(m.startFetch()())
 	t.Logf("console attach: first snapshot in %s, %.1f MB read", time.Since(t1).Round(time.Millisecond), float64(ct.n.Load())/1e6)
 	press(m, "2")
-	// What the runtime does with the command that update returns: build
-	// the filter index off the UI goroutine.
-	if job := m.tables[vContainers].SearchJob(); job != nil {
-		m.tables[vContainers].SetSearch(job())
-	}
 	if got := m.tables[vContainers].Len(); got < n {
 		t.Fatalf("the console shows %d containers, want %d", got, n)
 	}

@@ -15,7 +15,7 @@ func rowsOnly(fb *fakeBackend, s *backend.Snapshot) *backend.Snapshot {
 	for _, c := range s.Containers {
 		fb.full[c.ID] = c
 	}
-	s.Rows = backend.NewRows(s.Containers)
+	s.Rows = backend.NewRows(s.Containers, nil)
 	s.Containers = nil
 	return s
 }

@@ -81,15 +81,13 @@ type (
 		gen  uint64
 		snap *backend.Snapshot
 		err  error
-		// rows are the snapshot's table rows for every view, built and
-		// compared with the tables by the fetch off the UI goroutine
-		// (nil: do it on load).
+		// rows are the snapshot's table rows for every view but the
+		// containers, built and compared with the tables by the fetch
+		// off the UI goroutine (nil: do it on load).
 		rows *viewPrepared
 		// ctrs are the snapshot's containers as rows (its Rows, or
-		// made from its Containers); built is what rows' containers
-		// view was built from.
-		ctrs  *backend.Rows
-		built builtRows
+		// made from its Containers): the containers table's source.
+		ctrs *backend.Rows
 	}
 	pollMsg     struct{ seq uint64 }
 	changedMsg  struct{}
@@ -143,16 +141,15 @@ type Model struct {
 	mode          mode
 	prevMode      mode
 	tables        [nViews]*table.Table
-	searchJobs    []tea.Cmd     // filter indexes to build after this update
 	snapRows      *viewPrepared // rows of snap, prepared by the fetch
 	stale         [nViews]bool
 	snap          *backend.Snapshot
 	ctrs          *backend.Rows // snap's containers as rows
-	// snapBuilt is what snapRows' containers view was built from;
-	// ctrBuilt what the containers table's rows were (views.go).
-	snapBuilt, ctrBuilt builtRows
-	full                fullRecord // the record of the container shown, when snap has none (full.go)
-	snapErr             error
+	// ctrSrc is the containers table's source: over ctrs, the same one
+	// while ctrs is (ctrsource.go).
+	ctrSrc  *ctrSource
+	full    fullRecord // the record of the container shown, when snap has none (full.go)
+	snapErr error
 
 	fetchGen uint64 // generation of the latest fetch started
 	fetching bool
@@ -276,16 +273,16 @@ func (m *Model) startFetch() tea.Cmd {
 	}
 	m.fetching, m.again = true, false
 	m.fetchGen++
-	gen, be, ctx, now, bases, built := m.fetchGen, m.be, m.ctx, m.now, m.bases(), m.ctrBuilt
+	gen, be, ctx, now, bases, prev := m.fetchGen, m.be, m.ctx, m.now, m.bases(), m.ctrs
 	return func() tea.Msg {
 		s, err := be.Snapshot(ctx)
 		msg := snapshotMsg{gen: gen, snap: s, err: err}
 		if err == nil && s != nil {
-			// Building and comparing 100,000 rows takes tens of
+			// Building and comparing 10,000 instances' rows takes
 			// milliseconds: do it here, not in Update, where it would
 			// delay key presses.
-			msg.ctrs = rowsOf(s)
-			msg.rows, msg.built = prepareRows(s, msg.ctrs, now(), &bases, built)
+			msg.ctrs = rowsOf(s, prev)
+			msg.rows = prepareRows(s, now(), &bases)
 		}
 		return msg
 	}
@@ -330,12 +327,6 @@ func (m *Model) table() *table.Table { return m.tables[m.view] }
 // Update handles one message.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	_, cmd := m.update(msg)
-	if len(m.searchJobs) > 0 {
-		// Tables loaded during this update build their filter index in
-		// the background.
-		cmd = tea.Batch(append([]tea.Cmd{cmd}, m.searchJobs...)...)
-		m.searchJobs = m.searchJobs[:0]
-	}
 	if job := m.table().OrderJob(); job != nil {
 		// A sort or filter of a large table: computed in the background,
 		// the previous rows shown meanwhile with the spinner.
@@ -354,16 +345,8 @@ type orderMsg struct {
 	res  table.OrderResult
 }
 
-// searchIndexMsg carries a table's filter index built in the background.
-type searchIndexMsg struct {
-	view viewID
-	idx  table.SearchIndex
-}
-
 func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
-	case searchIndexMsg:
-		m.tables[msg.view].SetSearch(msg.idx)
 	case orderMsg:
 		m.tables[msg.view].SetOrder(msg.res)
 	case tea.WindowSizeMsg:
@@ -458,11 +441,12 @@ func (m *Model) onSnapshot(msg snapshotMsg) tea.Cmd {
 			}
 		}
 		m.snap = msg.snap
-		m.snapRows, m.ctrs, m.snapBuilt = msg.rows, msg.ctrs, msg.built
+		prev := m.ctrs
+		m.snapRows, m.ctrs = msg.rows, msg.ctrs
 		if m.snapRows == nil { // a snapshot not from startFetch
 			b := m.bases()
-			m.ctrs = rowsOf(m.snap)
-			m.snapRows, m.snapBuilt = prepareRows(m.snap, m.ctrs, m.now(), &b, m.ctrBuilt)
+			m.ctrs = rowsOf(m.snap, prev)
+			m.snapRows = prepareRows(m.snap, m.now(), &b)
 		}
 		m.ctrIdx = nil
 		s := msg.snap.Summary
@@ -512,30 +496,26 @@ func (m *Model) bases() [nViews]table.Base {
 	return b
 }
 
-// prepareRows builds the rows of every view from s and compares them with
+// prepareRows builds the rows of every view but the containers (whose
+// table reads the compact rows themselves) from s and compares them with
 // the tables' data in bases; it may run off the UI goroutine.
-// The containers view reuses the rows of its table for the containers
-// that did not change since built.
-func prepareRows(s *backend.Snapshot, ctrs *backend.Rows, now time.Time, bases *[nViews]table.Base, built builtRows) (*viewPrepared, builtRows) {
+func prepareRows(s *backend.Snapshot, now time.Time, bases *[nViews]table.Base) *viewPrepared {
 	var p viewPrepared
 	for v := range p {
-		var rows []table.Row
-		if viewID(v) == vContainers {
-			rows, built = containerRows(ctrs, now, &bases[v], built)
-		} else {
-			rows = viewRowsOf(s, viewID(v), now)
+		if viewID(v) != vContainers {
+			p[v] = bases[v].Prepare(viewRowsOf(s, viewID(v), now))
 		}
-		p[v] = bases[v].Prepare(rows)
 	}
-	return &p, built
+	return &p
 }
 
-// rowsOf returns s's containers as rows.
-func rowsOf(s *backend.Snapshot) *backend.Rows {
+// rowsOf returns s's containers as rows (made from its records, their
+// versions following prev's, when it has none).
+func rowsOf(s *backend.Snapshot, prev *backend.Rows) *backend.Rows {
 	if s.Rows != nil {
 		return s.Rows
 	}
-	return backend.NewRows(s.Containers)
+	return backend.NewRows(s.Containers, prev)
 }
 
 func viewRowsOf(s *backend.Snapshot, v viewID, now time.Time) []table.Row {
@@ -557,15 +537,16 @@ func (m *Model) refreshTable(v viewID) {
 	}
 	m.stale[v] = false
 	follow := v == vEvents && m.tables[v].AtTop() // newest first: stay on the newest
-	m.tables[v].SetPrepared(m.snapRows[v])
 	if v == vContainers {
-		m.ctrBuilt = m.snapBuilt
+		if m.ctrSrc == nil || m.ctrSrc.rows != m.ctrs {
+			m.ctrSrc = &ctrSource{rows: m.ctrs, now: m.now}
+		}
+		m.tables[v].SetSource(m.ctrSrc)
+	} else {
+		m.tables[v].SetPrepared(m.snapRows[v])
 	}
 	if follow {
 		m.tables[v].Home()
-	}
-	if job := m.tables[v].SearchJob(); job != nil {
-		m.searchJobs = append(m.searchJobs, func() tea.Msg { return searchIndexMsg{view: v, idx: job()} })
 	}
 }
 

@@ -51,10 +51,6 @@ func BenchmarkAttachedRefresh(b *testing.B) {
 	refresh := func() {
 		m.fetching = false
 		runCmd(m, m.startFetch())
-		for _, j := range m.searchJobs {
-			runCmd(m, j)
-		}
-		m.searchJobs = nil
 		m.View()
 	}
 	refresh()

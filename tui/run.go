@@ -10,41 +10,52 @@ import (
 	tea "charm.land/bubbletea/v2"
 )
 
-// coalesceWindow is how long change notifications are gathered before one
-// message reaches the program.
+// coalesceWindow is the least time between two change messages to the
+// program: changes arriving within it of the last message are merged into
+// one at its end.
 const coalesceWindow = 150 * time.Millisecond
 
-// coalesce turns a stream of change notifications into at most one call of
-// send per window. send may block (Program.Send is unbuffered); changes
-// arriving meanwhile are merged into the next call. It returns when ctx
-// ends or in is closed.
+// coalesce turns a stream of change notifications into calls of send at
+// most one per window: a change after a quiet window is sent at once (a
+// change made with the CLI reaches the screen without waiting out a
+// window), and those within the window after a send are merged into one
+// at its end. send may block (Program.Send is unbuffered). It returns
+// when ctx ends or in is closed.
 func coalesce(ctx context.Context, in <-chan struct{}, window time.Duration, send func()) {
 	if in == nil {
 		return
 	}
-	var timer *time.Timer
-	var fire <-chan time.Time
+	timer := time.NewTimer(window)
+	timer.Stop()
+	defer timer.Stop()
+	open := false    // a window since the last send is running
+	pending := false // a change arrived within it
 	for {
 		select {
 		case <-ctx.Done():
-			if timer != nil {
-				timer.Stop()
-			}
 			return
 		case _, ok := <-in:
 			if !ok {
-				if fire != nil {
+				if pending {
 					send()
 				}
 				return
 			}
-			if fire == nil {
-				timer = time.NewTimer(window)
-				fire = timer.C
+			if open {
+				pending = true
+				continue
 			}
-		case <-fire:
-			fire = nil
 			send()
+			timer.Reset(window)
+			open = true
+		case <-timer.C:
+			open = false
+			if pending {
+				pending = false
+				send()
+				timer.Reset(window)
+				open = true
+			}
 		}
 	}
 }

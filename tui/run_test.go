@@ -33,21 +33,24 @@ func TestCoalesce(t *testing.T) {
 			}
 		}
 
+		in <- struct{}{}
+		expectSends("a change after a quiet time, at once", 1)
 		for range 100 {
 			in <- struct{}{}
 		}
 		time.Sleep(window - time.Nanosecond)
-		expectSends("100 changes, just before the window ends", 0)
+		expectSends("100 more within the window, just before it ends", 0)
 		time.Sleep(time.Nanosecond)
-		expectSends("100 changes, when the window ends", 1)
+		expectSends("100 more within the window, when it ends", 1)
 		time.Sleep(10 * window)
 		expectSends("no change since", 0)
 
 		in <- struct{}{}
 		time.Sleep(window / 2)
 		in <- struct{}{}
+		expectSends("two changes half a window apart: the first", 1)
 		time.Sleep(window / 2)
-		expectSends("two changes half a window apart", 1)
+		expectSends("two changes half a window apart: the second at the window's end", 1)
 
 		in <- struct{}{}
 		close(in)
@@ -68,13 +71,14 @@ func TestCoalesceStopsWithContext(t *testing.T) {
 			coalesce(ctx, in, time.Second, func() { sends++ })
 			close(done)
 		}()
-		in <- struct{}{}
+		in <- struct{}{} // sent at once
+		in <- struct{}{} // pending until the window ends
 		cancel()
 		<-done
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
-		if sends != 0 {
-			t.Errorf("%d sends after the context ended, want 0", sends)
+		if sends != 1 {
+			t.Errorf("%d sends, want 1: the pending change sent after the context ended?", sends)
 		}
 	})
 }

@@ -536,28 +536,6 @@ func TestDetailsAndLogs(t *testing.T) {
 	_ = queue.Queued
 }
 
-// Loading a view's table starts building its filter index in the
-// background: the command returned with the update delivers it.
-func TestFilterIndexBuiltInBackground(t *testing.T) {
-	m, fb := newTest(t, Options{})
-	size(m, 120, 40)
-	load(t, m, fb, fakeSnapshot(7, 35))
-	cmd := press(m, "2") // loads the containers table
-	if m.table().SearchJob() == nil {
-		t.Fatal("setup: the index is already complete")
-	}
-	runCmd(m, cmd)
-	if m.table().SearchJob() != nil {
-		t.Fatal("the index was not built by the returned command")
-	}
-	press(m, "/")
-	typeText(m, "job-3")
-	press(m, "enter")
-	if got := m.table().Shown(); got != 6 {
-		t.Fatalf("filter shows %d rows, want 6", got)
-	}
-}
-
 // TestReadOnlyBecauseViewer: a console made read-only by a viewer token
 // says why, on start, on a verb key and in the help.
 func TestReadOnlyBecauseViewer(t *testing.T) {

@@ -194,64 +194,6 @@ func containerState(c *backend.Row) string {
 	return s
 }
 
-// builtRows tells which rows a table's container rows were built from:
-// those of a Rows at a version (Rows.Each). A container whose row has not
-// changed since keeps its table row.
-type builtRows struct {
-	from *backend.Rows
-	ver  uint32
-}
-
-// containerRows builds the containers view's rows from ctrs, reusing the
-// rows of prev (the table's, built as said by built) of every container
-// that has not changed since and whose age reads the same; it returns
-// what the new rows are built from.
-func containerRows(ctrs *backend.Rows, now time.Time, prev *table.Base, built builtRows) ([]table.Row, builtRows) {
-	n := ctrs.Len()
-	rows := make([]table.Row, 0, n)
-	var nums []float64 // the rebuilt rows' numbers, allocated a chunk at a time
-	reuse := prev != nil && built.from == ctrs
-	ver := ctrs.Each(func(c *backend.Row) {
-		if len(rows) == cap(rows) {
-			return // more than Len said: the rest at the next refresh
-		}
-		ag := ageText(now, c.Created())
-		if reuse && c.Ver <= built.ver {
-			if r, ok := prev.Row(c.ID); ok && r.Cells[8] == ag {
-				rows = append(rows, r)
-				return
-			}
-		}
-		reason, rowState := c.ReasonText(), string(c.State)
-		if c.State == view.Complete && c.HasExit {
-			reason = "exit " + strconv.Itoa(int(c.Exit))
-		}
-		if c.Failed() {
-			rowState = theme.StateFailed
-		}
-		if len(nums)+10 > cap(nums) {
-			nums = make([]float64, 0, 10*min(max(n-len(rows), 1), 4096))
-		}
-		k := len(nums)
-		nums = nums[:k+10]
-		m := nums[k : k+10 : k+10]
-		// AGE sorts by the time it was created, not by an age that a
-		// row kept over refreshes would have left behind.
-		m[3], m[4], m[5], m[7], m[8] = float64(c.Priority), float64(c.VCPUs),
-			float64(c.RAM), float64(c.Attempts), ageKey(c.CreatedAt)
-		rows = append(rows, table.Row{
-			ID:    c.ID,
-			State: rowState,
-			Cells: []string{c.ID, containerName(c), containerState(c), strconv.Itoa(int(c.Priority)),
-				strconv.Itoa(int(c.VCPUs)), fmtBytes(c.RAM), c.InstanceID,
-				strconv.Itoa(int(c.Attempts)) + "/" + strconv.Itoa(int(c.MaxAttempts)), ag, reason},
-			Nums:   m,
-			Hidden: c.Tags,
-		})
-	})
-	return rows, builtRows{ctrs, ver}
-}
-
 // ageKey sorts as the age of a thing created at ns (unix nanoseconds, 0
 // for never: before every age) would, whenever it is taken.
 func ageKey(ns int64) float64 {

@@ -27,6 +27,12 @@ type InProcess struct {
 	describe string
 	actor    string
 	events   *eventTail
+
+	// rows are the last snapshot's: the next one's rows that show the
+	// same keep their versions (Row.Ver), so that only changed ones are
+	// flagged in the console.
+	mu   sync.Mutex
+	rows *Rows
 }
 
 var _ Backend = (*InProcess)(nil)
@@ -60,6 +66,10 @@ func (b *InProcess) Snapshot(ctx context.Context) (*Snapshot, error) {
 		return nil, fmt.Errorf("read events: %w", err)
 	}
 	cs, _ := b.eng.Containers(engine.ListOptions{})
+	b.mu.Lock()
+	rows := NewRows(cs, b.rows)
+	b.rows = rows
+	b.mu.Unlock()
 	now := time.Now()
 	return &Snapshot{
 		TakenAt:    now,
@@ -67,7 +77,7 @@ func (b *InProcess) Snapshot(ctx context.Context) (*Snapshot, error) {
 		Summary:    b.eng.Summary(),
 		Instances:  b.eng.Instances(),
 		Containers: cs,
-		Rows:       NewRows(cs),
+		Rows:       rows,
 		Types:      b.eng.Types(),
 		Events:     evs,
 	}, nil

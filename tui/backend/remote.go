@@ -116,31 +116,45 @@ func (r *Remote) snapshot(ctx context.Context) (*Snapshot, error) {
 	r.mu.Lock()
 	last := r.last
 	r.mu.Unlock()
-	if last != nil {
-		// Cheap check first: nothing new in the event log and the same
-		// counts mean the containers and types cannot have changed; the
-		// instances' changes since the copy are read either way (none
-		// is a small answer).
-		sum, err := r.c.Summary(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("summary: %w", err)
-		}
-		evs, err := r.events.latest(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("events: %w", err)
-		}
-		insts, err := r.instances(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("instances: %w", err)
-		}
-		if sameCounts(sum, last.Summary) && lastSeq(evs) == lastSeq(last.Events) {
-			s := *last
-			s.Summary, s.Events, s.Instances, s.TakenAt = sum, evs, insts, time.Now()
-			s.ListedAt = s.TakenAt // nothing changed: the list is current
-			return &s, nil
-		}
+	// The summary and the events first, the lists after them: whatever
+	// changed after the events were read shows in a later event or count,
+	// so the next refresh's cheap check cannot keep lists older than the
+	// events it compares with (a verb landing between the two reads used
+	// to leave the console showing the state before it). The instances'
+	// changes since the copy are read either way (none is a small answer).
+	var sum view.Summary
+	var evs []view.Event
+	var insts []view.Instance
+	if err := inParallel(ctx,
+		func(ctx context.Context) (err error) {
+			if sum, err = r.c.Summary(ctx); err != nil {
+				err = fmt.Errorf("summary: %w", err)
+			}
+			return err
+		},
+		func(ctx context.Context) (err error) {
+			if evs, err = r.events.latest(ctx); err != nil {
+				err = fmt.Errorf("events: %w", err)
+			}
+			return err
+		},
+		func(ctx context.Context) (err error) {
+			if insts, err = r.instances(ctx); err != nil {
+				err = fmt.Errorf("instances: %w", err)
+			}
+			return err
+		}); err != nil {
+		return nil, err
 	}
-	s, err := r.fullSnapshot(ctx)
+	if last != nil && sameCounts(sum, last.Summary) && lastSeq(evs) == lastSeq(last.Events) {
+		// Nothing new in the event log and the same counts: the big
+		// lists cannot have changed.
+		s := *last
+		s.Summary, s.Events, s.Instances, s.TakenAt = sum, evs, insts, time.Now()
+		s.ListedAt = s.TakenAt // nothing changed: the list is current
+		return &s, nil
+	}
+	s, err := r.lists(ctx, sum, evs, insts)
 	if err == nil {
 		r.mu.Lock()
 		r.last = s
@@ -165,43 +179,25 @@ func sameCounts(a, b view.Summary) bool {
 		a.QuotaLimit == b.QuotaLimit && a.PricePerHour == b.PricePerHour && a.ContainersGen == b.ContainersGen
 }
 
-func (r *Remote) fullSnapshot(ctx context.Context) (*Snapshot, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	s := &Snapshot{}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
-	run := func(what string, f func() error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := f(); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("%s: %w", what, err))
-				mu.Unlock()
-				cancel()
+// lists reads the types and the containers that changed, at once, for a
+// snapshot of sum, evs and insts (read before them).
+func (r *Remote) lists(ctx context.Context, sum view.Summary, evs []view.Event, insts []view.Instance) (*Snapshot, error) {
+	s := &Snapshot{Summary: sum, Events: evs, Instances: insts}
+	err := inParallel(ctx,
+		func(ctx context.Context) (err error) {
+			if s.Types, err = r.c.Types(ctx); err != nil {
+				err = fmt.Errorf("types: %w", err)
 			}
-		}()
-	}
-	// The summary and the events first, the lists after them: whatever
-	// changed after the events were read shows in a later event or count,
-	// so the next refresh's cheap check cannot keep lists older than the
-	// events it compares with (a verb landing between the two reads used
-	// to leave the console showing the state before it).
-	run("summary", func() (err error) { s.Summary, err = r.c.Summary(ctx); return })
-	run("events", func() (err error) { s.Events, err = r.events.latest(ctx); return })
-	wg.Wait()
-	if len(errs) == 0 {
-		run("instances", func() (err error) { s.Instances, err = r.instances(ctx); return })
-		run("types", func() (err error) { s.Types, err = r.c.Types(ctx); return })
-		run("containers", func() (err error) { s.Rows, err = r.containers(ctx); return })
-		wg.Wait()
-	}
-	if len(errs) > 0 {
-		return nil, firstCause(errs)
+			return err
+		},
+		func(ctx context.Context) (err error) {
+			if s.Rows, err = r.containers(ctx); err != nil {
+				err = fmt.Errorf("containers: %w", err)
+			}
+			return err
+		})
+	if err != nil {
+		return nil, err
 	}
 	if s.Instances == nil {
 		s.Instances = []view.Instance{}
@@ -212,6 +208,35 @@ func (r *Remote) fullSnapshot(ctx context.Context) (*Snapshot, error) {
 	s.TakenAt = time.Now()
 	s.ListedAt = s.TakenAt
 	return s, nil
+}
+
+// inParallel runs fs at once and returns the first failure's error (one fails:
+// the others are cancelled).
+func inParallel(ctx context.Context, fs ...func(ctx context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for _, f := range fs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(ctx); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		return firstCause(errs)
+	}
+	return nil
 }
 
 // firstCause prefers an error that is not a cancellation caused by another

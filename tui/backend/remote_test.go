@@ -511,7 +511,8 @@ func TestNumberLine(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	pos := view.ReasonPosition
 	ns := func(t time.Time) int64 { return t.UnixNano() }
-	s := &Rows{rows: []Row{
+	s := &Rows{}
+	for _, r := range []Row{
 		{State: view.Queued, Priority: 1, FirstSeenAt: ns(t0), ID: "late-low", ReasonCode: pos, Seq: 9},
 		{State: view.Queued, Priority: 5, FirstSeenAt: ns(t0.Add(time.Second)), ID: "high", ReasonCode: pos, Seq: 3},
 		{State: view.Queued, Priority: 5, Held: true, FirstSeenAt: ns(t0), ID: "held", ReasonCode: view.ReasonHeld},
@@ -519,10 +520,13 @@ func TestNumberLine(t *testing.T) {
 		{State: view.Running, Priority: 9, FirstSeenAt: ns(t0), ID: "running"},
 		{State: view.Queued, Priority: 0, FirstSeenAt: ns(t0), ID: "zero", ReasonCode: view.ReasonPriorityZero},
 		{State: view.Queued, Priority: 1, FirstSeenAt: ns(t0), ID: "early-low", ReasonCode: pos, Seq: 2},
-	}}
+	} {
+		s.rows.push(r)
+	}
 	s.numberLine()
 	want := map[string]string{"locked": "", "high": "position 2 in queue", "early-low": "position 3 in queue", "late-low": "position 4 in queue"}
-	for _, c := range s.rows {
+	for i := range s.rows.len() {
+		c := s.rows.at(i)
 		if w, ok := want[c.ID]; ok && c.ReasonText() != w {
 			t.Errorf("%s: reason %q, want %q", c.ID, c.ReasonText(), w)
 		}
@@ -532,11 +536,15 @@ func TestNumberLine(t *testing.T) {
 // sortBySeq puts rows in submission order, whatever order they came in.
 func TestSortBySeq(t *testing.T) {
 	for _, seqs := range [][]uint64{{}, {1}, {1, 2, 3}, {3, 1, 2}, {5, 4, 3, 2, 1}, {2, 1, 4, 3, 6, 5}, {7, 3, 9, 1, 8, 2}} {
-		rows := make([]Row, len(seqs))
-		for i, s := range seqs {
-			rows[i].Seq, rows[i].ID = s, fmt.Sprint("c", s)
+		var ps pages
+		for _, s := range seqs {
+			ps.push(Row{Seq: s, ID: fmt.Sprint("c", s)})
 		}
-		sortBySeq(rows)
+		sortBySeq(&ps)
+		var rows []Row
+		for i := range ps.len() {
+			rows = append(rows, *ps.at(i))
+		}
 		for i := 1; i < len(rows); i++ {
 			if rows[i-1].Seq > rows[i].Seq {
 				t.Fatalf("%v: sorted to %v", seqs, rows)

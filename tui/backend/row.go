@@ -45,6 +45,20 @@ type Row struct {
 	HasExit       bool
 	Held          bool
 	KillRequested bool
+	// gone: taken out of an attached console's copy, its slot kept
+	// until the copy is compacted (Rows).
+	gone bool
+}
+
+// Gone reports whether the row was taken out (Rows.Read shows it in its
+// slot until the rows are compacted).
+func (r *Row) Gone() bool { return r.gone }
+
+// same reports whether a and b show the same (Ver aside).
+func same(a, b *Row) bool {
+	x, y := *a, *b
+	x.Ver, y.Ver = 0, 0
+	return x == y
 }
 
 // ReasonText is the row's reason as the API shows it.

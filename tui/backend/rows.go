@@ -18,28 +18,59 @@ import (
 // Rows is a snapshot's containers as compact rows, in submission order.
 // A remote backend keeps one and applies each refresh's changes to it in
 // place (no second copy); read it only through its methods, which are
-// safe while it changes.
+// safe while it changes. A row keeps its slot while the Rows lives: one
+// taken out stays in it, Gone, and new ones take new slots at the end,
+// so that a console's order of slots stays right across a refresh; when
+// a quarter of the slots are gone, the next refresh compacts the live
+// rows into new Rows (docs/design.md §7.2).
 type Rows struct {
 	mu   sync.RWMutex
-	rows []Row
-	at   map[string]int32 // index of each id in rows
+	rows pages
+	at   map[string]int32 // slot of each id in rows (gone ones are not)
+	dead int              // gone slots
 	line []place          // numberLine's scratch, kept between refreshes
 	// ver counts the refreshes that changed a row; each row says at
-	// which it last changed (Row.Ver), so that the console rebuilds the
-	// table rows of those alone.
+	// which it last changed (Row.Ver), so that the console flags the
+	// rows that changed.
 	ver uint32
+	// wName and wInst are the longest name and instance id (bytes) a
+	// row has had, for the widths of the console's columns.
+	wName, wInst int
 }
 
 // NewRows makes the rows of cs (a backend that reads whole lists, such as
-// the in-process one), in the order given.
-func NewRows(cs []view.Container) *Rows {
+// the in-process one), in the order given. A row that shows the same as
+// its row in prev (the last snapshot's, nil for none) keeps its Ver;
+// the others are at a new version.
+func NewRows(cs []view.Container, prev *Rows) *Rows {
 	var in Interner
-	s := &Rows{rows: make([]Row, len(cs)), at: make(map[string]int32, len(cs))}
+	s := &Rows{rows: newPages(len(cs)), at: make(map[string]int32, len(cs))}
+	if prev != nil {
+		prev.mu.RLock()
+		defer prev.mu.RUnlock()
+		s.ver = prev.ver + 1
+	}
 	for i := range cs {
-		s.rows[i] = RowOf(&cs[i], &in)
+		r := RowOf(&cs[i], &in)
+		r.Ver = s.ver
+		if prev != nil {
+			if j, ok := prev.at[r.ID]; ok && same(prev.rows.at(int(j)), &r) {
+				r.Ver = prev.rows.at(int(j)).Ver
+			}
+		}
+		s.rows.push(r)
 		s.at[cs[i].ID] = int32(i)
+		s.widen(&r)
 	}
 	return s
+}
+
+// widen keeps wName and wInst at least r's.
+func (s *Rows) widen(r *Row) {
+	if r.Name != r.ID {
+		s.wName = max(s.wName, len(r.Name))
+	}
+	s.wInst = max(s.wInst, len(r.InstanceID))
 }
 
 // Len is how many containers there are.
@@ -49,7 +80,41 @@ func (s *Rows) Len() int {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.rows)
+	return s.rows.len() - s.dead
+}
+
+// Slots is the rows by slot, valid inside Rows.Read only.
+type Slots struct{ s *Rows }
+
+// Len is the number of slots, gone ones included; Live those not gone.
+func (v Slots) Len() int  { return v.s.rows.len() }
+func (v Slots) Live() int { return v.s.rows.len() - v.s.dead }
+
+// At is the row in slot i (not to be kept past Read).
+func (v Slots) At(i int) *Row { return v.s.rows.at(i) }
+
+// Index is the slot of the row with that id (false: none, or gone).
+func (v Slots) Index(id string) (int, bool) {
+	i, ok := v.s.at[id]
+	return int(i), ok
+}
+
+// Version is the Rows' version (Row.Ver).
+func (v Slots) Version() uint32 { return v.s.ver }
+
+// Widest is the longest name and instance id (bytes) a row has had.
+func (v Slots) Widest() (name, instance int) { return v.s.wName, v.s.wInst }
+
+// Read calls f with the rows read-locked: f must be short (a refresh
+// waits for it) and must not call s's other methods.
+func (s *Rows) Read(f func(v Slots)) {
+	if s == nil {
+		f(Slots{&Rows{}})
+		return
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	f(Slots{s})
 }
 
 // Get returns the row of id.
@@ -63,7 +128,7 @@ func (s *Rows) Get(id string) (Row, bool) {
 	if !ok {
 		return Row{}, false
 	}
-	return s.rows[i], true
+	return *s.rows.at(int(i)), true
 }
 
 // Each calls f with every row in order, read-locked (f must not keep r
@@ -75,8 +140,10 @@ func (s *Rows) Each(f func(r *Row)) (ver uint32) {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	for i := range s.rows {
-		f(&s.rows[i])
+	for i := range s.rows.len() {
+		if r := s.rows.at(i); !r.gone {
+			f(r)
+		}
 	}
 	return s.ver
 }
@@ -84,43 +151,71 @@ func (s *Rows) Each(f func(r *Row)) (ver uint32) {
 // upsert puts r in (replacing the row of its id) and reports whether it
 // was new (s.mu held, or s not yet shared).
 func (s *Rows) upsert(r Row) bool {
+	s.widen(&r)
 	if i, ok := s.at[r.ID]; ok {
-		s.rows[i] = r
+		*s.rows.at(int(i)) = r
 		return false
 	}
-	s.at[r.ID] = int32(len(s.rows))
-	s.rows = append(s.rows, r)
+	s.at[r.ID] = int32(s.rows.len())
+	s.rows.push(r)
 	return true
 }
 
+// drop marks the rows of gone as gone in their slots; it reports
+// whether one of them held a place in the line (s.mu held).
+func (s *Rows) drop(gone map[string]bool) (line bool) {
+	for id := range gone {
+		i, ok := s.at[id]
+		if !ok {
+			continue
+		}
+		r := s.rows.at(int(i))
+		line = line || inLine(r)
+		r.gone, r.Ver = true, s.ver
+		delete(s.at, id)
+		s.dead++
+	}
+	return line
+}
+
+// compacted is s without its gone slots, as new Rows (s.fetch held by
+// the caller: s is not changed meanwhile).
+func (s *Rows) compacted() *Rows {
+	live := s.rows.len() - s.dead
+	n := &Rows{rows: newPages(live), at: make(map[string]int32, live), ver: s.ver, wName: s.wName, wInst: s.wInst}
+	for i := range s.rows.len() {
+		if r := s.rows.at(i); !r.gone {
+			n.at[r.ID] = int32(n.rows.len())
+			n.rows.push(*r)
+		}
+	}
+	return n
+}
+
 // removeAll takes the rows of gone out, keeping the others' order, in
-// one pass; it reports whether one of them held a place in the line
-// (s.mu held).
-func (s *Rows) removeAll(gone map[string]bool) (line bool) {
+// one pass, on rows not yet shared (a read of every container).
+func (s *Rows) removeAll(gone map[string]bool) {
 	k := 0
-	for i := range s.rows {
-		r := &s.rows[i]
+	for i := range s.rows.len() {
+		r := s.rows.at(i)
 		if gone[r.ID] {
-			line = line || inLine(r)
 			delete(s.at, r.ID)
 			continue
 		}
 		if k != i {
-			s.rows[k] = *r
+			*s.rows.at(k) = *r
 			s.at[r.ID] = int32(k)
 		}
 		k++
 	}
-	clear(s.rows[k:]) // drop the strings of the rows past the end
-	s.rows = s.rows[:k]
-	return line
+	s.rows.truncate(k) // drops the strings of the rows past the end
 }
 
 // reindex rebuilds the index by id (s.mu held).
 func (s *Rows) reindex() {
 	clear(s.at)
-	for i := range s.rows {
-		s.at[s.rows[i].ID] = int32(i)
+	for i := range s.rows.len() {
+		s.at[s.rows.at(i).ID] = int32(i)
 	}
 }
 
@@ -178,7 +273,10 @@ func (r *Remote) readAll(ctx context.Context) (*Rows, error) {
 			return nil, err
 		}
 		if s == nil {
-			s = &Rows{rows: make([]Row, 0, ch.Available), at: make(map[string]int32, ch.Available)}
+			s = &Rows{rows: newPages(ch.Available), at: make(map[string]int32, ch.Available)}
+			if rc.rows != nil {
+				s.ver = rc.rows.ver // the versions go on: a console's "changed" flags compare them
+			}
 		}
 		if len(ch.Removed) > 0 {
 			gone := make(map[string]bool, len(ch.Removed))
@@ -191,13 +289,13 @@ func (r *Remote) readAll(ctx context.Context) (*Rows, error) {
 			s.upsert(RowOf(&ch.Items[i], &rc.strs))
 		}
 		gen = ch.Generation
-		rc.loaded.Store(int64(len(s.rows)))
-		rc.total.Store(int64(max(ch.Available, len(s.rows))))
+		rc.loaded.Store(int64(s.rows.len()))
+		rc.total.Store(int64(max(ch.Available, s.rows.len())))
 		if !ch.More {
 			break
 		}
 	}
-	if sortBySeq(s.rows) {
+	if sortBySeq(&s.rows) {
 		s.reindex()
 	}
 	s.numberLine()
@@ -209,33 +307,34 @@ func (r *Remote) readAll(ctx context.Context) (*Rows, error) {
 // before it is told to sort, moving each row once (the changes come in the
 // order of their changes, mostly that order already); it reports whether
 // it moved any.
-func sortBySeq(rows []Row) bool {
+func sortBySeq(rows *pages) bool {
+	n := rows.len()
 	sorted := true
-	for i := 1; i < len(rows) && sorted; i++ {
-		sorted = rows[i-1].Seq <= rows[i].Seq
+	for i := 1; i < n && sorted; i++ {
+		sorted = rows.at(i-1).Seq <= rows.at(i).Seq
 	}
 	if sorted {
 		return false
 	}
-	from := make([]int, len(rows)) // from[k]: the row that goes to k
+	from := make([]int, n) // from[k]: the row that goes to k
 	for i := range from {
 		from[i] = i
 	}
-	slices.SortFunc(from, func(a, b int) int { return cmp.Compare(rows[a].Seq, rows[b].Seq) })
+	slices.SortFunc(from, func(a, b int) int { return cmp.Compare(rows.at(a).Seq, rows.at(b).Seq) })
 	// Follow each cycle of the permutation, holding one row aside.
 	for k := range from {
 		if from[k] == k {
 			continue
 		}
-		held := rows[k]
+		held := *rows.at(k)
 		j := k
 		for from[j] != k {
 			next := from[j]
-			rows[j] = rows[next]
+			*rows.at(j) = *rows.at(next)
 			from[j] = j
 			j = next
 		}
-		rows[j] = held
+		*rows.at(j) = held
 		from[j] = j
 	}
 	return true
@@ -280,22 +379,28 @@ func (r *Remote) applyChanges(ctx context.Context) error {
 	}
 	rc.gen = gen
 	rc.rows.apply(changed, gone)
+	if s := rc.rows; s.dead >= compactMin && s.dead > s.rows.len()/4 {
+		rc.rows = s.compacted()
+	}
 	return nil
 }
 
+// compactMin is the fewest gone slots worth compacting the rows for.
+const compactMin = 1024
+
 // apply puts the changed rows in place (a row whose ID is "" is skipped)
-// and takes out the gone ones, new rows after the others in submission
-// order, and numbers the line again if it moved.
+// and marks the gone ones, new rows after the others in submission
+// order, and numbers the line again if it moved. Readers wait only for
+// the rows put in: the line is sorted without the lock.
 func (s *Rows) apply(changed []Row, gone map[string]bool) {
 	if len(changed) == 0 && len(gone) == 0 {
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.ver++
 	// The line is numbered again only if a container in it, before or
 	// after, changed (most changes at a busy daemon are of running ones).
-	line := len(gone) > 0 && s.removeAll(gone)
+	line := len(gone) > 0 && s.drop(gone)
 	var added []Row
 	for i := range changed {
 		c := &changed[i]
@@ -309,8 +414,13 @@ func (s *Rows) apply(changed []Row, gone map[string]bool) {
 			added = append(added, *c)
 			continue
 		}
-		line = line || inLine(&s.rows[j]) || inLine(c)
-		s.rows[j] = *c
+		old := s.rows.at(int(j))
+		line = line || inLine(old) || inLine(c)
+		if inLine(c) {
+			c.Pos = old.Pos // its last number until the line is numbered again
+		}
+		s.widen(c)
+		*old = *c
 	}
 	// New ones after the rest in submission order, as the first read
 	// left them (a batch submitted elsewhere may land between others).
@@ -319,6 +429,7 @@ func (s *Rows) apply(changed []Row, gone map[string]bool) {
 		line = line || inLine(&added[i])
 		s.upsert(added[i])
 	}
+	s.mu.Unlock()
 	if line {
 		s.numberLine()
 	}
@@ -338,16 +449,14 @@ type place struct {
 // at quota moves them all. A container holds a place in the line while it
 // waits (Queued or Locked), is not held and has a priority above 0 — as
 // the scheduler counts it (engine/scheduler) — in the scheduling order:
-// Locked before Queued, priority descending, first seen, submission
-// (s.mu held, or s not yet shared).
+// Locked before Queued, priority descending, first seen, submission.
+// Only the numbers are written under s.mu: the caller is the one that
+// changes s (or s is not yet shared), so its reads need no lock.
 func (s *Rows) numberLine() {
 	line := s.line[:0]
-	for i := range s.rows {
-		r := &s.rows[i]
-		if inLine(r) {
+	for i := range s.rows.len() {
+		if r := s.rows.at(i); !r.gone && inLine(r) {
 			line = append(line, place{r.State == view.Locked, r.Priority, r.FirstSeenAt, r.Seq, int32(i)})
-		} else if r.Pos != 0 {
-			r.Pos, r.Ver = 0, s.ver
 		}
 	}
 	slices.SortFunc(line, func(a, b place) int {
@@ -365,8 +474,15 @@ func (s *Rows) numberLine() {
 		}
 		return cmp.Compare(a.seq, b.seq)
 	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.rows.len() {
+		if r := s.rows.at(i); r.Pos != 0 && (r.gone || !inLine(r)) {
+			r.Pos, r.Ver = 0, s.ver
+		}
+	}
 	for n, p := range line {
-		r := &s.rows[p.i]
+		r := s.rows.at(int(p.i))
 		pos := int32(n + 1)
 		if r.ReasonCode != view.ReasonPosition {
 			pos = 0 // holds a place, shows another reason

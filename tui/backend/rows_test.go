@@ -23,13 +23,20 @@ func checkIndex(t *testing.T, what string, s *Rows) {
 	t.Helper()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	for i, c := range s.rows {
+	for i := range s.rows.len() {
+		c := s.rows.at(i)
+		if c.gone {
+			if got, ok := s.at[c.ID]; ok && got == int32(i) {
+				t.Errorf("%s: the index says gone %s is row %d", what, c.ID, i)
+			}
+			continue
+		}
 		if got := s.at[c.ID]; got != int32(i) {
 			t.Errorf("%s: the index says %s is row %d, it is row %d", what, c.ID, got, i)
 		}
 	}
-	if len(s.at) != len(s.rows) {
-		t.Errorf("%s: %d ids indexed for %d rows", what, len(s.at), len(s.rows))
+	if len(s.at) != s.rows.len()-s.dead {
+		t.Errorf("%s: %d ids indexed for %d rows (%d gone)", what, len(s.at), s.rows.len(), s.dead)
 	}
 }
 
@@ -167,4 +174,45 @@ func TestRowsApply(t *testing.T) {
 		t.Fatalf("after holding c1, dropping c3 and adding c9:\n got %q\nwant %q", got, want)
 	}
 	checkIndex(t, "after applying", s)
+}
+
+// A refresh keeps every row in its slot: one taken out stays there,
+// gone, so that an order of slots made before still names the same rows;
+// once a quarter of the slots are gone, the copy is compacted into new
+// rows.
+func TestRowsKeepSlots(t *testing.T) {
+	s := &Rows{at: map[string]int32{}}
+	for i := range 8 {
+		s.upsert(Row{ID: "c" + strconv.Itoa(i), Seq: uint64(i), State: view.Running})
+	}
+	s.apply([]Row{{ID: "c8", Seq: 8, State: view.Running}}, map[string]bool{"c2": true, "c5": true})
+	var ids []string
+	s.Read(func(v Slots) {
+		if v.Len() != 9 || v.Live() != 7 {
+			t.Errorf("%d slots, %d live; want 9 and 7", v.Len(), v.Live())
+		}
+		for i := range v.Len() {
+			r := v.At(i)
+			if r.Gone() {
+				ids = append(ids, "-"+r.ID)
+			} else {
+				ids = append(ids, r.ID)
+			}
+		}
+		if _, ok := v.Index("c2"); ok {
+			t.Error("gone c2 still has a slot by its id")
+		}
+	})
+	if want := []string{"c0", "c1", "-c2", "c3", "c4", "-c5", "c6", "c7", "c8"}; !slices.Equal(ids, want) {
+		t.Errorf("slots %v, want %v", ids, want)
+	}
+	if s.Len() != 7 {
+		t.Errorf("Len %d, want 7", s.Len())
+	}
+	checkIndex(t, "with gone slots", s)
+	c := s.compacted()
+	if c.Len() != 7 || c.rows.len() != 7 || c.ver != s.ver {
+		t.Errorf("compacted: %d rows in %d slots at version %d, want 7 in 7 at %d", c.Len(), c.rows.len(), c.ver, s.ver)
+	}
+	checkIndex(t, "compacted", c)
 }

@@ -38,7 +38,7 @@ func TestAttachedConsoleCost(t *testing.T) {
 	for from := 0; from < n; from += chunk {
 		var specs strings.Builder
 		for i := from; i < min(n, from+chunk); i++ {
-			fmt.Fprintf(&specs, "{\"name\":\"q-%d\",\"command\":[\"true\"],\"labels\":{\"team\":\"t%d\"}}\n", i, i%7)
+			fmt.Fprintf(&specs, "{\"name\":\"q-%d\",\"command\":[\"true\"],\"labels\":{\"team\":\"t%d\",\"pct\":\"%d\"}}\n", i, i%7, i%100)
 		}
 		file := filepath.Join(dir, fmt.Sprintf("specs-%d.jsonl", from))
 		if err := os.WriteFile(file, []byte(specs.String()), 0o600); err != nil {
@@ -98,6 +98,24 @@ func TestAttachedConsoleCost(t *testing.T) {
 		lat[len(lat)/2].Round(time.Millisecond), len(lat), lat[len(lat)-1].Round(time.Millisecond))
 	mem = procStatus(t, console)
 	t.Logf("console after the submits: RSS %s MiB (anonymous %s, file %s), peak %s MiB", mem["VmRSS"], mem["RssAnon"], mem["RssFile"], mem["VmHWM"])
+
+	// 1 % of the queue changed, 20 times: a kill by selector (label pct)
+	// each, waited for in the header's count of the queued (the
+	// cancelled past keep_finished are dropped, so their count stops).
+	t2 := time.Now()
+	cancelled := 0
+	for k := range 20 {
+		b.cli.run("kill", "-l", "pct="+strconv.Itoa(k))
+		cancelled += n / 100
+		if k < n%100 {
+			cancelled++
+		}
+		want := fmt.Sprintf("%d Queued", n+20-cancelled)
+		tm.waitScreen(want, 5*time.Minute, func(sc string) bool { return strings.Contains(sc, want) })
+	}
+	mem = procStatus(t, console)
+	t.Logf("console after 20 refreshes with 1 %% of the queue changed each (%s): RSS %s MiB (anonymous %s, file %s), peak %s MiB",
+		time.Since(t2).Round(time.Millisecond), mem["VmRSS"], mem["RssAnon"], mem["RssFile"], mem["VmHWM"])
 }
 
 // childOf returns the pid of a process named name below parent (a child,

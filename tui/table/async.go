@@ -12,9 +12,11 @@ import (
 // Sorting or filtering a million rows takes 20–40 ms, more than a frame:
 // on a table of asyncMin rows or more, a sort or filter change is computed
 // by a job off the UI goroutine (OrderJob, SetOrder) while the previous
-// rows stay on screen. A job reads the table's slices as they were when it
-// was made: the table replaces them and never changes them in place while
-// a job may read them (shared), and hands its sort scratch to the job.
+// rows stay on screen; so is the new order after a refresh of the same
+// Source (its slots still name the same rows meanwhile). A job reads the
+// source a chunk at a time (Source.Read) and the table's order as it was
+// when the job was made: the table does not change that in place while a
+// job may read it (shared), and hands its sort scratch to the job.
 
 // async is the state of the table's background sort and filter.
 type async struct {
@@ -40,7 +42,7 @@ func (t *Table) Busy() string {
 	switch {
 	case !t.pend:
 		return ""
-	case t.pendSort:
+	case t.pendSort && t.sortCol >= 0:
 		return "sorting"
 	}
 	return "filtering"
@@ -102,24 +104,20 @@ func (t *Table) SetOrder(o OrderResult) {
 }
 
 // work is one computation of the order and the shown rows from the
-// table's data at one moment, read only, so that it may run on any
-// goroutine.
+// table's source, so that it may run on any goroutine.
 type work struct {
-	rows   []Row
-	cols   []Column
-	search []string
+	src  Source
+	cols []Column
 
 	sort     bool
 	sortCol  int
 	sortDesc bool
-	keys     []uint64 // column keyCol's keys (numericKeys), if any
-	keyCol   int
 	buf, tmp []numKey // radix scratch (allocated when short)
 	// order is, when sorting, a buffer to fill (allocated when short);
 	// else the current order, read only.
 	order []int32
 
-	match    func(string) bool
+	match    func([]byte) bool
 	matchCol int
 	invert   bool
 	matchLow string
@@ -133,27 +131,39 @@ type work struct {
 type result struct {
 	order, view []int32
 	sorted      bool
-	search      []string // search texts filled in (nil: unchanged)
-	keys        []uint64 // keys extracted for keyCol (nil: unchanged)
-	keyCol      int
 	buf, tmp    []numKey // the scratch, back to the table
 	viewLow     string
 	viewCol     int
 	stopped     bool // superseded: nothing else is set
 }
 
-// stopEvery is how many rows a job filters between looks at whether it
-// is still wanted (a few microseconds).
+// stopEvery is how many rows a job reads between looks at whether it is
+// still wanted (a few microseconds to a millisecond), and how many it
+// reads under one Source.Read, so that the owner's changes wait no
+// longer.
 const stopEvery = 4096
 
 func (w *work) stopped() bool { return w.stop != nil && w.stop() }
+
+// chunks calls f for each chunk of up to stopEvery of n items, each in
+// one Read of the source; it reports false when the work was superseded.
+func (w *work) chunks(n int, f func(rd Reader, from, to int)) bool {
+	for from := 0; from < n; from += stopEvery {
+		if w.stopped() {
+			return false
+		}
+		to := min(from+stopEvery, n)
+		w.src.Read(func(rd Reader) { f(rd, from, to) })
+	}
+	return true
+}
 
 // work takes the table's data for a computation; async hands it to a
 // job: the scratch goes with it, and order and view are then not to be
 // rewritten in place.
 func (t *Table) work(async bool) *work {
-	w := &work{rows: t.rows, cols: t.cols, search: t.search,
-		sort: t.dirtySort || t.pendSort, sortCol: t.sortCol, sortDesc: t.sortDesc, keys: t.keys, keyCol: t.keyCol,
+	w := &work{src: t.src, cols: t.cols,
+		sort: t.dirtySort || t.pendSort || t.rowsNew, sortCol: t.sortCol, sortDesc: t.sortDesc,
 		buf: t.numBuf, tmp: t.numTmp, order: t.order,
 		match: t.match, matchCol: t.matchCol, invert: t.invert, matchLow: t.matchLow}
 	if !w.sort && t.narrows() {
@@ -202,12 +212,6 @@ func (t *Table) apply(r result) {
 		}
 		t.shared = false // a new slice, or rewritten in place because it was not shared
 	}
-	if r.search != nil {
-		t.search = r.search
-	}
-	if r.keys != nil {
-		t.keys, t.keyCol = r.keys, r.keyCol
-	}
 	t.viewLow, t.viewCol = r.viewLow, r.viewCol
 	t.dirtySort, t.dirtyView, t.rowsNew = false, false, false
 	t.relocate()
@@ -216,14 +220,22 @@ func (t *Table) apply(r result) {
 func (w *work) run() (r result) {
 	r.buf, r.tmp, r.order = w.buf, w.tmp, w.order
 	if w.sort {
-		n := len(w.rows)
+		// The source's rows that are not gone, in slot order.
+		var n int
+		w.src.Read(func(rd Reader) { n = rd.Len() })
 		if cap(r.order) >= n {
-			r.order = r.order[:n]
+			r.order = r.order[:0]
 		} else {
-			r.order = make([]int32, n)
+			r.order = make([]int32, 0, n)
 		}
-		for i := range r.order {
-			r.order[i] = int32(i)
+		if !w.chunks(n, func(rd Reader, from, to int) {
+			for i := from; i < to; i++ {
+				if !rd.Gone(i) {
+					r.order = append(r.order, int32(i))
+				}
+			}
+		}) {
+			return result{buf: r.buf, tmp: r.tmp, stopped: true}
 		}
 		r.sorted = true
 		if w.sortCol >= 0 && w.sortCol < len(w.cols) && !w.sortOrder(&r) {
@@ -234,30 +246,25 @@ func (w *work) run() (r result) {
 		r.view = r.order
 		return r
 	}
-	search := w.search
-	if slices.Contains(search, "") {
-		// A new slice, not filled in place: the table's may be read
-		// by others (a Base, another job).
-		search = slices.Clone(search)
-		fillSearch(w.rows, search)
-		r.search = search
-	}
 	from := r.order
 	if w.narrowed {
 		from = w.narrow
 	}
 	v := make([]int32, 0, len(from)/4)
-	for k, i := range from {
-		if k%stopEvery == 0 && w.stopped() {
-			return result{buf: r.buf, tmp: r.tmp, stopped: true}
+	var text []byte
+	if !w.chunks(len(from), func(rd Reader, lo, hi int) {
+		for _, i := range from[lo:hi] {
+			if w.matchCol >= 0 {
+				text = append(text[:0], rd.Text(int(i), w.matchCol)...)
+			} else {
+				text = rd.AppendSearch(text[:0], int(i))
+			}
+			if w.match(lower(text)) != w.invert {
+				v = append(v, i)
+			}
 		}
-		text := search[i]
-		if w.matchCol >= 0 {
-			text = strings.ToLower(w.rows[i].Cells[w.matchCol])
-		}
-		if w.match(text) != w.invert {
-			v = append(v, i)
-		}
+	}) {
+		return result{buf: r.buf, tmp: r.tmp, stopped: true}
 	}
 	r.view = v
 	r.viewCol = w.matchCol
@@ -267,43 +274,33 @@ func (w *work) run() (r result) {
 	return r
 }
 
-// sortOrder sorts r.order (the identity) by the sort column; rows with
-// equal keys stay in source order, as a stable sort leaves them. The keys
-// are copied out next to their row index first: comparing through the
-// rows (a stable merge sort fetching two rows per comparison) took 490 ms
-// at 1,000,000 rows. Numbers are radix-sorted (a key press must not cost
-// an n log n of comparisons), text by pdqsort with ties broken by index.
-// It reports false when it stopped, superseded.
+// sortOrder sorts r.order (the rows in slot order) by the sort column;
+// rows with equal keys stay in slot order, as a stable sort leaves them.
+// The keys are copied out next to their row index first: comparing
+// through the rows (a stable merge sort fetching two rows per comparison)
+// took 490 ms at 1,000,000 rows. Numbers are radix-sorted (a key press
+// must not cost an n log n of comparisons), text by pdqsort with ties
+// broken by index. It reports false when it stopped, superseded.
 func (w *work) sortOrder(r *result) bool {
 	c := w.sortCol
 	order := r.order
+	n := len(order)
 	if w.cols[c].Numeric {
-		keys := w.keys
-		if w.keyCol != c || len(keys) != len(w.rows) {
-			// Prepare extracts the sort column's keys off the UI
-			// goroutine; another column's are extracted here, once
-			// per refresh (kept by apply).
-			keys = nil
-			if ks, ok := numericKeys(w.rows, c); ok {
-				keys, r.keys, r.keyCol = ks, ks, c
-			}
+		if cap(r.buf) < n || cap(r.tmp) < n {
+			r.buf, r.tmp = make([]numKey, n), make([]numKey, n)
 		}
-		if keys != nil {
-			n := len(order)
-			if cap(r.buf) < n || cap(r.tmp) < n {
-				r.buf, r.tmp = make([]numKey, n), make([]numKey, n)
+		ks, tmp := r.buf[:n], r.tmp[:n]
+		numeric := true
+		if !w.chunks(n, func(rd Reader, from, to int) {
+			for j := from; j < to && numeric; j++ {
+				f, ok := rd.Num(int(order[j]), c)
+				numeric = ok
+				ks[j] = numKey{orderedBits(f, w.sortDesc), order[j]}
 			}
-			ks, tmp := r.buf[:n], r.tmp[:n]
-			var desc uint64
-			if w.sortDesc {
-				desc = ^desc
-			}
-			for j, i := range order {
-				ks[j] = numKey{keys[i] ^ desc, i}
-			}
-			if w.stopped() {
-				return false
-			}
+		}) {
+			return false
+		}
+		if numeric {
 			ks = radixSort(ks, tmp)
 			if w.stopped() {
 				return false
@@ -318,11 +315,12 @@ func (w *work) sortOrder(r *result) bool {
 	if w.sortDesc {
 		dir = -1
 	}
-	ks := make([]strKey, len(order))
-	for j, i := range order {
-		ks[j] = strKey{w.rows[i].Cells[c], i}
-	}
-	if w.stopped() {
+	ks := make([]strKey, n)
+	if !w.chunks(n, func(rd Reader, from, to int) {
+		for j := from; j < to; j++ {
+			ks[j] = strKey{rd.Text(int(order[j]), c), order[j]}
+		}
+	}) {
 		return false
 	}
 	slices.SortFunc(ks, func(a, b strKey) int {

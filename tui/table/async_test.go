@@ -26,7 +26,7 @@ func shownIDs(tb *Table) []string {
 	tb.ensure()
 	ids := make([]string, 0, len(tb.view))
 	for _, i := range tb.view {
-		ids = append(ids, tb.rows[i].ID)
+		ids = append(ids, tb.id(i))
 	}
 	return ids
 }
@@ -207,7 +207,7 @@ func TestAsyncCursorStaysOnRow(t *testing.T) {
 		t.Fatalf("cursor %q at %d while sorting", tb.Cursor(), tb.cursorPos)
 	}
 	tb.SetOrder(job())
-	if got := tb.Cursor(); got != "c-57" || tb.rows[tb.view[tb.cursorPos]].ID != "c-57" {
+	if got := tb.Cursor(); got != "c-57" || tb.id(tb.view[tb.cursorPos]) != "c-57" {
 		t.Fatalf("cursor on %q after the sort", got)
 	}
 	if tb.cursorPos < tb.top || tb.cursorPos >= tb.top+tb.page() {

@@ -11,7 +11,7 @@ func (t *Table) ensure() {
 	if !t.dirtySort && !t.dirtyView {
 		return
 	}
-	if t.asyncMin > 0 && len(t.rows) >= t.asyncMin && !t.rowsNew && (t.dirtySort || t.pendSort || t.match != nil) {
+	if t.asyncMin > 0 && t.nLive >= t.asyncMin && !t.rowsNew && (t.sortCol >= 0 || t.match != nil) {
 		t.request()
 		return
 	}
@@ -27,28 +27,43 @@ func (t *Table) ensure() {
 
 // refreshed is the state before a refresh that relocate compares with.
 type refreshed struct {
-	pos     int              // cursor position
-	oldByID map[string]int32 // the rows before
-	above   []string         // ids shown above the cursor
+	pos   int      // cursor position
+	above []string // ids shown above the cursor
+	// old is the source before, and oldLen its slots then; same: it is
+	// the source now (a row was there before if its slot was).
+	old    Source
+	oldLen int
+	same   bool
 }
 
 // reordered reports whether a refresh moved the cursor row relative to
 // the rows that were there before (q is its new position): rows only
 // added or removed above it are not a reorder, rows that changed places
 // with it are.
-func (t *Table) reordered(r *refreshed, q int) bool {
+func (t *Table) reordered(rd Reader, r *refreshed, q int) bool {
 	before := 0 // old rows still there that were above it
 	for _, id := range r.above {
-		if _, ok := t.byID[id]; ok {
+		if _, ok := rd.Index(id); ok {
 			before++
 		}
 	}
 	now := 0 // old rows above it now
-	for _, i := range t.view[:q] {
-		if _, ok := r.oldByID[t.rows[i].ID]; ok {
-			now++
+	if r.same {
+		for _, i := range t.view[:q] {
+			if int(i) < r.oldLen {
+				now++
+			}
 		}
+		return now != before
 	}
+	// Another source (never the one rd reads: its lock is not taken twice).
+	r.old.Read(func(o Reader) {
+		for _, i := range t.view[:q] {
+			if _, ok := o.Index(rd.ID(int(i))); ok {
+				now++
+			}
+		}
+	})
 	return now != before
 }
 
@@ -65,21 +80,30 @@ func (t *Table) relocate() {
 		t.cursorPos, t.top = 0, 0
 		return
 	}
-	if i, ok := t.byID[t.cursorID]; ok && t.cursorID != "" {
+	found := false
+	t.src.Read(func(rd Reader) {
+		i, ok := rd.Index(t.cursorID)
+		if !ok || t.cursorID == "" {
+			return
+		}
 		for p, j := range t.view {
-			if j == i {
-				if r != nil && t.reordered(r, p) {
+			if int(j) == i {
+				if r != nil && t.reordered(rd, r, p) {
 					t.cursorPos = r.pos
 					break
 				}
 				t.cursorPos = p
-				t.clampTop()
+				found = true
 				return
 			}
 		}
+	})
+	if found {
+		t.clampTop()
+		return
 	}
 	t.cursorPos = min(max(t.cursorPos, 0), len(t.view)-1)
-	t.cursorID = t.rows[t.view[t.cursorPos]].ID
+	t.cursorID = t.id(t.view[t.cursorPos])
 	t.clampTop()
 }
 
@@ -103,7 +127,7 @@ func (t *Table) Move(delta int) {
 		return
 	}
 	t.cursorPos = min(max(t.cursorPos+delta, 0), len(t.view)-1)
-	t.cursorID = t.rows[t.view[t.cursorPos]].ID
+	t.cursorID = t.id(t.view[t.cursorPos])
 	t.clampTop()
 }
 
@@ -114,10 +138,10 @@ func (t *Table) PageDown() { t.Move(t.page()) }
 func (t *Table) PageUp() { t.Move(-t.page()) }
 
 // Home moves to the first row.
-func (t *Table) Home() { t.Move(-len(t.rows) - 1) }
+func (t *Table) Home() { t.ensure(); t.Move(-len(t.view) - 1) }
 
 // End moves to the last row.
-func (t *Table) End() { t.Move(len(t.rows) + 1) }
+func (t *Table) End() { t.ensure(); t.Move(len(t.view) + 1) }
 
 // SetCursor puts the cursor on the row with that id (if shown).
 func (t *Table) SetCursor(id string) {
@@ -150,5 +174,5 @@ func (t *Table) CursorRow() (Row, bool) {
 	if id == "" {
 		return Row{}, false
 	}
-	return t.rows[t.byID[id]], true
+	return t.Row(id)
 }

@@ -1,11 +1,11 @@
 // Filtering: the filter text and its matcher (substring, regexp, inverted,
-// per column), and the lower-case search text rows are matched against.
+// per column), and the lower-case search text each row is matched by.
 
 package table
 
 import (
+	"bytes"
 	"regexp"
-	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -34,12 +34,13 @@ func (t *Table) SetFilter(f string) {
 	}
 	if metas.MatchString(pat) {
 		if re, err := regexp.Compile("(?i)" + pat); err == nil {
-			t.match = re.MatchString
+			t.match = re.Match
 			return
 		}
 	}
 	low := strings.ToLower(pat)
-	t.match = func(s string) bool { return strings.Contains(s, low) }
+	lowb := []byte(low)
+	t.match = func(s []byte) bool { return bytes.Contains(s, lowb) }
 	t.matchLow = low
 }
 
@@ -58,86 +59,18 @@ func FilterError(f string) error {
 // Filter returns the filter text.
 func (t *Table) Filter() string { return t.filter }
 
-// SearchJob returns a function that builds the search text of the current
-// rows off the UI goroutine (it reads only the rows, which SetRows
-// replaces and never changes, and its own copy of the texts already
-// built), or nil when every row has one. Hand its result to SetSearch.
-// Building them for 100,000 rows takes longer than a frame; done ahead, the
-// first filter keystroke after a refresh only matches.
-func (t *Table) SearchJob() func() SearchIndex {
-	if !slices.Contains(t.search, "") {
-		return nil
-	}
-	rows, search, gen := t.rows, slices.Clone(t.search), t.gen
-	return func() SearchIndex {
-		fillSearch(rows, search)
-		return SearchIndex{gen: gen, search: search}
-	}
-}
-
-// SearchIndex is the result of a SearchJob.
-type SearchIndex struct {
-	gen    uint32
-	search []string
-}
-
-// SetSearch installs a SearchJob's result if the rows have not been
-// replaced since the job was made.
-func (t *Table) SetSearch(s SearchIndex) {
-	if s.gen == t.gen && len(s.search) == len(t.rows) {
-		t.search = s.search
-	}
-}
-
-// fillSearch sets search[i] for every row whose text is "", in one
-// allocation for all of them (their texts are substrings of it).
-func fillSearch(rows []Row, search []string) {
-	size := 0
-	for i := range rows {
-		if search[i] == "" {
-			for _, c := range rows[i].Cells {
-				size += len(c) + 1
-			}
-			size += len(rows[i].Hidden) + 1
+// lower lower-cases b, in place for ASCII (a new slice only for text
+// with other letters).
+func lower(b []byte) []byte {
+	for i, c := range b {
+		if c >= utf8.RuneSelf {
+			return bytes.ToLower(b)
+		}
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
 		}
 	}
-	if size == 0 {
-		return
-	}
-	var b strings.Builder
-	b.Grow(size)
-	type span struct{ row, from, to int }
-	spans := make([]span, 0, len(rows))
-	for i := range rows {
-		if search[i] != "" {
-			continue
-		}
-		from := b.Len()
-		for _, c := range rows[i].Cells {
-			writeLower(&b, c)
-			b.WriteByte(' ')
-		}
-		writeLower(&b, rows[i].Hidden)
-		b.WriteByte(' ')
-		spans = append(spans, span{i, from, b.Len()})
-	}
-	all := b.String()
-	for _, sp := range spans {
-		search[sp.row] = all[sp.from:sp.to]
-	}
-}
-
-// writeLower writes s in lower case; most cells have nothing to lower and
-// are copied as they are.
-func writeLower(b *strings.Builder, s string) {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
-			b.WriteString(s[:i])
-			b.WriteString(strings.ToLower(s[i:]))
-			return
-		}
-	}
-	b.WriteString(s)
+	return b
 }
 
 // narrows reports whether the filter is plain text containing the plain

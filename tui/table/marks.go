@@ -23,9 +23,11 @@ func (t *Table) MarkAll() {
 		clear(t.marks)
 		return
 	}
-	for _, i := range t.view {
-		t.marks[t.rows[i].ID] = struct{}{}
-	}
+	t.src.Read(func(rd Reader) {
+		for _, i := range t.view {
+			t.marks[rd.ID(int(i))] = struct{}{}
+		}
+	})
 }
 
 // Marked returns the marked ids in display order.
@@ -35,11 +37,13 @@ func (t *Table) Marked() []string {
 	}
 	t.ensure()
 	out := make([]string, 0, len(t.marks))
-	for _, i := range t.order {
-		if _, ok := t.marks[t.rows[i].ID]; ok {
-			out = append(out, t.rows[i].ID)
+	t.src.Read(func(rd Reader) {
+		for _, i := range t.order {
+			if id := rd.ID(int(i)); t.has(id) {
+				out = append(out, id)
+			}
 		}
-	}
+	})
 	return out
 }
 
@@ -50,12 +54,20 @@ func (t *Table) MarkedShown() (shown []string, hidden int) {
 		return nil, 0
 	}
 	t.ensure()
-	for _, i := range t.view {
-		if _, ok := t.marks[t.rows[i].ID]; ok {
-			shown = append(shown, t.rows[i].ID)
+	t.src.Read(func(rd Reader) {
+		for _, i := range t.view {
+			if id := rd.ID(int(i)); t.has(id) {
+				shown = append(shown, id)
+			}
 		}
-	}
+	})
 	return shown, len(t.marks) - len(shown)
+}
+
+// has reports whether id is marked.
+func (t *Table) has(id string) bool {
+	_, ok := t.marks[id]
+	return ok
 }
 
 // Mark marks the row id (a verb's failures stay marked for another try).

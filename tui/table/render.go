@@ -15,6 +15,7 @@ import (
 
 type cacheLine struct {
 	cells  []string
+	state  string
 	plain  string // cells laid out, no paint
 	styled string // with state paint
 }
@@ -166,7 +167,7 @@ func (t *Table) renderHeader() string {
 
 func (t *Table) line(r *Row) *cacheLine {
 	cl := t.cache[r.ID]
-	if cl != nil && cellsEqual(cl.cells, r.Cells) {
+	if cl != nil && cl.state == r.State && cellsEqual(cl.cells, r.Cells) {
 		return cl
 	}
 	w := t.layout()
@@ -205,7 +206,7 @@ func (t *Table) line(r *Row) *cacheLine {
 		plain.WriteString(sp)
 		styled.WriteString(sp)
 	}
-	cl = &cacheLine{cells: r.Cells, plain: plain.String(), styled: styled.String()}
+	cl = &cacheLine{cells: r.Cells, state: r.State, plain: plain.String(), styled: styled.String()}
 	t.cache[r.ID] = cl
 	return cl
 }
@@ -221,41 +222,44 @@ func (t *Table) View() string {
 	b.WriteString(t.header())
 	n := 1
 	end := min(t.top+t.page(), len(t.view))
-	for p := t.top; p < end; p++ {
-		i := t.view[p]
-		r := &t.rows[i]
-		cl := t.line(r)
-		_, marked := t.marks[r.ID]
-		_, pending := t.pending[r.ID]
-		g0, g1 := byte(' '), byte(' ')
-		if p == t.cursorPos {
-			g0 = '>'
+	t.src.Read(func(rd Reader) {
+		for p := t.top; p < end; p++ {
+			i := int(t.view[p])
+			r := rd.Row(i)
+			cl := t.line(&r)
+			_, marked := t.marks[r.ID]
+			_, pending := t.pending[r.ID]
+			changed := t.isChanged(rd, i)
+			g0, g1 := byte(' '), byte(' ')
+			if p == t.cursorPos {
+				g0 = '>'
+			}
+			switch {
+			case pending:
+				g1 = '~'
+			case marked:
+				g1 = '*'
+			case changed:
+				g1 = '+'
+			}
+			b.WriteByte('\n')
+			gutter := string([]byte{g0, g1})
+			switch {
+			case p == t.cursorPos:
+				b.WriteString(t.theme.Cursor.Render(gutter + cl.plain))
+			case pending:
+				b.WriteString(t.theme.Pending.Render(gutter + cl.plain))
+			case marked:
+				b.WriteString(t.theme.Mark.Render(gutter + cl.plain))
+			case changed:
+				b.WriteString(t.theme.Changed.Render(gutter + cl.plain))
+			default:
+				b.WriteString(gutter)
+				b.WriteString(cl.styled)
+			}
+			n++
 		}
-		switch {
-		case pending:
-			g1 = '~'
-		case marked:
-			g1 = '*'
-		case t.isChanged(i):
-			g1 = '+'
-		}
-		b.WriteByte('\n')
-		gutter := string([]byte{g0, g1})
-		switch {
-		case p == t.cursorPos:
-			b.WriteString(t.theme.Cursor.Render(gutter + cl.plain))
-		case pending:
-			b.WriteString(t.theme.Pending.Render(gutter + cl.plain))
-		case marked:
-			b.WriteString(t.theme.Mark.Render(gutter + cl.plain))
-		case t.isChanged(i):
-			b.WriteString(t.theme.Changed.Render(gutter + cl.plain))
-		default:
-			b.WriteString(gutter)
-			b.WriteString(cl.styled)
-		}
-		n++
-	}
+	})
 	for ; n < t.height; n++ {
 		b.WriteByte('\n')
 	}

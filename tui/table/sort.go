@@ -37,21 +37,6 @@ func (t *Table) SetSort(col int, desc bool) {
 	t.hdr = ""
 }
 
-// numericKeys is column c's numbers of rows as ascending orderedBits;
-// false if a row has none for c. Read in one pass: through t.rows
-// (two dependent loads per row) they are most of a numeric sort's cost.
-func numericKeys(rows []Row, c int) ([]uint64, bool) {
-	ks := make([]uint64, len(rows))
-	for i := range rows {
-		nums := rows[i].Nums
-		if c >= len(nums) {
-			return nil, false
-		}
-		ks[i] = orderedBits(nums[c], false)
-	}
-	return ks, true
-}
-
 // numKey is a row index and its number as orderedBits.
 type numKey struct {
 	k uint64

@@ -41,7 +41,7 @@ func TestSortOrderEqualsStableSort(t *testing.T) {
 					tb.SetRows(rows)
 					tb.SetSort(col, desc)
 					tb.Shown()
-					// Sorted before the rows came: Prepare computes the keys.
+					// Sorted before the rows came.
 					pre := New(cols, theme.New("dark", true, true))
 					pre.SetSort(col, desc)
 					pre.SetRows(rows)
@@ -87,7 +87,7 @@ func TestTypedFilterEqualsFreshFilter(t *testing.T) {
 		tb.Shown()
 		var ids []string
 		for _, i := range tb.view {
-			ids = append(ids, tb.rows[i].ID)
+			ids = append(ids, tb.id(i))
 		}
 		return ids
 	}

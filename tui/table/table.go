@@ -3,7 +3,9 @@
 // does a refresh that only adds or removes rows, while one that reorders
 // them keeps it on its position (k9s' way); the filtered/sorted index is
 // recomputed only when the data, filter or sort change, only the visible
-// rows are rendered, and rendered lines are cached per row.
+// rows are rendered, and rendered lines are cached per row. The rows are
+// a Source (source.go): the table holds their order, not their cells, and
+// a million containers' cells are built only for the rows on screen.
 //
 // It is not bubbles' table: measured side by side (BenchmarkTables,
 // BENCHMARKS.md) that one takes 1.4–7 ms per frame at 1k–100k
@@ -58,16 +60,19 @@ type Table struct {
 	cols  []Column
 	theme *theme.Theme
 
-	rows    []Row
-	byID    map[string]int32
-	changed []uint32 // refresh generation at which each row last changed
-	search  []string // lower-case text per row, built when a filter needs it ("" = not yet)
-	gen     uint32
+	// src is the rows (source.go); slots and nLive are its Len and Live
+	// at the last refresh, installs counts the refreshes.
+	src          Source
+	slots, nLive int
+	installs     uint64
+	// vers are the source's versions at the last three refreshes: a row
+	// whose Ver is newer than vers[0] changed in one of the last two.
+	vers [3]uint32
 
 	sortCol  int // -1 = source order
 	sortDesc bool
 	filter   string
-	match    func(string) bool
+	match    func([]byte) bool
 	invert   bool
 	// matchLow is the filter's text when it is plain (not a regexp),
 	// lower-cased; viewLow and viewCol are those t.view was filtered by
@@ -77,19 +82,15 @@ type Table struct {
 	viewCol  int
 	matchCol int // column a "name:value" filter applies to; -1 = all
 
-	order []int32 // all rows, sorted
+	order []int32 // all rows, sorted (slots of src)
 	// numBuf and numTmp are the radix sort's scratch for a numeric column,
 	// kept so that a sort at a million rows allocates nothing.
 	numBuf, numTmp []numKey
-	// keys are column keyCol's numbers as ascending orderedBits, for
-	// the current rows (replaced by each refresh; -1 = none).
-	keys      []uint64
-	keyCol    int
-	view      []int32 // order, filtered
-	dirtySort bool
-	dirtyView bool
-	// rowsNew: the rows were replaced since order and view were
-	// computed (they index the old ones, so they cannot be shown).
+	view           []int32 // order, filtered
+	dirtySort      bool
+	dirtyView      bool
+	// rowsNew: the source was replaced since order and view were
+	// computed (they index another's slots, so they cannot be shown).
 	rowsNew bool
 	// shared: a job may be reading order (or view), so it is not
 	// rewritten in place.
@@ -105,7 +106,7 @@ type Table struct {
 
 	width, height int
 	widths        []int  // laid-out widths, 0 = hidden
-	need          []int  // widest cell of each column that may grow (Prepared.need)
+	need          []int  // widest cell of each column that may grow (Reader.Need)
 	hdr           string // rendered header line ("" = render it again)
 	cache         map[string]*cacheLine
 
@@ -120,7 +121,7 @@ const GutterWidth = 2
 func New(cols []Column, th *theme.Theme) *Table {
 	return &Table{
 		async: async{live: new(atomic.Uint64)},
-		cols:  cols, theme: th, sortCol: -1, matchCol: -1, keyCol: -1, byID: map[string]int32{},
+		cols:  cols, theme: th, sortCol: -1, matchCol: -1, src: emptySource,
 		cache: map[string]*cacheLine{}, marks: map[string]struct{}{}, pending: map[string]struct{}{},
 	}
 }
@@ -136,7 +137,7 @@ func (t *Table) SetTheme(th *theme.Theme) {
 func (t *Table) Columns() []Column { return t.cols }
 
 // Len returns the number of rows loaded; Shown the number after the filter.
-func (t *Table) Len() int { return len(t.rows) }
+func (t *Table) Len() int { return t.nLive }
 
 // Shown returns the number of rows that pass the filter.
 func (t *Table) Shown() int { t.ensure(); return len(t.view) }
@@ -152,11 +153,19 @@ func (t *Table) SetSize(w, h int) {
 	t.height = h
 }
 
-// Row returns a row by id.
-func (t *Table) Row(id string) (Row, bool) {
-	i, ok := t.byID[id]
-	if !ok {
-		return Row{}, false
-	}
-	return t.rows[i], true
+// Row returns a row by id (its cells built now for a Source's).
+func (t *Table) Row(id string) (r Row, ok bool) {
+	t.src.Read(func(rd Reader) {
+		var i int
+		if i, ok = rd.Index(id); ok {
+			r = rd.Row(i)
+		}
+	})
+	return r, ok
+}
+
+// id is the id of slot i.
+func (t *Table) id(i int32) (id string) {
+	t.src.Read(func(rd Reader) { id = rd.ID(int(i)) })
+	return id
 }

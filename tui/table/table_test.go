@@ -84,45 +84,24 @@ func TestFitStripsControlCharacters(t *testing.T) {
 	}
 }
 
-// The filter index built off the UI goroutine: a job covers the rows it
-// was made for, is ignored once the rows are replaced, and filtering gives
-// the same rows with or without it.
-func TestSearchJob(t *testing.T) {
+// The filter matches each row's cells and hidden text case-insensitively,
+// also across letters outside ASCII.
+func TestFilterIgnoresCase(t *testing.T) {
 	rows := func(names ...string) []Row {
 		var rs []Row
 		for _, n := range names {
-			rs = append(rs, Row{ID: n, Cells: []string{n, strings.ToUpper(n) + "-Ä"}})
+			rs = append(rs, Row{ID: n, Cells: []string{n, strings.ToUpper(n) + "-Ä"}, Hidden: "team=" + n})
 		}
 		return rs
 	}
 	tb := New([]Column{{Title: "A"}, {Title: "B"}}, theme.New("dark", true, true))
 	tb.SetSize(80, 10)
 	tb.SetRows(rows("alpha", "beta", "gamma"))
-	job := tb.SearchJob()
-	if job == nil {
-		t.Fatal("no job for rows without an index")
-	}
-	tb.SetSearch(job())
-	if tb.SearchJob() != nil {
-		t.Fatal("index incomplete after SetSearch")
-	}
-	tb.SetFilter("BETA-ä")
-	if tb.Shown() != 1 {
-		t.Fatalf("filter with the background index shows %d rows, want 1", tb.Shown())
-	}
-
-	// A job made before the rows changed is ignored.
-	tb.SetFilter("")
-	tb.SetRows(rows("alpha", "delta"))
-	job = tb.SearchJob() // only delta needs text; alpha's is kept
-	tb.SetRows(rows("alpha", "delta", "epsilon"))
-	tb.SetSearch(job()) // for the previous rows: ignored
-	if tb.SearchJob() == nil {
-		t.Fatal("a job for replaced rows was installed")
-	}
-	tb.SetFilter("epsilon")
-	if tb.Shown() != 1 {
-		t.Fatalf("filter without the background index shows %d rows, want 1", tb.Shown())
+	for f, want := range map[string]int{"BETA-ä": 1, "team=GAMMA": 1, "-Ä": 3, "b:alpha": 1, "a:team": 0} {
+		tb.SetFilter(f)
+		if tb.Shown() != want {
+			t.Errorf("filter %q shows %d rows, want %d", f, tb.Shown(), want)
+		}
 	}
 }
 
@@ -241,9 +220,9 @@ func TestRefreshOfTheSameIDs(t *testing.T) {
 	}
 	tb.SetRows(mk("2"))
 	tb.SetRows(mk("2"))
-	before := tb.byID
+	before := tb.src.(*sliceSource).byID
 	tb.SetRows(mk("9"))
-	if reflect.ValueOf(tb.byID).UnsafePointer() != reflect.ValueOf(before).UnsafePointer() {
+	if reflect.ValueOf(tb.src.(*sliceSource).byID).UnsafePointer() != reflect.ValueOf(before).UnsafePointer() {
 		t.Error("the same ids in the same order made a new index")
 	}
 	if r, ok := tb.Row("b"); !ok || r.Cells[1] != "9" || !tb.Changed("b") || tb.Changed("a") || tb.Changed("c") {

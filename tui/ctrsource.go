@@ -1,0 +1,177 @@
+// The containers view's rows: the backend's compact rows as the table's
+// Source, each row's cells built only when the row is shown, and the
+// numbers and text a sort or filter reads taken from the compact row.
+
+package tui
+
+import (
+	"strconv"
+	"time"
+
+	"dispatch-tui/engine/view"
+	"dispatch-tui/tui/backend"
+	"dispatch-tui/tui/table"
+	"dispatch-tui/tui/theme"
+)
+
+// The containers view's columns, by index (containerColumns).
+const (
+	colID = iota
+	colName
+	colState
+	colPrio
+	colCPU
+	colMem
+	colOn
+	colTries
+	colAge
+	colReason
+	nCtrCols
+)
+
+// ctrSource is the containers table's source over one backend.Rows; the
+// same ctrSource is handed to the table while the Rows is the same, so
+// that a refresh applied in place keeps the table's order of slots.
+type ctrSource struct {
+	rows *backend.Rows
+	now  func() time.Time
+}
+
+// Read implements table.Source.
+func (s *ctrSource) Read(f func(table.Reader)) {
+	s.rows.Read(func(v backend.Slots) { f(&ctrReader{v: v, now: s.now()}) })
+}
+
+// ctrReader reads the rows inside one Read.
+type ctrReader struct {
+	v   backend.Slots
+	now time.Time
+	// mem is the last MEM cell made: most containers ask for one of a
+	// few sizes, and a filter reads every row's.
+	memOf int64
+	mem   string
+}
+
+func (r *ctrReader) Len() int                    { return r.v.Len() }
+func (r *ctrReader) Live() int                   { return r.v.Live() }
+func (r *ctrReader) Gone(i int) bool             { return r.v.At(i).Gone() }
+func (r *ctrReader) ID(i int) string             { return r.v.At(i).ID }
+func (r *ctrReader) Index(id string) (int, bool) { return r.v.Index(id) }
+func (r *ctrReader) Ver(i int) uint32            { return r.v.At(i).Ver }
+func (r *ctrReader) Version() uint32             { return r.v.Version() }
+
+func (r *ctrReader) Need(c int) int {
+	name, inst := r.v.Widest()
+	switch c {
+	case colName:
+		return name
+	case colOn:
+		return inst
+	}
+	return 0
+}
+
+// Row builds row i's cells as the containers view shows them.
+func (r *ctrReader) Row(i int) table.Row {
+	c := r.v.At(i)
+	cells := make([]string, nCtrCols)
+	for k := range cells {
+		cells[k] = r.Text(i, k)
+	}
+	nums := make([]float64, nCtrCols)
+	for k := range nums {
+		nums[k], _ = r.Num(i, k)
+	}
+	st := string(c.State)
+	if c.Failed() {
+		st = theme.StateFailed
+	}
+	return table.Row{ID: c.ID, State: st, Cells: cells, Nums: nums, Hidden: c.Tags}
+}
+
+// Num is the number a numeric column sorts by; AGE by the time it was
+// created, so that the order does not move as the ages count up.
+func (r *ctrReader) Num(i, col int) (float64, bool) {
+	c := r.v.At(i)
+	switch col {
+	case colPrio:
+		return float64(c.Priority), true
+	case colCPU:
+		return float64(c.VCPUs), true
+	case colMem:
+		return float64(c.RAM), true
+	case colTries:
+		return float64(c.Attempts), true
+	case colAge:
+		return ageKey(c.CreatedAt), true
+	}
+	return 0, true
+}
+
+// Text is row i's cell in column col: the row's own string where the
+// cell is one, else made now.
+func (r *ctrReader) Text(i, col int) string {
+	c := r.v.At(i)
+	switch col {
+	case colID:
+		return c.ID
+	case colName:
+		return containerName(c)
+	case colState:
+		return containerState(c)
+	case colOn:
+		return c.InstanceID
+	case colAge:
+		return ageText(r.now, c.Created())
+	case colMem:
+		return r.memText(c.RAM)
+	case colReason:
+		return containerReason(c)
+	}
+	var b [24]byte
+	return string(appendNum(b[:0], c, col))
+}
+
+func (r *ctrReader) memText(n int64) string {
+	if r.mem == "" || r.memOf != n {
+		r.memOf, r.mem = n, fmtBytes(n)
+	}
+	return r.mem
+}
+
+// appendNum appends c's cell in a column of numbers: PRIO, CPU or TRIES.
+func appendNum(dst []byte, c *backend.Row, col int) []byte {
+	switch col {
+	case colPrio:
+		return strconv.AppendInt(dst, int64(c.Priority), 10)
+	case colCPU:
+		return strconv.AppendInt(dst, int64(c.VCPUs), 10)
+	}
+	dst = strconv.AppendInt(dst, int64(c.Attempts), 10)
+	dst = append(dst, '/')
+	return strconv.AppendInt(dst, int64(c.MaxAttempts), 10)
+}
+
+// AppendSearch appends what the filter matches of row i: its cells and
+// its labels, without making strings of them.
+func (r *ctrReader) AppendSearch(dst []byte, i int) []byte {
+	c := r.v.At(i)
+	for col := range nCtrCols {
+		switch col {
+		case colPrio, colCPU, colTries:
+			dst = appendNum(dst, c, col)
+		default:
+			dst = append(dst, r.Text(i, col)...)
+		}
+		dst = append(dst, ' ')
+	}
+	return append(append(dst, c.Tags...), ' ')
+}
+
+// containerReason is the REASON cell: why it waits or how it ended.
+func containerReason(c *backend.Row) string {
+	if c.State == view.Complete && c.HasExit {
+		return "exit " + strconv.Itoa(int(c.Exit))
+	}
+	return c.ReasonText()
+}
