@@ -109,9 +109,11 @@ func TestHASoak(t *testing.T) {
 	began := time.Now()
 	ended := began // the last fault's end
 	for i := range *haSoakFaults {
-		// The pause runs from the last fault's end, beside its share.
+		// Fault i comes once (i+1)/(faults+1) of the work is done, so the
+		// cluster has booted and leaves work for after the last; the pause
+		// runs from the last fault's end, beside its share.
 		pause := time.Duration(500+s.rng.IntN(1500)) * time.Millisecond
-		share := i * len(names) / *haSoakFaults
+		share := (i + 1) * len(names) / (*haSoakFaults + 1)
 		s.untilComplete(share, fmt.Sprintf("%d containers complete before fault %d", share, i+1))
 		he.until(fmt.Sprintf("a pause of %s before fault %d", pause, i+1), pause+30*time.Second, func() bool { return time.Since(ended) >= pause })
 		l := s.leader()
