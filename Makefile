@@ -114,17 +114,19 @@ soak: build
 # from PostgreSQL, cut from or delayed to the hosts; a standby killed;
 # PostgreSQL restarted) over HA_SOAK_CONTAINERS containers on
 # HA_SOAK_NODES daemons of the built binary and HA_SOAK_HOSTS real sshd
-# hosts, then the checker; it logs the takeover times after kill -9
-# (BENCHMARKS.md). make test runs its short seed.
+# hosts running HA_SOAK_SLOTS containers each, each fault after its share
+# of the work, then the checker; it logs the takeover times after kill -9
+# and each takeover's phases (BENCHMARKS.md). make test runs its short seed.
 HA_SOAK_FAULTS     ?= 200
 HA_SOAK_CONTAINERS ?= 5000
 HA_SOAK_NODES      ?= 3
 HA_SOAK_HOSTS      ?= 4
+HA_SOAK_SLOTS      ?= 4
 HA_SOAK_SEED       ?= 1
 soak-ha: build
 	DISPATCH_TUI_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run='^TestHASoak$$' -count=1 -v -timeout=90m ./cloud/sshhosts \
 		-hasoak.faults=$(HA_SOAK_FAULTS) -hasoak.containers=$(HA_SOAK_CONTAINERS) \
-		-hasoak.nodes=$(HA_SOAK_NODES) -hasoak.hosts=$(HA_SOAK_HOSTS) -hasoak.seed=$(HA_SOAK_SEED)
+		-hasoak.nodes=$(HA_SOAK_NODES) -hasoak.hosts=$(HA_SOAK_HOSTS) -hasoak.slots=$(HA_SOAK_SLOTS) -hasoak.seed=$(HA_SOAK_SEED)
 
 # Each fuzz target of the repository (every func Fuzz* in a _test.go
 # file, found anew each run), one at a time: go test -fuzz takes one

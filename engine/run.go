@@ -11,9 +11,12 @@ import (
 // change wakes the loop, and a pass walks the whole queue.
 const minPassGap = 50 * time.Millisecond
 
-// Run drives the engine until ctx ends: a step on every change and at least
-// every PassInterval, at most one per minPassGap on the engine's clock; and
-// an exit step (recordExits) at every wake, which no gap holds back.
+// Run drives the engine until ctx ends: a step at once, then one on every
+// change and at least every PassInterval, at most one per minPassGap on the
+// engine's clock; and an exit step (recordExits) at every wake, which no
+// gap holds back. The first step is not left to the first tick: it starts
+// the first cloud listing, which a restart or a takeover waits on before
+// anything starts (docs/design.md §10, §11).
 func (e *Engine) Run(ctx context.Context) {
 	qch, unsub := e.queue.Subscribe()
 	defer unsub()
@@ -28,14 +31,16 @@ func (e *Engine) Run(ctx context.Context) {
 	gap.Stop()
 	var due <-chan time.Time
 	var last time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		case <-qch:
-		case <-e.pool.Changed():
-		case <-due:
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			case <-qch:
+			case <-e.pool.Changed():
+			case <-due:
+			}
 		}
 		e.recordExits(w)
 		// The gap is measured on the engine's clock, so that tests on a

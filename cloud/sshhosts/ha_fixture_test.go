@@ -104,6 +104,13 @@ func newHAEnv(t *testing.T, nodes, hosts int) *haEnv {
 // test that restarts it).
 func newHAEnvOn(t *testing.T, nodes, hosts int, srv *pgtest.Server) *haEnv {
 	t.Helper()
+	return newHAEnvSized(t, nodes, hosts, 2, srv)
+}
+
+// newHAEnvSized is newHAEnvOn with slots containers of one vCPU at once on
+// each host (the soak's cluster is wider than the fault tests').
+func newHAEnvSized(t *testing.T, nodes, hosts, slots int, srv *pgtest.Server) *haEnv {
+	t.Helper()
 	dbURL := srv.NewDatabase(t)
 	env := newSSHDEnv(t, hosts)
 	bin, _, hash := dispatchBinary(t)
@@ -125,7 +132,7 @@ func newHAEnvOn(t *testing.T, nodes, hosts int, srv *pgtest.Server) *haEnv {
 state_dir = %q
 listen = %q
 token = %q
-max_containers_per_instance = 2
+max_containers_per_instance = %d
 stale_lock_timeout = "5s"
 
 [cloud]
@@ -156,11 +163,11 @@ lease_retry = "200ms"
 [[instance_type]]
 name = "small"
 provider_type = "small"
-vcpus = 2
-ram = "2GiB"
+vcpus = %d
+ram = "%dGiB"
 scratch = "10GiB"
 price = 0.1
-`, state, p.addr, haToken, cfg.Cloud.SSHUser, cfg.Cloud.SSHKeyFile, filepath.Join(env.dir, "known_hosts.proxied"), hosts, nodeURL, p.name, haLease.String())
+`, state, p.addr, haToken, slots, cfg.Cloud.SSHUser, cfg.Cloud.SSHKeyFile, filepath.Join(env.dir, "known_hosts.proxied"), hosts, nodeURL, p.name, haLease.String(), slots, slots)
 		for i, h := range hs {
 			fmt.Fprintf(&b, "\n[[cloud.sshhosts.host]]\naddress = %q\ninstance_type = %q\nwork_dir = %q\n", he.hostVia[i].Addr(), h.InstanceType, h.WorkDir)
 		}

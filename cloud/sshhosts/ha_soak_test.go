@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,7 +27,10 @@ var (
 	haSoakContainers = flag.Int("hasoak.containers", 24, "containers the HA soak runs")
 	haSoakNodes      = flag.Int("hasoak.nodes", 2, "daemon nodes of the HA soak")
 	haSoakHosts      = flag.Int("hasoak.hosts", 2, "sshd hosts of the HA soak")
+	haSoakSlots      = flag.Int("hasoak.slots", 2, "containers at once on each host of the HA soak")
 	haSoakSeed       = flag.Uint64("hasoak.seed", 1, "the HA soak's seed (faults and pauses)")
+	haSoakLogs       = flag.String("hasoak.logs", "", "a directory to keep the nodes' logs in (node0.log, …)")
+	haSoakOnly       = flag.String("hasoak.only", "", "only the fault kinds whose name holds this (say \"kill -9\", to time takeovers)")
 )
 
 // haFault is one kind of fault the soak injects, done to the cluster as
@@ -47,64 +52,137 @@ var haFaults = []haFault{
 	{"SIGTERM of the leader (handover)", (*haSoak).termLeader},
 }
 
+// faultKinds are the fault kinds whose name holds only (all for "").
+func faultKinds(only string) []haFault {
+	var fs []haFault
+	for _, f := range haFaults {
+		if strings.Contains(f.name, only) {
+			fs = append(fs, f)
+		}
+	}
+	return fs
+}
+
 type haSoak struct {
 	he  *haEnv
 	srv *pgtest.Server
 	rng *rand.Rand
 	// Takeovers after kill -9: kill → another node leads, kill → the
-	// first start after the kill.
+	// first start after the kill, and what each was made of.
 	toLead, toStart []time.Duration
+	takeovers       []takeover
 	counts          map[string]int
 	pauseStart      time.Time // paused's
+	// asked is the node whose summary the waits for work read last: any
+	// node answers one (a standby forwards it).
+	asked *haProc
 }
 
-// TestHASoak injects -hasoak.faults faults, one after another with a
-// pause of the seed's between, while -hasoak.containers containers run;
-// then every container must pass the checker, and the takeover times after
-// kill -9 are logged as distributions (BENCHMARKS.md).
+// TestHASoak injects -hasoak.faults faults, one after another, while
+// -hasoak.containers containers run; then every container must pass the
+// checker, and the takeover times after kill -9 are logged as
+// distributions, with what each was made of (BENCHMARKS.md). Each fault
+// waits for its share of the work to be done and for a pause of the
+// seed's since the last one ended: back to back, the faults would leave
+// the cluster recovering from one takeover to the next, running nothing.
 func TestHASoak(t *testing.T) {
 	t.Parallel()
 	if *haSoakNodes < 2 {
 		t.Fatal("-hasoak.nodes: a cluster needs two nodes at least")
 	}
 	srv := pgtest.StartOwn(t)
-	s := &haSoak{he: newHAEnvOn(t, *haSoakNodes, *haSoakHosts, srv), srv: srv, rng: rand.New(rand.NewPCG(*haSoakSeed, 0x4841)), counts: map[string]int{}}
+	s := &haSoak{he: newHAEnvSized(t, *haSoakNodes, *haSoakHosts, *haSoakSlots, srv), srv: srv, rng: rand.New(rand.NewPCG(*haSoakSeed, 0x4841)), counts: map[string]int{}}
 	he := s.he
+	if *haSoakLogs != "" {
+		t.Cleanup(func() { he.keepLogs(*haSoakLogs) })
+	}
 	for _, p := range he.nodes {
 		p.start()
 	}
 	he.until("a leader", 30*time.Second, func() bool { return he.leader() != nil })
 	names := s.submitAll(*haSoakContainers)
 	he.phase(fmt.Sprintf("%d containers submitted", len(names)))
+	kinds := faultKinds(*haSoakOnly)
+	if len(kinds) == 0 {
+		t.Fatalf("-hasoak.only=%q names no fault kind", *haSoakOnly)
+	}
+	began := time.Now()
+	ended := began // the last fault's end
 	for i := range *haSoakFaults {
+		// Fault i comes once (i+1)/(faults+1) of the work is done, so the
+		// cluster has booted and leaves work for after the last; the pause
+		// runs from the last fault's end, beside its share.
 		pause := time.Duration(500+s.rng.IntN(1500)) * time.Millisecond
-		he.until(fmt.Sprintf("a pause of %s before fault %d", pause, i+1), pause+30*time.Second, func() bool { return s.paused(pause) })
+		share := (i + 1) * len(names) / (*haSoakFaults + 1)
+		s.untilComplete(share, fmt.Sprintf("%d containers complete before fault %d", share, i+1))
+		he.until(fmt.Sprintf("a pause of %s before fault %d", pause, i+1), pause+30*time.Second, func() bool { return time.Since(ended) >= pause })
 		l := s.leader()
-		f := haFaults[s.rng.IntN(len(haFaults))]
+		f := kinds[s.rng.IntN(len(kinds))]
 		s.counts[f.name]++
-		he.phase(fmt.Sprintf("fault %d: %s (%s leads)", i+1, f.name, l.name))
+		done := s.complete()
+		he.phase(fmt.Sprintf("fault %d: %s (%s leads; %d complete, %.2f/s since the submit)", i+1, f.name, l.name, done, float64(done)/time.Since(began).Seconds()))
 		f.do(s, l)
 		s.leader()
+		ended = time.Now()
 	}
 	he.phase("faults done")
-	he.until("every container to finish", time.Duration(len(names))*time.Second+3*time.Minute, func() bool {
-		sum, err := s.leader().client.Summary(context.Background())
-		return err == nil && sum.Containers[queue.Complete] == len(names)
-	})
-	he.phase("all finished")
+	s.untilComplete(len(names), "every container to finish")
+	he.phase(fmt.Sprintf("all finished: %.2f containers/s from the submit", float64(len(names))/time.Since(began).Seconds()))
 	he.check(names)
 	he.phase("checked")
-	var kinds []string
-	for _, f := range haFaults {
-		kinds = append(kinds, fmt.Sprintf("%s ×%d", f.name, s.counts[f.name]))
+	var counts []string
+	for _, f := range kinds {
+		counts = append(counts, fmt.Sprintf("%s ×%d", f.name, s.counts[f.name]))
 	}
-	t.Logf("%d faults over %d containers, %d nodes, %d hosts, seed %d: %s", *haSoakFaults, len(names), *haSoakNodes, *haSoakHosts, *haSoakSeed, strings.Join(kinds, ", "))
+	t.Logf("%d faults over %d containers, %d nodes, %d hosts of %d slots, seed %d: %s", *haSoakFaults, len(names), *haSoakNodes, *haSoakHosts, *haSoakSlots, *haSoakSeed, strings.Join(counts, ", "))
 	if len(s.toLead) > 0 {
 		t.Logf("kill -9 → another node leads: %s", distribution(s.toLead))
 	}
 	if len(s.toStart) > 0 {
 		t.Logf("kill -9 → its first start: %s", distribution(s.toStart))
 	}
+	for _, d := range phaseDistributions(s.takeovers) {
+		t.Logf("  %s", d)
+	}
+}
+
+// complete is how many containers are Complete, by the summary of a
+// running node (-1 when none answers).
+func (s *haSoak) complete() int {
+	nodes := s.he.nodes
+	if s.asked != nil {
+		nodes = append([]*haProc{s.asked}, nodes...)
+	}
+	for _, p := range nodes {
+		if p.cmd == nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		sum, err := p.client.Summary(ctx)
+		cancel()
+		if err == nil {
+			s.asked = p
+			return sum.Containers[queue.Complete]
+		}
+	}
+	return -1
+}
+
+// untilComplete waits until n containers are Complete, asking a few
+// times a second (the summary is the cluster's, through whichever node).
+// A container takes well under a second: a second each and three minutes
+// for a takeover are the bound of a cluster that runs nothing.
+func (s *haSoak) untilComplete(n int, what string) {
+	var next time.Time
+	done := s.complete()
+	s.he.until(what, time.Duration(n-max(done, 0))*time.Second+3*time.Minute, func() bool {
+		if time.Now().Before(next) {
+			return false
+		}
+		next = time.Now().Add(250 * time.Millisecond)
+		done = s.complete()
+		return done >= n
+	})
 }
 
 // paused reports whether d has passed since it was first asked about d
@@ -186,15 +264,25 @@ func (s *haSoak) killLeader(l *haProc) {
 	toLead := time.Since(killed)
 	s.toLead = append(s.toLead, toLead)
 	he.phase(fmt.Sprintf("%s leads %s after the kill", n.name, toLead.Round(time.Millisecond)))
+	var (
+		tk     takeover
+		opened time.Time
+	)
+	he.until(n.name+"'s log to say its engine is open", 30*time.Second, func() bool {
+		var ok bool
+		tk, opened, ok = n.readTakeover(killed)
+		return ok
+	})
 	if waiting {
-		// Counted from when n was seen leading: a start the killed node
-		// sent just before its end may begin on its host after the kill,
-		// and is not the new leader's.
-		led := time.Now()
-		he.until("a start by the new leader", 60*time.Second, func() bool { return he.firstStartSince(led) > 0 })
-		toStart := led.Sub(killed) + he.firstStartSince(led)
-		s.toStart = append(s.toStart, toStart)
-		he.phase(fmt.Sprintf("the first start %s after the kill", toStart.Round(time.Millisecond)))
+		// Counted from the new leader's engine open: a start the killed
+		// node sent just before its end may begin on its host after the
+		// kill, and is not the new leader's.
+		he.until("a start by the new leader", 60*time.Second, func() bool { return he.firstStartSince(opened) > 0 })
+		tk, _, _ = n.readTakeover(killed) // the phases before the start are all logged now
+		tk.start = opened.Sub(killed) + he.firstStartSince(opened)
+		s.toStart = append(s.toStart, tk.start)
+		s.takeovers = append(s.takeovers, tk)
+		he.phase(fmt.Sprintf("the first start %s after the kill: %s", tk.start.Round(time.Millisecond), tk))
 	}
 	l.start()
 }
@@ -274,4 +362,21 @@ func (he *haEnv) index(p *haProc) int {
 	}
 	he.t.Fatalf("%s is not a node", p.name)
 	return -1
+}
+
+// keepLogs copies each node's log into dir, as NAME.log.
+func (he *haEnv) keepLogs(dir string) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		he.t.Error(err)
+		return
+	}
+	for _, p := range he.nodes {
+		b, err := os.ReadFile(p.logPath)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, p.name+".log"), b, 0o644)
+		}
+		if err != nil {
+			he.t.Errorf("keeping %s's log: %v", p.name, err)
+		}
+	}
 }

@@ -382,6 +382,17 @@ func (e *executor) Watch(ctx context.Context, cmd string, line func([]byte)) err
 	return e.e.Watch(ctx, e.prefix+cmd+e.suffix, line)
 }
 
+// Exchange keeps "runner serve" sessions (runner.SessionExecutor) through
+// the same prefix: a host's lists, starts, logs and forgets then cost a
+// frame on a session already open, not an SSH session and a process start
+// of the whole binary each, which on a loaded machine took a second a call
+// and held every takeover's first starts (docs/design.md §6, Runner calls).
+var _ runner.SessionExecutor = (*executor)(nil)
+
+func (e *executor) Exchange(ctx context.Context, cmd string, frame []byte) ([]byte, error) {
+	return e.e.Exchange(ctx, e.prefix+cmd+e.suffix, frame)
+}
+
 func (e *executor) Close() error {
 	if e.d != nil {
 		e.d.mu.Lock()

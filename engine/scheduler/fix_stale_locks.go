@@ -13,7 +13,19 @@ import (
 // at the latest. Until then nothing is unlocked or requeued, so containers
 // still running on instances not yet probed are re-adopted, not run twice.
 func (s *Scheduler) startupOver(now time.Time) bool {
-	return s.pool.Ready() || now.Sub(s.started) >= s.cfg.Dispatcher.StaleLockTimeout
+	probed := s.pool.Ready()
+	over := probed || now.Sub(s.started) >= s.cfg.Dispatcher.StaleLockTimeout
+	if over && !s.startupLogged {
+		// The end of a restart's (or a takeover's) wait: from here on
+		// containers start. Logged once, for the operator timing one.
+		s.startupLogged = true
+		by := "every instance listed and probed"
+		if !probed {
+			by = "stale_lock_timeout passed first"
+		}
+		s.log.Info("start-up wait over: the scheduler acts on what the pool shows", "after", now.Sub(s.started), "by", by)
+	}
+	return over
 }
 
 // staleUnlock releases a lock that has waited longer than

@@ -51,6 +51,8 @@ type Scheduler struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	started time.Time
+	// startupLogged: the end of the start-up wait was logged.
+	startupLogged bool
 
 	types     []cloud.InstanceType // sorted by price
 	typeIndex map[string]int
