@@ -52,7 +52,7 @@ func (s *killableStore) PutOutputs(ids []string, outputs [][]byte) error {
 // startKillable builds h's engine, as h.start does, on a killableStore.
 func startKillable(h *harness) *killableStore {
 	h.t.Helper()
-	st, existed, err := openStore(h.cfg, filepath.Join(h.cfg.Dispatcher.StateDir, StoreFile), true)
+	st, existed, err := OpenStore(h.cfg, filepath.Join(h.cfg.Dispatcher.StateDir, StoreFile))
 	if err != nil {
 		h.t.Fatal(err)
 	}
