@@ -25,13 +25,15 @@ simulate: build
 # work dir); the tests' stores sync on commit as users' do, with no
 # test-only option to skip it, and on tmpfs a sync costs nothing, where on
 # a busy disk it made the engine's tests wait 5-10 times their CPU time.
-# Mode 1777 as /tmp has: the PostgreSQL fixture runs as nobody. Its name
-# is short: tests put Unix sockets under t.TempDir(), whose path must fit
-# in 107 bytes (a longer TMPDIR made TestDefaultDaemonAnswersOnlyItsUser's
-# daemon fail to listen).
+# Mode 1777 as /tmp has: the PostgreSQL fixture runs as nobody. TMPDIR
+# names it through a symlink /tmp/dXXX, as short as a path under /tmp can
+# be: tests put Unix sockets under t.TempDir(), whose path must fit in
+# 107 bytes (a TMPDIR of /dev/shm/dtXXXX made the daemon of
+# TestDaemonStopsCleanlyOnSignalsLeavingContainersRunning fail to listen).
 TEST_TMPFS ?= $(if $(wildcard /dev/shm/.),/dev/shm,$(or $(TMPDIR),/tmp))
 WITH_TEST_TMPDIR = tmp=$$(mktemp -d "$(TEST_TMPFS)/dtXXXX") && chmod 1777 "$$tmp" && \
-	trap 'rm -rf "$$tmp"' EXIT && TMPDIR=$$tmp
+	link=$$(mktemp -u /tmp/dXXX) && ln -s "$$tmp" "$$link" && \
+	trap 'rm -rf "$$tmp" "$$link"' EXIT && TMPDIR=$$link
 
 # -timeout only catches a hang: every test waits on conditions, and a
 # loaded machine is slow, not stuck (CI's own limit is 90 minutes).
