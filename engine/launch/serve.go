@@ -180,11 +180,20 @@ func socketPolicy(group string) (func(api.Peer) bool, error) {
 	}, nil
 }
 
+// maxSocketPath is the longest path a Unix socket may have on Linux
+// (sun_path's 108 bytes less the terminating NUL).
+const maxSocketPath = 107
+
 // listenSocket listens on the state dir's socket, 0600 (0660 with its
 // group). A socket left by a dispatcher that died is replaced; one that
 // answers belongs to a running dispatcher and is an error.
 func listenSocket(d *config.Dispatcher) (net.Listener, error) {
 	path := d.SocketPath()
+	// The kernel's limit would otherwise surface as a bare "invalid
+	// argument" from the bind.
+	if len(path) > maxSocketPath {
+		return nil, fmt.Errorf("the API socket %s is %d bytes long, and a Unix socket's path may have at most %d: choose a shorter dispatcher.state_dir (or XDG_STATE_HOME)", path, len(path), maxSocketPath)
+	}
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode().Type() != os.ModeSocket {
 			return nil, fmt.Errorf("%s exists and is not a socket", path)
