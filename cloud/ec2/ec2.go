@@ -382,7 +382,7 @@ func (d *Driver) Create(ctx context.Context, it cloud.InstanceType, tags cloud.T
 		i := (first + n) % len(subnets)
 		d.placeIn(in, subnets[i])
 		in.ClientToken = aws.String(clientToken(secret, subnets[i]))
-		out, err := d.client.RunInstances(ctx, in)
+		out, err := d.client.RunInstances(ctx, in, guarded)
 		if err == nil && len(out.Instances) == 1 {
 			d.throttled(false)
 			d.mu.Lock()

@@ -17,6 +17,7 @@ import (
 	"dispatch-tui/cloud"
 	"dispatch-tui/cloud/ec2"
 	"dispatch-tui/cloud/ec2/ec2test"
+	"dispatch-tui/engine/enginetest/pgtest"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/runner/agent"
 )
@@ -34,7 +35,8 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(agent.Main(os.Args[2:], os.Stdin, os.Stdout, os.Stderr, agent.Env{Version: "0.0.0-test", Hash: hash}))
 	}
-	os.Exit(m.Run())
+	// The HA test's database server, stopped after the tests.
+	os.Exit(pgtest.Run(m))
 }
 
 // fakeClock is the driver's clock in tests that move time.

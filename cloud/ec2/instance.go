@@ -131,7 +131,7 @@ func (i *Instance) SetTags(ctx context.Context, tags cloud.Tags) error {
 	cur := i.Tags()
 	if _, err := d.client.CreateTags(ctx, &ec2.CreateTagsInput{
 		Resources: []string{string(i.ID())}, Tags: d.awsTags(tags),
-	}); err != nil {
+	}, guarded); err != nil {
 		return d.mapError("set tags of "+string(i.ID()), "", err)
 	}
 	var drop []types.Tag
@@ -144,7 +144,7 @@ func (i *Instance) SetTags(ctx context.Context, tags cloud.Tags) error {
 	if len(drop) > 0 {
 		if _, err := d.client.DeleteTags(ctx, &ec2.DeleteTagsInput{
 			Resources: []string{string(i.ID())}, Tags: drop,
-		}); err != nil {
+		}, guarded); err != nil {
 			return d.mapError("delete tags of "+string(i.ID()), "", err)
 		}
 	}
@@ -165,7 +165,7 @@ func (i *Instance) SetTags(ctx context.Context, tags cloud.Tags) error {
 // be tried again.
 func (i *Instance) Destroy(ctx context.Context) error {
 	d := i.d
-	out, err := d.client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{string(i.ID())}})
+	out, err := d.client.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{string(i.ID())}}, guarded)
 	if err != nil && errorCode(err) == "InvalidInstanceID.NotFound" && !i.created.IsZero() {
 		if age := d.opts.Now().Sub(i.created); age < d.opts.ListGrace {
 			return fmt.Errorf("ec2 terminate %s: EC2 does not know the instance %s after its launch (its API is eventually consistent), so it may still run; the destroy is tried again: %w",

@@ -8,6 +8,11 @@ import "fmt"
 // Drivers is every value of cloud.driver, in the order messages list them.
 var Drivers = []string{"local", "sshhosts", "ec2", "script", "fake"}
 
+// MakesOwnKey reports whether driver logs in to the instances it creates
+// with the dispatcher's own key: cloud.ssh_key_file, or else one made and
+// kept in the state dir.
+func MakesOwnKey(driver string) bool { return driver == "ec2" || driver == "script" }
+
 // oldDriverNames maps a driver's former name to its name now. The fake
 // driver was called "cloudtest", like the operator's driver check command
 // (engine/cloudcheck), which kept the name.

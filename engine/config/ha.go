@@ -35,7 +35,7 @@ type HA struct {
 // haKeys is [ha].
 var haKeys = []*row{
 	commented(boolean("ha.enabled", false, func(c *Config, _ int) *bool { return &c.HA.Enabled },
-		"run as one node of a cluster sharing [store] url: lead while holding the lease, else stand by", haNeedsStore, haNeedsListen)),
+		"run as one node of a cluster sharing [store] url: lead while holding the lease, else stand by", haNeedsStore, haNeedsListen, haNeedsSharedKey)),
 	commented(str("ha.node_name", "", func(c *Config, _ int) *string { return &c.HA.NodeName },
 		`this node's name in the lease, events and ls nodes; "" = the hostname`, nodeName)),
 	commented(str("ha.advertise", "", func(c *Config, _ int) *string { return &c.HA.Advertise },
@@ -95,6 +95,15 @@ func haNeedsStore(on bool, s *site) {
 func haNeedsListen(on bool, s *site) {
 	if on && !tcpListen(&s.c.Dispatcher) {
 		s.bad("needs [dispatcher] listen on a TCP address (with a token): the other nodes forward requests to the leader there")
+	}
+}
+
+// haNeedsSharedKey: a node taking over logs in to the instances another
+// node created, which authorize only the creator's key; a key made in
+// each node's own state dir would lock the others out.
+func haNeedsSharedKey(on bool, s *site) {
+	if on && MakesOwnKey(s.c.Cloud.Driver) && s.c.Cloud.SSHKeyFile == "" {
+		s.bad("needs [cloud] ssh_key_file with driver = %q, the same key on every node: a node taking over logs in to the instances another node created (without it each node makes its own key in its state_dir)", s.c.Cloud.Driver)
 	}
 }
 

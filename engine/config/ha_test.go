@@ -32,6 +32,8 @@ func TestHA(t *testing.T) {
 		{"retry not shorter than the lease", listen + store + "[ha]\nenabled = true\nlease_retry = \"5s\"\n", HA{}, "ha.lease_retry: must be > 0 and shorter than lease (5s)"},
 		{"advertise not a URL", listen + store + "[ha]\nenabled = true\nadvertise = \"n1:7070\"\n", HA{}, "ha.advertise: must be a URL like https://host:port"},
 		{"advertise without a port", listen + store + "[ha]\nenabled = true\nadvertise = \"https://n1\"\n", HA{}, "ha.advertise: must be host:port"},
+		{"ec2 without a shared key", listen + store + "[cloud]\ndriver = \"ec2\"\n[ha]\nenabled = true\n", HA{}, "ha.enabled: needs [cloud] ssh_key_file with driver = \"ec2\""},
+		{"script without a shared key", listen + store + "[cloud]\ndriver = \"script\"\n[ha]\nenabled = true\n", HA{}, "ha.enabled: needs [cloud] ssh_key_file with driver = \"script\""},
 		{"node_name with a space", listen + store + "[ha]\nenabled = true\nnode_name = \"a b\"\n", HA{}, "ha.node_name: must be 1 to 63 characters without spaces"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -307,7 +307,9 @@ func New(opts Options) (*Pool, error) {
 	}
 	p.initQuotaScopes()
 	p.idle = sync.NewCond(&p.mu)
-	p.ctx, p.cancel = context.WithCancel(context.Background())
+	// Drivers ask the lease again before each send of a mutation they
+	// retry (cloud.WithGuard), not only before the call.
+	p.ctx, p.cancel = context.WithCancel(cloud.WithGuard(context.Background(), p.mayAct))
 	now := p.clk.Now()
 	p.cloudBucket = newBucket(c.Cloud.MaxCloudOpsPerSecond, now)
 	p.probeBucket = newBucket(c.Cloud.MaxProbesPerSecond, now)

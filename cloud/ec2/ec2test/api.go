@@ -64,9 +64,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	f := r.PostForm
 	action := f.Get("Action")
+	rec := s.record(r, f, time.Now())
 	s.mu.Lock()
 	s.calls[action]++
-	latency := s.faults.Latency
+	latency := s.faults.Latency + s.faults.ActionLatency[action]
 	s.mu.Unlock()
 	if latency > 0 {
 		select {
@@ -76,11 +77,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if !strings.Contains(r.Header.Get("Authorization"), "Credential="+AccessKeyID+"/") {
-		s.fail(w, reqID, errorf(http.StatusUnauthorized, "AuthFailure", "AWS was not able to validate the provided access credentials"))
+		s.fail(w, reqID, rec, errorf(http.StatusUnauthorized, "AuthFailure", "AWS was not able to validate the provided access credentials"))
 		return
 	}
 	if e := s.injected(action); e != nil {
-		s.fail(w, reqID, e)
+		s.fail(w, reqID, rec, e)
 		return
 	}
 	var body any
@@ -108,8 +109,15 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		e = errorf(http.StatusBadRequest, "InvalidAction", "The action %s is not valid for this web service.", action)
 	}
 	if e != nil {
-		s.fail(w, reqID, e)
+		s.fail(w, reqID, rec, e)
 		return
+	}
+	if run, ok := body.(runInstancesResponse); ok {
+		s.mu.Lock()
+		for _, in := range run.Instances {
+			rec.Instances = append(rec.Instances, in.InstanceID)
+		}
+		s.mu.Unlock()
 	}
 	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
 	w.Write([]byte(xml.Header))
@@ -148,9 +156,10 @@ func (s *Server) injected(action string) *apiError {
 	return nil
 }
 
-func (s *Server) fail(w http.ResponseWriter, reqID string, e *apiError) {
+func (s *Server) fail(w http.ResponseWriter, reqID string, rec *Request, e *apiError) {
 	s.mu.Lock()
 	s.errors[e.code]++
+	rec.Error = e.code
 	s.mu.Unlock()
 	writeError(w, reqID, e)
 }

@@ -127,6 +127,9 @@ type Faults struct {
 	ListDelay time.Duration
 	// Latency delays every answer (a slow or hung endpoint).
 	Latency time.Duration
+	// ActionLatency delays the answers of the actions named, on top of
+	// Latency (a slow RunInstances).
+	ActionLatency map[string]time.Duration
 	// SpotNotice > 0: Interrupt first posts EC2's interruption notice in
 	// the instance's metadata service (spot/instance-action, "terminate"
 	// at now + SpotNotice) and reclaims the instance SpotNotice later, as
@@ -199,6 +202,9 @@ type Server struct {
 	reclaims []*time.Timer
 	// spotHistory is what DescribeSpotPriceHistory serves (spotprice.go).
 	spotHistory []SpotPrice
+	// requests are the API requests answered, in arrival order
+	// (requests.go).
+	requests []*Request
 }
 
 // NewServer starts a server; Close stops it and every instance.
