@@ -115,8 +115,14 @@ func TestExecExitStatusAndEnv(t *testing.T) {
 	}
 
 	home := filepath.Join(inst.(*Instance).Dir(), "home")
+	// pwd prints the directory as the kernel has it: with TMPDIR behind a
+	// symlink (make test's), that is the resolved path.
+	cwd, err := filepath.EvalSymlinks(home)
+	if err != nil {
+		t.Fatal(err)
+	}
 	out, _, _ = run(t, c, `pwd; echo "$HOME"; echo "$`+RunnerDirEnv+`"`, "")
-	want := home + "\n" + home + "\n" + filepath.Join(inst.(*Instance).Dir(), "runner") + "\n"
+	want := cwd + "\n" + home + "\n" + filepath.Join(inst.(*Instance).Dir(), "runner") + "\n"
 	if out != want {
 		t.Fatalf("env: got %q, want %q", out, want)
 	}

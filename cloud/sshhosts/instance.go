@@ -165,6 +165,19 @@ func (h *Instance) Destroy(ctx context.Context) error {
 	return nil
 }
 
+// oneShot hides an executor's "runner serve" sessions: Destroy's cleanup
+// runs each call as its own process, so that no session of it outlives
+// the claim on the host it releases (the management connection does).
+type oneShot struct{ e *executor }
+
+func (o oneShot) Execute(ctx context.Context, cmd string, stdin []byte) ([]byte, []byte, error) {
+	return o.e.Execute(ctx, cmd, stdin)
+}
+
+// Close leaves the management connection open: it is the host's, not
+// the cleanup's.
+func (o oneShot) Close() error { return nil }
+
 // killLeftovers kills every container the runner reports running and
 // forgets the exited ones. It fails only when the host cannot be reached.
 func (h *Instance) killLeftovers(ctx context.Context) error {
@@ -173,7 +186,7 @@ func (h *Instance) killLeftovers(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 	defer cancel()
-	client := runner.Client{Exec: h.mgmtExec, Path: h.d.opts.RunnerPath}
+	client := runner.Client{Exec: oneShot{h.mgmtExec}, Path: h.d.opts.RunnerPath}
 	log := h.d.log.With("instance", string(h.id), "address", h.addr)
 	sts, err := client.List(ctx)
 	if err != nil {
