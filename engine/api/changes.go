@@ -78,21 +78,32 @@ func parseChangesQuery(v url.Values) (changesQuery, *httpError) {
 	return cq, nil
 }
 
-// listChanges answers a changes request: at once when something changed
-// since (or for a first read), else when something does or wait ends.
-func (s *server) listChanges(w http.ResponseWriter, r *http.Request, v url.Values) {
+// awaitChanges reads a changes request's query and, when it asks to wait
+// for a change after a generation, waits for one with waitFor up to its
+// wait. false: answered already (a bad query) or the client left.
+func awaitChanges(w http.ResponseWriter, r *http.Request, v url.Values, waitFor func(context.Context, uint64) bool) (changesQuery, bool) {
 	cq, herr := parseChangesQuery(v)
 	if herr != nil {
 		writeError(w, herr)
-		return
+		return cq, false
 	}
 	if cq.since != 0 && cq.wait > 0 {
 		ctx, cancel := context.WithTimeout(r.Context(), cq.wait)
-		s.eng.WaitContainerChanges(ctx, cq.since)
+		waitFor(ctx, cq.since)
 		cancel()
 		if r.Context().Err() != nil {
-			return // the client left
+			return cq, false // the client left
 		}
+	}
+	return cq, true
+}
+
+// listChanges answers a changes request: at once when something changed
+// since (or for a first read), else when something does or wait ends.
+func (s *server) listChanges(w http.ResponseWriter, r *http.Request, v url.Values) {
+	cq, ok := awaitChanges(w, r, v, s.eng.WaitContainerChanges)
+	if !ok {
+		return
 	}
 	ch, err := s.eng.ContainerChanges(cq.since, cq.limit)
 	if err != nil {
@@ -120,9 +131,10 @@ func changesValues(since uint64, limit int, wait time.Duration) url.Values {
 	return v
 }
 
-// Changes is one page of what changed, as the client reads it.
-type Changes struct {
-	Items      []view.Container
+// ChangesPage is one page of the rows of kind T that changed, as the
+// client reads it (containers or instances).
+type ChangesPage[T any] struct {
+	Items      []T
 	Removed    []string
 	Generation uint64
 	More       bool
@@ -130,19 +142,32 @@ type Changes struct {
 	Available  int
 }
 
+// Changes is one page of the containers that changed.
+type Changes = ChangesPage[view.Container]
+
+// readChanges sends a changes request for the list at path and decodes
+// its answer, a B.
+func readChanges[B any](ctx context.Context, c *Client, path string, since uint64, limit int, wait time.Duration) (B, error) {
+	var body B
+	resp, err := c.send(ctx, http.MethodGet, path, changesValues(since, limit, wait), nil)
+	if err != nil {
+		return body, err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return body, fmt.Errorf("GET %s?changed_since: decode response: %w", path, err)
+	}
+	return body, nil
+}
+
 // ContainerChanges asks for up to limit containers changed after
 // generation since (0: every container), waiting up to wait for one when
 // none has (0: answer at once). An error of kind view.KindGone says the
 // daemon no longer knows that generation: read again from 0.
 func (c *Client) ContainerChanges(ctx context.Context, since uint64, limit int, wait time.Duration) (Changes, error) {
-	resp, err := c.send(ctx, http.MethodGet, "/v1/containers", changesValues(since, limit, wait), nil)
+	body, err := readChanges[ChangesBody](ctx, c, "/v1/containers", since, limit, wait)
 	if err != nil {
 		return Changes{}, err
-	}
-	defer resp.Body.Close()
-	var body ChangesBody
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return Changes{}, fmt.Errorf("GET /v1/containers?changed_since: decode response: %w", err)
 	}
 	out := Changes{Items: make([]view.Container, len(body.Items)), Removed: body.Removed,
 		Generation: body.Generation, More: body.More, Latest: body.Latest, Available: body.ItemsAvailable}

@@ -6,8 +6,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/url"
 	"time"
@@ -36,18 +34,9 @@ type InstanceChangesBody struct {
 // something changed since (or for a first read), else when something
 // does or wait ends.
 func (s *server) listInstanceChanges(w http.ResponseWriter, r *http.Request, v url.Values) {
-	cq, herr := parseChangesQuery(v)
-	if herr != nil {
-		writeError(w, herr)
+	cq, ok := awaitChanges(w, r, v, s.eng.WaitInstanceChanges)
+	if !ok {
 		return
-	}
-	if cq.since != 0 && cq.wait > 0 {
-		ctx, cancel := context.WithTimeout(r.Context(), cq.wait)
-		s.eng.WaitInstanceChanges(ctx, cq.since)
-		cancel()
-		if r.Context().Err() != nil {
-			return // the client left
-		}
 	}
 	ch, err := s.eng.InstanceChanges(cq.since, cq.limit)
 	if err != nil {
@@ -65,30 +54,17 @@ func (s *server) listInstanceChanges(w http.ResponseWriter, r *http.Request, v u
 	writeJSON(w, http.StatusOK, body)
 }
 
-// InstanceChanges is one page of the instance rows that changed, as the
-// client reads it.
-type InstanceChanges struct {
-	Items      []view.Instance
-	Removed    []string
-	Generation uint64
-	More       bool
-	Latest     uint64
-	Available  int
-}
+// InstanceChanges is one page of the instance rows that changed.
+type InstanceChanges = ChangesPage[view.Instance]
 
 // InstanceChanges asks for up to limit instance rows changed after
 // generation since (0: every row), waiting up to wait for one when none
 // has (0: answer at once). An error of kind view.KindGone says the daemon
 // no longer knows that generation: read again from 0.
 func (c *Client) InstanceChanges(ctx context.Context, since uint64, limit int, wait time.Duration) (InstanceChanges, error) {
-	resp, err := c.send(ctx, http.MethodGet, "/v1/instances", changesValues(since, limit, wait), nil)
+	body, err := readChanges[InstanceChangesBody](ctx, c, "/v1/instances", since, limit, wait)
 	if err != nil {
 		return InstanceChanges{}, err
-	}
-	defer resp.Body.Close()
-	var body InstanceChangesBody
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return InstanceChanges{}, fmt.Errorf("GET /v1/instances?changed_since: decode response: %w", err)
 	}
 	return InstanceChanges{Items: body.Items, Removed: body.Removed, Generation: body.Generation,
 		More: body.More, Latest: body.Latest, Available: body.ItemsAvailable}, nil
