@@ -104,9 +104,9 @@ func newRoot(env *cli.Env) *cobra.Command {
 			case daemon && cf.readOnly:
 				return cli.UsageError("--read-only is a console setting; --daemon has no console")
 			case daemon:
-				return exitCode(daemonCmd(cf.configPath, env.Stderr))
+				return exitCode(daemonCmd(cmd.Context(), cf.configPath, env.Stderr))
 			}
-			return exitCode(consoleCmd(cf, env.Stderr))
+			return exitCode(consoleCmd(cmd.Context(), cf, env.Stderr))
 		},
 	}
 	cli.Configure(root)
@@ -295,9 +295,11 @@ func stdoutWidth(stdout io.Writer) func() int {
 	}
 }
 
-// daemonCmd runs the engine headless with JSON logs on stderr until SIGINT
-// or SIGTERM.
-func daemonCmd(configPath string, stderr io.Writer) int {
+// daemonCmd runs the engine headless with JSON logs on stderr until ctx
+// ends: run's SIGINT or SIGTERM. Its context is the one the process set up
+// first: a second one registered here would leave a window in which a
+// signal went to the first, unread, and the daemon ran on.
+func daemonCmd(ctx context.Context, configPath string, stderr io.Writer) int {
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	cfg, err := config.FindAndLoad(configPath)
 	if err != nil {
@@ -305,8 +307,6 @@ func daemonCmd(configPath string, stderr io.Writer) int {
 		return 1
 	}
 	applyMemoryLimit(log, cfg.Dispatcher.MemoryLimit)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if err := launch.RunDaemon(ctx, launch.Options{Config: cfg, Logger: log}); err != nil {
 		log.Error("daemon", "err", err.Error())
 		return 1
@@ -330,15 +330,16 @@ func applyMemoryLimit(log *slog.Logger, limit int64) {
 
 // consoleCmd runs the TUI (in-process engine, --connect or --demo) until
 // the user quits, SIGINT, SIGTERM or SIGHUP, then takes the backend down.
-func consoleCmd(f consoleFlags, stderr io.Writer) int {
+func consoleCmd(parent context.Context, f consoleFlags, stderr io.Writer) int {
 	c, err := startConsole(f)
 	if err != nil {
 		fmt.Fprintln(stderr, "dispatch-tui:", cli.ErrorText(err))
 		return 1
 	}
 	// SIGHUP (the terminal closed) takes the same way out as q, so the
-	// demo's instances and state dir go with it.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	// demo's instances and state dir go with it; SIGINT and SIGTERM end
+	// parent (run's).
+	ctx, stop := signal.NotifyContext(parent, syscall.SIGHUP)
 	defer stop()
 	runErr := runConsole(ctx, c, f)
 	closeErr := c.close()

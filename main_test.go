@@ -2,7 +2,8 @@ package main
 
 import (
 	"bytes"
-	"dispatch-tui/engine/version"
+	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -10,6 +11,9 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
+
+	"dispatch-tui/engine/version"
 )
 
 func TestCheckConfig(t *testing.T) {
@@ -193,5 +197,32 @@ func TestCheckConfigFindsTheDispatchersFile(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run([]string{"check-config"}, &out, &errb); code != 1 || !strings.Contains(errb.String(), p+":2: dispatcher.max_instances") {
 		t.Fatalf("check-config = %d\nstdout: %s\nstderr: %s\nwant 1 and the error in %s", code, out.String(), errb.String(), p)
+	}
+}
+
+// TestDaemonStopsOnTheProcessContext: the daemon runs on the context run
+// set up for SIGINT and SIGTERM, not one of its own registered later, so
+// a signal that arrives while it starts is never taken by an unread
+// context (the daemon then ran on: TestDaemonStopsCleanlyOnSignals…
+// hung once under make test). Its context ended, it stops cleanly.
+func TestDaemonStopsOnTheProcessContext(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.toml")
+	body := fmt.Sprintf("[dispatcher]\nstate_dir = %q\n\n[cloud]\ndriver = \"local\"\n", filepath.Join(dir, "state"))
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var logs bytes.Buffer
+	done := make(chan int, 1)
+	go func() { done <- daemonCmd(ctx, cfg, &logs) }()
+	select {
+	case code := <-done:
+		if code != 0 || !strings.Contains(logs.String(), `"msg":"daemon stopped"`) {
+			t.Fatalf("daemon exit %d, want 0 with a clean stop logged:\n%s", code, logs.String())
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the daemon did not stop within 2m of its context ending:\n%s", logs.String())
 	}
 }
