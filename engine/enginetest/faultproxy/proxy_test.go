@@ -109,8 +109,12 @@ func TestForwardsAndCounts(t *testing.T) {
 	if err := roundTrip(c, "hello"); err != nil {
 		t.Fatal(err)
 	}
-	// The echo may come back before the proxy counts what it sent.
-	wait.Until(t, "5 bytes counted up", 10*time.Second, func() bool { return p.Stats("").Up == 5 })
+	// The echo may reach the client before the proxy counts the bytes it
+	// delivered either way: each count follows its write.
+	wait.Until(t, "5 bytes counted each way", 10*time.Second, func() bool {
+		s := p.Stats("")
+		return s.Up == 5 && s.Down == 5
+	})
 	s := p.Stats("")
 	if s.Conns != 1 || s.Up != 5 || s.Down != 5 || s.Dropped != 0 || s.LastUp.Before(before) {
 		t.Fatalf("stats after one 5-byte round trip: %+v", s)
