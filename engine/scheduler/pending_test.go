@@ -35,6 +35,9 @@ type stubPool struct {
 	created     []string
 	started     []string
 	shutdowns   []cloud.InstanceID
+	// afterSnapshot, if set, runs after Instances has copied the views: a
+	// listing that completes just after a pass's snapshot.
+	afterSnapshot func()
 }
 
 func (p *stubPool) Instances(buf []worker.InstanceView) []worker.InstanceView {
@@ -43,6 +46,9 @@ func (p *stubPool) Instances(buf []worker.InstanceView) []worker.InstanceView {
 		v.Containers = slices.Clone(v.Containers)
 		v.Reported = slices.Clone(v.Reported)
 		buf = append(buf, v)
+	}
+	if p.afterSnapshot != nil {
+		p.afterSnapshot()
 	}
 	return buf
 }

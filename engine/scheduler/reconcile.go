@@ -198,14 +198,15 @@ func (s *Scheduler) endedBySignal(tx *queue.Tx, c *queue.Container, v *worker.In
 // Until ready (instances probed, or the start-up wait over) and while any
 // instance is unknown, a record whose instance is missing is left alone: it
 // may be on an instance not probed yet.
-func (s *Scheduler) reconcileRunning(tx *queue.Tx, ready, anyUnknown bool, st *Stats) {
+//
+// Before the first listing (listed: one had completed before the pass
+// copied the instances), a missing instance may only not be listed yet:
+// after a restart, stale_lock_timeout can end the start-up wait first (a
+// listing that waits on hosts that do not answer).
+func (s *Scheduler) reconcileRunning(tx *queue.Tx, ready, listed, anyUnknown bool, st *Stats) {
 	// Only the containers Running at the start of the pass, plus those
 	// adopted just now, can be Running: no need to walk the whole queue.
 	running := tx.RunningAtStart()
-	// Before the first listing, a missing instance may only not be listed
-	// yet: after a restart, stale_lock_timeout can end the start-up wait
-	// first (a listing that waits on hosts that do not answer).
-	listed := s.pool.Listed()
 	for k := 0; k < len(running)+len(s.adopted); k++ {
 		var c *queue.Container
 		if k < len(running) {

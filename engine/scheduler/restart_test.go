@@ -7,6 +7,8 @@ import (
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
+	"dispatch-tui/engine/worker"
 )
 
 // After a restart, a listing can take longer than stale_lock_timeout (it
@@ -47,5 +49,45 @@ func TestRunningNotRequeuedBeforeTheFirstListing(t *testing.T) {
 	s.RunPass()
 	if got, _ := q.Get(c.ID); got.State == queue.Running {
 		t.Fatalf("after a listing without its instance, container still %s on %q; want requeued", got.State, got.InstanceID)
+	}
+}
+
+// The first listing can complete between the pass's copy of the instances
+// and its question whether a listing has completed: the instance it found
+// is missing from the copy, and the container on it must not be judged
+// gone for that (the pass reads "listed" before it copies).
+func TestRunningNotRequeuedWhenTheListingEndsDuringAPass(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	q := openTestQueue(t, clk)
+	cfg := config.Default()
+	cfg.InstanceTypes = benchTypes
+	c, err := q.Submit(queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 1 << 30}}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Pass(func(tx *queue.Tx) {
+		if err := tx.Lock(tx.Get(c.ID), benchTypes[0].Name); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Run(tx.Get(c.ID), "host-1", benchTypes[0].Name); err != nil {
+			t.Fatal(err)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pool := &stubPool{unlisted: true, quota: 4}
+	pool.afterSnapshot = func() {
+		pool.unlisted = false
+		pool.views = []worker.InstanceView{{Instance: view.Instance{ID: "host-1", Type: benchTypes[0].Name, State: worker.StateUnknown, IdleBehavior: worker.IdleRun}}}
+		pool.afterSnapshot = nil
+	}
+	s := New(cfg, q, pool, clk, nil)
+	clk.Advance(cfg.Dispatcher.StaleLockTimeout + time.Second) // start-up wait over
+	for pass := range 2 {
+		s.RunPass()
+		if got, _ := q.Get(c.ID); got.State != queue.Running || got.InstanceID != "host-1" || got.Attempts != 1 {
+			t.Fatalf("pass %d, the listing that found host-1 ending during the first: container %s on %q, attempt %d (%s); want Running on host-1, attempt 1",
+				pass, got.State, got.InstanceID, got.Attempts, got.Reason)
+		}
 	}
 }

@@ -225,6 +225,12 @@ func (s *Scheduler) RunPass() Stats {
 func (s *Scheduler) Pass() (Stats, Write) {
 	t0 := time.Now()
 	now := s.clock.Now()
+	// Asked before the copy, not after: the listing that ends the wait
+	// adds what it found under the same lock that marks it done, so a
+	// copy taken after "listed" holds those instances. Asked after, a
+	// listing ending in between would leave its instances out of the
+	// copy and their containers judged gone.
+	listed := s.pool.Listed()
 	s.views = s.pool.Instances(s.views)
 	failures := append(s.pool.TakeStartFailures(), s.revert...)
 	s.revert = s.revert[:0]
@@ -247,7 +253,7 @@ func (s *Scheduler) Pass() (Stats, Write) {
 		s.indexInstances()
 		s.handleStartFailures(tx, failures)
 		anyUnknown := s.reconcileReports(tx, &st)
-		s.reconcileRunning(tx, ready, anyUnknown, &st)
+		s.reconcileRunning(tx, ready, listed, anyUnknown, &st)
 		s.mapQueue(tx, now, ready, &st)
 		if st.AtQuota || st.AtBudget {
 			s.shutdownUnallocated(st.AtQuota)
