@@ -122,6 +122,7 @@ soak: build
 # hosts running HA_SOAK_SLOTS containers each, each fault after its share
 # of the work, then the checker; it logs the takeover times after kill -9
 # and each takeover's phases (BENCHMARKS.md). make test runs its short seed.
+# On tmpfs as make test is: the soak measures the dispatchers, not the disk.
 HA_SOAK_FAULTS     ?= 200
 HA_SOAK_CONTAINERS ?= 5000
 HA_SOAK_NODES      ?= 3
@@ -129,7 +130,7 @@ HA_SOAK_HOSTS      ?= 4
 HA_SOAK_SLOTS      ?= 4
 HA_SOAK_SEED       ?= 1
 soak-ha: build
-	DISPATCH_TUI_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run='^TestHASoak$$' -count=1 -v -timeout=90m ./cloud/sshhosts \
+	$(WITH_TEST_TMPDIR) DISPATCH_TUI_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -run='^TestHASoak$$' -count=1 -v -timeout=90m ./cloud/sshhosts \
 		-hasoak.faults=$(HA_SOAK_FAULTS) -hasoak.containers=$(HA_SOAK_CONTAINERS) \
 		-hasoak.nodes=$(HA_SOAK_NODES) -hasoak.hosts=$(HA_SOAK_HOSTS) -hasoak.slots=$(HA_SOAK_SLOTS) -hasoak.seed=$(HA_SOAK_SEED)
 
