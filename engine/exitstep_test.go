@@ -22,7 +22,7 @@ func TestRunRecordsAnnouncedExitWithoutWaitingForAPass(t *testing.T) {
 	h := newHarness(t, cfg, fake.Options{ExitNotices: true})
 	id := h.submit(30*time.Second, 0)
 	inst := cloud.InstanceID(h.runningOn(id, 60))
-	h.until("the runner watch on "+string(inst)+" ready", 30, func() bool { return h.eng.PoolStats().Watching == 1 })
+	h.untilWatching(inst)
 	h.step(1) // the list a ready watch asks for
 	// The container ends; its runner says so only at AnnounceExits.
 	h.clk.Advance(time.Minute)
@@ -72,7 +72,7 @@ func TestRunRecordsExitsWhileTheStoreWriteIsSlow(t *testing.T) {
 	h := newHarness(t, cfg, fake.Options{ExitNotices: true})
 	id := h.submit(30*time.Second, 0)
 	inst := cloud.InstanceID(h.runningOn(id, 60))
-	h.until("the runner watch on "+string(inst)+" ready", 30, func() bool { return h.eng.PoolStats().Watching == 1 })
+	h.untilWatching(inst)
 	h.step(1)
 	h.clk.Advance(time.Minute)
 

@@ -118,6 +118,25 @@ func (h *harness) until(what string, max int, cond func() bool) {
 	wait.With{Step: func() { h.step(1) }, Seen: seen}.Steps(h.t, what, max, cond)
 }
 
+// untilWatching waits until inst's runner watch is ready. The watch is a
+// goroutine of real time, not of the fake clock: a loaded machine may need
+// more steps than an idle one before it is ready, so this waits in real
+// time, stepping the engine without advancing the clock (a container's
+// end, or a watch's retry, stays where the test put it).
+func (h *harness) untilWatching(inst cloud.InstanceID) {
+	h.t.Helper()
+	seen := func() string {
+		return fmt.Sprintf("\npool: %+v\ninstances: %+v", h.eng.PoolStats(), h.eng.Instances())
+	}
+	step := func() {
+		h.eng.Step()
+		h.eng.Settle()
+	}
+	wait.With{Step: step, Seen: seen}.Until(h.t, "the runner watch on "+string(inst)+" ready", 10*time.Second, func() bool {
+		return h.eng.PoolStats().Watching == 1
+	})
+}
+
 func (h *harness) dumpContainers() string {
 	cs, _ := h.eng.Containers(ListOptions{})
 	s := ""
