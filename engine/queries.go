@@ -257,7 +257,7 @@ func (e *Engine) Logs(ctx context.Context, id string, tail int) (runner.Output, 
 		}
 		// It may have just exited and been forgotten: fall through.
 	}
-	if out, found, err := e.storedOutput(c, tail); err != nil || found {
+	if out, found, err := e.storedOutput(ctx, c, tail); err != nil || found {
 		return out, err
 	}
 	if !c.State.Final() {
@@ -291,7 +291,7 @@ func (e *Engine) Logs(ctx context.Context, id string, tail int) (runner.Output, 
 	}
 	// The pool may have stored it and had the runner forget it between
 	// the two reads.
-	if out, found, err := e.storedOutput(c, tail); err != nil || found {
+	if out, found, err := e.storedOutput(ctx, c, tail); err != nil || found {
 		return out, err
 	}
 	why := strings.TrimPrefix(c.LogsError, "logs: ")
@@ -305,18 +305,18 @@ func (e *Engine) Logs(ctx context.Context, id string, tail int) (runner.Output, 
 	return runner.Output{}, &LogsUnavailableError{Reason: why}
 }
 
-// storedOutput is the last tail lines of c's stored output, if stored.
-func (e *Engine) storedOutput(c view.Container, tail int) (runner.Output, bool, error) {
-	stored, found, err := e.queue.StoredLogs(c.ID)
+// storedOutput is the last tail lines of c's stored output, if stored,
+// with its last run's when its runner keeps that one still (output.go).
+func (e *Engine) storedOutput(ctx context.Context, c view.Container, tail int) (runner.Output, bool, error) {
+	stored, found, err := e.queue.StoredOutput(c.ID)
 	if err != nil || !found {
 		return runner.Output{}, false, err
 	}
-	out := runner.Output{Data: runner.TailLines(stored, tail)}
-	if len(out.Data) == len(stored) {
-		if cur, ok := e.queue.Get(c.ID); ok {
-			c = cur // a cut noted since c was read
-		}
-		out.Dropped = c.LogsTruncated // the lines reach the cut
+	stored = e.withRunNotStored(ctx, c, stored)
+	text := stored.Text()
+	out := runner.Output{Data: runner.TailLines(text, tail)}
+	if len(out.Data) == len(text) {
+		out.Dropped = stored.Dropped // the lines reach the cut
 	}
 	return out, true, nil
 }

@@ -260,3 +260,50 @@ func TestHATwoNodesStartAtOnce(t *testing.T) {
 		t.Logf("the leader's epoch is %s: a renewal was lost on the way (a loaded machine)", got)
 	}
 }
+
+// retriedSpec is markedSpec for a container whose first run fails (exit
+// 1, after writing its output and end line) and is retried under
+// on-failure: it runs twice, and its stored output must hold both runs'.
+func (he *haEnv) retriedSpec(name string, d time.Duration) queue.Spec {
+	s := he.markedSpec(name, d)
+	s.Command[2] = `first=0; [ -s "$1" ] || first=1; ` + s.Command[2] + `; [ "$first" = 0 ]`
+	s.RestartPolicy = queue.RestartOnFailure
+	return s
+}
+
+// TestHARetriedContainerKeepsEveryRunsOutput: containers that run twice
+// across the leader's cut from the hosts and a PostgreSQL restart (-m
+// immediate), the sequence around which the HA soak found two containers
+// whose first run's output was missing: the checker finds each run's
+// output in the store (its second run's store used to replace the
+// first's).
+func TestHARetriedContainerKeepsEveryRunsOutput(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.StartOwn(t)
+	he := newHAEnvOn(t, 2, 2, srv)
+	a, _ := he.leaderAndStandby()
+	var names []string
+	for i := range 6 {
+		name := fmt.Sprintf("t%02d", i)
+		if _, err := a.client.Submit(context.Background(), he.retriedSpec(name, time.Second)); err != nil {
+			t.Fatalf("submit %s: %v", name, err)
+		}
+		names = append(names, name)
+	}
+	he.untilStarted(names, 2)
+	he.hostsCut(a, true)
+	he.phase(a.name + " cut from the hosts")
+	if err := srv.Restart("immediate"); err != nil {
+		t.Fatal(err)
+	}
+	he.phase("PostgreSQL restarted")
+	he.hostsCut(a, false)
+	he.phase(a.name + " healed")
+	he.until("a leader after the restart", 60*time.Second, func() bool { return he.leader() != nil })
+	he.finish(names)
+	for _, c := range he.containers() {
+		if c.Attempts != 2 {
+			t.Errorf("container %s (%s) ended after %d attempts, want 2 (its first run fails)", c.ID, c.Name, c.Attempts)
+		}
+	}
+}

@@ -594,9 +594,14 @@ func (q *Queue) setOutputNote(id string, set func(c *Container) bool) bool {
 	return true
 }
 
-// StoredLogs returns the output kept by StoreLogsBatch, if any.
+// StoredLogs returns the output kept by StoreLogsBatch, if any, as logs
+// shows it (StoredOutput.Text).
 func (q *Queue) StoredLogs(id string) ([]byte, bool, error) {
-	return q.store.Output(id)
+	s, found, err := q.StoredOutput(id)
+	if err != nil || !found {
+		return nil, found, err
+	}
+	return s.Text(), true, nil
 }
 
 // AppendEvent records an event to be written with the next flush (the end

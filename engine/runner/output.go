@@ -3,6 +3,8 @@
 
 package runner
 
+import "time"
+
 // OutputCutUnit is the grain of a cut: an output over its limit loses a
 // whole number of KiB from its start, so what was dropped is exact and
 // still fits a 32-bit count of KiB in a container's record.
@@ -31,6 +33,11 @@ const CodeDeferred = 75
 type Output struct {
 	Data    []byte
 	Dropped int64
+	// Started is when the run this is the output of started, as its
+	// runner listed it: set by the pool on an output it hands over to be
+	// stored (never sent by a runner), so that the store tells one
+	// attempt's run from another's. Zero: unknown.
+	Started time.Time
 }
 
 // DroppedFor returns how many bytes at the start of an output of total
@@ -53,7 +60,7 @@ func (o Output) Cut(limit int64) Output {
 	if n == 0 {
 		return o
 	}
-	return Output{Data: o.Data[n:], Dropped: o.Dropped + n}
+	return Output{Data: o.Data[n:], Dropped: o.Dropped + n, Started: o.Started}
 }
 
 // TailLines returns the last n lines of b (all of b when n <= 0).

@@ -37,15 +37,17 @@ func (p *Pool) collectLocked(w *instance, now time.Time) {
 	}
 	w.collecting = true
 	ids := slices.Clone(w.needLogs)
+	starts := runStartsLocked(w, ids)
 	unreachable := w.probeFailing
-	if !p.goLocked(func() { p.collect(w, ids, unreachable) }) {
+	if !p.goLocked(func() { p.collect(w, ids, starts, unreachable) }) {
 		w.collecting = false
 	}
 }
 
-// collect fetches and stores the output of ids, exited containers on w,
-// which is shutting down, then decides whether w may be destroyed.
-func (p *Pool) collect(w *instance, ids []string, unreachable bool) {
+// collect fetches and stores the output of ids, exited containers on w
+// whose runs started at starts, while w is shutting down, then decides
+// whether w may be destroyed.
+func (p *Pool) collect(w *instance, ids []string, starts map[string]time.Time, unreachable bool) {
 	stored := make([]bool, len(ids))
 	errs := make([]error, len(ids))
 	exec, err := p.executor(w)
@@ -81,7 +83,7 @@ func (p *Pool) collect(w *instance, ids []string, unreachable bool) {
 				}
 				got = append(got, i)
 				gotIDs = append(gotIDs, ids[i])
-				outs = append(outs, p.fetchedOutput(r))
+				outs = append(outs, p.fetchedOutput(r, starts[ids[i]]))
 				gotErrs = append(gotErrs, r.Err("logs"))
 			}
 			p.storeLogsBatch(gotIDs, outs, gotErrs)

@@ -25,7 +25,8 @@ type outputSink struct {
 	mu       sync.Mutex
 	fail     error
 	stored   map[string]string
-	dropped  map[string]int64 // batch only: what max_output cut
+	dropped  map[string]int64     // batch only: what max_output cut
+	started  map[string]time.Time // batch only: when the stored run started
 	attempts map[string]int
 	lost     map[string]string
 	// destroysAtStore: how many destroys had happened when each output
@@ -49,7 +50,7 @@ func newSinkHarness(t *testing.T, o hopt) (*harness, *outputSink) {
 // newSinkHarnessMode is newSinkHarness; with batch, forget batches hand
 // their outputs to OnLogsBatch.
 func newSinkHarnessMode(t *testing.T, o hopt, batch bool) (*harness, *outputSink) {
-	s := &outputSink{stored: map[string]string{}, dropped: map[string]int64{}, attempts: map[string]int{}, lost: map[string]string{}, destroysAtStore: map[string]int32{}, batch: batch}
+	s := &outputSink{stored: map[string]string{}, dropped: map[string]int64{}, started: map[string]time.Time{}, attempts: map[string]int{}, lost: map[string]string{}, destroysAtStore: map[string]int32{}, batch: batch}
 	more := o.pool
 	o.pool = func(opts *Options) {
 		s.options(opts)
@@ -94,6 +95,7 @@ func (s *outputSink) options(o *Options) {
 				errs[i] = store(id, outs[i].Data)
 				if errs[i] == nil {
 					s.dropped[id] = outs[i].Dropped
+					s.started[id] = outs[i].Started
 				}
 			}
 			return errs
@@ -252,6 +254,43 @@ func TestForgetBatchStoresOutputsTogether(t *testing.T) {
 		}
 		if listed(h, id, c) {
 			t.Fatalf("%s stored but not forgotten", c)
+		}
+	}
+}
+
+// Each output handed over to be stored says when its run started, as its
+// runner listed it, through a forget and through a shutdown's collect: the
+// store tells one attempt's run from another's by it.
+func TestStoredOutputSaysWhenItsRunStarted(t *testing.T) {
+	h, sink := newSinkHarnessMode(t, hopt{}, true)
+	id := h.createIdle("small")
+	listedStart := func(cid string) time.Time {
+		for _, st := range h.drv.Containers(id) {
+			if st.ID == cid {
+				return st.StartedAt
+			}
+		}
+		t.Fatalf("%s not listed on %s", cid, id)
+		return time.Time{}
+	}
+	exitedOn(h, id, "c1")
+	h.clk.Advance(time.Minute)
+	exitedOn(h, id, "c2")
+	want := map[string]time.Time{"c1": listedStart("c1"), "c2": listedStart("c2")}
+	if want["c1"].IsZero() || want["c1"].Equal(want["c2"]) {
+		t.Fatalf("setup: runs started at %v", want)
+	}
+	h.pool.ForgetContainer(id, "c1")
+	h.pool.Wait()
+	if !h.pool.Shutdown(id, "test") {
+		t.Fatal("shutdown refused")
+	}
+	h.until("destroyed", time.Minute, func() bool { return h.set.destroys.Load() > 0 })
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	for cid, at := range want {
+		if got := sink.started[cid]; !got.Equal(at) {
+			t.Errorf("%s's output stored with its run started at %v, want %v (as listed)", cid, got, at)
 		}
 	}
 }

@@ -287,7 +287,22 @@ func (p *Pool) logsRequest(containerID string) runner.Request {
 
 // fetchedOutput is the output a logs reply carries, cut to max_output
 // should a runner have sent more than it was asked for: what the store
-// keeps stays bounded whatever answers.
-func (p *Pool) fetchedOutput(r *runner.Reply) runner.Output {
-	return r.Output().Cut(p.s.maxOutput)
+// keeps stays bounded whatever answers. started is its run's start.
+func (p *Pool) fetchedOutput(r *runner.Reply, started time.Time) runner.Output {
+	o := r.Output().Cut(p.s.maxOutput)
+	o.Started = started
+	return o
+}
+
+// runStartsLocked is when the runs of ids on w started, as w's runner
+// last listed them: what tells the store one attempt's output from
+// another's (a retried container keeps each, docs/design.md §10.1).
+func runStartsLocked(w *instance, ids []string) map[string]time.Time {
+	starts := make(map[string]time.Time, len(ids))
+	for _, id := range ids {
+		if i, ok := sortedStatus(w.v.Reported, id); ok {
+			starts[id] = w.v.Reported[i].StartedAt
+		}
+	}
+	return starts
 }

@@ -5,6 +5,7 @@ package worker
 import (
 	"errors"
 	"slices"
+	"time"
 
 	"dispatch-tui/cloud"
 	"dispatch-tui/engine/runner"
@@ -91,11 +92,13 @@ func (p *Pool) runForgetBatches(w *instance) {
 	for {
 		p.mu.Lock()
 		var ids []string
+		var starts map[string]time.Time
 		stop := p.canceled()
 		if !stop {
 			n := min(len(w.forgetQ), runner.MaxBatch)
 			ids = slices.Clone(w.forgetQ[:n])
 			w.forgetQ = slices.Delete(w.forgetQ, 0, n)
+			starts = runStartsLocked(w, ids)
 		}
 		if stop || (len(ids) == 0 && len(toForget) == 0 && storing == nil) {
 			p.mu.Unlock()
@@ -173,7 +176,7 @@ func (p *Pool) runForgetBatches(w *instance) {
 					continue
 				}
 				ids[n], fetched[n] = id, fetched[i]
-				outs = append(outs, p.fetchedOutput(r))
+				outs = append(outs, p.fetchedOutput(r, starts[id]))
 				n++
 			}
 			ids, fetched = ids[:n], fetched[:n]
