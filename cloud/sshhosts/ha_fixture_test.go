@@ -182,6 +182,11 @@ price = 0.1
 		he.nodes = append(he.nodes, p)
 		t.Cleanup(func() {
 			p.signal(syscall.SIGCONT)
+			if t.Failed() {
+				// Each goroutine's stack, into the log printed below: a
+				// node that hangs says where.
+				p.stop(syscall.SIGQUIT)
+			}
 			p.stop(syscall.SIGKILL)
 			if t.Failed() {
 				b, _ := os.ReadFile(p.logPath)
@@ -210,6 +215,7 @@ func (p *haProc) launch() {
 	}
 	defer logs.Close()
 	p.cmd = exec.Command(p.env.bin, "--daemon", "--config", p.cfgPath)
+	p.cmd.Env = append(os.Environ(), "GOTRACEBACK=all")
 	p.cmd.Stdout, p.cmd.Stderr = logs, logs
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
