@@ -26,7 +26,13 @@ type Options struct {
 	// elector's goroutine (or Resign's caller); it must not block. nil:
 	// none.
 	Notify func(Change)
-	Log    *slog.Logger // nil: slog.Default()
+	// AwayWhenLost, if set, has the node stay away from the lease from
+	// each Lost on, until it calls StayAway(false): a node that must stop
+	// its engine before it could lead again does not win a lease it
+	// cannot use meanwhile, not even in the instant before it hears of
+	// its loss.
+	AwayWhenLost bool
+	Log          *slog.Logger // nil: slog.Default()
 }
 
 // ChangeKind is what happened to this node's leadership.
@@ -70,6 +76,9 @@ type Elector struct {
 	// notBefore is when, on the elector's clock, a node that stood aside
 	// may try for the lease again (StandAside).
 	notBefore atomic.Int64
+	// away: the node cannot lead now and does not try for the lease
+	// (StayAway).
+	away atomic.Bool
 }
 
 // term is a lease held: its epoch and the send time of its last
@@ -142,7 +151,7 @@ func (e *Elector) Step(ctx context.Context) {
 
 func (e *Elector) acquire(ctx context.Context) {
 	send := e.since()
-	if send < time.Duration(e.notBefore.Load()) {
+	if send < time.Duration(e.notBefore.Load()) || e.away.Load() {
 		return
 	}
 	// Bounded: an acquire waiting on a lock (a write of a leader stopped
@@ -212,10 +221,22 @@ func (e *Elector) StandAside(ctx context.Context, epoch int64, why string, d tim
 	}
 }
 
+// StayAway keeps the node from trying for the lease while away holds:
+// the engine of its last term is still stopping, and no engine of a new
+// term could open before it has, so a lease won meanwhile would leave the
+// cluster led by a node with no engine, renewing on, until that stop
+// ended. A term it leads now is not affected. Any goroutine.
+func (e *Elector) StayAway(away bool) {
+	e.away.Store(away)
+}
+
 // lose ends term t, once: a Resign and a Step racing tell of it once.
 func (e *Elector) lose(t *term, why string) {
 	if !e.term.CompareAndSwap(t, nil) {
 		return
+	}
+	if e.opts.AwayWhenLost {
+		e.away.Store(true)
 	}
 	e.opts.Log.Warn("ha: no longer leading", "node", e.opts.Node, "epoch", t.epoch, "why", why)
 	e.notify(Change{Kind: Lost, Epoch: t.epoch, Why: why})

@@ -261,6 +261,96 @@ func TestStandAside(t *testing.T) {
 	}
 }
 
+// TestStayAway: a node whose last term's engine is still stopping does
+// not take a free lease, however long it stays away, and takes it at its
+// first try once back; a term it leads is not ended by staying away.
+func TestStayAway(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	clk := clock.NewFake(time.Unix(0, 0))
+	a := newNode(t, url, "a", ha.MinLease, clk)
+	a.el.StayAway(true)
+	for range 3 {
+		a.el.Step(context.Background())
+		clk.Advance(ha.MinLease)
+	}
+	if e, ok := a.el.Token(); ok {
+		t.Fatalf("a took the lease (epoch %d) while away; lease row %+v", e, a.holder(t))
+	}
+	if h := a.holder(t); h.Valid {
+		t.Fatalf("lease row while the only node stayed away: %+v; want free", h)
+	}
+	a.el.StayAway(false)
+	a.el.Step(context.Background())
+	if e, ok := a.el.Token(); !ok || e != 1 {
+		t.Fatalf("a's first try once back: Token = %d, %v; want epoch 1", e, ok)
+	}
+	a.el.StayAway(true)
+	a.el.Step(context.Background())
+	if e, ok := a.el.Token(); !ok || e != 1 {
+		t.Fatalf("a leading when told to stay away: Token = %d, %v; want still epoch 1 (only tries are held)", e, ok)
+	}
+}
+
+// TestAwayWhenLost: an elector told to stay away after each loss does
+// not take the lease back, though the row is still its own, until the
+// node says it can lead again (its lost term's engine stopped); one not
+// told so takes it back at its next try.
+func TestAwayWhenLost(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	for _, away := range []bool{false, true} {
+		clk := clock.NewFake(time.Unix(0, 0))
+		s, err := pgstore.Open(pgstore.Options{URL: url, Timeout: 30 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		var lost []ha.Change
+		var mu sync.Mutex
+		el := ha.New(s, ha.Options{Node: "a", Address: "https://a:7070", Lease: ha.MinLease, Retry: 50 * time.Millisecond, Clock: clk, AwayWhenLost: away,
+			Notify: func(c ha.Change) {
+				if c.Kind == ha.Lost {
+					mu.Lock()
+					lost = append(lost, c)
+					mu.Unlock()
+				}
+			}})
+		el.Step(context.Background())
+		first, ok := el.Token()
+		if !ok {
+			t.Fatalf("away=%v: a did not take the free lease", away)
+		}
+		// Its own clock runs past the lease: it stops leading, though the
+		// row, in the database's time, is still its own.
+		clk.Advance(ha.MinLease + time.Millisecond)
+		el.Step(context.Background())
+		mu.Lock()
+		n := len(lost)
+		mu.Unlock()
+		if _, ok := el.Token(); ok || n != 1 {
+			t.Fatalf("away=%v: past its lease on its own clock: leading %v, %d Lost; want not leading, one Lost", away, ok, n)
+		}
+		el.Step(context.Background())
+		e, ok := el.Token()
+		switch {
+		case !away && (!ok || e != first+1):
+			t.Fatalf("away=false: the next try: Token = %d, %v; want epoch %d", e, ok, first+1)
+		case away && ok:
+			t.Fatalf("away=true: took the lease back (epoch %d) before the node said it could lead", e)
+		}
+		if away {
+			el.StayAway(false)
+			el.Step(context.Background())
+			if e, ok := el.Token(); !ok || e != first+1 {
+				t.Fatalf("away=true: the try once the node could lead: Token = %d, %v; want epoch %d", e, ok, first+1)
+			}
+		}
+		el.Resign(first+1, "test over")
+		if err := s.Release(context.Background(), first+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestOpenBackoff: the wait after each failure to open in a row doubles
 // from twice the retry, up to OpenBackoffMax.
 func TestOpenBackoff(t *testing.T) {

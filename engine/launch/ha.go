@@ -82,6 +82,7 @@ func runHA(ctx context.Context, opts Options, newDriver driverMaker) error {
 	n := &haNode{opts: opts, newDriver: newDriver, log: log, node: cfg.HA.NodeName, lease: lease, wake: make(chan struct{}, 1), metrics: metrics.NewRecorder()}
 	n.el = ha.New(lease, ha.Options{
 		Node: n.node, Address: cfg.HA.Advertise, Lease: cfg.HA.Lease, Retry: cfg.HA.LeaseRetry, Notify: n.notify, Log: log,
+		AwayWhenLost: true, // until run has stopped the lost term's engine
 	})
 	n.metrics.AttachHA(n.el.Stats)
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)

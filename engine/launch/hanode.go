@@ -112,6 +112,9 @@ func (n *haNode) run(ctx context.Context) {
 				if t := n.term; t != nil && t.epoch == c.Epoch {
 					n.stopTerm(t, c.Why, false)
 				}
+				// The elector stayed away from the lease since the loss
+				// (ha.Options.AwayWhenLost): this node can lead again.
+				n.el.StayAway(false)
 			}
 		}
 	}
@@ -186,13 +189,15 @@ func (n *haNode) stopTerm(t *termRun, why string, released bool) {
 		n.log.Warn("ha: "+msg, "node", n.node, "epoch", t.epoch)
 		n.noteLater(note{"leader_lost", n.node, "lost", msg})
 	}
+	began := time.Now()
 	t.cancel()
 	<-t.done
 	switch err := t.r.Close(); {
 	case err == nil:
+		n.log.Info("ha: engine stopped", "node", n.node, "epoch", t.epoch, "took", time.Since(began))
 	case released:
-		n.log.Error("ha: engine stop", "node", n.node, "epoch", t.epoch, "err", err)
+		n.log.Error("ha: engine stop", "node", n.node, "epoch", t.epoch, "err", err, "took", time.Since(began))
 	default:
-		n.log.Info("ha: engine stopped; its last writes were refused, as this node no longer leads", "node", n.node, "epoch", t.epoch, "err", err)
+		n.log.Info("ha: engine stopped; its last writes were refused, as this node no longer leads", "node", n.node, "epoch", t.epoch, "err", err, "took", time.Since(began))
 	}
 }
