@@ -160,7 +160,7 @@ func (p *Pool) settleChangesLocked() {
 			continue
 		}
 		cl.looked++
-		if p.refused[w.v.ID] != "" || p.foreign[w.v.ID] != nil {
+		if p.isOtherLocked(w.v.ID) {
 			cl.othersChanged = true // the pool's row hid another
 		}
 		if w.pub != nil && cl.rows[w.v.ID] == w.pub {
@@ -176,7 +176,7 @@ func (p *Pool) settleChangesLocked() {
 			continue
 		}
 		cl.looked++
-		if w.pub == nil && (p.refused[w.v.ID] != "" || p.foreign[w.v.ID] != nil) {
+		if w.pub == nil && p.isOtherLocked(w.v.ID) {
 			cl.othersChanged = true // the pool's row now hides another
 		}
 		w.pub = cl.publish(&w.v.Instance)
@@ -247,6 +247,14 @@ func (p *Pool) settleOthersLocked() {
 	}
 	clear(cl.others)
 	cl.others, cl.othersSpare = now, cl.others
+}
+
+// isOtherLocked reports whether id is a refused host's or another
+// dispatcher's instance, whose row the pool's own hides while it holds id.
+func (p *Pool) isOtherLocked(id view.InstanceID) bool {
+	_, refused := p.refused[id]
+	_, foreign := p.foreign[id]
+	return refused || foreign
 }
 
 // tomb records id's removal at a generation of its own.
