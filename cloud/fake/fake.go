@@ -166,6 +166,7 @@ type Driver struct {
 	instances map[cloud.InstanceID]*instState
 	starts    map[string][]string // container id -> "<instance> <time>" of each start
 	stats     Stats
+	installs  installHashes // install.go
 }
 
 var _ cloud.InstanceSet = (*Driver)(nil)

@@ -5,8 +5,6 @@ package fake
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -236,8 +234,17 @@ func (e *executor) Execute(ctx context.Context, line string, stdin []byte) (stdo
 		return nil, nil, runner.NotSent(err)
 	}
 	d := e.d
+	install := ""
+	if _, ok := runner.InstallPath(line); ok {
+		install = d.installs.of(stdin) // before the lock: it reads the whole binary
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	// A call cancelled while it waited for the lock is never sent, as an
+	// SSH session cancelled before it opens.
+	if err := ctx.Err(); err != nil {
+		return nil, nil, runner.NotSent(err)
+	}
 	now := d.clock.Now()
 	s := d.instances[e.id]
 	defer d.kickWatchersLocked(s)
@@ -254,7 +261,7 @@ func (e *executor) Execute(ctx context.Context, line string, stdin []byte) (stdo
 
 	f := strings.Fields(line)
 	if len(f) < 2 || f[1] != "runner" {
-		return d.shell(s, line, stdin)
+		return d.shell(s, line, install)
 	}
 	runnerPath, cmd, err := runner.ParseLine(line)
 	if err != nil {
@@ -435,17 +442,17 @@ func (d *Driver) verb(s *instState, now time.Time, runnerPath string, cmd runner
 	return nil, nil, nil
 }
 
-// shell handles a non-runner command line: the runner install line (reads
-// stdin and records the installed binary's hash), "false" (exit 1), and
-// anything else (e.g. the boot probe "true"), which succeeds silently.
-func (d *Driver) shell(s *instState, line string, stdin []byte) ([]byte, []byte, error) {
+// shell handles a non-runner command line: the runner install line
+// (records the installed binary's hash, read from stdin before the lock),
+// "false" (exit 1), and anything else (e.g. the boot probe "true"), which
+// succeeds silently.
+func (d *Driver) shell(s *instState, line, installHash string) ([]byte, []byte, error) {
 	if p, ok := runner.InstallPath(line); ok {
 		if s.installFails != "" {
 			return exitErr(1, "%s", s.installFails)
 		}
 		s.runnerGone = false
-		sum := sha256.Sum256(stdin)
-		s.installed[p] = hex.EncodeToString(sum[:])
+		s.installed[p] = installHash
 		d.stats.Installs++
 		return nil, nil, nil
 	}

@@ -87,6 +87,7 @@ func (p *Pool) bootFailedLocked(w *instance, now time.Time, why string) {
 	}
 	p.eventLocked(now, w.v.ID, EventBootError, msg, slog.LevelWarn)
 	w.v.LastError = why
+	w.rowChanged()
 	w.shutdown(now, "boot failed: "+why)
 }
 

@@ -52,10 +52,6 @@ type Changes struct {
 type published struct {
 	v   view.Instance // its Containers are the log's own copy
 	gen uint64        // when it last changed
-	// seen is the settle that last found the instance: one that did not
-	// is gone, and then dropped from the log.
-	seen    uint64
-	dropped bool
 }
 
 type tombstone struct {
@@ -71,30 +67,43 @@ type logEntry struct {
 
 // changeLog is what readers of changes were shown, and when each row last
 // changed. It starts with the first reader: a pool nobody reads changes
-// from keeps none.
+// from keeps none. Rows are marked where they change (rowChanged), and a
+// settle looks at the marked ones only, so a step with nothing changed
+// costs nothing however many instances there are.
 type changeLog struct {
 	on    bool
 	gen   uint64
 	floor uint64 // a since below it is answered ErrReload
-	// settles counts settleChangesLocked calls (published.seen); found
-	// is how many rows the current one has found so far.
-	settles     uint64
-	found       int
-	rows        map[view.InstanceID]*published
-	creating    []view.Instance
-	creatingGen uint64
-	tombs       []tombstone // in generation order
-	// waiters are the WaitChanges calls waiting; while there are any,
-	// every Step settles, and wake (closed when the generation moves)
-	// tells them.
+	rows  map[view.InstanceID]*published
+	// marked are the pool's instances changed, added or removed since
+	// the last settle, each once (instance.marked).
+	marked []*instance
+	// others are the ids shown from the refused hosts and other
+	// dispatchers' instances; othersChanged: a listing may have changed
+	// them. creatingChanged: a create started or ended.
+	others          map[view.InstanceID]bool
+	othersSpare     map[view.InstanceID]bool
+	othersChanged   bool
+	creatingChanged bool
+	creating        []view.Instance
+	creatingGen     uint64
+	tombs           []tombstone // in generation order
+	// looked counts the rows settles looked at (tests and benchmarks).
+	looked uint64
+	// waiters are the WaitChanges calls waiting; wake (closed when the
+	// generation moves) tells them.
 	waiters int
 	wake    chan struct{}
 	scratch []logEntry
+	// onSettle, if set (by tests, before the first reader), runs at the
+	// end of every settle with p.mu held.
+	onSettle func()
 }
 
 // startChangesLocked starts the log at the clock's reading in
 // nanoseconds, so that a generation a reader kept from an earlier run of
-// the dispatcher is below this run's floor (p.mu held).
+// the dispatcher is below this run's floor (p.mu held). Every row is new
+// to it: all are marked.
 func (p *Pool) startChangesLocked() {
 	cl := &p.changes
 	if cl.on {
@@ -104,52 +113,89 @@ func (p *Pool) startChangesLocked() {
 	cl.gen = uint64(max(p.clk.Now().UnixNano(), 1))
 	cl.floor = cl.gen
 	cl.rows = make(map[view.InstanceID]*published, len(p.list))
+	cl.others = map[view.InstanceID]bool{}
+	cl.othersSpare = map[view.InstanceID]bool{}
+	for _, w := range p.list {
+		w.rowChanged()
+	}
+	cl.othersChanged, cl.creatingChanged = true, true
 }
 
-// settleChangesLocked compares every instance row with what readers were
-// last shown and gives each that differs a generation of its own; a row
-// no longer there gets a tombstone. Comparing, not marking each change
-// where it is made, keeps the log right whichever of the pool's many
-// writers changed a row. It costs a comparison a row and allocates for
-// the changed ones only (p.mu held).
+// rowChanged marks w's row for the change log's next settle. Every write
+// to a field of w.v.Instance that sameInstance compares calls it, as do
+// w's addition and removal (p.mu held); a write that misses it is found
+// by the pool's tests, which check the log against the rows at every
+// settle.
+func (w *instance) rowChanged() {
+	cl := &w.pool.changes
+	if !cl.on || w.marked {
+		return
+	}
+	w.marked = true
+	cl.marked = append(cl.marked, w)
+}
+
+// othersChangedLocked: a listing ended, which may have changed the rows
+// of refused hosts and other dispatchers' instances (p.mu held).
+func (p *Pool) othersChangedLocked() { p.changes.othersChanged = true }
+
+// creatingChangedLocked: a create started or ended (p.mu held).
+func (p *Pool) creatingChangedLocked() { p.changes.creatingChanged = true }
+
+// settleChangesLocked gives each marked row that differs from what
+// readers were last shown a generation of its own, and each removed one a
+// tombstone; the refused hosts and other dispatchers' instances are
+// compared after a listing, the creates in flight after a create starts
+// or ends. Its cost is the marked rows', not the pool's (p.mu held).
 func (p *Pool) settleChangesLocked() {
 	cl := &p.changes
 	if !cl.on {
 		return
 	}
 	before := cl.gen
-	cl.settles++
-	cl.found = 0
-	for _, w := range p.list {
-		w.pub = cl.publish(&w.v.Instance, w.pub)
-	}
-	if len(p.refusedHosts) > 0 {
-		for _, v := range p.refusedViewsLocked() {
-			cl.publish(&v.Instance, nil)
+	// Removals first: an id removed and added again in between gets its
+	// tombstone before its new row.
+	for _, w := range cl.marked {
+		if !w.removed {
+			continue
 		}
-	}
-	if len(p.foreign) > 0 {
-		for _, v := range p.foreignViewsLocked() {
-			cl.publish(&v.Instance, nil)
+		cl.looked++
+		if p.isOtherLocked(w.v.ID) {
+			cl.othersChanged = true // the pool's row hid another
 		}
-	}
-	if !slices.EqualFunc(cl.creating, p.pending, func(a view.Instance, b *pendingCreate) bool { return sameInstance(&a, &b.view.Instance) }) {
-		cl.gen++
-		cl.creatingGen = cl.gen
-		cl.creating = cl.creating[:0]
-		for _, pc := range p.pending {
-			v := pc.view.Instance
-			v.Containers = []string{}
-			cl.creating = append(cl.creating, v)
+		if w.pub != nil && cl.rows[w.v.ID] == w.pub {
+			delete(cl.rows, w.v.ID)
+			cl.tomb(w.v.ID)
 		}
+		w.pub = nil
 	}
-	if len(cl.rows) > cl.found {
-		for id, r := range cl.rows {
-			if r.seen != cl.settles {
-				r.dropped = true
-				delete(cl.rows, id)
-				cl.gen++
-				cl.tombs = append(cl.tombs, tombstone{cl.gen, id})
+	for i, w := range cl.marked {
+		cl.marked[i] = nil
+		w.marked = false
+		if w.removed {
+			continue
+		}
+		cl.looked++
+		if w.pub == nil && p.isOtherLocked(w.v.ID) {
+			cl.othersChanged = true // the pool's row now hides another
+		}
+		w.pub = cl.publish(&w.v.Instance)
+	}
+	cl.marked = cl.marked[:0]
+	if cl.othersChanged {
+		p.settleOthersLocked()
+	}
+	if cl.creatingChanged {
+		cl.creatingChanged = false
+		cl.looked += uint64(len(p.pending))
+		if !slices.EqualFunc(cl.creating, p.pending, func(a view.Instance, b *pendingCreate) bool { return sameInstance(&a, &b.view.Instance) }) {
+			cl.gen++
+			cl.creatingGen = cl.gen
+			cl.creating = cl.creating[:0]
+			for _, pc := range p.pending {
+				v := pc.view.Instance
+				v.Containers = []string{}
+				cl.creating = append(cl.creating, v)
 			}
 		}
 	}
@@ -163,33 +209,76 @@ func (p *Pool) settleChangesLocked() {
 		close(cl.wake)
 		cl.wake = nil
 	}
+	if cl.onSettle != nil {
+		cl.onSettle()
+	}
+}
+
+// settleOthersLocked publishes the rows of the refused hosts and of other
+// dispatchers' instances, and removes those gone; an id the pool holds
+// shows the pool's row, and an id both refused and foreign the refused
+// one (p.mu held).
+func (p *Pool) settleOthersLocked() {
+	cl := &p.changes
+	cl.othersChanged = false
+	now := cl.othersSpare
+	add := func(views []InstanceView) {
+		for i := range views {
+			v := &views[i].Instance
+			cl.looked++
+			if p.byID[v.ID] != nil || now[v.ID] {
+				continue
+			}
+			now[v.ID] = true
+			cl.publish(v)
+		}
+	}
+	if len(p.refusedHosts) > 0 {
+		add(p.refusedViewsLocked())
+	}
+	if len(p.foreign) > 0 {
+		add(p.foreignViewsLocked())
+	}
+	for id := range cl.others {
+		if !now[id] && p.byID[id] == nil {
+			delete(cl.rows, id)
+			cl.tomb(id)
+		}
+	}
+	clear(cl.others)
+	cl.others, cl.othersSpare = now, cl.others
+}
+
+// isOtherLocked reports whether id is a refused host's or another
+// dispatcher's instance, whose row the pool's own hides while it holds id.
+func (p *Pool) isOtherLocked(id view.InstanceID) bool {
+	_, refused := p.refused[id]
+	_, foreign := p.foreign[id]
+	return refused || foreign
+}
+
+// tomb records id's removal at a generation of its own.
+func (cl *changeLog) tomb(id view.InstanceID) {
+	cl.gen++
+	cl.tombs = append(cl.tombs, tombstone{cl.gen, id})
 }
 
 // publish records v as readers see it, with a new generation if it
-// differs from what they were last shown, and returns its record; r, if
-// not nil, is the record publish returned for v before (it spares the
-// lookup by id).
-func (cl *changeLog) publish(v *view.Instance, r *published) *published {
-	if r == nil || r.dropped {
-		r = cl.rows[v.ID]
-	}
+// differs from what they were last shown, and returns its record.
+func (cl *changeLog) publish(v *view.Instance) *published {
+	r := cl.rows[v.ID]
 	switch {
 	case r == nil:
 		r = &published{}
 		cl.rows[v.ID] = r
-	case r.seen == cl.settles:
-		return r // an id seen twice (the pool's row comes first and wins)
 	case sameInstance(&r.v, v):
-		r.seen = cl.settles
-		cl.found++
 		return r
 	}
-	cl.found++
 	cl.gen++
 	cs := append(r.v.Containers[:0], v.Containers...)
 	r.v = *v
 	r.v.Containers = cs
-	r.gen, r.seen = cl.gen, cl.settles
+	r.gen = cl.gen
 	return r
 }
 
@@ -322,13 +411,11 @@ func (p *Pool) WaitChanges(ctx context.Context, since uint64) bool {
 	}
 }
 
-// publishLocked settles the log while a reader waits for a change, which
-// wakes it if there is one (p.mu held): every Step, and the operator's
-// verbs, which should show at once.
+// publishLocked settles the log, which wakes a waiting reader if
+// something changed (p.mu held): every Step, and the operator's verbs,
+// which should show at once. It costs the rows marked since the last.
 func (p *Pool) publishLocked() {
-	if p.changes.waiters > 0 {
-		p.settleChangesLocked()
-	}
+	p.settleChangesLocked()
 }
 
 // wakeWaitersLocked releases every WaitChanges call (the pool stops).

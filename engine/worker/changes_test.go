@@ -322,3 +322,55 @@ func TestChangesForeignRows(t *testing.T) {
 	}
 	c.matches(t, h.pool)
 }
+
+// A step that changes nothing looks at no row of the change log, however
+// many instances the pool holds, while a reader waits; a verb looks at
+// the one row it changed and wakes the reader with it (docs/design.md
+// §7.2: the log costs the changes, not the pool).
+func TestChangesCostTheChangesNotThePool(t *testing.T) {
+	h := bigPool(t, 2000)
+	first, err := h.pool.ChangesSince(0, 5000)
+	if err != nil || len(first.Items) != 2000 {
+		t.Fatalf("first read: %d items, %v", len(first.Items), err)
+	}
+	looked := func() uint64 {
+		h.pool.mu.Lock()
+		defer h.pool.mu.Unlock()
+		return h.pool.changes.looked
+	}
+	done := make(chan bool, 1)
+	go func() { done <- h.pool.WaitChanges(t.Context(), first.Latest) }()
+	wait.Until(t, "a reader waiting", 20*time.Second, func() bool {
+		h.pool.mu.Lock()
+		defer h.pool.mu.Unlock()
+		return h.pool.changes.waiters == 1
+	})
+	h.clk.Advance(time.Second) // nothing due: probes at +10s, listing at +1m
+	before := looked()
+	for range 10 {
+		h.pool.Step()
+	}
+	if n := looked() - before; n != 0 {
+		t.Fatalf("10 steps with nothing changed looked at %d rows of the change log (2,000 instances, a reader waiting); want 0", n)
+	}
+	id := first.Items[1000].ID
+	before = looked()
+	if _, err := h.pool.SetIdleBehavior(id, IdleHold); err != nil {
+		t.Fatal(err)
+	}
+	if n := looked() - before; n != 1 {
+		t.Fatalf("a hold looked at %d rows of the change log; want 1", n)
+	}
+	wait.Until(t, "the waiting reader woken by the hold", 20*time.Second, func() bool {
+		select {
+		case ok := <-done:
+			return ok
+		default:
+			return false
+		}
+	})
+	ch, err := h.pool.ChangesSince(first.Latest, 0)
+	if err != nil || len(ch.Items) != 1 || ch.Items[0].ID != id || ch.Items[0].IdleBehavior != IdleHold {
+		t.Fatalf("changes after the hold: %+v, %v; want %s held alone", ch.Items, err, id)
+	}
+}

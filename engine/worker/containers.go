@@ -46,6 +46,7 @@ func (p *Pool) StartContainer(id cloud.InstanceID, spec runner.Spec) error {
 	}
 	w.setState(StateRunning, "container start sent")
 	w.v.LastContainer = spec.ID
+	w.rowChanged()
 	w.v.LastBusy = now
 	p.notifyLocked()
 	// Starts go out in "runner batch" calls, one sender per instance: a
@@ -186,6 +187,7 @@ func (p *Pool) startDoneLocked(w *instance, cid string, err error, outcome start
 	w.starts = slices.Delete(w.starts, i, i+1)
 	if j := findStatus(w.v.Reported, cid); j < 0 || w.v.Reported[j].State != runner.StateRunning {
 		w.v.Containers = slices.DeleteFunc(w.v.Containers, func(s string) bool { return s == cid })
+		w.rowChanged()
 	}
 	w.updateBusy(p.clk.Now(), "a start failed")
 	p.startFailures = append(p.startFailures, StartFailure{ContainerID: cid, InstanceID: w.v.ID, Err: err, NeverSent: outcome == startNeverSent})

@@ -88,6 +88,7 @@ func (p *Pool) Create(typeName string) error {
 		},
 	}}
 	p.pending = append(p.pending, pc)
+	p.creatingChangedLocked()
 	p.stats.Creating = len(p.pending)
 	p.notifyLocked()
 	p.goLocked(func() {
@@ -106,6 +107,7 @@ func (p *Pool) Create(typeName string) error {
 func (p *Pool) createDoneLocked(pc *pendingCreate, it cloud.InstanceType, tags cloud.Tags, inst cloud.Instance, err error) {
 	if i := slices.Index(p.pending, pc); i >= 0 {
 		p.pending = slices.Delete(p.pending, i, i+1)
+		p.creatingChangedLocked()
 	}
 	p.stats.Creating = len(p.pending)
 	p.notifyLocked()
@@ -154,6 +156,7 @@ func (p *Pool) createDoneLocked(pc *pendingCreate, it cloud.InstanceType, tags c
 	w.v.AskedAt = pc.view.AppearedAt
 	if w.v.CreatedAt.IsZero() {
 		w.v.CreatedAt = pc.view.CreatedAt
+		w.rowChanged()
 	}
 	p.scopedCreatedLocked(it, now)
 	if p.quotaEst >= 0 {

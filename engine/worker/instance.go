@@ -58,8 +58,10 @@ type instance struct {
 	initial  bool // found by the first listing
 	probed   bool // probed at least once
 
-	// pub is the change log's record of the instance (changes.go).
-	pub *published
+	// pub is the change log's record of the instance, and marked: it is
+	// in the log's list of rows to settle (changes.go).
+	pub    *published
+	marked bool
 
 	probing      bool
 	nextProbe    time.Time
@@ -212,6 +214,7 @@ func (w *instance) setState(to State, why string) {
 			"from", stateName(from), "to", stateName(to), "why", why)
 	}
 	w.v.State = to
+	w.rowChanged()
 	if p.log.Enabled(context.Background(), slog.LevelDebug) { // spare the arguments' allocations
 		p.log.Debug("instance state", "instance", string(w.v.ID), "from", stateName(from), "to", stateName(to), "why", why)
 	}
@@ -305,6 +308,7 @@ func (p *Pool) startDestroyLocked(w *instance, now time.Time) {
 		p.countOpLocked("destroy", err)
 		if err != nil {
 			w.v.LastError = err.Error()
+			w.rowChanged()
 			p.cloudErrLocked(now, w.v.ID, "destroy", err)
 			// Retry, but not on every step: a host that refuses forever
 			// would flood the cloud and the event log.

@@ -176,6 +176,7 @@ func (h *harness) newPool(mod func(*Options)) *Pool {
 		h.t.Fatal(err)
 	}
 	h.trans.watch(p)
+	checkChangesAtSettle(h.t, p)
 	h.t.Cleanup(p.Stop)
 	return p
 }

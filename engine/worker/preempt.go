@@ -44,6 +44,7 @@ func (p *Pool) checkInterruptedLocked(w *instance, now time.Time) {
 		why = "interrupted"
 	}
 	w.v.Preempted = true
+	w.rowChanged()
 	text := "instance " + string(w.v.ID) + " was interrupted (spot): " + why
 	p.rememberPreemptedLocked(w.v.ID, text, now)
 	p.eventLocked(now, w.v.ID, EventPreempted, text, slog.LevelWarn)

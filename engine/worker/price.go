@@ -34,6 +34,7 @@ func (p *Pool) priceLocked(w *instance, now time.Time) {
 	}
 	if want != w.v.Price {
 		w.v.Price = want
+		w.rowChanged()
 		p.notifyLocked()
 	}
 }

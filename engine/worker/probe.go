@@ -193,6 +193,9 @@ func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode, nr clo
 		}
 	}
 	changed := w.probeFailing || w.v.LastError != "" || w.v.ContainersLost != ""
+	if w.v.LastError != "" || w.v.ProbeError != "" || w.v.ProbeFailing || !w.v.UnreachableSince.IsZero() {
+		w.rowChanged() // cleared below; a probe that changes nothing marks nothing
+	}
 	w.answeredLocked()
 	if !w.v.UnreachableSince.IsZero() {
 		p.eventLocked(now, w.v.ID, EventProbeOK, fmt.Sprintf("reachable again after %s (unreachable since %s)",
@@ -255,6 +258,7 @@ func (p *Pool) countProbeLocked(lat time.Duration) {
 // worth an event at once.
 func (p *Pool) probeFailedLocked(w *instance, now, started time.Time, msg string, err error) {
 	p.stats.ProbeFailures++
+	w.rowChanged()
 	w.v.ProbeError = msg
 	if w.v.State != StateBooting {
 		w.v.LastError = msg
@@ -444,6 +448,7 @@ func (p *Pool) applyListLocked(w *instance, sts []runner.Status, listSeq uint64,
 	w.starts = keep
 	if !slices.Equal(cs, w.v.Containers) {
 		changed = true
+		w.rowChanged()
 	}
 	w.csSpare = w.v.Containers
 	w.v.Containers = cs

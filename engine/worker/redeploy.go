@@ -101,6 +101,7 @@ func (p *Pool) runnerBrokenLocked(w *instance, now time.Time, msg string) {
 	w.v.ProbeError = msg
 	w.v.LastError = msg
 	w.v.ProbeFailing = true
+	w.rowChanged()
 	w.probeFailing = false
 	w.hostKeyReported = false
 	w.lastProbeOK = now

@@ -75,6 +75,7 @@ func (p *Pool) noticedLocked(w *instance, n notice, now time.Time) {
 	p.rememberPreemptedLocked(w.v.ID, "instance "+id+" was interrupted (spot): "+n.why, now)
 	if w.v.IdleBehavior == IdleRun {
 		w.v.IdleBehavior = IdleDrain
+		w.rowChanged()
 	}
 	p.eventLocked(now, w.v.ID, EventPreempted, "instance "+id+": "+n.why+"; drained: nothing new starts there", slog.LevelWarn)
 	if !n.at.IsZero() {

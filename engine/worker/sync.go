@@ -50,6 +50,7 @@ func (p *Pool) startSyncLocked(now time.Time) {
 		}
 		p.syncDoneLocked(insts, seq, now)
 		p.noteRefusedLocked(p.clk.Now())
+		p.othersChangedLocked()
 	}) {
 		p.syncing = false
 	}
@@ -75,6 +76,7 @@ func (p *Pool) syncDoneLocked(insts []cloud.Instance, seq uint64, issued time.Ti
 			p.checkInterruptedLocked(w, now)
 			if a := inst.Address(); a != w.v.Address {
 				w.v.Address = a
+				w.rowChanged()
 				p.notifyLocked()
 			}
 			if w.v.State == StateShutdown && w.destroyed && issued.Sub(w.destroyAt) >= p.s.timeoutShutdown {
@@ -170,6 +172,7 @@ func (p *Pool) addInstanceLocked(inst cloud.Instance, it cloud.InstanceType, st 
 		w.v.ProviderType = it.ProviderType
 	}
 	w.setState(st, why)
+	w.rowChanged() // a new row (setState marks none when st is unknown)
 	p.byID[w.v.ID] = w
 	i, _ := slices.BinarySearchFunc(p.list, w.v.ID, func(x *instance, id cloud.InstanceID) int {
 		return strings.Compare(string(x.v.ID), string(id))
@@ -186,6 +189,7 @@ func (p *Pool) addInstanceLocked(inst cloud.Instance, it cloud.InstanceType, st 
 // closes its executor.
 func (p *Pool) removeLocked(w *instance) {
 	w.removed = true
+	w.rowChanged()
 	p.keepBehaviorLocked(w.v.ID, IdleRun)
 	p.stopWatchLocked(w)
 	delete(p.byID, w.v.ID)

@@ -110,6 +110,7 @@ func (p *Pool) SetIdleBehavior(id cloud.InstanceID, b IdleBehavior) (InstanceVie
 		now := p.clk.Now()
 		old := w.v.IdleBehavior
 		w.v.IdleBehavior = b
+		w.rowChanged()
 		p.keepBehaviorLocked(id, b)
 		p.eventLocked(now, id, EventIdleBehavior, fmt.Sprintf("idle behavior %s -> %s", old, b), slog.LevelInfo)
 		p.notifyLocked()
