@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -306,26 +305,12 @@ func daemonCmd(ctx context.Context, configPath string, stderr io.Writer) int {
 		log.Error("load config", "err", err.Error())
 		return 1
 	}
-	applyMemoryLimit(log, cfg.Dispatcher.MemoryLimit)
+	applyMemoryLimit(ctx, log, cfg.Dispatcher.MemoryLimit)
 	if err := launch.RunDaemon(ctx, launch.Options{Config: cfg, Logger: log}); err != nil {
 		log.Error("daemon", "err", err.Error())
 		return 1
 	}
 	return 0
-}
-
-// applyMemoryLimit sets the daemon's soft memory limit (dispatcher.memory_limit)
-// unless GOMEMLIMIT set one already, and logs which applies.
-func applyMemoryLimit(log *slog.Logger, limit int64) {
-	switch {
-	case os.Getenv("GOMEMLIMIT") != "":
-		log.Info("memory limit from GOMEMLIMIT", "bytes", debug.SetMemoryLimit(-1))
-	case limit > 0:
-		debug.SetMemoryLimit(limit)
-		log.Info("memory limit from dispatcher.memory_limit", "bytes", limit)
-	default:
-		log.Info("no memory limit")
-	}
 }
 
 // consoleCmd runs the TUI (in-process engine, --connect or --demo) until

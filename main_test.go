@@ -106,7 +106,9 @@ func TestApplyMemoryLimit(t *testing.T) {
 			debug.SetMemoryLimit(prev)
 			t.Setenv("GOMEMLIMIT", tc.env)
 			var buf bytes.Buffer
-			applyMemoryLimit(slog.New(slog.NewJSONHandler(&buf, nil)), tc.limit)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			applyMemoryLimit(ctx, slog.New(slog.NewJSONHandler(&buf, nil)), tc.limit)
 			want := tc.wantLimit
 			if want < 0 {
 				want = prev

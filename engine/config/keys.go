@@ -62,7 +62,7 @@ var dispatcherKeys = []*row{
 	size("dispatcher.reserve_extra_ram", 256*miB, func(c *Config, _ int) *int64 { return &c.Dispatcher.ReserveExtraRAM },
 		"added to a container's RAM when choosing its instance type", notNegative),
 	size("dispatcher.memory_limit", 160*miB, func(c *Config, _ int) *int64 { return &c.Dispatcher.MemoryLimit },
-		"the daemon's soft limit for Go memory; 0 = none", memoryLimit),
+		"the floor of the daemon's soft limit for Go memory (raised to twice the live heap past it); 0 = none", memoryLimit),
 	integer("dispatcher.event_retention", 200000, func(c *Config, _ int) *int { return &c.Dispatcher.EventRetention },
 		"how many of the newest events are kept; 0 = all", atLeast(0)),
 	number("dispatcher.supervisor_fraction", 0.3, func(c *Config, _ int) *float64 { return &c.Dispatcher.SupervisorFraction },

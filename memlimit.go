@@ -1,0 +1,88 @@
+// The daemon's soft memory limit: dispatcher.memory_limit as its floor,
+// raised to twice the live heap while the queue outgrows it (docs/design.md §9).
+
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"runtime/metrics"
+	"time"
+)
+
+// memoryLimitEvery is how often the daemon compares its live heap with its
+// soft memory limit.
+const memoryLimitEvery = 10 * time.Second
+
+// memoryLimit keeps the soft memory limit at max(floor, 2 × live heap).
+// A fixed limit below the live heap has the collector run without pause
+// (a million containers hold ~740 MiB against the 160 MiB default: a core
+// spent on collection with nothing to do); twice the live heap is the room
+// GOGC=100 gives, and the floor keeps the limit's use for small queues, freed
+// memory returned to the OS soon after a burst.
+type memoryLimit struct {
+	floor   int64
+	current int64
+	log     *slog.Logger
+	set     func(int64) int64 // debug.SetMemoryLimit
+	live    func() int64      // the live heap after the last collection
+}
+
+// adjust sets the limit to max(floor, 2 × live) when the live heap has
+// grown past 60 % of the limit, or shrunk below a quarter of it while the
+// limit is above its floor: in between it is left alone, so that it does
+// not follow every collection.
+func (m *memoryLimit) adjust() {
+	live := m.live()
+	want := max(m.floor, 2*live)
+	if want == m.current || (live*10 <= m.current*6 && (m.current == m.floor || live*4 >= m.current)) {
+		return
+	}
+	m.set(want)
+	m.log.Info("memory limit follows the live heap", "bytes", want, "live_heap", live, "floor", m.floor)
+	m.current = want
+}
+
+// run adjusts the limit every memoryLimitEvery until ctx ends.
+func (m *memoryLimit) run(ctx context.Context) {
+	t := time.NewTicker(memoryLimitEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			m.adjust()
+		}
+	}
+}
+
+// liveHeap is the heap the last collection found live.
+func liveHeap() int64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64())
+}
+
+// applyMemoryLimit sets the daemon's soft memory limit from
+// dispatcher.memory_limit, unless GOMEMLIMIT set one already (an operator's
+// own, left as it is), logs which applies, and has it follow the live heap
+// until ctx ends.
+func applyMemoryLimit(ctx context.Context, log *slog.Logger, limit int64) {
+	switch {
+	case os.Getenv("GOMEMLIMIT") != "":
+		log.Info("memory limit from GOMEMLIMIT", "bytes", debug.SetMemoryLimit(-1))
+	case limit > 0:
+		debug.SetMemoryLimit(limit)
+		log.Info("memory limit from dispatcher.memory_limit", "bytes", limit)
+		m := &memoryLimit{floor: limit, current: limit, log: log, set: debug.SetMemoryLimit, live: liveHeap}
+		go m.run(ctx)
+	default:
+		log.Info("no memory limit")
+	}
+}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"bytes"
+	"log/slog"
+	"testing"
+)
+
+// The soft memory limit follows the live heap: raised to twice it once it
+// passes 60 % of the limit (a queue outgrowing memory_limit would have the
+// collector run without pause), lowered back toward the floor once it
+// falls under a quarter, never below the floor, and left alone between.
+func TestMemoryLimitFollowsTheLiveHeap(t *testing.T) {
+	const mib = 1 << 20
+	var live int64
+	set := int64(160 * mib) // as applyMemoryLimit set it
+	var buf bytes.Buffer
+	m := &memoryLimit{floor: 160 * mib, current: 160 * mib, log: slog.New(slog.NewJSONHandler(&buf, nil)),
+		set: func(n int64) int64 { set = n; return 0 }, live: func() int64 { return live }}
+	for _, step := range []struct {
+		live, want int64 // MiB; want: the limit after adjust
+	}{
+		{10, 160},    // small queue: the floor
+		{96, 160},    // 60 % of the floor: left alone
+		{97, 194},    // past it: twice the live heap
+		{740, 1480},  // a million containers
+		{800, 1480},  // 54 %: left alone
+		{400, 1480},  // 27 %: left alone
+		{300, 600},   // under a quarter: lowered
+		{20, 160},    // back to the floor, not below
+		{0, 160},     // no reading: the floor
+		{1000, 2000}, // and up again
+	} {
+		live = step.live * mib
+		m.adjust()
+		if m.current != step.want*mib {
+			t.Fatalf("live heap %d MiB: limit %d MiB, want %d MiB", step.live, m.current/mib, step.want)
+		}
+		if set != m.current {
+			t.Fatalf("live heap %d MiB: the runtime's limit was last set to %d MiB, the adjuster holds %d MiB", step.live, set/mib, m.current/mib)
+		}
+	}
+	if !bytes.Contains(buf.Bytes(), []byte("memory limit follows the live heap")) {
+		t.Errorf("no log line of a change: %s", buf.String())
+	}
+}

@@ -1,0 +1,66 @@
+#!/bin/bash
+# A daemon's CPU on a quiet queue of N containers, its memory limit fixed and following the heap (BENCHMARKS.md).
+#
+#   tools/daemon-idle.sh BIN DIR N
+#
+# Starts BIN --daemon on the fake driver with the default memory_limit,
+# pauses the queue, submits N containers in batches of 5,000 (the most one request takes), then starts
+# the daemon again twice from the same store: once with GOMEMLIMIT=160MiB
+# (the default limit held fixed, as before it followed the live heap) and
+# once without (memory_limit the floor of a limit that follows it). After
+# each start it waits SETTLE seconds (default 40) and prints the daemon's
+# user + system CPU over the next 20 s, its RSS and the limit it logged.
+set -u
+BIN=$1 D=$2 N=$3 SETTLE=${SETTLE:-40}
+rm -rf "$D" && mkdir -p "$D/state"
+PORT=$((20000 + RANDOM % 20000))
+cat > "$D/config.toml" <<CFG
+[dispatcher]
+state_dir = "$D/state"
+listen = "127.0.0.1:$PORT"
+token = "bench-token"
+
+[cloud]
+driver = "fake"
+
+[[instance_type]]
+name = "small"
+vcpus = 1
+ram = "2GiB"
+scratch = "10GiB"
+price = 0.05
+CFG
+chmod 600 "$D/config.toml"
+U="http://127.0.0.1:$PORT"
+H="Authorization: Bearer bench-token"
+DPID=
+start() { # env assignments for the daemon, if any
+	env "$@" "$BIN" --daemon --config "$D/config.toml" 2>> "$D/daemon.log" &
+	DPID=$!
+	for _ in $(seq 1 600); do curl -sf -m 5 -H "$H" "$U/v1/summary" > /dev/null && return; sleep 0.5; done
+	echo "the daemon did not answer" >&2; exit 1
+}
+stop() { kill "$DPID"; wait "$DPID" 2>/dev/null; }
+cpu() { awk '{print $14 + $15}' "/proc/$DPID/stat"; } # clock ticks
+measure() {
+	sleep "$SETTLE"
+	local c0 c1
+	c0=$(cpu); sleep 20; c1=$(cpu)
+	echo "$1: CPU $(( (c1 - c0) * 1000 / $(getconf CLK_TCK) )) ms over 20 s, RSS $(awk '/VmRSS/ {print $2 / 1024 " MiB"}' "/proc/$DPID/status"), load $(cut -d' ' -f1 /proc/loadavg)"
+}
+
+start
+curl -sf -m 30 -H "$H" -X POST -H 'Content-Type: application/json' --data '{"reason":"bench: keep the queue waiting"}' "$U/v1/scheduler/pause" > /dev/null || { echo "pause failed" >&2; exit 1; }
+python3 -c 'import json; print(json.dumps([{"command": ["true"], "runtime_constraints": {"vcpus": 1, "ram": 1 << 29}}] * 5000))' > "$D/batch.json"
+for _ in $(seq 1 $((N / 5000))); do
+	curl -sf -m 600 -o /dev/null -H "$H" -H 'Content-Type: application/json' --data-binary @"$D/batch.json" "$U/v1/containers" || { echo "submit failed" >&2; exit 1; }
+done
+measure "after the submits, memory_limit following the heap"
+stop
+start GOMEMLIMIT=160MiB
+measure "restarted, GOMEMLIMIT=160MiB (the limit fixed)"
+stop
+start
+measure "restarted, memory_limit following the heap"
+stop
+grep -o '"msg":"memory limit[^}]*' "$D/daemon.log"
