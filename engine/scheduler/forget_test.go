@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/engine/clock"
-	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/view"
@@ -36,14 +34,7 @@ func TestForgetOnlyOnceTheExitIsWritten(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-			q := openTestQueue(t, clk)
-			cfg := config.Default()
-			cfg.InstanceTypes = benchTypes
-			c, err := q.Submit(queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 1 << 30}}, "test")
-			if err != nil {
-				t.Fatal(err)
-			}
+			clk, q, cfg, c := oneContainer(t)
 			typ := benchTypes[0]
 			pool := &forgetPool{staticPool: staticPool{quota: 1, views: []worker.InstanceView{{
 				Instance: view.Instance{

@@ -4,11 +4,8 @@ package scheduler
 
 import (
 	"testing"
-	"time"
 
 	"dispatch-tui/cloud"
-	"dispatch-tui/engine/clock"
-	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
@@ -32,14 +29,7 @@ func TestStartAgainIsWrittenBeforeItIsSent(t *testing.T) {
 		{"first attempt, every start recorded first", false, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-			q := openTestQueue(t, clk)
-			cfg := config.Default()
-			cfg.InstanceTypes = benchTypes
-			c, err := q.Submit(queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 1 << 30}}, "test")
-			if err != nil {
-				t.Fatal(err)
-			}
+			clk, q, cfg, c := oneContainer(t)
 			if tc.again {
 				err := q.Pass(func(tx *queue.Tx) {
 					c := tx.Get(c.ID)

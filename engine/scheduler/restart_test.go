@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"dispatch-tui/engine/clock"
-	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
@@ -17,24 +15,8 @@ import (
 // before a listing has completed; once one has, and its instance is not
 // in it, it is requeued.
 func TestRunningNotRequeuedBeforeTheFirstListing(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	q := openTestQueue(t, clk)
-	cfg := config.Default()
-	cfg.InstanceTypes = benchTypes
-	c, err := q.Submit(queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 1 << 30}}, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Pass(func(tx *queue.Tx) {
-		if err := tx.Lock(tx.Get(c.ID), benchTypes[0].Name); err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.Run(tx.Get(c.ID), "host-1", benchTypes[0].Name); err != nil {
-			t.Fatal(err)
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
+	clk, q, cfg, c := oneContainer(t)
+	runOn(t, q, c.ID, "host-1")
 	pool := &stubPool{unlisted: true, quota: 4}
 	s := New(cfg, q, pool, clk, nil)
 	for _, step := range []time.Duration{0, cfg.Dispatcher.StaleLockTimeout + time.Second, time.Minute} {
@@ -57,24 +39,8 @@ func TestRunningNotRequeuedBeforeTheFirstListing(t *testing.T) {
 // is missing from the copy, and the container on it must not be judged
 // gone for that (the pass reads "listed" before it copies).
 func TestRunningNotRequeuedWhenTheListingEndsDuringAPass(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	q := openTestQueue(t, clk)
-	cfg := config.Default()
-	cfg.InstanceTypes = benchTypes
-	c, err := q.Submit(queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: 1 << 30}}, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Pass(func(tx *queue.Tx) {
-		if err := tx.Lock(tx.Get(c.ID), benchTypes[0].Name); err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.Run(tx.Get(c.ID), "host-1", benchTypes[0].Name); err != nil {
-			t.Fatal(err)
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
+	clk, q, cfg, c := oneContainer(t)
+	runOn(t, q, c.ID, "host-1")
 	pool := &stubPool{unlisted: true, quota: 4}
 	pool.afterSnapshot = func() {
 		pool.unlisted = false
@@ -89,5 +55,21 @@ func TestRunningNotRequeuedWhenTheListingEndsDuringAPass(t *testing.T) {
 			t.Fatalf("pass %d, the listing that found host-1 ending during the first: container %s on %q, attempt %d (%s); want Running on host-1, attempt 1",
 				pass, got.State, got.InstanceID, got.Attempts, got.Reason)
 		}
+	}
+}
+
+// runOn records container id as Running on instance inst, as a pass that
+// locked and started it would have.
+func runOn(t *testing.T, q *queue.Queue, id, inst string) {
+	t.Helper()
+	if err := q.Pass(func(tx *queue.Tx) {
+		if err := tx.Lock(tx.Get(id), benchTypes[0].Name); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Run(tx.Get(id), inst, benchTypes[0].Name); err != nil {
+			t.Fatal(err)
+		}
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
