@@ -123,22 +123,27 @@ func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode, nr clo
 			return err
 		})
 	}
-	if err == nil && mode != probeList {
-		_, err = p.ensureRunner(pc, exec, &client)
-	}
-	list := func() error {
+	listWith := func(fetch func(context.Context) ([]runner.Status, error)) error {
 		p.mu.Lock()
 		listSeq = p.nextSeqLocked()
 		listAt = p.clk.Now()
 		p.mu.Unlock()
 		return pc.call("runner list", pc.limit, func(ctx context.Context) error {
 			var err error
-			sts, err = client.List(ctx)
+			sts, err = fetch(ctx)
 			p.noteFenced(err)
 			return err
 		})
 	}
-	if err == nil {
+	list := func() error { return listWith(client.List) }
+	listed := false
+	if err == nil && mode == probeAdopt {
+		listed, err = p.adoptList(exec, client, listWith)
+	}
+	if err == nil && !listed && mode != probeList {
+		_, err = p.ensureRunner(pc, exec, &client)
+	}
+	if err == nil && !listed {
 		err = list()
 		// A ready instance whose runner binary is gone (a temp cleaner)
 		// answers "not found": install it again, and read its list as
@@ -300,6 +305,11 @@ func (p *Pool) ensureRunner(pc *probeCall, exec runner.Executor, client *runner.
 	v, err := version()
 	if err == nil && versionHash(v) == want {
 		return false, nil
+	}
+	if runner.IsFenced(err) {
+		// A newer leader's runner: installing is not this node's to do.
+		p.noteFenced(err)
+		return false, err
 	}
 	if p.canceled() {
 		return false, p.ctx.Err()
