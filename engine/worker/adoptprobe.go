@@ -1,4 +1,4 @@
-// The adopt probe's first call: the runner's version and its list in one batch.
+// The adopt probe: the runner's version and its list in one batch, its watch opened beside it.
 
 package worker
 
@@ -52,4 +52,21 @@ func (p *Pool) adoptList(exec runner.Executor, client runner.Client, listWith fu
 		return false, nil
 	}
 	return listed, err
+}
+
+// watchWhileAdopting opens w's runner watch as its adopt probe begins, not
+// once the probe has made it ready: the first starts on an instance wait
+// for its first watch to be ready (startsHeldLocked), and after a restart
+// or a takeover the watch's own session and process start then came on top
+// of the probe's before anything started. An exit announced before the
+// probe's list is applied is not lost: the watch's ready asks for a list
+// at once (watchReady), which finds it. A runner not installed yet fails
+// the watch; it is opened again after its retry delay, as any watch that
+// ended.
+func (p *Pool) watchWhileAdopting(w *instance) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if w.v.State == StateUnknown {
+		p.openWatchLocked(w, p.clk.Now())
+	}
 }

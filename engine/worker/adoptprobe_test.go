@@ -19,6 +19,7 @@ import (
 
 	"dispatch-tui/cloud"
 	"dispatch-tui/cloud/fake"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/runner"
 )
 
@@ -56,9 +57,9 @@ func (s servingExec) Exchange(ctx context.Context, cmd string, frame []byte) ([]
 // adoptedBusy is a harness whose first pool made an idle instance and
 // started a long container on it, then stopped: its successor (the
 // caller's newPool) finds the instance in the listing and adopts it.
-func adoptedBusy(t *testing.T) (*harness, cloud.InstanceID) {
+func adoptedBusy(t *testing.T, o hopt) (*harness, cloud.InstanceID) {
 	t.Helper()
-	h := newHarness(t, hopt{})
+	h := newHarness(t, o)
 	h.step()
 	id := h.createIdle("small")
 	if err := h.pool.StartContainer(id, spec("c1", fake.Cmd(time.Hour, 0)...)); err != nil {
@@ -66,7 +67,8 @@ func adoptedBusy(t *testing.T) (*harness, cloud.InstanceID) {
 	}
 	h.until("c1 running on "+string(id), time.Minute, func() bool {
 		v, _ := h.pool.Instance(id)
-		return slices.Contains(v.Containers, "c1") && v.Reported != nil
+		st, ok := reported(v, "c1")
+		return ok && st.State == runner.StateRunning
 	})
 	h.pool.Stop()
 	return h, id
@@ -103,7 +105,7 @@ func servingPool(h *harness, mod func(*Options)) func() []string {
 // together): no "runner version" process before it, and the instance is
 // ready with its container listed.
 func TestAdoptProbeIsOneBatch(t *testing.T) {
-	h, id := adoptedBusy(t)
+	h, id := adoptedBusy(t, hopt{})
 	processes := servingPool(h, nil)
 	h.until(string(id)+" adopted", time.Minute, func() bool { return h.pool.Ready() && h.state(id) == StateRunning })
 	if v, _ := h.pool.Instance(id); !slices.Contains(v.Containers, "c1") {
@@ -121,7 +123,7 @@ func TestAdoptProbeIsOneBatch(t *testing.T) {
 // reports another hash (the dispatcher was upgraded) gets the wanted one
 // installed, and is listed by it, as before the batch.
 func TestAdoptProbeInstallsAnotherRunner(t *testing.T) {
-	h, id := adoptedBusy(t)
+	h, id := adoptedBusy(t, hopt{})
 	v2 := []byte("dispatch-tui runner binary v2")
 	sum := sha256.Sum256(v2)
 	servingPool(h, func(o *Options) {
@@ -143,7 +145,7 @@ func TestAdoptProbeInstallsAnotherRunner(t *testing.T) {
 func TestAdoptProbeFencedByANewerLeader(t *testing.T) {
 	for _, sessions := range []bool{true, false} {
 		t.Run(fmt.Sprintf("sessions=%v", sessions), func(t *testing.T) {
-			h, id := adoptedBusy(t)
+			h, id := adoptedBusy(t, hopt{})
 			servingPool(h, func(o *Options) { o.Epoch = 3 })
 			h.until(string(id)+" adopted at epoch 3", time.Minute, func() bool { return h.pool.Ready() && h.state(id) == StateRunning })
 			h.pool.Stop()
@@ -168,5 +170,27 @@ func TestAdoptProbeFencedByANewerLeader(t *testing.T) {
 				t.Fatal("no fence reported")
 			}
 		})
+	}
+}
+
+// TestAdoptedInstanceWatchesAsItsProbeEnds: the watch of an adopted
+// instance is opened with its probe, so a start made once the probe has
+// adopted it waits for no further step and no watch opened after it.
+func TestAdoptedInstanceWatchesAsItsProbeEnds(t *testing.T) {
+	h, id := adoptedBusy(t, hopt{drv: func(o *fake.Options) { o.ExitNotices = true }})
+	h.pool = h.newPool(func(o *Options) { o.Epoch = 2 })
+	h.step() // the listing finds the instance
+	h.step() // its adopt probe
+	if st := h.state(id); st != StateRunning {
+		t.Fatalf("%s is %s after its adopt probe, want running: %s", id, st, h.dump())
+	}
+	// No step from here on: the watch must be ready without one.
+	wait.Until(t, "the watch on the adopted "+string(id)+" ready without another step", 20*time.Second, func() bool { return h.watching(id) })
+	if err := h.pool.StartContainer(id, spec("c2", fake.Cmd(time.Hour, 0)...)); err != nil {
+		t.Fatal(err)
+	}
+	h.pool.Wait()
+	if n := h.pool.Stats().Starts; n != 1 {
+		t.Fatalf("%d starts sent right after the adopt, want 1 (not held: the watch is ready)", n)
 	}
 }

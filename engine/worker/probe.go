@@ -117,6 +117,9 @@ func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode, nr clo
 		pc.stage = "connect"
 	}
 	client := p.runnerClient(exec)
+	if err == nil && mode == probeAdopt {
+		p.watchWhileAdopting(w)
+	}
 	if err == nil && mode == probeBoot && p.s.bootProbe != "" {
 		err = pc.call("boot probe", pc.limit, func(ctx context.Context) error {
 			_, _, err := exec.Execute(ctx, p.s.bootProbe, nil)
