@@ -31,6 +31,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,6 +47,9 @@ import (
 	"dispatch-tui/engine/store/pgstore"
 	"dispatch-tui/engine/view"
 )
+
+// takeoverClusters numbers the clusters made, for their roles' names.
+var takeoverClusters atomic.Int64
 
 var (
 	takeoverQueued    = flag.Int("takeover.queued", 0, "run TestTakeoverAtScale with this many containers queued (0 = skip)")
@@ -162,6 +166,7 @@ type takeoverCluster struct {
 type takeoverNode struct {
 	c      *takeoverCluster
 	name   string
+	role   string // its database role: the node's name, unique on the server
 	cfg    string // the config file
 	log    string
 	client *api.Client // over its socket
@@ -188,8 +193,11 @@ func newTakeoverCluster(t *testing.T, instances int) *takeoverCluster {
 	}
 	for i := range 2 {
 		n := &takeoverNode{c: c, name: fmt.Sprintf("node%d", i), log: filepath.Join(logDir, fmt.Sprintf("node%d.log", i))}
-		c.sql("CREATE ROLE " + n.name + " LOGIN SUPERUSER")
-		t.Cleanup(func() { c.sql("DROP OWNED BY " + n.name + "; DROP ROLE " + n.name) })
+		// Roles are the server's, not the database's: the clusters of
+		// tests run in parallel each have their own.
+		n.role = fmt.Sprintf("%s_%d", n.name, takeoverClusters.Add(1))
+		c.sql("CREATE ROLE " + n.role + " LOGIN SUPERUSER")
+		t.Cleanup(func() { c.sql("DROP OWNED BY " + n.role + "; DROP ROLE " + n.role) })
 		state := t.TempDir()
 		port := freePort(t)
 		body := fmt.Sprintf(`[dispatcher]
@@ -219,7 +227,7 @@ vcpus = 1
 ram = "2GiB"
 scratch = "10GiB"
 price = 0.1
-`, state, port, instances, strings.Replace(url, "postgres@", n.name+"@", 1), n.name)
+`, state, port, instances, strings.Replace(url, "postgres@", n.role+"@", 1), n.name)
 		n.cfg = filepath.Join(t.TempDir(), "config.toml")
 		if err := os.WriteFile(n.cfg, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
@@ -402,8 +410,7 @@ func (c *takeoverCluster) measureUntil(what string, from time.Time, cond func() 
 // standby's takeover: until it holds the lease, and until its first start.
 func (c *takeoverCluster) kill(leader, standby *takeoverNode) (leads, firstStart time.Duration) {
 	at := time.Now()
-	c.sql("ALTER ROLE " + leader.name + " NOLOGIN")
-	c.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + leader.name + "'")
+	c.cutFromDatabase(leader)
 	leader.cancel()
 	var stopped sync.WaitGroup
 	stopped.Go(func() {
@@ -418,8 +425,16 @@ func (c *takeoverCluster) kill(leader, standby *takeoverNode) (leads, firstStart
 	firstStart = c.measureUntil(standby.name+" starts a container", at, func() bool { return c.cloud.Stats().Starts > from })
 	stopped.Wait()
 	leader.cancel = nil
-	c.sql("ALTER ROLE " + leader.name + " LOGIN")
+	c.sql("ALTER ROLE " + leader.role + " LOGIN")
 	return leads, firstStart
+}
+
+// cutFromDatabase is what the database sees of n's kill -9: its role loses
+// its login and its sessions end (their transactions abort). Undone by
+// ALTER ROLE … LOGIN.
+func (c *takeoverCluster) cutFromDatabase(n *takeoverNode) {
+	c.sql("ALTER ROLE " + n.role + " NOLOGIN")
+	c.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + n.role + "'")
 }
 
 // sigterm stops leader cleanly and measures until the standby holds the
