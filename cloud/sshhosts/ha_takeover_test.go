@@ -75,18 +75,21 @@ func TestHAKillLeaderTakesOver(t *testing.T) {
 		toStart = append(toStart, firstStartAfter(he.containers(), killed))
 		// started_at is the pass's record; the run itself begins once the
 		// runner has it (after the instance's watch, if held for it): the
-		// starts file has the command's own clock.
-		he.until("a run started by the new leader", 60*time.Second, func() bool { return he.firstStartSince(killed) > 0 })
-		toRun = append(toRun, he.firstStartSince(killed))
-		t.Logf("takeover %d: kill -9 of %s → %s leads %s, → its first start %s (recorded), %s (run)", round+1, leader.name, standby.name,
-			toLead[round].Round(time.Millisecond), toStart[round].Round(time.Millisecond), toRun[round].Round(time.Millisecond))
-		// What it was made of, from the new leader's log (its start-up
-		// wait is logged before its first start).
-		if tk, _, ok := standby.readTakeover(killed); ok {
-			tk.start = toRun[round]
-			phases = append(phases, tk)
-			t.Logf("takeover %d: %s", round+1, tk)
-		}
+		// starts file has the command's own clock. Counted from the new
+		// leader's open: a start the killed node sent just before the
+		// kill may begin to run after it.
+		var tk takeover
+		var opened time.Time
+		he.until("a run started by the new leader", 60*time.Second, func() bool {
+			var ok bool
+			tk, opened, ok = standby.readTakeover(killed)
+			return ok && he.firstStartSince(opened) > 0
+		})
+		tk.start = opened.Sub(killed) + he.firstStartSince(opened)
+		toRun = append(toRun, tk.start)
+		phases = append(phases, tk)
+		t.Logf("takeover %d: kill -9 of %s → %s leads %s, → its first start %s (recorded), %s (run); %s", round+1, leader.name, standby.name,
+			toLead[round].Round(time.Millisecond), toStart[round].Round(time.Millisecond), tk.start.Round(time.Millisecond), tk)
 		leader.start()
 		if leader.leads() {
 			t.Fatalf("%s, restarted, leads beside %s", leader.name, standby.name)
