@@ -22,15 +22,30 @@ func (p *Pool) startProbesLocked(now time.Time) {
 		return
 	}
 	start := p.probeCursor % n
+	exhausted := false
 	for i := 0; i < n; i++ {
 		j := (start + i) % n
 		w := p.list[j]
 		if w.probing || w.v.State == StateShutdown || now.Before(w.nextProbe) {
 			continue
 		}
-		if !p.probeBucket.take(now) {
-			p.probeCursor = j
-			return
+		// The first probe of what the first listing found is not held by
+		// max_probes_per_second: nothing starts until every one has been
+		// made (Ready), so spreading them only delays a restart's or a
+		// takeover's first start (by a hundred seconds at a thousand
+		// instances and the default rate).
+		if !w.initial || w.probed {
+			if exhausted {
+				continue
+			}
+			if !p.probeBucket.take(now) {
+				p.probeCursor = j
+				if p.ready { // no first probe is left to make
+					return
+				}
+				exhausted = true
+				continue
+			}
 		}
 		p.startProbeLocked(w, now)
 	}
