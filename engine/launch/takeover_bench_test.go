@@ -58,6 +58,7 @@ var (
 	takeoverTerms     = flag.Int("takeover.sigterms", 3, "TestTakeoverAtScale's clean stops of the leader")
 	takeoverResult    = flag.String("takeover.result", "", "write TestTakeoverAtScale's summary lines to this file")
 	takeoverLogs      = flag.String("takeover.logs", "", "keep TestTakeoverAtScale's node logs in this directory")
+	takeoverProbes    = flag.Float64("takeover.probes", 1000, "TestTakeoverAtScale's [cloud] max_probes_per_second (the config's default is 10)")
 	takeoverProfile   = flag.String("takeover.cpuprofile", "", "write a CPU profile of each kill's takeover, from the kill to the first start, to this path with the kill's number appended")
 )
 
@@ -99,7 +100,7 @@ func TestTakeoverAtScale(t *testing.T) {
 		leader.start()
 		leader, standby = standby, leader
 	}
-	logf("queued %d, instances %d (one container each), lease %v, lease_retry %v", queued, len(c.cloud.Live()), c.lease, c.retry)
+	logf("queued %d, instances %d (one container each), lease %v, lease_retry %v, max_probes_per_second %g", queued, len(c.cloud.Live()), c.lease, c.retry, *takeoverProbes)
 	logf("kill -9 → the standby leads: %s (target ≤ 7s)", spread(leads))
 	logf("kill -9 → its first start: %s (target ≤ 8s)", spread(starts))
 	logf("SIGTERM → the standby leads: %s (target ≤ 1.5s)", spread(handovers))
@@ -209,7 +210,7 @@ max_containers_per_instance = 1
 
 [cloud]
 driver = "fake"
-max_probes_per_second = 1000
+max_probes_per_second = %g
 max_cloud_ops_per_second = 1000
 max_concurrent_creates = 100
 timeout_idle = "10m"
@@ -227,7 +228,7 @@ vcpus = 1
 ram = "2GiB"
 scratch = "10GiB"
 price = 0.1
-`, state, port, instances, strings.Replace(url, "postgres@", n.role+"@", 1), n.name)
+`, state, port, instances, *takeoverProbes, strings.Replace(url, "postgres@", n.role+"@", 1), n.name)
 		n.cfg = filepath.Join(t.TempDir(), "config.toml")
 		if err := os.WriteFile(n.cfg, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
