@@ -125,6 +125,9 @@ func newHAEnvSized(t *testing.T, nodes, hosts, slots int, srv *pgtest.Server) *h
 	he.proxyHosts(env, hs)
 	for i := range nodes {
 		p := &haProc{env: he, name: fmt.Sprintf("node%d", i), logPath: filepath.Join(t.TempDir(), "daemon.log"), addr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+		if dir := os.Getenv("HA_KEEP_LOGS"); dir != "" { // a directory to keep the nodes' logs in, to read a run's takeovers
+			p.logPath = filepath.Join(dir, fmt.Sprintf("%s-%s.log", strings.ReplaceAll(t.Name(), "/", "_"), p.name))
+		}
 		nodeURL := he.proxyStore(dbURL)
 		state := t.TempDir()
 		var b strings.Builder

@@ -62,7 +62,8 @@ func TestHAKillLeaderTakesOver(t *testing.T) {
 	firstEpoch := a.metric("dispatch_tui_epoch") // 1, unless a loaded machine cost a renewal
 	n, _ := strconv.Atoi(firstEpoch)
 	leader, standby := a, b
-	var toLead, toStart []time.Duration
+	var toLead, toStart, toRun []time.Duration
+	var phases []takeover
 	for round := range rounds {
 		he.until("two containers running", 60*time.Second, func() bool { return countState(he.containers(), queue.Running) >= 2 })
 		he.phase("two running")
@@ -72,7 +73,23 @@ func TestHAKillLeaderTakesOver(t *testing.T) {
 		toLead = append(toLead, time.Since(killed))
 		he.until("a start by the new leader", 60*time.Second, func() bool { return firstStartAfter(he.containers(), killed) > 0 })
 		toStart = append(toStart, firstStartAfter(he.containers(), killed))
-		t.Logf("takeover %d: kill -9 of %s → %s leads %s, → its first start %s", round+1, leader.name, standby.name, toLead[round].Round(time.Millisecond), toStart[round].Round(time.Millisecond))
+		// started_at is the pass's record; the run itself begins once the
+		// runner has it (after the instance's watch, if held for it): the
+		// starts file has the command's own clock. Counted from the new
+		// leader's open: a start the killed node sent just before the
+		// kill may begin to run after it.
+		var tk takeover
+		var opened time.Time
+		he.until("a run started by the new leader", 60*time.Second, func() bool {
+			var ok bool
+			tk, opened, ok = standby.readTakeover(killed)
+			return ok && he.firstStartSince(opened) > 0
+		})
+		tk.start = opened.Sub(killed) + he.firstStartSince(opened)
+		toRun = append(toRun, tk.start)
+		phases = append(phases, tk)
+		t.Logf("takeover %d: kill -9 of %s → %s leads %s, → its first start %s (recorded), %s (run); %s", round+1, leader.name, standby.name,
+			toLead[round].Round(time.Millisecond), toStart[round].Round(time.Millisecond), tk.start.Round(time.Millisecond), tk)
 		leader.start()
 		if leader.leads() {
 			t.Fatalf("%s, restarted, leads beside %s", leader.name, standby.name)
@@ -91,7 +108,10 @@ func TestHAKillLeaderTakesOver(t *testing.T) {
 	}
 	if rounds > 1 {
 		t.Logf("kill → leads: %s", distribution(toLead))
-		t.Logf("kill → first start: %s", distribution(toStart))
+		t.Logf("kill → first start: %s (recorded), %s (run)", distribution(toStart), distribution(toRun))
+		for _, d := range phaseDistributions(phases) {
+			t.Logf("phase %s", d)
+		}
 	}
 	// A clean stop releases the lease after the last write: the standby
 	// leads at its next try, and the old leader's leader_lost is written.

@@ -79,6 +79,10 @@ type Elector struct {
 	// away: the node cannot lead now and does not try for the lease
 	// (StayAway).
 	away atomic.Bool
+	// expiresAt is when, on the elector's clock, the lease another node
+	// held at the last try runs out (0: that try did not say): Run's next
+	// try comes then.
+	expiresAt atomic.Int64
 }
 
 // term is a lease held: its epoch and the send time of its last
@@ -151,6 +155,7 @@ func (e *Elector) Step(ctx context.Context) {
 
 func (e *Elector) acquire(ctx context.Context) {
 	send := e.since()
+	e.expiresAt.Store(0) // known again only from this try's answer
 	if send < time.Duration(e.notBefore.Load()) || e.away.Load() {
 		return
 	}
@@ -164,6 +169,9 @@ func (e *Elector) acquire(ctx context.Context) {
 		return
 	}
 	if !ok {
+		if won.Left > 0 {
+			e.expiresAt.Store(int64(e.since() + won.Left))
+		}
 		return
 	}
 	e.term.Store(&term{epoch: won.Epoch, lastOK: send})
@@ -264,12 +272,28 @@ func (e *Elector) Run(ctx context.Context) {
 		case <-timer.C:
 		}
 		e.Step(ctx)
-		wait := e.opts.Retry
-		if t := e.term.Load(); t != nil {
-			wait = min(RenewEvery(e.opts.Lease), max(e.left(t), 0))
-		}
-		timer.Reset(wait)
+		timer.Reset(e.nextStep())
 	}
+}
+
+// tryAfterExpiry is how long after the holder's lease runs out, by the
+// database's reckoning carried to this node's clock, a standby tries: the
+// answer that reckoning came in took some time to arrive.
+const tryAfterExpiry = 10 * time.Millisecond
+
+// nextStep is how long Run waits before its next step: while leading, a
+// quarter of the lease or until it runs out on this node's clock; while
+// standing by, Retry, or less when the lease seen held runs out sooner,
+// so that a takeover follows the lease's end by milliseconds rather than
+// by up to a Retry.
+func (e *Elector) nextStep() time.Duration {
+	if t := e.term.Load(); t != nil {
+		return min(RenewEvery(e.opts.Lease), max(e.left(t), 0))
+	}
+	if at := time.Duration(e.expiresAt.Load()); at > 0 {
+		return min(e.opts.Retry, max(at-e.since(), 0)+tryAfterExpiry)
+	}
+	return e.opts.Retry
 }
 
 // release gives up a held lease, bounded by the lease's own length.

@@ -32,6 +32,10 @@ type Term struct {
 	// (negative when it was the node's own and still running; 0 for the
 	// first lease of the store).
 	ExpiredFor time.Duration
+	// Left, when the lease was not won, is how long the holder's lease
+	// had left (database time; 0 when unknown): a standby tries again
+	// as it runs out, not a whole retry later.
+	Left time.Duration
 }
 
 // Holder is the lease row as it stands.

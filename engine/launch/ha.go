@@ -38,6 +38,8 @@ type leaderTerm struct {
 	metrics *metrics.Metrics // the node's, across its terms
 	// fenced is told when the store or a runner refused the epoch.
 	fenced func(error)
+	// hashes is the node's runner binary hash, across its terms.
+	hashes *runnerHashes
 }
 
 // acting reports whether this term may still act: the elector leads with
@@ -102,12 +104,19 @@ func runHA(ctx context.Context, opts Options, newDriver driverMaker) error {
 		undo()
 		return err
 	}
+	var bg sync.WaitGroup
+	// The runner binary is hashed now, while the node stands by, not
+	// when it wins the lease (runnerHashes); a term's open waits for it.
+	bg.Go(func() {
+		if bin, err := runnerBinary(opts); err == nil {
+			_, _ = n.hashes.get(bin, log) // a failure is the term's open's to report
+		}
+	})
 	log.Info("daemon started as a node of a cluster", "node", n.node, "advertise", cfg.HA.Advertise, "lease", cfg.HA.Lease,
 		"driver", cfg.Cloud.Driver, "state_dir", cfg.Dispatcher.StateDir, "config", cfg.Path)
 	// The elector and the membership outlive ctx: the lease is
 	// released only once the engine has written its last.
 	elCtx, stopElector := context.WithCancel(context.Background())
-	var bg sync.WaitGroup
 	bg.Go(func() { n.el.Run(elCtx) })
 	// A standby names the leader from its first answer on.
 	n.api.members.Step(elCtx)

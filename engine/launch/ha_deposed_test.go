@@ -24,8 +24,7 @@ func TestDeposedLeadersEventsWaitForItsNextTerm(t *testing.T) {
 	b.start()
 	// Cut a from the database (its login refused, its sessions ended),
 	// leaving its process running.
-	c.sql("ALTER ROLE " + a.name + " NOLOGIN")
-	c.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + a.name + "'")
+	c.cutFromDatabase(a)
 	c.until(b.name+" leads", 2*time.Minute, func() bool { return c.holder() == b.name && b.serves() })
 	evs := events(t, b)
 	if !hasNodeEvent(evs, b.name, "leader_lost", a.name, "deposed", fmt.Sprintf("node %s no longer leads", a.name)) {
@@ -36,7 +35,7 @@ func TestDeposedLeadersEventsWaitForItsNextTerm(t *testing.T) {
 	}
 	// a back on the database, b stopped: a leads again and writes what
 	// it kept.
-	c.sql("ALTER ROLE " + a.name + " LOGIN")
+	c.sql("ALTER ROLE " + a.role + " LOGIN")
 	b.stop()
 	c.until(a.name+" leads again", 2*time.Minute, func() bool { return c.holder() == a.name && a.serves() })
 	evs = events(t, a)

@@ -37,6 +37,8 @@ type haNode struct {
 	notes []note
 	wake  chan struct{} // a change is waiting
 
+	hashes runnerHashes // the runner binary's hash, for every term
+
 	term *termRun // run's: the engine of the term led now; nil standing by
 	// openFailures is run's: the terms in a row whose engine would not
 	// open, which the wait before the next try grows with.
@@ -129,7 +131,7 @@ func (n *haNode) lead(ctx context.Context, c ha.Change) {
 	}
 	_, _, prev := n.api.members.Role() // the lease as last read: who led before
 	began := time.Now()
-	lt := &leaderTerm{epoch: c.Epoch, el: n.el, metrics: n.metrics}
+	lt := &leaderTerm{epoch: c.Epoch, el: n.el, metrics: n.metrics, hashes: &n.hashes}
 	lt.fenced = func(err error) { n.fenced(lt.epoch, err) }
 	r, err := build(n.opts, lt, n.newDriver)
 	if err != nil {

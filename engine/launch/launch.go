@@ -88,17 +88,18 @@ func build(opts Options, lt *leaderTerm, newDriver driverMaker) (*Running, error
 	if err := prepareStateDir(&cfg.Dispatcher); err != nil {
 		return nil, err
 	}
-	bin := opts.RunnerBinary
-	if bin == "" {
-		self, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("find own executable to deploy as the runner: %w", err)
-		}
-		bin = self
-	}
-	hash, err := runner.FileHash(bin)
+	bin, err := runnerBinary(opts)
 	if err != nil {
-		return nil, fmt.Errorf("hash runner binary: %w", err)
+		return nil, err
+	}
+	hash, err := "", error(nil)
+	if lt != nil && lt.hashes != nil {
+		hash, err = lt.hashes.get(bin, log)
+	} else {
+		hash, err = hashRunner(bin, log)
+	}
+	if err != nil {
+		return nil, err
 	}
 	readBinary := func() ([]byte, error) { return os.ReadFile(bin) }
 

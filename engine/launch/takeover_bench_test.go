@@ -31,6 +31,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,6 +48,9 @@ import (
 	"dispatch-tui/engine/view"
 )
 
+// takeoverClusters numbers the clusters made, for their roles' names.
+var takeoverClusters atomic.Int64
+
 var (
 	takeoverQueued    = flag.Int("takeover.queued", 0, "run TestTakeoverAtScale with this many containers queued (0 = skip)")
 	takeoverInstances = flag.Int("takeover.instances", 1000, "TestTakeoverAtScale's instances, each running one container")
@@ -54,6 +58,7 @@ var (
 	takeoverTerms     = flag.Int("takeover.sigterms", 3, "TestTakeoverAtScale's clean stops of the leader")
 	takeoverResult    = flag.String("takeover.result", "", "write TestTakeoverAtScale's summary lines to this file")
 	takeoverLogs      = flag.String("takeover.logs", "", "keep TestTakeoverAtScale's node logs in this directory")
+	takeoverProbes    = flag.Float64("takeover.probes", 1000, "TestTakeoverAtScale's [cloud] max_probes_per_second (the config's default is 10)")
 	takeoverProfile   = flag.String("takeover.cpuprofile", "", "write a CPU profile of each kill's takeover, from the kill to the first start, to this path with the kill's number appended")
 )
 
@@ -95,7 +100,7 @@ func TestTakeoverAtScale(t *testing.T) {
 		leader.start()
 		leader, standby = standby, leader
 	}
-	logf("queued %d, instances %d (one container each), lease %v, lease_retry %v", queued, len(c.cloud.Live()), c.lease, c.retry)
+	logf("queued %d, instances %d (one container each), lease %v, lease_retry %v, max_probes_per_second %g", queued, len(c.cloud.Live()), c.lease, c.retry, *takeoverProbes)
 	logf("kill -9 → the standby leads: %s (target ≤ 7s)", spread(leads))
 	logf("kill -9 → its first start: %s (target ≤ 8s)", spread(starts))
 	logf("SIGTERM → the standby leads: %s (target ≤ 1.5s)", spread(handovers))
@@ -162,6 +167,7 @@ type takeoverCluster struct {
 type takeoverNode struct {
 	c      *takeoverCluster
 	name   string
+	role   string // its database role: the node's name, unique on the server
 	cfg    string // the config file
 	log    string
 	client *api.Client // over its socket
@@ -188,8 +194,11 @@ func newTakeoverCluster(t *testing.T, instances int) *takeoverCluster {
 	}
 	for i := range 2 {
 		n := &takeoverNode{c: c, name: fmt.Sprintf("node%d", i), log: filepath.Join(logDir, fmt.Sprintf("node%d.log", i))}
-		c.sql("CREATE ROLE " + n.name + " LOGIN SUPERUSER")
-		t.Cleanup(func() { c.sql("DROP OWNED BY " + n.name + "; DROP ROLE " + n.name) })
+		// Roles are the server's, not the database's: the clusters of
+		// tests run in parallel each have their own.
+		n.role = fmt.Sprintf("%s_%d", n.name, takeoverClusters.Add(1))
+		c.sql("CREATE ROLE " + n.role + " LOGIN SUPERUSER")
+		t.Cleanup(func() { c.sql("DROP OWNED BY " + n.role + "; DROP ROLE " + n.role) })
 		state := t.TempDir()
 		port := freePort(t)
 		body := fmt.Sprintf(`[dispatcher]
@@ -201,7 +210,7 @@ max_containers_per_instance = 1
 
 [cloud]
 driver = "fake"
-max_probes_per_second = 1000
+max_probes_per_second = %g
 max_cloud_ops_per_second = 1000
 max_concurrent_creates = 100
 timeout_idle = "10m"
@@ -219,7 +228,7 @@ vcpus = 1
 ram = "2GiB"
 scratch = "10GiB"
 price = 0.1
-`, state, port, instances, strings.Replace(url, "postgres@", n.name+"@", 1), n.name)
+`, state, port, instances, *takeoverProbes, strings.Replace(url, "postgres@", n.role+"@", 1), n.name)
 		n.cfg = filepath.Join(t.TempDir(), "config.toml")
 		if err := os.WriteFile(n.cfg, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
@@ -402,8 +411,7 @@ func (c *takeoverCluster) measureUntil(what string, from time.Time, cond func() 
 // standby's takeover: until it holds the lease, and until its first start.
 func (c *takeoverCluster) kill(leader, standby *takeoverNode) (leads, firstStart time.Duration) {
 	at := time.Now()
-	c.sql("ALTER ROLE " + leader.name + " NOLOGIN")
-	c.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + leader.name + "'")
+	c.cutFromDatabase(leader)
 	leader.cancel()
 	var stopped sync.WaitGroup
 	stopped.Go(func() {
@@ -418,8 +426,16 @@ func (c *takeoverCluster) kill(leader, standby *takeoverNode) (leads, firstStart
 	firstStart = c.measureUntil(standby.name+" starts a container", at, func() bool { return c.cloud.Stats().Starts > from })
 	stopped.Wait()
 	leader.cancel = nil
-	c.sql("ALTER ROLE " + leader.name + " LOGIN")
+	c.sql("ALTER ROLE " + leader.role + " LOGIN")
 	return leads, firstStart
+}
+
+// cutFromDatabase is what the database sees of n's kill -9: its role loses
+// its login and its sessions end (their transactions abort). Undone by
+// ALTER ROLE … LOGIN.
+func (c *takeoverCluster) cutFromDatabase(n *takeoverNode) {
+	c.sql("ALTER ROLE " + n.role + " NOLOGIN")
+	c.sql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '" + n.role + "'")
 }
 
 // sigterm stops leader cleanly and measures until the standby holds the

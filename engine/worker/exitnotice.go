@@ -55,10 +55,16 @@ func (p *Pool) startWatchesLocked(now time.Time) {
 // startWatchLocked opens a watch on w if it is ready, has none and its
 // executor can keep one.
 func (p *Pool) startWatchLocked(w *instance, now time.Time) {
-	if w.watchCancel != nil || w.noWatch || w.removed || p.stopped || now.Before(w.watchRetry) {
-		return
+	if w.v.State == StateIdle || w.v.State == StateRunning {
+		p.openWatchLocked(w, now)
 	}
-	if w.v.State != StateIdle && w.v.State != StateRunning {
+}
+
+// openWatchLocked opens a watch on w, whatever its state, unless it has
+// one, its last one ended too recently, or its executor (made by its first
+// probe) cannot keep one.
+func (p *Pool) openWatchLocked(w *instance, now time.Time) {
+	if w.watchCancel != nil || w.noWatch || w.removed || p.stopped || now.Before(w.watchRetry) {
 		return
 	}
 	if _, ok := w.exec.(runner.WatchExecutor); !ok {

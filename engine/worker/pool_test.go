@@ -1172,6 +1172,10 @@ func TestStopCancels(t *testing.T) {
 	h.pool.Wait()
 }
 
+// TestProbeRateLimit: the first probes of what a restart's (or a
+// takeover's) first listing found are all made at once, for nothing starts
+// until they are (Ready); the probes after them keep to
+// max_probes_per_second.
 func TestProbeRateLimit(t *testing.T) {
 	h := newHarness(t, hopt{cfg: func(c *config.Config) {
 		c.Cloud.MaxProbesPerSecond = 2
@@ -1184,18 +1188,24 @@ func TestProbeRateLimit(t *testing.T) {
 	h.clk.Advance(10 * time.Second)
 	h.step() // listing
 	h.step()
-	if n := h.pool.Stats().Probes; n != 2 {
-		t.Fatalf("probes in first second: %d", n)
+	if n := h.pool.Stats().Probes; n != 10 {
+		t.Fatalf("%d probes in the step after the first listing, want all 10 (not held by max_probes_per_second)", n)
+	}
+	if !h.pool.Ready() {
+		t.Fatalf("not ready once every listed instance was probed: %s", h.dump())
+	}
+	// The next round, due for all ten at once, keeps to the rate.
+	h.clk.Advance(h.cfg.Cloud.ProbeInterval)
+	h.step()
+	if n := h.pool.Stats().Probes; n != 12 {
+		t.Fatalf("%d probes after the next round's first step, want 12 (two a second)", n)
 	}
 	for i := 0; i < 4; i++ {
 		h.clk.Advance(time.Second)
 		h.step()
 	}
-	if n := h.pool.Stats().Probes; n != 10 {
-		t.Fatalf("probes after 5 seconds: %d", n)
-	}
-	if !h.pool.Ready() {
-		t.Fatal("not ready")
+	if n := h.pool.Stats().Probes; n != 20 {
+		t.Fatalf("%d probes four seconds into the next round, want 20", n)
 	}
 }
 

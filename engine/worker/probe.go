@@ -22,15 +22,30 @@ func (p *Pool) startProbesLocked(now time.Time) {
 		return
 	}
 	start := p.probeCursor % n
+	exhausted := false
 	for i := 0; i < n; i++ {
 		j := (start + i) % n
 		w := p.list[j]
 		if w.probing || w.v.State == StateShutdown || now.Before(w.nextProbe) {
 			continue
 		}
-		if !p.probeBucket.take(now) {
-			p.probeCursor = j
-			return
+		// The first probe of what the first listing found is not held by
+		// max_probes_per_second: nothing starts until every one has been
+		// made (Ready), so spreading them only delays a restart's or a
+		// takeover's first start (by a hundred seconds at a thousand
+		// instances and the default rate).
+		if !w.initial || w.probed {
+			if exhausted {
+				continue
+			}
+			if !p.probeBucket.take(now) {
+				p.probeCursor = j
+				if p.ready { // no first probe is left to make
+					return
+				}
+				exhausted = true
+				continue
+			}
 		}
 		p.startProbeLocked(w, now)
 	}
@@ -117,28 +132,36 @@ func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode, nr clo
 		pc.stage = "connect"
 	}
 	client := p.runnerClient(exec)
+	if err == nil && mode == probeAdopt {
+		p.watchWhileAdopting(w)
+	}
 	if err == nil && mode == probeBoot && p.s.bootProbe != "" {
 		err = pc.call("boot probe", pc.limit, func(ctx context.Context) error {
 			_, _, err := exec.Execute(ctx, p.s.bootProbe, nil)
 			return err
 		})
 	}
-	if err == nil && mode != probeList {
-		_, err = p.ensureRunner(pc, exec, &client)
-	}
-	list := func() error {
+	listWith := func(fetch func(context.Context) ([]runner.Status, error)) error {
 		p.mu.Lock()
 		listSeq = p.nextSeqLocked()
 		listAt = p.clk.Now()
 		p.mu.Unlock()
 		return pc.call("runner list", pc.limit, func(ctx context.Context) error {
 			var err error
-			sts, err = client.List(ctx)
+			sts, err = fetch(ctx)
 			p.noteFenced(err)
 			return err
 		})
 	}
-	if err == nil {
+	list := func() error { return listWith(client.List) }
+	listed := false
+	if err == nil && mode == probeAdopt {
+		listed, err = p.adoptList(exec, client, listWith)
+	}
+	if err == nil && !listed && mode != probeList {
+		_, err = p.ensureRunner(pc, exec, &client)
+	}
+	if err == nil && !listed {
 		err = list()
 		// A ready instance whose runner binary is gone (a temp cleaner)
 		// answers "not found": install it again, and read its list as
@@ -304,6 +327,11 @@ func (p *Pool) ensureRunner(pc *probeCall, exec runner.Executor, client *runner.
 	v, err := version()
 	if err == nil && versionHash(v) == want {
 		return false, nil
+	}
+	if runner.IsFenced(err) {
+		// A newer leader's runner: installing is not this node's to do.
+		p.noteFenced(err)
+		return false, err
 	}
 	if p.canceled() {
 		return false, p.ctx.Err()

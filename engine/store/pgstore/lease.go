@@ -31,7 +31,12 @@ func (s *Store) Acquire(ctx context.Context, node, address string, lease time.Du
 		RETURNING leader.epoch, CASE WHEN old.epoch = 0 THEN 0 ELSE extract(epoch FROM now() - old.expires_at)::float8 END`,
 		node, address, lease.Seconds()).Scan(&t.Epoch, &expiredFor)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return ha.Term{}, false, nil
+		// Another's: how long it has left, for the next try.
+		var left float64
+		if err := s.pool.QueryRow(ctx, `SELECT greatest(extract(epoch FROM expires_at - now()), 0)::float8 FROM leader WHERE id = 1`).Scan(&left); err == nil {
+			t.Left = time.Duration(left * float64(time.Second))
+		}
+		return t, false, nil
 	}
 	if err != nil {
 		return ha.Term{}, false, fmt.Errorf("acquire the leader lease: %w", err)

@@ -24,8 +24,8 @@ func TestLeaseRow(t *testing.T) {
 	if err != nil || !ok || won.Epoch != 1 || won.ExpiredFor != 0 {
 		t.Fatalf("first acquire: %+v, %v, %v; want epoch 1, expired for 0 (never held)", won, ok, err)
 	}
-	if _, ok, err := s.Acquire(ctx, "b", "https://b:7070", time.Minute); err != nil || ok {
-		t.Fatalf("b's acquire of a's running lease: %v, %v; want refused", ok, err)
+	if other, ok, err := s.Acquire(ctx, "b", "https://b:7070", time.Minute); err != nil || ok || other.Left <= 0 || other.Left > time.Minute {
+		t.Fatalf("b's acquire of a's running lease: %+v, %v, %v; want refused, with what the lease has left (under a minute)", other, ok, err)
 	}
 	won, ok, err = s.Acquire(ctx, "a", "https://a:7071", time.Minute)
 	if err != nil || !ok || won.Epoch != 2 || won.ExpiredFor >= 0 {
