@@ -467,3 +467,35 @@ func oneByOne(store func(id string, out []byte) error) func([]string, []runner.O
 		return errs
 	}
 }
+
+// An idle instance whose probes fail is not shut down for being idle: its
+// exited containers' output, not stored yet, could not be fetched, and a
+// shutdown would record it lost at once (seen in an HA soak: a host cut
+// off for a few seconds was shut down "idle for 3s" and six outputs lost).
+// Once the host answers, it is shut down as usual, the output stored
+// first.
+func TestIdleShutdownWaitsForAnUnreachableHost(t *testing.T) {
+	h, sink := newSinkHarness(t, hopt{cfg: func(c *config.Config) {
+		c.Cloud.TimeoutIdle = 20 * time.Second
+		c.Cloud.ProbeInterval = 2 * time.Second
+		c.Cloud.TimeoutProbe = time.Hour // this test is not about the probe timeout
+	}})
+	id := h.createIdle("small")
+	exitedOn(h, id, "c1")
+	h.drv.Break(id)
+	h.until("probes failing", 15*time.Second, func() bool {
+		v, _ := h.pool.Instance(id)
+		return v.ProbeFailing
+	})
+	h.run(time.Minute) // three idle timeouts
+	if st := h.state(id); st == StateShutdown || st == "" || h.set.destroys.Load() > 0 {
+		_, _, _, lost := sink.get("c1")
+		t.Fatalf("idle and unreachable for a minute: state %q, %d destroys, c1's output lost %q; want kept until it answers", st, h.set.destroys.Load(), lost)
+	}
+	h.drv.Unbreak(id)
+	h.until("destroyed once it answers", 2*time.Minute, func() bool { return h.set.destroys.Load() > 0 })
+	out, ok, _, lost := sink.get("c1")
+	if !ok || !strings.Contains(out, "exited 3") || lost != "" {
+		t.Fatalf("output %q (stored %v, lost %q), want it stored before the idle shutdown", out, ok, lost)
+	}
+}

@@ -184,6 +184,13 @@ func (p *Pool) autoShutdownReason(w *instance, now time.Time) string {
 	if w.v.State != StateIdle || len(w.starts) > 0 || len(w.v.Containers) > 0 {
 		return ""
 	}
+	if w.probeFailing {
+		// Idle as last seen, but not answering: a shutdown now could not
+		// fetch the output of what exited there and would record it lost
+		// at once. It waits until the instance answers, or timeout_probe
+		// (above) judges it.
+		return ""
+	}
 	switch w.v.IdleBehavior {
 	case IdleDrain:
 		return "drained"
