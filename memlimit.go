@@ -36,8 +36,10 @@ type memoryLimit struct {
 // not follow every collection.
 func (m *memoryLimit) adjust() {
 	live := m.live()
+	grown := live*10 > m.current*6
+	shrunk := m.current > m.floor && live*4 < m.current
 	want := max(m.floor, 2*live)
-	if want == m.current || (live*10 <= m.current*6 && (m.current == m.floor || live*4 >= m.current)) {
+	if !(grown || shrunk) || want == m.current {
 		return
 	}
 	m.set(want)
