@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
@@ -27,12 +26,7 @@ func TestRunRecordsAnnouncedExitWithoutWaitingForAPass(t *testing.T) {
 	// The container ends; its runner says so only at AnnounceExits.
 	h.clk.Advance(time.Minute)
 
-	steps, unsub := h.eng.Subscribe()
-	defer unsub()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); h.eng.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	steps := h.runInBackground()
 	select {
 	case <-steps:
 	case <-time.After(20 * time.Second):
@@ -84,12 +78,7 @@ func TestRunRecordsExitsWhileTheStoreWriteIsSlow(t *testing.T) {
 		<-release
 		return write()
 	}
-	steps, unsub := h.eng.Subscribe()
-	defer unsub()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); h.eng.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	steps := h.runInBackground()
 	t.Cleanup(func() { once.Do(func() { close(release) }) }) // runs first
 	select {
 	case <-steps:

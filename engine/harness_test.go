@@ -118,6 +118,17 @@ func (h *harness) until(what string, max int, cond func() bool) {
 	wait.With{Step: func() { h.step(1) }, Seen: seen}.Steps(h.t, what, max, cond)
 }
 
+// runInBackground runs the engine's loop (Run) until the test ends, and
+// returns a channel that receives after each of its steps.
+func (h *harness) runInBackground() <-chan struct{} {
+	steps, unsub := h.eng.Subscribe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); h.eng.Run(ctx) }()
+	h.t.Cleanup(func() { cancel(); <-done; unsub() })
+	return steps
+}
+
 // untilWatching waits until inst's runner watch is ready. The watch is a
 // goroutine of real time, not of the fake clock: a loaded machine may need
 // more steps than an idle one before it is ready, so this waits in real

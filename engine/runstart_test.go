@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -18,12 +17,7 @@ func TestRunStepsAtOnce(t *testing.T) {
 	cfg := testConfig(t)
 	h := newHarness(t, cfg, fake.Options{})
 	h.eng.opts.PassInterval = time.Hour
-	steps, unsub := h.eng.Subscribe()
-	defer unsub()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); h.eng.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	steps := h.runInBackground()
 	select {
 	case <-steps:
 	case <-time.After(20 * time.Second):
