@@ -158,6 +158,12 @@ func TestBlackHoleDropsBytesAndHealingClosesWhatItBroke(t *testing.T) {
 	if err := roundTrip(c, "before"); err != nil {
 		t.Fatal(err)
 	}
+	// The echo may reach the client before the proxy counts the bytes it
+	// delivered: each count follows its write.
+	wait.Until(t, "6 bytes counted each way", 10*time.Second, func() bool {
+		s := p.Stats("")
+		return s.Up == 6 && s.Down == 6
+	})
 	p.BlackHole("")
 	up := p.Stats("").Up
 	if _, err := c.Write([]byte("lost")); err != nil {
