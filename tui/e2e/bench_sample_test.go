@@ -27,13 +27,14 @@ type rssSampler struct {
 	began  map[string]time.Time      // phase → when it began
 	peak   map[string]map[string]int // phase → name → peak VmRSS in kB
 	load   map[string][2]float64     // phase → lowest, highest load
+	cpu    map[string]map[string]*cpuSpan
 	stopc  chan struct{}
 	done   chan struct{}
 }
 
 func newRSSSampler(every time.Duration) *rssSampler {
 	s := &rssSampler{procs: map[string]int{}, peak: map[string]map[string]int{},
-		load: map[string][2]float64{}, began: map[string]time.Time{}, stopc: make(chan struct{}), done: make(chan struct{})}
+		load: map[string][2]float64{}, began: map[string]time.Time{}, cpu: map[string]map[string]*cpuSpan{}, stopc: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		tick := time.NewTicker(every)
@@ -80,6 +81,13 @@ func (s *rssSampler) begin(phase string) {
 	s.sample()
 }
 
+// cpuSpan is a process's CPU time at its first and last sample of a
+// phase, and when they were taken.
+type cpuSpan struct {
+	first, last   time.Duration
+	firstT, lastT time.Time
+}
+
 // since is how long ago phase began.
 func (s *rssSampler) since(phase string) time.Duration {
 	s.mu.Lock()
@@ -101,17 +109,25 @@ func (s *rssSampler) sample() {
 	s.load[s.phase] = [2]float64{min(lr[0], l), max(lr[1], l)}
 	for name, pid := range s.procs {
 		kb, err := statusKB(pid, "VmRSS")
-		if err != nil {
+		cpu, cerr := procCPU(pid)
+		if err != nil || cerr != nil {
 			continue // exited: its last peak stands
 		}
 		if s.peak[s.phase] == nil {
-			s.peak[s.phase] = map[string]int{}
+			s.peak[s.phase], s.cpu[s.phase] = map[string]int{}, map[string]*cpuSpan{}
 		}
 		s.peak[s.phase][name] = max(s.peak[s.phase][name], kb)
+		now := time.Now()
+		if sp := s.cpu[s.phase][name]; sp != nil {
+			sp.last, sp.lastT = cpu, now
+		} else {
+			s.cpu[s.phase][name] = &cpuSpan{cpu, cpu, now, now}
+		}
 	}
 }
 
-// report is one line a phase: each process's peak RSS and the load.
+// report is one line a phase: each process's peak RSS, its CPU (in
+// cores, between its first and last sample of the phase) and the load.
 func (s *rssSampler) report() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -125,6 +141,12 @@ func (s *rssSampler) report() string {
 		slices.Sort(names)
 		for _, n := range names {
 			fmt.Fprintf(&b, " %s %d MiB", n, s.peak[ph][n]/1024)
+		}
+		b.WriteString("; CPU")
+		for _, n := range names {
+			if sp := s.cpu[ph][n]; sp.lastT.After(sp.firstT) {
+				fmt.Fprintf(&b, " %s %.2f", n, (sp.last-sp.first).Seconds()/sp.lastT.Sub(sp.firstT).Seconds())
+			}
 		}
 		b.WriteByte('\n')
 	}
@@ -194,17 +216,29 @@ func paneProcess(t *testing.T, tm *term) int {
 // cpuTime is the user and system CPU pid has used.
 func cpuTime(t *testing.T, pid int) time.Duration {
 	t.Helper()
-	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	d, err := procCPU(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return d
+}
+
+// procCPU is the user and system CPU pid has used, from /proc.
+func procCPU(pid int) (time.Duration, error) {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
 	s := string(st)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the name, want 13 or more", pid, len(f))
+	}
 	// After the comm: state(0) ppid … utime(11) stime(12), in clock ticks
 	// (100 a second on Linux).
 	u, _ := strconv.Atoi(f[11])
 	k, _ := strconv.Atoi(f[12])
-	return time.Duration(u+k) * 10 * time.Millisecond
+	return time.Duration(u+k) * 10 * time.Millisecond, nil
 }
 
 // statusKB is one kB line of pid's /proc status (VmRSS, VmHWM, RssAnon…).

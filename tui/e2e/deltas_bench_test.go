@@ -151,7 +151,7 @@ func TestAttachedConsoleCost(t *testing.T) {
 	}
 	t.Logf("at the end: instances %v, containers %v, at quota %v, paused %v", sum.Instances, sum.Containers, sum.AtQuota, sum.Paused)
 	rss.stop()
-	t.Logf("RSS sampled every 3 s, by phase:\n%s", rss.report())
+	t.Logf("sampled every 3 s, by phase (CPU in cores):\n%s", rss.report())
 }
 
 // tabTotal is the condition that the tab bar counts total rows.
