@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -59,18 +60,82 @@ func FilterError(f string) error {
 // Filter returns the filter text.
 func (t *Table) Filter() string { return t.filter }
 
-// lower lower-cases b, in place for ASCII (a new slice only for text
-// with other letters).
-func lower(b []byte) []byte {
+// lower lower-cases b as bytes.ToLower would: in place while it is
+// ASCII; text with other letters is lowered into *spare, which is kept
+// for the next row (a filter lowers a million rows' text, and a failed
+// container's state has a "✗").
+func lower(b []byte, spare *[]byte) []byte {
 	for i, c := range b {
 		if c >= utf8.RuneSelf {
-			return bytes.ToLower(b)
+			out := append((*spare)[:0], b[:i]...)
+			for j := i; j < len(b); {
+				r, w := rune(b[j]), 1
+				if r >= utf8.RuneSelf {
+					r, w = utf8.DecodeRune(b[j:])
+				}
+				out = utf8.AppendRune(out, unicode.ToLower(r))
+				j += w
+			}
+			*spare = out
+			return out
 		}
 		if 'A' <= c && c <= 'Z' {
 			b[i] = c + 'a' - 'A'
 		}
 	}
 	return b
+}
+
+// matcher matches rows against the filter, reusing its buffers for
+// every row: a row's match allocates nothing.
+type matcher struct {
+	match func([]byte) bool
+	col   int // the column filtered on, -1 for the whole row
+	// byCell matches each cell alone, stopping at the first that
+	// matches (byCell).
+	byCell      bool
+	text, spare []byte
+}
+
+// byCell reports whether the plain text low (lower-case; "" for a regular
+// expression) matches a row exactly when it matches one of its cells or
+// its hidden text alone: when it holds no space, the one byte that
+// joins them in the row's search text (appendSearch).
+func byCell(low string) bool { return low != "" && !strings.Contains(low, " ") }
+
+// matches reports whether row i matches, before any inversion.
+func (m *matcher) matches(rd Reader, i int) bool {
+	switch {
+	case m.col >= 0:
+		m.text = rd.AppendText(m.text[:0], i, m.col)
+	case m.byCell:
+		// The first cells (an id, a name: what is most often looked
+		// for) alone, then the rest in one piece.
+		n := min(rd.Cells(i), cellsAlone)
+		for c := range n {
+			m.text = rd.AppendText(m.text[:0], i, c)
+			if m.match(lower(m.text, &m.spare)) {
+				return true
+			}
+		}
+		m.text = appendSearch(m.text[:0], rd, i, n)
+	default:
+		m.text = appendSearch(m.text[:0], rd, i, 0)
+	}
+	return m.match(lower(m.text, &m.spare))
+}
+
+// cellsAlone is how many of a row's first cells a filter by cell matches
+// one at a time.
+const cellsAlone = 2
+
+// appendSearch appends what the filter matches of row i from its cell
+// from on: each cell and then its hidden text, each followed by a space.
+func appendSearch(dst []byte, rd Reader, i, from int) []byte {
+	for c := from; c < rd.Cells(i); c++ {
+		dst = append(rd.AppendText(dst, i, c), ' ')
+	}
+	return append(append(dst, rd.Hidden(i)...), ' ')
 }
 
 // narrows reports whether the filter is plain text containing the plain
