@@ -26,9 +26,8 @@ import (
 type Rows struct {
 	mu   sync.RWMutex
 	rows pages
-	at   map[string]int32 // slot of each id in rows (gone ones are not)
-	dead int              // gone slots
-	line []place          // numberLine's scratch, kept between refreshes
+	at   index // slot of each id in rows (gone ones are not)
+	dead int   // gone slots
 	// ver counts the refreshes that changed a row; each row says at
 	// which it last changed (Row.Ver), so that the console flags the
 	// rows that changed.
@@ -44,7 +43,7 @@ type Rows struct {
 // the others are at a new version.
 func NewRows(cs []view.Container, prev *Rows) *Rows {
 	var in Interner
-	s := &Rows{rows: newPages(len(cs)), at: make(map[string]int32, len(cs))}
+	s := &Rows{rows: newPages(len(cs)), at: newIndex(len(cs))}
 	if prev != nil {
 		prev.mu.RLock()
 		defer prev.mu.RUnlock()
@@ -54,12 +53,12 @@ func NewRows(cs []view.Container, prev *Rows) *Rows {
 		r := RowOf(&cs[i], &in)
 		r.Ver = s.ver
 		if prev != nil {
-			if j, ok := prev.at[r.ID]; ok && same(prev.rows.at(int(j)), &r) {
+			if j, ok := prev.at.get(&prev.rows, r.ID); ok && same(prev.rows.at(int(j)), &r) {
 				r.Ver = prev.rows.at(int(j)).Ver
 			}
 		}
 		s.rows.push(r)
-		s.at[cs[i].ID] = int32(i)
+		s.at.put(&s.rows, r.ID, int32(s.rows.len()-1))
 		s.widen(&r)
 	}
 	return s
@@ -95,7 +94,7 @@ func (v Slots) At(i int) *Row { return v.s.rows.at(i) }
 
 // Index is the slot of the row with that id (false: none, or gone).
 func (v Slots) Index(id string) (int, bool) {
-	i, ok := v.s.at[id]
+	i, ok := v.s.at.get(&v.s.rows, id)
 	return int(i), ok
 }
 
@@ -124,7 +123,7 @@ func (s *Rows) Get(id string) (Row, bool) {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	i, ok := s.at[id]
+	i, ok := s.at.get(&s.rows, id)
 	if !ok {
 		return Row{}, false
 	}
@@ -152,12 +151,12 @@ func (s *Rows) Each(f func(r *Row)) (ver uint32) {
 // was new (s.mu held, or s not yet shared).
 func (s *Rows) upsert(r Row) bool {
 	s.widen(&r)
-	if i, ok := s.at[r.ID]; ok {
+	if i, ok := s.at.get(&s.rows, r.ID); ok {
 		*s.rows.at(int(i)) = r
 		return false
 	}
-	s.at[r.ID] = int32(s.rows.len())
 	s.rows.push(r)
+	s.at.put(&s.rows, r.ID, int32(s.rows.len()-1))
 	return true
 }
 
@@ -165,14 +164,14 @@ func (s *Rows) upsert(r Row) bool {
 // whether one of them held a place in the line (s.mu held).
 func (s *Rows) drop(gone map[string]bool) (line bool) {
 	for id := range gone {
-		i, ok := s.at[id]
+		i, ok := s.at.get(&s.rows, id)
 		if !ok {
 			continue
 		}
 		r := s.rows.at(int(i))
 		line = line || inLine(r)
+		s.at.del(&s.rows, id)
 		r.gone, r.Ver = true, s.ver
-		delete(s.at, id)
 		s.dead++
 	}
 	return line
@@ -182,11 +181,11 @@ func (s *Rows) drop(gone map[string]bool) (line bool) {
 // the caller: s is not changed meanwhile).
 func (s *Rows) compacted() *Rows {
 	live := s.rows.len() - s.dead
-	n := &Rows{rows: newPages(live), at: make(map[string]int32, live), ver: s.ver, wName: s.wName, wInst: s.wInst}
+	n := &Rows{rows: newPages(live), at: newIndex(live), ver: s.ver, wName: s.wName, wInst: s.wInst}
 	for i := range s.rows.len() {
 		if r := s.rows.at(i); !r.gone {
-			n.at[r.ID] = int32(n.rows.len())
 			n.rows.push(*r)
+			n.at.put(&n.rows, r.ID, int32(n.rows.len()-1))
 		}
 	}
 	return n
@@ -199,12 +198,14 @@ func (s *Rows) removeAll(gone map[string]bool) {
 	for i := range s.rows.len() {
 		r := s.rows.at(i)
 		if gone[r.ID] {
-			delete(s.at, r.ID)
+			s.at.del(&s.rows, r.ID)
 			continue
 		}
 		if k != i {
+			// No entry names slot k now: its row was taken out or
+			// moved before; r's still names slot i, which holds r.
 			*s.rows.at(k) = *r
-			s.at[r.ID] = int32(k)
+			s.at.put(&s.rows, r.ID, int32(k))
 		}
 		k++
 	}
@@ -213,9 +214,9 @@ func (s *Rows) removeAll(gone map[string]bool) {
 
 // reindex rebuilds the index by id (s.mu held).
 func (s *Rows) reindex() {
-	clear(s.at)
+	s.at.reset()
 	for i := range s.rows.len() {
-		s.at[s.rows.at(i).ID] = int32(i)
+		s.at.put(&s.rows, s.rows.at(i).ID, int32(i))
 	}
 }
 
@@ -273,7 +274,7 @@ func (r *Remote) readAll(ctx context.Context) (*Rows, error) {
 			return nil, err
 		}
 		if s == nil {
-			s = &Rows{rows: newPages(ch.Available), at: make(map[string]int32, ch.Available)}
+			s = &Rows{rows: newPages(ch.Available), at: newIndex(ch.Available)}
 			if rc.rows != nil {
 				s.ver = rc.rows.ver // the versions go on: a console's "changed" flags compare them
 			}
@@ -409,7 +410,7 @@ func (s *Rows) apply(changed []Row, gone map[string]bool) {
 		}
 		c.Pos = 0 // numbered by numberLine, never by the daemon's text
 		c.Ver = s.ver
-		j, ok := s.at[c.ID]
+		j, ok := s.at.get(&s.rows, c.ID)
 		if !ok {
 			added = append(added, *c)
 			continue
@@ -453,7 +454,9 @@ type place struct {
 // Only the numbers are written under s.mu: the caller is the one that
 // changes s (or s is not yet shared), so its reads need no lock.
 func (s *Rows) numberLine() {
-	line := s.line[:0]
+	// Not kept between refreshes: at a million waiting it is 32 MB,
+	// which the console would hold for hours for a few refreshes.
+	var line []place
 	for i := range s.rows.len() {
 		if r := s.rows.at(i); !r.gone && inLine(r) {
 			line = append(line, place{r.State == view.Locked, r.Priority, r.FirstSeenAt, r.Seq, int32(i)})
@@ -491,7 +494,6 @@ func (s *Rows) numberLine() {
 			r.Pos, r.Ver = pos, s.ver
 		}
 	}
-	s.line = line
 }
 
 // inLine reports whether r holds a place in the line (numberLine).
