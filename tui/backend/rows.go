@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -301,8 +302,19 @@ func (r *Remote) readAll(ctx context.Context) (*Rows, error) {
 	}
 	s.numberLine()
 	rc.rows, rc.gen = s, gen
+	if s.rows.len() >= releaseMin {
+		// What the read decoded is garbage now: its memory goes back to
+		// the system at once (one collection, a fraction of a second at
+		// a million) instead of over the next minutes, so that the
+		// console's RSS is about what its copy holds (docs/design.md §7.2).
+		debug.FreeOSMemory()
+	}
 	return s, nil
 }
+
+// releaseMin is the fewest containers after whose read the memory the
+// read used is handed back at once (a variable for the tests).
+var releaseMin = 100000
 
 // sortBySeq puts rows in submission order, the order a console shows
 // before it is told to sort, moving each row once (the changes come in the
@@ -317,25 +329,25 @@ func sortBySeq(rows *pages) bool {
 	if sorted {
 		return false
 	}
-	from := make([]int, n) // from[k]: the row that goes to k
+	from := make([]int32, n) // from[k]: the row that goes to k
 	for i := range from {
-		from[i] = i
+		from[i] = int32(i)
 	}
-	slices.SortFunc(from, func(a, b int) int { return cmp.Compare(rows.at(a).Seq, rows.at(b).Seq) })
+	slices.SortFunc(from, func(a, b int32) int { return cmp.Compare(rows.at(int(a)).Seq, rows.at(int(b)).Seq) })
 	// Follow each cycle of the permutation, holding one row aside.
-	for k := range from {
+	for k := range int32(n) {
 		if from[k] == k {
 			continue
 		}
-		held := *rows.at(k)
+		held := *rows.at(int(k))
 		j := k
 		for from[j] != k {
 			next := from[j]
-			*rows.at(j) = *rows.at(next)
+			*rows.at(int(j)) = *rows.at(int(next))
 			from[j] = j
 			j = next
 		}
-		*rows.at(j) = held
+		*rows.at(int(j)) = held
 		from[j] = j
 	}
 	return true
