@@ -252,3 +252,28 @@ func TestFilterAllocatesNothingPerRow(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkFilterMillion is one filter set on a table of 1,000,000
+// mixed rows (each op a whole pass: the filter is cleared between ops,
+// so nothing narrows), on the console's own goroutine as a job would run
+// it:
+//
+//	go test -run='^$' -bench='^BenchmarkFilterMillion$' -benchtime=10x -benchmem ./tui/
+func BenchmarkFilterMillion(b *testing.B) {
+	rows := backend.NewRows(mixedContainers(rand.New(rand.NewPCG(32, 4)), 1000000), nil)
+	for _, f := range []string{"c-0", "zzz", "held", "state:held", "position 1[0-9]* in", "!team=t1"} {
+		b.Run("filter="+f, func(b *testing.B) {
+			tb := filterTable(rows, false)
+			tb.Shown()
+			b.ReportAllocs()
+			for b.Loop() {
+				tb.SetFilter(f)
+				tb.Shown()
+				b.StopTimer()
+				tb.SetFilter("")
+				tb.Shown()
+				b.StartTimer()
+			}
+		})
+	}
+}

@@ -27,8 +27,9 @@ import (
 type Rows struct {
 	mu   sync.RWMutex
 	rows pages
-	at   index // slot of each id in rows (gone ones are not)
-	dead int   // gone slots
+	at   index   // slot of each id in rows (gone ones are not)
+	dead int     // gone slots
+	line []place // numberLine's scratch, kept between refreshes while small (lineKeep)
 	// ver counts the refreshes that changed a row; each row says at
 	// which it last changed (Row.Ver), so that the console flags the
 	// rows that changed.
@@ -466,9 +467,7 @@ type place struct {
 // Only the numbers are written under s.mu: the caller is the one that
 // changes s (or s is not yet shared), so its reads need no lock.
 func (s *Rows) numberLine() {
-	// Not kept between refreshes: at a million waiting it is 32 MB,
-	// which the console would hold for hours for a few refreshes.
-	var line []place
+	line := s.line[:0]
 	for i := range s.rows.len() {
 		if r := s.rows.at(i); !r.gone && inLine(r) {
 			line = append(line, place{r.State == view.Locked, r.Priority, r.FirstSeenAt, r.Seq, int32(i)})
@@ -506,7 +505,16 @@ func (s *Rows) numberLine() {
 			r.Pos, r.Ver = pos, s.ver
 		}
 	}
+	s.line = nil
+	if cap(line) <= lineKeep {
+		s.line = line
+	}
 }
+
+// lineKeep is the most places numberLine's scratch keeps between
+// refreshes (512 kB): at a million waiting it would hold 32 MB for hours
+// to save making it again at a refresh that moves the line.
+const lineKeep = 1 << 14
 
 // inLine reports whether r holds a place in the line (numberLine).
 func inLine(r *Row) bool {
