@@ -110,13 +110,14 @@ func (m *matcher) matches(rd Reader, i int) bool {
 		m.text = rd.AppendText(m.text[:0], i, m.col)
 	case m.byCell:
 		// The first cells (an id, a name: what is most often looked
-		// for) alone, then the rest in one piece.
+		// for), and only if they do not match the rest.
 		n := min(rd.Cells(i), cellsAlone)
+		m.text = m.text[:0]
 		for c := range n {
-			m.text = rd.AppendText(m.text[:0], i, c)
-			if m.match(lower(m.text, &m.spare)) {
-				return true
-			}
+			m.text = append(rd.AppendText(m.text, i, c), ' ')
+		}
+		if m.match(lower(m.text, &m.spare)) {
+			return true
 		}
 		m.text = appendSearch(m.text[:0], rd, i, n)
 	default:
