@@ -86,59 +86,6 @@ func lower(b []byte, spare *[]byte) []byte {
 	return b
 }
 
-// matcher matches rows against the filter, reusing its buffers for
-// every row: a row's match allocates nothing.
-type matcher struct {
-	match func([]byte) bool
-	col   int // the column filtered on, -1 for the whole row
-	// byCell matches each cell alone, stopping at the first that
-	// matches (byCell).
-	byCell      bool
-	text, spare []byte
-}
-
-// byCell reports whether the plain text low (lower-case; "" for a regular
-// expression) matches a row exactly when it matches one of its cells or
-// its hidden text alone: when it holds no space, the one byte that
-// joins them in the row's search text (appendSearch).
-func byCell(low string) bool { return low != "" && !strings.Contains(low, " ") }
-
-// matches reports whether row i matches, before any inversion.
-func (m *matcher) matches(rd Reader, i int) bool {
-	switch {
-	case m.col >= 0:
-		m.text = rd.AppendText(m.text[:0], i, m.col)
-	case m.byCell:
-		// The first cells (an id, a name: what is most often looked
-		// for), and only if they do not match the rest.
-		n := min(rd.Cells(i), cellsAlone)
-		m.text = m.text[:0]
-		for c := range n {
-			m.text = append(rd.AppendText(m.text, i, c), ' ')
-		}
-		if m.match(lower(m.text, &m.spare)) {
-			return true
-		}
-		m.text = appendSearch(m.text[:0], rd, i, n)
-	default:
-		m.text = appendSearch(m.text[:0], rd, i, 0)
-	}
-	return m.match(lower(m.text, &m.spare))
-}
-
-// cellsAlone is how many of a row's first cells a filter by cell matches
-// one at a time.
-const cellsAlone = 2
-
-// appendSearch appends what the filter matches of row i from its cell
-// from on: each cell and then its hidden text, each followed by a space.
-func appendSearch(dst []byte, rd Reader, i, from int) []byte {
-	for c := from; c < rd.Cells(i); c++ {
-		dst = append(rd.AppendText(dst, i, c), ' ')
-	}
-	return append(append(dst, rd.Hidden(i)...), ' ')
-}
-
 // narrows reports whether the filter is plain text containing the plain
 // text t.view was filtered by, on the same column and neither inverted:
 // typing on in the filter then re-filters only the rows shown.
