@@ -5,7 +5,9 @@
 package tui
 
 import (
+	"maps"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"dispatch-tui/engine/view"
@@ -35,21 +37,49 @@ const (
 type ctrSource struct {
 	rows *backend.Rows
 	now  func() time.Time
+	// sizes are the MEM cells made so far, by size: a queue's containers
+	// ask for a few sizes, and a filter reads every row's. Readers on
+	// any goroutine share it read-only; one that made cells publishes a
+	// copy with them added, up to sizesMax.
+	sizes atomic.Pointer[map[int64]string]
 }
+
+// sizesMax bounds ctrSource.sizes; sizes past it are made each time.
+const sizesMax = 256
 
 // Read implements table.Source.
 func (s *ctrSource) Read(f func(table.Reader)) {
-	s.rows.Read(func(v backend.Slots) { f(&ctrReader{v: v, now: s.now()}) })
+	var made map[int64]string
+	s.rows.Read(func(v backend.Slots) {
+		r := &ctrReader{v: v, now: s.now()}
+		if p := s.sizes.Load(); p != nil {
+			r.sizes = *p
+		}
+		f(r)
+		made = r.made
+	})
+	if made == nil {
+		return
+	}
+	old := s.sizes.Load()
+	all := make(map[int64]string, len(made)+16)
+	if old != nil {
+		if len(*old) >= sizesMax {
+			return
+		}
+		maps.Copy(all, *old)
+	}
+	maps.Copy(all, made)
+	s.sizes.CompareAndSwap(old, &all) // lost to another reader: made again later
 }
 
 // ctrReader reads the rows inside one Read.
 type ctrReader struct {
 	v   backend.Slots
 	now time.Time
-	// mem is the last MEM cell made: most containers ask for one of a
-	// few sizes, and a filter reads every row's.
-	memOf int64
-	mem   string
+	// sizes are the source's MEM cells when the read began, made those
+	// this reader added (memText).
+	sizes, made map[int64]string
 }
 
 func (r *ctrReader) Len() int                    { return r.v.Len() }
@@ -132,11 +162,46 @@ func (r *ctrReader) Text(i, col int) string {
 	return string(appendNum(b[:0], c, col))
 }
 
-func (r *ctrReader) memText(n int64) string {
-	if r.mem == "" || r.memOf != n {
-		r.memOf, r.mem = n, fmtBytes(n)
+// AppendText appends Text(i, col) without making a string: a filter
+// reads every row's cells.
+func (r *ctrReader) AppendText(dst []byte, i, col int) []byte {
+	c := r.v.At(i)
+	switch col {
+	case colID:
+		return append(dst, c.ID...)
+	case colName:
+		return append(dst, containerName(c)...)
+	case colState:
+		return appendStateMark(append(dst, c.State...), c)
+	case colOn:
+		return append(dst, c.InstanceID...)
+	case colAge:
+		if c.CreatedAt == 0 {
+			return append(dst, ageText(r.now, time.Time{})...)
+		}
+		return appendAge(dst, r.now.Sub(c.Created()))
+	case colMem:
+		return append(dst, r.memText(c.RAM)...)
+	case colReason:
+		return appendReason(dst, c)
 	}
-	return r.mem
+	return appendNum(dst, c, col)
+}
+
+// memText is MEM's text of n, made once per size (ctrSource.sizes).
+func (r *ctrReader) memText(n int64) string {
+	if t, ok := r.sizes[n]; ok {
+		return t
+	}
+	if t, ok := r.made[n]; ok {
+		return t
+	}
+	if r.made == nil {
+		r.made = make(map[int64]string)
+	}
+	t := fmtBytes(n)
+	r.made[n] = t
+	return t
 }
 
 // appendNum appends c's cell in a column of numbers: PRIO, CPU or TRIES.
@@ -152,26 +217,27 @@ func appendNum(dst []byte, c *backend.Row, col int) []byte {
 	return strconv.AppendInt(dst, int64(c.MaxAttempts), 10)
 }
 
-// AppendSearch appends what the filter matches of row i: its cells and
-// its labels, without making strings of them.
-func (r *ctrReader) AppendSearch(dst []byte, i int) []byte {
-	c := r.v.At(i)
-	for col := range nCtrCols {
-		switch col {
-		case colPrio, colCPU, colTries:
-			dst = appendNum(dst, c, col)
-		default:
-			dst = append(dst, r.Text(i, col)...)
-		}
-		dst = append(dst, ' ')
-	}
-	return append(append(dst, c.Tags...), ' ')
-}
+// Cells is the number of columns; Hidden the labels, which the filter
+// matches too.
+func (r *ctrReader) Cells(int) int       { return nCtrCols }
+func (r *ctrReader) Hidden(i int) string { return r.v.At(i).Tags }
 
 // containerReason is the REASON cell: why it waits or how it ended.
 func containerReason(c *backend.Row) string {
-	if c.State == view.Complete && c.HasExit {
-		return "exit " + strconv.Itoa(int(c.Exit))
+	if c.Pos == 0 && !exited(c) {
+		return c.Reason
 	}
-	return c.ReasonText()
+	var b [48]byte
+	return string(appendReason(b[:0], c))
 }
+
+// appendReason appends the REASON cell.
+func appendReason(dst []byte, c *backend.Row) []byte {
+	if exited(c) {
+		return strconv.AppendInt(append(dst, "exit "...), int64(c.Exit), 10)
+	}
+	return c.AppendReason(dst)
+}
+
+// exited reports whether REASON shows c's exit code.
+func exited(c *backend.Row) bool { return c.State == view.Complete && c.HasExit }

@@ -96,17 +96,25 @@ func eventColumns() []table.Column {
 
 // fmtAge renders a duration compactly: 45s, 12m, 3h, 5d.
 func fmtAge(d time.Duration) string {
+	var b [24]byte
+	return string(appendAge(b[:0], d))
+}
+
+// appendAge appends fmtAge's text of d, so that a filter reading every
+// row's age makes no string of it.
+func appendAge(dst []byte, d time.Duration) []byte {
+	n, unit := int64(d/(24*time.Hour)), byte('d')
 	switch {
 	case d < 0:
-		return "0s"
+		n, unit = 0, 's'
 	case d < time.Minute:
-		return strconv.Itoa(int(d/time.Second)) + "s"
+		n, unit = int64(d/time.Second), 's'
 	case d < time.Hour:
-		return strconv.Itoa(int(d/time.Minute)) + "m"
+		n, unit = int64(d/time.Minute), 'm'
 	case d < 48*time.Hour:
-		return strconv.Itoa(int(d/time.Hour)) + "h"
+		n, unit = int64(d/time.Hour), 'h'
 	}
-	return strconv.Itoa(int(d/(24*time.Hour))) + "d"
+	return append(strconv.AppendInt(dst, n, 10), unit)
 }
 
 func age(now, t time.Time) (string, float64) {
@@ -180,18 +188,29 @@ func instanceRows(s *backend.Snapshot, now time.Time) []table.Row {
 }
 
 func containerState(c *backend.Row) string {
-	s := string(c.State)
+	var b [24]byte
+	mark := appendStateMark(b[:0], c)
+	if len(mark) == 0 {
+		return string(c.State)
+	}
+	return string(c.State) + string(mark)
+}
+
+// appendStateMark appends what the STATE cell shows after the state: a
+// failure's exit code, a kill asked for, or a hold.
+func appendStateMark(dst []byte, c *backend.Row) []byte {
 	switch {
 	case c.Failed():
 		// As text too: without colour, and at widths that drop
 		// REASON, a failure must not read like a success.
-		s += " " + failMark + strconv.Itoa(int(c.Exit))
+		dst = append(dst, " "+failMark...)
+		return strconv.AppendInt(dst, int64(c.Exit), 10)
 	case c.KillRequested && !c.State.Final():
-		s += " kill"
+		return append(dst, " kill"...)
 	case c.Held && !c.State.Final():
-		s += " held"
+		return append(dst, " held"...)
 	}
-	return s
+	return dst
 }
 
 // ageKey sorts as the age of a thing created at ns (unix nanoseconds, 0

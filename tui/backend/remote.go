@@ -37,7 +37,7 @@ type Remote struct {
 	c        *api.Client
 	describe string
 	events   *eventTail
-	pageSize int // containers per request; api.MaxListLimit (tests lower it)
+	pageSize int // containers per request; pageSize (tests lower it)
 
 	// copy is the console's copy of the containers (rows.go), insts
 	// that of the instances (instances.go).
@@ -60,13 +60,20 @@ type Remote struct {
 
 var _ Backend = (*Remote)(nil)
 
+// pageSize is how many containers (or instances) a Remote asks for a
+// request, a quarter of what the API allows: decoding a page of 10,000
+// took about 45 MB for a moment (the items' slice grown as it decodes,
+// the decoder's buffer, a copy of the items), on top of a million rows
+// the console keeps (BENCHMARKS.md).
+const pageSize = api.MaxListLimit / 4
+
 // NewRemote returns a Backend for the dispatcher c talks to; describe is
 // what Describe returns (e.g. "remote http://host:9006"). c is copied: its
 // Actor is set to "tui:<username>" on the copy.
 func NewRemote(c *api.Client, describe string) *Remote {
 	cc := *c
 	cc.Actor = Actor()
-	r := &Remote{c: &cc, describe: describe, pageSize: api.MaxListLimit, now: time.Now, watchWait: DefaultWatchWait}
+	r := &Remote{c: &cc, describe: describe, pageSize: pageSize, now: time.Now, watchWait: DefaultWatchWait}
 	r.events = newEventTail(cc.Events)
 	return r
 }
@@ -82,7 +89,7 @@ func (r *Remote) Describe() string { return r.describe }
 
 // Snapshot implements Backend. It reads the summary and events, then the
 // instances, types and the containers that changed concurrently (all of
-// them the first time, in pages of api.MaxListLimit; Progress says how
+// them the first time, in pages of pageSize; Progress says how
 // far that got).
 //
 // A failed snapshot is a *FatalError when retrying cannot help (a wrong

@@ -6,6 +6,7 @@ package backend
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -68,6 +69,31 @@ func (r *Row) ReasonText() string {
 	}
 	return r.Reason
 }
+
+// AppendReason appends ReasonText without making a string of it: a
+// filter reads every row's, and most of a long queue's are "position N
+// in queue".
+func (r *Row) AppendReason(dst []byte) []byte {
+	if r.Pos > 0 {
+		dst = append(dst, posText.head...)
+		dst = strconv.AppendInt(dst, int64(r.Pos), 10)
+		return append(dst, posText.tail...)
+	}
+	return append(dst, r.Reason...)
+}
+
+// posText is a place in the line's reason around its number, taken from
+// view.Pending's text once so that the wording stays there alone.
+var posText = func() (p struct{ head, tail string }) {
+	const n = 987654321
+	t := view.Pending{Code: view.ReasonPosition, N: n}.Text()
+	head, tail, ok := strings.Cut(t, strconv.Itoa(n))
+	if !ok {
+		panic("backend: the position reason " + strconv.Quote(t) + " does not show its number")
+	}
+	p.head, p.tail = head, tail
+	return p
+}()
 
 // Created is when it was submitted.
 func (r *Row) Created() time.Time { return unixTime(r.CreatedAt) }

@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -26,9 +27,9 @@ import (
 type Rows struct {
 	mu   sync.RWMutex
 	rows pages
-	at   map[string]int32 // slot of each id in rows (gone ones are not)
-	dead int              // gone slots
-	line []place          // numberLine's scratch, kept between refreshes
+	at   index   // slot of each id in rows (gone ones are not)
+	dead int     // gone slots
+	line []place // numberLine's scratch, kept between refreshes while small (lineKeep)
 	// ver counts the refreshes that changed a row; each row says at
 	// which it last changed (Row.Ver), so that the console flags the
 	// rows that changed.
@@ -44,7 +45,7 @@ type Rows struct {
 // the others are at a new version.
 func NewRows(cs []view.Container, prev *Rows) *Rows {
 	var in Interner
-	s := &Rows{rows: newPages(len(cs)), at: make(map[string]int32, len(cs))}
+	s := &Rows{rows: newPages(len(cs)), at: newIndex(len(cs))}
 	if prev != nil {
 		prev.mu.RLock()
 		defer prev.mu.RUnlock()
@@ -54,12 +55,12 @@ func NewRows(cs []view.Container, prev *Rows) *Rows {
 		r := RowOf(&cs[i], &in)
 		r.Ver = s.ver
 		if prev != nil {
-			if j, ok := prev.at[r.ID]; ok && same(prev.rows.at(int(j)), &r) {
+			if j, ok := prev.at.get(&prev.rows, r.ID); ok && same(prev.rows.at(int(j)), &r) {
 				r.Ver = prev.rows.at(int(j)).Ver
 			}
 		}
 		s.rows.push(r)
-		s.at[cs[i].ID] = int32(i)
+		s.at.put(&s.rows, r.ID, int32(s.rows.len()-1))
 		s.widen(&r)
 	}
 	return s
@@ -95,7 +96,7 @@ func (v Slots) At(i int) *Row { return v.s.rows.at(i) }
 
 // Index is the slot of the row with that id (false: none, or gone).
 func (v Slots) Index(id string) (int, bool) {
-	i, ok := v.s.at[id]
+	i, ok := v.s.at.get(&v.s.rows, id)
 	return int(i), ok
 }
 
@@ -124,7 +125,7 @@ func (s *Rows) Get(id string) (Row, bool) {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	i, ok := s.at[id]
+	i, ok := s.at.get(&s.rows, id)
 	if !ok {
 		return Row{}, false
 	}
@@ -152,12 +153,12 @@ func (s *Rows) Each(f func(r *Row)) (ver uint32) {
 // was new (s.mu held, or s not yet shared).
 func (s *Rows) upsert(r Row) bool {
 	s.widen(&r)
-	if i, ok := s.at[r.ID]; ok {
+	if i, ok := s.at.get(&s.rows, r.ID); ok {
 		*s.rows.at(int(i)) = r
 		return false
 	}
-	s.at[r.ID] = int32(s.rows.len())
 	s.rows.push(r)
+	s.at.put(&s.rows, r.ID, int32(s.rows.len()-1))
 	return true
 }
 
@@ -165,14 +166,14 @@ func (s *Rows) upsert(r Row) bool {
 // whether one of them held a place in the line (s.mu held).
 func (s *Rows) drop(gone map[string]bool) (line bool) {
 	for id := range gone {
-		i, ok := s.at[id]
+		i, ok := s.at.get(&s.rows, id)
 		if !ok {
 			continue
 		}
 		r := s.rows.at(int(i))
 		line = line || inLine(r)
+		s.at.del(&s.rows, id)
 		r.gone, r.Ver = true, s.ver
-		delete(s.at, id)
 		s.dead++
 	}
 	return line
@@ -182,11 +183,11 @@ func (s *Rows) drop(gone map[string]bool) (line bool) {
 // the caller: s is not changed meanwhile).
 func (s *Rows) compacted() *Rows {
 	live := s.rows.len() - s.dead
-	n := &Rows{rows: newPages(live), at: make(map[string]int32, live), ver: s.ver, wName: s.wName, wInst: s.wInst}
+	n := &Rows{rows: newPages(live), at: newIndex(live), ver: s.ver, wName: s.wName, wInst: s.wInst}
 	for i := range s.rows.len() {
 		if r := s.rows.at(i); !r.gone {
-			n.at[r.ID] = int32(n.rows.len())
 			n.rows.push(*r)
+			n.at.put(&n.rows, r.ID, int32(n.rows.len()-1))
 		}
 	}
 	return n
@@ -199,12 +200,14 @@ func (s *Rows) removeAll(gone map[string]bool) {
 	for i := range s.rows.len() {
 		r := s.rows.at(i)
 		if gone[r.ID] {
-			delete(s.at, r.ID)
+			s.at.del(&s.rows, r.ID)
 			continue
 		}
 		if k != i {
+			// No entry names slot k now: its row was taken out or
+			// moved before; r's still names slot i, which holds r.
 			*s.rows.at(k) = *r
-			s.at[r.ID] = int32(k)
+			s.at.put(&s.rows, r.ID, int32(k))
 		}
 		k++
 	}
@@ -213,9 +216,9 @@ func (s *Rows) removeAll(gone map[string]bool) {
 
 // reindex rebuilds the index by id (s.mu held).
 func (s *Rows) reindex() {
-	clear(s.at)
+	s.at.reset()
 	for i := range s.rows.len() {
-		s.at[s.rows.at(i).ID] = int32(i)
+		s.at.put(&s.rows, s.rows.at(i).ID, int32(i))
 	}
 }
 
@@ -273,7 +276,7 @@ func (r *Remote) readAll(ctx context.Context) (*Rows, error) {
 			return nil, err
 		}
 		if s == nil {
-			s = &Rows{rows: newPages(ch.Available), at: make(map[string]int32, ch.Available)}
+			s = &Rows{rows: newPages(ch.Available), at: newIndex(ch.Available)}
 			if rc.rows != nil {
 				s.ver = rc.rows.ver // the versions go on: a console's "changed" flags compare them
 			}
@@ -300,8 +303,19 @@ func (r *Remote) readAll(ctx context.Context) (*Rows, error) {
 	}
 	s.numberLine()
 	rc.rows, rc.gen = s, gen
+	if s.rows.len() >= releaseMin {
+		// What the read decoded is garbage now: its memory goes back to
+		// the system at once (one collection, a fraction of a second at
+		// a million) instead of over the next minutes, so that the
+		// console's RSS is about what its copy holds (docs/design.md §7.2).
+		debug.FreeOSMemory()
+	}
 	return s, nil
 }
+
+// releaseMin is the fewest containers after whose read the memory the
+// read used is handed back at once (a variable for the tests).
+var releaseMin = 100000
 
 // sortBySeq puts rows in submission order, the order a console shows
 // before it is told to sort, moving each row once (the changes come in the
@@ -316,25 +330,25 @@ func sortBySeq(rows *pages) bool {
 	if sorted {
 		return false
 	}
-	from := make([]int, n) // from[k]: the row that goes to k
+	from := make([]int32, n) // from[k]: the row that goes to k
 	for i := range from {
-		from[i] = i
+		from[i] = int32(i)
 	}
-	slices.SortFunc(from, func(a, b int) int { return cmp.Compare(rows.at(a).Seq, rows.at(b).Seq) })
+	slices.SortFunc(from, func(a, b int32) int { return cmp.Compare(rows.at(int(a)).Seq, rows.at(int(b)).Seq) })
 	// Follow each cycle of the permutation, holding one row aside.
-	for k := range from {
+	for k := range int32(n) {
 		if from[k] == k {
 			continue
 		}
-		held := *rows.at(k)
+		held := *rows.at(int(k))
 		j := k
 		for from[j] != k {
 			next := from[j]
-			*rows.at(j) = *rows.at(next)
+			*rows.at(int(j)) = *rows.at(int(next))
 			from[j] = j
 			j = next
 		}
-		*rows.at(j) = held
+		*rows.at(int(j)) = held
 		from[j] = j
 	}
 	return true
@@ -409,7 +423,7 @@ func (s *Rows) apply(changed []Row, gone map[string]bool) {
 		}
 		c.Pos = 0 // numbered by numberLine, never by the daemon's text
 		c.Ver = s.ver
-		j, ok := s.at[c.ID]
+		j, ok := s.at.get(&s.rows, c.ID)
 		if !ok {
 			added = append(added, *c)
 			continue
@@ -491,8 +505,16 @@ func (s *Rows) numberLine() {
 			r.Pos, r.Ver = pos, s.ver
 		}
 	}
-	s.line = line
+	s.line = nil
+	if cap(line) <= lineKeep {
+		s.line = line
+	}
 }
+
+// lineKeep is the most places numberLine's scratch keeps between
+// refreshes (512 kB): at a million waiting it would hold 32 MB for hours
+// to save making it again at a refresh that moves the line.
+const lineKeep = 1 << 14
 
 // inLine reports whether r holds a place in the line (numberLine).
 func inLine(r *Row) bool {

@@ -26,17 +26,17 @@ func checkIndex(t *testing.T, what string, s *Rows) {
 	for i := range s.rows.len() {
 		c := s.rows.at(i)
 		if c.gone {
-			if got, ok := s.at[c.ID]; ok && got == int32(i) {
+			if got, ok := s.at.get(&s.rows, c.ID); ok && got == int32(i) {
 				t.Errorf("%s: the index says gone %s is row %d", what, c.ID, i)
 			}
 			continue
 		}
-		if got := s.at[c.ID]; got != int32(i) {
+		if got, _ := s.at.get(&s.rows, c.ID); got != int32(i) {
 			t.Errorf("%s: the index says %s is row %d, it is row %d", what, c.ID, got, i)
 		}
 	}
-	if len(s.at) != s.rows.len()-s.dead {
-		t.Errorf("%s: %d ids indexed for %d rows (%d gone)", what, len(s.at), s.rows.len(), s.dead)
+	if s.at.len() != s.rows.len()-s.dead {
+		t.Errorf("%s: %d ids indexed for %d rows (%d gone)", what, s.at.len(), s.rows.len(), s.dead)
 	}
 }
 
@@ -146,7 +146,7 @@ func TestRemoteAppliesChangesInPlace(t *testing.T) {
 
 // Rows removed keep the others in order, and the index right.
 func TestRowsRemoveKeepsOrder(t *testing.T) {
-	s := &Rows{at: map[string]int32{}}
+	s := &Rows{}
 	for i := range 10 {
 		s.upsert(Row{ID: strconv.Itoa(i), Seq: uint64(i)})
 	}
@@ -164,7 +164,7 @@ func TestRowsRemoveKeepsOrder(t *testing.T) {
 // numbered again when one in it changed.
 func TestRowsApply(t *testing.T) {
 	pos := view.ReasonPosition
-	s := &Rows{at: map[string]int32{}}
+	s := &Rows{}
 	for i := range 5 {
 		s.upsert(Row{ID: "c" + strconv.Itoa(i), Seq: uint64(i), State: view.Queued, Priority: 1, ReasonCode: pos})
 	}
@@ -186,7 +186,7 @@ func TestRowsApply(t *testing.T) {
 // once a quarter of the slots are gone, the copy is compacted into new
 // rows.
 func TestRowsKeepSlots(t *testing.T) {
-	s := &Rows{at: map[string]int32{}}
+	s := &Rows{}
 	for i := range 8 {
 		s.upsert(Row{ID: "c" + strconv.Itoa(i), Seq: uint64(i), State: view.Running})
 	}

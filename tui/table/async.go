@@ -4,6 +4,7 @@ package table
 
 import (
 	"cmp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -147,10 +148,14 @@ func (w *work) stopped() bool { return w.stop != nil && w.stop() }
 
 // chunks calls f for each chunk of up to stopEvery of n items, each in
 // one Read of the source; it reports false when the work was superseded.
-func (w *work) chunks(n int, f func(rd Reader, from, to int)) bool {
+// yield lets other goroutines run between chunks.
+func (w *work) chunks(n int, yield bool, f func(rd Reader, from, to int)) bool {
 	for from := 0; from < n; from += stopEvery {
 		if w.stopped() {
 			return false
+		}
+		if yield && from > 0 {
+			runtime.Gosched()
 		}
 		to := min(from+stopEvery, n)
 		w.src.Read(func(rd Reader) { f(rd, from, to) })
@@ -228,7 +233,7 @@ func (w *work) run() (r result) {
 		} else {
 			r.order = make([]int32, 0, n)
 		}
-		if !w.chunks(n, func(rd Reader, from, to int) {
+		if !w.chunks(n, false, func(rd Reader, from, to int) {
 			for i := from; i < to; i++ {
 				if !rd.Gone(i) {
 					r.order = append(r.order, int32(i))
@@ -250,20 +255,8 @@ func (w *work) run() (r result) {
 	if w.narrowed {
 		from = w.narrow
 	}
-	v := make([]int32, 0, len(from)/4)
-	var text []byte
-	if !w.chunks(len(from), func(rd Reader, lo, hi int) {
-		for _, i := range from[lo:hi] {
-			if w.matchCol >= 0 {
-				text = append(text[:0], rd.Text(int(i), w.matchCol)...)
-			} else {
-				text = rd.AppendSearch(text[:0], int(i))
-			}
-			if w.match(lower(text)) != w.invert {
-				v = append(v, i)
-			}
-		}
-	}) {
+	v, ok := w.filter(from)
+	if !ok {
 		return result{buf: r.buf, tmp: r.tmp, stopped: true}
 	}
 	r.view = v
@@ -291,7 +284,7 @@ func (w *work) sortOrder(r *result) bool {
 		}
 		ks, tmp := r.buf[:n], r.tmp[:n]
 		numeric := true
-		if !w.chunks(n, func(rd Reader, from, to int) {
+		if !w.chunks(n, false, func(rd Reader, from, to int) {
 			for j := from; j < to && numeric; j++ {
 				f, ok := rd.Num(int(order[j]), c)
 				numeric = ok
@@ -316,7 +309,7 @@ func (w *work) sortOrder(r *result) bool {
 		dir = -1
 	}
 	ks := make([]strKey, n)
-	if !w.chunks(n, func(rd Reader, from, to int) {
+	if !w.chunks(n, false, func(rd Reader, from, to int) {
 		for j := from; j < to; j++ {
 			ks[j] = strKey{rd.Text(int(order[j]), c), order[j]}
 		}

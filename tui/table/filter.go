@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -59,12 +60,24 @@ func FilterError(f string) error {
 // Filter returns the filter text.
 func (t *Table) Filter() string { return t.filter }
 
-// lower lower-cases b, in place for ASCII (a new slice only for text
-// with other letters).
-func lower(b []byte) []byte {
+// lower lower-cases b as bytes.ToLower would: in place while it is
+// ASCII; text with other letters is lowered into *spare, which is kept
+// for the next row (a filter lowers a million rows' text, and a failed
+// container's state has a "✗").
+func lower(b []byte, spare *[]byte) []byte {
 	for i, c := range b {
 		if c >= utf8.RuneSelf {
-			return bytes.ToLower(b)
+			out := append((*spare)[:0], b[:i]...)
+			for j := i; j < len(b); {
+				r, w := rune(b[j]), 1
+				if r >= utf8.RuneSelf {
+					r, w = utf8.DecodeRune(b[j:])
+				}
+				out = utf8.AppendRune(out, unicode.ToLower(r))
+				j += w
+			}
+			*spare = out
+			return out
 		}
 		if 'A' <= c && c <= 'Z' {
 			b[i] = c + 'a' - 'A'

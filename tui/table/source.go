@@ -26,9 +26,14 @@ type Reader interface {
 	Num(i, c int) (float64, bool)
 	// Text is row i's cell in column c.
 	Text(i, c int) string
-	// AppendSearch appends what the filter matches of row i: each cell
-	// and then its hidden text, each followed by a space.
-	AppendSearch(dst []byte, i int) []byte
+	// AppendText appends Text(i, c) without making a string of it (a
+	// filter on one column reads every row's).
+	AppendText(dst []byte, i, c int) []byte
+	// Cells is how many cells row i has, and Hidden its text that the
+	// filter matches and no column shows: what the filter matches of a
+	// row is each cell's text and then the hidden text (appendSearch).
+	Cells(i int) int
+	Hidden(i int) string
 	// Ver is the version of the source at which row i last changed;
 	// Version the source's current one (a row is flagged changed while
 	// its Ver is newer than the version two refreshes back).
@@ -85,13 +90,10 @@ func (s *sliceSource) Text(i, c int) string {
 	return ""
 }
 
-func (s *sliceSource) AppendSearch(dst []byte, i int) []byte {
-	r := &s.rows[i]
-	for _, c := range r.Cells {
-		dst = append(append(dst, c...), ' ')
-	}
-	return append(append(dst, r.Hidden...), ' ')
-}
+func (s *sliceSource) AppendText(dst []byte, i, c int) []byte { return append(dst, s.Text(i, c)...) }
+
+func (s *sliceSource) Cells(i int) int     { return len(s.rows[i].Cells) }
+func (s *sliceSource) Hidden(i int) string { return s.rows[i].Hidden }
 
 func (s *sliceSource) Need(c int) int {
 	if c < len(s.need) {

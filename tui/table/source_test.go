@@ -60,12 +60,12 @@ func (s *slotRows) Text(i, c int) string {
 	}
 	return fmt.Sprint(s.prio[i])
 }
-func (s *slotRows) AppendSearch(dst []byte, i int) []byte {
-	return fmt.Appendf(dst, "%s %d ", strings.ToUpper(s.ids[i]), s.prio[i])
-}
-func (s *slotRows) Ver(i int) uint32 { return s.ver[i] }
-func (s *slotRows) Version() uint32  { return s.version }
-func (s *slotRows) Need(int) int     { return 0 }
+func (s *slotRows) AppendText(dst []byte, i, c int) []byte { return append(dst, s.Text(i, c)...) }
+func (s *slotRows) Cells(int) int                          { return 2 }
+func (s *slotRows) Hidden(i int) string                    { return strings.ToUpper(s.ids[i]) }
+func (s *slotRows) Ver(i int) uint32                       { return s.ver[i] }
+func (s *slotRows) Version() uint32                        { return s.version }
+func (s *slotRows) Need(int) int                           { return 0 }
 
 // change is the owner's refresh: set prio of ids, take gone out, add new
 // ones.
