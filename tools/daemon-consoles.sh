@@ -9,9 +9,11 @@
 # that do what an attached console does to the daemon — the first read,
 # GET /v1/containers?changed_since=0 in pages of 10,000, then a watch
 # (changed_since=GEN&wait=30s) reading every change — and prints the RSS
+# (and its anonymous and file-backed parts)
 # once all have read everything; then kills 10,000 Queued containers a
 # second for KILLS seconds (default 60; one bulk request each) with the
-# readers following, and prints the RSS every 10 s and its peak (VmHWM).
+# readers following, and prints the RSS every 10 s, its peak (VmHWM) and
+# the daemon's CPU over the first read and over the kills.
 # PROFILE=1 writes profiles (--profile) into DIR/profile-consoles, a heap
 # profile at each RSS printed.
 set -u
@@ -29,39 +31,43 @@ trap cleanup EXIT
 for _ in $(seq 1 600); do curl -sf -m 5 -H "$H" "$U/v1/summary" > /dev/null && break; sleep 0.5; done
 rss() {
 	[ "$PROFILE" = 1 ] && kill -USR1 "$DPID"
-	echo "$1: RSS $(awk '/VmRSS/ {printf "%.0f MiB", $2 / 1024}' "/proc/$DPID/status"), peak $(awk '/VmHWM/ {printf "%.0f MiB", $2 / 1024}' "/proc/$DPID/status"), load $(cut -d' ' -f1 /proc/loadavg)"
+	echo "$1: RSS $(awk '/VmRSS|RssAnon|RssFile/ {printf "%s %.0f MiB ", $1, $2 / 1024}' "/proc/$DPID/status")peak $(awk '/VmHWM/ {printf "%.0f MiB", $2 / 1024}' "/proc/$DPID/status"), load $(cut -d' ' -f1 /proc/loadavg)"
 }
 sleep "$SETTLE"
 rss "alone, after ${SETTLE}s"
 rm -f "$D"/reader-*.done
+# A reader keeps no copy: the daemon's cost is the same. The generation and
+# "more" close each body (api.ChangesBody), so its tail is all it parses.
+reader() { # done-file
+	local gen=0 n=0 body tail
+	body=$(mktemp "$D/reader.XXXXXX")
+	while :; do # the first read
+		curl -sf -m 300 -o "$body" -H "$H" "$U/v1/containers?changed_since=$gen&limit=10000" || { sleep 1; continue; }
+		tail=$(tail -c 300 "$body")
+		gen=$(grep -o '"generation":[0-9]*' <<< "$tail" | cut -d: -f2)
+		n=$((n + $(grep -o '"id":"c-' "$body" | wc -l)))
+		grep -q '"more":true' <<< "$tail" || break
+	done
+	echo "$n" > "$1"
+	while :; do # the watch: every change, read as a console reads them
+		curl -sf -m 90 -o "$body" -H "$H" "$U/v1/containers?changed_since=$gen&limit=10000&wait=30s" || { sleep 1; continue; }
+		gen=$(tail -c 300 "$body" | grep -o '"generation":[0-9]*' | cut -d: -f2)
+	done
+}
 for i in $(seq 1 "$CONSOLES"); do
-	python3 - "$U" "$D/reader-$i.done" <<'PY' &
-import json, sys, urllib.request
-url, done = sys.argv[1], sys.argv[2]
-def get(q):
-    req = urllib.request.Request(url + "/v1/containers?" + q, headers={"Authorization": "Bearer bench-token"})
-    with urllib.request.urlopen(req, timeout=120) as r:
-        return json.load(r)
-gen, n = 0, 0
-while True:  # the first read
-    b = get("changed_since=%d&limit=10000" % gen)
-    gen, n = b["generation"], n + len(b["items"])
-    if not b.get("more"):
-        break
-open(done, "w").write("%d\n" % n)
-while True:  # the watch: every change, as a console applies them
-    b = get("changed_since=%d&limit=10000&wait=30s" % gen)
-    gen = b["generation"]
-PY
+	reader "$D/reader-$i.done" &
 	READERS+=($!)
 done
-t0=$(date +%s)
+cpu() { awk '{print $14 + $15}' "/proc/$DPID/stat"; } # clock ticks
+ms() { echo $(( ($2 - $1) * 1000 / $(getconf CLK_TCK) )); }
+c0=$(cpu) t0=$(date +%s)
 until [ "$(ls "$D"/reader-*.done 2>/dev/null | wc -l)" -ge "$CONSOLES" ]; do sleep 1; done
-rss "$CONSOLES consoles after their first read ($(( $(date +%s) - t0 ))s; $(cat "$D"/reader-1.done | tr -d '\n') containers each)"
+rss "$CONSOLES consoles after their first read ($(( $(date +%s) - t0 ))s, CPU $(ms "$c0" "$(cpu)") ms; $(cat "$D"/reader-1.done | tr -d '\n') containers each)"
+c0=$(cpu) t0=$(date +%s)
 for s in $(seq 1 "$KILLS"); do
 	curl -sf -m 60 -o /dev/null -H "$H" -H 'Content-Type: application/json' \
 		--data '{"verb":"kill","selector":{"state":["Queued"]},"limit":10000,"reason":"bench: 1 % a second"}' "$U/v1/containers/bulk" || echo "kill $s failed" >&2
 	[ $((s % 10)) = 0 ] && rss "$CONSOLES consoles, $((s * 10000)) killed"
 	sleep 1
 done
-rss "$CONSOLES consoles, kills over"
+rss "$CONSOLES consoles, kills over ($(( $(date +%s) - t0 ))s, CPU $(ms "$c0" "$(cpu)") ms)"
