@@ -5,6 +5,7 @@
 package scheduler
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"time"
@@ -118,6 +119,8 @@ func (s *Scheduler) Quiet() (Stats, bool) {
 		return Stats{}, false
 	}
 	st := q.stats
+	// Copies, as every pass hands out its own.
+	st.ByState, st.Budgets = maps.Clone(st.ByState), slices.Clone(st.Budgets)
 	if !q.oldest.IsZero() {
 		st.LongestWait = max(0, now.Sub(q.oldest))
 	}
