@@ -81,6 +81,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 func newRoot(env *cli.Env) *cobra.Command {
 	var cf consoleFlags
 	var daemon bool
+	var profileDir string
 	root := &cobra.Command{
 		Use:   "dispatch-tui",
 		Short: "Container scheduler and cloud worker pool with a terminal UI",
@@ -103,7 +104,7 @@ func newRoot(env *cli.Env) *cobra.Command {
 			case daemon && cf.readOnly:
 				return cli.UsageError("--read-only is a console setting; --daemon has no console")
 			case daemon:
-				return exitCode(daemonCmd(cmd.Context(), cf.configPath, env.Stderr))
+				return exitCode(daemonCmd(cmd.Context(), cf.configPath, profileDir, env.Stderr))
 			}
 			return exitCode(consoleCmd(cmd.Context(), cf, env.Stderr))
 		},
@@ -116,6 +117,9 @@ func newRoot(env *cli.Env) *cobra.Command {
 	f.StringVar(&cf.connect, "connect", "", "`URL` of a daemon to attach the console to (a comma-separated list: the nodes of a cluster, tried in turn)")
 	f.BoolVar(&cf.demo, "demo", false, "console with a sample workload in a temporary state dir")
 	f.BoolVar(&cf.readOnly, "read-only", false, "console without the verbs")
+	// A measurement aid (profile.go), not a user setting: hidden.
+	f.StringVar(&profileDir, "profile", "", "with --daemon: write CPU and heap profiles into `DIR`")
+	f.MarkHidden("profile")
 	cli.BindGlobalFlags(root.PersistentFlags(), env)
 	cli.AddCommands(root, env)
 
@@ -298,8 +302,13 @@ func stdoutWidth(stdout io.Writer) func() int {
 // ends: run's SIGINT or SIGTERM. Its context is the one the process set up
 // first: a second one registered here would leave a window in which a
 // signal went to the first, unread, and the daemon ran on.
-func daemonCmd(ctx context.Context, configPath string, stderr io.Writer) int {
+//
+// profileDir, if set, has it write debug profiles there (profile.go).
+func daemonCmd(ctx context.Context, configPath, profileDir string, stderr io.Writer) int {
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	if profileDir != "" {
+		defer startProfiles(ctx, log, profileDir)()
+	}
 	cfg, err := config.FindAndLoad(configPath)
 	if err != nil {
 		log.Error("load config", "err", err.Error())

@@ -218,7 +218,7 @@ func TestDaemonStopsOnTheProcessContext(t *testing.T) {
 	cancel()
 	var logs bytes.Buffer
 	done := make(chan int, 1)
-	go func() { done <- daemonCmd(ctx, cfg, &logs) }()
+	go func() { done <- daemonCmd(ctx, cfg, "", &logs) }()
 	select {
 	case code := <-done:
 		if code != 0 || !strings.Contains(logs.String(), `"msg":"daemon stopped"`) {

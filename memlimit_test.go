@@ -6,10 +6,11 @@ import (
 	"testing"
 )
 
-// The soft memory limit follows the live heap: raised to twice it once it
-// passes 60 % of the limit (a queue outgrowing memory_limit would have the
-// collector run without pause), lowered back toward the floor once it
-// falls under a quarter, never below the floor, and left alone between.
+// The soft memory limit follows the live heap: raised to one and a half
+// times it once it passes 80 % of the limit (a queue outgrowing
+// memory_limit would have the collector run without pause), lowered back
+// toward the floor once it falls under a third, never below the floor, and
+// left alone between.
 func TestMemoryLimitFollowsTheLiveHeap(t *testing.T) {
 	const mib = 1 << 20
 	var live int64
@@ -21,15 +22,15 @@ func TestMemoryLimitFollowsTheLiveHeap(t *testing.T) {
 		live, want int64 // MiB; want: the limit after adjust
 	}{
 		{10, 160},    // small queue: the floor
-		{96, 160},    // 60 % of the floor: left alone
-		{97, 194},    // past it: twice the live heap
-		{740, 1480},  // a million containers
-		{800, 1480},  // 54 %: left alone
-		{400, 1480},  // 27 %: left alone
-		{300, 600},   // under a quarter: lowered
+		{128, 160},   // 80 % of the floor: left alone
+		{130, 195},   // past it: one and a half times the live heap
+		{740, 1110},  // a million containers
+		{880, 1110},  // 79 %: left alone
+		{400, 1110},  // 36 %: left alone
+		{360, 540},   // under a third: lowered
 		{20, 160},    // back to the floor, not below
 		{0, 160},     // no reading: the floor
-		{1000, 2000}, // and up again
+		{1000, 1500}, // and up again
 	} {
 		live = step.live * mib
 		m.adjust()

@@ -200,7 +200,16 @@ func (e *Engine) step(w *passWriter) scheduler.Stats {
 	defer e.stepMu.Unlock()
 	e.pool.Step()
 	e.recordPoolEvents()
-	st, wr := e.sched.Pass()
+	// A pass that would change nothing is not run (scheduler.Quiet): on
+	// a quiet queue of a million containers it is the daemon's whole CPU.
+	// The write still goes: the pool's events and the ledger ride it.
+	st, quiet := e.sched.Quiet()
+	var wr scheduler.Write
+	if !quiet {
+		st, wr = e.sched.Pass()
+	} else {
+		wr = e.sched.NoPass()
+	}
 	e.observeCost() // before the write, so the ledger's records ride it
 	if w != nil {
 		w.add(wr)
@@ -210,7 +219,7 @@ func (e *Engine) step(w *passWriter) scheduler.Stats {
 	e.mu.Lock()
 	e.lastStats = st
 	e.mu.Unlock()
-	if e.opts.OnPass != nil {
+	if e.opts.OnPass != nil && !quiet {
 		e.opts.OnPass(st)
 	}
 	e.notify()

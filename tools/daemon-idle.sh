@@ -10,11 +10,23 @@
 # once without (memory_limit the floor of a limit that follows it). After
 # each start it waits SETTLE seconds (default 40) and prints the daemon's
 # user + system CPU over the next 20 s, its RSS and the limit it logged.
+#
+# FIXED=0 skips the start with the limit fixed. BEFORE=BIN0 adds a start
+# of BIN0 (an older build, say) from the same store before BIN's last one,
+# so that both are measured in one run on one store. REUSE=1 keeps the
+# store DIR holds from an earlier run: no submits, only the restarts.
+# PROFILE=1 has every start
+# write profiles (--profile) into DIR/profile-1, -2, -3: cpu-1.pprof is
+# the 20 s measured.
 set -u
-BIN=$1 D=$2 N=$3 SETTLE=${SETTLE:-40}
-rm -rf "$D" && mkdir -p "$D/state"
-PORT=$((20000 + RANDOM % 20000))
-cat > "$D/config.toml" <<CFG
+BIN=$1 D=$2 N=$3 SETTLE=${SETTLE:-40} FIXED=${FIXED:-1} PROFILE=${PROFILE:-0} BEFORE=${BEFORE:-} REUSE=${REUSE:-0}
+if [ "$REUSE" = 1 ]; then
+	PORT=$(sed -n 's/^listen = "127.0.0.1:\([0-9]*\)"/\1/p' "$D/config.toml")
+else
+	rm -rf "$D" && mkdir -p "$D/state"
+	PORT=$((20000 + RANDOM % 20000))
+fi
+[ "$REUSE" = 1 ] || cat > "$D/config.toml" <<CFG
 [dispatcher]
 state_dir = "$D/state"
 listen = "127.0.0.1:$PORT"
@@ -33,9 +45,12 @@ CFG
 chmod 600 "$D/config.toml"
 U="http://127.0.0.1:$PORT"
 H="Authorization: Bearer bench-token"
-DPID=
+DPID= STARTS=0
 start() { # env assignments for the daemon, if any
-	env "$@" "$BIN" --daemon --config "$D/config.toml" 2>> "$D/daemon.log" &
+	local prof=()
+	STARTS=$((STARTS + 1))
+	[ "$PROFILE" = 1 ] && prof=(--profile "$D/profile-$STARTS")
+	env "$@" "${RUN:-$BIN}" --daemon --config "$D/config.toml" "${prof[@]}" 2>> "$D/daemon.log" &
 	DPID=$!
 	for _ in $(seq 1 600); do curl -sf -m 5 -H "$H" "$U/v1/summary" > /dev/null && return; sleep 0.5; done
 	echo "the daemon did not answer" >&2; exit 1
@@ -45,21 +60,32 @@ cpu() { awk '{print $14 + $15}' "/proc/$DPID/stat"; } # clock ticks
 measure() {
 	sleep "$SETTLE"
 	local c0 c1
+	[ "$PROFILE" = 1 ] && kill -USR1 "$DPID"
 	c0=$(cpu); sleep 20; c1=$(cpu)
+	[ "$PROFILE" = 1 ] && kill -USR1 "$DPID"
 	echo "$1: CPU $(( (c1 - c0) * 1000 / $(getconf CLK_TCK) )) ms over 20 s, RSS $(awk '/VmRSS/ {print $2 / 1024 " MiB"}' "/proc/$DPID/status"), load $(cut -d' ' -f1 /proc/loadavg)"
 }
 
-start
-curl -sf -m 30 -H "$H" -X POST -H 'Content-Type: application/json' --data '{"reason":"bench: keep the queue waiting"}' "$U/v1/scheduler/pause" > /dev/null || { echo "pause failed" >&2; exit 1; }
-python3 -c 'import json; print(json.dumps([{"command": ["true"], "runtime_constraints": {"vcpus": 1, "ram": 1 << 29}}] * 5000))' > "$D/batch.json"
-for _ in $(seq 1 $((N / 5000))); do
-	curl -sf -m 600 -o /dev/null -H "$H" -H 'Content-Type: application/json' --data-binary @"$D/batch.json" "$U/v1/containers" || { echo "submit failed" >&2; exit 1; }
-done
-measure "after the submits, memory_limit following the heap"
-stop
-start GOMEMLIMIT=160MiB
-measure "restarted, GOMEMLIMIT=160MiB (the limit fixed)"
-stop
+if [ "$REUSE" != 1 ]; then
+	start
+	curl -sf -m 30 -H "$H" -X POST -H 'Content-Type: application/json' --data '{"reason":"bench: keep the queue waiting"}' "$U/v1/scheduler/pause" > /dev/null || { echo "pause failed" >&2; exit 1; }
+	python3 -c 'import json; print(json.dumps([{"command": ["true"], "runtime_constraints": {"vcpus": 1, "ram": 1 << 29}}] * 5000))' > "$D/batch.json"
+	for _ in $(seq 1 $((N / 5000))); do
+		curl -sf -m 600 -o /dev/null -H "$H" -H 'Content-Type: application/json' --data-binary @"$D/batch.json" "$U/v1/containers" || { echo "submit failed" >&2; exit 1; }
+	done
+	measure "after the submits, memory_limit following the heap"
+	stop
+fi
+if [ "$FIXED" = 1 ]; then
+	start GOMEMLIMIT=160MiB
+	measure "restarted, GOMEMLIMIT=160MiB (the limit fixed)"
+	stop
+fi
+if [ -n "$BEFORE" ]; then
+	RUN=$BEFORE start
+	measure "restarted, BEFORE=$BEFORE"
+	stop
+fi
 start
 measure "restarted, memory_limit following the heap"
 stop

@@ -15,6 +15,9 @@ import (
 func (s *Scheduler) startupOver(now time.Time) bool {
 	probed := s.pool.Ready()
 	over := probed || now.Sub(s.started) >= s.cfg.Dispatcher.StaleLockTimeout
+	if !over {
+		s.noteDue(s.started.Add(s.cfg.Dispatcher.StaleLockTimeout))
+	}
 	if over && !s.startupLogged {
 		// The end of a restart's (or a takeover's) wait: from here on
 		// containers start. Logged once, for the operator timing one.

@@ -35,6 +35,8 @@ type stubPool struct {
 	created     []string
 	started     []string
 	shutdowns   []cloud.InstanceID
+	// failures are the start failures the next TakeStartFailures takes.
+	failures []worker.StartFailure
 	// afterSnapshot, if set, runs after Instances has copied the views: a
 	// listing that completes just after a pass's snapshot.
 	afterSnapshot func()
@@ -67,8 +69,12 @@ func (p *stubPool) StartContainer(_ cloud.InstanceID, spec runner.Spec) error {
 }
 func (p *stubPool) KillContainer(cloud.InstanceID, string) bool { return false }
 func (p *stubPool) ForgetContainer(cloud.InstanceID, string)    {}
-func (p *stubPool) TakeStartFailures() []worker.StartFailure    { return nil }
-func (p *stubPool) BootFailing(typeName string) string          { return p.bootFailing[typeName] }
+func (p *stubPool) TakeStartFailures() []worker.StartFailure {
+	f := p.failures
+	p.failures = nil
+	return f
+}
+func (p *stubPool) BootFailing(typeName string) string { return p.bootFailing[typeName] }
 func (p *stubPool) Shutdown(id cloud.InstanceID, _ string) bool {
 	p.shutdowns = append(p.shutdowns, id)
 	return true

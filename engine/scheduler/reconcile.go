@@ -153,6 +153,8 @@ func (s *Scheduler) reconcileReport(tx *queue.Tx, v *worker.InstanceView, r *run
 		} else if mrt := time.Duration(c.Scheduling.MaxRunTime); mrt > 0 && tx.Now().Sub(c.StartedAt) > mrt {
 			tx.RequestKill(c, "max_run_time "+mrt.String()+" exceeded")
 			s.kill(st, v.ID, r.ID)
+		} else if mrt > 0 {
+			s.noteDue(c.StartedAt.Add(mrt + 1)) // "> mrt": the first instant past it
 		}
 	}
 }
@@ -283,6 +285,7 @@ func (s *Scheduler) reconcileRunning(tx *queue.Tx, ready, listed, anyUnknown boo
 // kill asks the pool to kill a container, counting it when a new TERM went
 // out (the pool ignores repeats while a kill is under way).
 func (s *Scheduler) kill(st *Stats, inst cloud.InstanceID, id string) {
+	s.poolCalls++
 	if s.pool.KillContainer(inst, id) {
 		st.Kills++
 	}

@@ -144,6 +144,7 @@ func (s *Scheduler) mapQueue(tx *queue.Tx, now time.Time, ready bool, st *Stats)
 		}
 	}
 	st.AllocatedNotStart = st.ByState[queue.Locked]
+	s.quiet.oldest = oldest
 	if !oldest.IsZero() {
 		st.LongestWait = max(0, now.Sub(oldest))
 	}
@@ -490,6 +491,7 @@ func (s *Scheduler) create(c *queue.Container, candidates []int, blocked []bool)
 			overBudget = true
 			continue
 		}
+		s.poolCalls++
 		err := s.pool.Create(s.types[t].Name)
 		if err == nil {
 			return t, nil
@@ -548,6 +550,7 @@ func (s *Scheduler) shutdownUnallocated(atQuota bool) {
 		if sl.allocated || sl.view.ID == "" || sl.view.State != worker.StateIdle || sl.view.IdleBehavior != worker.IdleRun {
 			continue
 		}
+		s.poolCalls++
 		if sl.freeFor != "" {
 			s.pool.Shutdown(sl.view.ID, why+": freeing its "+what+" for "+sl.freeFor)
 			continue

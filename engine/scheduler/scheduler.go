@@ -132,6 +132,13 @@ type Scheduler struct {
 	// label's.
 	budgets      []budgetCap
 	labelBudgets bool
+
+	// quiet is what the last pass read, if it changed nothing (quiet.go);
+	// poolCalls counts the pool verbs the pass being run sent, passes the
+	// passes run.
+	quiet     quietState
+	poolCalls int
+	passes    uint64
 }
 
 // placed is a container and its index in the pass's Tx.Active.
@@ -224,6 +231,8 @@ func (s *Scheduler) RunPass() Stats {
 // returned Write's Done; the next pass may run meanwhile.
 func (s *Scheduler) Pass() (Stats, Write) {
 	t0 := time.Now()
+	s.passes++
+	inputs := s.queue.PassInputs() // before the pass reads the queue: a change after it is the next pass's
 	now := s.clock.Now()
 	// Asked before the copy, not after: the listing that ends the wait
 	// adds what it found under the same lock that marks it done, so a
@@ -234,8 +243,11 @@ func (s *Scheduler) Pass() (Stats, Write) {
 	s.views = s.pool.Instances(s.views)
 	failures := append(s.pool.TakeStartFailures(), s.revert...)
 	s.revert = s.revert[:0]
-	ready := s.startupOver(now)
 	quotaLimit, poolAtQuota := s.pool.Quota()
+	// Before startupOver asks it again: a pool ready in between has the
+	// next Quiet see a change, not miss one.
+	s.noteInputs(inputs, listed, s.pool.Ready(), quotaLimit, poolAtQuota)
+	ready := s.startupOver(now)
 	st := Stats{ByState: make(map[queue.State]int, len(queue.States)), QuotaLimit: quotaLimit}
 	s.starts = s.starts[:0]
 	s.forgets = s.forgets[:0]
@@ -267,6 +279,7 @@ func (s *Scheduler) Pass() (Stats, Write) {
 	st.Unhealthy += s.carried.Unhealthy
 	s.carried = Stats{}
 	st.Duration = time.Since(t0)
+	s.keepIfQuiet(st, len(failures))
 	return st, s.write()
 }
 

@@ -206,6 +206,9 @@ func (s *Store) Load(recentEvents int, recs store.Records, ev func(seq uint64, b
 		s.pausedStored = out.Paused
 		return nil
 	})
+	if err == nil {
+		s.releaseMapped()
+	}
 	return out, err
 }
 

@@ -1,0 +1,136 @@
+// Quiet passes: a pass whose inputs are those of a pass that changed
+// nothing would change nothing either, so the engine skips it
+// (docs/design.md §5, When passes run).
+
+package scheduler
+
+import (
+	"maps"
+	"reflect"
+	"slices"
+	"time"
+
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/worker"
+)
+
+// quietState is what the last pass read, kept when it changed nothing:
+// a pass walks the whole queue (65 ms at a million containers), and on a
+// quiet queue every one of them found what the last one did.
+//
+// A pass is a function of the queue, of what the pool answers and of the
+// time. The queue says when it changes (queue.PassInputs), and the pool's
+// answers are asked again and compared (Quiet): its time-driven ones (the
+// quota probe's extra instance, a failed-boot back-off) are answered
+// afresh that way. What is left is the pass's own use of the time, each a
+// deadline the pass notes (noteDue): the end of the start-up wait and
+// max_run_time. A pass that asked the pool to create, start, kill, forget
+// or shut down anything is never quiet: the create's answer (throttle,
+// capacity and quota back-offs, with their stale-lock unlocks) is the
+// pool's to give again, and the others change what the next pass sees.
+type quietState struct {
+	ok     bool // the last pass was quiet: the fields below describe it
+	queue  queue.PassInputs
+	listed bool
+	ready  bool
+	limit  int
+	atCap  bool
+	boot   []string              // BootFailing, by type
+	views  []worker.InstanceView // the instances it read
+	// due is the first time-driven deadline it saw, zero if none.
+	due time.Time
+	// oldest is when the longest-waiting container was first seen, so
+	// that a skipped pass still reports the wait growing.
+	oldest time.Time
+	stats  Stats
+	// spare is Quiet's buffer for the pool's instances.
+	spare []worker.InstanceView
+}
+
+// noteDue records a deadline at which the pass being run would decide
+// otherwise.
+func (s *Scheduler) noteDue(t time.Time) {
+	if q := &s.quiet; q.due.IsZero() || t.Before(q.due) {
+		q.due = t
+	}
+}
+
+// noteInputs records, at the start of a pass, the answers it is about to
+// act on; the views are recorded by keepIfQuiet.
+func (s *Scheduler) noteInputs(in queue.PassInputs, listed, ready bool, limit int, atCap bool) {
+	q := &s.quiet
+	q.ok, q.due = false, time.Time{}
+	q.queue, q.listed, q.ready, q.limit, q.atCap = in, listed, ready, limit, atCap
+	q.boot = q.boot[:0]
+	for _, t := range s.types {
+		q.boot = append(q.boot, s.pool.BootFailing(t.Name))
+	}
+	s.poolCalls = 0
+}
+
+// keepIfQuiet, at the end of a pass, keeps what it read if it changed
+// nothing: the queue as it was when the pass began, no verb sent to the
+// pool, nothing carried from an exit step, no start failure handled.
+func (s *Scheduler) keepIfQuiet(st Stats, failures int) {
+	q := &s.quiet
+	quiet := s.poolCalls == 0 && failures == 0 && len(s.revert) == 0 && len(s.forgets) == 0 &&
+		st.Starts == 0 && st.Creates == 0 && st.Unlocks == 0 && st.Kills == 0 && st.Preempted == 0 && st.Unhealthy == 0 &&
+		!q.queue.StoreDown && s.queue.PassInputs() == q.queue
+	if !quiet {
+		return
+	}
+	q.ok = true
+	q.views = append(q.views[:0], s.views...)
+	q.stats = st
+}
+
+// Quiet reports whether a pass now would change nothing: the last pass
+// was quiet, the queue has not changed since it began, the pool answers
+// as it did, and none of its deadlines has come. If so, it returns that
+// pass's Stats with the longest wait brought up to now, and the engine
+// skips the pass. Calling Pass anyway is always correct.
+func (s *Scheduler) Quiet() (Stats, bool) {
+	q := &s.quiet
+	if !q.ok {
+		return Stats{}, false
+	}
+	now := s.clock.Now()
+	if !q.due.IsZero() && !now.Before(q.due) {
+		return Stats{}, false
+	}
+	if s.queue.PassInputs() != q.queue || s.pool.Listed() != q.listed || s.pool.Ready() != q.ready {
+		return Stats{}, false
+	}
+	if limit, atCap := s.pool.Quota(); limit != q.limit || atCap != q.atCap {
+		return Stats{}, false
+	}
+	for i, t := range s.types {
+		if s.pool.BootFailing(t.Name) != q.boot[i] {
+			return Stats{}, false
+		}
+	}
+	// Taken, so kept for the next pass, which handles them first.
+	if f := s.pool.TakeStartFailures(); len(f) > 0 {
+		s.revert = append(s.revert, f...)
+		return Stats{}, false
+	}
+	q.spare = s.pool.Instances(q.spare)
+	if !slices.EqualFunc(q.spare, q.views, func(a, b worker.InstanceView) bool { return reflect.DeepEqual(a, b) }) {
+		return Stats{}, false
+	}
+	st := q.stats
+	// Copies, as every pass hands out its own.
+	st.ByState, st.Budgets = maps.Clone(st.ByState), slices.Clone(st.Budgets)
+	if !q.oldest.IsZero() {
+		st.LongestWait = max(0, now.Sub(q.oldest))
+	}
+	return st, true
+}
+
+// NoPass is the Write of a pass Quiet skipped: nothing to forget, but
+// the engine's write goes on (the pool's events, the cost ledger).
+func (s *Scheduler) NoPass() Write { return Write{s: s} }
+
+// Passes returns how many passes have walked the queue (Pass, not the
+// exit steps), for tests and benchmarks.
+func (s *Scheduler) Passes() uint64 { return s.passes }

@@ -1,0 +1,85 @@
+package boltstore
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"dispatch-tui/engine/store"
+)
+
+// TestLoadGivesBackTheMappedFile: after a load has read every record
+// through bbolt's mapping, the file's pages are no longer resident in the
+// process (they were the daemon's largest share of RSS after the heap),
+// and the records still read back.
+func TestLoadGivesBackTheMappedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "queue.db")
+	seeded := openSeeded(t, 20000, path)
+	if err := seeded.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(Options{Path: path, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var n atomic.Int64 // decodes may run on the load's own goroutines
+	count := store.RecordFunc(func(body []byte) (uint64, string, error) {
+		n.Add(1)
+		return decodeSeq(body)
+	})
+	if _, err := s.Load(1, count, noEvent); err != nil {
+		t.Fatal(err)
+	}
+	if n.Load() != 20000 {
+		t.Fatalf("loaded %d records, want 20000", n.Load())
+	}
+	if rss := mappedRSS(t, path); rss > fi.Size()/8 {
+		t.Errorf("after the load %d KiB of the %d KiB file stay resident in the mapping, want at most an eighth", rss>>10, fi.Size()>>10)
+	}
+	// What the mapping gave back reads again from the page cache.
+	if _, err := s.Load(1, store.RecordFunc(decodeSeq), noEvent); err != nil {
+		t.Fatalf("a second load after the pages were given back: %v", err)
+	}
+}
+
+// mappedRSS is the resident size of this process's mappings of path, in
+// bytes (/proc/self/smaps).
+func mappedRSS(t *testing.T, path string) int64 {
+	t.Helper()
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var total int64
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		fields := strings.Fields(line)
+		if len(fields) > 0 && strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":") {
+			in = strings.HasSuffix(line, " "+path)
+			continue
+		}
+		if in && len(fields) == 3 && fields[0] == "Rss:" {
+			kb, err := strconv.ParseInt(fields[1], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			total += kb << 10
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return total
+}

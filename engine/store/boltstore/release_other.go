@@ -1,0 +1,9 @@
+//go:build !linux
+
+// Giving back the file pages a load read (elsewhere than Linux: left to
+// the kernel).
+
+package boltstore
+
+// releaseMapped does nothing here: see release_linux.go.
+func (s *Store) releaseMapped() {}
