@@ -148,6 +148,14 @@ func (q *Queue) ChangesSince(since uint64, limit int) (Changes, error) {
 	if since != 0 && (since < q.tombFloor || since > q.gen) {
 		return Changes{}, ErrReload
 	}
+	if since == 0 && len(q.changes) > len(q.byID) {
+		// A first read pages through the whole log: a container in it
+		// twice (logged at load, then by the first pass's new reason)
+		// would be sent twice, a million extra at a million. Each
+		// live container's last entry is all a reader from any
+		// generation needs.
+		q.compactChangesLocked()
+	}
 	out := Changes{Generation: q.gen, Latest: q.gen, Total: len(q.byID)}
 	i, _ := slices.BinarySearchFunc(q.changes, since+1, func(ch change, g uint64) int { return cmp.Compare(ch.gen, g) })
 	seen := make(map[*Container]struct{}, min(limit, len(q.changes)-i))

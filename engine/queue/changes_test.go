@@ -210,3 +210,39 @@ func TestWaitChanges(t *testing.T) {
 		t.Fatal("WaitChanges did not return within a minute of a submit")
 	}
 }
+
+// A first read (since 0) returns each container once, even when the log
+// holds it twice: a restart logs every container it loads, and the first
+// pass logs again each one whose reason it sets.
+func TestFirstReadReturnsEachContainerOnce(t *testing.T) {
+	e := newEnv(t, nil)
+	ids := make([]string, 10)
+	for i := range ids {
+		ids[i] = e.submit(spec("true")).ID
+	}
+	e.reopen()
+	e.pass(func(tx *Tx) {
+		for _, id := range ids {
+			tx.SetPending(tx.Get(id), Pending{Code: ReasonHeld})
+		}
+	})
+	seen := map[string]int{}
+	items := 0
+	for since := uint64(0); ; {
+		ch, err := e.q.ChangesSince(since, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range ch.Items {
+			seen[c.ID]++
+		}
+		items += len(ch.Items)
+		since = ch.Generation
+		if !ch.More {
+			break
+		}
+	}
+	if items != len(ids) || len(seen) != len(ids) {
+		t.Fatalf("a first read of %d containers returned %d items (%d distinct): %v", len(ids), items, len(seen), seen)
+	}
+}
