@@ -41,11 +41,7 @@ func engineOn(t *testing.T, srv *ec2test.Server, change func(*config.Config)) *l
 	cfg.Cloud.EC2.ImageID = ec2test.ImageID
 	cfg.Cloud.EC2.SubnetIDs = []string{"subnet-a", "subnet-b"}
 	cfg.Cloud.EC2.UsePrivateIP = true
-	// One path for every instance: the fake's instances share this
-	// machine's files, so the first install serves them all, where each
-	// instance's own (./) took one more pass of this 41 MB binary through
-	// SSH under -race, 2-3 s of CPU, per instance.
-	cfg.Cloud.RunnerPath = filepath.Join(cfg.Dispatcher.StateDir, "dispatch-tui-runner")
+	cfg.Cloud.RunnerPath = "./dispatch-tui-runner"
 	cfg.Cloud.ProbeInterval = 200 * time.Millisecond
 	cfg.Cloud.SyncInterval = time.Second
 	cfg.Cloud.TimeoutIdle = time.Minute
