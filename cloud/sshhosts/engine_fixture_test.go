@@ -3,7 +3,9 @@ package sshhosts
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -76,4 +78,41 @@ func newDriver(t *testing.T, cfg *config.Config, hosts []Host, hash, owner strin
 		}
 	})
 	return drv
+}
+
+// preinstallRunner puts the runner binary (the file at bin) at runnerPath
+// in each host's work dir, as on a host provisioned before the dispatcher
+// first reaches it: the dispatcher finds its hash there and installs
+// nothing. For the tests that are not about installing: an install sends
+// the 78 MB binary through SSH, 2-3 s of CPU per host in sshd and the
+// client, most of those tests' CPU. TestEngineOnRealSSHD,
+// TestDeletedRunnerRedeployed and TestExitAnnouncedOnSSHHost still install it.
+func preinstallRunner(t *testing.T, hosts []Host, runnerPath, bin string) {
+	t.Helper()
+	for _, h := range hosts {
+		if err := os.MkdirAll(h.WorkDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := copyFile(bin, filepath.Join(h.WorkDir, runnerPath), 0o755); err != nil {
+			t.Fatalf("preinstalling the runner: %v", err)
+		}
+	}
+}
+
+// copyFile copies src to a new file dst of mode perm.
+func copyFile(src, dst string, perm os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
+	}
+	return out.Close()
 }

@@ -119,6 +119,7 @@ func newHAEnvSized(t *testing.T, nodes, hosts, slots int, srv *pgtest.Server) *h
 	if err := os.Mkdir(he.markers, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	preinstallRunner(t, hs, he.runner, bin)
 	// At the end, a driver of no owner releases whatever is still
 	// claimed, killing leftovers, after the nodes stop (last-in first-out).
 	newDriver(t, cfg, hs, hash, "", testLogger(t))

@@ -188,7 +188,7 @@ func newPartitionEnv(t *testing.T, hosts int, tune func(*config.Config)) *partit
 	t.Helper()
 	pn := newPartitionNet(t, hosts)
 	env := newSSHDEnvAt(t, hosts, func(i int) (string, string) { return pn.netns[i], pn.ips[i] })
-	_, bin, hash := dispatchBinary(t)
+	binPath, bin, hash := dispatchBinary(t)
 	logger := testLogger(t)
 	pe := &partitionEnv{t: t, net: pn, sshd: env, markers: filepath.Join(env.dir, "markers"), gates: filepath.Join(env.dir, "gates"), hostIdx: map[string]int{}}
 	for _, d := range []string{pe.markers, pe.gates} {
@@ -198,6 +198,7 @@ func newPartitionEnv(t *testing.T, hosts int, tune func(*config.Config)) *partit
 	}
 
 	cfg, hs := env.engineConfig(t)
+	preinstallRunner(t, hs, cfg.Cloud.RunnerPath+"~"+hash, binPath)
 	cfg.Dispatcher.MaxContainersPerInstance = 2
 	cfg.Cloud.ProbeInterval = time.Second
 	cfg.Cloud.TimeoutProbe = 5 * time.Second

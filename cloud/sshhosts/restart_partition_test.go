@@ -48,6 +48,7 @@ func newRestartEnv(t *testing.T, hosts int) *restartEnv {
 	env := newSSHDEnvAt(t, hosts, func(i int) (string, string) { return pn.netns[i], pn.ips[i] })
 	bin, _, hash := dispatchBinary(t)
 	cfg, hs := env.engineConfig(t)
+	preinstallRunner(t, hs, cfg.Cloud.RunnerPath+"~"+hash, bin)
 	re := &restartEnv{t: t, net: pn, bin: bin, markers: filepath.Join(env.dir, "markers"), gates: filepath.Join(env.dir, "gates"),
 		logPath: filepath.Join(t.TempDir(), "daemon.log"), hostIdx: map[string]int{}}
 	for _, d := range []string{re.markers, re.gates} {

@@ -25,9 +25,10 @@ func TestRunnerCallsServedOnSSHHost(t *testing.T) {
 	t.Parallel()
 	requireSSHD(t)
 	env := newSSHDEnv(t, 1)
-	_, bin, hash := dispatchBinary(t)
+	binPath, bin, hash := dispatchBinary(t)
 	logger := testLogger(t)
 	cfg, hosts := env.engineConfig(t)
+	preinstallRunner(t, hosts, cfg.Cloud.RunnerPath+"~"+hash, binPath)
 	cfg.Cloud.ProbeInterval = time.Second
 	// Generous: a slow call on a busy machine must not read as a cut.
 	cfg.Cloud.TimeoutRunnerCall = 30 * time.Second

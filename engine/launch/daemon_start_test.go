@@ -39,6 +39,7 @@ func TestDaemonThatCannotStartLeavesNoState(t *testing.T) {
 				}
 			}
 			cfg := e2eConfig(state)
+			os.Remove(installedRunner(cfg)) // the test's own file, not the daemon's
 			tc.set(&cfg.Dispatcher)
 			err := RunDaemon(context.Background(), Options{Config: cfg, RunnerBinary: binary})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,8 +29,9 @@ import (
 	"dispatch-tui/engine/runner/agent"
 )
 
-// binary is the dispatch-tui executable built once for these tests.
-var binary string
+// binary is the dispatch-tui executable built once for these tests, and
+// runnerHash its sha256, the name it is installed under.
+var binary, runnerHash string
 
 // The tests that run a daemon or an engine on the local driver for long
 // call t.Parallel: each has a state dir (so its driver's instances), ports
@@ -44,6 +46,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	if binary, err = enginetest.BuildBinary(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if runnerHash, err = runner.FileHash(binary); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -70,7 +76,39 @@ func e2eConfig(stateDir string) *config.Config {
 	cfg.Cloud.MaxProbesPerSecond = 100
 	cfg.Containers.KillGrace = time.Second
 	cfg.InstanceTypes = []cloud.InstanceType{{Name: "slot8", ProviderType: "slot8", VCPUs: 8, RAM: 16 << 30, Scratch: 10 << 30, Price: 0.1}}
+	preinstallRunner(installedRunner(cfg))
 	return cfg
+}
+
+// installedRunner is where an engine on cfg installs the runner: the
+// configured path with the binary's hash appended.
+func installedRunner(cfg *config.Config) string { return cfg.Cloud.RunnerPath + "~" + runnerHash }
+
+// preinstallRunner puts the binary at path, as a machine a dispatcher ran
+// on before has it, so that the engine installs nothing: most of these
+// tests are not about installing, and an in-process engine under -race
+// reading the 78 MB binary and sending it through the local driver's SSH
+// spent about 3 s of CPU on it, half of such a test's. On an error the
+// file is just not there, and the engine installs it as
+// TestLocalRunsContainersToCompletion has it do.
+func preinstallRunner(path string) {
+	in, err := os.Open(binary)
+	if err != nil {
+		return
+	}
+	defer in.Close()
+	out, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		return
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		os.Remove(path)
+		return
+	}
+	if out.Close() != nil {
+		os.Remove(path)
+	}
 }
 
 func startEngine(t *testing.T, cfg *config.Config) (*Running, context.CancelFunc) {
@@ -116,6 +154,11 @@ func countStates(e *engine.Engine, ids []string) map[queue.State]int {
 func TestLocalRunsContainersToCompletion(t *testing.T) {
 	t.Parallel()
 	cfg := e2eConfig(t.TempDir())
+	// The one test here that installs the runner from nothing, through
+	// the local driver's SSH.
+	if err := os.Remove(installedRunner(cfg)); err != nil {
+		t.Fatal(err)
+	}
 	r, _ := startEngine(t, cfg)
 	const n = 200
 	ids := make([]string, n)
@@ -131,6 +174,9 @@ func TestLocalRunsContainersToCompletion(t *testing.T) {
 		ids[i] = c.ID
 	}
 	wait.Until(t, "200 containers Complete", 3*time.Minute, func() bool { return countStates(r.Engine, ids)[queue.Complete] == n })
+	if r.PoolStats().RunnerDeploys == 0 {
+		t.Error("the runner was never installed, yet was not there before")
+	}
 	for i, id := range ids {
 		c, _ := r.Container(id)
 		if c.ExitCode == nil || *c.ExitCode != i%7 {
