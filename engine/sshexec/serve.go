@@ -148,6 +148,12 @@ func (e *Executor) exchange(ctx context.Context, s *serveSession, frame []byte) 
 
 // takeSession returns an idle live session running cmd, or starts one.
 func (e *Executor) takeSession(ctx context.Context, cmd string) (s *serveSession, reused bool, err error) {
+	if e.closeCtx.Err() != nil {
+		// A kept session may not know yet that Close has cut its
+		// connection, and a write to it can be taken: nothing may be
+		// sent once closed (Close's promise), so it is not tried.
+		return nil, false, ErrClosed
+	}
 	e.serveMu.Lock()
 	for len(e.idle[cmd]) > 0 {
 		list := e.idle[cmd]
