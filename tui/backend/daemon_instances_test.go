@@ -64,25 +64,7 @@ func TestDaemonInstanceDeltas(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	cfgPath := filepath.Join(dir, "config.toml")
-	cfg := fmt.Sprintf(`[dispatcher]
-state_dir = %q
-listen = %q
-token = "bench-token"
-max_instances = %d
-
-[cloud]
-driver = "fake"
-max_concurrent_creates = 2000
-max_cloud_ops_per_second = 10000
-max_probes_per_second = 20000
-
-[[instance_type]]
-name = "small"
-vcpus = 1
-ram = "2GiB"
-scratch = "10GiB"
-price = 0.05
-`, filepath.Join(dir, "state"), addr, n)
+	cfg := enginetest.FleetConfig(filepath.Join(dir, "state"), addr, "bench-token", n)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/enginetest/wait"
 	engview "dispatch-tui/engine/view" // the package has a view() of its own
 )
@@ -37,25 +38,7 @@ func newFleetSetup(t *testing.T, instances int) *backendSetup {
 	sb := newSandbox(t)
 	state := t.TempDir()
 	server := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	body := fmt.Sprintf(`[dispatcher]
-state_dir = %q
-listen = %q
-token = %q
-max_instances = %d
-
-[cloud]
-driver = "fake"
-max_concurrent_creates = 2000
-max_cloud_ops_per_second = 10000
-max_probes_per_second = 20000
-
-[[instance_type]]
-name = "small"
-vcpus = 1
-ram = "2GiB"
-scratch = "10GiB"
-price = 0.05
-`, state, server, token, max(instances, 1))
+	body := enginetest.FleetConfig(state, server, token, instances)
 	cfg := filepath.Join(t.TempDir(), "config.toml")
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
