@@ -103,6 +103,8 @@ func newRoot(env *cli.Env) *cobra.Command {
 				return cli.UsageError("--connect %s", api.CheckServer(cf.connect))
 			case daemon && cf.readOnly:
 				return cli.UsageError("--read-only is a console setting; --daemon has no console")
+			case !daemon && profileDir != "":
+				return cli.UsageError("--profile is a --daemon setting: the console writes no profiles")
 			case daemon:
 				return exitCode(daemonCmd(cmd.Context(), cf.configPath, profileDir, env.Stderr))
 			}
