@@ -160,15 +160,29 @@ func keygen(t *testing.T, file string) {
 	}
 }
 
+// freePort returns a loopback port no listener holds now, and none that an
+// earlier call of this test binary returned: a port closed at once is free
+// again, and the kernel may hand it out twice in a row (two hosts of one
+// test were given the same address).
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if _, dup := portsGiven.LoadOrStore(port, true); !dup {
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no loopback port this test binary has not given out already, in 100 tries")
+	return 0
 }
+
+// portsGiven holds every port freePort has returned.
+var portsGiven sync.Map
 
 // newHostKey generates a new host key for the server (used from the next
 // start on).

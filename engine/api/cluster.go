@@ -20,8 +20,8 @@ type Cluster interface {
 	Leading() bool
 	// Leader returns the node a standby forwards to and its advertised
 	// address; ok is false when none is known. Called for every request
-	// on a standby: must be cheap.
-	Leader() (name, address string, ok bool)
+	// on a standby: must be cheap while a leader is known.
+	Leader(ctx context.Context) (name, address string, ok bool)
 	// State is the answer to GET /v1/cluster.
 	State(ctx context.Context) (view.Cluster, error)
 }
@@ -41,8 +41,8 @@ func SingleNode(name, address string) Cluster { return single{name: name, addres
 
 type single struct{ name, address string }
 
-func (single) Leading() bool                  { return true }
-func (single) Leader() (string, string, bool) { return "", "", false }
+func (single) Leading() bool                                 { return true }
+func (single) Leader(context.Context) (string, string, bool) { return "", "", false }
 func (s single) State(context.Context) (view.Cluster, error) {
 	return view.Cluster{Leader: s.name, Self: s.name, Nodes: []view.ClusterNode{
 		{Name: s.name, Role: view.RoleLeader, Address: s.address, LastSeen: time.Now().UTC()}}}, nil

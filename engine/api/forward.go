@@ -42,7 +42,7 @@ func (s *server) forward(w http.ResponseWriter, r *http.Request, p principal) {
 		unavailable(w, "this node no longer leads the cluster: the request was not carried out; retry in a few seconds, when the standbys know the new leader")
 		return
 	}
-	name, addr, ok := s.clusterOf.Leader()
+	name, addr, ok := s.clusterOf.Leader(r.Context())
 	if !ok {
 		unavailable(w, "this node stands by and knows no leader now (an election is under way, or no node reaches the store): retry in a few seconds")
 		return

@@ -27,7 +27,7 @@ type fakeCluster struct {
 }
 
 func (f *fakeCluster) Leading() bool { return f.leading.Load() }
-func (f *fakeCluster) Leader() (string, string, bool) {
+func (f *fakeCluster) Leader(context.Context) (string, string, bool) {
 	if l := f.leader.Load(); l != nil {
 		return l[0], l[1], true
 	}

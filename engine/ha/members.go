@@ -117,10 +117,30 @@ func (m *Members) Leading() bool {
 }
 
 // Leader returns the node a standby forwards to and its address, as the
-// lease last read names them; ok is false when no other node's lease was
-// valid then (none is known: the request cannot be served now).
-func (m *Members) Leader() (name, address string, ok bool) {
-	h := m.holder.Load()
+// lease last read names them; when that reading named none, the lease is
+// read again: an election decided since (within one Retry) must not
+// refuse a request that GET /v1/cluster, which reads the lease afresh,
+// already names a leader for. ok is false when no other node's lease is
+// valid (none is known: the request cannot be served now).
+func (m *Members) Leader(ctx context.Context) (name, address string, ok bool) {
+	if name, address, ok = m.lastLeader(); ok {
+		return name, address, true
+	}
+	h, err := m.lease.Holder(ctx)
+	if err != nil {
+		return "", "", false
+	}
+	return m.leaderOf(&h)
+}
+
+// lastLeader is Leader as the lease was last read, without reading it.
+func (m *Members) lastLeader() (name, address string, ok bool) {
+	return m.leaderOf(m.holder.Load())
+}
+
+// leaderOf names the node a reading of the lease says leads, if it is
+// valid and another node's.
+func (m *Members) leaderOf(h *Holder) (name, address string, ok bool) {
 	if h == nil || !h.Valid || h.Node == m.opts.Node || h.Address == "" {
 		return "", "", false
 	}
@@ -130,7 +150,7 @@ func (m *Members) Leader() (name, address string, ok bool) {
 // LeaderFingerprint is the certificate fingerprint the leader (as Leader
 // names it) last beat with; "" when unknown.
 func (m *Members) LeaderFingerprint() string {
-	name, _, ok := m.Leader()
+	name, _, ok := m.lastLeader()
 	p := m.pins.Load()
 	if !ok || p == nil {
 		return ""
