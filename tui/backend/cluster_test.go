@@ -15,7 +15,7 @@ import (
 type twoNodes struct{}
 
 func (twoNodes) Leading() bool                  { return true }
-func (twoNodes) Leader() (string, string, bool) { return "", "", false }
+func (twoNodes) Leader(context.Context) (string, string, bool) { return "", "", false }
 func (twoNodes) State(context.Context) (view.Cluster, error) {
 	return view.Cluster{Leader: "a", Epoch: 3, Self: "a", Nodes: []view.ClusterNode{
 		{Name: "a", Role: view.RoleLeader, Epoch: 3}, {Name: "b", Role: view.RoleStandby, Epoch: 3, LastSeen: time.Unix(100, 0).UTC()}}}, nil
