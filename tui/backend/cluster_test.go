@@ -14,7 +14,7 @@ import (
 // twoNodes is a node leading a cluster of two.
 type twoNodes struct{}
 
-func (twoNodes) Leading() bool                  { return true }
+func (twoNodes) Leading() bool                                 { return true }
 func (twoNodes) Leader(context.Context) (string, string, bool) { return "", "", false }
 func (twoNodes) State(context.Context) (view.Cluster, error) {
 	return view.Cluster{Leader: "a", Epoch: 3, Self: "a", Nodes: []view.ClusterNode{
