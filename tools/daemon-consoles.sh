@@ -18,9 +18,8 @@
 # profile at each RSS printed.
 set -u
 BIN=$1 D=$2 CONSOLES=${3:-2} SETTLE=${SETTLE:-40} KILLS=${KILLS:-60} PROFILE=${PROFILE:-0}
-PORT=$(sed -n 's/^listen = "127.0.0.1:\([0-9]*\)"/\1/p' "$D/config.toml")
-U="http://127.0.0.1:$PORT"
-H="Authorization: Bearer bench-token"
+. "$(dirname "$0")/daemon-lib.sh"
+read_config "$D"
 prof=()
 [ "$PROFILE" = 1 ] && prof=(--profile "$D/profile-consoles")
 "$BIN" --daemon --config "$D/config.toml" "${prof[@]}" 2>> "$D/daemon-consoles.log" &
@@ -28,7 +27,7 @@ DPID=$!
 READERS=()
 cleanup() { for p in "${READERS[@]}"; do kill "$p" 2>/dev/null; done; kill "$DPID" 2>/dev/null; wait 2>/dev/null; }
 trap cleanup EXIT
-for _ in $(seq 1 600); do curl -sf -m 5 -H "$H" "$U/v1/summary" > /dev/null && break; sleep 0.5; done
+await_api || exit 1
 rss() {
 	[ "$PROFILE" = 1 ] && kill -USR1 "$DPID"
 	echo "$1: RSS $(awk '/VmRSS|RssAnon|RssFile/ {printf "%s %.0f MiB ", $1, $2 / 1024}' "/proc/$DPID/status")peak $(awk '/VmHWM/ {printf "%.0f MiB", $2 / 1024}' "/proc/$DPID/status"), load $(cut -d' ' -f1 /proc/loadavg)"

@@ -20,31 +20,13 @@
 # the 20 s measured.
 set -u
 BIN=$1 D=$2 N=$3 SETTLE=${SETTLE:-40} FIXED=${FIXED:-1} PROFILE=${PROFILE:-0} BEFORE=${BEFORE:-} REUSE=${REUSE:-0}
+. "$(dirname "$0")/daemon-lib.sh"
 if [ "$REUSE" = 1 ]; then
-	PORT=$(sed -n 's/^listen = "127.0.0.1:\([0-9]*\)"/\1/p' "$D/config.toml")
+	read_config "$D"
 else
 	rm -rf "$D" && mkdir -p "$D/state"
-	PORT=$((20000 + RANDOM % 20000))
+	write_config "$D"
 fi
-[ "$REUSE" = 1 ] || cat > "$D/config.toml" <<CFG
-[dispatcher]
-state_dir = "$D/state"
-listen = "127.0.0.1:$PORT"
-token = "bench-token"
-
-[cloud]
-driver = "fake"
-
-[[instance_type]]
-name = "small"
-vcpus = 1
-ram = "2GiB"
-scratch = "10GiB"
-price = 0.05
-CFG
-chmod 600 "$D/config.toml"
-U="http://127.0.0.1:$PORT"
-H="Authorization: Bearer bench-token"
 DPID= STARTS=0
 start() { # env assignments for the daemon, if any
 	local prof=()
@@ -52,8 +34,7 @@ start() { # env assignments for the daemon, if any
 	[ "$PROFILE" = 1 ] && prof=(--profile "$D/profile-$STARTS")
 	env "$@" "${RUN:-$BIN}" --daemon --config "$D/config.toml" "${prof[@]}" 2>> "$D/daemon.log" &
 	DPID=$!
-	for _ in $(seq 1 600); do curl -sf -m 5 -H "$H" "$U/v1/summary" > /dev/null && return; sleep 0.5; done
-	echo "the daemon did not answer" >&2; exit 1
+	await_api || exit 1
 }
 stop() { kill "$DPID"; wait "$DPID" 2>/dev/null; }
 cpu() { awk '{print $14 + $15}' "/proc/$DPID/stat"; } # clock ticks

@@ -13,34 +13,12 @@
 set -u
 BIN=$1 D=$2 N=$3 WATCH=${4:-0}
 rm -rf "$D" && mkdir -p "$D/state"
-PORT=$((20000 + RANDOM % 20000))
-cat > "$D/config.toml" <<CFG
-[dispatcher]
-state_dir = "$D/state"
-listen = "127.0.0.1:$PORT"
-token = "bench-token"
-max_instances = $N
-
-[cloud]
-driver = "fake"
-max_concurrent_creates = 2000
-max_cloud_ops_per_second = 10000
-max_probes_per_second = 20000
-
-[[instance_type]]
-name = "small"
-vcpus = 1
-ram = "2GiB"
-scratch = "10GiB"
-price = 0.05
-CFG
-chmod 600 "$D/config.toml"
+. "$(dirname "$0")/daemon-lib.sh"
+write_config "$D" "$N"
 GOTRACEBACK=all "$BIN" --daemon --config "$D/config.toml" 2> "$D/daemon.log" &
 DPID=$!
 echo $DPID > "$D/pid"
-U="http://127.0.0.1:$PORT"
-H="Authorization: Bearer bench-token"
-for _ in $(seq 1 100); do curl -sf -m 5 -H "$H" "$U/v1/summary" > /dev/null && break; sleep 0.3; done
+await_api || exit 1
 
 python3 -c 'import json; print(json.dumps([{"command": ["run-forever"], "runtime_constraints": {"vcpus": 1, "ram": 1 << 29}}] * 1000))' > "$D/batch.json"
 (for b in $(seq 1 $((N / 1000))); do
@@ -50,9 +28,9 @@ done) &
 
 # A watcher reads every instance once, then waits for changes from its generation.
 watch() {
-	python3 - "$U" "$DPID" <<'PY'
+	python3 - "$U" "$DPID" "$TOKEN" <<'PY'
 import json, os, sys, urllib.request
-url, pid = sys.argv[1], int(sys.argv[2])
+url, pid, token = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 gen = 0
 while True:
     try:
@@ -60,7 +38,7 @@ while True:
     except OSError:
         break
     q = f"{url}/v1/instances?changed_since={gen}&limit=10000" + ("&wait=30s" if gen else "")
-    req = urllib.request.Request(q, headers={"Authorization": "Bearer bench-token"})
+    req = urllib.request.Request(q, headers={"Authorization": "Bearer " + token})
     try:
         gen = json.load(urllib.request.urlopen(req, timeout=90))["generation"]
     except Exception:

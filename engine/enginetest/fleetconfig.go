@@ -9,7 +9,8 @@ import "fmt"
 // room for instances instances of one type (1 vCPU, 2 GiB), created and
 // probed as fast as the in-memory cloud lets, everything else at its
 // default (memory_limit included). The state directory, the API's TCP
-// address and its token are the caller's.
+// address and its token are the caller's. tools/daemon-lib.sh writes the
+// same for the shell measurements: keep the two alike.
 func FleetConfig(stateDir, listen, token string, instances int) string {
 	return fmt.Sprintf(`[dispatcher]
 state_dir = %q
