@@ -37,7 +37,7 @@ type Remote struct {
 	c        *api.Client
 	describe string
 	events   *eventTail
-	pageSize int // containers per request; pageSize (tests lower it)
+	pageSize int // containers per request: the const pageSize, which tests lower
 
 	// copy is the console's copy of the containers (rows.go), insts
 	// that of the instances (instances.go).
