@@ -17,9 +17,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,6 +34,7 @@ var (
 	benchInstances = flag.Int("console-bench.instances", -1, "TestAttachedConsoleCost's running instances (-1: a hundredth of -console-bench)")
 	benchPaused    = flag.Bool("console-bench.paused", false, "TestAttachedConsoleCost pauses the scheduler once the instances run (by default it runs, at quota)")
 	benchFiles     = flag.Bool("console-bench.files", false, "TestAttachedConsoleCost submits its queue with submit -f, files of 100,000 (by default through the API, batches of 5,000)")
+	benchProfile   = flag.String("console-bench.profile", "", "TestAttachedConsoleCost starts the daemon with --profile `DIR` and cuts its CPU profile at each phase (cpu-N.pprof is the Nth phase the log names)")
 	benchChurn     = flag.Duration("console-bench.churn", time.Minute, "how long TestAttachedConsoleCost changes 1 % of the queue a second (at least the 20 CLI submits, one every 3 s)")
 )
 
@@ -56,14 +59,29 @@ func TestAttachedConsoleCost(t *testing.T) {
 		inst = n / churnGroups
 	}
 	b := newFleetSetup(t, inst)
+	if *benchProfile != "" {
+		dir, err := filepath.Abs(*benchProfile) // the daemon runs in its sandbox's directory
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.args = append(b.args, "--profile", dir)
+	}
 	b.startDaemon(t)
 	c := api.NewClient("http://"+b.server, token)
 	daemon := childOf(t, os.Getpid(), "dispatch-tui")
 	rss := newRSSSampler(3 * time.Second)
 	t.Cleanup(rss.stop)
 	rss.watch("daemon", daemon)
+	phases := 0
+	phase := func(name string) {
+		rss.begin(name)
+		phases++
+		if *benchProfile != "" {
+			cutProfile(t, daemon, phases, name)
+		}
+	}
 
-	rss.begin("instances")
+	phase("instances")
 	took := submitCopies(t, c, inst, func(int) string {
 		return `{"name":"fleet","command":["run-forever"],"runtime_constraints":{"vcpus":1,"ram":536870912}}`
 	})
@@ -73,7 +91,7 @@ func TestAttachedConsoleCost(t *testing.T) {
 		b.cli.run("pause", "--reason", "bench: keep the queue waiting")
 	}
 
-	rss.begin("queue submitted")
+	phase("queue submitted")
 	queued := func(i int) string {
 		return fmt.Sprintf(`{"name":"q","command":["true"],"labels":{"pct":"%d"},"runtime_constraints":{"vcpus":1,"ram":536870912}}`, i%churnGroups)
 	}
@@ -87,11 +105,11 @@ func TestAttachedConsoleCost(t *testing.T) {
 	t.Logf("%d containers submitted %s in %s (%.0f a second; load %s); daemon %s",
 		n, how, took.Round(time.Millisecond), float64(n)/took.Seconds(), loadAvg(), memLine(t, daemon))
 
-	rss.begin("quiet, no console")
+	phase("quiet, no console")
 	alone := cpuOver(t, daemon)
 
 	// Two consoles, each in its tmux session, read the queue at once.
-	rss.begin("first reads")
+	phase("first reads")
 	var tms []*term
 	for range 2 {
 		tms = append(tms, startTerm(t, b.sb, 140, 40, nil, binary, "--connect", "http://"+b.server, "--token", token, "--config", b.cfg))
@@ -112,12 +130,12 @@ func TestAttachedConsoleCost(t *testing.T) {
 	}
 	t.Logf("daemon after the two first reads: %s", memLine(t, daemon))
 
-	rss.begin("quiet, two consoles")
+	phase("quiet, two consoles")
 	attached := cpuOver(t, daemon)
 	t.Logf("daemon CPU over %s on a quiet queue: %s alone, %s with the two consoles attached (load %s)", benchIdle, alone, attached, loadAvg())
 
 	// The churn, and the CLI timed through it.
-	rss.begin("churn and CLI submits")
+	phase("churn and CLI submits")
 	ch := startChurn(c)
 	t2 := time.Now()
 	pace := time.NewTicker(benchSubmitEvery)
@@ -150,6 +168,7 @@ func TestAttachedConsoleCost(t *testing.T) {
 		t.Fatalf("summary after the churn: %v", err)
 	}
 	t.Logf("at the end: instances %v, containers %v, at quota %v, paused %v", sum.Instances, sum.Containers, sum.AtQuota, sum.Paused)
+	phase("after the churn")
 	rss.stop()
 	t.Logf("sampled every 3 s, by phase (CPU in cores):\n%s", rss.report())
 }
@@ -189,6 +208,16 @@ func untilEach(t *testing.T, tms []*term, what string, timeout time.Duration, st
 		return all
 	})
 	return got
+}
+
+// cutProfile asks the daemon started with --profile to begin its CPU
+// profile number n (profile.go: the Nth SIGUSR1), for the phase named.
+func cutProfile(t *testing.T, pid, n int, name string) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
+		t.Fatalf("cut the daemon's profile at %q: %v", name, err)
+	}
+	t.Logf("profile: phase %q is %s/cpu-%d.pprof (heap-%d.pprof at its start)", name, *benchProfile, n, n)
 }
 
 // cpuOver is the CPU pid uses over benchIdle.

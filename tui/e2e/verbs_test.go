@@ -32,6 +32,7 @@ type backendSetup struct {
 	cfg    string // config file path
 	server string // host:port of the API
 	cli    *cli
+	args   []string // more of the daemon's flags (e.g. --profile)
 }
 
 func newBackendSetup(t *testing.T) *backendSetup {
@@ -55,7 +56,7 @@ func newBackendSetup(t *testing.T) *backendSetup {
 // or until the stop it returns is called.
 func (b *backendSetup) startDaemon(t *testing.T) (stop func()) {
 	t.Helper()
-	d := exec.Command(binary, "--daemon", "--config", b.cfg)
+	d := exec.Command(binary, append([]string{"--daemon", "--config", b.cfg}, b.args...)...)
 	d.Env, d.Dir = b.sb.env, b.sb.dir
 	var logs bytes.Buffer
 	d.Stderr = &logs
