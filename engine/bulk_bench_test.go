@@ -1,0 +1,136 @@
+package engine
+
+// The churn of issue 32's acceptance, in process: 1 % of a large queue
+// given a new priority by a label selector, 5,000 a request (as POST
+// /v1/containers/bulk pages it), and what a single submit waits while it
+// goes on (BENCHMARKS.md, helper churn).
+
+import (
+	"flag"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"dispatch-tui/cloud/fake"
+	"dispatch-tui/engine/clock"
+	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
+)
+
+var bulkBenchN = flag.Int("bulk.containers", 300_000, "queued containers of the bulk churn benchmarks")
+
+// bulkGroups is how many values the "pct" label takes: one is 1 %.
+const bulkGroups = 100
+
+// newBulkBench is an engine (real bbolt file, synced; no scheduler
+// running) with n queued containers labelled pct=i%bulkGroups.
+func newBulkBench(b *testing.B, n int) *Engine {
+	b.Helper()
+	cfg := testConfig(b)
+	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	ct := fake.New(fake.Options{Clock: clk})
+	eng, err := New(Options{Config: cfg, InstanceSet: ct, NewExecutor: ct.Executor, Clock: clk})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { eng.Close() })
+	const batch = 10_000
+	specs := make([]queue.Spec, batch)
+	for done := 0; done < n; done += batch {
+		for i := range specs {
+			specs[i] = queue.Spec{Name: "q", Command: []string{"true"},
+				Labels:             map[string]string{"pct": strconv.Itoa((done + i) % bulkGroups)},
+				RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: gib / 2}}
+		}
+		if _, err := eng.queue.SubmitBatch(specs[:min(batch, n-done)], "bench"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return eng
+}
+
+// churnRound gives 1 % of the queue (pct=r%bulkGroups) the priority
+// 1000+r, a page of BulkBatch at a time, and returns how many it changed.
+func churnRound(b *testing.B, eng *Engine, r int) int {
+	prio := 1000 + r
+	req := BulkRequest{Verb: view.ContainerPriority, Priority: &prio, Actor: "bench",
+		Filter: &ListOptions{Labels: map[string]string{"pct": strconv.Itoa(r % bulkGroups)}}}
+	changed := 0
+	for {
+		out, err := eng.Bulk(req)
+		if err != nil {
+			b.Error(err)
+			return changed
+		}
+		changed += len(out.Results)
+		if !out.More {
+			return changed
+		}
+		req.From = out.Next
+	}
+}
+
+// BenchmarkBulkPriorityRound is one round of the churn: 1 % of
+// -bulk.containers (300,000 by default) given a new priority by label.
+func BenchmarkBulkPriorityRound(b *testing.B) {
+	n := *bulkBenchN
+	eng := newBulkBench(b, n)
+	b.ReportAllocs()
+	r, changed := 0, 0
+	for b.Loop() {
+		changed += churnRound(b, eng, r)
+		r++
+	}
+	b.ReportMetric(float64(changed)/b.Elapsed().Seconds(), "changes/s")
+}
+
+// BenchmarkSubmitDuringChurn is one submit, and the read of changes that
+// first shows it, while rounds of the churn run back to back: what an
+// attached console's user waits for a CLI submit, the console's own
+// work aside. It reports the time's median and 99th percentile.
+func BenchmarkSubmitDuringChurn(b *testing.B) {
+	n := *bulkBenchN
+	eng := newBulkBench(b, n)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for r := 0; ; r++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			churnRound(b, eng, r)
+		}
+	})
+	defer func() { close(stop); wg.Wait() }()
+	spec := queue.Spec{Name: "late", Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: gib / 2}}
+	since := eng.queue.Generation()
+	var took []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		c, err := eng.Submit(spec, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		// A watcher's reads, in pages as the API's, until the submit's
+		// container is among them.
+		for seen := false; !seen; {
+			ch, err := eng.ContainerChanges(since, 10_000)
+			if err != nil {
+				b.Fatal(err)
+			}
+			since = ch.Generation
+			seen = slices.ContainsFunc(ch.Items, func(v view.Container) bool { return v.ID == c.ID })
+		}
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	q := func(p float64) float64 {
+		return float64(took[min(len(took)-1, int(p*float64(len(took))))].Nanoseconds())
+	}
+	b.ReportMetric(q(0.5), "p50-ns")
+	b.ReportMetric(q(0.99), "p99-ns")
+}
