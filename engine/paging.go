@@ -35,8 +35,9 @@ func (e *Engine) ContainersFrom(opts ListOptions, from uint64) ContainerPage {
 	}
 	page := make([]*queue.Container, 0, min(limit, 4096))
 	var p ContainerPage
+	m := matcherOf(opts)
 	e.queue.EachFrom(from, func(c *queue.Container) bool {
-		if !pageMatch(c, opts) {
+		if !m.match(c) {
 			return true
 		}
 		if len(page) == limit {
@@ -54,16 +55,38 @@ func (e *Engine) ContainersFrom(opts ListOptions, from uint64) ContainerPage {
 	return p
 }
 
-// pageMatch is Containers' filter (states, labels, then q) for one
-// container.
-func pageMatch(c *queue.Container, opts ListOptions) bool {
-	if len(opts.States) > 0 && !slices.Contains(opts.States, c.State) {
+// matcher is a list filter (states, labels, then q) made ready to test
+// many containers: a bulk verb's selector walks up to the whole queue, and
+// walking the filter's label map for each container was most of that walk
+// (BENCHMARKS.md, helper churn).
+type matcher struct {
+	states []queue.State
+	labels []labelPair
+	query  string
+}
+
+// labelPair is one label a filter asks for.
+type labelPair struct{ key, value string }
+
+func matcherOf(opts ListOptions) matcher {
+	m := matcher{states: opts.States, query: opts.Query}
+	for k, v := range opts.Labels {
+		m.labels = append(m.labels, labelPair{k, v})
+	}
+	return m
+}
+
+// match reports whether c passes the filter.
+func (m *matcher) match(c *queue.Container) bool {
+	if len(m.states) > 0 && !slices.Contains(m.states, c.State) {
 		return false
 	}
-	if len(opts.Labels) > 0 && !hasLabels(c.Labels, opts.Labels) {
-		return false
+	for _, l := range m.labels {
+		if v, ok := c.Labels[l.key]; !ok || v != l.value {
+			return false
+		}
 	}
-	return opts.Query == "" || matches(c, opts.Query)
+	return m.query == "" || matches(c, m.query)
 }
 
 // countMatching counts the containers opts matches: from the counts by
@@ -71,8 +94,9 @@ func pageMatch(c *queue.Container, opts ListOptions) bool {
 func (e *Engine) countMatching(opts ListOptions) int {
 	n := 0
 	if opts.Query != "" || len(opts.Labels) > 0 {
+		m := matcherOf(opts)
 		e.queue.EachFrom(0, func(c *queue.Container) bool {
-			if pageMatch(c, opts) {
+			if m.match(c) {
 				n++
 			}
 			return true

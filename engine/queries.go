@@ -79,14 +79,9 @@ func (e *Engine) Containers(opts ListOptions) ([]view.Container, int) {
 	// of them for every page.
 	n, _ := e.queue.Len()
 	es := make([]listEntry, 0, n)
+	m := matcherOf(opts)
 	e.queue.Each(func(c *queue.Container) bool {
-		if len(opts.States) > 0 && !slices.Contains(opts.States, c.State) {
-			return true
-		}
-		if opts.Query != "" && !matches(c, opts.Query) {
-			return true
-		}
-		if len(opts.Labels) > 0 && !hasLabels(c.Labels, opts.Labels) {
+		if !m.match(c) {
 			return true
 		}
 		es = append(es, listEntry{c: c, priority: c.Priority, created: c.CreatedAt, name: c.Name, state: c.State})
@@ -115,16 +110,6 @@ type listEntry struct {
 	created  time.Time
 	name     string
 	state    queue.State
-}
-
-// hasLabels reports whether have holds every label of want.
-func hasLabels(have, want map[string]string) bool {
-	for k, v := range want {
-		if hv, ok := have[k]; !ok || hv != v {
-			return false
-		}
-	}
-	return true
 }
 
 func matches(c *queue.Container, q string) bool {

@@ -2,7 +2,10 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,4 +87,59 @@ func TestSubmitAndSubmitBatchRefuseAlike(t *testing.T) {
 	if total, _ := h.eng.queue.Len(); total != 0 {
 		t.Fatalf("refused submits stored %d containers", total)
 	}
+}
+
+// TestBulkSelectorAcrossChunks: a selector's walk takes the queue's lock a
+// chunk at a time (selectIDs); its pages still hold every match once, in
+// submission order, across the chunks' edges.
+func TestBulkSelectorAcrossChunks(t *testing.T) {
+	h := newHarness(t, testConfig(t), fake.Options{})
+	n := 2*selectChunk + 700
+	specs := make([]queue.Spec, n)
+	for i := range specs {
+		specs[i] = queue.Spec{Command: []string{"true"}, Labels: map[string]string{"g": strconv.Itoa(i % 3)},
+			RuntimeConstraints: queue.Constraints{VCPUs: 1}}
+	}
+	cs, err := h.eng.SubmitBatch(specs, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i, c := range cs {
+		if i%3 == 1 {
+			want = append(want, c.ID)
+		}
+	}
+	prio := 7
+	req := BulkRequest{Verb: view.ContainerPriority, Priority: &prio, Filter: &ListOptions{Labels: map[string]string{"g": "1"}}}
+	var got []string
+	for pages := 1; ; pages++ {
+		out, err := h.eng.Bulk(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range out.Results {
+			got = append(got, r.ID)
+		}
+		if !out.More {
+			if pages != 2 {
+				t.Errorf("%d pages for %d matches, want 2 of at most %d", pages, len(want), BulkBatch)
+			}
+			break
+		}
+		req.From = out.Next
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the pages changed %d containers, want the %d labelled g=1 in submission order (first differences: %v)", len(got), len(want), firstDiff(got, want))
+	}
+}
+
+// firstDiff is where two id lists part, for a failure message.
+func firstDiff(a, b []string) string {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return fmt.Sprintf("at %d: %s against %s", i, a[i], b[i])
+		}
+	}
+	return fmt.Sprintf("lengths %d and %d", len(a), len(b))
 }
