@@ -158,20 +158,24 @@ func (q *Queue) ChangesSince(since uint64, limit int) (Changes, error) {
 	}
 	out := Changes{Generation: q.gen, Latest: q.gen, Total: len(q.byID)}
 	i, _ := slices.BinarySearchFunc(q.changes, since+1, func(ch change, g uint64) int { return cmp.Compare(ch.gen, g) })
-	seen := make(map[*Container]struct{}, min(limit, len(q.changes)-i))
+	// A container already on the page is marked (hintLogged), not put in
+	// a set: a page is up to 10,000 and every watching console reads
+	// every change (BENCHMARKS.md, helper churn).
 	page := make([]*Container, 0, min(limit, len(q.changes)-i))
 	for _, ch := range q.changes[i:] {
-		_, shown := seen[ch.c]
-		if !shown && ch.c.hints&hintDropped == 0 { // not dropped since (a tombstone says so)
+		if ch.c.hints&(hintLogged|hintDropped) == 0 { // not on the page, not dropped since (a tombstone says so)
 			if len(page) == limit {
 				out.More = true
 				break
 			}
-			seen[ch.c] = struct{}{}
+			ch.c.hints |= hintLogged
 			page = append(page, ch.c)
 		}
 		// The page covers the log up to here.
 		out.Generation = ch.gen
+	}
+	for _, c := range page {
+		c.hints &^= hintLogged
 	}
 	if !out.More {
 		out.Generation = q.gen

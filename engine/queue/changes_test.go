@@ -246,3 +246,43 @@ func TestFirstReadReturnsEachContainerOnce(t *testing.T) {
 		t.Fatalf("a first read of %d containers returned %d items (%d distinct): %v", len(ids), items, len(seen), seen)
 	}
 }
+
+// A container changed twice since a reader's generation, with another
+// change between, is on the page once; a page cut at its limit leaves
+// nothing marked, so the next read from the same generation is the same.
+func TestChangesPageHoldsEachContainerOnce(t *testing.T) {
+	e := newEnv(t, nil)
+	a, b, c := e.submit(spec("true")).ID, e.submit(spec("true")).ID, e.submit(spec("true")).ID
+	since := e.q.Generation()
+	for _, id := range []string{a, b, a, c, a} {
+		if _, err := e.q.Hold(id, "test", ""); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.q.Release(id, "test", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func(ch Changes) []string {
+		var out []string
+		for _, v := range ch.Items {
+			out = append(out, v.ID)
+		}
+		return out
+	}
+	for range 2 {
+		ch, err := e.q.ChangesSince(since, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(ch); len(got) != 3 {
+			t.Fatalf("changes since %d: %v, want %s, %s and %s once each", since, got, a, b, c)
+		}
+		cut, err := e.q.ChangesSince(since, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(cut); len(got) != 2 || !cut.More {
+			t.Fatalf("a page of 2: %v (more %v), want 2 and more", got, cut.More)
+		}
+	}
+}

@@ -132,8 +132,9 @@ const (
 	// hintDropped: the record left byID (keep_finished); its entries in
 	// the change log are dead.
 	hintDropped
-	// hintLogged: set only during a compaction of the change log, on the
-	// records whose newest entry it has kept.
+	// hintLogged: set only under the lock, during a compaction of the
+	// change log on the records whose newest entry it has kept, or during
+	// a read of changes on the records already on its page.
 	hintLogged
 )
 
