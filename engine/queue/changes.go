@@ -144,8 +144,8 @@ func (q *Queue) ChangesSince(since uint64, limit int) (Changes, error) {
 		limit = 1000
 	}
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	if since != 0 && (since < q.tombFloor || since > q.gen) {
+		q.mu.Unlock()
 		return Changes{}, ErrReload
 	}
 	if since == 0 && len(q.changes) > len(q.byID) {
@@ -189,10 +189,26 @@ func (q *Queue) ChangesSince(since uint64, limit int) (Changes, error) {
 			out.Removed = append(out.Removed, t.id)
 		}
 	}
+	// The views are made viewChunk at a time, the lock let go between:
+	// a page is up to 10,000 views, which a submit, a pass or a bulk verb
+	// waited behind, for each watching console (BENCHMARKS.md, helper
+	// churn). A container that changes meanwhile is shown as it is then,
+	// which a reader from out.Generation reads again anyway.
 	out.Items = make([]view.Container, len(page))
-	q.viewsLocked(page, out.Items)
-	return out, nil
+	for i := 0; ; {
+		j := min(len(page), i+viewChunk)
+		q.viewsLocked(page[i:j], out.Items[i:j])
+		q.mu.Unlock()
+		if i = j; i == len(page) {
+			return out, nil
+		}
+		q.mu.Lock()
+	}
 }
+
+// viewChunk is how many views a read of changes makes under one hold of
+// the queue's lock.
+const viewChunk = 1000
 
 // WaitChanges returns once a container changed or was dropped after
 // generation since (at once if one already was), or when ctx ends; a

@@ -286,3 +286,22 @@ func TestChangesPageHoldsEachContainerOnce(t *testing.T) {
 		}
 	}
 }
+
+// A page of more views than a read makes under one hold of the lock
+// (viewChunk) holds every one, each the container as it is.
+func TestChangesPageAcrossViewChunks(t *testing.T) {
+	e := newEnv(t, nil)
+	specs := make([]Spec, 2*viewChunk+7)
+	for i := range specs {
+		specs[i] = spec("true")
+	}
+	if _, err := e.q.SubmitBatch(specs, "test"); err != nil {
+		t.Fatal(err)
+	}
+	var f follower
+	f.follow(t, e.q, len(specs))
+	f.check(t, e, "after a page of every container")
+	if f.pages != 1 {
+		t.Fatalf("%d containers read in %d pages, want 1", len(specs), f.pages)
+	}
+}
