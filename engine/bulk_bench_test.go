@@ -102,10 +102,10 @@ func processCPU(b *testing.B) time.Duration {
 
 // BenchmarkSubmitDuringChurn is one submit, and the read of changes that
 // first shows it, while a round of the churn starts every second (back to
-// back when one takes longer): what an
-// attached console's user waits for a CLI submit, the console's own
-// work aside. It reports the time's median and 99th percentile, and the
-// 99th of the submit's own part (until Submit returns).
+// back when one takes longer): what an attached console's user waits for
+// a CLI submit, the console's own work aside. It reports the time's median
+// and 99th percentile, and the 99th of the submit's own part (until Submit
+// returns).
 func BenchmarkSubmitDuringChurn(b *testing.B) {
 	n := *bulkBenchN
 	eng := newBulkBench(b, n)
