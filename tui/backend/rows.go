@@ -284,8 +284,10 @@ func (r *Remote) readAll(ctx context.Context) (*Rows, error) {
 	defer rc.total.Store(0)
 	var s *Rows
 	var gen uint64
+	var page []Row
 	for {
-		ch, err := r.c.ContainerChanges(ctx, gen, r.pageSize, 0)
+		page = page[:0]
+		ch, err := r.c.ContainerChangesEach(ctx, gen, r.pageSize, 0, func(c *view.Container) { page = append(page, RowOf(c, &rc.strs)) })
 		if err != nil {
 			return nil, err
 		}
@@ -302,8 +304,8 @@ func (r *Remote) readAll(ctx context.Context) (*Rows, error) {
 			}
 			s.removeAll(gone)
 		}
-		for i := range ch.Items {
-			s.upsert(RowOf(&ch.Items[i], &rc.strs))
+		for i := range page {
+			s.upsert(page[i])
 		}
 		gen = ch.Generation
 		rc.loaded.Store(int64(s.rows.len()))
@@ -379,26 +381,35 @@ func (r *Remote) applyChanges(ctx context.Context) error {
 	last := map[string]int{} // id → index in changed (the last of its changes)
 	gone := map[string]bool{}
 	for {
-		ch, err := r.c.ContainerChanges(ctx, gen, r.pageSize, 0)
+		from := len(changed) // this page's changes start here
+		ch, err := r.c.ContainerChangesEach(ctx, gen, r.pageSize, 0, func(c *view.Container) {
+			delete(gone, c.ID) // dropped, then its id used again
+			switch k, ok := last[c.ID]; {
+			case ok && k >= from:
+				changed[k] = RowOf(c, &rc.strs)
+				return
+			case ok:
+				changed[k].ID = "" // changed again: its last change is on this page
+			}
+			last[c.ID] = len(changed)
+			changed = append(changed, RowOf(c, &rc.strs))
+		})
 		if err != nil {
 			return err
 		}
+		// A page's removals come before its items (the items came
+		// first to this reader): an id removed and changed on the same
+		// page is changed, one changed on an earlier page is gone.
 		for _, id := range ch.Removed {
-			gone[id] = true
-			if k, ok := last[id]; ok {
+			k, ok := last[id]
+			switch {
+			case ok && k >= from:
+				continue
+			case ok:
 				changed[k].ID = "" // dropped after it changed
 				delete(last, id)
 			}
-		}
-		for i := range ch.Items {
-			c := &ch.Items[i]
-			delete(gone, c.ID) // dropped, then its id used again
-			if k, ok := last[c.ID]; ok {
-				changed[k] = RowOf(c, &rc.strs)
-			} else {
-				last[c.ID] = len(changed)
-				changed = append(changed, RowOf(c, &rc.strs))
-			}
+			gone[id] = true
 		}
 		gen = ch.Generation
 		if !ch.More {
