@@ -105,7 +105,7 @@ func (m *matcher) matchesFold(rd Reader, i int) bool {
 	if containsFold(m.text[from:], m.fold) {
 		return true
 	}
-	if m.foldOut && !ascii(string(m.text)) {
+	if m.foldOut && !ascii(m.text) {
 		return m.match(lower(m.text, &m.spare))
 	}
 	return false
@@ -142,7 +142,7 @@ type Alphabets interface {
 }
 
 // ascii reports whether s is ASCII.
-func ascii(s string) bool {
+func ascii[T string | []byte](s T) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
 			return false
