@@ -217,6 +217,27 @@ func appendNum(dst []byte, c *backend.Row, col int) []byte {
 	return strconv.AppendInt(dst, int64(c.MaxAttempts), 10)
 }
 
+// Columns and Alphabet implement table.Alphabets: a filter with a letter
+// in it makes no number or age cell (TestCellAlphabets checks them).
+func (r *ctrReader) Columns() int { return nCtrCols }
+
+func (r *ctrReader) Alphabet(col int) string {
+	switch col {
+	case colPrio, colCPU:
+		return numAlphabet
+	case colTries:
+		return numAlphabet + "/"
+	case colAge:
+		return ageAlphabet
+	case colMem:
+		return view.SizeAlphabet
+	}
+	return ""
+}
+
+// numAlphabet is what strconv.AppendInt writes.
+const numAlphabet = "-0123456789"
+
 // Cells is the number of columns; Hidden the labels, which the filter
 // matches too.
 func (r *ctrReader) Cells(int) int       { return nCtrCols }

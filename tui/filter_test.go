@@ -293,3 +293,32 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// The containers' columns that say what bytes their text holds
+// (table.Alphabets, which a filter skips by) hold no other.
+func TestCellAlphabets(t *testing.T) {
+	rows := backend.NewRows(mixedContainers(rand.New(rand.NewPCG(32, 3)), 3000), nil)
+	for _, now := range []time.Time{fixedClock(), time.Time{}, fixedClock().Add(-30 * 24 * time.Hour)} {
+		src := &ctrSource{rows: rows, now: func() time.Time { return now }}
+		src.Read(func(rd table.Reader) {
+			a := rd.(table.Alphabets)
+			for c := range a.Columns() {
+				abc := a.Alphabet(c)
+				if abc == "" {
+					continue
+				}
+				for i := range rd.Len() {
+					if text := strings.ToLower(string(rd.AppendText(nil, i, c))); strings.Trim(text, abc) != "" {
+						t.Fatalf("column %d of row %d is %q, outside its alphabet %q", c, i, text, abc)
+					}
+				}
+			}
+		})
+	}
+	var b []byte
+	for _, d := range []time.Duration{-time.Hour, 0, 59 * time.Second, 59 * time.Minute, 47 * time.Hour, 1000 * 24 * time.Hour} {
+		if text := string(appendAge(b[:0], d)); strings.Trim(text, ageAlphabet) != "" {
+			t.Errorf("age %v is %q, outside %q", d, text, ageAlphabet)
+		}
+	}
+}

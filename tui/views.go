@@ -100,6 +100,10 @@ func fmtAge(d time.Duration) string {
 	return string(appendAge(b[:0], d))
 }
 
+// ageAlphabet is every byte an age's text holds (appendAge, and ageText's
+// "-" for none).
+const ageAlphabet = "-0123456789dhms"
+
 // appendAge appends fmtAge's text of d, so that a filter reading every
 // row's age makes no string of it.
 func appendAge(dst []byte, d time.Duration) []byte {

@@ -165,14 +165,11 @@ func readChanges[B any](ctx context.Context, c *Client, path string, since uint6
 // none has (0: answer at once). An error of kind view.KindGone says the
 // daemon no longer knows that generation: read again from 0.
 func (c *Client) ContainerChanges(ctx context.Context, since uint64, limit int, wait time.Duration) (Changes, error) {
-	body, err := readChanges[ChangesBody](ctx, c, "/v1/containers", since, limit, wait)
+	var items []view.Container
+	out, err := c.ContainerChangesEach(ctx, since, limit, wait, func(v *view.Container) { items = append(items, *v) })
 	if err != nil {
 		return Changes{}, err
 	}
-	out := Changes{Items: make([]view.Container, len(body.Items)), Removed: body.Removed,
-		Generation: body.Generation, More: body.More, Latest: body.Latest, Available: body.ItemsAvailable}
-	for i := range body.Items {
-		out.Items[i] = body.Items[i].Container
-	}
+	out.Items = items
 	return out, nil
 }

@@ -23,6 +23,21 @@ var sizeUnits = []sizeUnit{
 	{"B", 1},
 }
 
+// SizeAlphabet is every byte FormatSize writes, lower-case: its digits,
+// sign and point, and its units' letters (a console's filter skips the
+// sizes of a text with another byte).
+var SizeAlphabet = func() string {
+	abc := "-.0123456789"
+	for _, u := range sizeUnits {
+		for _, c := range strings.ToLower(u.name) {
+			if !strings.ContainsRune(abc, c) {
+				abc += string(c)
+			}
+		}
+	}
+	return abc
+}()
+
 // maxSizeLen bounds the input ParseSize looks at, so that absurd inputs
 // cost nothing.
 const maxSizeLen = 64

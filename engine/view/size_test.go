@@ -109,3 +109,12 @@ func FuzzParseSize(f *testing.F) {
 		}
 	})
 }
+
+// FormatSize writes no byte SizeAlphabet does not name.
+func TestSizeAlphabet(t *testing.T) {
+	for _, n := range []int64{0, 1, -1, 999, 1000, 1024, 1536, 3 << 29, 1e9 + 1, 5e15, 7 << 50, -(1 << 62), -1 << 63, 1<<63 - 1} {
+		if s := strings.ToLower(FormatSize(n)); strings.Trim(s, SizeAlphabet) != "" {
+			t.Errorf("FormatSize(%d) = %q, outside %q", n, s, SizeAlphabet)
+		}
+	}
+}

@@ -64,7 +64,9 @@ var _ Backend = (*Remote)(nil)
 // request, a quarter of what the API allows: decoding a page of 10,000
 // took about 45 MB for a moment (the items' slice grown as it decodes,
 // the decoder's buffer, a copy of the items), on top of a million rows
-// the console keeps (BENCHMARKS.md).
+// the console keeps (BENCHMARKS.md). Containers are now decoded one at
+// a time (api.Client.ContainerChangesEach); a first read still holds a
+// page as rows.
 const pageSize = api.MaxListLimit / 4
 
 // NewRemote returns a Backend for the dispatcher c talks to; describe is

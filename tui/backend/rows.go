@@ -27,9 +27,12 @@ import (
 type Rows struct {
 	mu   sync.RWMutex
 	rows pages
-	at   index   // slot of each id in rows (gone ones are not)
-	dead int     // gone slots
-	line []place // numberLine's scratch, kept between refreshes while small (lineKeep)
+	at   index // slot of each id in rows (gone ones are not)
+	dead int   // gone slots
+	// line is the slots of the rows that hold a place in the line, in
+	// its order (numberLine); nil until it is numbered once. A refresh
+	// takes out and puts back only the rows it touched (renumber).
+	line []int32
 	// ver counts the refreshes that changed a row; each row says at
 	// which it last changed (Row.Ver), so that the console flags the
 	// rows that changed.
@@ -162,25 +165,28 @@ func (s *Rows) upsert(r Row) bool {
 	return true
 }
 
-// drop marks the rows of gone as gone in their slots; it reports
-// whether one of them held a place in the line (s.mu held).
-func (s *Rows) drop(gone map[string]bool) (line bool) {
+// drop marks the rows of gone as gone in their slots, and appends to
+// touched the slots of those that held a place in the line (s.mu held).
+func (s *Rows) drop(gone map[string]bool, touched []int32) []int32 {
 	for id := range gone {
 		i, ok := s.at.get(&s.rows, id)
 		if !ok {
 			continue
 		}
 		r := s.rows.at(int(i))
-		line = line || inLine(r)
+		if inLine(r) {
+			touched = append(touched, i)
+		}
 		s.at.del(&s.rows, id)
 		r.gone, r.Ver = true, s.ver
 		s.dead++
 	}
-	return line
+	return touched
 }
 
-// compacted is s without its gone slots, as new Rows (s.fetch held by
-// the caller: s is not changed meanwhile).
+// compacted is s without its gone slots, as new Rows, its line the same
+// rows at their new slots (s.fetch held by the caller: s is not changed
+// meanwhile).
 func (s *Rows) compacted() *Rows {
 	live := s.rows.len() - s.dead
 	n := &Rows{rows: newPages(live), at: newIndex(live), ver: s.ver, wName: s.wName, wInst: s.wInst}
@@ -188,6 +194,14 @@ func (s *Rows) compacted() *Rows {
 		if r := s.rows.at(i); !r.gone {
 			n.rows.push(*r)
 			n.at.put(&n.rows, r.ID, int32(n.rows.len()-1))
+		}
+	}
+	if s.line != nil {
+		n.line = make([]int32, len(s.line))
+		for k, i := range s.line {
+			// The line holds no gone row: each has its slot in n.
+			j, _ := n.at.get(&n.rows, s.rows.at(int(i)).ID)
+			n.line[k] = j
 		}
 	}
 	return n
@@ -270,8 +284,10 @@ func (r *Remote) readAll(ctx context.Context) (*Rows, error) {
 	defer rc.total.Store(0)
 	var s *Rows
 	var gen uint64
+	var page []Row
 	for {
-		ch, err := r.c.ContainerChanges(ctx, gen, r.pageSize, 0)
+		page = page[:0]
+		ch, err := r.c.ContainerChangesEach(ctx, gen, r.pageSize, 0, func(c *view.Container) { page = append(page, RowOf(c, &rc.strs)) })
 		if err != nil {
 			return nil, err
 		}
@@ -288,8 +304,8 @@ func (r *Remote) readAll(ctx context.Context) (*Rows, error) {
 			}
 			s.removeAll(gone)
 		}
-		for i := range ch.Items {
-			s.upsert(RowOf(&ch.Items[i], &rc.strs))
+		for i := range page {
+			s.upsert(page[i])
 		}
 		gen = ch.Generation
 		rc.loaded.Store(int64(s.rows.len()))
@@ -365,26 +381,35 @@ func (r *Remote) applyChanges(ctx context.Context) error {
 	last := map[string]int{} // id → index in changed (the last of its changes)
 	gone := map[string]bool{}
 	for {
-		ch, err := r.c.ContainerChanges(ctx, gen, r.pageSize, 0)
+		from := len(changed) // this page's changes start here
+		ch, err := r.c.ContainerChangesEach(ctx, gen, r.pageSize, 0, func(c *view.Container) {
+			delete(gone, c.ID) // dropped, then its id used again
+			switch k, ok := last[c.ID]; {
+			case ok && k >= from:
+				changed[k] = RowOf(c, &rc.strs)
+				return
+			case ok:
+				changed[k].ID = "" // changed again: its last change is on this page
+			}
+			last[c.ID] = len(changed)
+			changed = append(changed, RowOf(c, &rc.strs))
+		})
 		if err != nil {
 			return err
 		}
+		// A page's removals come before its items (the items came
+		// first to this reader): an id removed and changed on the same
+		// page is changed, one changed on an earlier page is gone.
 		for _, id := range ch.Removed {
-			gone[id] = true
-			if k, ok := last[id]; ok {
+			k, ok := last[id]
+			switch {
+			case ok && k >= from:
+				continue
+			case ok:
 				changed[k].ID = "" // dropped after it changed
 				delete(last, id)
 			}
-		}
-		for i := range ch.Items {
-			c := &ch.Items[i]
-			delete(gone, c.ID) // dropped, then its id used again
-			if k, ok := last[c.ID]; ok {
-				changed[k] = RowOf(c, &rc.strs)
-			} else {
-				last[c.ID] = len(changed)
-				changed = append(changed, RowOf(c, &rc.strs))
-			}
+			gone[id] = true
 		}
 		gen = ch.Generation
 		if !ch.More {
@@ -404,17 +429,21 @@ const compactMin = 1024
 
 // apply puts the changed rows in place (a row whose ID is "" is skipped)
 // and marks the gone ones, new rows after the others in submission
-// order, and numbers the line again if it moved. Readers wait only for
-// the rows put in: the line is sorted without the lock.
+// order, and numbers the line again if a row in it, before or after,
+// changed. Readers wait only for the rows put in: the line is ordered
+// without the lock.
 func (s *Rows) apply(changed []Row, gone map[string]bool) {
 	if len(changed) == 0 && len(gone) == 0 {
 		return
 	}
 	s.mu.Lock()
 	s.ver++
-	// The line is numbered again only if a container in it, before or
-	// after, changed (most changes at a busy daemon are of running ones).
-	line := len(gone) > 0 && s.drop(gone)
+	// The slots of the rows that held or hold a place in the line (most
+	// changes at a busy daemon are of running ones, which hold none).
+	var touched []int32
+	if len(gone) > 0 {
+		touched = s.drop(gone, touched)
+	}
 	var added []Row
 	for i := range changed {
 		c := &changed[i]
@@ -429,7 +458,9 @@ func (s *Rows) apply(changed []Row, gone map[string]bool) {
 			continue
 		}
 		old := s.rows.at(int(j))
-		line = line || inLine(old) || inLine(c)
+		if inLine(old) || inLine(c) {
+			touched = append(touched, j)
+		}
 		if inLine(c) {
 			c.Pos = old.Pos // its last number until the line is numbered again
 		}
@@ -440,54 +471,69 @@ func (s *Rows) apply(changed []Row, gone map[string]bool) {
 	// left them (a batch submitted elsewhere may land between others).
 	slices.SortFunc(added, func(a, b Row) int { return cmp.Compare(a.Seq, b.Seq) })
 	for i := range added {
-		line = line || inLine(&added[i])
 		s.upsert(added[i])
+		if inLine(&added[i]) {
+			j, _ := s.at.get(&s.rows, added[i].ID)
+			touched = append(touched, j)
+		}
 	}
 	s.mu.Unlock()
-	if line {
-		s.numberLine()
+	if len(touched) > 0 {
+		s.renumber(touched)
 	}
 }
 
-// place is a container's place in the line, for numberLine.
-type place struct {
-	locked bool
-	prio   int32
-	fs     int64
-	seq    uint64
-	i      int32
+// before is the scheduling order of the line (as engine/scheduler
+// counts): Locked before Queued, priority descending, first seen,
+// submission.
+func before(a, b *Row) bool {
+	if al, bl := a.State == view.Locked, b.State == view.Locked; al != bl {
+		return al
+	}
+	if a.Priority != b.Priority {
+		return a.Priority > b.Priority
+	}
+	if a.FirstSeenAt != b.FirstSeenAt {
+		return a.FirstSeenAt < b.FirstSeenAt
+	}
+	return a.Seq < b.Seq
+}
+
+// bySchedule compares two slots' rows in the line's order.
+func (s *Rows) bySchedule(a, b int32) int {
+	ra, rb := s.rows.at(int(a)), s.rows.at(int(b))
+	switch {
+	case before(ra, rb):
+		return -1
+	case before(rb, ra):
+		return 1
+	}
+	return 0
 }
 
 // numberLine gives every container waiting its turn ("position N") its
 // number: the daemon leaves the numbers out of its changes, as every pass
 // at quota moves them all. A container holds a place in the line while it
 // waits (Queued or Locked), is not held and has a priority above 0 — as
-// the scheduler counts it (engine/scheduler) — in the scheduling order:
-// Locked before Queued, priority descending, first seen, submission.
-// Only the numbers are written under s.mu: the caller is the one that
-// changes s (or s is not yet shared), so its reads need no lock.
+// the scheduler counts it (engine/scheduler) — in the scheduling order
+// (before). It orders the whole line; renumber, after a refresh, only the
+// rows the refresh touched. Only the numbers are written under s.mu: the
+// caller is the one that changes s (or s is not yet shared), so its reads
+// need no lock.
 func (s *Rows) numberLine() {
 	line := s.line[:0]
 	for i := range s.rows.len() {
 		if r := s.rows.at(i); !r.gone && inLine(r) {
-			line = append(line, place{r.State == view.Locked, r.Priority, r.FirstSeenAt, r.Seq, int32(i)})
+			line = append(line, int32(i))
 		}
 	}
-	slices.SortFunc(line, func(a, b place) int {
-		if a.locked != b.locked {
-			if a.locked {
-				return -1
-			}
-			return 1
-		}
-		if c := cmp.Compare(b.prio, a.prio); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.fs, b.fs); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.seq, b.seq)
-	})
+	// Mostly in order already (slots are in submission order): the sort
+	// finds the runs.
+	slices.SortFunc(line, s.bySchedule)
+	if line == nil {
+		line = []int32{} // numbered: renumber goes on from it
+	}
+	s.line = line
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range s.rows.len() {
@@ -495,8 +541,69 @@ func (s *Rows) numberLine() {
 			r.Pos, r.Ver = 0, s.ver
 		}
 	}
-	for n, p := range line {
-		r := s.rows.at(int(p.i))
+	s.numberAll()
+}
+
+// renumber orders the line again after a refresh that touched the rows
+// in the slots touched (changed, added or taken out, each of which held
+// or holds a place): the rows not touched keep their order, so only the
+// touched ones are taken out and merged back in where they now go. A
+// line of a million is 4 MB kept, where ordering it from nothing made
+// 32 MB of sort keys at each refresh (BENCHMARKS.md, "The console's
+// memory under churn").
+func (s *Rows) renumber(touched []int32) {
+	if s.line == nil {
+		s.numberLine()
+		return
+	}
+	marked := make([]uint64, (s.rows.len()+63)/64)
+	for _, i := range touched {
+		marked[i/64] |= 1 << (i % 64)
+	}
+	kept := s.line[:0]
+	for _, i := range s.line {
+		if marked[i/64]&(1<<(i%64)) == 0 {
+			kept = append(kept, i)
+		}
+	}
+	var back []int32 // the touched rows that hold a place now, once each
+	for _, i := range touched {
+		if marked[i/64]&(1<<(i%64)) == 0 {
+			continue // a slot touched twice
+		}
+		marked[i/64] &^= 1 << (i % 64)
+		if r := s.rows.at(int(i)); !r.gone && inLine(r) {
+			back = append(back, i)
+		}
+	}
+	slices.SortFunc(back, s.bySchedule)
+	// Merge from the end, so that the kept rows move only once.
+	m := len(kept)
+	line := slices.Grow(kept, len(back))[:m+len(back)]
+	for w, k, j := len(line)-1, m-1, len(back)-1; j >= 0; w-- {
+		if k >= 0 && s.bySchedule(back[j], line[k]) < 0 {
+			line[w] = line[k]
+			k--
+		} else {
+			line[w] = back[j]
+			j--
+		}
+	}
+	s.line = line
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, i := range touched {
+		if r := s.rows.at(int(i)); r.Pos != 0 && (r.gone || !inLine(r)) {
+			r.Pos, r.Ver = 0, s.ver
+		}
+	}
+	s.numberAll()
+}
+
+// numberAll writes each row in the line its number (s.mu held).
+func (s *Rows) numberAll() {
+	for n, i := range s.line {
+		r := s.rows.at(int(i))
 		pos := int32(n + 1)
 		if r.ReasonCode != view.ReasonPosition {
 			pos = 0 // holds a place, shows another reason
@@ -505,16 +612,7 @@ func (s *Rows) numberLine() {
 			r.Pos, r.Ver = pos, s.ver
 		}
 	}
-	s.line = nil
-	if cap(line) <= lineKeep {
-		s.line = line
-	}
 }
-
-// lineKeep is the most places numberLine's scratch keeps between
-// refreshes (512 kB): at a million waiting it would hold 32 MB for hours
-// to save making it again at a refresh that moves the line.
-const lineKeep = 1 << 14
 
 // inLine reports whether r holds a place in the line (numberLine).
 func inLine(r *Row) bool {

@@ -2,8 +2,12 @@ package table
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"dispatch-tui/tui/theme"
 )
@@ -53,4 +57,41 @@ func firstDiff(a, b []string) string {
 		}
 	}
 	return ""
+}
+
+// The letters outside ASCII that lower to ASCII are those foldsToASCII
+// names: a filter's search without case checks for them.
+func TestFoldsToASCII(t *testing.T) {
+	var got []byte
+	for r := rune(utf8.RuneSelf); r <= unicode.MaxRune; r++ {
+		if l := unicode.ToLower(r); l < utf8.RuneSelf && !slices.Contains(got, byte(l)) {
+			got = append(got, byte(l))
+		}
+	}
+	slices.Sort(got)
+	if string(got) != foldsToASCII {
+		t.Errorf("letters outside ASCII lower to %q, foldsToASCII is %q", got, foldsToASCII)
+	}
+}
+
+// containsFold finds what lower-casing the text and searching it finds,
+// for text of ASCII.
+func TestContainsFold(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const abc = "aAbBkKiI-=09 "
+	for range 20000 {
+		s := make([]byte, rng.IntN(12))
+		for i := range s {
+			s[i] = abc[rng.IntN(len(abc))]
+		}
+		n := make([]byte, 1+rng.IntN(3))
+		for i := range n {
+			n[i] = abc[rng.IntN(len(abc))]
+		}
+		low := strings.ToLower(string(n))
+		want := strings.Contains(strings.ToLower(string(s)), low)
+		if got := containsFold(s, low); got != want {
+			t.Fatalf("containsFold(%q, %q) = %v, want %v", s, low, got, want)
+		}
+	}
 }

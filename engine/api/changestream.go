@@ -1,0 +1,107 @@
+// The client's read of a containers changes page one item at a time: a
+// console applying a page holds one container decoded at a time, not the
+// page's items in a slice grown as they decode and copied again, nor the
+// response whole in the decoder's buffer.
+
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"dispatch-tui/engine/view"
+)
+
+// ContainerChangesEach is ContainerChanges with each item handed to each
+// as it is decoded, in order, instead of being kept: the page returned
+// has no Items. The container given to each is valid during the call
+// only (the next item is decoded into it).
+func (c *Client) ContainerChangesEach(ctx context.Context, since uint64, limit int, wait time.Duration, each func(*view.Container)) (Changes, error) {
+	resp, err := c.send(ctx, http.MethodGet, "/v1/containers", changesValues(since, limit, wait), nil)
+	if err != nil {
+		return Changes{}, err
+	}
+	defer resp.Body.Close()
+	body, err := decodeChangesStream(json.NewDecoder(resp.Body), each)
+	if err != nil {
+		return Changes{}, fmt.Errorf("GET /v1/containers?changed_since: decode response: %w", err)
+	}
+	return Changes{Removed: body.Removed, Generation: body.Generation, More: body.More,
+		Latest: body.Latest, Available: body.ItemsAvailable}, nil
+}
+
+// itemsKey is ChangesBody.Items' name in JSON.
+const itemsKey = "items"
+
+// decodeChangesStream reads a ChangesBody from dec, its items handed to
+// each one at a time (into one reused view.Container; an item's cost,
+// the list's and not a console's, is not read), the other members kept
+// as they come and read into the body at the end.
+func decodeChangesStream(dec *json.Decoder, each func(*view.Container)) (ChangesBody, error) {
+	var body ChangesBody
+	if err := expectDelim(dec, '{'); err != nil {
+		return body, err
+	}
+	rest := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return body, err
+		}
+		key, _ := tok.(string)
+		if key != itemsKey {
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil {
+				return body, fmt.Errorf("%s: %w", key, err)
+			}
+			rest[key] = v
+			continue
+		}
+		if err := decodeItems(dec, each); err != nil {
+			return body, fmt.Errorf("%s: %w", itemsKey, err)
+		}
+	}
+	if err := expectDelim(dec, '}'); err != nil {
+		return body, err
+	}
+	b, err := json.Marshal(rest)
+	if err != nil {
+		return body, err
+	}
+	return body, json.Unmarshal(b, &body)
+}
+
+// decodeItems reads a JSON array of containers (or null) from dec.
+func decodeItems(dec *json.Decoder, each func(*view.Container)) error {
+	tok, err := dec.Token()
+	if err != nil || tok == nil {
+		return err // null: no items
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '[' {
+		return fmt.Errorf("want an array, got %v", tok)
+	}
+	var c view.Container
+	for dec.More() {
+		c = view.Container{}
+		if err := dec.Decode(&c); err != nil {
+			return err
+		}
+		each(&c)
+	}
+	return expectDelim(dec, ']')
+}
+
+// expectDelim reads the delimiter d from dec.
+func expectDelim(dec *json.Decoder, d json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if got, ok := tok.(json.Delim); !ok || got != d {
+		return fmt.Errorf("want %v, got %v", d, tok)
+	}
+	return nil
+}

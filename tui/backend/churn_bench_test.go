@@ -1,0 +1,163 @@
+package backend
+
+// What an attached console's copy of N containers costs while 1 % of the
+// queue changes at a time, as in issue 32's acceptance run (every
+// waiting container's priority changed, a hundredth of the queue a
+// round), without a daemon in the process: the changes pages are made up
+// as they are asked for.
+//
+//	go test -run='^$' -bench='^BenchmarkChurn$' -benchtime=1x -count=1 ./tui/backend/ -churn=1000000
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/view"
+)
+
+var (
+	churnN      = flag.Int("churn", 100000, "containers BenchmarkChurn holds")
+	churnRounds = flag.Int("churn.rounds", 100, "rounds of 1 % of the queue BenchmarkChurn applies")
+)
+
+// churnQueue serves GET /v1/containers?changed_since for n waiting
+// containers at quota: generations 1…n are their first listing, and each
+// later one a priority change of one of them, a round changing every
+// hundredth container (round r those whose index is r mod 100).
+type churnQueue struct {
+	n       int
+	changes atomic.Int64 // changes made so far
+}
+
+func (q *churnQueue) round() int { return max(q.n/100, 1) }
+
+// next makes one more round of changes.
+func (q *churnQueue) next() { q.changes.Add(int64(q.round())) }
+
+// item is the container as generation g shows it (1 ≤ g ≤ n+changes).
+func (q *churnQueue) item(g int) view.Container {
+	i, prio := g-1, 1
+	if g > q.n {
+		k := g - q.n - 1
+		r := k / q.round()
+		i, prio = (k%q.round())*100+r%100, 2+r%3
+	}
+	c := view.Container{State: view.Queued, Priority: prio}
+	c.ID = fmt.Sprintf("c-%016x", uint64(i)*0x9e3779b97f4a7c15)
+	c.Name = "q-" + strconv.Itoa(i)
+	c.Command = []string{"true"}
+	c.Labels = map[string]string{"team": "t" + strconv.Itoa(i%7), "pct": strconv.Itoa(i % 100)}
+	c.MaxAttempts, c.Seq = 3, uint64(i+1)
+	c.CreatedAt = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Millisecond)
+	c.ReasonCode, c.Reason = view.ReasonQuota, "at quota (max_instances)"
+	return c
+}
+
+func (q *churnQueue) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	from, _ := strconv.Atoi(r.URL.Query().Get("changed_since"))
+	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	latest := q.n + int(q.changes.Load())
+	to := min(latest, from+limit)
+	// One item at a time: the test's own heap stays out of the console's.
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprint(w, `{"items":[`)
+	enc := json.NewEncoder(w)
+	for g := from + 1; g <= to; g++ {
+		if g > from+1 {
+			fmt.Fprint(w, ",")
+		}
+		_ = enc.Encode(api.ContainerItem{Container: q.item(g)})
+	}
+	fmt.Fprintf(w, `],"removed":[],"generation":%d,"more":%v,"latest":%d,"items_available":%d}`, to, to < latest, latest, q.n)
+}
+
+// BenchmarkChurn reads -churn containers as an attached console does,
+// then applies -churn.rounds rounds of 1 % of them changed, one refresh
+// a round, at the GOGC an attached console runs at. It reports the heap
+// the copy holds after a GC once read (read-MiB) and after the rounds
+// (held-MiB), the most heap in use during the rounds (peak-MiB, sampled
+// every millisecond), the process's RSS after the read and after the
+// rounds, and its peak RSS during the rounds (VmHWM reset after the
+// read); ms/round is a refresh's wall time.
+func BenchmarkChurn(b *testing.B) {
+	n, rounds := *churnN, *churnRounds
+	defer debug.SetGCPercent(debug.SetGCPercent(25)) // the attached console's (console.go)
+	ctx := context.Background()
+	for b.Loop() {
+		q := &churnQueue{n: n}
+		srv := httptest.NewServer(q)
+		runtime.GC()
+		base := heapInUse()
+		r := NewRemote(api.NewClient(srv.URL, ""), "bench")
+		rows, err := r.containers(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rows.Len() != n {
+			b.Fatalf("read %d containers, want %d", rows.Len(), n)
+		}
+		runtime.GC()
+		read := heapInUse() - base
+		rssRead := procMiB("VmRSS")
+		resetPeakRSS(b)
+
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		var top uint64
+		wg.Go(func() {
+			t := time.NewTicker(time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+					top = max(top, heapInUse())
+				}
+			}
+		})
+		start := time.Now()
+		for range rounds {
+			q.next()
+			if _, err := r.containers(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		per := time.Since(start) / time.Duration(rounds)
+		close(stop)
+		wg.Wait()
+		rss, hwm := procMiB("VmRSS"), procMiB("VmHWM")
+		runtime.GC()
+		held := heapInUse() - base
+		srv.Close()
+		runtime.KeepAlive(r)
+
+		b.ReportMetric(float64(read)/(1<<20), "read-MiB")
+		b.ReportMetric(float64(held)/(1<<20), "held-MiB")
+		b.ReportMetric(float64(top-base)/(1<<20), "peak-MiB")
+		b.ReportMetric(rssRead, "rss-read-MiB")
+		b.ReportMetric(rss, "rss-MiB")
+		b.ReportMetric(hwm, "rss-peak-MiB")
+		b.ReportMetric(float64(per.Microseconds())/1000, "ms/round")
+	}
+}
+
+// resetPeakRSS starts /proc/self/status's VmHWM again from the RSS now.
+func resetPeakRSS(tb testing.TB) {
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		tb.Fatalf("reset the peak RSS: %v", err)
+	}
+}
