@@ -7,8 +7,16 @@ FUZZTIME    ?= 30s
 
 .PHONY: build run simulate test bench bench-scheduler bench-e2e bench-tui bench-memory bench-million lint fuzz soak soak-ha
 
+# The binary is built without cgo: static, it runs as the runner on hosts
+# (docs/design.md §10). go vet and staticcheck check the tree in that same
+# configuration, so that on a cold build cache (CI) the build reuses their
+# compiles: with cgo on for them, .ci/run's make build compiled the EC2 SDK
+# again, minutes of CPU (BENCHMARKS.md, "Test suite: one compile"). No
+# package of ours uses cgo. The tests keep it: -race needs cgo.
+NOCGO := CGO_ENABLED=0
+
 build:
-	CGO_ENABLED=0 $(GO) build -o $(BIN) .
+	$(NOCGO) $(GO) build -o $(BIN) .
 
 # The console on the embedded default (local driver) with a sample
 # workload: q quits and cleans up.
@@ -44,7 +52,7 @@ SLOW_TEST_PKGS := ./engine ./engine/launch ./cloud/sshhosts ./engine/store/bolts
 # links, named by DISPATCH_TUI_TEST_BINARY (engine/enginetest.BinaryEnv),
 # instead of each linking their own; go test on a package alone builds it.
 test: build
-	$(GO) vet ./...
+	$(NOCGO) $(GO) vet ./...
 	$(WITH_TEST_TMPDIR) DISPATCH_TUI_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout=30m $(SLOW_TEST_PKGS) ./...
 
 bench:
@@ -80,8 +88,8 @@ bench-e2e:
 
 lint:
 	@out="$$(gofmt -l .)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
-	$(GO) run $(STATICCHECK) ./...
+	$(NOCGO) $(GO) vet ./...
+	$(NOCGO) $(GO) run $(STATICCHECK) ./...
 
 # The console benchmarks recorded in BENCHMARKS.md.
 bench-tui:
