@@ -1,6 +1,6 @@
 // Quiet passes: a pass whose inputs are those of a pass that changed
 // nothing would change nothing either, so the engine skips it
-// (docs/design.md §5, When passes run).
+// (docs/design.md §2, How it runs).
 
 package scheduler
 
@@ -127,6 +127,17 @@ func (s *Scheduler) keepIfQuiet(st Stats, failures int) {
 // pass's Stats with the longest wait brought up to now, and the engine
 // skips the pass. Calling Pass anyway is always correct.
 func (s *Scheduler) Quiet() (Stats, bool) {
+	return s.QuietWith(func() []worker.InstanceView {
+		s.quiet.spare = s.pool.Instances(s.quiet.spare)
+		return s.quiet.spare
+	})
+}
+
+// QuietWith is Quiet with the pool's instances copied by take, once the
+// cheaper answers are found unchanged (the last thing it asks): the
+// engine keeps that copy for its cost ledger when the pass is skipped, so
+// that a quiet step copies the instances once, not twice.
+func (s *Scheduler) QuietWith(take func() []worker.InstanceView) (Stats, bool) {
 	q := &s.quiet
 	if !q.ok {
 		return Stats{}, false
@@ -154,8 +165,7 @@ func (s *Scheduler) Quiet() (Stats, bool) {
 		s.revert = append(s.revert, f...)
 		return Stats{}, false
 	}
-	q.spare = s.pool.Instances(q.spare)
-	if !slices.EqualFunc(q.spare, q.views, func(a, b worker.InstanceView) bool { return samePassView(&a, &b, q.listedAt) }) {
+	if !slices.EqualFunc(take(), q.views, func(a, b worker.InstanceView) bool { return samePassView(&a, &b, q.listedAt) }) {
 		return Stats{}, false
 	}
 	st := q.stats
