@@ -203,10 +203,11 @@ func (e *Engine) step(w *passWriter) scheduler.Stats {
 	// A pass that would change nothing is not run (scheduler.Quiet): on
 	// a quiet queue of a million containers it is the daemon's whole CPU.
 	// The write still goes: the pool's events and the ledger ride it.
-	st, quiet := e.sched.Quiet()
+	st, quiet := e.sched.QuietWith(e.takeViews)
 	var wr scheduler.Write
 	if !quiet {
 		st, wr = e.sched.Pass()
+		e.takeViews() // the ledger sees what the pass did
 	} else {
 		wr = e.sched.NoPass()
 	}

@@ -48,9 +48,10 @@ func (p *staticPool) Instances(buf []worker.InstanceView) []worker.InstanceView 
 	}
 	return buf
 }
-func (p *staticPool) Ready() bool         { return true }
-func (p *staticPool) Listed() bool        { return true }
-func (p *staticPool) Create(string) error { return worker.ErrAtQuota }
+func (p *staticPool) Ready() bool                { return true }
+func (p *staticPool) Listed() bool               { return true }
+func (p *staticPool) Create(string) error        { return worker.ErrAtQuota }
+func (p *staticPool) CreateRefusal(string) error { return worker.ErrAtQuota }
 func (p *staticPool) StartContainer(id cloud.InstanceID, spec runner.Spec) error {
 	if p.live {
 		v := &p.views[p.byID[id]]

@@ -35,9 +35,14 @@ func (s *Scheduler) startupOver(now time.Time) bool {
 // stale_lock_timeout without an instance, so a container that cannot get
 // one stops holding its place ahead of those that might.
 func (s *Scheduler) staleUnlock(ps *passState, c *queue.Container) {
-	if c.State == queue.Locked && !c.LockedAt.IsZero() && ps.now.Sub(c.LockedAt) > s.cfg.Dispatcher.StaleLockTimeout {
-		if err := ps.tx.Unlock(c); err == nil {
-			ps.st.Unlocks++
-		}
+	if c.State != queue.Locked || c.LockedAt.IsZero() {
+		return
+	}
+	if ps.now.Sub(c.LockedAt) <= s.cfg.Dispatcher.StaleLockTimeout {
+		s.noteDue(c.LockedAt.Add(s.cfg.Dispatcher.StaleLockTimeout + 1)) // "> timeout": the first instant past it
+		return
+	}
+	if err := ps.tx.Unlock(c); err == nil {
+		ps.st.Unlocks++
 	}
 }

@@ -17,6 +17,10 @@ type Pool interface {
 	// listed yet, and its containers are not judged gone.
 	Listed() bool
 	Create(typeName string) error
+	// CreateRefusal is the error Create would return now, without
+	// creating anything; nil if it would create (Quiet asks it again
+	// rather than running a pass at quota).
+	CreateRefusal(typeName string) error
 	StartContainer(id cloud.InstanceID, spec runner.Spec) error
 	KillContainer(id cloud.InstanceID, containerID string) bool
 	ForgetContainer(id cloud.InstanceID, containerID string)

@@ -63,6 +63,7 @@ func (p *stubPool) Create(typeName string) error {
 	p.created = append(p.created, typeName)
 	return nil
 }
+func (p *stubPool) CreateRefusal(string) error { return p.createErr }
 func (p *stubPool) StartContainer(_ cloud.InstanceID, spec runner.Spec) error {
 	p.started = append(p.started, spec.ID)
 	return nil

@@ -247,7 +247,9 @@ func (s *Scheduler) reconcileRunning(tx *queue.Tx, ready, listed, anyUnknown boo
 			}
 			continue
 		}
-		if _, seen := s.reported[c.ID]; !seen && !v.ListedAt.IsZero() && v.ListedAt.After(c.StartedAt) && !slices.Contains(v.Containers, c.ID) && !isReported(v, c.ID) {
+		_, seen := s.reported[c.ID]
+		unlisted := !seen && !slices.Contains(v.Containers, c.ID) && !isReported(v, c.ID)
+		if unlisted && !v.ListedAt.IsZero() && v.ListedAt.After(c.StartedAt) {
 			var err error
 			switch {
 			case c.RunnerSeen:
@@ -267,6 +269,11 @@ func (s *Scheduler) reconcileRunning(tx *queue.Tx, ready, listed, anyUnknown boo
 				s.log.Error("requeue", "container", c.ID, "err", err)
 			}
 			continue
+		}
+		if unlisted {
+			// Judged lost once a listing after its start still misses it:
+			// the next listing's time is an input of the pass (Quiet).
+			s.quiet.listedAt = true
 		}
 		if _, reported := s.reported[c.ID]; c.KillRequested && !reported && v.State != worker.StateShutdown {
 			// Not listed yet (its start may be in flight); a reported one

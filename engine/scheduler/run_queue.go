@@ -491,11 +491,12 @@ func (s *Scheduler) create(c *queue.Container, candidates []int, blocked []bool)
 			overBudget = true
 			continue
 		}
-		s.poolCalls++
 		err := s.pool.Create(s.types[t].Name)
 		if err == nil {
+			s.poolCalls++
 			return t, nil
 		}
+		s.noteRefusal(t, err)
 		if typeBlocked(err) {
 			blocked[t] = true
 			lastErr = err

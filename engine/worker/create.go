@@ -26,37 +26,9 @@ type pendingCreate struct {
 func (p *Pool) Create(typeName string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stopped {
-		return errStopped
-	}
-	it, ok := p.types[typeName]
-	if !ok {
-		return fmt.Errorf("unknown instance type %q", typeName)
-	}
-	now := p.clk.Now()
-	if now.Before(p.pausedUntil) {
-		return ErrThrottled
-	}
-	if now.Before(p.refusedUntil) {
-		return &CreateRefusedError{Until: p.refusedUntil, Err: p.refusedErr}
-	}
-	if now.Before(p.capBlockedAll) {
-		return &CapacityBlockedError{Type: "", Until: p.capBlockedAll}
-	}
-	if until, ok := p.capBlocked[it.ProviderType]; ok && now.Before(until) {
-		return &CapacityBlockedError{Type: typeName, Until: until}
-	}
-	if err := p.bootFailingLocked(typeName, now); err != nil {
+	it, now, err := p.refusalLocked(typeName)
+	if err != nil {
 		return err
-	}
-	if p.atCapLocked(now) {
-		return ErrAtQuota
-	}
-	if err := p.scopeBlockedLocked(it, now); err != nil {
-		return err
-	}
-	if p.s.maxConcurrentCreates > 0 && len(p.pending) >= p.s.maxConcurrentCreates {
-		return ErrThrottled
 	}
 	if !p.cloudBucket.take(now) {
 		return ErrThrottled
@@ -102,6 +74,60 @@ func (p *Pool) Create(typeName string) error {
 		p.createDoneLocked(pc, it, tags, inst, err)
 	})
 	return nil
+}
+
+// CreateRefusal is the error Create would return now, without creating
+// anything: nil if it would create (scheduler.Pool). Every refusal is a
+// function of the pool's state and the time, so a scheduler that asks it
+// again need not run a pass at quota to learn the same answer.
+func (p *Pool) CreateRefusal(typeName string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, _, err := p.refusalLocked(typeName)
+	return err
+}
+
+// refusalLocked is Create's answer before it takes a cloud-op token:
+// the type, the time it was asked at, and why no instance of it may be
+// created now (nil: one may, if a token is left). It changes nothing
+// (p.mu held).
+func (p *Pool) refusalLocked(typeName string) (cloud.InstanceType, time.Time, error) {
+	if p.stopped {
+		return cloud.InstanceType{}, time.Time{}, errStopped
+	}
+	it, ok := p.types[typeName]
+	if !ok {
+		return it, time.Time{}, fmt.Errorf("unknown instance type %q", typeName)
+	}
+	now := p.clk.Now()
+	if now.Before(p.pausedUntil) {
+		return it, now, ErrThrottled
+	}
+	if now.Before(p.refusedUntil) {
+		return it, now, &CreateRefusedError{Until: p.refusedUntil, Err: p.refusedErr}
+	}
+	if now.Before(p.capBlockedAll) {
+		return it, now, &CapacityBlockedError{Type: "", Until: p.capBlockedAll}
+	}
+	if until, ok := p.capBlocked[it.ProviderType]; ok && now.Before(until) {
+		return it, now, &CapacityBlockedError{Type: typeName, Until: until}
+	}
+	if err := p.bootFailingLocked(typeName, now); err != nil {
+		return it, now, err
+	}
+	if p.atCapLocked(now) {
+		return it, now, ErrAtQuota
+	}
+	if err := p.scopeBlockedLocked(it, now); err != nil {
+		return it, now, err
+	}
+	if p.s.maxConcurrentCreates > 0 && len(p.pending) >= p.s.maxConcurrentCreates {
+		return it, now, ErrThrottled
+	}
+	if !p.cloudBucket.has(now) {
+		return it, now, ErrThrottled
+	}
+	return it, now, nil
 }
 
 func (p *Pool) createDoneLocked(pc *pendingCreate, it cloud.InstanceType, tags cloud.Tags, inst cloud.Instance, err error) {

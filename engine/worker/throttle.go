@@ -48,6 +48,18 @@ func newBucket(rate float64, now time.Time) bucket {
 	return b
 }
 
+// has reports whether take(now) would succeed, taking nothing.
+func (b *bucket) has(now time.Time) bool {
+	if b.rate <= 0 {
+		return true
+	}
+	tokens := b.tokens
+	if d := now.Sub(b.last); d > 0 {
+		tokens = min(b.burst, tokens+d.Seconds()*b.rate)
+	}
+	return tokens >= 1
+}
+
 func (b *bucket) take(now time.Time) bool {
 	if b.rate <= 0 {
 		return true

@@ -1,0 +1,61 @@
+#!/bin/bash
+# A daemon's CPU on a quiet queue at quota: N/100 instances busy, N more queued (BENCHMARKS.md).
+#
+#   tools/daemon-quota.sh BIN DIR N
+#
+# Starts BIN --daemon on the fake driver with max_instances = N/100, submits
+# N/100 run-forever containers and waits for them to run, then N containers
+# that wait at quota (batches of 5,000). After SETTLE seconds (default 40) it
+# prints the daemon's user + system CPU over the next 20 s; with PROFILE=1 the
+# daemon writes profiles (--profile) into DIR/profile, cpu-1.pprof being the
+# 20 s measured. BEFORE=BIN0 then restarts BIN0 from the same store and
+# measures it the same way, then BIN again, so both are in one run.
+set -u
+BIN=$1 D=$2 N=$3 SETTLE=${SETTLE:-40} PROFILE=${PROFILE:-0} BEFORE=${BEFORE:-}
+. "$(dirname "$0")/daemon-lib.sh"
+rm -rf "$D" && mkdir -p "$D/state"
+INST=$((N / 100))
+write_config "$D" "$INST"
+DPID= STARTS=0
+start() { # the binary to start
+	local prof=()
+	STARTS=$((STARTS + 1))
+	[ "$PROFILE" = 1 ] && prof=(--profile "$D/profile-$STARTS")
+	"$1" --daemon --config "$D/config.toml" "${prof[@]}" 2>> "$D/daemon.log" &
+	DPID=$!
+	await_api || exit 1
+}
+stop() { kill "$DPID"; wait "$DPID" 2>/dev/null; }
+cpu() { awk '{print $14 + $15}' "/proc/$DPID/stat"; } # clock ticks
+summary() { curl -sf -m 60 -H "$H" "$U/v1/summary"; }
+measure() {
+	sleep "$SETTLE"
+	local c0 c1
+	[ "$PROFILE" = 1 ] && kill -USR1 "$DPID"
+	c0=$(cpu); sleep 20; c1=$(cpu)
+	[ "$PROFILE" = 1 ] && kill -USR1 "$DPID"
+	echo "$1: CPU $(( (c1 - c0) * 1000 / $(getconf CLK_TCK) )) ms over 20 s, RSS $(awk '/VmRSS/ {print $2 / 1024 " MiB"}' "/proc/$DPID/status"), load $(cut -d' ' -f1 /proc/loadavg)"
+}
+submit() { # count command
+	python3 -c 'import json, sys; print(json.dumps([{"command": [sys.argv[2]], "runtime_constraints": {"vcpus": 1, "ram": 1 << 29}}] * int(sys.argv[1])))' "$1" "$2" > "$D/batch.json"
+	curl -sf -m 600 -o /dev/null -H "$H" -H 'Content-Type: application/json' --data-binary @"$D/batch.json" "$U/v1/containers" || { echo "submit failed" >&2; exit 1; }
+}
+
+start "$BIN"
+for _ in $(seq 1 $((INST / 1000))); do submit 1000 run-forever; done
+[ $((INST % 1000)) -gt 0 ] && submit $((INST % 1000)) run-forever
+for _ in $(seq 1 600); do
+	summary | python3 -c 'import json, sys; s = json.load(sys.stdin); sys.exit(0 if s.get("containers", {}).get("Running", 0) >= '"$INST"' else 1)' 2> /dev/null && break
+	sleep 2
+done
+for _ in $(seq 1 $((N / 5000))); do submit 5000 true; done
+measure "at quota, $N queued, $INST instances"
+if [ -n "$BEFORE" ]; then
+	stop
+	start "$BEFORE"
+	measure "restarted, BEFORE=$BEFORE"
+	stop
+	start "$BIN"
+	measure "restarted, $BIN"
+fi
+stop
