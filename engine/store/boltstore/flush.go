@@ -48,6 +48,7 @@ func (s *Store) Flush(b *store.Batch) error {
 	window := s.journalWindow()
 	batch, n := b.Entries()
 	jlen, jnext := s.journalLen, s.journalNext
+	folded := 0
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		if err := putParts(tx, b.Parts); err != nil {
 			return err
@@ -83,12 +84,13 @@ func (s *Store) Flush(b *store.Batch) error {
 			if err := foldJournal(tx, b.Records, jlen); err != nil {
 				return err
 			}
-			jlen, jnext = 0, 0
+			folded, jlen, jnext = jlen, 0, 0
 		case large && jlen > window:
 			n, err := foldOldest(tx, jlen-window)
 			if err != nil {
 				return err
 			}
+			folded = n
 			jlen -= n
 		}
 		return nil
@@ -99,6 +101,7 @@ func (s *Store) Flush(b *store.Batch) error {
 	s.journalLen, s.journalNext = jlen, jnext
 	s.pausedStored = b.Paused
 	s.records.Store(int64(b.Records))
+	s.wrote(n + folded)
 	return nil
 }
 
@@ -123,6 +126,7 @@ func (s *Store) Submit(b *store.Batch) error {
 	if err == nil {
 		_, n := b.Entries()
 		s.records.Add(int64(n))
+		s.wrote(n)
 	}
 	return err
 }

@@ -60,6 +60,9 @@ type Options struct {
 	// The journal's limits (journal.go), 0 for the defaults; tests set
 	// small ones to make folds and cut batches happen.
 	FoldMin, RebuildMax, JournalKeep, BatchMax int
+	// ReleaseAfter is how many records are written between two releases
+	// of the mapping's pages (release_linux.go), 0 for releaseAfter.
+	ReleaseAfter int
 }
 
 // Store is the bbolt store. flushMu serialises the writes of records
@@ -81,6 +84,9 @@ type Store struct {
 	// records is how many containers the store holds, as of the last
 	// load, flush or submit: the fold's measure.
 	records atomic.Int64
+	// written is how many records flushes, folds and submits have written
+	// since the mapping's pages were last given back (wrote).
+	written atomic.Int64
 }
 
 var _ store.Store = (*Store)(nil)
