@@ -48,7 +48,6 @@ func (s *Store) Flush(b *store.Batch) error {
 	window := s.journalWindow()
 	batch, n := b.Entries()
 	jlen, jnext := s.journalLen, s.journalNext
-	folded := 0
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		if err := putParts(tx, b.Parts); err != nil {
 			return err
@@ -84,13 +83,12 @@ func (s *Store) Flush(b *store.Batch) error {
 			if err := foldJournal(tx, b.Records, jlen); err != nil {
 				return err
 			}
-			folded, jlen, jnext = jlen, 0, 0
+			jlen, jnext = 0, 0
 		case large && jlen > window:
 			n, err := foldOldest(tx, jlen-window)
 			if err != nil {
 				return err
 			}
-			folded = n
 			jlen -= n
 		}
 		return nil
@@ -101,7 +99,7 @@ func (s *Store) Flush(b *store.Batch) error {
 	s.journalLen, s.journalNext = jlen, jnext
 	s.pausedStored = b.Paused
 	s.records.Store(int64(b.Records))
-	s.wrote(n + folded)
+	s.wrote()
 	return nil
 }
 
@@ -126,7 +124,7 @@ func (s *Store) Submit(b *store.Batch) error {
 	if err == nil {
 		_, n := b.Entries()
 		s.records.Add(int64(n))
-		s.wrote(n)
+		s.wrote()
 	}
 	return err
 }

@@ -7,25 +7,29 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// releaseAfter is how many records written (journaled, folded or
-// submitted) bring the next release of the mapping's pages. A write reads
-// the pages it changes through bbolt's mapping, where they stay resident:
-// a million priority changes left 686 MB of the file in the daemon's RSS
-// (BENCHMARKS.md). A record touches a page or two (4 KiB each), so this
-// bounds what writes add to 64–128 MiB, for one release (a few
-// milliseconds: BENCHMARKS.md, helper mem) every 16,384 records.
-const releaseAfter = 1 << 14
+// releaseAfter is how many bytes of pages written (by flushes, folds,
+// submits, stored output: every write transaction) bring the next release
+// of the mapping's pages. A write reads the pages it changes through
+// bbolt's mapping, and pages live where they were last written, so what a
+// flush reads was mostly written since the last release: a million
+// priority changes left 686 MB of the file resident in the daemon
+// (BENCHMARKS.md). Counting the pages written bounds what writes add to
+// about twice this, for one release (a few milliseconds: BENCHMARKS.md,
+// helper mem) every 64 MiB written.
+const releaseAfter = 64 << 20
 
-// wrote counts n records written, and gives the mapping's pages back
-// when the count since the last time reaches releaseAfter (or the tests'
-// ReleaseAfter).
-func (s *Store) wrote(n int) {
+// wrote gives the mapping's pages back when the pages written since the
+// last time reach releaseAfter (or the tests' ReleaseAfter).
+func (s *Store) wrote() {
 	after := int64(releaseAfter)
 	if s.opts.ReleaseAfter > 0 {
 		after = int64(s.opts.ReleaseAfter)
 	}
-	if s.written.Add(int64(n)) < after || s.written.Swap(0) < after {
-		return // not yet, or a concurrent writer took the count
+	st := s.db.Stats()
+	total := st.TxStats.GetPageAlloc()
+	last := s.released.Load()
+	if total-last < after || !s.released.CompareAndSwap(last, total) {
+		return // not yet, or a concurrent writer releases
 	}
 	s.releaseMapped()
 }

@@ -9,4 +9,4 @@ package boltstore
 func (s *Store) releaseMapped() {}
 
 // wrote does nothing here: see release_linux.go.
-func (s *Store) wrote(int) {}
+func (s *Store) wrote() {}
