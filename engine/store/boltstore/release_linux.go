@@ -10,13 +10,14 @@ import (
 // releaseAfter is how many bytes of pages written (by flushes, folds,
 // submits, stored output: every write transaction) bring the next release
 // of the mapping's pages. A write reads the pages it changes through
-// bbolt's mapping, and pages live where they were last written, so what a
-// flush reads was mostly written since the last release: a million
-// priority changes left 686 MB of the file resident in the daemon
-// (BENCHMARKS.md). Counting the pages written bounds what writes add to
-// about twice this, for one release (a few milliseconds: BENCHMARKS.md,
-// helper mem) every 64 MiB written.
-const releaseAfter = 64 << 20
+// bbolt's mapping, where they stay resident: a million priority changes
+// left 686 MB of the file in the daemon's RSS (BENCHMARKS.md). What is read
+// is about what is written (a fold reads a record's leaf page and writes
+// its new copy), but the kernel maps a read fault's neighbours too: at 64
+// MiB written between releases the mapping grew by 200–250 MiB in a churn
+// of 300,000 (BENCHMARKS.md, helper mem). At 16 MiB it is a release every
+// few seconds of such a churn (its cost: BENCHMARKS.md, helper mem).
+const releaseAfter = 16 << 20
 
 // wrote gives the mapping's pages back when the pages written since the
 // last time reach releaseAfter (or the tests' ReleaseAfter).
