@@ -11,13 +11,14 @@ import (
 // submits, stored output: every write transaction) bring the next release
 // of the mapping's pages. A write reads the pages it changes through
 // bbolt's mapping, where they stay resident: a million priority changes
-// left 686 MB of the file in the daemon's RSS (BENCHMARKS.md). What is read
-// is about what is written (a fold reads a record's leaf page and writes
-// its new copy), but the kernel maps a read fault's neighbours too: at 64
-// MiB written between releases the mapping grew by 200–250 MiB in a churn
-// of 300,000 (BENCHMARKS.md, helper mem). At 16 MiB it is a release every
-// few seconds of such a churn (its cost: BENCHMARKS.md, helper mem).
-const releaseAfter = 16 << 20
+// left 686 MB of the file in the daemon's RSS (BENCHMARKS.md). A read
+// fault maps far more than its page (the kernel maps the neighbours and
+// the whole folio: touching one page a MiB of a 300 MB file mapped 58 MB
+// of it), so a fold of 3,000 records scattered over a 300 MB file maps
+// most of it, whatever was written before: the release must follow such a
+// flush, not wait for the next ones. A fold writes a page a record, so
+// 4 MiB is a fold of about a thousand; less is a release a flush.
+const releaseAfter = 4 << 20
 
 // wrote gives the mapping's pages back when the pages written since the
 // last time reach releaseAfter (or the tests' ReleaseAfter).
