@@ -12,12 +12,12 @@ import (
 // of the mapping's pages. A write reads the pages it changes through
 // bbolt's mapping, where they stay resident: a million priority changes
 // left 686 MB of the file in the daemon's RSS (BENCHMARKS.md). A read
-// fault maps far more than its page (the kernel maps the neighbours and
-// the whole folio: touching one page a MiB of a 300 MB file mapped 58 MB
-// of it), so a fold of 3,000 records scattered over a 300 MB file maps
-// most of it, whatever was written before: the release must follow such a
-// flush, not wait for the next ones. A fold writes a page a record, so
-// 4 MiB is a fold of about a thousand; less is a release a flush.
+// fault maps far more than its page (touching one page a MiB of a 300 MB
+// file mapped 58 MB of it, MADV_RANDOM or not; BENCHMARKS.md, helper mem),
+// so a fold of thousands of records scattered over the file maps most of
+// it: the release must follow that flush, not wait for later ones. A fold
+// writes about a page a record, so this is a release after any flush that
+// folds a thousand records or more.
 const releaseAfter = 4 << 20
 
 // wrote gives the mapping's pages back when the pages written since the
@@ -39,11 +39,11 @@ func (s *Store) wrote() {
 // releaseMapped drops the process's mapping of the file's pages, which a
 // load has just read every one of, or writes many: at a million
 // containers they are 600 MB of the daemon's RSS that nothing reads again
-// soon (the records are in memory, and writes go through the file). The pages stay in the page
-// cache, and a later read through the mapping finds them there. Inside a
-// read transaction, which holds bbolt's mapping in place (a remap waits
-// for it): the range is the mapping's, never memory it gave back. Best
-// effort: a failure only leaves the pages mapped.
+// soon (the records are in memory, and writes go through the file). The
+// pages stay in the page cache, and a later read through the mapping finds
+// them there. Inside a read transaction, which holds bbolt's mapping in
+// place (a remap waits for it): the range is the mapping's, never memory
+// it gave back. Best effort: a failure only leaves the pages mapped.
 func (s *Store) releaseMapped() {
 	_ = s.db.View(func(tx *bolt.Tx) error {
 		info := s.db.Info()
