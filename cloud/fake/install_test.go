@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"weak"
 
 	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/runner"
@@ -70,6 +71,25 @@ func TestInstallsOfOneBinaryHashItOnce(t *testing.T) {
 	if v, _ := (&runner.Client{Exec: exs[1], Path: path}).Version(ctx); v != "fake-runner "+hex.EncodeToString(osum[:]) {
 		t.Fatalf("a second binary installed: version %q", v)
 	}
+}
+
+// The driver keeps no installed binary alive: a daemon's copy of its
+// runner (~80 MB) is freed once its installs are done.
+func TestInstalledBinaryIsNotKept(t *testing.T) {
+	ctx := context.Background()
+	d, _ := newDriver(t, Options{})
+	ex := mustExec(t, d, mustCreate(t, d, small, nil))
+	bin := make([]byte, 1<<20)
+	if _, _, err := ex.Execute(ctx, runner.InstallLine("/tmp/dispatch-tui-runner~test"), bin); err != nil {
+		t.Fatal(err)
+	}
+	freed := weak.Make(&bin[0])
+	bin = nil
+	wait.Until(t, "the installed binary to be collected", 20*time.Second, func() bool {
+		runtime.GC()
+		return freed.Value() == nil
+	})
+	runtime.KeepAlive(d) // the driver lives on, as a daemon's does
 }
 
 // A call whose context ends while it waits for the driver is not run, as

@@ -24,6 +24,7 @@ func (loader) Decode(body []byte) (any, error) {
 // active and finished) is what a load one record at a time would build.
 func (l loader) Add(v any) (uint64, string, error) {
 	q, c := l.q, v.(*Container)
+	q.shared.record(c)
 	c.shape = q.shapeLocked(c.RuntimeConstraints)
 	q.byID[c.ID] = c
 	q.countLocked(c)

@@ -119,6 +119,9 @@ type Queue struct {
 	subs        map[int]chan struct{}
 	nextSub     int
 	health      storeHealth // storehealth.go
+	// shared holds the values records repeat (intern.go); it has its own
+	// lock: submits intern outside mu.
+	shared interner
 }
 
 // Open loads every record from opts.Store into a new Queue. If it fails,
@@ -313,15 +316,12 @@ func (q *Queue) newContainer(spec *Spec, now time.Time, seq uint64) *Container {
 	c := &Container{
 		State: Queued, Priority: prio, RuntimeConstraints: spec.RuntimeConstraints, FirstSeenAt: now,
 		ContainerBody: view.ContainerBody{
-			ID: newID(), Name: spec.Name, Command: append([]string(nil), spec.Command...),
-			Env: copyMap(spec.Env), Image: spec.Image, Scheduling: spec.Scheduling,
+			ID: newID(), Name: spec.Name, Command: spec.Command,
+			Env: spec.Env, Labels: spec.Labels, Image: spec.Image, Scheduling: spec.Scheduling,
 			MaxAttempts: maxAttempts, RestartPolicy: policy, CreatedAt: now,
 		},
 		ContainerTail: view.ContainerTail{Seq: seq},
 	}
-	// The record must not share maps with the caller's spec.
-	c.Labels = copyMap(spec.Labels)
-	c.Scheduling.Constraints = copyMap(spec.Scheduling.Constraints)
 	// The record says what was decided: preemptible or not, and the
 	// health check's effective settings.
 	pre := q.opts.DefaultPreemptible
@@ -330,10 +330,13 @@ func (q *Queue) newContainer(spec *Spec, now time.Time, seq uint64) *Container {
 	}
 	c.Scheduling.Preemptible = &pre
 	c.HealthCheck = healthWithDefaults(spec.HealthCheck)
-	c.setHints()
 	if c.Name == "" {
 		c.Name = c.ID
 	}
+	// The record shares no map or slice with the caller's spec: interning
+	// copies what it has not seen.
+	q.shared.record(c)
+	c.setHints()
 	return c
 }
 

@@ -99,6 +99,7 @@ func (s *Store) Flush(b *store.Batch) error {
 	s.journalLen, s.journalNext = jlen, jnext
 	s.pausedStored = b.Paused
 	s.records.Store(int64(b.Records))
+	s.wrote()
 	return nil
 }
 
@@ -123,6 +124,7 @@ func (s *Store) Submit(b *store.Batch) error {
 	if err == nil {
 		_, n := b.Entries()
 		s.records.Add(int64(n))
+		s.wrote()
 	}
 	return err
 }

@@ -51,6 +51,57 @@ func TestLoadGivesBackTheMappedFile(t *testing.T) {
 	}
 }
 
+// TestWritesGiveBackTheMappedFile: flushes that rewrite records all over
+// a large store (the journal folded into the containers bucket in place)
+// leave no more of the file resident in the mapping than about twice the
+// ReleaseAfter bytes of pages they write between releases, however much
+// they write (a million priority changes left the whole file resident in a
+// daemon), and every write still reads back.
+func TestWritesGiveBackTheMappedFile(t *testing.T) {
+	const n, after = 20000, 1 << 20
+	path := filepath.Join(t.TempDir(), "queue.db")
+	seeded := openSeeded(t, n, path)
+	if err := seeded.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(Options{Path: path, NoSync: true, RebuildMax: 1000, JournalKeep: 200, ReleaseAfter: after})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Load(1, store.RecordFunc(decodeSeq), noEvent); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Every record rewritten twice, 100 a flush, spread over the file.
+	var b store.Batch
+	for round := range 2 * n / 100 {
+		b.Reset()
+		b.Records = n
+		for i := range 100 {
+			seq := uint64((i*(n/100) + round) % n)
+			b.EndRecord(appendSeedRecord(t, b.BeginRecord(seq), seq, round%5))
+		}
+		if err := s.Flush(&b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rss, most := mappedRSS(t, path), int64(3*after); rss > most {
+		t.Errorf("after %d records rewritten %d KiB of the %d KiB file stay resident in the mapping, want at most %d KiB", 2*n, rss>>10, fi.Size()>>10, most>>10)
+	}
+	var got atomic.Int64
+	count := store.RecordFunc(func(body []byte) (uint64, string, error) {
+		got.Add(1)
+		return decodeSeq(body)
+	})
+	if _, err := s.Load(1, count, noEvent); err != nil || got.Load() != n {
+		t.Fatalf("a load after the writes: %d records, %v; want %d", got.Load(), err, n)
+	}
+}
+
 // mappedRSS is the resident size of this process's mappings of path, in
 // bytes (/proc/self/smaps).
 func mappedRSS(t *testing.T, path string) int64 {

@@ -60,6 +60,10 @@ type Options struct {
 	// The journal's limits (journal.go), 0 for the defaults; tests set
 	// small ones to make folds and cut batches happen.
 	FoldMin, RebuildMax, JournalKeep, BatchMax int
+	// ReleaseAfter is how many bytes of pages are written between two
+	// releases of the mapping's pages (release_linux.go), 0 for
+	// releaseAfter.
+	ReleaseAfter int
 }
 
 // Store is the bbolt store. flushMu serialises the writes of records
@@ -81,6 +85,9 @@ type Store struct {
 	// records is how many containers the store holds, as of the last
 	// load, flush or submit: the fold's measure.
 	records atomic.Int64
+	// released is how many bytes of pages the file's write transactions
+	// had allocated when the mapping's pages were last given back (wrote).
+	released atomic.Int64
 }
 
 var _ store.Store = (*Store)(nil)
@@ -227,7 +234,7 @@ var ErrInUse = errors.New("a running dispatcher holds it")
 // PutOutputs stores outputs in one transaction, shared with concurrent
 // submits and other outputs (group.go).
 func (s *Store) PutOutputs(ids []string, outputs [][]byte) error {
-	return s.group.write(func(tx *bolt.Tx) error {
+	err := s.group.write(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketLogs)
 		for i, id := range ids {
 			if err := b.Put([]byte(id), outputs[i]); err != nil {
@@ -236,6 +243,10 @@ func (s *Store) PutOutputs(ids []string, outputs [][]byte) error {
 		}
 		return nil
 	})
+	if err == nil {
+		s.wrote()
+	}
+	return err
 }
 
 // Output returns the output PutOutputs stored for id, if any.
