@@ -36,16 +36,6 @@ start() { # env assignments for the daemon, if any
 	DPID=$!
 	await_api || exit 1
 }
-stop() { kill "$DPID"; wait "$DPID" 2>/dev/null; }
-cpu() { awk '{print $14 + $15}' "/proc/$DPID/stat"; } # clock ticks
-measure() {
-	sleep "$SETTLE"
-	local c0 c1
-	[ "$PROFILE" = 1 ] && kill -USR1 "$DPID"
-	c0=$(cpu); sleep 20; c1=$(cpu)
-	[ "$PROFILE" = 1 ] && kill -USR1 "$DPID"
-	echo "$1: CPU $(( (c1 - c0) * 1000 / $(getconf CLK_TCK) )) ms over 20 s, RSS $(awk '/VmRSS/ {print $2 / 1024 " MiB"}' "/proc/$DPID/status"), load $(cut -d' ' -f1 /proc/loadavg)"
-}
 
 if [ "$REUSE" != 1 ]; then
 	start

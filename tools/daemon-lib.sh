@@ -43,3 +43,18 @@ await_api() {
 	echo "the daemon did not answer at $U" >&2
 	return 1
 }
+
+# The daemon a measurement started is DPID. stop ends it; cpu is its user
+# + system CPU in clock ticks; measure LABEL waits SETTLE seconds, then
+# prints its CPU over 20 s, its RSS and the load (with PROFILE=1, its CPU
+# profile cut around those 20 s by SIGUSR1).
+stop() { kill "$DPID"; wait "$DPID" 2>/dev/null; }
+cpu() { awk '{print $14 + $15}' "/proc/$DPID/stat"; } # clock ticks
+measure() {
+	sleep "$SETTLE"
+	local c0 c1
+	[ "$PROFILE" = 1 ] && kill -USR1 "$DPID"
+	c0=$(cpu); sleep 20; c1=$(cpu)
+	[ "$PROFILE" = 1 ] && kill -USR1 "$DPID"
+	echo "$1: CPU $(( (c1 - c0) * 1000 / $(getconf CLK_TCK) )) ms over 20 s, RSS $(awk '/VmRSS/ {print $2 / 1024 " MiB"}' "/proc/$DPID/status"), load $(cut -d' ' -f1 /proc/loadavg)"
+}

@@ -25,17 +25,7 @@ start() { # the binary to start
 	DPID=$!
 	await_api || exit 1
 }
-stop() { kill "$DPID"; wait "$DPID" 2>/dev/null; }
-cpu() { awk '{print $14 + $15}' "/proc/$DPID/stat"; } # clock ticks
 summary() { curl -sf -m 60 -H "$H" "$U/v1/summary"; }
-measure() {
-	sleep "$SETTLE"
-	local c0 c1
-	[ "$PROFILE" = 1 ] && kill -USR1 "$DPID"
-	c0=$(cpu); sleep 20; c1=$(cpu)
-	[ "$PROFILE" = 1 ] && kill -USR1 "$DPID"
-	echo "$1: CPU $(( (c1 - c0) * 1000 / $(getconf CLK_TCK) )) ms over 20 s, RSS $(awk '/VmRSS/ {print $2 / 1024 " MiB"}' "/proc/$DPID/status"), load $(cut -d' ' -f1 /proc/loadavg)"
-}
 submit() { # count command
 	python3 -c 'import json, sys; print(json.dumps([{"command": [sys.argv[2]], "runtime_constraints": {"vcpus": 1, "ram": 1 << 29}}] * int(sys.argv[1])))' "$1" "$2" > "$D/batch.json"
 	curl -sf -m 600 -o /dev/null -H "$H" -H 'Content-Type: application/json' --data-binary @"$D/batch.json" "$U/v1/containers" || { echo "submit failed" >&2; exit 1; }

@@ -19,7 +19,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -114,21 +113,7 @@ func BenchmarkChurn(b *testing.B) {
 		rssRead := procMiB("VmRSS")
 		resetPeakRSS(b)
 
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		var top uint64
-		wg.Go(func() {
-			t := time.NewTicker(time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-t.C:
-					top = max(top, heapInUse())
-				}
-			}
-		})
+		peakHeap := samplePeakHeap()
 		start := time.Now()
 		for range rounds {
 			q.next()
@@ -137,8 +122,7 @@ func BenchmarkChurn(b *testing.B) {
 			}
 		}
 		per := time.Since(start) / time.Duration(rounds)
-		close(stop)
-		wg.Wait()
+		top := peakHeap()
 		rss, hwm := procMiB("VmRSS"), procMiB("VmHWM")
 		runtime.GC()
 		held := heapInUse() - base

@@ -75,25 +75,10 @@ func BenchmarkFirstRead(b *testing.B) {
 	for b.Loop() {
 		runtime.GC()
 		base := heapInUse()
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		var top uint64
-		wg.Go(func() {
-			t := time.NewTicker(time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-t.C:
-					top = max(top, heapInUse())
-				}
-			}
-		})
+		peakHeap := samplePeakHeap()
 		r := NewRemote(api.NewClient(srv.URL, ""), "bench")
 		rows, err := r.containers(context.Background())
-		close(stop)
-		wg.Wait()
+		top := peakHeap()
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -127,6 +112,31 @@ func procMiB(key string) float64 {
 		}
 	}
 	return 0
+}
+
+// samplePeakHeap samples heapInUse every millisecond until the returned
+// function is called, which returns the highest it saw.
+func samplePeakHeap() (stop func() uint64) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var top uint64
+	wg.Go(func() {
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				top = max(top, heapInUse())
+			}
+		}
+	})
+	return func() uint64 {
+		close(done)
+		wg.Wait()
+		return top
+	}
 }
 
 // heapInUse is the heap's live and not yet collected objects, in bytes.
