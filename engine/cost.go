@@ -6,7 +6,6 @@
 package engine
 
 import (
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -58,8 +57,9 @@ func (e *Engine) observeCost() {
 	if ids := e.ledger.Unknown(f.samples); len(ids) > 0 {
 		infos = make(map[string]cost.ContainerInfo, len(ids))
 		for _, id := range ids {
+			// Get's view is a copy of the record: the ledger keeps its labels.
 			if c, ok := e.queue.Get(id); ok {
-				infos[id] = cost.ContainerInfo{Labels: maps.Clone(c.Labels), Share: e.share(c.RuntimeConstraints.VCPUs, c.RuntimeConstraints.RAM, c.InstanceType)}
+				infos[id] = cost.ContainerInfo{Labels: c.Labels, Share: e.share(c.RuntimeConstraints.VCPUs, c.RuntimeConstraints.RAM, c.InstanceType)}
 			}
 		}
 	}
