@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"dispatch-tui/cloud/fake"
-	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/view"
 )
@@ -29,14 +27,7 @@ const bulkGroups = 100
 // running) with n queued containers labelled pct=i%bulkGroups.
 func newBulkBench(b *testing.B, n int) *Engine {
 	b.Helper()
-	cfg := testConfig(b)
-	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	ct := fake.New(fake.Options{Clock: clk})
-	eng, err := New(Options{Config: cfg, InstanceSet: ct, NewExecutor: ct.Executor, Clock: clk})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { eng.Close() })
+	eng := newBenchEngine(b)
 	const batch = 10_000
 	specs := make([]queue.Spec, batch)
 	for done := 0; done < n; done += batch {
