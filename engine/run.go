@@ -44,12 +44,12 @@ func (p *stepPacer) ran(start, end time.Time) {
 }
 
 // Run drives the engine until ctx ends: a step at once, then one on every
-// change and at least every PassInterval, at most one per minPassGap on the
-// engine's clock and none sooner than passShare times the last one's
+// change and at least every PassInterval, at most one per minPassGap on
+// the engine's clock and none sooner than passShare times the last one's
 // length after it began; and an exit step (recordExits) at every wake,
-// which no gap holds back. The first step is not left to the first tick: it starts
-// the first cloud listing, which a restart or a takeover waits on before
-// anything starts (docs/design.md §10, §11).
+// which no gap holds back. The first step is not left to the first tick:
+// it starts the first cloud listing, which a restart or a takeover waits
+// on before anything starts (docs/design.md §10, §11).
 func (e *Engine) Run(ctx context.Context) {
 	qch, unsub := e.queue.Subscribe()
 	defer unsub()
