@@ -149,15 +149,22 @@ type Changes = ChangesPage[view.Container]
 // its answer, a B.
 func readChanges[B any](ctx context.Context, c *Client, path string, since uint64, limit int, wait time.Duration) (B, error) {
 	var body B
+	err := streamChanges(ctx, c, path, since, limit, wait, func(dec *json.Decoder) error { return dec.Decode(&body) })
+	return body, err
+}
+
+// streamChanges sends a changes request for the list at path and has
+// decode read its answer.
+func streamChanges(ctx context.Context, c *Client, path string, since uint64, limit int, wait time.Duration, decode func(*json.Decoder) error) error {
 	resp, err := c.send(ctx, http.MethodGet, path, changesValues(since, limit, wait), nil)
 	if err != nil {
-		return body, err
+		return err
 	}
 	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return body, fmt.Errorf("GET %s?changed_since: decode response: %w", path, err)
+	if err := decode(json.NewDecoder(resp.Body)); err != nil {
+		return fmt.Errorf("GET %s?changed_since: decode response: %w", path, err)
 	}
-	return body, nil
+	return nil
 }
 
 // ContainerChanges asks for up to limit containers changed after

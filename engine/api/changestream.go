@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"time"
 
 	"dispatch-tui/engine/view"
@@ -20,14 +19,13 @@ import (
 // has no Items. The container given to each is valid during the call
 // only (the next item is decoded into it).
 func (c *Client) ContainerChangesEach(ctx context.Context, since uint64, limit int, wait time.Duration, each func(*view.Container)) (Changes, error) {
-	resp, err := c.send(ctx, http.MethodGet, "/v1/containers", changesValues(since, limit, wait), nil)
+	var body ChangesBody
+	err := streamChanges(ctx, c, "/v1/containers", since, limit, wait, func(dec *json.Decoder) (err error) {
+		body, err = decodeChangesStream(dec, each)
+		return err
+	})
 	if err != nil {
 		return Changes{}, err
-	}
-	defer resp.Body.Close()
-	body, err := decodeChangesStream(json.NewDecoder(resp.Body), each)
-	if err != nil {
-		return Changes{}, fmt.Errorf("GET /v1/containers?changed_since: decode response: %w", err)
 	}
 	return Changes{Removed: body.Removed, Generation: body.Generation, More: body.More,
 		Latest: body.Latest, Available: body.ItemsAvailable}, nil
