@@ -483,32 +483,24 @@ func (s *Rows) apply(changed []Row, gone map[string]bool) {
 	}
 }
 
-// before is the scheduling order of the line (as engine/scheduler
-// counts): Locked before Queued, priority descending, first seen,
-// submission.
-func before(a, b *Row) bool {
-	if al, bl := a.State == view.Locked, b.State == view.Locked; al != bl {
-		return al
-	}
-	if a.Priority != b.Priority {
-		return a.Priority > b.Priority
-	}
-	if a.FirstSeenAt != b.FirstSeenAt {
-		return a.FirstSeenAt < b.FirstSeenAt
-	}
-	return a.Seq < b.Seq
-}
-
-// bySchedule compares two slots' rows in the line's order.
+// bySchedule compares two slots' rows in the scheduling order of the
+// line (as engine/scheduler counts): Locked before Queued, priority
+// descending, first seen, submission.
 func (s *Rows) bySchedule(a, b int32) int {
 	ra, rb := s.rows.at(int(a)), s.rows.at(int(b))
-	switch {
-	case before(ra, rb):
-		return -1
-	case before(rb, ra):
+	if al, bl := ra.State == view.Locked, rb.State == view.Locked; al != bl {
+		if al {
+			return -1
+		}
 		return 1
 	}
-	return 0
+	if c := cmp.Compare(rb.Priority, ra.Priority); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(ra.FirstSeenAt, rb.FirstSeenAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(ra.Seq, rb.Seq)
 }
 
 // numberLine gives every container waiting its turn ("position N") its
