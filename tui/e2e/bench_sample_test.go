@@ -25,7 +25,7 @@ type rssSampler struct {
 	phase  string
 	phases []string                  // in the order begun
 	began  map[string]time.Time      // phase → when it began
-	peak   map[string]map[string]int // phase → name → peak VmRSS in kB
+	peak   map[string]map[string]rssPeak // phase → name → peak VmRSS
 	load   map[string][2]float64     // phase → lowest, highest load
 	cpu    map[string]map[string]*cpuSpan
 	stopc  chan struct{}
@@ -33,7 +33,7 @@ type rssSampler struct {
 }
 
 func newRSSSampler(every time.Duration) *rssSampler {
-	s := &rssSampler{procs: map[string]int{}, peak: map[string]map[string]int{},
+	s := &rssSampler{procs: map[string]int{}, peak: map[string]map[string]rssPeak{},
 		load: map[string][2]float64{}, began: map[string]time.Time{}, cpu: map[string]map[string]*cpuSpan{}, stopc: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
@@ -81,6 +81,11 @@ func (s *rssSampler) begin(phase string) {
 	s.sample()
 }
 
+// rssPeak is a process's highest VmRSS in a phase, and its anonymous and
+// file-backed parts at that sample, in kB: which of the two made a peak
+// (the heap, or the store's file through bbolt's mapping).
+type rssPeak struct{ rss, anon, file int }
+
 // cpuSpan is a process's CPU time at its first and last sample of a
 // phase, and when they were taken.
 type cpuSpan struct {
@@ -114,9 +119,13 @@ func (s *rssSampler) sample() {
 			continue // exited: its last peak stands
 		}
 		if s.peak[s.phase] == nil {
-			s.peak[s.phase], s.cpu[s.phase] = map[string]int{}, map[string]*cpuSpan{}
+			s.peak[s.phase], s.cpu[s.phase] = map[string]rssPeak{}, map[string]*cpuSpan{}
 		}
-		s.peak[s.phase][name] = max(s.peak[s.phase][name], kb)
+		if kb > s.peak[s.phase][name].rss {
+			anon, _ := statusKB(pid, "RssAnon")
+			file, _ := statusKB(pid, "RssFile")
+			s.peak[s.phase][name] = rssPeak{kb, anon, file}
+		}
 		now := time.Now()
 		if sp := s.cpu[s.phase][name]; sp != nil {
 			sp.last, sp.lastT = cpu, now
@@ -140,7 +149,8 @@ func (s *rssSampler) report() string {
 		}
 		slices.Sort(names)
 		for _, n := range names {
-			fmt.Fprintf(&b, " %s %d MiB", n, s.peak[ph][n]/1024)
+			p := s.peak[ph][n]
+			fmt.Fprintf(&b, " %s %d MiB (anon %d, file %d)", n, p.rss/1024, p.anon/1024, p.file/1024)
 		}
 		b.WriteString("; CPU")
 		for _, n := range names {
