@@ -2,13 +2,18 @@ package boltstore
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	bolt "go.etcd.io/bbolt"
+
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/store"
 )
 
@@ -133,4 +138,60 @@ func mappedRSS(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	return total
+}
+
+// TestReleaseWhileGivesBackAtEachTick: while a flush folds in place, its
+// pages are given back at every tick, beside the write (releasingFold):
+// the commit reads the old page of every record the fold put, so a
+// release after the flush came too late for its peak. Here the file is
+// mapped whole by a read, a tick gives it back, and stop ends the
+// goroutine; a write transaction open meanwhile is no obstacle.
+func TestReleaseWhileGivesBackAtEachTick(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "queue.db")
+	s := openSeeded(t, 20000, path)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll := func() {
+		t.Helper()
+		if err := s.db.View(func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketContainers).ForEach(func(k, v []byte) error { return nil })
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	readAll()
+	if rss := mappedRSS(t, path); rss < fi.Size()/2 {
+		t.Fatalf("after a read of every record only %d KiB of the %d KiB file are mapped: the test cannot see a release", rss>>10, fi.Size()>>10)
+	}
+	tick := make(chan time.Time)
+	stop := s.releaseWhile(tick)
+	stopped := false
+	// A write transaction stays open across the release, as a flush's does.
+	tx, err := s.db.Begin(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { // on a failure, before the store's Close waits for tx
+		if !stopped {
+			_ = tx.Rollback()
+			stop()
+		}
+	}()
+	if err := tx.Bucket(bucketMeta).Put([]byte("release-test"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	tick <- time.Now()
+	wait.With{Seen: func() string { return fmt.Sprintf("%d KiB mapped", mappedRSS(t, path)>>10) }}.
+		Until(t, "the tick's release", 10*time.Second, func() bool { return mappedRSS(t, path) <= fi.Size()/8 })
+	stopped = true
+	stop()
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("the write transaction open across the release: %v", err)
+	}
+	readAll() // what was given back reads again
+	if rss := mappedRSS(t, path); rss < fi.Size()/2 {
+		t.Errorf("a read after the release mapped %d KiB of the %d KiB file, want it read back whole", rss>>10, fi.Size()>>10)
+	}
 }
