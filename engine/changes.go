@@ -7,6 +7,7 @@ import (
 	"context"
 
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
@@ -15,6 +16,12 @@ import (
 // queue.ChangesSince.
 func (e *Engine) ContainerChanges(since uint64, limit int) (queue.Changes, error) {
 	return e.queue.ChangesSince(since, limit)
+}
+
+// ContainerChangesEach is ContainerChanges handing the views to each a
+// chunk at a time; see queue.ChangesEach.
+func (e *Engine) ContainerChangesEach(since uint64, limit int, each func([]view.Container)) (queue.Changes, error) {
+	return e.queue.ChangesEach(since, limit, each)
 }
 
 // WaitContainerChanges returns once a container changed after generation

@@ -163,6 +163,18 @@ func (q *Queue) viewLocked(c *Container) view.Container { return c.view(q.pendin
 // order, which is the order of the records in memory for a page in
 // submission order.
 func (q *Queue) viewsLocked(cs []*Container, out []view.Container) {
+	q.eachViewLocked(cs, func(i int, c *Container, p Pending) { out[i] = c.view(p) })
+}
+
+// sharedViewsLocked is viewsLocked making views that share the records'
+// maps and command (Container.sharedView).
+func (q *Queue) sharedViewsLocked(cs []*Container, out []view.Container) {
+	q.eachViewLocked(cs, func(i int, c *Container, p Pending) { out[i] = c.sharedView(p) })
+}
+
+// eachViewLocked calls set with each of cs, its index and its pending
+// reason, found as viewsLocked says.
+func (q *Queue) eachViewLocked(cs []*Container, set func(i int, c *Container, p Pending)) {
 	type lookup struct {
 		keyed
 		at int // in cs and out
@@ -189,7 +201,7 @@ func (q *Queue) viewsLocked(cs []*Container, out []view.Container) {
 		if pending != nil {
 			p = pending[i]
 		}
-		out[i] = c.view(p)
+		set(i, c, p)
 	}
 }
 
