@@ -160,7 +160,9 @@ func (q *Queue) ChangesSince(since uint64, limit int) (Changes, error) {
 // and preemptible flag (sharedView) and the chunk is reused: each encodes
 // or copies them and keeps neither. A page of 10,000 views made whole for
 // each watching console, then copied again to add their costs, was most
-// of the churn's garbage (BENCHMARKS.md, helper garbage).
+// of the churn's garbage (BENCHMARKS.md, helper garbage); the chunk and
+// the look-ups of pending reasons are now kept for the next read
+// (viewScratches).
 func (q *Queue) ChangesEach(since uint64, limit int, each func([]view.Container)) (Changes, error) {
 	if limit <= 0 {
 		limit = 1000
@@ -216,11 +218,15 @@ func (q *Queue) ChangesEach(since uint64, limit int, each func([]view.Container)
 	// waited behind, for each watching console (BENCHMARKS.md, helper
 	// churn). A container that changes meanwhile is shown as it is then,
 	// which a reader from out.Generation reads again anyway.
-	chunk := make([]view.Container, min(len(page), viewChunk))
+	// The chunk is not cleared after use: the next read overwrites it, and
+	// the pool lets go of what it holds within two collections.
+	sc := viewScratches.Get().(*viewScratch)
+	defer viewScratches.Put(sc)
 	for i := 0; ; {
 		j := min(len(page), i+viewChunk)
-		vs := chunk[:j-i]
-		q.sharedViewsLocked(page[i:j], vs)
+		vs := slices.Grow(sc.views[:0], j-i)[:j-i]
+		sc.views = vs
+		q.eachViewLocked(page[i:j], sc, func(k int, c *Container, p Pending) { vs[k] = c.sharedView(p) })
 		q.mu.Unlock()
 		if len(vs) > 0 {
 			each(vs)
