@@ -112,14 +112,17 @@ func BenchmarkChangesPage(b *testing.B) {
 	}
 }
 
-// countingWriter is a ResponseWriter that keeps only the status and how
-// much was written: a recorder's growing buffer would be most of what a
-// benchmark of an encoder allocates.
+// countingWriter is a ResponseWriter that keeps only the status, how
+// much was written and its last bytes: a recorder's growing buffer would
+// be most of what a benchmark of an encoder allocates.
 type countingWriter struct {
 	h      http.Header
 	status int
 	n      int
+	tail   []byte // the last tailBytes written at most
 }
+
+const tailBytes = 512
 
 func (w *countingWriter) Header() http.Header { return w.h }
 func (w *countingWriter) WriteHeader(s int) {
@@ -131,6 +134,8 @@ func (w *countingWriter) WriteHeader(s int) {
 func (w *countingWriter) Write(p []byte) (int, error) {
 	w.WriteHeader(http.StatusOK)
 	w.n += len(p)
+	w.tail = append(w.tail, p[max(0, len(p)-tailBytes):]...)
+	w.tail = w.tail[max(0, len(w.tail)-tailBytes):]
 	return len(p), nil
 }
 
