@@ -13,7 +13,7 @@ import (
 
 // ContainerChanges returns up to limit containers changed after generation
 // since (every container for since 0) and the ids of those dropped; see
-// queue.ChangesSince.
+// queue.ChangesSince (its views share the records' maps: read them only).
 func (e *Engine) ContainerChanges(since uint64, limit int) (queue.Changes, error) {
 	return e.queue.ChangesSince(since, limit)
 }
