@@ -7,14 +7,21 @@ import (
 	"context"
 
 	"dispatch-tui/engine/queue"
+	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
 )
 
 // ContainerChanges returns up to limit containers changed after generation
 // since (every container for since 0) and the ids of those dropped; see
-// queue.ChangesSince.
+// queue.ChangesSince (its views share the records' maps: read them only).
 func (e *Engine) ContainerChanges(since uint64, limit int) (queue.Changes, error) {
 	return e.queue.ChangesSince(since, limit)
+}
+
+// ContainerChangesEach is ContainerChanges handing the views to each a
+// chunk at a time; see queue.ChangesEach.
+func (e *Engine) ContainerChangesEach(since uint64, limit int, each func([]view.Container)) (queue.Changes, error) {
+	return e.queue.ChangesEach(since, limit, each)
 }
 
 // WaitContainerChanges returns once a container changed after generation

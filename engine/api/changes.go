@@ -105,17 +105,7 @@ func (s *server) listChanges(w http.ResponseWriter, r *http.Request, v url.Value
 	if !ok {
 		return
 	}
-	ch, err := s.eng.ContainerChanges(cq.since, cq.limit)
-	if err != nil {
-		writeError(w, classify(err))
-		return
-	}
-	body := ChangesBody{Items: s.withCosts(ch.Items), Removed: ch.Removed, Generation: ch.Generation,
-		More: ch.More, Latest: ch.Latest, ItemsAvailable: ch.Total}
-	if body.Removed == nil {
-		body.Removed = []string{}
-	}
-	writeJSON(w, http.StatusOK, body)
+	s.writeChanges(w, cq)
 }
 
 // changesValues is the query of a changes request (parseChangesQuery

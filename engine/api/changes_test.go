@@ -1,11 +1,16 @@
 package api
 
 import (
+	"bytes"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/view"
 )
 
@@ -109,5 +114,72 @@ func TestContainerChangesWatch(t *testing.T) {
 		t.Logf("change seen %s after the submit returned", r.at.Sub(submitted))
 	case <-time.After(20 * time.Second):
 		t.Fatal("the watch did not answer within 20 s of a submit")
+	}
+}
+
+// The changes page, written a chunk at a time without reflection, is byte
+// for byte what writeJSON writes for its ChangesBody: a first read in
+// pages (More), a page of what changed, an empty one; with costs, exit
+// codes, labels and text that needs escaping.
+func TestChangesPageMatchesEncodingJSON(t *testing.T) {
+	e := newEnv(t)
+	ranID, _ := e.running("ran <a&b>")
+	for i := range 5 {
+		e.Submit(queue.Spec{Name: "q\u2028\"" + strconv.Itoa(i), Command: []string{"true", "é\x01"},
+			RuntimeConstraints: queue.Constraints{VCPUs: 1 + 7*(i%2), RAM: gib}, Labels: map[string]string{"team": "<g>", "i": strconv.Itoa(i)}})
+	}
+	e.clk.Advance(time.Hour + 123456789)
+	e.step(2)
+	if _, err := e.client.ContainerVerb(t.Context(), ranID, view.ContainerKill, "test"); err != nil {
+		t.Fatal(err)
+	}
+	e.until("killed", 30, func() bool { return e.state(ranID).Final() })
+
+	check := func(since uint64, limit int) ChangesBody {
+		t.Helper()
+		resp, got := e.do("GET", fmt.Sprintf("/v1/containers?changed_since=%d&limit=%d", since, limit), nil, nil)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
+			t.Fatalf("since %d: status %d, %q: %s", since, resp.StatusCode, resp.Header.Get("Content-Type"), got)
+		}
+		ch, err := e.eng.ContainerChanges(since, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := ChangesBody{Items: (&server{eng: e.eng}).withCosts(ch.Items), Removed: ch.Removed, Generation: ch.Generation,
+			More: ch.More, Latest: ch.Latest, ItemsAvailable: ch.Total}
+		if body.Removed == nil {
+			body.Removed = []string{}
+		}
+		w := httptest.NewRecorder()
+		writeJSON(w, http.StatusOK, body)
+		if want := w.Body.Bytes(); !bytes.Equal(got, want) {
+			t.Fatalf("since %d, limit %d:\n got %s\nwant %s", since, limit, got, want)
+		}
+		return body
+	}
+	var gen uint64
+	costs := 0
+	for pages := 0; ; pages++ {
+		b := check(gen, 2)
+		for _, it := range b.Items {
+			if it.Cost != 0 {
+				costs++
+			}
+		}
+		gen = b.Generation
+		if !b.More {
+			if pages < 2 || costs == 0 {
+				t.Fatalf("%d pages of 2, %d with a cost: want at least 3 pages and a cost", pages+1, costs)
+			}
+			break
+		}
+	}
+	if b := check(gen, 100); len(b.Items) != 0 {
+		t.Fatalf("nothing changed since %d, yet %d items", gen, len(b.Items))
+	}
+	prio := 7
+	id := e.Submit(queue.Spec{Command: []string{"true"}, Priority: &prio, RuntimeConstraints: queue.Constraints{VCPUs: 8, RAM: gib}})
+	if b := check(gen, 100); len(b.Items) != 1 || b.Items[0].ID != id {
+		t.Fatalf("since %d: %d items, want the one submitted", gen, len(b.Items))
 	}
 }

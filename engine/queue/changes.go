@@ -138,8 +138,32 @@ type Changes struct {
 // generation since, and the ids of those dropped; since 0 reads every
 // container (a first read, paged like any other). It fails with ErrReload
 // when since is older than the tombstones kept or newer than this queue's
-// generation (a reader from another run of the dispatcher).
+// generation (a reader from another run of the dispatcher). Its Items
+// share the records' maps and command (ChangesEach): read them only.
 func (q *Queue) ChangesSince(since uint64, limit int) (Changes, error) {
+	var items []view.Container
+	out, err := q.ChangesEach(since, limit, func(vs []view.Container) { items = append(items, vs...) })
+	if err != nil {
+		return Changes{}, err
+	}
+	if items == nil {
+		items = []view.Container{}
+	}
+	out.Items = items
+	return out, nil
+}
+
+// ChangesEach is ChangesSince handing the page's views to each a chunk at
+// a time, outside the queue's lock, instead of in Items (left nil); it
+// calls each only once the page, Removed and the generations are known
+// and not at all on an error. The views share the records' maps, command
+// and preemptible flag (sharedView) and the chunk is reused: each encodes
+// or copies them and keeps neither. A page of 10,000 views made whole for
+// each watching console, then copied again to add their costs, was most
+// of the churn's garbage (BENCHMARKS.md, helper garbage); the chunk and
+// the look-ups of pending reasons are now kept for the next read
+// (viewScratches).
+func (q *Queue) ChangesEach(since uint64, limit int, each func([]view.Container)) (Changes, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
@@ -194,11 +218,19 @@ func (q *Queue) ChangesSince(since uint64, limit int) (Changes, error) {
 	// waited behind, for each watching console (BENCHMARKS.md, helper
 	// churn). A container that changes meanwhile is shown as it is then,
 	// which a reader from out.Generation reads again anyway.
-	out.Items = make([]view.Container, len(page))
+	// The chunk is not cleared after use: the next read overwrites it, and
+	// the pool lets go of what it holds within two collections.
+	sc := viewScratches.Get().(*viewScratch)
+	defer viewScratches.Put(sc)
 	for i := 0; ; {
 		j := min(len(page), i+viewChunk)
-		q.viewsLocked(page[i:j], out.Items[i:j])
+		vs := slices.Grow(sc.views[:0], j-i)[:j-i]
+		sc.views = vs
+		q.eachViewLocked(page[i:j], sc, func(k int, c *Container, p Pending) { vs[k] = c.sharedView(p) })
 		q.mu.Unlock()
+		if len(vs) > 0 {
+			each(vs)
+		}
 		if i = j; i == len(page) {
 			return out, nil
 		}

@@ -218,18 +218,29 @@ const MaxPriority = math.MaxInt32
 // (package view): a copy safe to hand out, with its pending reason p, and
 // Reason filled in from p for containers that are not final.
 func (c *Container) view(p Pending) view.Container {
-	v := view.Container{
-		State: c.State, Priority: c.Priority, Held: c.Held,
-		RuntimeConstraints: c.RuntimeConstraints, FirstSeenAt: c.FirstSeenAt,
-		ContainerBody: c.ContainerBody, KillRequested: c.KillRequested, RunnerSeen: c.RunnerSeen,
-		LogsTruncated: c.LogsTruncated.Bytes(), ContainerTail: c.ContainerTail, Pending: p,
-	}
+	v := c.sharedView(p)
 	// The view shares no slice or map with the record.
 	v.Command = append([]string(nil), c.Command...)
 	v.Env, v.Labels = copyMap(c.Env), copyMap(c.Labels)
 	v.HealthCheck = c.HealthCheck.Clone()
 	v.Scheduling.Constraints = copyMap(c.Scheduling.Constraints)
 	v.Scheduling.Preemptible = copyBool(c.Scheduling.Preemptible)
+	return v
+}
+
+// sharedView is c's view sharing the record's command, maps, preemptible
+// flag and health check, which the queue never writes in place (a change
+// replaces them, intern.go): for a reader that encodes the view and drops
+// it (ChangesEach), to which their copies were most of a view's garbage.
+// Only what the queue does write in place (the exit code, the health) is
+// copied.
+func (c *Container) sharedView(p Pending) view.Container {
+	v := view.Container{
+		State: c.State, Priority: c.Priority, Held: c.Held,
+		RuntimeConstraints: c.RuntimeConstraints, FirstSeenAt: c.FirstSeenAt,
+		ContainerBody: c.ContainerBody, KillRequested: c.KillRequested, RunnerSeen: c.RunnerSeen,
+		LogsTruncated: c.LogsTruncated.Bytes(), ContainerTail: c.ContainerTail, Pending: p,
+	}
 	if c.ExitCode != nil {
 		code := *c.ExitCode
 		v.ExitCode = &code

@@ -1,4 +1,5 @@
-// Writing the store's records and events as JSON without reflection.
+// Writing the store's records and events, and the API's container views,
+// as JSON without reflection.
 
 package queue
 
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"dispatch-tui/engine/view"
 )
 
 // The store's records are JSON, read back with encoding/json. A flush
@@ -27,18 +30,53 @@ import (
 // share their text or date (timeText), strings are checked for bytes to
 // escape eight at a time, integers are written two digits a division.
 
-// appendContainer appends c's stored JSON to b.
+// appendContainer appends c's stored JSON to b: the view's without its
+// health (see Container.Health).
 func appendContainer(b []byte, c *Container) ([]byte, error) {
+	h := containerHead{c.State, c.Priority, c.Held, &c.RuntimeConstraints, c.FirstSeenAt,
+		c.KillRequested, c.RunnerSeen, c.LogsTruncated.Bytes()}
+	return appendContainerJSON(b, &h, &c.ContainerBody, &c.ContainerTail, false)
+}
+
+// AppendViewJSON appends v's JSON to b, byte for byte what encoding/json
+// writes for it (TestAppendViewJSONMatchesMarshal): the API sends a page
+// of changed containers to every watching console, and encoding them by
+// reflection was an eighth of the daemon's core in the churn
+// (BENCHMARKS.md, helper garbage). It fails where json.Marshal would (a
+// time outside the years 0–9999).
+func AppendViewJSON(b []byte, v *view.Container) ([]byte, error) {
+	h := containerHead{v.State, v.Priority, v.Held, &v.RuntimeConstraints, v.FirstSeenAt,
+		v.KillRequested, v.RunnerSeen, v.LogsTruncated}
+	return appendContainerJSON(b, &h, &v.ContainerBody, &v.ContainerTail, true)
+}
+
+// containerHead is the fields a record and its view both have around
+// their body, in the view's types (the record packs some of them:
+// view.Container says why they are spelled twice).
+type containerHead struct {
+	state         State
+	priority      int
+	held          bool
+	rc            *Constraints
+	firstSeenAt   time.Time
+	killRequested bool
+	runnerSeen    bool
+	logsTruncated int64
+}
+
+// appendContainerJSON appends a container's JSON in view.Container's field
+// order, with its health when withHealth (the store keeps none).
+func appendContainerJSON(b []byte, h *containerHead, c *view.ContainerBody, t *view.ContainerTail, withHealth bool) ([]byte, error) {
 	var err error
 	var times timeText
 	b = append(b, `{"state":`...)
-	b = appendJSONString(b, string(c.State))
+	b = appendJSONString(b, string(h.state))
 	b = append(b, `,"priority":`...)
-	b = appendInt(b, int64(c.Priority))
+	b = appendInt(b, int64(h.priority))
 	b = append(b, `,"held":`...)
-	b = strconv.AppendBool(b, c.Held)
+	b = strconv.AppendBool(b, h.held)
 	b = append(b, `,"runtime_constraints":{"vcpus":`...)
-	rc := &c.RuntimeConstraints
+	rc := h.rc
 	b = appendInt(b, int64(rc.VCPUs))
 	b = append(b, `,"ram":`...)
 	b = appendInt(b, rc.RAM)
@@ -47,7 +85,7 @@ func appendContainer(b []byte, c *Container) ([]byte, error) {
 	b = append(b, `,"gpus":`...)
 	b = appendInt(b, int64(rc.GPUs))
 	b = append(b, `},"first_seen_at":`...)
-	if b, err = times.append(b, c.FirstSeenAt); err != nil {
+	if b, err = times.append(b, h.firstSeenAt); err != nil {
 		return b, err
 	}
 	b = append(b, `,"id":`...)
@@ -125,33 +163,38 @@ func appendContainer(b []byte, c *Container) ([]byte, error) {
 	b = appendJSONString(b, c.Reason)
 	b = append(b, `,"reason_code":`...)
 	b = appendJSONString(b, string(c.ReasonCode))
-	if c.KillRequested {
+	if h.killRequested {
 		b = append(b, `,"kill_requested":true`...)
 	}
-	if c.RunnerSeen {
+	if h.runnerSeen {
 		b = append(b, `,"runner_seen":true`...)
 	}
-	if c.LogsTruncated != 0 {
+	if h.logsTruncated != 0 {
 		b = append(b, `,"logs_truncated":`...)
-		b = appendInt(b, c.LogsTruncated.Bytes())
+		b = appendInt(b, h.logsTruncated)
 	}
-	if c.KillReason != "" {
+	if t.KillReason != "" {
 		b = append(b, `,"kill_reason":`...)
-		b = appendJSONString(b, c.KillReason)
+		b = appendJSONString(b, t.KillReason)
 	}
-	if c.LogsError != "" {
+	if t.LogsError != "" {
 		b = append(b, `,"logs_error":`...)
-		b = appendJSONString(b, c.LogsError)
+		b = appendJSONString(b, t.LogsError)
 	}
 	b = append(b, `,"seq":`...)
-	b = appendUint(b, c.Seq)
-	if c.HealthCheck != nil {
+	b = appendUint(b, t.Seq)
+	if t.HealthCheck != nil {
 		b = append(b, `,"health_check":`...)
-		if b, err = appendMarshal(b, c.HealthCheck); err != nil {
+		if b, err = appendMarshal(b, t.HealthCheck); err != nil {
 			return b, err
 		}
 	}
-	// Health is in memory only (see Container.Health).
+	if withHealth && t.Health != nil {
+		b = append(b, `,"health":`...)
+		if b, err = appendMarshal(b, t.Health); err != nil {
+			return b, err
+		}
+	}
 	return append(b, '}'), nil
 }
 

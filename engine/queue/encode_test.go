@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -305,6 +306,102 @@ func checkContainer(t *testing.T, c *Container) {
 	if !bytes.Equal(got[len("pre"):], want) {
 		t.Fatalf("appendContainer:\n got %s\njson %s", got, want)
 	}
+	checkView(t, c.view(Pending{}))
+}
+
+// checkView checks that AppendViewJSON writes v as json.Marshal does, and
+// fails where it fails.
+func checkView(t *testing.T, v view.Container) {
+	t.Helper()
+	got, gotErr := AppendViewJSON([]byte("pre"), &v)
+	want, wantErr := json.Marshal(&v)
+	if (wantErr != nil) != (gotErr != nil) {
+		t.Fatalf("AppendViewJSON: error %v, json.Marshal's %v; view %#v", gotErr, wantErr, v)
+	}
+	if gotErr == nil && !bytes.Equal(got[len("pre"):], want) {
+		t.Fatalf("AppendViewJSON:\n got %s\njson %s", got, want)
+	}
+}
+
+// TestAppendViewJSONEveryField sets every field of a view, found by
+// reflection, to a value that is not its zero and not omitted: a field
+// added to view.Container and not to the encoder fails here.
+func TestAppendViewJSONEveryField(t *testing.T) {
+	var v view.Container
+	fillEveryField(t, reflect.ValueOf(&v).Elem(), "view.Container")
+	checkView(t, v)
+	// And with each pointer, map and slice back to nil (null or omitted).
+	r := randomRecords{rand.New(rand.NewPCG(7, 32))}
+	for range 200 {
+		fillEveryField(t, reflect.ValueOf(&v).Elem(), "view.Container")
+		nilSome(r.rng, reflect.ValueOf(&v).Elem())
+		checkView(t, v)
+	}
+}
+
+// fillEveryField sets each field under f (a settable value named name)
+// to something encoding/json writes.
+func fillEveryField(t *testing.T, f reflect.Value, name string) {
+	t.Helper()
+	if f.Type() == reflect.TypeFor[time.Time]() {
+		f.Set(reflect.ValueOf(time.Date(2026, 11, 29, 8, 30, 1, 500, time.UTC)))
+		return
+	}
+	switch f.Kind() {
+	case reflect.Struct:
+		for i := range f.NumField() {
+			if sf := f.Type().Field(i); sf.IsExported() {
+				fillEveryField(t, f.Field(i), name+"."+sf.Name)
+			}
+		}
+	case reflect.String:
+		f.SetString("<" + name + "> é\u2028")
+	case reflect.Bool:
+		f.SetBool(true)
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		f.SetInt(-int64(len(name)))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		f.SetUint(uint64(len(name)))
+	case reflect.Pointer:
+		f.Set(reflect.New(f.Type().Elem()))
+		fillEveryField(t, f.Elem(), name)
+	case reflect.Slice:
+		f.Set(reflect.MakeSlice(f.Type(), 2, 2))
+		for i := range 2 {
+			fillEveryField(t, f.Index(i), name+"["+strconv.Itoa(i)+"]")
+		}
+	case reflect.Map:
+		m := reflect.MakeMap(f.Type())
+		for i := range 3 {
+			k, e := reflect.New(f.Type().Key()).Elem(), reflect.New(f.Type().Elem()).Elem()
+			fillEveryField(t, k, name+" key "+strconv.Itoa(i))
+			fillEveryField(t, e, name+" value "+strconv.Itoa(i))
+			m.SetMapIndex(k, e)
+		}
+		f.Set(m)
+	default:
+		t.Fatalf("%s: a %s; the test does not fill one (and AppendViewJSON may not write one)", name, f.Kind())
+	}
+}
+
+// nilSome sets some of the pointers, maps and slices under f to nil.
+func nilSome(rng *rand.Rand, f reflect.Value) {
+	switch f.Kind() {
+	case reflect.Struct:
+		if f.Type() != reflect.TypeFor[time.Time]() {
+			for i := range f.NumField() {
+				if f.Type().Field(i).IsExported() {
+					nilSome(rng, f.Field(i))
+				}
+			}
+		}
+	case reflect.Pointer, reflect.Map, reflect.Slice:
+		if rng.IntN(2) == 0 {
+			f.Set(reflect.Zero(f.Type()))
+		} else if f.Kind() == reflect.Pointer {
+			nilSome(rng, f.Elem())
+		}
+	}
 }
 
 // checkEvent is checkContainer for events.
@@ -562,6 +659,10 @@ func TestAppendMatchesMarshalRandom(t *testing.T) {
 	r := randomRecords{rand.New(rand.NewPCG(2026, 17))}
 	for range 5000 {
 		c := r.container()
+		if r.rng.IntN(10) == 0 { // in memory only: checkContainer checks it in the view
+			c.Health = &runner.Health{State: r.str(), Failures: r.rng.IntN(3), LastCheck: r.time(), LastResult: r.str(),
+				LastOutput: r.str(), Killed: r.rng.IntN(2) == 0}
+		}
 		checkContainer(t, &c)
 		e := Event{Seq: r.rng.Uint64(), Time: r.time(), Actor: r.str(), Kind: r.str(), Target: r.str(), Action: r.str()}
 		if r.rng.IntN(2) == 0 {

@@ -4,6 +4,7 @@ package queue
 
 import (
 	"slices"
+	"sync"
 	"time"
 
 	"dispatch-tui/engine/view"
@@ -163,33 +164,59 @@ func (q *Queue) viewLocked(c *Container) view.Container { return c.view(q.pendin
 // order, which is the order of the records in memory for a page in
 // submission order.
 func (q *Queue) viewsLocked(cs []*Container, out []view.Container) {
-	type lookup struct {
-		keyed
-		at int // in cs and out
-	}
-	look := make([]lookup, 0, len(cs))
+	q.eachViewLocked(cs, new(viewScratch), func(i int, c *Container, p Pending) { out[i] = c.view(p) })
+}
+
+// viewScratch is the space views are made in: the views themselves for a
+// reader that hands them over a chunk at a time (ChangesEach), and the
+// look-ups of their pending reasons. A read of changes reuses one
+// (viewScratches): its chunk was half a kilobyte of garbage a view.
+type viewScratch struct {
+	views   []view.Container
+	look    []viewLookup
+	pending []Pending
+}
+
+// viewScratches are the viewScratch of reads of changes, kept between them.
+var viewScratches = sync.Pool{New: func() any { return new(viewScratch) }}
+
+// viewLookup is a waiting record whose pending reason a view needs, at
+// index at of the records being viewed.
+type viewLookup struct {
+	keyed
+	at int
+}
+
+// eachViewLocked calls set with each of cs, its index and its pending
+// reason, found as viewsLocked says, with sc's look-ups.
+func (q *Queue) eachViewLocked(cs []*Container, sc *viewScratch, set func(i int, c *Container, p Pending)) {
+	look := sc.look[:0]
 	for i, c := range cs {
 		if hasPending(c) {
-			look = append(look, lookup{keyed{placedKey(c), c}, i})
+			look = append(look, viewLookup{keyed{placedKey(c), c}, i})
 		}
 	}
 	var pending []Pending
 	if len(look) > 0 {
-		pending = make([]Pending, len(cs))
-		slices.SortFunc(look, func(a, b lookup) int { return compareKeyed(a.keyed, b.keyed) })
+		pending = slices.Grow(sc.pending[:0], len(cs))[:len(cs)]
+		clear(pending)
+		slices.SortFunc(look, func(a, b viewLookup) int { return compareKeyed(a.keyed, b.keyed) })
 		from := 0
 		for _, l := range look {
 			if i := seekForward(q.keys, q.active, from, l.keyed, compareTied); i < len(q.active) && q.active[i] == l.c {
 				pending[l.at], from = q.side[i].pending(l.c), i+1
 			}
 		}
+		sc.pending = pending
 	}
+	clear(look) // no records kept past the call
+	sc.look = look[:0]
 	for i, c := range cs {
 		var p Pending
 		if pending != nil {
 			p = pending[i]
 		}
-		out[i] = c.view(p)
+		set(i, c, p)
 	}
 }
 
