@@ -9,8 +9,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
+	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/view"
 )
 
@@ -82,14 +84,55 @@ func decodeItems(dec *json.Decoder, each func(*view.Container)) error {
 		return fmt.Errorf("want an array, got %v", tok)
 	}
 	var c view.Container
+	var raw json.RawMessage
 	for dec.More() {
+		raw = raw[:0]
+		if err := dec.Decode(&raw); err != nil {
+			return err
+		}
 		c = view.Container{}
-		if err := dec.Decode(&c); err != nil {
+		if err := readItem(raw, &c); err != nil {
 			return err
 		}
 		each(&c)
 	}
 	return expectDelim(dec, ']')
+}
+
+// readItem decodes raw, one item of a changes page, into c (zero), as
+// json.Unmarshal would: an item as the daemon writes it (a view, then its
+// cost: changespage.go) by queue.ReadView, without reflection — most of an
+// attached console's CPU under a churn was encoding/json reading its
+// pages (BENCHMARKS.md) — and anything else by encoding/json. The cost is
+// the list's, not the console's: the view is read without it.
+func readItem(raw []byte, c *view.Container) error {
+	if at, ok := costAt(raw); ok {
+		raw[at] = '}' // the view alone: raw is the decoder's copy, read once
+		if queue.ReadView(raw[:at+1], c) {
+			return nil
+		}
+		raw[at] = ','
+	}
+	return json.Unmarshal(raw, c)
+}
+
+// costAt finds the item's last member, `,"cost":NUMBER}`, and returns
+// where its comma is. A number holds no quote or brace, so a match at the
+// very end is the object's own member, never text inside a value.
+func costAt(raw []byte) (int, bool) {
+	const key = `,"cost":`
+	end := len(raw) - 1
+	if end < 0 || raw[end] != '}' {
+		return 0, false
+	}
+	i := end
+	for i > 0 && strings.IndexByte("0123456789.eE+-", raw[i-1]) >= 0 {
+		i--
+	}
+	if i == end || i < len(key) || string(raw[i-len(key):i]) != key {
+		return 0, false
+	}
+	return i - len(key), true
 }
 
 // expectDelim reads the delimiter d from dec.

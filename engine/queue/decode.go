@@ -9,6 +9,8 @@ import (
 	"math"
 	"time"
 	"unicode/utf8"
+
+	"dispatch-tui/engine/view"
 )
 
 // A start-up decodes every stored record, and encoding/json took about
@@ -50,6 +52,27 @@ func RecordKey(body []byte) (uint64, string, error) {
 	return k.Seq, k.ID, err
 }
 
+// ReadView decodes j, a container's view as AppendViewJSON writes it (an
+// attached console's changes page), into v and reports whether it could;
+// when it could not, v is untouched and j is for encoding/json. What it
+// decodes, it decodes as json.Unmarshal would into a zero v
+// (TestReadViewMatchesUnmarshal*): the console's copy is the same either
+// way, and a page is read without reflection.
+func ReadView(j []byte, v *view.Container) bool {
+	var c Container
+	r := recordReader{b: j, view: true}
+	if !r.record(&c) {
+		return false
+	}
+	*v = view.Container{
+		State: c.State, Priority: c.Priority, Held: c.Held,
+		RuntimeConstraints: c.RuntimeConstraints, FirstSeenAt: c.FirstSeenAt,
+		ContainerBody: c.ContainerBody, KillRequested: c.KillRequested, RunnerSeen: c.RunnerSeen,
+		LogsTruncated: r.logsTruncated, ContainerTail: c.ContainerTail,
+	}
+	return true
+}
+
 // recordReader reads one record from b. A read that meets anything it
 // does not expect sets bad and returns a zero value; later reads go on
 // harmlessly (every one checks its bounds) and the record is refused.
@@ -57,6 +80,12 @@ type recordReader struct {
 	b   []byte
 	i   int
 	bad bool
+	// view: b is a view as AppendViewJSON writes it, which may end with
+	// the container's health (a record never has one).
+	view bool
+	// logsTruncated is logs_truncated as read: a record keeps it rounded
+	// (TruncatedOutput), a view as it is.
+	logsTruncated int64
 	// text holds the last string that had escapes, unescaped.
 	text []byte
 	// lastTime is the text (in b) of the last time read fast, and last
@@ -141,7 +170,7 @@ func (r *recordReader) record(c *Container) bool {
 		// TruncatedOutput.UnmarshalJSON's rule: bytes, not negative.
 		n := r.int64()
 		r.bad = r.bad || n < 0
-		c.LogsTruncated = TruncatedBytes(n)
+		c.LogsTruncated, r.logsTruncated = TruncatedBytes(n), n
 	}
 	if r.opt(`,"kill_reason":`) {
 		c.KillReason = r.str()
@@ -153,9 +182,18 @@ func (r *recordReader) record(c *Container) bool {
 	c.Seq = r.uint()
 	if r.opt(`,"health_check":`) {
 		// Rare, and written by json.Marshal: read by json.Unmarshal, as
-		// the last value of the record.
+		// the last value of the record. A view's health may follow it:
+		// such a view is left to encoding/json.
 		end := len(r.b) - 1
-		if end < r.i || r.b[end] != '}' || json.Unmarshal(r.b[r.i:end], &c.HealthCheck) != nil {
+		if r.view || end < r.i || r.b[end] != '}' || json.Unmarshal(r.b[r.i:end], &c.HealthCheck) != nil {
+			return false
+		}
+		r.i = end
+	}
+	if r.view && r.opt(`,"health":`) {
+		// A view's last value, when it has one: as health_check above.
+		end := len(r.b) - 1
+		if end < r.i || r.b[end] != '}' || json.Unmarshal(r.b[r.i:end], &c.Health) != nil {
 			return false
 		}
 		r.i = end

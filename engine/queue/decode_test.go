@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/view"
 )
 
@@ -240,6 +241,7 @@ func FuzzReadRecord(f *testing.F) {
 	f.Add([]byte(`{"state":"Queued"}`), "é\x00\"", int64(-1))
 	f.Fuzz(func(t *testing.T, j []byte, s string, n int64) {
 		checkRead(t, j)
+		checkViewRead(t, j)
 		// The fuzzer's values in a record, as the appenders write it.
 		code := int(n)
 		tm := time.Unix(n%(1<<35), n&(1<<30-1)).UTC()
@@ -257,6 +259,7 @@ func FuzzReadRecord(f *testing.F) {
 			ContainerTail: view.ContainerTail{Seq: uint64(n), LogsError: s},
 		}
 		checkReadBack(t, &c)
+		checkViewReadBack(t, c.view(Pending{}))
 	})
 }
 
@@ -296,5 +299,107 @@ func TestParseUTC(t *testing.T) {
 	}
 	if accepted < 100 {
 		t.Fatalf("parseUTC accepted only %d of %d", accepted, len(texts))
+	}
+}
+
+// checkViewRead fails t if ReadView accepts j and decodes it otherwise
+// than json.Unmarshal into a zero view, or accepts what json.Unmarshal
+// refuses. It reports whether ReadView accepted j.
+func checkViewRead(t *testing.T, j []byte) bool {
+	t.Helper()
+	var want view.Container
+	wantErr := json.Unmarshal(j, &want)
+	var got view.Container
+	ok := ReadView(j, &got)
+	if ok && wantErr != nil {
+		t.Fatalf("ReadView accepted a view json.Unmarshal refuses (%v):\n%s", wantErr, j)
+	}
+	if ok && !reflect.DeepEqual(got, want) {
+		t.Fatalf("ReadView decoded\n%s\n as %#v\njson.Unmarshal as %#v", j, got, want)
+	}
+	if !ok && !reflect.DeepEqual(got, view.Container{}) {
+		t.Fatalf("ReadView refused\n%s\nbut wrote %#v", j, got)
+	}
+	return ok
+}
+
+// checkViewReadBack fails t unless ReadView accepts v as AppendViewJSON
+// writes it — a view without a health check (left to encoding/json when
+// health may follow it) — and decodes it as json.Unmarshal does.
+func checkViewReadBack(t *testing.T, v view.Container) {
+	t.Helper()
+	j, err := AppendViewJSON(nil, &v)
+	if err != nil {
+		return // a time MarshalJSON refuses: never sent
+	}
+	if ok := checkViewRead(t, j); !ok && v.HealthCheck == nil {
+		t.Fatalf("ReadView refused a view AppendViewJSON wrote:\n%s", j)
+	}
+}
+
+func TestReadViewMatchesUnmarshalEdges(t *testing.T) {
+	cs := edgeContainers()
+	for i := range cs {
+		checkViewReadBack(t, cs[i].view(Pending{}))
+	}
+	// A view's count of bytes cut is exact, where a record rounds it.
+	for _, n := range []int64{1, 42, 1<<20 + 3, 1 << 40} {
+		v := cs[0].view(Pending{})
+		v.LogsTruncated = n
+		checkViewReadBack(t, v)
+	}
+}
+
+func TestReadViewMatchesUnmarshalRandom(t *testing.T) {
+	r := randomRecords{rand.New(rand.NewPCG(2026, 11))}
+	health := 0
+	for range 1500 {
+		c := r.container()
+		if r.rng.IntN(3) == 0 { // in memory only: a view has it, a record not
+			c.Health = &runner.Health{State: r.str(), Failures: r.rng.IntN(3), LastCheck: r.time(), LastResult: r.str(),
+				LastOutput: r.str(), Killed: r.rng.IntN(2) == 0}
+		}
+		if c.Health != nil && c.HealthCheck == nil {
+			health++
+		}
+		checkViewReadBack(t, c.view(Pending{Code: ReasonQuota}))
+	}
+	if health == 0 {
+		t.Fatal("no random view had a health and no health check: the test reads no health")
+	}
+}
+
+// Every view a byte away from one ReadView accepts (with a health, the
+// value only a view has), as TestReadRecordMutations does for records.
+func TestReadViewMutations(t *testing.T) {
+	pass, _ := benchRecords()
+	c := pass[1]
+	c.Labels = map[string]string{"team": "é\n<"}
+	c.Health = &runner.Health{State: "healthy", Failures: 2, LastCheck: time.Date(2026, 11, 29, 9, 0, 0, 5, time.UTC), LastResult: "ok"}
+	v := c.view(Pending{})
+	j, err := AppendViewJSON(nil, &v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !checkViewRead(t, j) {
+		t.Fatalf("ReadView refused\n%s", j)
+	}
+	subs := []byte("\"\\{}[],:0-9.eZTn u\x00\x1f\x80\xff")
+	rng := rand.New(rand.NewPCG(11, 29))
+	accepted := 0
+	for i := range j {
+		for range 3 {
+			m := bytes.Clone(j)
+			m[i] = subs[rng.IntN(len(subs))]
+			if checkViewRead(t, m) {
+				accepted++
+			}
+		}
+		if checkViewRead(t, append(bytes.Clone(j[:i]), j[i+1:]...)) {
+			accepted++
+		}
+	}
+	if accepted == 0 {
+		t.Fatal("ReadView accepted no mutation: the test compares nothing")
 	}
 }
