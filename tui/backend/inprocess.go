@@ -17,9 +17,6 @@ import (
 // EventsKept is how many of the most recent events a Snapshot carries.
 const EventsKept = 500
 
-// eventsPage is how many events one read asks for.
-const eventsPage = 1000
-
 // InProcess is a Backend over an *engine.Engine running in this process.
 // Verbs are recorded with the actor "tui:<username>".
 type InProcess struct {
@@ -43,7 +40,8 @@ func NewInProcess(e *engine.Engine, describe string) *InProcess {
 	return &InProcess{
 		eng: e, describe: describe, actor: Actor(),
 		events: newEventTail(func(_ context.Context, since uint64, limit int) ([]view.Event, error) {
-			return e.Events(since, limit)
+			p, err := e.EventsNewest(since, 0, limit)
+			return p.Items, err
 		}),
 	}
 }
@@ -173,14 +171,15 @@ func (b *InProcess) SetPaused(ctx context.Context, paused bool, reason string) e
 }
 
 // eventTail keeps the last EventsKept events of a dispatcher's event log
-// and reads only what is new on each call. When it is far behind (a
-// full page of new events, e.g. the first read of a long history) it finds
-// the newest sequence number with a few one-event reads (exponential then
-// binary search) instead of reading the whole log.
+// and reads only what is new, and of that only the newest keep, in one
+// read a call: a churn of verbs adds thousands of events a second, and
+// reading all of them forward (then searching for the newest when far
+// behind) had the daemon read and encode each one for every console.
 type eventTail struct {
+	// fetch reads up to limit of the newest events after since, newest
+	// first.
 	fetch func(ctx context.Context, since uint64, limit int) ([]view.Event, error)
 	keep  int
-	page  int
 
 	mu   sync.Mutex
 	last uint64       // the sequence number of the newest event read
@@ -188,34 +187,24 @@ type eventTail struct {
 }
 
 func newEventTail(fetch func(ctx context.Context, since uint64, limit int) ([]view.Event, error)) *eventTail {
-	return &eventTail{fetch: fetch, keep: EventsKept, page: eventsPage}
+	return &eventTail{fetch: fetch, keep: EventsKept}
 }
 
 // latest reads the new events and returns a copy of the last keep.
 func (t *eventTail) latest(ctx context.Context) ([]view.Event, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	// A few rounds at most: a log growing faster than we read must not
-	// hold the snapshot forever.
-	for range 4 {
-		evs, err := t.fetch(ctx, t.last, t.page)
-		if err != nil {
-			return nil, err
-		}
-		t.add(evs)
-		if len(evs) < t.page {
-			break
-		}
-		end, err := t.newest(ctx, t.last)
-		if err != nil {
-			return nil, err
-		}
-		if end > uint64(t.keep) && end-uint64(t.keep) > t.last {
-			// Skip what would not be kept anyway.
-			t.ring = nil
-			t.last = end - uint64(t.keep)
-		}
+	evs, err := t.fetch(ctx, t.last, t.keep)
+	if err != nil {
+		return nil, err
 	}
+	if len(evs) >= t.keep {
+		// The new ones fill what is kept (and there may be more between
+		// them and the old ones): the old ones go.
+		t.ring = t.ring[:0]
+	}
+	slices.Reverse(evs)
+	t.add(evs)
 	return slices.Clone(t.ring[max(0, len(t.ring)-t.keep):]), nil
 }
 
@@ -228,42 +217,6 @@ func (t *eventTail) add(evs []view.Event) {
 	if len(t.ring) > 2*t.keep {
 		t.ring = slices.Clone(t.ring[len(t.ring)-t.keep:])
 	}
-}
-
-// newest returns the newest event's sequence number, given that an event
-// after lo exists.
-func (t *eventTail) newest(ctx context.Context, lo uint64) (uint64, error) {
-	after := func(s uint64) (bool, error) {
-		evs, err := t.fetch(ctx, s, 1)
-		return len(evs) > 0, err
-	}
-	// Invariant: an event after lo exists; none after hi.
-	step := uint64(t.page)
-	hi := lo + step
-	for {
-		ok, err := after(hi)
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			break
-		}
-		lo, step = hi, step*2
-		hi = lo + step
-	}
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
-		ok, err := after(mid)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return hi, nil
 }
 
 // Cost implements Backend.

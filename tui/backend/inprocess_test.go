@@ -194,18 +194,21 @@ func TestInProcessManyEvents(t *testing.T) {
 	}
 }
 
-// fakeLog is an event log of n events (seq 1..n) that counts reads.
+// fakeLog is an event log of n events (seq 1..n) that counts reads and
+// the events they return, read newest first as EventsNewest does.
 type fakeLog struct {
-	n     atomic.Uint64
-	reads atomic.Int64
+	n       atomic.Uint64
+	reads   atomic.Int64
+	fetched atomic.Int64
 }
 
 func (l *fakeLog) fetch(_ context.Context, since uint64, limit int) ([]queue.Event, error) {
 	l.reads.Add(1)
 	var out []queue.Event
-	for s := since + 1; s <= l.n.Load() && len(out) < limit; s++ {
+	for s := l.n.Load(); s > since && len(out) < limit; s-- {
 		out = append(out, queue.Event{Seq: s})
 	}
+	l.fetched.Add(int64(len(out)))
 	return out, nil
 }
 
@@ -215,9 +218,12 @@ func TestEventTail(t *testing.T) {
 			l := &fakeLog{}
 			l.n.Store(n)
 			tail := newEventTail(l.fetch)
-			check := func(n uint64, maxReads int64) {
+			// One read a call, of at most the events kept: however far
+			// behind, the tail reads no event it does not keep.
+			check := func(n uint64) {
 				t.Helper()
 				l.reads.Store(0)
+				l.fetched.Store(0)
 				evs, err := tail.latest(context.Background())
 				if err != nil {
 					t.Fatal(err)
@@ -231,16 +237,16 @@ func TestEventTail(t *testing.T) {
 						t.Fatalf("n=%d: event %d has seq %d, want %d", n, i, ev.Seq, n-want+1+uint64(i))
 					}
 				}
-				if r := l.reads.Load(); r > maxReads {
-					t.Errorf("n=%d: %d reads, want at most %d", n, r, maxReads)
+				if r, f := l.reads.Load(), l.fetched.Load(); r != 1 || f > EventsKept {
+					t.Errorf("n=%d: %d reads of %d events, want one of at most %d", n, r, f, EventsKept)
 				}
 			}
-			check(n, 60)
-			check(n, 1) // nothing new: one read
+			check(n)
+			check(n) // nothing new
 			l.n.Add(7)
-			check(n+7, 1)
+			check(n + 7)
 			l.n.Add(3000)
-			check(n+3007, 60)
+			check(n + 3007)
 		})
 	}
 }

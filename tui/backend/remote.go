@@ -76,7 +76,10 @@ func NewRemote(c *api.Client, describe string) *Remote {
 	cc := *c
 	cc.Actor = Actor()
 	r := &Remote{c: &cc, describe: describe, pageSize: pageSize, now: time.Now, watchWait: DefaultWatchWait}
-	r.events = newEventTail(cc.Events)
+	r.events = newEventTail(func(ctx context.Context, since uint64, limit int) ([]view.Event, error) {
+		p, err := cc.EventsNewest(ctx, since, 0, limit)
+		return p.Items, err
+	})
 	return r
 }
 

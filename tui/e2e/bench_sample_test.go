@@ -23,10 +23,10 @@ type rssSampler struct {
 	mu     sync.Mutex
 	procs  map[string]int // name → pid
 	phase  string
-	phases []string                  // in the order begun
-	began  map[string]time.Time      // phase → when it began
+	phases []string                      // in the order begun
+	began  map[string]time.Time          // phase → when it began
 	peak   map[string]map[string]rssPeak // phase → name → peak VmRSS
-	load   map[string][2]float64     // phase → lowest, highest load
+	load   map[string][2]float64         // phase → lowest, highest load
 	cpu    map[string]map[string]*cpuSpan
 	stopc  chan struct{}
 	done   chan struct{}
