@@ -79,6 +79,14 @@ type Status struct {
 	Health *Health `json:"health,omitempty"`
 }
 
+// Equal reports whether a and b are the same status, their health
+// compared by value.
+func (a Status) Equal(b Status) bool {
+	ha, hb := a.Health, b.Health
+	a.Health, b.Health = nil, nil
+	return a == b && (ha == hb || ha != nil && hb != nil && *ha == *hb)
+}
+
 // EndReason says why the runner itself ended an exited command:
 // EndUnhealthy when its health check killed it, else "" (it exited by
 // itself, or was signalled by someone else: see Signal).

@@ -238,6 +238,7 @@ func (w *instance) ready(now time.Time) {
 	w.readyAt = now
 	if prev == StateBooting {
 		w.v.BootedAt = now
+		w.viewChanged()
 		if !w.v.AskedAt.IsZero() {
 			p.stats.BootTime.observe(now.Sub(w.v.AskedAt))
 		}

@@ -225,8 +225,10 @@ type Pool struct {
 	evq, evSpare  []Event
 	flushing      bool
 
-	// changes: what readers of changes were shown (changes.go).
+	// changes: what readers of changes were shown (changes.go); gen:
+	// the instances' generation (generation.go).
 	changes changeLog
+	gen     uint64
 
 	// refusedUntil: creates wait after a permanent cloud error
 	// (cloud.PermanentError), which refusedErr describes.

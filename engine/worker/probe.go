@@ -447,7 +447,11 @@ func (p *Pool) applyListLocked(w *instance, sts []runner.Status, listSeq uint64,
 	if sts == nil {
 		sts = []runner.Status{}
 	}
-	changed := w.v.Reported == nil || !slices.EqualFunc(w.v.Reported, sts, statusEqual)
+	same := w.v.Reported != nil && slices.EqualFunc(w.v.Reported, sts, runner.Status.Equal)
+	if !same {
+		w.viewChanged()
+	}
+	changed := !same && (w.v.Reported == nil || !slices.EqualFunc(w.v.Reported, sts, statusEqual))
 	w.v.Reported = sts
 	w.v.ListedAt = listAt
 	w.listSeq = listSeq
