@@ -11,7 +11,6 @@ import (
 	"io"
 	"path"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -208,8 +207,22 @@ func (d *Driver) list(s *instState, now time.Time) []runner.Status {
 		}
 		out = append(out, st)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	slices.SortFunc(out, func(a, b runner.Status) int { return strings.Compare(a.ID, b.ID) })
 	return out
+}
+
+// runnerLine reports whether line's second word is "runner": a runner
+// command, which runner.ParseLine reads (a probe's every call, so found
+// without splitting the line).
+func runnerLine(line string) bool {
+	i := 0
+	for w := range strings.FieldsSeq(line) {
+		if i == 1 {
+			return w == "runner"
+		}
+		i++
+	}
+	return false
 }
 
 // executor is the in-memory runner.Executor of one instance.
@@ -259,8 +272,7 @@ func (e *executor) Execute(ctx context.Context, line string, stdin []byte) (stdo
 		return nil, nil, runner.NotSent(fmt.Errorf("ssh %s: handshake failed: EOF: %w", s.address, ErrUnreachable))
 	}
 
-	f := strings.Fields(line)
-	if len(f) < 2 || f[1] != "runner" {
+	if !runnerLine(line) {
 		return d.shell(s, line, install)
 	}
 	runnerPath, cmd, err := runner.ParseLine(line)
@@ -395,11 +407,11 @@ func (d *Driver) verb(s *instState, now time.Time, runnerPath string, cmd runner
 			}
 			sts = sts[i : i+1]
 		}
-		var buf bytes.Buffer
-		if err := runner.FormatList(&buf, sts); err != nil {
+		out, err := runner.AppendList(nil, sts)
+		if err != nil {
 			return exitErr(1, "list: %v", err)
 		}
-		return buf.Bytes(), nil, nil
+		return out, nil, nil
 	case "start":
 		return d.start(s, now, cmd.ID, stdin)
 	case "clean": // the in-memory runner keeps no directories for reuse
