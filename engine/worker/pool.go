@@ -232,6 +232,8 @@ type Pool struct {
 	// the instances' generation (generation.go).
 	changes changeLog
 	gen     uint64
+	// tally: the last count of the instances, at a generation (tally.go).
+	tally tallyCache
 
 	// refusedUntil: creates wait after a permanent cloud error
 	// (cloud.PermanentError), which refusedErr describes.
