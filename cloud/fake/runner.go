@@ -251,6 +251,17 @@ func (e *executor) Execute(ctx context.Context, line string, stdin []byte) (stdo
 	if _, ok := runner.InstallPath(line); ok {
 		install = d.installs.of(stdin) // before the lock: it reads the whole binary
 	}
+	// The line is read before the lock too: every probe of every instance
+	// takes it, and a thousand probes start in the same step.
+	isRunner := runnerLine(line)
+	var (
+		runnerPath string
+		cmd        runner.Command
+		parseErr   error
+	)
+	if isRunner {
+		runnerPath, cmd, parseErr = runner.ParseLine(line)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	// A call cancelled while it waited for the lock is never sent, as an
@@ -272,12 +283,11 @@ func (e *executor) Execute(ctx context.Context, line string, stdin []byte) (stdo
 		return nil, nil, runner.NotSent(fmt.Errorf("ssh %s: handshake failed: EOF: %w", s.address, ErrUnreachable))
 	}
 
-	if !runnerLine(line) {
+	if !isRunner {
 		return d.shell(s, line, install)
 	}
-	runnerPath, cmd, err := runner.ParseLine(line)
-	if err != nil {
-		return exitErr(2, "%v", err)
+	if parseErr != nil {
+		return exitErr(2, "%v", parseErr)
 	}
 	if s.runnerGone {
 		return runnerNotFound(runnerPath)
