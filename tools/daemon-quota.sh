@@ -9,7 +9,12 @@
 # prints the daemon's user + system CPU over the next 20 s; with PROFILE=1 the
 # daemon writes profiles (--profile) into DIR/profile, cpu-1.pprof being the
 # 20 s measured. BEFORE=BIN0 then restarts BIN0 from the same store and
-# measures it the same way, then BIN again, so both are in one run.
+# measures it the same way, then BIN again, so both are in one run. Beware:
+# the fake driver's cloud lives in the daemon, so a restarted daemon finds
+# no instance, creates N/100 again and starts their containers again; at
+# 300,000 that was not over SETTLE=30 s after the restart (3.2 s of CPU over
+# the 20 s, starts and boot probes in the profile). For an A/B of the quiet
+# state, run the script once for each binary without BEFORE, at once.
 # CONSOLES=K (default 0) then attaches K idle consoles to each daemon
 # measured (the same binary --connect'ed, each in a tmux session of its own),
 # waits until each shows every container in its header, and measures the
