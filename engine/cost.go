@@ -22,20 +22,47 @@ import (
 type costFeed struct {
 	views   []worker.InstanceView
 	samples []cost.Sample
+	// taken: views were copied since the ledger was last fed, at the
+	// pool's generation gen. fed: the ledger has seen the instances at
+	// generation fedGen, with the cloud listed or not (fedListed).
+	taken     bool
+	gen       uint64
+	fed       bool
+	fedGen    uint64
+	fedListed bool
+	// copies counts the copies of the instances taken (tests).
+	copies uint64
 }
 
 // takeViews copies the pool's instances into the feed, for Quiet and the
 // ledger: at 10,000 instances a copy is the largest part of a quiet
-// step's cost, so a skipped pass's step makes one.
+// step's cost, so a skipped pass's step makes one at most.
 func (e *Engine) takeViews() []worker.InstanceView {
-	e.costFeed.views = e.pool.Instances(e.costFeed.views)
-	return e.costFeed.views
+	f := &e.costFeed
+	f.gen = e.pool.Generation() // before the copy: a change after it moves it again
+	f.views = e.pool.Instances(f.views)
+	f.taken = true
+	f.copies++
+	return f.views
 }
 
 // observeCost gives the ledger the instances as the pool sees them now:
-// takeViews, or the copy step took for Quiet when no pass ran since.
+// takeViews, or the copy step took for Quiet when no pass ran since. When
+// the pool's generation and its listing are what the ledger last saw,
+// every sample would be what it was and Observe would change nothing
+// (a span ends only when a sample differs): the ledger is then only told
+// the time, for its pruning, and no instance is walked.
 func (e *Engine) observeCost() {
 	f := &e.costFeed
+	listed := e.pool.Listed()
+	if !f.taken {
+		if f.fed && listed == f.fedListed && e.pool.Generation() == f.fedGen {
+			e.ledger.Tick(e.clock.Now())
+			return
+		}
+		e.takeViews()
+	}
+	f.taken = false
 	f.samples = f.samples[:0]
 	for i := range f.views {
 		v := &f.views[i]
@@ -63,7 +90,8 @@ func (e *Engine) observeCost() {
 			}
 		}
 	}
-	e.ledger.Observe(e.clock.Now(), f.samples, infos, e.pool.Listed())
+	e.ledger.Observe(e.clock.Now(), f.samples, infos, listed)
+	f.fed, f.fedGen, f.fedListed = true, f.gen, listed
 }
 
 // costKind is what the ledger calls what v is doing; false for an instance

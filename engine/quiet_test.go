@@ -137,3 +137,48 @@ func (h *harness) poolDoings() poolDoings {
 	}
 	return d
 }
+
+// TestQuietStepsCopyNoInstance: at quota on the fake driver, the
+// instances probed every step and listed every five, a step whose pass is
+// skipped neither copies the pool's instances (for Quiet) nor walks them
+// (for the cost ledger): nothing about them changed, which the pool's
+// generation says. A change to one (an instance held) is copied once,
+// and the steps after it are quiet again.
+func TestQuietStepsCopyNoInstance(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t)
+	cfg.Dispatcher.MaxInstances = 3
+	h := newHarness(t, cfg, fake.Options{})
+	for range 3 {
+		h.submit(-1, 0)
+	}
+	h.until("three containers running", 120, func() bool { return h.eng.queue.Counts()[queue.Running] == 3 })
+	specs := make([]queue.Spec, 50)
+	for i := range specs {
+		specs[i] = queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: gib / 2}}
+	}
+	if _, err := h.eng.SubmitBatch(specs, "test"); err != nil {
+		t.Fatal(err)
+	}
+	h.step(3) // the first pass sets the reasons, the next finds them set
+	passes, copies := h.eng.sched.Passes(), h.eng.costFeed.copies
+	h.step(30)
+	if got := h.eng.sched.Passes() - passes; got != 0 {
+		t.Fatalf("%d passes in 30 steps at quota, want 0", got)
+	}
+	if got := h.eng.costFeed.copies - copies; got != 0 {
+		t.Errorf("30 quiet steps copied the instances %d times, want 0", got)
+	}
+	id := h.eng.Instances()[0].ID
+	if _, err := h.eng.HoldInstance(string(id), "test", ""); err != nil {
+		t.Fatal(err)
+	}
+	copies = h.eng.costFeed.copies
+	h.step(10)
+	if got := h.eng.costFeed.copies - copies; got == 0 || got > 2 {
+		t.Errorf("10 steps after an instance was held copied the instances %d times, want 1 or 2", got)
+	}
+	if got := h.eng.Instances()[0]; got.IdleBehavior != worker.IdleHold {
+		t.Errorf("instance %s is %s after the hold", got.ID, got.IdleBehavior)
+	}
+}

@@ -9,20 +9,48 @@
 # prints the daemon's user + system CPU over the next 20 s; with PROFILE=1 the
 # daemon writes profiles (--profile) into DIR/profile, cpu-1.pprof being the
 # 20 s measured. BEFORE=BIN0 then restarts BIN0 from the same store and
-# measures it the same way, then BIN again, so both are in one run.
+# measures it the same way, then BIN again, so both are in one run. Beware:
+# the fake driver's cloud lives in the daemon, so a restarted daemon finds
+# no instance, creates N/100 again and starts their containers again; at
+# 300,000 that was not over SETTLE=30 s after the restart (3.2 s of CPU over
+# the 20 s, starts and boot probes in the profile). For an A/B of the quiet
+# state, run the script once for each binary without BEFORE, at once.
+# CONSOLES=K (default 0) then attaches K idle consoles to each daemon
+# measured (the same binary --connect'ed, each in a tmux session of its own),
+# waits until each shows every container in its header, and measures the
+# daemon again (PROFILE=1: that window is cpu-3.pprof).
 set -u
-BIN=$1 D=$2 N=$3 SETTLE=${SETTLE:-40} PROFILE=${PROFILE:-0} BEFORE=${BEFORE:-}
+BIN=$1 D=$2 N=$3 SETTLE=${SETTLE:-40} PROFILE=${PROFILE:-0} BEFORE=${BEFORE:-} CONSOLES=${CONSOLES:-0}
 . "$(dirname "$0")/daemon-lib.sh"
 rm -rf "$D" && mkdir -p "$D/state"
 INST=$((N / 100))
 write_config "$D" "$INST"
-DPID= STARTS=0
+DPID= STARTS=0 DBIN=
+TMUX_SOCK="$D/tmux.sock"
+tm() { tmux -u -f /dev/null -S "$TMUX_SOCK" "$@"; }
+trap 'tm kill-server 2> /dev/null; [ -n "$DPID" ] && kill "$DPID" 2> /dev/null' EXIT
+# consoles LABEL attaches CONSOLES consoles of DBIN, measures, and detaches them.
+consoles() {
+	[ "$CONSOLES" -gt 0 ] || return 0
+	local i total=$((N + INST))
+	for i in $(seq 1 "$CONSOLES"); do
+		tm new-session -d -s "c$i" -x 140 -y 40 "$DBIN" --connect "$U" --token "$TOKEN" --config "$D/config.toml"
+	done
+	for i in $(seq 1 "$CONSOLES"); do
+		for _ in $(seq 1 600); do
+			tm capture-pane -p -t "c$i" | grep -q "containers $total" && break
+			sleep 1
+		done
+	done
+	measure "$1, $CONSOLES consoles attached"
+	tm kill-server
+}
 start() { # the binary to start
 	local prof=()
 	STARTS=$((STARTS + 1))
 	[ "$PROFILE" = 1 ] && prof=(--profile "$D/profile-$STARTS")
 	"$1" --daemon --config "$D/config.toml" "${prof[@]}" 2>> "$D/daemon.log" &
-	DPID=$!
+	DPID=$! DBIN=$1
 	await_api || exit 1
 }
 summary() { curl -sf -m 60 -H "$H" "$U/v1/summary"; }
@@ -40,12 +68,15 @@ for _ in $(seq 1 600); do
 done
 for _ in $(seq 1 $((N / 5000))); do submit 5000 true; done
 measure "at quota, $N queued, $INST instances"
+consoles "at quota"
 if [ -n "$BEFORE" ]; then
 	stop
 	start "$BEFORE"
 	measure "restarted, BEFORE=$BEFORE"
+	consoles "restarted, BEFORE=$BEFORE"
 	stop
 	start "$BIN"
 	measure "restarted, $BIN"
+	consoles "restarted, $BIN"
 fi
 stop

@@ -11,7 +11,6 @@ import (
 	"io"
 	"path"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -208,8 +207,22 @@ func (d *Driver) list(s *instState, now time.Time) []runner.Status {
 		}
 		out = append(out, st)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	slices.SortFunc(out, func(a, b runner.Status) int { return strings.Compare(a.ID, b.ID) })
 	return out
+}
+
+// runnerLine reports whether line's second word is "runner": a runner
+// command, which runner.ParseLine reads (a probe's every call, so found
+// without splitting the line).
+func runnerLine(line string) bool {
+	i := 0
+	for w := range strings.FieldsSeq(line) {
+		if i == 1 {
+			return w == "runner"
+		}
+		i++
+	}
+	return false
 }
 
 // executor is the in-memory runner.Executor of one instance.
@@ -238,6 +251,17 @@ func (e *executor) Execute(ctx context.Context, line string, stdin []byte) (stdo
 	if _, ok := runner.InstallPath(line); ok {
 		install = d.installs.of(stdin) // before the lock: it reads the whole binary
 	}
+	// The line is read before the lock too: every probe of every instance
+	// takes it, and a thousand probes start in the same step.
+	isRunner := runnerLine(line)
+	var (
+		runnerPath string
+		cmd        runner.Command
+		parseErr   error
+	)
+	if isRunner {
+		runnerPath, cmd, parseErr = runner.ParseLine(line)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	// A call cancelled while it waited for the lock is never sent, as an
@@ -259,13 +283,11 @@ func (e *executor) Execute(ctx context.Context, line string, stdin []byte) (stdo
 		return nil, nil, runner.NotSent(fmt.Errorf("ssh %s: handshake failed: EOF: %w", s.address, ErrUnreachable))
 	}
 
-	f := strings.Fields(line)
-	if len(f) < 2 || f[1] != "runner" {
+	if !isRunner {
 		return d.shell(s, line, install)
 	}
-	runnerPath, cmd, err := runner.ParseLine(line)
-	if err != nil {
-		return exitErr(2, "%v", err)
+	if parseErr != nil {
+		return exitErr(2, "%v", parseErr)
 	}
 	if s.runnerGone {
 		return runnerNotFound(runnerPath)
@@ -395,11 +417,11 @@ func (d *Driver) verb(s *instState, now time.Time, runnerPath string, cmd runner
 			}
 			sts = sts[i : i+1]
 		}
-		var buf bytes.Buffer
-		if err := runner.FormatList(&buf, sts); err != nil {
+		out, err := runner.AppendList(nil, sts)
+		if err != nil {
 			return exitErr(1, "list: %v", err)
 		}
-		return buf.Bytes(), nil, nil
+		return out, nil, nil
 	case "start":
 		return d.start(s, now, cmd.ID, stdin)
 	case "clean": // the in-memory runner keeps no directories for reuse

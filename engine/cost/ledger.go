@@ -184,6 +184,19 @@ func (l *Ledger) Observe(now time.Time, samples []Sample, infos map[string]Conta
 			l.dirty[instKey(id)] = struct{}{}
 		}
 	}
+	l.pruneDueLocked(now)
+}
+
+// Tick is Observe with the samples of the last Observe, which would
+// change no record: only the hourly pruning may be due.
+func (l *Ledger) Tick(now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pruneDueLocked(now.UTC())
+}
+
+// pruneDueLocked prunes once an hour.
+func (l *Ledger) pruneDueLocked(now time.Time) {
 	if now.After(l.nextPrune) {
 		l.pruneLocked(now)
 		l.nextPrune = now.Add(time.Hour)

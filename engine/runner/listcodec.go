@@ -3,8 +3,11 @@
 package runner
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -20,14 +23,9 @@ func FormatList(w io.Writer, sts []Status) error {
 	// A runner's line is about 150 bytes; a longer one grows buf.
 	buf := make([]byte, 0, min(len(sts)*160, flushAt)+512)
 	for i := range sts {
-		var ok bool
-		mark := len(buf)
-		if buf, ok = appendStatus(buf, &sts[i]); !ok {
-			line, err := json.Marshal(&sts[i])
-			if err != nil {
-				return err
-			}
-			buf = append(append(buf[:mark], line...), '\n')
+		var err error
+		if buf, err = appendListLine(buf, &sts[i]); err != nil {
+			return err
 		}
 		if len(buf) >= flushAt {
 			if _, err := w.Write(buf); err != nil {
@@ -41,6 +39,33 @@ func FormatList(w io.Writer, sts []Status) error {
 	}
 	_, err := w.Write(buf)
 	return err
+}
+
+// AppendList appends what FormatList writes to b: an in-memory runner's
+// list (cloud/fake) in one buffer of its size.
+func AppendList(b []byte, sts []Status) ([]byte, error) {
+	b = slices.Grow(b, len(sts)*192) // a line is about 150 bytes
+	for i := range sts {
+		var err error
+		if b, err = appendListLine(b, &sts[i]); err != nil {
+			return b, err
+		}
+	}
+	return b, nil
+}
+
+// appendListLine appends st's line: appendStatus, or encoding/json for
+// what it cannot write.
+func appendListLine(b []byte, st *Status) ([]byte, error) {
+	if out, ok := appendStatus(b, st); ok {
+		return out, nil
+	}
+	// What appendStatus wrote past len(b) is junk (its out may be nil).
+	line, err := json.Marshal(st)
+	if err != nil {
+		return b, err
+	}
+	return append(append(b, line...), '\n'), nil
 }
 
 // appendStatus appends st as encoding/json would marshal it, and a
@@ -116,11 +141,89 @@ func appendTime(b []byte, t time.Time) ([]byte, bool) {
 	return append(b, '"'), true
 }
 
+// ListParser parses the lists of one runner, read one after another (a
+// pool's probes of an instance): each list's ids are kept, and a line of
+// the next whose id is the one at the same line before takes the kept
+// string rather than a new one. A list read again as it was, which is
+// what a probe of a quiet instance reads, allocates its slice of statuses
+// and nothing per line. The zero value is ready; it is not safe for
+// concurrent use.
+type ListParser struct {
+	ids []string
+}
+
+// Parse parses "runner list" output as ParseList does.
+func (lp *ListParser) Parse(data []byte) ([]Status, error) {
+	sts, err := parseList(data, lp.ids)
+	if err != nil {
+		return nil, err
+	}
+	lp.ids = lp.ids[:0]
+	for i := range sts {
+		lp.ids = append(lp.ids, sts[i].ID)
+	}
+	return sts, nil
+}
+
+// parseList parses data, one JSON object a line, blank lines ignored; a
+// line's id equal to prev's at the same index is prev's string.
+func parseList(data []byte, prev []string) ([]Status, error) {
+	n := bytes.Count(data, []byte{'\n'})
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		n++ // a last line without its newline
+	}
+	out := make([]Status, 0, n)
+	for line := 1; len(data) > 0; line++ {
+		b := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			b, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if len(b) > maxListLine {
+			return nil, fmt.Errorf("runner list line %d: longer than %d bytes", line, maxListLine)
+		}
+		b = bytes.TrimSpace(b)
+		if len(b) == 0 {
+			continue
+		}
+		prevID := ""
+		if n := len(out); n < len(prev) {
+			prevID = prev[n]
+		}
+		// Parsed in place: a Status on the stack would escape to the heap
+		// through encoding/json's fallback, one allocation a line.
+		out = append(out, Status{})
+		st := &out[len(out)-1]
+		if err := parseStatus(b, st, prevID); err != nil {
+			return nil, fmt.Errorf("runner list line %d: %w", line, err)
+		}
+		if !ValidID(st.ID) {
+			return nil, fmt.Errorf("runner list line %d: invalid id %q", line, st.ID)
+		}
+		if st.State != StateRunning && st.State != StateExited {
+			return nil, fmt.Errorf("runner list line %d: invalid state %q", line, st.State)
+		}
+		if st.Lost != "" && st.State != StateExited {
+			return nil, fmt.Errorf("runner list line %d: %s container marked lost", line, st.State)
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil // no statuses: nil, as ever
+	}
+	return out, nil
+}
+
+// maxListLine is the longest line of a list read: a status is about 150
+// bytes, a thousand times that is not a runner's.
+const maxListLine = 1 << 20
+
 // parseStatus parses one non-blank line of "runner list" output into st
 // as json.Unmarshal does: through parseStatusFast when the line is in the
-// shape appendStatus writes, else through encoding/json.
-func parseStatus(line []byte, st *Status) error {
-	if parseStatusFast(line, st) {
+// shape appendStatus writes, else through encoding/json. An id equal to
+// prevID is prevID's string.
+func parseStatus(line []byte, st *Status, prevID string) error {
+	if parseStatusFast(line, st, prevID) {
 		return nil
 	}
 	*st = Status{}
@@ -133,7 +236,7 @@ func parseStatus(line []byte, st *Status) error {
 // accepts too and decodes to the same Status (FuzzParseStatusFast); for
 // anything else it returns false and the caller asks encoding/json, which
 // reads health objects, other orders, escapes, and reports errors.
-func parseStatusFast(line []byte, st *Status) bool {
+func parseStatusFast(line []byte, st *Status, prevID string) bool {
 	p := listParser{b: line}
 	var id, state, signal, lost []byte
 	ok := p.lit(`{"id":`) && p.str(&id) &&
@@ -156,7 +259,11 @@ func parseStatusFast(line []byte, st *Status) bool {
 	if !p.lit("}") || len(p.b) != 0 {
 		return false
 	}
-	st.ID = string(id)
+	if string(id) == prevID {
+		st.ID = prevID
+	} else {
+		st.ID = string(id)
+	}
 	st.State = internState(state)
 	st.Signal = internSignal(signal)
 	st.Lost = internLost(lost)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // encodeList is FormatList as it was: encoding/json's Encoder, one
@@ -86,7 +87,7 @@ func TestFormatListMatchesEncoder(t *testing.T) {
 // took the line.
 func checkFast(t *testing.T, line []byte) bool {
 	t.Helper()
-	return checkAgainstJSON(t, line, parseStatusFast)
+	return checkAgainstJSON(t, line, func(b []byte, st *Status) bool { return parseStatusFast(b, st, "") })
 }
 
 // checkAgainstJSON fails t when parse (a fast path) accepts line and
@@ -209,5 +210,42 @@ func TestParseListFallback(t *testing.T) {
 		if sts, err := ParseList([]byte(bad)); err == nil || !strings.Contains(err.Error(), "line 1") {
 			t.Errorf("%s: got %+v, %v; want an error for line 1", bad, sts, err)
 		}
+	}
+}
+
+// TestListParserReadAgainAllocatesOnlyItsSlice: a runner's list read again
+// as it was (a probe of a quiet instance) is parsed into its slice of
+// statuses and nothing else: each id is the string of the list before,
+// the same as ParseList's; a changed line gets a string of its own.
+func TestListParserReadAgainAllocatesOnlyItsSlice(t *testing.T) {
+	var buf bytes.Buffer
+	if err := FormatList(&buf, benchStatuses(256)); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	var lp ListParser
+	first, err := lp.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if allocs := testing.AllocsPerRun(20, func() {
+		if _, err := lp.Parse(data); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs > 1 {
+		t.Errorf("a list of 256 read again took %.0f allocations, want 1 (its slice)", allocs)
+	}
+	again, err := lp.Parse(data)
+	want, _ := ParseList(data)
+	if err != nil || !reflect.DeepEqual(again, want) {
+		t.Fatalf("read again: %v; differs from ParseList's", err)
+	}
+	if unsafe.StringData(again[7].ID) != unsafe.StringData(first[7].ID) {
+		t.Errorf("an id read again is a new string")
+	}
+	changed := bytes.Replace(data, []byte(first[7].ID), []byte("w1-ctr-99999x"), 1)
+	sts, err := lp.Parse(changed)
+	if err != nil || sts[7].ID != "w1-ctr-99999x" || sts[8].ID != first[8].ID {
+		t.Fatalf("a changed line: %v, ids %q %q", err, sts[7].ID, sts[8].ID)
 	}
 }

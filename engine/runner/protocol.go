@@ -5,7 +5,6 @@
 package runner
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -79,6 +78,14 @@ type Status struct {
 	Health *Health `json:"health,omitempty"`
 }
 
+// Equal reports whether a and b are the same status, their health
+// compared by value.
+func (a Status) Equal(b Status) bool {
+	ha, hb := a.Health, b.Health
+	a.Health, b.Health = nil, nil
+	return a == b && (ha == hb || ha != nil && hb != nil && *ha == *hb)
+}
+
 // EndReason says why the runner itself ended an exited command:
 // EndUnhealthy when its health check killed it, else "" (it exited by
 // itself, or was signalled by someone else: see Signal).
@@ -108,42 +115,8 @@ func ValidID(id string) bool {
 
 // ParseList parses "runner list" output: one JSON object per line; blank
 // lines are ignored. A malformed line is an error naming its line number.
-func ParseList(data []byte) ([]Status, error) {
-	out := make([]Status, 0, bytes.Count(data, []byte{'\n'})+1)
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 4096), 1<<20) // grows for a longer line
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
-		// Parsed in place: a Status on the stack would escape to the heap
-		// through encoding/json's fallback, one allocation a line.
-		out = append(out, Status{})
-		st := &out[len(out)-1]
-		if err := parseStatus(b, st); err != nil {
-			return nil, fmt.Errorf("runner list line %d: %w", line, err)
-		}
-		if !ValidID(st.ID) {
-			return nil, fmt.Errorf("runner list line %d: invalid id %q", line, st.ID)
-		}
-		if st.State != StateRunning && st.State != StateExited {
-			return nil, fmt.Errorf("runner list line %d: invalid state %q", line, st.State)
-		}
-		if st.Lost != "" && st.State != StateExited {
-			return nil, fmt.Errorf("runner list line %d: %s container marked lost", line, st.State)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("runner list: %w", err)
-	}
-	if len(out) == 0 {
-		return nil, nil // no statuses: nil, as ever
-	}
-	return out, nil
-}
+// A pool's probes read each runner's lists with a ListParser.
+func ParseList(data []byte) ([]Status, error) { return parseList(data, nil) }
 
 // InstallLine is the shell line that installs the runner binary (sent on
 // stdin) at path: write to a temporary name, then rename. path is fixed by
@@ -193,6 +166,7 @@ type Command struct {
 // fixed words appear in it, so it is safe to hand to a remote shell.
 func (c Command) Line(path string) string {
 	var b strings.Builder
+	b.Grow(len(path) + len(" runner ") + len(c.Verb) + 1 + len(c.ID) + len(" --epoch ") + 20) // most lines in one allocation
 	b.WriteString(path)
 	b.WriteString(" runner ")
 	b.WriteString(c.Verb)
@@ -363,6 +337,9 @@ type Client struct {
 	// Epoch is the leader epoch every call carries (fence.go); 0 = a
 	// single dispatcher, nothing checked.
 	Epoch int64
+	// Lists, if set, parses what List reads: the lists of one runner
+	// read one after another share their ids (ListParser).
+	Lists *ListParser
 }
 
 func (c *Client) run(ctx context.Context, cmd Command, stdin []byte) ([]byte, error) {
@@ -409,13 +386,20 @@ func (c *Client) List(ctx context.Context) ([]Status, error) {
 		if err := replies[0].Err("list"); err != nil {
 			return nil, err
 		}
-		return ParseList(replies[0].Stdout)
+		return c.parseList(replies[0].Stdout)
 	}
 	out, err := c.run(ctx, Command{Verb: "list"}, nil)
 	if err != nil {
 		return nil, err
 	}
-	return ParseList(out)
+	return c.parseList(out)
+}
+
+func (c *Client) parseList(data []byte) ([]Status, error) {
+	if c.Lists != nil {
+		return c.Lists.Parse(data)
+	}
+	return ParseList(data)
 }
 
 // Kill signals a container (TERM or KILL).

@@ -28,6 +28,7 @@ type staticPool struct {
 	quota int
 	live  bool
 	byID  map[cloud.InstanceID]int
+	gen   uint64
 }
 
 func (p *staticPool) Instances(buf []worker.InstanceView) []worker.InstanceView {
@@ -70,8 +71,15 @@ func (p *staticPool) ForgetContainer(id cloud.InstanceID, containerID string) {
 }
 func (p *staticPool) TakeStartFailures() []worker.StartFailure { return nil }
 func (p *staticPool) BootFailing(string) string                { return "" }
-func (p *staticPool) Shutdown(cloud.InstanceID, string) bool   { return false }
-func (p *staticPool) Quota() (int, bool)                       { return p.quota, true }
+
+// Generation is new at every call, as a pool whose instances always
+// changed: Quiet compares them.
+func (p *staticPool) Generation() uint64 {
+	p.gen++
+	return p.gen
+}
+func (p *staticPool) Shutdown(cloud.InstanceID, string) bool { return false }
+func (p *staticPool) Quota() (int, bool)                     { return p.quota, true }
 
 var benchTypes = []cloud.InstanceType{
 	{Name: "small", ProviderType: "small", VCPUs: 1, RAM: 2 << 30, Scratch: 20 << 30, Price: 0.02},

@@ -11,6 +11,9 @@ import (
 // Pool is what the scheduler needs from the worker pool.
 type Pool interface {
 	Instances(buf []worker.InstanceView) []worker.InstanceView
+	// Generation moves whenever what Instances returns changes, but for
+	// the times every probe moves (worker.Pool.Generation).
+	Generation() uint64
 	Ready() bool
 	// Listed reports whether a cloud listing has completed since start:
 	// until then, an instance missing from Instances may only not be

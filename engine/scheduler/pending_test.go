@@ -40,6 +40,7 @@ type stubPool struct {
 	// afterSnapshot, if set, runs after Instances has copied the views: a
 	// listing that completes just after a pass's snapshot.
 	afterSnapshot func()
+	gen           uint64
 }
 
 func (p *stubPool) Instances(buf []worker.InstanceView) []worker.InstanceView {
@@ -53,6 +54,13 @@ func (p *stubPool) Instances(buf []worker.InstanceView) []worker.InstanceView {
 		p.afterSnapshot()
 	}
 	return buf
+}
+
+// Generation is new at every call: the tests write views directly, so
+// Quiet always compares them.
+func (p *stubPool) Generation() uint64 {
+	p.gen++
+	return p.gen
 }
 func (p *stubPool) Ready() bool  { return p.probed }
 func (p *stubPool) Listed() bool { return !p.unlisted }

@@ -39,6 +39,9 @@ type quietState struct {
 	atCap  bool
 	boot   []string              // BootFailing, by type
 	views  []worker.InstanceView // the instances it read
+	// gen is the pool's generation when views were copied, or when Quiet
+	// last found the instances alike: while it holds, so do the views.
+	gen uint64
 	// refused holds, by type, what the pool answered the pass's creates
 	// (nil: none asked); asked says which were. mixed: one type got two
 	// different answers in the pass (a deadline passed during it).
@@ -69,9 +72,9 @@ func (s *Scheduler) noteDue(t time.Time) {
 
 // noteInputs records, at the start of a pass, the answers it is about to
 // act on; the views are recorded by keepIfQuiet.
-func (s *Scheduler) noteInputs(in queue.PassInputs, listed, ready bool, limit int, atCap bool) {
+func (s *Scheduler) noteInputs(in queue.PassInputs, listed, ready bool, limit int, atCap bool, gen uint64) {
 	q := &s.quiet
-	q.ok, q.due = false, time.Time{}
+	q.ok, q.due, q.gen = false, time.Time{}, gen
 	q.queue, q.listed, q.ready, q.limit, q.atCap = in, listed, ready, limit, atCap
 	q.boot = q.boot[:0]
 	for _, t := range s.types {
@@ -134,9 +137,10 @@ func (s *Scheduler) Quiet() (Stats, bool) {
 }
 
 // QuietWith is Quiet with the pool's instances copied by take, once the
-// cheaper answers are found unchanged (the last thing it asks): the
-// engine keeps that copy for its cost ledger when the pass is skipped, so
-// that a quiet step copies the instances once, not twice.
+// cheaper answers are found unchanged (the last thing it asks) and only
+// if the pool's generation moved: the engine keeps that copy for its cost
+// ledger when the pass is skipped, so that a quiet step copies the
+// instances once at most, not twice.
 func (s *Scheduler) QuietWith(take func() []worker.InstanceView) (Stats, bool) {
 	q := &s.quiet
 	if !q.ok {
@@ -165,8 +169,15 @@ func (s *Scheduler) QuietWith(take func() []worker.InstanceView) (Stats, bool) {
 		s.revert = append(s.revert, f...)
 		return Stats{}, false
 	}
-	if !slices.EqualFunc(take(), q.views, func(a, b worker.InstanceView) bool { return samePassView(&a, &b, q.listedAt) }) {
-		return Stats{}, false
+	// The pool's generation says whether the instances changed at all:
+	// a quiet step at 10,000 instances then copies and compares none. A
+	// pass that waited on a listing reads ListedAt, which the generation
+	// leaves out (every probe moves it): then they are compared.
+	if gen := s.pool.Generation(); q.listedAt || gen != q.gen {
+		if !slices.EqualFunc(take(), q.views, func(a, b worker.InstanceView) bool { return samePassView(&a, &b, q.listedAt) }) {
+			return Stats{}, false
+		}
+		q.gen = gen // asked before the copy: a change since shows at the next Quiet
 	}
 	st := q.stats
 	// Copies, as every pass hands out its own.
@@ -187,7 +198,7 @@ func samePassView(a, b *worker.InstanceView, listedAt bool) bool {
 		a.Price == b.Price && a.ProbeFailing == b.ProbeFailing && a.Preempted == b.Preempted &&
 		a.ContainersLost == b.ContainersLost && a.ListedAt.IsZero() == b.ListedAt.IsZero() &&
 		(!listedAt || a.ListedAt.Equal(b.ListedAt)) &&
-		slices.Equal(a.Containers, b.Containers) && slices.EqualFunc(a.Reported, b.Reported, sameStatus)
+		slices.Equal(a.Containers, b.Containers) && slices.EqualFunc(a.Reported, b.Reported, runner.Status.Equal)
 }
 
 // passIgnores are the fields of worker.InstanceView no pass reads, which
@@ -195,14 +206,6 @@ func samePassView(a, b *worker.InstanceView, listedAt bool) bool {
 var passIgnores = []string{
 	"ProviderType", "Address", "LastContainer", "LastBusy", "AppearedAt", "LastProbe", "LastError",
 	"UnreachableSince", "ProbeError", "CreatedAt", "AskedAt", "BootedAt",
-}
-
-// sameStatus reports whether two runner reports are equal, their health
-// compared by value.
-func sameStatus(a, b runner.Status) bool {
-	ha, hb := a.Health, b.Health
-	a.Health, b.Health = nil, nil
-	return a == b && (ha == hb || ha != nil && hb != nil && *ha == *hb)
 }
 
 // NoPass is the Write of a pass Quiet skipped: nothing to forget, but

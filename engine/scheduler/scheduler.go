@@ -240,13 +240,14 @@ func (s *Scheduler) Pass() (Stats, Write) {
 	// listing ending in between would leave its instances out of the
 	// copy and their containers judged gone.
 	listed := s.pool.Listed()
+	gen := s.pool.Generation() // before the copy: a change after it shows at the next Quiet
 	s.views = s.pool.Instances(s.views)
 	failures := append(s.pool.TakeStartFailures(), s.revert...)
 	s.revert = s.revert[:0]
 	quotaLimit, poolAtQuota := s.pool.Quota()
 	// Before startupOver asks it again: a pool ready in between has the
 	// next Quiet see a change, not miss one.
-	s.noteInputs(inputs, listed, s.pool.Ready(), quotaLimit, poolAtQuota)
+	s.noteInputs(inputs, listed, s.pool.Ready(), quotaLimit, poolAtQuota, gen)
 	ready := s.startupOver(now)
 	st := Stats{ByState: make(map[queue.State]int, len(queue.States)), QuotaLimit: quotaLimit}
 	s.starts = s.starts[:0]

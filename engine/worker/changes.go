@@ -127,6 +127,7 @@ func (p *Pool) startChangesLocked() {
 // by the pool's tests, which check the log against the rows at every
 // settle.
 func (w *instance) rowChanged() {
+	w.viewChanged()
 	cl := &w.pool.changes
 	if !cl.on || w.marked {
 		return
@@ -140,7 +141,10 @@ func (w *instance) rowChanged() {
 func (p *Pool) othersChangedLocked() { p.changes.othersChanged = true }
 
 // creatingChangedLocked: a create started or ended (p.mu held).
-func (p *Pool) creatingChangedLocked() { p.changes.creatingChanged = true }
+func (p *Pool) creatingChangedLocked() {
+	p.changes.creatingChanged = true
+	p.gen++ // Instances shows the creates in flight
+}
 
 // settleChangesLocked gives each marked row that differs from what
 // readers were last shown a generation of its own, and each removed one a

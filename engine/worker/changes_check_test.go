@@ -7,9 +7,11 @@ package worker
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"dispatch-tui/engine/view"
 )
@@ -21,13 +23,45 @@ func checkChangesAtSettle(tb testing.TB, p *Pool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.startChangesLocked()
-	failed := false // once a test: every later settle would say it again
+	failed, genFailed := false, false // once a test: every later settle would say it again
+	var seen []InstanceView
+	seenGen := p.gen
 	p.changes.onSettle = func() {
 		if diff := p.changesBehindLocked(); diff != "" && !failed {
 			failed = true
 			tb.Errorf("the change log is behind the pool after a settle (a write that does not call rowChanged?):%s", diff)
 		}
+		now := p.instancesLocked(nil)
+		if p.gen == seenGen && !genFailed {
+			if diff := viewsDiffer(seen, now); diff != "" {
+				genFailed = true
+				tb.Errorf("the instances changed and the pool's generation did not (a write that does not call viewChanged?):%s", diff)
+			}
+		}
+		seen, seenGen = now, p.gen
 	}
+}
+
+// viewsDiffer says how a and b differ ("" when they do not) but for the
+// times every probe moves, which the generation leaves out.
+func viewsDiffer(a, b []InstanceView) string {
+	if len(a) != len(b) {
+		return fmt.Sprintf("\n  %d instances, then %d", len(a), len(b))
+	}
+	var out strings.Builder
+	for i := range a {
+		x, y := a[i], b[i]
+		for _, v := range []*InstanceView{&x, &y} {
+			v.LastProbe, v.LastBusy = time.Time{}, time.Time{}
+			if !v.ListedAt.IsZero() {
+				v.ListedAt = time.Unix(1, 0)
+			}
+		}
+		if !reflect.DeepEqual(x, y) {
+			fmt.Fprintf(&out, "\n  %s: %+v\n    then %+v", x.ID, x, y)
+		}
+	}
+	return out.String()
 }
 
 // changesBehindLocked says how the log's rows differ from the pool's

@@ -180,6 +180,7 @@ func (p *Pool) createDoneLocked(pc *pendingCreate, it cloud.InstanceType, tags c
 		w = p.addInstanceLocked(inst, it, StateBooting, "created by this dispatcher", IdleRun, now)
 	}
 	w.v.AskedAt = pc.view.AppearedAt
+	w.viewChanged()
 	if w.v.CreatedAt.IsZero() {
 		w.v.CreatedAt = pc.view.CreatedAt
 		w.rowChanged()

@@ -69,6 +69,7 @@ func (p *Pool) giveUpUnreachableLocked(w *instance, now time.Time) {
 	if d <= p.s.timeoutUnreachable {
 		return
 	}
+	w.viewChanged()
 	w.v.ContainersLost = fmt.Sprintf("instance %s unreachable for %s (timeout_unreachable %s): its containers are requeued, but the old attempts may still be running there",
 		w.v.ID, d.Round(time.Second), p.s.timeoutUnreachable)
 	p.eventLocked(now, w.v.ID, EventGiveUp, w.v.ContainersLost, slog.LevelWarn)
@@ -83,14 +84,18 @@ func (p *Pool) giveUpUnreachableLocked(w *instance, now time.Time) {
 // the runner's list, applied next, says what became of them.
 func (w *instance) answeredLocked() {
 	w.keptForCollection = false
-	if w.v.State != StateShutdown {
+	if w.v.State != StateShutdown && w.v.ContainersLost != "" {
 		w.v.ContainersLost = ""
+		w.viewChanged()
 	}
 }
 
 // destroyedLocked records an accepted destroy: the provider ended the
 // instance, so its containers are gone.
 func (w *instance) destroyedLocked() {
+	if w.v.ContainersLost == "" {
+		w.viewChanged() // set below
+	}
 	if w.v.ContainersLost == "" && w.v.Preempted {
 		w.v.ContainersLost = w.pool.preemptedLostLocked(w) // preempt.go
 	}

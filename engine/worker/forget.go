@@ -53,6 +53,7 @@ func (p *Pool) ForgetContainer(id cloud.InstanceID, containerID string) {
 		delete(w.noticed, containerID)
 		if i := findStatus(w.v.Reported, containerID); i >= 0 {
 			w.v.Reported = slices.Delete(w.v.Reported, i, i+1)
+			w.viewChanged()
 			p.notifyLocked()
 		}
 		return
@@ -303,7 +304,12 @@ func (p *Pool) forgotten(w *instance, ids []string, errs []error) {
 	if len(gone) > 0 {
 		// Stored and forgotten: a shutdown under way need not fetch it.
 		w.needLogs = slices.DeleteFunc(w.needLogs, func(id string) bool { _, ok := gone[id]; return ok })
-		w.v.Reported = slices.DeleteFunc(w.v.Reported, func(st runner.Status) bool { _, ok := gone[st.ID]; return ok })
+		if n := len(w.v.Reported); n > 0 {
+			w.v.Reported = slices.DeleteFunc(w.v.Reported, func(st runner.Status) bool { _, ok := gone[st.ID]; return ok })
+			if len(w.v.Reported) != n {
+				w.viewChanged()
+			}
+		}
 		p.notifyLocked()
 	}
 }

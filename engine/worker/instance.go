@@ -88,8 +88,11 @@ type instance struct {
 	redeployRetry time.Time
 
 	csSpare []string // spare buffer for Containers
-	starts  []startEntry
-	kills   []killEntry
+	// lists parses the runner's lists the probes read, one probe at a
+	// time (probing): a list read again as it was makes no new strings.
+	lists  runner.ListParser
+	starts []startEntry
+	kills  []killEntry
 	// forgetting holds the containers queued or sent for forget: the
 	// scheduler asks again for every exited container on every pass, so
 	// the check must not walk them all.
@@ -238,6 +241,7 @@ func (w *instance) ready(now time.Time) {
 	w.readyAt = now
 	if prev == StateBooting {
 		w.v.BootedAt = now
+		w.viewChanged()
 		if !w.v.AskedAt.IsZero() {
 			p.stats.BootTime.observe(now.Sub(w.v.AskedAt))
 		}

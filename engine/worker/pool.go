@@ -140,15 +140,18 @@ type Event struct {
 
 // Pool is the worker pool. Use New.
 type Pool struct {
-	s       settings
-	opts    Options
-	is      cloud.InstanceSet
-	clk     clock.Clock
-	calls   *callWatch // deadlines of calls without one of their own
-	log     *slog.Logger
-	ctx     context.Context
-	cancel  context.CancelFunc
-	changed chan struct{}
+	s      settings
+	opts   Options
+	is     cloud.InstanceSet
+	clk    clock.Clock
+	calls  *callWatch // deadlines of calls without one of their own
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	// probeCtx is ctx marked clock-bound (calltimeouts.go), once for every
+	// probe: each probe's calls are cut by Step on the pool's clock.
+	probeCtx context.Context
+	changed  chan struct{}
 	// exitsNoticed lists the instances with exits noticed since the last
 	// TakeNoticedExits or Step (exitnotice.go).
 	exitsNoticed []*instance
@@ -225,8 +228,12 @@ type Pool struct {
 	evq, evSpare  []Event
 	flushing      bool
 
-	// changes: what readers of changes were shown (changes.go).
+	// changes: what readers of changes were shown (changes.go); gen:
+	// the instances' generation (generation.go).
 	changes changeLog
+	gen     uint64
+	// tally: the last count of the instances, at a generation (tally.go).
+	tally tallyCache
 
 	// refusedUntil: creates wait after a permanent cloud error
 	// (cloud.PermanentError), which refusedErr describes.
@@ -310,6 +317,7 @@ func New(opts Options) (*Pool, error) {
 	// Drivers ask the lease again before each send of a mutation they
 	// retry (cloud.WithGuard), not only before the call.
 	p.ctx, p.cancel = context.WithCancel(cloud.WithGuard(context.Background(), p.mayAct))
+	p.probeCtx = clockBound(p.ctx)
 	now := p.clk.Now()
 	p.cloudBucket = newBucket(c.Cloud.MaxCloudOpsPerSecond, now)
 	p.probeBucket = newBucket(c.Cloud.MaxProbesPerSecond, now)

@@ -71,7 +71,7 @@ func (p *Pool) startProbeLocked(w *instance, now time.Time) {
 	}
 	w.probing = true
 	w.nextProbe = now.Add(interval)
-	ctx, cancel := context.WithCancel(p.ctx)
+	ctx, cancel := context.WithCancel(p.probeCtx)
 	w.probeCancel = cancel
 	w.probeStart = now
 	nr := noticeReaderLocked(w, mode)
@@ -89,7 +89,7 @@ func (p *Pool) startProbeLocked(w *instance, now time.Time) {
 type probeCall struct {
 	p     *Pool
 	w     *instance
-	ctx   context.Context // canceled by Step at a call's deadline, or by Stop
+	ctx   context.Context // canceled by Step at a call's deadline, or by Stop; clock-bound
 	limit time.Duration   // each call's deadline (the install's is longer)
 	stage string
 }
@@ -103,8 +103,9 @@ func (c *probeCall) call(stage string, limit time.Duration, fn func(context.Cont
 	c.w.callDeadline = c.p.clk.Now().Add(limit)
 	c.p.mu.Unlock()
 	// The deadline is kept on the pool's clock alone: Step cancels ctx
-	// once it has passed (checkProbeDeadlineLocked).
-	err := fn(clockBound(c.ctx))
+	// once it has passed (checkProbeDeadlineLocked). ctx is clock-bound
+	// (Pool.probeCtx).
+	err := fn(c.ctx)
 	if err != nil && c.ctx.Err() != nil && !c.p.canceled() {
 		err = fmt.Errorf("no answer within %s: %w", limit, err)
 	}
@@ -132,6 +133,7 @@ func (p *Pool) runProbe(ctx context.Context, w *instance, mode probeMode, nr clo
 		pc.stage = "connect"
 	}
 	client := p.runnerClient(exec)
+	client.Lists = &w.lists // w.probing: this probe is the only user
 	if err == nil && mode == probeAdopt {
 		p.watchWhileAdopting(w)
 	}
@@ -447,7 +449,11 @@ func (p *Pool) applyListLocked(w *instance, sts []runner.Status, listSeq uint64,
 	if sts == nil {
 		sts = []runner.Status{}
 	}
-	changed := w.v.Reported == nil || !slices.EqualFunc(w.v.Reported, sts, statusEqual)
+	same := w.v.Reported != nil && slices.EqualFunc(w.v.Reported, sts, runner.Status.Equal)
+	if !same {
+		w.viewChanged()
+	}
+	changed := !same && (w.v.Reported == nil || !slices.EqualFunc(w.v.Reported, sts, statusEqual))
 	w.v.Reported = sts
 	w.v.ListedAt = listAt
 	w.listSeq = listSeq

@@ -4,6 +4,8 @@
 
 package worker
 
+import "maps"
+
 // Tally is what the summary counts of the instance rows.
 type Tally struct {
 	// States counts the pool's instances and creates in flight by state,
@@ -17,25 +19,41 @@ type Tally struct {
 	PricePerHour float64
 }
 
+// tallyCache is the count of the pool's instances and creates at a
+// generation (generation.go): each attached console asks for the summary
+// every second, and at 10,000 instances a count walks them all.
+type tallyCache struct {
+	ok    bool
+	gen   uint64
+	t     Tally
+	walks uint64 // counts taken by walking the instances (tests)
+}
+
 // Tally counts the instance rows Instances, RefusedHosts and
-// ForeignInstances list, without copying them.
+// ForeignInstances list, without copying them; the pool's own instances
+// are walked only when their generation moved since the last Tally.
 func (p *Pool) Tally() Tally {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	t := Tally{States: map[State]int{}, Behaviors: map[IdleBehavior]int{}}
-	add := func(st State, b IdleBehavior, price float64) {
-		t.States[st]++
-		t.Behaviors[b]++
-		if st != StateShutdown {
-			t.PricePerHour += price
+	c := &p.tally
+	if !c.ok || c.gen != p.gen {
+		c.ok, c.gen, c.walks = true, p.gen, c.walks+1
+		c.t = Tally{States: map[State]int{}, Behaviors: map[IdleBehavior]int{}}
+		add := func(st State, b IdleBehavior, price float64) {
+			c.t.States[st]++
+			c.t.Behaviors[b]++
+			if st != StateShutdown {
+				c.t.PricePerHour += price
+			}
+		}
+		for _, w := range p.list {
+			add(w.v.State, w.v.IdleBehavior, w.v.Price)
+		}
+		for _, pc := range p.pending {
+			add(pc.view.State, pc.view.IdleBehavior, pc.view.Price)
 		}
 	}
-	for _, w := range p.list {
-		add(w.v.State, w.v.IdleBehavior, w.v.Price)
-	}
-	for _, pc := range p.pending {
-		add(pc.view.State, pc.view.IdleBehavior, pc.view.Price)
-	}
+	t := Tally{States: maps.Clone(c.t.States), Behaviors: maps.Clone(c.t.Behaviors), PricePerHour: c.t.PricePerHour}
 	refused := 0
 	for _, h := range p.refusedHosts {
 		if _, held := p.byID[h.ID]; !held {

@@ -61,3 +61,32 @@ func TestTallyCountsTheLists(t *testing.T) {
 		t.Fatalf("CountByType = %v, the list counts %v", gotTypes, byType)
 	}
 }
+
+// TestTallyWalksTheInstancesOnlyAfterAChange: the summary's count of a
+// pool whose instances did not change is the count before, taken without
+// walking them (every attached console asks every second); a change is
+// counted at the next Tally.
+func TestTallyWalksTheInstancesOnlyAfterAChange(t *testing.T) {
+	h := newHarness(t, hopt{cfg: noIdleTimeout})
+	h.step()
+	a := h.createIdle("small")
+	h.createIdle("small")
+	h.run(30 * time.Second) // probed and listed again
+	first := h.pool.Tally()
+	walks := h.pool.tally.walks
+	h.run(30 * time.Second)
+	for range 10 {
+		if got := h.pool.Tally(); !maps.Equal(got.States, first.States) || !maps.Equal(got.Behaviors, first.Behaviors) {
+			t.Fatalf("Tally = %+v, then %+v with nothing changed", first, got)
+		}
+	}
+	if got := h.pool.tally.walks - walks; got != 0 {
+		t.Errorf("10 counts of an unchanged pool walked its instances %d times, want 0", got)
+	}
+	if _, err := h.pool.SetIdleBehavior(a, IdleHold); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.pool.Tally(); got.Behaviors[IdleHold] != 1 || got.Behaviors[IdleRun] != 1 {
+		t.Errorf("after a hold, Tally = %+v, want one held, one run", got)
+	}
+}

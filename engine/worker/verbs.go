@@ -84,6 +84,7 @@ func (p *Pool) KillInstance(id cloud.InstanceID, reason string) (InstanceView, e
 		// The operator's word: requeue now, even if an old attempt may
 		// still run on an instance that cannot be reached.
 		w.v.ContainersLost = "instance " + string(id) + " killed: " + reason
+		w.viewChanged()
 	}
 	p.publishLocked()
 	v := w.view()

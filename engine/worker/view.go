@@ -130,6 +130,10 @@ func (w *instance) view() InstanceView {
 func (p *Pool) Instances(buf []InstanceView) []InstanceView {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.instancesLocked(buf)
+}
+
+func (p *Pool) instancesLocked(buf []InstanceView) []InstanceView {
 	buf = buf[:0]
 	nc, nr := 0, 0
 	for _, w := range p.list {
