@@ -193,3 +193,20 @@ func TestBootDatedByTheInstanceNotByThePass(t *testing.T) {
 	near(t, "boot seen", tot[TypeKind{"s", Boot}], 0.03)
 	near(t, "idle seen", tot[TypeKind{"s", Idle}], 0.17)
 }
+
+// Asking the costs of containers the ledger does not know (a changes
+// page of waiting ones, a thousand at a time) makes nothing; those it
+// knows are still counted beside them.
+func TestCostsOfUnknownContainersAllocateNothing(t *testing.T) {
+	l := New(0)
+	l.Observe(mins(0), []Sample{{ID: "i", Type: "s", Price: 0.60, Kind: Running, Containers: []string{"a"}}}, nil, true)
+	l.Observe(mins(30), []Sample{{ID: "i", Type: "s", Price: 0.60, Kind: Running, Containers: []string{"a"}}}, nil, true)
+	ids := make([]string, 1000)
+	for i := range ids {
+		ids[i] = fmt.Sprint("waiting-", i)
+	}
+	if n := testing.AllocsPerRun(20, func() { l.Costs(ids, mins(30)) }); n != 0 {
+		t.Errorf("the costs of %d unknown containers made %.0f allocations, want none", len(ids), n)
+	}
+	near(t, "a among them", l.Costs(append(ids, "a"), mins(30))["a"], 0.30)
+}

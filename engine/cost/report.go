@@ -164,24 +164,31 @@ func (l *Ledger) projectLocked(now time.Time) Projection {
 	return p
 }
 
-// Costs returns what each of ids cost so far (0 for one the ledger does
-// not know): its shares of its instances' running spans and of the boot
+// Costs returns what each of ids cost so far (0, or no entry, for one the
+// ledger does not know; nil when it knows none): its shares of its instances' running spans and of the boot
 // of one created for it.
 func (l *Ledger) Costs(ids []string, now time.Time) map[string]float64 {
 	now = now.UTC()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	want := make(map[string]bool, len(ids))
-	insts := map[string]bool{}
+	// Made only for ids the ledger knows: a changes page of 1,000 waiting
+	// containers asks for all of them, and knows none.
+	var want, insts map[string]bool
 	for _, id := range ids {
 		if c := l.conts[id]; c != nil {
+			if want == nil {
+				want, insts = map[string]bool{}, map[string]bool{}
+			}
 			want[id] = true
 			for _, i := range c.Instances {
 				insts[i] = true
 			}
 		}
 	}
-	out := make(map[string]float64, len(ids))
+	if len(want) == 0 {
+		return nil
+	}
+	out := make(map[string]float64, len(want))
 	for id := range insts {
 		r := l.insts[id]
 		if r == nil {
