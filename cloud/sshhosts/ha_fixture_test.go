@@ -107,9 +107,19 @@ func newHAEnvOn(t *testing.T, nodes, hosts int, srv *pgtest.Server) *haEnv {
 	return newHAEnvSized(t, nodes, hosts, 2, srv)
 }
 
+// haIdle is the nodes' timeout_idle: short, for the checker's wait for
+// every host released at the end of each test.
+const haIdle = 2 * time.Second
+
 // newHAEnvSized is newHAEnvOn with slots containers of one vCPU at once on
 // each host (the soak's cluster is wider than the fault tests').
 func newHAEnvSized(t *testing.T, nodes, hosts, slots int, srv *pgtest.Server) *haEnv {
+	t.Helper()
+	return newHAEnvIdle(t, nodes, hosts, slots, haIdle, srv)
+}
+
+// newHAEnvIdle is newHAEnvSized with the nodes' timeout_idle idle.
+func newHAEnvIdle(t *testing.T, nodes, hosts, slots int, idle time.Duration, srv *pgtest.Server) *haEnv {
 	t.Helper()
 	dbURL := srv.NewDatabase(t)
 	env := newSSHDEnv(t, hosts)
@@ -149,7 +159,7 @@ boot_probe_command = "true"
 probe_interval = "1s"
 timeout_probe = "10s"
 timeout_runner_call = "5s"
-timeout_idle = "2s"
+timeout_idle = %q
 sync_interval = "1s"
 max_probes_per_second = 100
 max_cloud_ops_per_second = 100
@@ -171,7 +181,7 @@ vcpus = %d
 ram = "%dGiB"
 scratch = "10GiB"
 price = 0.1
-`, state, p.addr, haToken, slots, cfg.Cloud.SSHUser, cfg.Cloud.SSHKeyFile, filepath.Join(env.dir, "known_hosts.proxied"), hosts, nodeURL, p.name, haLease.String(), slots, slots)
+`, state, p.addr, haToken, slots, cfg.Cloud.SSHUser, cfg.Cloud.SSHKeyFile, filepath.Join(env.dir, "known_hosts.proxied"), idle.String(), hosts, nodeURL, p.name, haLease.String(), slots, slots)
 		for i, h := range hs {
 			fmt.Fprintf(&b, "\n[[cloud.sshhosts.host]]\naddress = %q\ninstance_type = %q\nwork_dir = %q\n", he.hostVia[i].Addr(), h.InstanceType, h.WorkDir)
 		}
