@@ -51,9 +51,18 @@ SLOW_TEST_PKGS := ./engine ./engine/launch ./cloud/sshhosts ./engine/store/bolts
 # The packages that run the dispatch-tui binary take the one make build
 # links, named by DISPATCH_TUI_TEST_BINARY (engine/enginetest.BinaryEnv),
 # instead of each linking their own; go test on a package alone builds it.
+# Most of the suite's wall is waiting, not computing: on real processes
+# (sshd, daemons, runners, tmux, PostgreSQL), their real-time intervals,
+# and on a busy box for a core. go test runs as many packages at once
+# (-p), and as many of a package's parallel tests (-parallel), as there
+# are CPUs: two here, and the suite used one core on average. TEST_P and
+# TEST_PARALLEL overlap more of those waits (BENCHMARKS.md, "Test suite:
+# the waits overlapped").
+TEST_P        ?= 4
+TEST_PARALLEL ?= 8
 test: build
 	$(NOCGO) $(GO) vet ./...
-	$(WITH_TEST_TMPDIR) DISPATCH_TUI_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout=30m $(SLOW_TEST_PKGS) ./...
+	$(WITH_TEST_TMPDIR) DISPATCH_TUI_TEST_BINARY=$(CURDIR)/$(BIN) $(GO) test -race -count=1 -timeout=30m -p $(TEST_P) -parallel $(TEST_PARALLEL) $(SLOW_TEST_PKGS) ./...
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./engine/... ./tui/...

@@ -107,10 +107,29 @@ func newHAEnvOn(t *testing.T, nodes, hosts int, srv *pgtest.Server) *haEnv {
 	return newHAEnvSized(t, nodes, hosts, 2, srv)
 }
 
+// haIdle is the nodes' timeout_idle: short, for the checker's wait for
+// every host released at the end of each test.
+const haIdle = 2 * time.Second
+
 // newHAEnvSized is newHAEnvOn with slots containers of one vCPU at once on
 // each host (the soak's cluster is wider than the fault tests').
 func newHAEnvSized(t *testing.T, nodes, hosts, slots int, srv *pgtest.Server) *haEnv {
 	t.Helper()
+	return newHAEnvIdle(t, nodes, hosts, slots, haIdle, srv)
+}
+
+// haClusters bounds the HA clusters that run at once: make test runs
+// eight of the package's tests at a time, and at a load of 50 a third or
+// fourth cluster's leader missed its 3 s lease's renewals (a takeover the
+// test did not cause); two at once is what go test's default of one per
+// CPU ran, with the package's other tests overlapping them.
+var haClusters = make(chan struct{}, 2)
+
+// newHAEnvIdle is newHAEnvSized with the nodes' timeout_idle idle.
+func newHAEnvIdle(t *testing.T, nodes, hosts, slots int, idle time.Duration, srv *pgtest.Server) *haEnv {
+	t.Helper()
+	haClusters <- struct{}{}
+	t.Cleanup(func() { <-haClusters }) // the first registered: run last, after the nodes stop
 	dbURL := srv.NewDatabase(t)
 	env := newSSHDEnv(t, hosts)
 	bin, _, hash := dispatchBinary(t)
@@ -149,7 +168,7 @@ boot_probe_command = "true"
 probe_interval = "1s"
 timeout_probe = "10s"
 timeout_runner_call = "5s"
-timeout_idle = "2s"
+timeout_idle = %q
 sync_interval = "1s"
 max_probes_per_second = 100
 max_cloud_ops_per_second = 100
@@ -171,7 +190,7 @@ vcpus = %d
 ram = "%dGiB"
 scratch = "10GiB"
 price = 0.1
-`, state, p.addr, haToken, slots, cfg.Cloud.SSHUser, cfg.Cloud.SSHKeyFile, filepath.Join(env.dir, "known_hosts.proxied"), hosts, nodeURL, p.name, haLease.String(), slots, slots)
+`, state, p.addr, haToken, slots, cfg.Cloud.SSHUser, cfg.Cloud.SSHKeyFile, filepath.Join(env.dir, "known_hosts.proxied"), idle.String(), hosts, nodeURL, p.name, haLease.String(), slots, slots)
 		for i, h := range hs {
 			fmt.Fprintf(&b, "\n[[cloud.sshhosts.host]]\naddress = %q\ninstance_type = %q\nwork_dir = %q\n", he.hostVia[i].Addr(), h.InstanceType, h.WorkDir)
 		}

@@ -29,6 +29,11 @@ func TestEngineOnRealSSHD(t *testing.T) {
 
 	cfg, hosts := env.engineConfig(t)
 	cfg.Dispatcher.MaxContainersPerInstance = 1
+	// Each host installs the 78 MB runner through sshd: at a load of 30 an
+	// install missed the fixed minute of a slow call, and the host was
+	// given up before it ran anything. The deadline scales with the load
+	// as the tests' waits do.
+	cfg.Cloud.TimeoutRunnerCall = wait.Budget(time.Minute)
 	drv := newDriver(t, cfg, hosts, hash, "", logger)
 
 	newEngine := func() *engine.Engine {

@@ -26,6 +26,7 @@ func lineWith(screen, s string) string {
 // view), goes back with esc, and shows what a container cost so far in
 // its details.
 func TestCostViewAt80x24(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	b := newBackendSetup(t)
 	b.startDaemon(t)

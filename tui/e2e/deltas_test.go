@@ -26,6 +26,7 @@ var tabCountRE = regexp.MustCompile(` (\d+)/(\d+)`)
 // CLI — a submit, a kill by selector — reach its rows and header within
 // a second (stretched on a loaded machine), agreeing with `ls`.
 func TestAttachedConsoleFollowsChanges(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	deltaQueue := *deltaQueueFlag
 	if deltaQueue <= 0 || deltaQueue%400 != 0 {

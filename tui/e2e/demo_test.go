@@ -27,6 +27,7 @@ var (
 // every wait in the tests); q exits 0, restores the terminal and removes the demo's
 // state dir.
 func TestDemoShowsLifecycle(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	sb := newSandbox(t)
 	// If the test dies before q, take the demo's instances down (their

@@ -18,6 +18,7 @@ import (
 // away: SIGHUP) while the demo runs containers leaves neither the demo's
 // state dir nor any process started from it (its runners) behind.
 func TestDemoHangupCleansUp(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	sb := newSandbox(t)
 	t.Cleanup(func() {

@@ -1,6 +1,8 @@
 // Package e2e drives the real dispatch-tui binary in tmux: the
 // TUI is started in a detached tmux session of a known size, keys are sent
-// with send-keys and the screen is read back with capture-pane.
+// with send-keys and the screen is read back with capture-pane. Every test
+// has its own sandbox, tmux server, port and state dir, and spends most of
+// its time waiting for screens: they run in parallel.
 package e2e
 
 import (

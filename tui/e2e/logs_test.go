@@ -11,6 +11,7 @@ import (
 // right and wrapping off show each line from column 0 with a cut marker;
 // → and ← scroll; the details opened next start at column 0.
 func TestLogViewerColumns(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	b := newBackendSetup(t)
 	tm := startTerm(t, b.sb, 80, 24, nil, binary, "--config", b.cfg)

@@ -12,6 +12,7 @@ import (
 // terminal); exiting it returns to the console, and the events view
 // shows the shell with its actor.
 func TestShellOnInstance(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	b := newBackendSetup(t)
 	tm := startTerm(t, b.sb, 120, 40, nil, binary, "--config", b.cfg)

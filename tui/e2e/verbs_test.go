@@ -89,6 +89,7 @@ func (b *backendSetup) startDaemon(t *testing.T) (stop func()) {
 
 // TestTUIAgainstDaemon: the TUI attached with --connect to a daemon.
 func TestTUIAgainstDaemon(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	b := newBackendSetup(t)
 	b.startDaemon(t)
@@ -105,6 +106,7 @@ func TestTUIAgainstDaemon(t *testing.T) {
 // TestTUIInProcess: the default mode, the engine in the TUI's process,
 // serving the API the CLI uses.
 func TestTUIInProcess(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	b := newBackendSetup(t)
 	tm := startTerm(t, b.sb, 120, 40, nil, binary, "--config", b.cfg)
@@ -535,6 +537,7 @@ func exerciseReadOnly(t *testing.T, tm *term, c *cli) {
 // the back-off in its header and offers no verbs, then recovers when the
 // daemon is back.
 func TestReconnectShown(t *testing.T) {
+	t.Parallel()
 	needTmux(t)
 	b := newBackendSetup(t)
 	stop := b.startDaemon(t)
