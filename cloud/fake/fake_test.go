@@ -681,7 +681,7 @@ func TestInstallAndShell(t *testing.T) {
 		t.Fatalf("default version %q", v)
 	}
 	bin := []byte("binary")
-	if _, _, err := ex.Execute(ctx, runner.InstallLine(path), bin); err != nil {
+	if _, _, err := ex.Execute(ctx, runner.InstallLine(path, int64(len(bin))), bin); err != nil {
 		t.Fatal(err)
 	}
 	// sha256("binary")

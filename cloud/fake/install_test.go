@@ -48,7 +48,7 @@ func TestInstallsOfOneBinaryHashItOnce(t *testing.T) {
 	}
 	c0 = cpuTime(t)
 	for _, ex := range exs {
-		if _, _, err := ex.Execute(ctx, runner.InstallLine(path), bin); err != nil {
+		if _, _, err := ex.Execute(ctx, runner.InstallLine(path, int64(len(bin))), bin); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -64,7 +64,7 @@ func TestInstallsOfOneBinaryHashItOnce(t *testing.T) {
 	}
 	// Another binary is hashed for itself.
 	other := []byte("another binary")
-	if _, _, err := exs[1].Execute(ctx, runner.InstallLine(path), other); err != nil {
+	if _, _, err := exs[1].Execute(ctx, runner.InstallLine(path, int64(len(other))), other); err != nil {
 		t.Fatal(err)
 	}
 	osum := sha256.Sum256(other)
@@ -80,7 +80,7 @@ func TestInstalledBinaryIsNotKept(t *testing.T) {
 	d, _ := newDriver(t, Options{})
 	ex := mustExec(t, d, mustCreate(t, d, small, nil))
 	bin := make([]byte, 1<<20)
-	if _, _, err := ex.Execute(ctx, runner.InstallLine("/tmp/dispatch-tui-runner~test"), bin); err != nil {
+	if _, _, err := ex.Execute(ctx, runner.InstallLine("/tmp/dispatch-tui-runner~test", int64(len(bin))), bin); err != nil {
 		t.Fatal(err)
 	}
 	freed := weak.Make(&bin[0])
@@ -105,7 +105,7 @@ func TestCallCancelledWhileWaitingIsNotRun(t *testing.T) {
 	d.mu.Lock()
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := ex.Execute(ctx, runner.InstallLine(path), []byte("binary"))
+		_, _, err := ex.Execute(ctx, runner.InstallLine(path, 6), []byte("binary"))
 		done <- err
 	}()
 	// The call is waiting once a goroutine is in Execute, in Mutex.Lock.

@@ -364,7 +364,7 @@ func TestDestroyKillsLeftoverContainers(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ex.Close()
-	if _, _, err := ex.Execute(ctx, runner.InstallLine(de.opts.RunnerPath), bin); err != nil {
+	if _, _, err := ex.Execute(ctx, runner.InstallLine(de.opts.RunnerPath, int64(len(bin))), bin); err != nil {
 		t.Fatal(err)
 	}
 	client := runner.Client{Exec: ex, Path: de.opts.RunnerPath}

@@ -186,7 +186,7 @@ func (c *check) deploy(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read runner binary: %w", err)
 	}
-	_, stderr, err := c.exec.Execute(ctx, runner.InstallLine(path), bin)
+	_, stderr, err := c.exec.Execute(ctx, runner.InstallLine(path, int64(len(bin))), bin)
 	if err != nil {
 		if msg := strings.TrimSpace(string(stderr)); msg != "" && !strings.Contains(err.Error(), msg) {
 			err = fmt.Errorf("%w (%s)", err, msg)

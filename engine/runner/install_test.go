@@ -30,7 +30,7 @@ func TestInstallLineConcurrent(t *testing.T) {
 			go func(i int) {
 				defer wg.Done()
 				body := fmt.Sprintf("#!/bin/sh\n%secho deployer-%d\n", padding, i)
-				install := exec.Command("/bin/sh", "-c", InstallLine(path))
+				install := exec.Command("/bin/sh", "-c", InstallLine(path, int64(len(body))))
 				install.Stdin = strings.NewReader(body)
 				if out, err := install.CombinedOutput(); err != nil {
 					errs <- fmt.Errorf("deployer %d install: %v: %s", i, err, out)
@@ -69,7 +69,7 @@ func TestInstallLineConcurrent(t *testing.T) {
 // leaves nothing behind.
 func TestInstallLineFailure(t *testing.T) {
 	dir := t.TempDir()
-	install := exec.Command("/bin/sh", "-c", InstallLine(filepath.Join(dir, "missing", "runner")))
+	install := exec.Command("/bin/sh", "-c", InstallLine(filepath.Join(dir, "missing", "runner"), 10))
 	install.Stdin = strings.NewReader("#!/bin/sh\n")
 	if err := install.Run(); err == nil {
 		t.Fatal("install into a missing directory succeeded")
@@ -83,14 +83,46 @@ func TestInstallLineFailure(t *testing.T) {
 	}
 }
 
+// TestInstallLineCutShort: an install whose input ends early without an
+// error (a channel closed by a deadline OpenSSH would not signal) exits
+// non-zero and leaves no runner, not part of one; the runner already in
+// place stays as it was. The whole binary still installs.
+func TestInstallLineCutShort(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "runner")
+	if err := os.WriteFile(path, []byte("#!/bin/sh\necho old\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body := "#!/bin/sh\n#" + strings.Repeat("x", 4096) + "\necho new\n"
+	install := exec.Command("/bin/sh", "-c", InstallLine(path, int64(len(body))))
+	install.Stdin = strings.NewReader(body[:len(body)/2])
+	if out, err := install.CombinedOutput(); err == nil {
+		t.Fatalf("an install of half the binary succeeded: %s", out)
+	}
+	if got, err := os.ReadFile(path); err != nil || string(got) != "#!/bin/sh\necho old\n" {
+		t.Fatalf("after a cut install the runner holds %d bytes (%v), want the old one", len(got), err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("directory holds %d entries after a cut install, want the runner alone", len(entries))
+	}
+	install = exec.Command("/bin/sh", "-c", InstallLine(path, int64(len(body))))
+	install.Stdin = strings.NewReader(body)
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("the whole binary: %v: %s", err, out)
+	}
+	if out, err := exec.Command(path).Output(); err != nil || string(out) != "new\n" {
+		t.Fatalf("the runner installed whole says %q, %v; want new", out, err)
+	}
+}
+
 func TestInstallPath(t *testing.T) {
 	for _, tc := range []struct {
 		line string
 		path string
 		ok   bool
 	}{
-		{InstallLine("/var/lib/dispatch-tui/runner~ab12"), "/var/lib/dispatch-tui/runner~ab12", true},
-		{InstallLine("runner"), "runner", true},
+		{InstallLine("/var/lib/dispatch-tui/runner~ab12", 78501839), "/var/lib/dispatch-tui/runner~ab12", true},
+		{InstallLine("runner", 0), "runner", true},
 		{"true", "", false},
 		{"cat > '/x.tmp' && mv -f '/x.tmp' '/x'", "/x", false},
 		{"'/x' runner version", "/x", false},

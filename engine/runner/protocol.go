@@ -119,22 +119,28 @@ func ValidID(id string) bool {
 func ParseList(data []byte) ([]Status, error) { return parseList(data, nil) }
 
 // InstallLine is the shell line that installs the runner binary (sent on
-// stdin) at path: write to a temporary name, then rename. path is fixed by
-// the dispatcher's config, never by user data.
+// stdin, size bytes) at path: write to a temporary name, check it holds
+// size bytes, then rename. path is fixed by the dispatcher's config, never
+// by user data.
 //
 // The temporary name carries the shell's pid because instances can share a
 // file system (the local driver's all do): with one shared name, a second
 // deploy truncating the file while the first renames it leaves a runner that
 // is still open for writing ("Text file busy" on exec) and a chmod of a file
-// that is gone. A failed install removes its temporary file.
-func InstallLine(path string) string {
+// that is gone. The size is checked because a cut install can end in a
+// plain end of input: OpenSSH without privilege separation ignores the
+// signal a deadline sends, the channel is closed, and cat exits 0 with part
+// of the binary, which was then put in place. A failed install removes its
+// temporary file.
+func InstallLine(path string, size int64) string {
 	q := "'" + path + "'"
-	return "t=" + q + ".tmp.$$; cat > \"$t\" && chmod 0755 \"$t\" && mv -f \"$t\" " + q +
-		" || { s=$?; rm -f \"$t\"; exit $s; }"
+	return "t=" + q + ".tmp.$$; cat > \"$t\" && [ $(($(wc -c < \"$t\"))) -eq " + strconv.FormatInt(size, 10) +
+		" ] && chmod 0755 \"$t\" && mv -f \"$t\" " + q + " || { s=$?; rm -f \"$t\"; exit $s; }"
 }
 
-// InstallPath reports whether line is InstallLine(path) for some path, and
-// that path. Executors that simulate instances use it to recognise installs.
+// InstallPath reports whether line is InstallLine(path, size) for some
+// path and size, and that path. Executors that simulate instances use it
+// to recognise installs.
 func InstallPath(line string) (string, bool) {
 	end := strings.LastIndexByte(line, '\'')
 	if end <= 0 {
@@ -145,7 +151,18 @@ func InstallPath(line string) (string, bool) {
 		return "", false
 	}
 	path := line[start+1 : end]
-	return path, line == InstallLine(path)
+	const eq = " -eq "
+	at := strings.Index(line, eq)
+	if at < 0 {
+		return "", false
+	}
+	digits := line[at+len(eq):]
+	digits = digits[:max(0, strings.IndexByte(digits, ' '))]
+	size, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		return "", false
+	}
+	return path, line == InstallLine(path, size)
 }
 
 // Command is a parsed runner command line: "<path> runner <verb> [args...]".

@@ -354,7 +354,7 @@ func (p *Pool) ensureRunner(pc *probeCall, exec runner.Executor, client *runner.
 	var stderr []byte
 	err = pc.call("runner deploy", p.s.calls.Slow, func(ctx context.Context) error {
 		var err error
-		_, stderr, err = exec.Execute(ctx, runner.InstallLine(p.s.runnerPath), bin)
+		_, stderr, err = exec.Execute(ctx, runner.InstallLine(p.s.runnerPath, int64(len(bin))), bin)
 		return err
 	})
 	p.releaseRunnerBinary()
