@@ -29,8 +29,11 @@ const releaseAfter = 4 << 20
 // far more than its page: one flush's fold of 5,000 records scattered over
 // a million mapped most of the 600 MB file until the release after the
 // flush, and the daemon's peak RSS carried it (BENCHMARKS.md). Released
-// this often, the mapping holds what the fold reads in that time.
-const foldReleaseEvery = 20 * time.Millisecond
+// this often, the mapping holds what the fold reads in that time: at 20 ms
+// that was still 210 MiB at a million (a fault takes a microsecond or
+// two). A release costs in proportion to the pages it drops, so a shorter
+// tick adds little but the refaults of pages read again.
+const foldReleaseEvery = 5 * time.Millisecond
 
 // releaseWhile gives the mapping's pages back at every tick until the
 // stop it returns is called (which waits for its goroutine to end). Each
