@@ -55,22 +55,7 @@ func TestQuietQueueIsNotWalked(t *testing.T) {
 // at the next step.
 func TestQuietQueueAtQuotaIsNotWalked(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	cfg.Dispatcher.MaxInstances = 3
-	h := newHarness(t, cfg, fake.Options{})
-	var busy []string
-	for range 3 {
-		busy = append(busy, h.submit(-1, 0))
-	}
-	h.until("three containers running", 120, func() bool { return h.eng.queue.Counts()[queue.Running] == 3 })
-	specs := make([]queue.Spec, 500)
-	for i := range specs {
-		specs[i] = queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: gib / 2}}
-	}
-	if _, err := h.eng.SubmitBatch(specs, "test"); err != nil {
-		t.Fatal(err)
-	}
-	h.step(3) // the first pass sets the reasons, the next finds them set
+	h, busy := atQuotaWith(t, 500)
 	skipped := 0
 	for range 100 {
 		if h.checkedStep() {
@@ -146,21 +131,7 @@ func (h *harness) poolDoings() poolDoings {
 // and the steps after it are quiet again.
 func TestQuietStepsCopyNoInstance(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t)
-	cfg.Dispatcher.MaxInstances = 3
-	h := newHarness(t, cfg, fake.Options{})
-	for range 3 {
-		h.submit(-1, 0)
-	}
-	h.until("three containers running", 120, func() bool { return h.eng.queue.Counts()[queue.Running] == 3 })
-	specs := make([]queue.Spec, 50)
-	for i := range specs {
-		specs[i] = queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: gib / 2}}
-	}
-	if _, err := h.eng.SubmitBatch(specs, "test"); err != nil {
-		t.Fatal(err)
-	}
-	h.step(3) // the first pass sets the reasons, the next finds them set
+	h, _ := atQuotaWith(t, 50)
 	passes, copies := h.eng.sched.Passes(), h.eng.costFeed.copies
 	h.step(30)
 	if got := h.eng.sched.Passes() - passes; got != 0 {
@@ -181,4 +152,28 @@ func TestQuietStepsCopyNoInstance(t *testing.T) {
 	if got := h.eng.Instances()[0]; got.IdleBehavior != worker.IdleHold {
 		t.Errorf("instance %s is %s after the hold", got.ID, got.IdleBehavior)
 	}
+}
+
+// atQuotaWith is a harness at quota (max_instances 3) with three
+// containers running and queued more waiting, after the steps that set
+// their reasons (the first pass sets them, the next finds them set); busy
+// are the running ones.
+func atQuotaWith(t *testing.T, queued int) (h *harness, busy []string) {
+	t.Helper()
+	cfg := testConfig(t)
+	cfg.Dispatcher.MaxInstances = 3
+	h = newHarness(t, cfg, fake.Options{})
+	for range 3 {
+		busy = append(busy, h.submit(-1, 0))
+	}
+	h.until("three containers running", 120, func() bool { return h.eng.queue.Counts()[queue.Running] == 3 })
+	specs := make([]queue.Spec, queued)
+	for i := range specs {
+		specs[i] = queue.Spec{Command: []string{"true"}, RuntimeConstraints: queue.Constraints{VCPUs: 1, RAM: gib / 2}}
+	}
+	if _, err := h.eng.SubmitBatch(specs, "test"); err != nil {
+		t.Fatal(err)
+	}
+	h.step(3)
+	return h, busy
 }
