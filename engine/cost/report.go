@@ -164,9 +164,9 @@ func (l *Ledger) projectLocked(now time.Time) Projection {
 	return p
 }
 
-// Costs returns what each of ids cost so far (0, or no entry, for one the
-// ledger does not know; nil when it knows none): its shares of its instances' running spans and of the boot
-// of one created for it.
+// Costs returns what each of ids cost so far (no entry, read as 0, for
+// one the ledger does not know; nil when it knows none): its shares of its
+// instances' running spans and of the boot of one created for it.
 func (l *Ledger) Costs(ids []string, now time.Time) map[string]float64 {
 	now = now.UTC()
 	l.mu.Lock()
