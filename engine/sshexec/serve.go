@@ -73,7 +73,7 @@ func (s *serveSession) dead() bool {
 // replying returns a *runner.ExitError, as Execute does. When ctx is done
 // or CommandTimeout passes the session is closed.
 func (e *Executor) Exchange(ctx context.Context, cmd string, frame []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, e.opts.CommandTimeout)
+	ctx, cancel := context.WithTimeout(ctx, e.commandTimeout(ctx))
 	defer cancel()
 	defer context.AfterFunc(e.closeCtx, cancel)()
 	for attempt := 0; ; attempt++ {

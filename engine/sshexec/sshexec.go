@@ -77,7 +77,8 @@ type Options struct {
 
 	DialTimeout time.Duration // TCP dial + SSH handshake; default 10s
 	// CommandTimeout bounds each Execute (including any dial) unless ctx
-	// has an earlier deadline; default 60s.
+	// has an earlier deadline, or a longer limit of the caller's own
+	// (runner.WithCallLimit); default 60s.
 	CommandTimeout time.Duration
 
 	// Secret is the per-instance secret from the instance's tags
@@ -166,6 +167,17 @@ func New(opts Options) *Executor {
 	return e
 }
 
+// commandTimeout is CommandTimeout, or the caller's own limit on the
+// call when that is longer (runner.WithCallLimit): the caller's is the
+// operator's timeout_runner_call, and an install may need more than the
+// default minute.
+func (e *Executor) commandTimeout(ctx context.Context) time.Duration {
+	if d, ok := runner.CallLimit(ctx); ok && d > e.opts.CommandTimeout {
+		return d
+	}
+	return e.opts.CommandTimeout
+}
+
 // Address returns the address the Executor dials.
 func (e *Executor) Address() string { return e.opts.Address }
 
@@ -175,7 +187,7 @@ func (e *Executor) Address() string { return e.opts.Address }
 // is sent SIGKILL and closed, and the returned error wraps ctx's error.
 // Other errors are wrapped as "ssh <address>: ...".
 func (e *Executor) Execute(ctx context.Context, cmd string, stdin []byte) (stdout, stderr []byte, err error) {
-	ctx, cancel := context.WithTimeout(ctx, e.opts.CommandTimeout)
+	ctx, cancel := context.WithTimeout(ctx, e.commandTimeout(ctx))
 	defer cancel()
 	defer context.AfterFunc(e.closeCtx, cancel)()
 

@@ -588,6 +588,25 @@ func TestCommandTimeoutKillsSession(t *testing.T) {
 	}
 }
 
+// TestCallLimitOutlastsCommandTimeout: a caller that bounds its calls
+// itself for longer (the pool, from timeout_runner_call) is not cut at
+// the executor's CommandTimeout: an install of the runner given minutes
+// was cut at the default minute. A shorter limit leaves CommandTimeout.
+func TestCallLimitOutlastsCommandTimeout(t *testing.T) {
+	f := newFixture(t)
+	o := f.opts()
+	o.CommandTimeout = 200 * time.Millisecond
+	e := f.executor(t, o)
+	ctx := runner.WithCallLimit(context.Background(), time.Minute)
+	if out, _, err := e.Execute(ctx, "sleep 1; echo done", nil); err != nil || strings.TrimSpace(string(out)) != "done" {
+		t.Fatalf("a call the caller gave a minute, cut at the executor's 200ms: %q, %v", out, err)
+	}
+	ctx = runner.WithCallLimit(context.Background(), 50*time.Millisecond)
+	if _, _, err := e.Execute(ctx, "sleep 30", nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a shorter limit of the caller's: want the executor's own deadline, got %v", err)
+	}
+}
+
 func TestContextEndsSession(t *testing.T) {
 	f := newFixture(t)
 	e := f.executor(t, f.opts())

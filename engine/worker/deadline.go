@@ -124,8 +124,16 @@ type boundedExecutor struct {
 // embeds boundedExecutor, so has it): for a shell, which the operator ends.
 func (b boundedExecutor) unbounded() runner.Executor { return b.inner }
 
+// bound gives a call the pool's deadline, unless it has one of its own,
+// and tells the executor under it that the pool bounds it
+// (runner.WithCallLimit): limit is the slowest call's, so the executor's
+// own bound never cuts a call the pool gave longer.
 func (b boundedExecutor) bound(ctx context.Context) (context.Context, func()) {
-	if _, ok := ctx.Deadline(); ok || isClockBound(ctx) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	ctx = runner.WithCallLimit(ctx, b.limit)
+	if isClockBound(ctx) {
 		return ctx, func() {}
 	}
 	return b.watch.start(ctx, b.limit)

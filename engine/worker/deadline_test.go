@@ -65,6 +65,11 @@ func TestWithCallDeadline(t *testing.T) {
 			if d, ok := ctx.Deadline(); ok {
 				t.Fatalf("the call has a deadline in real time (%s from now)", time.Until(d).Round(time.Second))
 			}
+			// The executor learns the pool's limit, so that its own
+			// bound (SSH's default minute) does not cut the call sooner.
+			if got, ok := runner.CallLimit(ctx); !ok || got != limit {
+				t.Fatalf("the executor was told a limit of %s (%v), want %s", got, ok, limit)
+			}
 			w.cut(t0.Add(limit - time.Nanosecond))
 			if ctx.Err() != nil || w.inFlight() != 1 {
 				t.Fatalf("cut before its deadline: %v, %d in flight", ctx.Err(), w.inFlight())
