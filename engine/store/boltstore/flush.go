@@ -48,14 +48,8 @@ func (s *Store) Flush(b *store.Batch) error {
 	window := s.journalWindow()
 	batch, n := b.Entries()
 	jlen, jnext := s.journalLen, s.journalNext
-	update := func(fn func(*bolt.Tx) error) error { return s.db.Update(fn) }
-	if large && jlen+n > window {
-		// A fold in place (below): its pages given back as it goes.
-		update = func(fn func(*bolt.Tx) error) error {
-			return s.releasingFold(func() error { return s.db.Update(fn) })
-		}
-	}
-	err := update(func(tx *bolt.Tx) error {
+	// A fold in place (below) has its pages given back as it goes.
+	err := s.update(large && jlen+n > window, func(tx *bolt.Tx) error {
 		if err := putParts(tx, b.Parts); err != nil {
 			return err
 		}

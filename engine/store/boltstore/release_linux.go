@@ -60,14 +60,15 @@ func (s *Store) releaseWhile(tick <-chan time.Time) (stop func()) {
 	}
 }
 
-// releasingFold runs write, a flush's transaction that folds records in
-// place, with the mapping's pages given back every foldReleaseEvery.
-func (s *Store) releasingFold(write func() error) error {
-	t := time.NewTicker(foldReleaseEvery)
-	defer t.Stop()
-	stop := s.releaseWhile(t.C)
-	defer stop()
-	return write()
+// update runs fn in a write transaction; when it folds records in place,
+// with the mapping's pages given back every foldReleaseEvery meanwhile.
+func (s *Store) update(folds bool, fn func(*bolt.Tx) error) error {
+	if folds {
+		t := time.NewTicker(foldReleaseEvery)
+		defer t.Stop()
+		defer s.releaseWhile(t.C)()
+	}
+	return s.db.Update(fn)
 }
 
 // wrote gives the mapping's pages back when the pages written since the

@@ -148,7 +148,7 @@ func mappedRSS(t *testing.T, path string) int64 {
 }
 
 // TestReleaseWhileGivesBackAtEachTick: while a flush folds in place, its
-// pages are given back at every tick, beside the write (releasingFold):
+// pages are given back at every tick, beside the write (Store.update):
 // the commit reads the old page of every record the fold put, so a
 // release after the flush came too late for its peak. Here the file is
 // mapped whole by a read, a tick gives it back, and stop ends the

@@ -5,11 +5,13 @@
 
 package boltstore
 
+import bolt "go.etcd.io/bbolt"
+
 // releaseMapped does nothing here: see release_linux.go.
 func (s *Store) releaseMapped() {}
 
-// releasingFold runs write: see release_linux.go.
-func (s *Store) releasingFold(write func() error) error { return write() }
+// update runs fn in a write transaction: see release_linux.go.
+func (s *Store) update(_ bool, fn func(*bolt.Tx) error) error { return s.db.Update(fn) }
 
 // wrote does nothing here: see release_linux.go.
 func (s *Store) wrote() {}
