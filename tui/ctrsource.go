@@ -7,6 +7,7 @@ package tui
 import (
 	"maps"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -80,6 +81,10 @@ type ctrReader struct {
 	// sizes are the source's MEM cells when the read began, made those
 	// this reader added (memText).
 	sizes, made map[int64]string
+	// posFold is the filter whose search of a place in the line's
+	// words posWordsHold holds (reasonHolds).
+	posFold      *table.Fold
+	posWordsHold bool
 }
 
 func (r *ctrReader) Len() int                    { return r.v.Len() }
@@ -187,6 +192,57 @@ func (r *ctrReader) AppendText(dst []byte, i, col int) []byte {
 	}
 	return appendNum(dst, c, col)
 }
+
+// ContainsFold implements table.FoldReader: the cells the row holds as
+// strings are searched as they are, the others made into one small
+// buffer, and a place in the line's reason searched by its number alone
+// (reasonHolds).
+func (r *ctrReader) ContainsFold(i int, f *table.Fold) bool {
+	c := r.v.At(i)
+	// Every column in the screen's order, then the hidden text: the
+	// columns of an alphabet (Alphabet) only where the filter may be in
+	// them.
+	var b [48]byte
+	return f.In(c.ID) || f.In(containerName(c)) ||
+		// The mark begins with a space: searched apart (table.Fold).
+		f.In(string(c.State)) || f.InBytes(appendStateMark(b[:0], c)) ||
+		(!f.Skip(colPrio) && f.InBytes(appendNum(b[:0], c, colPrio))) ||
+		(!f.Skip(colCPU) && f.InBytes(appendNum(b[:0], c, colCPU))) ||
+		(!f.Skip(colMem) && f.In(r.memText(c.RAM))) ||
+		f.In(c.InstanceID) ||
+		(!f.Skip(colTries) && f.InBytes(appendNum(b[:0], c, colTries))) ||
+		(!f.Skip(colAge) && f.InBytes(r.AppendText(b[:0], i, colAge))) ||
+		r.reasonHolds(c, f, b[:0]) ||
+		f.In(c.Tags)
+}
+
+// reasonHolds reports whether c's REASON cell holds f, the words of a
+// place in the line searched once per filter and reader.
+func (r *ctrReader) reasonHolds(c *backend.Row, f *table.Fold, buf []byte) bool {
+	switch {
+	case exited(c):
+		return f.InBytes(appendReason(buf, c))
+	case c.Pos == 0:
+		return f.In(c.Reason)
+	case !positionSplits:
+		return f.InBytes(c.AppendReason(buf))
+	}
+	if r.posFold != f {
+		head, tail := backend.PositionWords()
+		r.posFold, r.posWordsHold = f, f.In(head) || f.In(tail)
+	}
+	// The number is written as PRIO's are: not searched where those
+	// are skipped.
+	return r.posWordsHold || (!f.Skip(colPrio) && f.InBytes(strconv.AppendInt(buf, int64(c.Pos), 10)))
+}
+
+// positionSplits: the words of a place in the line end and begin with a
+// space around its number, so that a filter without a space is in the
+// reason exactly when it is in the words or the number (table.Fold).
+var positionSplits = func() bool {
+	head, tail := backend.PositionWords()
+	return strings.HasSuffix(head, " ") && strings.HasPrefix(tail, " ")
+}()
 
 // memText is MEM's text of n, made once per size (ctrSource.sizes).
 func (r *ctrReader) memText(n int64) string {

@@ -5,10 +5,13 @@ package table
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"runtime"
 	"strings"
 	"sync"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // matcher matches rows against the filter, reusing its buffers for
@@ -19,17 +22,10 @@ type matcher struct {
 	// byCell matches the first cells (cellsAlone) apart, the rest of
 	// the row only when they do not match (byCell).
 	byCell bool
-	// fold is the filter's text when it is plain ASCII without a space
-	// (byCell): a row is then searched for it without case as its text
-	// is (containsFold), not lowered first, and the cells it cannot be
-	// in (Alphabets) are not made. "" for the general path.
-	fold string
-	// foldOut: fold holds a letter that one outside ASCII lowers to
-	// (foldsToASCII).
-	foldOut bool
-	// skip says, by column, that fold cannot be in that column's text
-	// (set from the first Reader).
-	skip        []bool
+	// fold is the filter when it is plain ASCII without a space
+	// (byCell): a row is then searched for it cell by cell without
+	// case, as its text is, not lowered first. nil for the general path.
+	fold        *Fold
 	text, spare []byte
 }
 
@@ -37,8 +33,7 @@ type matcher struct {
 func newMatcher(w *work) matcher {
 	m := matcher{match: w.match, col: w.matchCol, byCell: w.matchCol < 0 && byCell(w.matchLow)}
 	if m.byCell && ascii(w.matchLow) {
-		m.fold = w.matchLow
-		m.foldOut = strings.ContainsAny(m.fold, foldsToASCII)
+		m.fold = newFold(w.matchLow)
 	}
 	return m
 }
@@ -52,7 +47,7 @@ func byCell(low string) bool { return low != "" && !strings.Contains(low, " ") }
 // matches reports whether row i matches, before any inversion.
 func (m *matcher) matches(rd Reader, i int) bool {
 	switch {
-	case m.fold != "":
+	case m.fold != nil:
 		return m.matchesFold(rd, i)
 	case m.col >= 0:
 		m.text = rd.AppendText(m.text[:0], i, m.col)
@@ -74,41 +69,97 @@ func (m *matcher) matches(rd Reader, i int) bool {
 	return m.match(lower(m.text, &m.spare))
 }
 
-// matchesFold is matches for a plain ASCII text without a space: the
-// first cells, then the rest of the row but the cells that cannot hold
-// it, each searched without case as it is. A row whose text has other
-// letters is lowered and searched as the general path does when the
-// search without case did not find it, as two of them lower to ASCII
-// letters (foldsToASCII).
+// matchesFold is matches for a Fold: a FoldReader searches its own
+// cells; any other Reader's cells are made one at a time, the first
+// cells before the rest, but for the cells that cannot hold it.
 func (m *matcher) matchesFold(rd Reader, i int) bool {
-	if m.skip == nil {
-		m.skip = skipped(rd, m.fold)
+	f := m.foldReady(rd)
+	if fr, ok := rd.(FoldReader); ok {
+		return fr.ContainsFold(i, f)
 	}
-	cells := rd.Cells(i)
-	n := min(cells, cellsAlone)
-	m.text = m.text[:0]
-	for c := range n {
-		m.text = append(rd.AppendText(m.text, i, c), ' ')
-	}
-	if containsFold(m.text, m.fold) {
-		return true
-	}
-	// The text holds no space: it cannot match across the space that
-	// ends a cell, so only what follows is searched.
-	from := len(m.text)
-	for c := n; c < cells; c++ {
-		if c >= len(m.skip) || !m.skip[c] {
-			m.text = append(rd.AppendText(m.text, i, c), ' ')
+	for c := range rd.Cells(i) {
+		if !f.Skip(c) && f.InBytes(rd.AppendText(m.text[:0], i, c)) {
+			return true
 		}
 	}
-	m.text = append(append(m.text, rd.Hidden(i)...), ' ')
-	if containsFold(m.text[from:], m.fold) {
+	return f.In(rd.Hidden(i))
+}
+
+// foldReady is the matcher's Fold, its skipped columns read from rd the
+// first time.
+func (m *matcher) foldReady(rd Reader) *Fold {
+	if m.fold.skip == nil {
+		m.fold.skip = skipped(rd, m.fold.low)
+	}
+	return m.fold
+}
+
+// Fold is a filter of plain ASCII text without a space, which a row
+// matches when one of its cells or its hidden text holds it without case:
+// it cannot span the space that ends a cell, so each cell is searched
+// apart, as it is, neither lowered nor joined to the others (a filter
+// searches a million rows at a time).
+type Fold struct {
+	low  string // lower-case
+	lowb []byte // low, for the search of lowered text
+	// key is the byte of low searched for first (containsFold), at at:
+	// its first that is no letter, or else (letter) its first letter,
+	// then searched in either case.
+	key    byte
+	at     int
+	letter bool
+	// out: low holds a letter that one outside ASCII lowers to
+	// (foldsToASCII), so text that is not ASCII is lowered and searched
+	// again when the search without case did not find it there.
+	out bool
+	// skip says, by column, that low cannot be in that column's text
+	// (Alphabets; set from the first Reader).
+	skip        []bool
+	text, spare []byte
+}
+
+// newFold is the Fold of low, lower-case ASCII without a space.
+func newFold(low string) *Fold {
+	f := &Fold{low: low, lowb: []byte(low), out: strings.ContainsAny(low, foldsToASCII),
+		at: strings.IndexFunc(low, func(r rune) bool { return !('a' <= r && r <= 'z') })}
+	if f.at < 0 {
+		f.at, f.letter = 0, true
+	}
+	f.key = low[f.at]
+	return f
+}
+
+// FoldReader is a Reader that searches a row's cells for a Fold itself:
+// it knows which of them it holds as text already, and makes only the
+// others.
+type FoldReader interface {
+	// ContainsFold reports whether f is in (f.In) the text, as
+	// AppendText makes it, of one of row i's cells that f does not
+	// skip (f.Skip), or in its hidden text.
+	ContainsFold(i int, f *Fold) bool
+}
+
+// Skip reports whether the text of column c cannot hold the filter: it
+// is made of bytes the filter's are not all among (Alphabets).
+func (f *Fold) Skip(c int) bool { return c < len(f.skip) && f.skip[c] }
+
+// In reports whether s holds the filter without case.
+func (f *Fold) In(s string) bool {
+	if containsFold(s, f) {
 		return true
 	}
-	if m.foldOut && !ascii(m.text) {
-		return m.match(lower(m.text, &m.spare))
+	if f.out && !ascii(s) {
+		f.text = append(f.text[:0], s...)
+		return bytes.Contains(lower(f.text, &f.spare), f.lowb)
 	}
 	return false
+}
+
+// InBytes is In for text in a buffer, which it does not change.
+func (f *Fold) InBytes(b []byte) bool {
+	// A view of b as a string, read and dropped within In: no copy of a
+	// cell made for its search.
+	return f.In(unsafe.String(unsafe.SliceData(b), len(b)))
 }
 
 // foldsToASCII are the ASCII letters that a letter outside ASCII lowers
@@ -151,23 +202,19 @@ func ascii[T string | []byte](s T) bool {
 	return true
 }
 
-// containsFold reports whether s holds low (lower-case ASCII, not empty)
-// with its ASCII letters compared without case: candidates are found by
-// bytes.IndexByte of low's first byte that is no letter, or else of its
-// first letter in either case, and the rest compared.
-func containsFold(s []byte, low string) bool {
-	at := strings.IndexFunc(low, func(r rune) bool { return !('a' <= r && r <= 'z') })
-	if at < 0 {
-		return containsFoldLetter(s, low)
-	}
-	c := low[at]
-	for i := at; i <= len(s)-len(low)+at; {
-		j := bytes.IndexByte(s[i:len(s)-len(low)+at+1], c)
+// containsFold reports whether s holds f's text with its ASCII letters
+// compared without case: candidates are found by indexFold of its key
+// byte, and the rest compared.
+func containsFold(s string, f *Fold) bool {
+	// Where the key may be for all of low to fit in s.
+	end := len(s) - len(f.low) + f.at + 1
+	for i := f.at; i < end; {
+		j := indexFold(s[i:end], f.key, f.letter)
 		if j < 0 {
 			return false
 		}
-		start := i + j - at
-		if equalFold(s[start:start+len(low)], low) {
+		start := i + j - f.at
+		if equalFold(s[start:start+len(f.low)], f.low) {
 			return true
 		}
 		i += j + 1
@@ -175,35 +222,55 @@ func containsFold(s []byte, low string) bool {
 	return false
 }
 
-// containsFoldLetter is containsFold for a low that starts with a letter.
-func containsFoldLetter(s []byte, low string) bool {
-	c, u := low[0], low[0]-('a'-'A')
-	last := len(s) - len(low)
-	for i := 0; i <= last; {
-		w := s[i : last+1]
-		j := bytes.IndexByte(w, c)
-		lim := len(w)
-		if j >= 0 {
-			lim = j
-		}
-		if k := bytes.IndexByte(w[:lim], u); k >= 0 {
-			j = k
-		}
-		if j < 0 {
-			return false
-		}
-		at := i + j
-		if equalFold(s[at+1:at+len(low)], low[1:]) {
-			return true
-		}
-		i = at + 1
+// Bytes repeated in each byte of a word, for indexFold.
+const (
+	eachLow  = 0x0101010101010101
+	eachHigh = 0x8080808080808080
+	eachCase = 0x2020202020202020 // the bit that is set in a lower-case letter
+)
+
+// indexFold is the index of the first byte in s that is c or, when c is
+// a lower-case letter (letter), its upper case; -1 when none is. It reads
+// s eight bytes at a time: most cells are shorter than the setup of a
+// strings.IndexByte is worth, and a letter would want two of them.
+func indexFold(s string, c byte, letter bool) int {
+	var setCase uint64
+	if letter {
+		setCase = eachCase // an upper-case letter with it set is its lower case
 	}
-	return false
+	want := uint64(c) * eachLow
+	if len(s) >= 8 {
+		b := unsafe.Slice(unsafe.StringData(s), len(s))
+		for i := 0; ; i += 8 {
+			// The last word ends at the end of s, over bytes already
+			// read: none of those matched, so none is flagged again.
+			i = min(i, len(b)-8)
+			x := (binary.LittleEndian.Uint64(b[i:]) | setCase) ^ want
+			// The high bit of each byte of x that is zero; a borrow
+			// may flag bytes above the first, never one below it.
+			if zero := (x - eachLow) &^ x & eachHigh; zero != 0 {
+				return i + bits.TrailingZeros64(zero)/8
+			}
+			if i == len(b)-8 {
+				return -1
+			}
+		}
+	}
+	for i := 0; i < len(s); i++ {
+		x := s[i]
+		if letter {
+			x |= 'a' - 'A'
+		}
+		if x == c {
+			return i
+		}
+	}
+	return -1
 }
 
 // equalFold reports whether b is low (lower-case ASCII) but for the case
 // of its ASCII letters.
-func equalFold(b []byte, low string) bool {
+func equalFold(b, low string) bool {
 	for k := range len(low) {
 		x := b[k]
 		if 'A' <= x && x <= 'Z' {
@@ -278,6 +345,16 @@ func (w *work) filterPart(from []int32, yield bool) ([]int32, bool) {
 	v := make([]int32, 0, len(from))
 	m := newMatcher(w)
 	if !w.chunks(len(from), yield, func(rd Reader, lo, hi int) {
+		if fr, ok := rd.(FoldReader); ok && m.fold != nil {
+			// The reader's own search, asked once a chunk.
+			m.foldReady(rd)
+			for _, i := range from[lo:hi] {
+				if fr.ContainsFold(int(i), m.fold) != w.invert {
+					v = append(v, i)
+				}
+			}
+			return
+		}
 		for _, i := range from[lo:hi] {
 			if m.matches(rd, int(i)) != w.invert {
 				v = append(v, i)
