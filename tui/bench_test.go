@@ -81,6 +81,8 @@ func BenchmarkConsoleKeys(b *testing.B) {
 			{"down", [][]string{{"j"}}},
 			{"pagedown", [][]string{{"pgdown"}, {"pgdown"}, {"pgdown"}, {"g"}}},
 			{"sort", [][]string{{"P"}}},
+			{"sort-name", [][]string{{"N"}}},
+			{"sort-reason", [][]string{{"R"}}},
 			{"filter-typed", [][]string{{"/"}, {"text:c"}, {"text:-"}, {"text:0"}, {"text:0"}, {"esc"}}},
 			{"filter-id", [][]string{{"/"}, {"text:4"}, {"text:2"}, {"text:1"}, {"text:3"}, {"text:7"}, {"esc"}}},
 			{"view-switch", [][]string{{"1"}, {"2"}}},

@@ -1,9 +1,15 @@
-// Sorting: the sort column and direction, and the numeric keys and
-// radix sort a numeric column is ordered by.
+// Sorting: the sort column and direction, and the radix sorts a column
+// is ordered by, of numbers and of texts.
 
 package table
 
-import "math"
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+	"strings"
+	"unsafe"
+)
 
 // SortBy sorts by the column whose SortKey is key; sorting by the same
 // column again inverts it. It reports whether a column has that key.
@@ -102,7 +108,93 @@ func radixSort(ks, tmp []numKey) []numKey {
 	return ks
 }
 
+// strKey is a row index and its text.
 type strKey struct {
 	k string
 	i int32
+}
+
+// sortTexts sorts ks by text, descending when desc, equal texts in their
+// order in ks. It is a most-significant-first radix sort, chunkBytes of
+// the texts at a time (textChunk): a comparison sort of a million texts
+// took 400-500 ms, and a key press wants its rows within 100 ms. buf
+// and tmp are scratch of len(ks) or more, those of the numeric sort.
+func sortTexts(ks []strKey, desc bool, buf, tmp []numKey) {
+	n := len(ks)
+	if n >= radixTexts {
+		sortTextsFrom(ks, 0, desc, buf[:n], tmp[:n], make([]strKey, n))
+		return
+	}
+	sortTextsFrom(ks, 0, desc, buf[:n], tmp[:n], nil)
+}
+
+// sortTextsFrom is sortTexts of texts whose first off bytes are the same,
+// with scratch of their length.
+func sortTextsFrom(ks []strKey, off int, desc bool, nk, tmp []numKey, kt []strKey) {
+	n := len(ks)
+	if n < radixTexts {
+		dir := 1
+		if desc {
+			dir = -1
+		}
+		slices.SortStableFunc(ks, func(a, b strKey) int { return dir * strings.Compare(a.k[off:], b.k[off:]) })
+		return
+	}
+	for j, s := range ks {
+		nk[j] = numKey{textChunk(s.k, off, desc), int32(j)}
+	}
+	sorted := radixSort(nk, tmp)
+	// Gathered into kt, in order: moving them in place, a cycle of the
+	// permutation at a time, took twice as long (BENCHMARKS.md).
+	for j, x := range sorted {
+		kt[j] = ks[x.i]
+	}
+	copy(ks, kt)
+	// Runs of texts alike in this chunk and longer than it are ordered by
+	// what follows, each with the scratch of its own place: the keys
+	// after it are still to be read.
+	for lo := 0; lo < n; {
+		k := sorted[lo].k
+		hi := lo + 1
+		for hi < n && sorted[hi].k == k {
+			hi++
+		}
+		if hi-lo > 1 && len(ks[lo].k)-off > chunkBytes {
+			sortTextsFrom(ks[lo:hi], off+chunkBytes, desc, nk[lo:hi], tmp[lo:hi], kt[lo:hi])
+		}
+		lo = hi
+	}
+}
+
+// radixTexts is the fewest texts sortTextsFrom sorts by radix: fewer are
+// compared (a radix pass costs its 256 counts whatever the texts).
+const radixTexts = 64
+
+// chunkBytes is how many bytes of a text one key holds.
+const chunkBytes = 7
+
+// textChunk is the key of s's chunkBytes from off on: those bytes (zero
+// past its end), then how many there are, chunkBytes+1 for more. Keys
+// order as the texts do, a text before those it begins, and are equal
+// only for texts alike in those bytes that are either as long or both
+// longer (then ordered by their next chunk). Inverted when desc.
+func textChunk(s string, off int, desc bool) uint64 {
+	rest := s[min(off, len(s)):]
+	var k uint64
+	if len(rest) > chunkBytes {
+		// Eight bytes read at once; the last makes room for the length.
+		k = binary.BigEndian.Uint64(unsafe.Slice(unsafe.StringData(rest), 8))>>8<<8 | (chunkBytes + 1)
+	} else {
+		for b := range chunkBytes {
+			k <<= 8
+			if b < len(rest) {
+				k |= uint64(rest[b])
+			}
+		}
+		k = k<<8 | uint64(len(rest))
+	}
+	if desc {
+		k = ^k
+	}
+	return k
 }

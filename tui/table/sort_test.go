@@ -73,6 +73,42 @@ func TestSortOrderEqualsStableSort(t *testing.T) {
 	}
 }
 
+// sortTexts orders as a stable sort by strings.Compare does, in both
+// directions: texts of any bytes (a zero byte too, which the keys pad
+// with), one the beginning of another, long runs alike in their first
+// chunks, and as many as make it sort by radix or not.
+func TestSortTextsEqualsStableSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	prefixes := []string{"", "position ", "position 1", "c-00000000", "job-", "\x00\x00"}
+	for _, n := range []int{0, 1, 2, radixTexts - 1, radixTexts, 300, 5000} {
+		for _, desc := range []bool{false, true} {
+			ks := make([]strKey, n)
+			for i := range ks {
+				b := []byte(prefixes[rng.IntN(len(prefixes))])
+				for range rng.IntN(20) {
+					b = append(b, "\x00ab\xff9 "[rng.IntN(6)])
+				}
+				ks[i] = strKey{string(b), int32(i)}
+			}
+			want := slices.Clone(ks)
+			slices.SortStableFunc(want, func(a, b strKey) int {
+				if desc {
+					return strings.Compare(b.k, a.k)
+				}
+				return strings.Compare(a.k, b.k)
+			})
+			sortTexts(ks, desc, make([]numKey, n), make([]numKey, n))
+			if !slices.Equal(ks, want) {
+				for i := range ks {
+					if ks[i] != want[i] {
+						t.Fatalf("%d texts, desc %v: at %d %q (row %d), want %q (row %d)", n, desc, i, ks[i].k, ks[i].i, want[i].k, want[i].i)
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestTypedFilterEqualsFreshFilter types filters one key at a time (each
 // longer one re-filters only the rows shown) and checks every step
 // against a table given that filter from scratch.
@@ -107,5 +143,44 @@ func TestTypedFilterEqualsFreshFilter(t *testing.T) {
 		if got, want := shown(typed), shown(fresh); !slices.Equal(got, want) {
 			t.Errorf("filter %q after %q: %d rows %v, want %d %v", f, steps[max(k-1, 0)], len(got), got[:min(5, len(got))], len(want), want[:min(5, len(want))])
 		}
+	}
+}
+
+// BenchmarkSortTexts sorts a million texts as the containers view's
+// columns hold them (ids, names, reasons), by sortTexts and by the
+// comparison sort it replaced:
+//
+//	go test -run='^$' -bench='^BenchmarkSortTexts$' -benchtime=5x ./tui/table/
+func BenchmarkSortTexts(b *testing.B) {
+	const n = 1000000
+	rng := rand.New(rand.NewPCG(9, 9))
+	texts := map[string]func(i int) string{
+		"ids":     func(int) string { return fmt.Sprintf("c-%016x", rng.Uint64()) },
+		"names":   func(i int) string { return fmt.Sprintf("job-%d", rng.IntN(n)) },
+		"reasons": func(i int) string { return fmt.Sprintf("position %d in queue", 1+rng.IntN(n)) },
+	}
+	for _, kind := range []string{"ids", "names", "reasons"} {
+		src := make([]strKey, n)
+		for i := range src {
+			src[i] = strKey{texts[kind](i), int32(i)}
+		}
+		ks, buf, tmp := make([]strKey, n), make([]numKey, n), make([]numKey, n)
+		b.Run(kind+"/radix", func(b *testing.B) {
+			for b.Loop() {
+				copy(ks, src)
+				sortTexts(ks, false, buf, tmp)
+			}
+		})
+		b.Run(kind+"/compare", func(b *testing.B) {
+			for b.Loop() {
+				copy(ks, src)
+				slices.SortFunc(ks, func(a, b strKey) int {
+					if r := strings.Compare(a.k, b.k); r != 0 {
+						return r
+					}
+					return cmp.Compare(a.i, b.i)
+				})
+			}
+		})
 	}
 }
