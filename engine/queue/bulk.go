@@ -57,7 +57,7 @@ func (q *Queue) Bulk(ids []string, v BulkVerb) ([]BulkResult, error) {
 	q.mu.Lock()
 	for i, id := range ids {
 		out[i].ID = id
-		c, ok := q.byID[id]
+		c, ok := q.byID.lookup(id)
 		if !ok {
 			out[i].Err = fmt.Errorf("container %s: %w", id, ErrNotFound)
 			continue

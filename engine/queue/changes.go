@@ -64,7 +64,7 @@ func (q *Queue) changedLocked(c *Container) {
 		return
 	}
 	q.changes = append(q.changes, change{q.gen, c})
-	if len(q.changes) > 2*len(q.byID)+4096 {
+	if len(q.changes) > 2*q.byID.len()+4096 {
 		q.compactChangesLocked()
 	}
 }
@@ -172,7 +172,7 @@ func (q *Queue) ChangesEach(since uint64, limit int, each func([]view.Container)
 		q.mu.Unlock()
 		return Changes{}, ErrReload
 	}
-	if since == 0 && len(q.changes) > len(q.byID) {
+	if since == 0 && len(q.changes) > q.byID.len() {
 		// A first read pages through the whole log: a container in it
 		// twice (logged at load, then by the first pass's new reason)
 		// would be sent twice, a million extra at a million. Each
@@ -180,7 +180,7 @@ func (q *Queue) ChangesEach(since uint64, limit int, each func([]view.Container)
 		// generation needs.
 		q.compactChangesLocked()
 	}
-	out := Changes{Generation: q.gen, Latest: q.gen, Total: len(q.byID)}
+	out := Changes{Generation: q.gen, Latest: q.gen, Total: q.byID.len()}
 	i, _ := slices.BinarySearchFunc(q.changes, since+1, func(ch change, g uint64) int { return cmp.Compare(ch.gen, g) })
 	// A container already on the page is marked (hintLogged), not put in
 	// a set: a page is up to 10,000 and every watching console reads

@@ -43,7 +43,7 @@ func checkLog(tb testing.TB, q *Queue, compacted bool, when string) {
 		}
 		last = ch.gen
 		seen[ch.c]++
-		if dropped, gone := ch.c.hints&hintDropped != 0, q.byID[ch.c.ID] != ch.c; dropped != gone {
+		if dropped, gone := ch.c.hints&hintDropped != 0, q.byID.get(ch.c.ID) != ch.c; dropped != gone {
 			tb.Fatalf("%s: %s marked dropped %v, out of the queue %v", when, ch.c.ID, dropped, gone)
 		}
 	}
@@ -55,7 +55,8 @@ func checkLog(tb testing.TB, q *Queue, compacted bool, when string) {
 			tb.Fatalf("%s: after a compaction %s is in the log %d times, dropped %v", when, c.ID, n, c.hints&hintDropped != 0)
 		}
 	}
-	for id, c := range q.byID {
+	for c := range q.byID.all() {
+		id := c.ID
 		if c.hints&(hintDropped|hintLogged) != 0 {
 			tb.Fatalf("%s: %s in the queue carries marks %b", when, id, c.hints)
 		}
@@ -110,7 +111,7 @@ func TestChangesFollowAcrossCompactions(t *testing.T) {
 			outage := round%4 == 3
 			fail.Store(outage)
 			q.mu.Lock()
-			tombs, total := len(q.tombs), len(q.byID)
+			tombs, total := len(q.tombs), q.byID.len()
 			q.mu.Unlock()
 			_, err := q.Bulk(ids[i:i+2], BulkVerb{Verb: view.ContainerKill, Actor: "test"})
 			fail.Store(false)
@@ -119,7 +120,7 @@ func TestChangesFollowAcrossCompactions(t *testing.T) {
 			}
 			if outage {
 				q.mu.Lock()
-				if len(q.tombs) > tombs && len(q.byID) == total {
+				if len(q.tombs) > tombs && q.byID.len() == total {
 					undone++
 				}
 				q.mu.Unlock()
@@ -174,7 +175,7 @@ func TestChangesCompactionAllocatesNothing(t *testing.T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	live := make([]*Container, 0, n)
-	for _, c := range q.byID {
+	for c := range q.byID.all() {
 		live = append(live, c)
 	}
 	q.changes = append(make([]change, 0, 4*n), q.changes...)

@@ -250,7 +250,7 @@ func TestFlushWritesMarshalEncodingToFile(t *testing.T) {
 		t.Errorf("after the pass: %d records and %d events not written", len(e.q.dirty), len(e.q.newEvents))
 	}
 	want := map[uint64][]byte{}
-	for _, c := range e.q.byID {
+	for c := range e.q.byID.all() {
 		j, err := json.Marshal(c)
 		if err != nil {
 			t.Fatal(err)

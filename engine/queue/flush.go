@@ -27,7 +27,7 @@ func (q *Queue) flush(pass bool) error {
 		return err
 	}
 	q.mu.Lock()
-	nrec := len(q.byID)
+	nrec := q.byID.len()
 	if len(q.dirty) == 0 && len(q.newEvents) == 0 && nparts == 0 && !q.overFinishedLocked() && !q.store.Due(nrec, pass) {
 		q.mu.Unlock()
 		return nil

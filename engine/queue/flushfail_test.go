@@ -14,7 +14,7 @@ func TestFlushEncodeErrorKeepsEarlierRecordsMarked(t *testing.T) {
 	b := e.submit(spec("true")).ID
 	q := e.q
 	q.mu.Lock()
-	ca, cb := q.byID[a], q.byID[b]
+	ca, cb := q.byID.get(a), q.byID.get(b)
 	q.markDirtyLocked(ca)
 	q.markDirtyLocked(cb)
 	seen := cb.FirstSeenAt

@@ -36,7 +36,7 @@ func TestRecordsShareRepeatedValues(t *testing.T) {
 	check := func(when string) {
 		t.Helper()
 		e.q.mu.Lock()
-		ra, rb, ro := e.q.byID[a.ID], e.q.byID[b.ID], e.q.byID[o.ID]
+		ra, rb, ro := e.q.byID.get(a.ID), e.q.byID.get(b.ID), e.q.byID.get(o.ID)
 		e.q.mu.Unlock()
 		for _, m := range []struct {
 			name   string

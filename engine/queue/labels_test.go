@@ -25,7 +25,7 @@ func TestOldLabelsReadAsConstraints(t *testing.T) {
 	wantEqual(t, "labels", got.Labels, map[string]string(nil))
 	// The view has no hints; the record must.
 	e.q.mu.Lock()
-	has := e.q.byID[c.ID].HasConstraints()
+	has := e.q.byID.get(c.ID).HasConstraints()
 	e.q.mu.Unlock()
 	if !has {
 		t.Error("the record's hints do not say it has constraints")

@@ -26,7 +26,7 @@ func (l loader) Add(v any) (uint64, string, error) {
 	q, c := l.q, v.(*Container)
 	q.shared.record(c)
 	c.shape = q.shapeLocked(c.RuntimeConstraints)
-	q.byID[c.ID] = c
+	q.byID.put(c)
 	q.countLocked(c)
 	if c.State.Final() {
 		q.finished = append(q.finished, c)

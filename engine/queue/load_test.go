@@ -131,11 +131,11 @@ func TestLoadBuildsTheIndexOfOneRecordAtATime(t *testing.T) {
 	bySeq := slices.SortedFunc(slices.Values(all), func(a, b *Container) int { return cmp.Compare(a.Seq, b.Seq) })
 	finished := slices.DeleteFunc(slices.Clone(bySeq), func(c *Container) bool { return !c.State.Final() })
 
-	if len(q.byID) != len(want) {
-		t.Fatalf("%d records loaded, want %d", len(q.byID), len(want))
+	if q.byID.len() != len(want) {
+		t.Fatalf("%d records loaded, want %d", q.byID.len(), len(want))
 	}
 	for id, w := range want {
-		if got := q.byID[id]; got == nil || !reflect.DeepEqual(*got, *w) {
+		if got := q.byID.get(id); got == nil || !reflect.DeepEqual(*got, *w) {
 			t.Fatalf("record %s loaded as\n%#v\nwant\n%#v", id, got, w)
 		}
 	}

@@ -63,7 +63,8 @@ func churnStep(t *testing.T, e *env, rng *rand.Rand, prio func(*rand.Rand) int, 
 	ids := func() []string {
 		var out []string
 		e.q.mu.Lock()
-		for id, c := range e.q.byID {
+		for c := range e.q.byID.all() {
+			id := c.ID
 			if !c.State.Final() {
 				out = append(out, id)
 			}
@@ -213,7 +214,7 @@ func checkOrder(t *testing.T, q *Queue, seed uint64, step int) {
 	q.mu.Lock()
 	var want []*Container
 	nFinal := 0
-	for _, c := range q.byID {
+	for c := range q.byID.all() {
 		if c.State.Final() {
 			nFinal++
 		} else {
@@ -221,9 +222,9 @@ func checkOrder(t *testing.T, q *Queue, seed uint64, step int) {
 		}
 	}
 	slices.SortFunc(want, compareContainers)
-	bySeqOK := len(q.bySeq) == len(q.byID) && slices.IsSortedFunc(q.bySeq, func(a, b *Container) int { return compareSeq(a, b.Seq) })
+	bySeqOK := len(q.bySeq) == q.byID.len() && slices.IsSortedFunc(q.bySeq, func(a, b *Container) int { return compareSeq(a, b.Seq) })
 	for _, c := range q.bySeq {
-		bySeqOK = bySeqOK && q.byID[c.ID] == c
+		bySeqOK = bySeqOK && q.byID.get(c.ID) == c
 	}
 	keysOK := len(q.keys) == len(q.active)
 	for i := 0; keysOK && i < len(q.active); i++ {
@@ -239,8 +240,8 @@ func checkOrder(t *testing.T, q *Queue, seed uint64, step int) {
 	if !slices.Equal(walked, want) {
 		t.Fatalf("seed %d step %d: incremental order differs from a full sort:\ngot  %v\nwant %v", seed, step, seqs(walked), seqs(want))
 	}
-	if len(final) != nFinal || len(walked)+len(final) != len(q.byID) {
-		t.Fatalf("seed %d step %d: walk saw %d active + %d final, queue has %d (%d final)", seed, step, len(walked), len(final), len(q.byID), nFinal)
+	if len(final) != nFinal || len(walked)+len(final) != q.byID.len() {
+		t.Fatalf("seed %d step %d: walk saw %d active + %d final, queue has %d (%d final)", seed, step, len(walked), len(final), q.byID.len(), nFinal)
 	}
 }
 

@@ -215,7 +215,7 @@ func (q *Queue) StoredOutput(id string) (StoredOutput, bool, error) {
 	}
 	var dropped int64
 	q.mu.Lock()
-	if c, ok := q.byID[id]; ok {
+	if c, ok := q.byID.lookup(id); ok {
 		dropped = c.LogsTruncated.Bytes()
 	}
 	q.mu.Unlock()
@@ -233,7 +233,7 @@ func (q *Queue) Retried(ids []string) []bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for i, id := range ids {
-		if c, ok := q.byID[id]; ok {
+		if c, ok := q.byID.lookup(id); ok {
 			r[i] = c.Attempts > 1
 		}
 	}

@@ -68,7 +68,7 @@ type Queue struct {
 	flushMu sync.Mutex
 
 	mu         sync.Mutex
-	byID       map[string]*Container
+	byID       idIndex                // every container by id (index.go)
 	active     []*Container           // non-final containers, in scheduling order after sortLocked
 	finished   []*Container           // final containers: loaded ones by Seq, then as they leave active
 	unsorted   bool                   // q.active needs a full sort (after a load)
@@ -141,7 +141,7 @@ func Open(opts Options) (*Queue, error) {
 	}
 	q := &Queue{
 		store: opts.Store, clock: opts.Clock, opts: opts,
-		byID:     map[string]*Container{},
+		byID:     newIDIndex(),
 		counts:   map[State]int{},
 		subs:     map[int]chan struct{}{},
 		carry:    map[*Container]entry{},
@@ -167,7 +167,7 @@ func (q *Queue) load() error {
 		return err
 	}
 	slices.SortFunc(q.finished, func(a, b *Container) int { return cmp.Compare(a.Seq, b.Seq) })
-	q.bySeq = make([]*Container, 0, len(q.byID))
+	q.bySeq = make([]*Container, 0, q.byID.len())
 	q.bySeq = append(append(q.bySeq, q.active...), q.finished...)
 	slices.SortFunc(q.bySeq, func(a, b *Container) int { return cmp.Compare(a.Seq, b.Seq) })
 	q.unsorted = true
@@ -285,7 +285,7 @@ func (q *Queue) SubmitBatch(specs []Spec, actor string) ([]view.Container, error
 	out := make([]view.Container, len(recs))
 	q.mu.Lock()
 	for i, c := range recs {
-		q.byID[c.ID] = c
+		q.byID.put(c)
 		q.countLocked(c)
 		c.shape = q.shapeLocked(c.RuntimeConstraints)
 		q.markMovedLocked(c)
@@ -344,7 +344,7 @@ func (q *Queue) newContainer(spec *Spec, now time.Time, seq uint64) *Container {
 func (q *Queue) Get(id string) (view.Container, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	c, ok := q.byID[id]
+	c, ok := q.byID.lookup(id)
 	if !ok {
 		return view.Container{}, false
 	}
@@ -356,7 +356,7 @@ func (q *Queue) Len() (total, active int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	// The counts by state are exact; q.active lags until the next sort.
-	return len(q.byID), len(q.byID) - q.finalLocked()
+	return q.byID.len(), q.byID.len() - q.finalLocked()
 }
 
 // Counts returns how many containers are in each state, without walking
@@ -541,7 +541,7 @@ func (q *Queue) StoreLogsBatch(ids []string, outputs [][]byte) error {
 	var err error
 	q.mu.Lock()
 	for i, id := range ids {
-		_, known[i] = q.byID[id]
+		_, known[i] = q.byID.lookup(id)
 		someKnown = someKnown || known[i]
 	}
 	q.mu.Unlock()
@@ -587,7 +587,7 @@ func (q *Queue) SetLogsError(id, msg string) bool {
 func (q *Queue) setOutputNote(id string, set func(c *Container) bool) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	c, ok := q.byID[id]
+	c, ok := q.byID.lookup(id)
 	if !ok || !set(c) {
 		return false
 	}
@@ -671,7 +671,7 @@ func (q *Queue) dropFinishedLocked() []*Container {
 	drop := slices.Clone(q.finished[:n])
 	q.finished = slices.Delete(q.finished, 0, n)
 	for _, c := range drop {
-		delete(q.byID, c.ID)
+		q.byID.remove(c.ID)
 		q.uncountLocked(c)
 	}
 	q.removeSeqLocked(drop)
@@ -692,7 +692,7 @@ func (q *Queue) undropLocked(drop []*Container) {
 		return
 	}
 	for _, c := range drop {
-		q.byID[c.ID] = c
+		q.byID.put(c)
 		c.hints &^= hintDropped
 		q.countLocked(c)
 		q.changedLocked(c) // back, after its tombstone

@@ -75,7 +75,7 @@ func (tx *Tx) Active() []*Container { return tx.q.active }
 func (tx *Tx) RunningAtStart() []*Container { return tx.q.active[:tx.running] }
 
 // Get returns the container with id, or nil.
-func (tx *Tx) Get(id string) *Container { return tx.q.byID[id] }
+func (tx *Tx) Get(id string) *Container { return tx.q.byID.get(id) }
 
 // Paused reports the scheduler's pause flag.
 func (tx *Tx) Paused() bool { return tx.q.paused }

@@ -33,7 +33,7 @@ func (e *FieldError) ErrorKind() view.Kind { return view.KindInvalid }
 // writes the change durably before returning the updated container.
 func (q *Queue) verb(id, actor, action, reason string, fn func(c *Container) error) (view.Container, error) {
 	q.mu.Lock()
-	c, ok := q.byID[id]
+	c, ok := q.byID.lookup(id)
 	if !ok {
 		q.mu.Unlock()
 		return view.Container{}, fmt.Errorf("container %s: %w", id, ErrNotFound)
