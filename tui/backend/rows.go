@@ -10,6 +10,7 @@ import (
 	"errors"
 	"runtime/debug"
 	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -569,17 +570,21 @@ func (s *Rows) renumber(touched []int32) {
 		}
 	}
 	slices.SortFunc(back, s.bySchedule)
-	// Merge from the end, so that the kept rows move only once.
-	m := len(kept)
-	line := slices.Grow(kept, len(back))[:m+len(back)]
-	for w, k, j := len(line)-1, m-1, len(back)-1; j >= 0; w-- {
-		if k >= 0 && s.bySchedule(back[j], line[k]) < 0 {
-			line[w] = line[k]
-			k--
-		} else {
-			line[w] = back[j]
-			j--
-		}
+	// Merge from the end, so that the kept rows move only once, each
+	// touched row's place found by a binary search and the kept rows
+	// after it moved as a block: a comparison reads two rows, far apart
+	// in memory in a churned line, and comparing every kept row made the
+	// merge most of a refresh at a million (BENCHMARKS.md, helper decode).
+	k := len(kept) // line[:k]: the kept rows not yet moved
+	line := slices.Grow(kept, len(back))[:k+len(back)]
+	w := len(line) // line[w:]: in place
+	for j := len(back) - 1; j >= 0; j-- {
+		at := sort.Search(k, func(x int) bool { return s.bySchedule(back[j], line[x]) < 0 })
+		w -= k - at
+		copy(line[w:], line[at:k])
+		w--
+		line[w] = back[j]
+		k = at
 	}
 	s.line = line
 	s.mu.Lock()
