@@ -245,6 +245,13 @@ type rowCopy struct {
 	rows  *Rows      // nil before the first read
 	gen   uint64     // the generation rows are current at; 0 before the first read
 	strs  Interner   // shares the rows' repeated strings
+	// changed and last are applyChanges' scratch, kept for the next
+	// refresh while they are small (scratchKeep): made anew, they were
+	// about a third of what a change allocated, and under the churn the
+	// console's collections follow what it allocates (BENCHMARKS.md,
+	// helper decode).
+	changed []Row
+	last    map[string]int
 	// loaded and total are the progress of a read of every container (0
 	// of 0 outside one), read by the console while it waits.
 	loaded, total atomic.Int64
@@ -378,9 +385,13 @@ func sortBySeq(rows *pages) bool {
 func (r *Remote) applyChanges(ctx context.Context) error {
 	rc := &r.copy
 	gen := rc.gen
-	var changed []Row
-	last := map[string]int{} // id → index in changed (the last of its changes)
-	gone := map[string]bool{}
+	changed := rc.changed[:0]
+	last := rc.last // id → index in changed (the last of its changes)
+	if last == nil {
+		last = map[string]int{}
+	}
+	var gone map[string]bool
+	defer func() { rc.keepScratch(changed, last) }()
 	for {
 		from := len(changed) // this page's changes start here
 		ch, err := r.c.ContainerChangesEach(ctx, gen, r.pageSize, 0, func(c *view.Container) {
@@ -410,6 +421,9 @@ func (r *Remote) applyChanges(ctx context.Context) error {
 				changed[k].ID = "" // dropped after it changed
 				delete(last, id)
 			}
+			if gone == nil {
+				gone = map[string]bool{}
+			}
 			gone[id] = true
 		}
 		gen = ch.Generation
@@ -423,6 +437,25 @@ func (r *Remote) applyChanges(ctx context.Context) error {
 		rc.rows = s.compacted()
 	}
 	return nil
+}
+
+// scratchKeep is the most changes whose scratch a refresh keeps for the
+// next (about 2 MB of rows): a refresh after a long pause may read many
+// more, and that memory goes back.
+const scratchKeep = 1 << 14
+
+// keepScratch keeps changed and last, emptied, for the next refresh when
+// they are small (rc.fetch held).
+func (rc *rowCopy) keepScratch(changed []Row, last map[string]int) {
+	rc.changed, rc.last = nil, nil
+	if cap(changed) <= scratchKeep {
+		clear(changed) // no strings held past the refresh
+		rc.changed = changed[:0]
+	}
+	if len(last) <= scratchKeep {
+		clear(last)
+		rc.last = last
+	}
 }
 
 // compactMin is the fewest gone slots worth compacting the rows for.
