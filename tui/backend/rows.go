@@ -34,6 +34,10 @@ type Rows struct {
 	// its order (numberLine); nil until it is numbered once. A refresh
 	// takes out and puts back only the rows it touched (renumber).
 	line []int32
+	// noPlaces: the line was last numbered with no row in it showing
+	// its place (every one waiting at quota, say), so every row holds
+	// 0; a refresh that puts no such row in leaves the numbers alone.
+	noPlaces bool
 	// ver counts the refreshes that changed a row; each row says at
 	// which it last changed (Row.Ver), so that the console flags the
 	// rows that changed.
@@ -627,16 +631,26 @@ func (s *Rows) renumber(touched []int32) {
 			r.Pos, r.Ver = 0, s.ver
 		}
 	}
+	// At quota every waiting row shows the quota, not its place: the
+	// numbers are all 0 and stay so, and writing them meant reading
+	// every row of the line at each refresh, far apart in memory (most
+	// of a refresh at a million, BENCHMARKS.md, helper decode).
+	if s.noPlaces && !slices.ContainsFunc(back, func(i int32) bool { return s.rows.at(int(i)).ReasonCode == view.ReasonPosition }) {
+		return
+	}
 	s.numberAll()
 }
 
 // numberAll writes each row in the line its number (s.mu held).
 func (s *Rows) numberAll() {
+	s.noPlaces = true
 	for n, i := range s.line {
 		r := s.rows.at(int(i))
 		pos := int32(n + 1)
 		if r.ReasonCode != view.ReasonPosition {
 			pos = 0 // holds a place, shows another reason
+		} else {
+			s.noPlaces = false
 		}
 		if r.Pos != pos {
 			r.Pos, r.Ver = pos, s.ver
