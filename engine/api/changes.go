@@ -144,7 +144,7 @@ func readChanges[B any](ctx context.Context, c *Client, path string, since uint6
 }
 
 // streamChanges sends a changes request for the list at path, reads its
-// answer whole into a pooled buffer and has decode read it there.
+// answer whole into a kept buffer (readBufs) and has decode read it there.
 func streamChanges(ctx context.Context, c *Client, path string, since uint64, limit int, wait time.Duration, decode func(*pageBuf) error) error {
 	resp, err := c.send(ctx, http.MethodGet, path, changesValues(since, limit, wait), nil)
 	if err != nil {
