@@ -139,19 +139,24 @@ type Changes = ChangesPage[view.Container]
 // its answer, a B.
 func readChanges[B any](ctx context.Context, c *Client, path string, since uint64, limit int, wait time.Duration) (B, error) {
 	var body B
-	err := streamChanges(ctx, c, path, since, limit, wait, func(dec *json.Decoder) error { return dec.Decode(&body) })
+	err := streamChanges(ctx, c, path, since, limit, wait, func(p *pageBuf) error { return json.Unmarshal(p.body, &body) })
 	return body, err
 }
 
-// streamChanges sends a changes request for the list at path and has
-// decode read its answer.
-func streamChanges(ctx context.Context, c *Client, path string, since uint64, limit int, wait time.Duration, decode func(*json.Decoder) error) error {
+// streamChanges sends a changes request for the list at path, reads its
+// answer whole into a kept buffer (readBufs) and has decode read it there.
+func streamChanges(ctx context.Context, c *Client, path string, since uint64, limit int, wait time.Duration, decode func(*pageBuf) error) error {
 	resp, err := c.send(ctx, http.MethodGet, path, changesValues(since, limit, wait), nil)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if err := decode(json.NewDecoder(resp.Body)); err != nil {
+	p := getReadBuf()
+	defer p.put()
+	if err := p.readAll(resp.Body); err != nil {
+		return fmt.Errorf("GET %s?changed_since: read response: %w", path, err)
+	}
+	if err := decode(p); err != nil {
 		return fmt.Errorf("GET %s?changed_since: decode response: %w", path, err)
 	}
 	return nil

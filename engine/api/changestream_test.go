@@ -35,23 +35,7 @@ func checkItem(t *testing.T, raw []byte) (fast bool) {
 // writes them (appendItem), are read without reflection and decode as
 // encoding/json decodes them; anything else goes to encoding/json.
 func TestReadItemAsUnmarshal(t *testing.T) {
-	t0 := time.Date(2026, 11, 29, 9, 30, 0, 123456789, time.UTC)
-	code, yes := 137, true
-	views := []view.Container{
-		{State: view.Queued, Priority: 3, RuntimeConstraints: view.Constraints{VCPUs: 1, RAM: 1 << 30},
-			FirstSeenAt: t0, ContainerBody: view.ContainerBody{ID: "c-1", Name: "q \u2028\"<&>\"", Command: []string{"true", "é\x01"},
-				Labels: map[string]string{"team": "t1"}, MaxAttempts: 3, CreatedAt: t0, ReasonCode: view.ReasonQuota, Reason: "at quota"},
-			ContainerTail: view.ContainerTail{Seq: 7}},
-		{State: view.Running, Priority: 1, Held: true, RuntimeConstraints: view.Constraints{VCPUs: 8, RAM: 1 << 33, GPUs: 1},
-			FirstSeenAt: t0, ContainerBody: view.ContainerBody{ID: "c-2", Command: []string{"sleep", "1"}, Env: map[string]string{"A": "b"},
-				Image: "img", Scheduling: view.Scheduling{Preemptible: &yes, MaxRunTime: view.Duration(90 * time.Second)},
-				Attempts: 1, MaxAttempts: 3, InstanceType: "small", InstanceID: "i-1", CreatedAt: t0, LockedAt: t0, StartedAt: t0.Add(time.Second)},
-			KillRequested: true, RunnerSeen: true,
-			ContainerTail: view.ContainerTail{Seq: 8, Health: &runner.Health{State: "healthy", Failures: 1, LastCheck: t0, LastResult: "ok"}}},
-		{State: view.Complete, ContainerBody: view.ContainerBody{ID: "c-3", Command: []string{"false"}, ExitCode: &code,
-			CreatedAt: t0, FinishedAt: t0.Add(time.Minute)}, LogsTruncated: 42,
-			ContainerTail: view.ContainerTail{Seq: 9, KillReason: "operator", LogsError: "gone"}},
-	}
+	views := sampleViews()
 	for i := range views {
 		for _, cost := range []float64{0, 0.25, 1e-7, 3e21} {
 			raw, err := appendItem(nil, &views[i], cost)
@@ -76,5 +60,27 @@ func TestReadItemAsUnmarshal(t *testing.T) {
 		`{}`, `null`, `[]`, `"x"`, `1`,
 	} {
 		checkItem(t, []byte(raw))
+	}
+}
+
+// sampleViews are containers as a changes page holds them: every kind of
+// field, escapes and text beyond ASCII, a health.
+func sampleViews() []view.Container {
+	t0 := time.Date(2026, 11, 29, 9, 30, 0, 123456789, time.UTC)
+	code, yes := 137, true
+	return []view.Container{
+		{State: view.Queued, Priority: 3, RuntimeConstraints: view.Constraints{VCPUs: 1, RAM: 1 << 30},
+			FirstSeenAt: t0, ContainerBody: view.ContainerBody{ID: "c-1", Name: "q \u2028\"<&>\"", Command: []string{"true", "é\x01"},
+				Labels: map[string]string{"team": "t1"}, MaxAttempts: 3, CreatedAt: t0, ReasonCode: view.ReasonQuota, Reason: "at quota"},
+			ContainerTail: view.ContainerTail{Seq: 7}},
+		{State: view.Running, Priority: 1, Held: true, RuntimeConstraints: view.Constraints{VCPUs: 8, RAM: 1 << 33, GPUs: 1},
+			FirstSeenAt: t0, ContainerBody: view.ContainerBody{ID: "c-2", Command: []string{"sleep", "1"}, Env: map[string]string{"A": "b"},
+				Image: "img", Scheduling: view.Scheduling{Preemptible: &yes, MaxRunTime: view.Duration(90 * time.Second)},
+				Attempts: 1, MaxAttempts: 3, InstanceType: "small", InstanceID: "i-1", CreatedAt: t0, LockedAt: t0, StartedAt: t0.Add(time.Second)},
+			KillRequested: true, RunnerSeen: true,
+			ContainerTail: view.ContainerTail{Seq: 8, Health: &runner.Health{State: "healthy", Failures: 1, LastCheck: t0, LastResult: "ok"}}},
+		{State: view.Complete, ContainerBody: view.ContainerBody{ID: "c-3", Command: []string{"false"}, ExitCode: &code,
+			CreatedAt: t0, FinishedAt: t0.Add(time.Minute)}, LogsTruncated: 42,
+			ContainerTail: view.ContainerTail{Seq: 9, KillReason: "operator", LogsError: "gone"}},
 	}
 }

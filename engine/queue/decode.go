@@ -184,19 +184,23 @@ func (r *recordReader) record(c *Container) bool {
 		// Rare, and written by json.Marshal: read by json.Unmarshal, as
 		// the last value of the record. A view's health may follow it:
 		// such a view is left to encoding/json.
+		// Into a pointer of its own: &c.HealthCheck given to json put
+		// every record read on the heap (c with it), used or not.
 		end := len(r.b) - 1
-		if r.view || end < r.i || r.b[end] != '}' || json.Unmarshal(r.b[r.i:end], &c.HealthCheck) != nil {
+		var hc *view.HealthCheck
+		if r.view || end < r.i || r.b[end] != '}' || json.Unmarshal(r.b[r.i:end], &hc) != nil {
 			return false
 		}
-		r.i = end
+		c.HealthCheck, r.i = hc, end
 	}
 	if r.view && r.opt(`,"health":`) {
 		// A view's last value, when it has one: as health_check above.
 		end := len(r.b) - 1
-		if end < r.i || r.b[end] != '}' || json.Unmarshal(r.b[r.i:end], &c.Health) != nil {
+		var h *view.Health
+		if end < r.i || r.b[end] != '}' || json.Unmarshal(r.b[r.i:end], &h) != nil {
 			return false
 		}
-		r.i = end
+		c.Health, r.i = h, end
 	}
 	r.lit(`}`)
 	return !r.bad && r.i == len(r.b)

@@ -115,3 +115,39 @@ func TestChangesRemovedBeforeItemsOfTheirPage(t *testing.T) {
 	}
 	checkIndex(t, "after the changes", rows)
 }
+
+// A refresh keeps its scratch (the changed rows, their index by id) for
+// the next while it is small, emptied, and lets a large one go.
+func TestRefreshKeepsItsScratch(t *testing.T) {
+	const n = 40000 // a round changes 400
+	q := &churnQueue{n: n}
+	srv := httptest.NewServer(q)
+	t.Cleanup(srv.Close)
+	r := NewRemote(api.NewClient(srv.URL, ""), "test")
+	ctx := context.Background()
+	if _, err := r.containers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	q.next()
+	if _, err := r.containers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rc := &r.copy
+	if cap(rc.changed) < q.round() || len(rc.changed) != 0 || rc.last == nil || len(rc.last) != 0 {
+		t.Fatalf("after a refresh of %d changes: scratch of %d rows (cap %d), index %v; want it kept, empty", q.round(), len(rc.changed), cap(rc.changed), rc.last)
+	}
+	for _, row := range rc.changed[:cap(rc.changed)] {
+		if row.ID != "" {
+			t.Fatalf("the kept scratch holds row %s", row.ID)
+		}
+	}
+	for range scratchKeep/q.round() + 1 {
+		q.next()
+	}
+	if _, err := r.containers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rc.changed != nil || rc.last != nil {
+		t.Errorf("after a refresh of over %d changes the scratch was kept (%d rows, %d ids)", scratchKeep, cap(rc.changed), len(rc.last))
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"runtime/debug"
 	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -33,6 +34,10 @@ type Rows struct {
 	// its order (numberLine); nil until it is numbered once. A refresh
 	// takes out and puts back only the rows it touched (renumber).
 	line []int32
+	// noPlaces: the line was last numbered with no row in it showing
+	// its place (every one waiting at quota, say), so every row holds
+	// 0; a refresh that puts no such row in leaves the numbers alone.
+	noPlaces bool
 	// ver counts the refreshes that changed a row; each row says at
 	// which it last changed (Row.Ver), so that the console flags the
 	// rows that changed.
@@ -244,6 +249,13 @@ type rowCopy struct {
 	rows  *Rows      // nil before the first read
 	gen   uint64     // the generation rows are current at; 0 before the first read
 	strs  Interner   // shares the rows' repeated strings
+	// changed and last are applyChanges' scratch, kept for the next
+	// refresh while they are small (scratchKeep): made anew, they were
+	// about a third of what a change allocated, and under the churn the
+	// console's collections follow what it allocates (BENCHMARKS.md,
+	// helper decode).
+	changed []Row
+	last    map[string]int
 	// loaded and total are the progress of a read of every container (0
 	// of 0 outside one), read by the console while it waits.
 	loaded, total atomic.Int64
@@ -377,9 +389,13 @@ func sortBySeq(rows *pages) bool {
 func (r *Remote) applyChanges(ctx context.Context) error {
 	rc := &r.copy
 	gen := rc.gen
-	var changed []Row
-	last := map[string]int{} // id → index in changed (the last of its changes)
-	gone := map[string]bool{}
+	changed := rc.changed[:0]
+	last := rc.last // id → index in changed (the last of its changes)
+	if last == nil {
+		last = map[string]int{}
+	}
+	var gone map[string]bool
+	defer func() { rc.keepScratch(changed, last) }()
 	for {
 		from := len(changed) // this page's changes start here
 		ch, err := r.c.ContainerChangesEach(ctx, gen, r.pageSize, 0, func(c *view.Container) {
@@ -409,6 +425,9 @@ func (r *Remote) applyChanges(ctx context.Context) error {
 				changed[k].ID = "" // dropped after it changed
 				delete(last, id)
 			}
+			if gone == nil {
+				gone = map[string]bool{}
+			}
 			gone[id] = true
 		}
 		gen = ch.Generation
@@ -422,6 +441,25 @@ func (r *Remote) applyChanges(ctx context.Context) error {
 		rc.rows = s.compacted()
 	}
 	return nil
+}
+
+// scratchKeep is the most changes whose scratch a refresh keeps for the
+// next (about 2 MB of rows): a refresh after a long pause may read many
+// more, and that memory goes back.
+const scratchKeep = 1 << 14
+
+// keepScratch keeps changed and last, emptied, for the next refresh when
+// they are small (rc.fetch held).
+func (rc *rowCopy) keepScratch(changed []Row, last map[string]int) {
+	rc.changed, rc.last = nil, nil
+	if cap(changed) <= scratchKeep {
+		clear(changed) // no strings held past the refresh
+		rc.changed = changed[:0]
+	}
+	if len(last) <= scratchKeep {
+		clear(last)
+		rc.last = last
+	}
 }
 
 // compactMin is the fewest gone slots worth compacting the rows for.
@@ -569,17 +607,21 @@ func (s *Rows) renumber(touched []int32) {
 		}
 	}
 	slices.SortFunc(back, s.bySchedule)
-	// Merge from the end, so that the kept rows move only once.
-	m := len(kept)
-	line := slices.Grow(kept, len(back))[:m+len(back)]
-	for w, k, j := len(line)-1, m-1, len(back)-1; j >= 0; w-- {
-		if k >= 0 && s.bySchedule(back[j], line[k]) < 0 {
-			line[w] = line[k]
-			k--
-		} else {
-			line[w] = back[j]
-			j--
-		}
+	// Merge from the end, so that the kept rows move only once, each
+	// touched row's place found by a binary search and the kept rows
+	// after it moved as a block: a comparison reads two rows, far apart
+	// in memory in a churned line, and comparing every kept row made the
+	// merge most of a refresh at a million (BENCHMARKS.md, helper decode).
+	k := len(kept) // line[:k]: the kept rows not yet moved
+	line := slices.Grow(kept, len(back))[:k+len(back)]
+	w := len(line) // line[w:]: in place
+	for j := len(back) - 1; j >= 0; j-- {
+		at := sort.Search(k, func(x int) bool { return s.bySchedule(back[j], line[x]) < 0 })
+		w -= k - at
+		copy(line[w:], line[at:k])
+		w--
+		line[w] = back[j]
+		k = at
 	}
 	s.line = line
 	s.mu.Lock()
@@ -589,16 +631,26 @@ func (s *Rows) renumber(touched []int32) {
 			r.Pos, r.Ver = 0, s.ver
 		}
 	}
+	// At quota every waiting row shows the quota, not its place: the
+	// numbers are all 0 and stay so, and writing them meant reading
+	// every row of the line at each refresh, far apart in memory (most
+	// of a refresh at a million, BENCHMARKS.md, helper decode).
+	if s.noPlaces && !slices.ContainsFunc(back, func(i int32) bool { return s.rows.at(int(i)).ReasonCode == view.ReasonPosition }) {
+		return
+	}
 	s.numberAll()
 }
 
 // numberAll writes each row in the line its number (s.mu held).
 func (s *Rows) numberAll() {
+	s.noPlaces = true
 	for n, i := range s.line {
 		r := s.rows.at(int(i))
 		pos := int32(n + 1)
 		if r.ReasonCode != view.ReasonPosition {
 			pos = 0 // holds a place, shows another reason
+		} else {
+			s.noPlaces = false
 		}
 		if r.Pos != pos {
 			r.Pos, r.Ver = pos, s.ver

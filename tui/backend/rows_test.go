@@ -225,17 +225,19 @@ func TestRowsKeepSlots(t *testing.T) {
 
 // A refresh renumbers the line from the rows it touched: after rounds of
 // changes, drops, additions and a compaction, every row's number is what
-// ordering the whole line from nothing gives.
+// ordering the whole line from nothing gives — also through rounds where
+// every row waits at quota, showing no place, and back.
 func TestRenumberMatchesNumberLine(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 32))
 	states := []view.State{view.Queued, view.Queued, view.Queued, view.Locked, view.Running, view.Complete}
+	atQuota := true // every row made shows the quota
 	row := func(id int) Row {
 		r := Row{ID: "c" + strconv.Itoa(id), Seq: uint64(id), State: states[rng.IntN(len(states))],
 			Priority: int32(rng.IntN(4)), FirstSeenAt: int64(rng.IntN(3)), ReasonCode: view.ReasonPosition}
 		if rng.IntN(8) == 0 {
 			r.Held = true
 		}
-		if rng.IntN(8) == 0 {
+		if atQuota || rng.IntN(8) == 0 {
 			r.ReasonCode = view.ReasonQuota
 		}
 		return r
@@ -248,6 +250,7 @@ func TestRenumberMatchesNumberLine(t *testing.T) {
 	}
 	s.numberLine()
 	for round := range 60 {
+		atQuota = round < 10 || round >= 20 && round < 25
 		var changed []Row
 		gone := map[string]bool{}
 		for range rng.IntN(40) {
