@@ -204,20 +204,25 @@ func TestConsoleDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real processes")
 	}
-	cfgPath, _ := writeConsoleConfig(t, "")
+	// One instance, not the demo's eight: the demo keeps a lower
+	// max_instances of the user's (simulate.DemoConfig), and each instance
+	// first gets the runner deployed, a copy of this test binary (100 MB
+	// when built with -race) through the local driver's SSH in this
+	// process, where -race checks every buffer of it: eight copies made
+	// the test 19–21 CPU-seconds, one makes it 4, and shows the same demo.
+	cfgPath, _ := writeConsoleConfig(t, "max_instances = 1\n")
 	c, err := startConsole(consoleFlags{configPath: cfgPath, demo: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := c.cfg.Dispatcher.StateDir
-	if !strings.Contains(filepath.Base(dir), "dispatch-tui-demo-") || c.cfg.Cloud.Driver != "local" {
-		t.Errorf("demo state dir %q, driver %q", dir, c.cfg.Cloud.Driver)
+	if !strings.Contains(filepath.Base(dir), "dispatch-tui-demo-") || c.cfg.Cloud.Driver != "local" || c.cfg.Dispatcher.MaxInstances != 1 {
+		t.Errorf("demo state dir %q, driver %q, max_instances %d (want the config's 1)", dir, c.cfg.Cloud.Driver, c.cfg.Dispatcher.MaxInstances)
 	}
-	// Every instance first gets the runner deployed: a copy of this test
-	// binary (25 MB when built with -race) over SSH, eight at once. On a
-	// loaded two-core machine that alone took over a minute, and at a load
-	// of 40 a fixed three minutes ran out: the deadline is stretched by the
-	// load, as every wait of the tests is (engine/enginetest/wait).
+	// The runner's deploy over SSH on a loaded two-core machine took over
+	// a minute, and at a load of 40 a fixed three minutes ran out: the
+	// deadline is stretched by the load, as every wait of the tests is
+	// (engine/enginetest/wait).
 	stretch, why := wait.Stretch()
 	within := time.Duration(float64(3*time.Minute) * stretch)
 	ctx, cancel := context.WithTimeout(context.Background(), within)

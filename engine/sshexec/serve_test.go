@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -53,15 +55,27 @@ func TestExchangeKeepsOneSession(t *testing.T) {
 	}
 }
 
+// More exchanges at once than the connection has session slots: each
+// waits for a slot, and no more sessions are open at once than the slots.
+// Sessions are opened and closed as they go (the executor keeps only
+// maxIdleSessions idle), so how many were started says nothing of the
+// bound: the server counts those open at once (maxOpen). A session's
+// command answers nothing until DefaultMaxSessions of them have started,
+// so the slots are all taken at once and the count must reach the bound.
 func TestExchangeConcurrent(t *testing.T) {
 	f := newFixture(t)
+	if err := os.Mkdir(filepath.Join(f.srv.dir, "started"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := fmt.Sprintf(`touch started/$$; while [ "$(ls started | wc -l)" -lt %d ]; do sleep 0.02; done; %s`, DefaultMaxSessions, frameCounter)
 	e := f.executor(t, f.opts())
+	const goroutines = DefaultMaxSessions + 6
 	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for g := range 8 {
+	errs := make(chan error, goroutines)
+	for g := range goroutines {
 		wg.Go(func() {
 			for i := range 10 {
-				out, err := e.Exchange(context.Background(), frameCounter, []byte(strings.Repeat("x\n", g+i)+"\n"))
+				out, err := e.Exchange(context.Background(), cmd, []byte(strings.Repeat("x\n", g+i)+"\n"))
 				if err == nil && string(out) != fmt.Sprintf("%d lines\n\n", g+i) {
 					err = fmt.Errorf("reply %q to %d lines", out, g+i)
 				}
@@ -77,8 +91,11 @@ func TestExchangeConcurrent(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if n := countStarted(f.srv, frameCounter); n > DefaultMaxSessions {
-		t.Fatalf("%d sessions started, more than the connection's %d slots", n, DefaultMaxSessions)
+	if n := f.srv.maxOpen.Load(); n != DefaultMaxSessions {
+		t.Fatalf("at most %d sessions open at once, want the connection's %d slots all taken and no more", n, DefaultMaxSessions)
+	}
+	if n := f.srv.accepted.Load(); n != 1 {
+		t.Fatalf("%d connections accepted, want 1", n)
 	}
 }
 
