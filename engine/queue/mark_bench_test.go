@@ -17,7 +17,7 @@ import (
 var markBenchN = flag.Int("mark-bench", 300_000, "containers BenchmarkMarkQueue queues")
 
 // BenchmarkMarkQueue is one collection of a queue of -mark-bench waiting
-// containers submitted as the acceptance's churn queues them (issue 32,
+// containers submitted as the acceptance's churn queues them (BENCHMARKS.md,
 // docs/design.md §9.1), as submitted and after every one's priority was
 // changed once by the churn: what every cycle of the collector marks,
 // however it was triggered. cpu-ns/gc is the process's CPU for the cycle

@@ -1,7 +1,7 @@
 package backend
 
 // What an attached console's copy of N containers costs while 1 % of the
-// queue changes at a time, as in issue 32's acceptance run (every
+// queue changes at a time, as in the acceptance run at a million (every
 // waiting container's priority changed, a hundredth of the queue a
 // round), without a daemon in the process: the changes pages are made up
 // as they are asked for.

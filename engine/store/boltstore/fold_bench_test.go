@@ -11,7 +11,7 @@ import (
 var foldBenchN = flag.Int("fold-bench", 300_000, "containers BenchmarkFlushFoldInPlace stores")
 
 // BenchmarkFlushFoldInPlace is the bulk priority verb's flush under the
-// acceptance's churn (issue 32: 1 % of the queue a second, by label, 5,000
+// acceptance's churn (BENCHMARKS.md: 1 % of the queue a second, by label, 5,000
 // records a request) in a store above the rebuild limit, which folds its
 // journal's oldest entries in place at every flush (journal.go): the
 // records of one round are every 100th by Seq, scattered over the file.
