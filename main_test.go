@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/version"
 )
 
@@ -225,7 +226,7 @@ func TestDaemonStopsOnTheProcessContext(t *testing.T) {
 		if code != 0 || !strings.Contains(logs.String(), `"msg":"daemon stopped"`) {
 			t.Fatalf("daemon exit %d, want 0 with a clean stop logged:\n%s", code, logs.String())
 		}
-	case <-time.After(2 * time.Minute):
+	case <-time.After(wait.Budget(2 * time.Minute)):
 		t.Fatalf("the daemon did not stop within 2m of its context ending:\n%s", logs.String())
 	}
 }

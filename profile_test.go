@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"dispatch-tui/engine/enginetest/wait"
 )
 
 // TestProfilesCutAtSIGUSR1: --profile's files: the CPU profile from the
@@ -20,7 +22,7 @@ func TestProfilesCutAtSIGUSR1(t *testing.T) {
 		t.Fatal(err)
 	}
 	heap1 := filepath.Join(dir, "heap-1.pprof")
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(wait.Budget(20 * time.Second))
 	for {
 		if fi, err := os.Stat(filepath.Join(dir, "cpu-1.pprof")); err == nil && fi.Size() >= 0 {
 			if fi, err := os.Stat(heap1); err == nil && fi.Size() > 0 {

@@ -7,6 +7,7 @@ import (
 
 	"dispatch-tui/cloud"
 	"dispatch-tui/cloud/fake"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 )
 
@@ -29,7 +30,7 @@ func TestRunRecordsAnnouncedExitWithoutWaitingForAPass(t *testing.T) {
 	steps := h.runInBackground()
 	select {
 	case <-steps:
-	case <-time.After(20 * time.Second):
+	case <-time.After(wait.Budget(20 * time.Second)):
 		t.Fatal("Run ran no pass in 20 s")
 	}
 	if st := h.state(id); st != queue.Running {
@@ -37,7 +38,7 @@ func TestRunRecordsAnnouncedExitWithoutWaitingForAPass(t *testing.T) {
 	}
 
 	h.cloud.AnnounceExits()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(wait.Budget(10 * time.Second))
 	for h.state(id) != queue.Complete {
 		if time.Now().After(deadline) {
 			t.Fatalf("10 s after the notice, with the clock standing still: %s, want Complete without waiting for a pass\nevents:%s", h.state(id), h.eventsOf(id))
@@ -82,12 +83,12 @@ func TestRunRecordsExitsWhileTheStoreWriteIsSlow(t *testing.T) {
 	t.Cleanup(func() { once.Do(func() { close(release) }) }) // runs first
 	select {
 	case <-steps:
-	case <-time.After(20 * time.Second):
+	case <-time.After(wait.Budget(20 * time.Second)):
 		t.Fatal("Run finished no pass in 20 s: it waits for the pass's store write")
 	}
 
 	h.cloud.AnnounceExits()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(wait.Budget(10 * time.Second))
 	for h.state(id) != queue.Complete {
 		if time.Now().After(deadline) {
 			t.Fatalf("10 s after the notice, with the store write held: %s, want Complete (the loop must not wait for the disk)", h.state(id))

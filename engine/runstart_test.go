@@ -20,7 +20,7 @@ func TestRunStepsAtOnce(t *testing.T) {
 	steps := h.runInBackground()
 	select {
 	case <-steps:
-	case <-time.After(20 * time.Second):
+	case <-time.After(wait.Budget(20 * time.Second)):
 		t.Fatalf("Run ran no step in 20 s of its start (its pass interval is %s): the first listing waits for the first tick", h.eng.opts.PassInterval)
 	}
 	wait.Until(t, "the first cloud listing, started by Run's first step", 20*time.Second, h.eng.pool.Listed)

@@ -17,6 +17,7 @@ import (
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/view"
 	"dispatch-tui/tui/backend"
 )
@@ -156,7 +157,7 @@ func BenchmarkChangeToFrame(b *testing.B) {
 				for m.tables[vContainers].Shown() < want {
 					select {
 					case <-changed:
-					case <-time.After(30 * time.Second):
+					case <-time.After(wait.Budget(30 * time.Second)):
 						b.Fatalf("no change notice in 30 s; the console shows %d, want %d", m.tables[vContainers].Shown(), want)
 					}
 					m.fetching = false

@@ -325,12 +325,12 @@ func TestDestroy(t *testing.T) {
 	}
 	select {
 	case <-waited:
-	case <-time.After(10 * time.Second):
+	case <-time.After(wait.Budget(10 * time.Second)):
 		t.Fatal("runner container not killed by Destroy")
 	}
 	select {
 	case <-sessDone:
-	case <-time.After(10 * time.Second):
+	case <-time.After(wait.Budget(10 * time.Second)):
 		t.Fatal("session not ended by Destroy")
 	}
 	if _, err := os.Stat(idir); !os.IsNotExist(err) {

@@ -22,6 +22,7 @@ import (
 
 	"dispatch-tui/engine/enginetest"
 	"dispatch-tui/engine/enginetest/pgtest"
+	"dispatch-tui/engine/enginetest/wait"
 )
 
 const sshdPath = "/usr/sbin/sshd"
@@ -250,7 +251,7 @@ SetEnv HOME=%s
 	s.cmd, s.done, s.stderr = cmd, done, stderr
 	s.mu.Unlock()
 
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(wait.Budget(10 * time.Second))
 	for {
 		select {
 		case <-done:
@@ -390,7 +391,7 @@ func processesMentioning(s string) []string {
 // runner supervisor, ...) is still alive, and kills it.
 func checkNoProcesses(t *testing.T, dir string) {
 	var left []string
-	for deadline := time.Now().Add(3 * time.Second); ; {
+	for deadline := time.Now().Add(wait.Budget(3 * time.Second)); ; {
 		left = processesMentioning(dir)
 		if len(left) == 0 || time.Now().After(deadline) {
 			break

@@ -273,7 +273,7 @@ func (p *haProc) stop(sig syscall.Signal) {
 	p.cmd.Process.Signal(sig)
 	select {
 	case <-p.exited:
-	case <-time.After(30 * time.Second):
+	case <-time.After(wait.Budget(30 * time.Second)):
 		p.cmd.Process.Kill()
 		<-p.exited
 		p.env.t.Errorf("%s did not exit within 30s of %s", p.name, sig)

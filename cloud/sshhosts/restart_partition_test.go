@@ -151,7 +151,7 @@ func (re *restartEnv) stop(sig syscall.Signal) {
 	re.daemon.Process.Signal(sig)
 	select {
 	case <-re.exited:
-	case <-time.After(30 * time.Second):
+	case <-time.After(wait.Budget(30 * time.Second)):
 		re.daemon.Process.Kill()
 		<-re.exited
 		re.t.Errorf("the daemon did not exit within 30s of %s", sig)

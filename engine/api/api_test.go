@@ -80,7 +80,7 @@ func (e *apiEnv) followPolledSince() {
 	for range 2 {
 		select {
 		case <-e.followWaits:
-		case <-time.After(10 * time.Second):
+		case <-time.After(wait.Budget(10 * time.Second)):
 			e.t.Fatal("no follow stream polled within 10s")
 		}
 	}
@@ -92,7 +92,7 @@ func awaitFollow(t *testing.T, done <-chan error, what string) error {
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(10 * time.Second):
+	case <-time.After(wait.Budget(10 * time.Second)):
 		t.Fatalf("follow did not end %s", what)
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/view"
 )
@@ -112,7 +113,7 @@ func TestContainerChangesWatch(t *testing.T) {
 			t.Fatalf("the watch answered %+v, %v; want %s", r.ch.Items, r.err, id)
 		}
 		t.Logf("change seen %s after the submit returned", r.at.Sub(submitted))
-	case <-time.After(20 * time.Second):
+	case <-time.After(wait.Budget(20 * time.Second)):
 		t.Fatal("the watch did not answer within 20 s of a submit")
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"dispatch-tui/engine/enginetest/wait"
 )
 
 // dialFrom connects to addr from the local address ip.
@@ -68,7 +70,7 @@ func TestOneAddressCannotTakeEverySlot(t *testing.T) {
 			closed <- i
 		}()
 	}
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(wait.Budget(20 * time.Second))
 	seen := 0
 	for seen < n-limit {
 		select {

@@ -4,6 +4,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"dispatch-tui/engine/enginetest/wait"
 )
 
 // TestLimitListener: past its limit the listener takes no connection until
@@ -49,7 +51,7 @@ func TestLimitListener(t *testing.T) {
 			t.Fatal("Accept failed")
 		}
 		c.Close()
-	case <-time.After(10 * time.Second):
+	case <-time.After(wait.Budget(10 * time.Second)):
 		t.Fatal("the second connection was not accepted after the first closed")
 	}
 
@@ -72,7 +74,7 @@ func TestLimitListener(t *testing.T) {
 		if err == nil {
 			t.Fatal("Accept after Close succeeded")
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(wait.Budget(10 * time.Second)):
 		t.Fatal("Accept did not return after Close")
 	}
 }

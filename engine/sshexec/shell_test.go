@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"dispatch-tui/cloud/sshserver"
+	"dispatch-tui/engine/enginetest/wait"
 
 	"golang.org/x/crypto/ssh"
 )
@@ -54,7 +55,7 @@ func TestShellOnTerminal(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Shell: %v\noutput:\n%s", err, out.String())
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(wait.Budget(30 * time.Second)):
 		t.Fatalf("the shell did not exit; output:\n%s", out.String())
 	}
 	inW.Close()

@@ -145,7 +145,7 @@ func (s *testServer) acceptLoop() {
 // failing after 5s.
 func (s *testServer) waitExited(t *testing.T, cmd string) {
 	t.Helper()
-	timeout := time.After(5 * time.Second)
+	timeout := time.After(wait.Budget(5 * time.Second))
 	for {
 		select {
 		case c := <-s.execExited:

@@ -14,6 +14,7 @@ import (
 	"dispatch-tui/cloud"
 	"dispatch-tui/cloud/fake"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/runner"
 )
 
@@ -433,7 +434,7 @@ func TestForgetFetchesTheNextBatchWhileOneIsStored(t *testing.T) {
 	h.pool.ForgetContainer(id, "c3")
 	close(rec.gate)
 	<-sink.held // c1's output is being stored
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(wait.Budget(10 * time.Second))
 	for len(rec.callsSoFar()) < 2 {
 		if time.Now().After(deadline) {
 			close(sink.hold)

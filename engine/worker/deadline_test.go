@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/clock"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/runner"
 )
 
@@ -81,7 +82,7 @@ func TestWithCallDeadline(t *testing.T) {
 				if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "no answer within 1h0m0s") {
 					t.Fatalf("error %v, want the cut's", err)
 				}
-			case <-time.After(10 * time.Second):
+			case <-time.After(wait.Budget(10 * time.Second)):
 				t.Fatal("the call still runs 10 s after the cut at its deadline")
 			}
 			if n := w.inFlight(); n != 0 {

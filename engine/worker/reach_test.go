@@ -10,6 +10,7 @@ import (
 
 	"dispatch-tui/cloud"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/runner"
 	"dispatch-tui/engine/sshexec"
 )
@@ -54,7 +55,7 @@ func (g *netGate) waitBlocked(t *testing.T) {
 	t.Helper()
 	select {
 	case <-g.blocked:
-	case <-time.After(10 * time.Second):
+	case <-time.After(wait.Budget(10 * time.Second)):
 		t.Fatal("no call reached the cut network")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
@@ -367,17 +368,17 @@ func TestInProcessChanges(t *testing.T) {
 		if !ok {
 			t.Fatal("closed early")
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(wait.Budget(5 * time.Second)):
 		t.Fatal("no change after submit")
 	}
 	e.step(1)
 	select {
 	case <-ch:
-	case <-time.After(5 * time.Second):
+	case <-time.After(wait.Budget(5 * time.Second)):
 		t.Fatal("no change after a step")
 	}
 	cancel()
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(wait.Budget(5 * time.Second))
 	for {
 		select {
 		case _, ok := <-ch:
@@ -403,10 +404,10 @@ func TestInProcessChangesClosedWithEngine(t *testing.T) {
 			if ok {
 				t.Error("still open after engine close")
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(wait.Budget(5 * time.Second)):
 			t.Error("not closed after engine close")
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(wait.Budget(5 * time.Second)):
 		t.Fatal("not closed after engine close")
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
@@ -200,12 +201,12 @@ func TestRemoteChanges(t *testing.T) {
 			if !ok {
 				t.Fatal("closed early")
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(wait.Budget(5 * time.Second)):
 			t.Fatal("no tick")
 		}
 	}
 	cancel()
-	deadline := time.After(5 * time.Second)
+	deadline := time.After(wait.Budget(5 * time.Second))
 	for {
 		select {
 		case _, ok := <-ch:
@@ -499,7 +500,7 @@ func TestRemoteWatchWakesOnChange(t *testing.T) {
 	select {
 	case <-ch:
 		t.Logf("woken %s after the submit", time.Since(at))
-	case <-time.After(20 * time.Second):
+	case <-time.After(wait.Budget(20 * time.Second)):
 		t.Fatal("no change signalled within 20 s of a submit (the ticker is an hour)")
 	}
 }
@@ -626,7 +627,7 @@ func TestRemoteWatchWakesOnReload(t *testing.T) {
 	defer cancel()
 	select {
 	case <-r.Changes(ctx):
-	case <-time.After(20 * time.Second):
+	case <-time.After(wait.Budget(20 * time.Second)):
 		t.Fatal("no change signalled within 20 s of the daemon answering 410 (the ticker is an hour)")
 	}
 }

@@ -385,7 +385,7 @@ func destroyInstances(t *testing.T, cfg *config.Config) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(wait.Budget(15 * time.Second))
 	for {
 		d, err := launch.New(launch.Options{Config: cfg, RunnerBinary: binary})
 		if err == nil {

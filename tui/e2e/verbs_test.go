@@ -71,7 +71,7 @@ func (b *backendSetup) startDaemon(t *testing.T) (stop func()) {
 			d.Process.Signal(syscall.SIGTERM)
 			select {
 			case <-done:
-			case <-time.After(10 * time.Second):
+			case <-time.After(wait.Budget(10 * time.Second)):
 				d.Process.Kill()
 				<-done
 			}

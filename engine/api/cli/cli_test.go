@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"dispatch-tui/engine/api"
+	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/view"
 	"dispatch-tui/engine/worker"
@@ -539,7 +540,7 @@ func TestWatchPrintsChanges(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(wait.Budget(10 * time.Second))
 		for time.Now().Before(deadline) {
 			mu.Lock()
 			n := calls

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"dispatch-tui/engine/enginetest/wait"
 )
 
 func openGroup(t *testing.T) *groupCommit {
@@ -53,7 +55,7 @@ func TestGroupCommitSharesATransaction(t *testing.T) {
 	boom := errors.New("boom")
 	var wg sync.WaitGroup
 	waitQueued := func(want int) {
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(wait.Budget(5 * time.Second))
 		for {
 			g.mu.Lock()
 			got := len(g.queue)
