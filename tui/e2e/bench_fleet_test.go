@@ -38,12 +38,14 @@ func newFleetSetup(t *testing.T, instances int) *backendSetup {
 	sb := newSandbox(t)
 	state := t.TempDir()
 	server := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	body := enginetest.FleetConfig(state, server, token, instances)
-	cfg := filepath.Join(t.TempDir(), "config.toml")
-	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
-		t.Fatal(err)
+	config := func(server string) string {
+		cfg := filepath.Join(t.TempDir(), "config.toml")
+		if err := os.WriteFile(cfg, []byte(enginetest.FleetConfig(state, server, token, instances)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return cfg
 	}
-	return &backendSetup{sb: sb, cfg: cfg, server: server, cli: newCLI(t, sb, server, token)}
+	return &backendSetup{sb: sb, cfg: config(server), server: server, cli: newCLI(t, sb, server, token), config: config}
 }
 
 // submitCopies submits n containers of spec(i) in batches of benchBatch

@@ -322,14 +322,19 @@ func freePort(t *testing.T) int {
 
 func waitHealthy(t *testing.T, server string, timeout time.Duration) {
 	t.Helper()
-	wait.Until(t, "healthz of "+server, timeout, func() bool {
-		resp, err := http.Get("http://" + server + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	wait.Until(t, "healthz of "+server, timeout, func() bool { return healthz(server) })
+}
+
+// healthz reports whether the API at server answers its health check
+// within a few seconds: a port another test holds may take the connection
+// and never answer, which must read as no answer, not hang the wait.
+func healthz(server string) bool {
+	resp, err := healthzClient.Get("http://" + server + "/healthz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // writeConfig writes a config for the local driver with its state in
@@ -405,3 +410,5 @@ func destroyInstances(t *testing.T, cfg *config.Config) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+var healthzClient = &http.Client{Timeout: 3 * time.Second}

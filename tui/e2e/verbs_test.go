@@ -33,6 +33,11 @@ type backendSetup struct {
 	server string // host:port of the API
 	cli    *cli
 	args   []string // more of the daemon's flags (e.g. --profile)
+	// config writes a config like cfg's for the API on another
+	// host:port and returns its path (startDaemon, when the port was
+	// taken before the daemon listened).
+	config  func(server string) string
+	started bool // a daemon was started on server
 }
 
 func newBackendSetup(t *testing.T) *backendSetup {
@@ -40,7 +45,9 @@ func newBackendSetup(t *testing.T) *backendSetup {
 	sb := newSandbox(t)
 	state := t.TempDir()
 	server := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	b := &backendSetup{sb: sb, cfg: writeConfig(t, state, server, token), server: server}
+	b := &backendSetup{sb: sb, server: server,
+		config: func(server string) string { return writeConfig(t, state, server, token) }}
+	b.cfg = b.config(server)
 	b.cli = newCLI(t, sb, server, token)
 	cfg, err := config.Load(b.cfg)
 	if err != nil {
@@ -53,13 +60,43 @@ func newBackendSetup(t *testing.T) *backendSetup {
 }
 
 // startDaemon runs `dispatch-tui --daemon` on b's config until cleanup,
-// or until the stop it returns is called.
+// or until the stop it returns is called, and waits until it answers. The
+// port freePort found free may be taken before the daemon listens (by any
+// connection's ephemeral port, with the other tests running): the daemon
+// then exits saying so, and is started again on another port, b's config,
+// server and CLI moved with it — the first time only: a daemon started
+// again has consoles waiting for it where it was.
 func (b *backendSetup) startDaemon(t *testing.T) (stop func()) {
+	t.Helper()
+	tries := 5
+	if b.started {
+		tries = 1
+	}
+	for try := 1; ; try++ {
+		stop, exited, logs := b.launchDaemon(t)
+		if b.healthyUnlessExited(t, exited) {
+			b.started = true
+			return stop
+		}
+		if try < tries && strings.Contains(logs.String(), "address already in use") {
+			t.Logf("daemon: %s was taken before it listened; starting it again on another port", b.server)
+			b.server = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+			b.cfg = b.config(b.server)
+			b.cli = newCLI(t, b.sb, b.server, token)
+			continue
+		}
+		t.Fatalf("the daemon exited before it answered on %s:\n%s", b.server, logs.String())
+	}
+}
+
+// launchDaemon starts the daemon on b's config; exited is closed when it
+// has exited, and logs (its standard error) may be read then.
+func (b *backendSetup) launchDaemon(t *testing.T) (stop func(), exited <-chan struct{}, logs *bytes.Buffer) {
 	t.Helper()
 	d := exec.Command(binary, append([]string{"--daemon", "--config", b.cfg}, b.args...)...)
 	d.Env, d.Dir = b.sb.env, b.sb.dir
-	var logs bytes.Buffer
-	d.Stderr = &logs
+	logs = &bytes.Buffer{}
+	d.Stderr = logs
 	if err := d.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -83,8 +120,24 @@ func (b *backendSetup) startDaemon(t *testing.T) (stop func()) {
 			t.Logf("daemon log:\n%s", logs.String())
 		}
 	})
-	waitHealthy(t, b.server, 20*time.Second)
-	return stop
+	return stop, done, logs
+}
+
+// healthyUnlessExited waits until b's daemon answers /healthz (true), or
+// has exited (false).
+func (b *backendSetup) healthyUnlessExited(t *testing.T, exited <-chan struct{}) bool {
+	t.Helper()
+	gone := false
+	wait.Until(t, "healthz of "+b.server, 20*time.Second, func() bool {
+		select {
+		case <-exited:
+			gone = true
+			return true
+		default:
+			return healthz(b.server)
+		}
+	})
+	return !gone
 }
 
 // TestTUIAgainstDaemon: the TUI attached with --connect to a daemon.
