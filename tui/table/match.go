@@ -69,14 +69,11 @@ func (m *matcher) matches(rd Reader, i int) bool {
 	return m.match(lower(m.text, &m.spare))
 }
 
-// matchesFold is matches for a Fold: a FoldReader searches its own
-// cells; any other Reader's cells are made one at a time, the first
-// cells before the rest, but for the cells that cannot hold it.
+// matchesFold is matches for a Fold on a Reader that is no FoldReader
+// (filterPart asks one itself): its cells made one at a time, in order,
+// but for those that cannot hold it.
 func (m *matcher) matchesFold(rd Reader, i int) bool {
 	f := m.foldReady(rd)
-	if fr, ok := rd.(FoldReader); ok {
-		return fr.ContainsFold(i, f)
-	}
 	for c := range rd.Cells(i) {
 		if !f.Skip(c) && f.InBytes(rd.AppendText(m.text[:0], i, c)) {
 			return true
