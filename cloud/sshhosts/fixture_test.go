@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/enginetest/freeport"
 	"dispatch-tui/engine/enginetest/pgtest"
 	"dispatch-tui/engine/enginetest/wait"
 )
@@ -123,7 +124,7 @@ func newSSHDEnvAt(t *testing.T, n int, place sshdPlace) *sshdEnv {
 			s.netns, s.listen = place(i)
 			s.port = 2222
 		} else {
-			s.listen, s.port = "127.0.0.1", freePort(t)
+			s.listen, s.port = "127.0.0.1", freeport.For(t)
 		}
 		s.addr = net.JoinHostPort(s.listen, strconv.Itoa(s.port))
 		s.newHostKey()
@@ -160,30 +161,6 @@ func keygen(t *testing.T, file string) {
 		t.Fatalf("ssh-keygen: %v\n%s", err, out)
 	}
 }
-
-// freePort returns a loopback port no listener holds now, and none that an
-// earlier call of this test binary returned: a port closed at once is free
-// again, and the kernel may hand it out twice in a row (two hosts of one
-// test were given the same address).
-func freePort(t *testing.T) int {
-	t.Helper()
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if _, dup := portsGiven.LoadOrStore(port, true); !dup {
-			return port
-		}
-	}
-	t.Fatal("no loopback port this test binary has not given out already, in 100 tries")
-	return 0
-}
-
-// portsGiven holds every port freePort has returned.
-var portsGiven sync.Map
 
 // newHostKey generates a new host key for the server (used from the next
 // start on).

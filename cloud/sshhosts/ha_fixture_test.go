@@ -18,6 +18,7 @@ import (
 
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/enginetest/faultproxy"
+	"dispatch-tui/engine/enginetest/freeport"
 	"dispatch-tui/engine/enginetest/pgtest"
 	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/view"
@@ -144,7 +145,7 @@ func newHAEnvIdle(t *testing.T, nodes, hosts, slots int, idle time.Duration, srv
 	newDriver(t, cfg, hs, hash, "", testLogger(t))
 	he.proxyHosts(env, hs)
 	for i := range nodes {
-		p := &haProc{env: he, name: fmt.Sprintf("node%d", i), logPath: filepath.Join(t.TempDir(), "daemon.log"), addr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+		p := &haProc{env: he, name: fmt.Sprintf("node%d", i), logPath: filepath.Join(t.TempDir(), "daemon.log"), addr: fmt.Sprintf("127.0.0.1:%d", freeport.For(t))}
 		if dir := os.Getenv("HA_KEEP_LOGS"); dir != "" { // a directory to keep the nodes' logs in, to read a run's takeovers
 			p.logPath = filepath.Join(dir, fmt.Sprintf("%s-%s.log", strings.ReplaceAll(t.Name(), "/", "_"), p.name))
 		}

@@ -31,6 +31,7 @@ import (
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/enginetest/freeport"
 	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/view"
@@ -243,7 +244,7 @@ func TestTLSRoundTripWithTheCLI(t *testing.T) {
 	state := t.TempDir()
 	cfg := e2eConfig(state)
 	cfg.Cloud.Driver = "fake"
-	cfg.Dispatcher.Listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cfg.Dispatcher.Listen = fmt.Sprintf("127.0.0.1:%d", freeport.For(t))
 	cfg.Dispatcher.TLS = "on"
 	cfg.Dispatcher.Token = "op-secret"
 	cfg.Dispatcher.Tokens = []config.APIToken{{Name: "bob", Role: config.RoleViewer, Token: "bob-secret"}}
@@ -300,7 +301,7 @@ func TestTLSRoundTripWithTheCLI(t *testing.T) {
 func TestSlowClientsAreCutOff(t *testing.T) {
 	cfg := e2eConfig(t.TempDir())
 	cfg.Cloud.Driver = "fake"
-	cfg.Dispatcher.Listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cfg.Dispatcher.Listen = fmt.Sprintf("127.0.0.1:%d", freeport.For(t))
 	cfg.Dispatcher.Token = "tok"
 	cfg.Dispatcher.MaxConnections = 64
 	timeouts := &Timeouts{ReadHeader: 200 * time.Millisecond, Read: 300 * time.Millisecond, Idle: 300 * time.Millisecond}
@@ -360,7 +361,7 @@ func TestSecretsStayOut(t *testing.T) {
 	t.Parallel()
 	state := t.TempDir()
 	cfg := e2eConfig(state)
-	cfg.Dispatcher.Listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cfg.Dispatcher.Listen = fmt.Sprintf("127.0.0.1:%d", freeport.For(t))
 	cfg.Dispatcher.Token = "token-that-must-not-leak"
 	r, logs := serveTest(t, cfg, nil)
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"dispatch-tui/engine/enginetest/freeport"
 	"dispatch-tui/engine/enginetest/wait"
 )
 
@@ -45,7 +46,7 @@ func summaryFrom(ip, listen string) (int, error) {
 func TestOneAddressCannotTakeEverySlot(t *testing.T) {
 	cfg := e2eConfig(t.TempDir())
 	cfg.Cloud.Driver = "fake"
-	cfg.Dispatcher.Listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	cfg.Dispatcher.Listen = fmt.Sprintf("127.0.0.1:%d", freeport.For(t))
 	cfg.Dispatcher.Token = "tok"
 	cfg.Dispatcher.MaxConnections = 8
 	limit := waitingPerAddress(cfg.Dispatcher.MaxConnections) // 2

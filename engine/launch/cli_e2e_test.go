@@ -6,7 +6,6 @@ package launch
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/enginetest/freeport"
 	"dispatch-tui/engine/enginetest/wait"
 )
 
@@ -23,15 +23,6 @@ type cliHarness struct {
 	t      *testing.T
 	env    []string
 	server string
-}
-
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // cli runs the binary with args and returns stdout; it fails the test on a
@@ -68,7 +59,7 @@ func (h *cliHarness) submit(args ...string) string {
 func TestDaemonAPIThroughCLI(t *testing.T) {
 	t.Parallel()
 	state := t.TempDir()
-	port := freePort(t)
+	port := freeport.For(t)
 	cfgPath := daemonConfig(t, state)
 	b, _ := os.ReadFile(cfgPath)
 	b = bytes.Replace(b, []byte("[dispatcher]\n"), []byte(fmt.Sprintf("[dispatcher]\nlisten = \"127.0.0.1:%d\"\ntoken = \"e2e-token\"\n", port)), 1)
@@ -259,7 +250,7 @@ func TestDaemonRefusesUnsafeListeners(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfgPath := daemonConfig(t, t.TempDir())
 			b, _ := os.ReadFile(cfgPath)
-			b = bytes.Replace(b, []byte("[dispatcher]\n"), []byte("[dispatcher]\n"+fmt.Sprintf(tc.keys, freePort(t))), 1)
+			b = bytes.Replace(b, []byte("[dispatcher]\n"), []byte("[dispatcher]\n"+fmt.Sprintf(tc.keys, freeport.For(t))), 1)
 			if err := os.WriteFile(cfgPath, b, 0o600); err != nil {
 				t.Fatal(err)
 			}

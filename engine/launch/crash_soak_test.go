@@ -16,6 +16,7 @@ import (
 
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest/freeport"
 	"dispatch-tui/engine/enginetest/pgtest"
 	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
@@ -55,7 +56,7 @@ func TestCrashRestartSoakPostgres(t *testing.T) {
 func crashRestartSoak(t *testing.T, storeURL string) {
 	state := t.TempDir()
 	runs := filepath.Join(t.TempDir(), "runs")
-	server := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	server := fmt.Sprintf("127.0.0.1:%d", freeport.For(t))
 	cfgPath := writeDaemonConfig(t, state, daemonSettings{listen: server})
 	var daemon *exec.Cmd
 	logPath := filepath.Join(t.TempDir(), "daemon.log")

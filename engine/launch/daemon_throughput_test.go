@@ -33,6 +33,7 @@ import (
 
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest/freeport"
 	"dispatch-tui/engine/enginetest/pgtest"
 	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/forkfloor"
@@ -280,7 +281,7 @@ type pathRun struct {
 func startDaemon(t *testing.T, st string) (*api.Client, func()) {
 	t.Helper()
 	state := t.TempDir()
-	port := freePort(t)
+	port := freeport.For(t)
 	extra := "keep_finished = 0\n"
 	if st == storePostgres {
 		extra += fmt.Sprintf("\n[store]\nurl = %q\n", pgtest.NewDatabase(t))

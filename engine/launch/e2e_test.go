@@ -22,6 +22,7 @@ import (
 	"dispatch-tui/engine"
 	"dispatch-tui/engine/config"
 	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/enginetest/freeport"
 	"dispatch-tui/engine/enginetest/pgtest"
 	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
@@ -539,7 +540,7 @@ func TestDaemonStopsCleanlyOnSignalsLeavingContainersRunning(t *testing.T) {
 			stop()
 
 			// A port of its own: never the default one another daemon may hold.
-			cfgPath := writeDaemonConfig(t, state, daemonSettings{listen: fmt.Sprintf("127.0.0.1:%d", freePort(t))})
+			cfgPath := writeDaemonConfig(t, state, daemonSettings{listen: fmt.Sprintf("127.0.0.1:%d", freeport.For(t))})
 			daemon := exec.Command(binary, "--daemon", "--config", cfgPath)
 			var logs enginetest.Buffer
 			daemon.Stderr = &logs

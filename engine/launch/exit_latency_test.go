@@ -27,6 +27,7 @@ import (
 
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest/freeport"
 	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/queue"
 )
@@ -113,7 +114,7 @@ func pct(ds []time.Duration, p int) time.Duration {
 func startExitDaemon(t *testing.T, probe time.Duration, slots int) *api.Client {
 	t.Helper()
 	state := t.TempDir()
-	port := freePort(t)
+	port := freeport.For(t)
 	cfgPath := writeDaemonConfig(t, state, daemonSettings{
 		listen: fmt.Sprintf("127.0.0.1:%d", port), probeInterval: probe.String(), vcpus: slots,
 	})

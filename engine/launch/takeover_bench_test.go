@@ -42,6 +42,7 @@ import (
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/clock"
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest/freeport"
 	"dispatch-tui/engine/enginetest/pgtest"
 	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/store/pgstore"
@@ -200,7 +201,7 @@ func newTakeoverCluster(t *testing.T, instances int) *takeoverCluster {
 		c.sql("CREATE ROLE " + n.role + " LOGIN SUPERUSER")
 		t.Cleanup(func() { c.sql("DROP OWNED BY " + n.role + "; DROP ROLE " + n.role) })
 		state := t.TempDir()
-		port := freePort(t)
+		port := freeport.For(t)
 		body := fmt.Sprintf(`[dispatcher]
 state_dir = %q
 listen = "127.0.0.1:%d"

@@ -16,6 +16,7 @@ import (
 
 	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/enginetest"
+	"dispatch-tui/engine/enginetest/freeport"
 	"dispatch-tui/engine/enginetest/wait"
 	engview "dispatch-tui/engine/view" // the package has a view() of its own
 )
@@ -37,7 +38,7 @@ func newFleetSetup(t *testing.T, instances int) *backendSetup {
 	t.Helper()
 	sb := newSandbox(t)
 	state := t.TempDir()
-	server := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	server := fmt.Sprintf("127.0.0.1:%d", freeport.For(t))
 	config := func(server string) string {
 		cfg := filepath.Join(t.TempDir(), "config.toml")
 		if err := os.WriteFile(cfg, []byte(enginetest.FleetConfig(state, server, token, instances)), 0o600); err != nil {

@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -308,16 +307,6 @@ func (c *cli) ls(what string) map[string]enginetest.LsItem {
 func (c *cli) submit(args ...string) string {
 	c.t.Helper()
 	return strings.TrimSpace(c.run(append([]string{"submit"}, args...)...))
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func waitHealthy(t *testing.T, server string, timeout time.Duration) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"dispatch-tui/engine/config"
+	"dispatch-tui/engine/enginetest/freeport"
 	"dispatch-tui/engine/enginetest/wait"
 )
 
@@ -44,7 +45,7 @@ func newBackendSetup(t *testing.T) *backendSetup {
 	t.Helper()
 	sb := newSandbox(t)
 	state := t.TempDir()
-	server := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	server := fmt.Sprintf("127.0.0.1:%d", freeport.For(t))
 	b := &backendSetup{sb: sb, server: server,
 		config: func(server string) string { return writeConfig(t, state, server, token) }}
 	b.cfg = b.config(server)
@@ -61,8 +62,8 @@ func newBackendSetup(t *testing.T) *backendSetup {
 
 // startDaemon runs `dispatch-tui --daemon` on b's config until cleanup,
 // or until the stop it returns is called, and waits until it answers. The
-// port freePort found free may be taken before the daemon listens (by any
-// connection's ephemeral port, with the other tests running): the daemon
+// port freeport found free may be taken before the daemon listens (by
+// another test's listener, rarely): the daemon
 // then exits saying so, and is started again on another port, b's config,
 // server and CLI moved with it — the first time only: a daemon started
 // again has consoles waiting for it where it was.
@@ -80,7 +81,7 @@ func (b *backendSetup) startDaemon(t *testing.T) (stop func()) {
 		}
 		if try < tries && strings.Contains(logs.String(), "address already in use") {
 			t.Logf("daemon: %s was taken before it listened; starting it again on another port", b.server)
-			b.server = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+			b.server = fmt.Sprintf("127.0.0.1:%d", freeport.For(t))
 			b.cfg = b.config(b.server)
 			b.cli = newCLI(t, b.sb, b.server, token)
 			continue

@@ -45,6 +45,7 @@ import (
 
 	"dispatch-tui/cloud/ec2"
 	"dispatch-tui/cloud/sshserver"
+	"dispatch-tui/engine/enginetest/freeport"
 	"dispatch-tui/engine/runner/agent"
 )
 
@@ -222,7 +223,7 @@ func NewServer(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	port, err := freePort()
+	port, err := freeport.Pick()
 	if err != nil {
 		return nil, err
 	}
@@ -261,17 +262,6 @@ func Start(t interface {
 	}
 	t.Cleanup(s.Close)
 	return s
-}
-
-// freePort finds a TCP port free on loopback, used by every instance on
-// its own address.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // URL is the endpoint to configure the driver with.

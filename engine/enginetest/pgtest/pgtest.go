@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -21,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"dispatch-tui/engine/enginetest/freeport"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -181,8 +182,8 @@ func start() (*Server, error) {
 	// A free port can be taken between our probe and the server's bind:
 	// try a few.
 	for attempt := 0; ; attempt++ {
-		if s.port, err = freePort(); err != nil {
-			return nil, err
+		if s.port, err = freeport.Pick(); err != nil {
+			return nil, fmt.Errorf("pgtest: %w", err)
 		}
 		if err = s.pgCtl("start", "-o", s.options()); err == nil {
 			break
@@ -305,15 +306,6 @@ func unprivileged() (*syscall.Credential, error) {
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("pgtest: find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // PasswordUser is the role PasswordURL connects as: the only one the
