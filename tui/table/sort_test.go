@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -182,5 +183,91 @@ func BenchmarkSortTexts(b *testing.B) {
 				})
 			}
 		})
+	}
+}
+
+// sortMerge of two stably sorted halves orders as one stable sort of
+// both does, in both directions: texts alike (many here) keep a's rows
+// before b's, halves of any length, one empty, the middle of the output
+// falling inside a run of equal texts or not.
+func TestSortMergeEqualsStableSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	texts := []string{"", "a", "ab", "b", "job-1", "job-10", "job-2"}
+	for _, na := range []int{0, 1, 2, 5, 17, 64} {
+		for _, nb := range []int{0, 1, 3, 16, 65} {
+			for _, desc := range []bool{false, true} {
+				cmpText := func(x, y strKey) int {
+					if desc {
+						return strings.Compare(y.k, x.k)
+					}
+					return strings.Compare(x.k, y.k)
+				}
+				all := make([]strKey, na+nb)
+				for i := range all {
+					all[i] = strKey{texts[rng.IntN(len(texts))], int32(i)}
+				}
+				a, b := slices.Clone(all[:na]), slices.Clone(all[na:])
+				slices.SortStableFunc(a, cmpText)
+				slices.SortStableFunc(b, cmpText)
+				slices.SortStableFunc(all, cmpText)
+				want := make([]int32, len(all))
+				for i, k := range all {
+					want[i] = k.i
+				}
+				got := make([]int32, len(all))
+				sortMerge(a, b, got, desc)
+				if !slices.Equal(got, want) {
+					t.Errorf("%d and %d texts, desc %v: merged %v, want %v", na, nb, desc, got, want)
+				}
+			}
+		}
+	}
+}
+
+// A text sort split between two goroutines (textOrder) gives the order
+// one stable sort of the rows that are not gone gives, at sizes around
+// splitMin, with rows gone anywhere (a whole half too), by a column of
+// unique texts and by one of a few texts repeated.
+func TestTextSortSplitEqualsStableSort(t *testing.T) {
+	defer func(n int) { splitMin = n }(splitMin)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2)) // two parts on any machine
+	splitMin = 64
+	// PRIO read as text: "0", "1", "2" and a few more, mostly ties.
+	cols := []Column{{Title: "ID", SortKey: "I"}, {Title: "PRIO", SortKey: "P"}}
+	for _, n := range []int{splitMin - 1, splitMin, splitMin + 1, 3*splitMin + 7, 5000} {
+		for _, gone := range []string{"none", "every fifth", "first half"} {
+			src := newSlotRows(n)
+			for i := range n {
+				src.prio[i] = (i * 7919) % 7 % 4
+				src.gone[i] = gone == "every fifth" && i%5 == 2 || gone == "first half" && i < n/2
+			}
+			for c, key := range []string{"I", "P"} {
+				for _, desc := range []bool{false, true} {
+					tb := New(cols, theme.New("dark", true, true))
+					tb.SetSource(src)
+					tb.SetSort(c, desc)
+					got := shownIDs(tb)
+					var live []int
+					for i := range n {
+						if !src.gone[i] {
+							live = append(live, i)
+						}
+					}
+					slices.SortStableFunc(live, func(x, y int) int {
+						if desc {
+							x, y = y, x
+						}
+						return strings.Compare(src.Text(x, c), src.Text(y, c))
+					})
+					want := make([]string, len(live))
+					for k, i := range live {
+						want[k] = src.ids[i]
+					}
+					if !slices.Equal(got, want) {
+						t.Errorf("%d rows, gone %s, sorted by %s desc %v: %d rows%s", n, gone, key, desc, len(got), firstDiff(got, want))
+					}
+				}
+			}
+		}
 	}
 }
