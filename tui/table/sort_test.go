@@ -83,27 +83,27 @@ func TestSortTextsEqualsStableSort(t *testing.T) {
 	prefixes := []string{"", "position ", "position 1", "c-00000000", "job-", "\x00\x00"}
 	for _, n := range []int{0, 1, 2, radixTexts - 1, radixTexts, 300, 5000} {
 		for _, desc := range []bool{false, true} {
-			ks := make([]strKey, n)
+			texts := make([]string, n)
+			ks := make([]numKey, n)
 			for i := range ks {
 				b := []byte(prefixes[rng.IntN(len(prefixes))])
 				for range rng.IntN(20) {
 					b = append(b, "\x00ab\xff9 "[rng.IntN(6)])
 				}
-				ks[i] = strKey{string(b), int32(i)}
+				// Keys in an order of their own: ties keep it.
+				texts[i], ks[i] = string(b), numKey{i: int32(n - 1 - i)}
 			}
 			want := slices.Clone(ks)
-			slices.SortStableFunc(want, func(a, b strKey) int {
+			slices.SortStableFunc(want, func(a, b numKey) int {
 				if desc {
-					return strings.Compare(b.k, a.k)
+					return strings.Compare(texts[b.i], texts[a.i])
 				}
-				return strings.Compare(a.k, b.k)
+				return strings.Compare(texts[a.i], texts[b.i])
 			})
-			sortTexts(ks, desc, make([]numKey, n), make([]numKey, n))
-			if !slices.Equal(ks, want) {
-				for i := range ks {
-					if ks[i] != want[i] {
-						t.Fatalf("%d texts, desc %v: at %d %q (row %d), want %q (row %d)", n, desc, i, ks[i].k, ks[i].i, want[i].k, want[i].i)
-					}
+			sortTexts(texts, ks, make([]numKey, n), desc)
+			for i := range ks {
+				if ks[i].i != want[i].i {
+					t.Fatalf("%d texts, desc %v: at %d %q (row %d), want %q (row %d)", n, desc, i, texts[ks[i].i], ks[i].i, texts[want[i].i], want[i].i)
 				}
 			}
 		}
@@ -155,28 +155,32 @@ func TestTypedFilterEqualsFreshFilter(t *testing.T) {
 func BenchmarkSortTexts(b *testing.B) {
 	const n = 1000000
 	rng := rand.New(rand.NewPCG(9, 9))
-	texts := map[string]func(i int) string{
+	gen := map[string]func(i int) string{
 		"ids":     func(int) string { return fmt.Sprintf("c-%016x", rng.Uint64()) },
 		"names":   func(i int) string { return fmt.Sprintf("job-%d", rng.IntN(n)) },
 		"reasons": func(i int) string { return fmt.Sprintf("position %d in queue", 1+rng.IntN(n)) },
 	}
 	for _, kind := range []string{"ids", "names", "reasons"} {
-		src := make([]strKey, n)
-		for i := range src {
-			src[i] = strKey{texts[kind](i), int32(i)}
+		texts := make([]string, n)
+		for i := range texts {
+			texts[i] = gen[kind](i)
 		}
-		ks, buf, tmp := make([]strKey, n), make([]numKey, n), make([]numKey, n)
+		ks, tmp := make([]numKey, n), make([]numKey, n)
 		b.Run(kind+"/radix", func(b *testing.B) {
 			for b.Loop() {
-				copy(ks, src)
-				sortTexts(ks, false, buf, tmp)
+				for i := range ks {
+					ks[i] = numKey{i: int32(i)}
+				}
+				sortTexts(texts, ks, tmp, false)
 			}
 		})
 		b.Run(kind+"/compare", func(b *testing.B) {
 			for b.Loop() {
-				copy(ks, src)
-				slices.SortFunc(ks, func(a, b strKey) int {
-					if r := strings.Compare(a.k, b.k); r != 0 {
+				for i := range ks {
+					ks[i] = numKey{i: int32(i)}
+				}
+				slices.SortFunc(ks, func(a, b numKey) int {
+					if r := strings.Compare(texts[a.i], texts[b.i]); r != 0 {
 						return r
 					}
 					return cmp.Compare(a.i, b.i)
@@ -192,19 +196,20 @@ func BenchmarkSortTexts(b *testing.B) {
 // falling inside a run of equal texts or not.
 func TestSortMergeEqualsStableSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	texts := []string{"", "a", "ab", "b", "job-1", "job-10", "job-2"}
+	texts0 := []string{"", "a", "ab", "b", "job-1", "job-10", "job-2"}
 	for _, na := range []int{0, 1, 2, 5, 17, 64} {
 		for _, nb := range []int{0, 1, 3, 16, 65} {
 			for _, desc := range []bool{false, true} {
-				cmpText := func(x, y strKey) int {
-					if desc {
-						return strings.Compare(y.k, x.k)
-					}
-					return strings.Compare(x.k, y.k)
-				}
-				all := make([]strKey, na+nb)
+				all := make([]numKey, na+nb)
+				texts := make([]string, na+nb)
 				for i := range all {
-					all[i] = strKey{texts[rng.IntN(len(texts))], int32(i)}
+					texts[i], all[i] = texts0[rng.IntN(len(texts0))], numKey{i: int32(i)}
+				}
+				cmpText := func(x, y numKey) int {
+					if desc {
+						return strings.Compare(texts[y.i], texts[x.i])
+					}
+					return strings.Compare(texts[x.i], texts[y.i])
 				}
 				a, b := slices.Clone(all[:na]), slices.Clone(all[na:])
 				slices.SortStableFunc(a, cmpText)
@@ -215,7 +220,7 @@ func TestSortMergeEqualsStableSort(t *testing.T) {
 					want[i] = k.i
 				}
 				got := make([]int32, len(all))
-				sortMerge(a, b, got, desc)
+				sortMerge(texts, a, b, got, desc)
 				if !slices.Equal(got, want) {
 					t.Errorf("%d and %d texts, desc %v: merged %v, want %v", na, nb, desc, got, want)
 				}

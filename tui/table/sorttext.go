@@ -26,36 +26,38 @@ func (w *work) textOrder(r *result, c int) bool {
 	if n >= splitMin && runtime.GOMAXPROCS(0) >= 2 {
 		parts = 2
 	}
-	// Part p reads slots [p*n/parts, (p+1)*n/parts) into ks from its
-	// first slot on, and sorts them with the scratch of that place.
-	ks := make([]strKey, n)
-	got := make([][]strKey, parts)
+	// Part p reads slots [p*n/parts, (p+1)*n/parts): their texts into
+	// texts, by slot, and a key of each row that is not gone into the
+	// scratch from its first slot on, then sorts those keys.
+	texts := make([]string, n)
+	got := make([][]numKey, parts)
 	done := make([]bool, parts)
 	var wg sync.WaitGroup
 	for p := range parts {
 		lo, hi := p*n/parts, (p+1)*n/parts
 		wg.Go(func() {
-			k := ks[lo:lo]
+			ks := r.buf[lo:lo]
 			if !w.span(lo, hi, parts > 1, func(rd Reader, from, to int) {
 				for i := from; i < to; i++ {
 					if !rd.Gone(i) {
-						k = append(k, strKey{rd.Text(i, c), int32(i)})
+						texts[i] = rd.Text(i, c)
+						ks = append(ks, numKey{i: int32(i)})
 					}
 				}
 			}) {
 				return
 			}
-			sortTexts(k, w.sortDesc, r.buf[lo:lo+len(k)], r.tmp[lo:lo+len(k)])
-			got[p], done[p] = k, true
+			sortTexts(texts, ks, r.tmp[lo:lo+len(ks)], w.sortDesc)
+			got[p], done[p] = ks, true
 		})
 	}
 	wg.Wait()
 	live := 0
-	for p, k := range got {
+	for p, ks := range got {
 		if !done[p] {
 			return false
 		}
-		live += len(k)
+		live += len(ks)
 	}
 	if cap(r.order) >= live {
 		r.order = r.order[:live]
@@ -67,52 +69,53 @@ func (w *work) textOrder(r *result, c int) bool {
 			r.order[j] = x.i
 		}
 	} else {
-		sortMerge(got[0], got[1], r.order, w.sortDesc)
+		sortMerge(texts, got[0], got[1], r.order, w.sortDesc)
 	}
 	return !w.stopped()
 }
 
-// sortMerge writes the rows of a and b (each sorted by text, descending
-// when desc) to out in their merged order, a's before b's where texts are
-// equal: a holds the lower slots, so that is the order one stable sort of
-// both gives. The two halves of out are merged at once, each by its own
-// goroutine, from where the merge reaches out's middle (mergeSplit).
-func sortMerge(a, b []strKey, out []int32, desc bool) {
+// sortMerge writes the rows of a and b (each sorted by their texts,
+// descending when desc) to out in their merged order, a's before b's
+// where texts are equal: a holds the lower slots, so that is the order
+// one stable sort of both gives. The two halves of out are merged at
+// once, each by its own goroutine, from where the merge reaches out's
+// middle (mergeSplit).
+func sortMerge(texts []string, a, b []numKey, out []int32, desc bool) {
 	m := len(out) / 2
-	i := mergeSplit(a, b, m, desc)
+	i := mergeSplit(texts, a, b, m, desc)
 	var wg sync.WaitGroup
-	wg.Go(func() { merge(a[:i], b[:m-i], out[:m], desc) })
-	merge(a[i:], b[m-i:], out[m:], desc)
+	wg.Go(func() { merge(texts, a[:i], b[:m-i], out[:m], desc) })
+	merge(texts, a[i:], b[m-i:], out[m:], desc)
 	wg.Wait()
 }
 
-// before reports whether y goes strictly before x in the order: a b
+// before reports whether row y's text goes strictly before row x's: a b
 // row goes before an a row only when its text does (sortMerge).
-func before(y, x strKey, desc bool) bool {
+func before(texts []string, y, x numKey, desc bool) bool {
 	if desc {
-		return y.k > x.k
+		return texts[y.i] > texts[x.i]
 	}
-	return y.k < x.k
+	return texts[y.i] < texts[x.i]
 }
 
 // mergeSplit is how many of a's rows are among the first m of a and b
 // merged: the fewest such that the next of a does not go after the
 // last of b taken.
-func mergeSplit(a, b []strKey, m int, desc bool) int {
+func mergeSplit(texts []string, a, b []numKey, m int, desc bool) int {
 	lo, hi := max(0, m-len(b)), min(m, len(a))
 	// For lo <= i < hi, a[i] and b[m-i-1] exist; too few of a are
 	// taken while b's last taken does not go strictly before a's next.
 	return lo + sort.Search(hi-lo, func(k int) bool {
 		i := lo + k
-		return before(b[m-i-1], a[i], desc)
+		return before(texts, b[m-i-1], a[i], desc)
 	})
 }
 
 // merge writes the rows of a and b merged into out (len(a)+len(b)).
-func merge(a, b []strKey, out []int32, desc bool) {
+func merge(texts []string, a, b []numKey, out []int32, desc bool) {
 	i, j, o := 0, 0, 0
 	for i < len(a) && j < len(b) {
-		if before(b[j], a[i], desc) {
+		if before(texts, b[j], a[i], desc) {
 			out[o] = b[j].i
 			j++
 		} else {
