@@ -4,6 +4,7 @@
 package table
 
 import (
+	"cmp"
 	"encoding/binary"
 	"math"
 	"slices"
@@ -84,6 +85,20 @@ func radixSort(ks, tmp []numKey) []numKey {
 	for _, k := range ks {
 		diff |= k.k ^ ks[0].k
 	}
+	differ := 0
+	for b := range 8 {
+		if byte(diff>>(8*b)) != 0 {
+			differ++
+		}
+	}
+	if differ > 2 && len(ks) >= fewMin {
+		// When the keys take few values, one pass by their rank among
+		// them (and two looks in a table a key) is cheaper than a pass
+		// a byte that differs, from three such bytes on.
+		if sorted, ok := fewKeys(ks, tmp); ok {
+			return sorted
+		}
+	}
 	for b := range 8 {
 		shift := uint(8 * b)
 		if byte(diff>>shift) == 0 {
@@ -106,6 +121,72 @@ func radixSort(ks, tmp []numKey) []numKey {
 		ks, tmp = tmp, ks
 	}
 	return ks
+}
+
+// fewMax is the most values of the keys fewKeys sorts by rank, and
+// fewMin the fewest keys it is tried on (its table costs a pass of a few
+// thousand).
+const (
+	fewMax = 256
+	fewMin = 1 << 12
+)
+
+// fewKeys sorts ks as radixSort does, into tmp, when the keys take at
+// most fewMax values (a text column's first chunk: a few reasons; a
+// priority): their values are found through a small hash table, sorted,
+// and the keys placed by their value's rank in one pass. It reports
+// false, having moved nothing, when they take more.
+func fewKeys(ks, tmp []numKey) ([]numKey, bool) {
+	var t fewTable
+	for _, k := range ks {
+		if h := t.find(k.k); t.at[h] == 0 {
+			if t.n == fewMax {
+				return nil, false
+			}
+			t.vals[t.n] = k.k
+			t.n++
+			t.at[h] = int16(t.n)
+		}
+	}
+	// The values' ranks, then where each rank's keys begin.
+	var byVal, rank, count [fewMax]int32
+	for j := range t.n {
+		byVal[j] = int32(j)
+	}
+	slices.SortFunc(byVal[:t.n], func(a, b int32) int { return cmp.Compare(t.vals[a], t.vals[b]) })
+	for r, j := range byVal[:t.n] {
+		rank[j] = int32(r)
+	}
+	for _, k := range ks {
+		count[rank[t.at[t.find(k.k)]-1]]++
+	}
+	var pos int32
+	for r := range count {
+		pos, count[r] = pos+count[r], pos
+	}
+	for _, k := range ks {
+		r := rank[t.at[t.find(k.k)]-1]
+		tmp[count[r]] = k
+		count[r]++
+	}
+	return tmp, true
+}
+
+// fewTable is fewKeys' hash table of the keys' values.
+type fewTable struct {
+	at   [4 * fewMax]int16 // 1 + the value's index in vals, 0 for none
+	vals [fewMax]uint64
+	n    int
+}
+
+// find is the place of k in at: where it is, or the empty one where it
+// would go.
+func (t *fewTable) find(k uint64) int {
+	h := int((k * 0x9e3779b97f4a7c15) >> 54) // 10 bits: len(t.at)
+	for t.at[h] != 0 && t.vals[t.at[h]-1] != k {
+		h = (h + 1) & (len(t.at) - 1)
+	}
+	return h
 }
 
 // strKey is a text and the index of its key.

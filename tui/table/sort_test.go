@@ -276,3 +276,28 @@ func TestTextSortSplitEqualsStableSort(t *testing.T) {
 		}
 	}
 }
+
+// radixSort orders as a stable sort by key does, whether the keys take
+// few values (fewKeys: fewMax of them or one more, spread over every
+// byte) or many, with as many keys as make it try fewKeys and fewer.
+func TestRadixSortEqualsStableSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{fewMin - 1, fewMin, 3*fewMin + 5} {
+		for _, values := range []int{2, 3, fewMax - 1, fewMax, fewMax + 1, 5000} {
+			vals := make([]uint64, values)
+			for j := range vals {
+				vals[j] = rng.Uint64() >> (8 * rng.UintN(8))
+			}
+			vals[0] = 0
+			ks := make([]numKey, n)
+			for i := range ks {
+				ks[i] = numKey{vals[rng.IntN(values)], int32(i)}
+			}
+			want := slices.Clone(ks)
+			slices.SortStableFunc(want, func(a, b numKey) int { return cmp.Compare(a.k, b.k) })
+			if got := radixSort(ks, make([]numKey, n)); !slices.Equal(got, want) {
+				t.Errorf("%d keys of %d values: not in stable order", n, values)
+			}
+		}
+	}
+}
