@@ -352,3 +352,32 @@ func TestStateMarkBeginsWithSpace(t *testing.T) {
 		t.Fatal("no row has a state mark: the test reads nothing")
 	}
 }
+
+// The REASON cells a reader makes share blocks (ctrReader.keep): each
+// one read in a Read of thousands of rows, over many blocks, is still the
+// row's cell after the Read, as a Read of that row alone makes it.
+func TestReasonCellsKept(t *testing.T) {
+	rng := rand.New(rand.NewPCG(32, 2))
+	rows := backend.NewRows(mixedContainers(rng, 3000), nil)
+	src := &ctrSource{rows: rows, now: fixedClock}
+	var got []string
+	src.Read(func(rd table.Reader) {
+		for i := range rd.Len() {
+			got = append(got, rd.Text(i, colReason))
+		}
+	})
+	made := 0
+	for i, s := range got {
+		var want string
+		src.Read(func(rd table.Reader) { want = strings.Clone(rd.Text(i, colReason)) })
+		if s != want {
+			t.Fatalf("row %d: REASON %q after the Read, alone %q", i, s, want)
+		}
+		if strings.HasPrefix(s, "exit ") || strings.HasPrefix(s, "position ") {
+			made++
+		}
+	}
+	if made*8 < cellBlock {
+		t.Fatalf("%d cells made: fewer than fill one block", made)
+	}
+}

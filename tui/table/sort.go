@@ -4,6 +4,7 @@
 package table
 
 import (
+	"cmp"
 	"encoding/binary"
 	"math"
 	"slices"
@@ -84,6 +85,20 @@ func radixSort(ks, tmp []numKey) []numKey {
 	for _, k := range ks {
 		diff |= k.k ^ ks[0].k
 	}
+	differ := 0
+	for b := range 8 {
+		if byte(diff>>(8*b)) != 0 {
+			differ++
+		}
+	}
+	if differ > 2 && len(ks) >= fewMin {
+		// When the keys take few values, one pass by their rank among
+		// them (and two looks in a table a key) is cheaper than a pass
+		// a byte that differs, from three such bytes on.
+		if sorted, ok := fewKeys(ks, tmp); ok {
+			return sorted
+		}
+	}
 	for b := range 8 {
 		shift := uint(8 * b)
 		if byte(diff>>shift) == 0 {
@@ -108,59 +123,131 @@ func radixSort(ks, tmp []numKey) []numKey {
 	return ks
 }
 
-// strKey is a row index and its text.
+// fewMax is the most values of the keys fewKeys sorts by rank, and
+// fewMin the fewest keys it is tried on (its table costs a pass of a few
+// thousand).
+const (
+	fewMax = 256
+	fewMin = 1 << 12
+)
+
+// fewKeys sorts ks as radixSort does, into tmp, when the keys take at
+// most fewMax values (a text column's first chunk: a few reasons; a
+// priority): their values are found through a small hash table, sorted,
+// and the keys placed by their value's rank in one pass. It reports
+// false, having moved nothing, when they take more.
+func fewKeys(ks, tmp []numKey) ([]numKey, bool) {
+	var t fewTable
+	for _, k := range ks {
+		if h := t.find(k.k); t.at[h] == 0 {
+			if t.n == fewMax {
+				return nil, false
+			}
+			t.vals[t.n] = k.k
+			t.n++
+			t.at[h] = int16(t.n)
+		}
+	}
+	// The values' ranks, then where each rank's keys begin.
+	var byVal, rank, count [fewMax]int32
+	for j := range t.n {
+		byVal[j] = int32(j)
+	}
+	slices.SortFunc(byVal[:t.n], func(a, b int32) int { return cmp.Compare(t.vals[a], t.vals[b]) })
+	for r, j := range byVal[:t.n] {
+		rank[j] = int32(r)
+	}
+	for _, k := range ks {
+		count[rank[t.at[t.find(k.k)]-1]]++
+	}
+	var pos int32
+	for r := range count {
+		pos, count[r] = pos+count[r], pos
+	}
+	for _, k := range ks {
+		r := rank[t.at[t.find(k.k)]-1]
+		tmp[count[r]] = k
+		count[r]++
+	}
+	return tmp, true
+}
+
+// fewTable is fewKeys' hash table of the keys' values.
+type fewTable struct {
+	at   [4 * fewMax]int16 // 1 + the value's index in vals, 0 for none
+	vals [fewMax]uint64
+	n    int
+}
+
+// find is the place of k in at: where it is, or the empty one where it
+// would go.
+func (t *fewTable) find(k uint64) int {
+	h := int((k * 0x9e3779b97f4a7c15) >> 54) // 10 bits: len(t.at)
+	for t.at[h] != 0 && t.vals[t.at[h]-1] != k {
+		h = (h + 1) & (len(t.at) - 1)
+	}
+	return h
+}
+
+// strKey is a text and the index of its key.
 type strKey struct {
 	k string
 	i int32
 }
 
-// sortTexts sorts ks by text, descending when desc, equal texts in their
-// order in ks. It is a most-significant-first radix sort, chunkBytes of
-// the texts at a time (textChunk): a comparison sort of a million texts
-// took 400-500 ms, and a key press wants its rows within 100 ms. buf
-// and tmp are scratch of len(ks) or more, those of the numeric sort.
-func sortTexts(ks []strKey, desc bool, buf, tmp []numKey) {
-	n := len(ks)
-	if n >= radixTexts {
-		sortTextsFrom(ks, 0, desc, buf[:n], tmp[:n], make([]strKey, n))
-		return
-	}
-	sortTextsFrom(ks, 0, desc, buf[:n], tmp[:n], nil)
+// sortTexts sorts ks by the texts they index (texts[k.i]), descending
+// when desc, keys of equal texts in their order in ks; each key's k is
+// scratch. It is a most-significant-first radix sort, chunkBytes of the
+// texts at a time (textChunk): a comparison sort of a million texts took
+// 400-500 ms, and a key press wants its rows within 100 ms. Only the
+// keys move, never the texts: a run alike in one chunk reads its next
+// chunk through its keys, and the sort allocates nothing (a million
+// texts moved with their keys took 48 MB a sort, which the attached
+// console's collector, at GOGC 25, paid for in each: BENCHMARKS.md).
+// tmp is scratch of len(ks).
+func sortTexts(texts []string, ks, tmp []numKey, desc bool) {
+	sortTextsFrom(texts, ks, tmp, 0, desc)
 }
 
-// sortTextsFrom is sortTexts of texts whose first off bytes are the same,
-// with scratch of their length.
-func sortTextsFrom(ks []strKey, off int, desc bool, nk, tmp []numKey, kt []strKey) {
+// sortTextsFrom is sortTexts of keys whose texts' first off bytes are
+// the same.
+func sortTextsFrom(texts []string, ks, tmp []numKey, off int, desc bool) {
 	n := len(ks)
 	if n < radixTexts {
+		// Compared next to their keys: fetched through them at each
+		// comparison, a million texts' small runs took half as long
+		// again.
+		var near [radixTexts]strKey
+		ts := near[:n]
+		for j, x := range ks {
+			ts[j] = strKey{texts[x.i][off:], x.i}
+		}
 		dir := 1
 		if desc {
 			dir = -1
 		}
-		slices.SortStableFunc(ks, func(a, b strKey) int { return dir * strings.Compare(a.k[off:], b.k[off:]) })
+		slices.SortStableFunc(ts, func(a, b strKey) int { return dir * strings.Compare(a.k, b.k) })
+		for j, x := range ts {
+			ks[j].i = x.i
+		}
 		return
 	}
-	for j, s := range ks {
-		nk[j] = numKey{textChunk(s.k, off, desc), int32(j)}
+	for j := range ks {
+		ks[j].k = textChunk(texts[ks[j].i], off, desc)
 	}
-	sorted := radixSort(nk, tmp)
-	// Gathered into kt, in order: moving them in place, a cycle of the
-	// permutation at a time, took twice as long (BENCHMARKS.md).
-	for j, x := range sorted {
-		kt[j] = ks[x.i]
+	if sorted := radixSort(ks, tmp); &sorted[0] != &ks[0] {
+		copy(ks, sorted)
 	}
-	copy(ks, kt)
 	// Runs of texts alike in this chunk and longer than it are ordered by
-	// what follows, each with the scratch of its own place: the keys
-	// after it are still to be read.
+	// what follows, each with the scratch of its own place.
 	for lo := 0; lo < n; {
-		k := sorted[lo].k
+		k := ks[lo].k
 		hi := lo + 1
-		for hi < n && sorted[hi].k == k {
+		for hi < n && ks[hi].k == k {
 			hi++
 		}
-		if hi-lo > 1 && len(ks[lo].k)-off > chunkBytes {
-			sortTextsFrom(ks[lo:hi], off+chunkBytes, desc, nk[lo:hi], tmp[lo:hi], kt[lo:hi])
+		if hi-lo > 1 && len(texts[ks[lo].i])-off > chunkBytes {
+			sortTextsFrom(texts, ks[lo:hi], tmp[lo:hi], off+chunkBytes, desc)
 		}
 		lo = hi
 	}

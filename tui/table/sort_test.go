@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -82,27 +83,27 @@ func TestSortTextsEqualsStableSort(t *testing.T) {
 	prefixes := []string{"", "position ", "position 1", "c-00000000", "job-", "\x00\x00"}
 	for _, n := range []int{0, 1, 2, radixTexts - 1, radixTexts, 300, 5000} {
 		for _, desc := range []bool{false, true} {
-			ks := make([]strKey, n)
+			texts := make([]string, n)
+			ks := make([]numKey, n)
 			for i := range ks {
 				b := []byte(prefixes[rng.IntN(len(prefixes))])
 				for range rng.IntN(20) {
 					b = append(b, "\x00ab\xff9 "[rng.IntN(6)])
 				}
-				ks[i] = strKey{string(b), int32(i)}
+				// Keys in an order of their own: ties keep it.
+				texts[i], ks[i] = string(b), numKey{i: int32(n - 1 - i)}
 			}
 			want := slices.Clone(ks)
-			slices.SortStableFunc(want, func(a, b strKey) int {
+			slices.SortStableFunc(want, func(a, b numKey) int {
 				if desc {
-					return strings.Compare(b.k, a.k)
+					return strings.Compare(texts[b.i], texts[a.i])
 				}
-				return strings.Compare(a.k, b.k)
+				return strings.Compare(texts[a.i], texts[b.i])
 			})
-			sortTexts(ks, desc, make([]numKey, n), make([]numKey, n))
-			if !slices.Equal(ks, want) {
-				for i := range ks {
-					if ks[i] != want[i] {
-						t.Fatalf("%d texts, desc %v: at %d %q (row %d), want %q (row %d)", n, desc, i, ks[i].k, ks[i].i, want[i].k, want[i].i)
-					}
+			sortTexts(texts, ks, make([]numKey, n), desc)
+			for i := range ks {
+				if ks[i].i != want[i].i {
+					t.Fatalf("%d texts, desc %v: at %d %q (row %d), want %q (row %d)", n, desc, i, texts[ks[i].i], ks[i].i, texts[want[i].i], want[i].i)
 				}
 			}
 		}
@@ -154,33 +155,149 @@ func TestTypedFilterEqualsFreshFilter(t *testing.T) {
 func BenchmarkSortTexts(b *testing.B) {
 	const n = 1000000
 	rng := rand.New(rand.NewPCG(9, 9))
-	texts := map[string]func(i int) string{
+	gen := map[string]func(i int) string{
 		"ids":     func(int) string { return fmt.Sprintf("c-%016x", rng.Uint64()) },
 		"names":   func(i int) string { return fmt.Sprintf("job-%d", rng.IntN(n)) },
 		"reasons": func(i int) string { return fmt.Sprintf("position %d in queue", 1+rng.IntN(n)) },
 	}
 	for _, kind := range []string{"ids", "names", "reasons"} {
-		src := make([]strKey, n)
-		for i := range src {
-			src[i] = strKey{texts[kind](i), int32(i)}
+		texts := make([]string, n)
+		for i := range texts {
+			texts[i] = gen[kind](i)
 		}
-		ks, buf, tmp := make([]strKey, n), make([]numKey, n), make([]numKey, n)
+		ks, tmp := make([]numKey, n), make([]numKey, n)
 		b.Run(kind+"/radix", func(b *testing.B) {
 			for b.Loop() {
-				copy(ks, src)
-				sortTexts(ks, false, buf, tmp)
+				for i := range ks {
+					ks[i] = numKey{i: int32(i)}
+				}
+				sortTexts(texts, ks, tmp, false)
 			}
 		})
 		b.Run(kind+"/compare", func(b *testing.B) {
 			for b.Loop() {
-				copy(ks, src)
-				slices.SortFunc(ks, func(a, b strKey) int {
-					if r := strings.Compare(a.k, b.k); r != 0 {
+				for i := range ks {
+					ks[i] = numKey{i: int32(i)}
+				}
+				slices.SortFunc(ks, func(a, b numKey) int {
+					if r := strings.Compare(texts[a.i], texts[b.i]); r != 0 {
 						return r
 					}
 					return cmp.Compare(a.i, b.i)
 				})
 			}
 		})
+	}
+}
+
+// sortMerge of two stably sorted halves orders as one stable sort of
+// both does, in both directions: texts alike (many here) keep a's rows
+// before b's, halves of any length, one empty, the middle of the output
+// falling inside a run of equal texts or not.
+func TestSortMergeEqualsStableSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	texts0 := []string{"", "a", "ab", "b", "job-1", "job-10", "job-2"}
+	for _, na := range []int{0, 1, 2, 5, 17, 64} {
+		for _, nb := range []int{0, 1, 3, 16, 65} {
+			for _, desc := range []bool{false, true} {
+				all := make([]numKey, na+nb)
+				texts := make([]string, na+nb)
+				for i := range all {
+					texts[i], all[i] = texts0[rng.IntN(len(texts0))], numKey{i: int32(i)}
+				}
+				cmpText := func(x, y numKey) int {
+					if desc {
+						return strings.Compare(texts[y.i], texts[x.i])
+					}
+					return strings.Compare(texts[x.i], texts[y.i])
+				}
+				a, b := slices.Clone(all[:na]), slices.Clone(all[na:])
+				slices.SortStableFunc(a, cmpText)
+				slices.SortStableFunc(b, cmpText)
+				slices.SortStableFunc(all, cmpText)
+				want := make([]int32, len(all))
+				for i, k := range all {
+					want[i] = k.i
+				}
+				got := make([]int32, len(all))
+				sortMerge(texts, a, b, got, desc)
+				if !slices.Equal(got, want) {
+					t.Errorf("%d and %d texts, desc %v: merged %v, want %v", na, nb, desc, got, want)
+				}
+			}
+		}
+	}
+}
+
+// A text sort split between two goroutines (textOrder) gives the order
+// one stable sort of the rows that are not gone gives, at sizes around
+// splitMin, with rows gone anywhere (a whole half too), by a column of
+// unique texts and by one of a few texts repeated.
+func TestTextSortSplitEqualsStableSort(t *testing.T) {
+	defer func(n int) { splitMin = n }(splitMin)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2)) // two parts on any machine
+	splitMin = 64
+	// PRIO read as text: "0", "1", "2" and a few more, mostly ties.
+	cols := []Column{{Title: "ID", SortKey: "I"}, {Title: "PRIO", SortKey: "P"}}
+	for _, n := range []int{splitMin - 1, splitMin, splitMin + 1, 3*splitMin + 7, 5000} {
+		for _, gone := range []string{"none", "every fifth", "first half"} {
+			src := newSlotRows(n)
+			for i := range n {
+				src.prio[i] = (i * 7919) % 7 % 4
+				src.gone[i] = gone == "every fifth" && i%5 == 2 || gone == "first half" && i < n/2
+			}
+			for c, key := range []string{"I", "P"} {
+				for _, desc := range []bool{false, true} {
+					tb := New(cols, theme.New("dark", true, true))
+					tb.SetSource(src)
+					tb.SetSort(c, desc)
+					got := shownIDs(tb)
+					var live []int
+					for i := range n {
+						if !src.gone[i] {
+							live = append(live, i)
+						}
+					}
+					slices.SortStableFunc(live, func(x, y int) int {
+						if desc {
+							x, y = y, x
+						}
+						return strings.Compare(src.Text(x, c), src.Text(y, c))
+					})
+					want := make([]string, len(live))
+					for k, i := range live {
+						want[k] = src.ids[i]
+					}
+					if !slices.Equal(got, want) {
+						t.Errorf("%d rows, gone %s, sorted by %s desc %v: %d rows%s", n, gone, key, desc, len(got), firstDiff(got, want))
+					}
+				}
+			}
+		}
+	}
+}
+
+// radixSort orders as a stable sort by key does, whether the keys take
+// few values (fewKeys: fewMax of them or one more, spread over every
+// byte) or many, with as many keys as make it try fewKeys and fewer.
+func TestRadixSortEqualsStableSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{fewMin - 1, fewMin, 3*fewMin + 5} {
+		for _, values := range []int{2, 3, fewMax - 1, fewMax, fewMax + 1, 5000} {
+			vals := make([]uint64, values)
+			for j := range vals {
+				vals[j] = rng.Uint64() >> (8 * rng.UintN(8))
+			}
+			vals[0] = 0
+			ks := make([]numKey, n)
+			for i := range ks {
+				ks[i] = numKey{vals[rng.IntN(values)], int32(i)}
+			}
+			want := slices.Clone(ks)
+			slices.SortStableFunc(want, func(a, b numKey) int { return cmp.Compare(a.k, b.k) })
+			if got := radixSort(ks, make([]numKey, n)); !slices.Equal(got, want) {
+				t.Errorf("%d keys of %d values: not in stable order", n, values)
+			}
+		}
 	}
 }
