@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -45,6 +46,47 @@ type Rows struct {
 	// wName and wInst are the longest name and instance id (bytes) a
 	// row has had, for the widths of the console's columns.
 	wName, wInst int
+	// byState and failed count the live rows by state and those that
+	// failed, kept as rows change (tally): the console's header shows
+	// them at every frame, and counting a million rows for it was a
+	// third of an attached console's CPU under the churn (BENCHMARKS.md,
+	// helper apply).
+	byState map[view.State]int
+	failed  int
+}
+
+// tally counts r (not gone) into the counts d times: +1 as it comes in,
+// -1 as it goes or is replaced (s.mu held, or s not yet shared).
+func (s *Rows) tally(r *Row, d int) {
+	if r.gone {
+		return
+	}
+	if s.byState == nil {
+		s.byState = map[view.State]int{}
+	}
+	if n := s.byState[r.State] + d; n != 0 {
+		s.byState[r.State] = n
+	} else {
+		delete(s.byState, r.State)
+	}
+	if r.Failed() {
+		s.failed += d
+	}
+}
+
+// Counts returns how many live rows there are in each state (a map of
+// the caller's), how many in all, and how many failed.
+func (s *Rows) Counts() (byState map[view.State]int, total, failed int) {
+	if s == nil {
+		return map[view.State]int{}, 0, 0
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	byState = make(map[view.State]int, len(s.byState))
+	for st, n := range s.byState {
+		byState[st] = n
+	}
+	return byState, s.rows.len() - s.dead, s.failed
 }
 
 // NewRows makes the rows of cs (a backend that reads whole lists, such as
@@ -70,6 +112,7 @@ func NewRows(cs []view.Container, prev *Rows) *Rows {
 		s.rows.push(r)
 		s.at.put(&s.rows, r.ID, int32(s.rows.len()-1))
 		s.widen(&r)
+		s.tally(&r, 1)
 	}
 	return s
 }
@@ -161,8 +204,11 @@ func (s *Rows) Each(f func(r *Row)) (ver uint32) {
 // was new (s.mu held, or s not yet shared).
 func (s *Rows) upsert(r Row) bool {
 	s.widen(&r)
+	s.tally(&r, 1)
 	if i, ok := s.at.get(&s.rows, r.ID); ok {
-		*s.rows.at(int(i)) = r
+		old := s.rows.at(int(i))
+		s.tally(old, -1)
+		*old = r
 		return false
 	}
 	s.rows.push(r)
@@ -183,6 +229,7 @@ func (s *Rows) drop(gone map[string]bool, touched []int32) []int32 {
 			touched = append(touched, i)
 		}
 		s.at.del(&s.rows, id)
+		s.tally(r, -1)
 		r.gone, r.Ver = true, s.ver
 		s.dead++
 	}
@@ -194,7 +241,8 @@ func (s *Rows) drop(gone map[string]bool, touched []int32) []int32 {
 // meanwhile).
 func (s *Rows) compacted() *Rows {
 	live := s.rows.len() - s.dead
-	n := &Rows{rows: newPages(live), at: newIndex(live), ver: s.ver, wName: s.wName, wInst: s.wInst}
+	n := &Rows{rows: newPages(live), at: newIndex(live), ver: s.ver, wName: s.wName, wInst: s.wInst,
+		byState: maps.Clone(s.byState), failed: s.failed}
 	for i := range s.rows.len() {
 		if r := s.rows.at(i); !r.gone {
 			n.rows.push(*r)
@@ -220,6 +268,7 @@ func (s *Rows) removeAll(gone map[string]bool) {
 		r := s.rows.at(i)
 		if gone[r.ID] {
 			s.at.del(&s.rows, r.ID)
+			s.tally(r, -1)
 			continue
 		}
 		if k != i {
@@ -503,6 +552,8 @@ func (s *Rows) apply(changed []Row, gone map[string]bool) {
 			c.Pos = old.Pos // its last number until the line is numbered again
 		}
 		s.widen(c)
+		s.tally(old, -1)
+		s.tally(c, 1)
 		*old = *c
 	}
 	// New ones after the rest in submission order, as the first read

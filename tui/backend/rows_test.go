@@ -2,6 +2,8 @@ package backend
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -39,6 +41,91 @@ func checkIndex(t *testing.T, what string, s *Rows) {
 	if s.at.len() != s.rows.len()-s.dead {
 		t.Errorf("%s: %d ids indexed for %d rows (%d gone)", what, s.at.len(), s.rows.len(), s.dead)
 	}
+	checkCounts(t, what, s)
+}
+
+// checkCounts fails when s's counts (Counts) are not what counting its
+// live rows gives.
+func checkCounts(t *testing.T, what string, s *Rows) {
+	t.Helper()
+	want, total, failed := map[view.State]int{}, 0, 0
+	s.Each(func(r *Row) {
+		want[r.State]++
+		total++
+		if r.Failed() {
+			failed++
+		}
+	})
+	got, gotTotal, gotFailed := s.Counts()
+	if !maps.Equal(got, want) || gotTotal != total || gotFailed != failed {
+		t.Errorf("%s: counts %v, %d in all, %d failed; the rows have %v, %d, %d", what, got, gotTotal, gotFailed, want, total, failed)
+	}
+}
+
+// The counts the header shows follow the rows through every way a row
+// comes, changes and goes: a first read (upsert, removeAll), a refresh
+// (apply: changed, added, dropped), a compaction, and rows made whole
+// (NewRows); a container that failed is counted as long as its row is.
+func TestRowsCountsFollowTheRows(t *testing.T) {
+	exit := func(st view.State, code int32) Row { return Row{State: st, HasExit: true, Exit: code} }
+	rng := rand.New(rand.NewPCG(3, 4))
+	kinds := []Row{{State: view.Queued}, {State: view.Locked}, {State: view.Running},
+		exit(view.Complete, 0), exit(view.Complete, 2), exit(view.Cancelled, 1)}
+	row := func(i int) Row {
+		r := kinds[rng.IntN(len(kinds))]
+		r.ID, r.Seq, r.Priority = "c"+strconv.Itoa(i), uint64(i), 1
+		return r
+	}
+	s := &Rows{}
+	for i := range 3000 {
+		s.upsert(row(i))
+	}
+	for i := range 500 {
+		s.upsert(row(i)) // read again on a later page
+	}
+	gone := map[string]bool{}
+	for i := 0; i < 3000; i += 7 {
+		gone["c"+strconv.Itoa(i)] = true
+	}
+	s.removeAll(gone)
+	checkIndex(t, "first read", s)
+	s.numberLine()
+	next := 3000
+	for round := range 40 {
+		var changed []Row
+		dropped := map[string]bool{}
+		for range 60 {
+			switch k := rng.IntN(10); {
+			case k < 6:
+				changed = append(changed, row(rng.IntN(next)))
+			case k < 8:
+				changed = append(changed, row(next))
+				next++
+			default:
+				dropped["c"+strconv.Itoa(rng.IntN(next))] = true
+			}
+		}
+		for _, c := range changed {
+			delete(dropped, c.ID)
+		}
+		s.apply(changed, dropped)
+		checkIndex(t, fmt.Sprint("round ", round), s)
+		if s.dead > s.rows.len()/8 {
+			s = s.compacted()
+			checkIndex(t, fmt.Sprint("compacted after round ", round), s)
+		}
+	}
+	var all []view.Container
+	s.Each(func(r *Row) {
+		c := view.Container{State: r.State}
+		c.ID, c.Seq = r.ID, r.Seq
+		if r.HasExit {
+			c.ExitCode = new(int)
+			*c.ExitCode = int(r.Exit)
+		}
+		all = append(all, c)
+	})
+	checkCounts(t, "made whole", NewRows(all, s))
 }
 
 // newRowsEnv is a daemon's API over an engine holding n waiting
