@@ -89,7 +89,7 @@ type ctrReader struct {
 
 func (r *ctrReader) Len() int                    { return r.v.Len() }
 func (r *ctrReader) Live() int                   { return r.v.Live() }
-func (r *ctrReader) Gone(i int) bool             { return r.v.At(i).Gone() }
+func (r *ctrReader) Gone(i int) bool             { return r.v.Gone(i) }
 func (r *ctrReader) ID(i int) string             { return r.v.At(i).ID }
 func (r *ctrReader) Index(id string) (int, bool) { return r.v.Index(id) }
 func (r *ctrReader) Ver(i int) uint32            { return r.v.At(i).Ver }

@@ -286,6 +286,9 @@ func TestRowsKeepSlots(t *testing.T) {
 		}
 		for i := range v.Len() {
 			r := v.At(i)
+			if v.Gone(i) != r.Gone() {
+				t.Errorf("slot %d: Slots.Gone says %v, its row %v", i, v.Gone(i), r.Gone())
+			}
 			if r.Gone() {
 				ids = append(ids, "-"+r.ID)
 			} else {
