@@ -35,8 +35,15 @@ type Rows struct {
 	// its order (numberLine); nil until it is numbered once. A refresh
 	// takes out and puts back only the rows it touched (renumber).
 	line []int32
+	// places is each slot's place in the line as the console shows it,
+	// apart from the rows (nil until the line is numbered; slots past
+	// its end show none). Under the churn most of a long line's numbers
+	// change at each refresh: written into the rows, they made each
+	// refresh read and write every row of the line, far apart in memory
+	// (BENCHMARKS.md, helper apply).
+	places []place
 	// noPlaces: the line was last numbered with no row in it showing
-	// its place (every one waiting at quota, say), so every row holds
+	// its place (every one waiting at quota, say), so every number is
 	// 0; a refresh that puts no such row in leaves the numbers alone.
 	noPlaces bool
 	// ver counts the refreshes that changed a row; each row says at
@@ -53,6 +60,13 @@ type Rows struct {
 	// helper apply).
 	byState map[view.State]int
 	failed  int
+}
+
+// place is a slot's place in the line.
+type place struct {
+	n     int32  // its number (1 = next), 0 when it shows none
+	ver   uint32 // the Rows' version at which n last changed
+	shows bool   // its row holds a place and shows it (ReasonPosition)
 }
 
 // tally counts r (not gone) into the counts d times: +1 as it comes in,
@@ -101,11 +115,14 @@ func NewRows(cs []view.Container, prev *Rows) *Rows {
 		defer prev.mu.RUnlock()
 		s.ver = prev.ver + 1
 	}
+	s.places = make([]place, len(cs))
 	for i := range cs {
 		r := RowOf(&cs[i], &in)
+		n := placeOf(&cs[i])
+		s.places[i] = place{n: n, shows: n > 0}
 		r.Ver = s.ver
 		if prev != nil {
-			if j, ok := prev.at.get(&prev.rows, r.ID); ok && same(prev.rows.at(int(j)), &r) {
+			if j, ok := prev.at.get(&prev.rows, r.ID); ok && same(prev.rows.at(int(j)), &r) && prev.placeAt(int(j)) == n {
 				r.Ver = prev.rows.at(int(j)).Ver
 			}
 		}
@@ -161,6 +178,19 @@ func (v Slots) Index(id string) (int, bool) {
 // Version is the Rows' version (Row.Ver).
 func (v Slots) Version() uint32 { return v.s.ver }
 
+// Place is slot i's place in the line as its reason shows it ("position
+// N in queue"), 0 when it shows none.
+func (v Slots) Place(i int) int32 { return v.s.placeAt(i) }
+
+// Ver is the version at which slot i's row, or its place, last changed.
+func (v Slots) Ver(i int) uint32 {
+	ver := v.s.rows.at(i).Ver
+	if i < len(v.s.places) {
+		ver = max(ver, v.s.places[i].ver)
+	}
+	return ver
+}
+
 // Widest is the longest name and instance id (bytes) a row has had.
 func (v Slots) Widest() (name, instance int) { return v.s.wName, v.s.wInst }
 
@@ -190,10 +220,10 @@ func (s *Rows) Get(id string) (Row, bool) {
 	return *s.rows.at(int(i)), true
 }
 
-// Each calls f with every row in order, read-locked (f must not keep r
-// nor call s), and returns the version the rows were at: a row whose Ver
-// is at most that has not changed since.
-func (s *Rows) Each(f func(r *Row)) (ver uint32) {
+// Each calls f with every row in order and its place (Slots.Place),
+// read-locked (f must not keep r nor call s), and returns the version the
+// rows were at: a row whose Ver is at most that has not changed since.
+func (s *Rows) Each(f func(r *Row, place int32)) (ver uint32) {
 	if s == nil {
 		return 0
 	}
@@ -201,10 +231,18 @@ func (s *Rows) Each(f func(r *Row)) (ver uint32) {
 	defer s.mu.RUnlock()
 	for i := range s.rows.len() {
 		if r := s.rows.at(i); !r.gone {
-			f(r)
+			f(r, s.placeAt(i))
 		}
 	}
 	return s.ver
+}
+
+// placeAt is slot i's number (s.mu held, or s not shared).
+func (s *Rows) placeAt(i int) int32 {
+	if i < len(s.places) {
+		return s.places[i].n
+	}
+	return 0
 }
 
 // upsert puts r in (replacing the row of its id) and reports whether it
@@ -256,6 +294,14 @@ func (s *Rows) compacted() *Rows {
 			n.at.put(&n.rows, r.ID, int32(n.rows.len()-1))
 		}
 	}
+	if s.places != nil {
+		n.places = make([]place, 0, live)
+		for i := range s.rows.len() {
+			if !s.rows.at(i).gone {
+				n.places = append(n.places, s.placeOrNone(i))
+			}
+		}
+	}
 	if s.line != nil {
 		n.line = make([]int32, len(s.line))
 		for k, i := range s.line {
@@ -265,6 +311,14 @@ func (s *Rows) compacted() *Rows {
 		}
 	}
 	return n
+}
+
+// placeOrNone is slot i's place, none past the end of places.
+func (s *Rows) placeOrNone(i int) place {
+	if i < len(s.places) {
+		return s.places[i]
+	}
+	return place{}
 }
 
 // removeAll takes the rows of gone out, keeping the others' order, in
@@ -544,8 +598,7 @@ func (s *Rows) apply(changed []Row, gone map[string]bool) {
 		if c.ID == "" {
 			continue
 		}
-		c.Pos = 0 // numbered by numberLine, never by the daemon's text
-		c.Ver = s.ver
+		c.Ver = s.ver // its place is numbered by renumber, never by the daemon's text
 		j, ok := s.at.get(&s.rows, c.ID)
 		if !ok {
 			added = append(added, *c)
@@ -554,9 +607,6 @@ func (s *Rows) apply(changed []Row, gone map[string]bool) {
 		old := s.rows.at(int(j))
 		if inLine(old) || inLine(c) {
 			touched = append(touched, j)
-		}
-		if inLine(c) {
-			c.Pos = old.Pos // its last number until the line is numbered again
 		}
 		s.widen(c)
 		s.tally(old, -1)
@@ -624,12 +674,22 @@ func (s *Rows) numberLine() {
 	s.line = line
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.growPlaces()
 	for i := range s.rows.len() {
-		if r := s.rows.at(i); r.Pos != 0 && (r.gone || !inLine(r)) {
-			r.Pos, r.Ver = 0, s.ver
+		p, r := &s.places[i], s.rows.at(i)
+		p.shows = !r.gone && inLine(r) && r.ReasonCode == view.ReasonPosition
+		if p.n != 0 && (r.gone || !inLine(r)) {
+			p.n, p.ver = 0, s.ver
 		}
 	}
 	s.numberAll()
+}
+
+// growPlaces makes places as long as the rows (s.mu held).
+func (s *Rows) growPlaces() {
+	if n := s.rows.len(); len(s.places) < n {
+		s.places = append(s.places, make([]place, n-len(s.places))...)
+	}
 }
 
 // renumber orders the line again after a refresh that touched the rows
@@ -684,34 +744,38 @@ func (s *Rows) renumber(touched []int32) {
 	s.line = line
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.growPlaces()
+	shown := false // a row put back shows its place
 	for _, i := range touched {
-		if r := s.rows.at(int(i)); r.Pos != 0 && (r.gone || !inLine(r)) {
-			r.Pos, r.Ver = 0, s.ver
+		p, r := &s.places[i], s.rows.at(int(i))
+		p.shows = !r.gone && inLine(r) && r.ReasonCode == view.ReasonPosition
+		shown = shown || p.shows
+		if p.n != 0 && (r.gone || !inLine(r)) {
+			p.n, p.ver = 0, s.ver
 		}
 	}
-	// At quota every waiting row shows the quota, not its place: the
-	// numbers are all 0 and stay so, and writing them meant reading
-	// every row of the line at each refresh, far apart in memory (most
-	// of a refresh at a million, BENCHMARKS.md, helper decode).
-	if s.noPlaces && !slices.ContainsFunc(back, func(i int32) bool { return s.rows.at(int(i)).ReasonCode == view.ReasonPosition }) {
+	// At quota with no row showing its place, the numbers are all 0 and
+	// stay so (BENCHMARKS.md, helper decode).
+	if s.noPlaces && !shown {
 		return
 	}
 	s.numberAll()
 }
 
-// numberAll writes each row in the line its number (s.mu held).
+// numberAll writes each place in the line its number (s.mu held): it
+// reads the line and the places, no row.
 func (s *Rows) numberAll() {
 	s.noPlaces = true
 	for n, i := range s.line {
-		r := s.rows.at(int(i))
+		p := &s.places[i]
 		pos := int32(n + 1)
-		if r.ReasonCode != view.ReasonPosition {
+		if !p.shows {
 			pos = 0 // holds a place, shows another reason
 		} else {
 			s.noPlaces = false
 		}
-		if r.Pos != pos {
-			r.Pos, r.Ver = pos, s.ver
+		if p.n != pos {
+			p.n, p.ver = pos, s.ver
 		}
 	}
 }

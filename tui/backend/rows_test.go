@@ -17,8 +17,18 @@ import (
 // rowsList is a snapshot's containers as rows, in order.
 func rowsList(s *Snapshot) []Row {
 	var out []Row
-	s.Rows.Each(func(r *Row) { out = append(out, *r) })
+	s.Rows.Each(func(r *Row, _ int32) { out = append(out, *r) })
 	return out
+}
+
+// placeOfID is the place of id's row (Slots.Place), 0 for none.
+func placeOfID(s *Rows, id string) (p int32) {
+	s.Read(func(v Slots) {
+		if i, ok := v.Index(id); ok {
+			p = v.Place(i)
+		}
+	})
+	return p
 }
 
 // checkIndex fails when s's index by id does not match its rows.
@@ -49,7 +59,7 @@ func checkIndex(t *testing.T, what string, s *Rows) {
 func checkCounts(t *testing.T, what string, s *Rows) {
 	t.Helper()
 	want, total, failed := map[view.State]int{}, 0, 0
-	s.Each(func(r *Row) {
+	s.Each(func(r *Row, _ int32) {
 		want[r.State]++
 		total++
 		if r.Failed() {
@@ -116,7 +126,7 @@ func TestRowsCountsFollowTheRows(t *testing.T) {
 		}
 	}
 	var all []view.Container
-	s.Each(func(r *Row) {
+	s.Each(func(r *Row, _ int32) {
 		c := view.Container{State: r.State}
 		c.ID, c.Seq = r.ID, r.Seq
 		if r.HasExit {
@@ -226,8 +236,8 @@ func TestRemoteAppliesChangesInPlace(t *testing.T) {
 	}
 	h, _ := s2.Rows.Get(held)
 	k, _ := s2.Rows.Get(gone)
-	if !h.Held || h.ReasonText() == "" || k.State != view.Cancelled || s2.Rows.Len() != n {
-		t.Errorf("after a hold and a kill: %s held=%v (%q), %s %s, %d rows", held, h.Held, h.ReasonText(), gone, k.State, s2.Rows.Len())
+	if !h.Held || h.ReasonText(placeOfID(s2.Rows, held)) == "" || k.State != view.Cancelled || s2.Rows.Len() != n {
+		t.Errorf("after a hold and a kill: %s held=%v (%q), %s %s, %d rows", held, h.Held, h.Reason, gone, k.State, s2.Rows.Len())
 	}
 	checkIndex(t, "after the changes", s2.Rows)
 }
@@ -240,7 +250,7 @@ func TestRowsRemoveKeepsOrder(t *testing.T) {
 	}
 	s.removeAll(map[string]bool{"0": true, "4": true, "9": true})
 	var got []string
-	s.Each(func(r *Row) { got = append(got, r.ID) })
+	s.Each(func(r *Row, _ int32) { got = append(got, r.ID) })
 	if want := []string{"1", "2", "3", "5", "6", "7", "8"}; !slices.Equal(got, want) {
 		t.Fatalf("after removing 0, 4 and 9: %v, want %v", got, want)
 	}
@@ -257,15 +267,26 @@ func TestRowsApply(t *testing.T) {
 		s.upsert(Row{ID: "c" + strconv.Itoa(i), Seq: uint64(i), State: view.Queued, Priority: 1, ReasonCode: pos})
 	}
 	s.numberLine()
+	before := s.ver
 	held := Row{ID: "c1", Seq: 1, State: view.Queued, Priority: 1, Held: true, ReasonCode: view.ReasonHeld, Reason: "held"}
-	added := Row{ID: "c9", Seq: 9, State: view.Queued, Priority: 1, ReasonCode: pos, Pos: 77} // the daemon's number is not kept
+	added := Row{ID: "c9", Seq: 9, State: view.Queued, Priority: 1, ReasonCode: pos, Reason: "position 77 in queue"} // the daemon's number is not kept
 	s.apply([]Row{added, held, {ID: ""}}, map[string]bool{"c3": true})
 	var got []string
-	s.Each(func(r *Row) { got = append(got, r.ID+":"+r.ReasonText()) })
+	s.Each(func(r *Row, p int32) { got = append(got, r.ID+":"+r.ReasonText(p)) })
 	want := []string{"c0:position 1 in queue", "c1:held", "c2:position 2 in queue", "c4:position 3 in queue", "c9:position 4 in queue"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("after holding c1, dropping c3 and adding c9:\n got %q\nwant %q", got, want)
 	}
+	// A row whose place alone changed is flagged changed (Slots.Ver), one
+	// whose place stayed is not.
+	s.Read(func(v Slots) {
+		for id, changed := range map[string]bool{"c0": false, "c2": true, "c4": true} {
+			i, _ := v.Index(id)
+			if got := v.Ver(i) > before; got != changed || v.At(i).Ver > before {
+				t.Errorf("%s: changed %v (row at version %d, its place at %d, before %d), want %v", id, got, v.At(i).Ver, v.Ver(i), before, changed)
+			}
+		}
+	})
 	checkIndex(t, "after applying", s)
 }
 
@@ -361,11 +382,11 @@ func TestRenumberMatchesNumberLine(t *testing.T) {
 			s = s.compacted()
 		}
 		want := &Rows{}
-		s.Each(func(r *Row) { want.upsert(*r) })
+		s.Each(func(r *Row, _ int32) { want.upsert(*r) })
 		want.numberLine()
 		var got, exp []string
-		s.Each(func(r *Row) { got = append(got, r.ID+":"+r.ReasonText()) })
-		want.Each(func(r *Row) { exp = append(exp, r.ID+":"+r.ReasonText()) })
+		s.Each(func(r *Row, p int32) { got = append(got, r.ID+":"+r.ReasonText(p)) })
+		want.Each(func(r *Row, p int32) { exp = append(exp, r.ID+":"+r.ReasonText(p)) })
 		if !slices.Equal(got, exp) {
 			for i := range got {
 				if got[i] != exp[i] {
@@ -400,8 +421,8 @@ func TestRenumberAllocatesLittle(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		allocated = max(allocated, after.TotalAlloc-before.TotalAlloc)
 	}
-	if r, _ := s.Get("c0"); r.Pos != 51 {
-		t.Errorf("c0 at position %d after 50 rows were put before it, want 51", r.Pos)
+	if p := placeOfID(s, "c0"); p != 51 {
+		t.Errorf("c0 at position %d after 50 rows were put before it, want 51", p)
 	}
 	if allocated > n/2 {
 		t.Errorf("a refresh changing 10 rows of a line of %d allocated %d bytes, want under %d (half a byte a row)", n, allocated, n/2)
