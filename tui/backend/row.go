@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/view"
 )
 
@@ -121,11 +122,30 @@ func unixNano(t time.Time) int64 {
 }
 
 // RowOf makes c's row, its strings shared through in (nil: not shared).
-func RowOf(c *view.Container, in *Interner) Row {
+func RowOf(c *view.Container, in *Interner) Row { return rowOf(c, in, in.Get(tags(c))) }
+
+// rowOfPairs is RowOf of a view read with its labels and constraints in
+// p instead of maps (api.Client.ContainerChangesPairs): its tags are
+// made in buf, kept for the next, and become a string only when in holds
+// none like them (BENCHMARKS.md, helper apply).
+func rowOfPairs(c *view.Container, p *api.Pairs, in *Interner, buf *[]byte) Row {
+	b := p.AppendTags((*buf)[:0])
+	if c.Scheduling.Supervisor {
+		if len(b) > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, "supervisor"...)
+	}
+	*buf = b
+	return rowOf(c, in, in.GetBytes(b))
+}
+
+// rowOf makes c's row with the tags given (Row.Tags).
+func rowOf(c *view.Container, in *Interner, tags string) Row {
 	r := Row{
 		ID: c.ID, Name: c.Name,
 		InstanceID: in.Get(c.InstanceID), ReasonCode: view.ReasonCode(in.Get(string(c.ReasonCode))),
-		State: view.State(in.Get(string(c.State))), Tags: in.Get(tags(c)),
+		State: view.State(in.Get(string(c.State))), Tags: tags,
 		RAM: c.RuntimeConstraints.RAM, CreatedAt: unixNano(c.CreatedAt), FirstSeenAt: unixNano(c.FirstSeenAt),
 		Seq: c.Seq, Priority: int32(c.Priority), VCPUs: int32(c.RuntimeConstraints.VCPUs),
 		Attempts: int32(c.Attempts), MaxAttempts: int32(c.MaxAttempts),
@@ -213,4 +233,16 @@ func (in *Interner) Get(s string) string {
 	}
 	in.m[s] = s
 	return s
+}
+
+// GetBytes is Get(string(b)), making the string only when in holds none
+// equal to b.
+func (in *Interner) GetBytes(b []byte) string {
+	if in == nil || len(b) == 0 {
+		return string(b)
+	}
+	if v, ok := in.m[string(b)]; ok {
+		return v
+	}
+	return in.Get(string(b))
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/view"
 )
 
@@ -359,6 +360,10 @@ type rowCopy struct {
 	rows  *Rows      // nil before the first read
 	gen   uint64     // the generation rows are current at; 0 before the first read
 	strs  Interner   // shares the rows' repeated strings
+	// pairs and tags are the scratch of reading a change into a row
+	// (rowOfPairs), kept from one to the next.
+	pairs api.Pairs
+	tags  []byte
 	// changed and last are applyChanges' scratch, kept for the next
 	// refresh while they are small (scratchKeep): made anew, they were
 	// about a third of what a change allocated, and under the churn the
@@ -409,7 +414,9 @@ func (r *Remote) readAll(ctx context.Context) (*Rows, error) {
 	var page []Row
 	for {
 		page = page[:0]
-		ch, err := r.c.ContainerChangesEach(ctx, gen, r.pageSize, 0, func(c *view.Container) { page = append(page, RowOf(c, &rc.strs)) })
+		ch, err := r.c.ContainerChangesPairs(ctx, gen, r.pageSize, 0, &rc.pairs, func(c *view.Container) {
+			page = append(page, rowOfPairs(c, &rc.pairs, &rc.strs, &rc.tags))
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -508,17 +515,17 @@ func (r *Remote) applyChanges(ctx context.Context) error {
 	defer func() { rc.keepScratch(changed, last) }()
 	for {
 		from := len(changed) // this page's changes start here
-		ch, err := r.c.ContainerChangesEach(ctx, gen, r.pageSize, 0, func(c *view.Container) {
+		ch, err := r.c.ContainerChangesPairs(ctx, gen, r.pageSize, 0, &rc.pairs, func(c *view.Container) {
 			delete(gone, c.ID) // dropped, then its id used again
 			switch k, ok := last[c.ID]; {
 			case ok && k >= from:
-				changed[k] = RowOf(c, &rc.strs)
+				changed[k] = rowOfPairs(c, &rc.pairs, &rc.strs, &rc.tags)
 				return
 			case ok:
 				changed[k].ID = "" // changed again: its last change is on this page
 			}
 			last[c.ID] = len(changed)
-			changed = append(changed, RowOf(c, &rc.strs))
+			changed = append(changed, rowOfPairs(c, &rc.pairs, &rc.strs, &rc.tags))
 		})
 		if err != nil {
 			return err

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/view"
 )
 
@@ -428,4 +429,33 @@ func TestRenumberAllocatesLittle(t *testing.T) {
 		t.Errorf("a refresh changing 10 rows of a line of %d allocated %d bytes, want under %d (half a byte a row)", n, allocated, n/2)
 	}
 	t.Logf("%d bytes allocated by a refresh of 10 changes", allocated)
+}
+
+// A row read with its labels and constraints as pairs (rowOfPairs, what
+// an attached console reads) is the row RowOf makes of the whole view.
+func TestRowOfPairsAsRowOf(t *testing.T) {
+	var in Interner
+	var buf []byte
+	var p api.Pairs
+	type spec struct {
+		labels, constraints map[string]string
+		supervisor          bool
+	}
+	for i, sp := range []spec{
+		{},
+		{labels: map[string]string{"team": "t1", "a-b": "1", "a": "2"}},
+		{labels: map[string]string{"k": "v"}, constraints: map[string]string{"k": "v", "zone": "z"}, supervisor: true},
+		{supervisor: true},
+		{labels: map[string]string{}},
+	} {
+		c := view.Container{State: view.Queued}
+		c.Labels, c.Scheduling.Constraints, c.Scheduling.Supervisor = sp.labels, sp.constraints, sp.supervisor
+		c.ID, c.Name = fmt.Sprint("c-", i), "n"
+		want := RowOf(&c, &in)
+		bare := c
+		p.TakeMaps(&bare)
+		if got := rowOfPairs(&bare, &p, &in, &buf); got != want {
+			t.Errorf("view %d: row with pairs %+v, want %+v", i, got, want)
+		}
+	}
 }
