@@ -46,11 +46,11 @@ func (p *Pairs) addMap(constraint bool, m map[string]string) {
 
 // AppendTags appends the view's labels and constraints as "k=v", sorted
 // as strings, joined by spaces (each map's entries once, as a map holds
-// them), to dst.
+// them), to dst. It orders p's pairs in place: call it once.
 func (p *Pairs) AppendTags(dst []byte) []byte {
 	key := func(e pair) []byte { return p.text[e.k:e.v] }
 	// One entry a key of each map: the last, as json.Unmarshal keeps.
-	ents := slices.Clone(p.pairs) // small: a few labels a container
+	ents := p.pairs
 	slices.SortStableFunc(ents, func(a, b pair) int {
 		if a.constraint != b.constraint {
 			if a.constraint {
