@@ -103,12 +103,12 @@ func newRoot(env *cli.Env) *cobra.Command {
 				return cli.UsageError("--connect %s", api.CheckServer(cf.connect))
 			case daemon && cf.readOnly:
 				return cli.UsageError("--read-only is a console setting; --daemon has no console")
-			case !daemon && profileDir != "":
-				return cli.UsageError("--profile is a --daemon setting: the console writes no profiles")
+			case !daemon && cf.connect == "" && profileDir != "":
+				return cli.UsageError("--profile is a --daemon and --connect setting: the in-process console writes no profiles")
 			case daemon:
 				return exitCode(daemonCmd(cmd.Context(), cf.configPath, profileDir, env.Stderr))
 			}
-			return exitCode(consoleCmd(cmd.Context(), cf, env.Stderr))
+			return exitCode(consoleCmd(cmd.Context(), cf, profileDir, env.Stderr))
 		},
 	}
 	cli.Configure(root)
@@ -120,7 +120,7 @@ func newRoot(env *cli.Env) *cobra.Command {
 	f.BoolVar(&cf.demo, "demo", false, "console with a sample workload in a temporary state dir")
 	f.BoolVar(&cf.readOnly, "read-only", false, "console without the verbs")
 	// A measurement aid (profile.go), not a user setting: hidden.
-	f.StringVar(&profileDir, "profile", "", "with --daemon: write CPU and heap profiles into `DIR`")
+	f.StringVar(&profileDir, "profile", "", "with --daemon or --connect: write CPU and heap profiles into `DIR`")
 	f.MarkHidden("profile")
 	cli.BindGlobalFlags(root.PersistentFlags(), env)
 	cli.AddCommands(root, env)
@@ -326,7 +326,12 @@ func daemonCmd(ctx context.Context, configPath, profileDir string, stderr io.Wri
 
 // consoleCmd runs the TUI (in-process engine, --connect or --demo) until
 // the user quits, SIGINT, SIGTERM or SIGHUP, then takes the backend down.
-func consoleCmd(parent context.Context, f consoleFlags, stderr io.Writer) int {
+// profileDir, if set (--connect only), has it write debug profiles there
+// (profile.go), logging their failures nowhere: stderr is the screen.
+func consoleCmd(parent context.Context, f consoleFlags, profileDir string, stderr io.Writer) int {
+	if profileDir != "" {
+		defer startProfiles(parent, slog.New(slog.DiscardHandler), profileDir)()
+	}
 	c, err := startConsole(f)
 	if err != nil {
 		fmt.Fprintln(stderr, "dispatch-tui:", cli.ErrorText(err))

@@ -55,7 +55,7 @@ func TestCheckConfig(t *testing.T) {
 		{"daemon and connect", []string{"--daemon", "--connect", "unix:/nowhere"}, 2, "", "--daemon runs the engine here: it excludes --connect"},
 		{"daemon and connect, one dash", []string{"-daemon", "-connect", "unix:/nowhere"}, 2, "", "--daemon runs the engine here"},
 		{"connect and demo", []string{"--connect", "unix:/nowhere", "--demo"}, 2, "", "exclude each other"},
-		{"profile without daemon", []string{"--profile", "/tmp/nowhere", "--demo"}, 2, "", "--profile is a --daemon setting"},
+		{"profile without daemon", []string{"--profile", "/tmp/nowhere", "--demo"}, 2, "", "--profile is a --daemon and --connect setting"},
 		{"help command", []string{"help", "submit"}, 0, "--health-cmd", ""},
 		{"help examples", []string{"ls", "--help"}, 0, "xargs dispatch-tui hold", ""},
 		{"completion bash", []string{"completion", "bash"}, 0, "bash completion V2 for dispatch-tui", ""},

@@ -8,8 +8,10 @@ import (
 	"context"
 	"net/http/httptest"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -172,4 +174,63 @@ func BenchmarkChangeToFrame(b *testing.B) {
 			b.ReportMetric(float64(samples[len(samples)-1].Microseconds())/1000, "max-ms")
 		})
 	}
+}
+
+// BenchmarkAttachedChurn is an attached console under the acceptance's
+// churn, in process: a paused daemon holding 100,000 waiting containers,
+// each round 1 % of them given a new priority (through the engine, not
+// timed), then the console's refresh and its frame, as the runtime makes
+// them (timed), at the GOGC an attached console runs at (console.go).
+// cpu-ns/change is the process's CPU over the refreshes and frames a
+// change: the daemon's writing of its pages is in it, its bulk verbs are
+// not.
+//
+//	go test -run='^$' -bench='^BenchmarkAttachedChurn$' -benchtime=40x ./tui/
+func BenchmarkAttachedChurn(b *testing.B) {
+	const n = 100000
+	env, c := attachedDaemon(b, n)
+	m, _, refresh := attachedConsole(b, c)
+	defer debug.SetGCPercent(debug.SetGCPercent(25))
+	all, _ := env.Engine.Containers(engine.ListOptions{})
+	ids := make([]string, len(all))
+	for i := range all {
+		ids[i] = all[i].ID
+	}
+	all = nil
+	round, per := 0, n/100
+	var cpu time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		b.StopTimer()
+		prio := 2 + round%3
+		req := engine.BulkRequest{Verb: view.ContainerPriority, Priority: &prio, Actor: "bench"}
+		for k := range per {
+			req.IDs = append(req.IDs, ids[(k*100+round)%n])
+		}
+		if _, err := env.Engine.Bulk(req); err != nil {
+			b.Fatal(err)
+		}
+		round++
+		b.StartTimer()
+		c0 := processCPU(b)
+		refresh()
+		cpu += processCPU(b) - c0
+	}
+	b.StopTimer()
+	if m.snapErr != nil {
+		b.Fatal(m.snapErr)
+	}
+	if got := m.tables[vContainers].Len(); got != n {
+		b.Fatalf("the console shows %d containers, want %d", got, n)
+	}
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(round*per), "cpu-ns/change")
+}
+
+// processCPU is the CPU the process has used (user and system).
+func processCPU(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -92,10 +92,10 @@ type ctrReader struct {
 
 func (r *ctrReader) Len() int                    { return r.v.Len() }
 func (r *ctrReader) Live() int                   { return r.v.Live() }
-func (r *ctrReader) Gone(i int) bool             { return r.v.At(i).Gone() }
+func (r *ctrReader) Gone(i int) bool             { return r.v.Gone(i) }
 func (r *ctrReader) ID(i int) string             { return r.v.At(i).ID }
 func (r *ctrReader) Index(id string) (int, bool) { return r.v.Index(id) }
-func (r *ctrReader) Ver(i int) uint32            { return r.v.At(i).Ver }
+func (r *ctrReader) Ver(i int) uint32            { return r.v.Ver(i) }
 func (r *ctrReader) Version() uint32             { return r.v.Version() }
 
 func (r *ctrReader) Need(c int) int {
@@ -164,10 +164,11 @@ func (r *ctrReader) Text(i, col int) string {
 	case colMem:
 		return r.memText(c.RAM)
 	case colReason:
-		if c.Pos == 0 && !exited(c) {
+		pos := r.v.Place(i)
+		if pos == 0 && !exited(c) {
 			return c.Reason
 		}
-		return r.keep(appendReason(r.block[len(r.block):], c))
+		return r.keep(appendReason(r.block[len(r.block):], c, pos))
 	}
 	var b [24]byte
 	return string(appendNum(b[:0], c, col))
@@ -214,7 +215,7 @@ func (r *ctrReader) AppendText(dst []byte, i, col int) []byte {
 	case colMem:
 		return append(dst, r.memText(c.RAM)...)
 	case colReason:
-		return appendReason(dst, c)
+		return appendReason(dst, c, r.v.Place(i))
 	}
 	return appendNum(dst, c, col)
 }
@@ -238,20 +239,21 @@ func (r *ctrReader) ContainsFold(i int, f *table.Fold) bool {
 		f.In(c.InstanceID) ||
 		(!f.Skip(colTries) && f.InBytes(appendNum(b[:0], c, colTries))) ||
 		(!f.Skip(colAge) && f.InBytes(r.AppendText(b[:0], i, colAge))) ||
-		r.reasonHolds(c, f, b[:0]) ||
+		r.reasonHolds(c, r.v.Place(i), f, b[:0]) ||
 		f.In(c.Tags)
 }
 
 // reasonHolds reports whether c's REASON cell holds f, the words of a
-// place in the line searched once per filter and reader.
-func (r *ctrReader) reasonHolds(c *backend.Row, f *table.Fold, buf []byte) bool {
+// place in the line searched once per filter and reader (pos: c's place,
+// Slots.Place).
+func (r *ctrReader) reasonHolds(c *backend.Row, pos int32, f *table.Fold, buf []byte) bool {
 	switch {
 	case exited(c):
-		return f.InBytes(appendReason(buf, c))
-	case c.Pos == 0:
+		return f.InBytes(appendReason(buf, c, pos))
+	case pos == 0:
 		return f.In(c.Reason)
 	case !positionSplits:
-		return f.InBytes(c.AppendReason(buf))
+		return f.InBytes(c.AppendReason(buf, pos))
 	}
 	if r.posFold != f {
 		head, tail := backend.PositionWords()
@@ -259,7 +261,7 @@ func (r *ctrReader) reasonHolds(c *backend.Row, f *table.Fold, buf []byte) bool 
 	}
 	// The number is written as PRIO's are: not searched where those
 	// are skipped.
-	return r.posWordsHold || (!f.Skip(colPrio) && f.InBytes(strconv.AppendInt(buf, int64(c.Pos), 10)))
+	return r.posWordsHold || (!f.Skip(colPrio) && f.InBytes(strconv.AppendInt(buf, int64(pos), 10)))
 }
 
 // positionSplits: the words of a place in the line end and begin with a
@@ -326,11 +328,11 @@ func (r *ctrReader) Cells(int) int       { return nCtrCols }
 func (r *ctrReader) Hidden(i int) string { return r.v.At(i).Tags }
 
 // appendReason appends the REASON cell.
-func appendReason(dst []byte, c *backend.Row) []byte {
+func appendReason(dst []byte, c *backend.Row, pos int32) []byte {
 	if exited(c) {
 		return strconv.AppendInt(append(dst, "exit "...), int64(c.Exit), 10)
 	}
-	return c.AppendReason(dst)
+	return c.AppendReason(dst, pos)
 }
 
 // exited reports whether REASON shows c's exit code.

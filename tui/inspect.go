@@ -62,14 +62,7 @@ func (m *Model) countList() {
 	if m.snap == nil || m.insp.failedOf == m.snap {
 		return
 	}
-	n, total, by := 0, 0, map[view.State]int{}
-	m.ctrs.Each(func(c *backend.Row) {
-		by[c.State]++
-		total++
-		if c.Failed() {
-			n++
-		}
-	})
+	by, total, n := m.ctrs.Counts()
 	m.insp.failedOf, m.insp.failed = m.snap, n
 	m.insp.listed, m.insp.listedTotal = by, total
 }

@@ -10,6 +10,7 @@ import (
 	"math"
 	"strings"
 
+	"dispatch-tui/engine/queue"
 	"dispatch-tui/engine/view"
 )
 
@@ -100,17 +101,20 @@ func (p *pageBuf) put() {
 // handed over; an item that is JSON but not a container (a string for a
 // number) is an error when it is met, after the items before it: the
 // caller drops what it was handed on an error.
-func decodeChangesPage(p *pageBuf, each func(*view.Container)) (ChangesBody, error) {
+//
+// With pairs set, each view's labels and constraints are in pairs when it
+// is handed over, not in maps (queue.ReadViewPairs).
+func decodeChangesPage(p *pageBuf, pairs *queue.Pairs, each func(*view.Container)) (ChangesBody, error) {
 	s := pageScanner{b: p.body, items: p.items[:0]}
 	body, ok := s.page()
 	p.items = s.items
 	if !ok {
-		return decodeChangesSlow(p.body, each)
+		return decodeChangesSlow(p.body, pairs, each)
 	}
 	var c view.Container
 	for k := 0; k < len(s.items); k += 2 {
 		c = view.Container{}
-		if err := readItem(p.body[s.items[k]:s.items[k+1]], &c); err != nil {
+		if err := readItem(p.body[s.items[k]:s.items[k+1]], &c, pairs); err != nil {
 			return body, err
 		}
 		each(&c)
@@ -120,12 +124,15 @@ func decodeChangesPage(p *pageBuf, each func(*view.Container)) (ChangesBody, err
 
 // decodeChangesSlow reads a page pageScanner did not take with
 // encoding/json, whole, before handing any item over.
-func decodeChangesSlow(data []byte, each func(*view.Container)) (ChangesBody, error) {
+func decodeChangesSlow(data []byte, pairs *queue.Pairs, each func(*view.Container)) (ChangesBody, error) {
 	var page changesJSON
 	if err := json.Unmarshal(data, &page); err != nil {
 		return ChangesBody{}, err
 	}
 	for i := range page.Items {
+		if pairs != nil {
+			pairs.TakeMaps(&page.Items[i])
+		}
 		each(&page.Items[i])
 	}
 	return page.ChangesBody, nil

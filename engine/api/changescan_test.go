@@ -44,7 +44,7 @@ func daemonPage(t testing.TB, vs []view.Container, removed []string, more bool) 
 func decodePage(page []byte) (changesJSON, error) {
 	p := &pageBuf{body: append([]byte(nil), page...)}
 	var got changesJSON
-	body, err := decodeChangesPage(p, func(c *view.Container) { got.Items = append(got.Items, *c) })
+	body, err := decodeChangesPage(p, nil, func(c *view.Container) { got.Items = append(got.Items, *c) })
 	got.ChangesBody = body
 	return got, err
 }

@@ -22,9 +22,25 @@ import (
 // an item that does not decode as a container ends the page after the
 // items before it (decodeChangesPage).
 func (c *Client) ContainerChangesEach(ctx context.Context, since uint64, limit int, wait time.Duration, each func(*view.Container)) (Changes, error) {
+	return c.containerChanges(ctx, since, limit, wait, nil, each)
+}
+
+// Pairs is where ContainerChangesPairs puts a view's labels and
+// constraints: the console names it here, reading the engine only
+// through its edge (tui's TestConsoleImportsOnlyTheEdge).
+type Pairs = queue.Pairs
+
+// ContainerChangesPairs is ContainerChangesEach with each view's labels
+// and constraints in pairs when it is handed over (until the next), not
+// in maps (queue.ReadViewPairs): for a reader that keeps no maps of them.
+func (c *Client) ContainerChangesPairs(ctx context.Context, since uint64, limit int, wait time.Duration, pairs *Pairs, each func(*view.Container)) (Changes, error) {
+	return c.containerChanges(ctx, since, limit, wait, pairs, each)
+}
+
+func (c *Client) containerChanges(ctx context.Context, since uint64, limit int, wait time.Duration, pairs *queue.Pairs, each func(*view.Container)) (Changes, error) {
 	var body ChangesBody
 	err := streamChanges(ctx, c, "/v1/containers", since, limit, wait, func(p *pageBuf) (err error) {
-		body, err = decodeChangesPage(p, each)
+		body, err = decodeChangesPage(p, pairs, each)
 		return err
 	})
 	if err != nil {
@@ -43,15 +59,30 @@ const itemsKey = "items"
 // attached console's CPU under a churn was encoding/json reading its
 // pages (BENCHMARKS.md) — and anything else by encoding/json. The cost is
 // the list's, not the console's: the view is read without it.
-func readItem(raw []byte, c *view.Container) error {
+//
+// With pairs set, c's labels and constraints go to pairs instead
+// (queue.ReadViewPairs, Pairs.TakeMaps).
+func readItem(raw []byte, c *view.Container, pairs *queue.Pairs) error {
 	if at, ok := costAt(raw); ok {
 		raw[at] = '}' // the view alone: raw is in the page's buffer, read once
-		if queue.ReadView(raw[:at+1], c) {
+		read := false
+		if pairs != nil {
+			read = queue.ReadViewPairs(raw[:at+1], c, pairs)
+		} else {
+			read = queue.ReadView(raw[:at+1], c)
+		}
+		if read {
 			return nil
 		}
 		raw[at] = ','
 	}
-	return json.Unmarshal(raw, c)
+	if err := json.Unmarshal(raw, c); err != nil {
+		return err
+	}
+	if pairs != nil {
+		pairs.TakeMaps(c)
+	}
+	return nil
 }
 
 // costAt finds the item's last member, `,"cost":NUMBER}`, and returns

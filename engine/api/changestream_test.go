@@ -3,6 +3,8 @@ package api
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,11 +26,41 @@ func checkItem(t *testing.T, raw []byte) (fast bool) {
 		fast = queue.ReadView(alone, &v)
 	}
 	var got view.Container
-	err := readItem(append([]byte(nil), raw...), &got)
+	err := readItem(append([]byte(nil), raw...), &got, nil)
 	if (err != nil) != (wantErr != nil) || !reflect.DeepEqual(got, want) {
 		t.Fatalf("readItem of\n%s\n gave %#v, %v\njson.Unmarshal %#v, %v", raw, got, err, want, wantErr)
 	}
+	// With pairs: the same view without its maps, their entries in the
+	// pairs.
+	var bare view.Container
+	var pairs queue.Pairs
+	err = readItem(append([]byte(nil), raw...), &bare, &pairs)
+	if (err != nil) != (wantErr != nil) {
+		t.Fatalf("readItem with pairs of\n%s\n: %v, json.Unmarshal %v", raw, err, wantErr)
+	}
+	if err == nil {
+		tags := string(pairs.AppendTags(nil))
+		wantTags := tagsOf(want)
+		want.Labels, want.Scheduling.Constraints = nil, nil
+		if !reflect.DeepEqual(bare, want) || tags != wantTags {
+			t.Fatalf("readItem with pairs of\n%s\n gave %#v, tags %q\nwant %#v, tags %q", raw, bare, tags, want, wantTags)
+		}
+	}
 	return fast
+}
+
+// tagsOf is what Pairs.AppendTags gives for c's maps: "k=v" of each,
+// sorted, joined by spaces.
+func tagsOf(c view.Container) string {
+	var parts []string
+	for k, v := range c.Labels {
+		parts = append(parts, k+"="+v)
+	}
+	for k, v := range c.Scheduling.Constraints {
+		parts = append(parts, k+"="+v)
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, " ")
 }
 
 // TestReadItemAsUnmarshal: the items a changes page holds, as the daemon

@@ -64,13 +64,18 @@ func ReadView(j []byte, v *view.Container) bool {
 	if !r.record(&c) {
 		return false
 	}
-	*v = view.Container{
+	*v = viewOf(&c, &r)
+	return true
+}
+
+// viewOf is the view of c as r read it.
+func viewOf(c *Container, r *recordReader) view.Container {
+	return view.Container{
 		State: c.State, Priority: c.Priority, Held: c.Held,
 		RuntimeConstraints: c.RuntimeConstraints, FirstSeenAt: c.FirstSeenAt,
 		ContainerBody: c.ContainerBody, KillRequested: c.KillRequested, RunnerSeen: c.RunnerSeen,
 		LogsTruncated: r.logsTruncated, ContainerTail: c.ContainerTail,
 	}
-	return true
 }
 
 // recordReader reads one record from b. A read that meets anything it
@@ -93,6 +98,9 @@ type recordReader struct {
 	// first seen, locked and started).
 	lastTime []byte
 	last     time.Time
+	// pairs, when set, takes the labels and constraints instead of
+	// their maps (ReadViewPairs).
+	pairs *Pairs
 }
 
 // record reads the whole of b into c and reports whether it could.
@@ -127,14 +135,14 @@ func (r *recordReader) record(c *Container) bool {
 		c.Image = r.str()
 	}
 	if r.opt(`,"labels":`) {
-		c.Labels = r.strMap()
+		c.Labels = r.strMapOr(false)
 	}
 	r.lit(`,"scheduling":{"preemptible":`)
 	c.Scheduling.Preemptible = r.boolPtr()
 	r.lit(`,"max_run_time":`)
 	c.Scheduling.MaxRunTime = r.duration()
 	if r.opt(`,"constraints":`) {
-		c.Scheduling.Constraints = r.strMap()
+		c.Scheduling.Constraints = r.strMapOr(true)
 	}
 	c.Scheduling.Supervisor = r.opt(`,"supervisor":true`)
 	r.lit(`},"exit_code":`)
@@ -473,6 +481,35 @@ func (r *recordReader) strMap() map[string]string {
 		m[k] = r.str()
 		if r.opt("}") {
 			return m
+		}
+		r.lit(",")
+	}
+	return nil
+}
+
+// strMapOr reads an object of strings into r.pairs when set (nil
+// returned), else as strMap.
+func (r *recordReader) strMapOr(constraint bool) map[string]string {
+	if r.pairs == nil {
+		return r.strMap()
+	}
+	if r.opt("null") {
+		return nil
+	}
+	r.lit("{")
+	if r.opt("}") {
+		return nil
+	}
+	for !r.bad {
+		// The key kept apart: reading the value may reuse r.text.
+		at := len(r.pairs.text)
+		r.pairs.text = append(r.pairs.text, r.quoted()...)
+		k := len(r.pairs.text)
+		r.lit(":")
+		r.pairs.text = append(r.pairs.text, r.quoted()...)
+		r.pairs.pairs = append(r.pairs.pairs, pair{constraint: constraint, k: int32(at), v: int32(k), end: int32(len(r.pairs.text))})
+		if r.opt("}") {
+			return nil
 		}
 		r.lit(",")
 	}

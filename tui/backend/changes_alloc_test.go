@@ -109,7 +109,7 @@ func TestChangesRemovedBeforeItemsOfTheirPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	rows.Each(func(c *Row) { got = append(got, fmt.Sprintf("%s:%d", c.ID, c.Priority)) })
+	rows.Each(func(c *Row, _ int32) { got = append(got, fmt.Sprintf("%s:%d", c.ID, c.Priority)) })
 	if !slices.Equal(got, []string{"b:3"}) {
 		t.Errorf("after the changes: %v, want [b:3]", got)
 	}

@@ -31,6 +31,7 @@ import (
 var (
 	churnN      = flag.Int("churn", 100000, "containers BenchmarkChurn holds")
 	churnRounds = flag.Int("churn.rounds", 100, "rounds of 1 % of the queue BenchmarkChurn applies")
+	churnPlaces = flag.Bool("churn.places", false, "BenchmarkChurn's waiting containers show their place in the line, but the first, at quota, as the scheduler writes them at quota (engine/scheduler); by default every one shows the quota")
 )
 
 // churnQueue serves GET /v1/containers?changed_since for n waiting
@@ -39,6 +40,7 @@ var (
 // hundredth container (round r those whose index is r mod 100).
 type churnQueue struct {
 	n       int
+	places  bool         // -churn.places
 	changes atomic.Int64 // changes made so far
 }
 
@@ -63,6 +65,10 @@ func (q *churnQueue) item(g int) view.Container {
 	c.MaxAttempts, c.Seq = 3, uint64(i+1)
 	c.CreatedAt = time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Millisecond)
 	c.ReasonCode, c.Reason = view.ReasonQuota, "at quota (max_instances)"
+	if q.places && i > 0 {
+		// The console numbers the line itself (Rows.numberLine).
+		c.ReasonCode, c.Reason = view.ReasonPosition, "position 1 in queue"
+	}
 	return c
 }
 
@@ -108,7 +114,7 @@ func BenchmarkChurn(b *testing.B) {
 	defer debug.SetGCPercent(debug.SetGCPercent(25)) // the attached console's (console.go)
 	ctx := context.Background()
 	for b.Loop() {
-		q := &churnQueue{n: n}
+		q := &churnQueue{n: n, places: *churnPlaces}
 		srv := httptest.NewServer(q)
 		runtime.GC()
 		base := heapInUse()

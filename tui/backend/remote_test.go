@@ -392,7 +392,7 @@ func TestRemoteSeesPendingReasonChanges(t *testing.T) {
 	}
 	for _, c := range rowsList(s) {
 		if c.ID == id && c.ReasonCode != queue.ReasonHeld {
-			t.Fatalf("reason after the pass: %s %q, want %s", c.ReasonCode, c.ReasonText(), queue.ReasonHeld)
+			t.Fatalf("reason after the pass: %s %q, want %s", c.ReasonCode, c.Reason, queue.ReasonHeld)
 		}
 	}
 }
@@ -528,8 +528,8 @@ func TestNumberLine(t *testing.T) {
 	want := map[string]string{"locked": "", "high": "position 2 in queue", "early-low": "position 3 in queue", "late-low": "position 4 in queue"}
 	for i := range s.rows.len() {
 		c := s.rows.at(i)
-		if w, ok := want[c.ID]; ok && c.ReasonText() != w {
-			t.Errorf("%s: reason %q, want %q", c.ID, c.ReasonText(), w)
+		if w, ok := want[c.ID]; ok && c.ReasonText(s.placeAt(i)) != w {
+			t.Errorf("%s: reason %q, want %q", c.ID, c.ReasonText(s.placeAt(i)), w)
 		}
 	}
 }

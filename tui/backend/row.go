@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/view"
 )
 
@@ -21,8 +22,8 @@ type Row struct {
 	Name string
 	// InstanceID is where it runs or ran ("" for none).
 	InstanceID string
-	// Reason is why it waits or ended, "" while it holds a place in the
-	// line (Pos > 0): ReasonText renders that one.
+	// Reason is why it waits or ended, "" while it shows its place in
+	// the line (Slots.Place): ReasonText renders that one.
 	Reason     string
 	ReasonCode view.ReasonCode
 	State      view.State
@@ -37,10 +38,9 @@ type Row struct {
 	VCPUs       int32
 	Attempts    int32
 	MaxAttempts int32
-	// Pos is its place in the line (1 = next), 0 when it holds none.
-	Pos  int32
-	Exit int32 // its exit code, when HasExit
-	// Ver is the version of its Rows at which it last changed (Rows.Each).
+	Exit        int32 // its exit code, when HasExit
+	// Ver is the version of its Rows at which it last changed (Rows.Each);
+	// a change of its place alone is kept apart (Slots.Ver).
 	Ver uint32
 
 	HasExit       bool
@@ -62,10 +62,11 @@ func same(a, b *Row) bool {
 	return x == y
 }
 
-// ReasonText is the row's reason as the API shows it.
-func (r *Row) ReasonText() string {
-	if r.Pos > 0 {
-		return view.Pending{Code: view.ReasonPosition, N: int(r.Pos)}.Text()
+// ReasonText is the row's reason as the API shows it, given its place
+// in the line (Slots.Place; 0 for none shown).
+func (r *Row) ReasonText(place int32) string {
+	if place > 0 {
+		return view.Pending{Code: view.ReasonPosition, N: int(place)}.Text()
 	}
 	return r.Reason
 }
@@ -73,10 +74,10 @@ func (r *Row) ReasonText() string {
 // AppendReason appends ReasonText without making a string of it: a
 // filter reads every row's, and most of a long queue's are "position N
 // in queue".
-func (r *Row) AppendReason(dst []byte) []byte {
-	if r.Pos > 0 {
+func (r *Row) AppendReason(dst []byte, place int32) []byte {
+	if place > 0 {
 		dst = append(dst, posText.head...)
-		dst = strconv.AppendInt(dst, int64(r.Pos), 10)
+		dst = strconv.AppendInt(dst, int64(place), 10)
 		return append(dst, posText.tail...)
 	}
 	return append(dst, r.Reason...)
@@ -121,11 +122,30 @@ func unixNano(t time.Time) int64 {
 }
 
 // RowOf makes c's row, its strings shared through in (nil: not shared).
-func RowOf(c *view.Container, in *Interner) Row {
+func RowOf(c *view.Container, in *Interner) Row { return rowOf(c, in, in.Get(tags(c))) }
+
+// rowOfPairs is RowOf of a view read with its labels and constraints in
+// p instead of maps (api.Client.ContainerChangesPairs): its tags are
+// made in buf, kept for the next, and become a string only when in holds
+// none like them (BENCHMARKS.md, helper apply).
+func rowOfPairs(c *view.Container, p *api.Pairs, in *Interner, buf *[]byte) Row {
+	b := p.AppendTags((*buf)[:0])
+	if c.Scheduling.Supervisor {
+		if len(b) > 0 {
+			b = append(b, ' ')
+		}
+		b = append(b, "supervisor"...)
+	}
+	*buf = b
+	return rowOf(c, in, in.GetBytes(b))
+}
+
+// rowOf makes c's row with the tags given (Row.Tags).
+func rowOf(c *view.Container, in *Interner, tags string) Row {
 	r := Row{
 		ID: c.ID, Name: c.Name,
 		InstanceID: in.Get(c.InstanceID), ReasonCode: view.ReasonCode(in.Get(string(c.ReasonCode))),
-		State: view.State(in.Get(string(c.State))), Tags: in.Get(tags(c)),
+		State: view.State(in.Get(string(c.State))), Tags: tags,
 		RAM: c.RuntimeConstraints.RAM, CreatedAt: unixNano(c.CreatedAt), FirstSeenAt: unixNano(c.FirstSeenAt),
 		Seq: c.Seq, Priority: int32(c.Priority), VCPUs: int32(c.RuntimeConstraints.VCPUs),
 		Attempts: int32(c.Attempts), MaxAttempts: int32(c.MaxAttempts),
@@ -139,12 +159,21 @@ func RowOf(c *view.Container, in *Interner) Row {
 	}
 	if c.ReasonCode != view.ReasonPosition {
 		r.Reason = in.Get(c.Reason)
-	} else if c.Pending.Code == view.ReasonPosition {
-		r.Pos = int32(c.Pending.N) // in process: the engine's number
-	} else {
-		r.Pos = positionOf(c.Reason)
 	}
 	return r
+}
+
+// placeOf is c's place in the line as its record says (0 for none): an
+// in-process console's rows are numbered by the engine; an attached
+// console numbers its own (Rows.numberLine).
+func placeOf(c *view.Container) int32 {
+	switch {
+	case c.ReasonCode != view.ReasonPosition:
+		return 0
+	case c.Pending.Code == view.ReasonPosition:
+		return int32(c.Pending.N)
+	}
+	return positionOf(c.Reason)
 }
 
 // positionOf reads N from "position N in queue" (0 if it is not that).
@@ -204,4 +233,16 @@ func (in *Interner) Get(s string) string {
 	}
 	in.m[s] = s
 	return s
+}
+
+// GetBytes is Get(string(b)), making the string only when in holds none
+// equal to b.
+func (in *Interner) GetBytes(b []byte) string {
+	if in == nil || len(b) == 0 {
+		return string(b)
+	}
+	if v, ok := in.m[string(b)]; ok {
+		return v
+	}
+	return in.Get(string(b))
 }

@@ -8,12 +8,14 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
 
+	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/view"
 )
 
@@ -34,8 +36,15 @@ type Rows struct {
 	// its order (numberLine); nil until it is numbered once. A refresh
 	// takes out and puts back only the rows it touched (renumber).
 	line []int32
+	// places is each slot's place in the line as the console shows it,
+	// apart from the rows (nil until the line is numbered; slots past
+	// its end show none). Under the churn most of a long line's numbers
+	// change at each refresh: written into the rows, they made each
+	// refresh read and write every row of the line, far apart in memory
+	// (BENCHMARKS.md, helper apply).
+	places []place
 	// noPlaces: the line was last numbered with no row in it showing
-	// its place (every one waiting at quota, say), so every row holds
+	// its place (every one waiting at quota, say), so every number is
 	// 0; a refresh that puts no such row in leaves the numbers alone.
 	noPlaces bool
 	// ver counts the refreshes that changed a row; each row says at
@@ -45,6 +54,54 @@ type Rows struct {
 	// wName and wInst are the longest name and instance id (bytes) a
 	// row has had, for the widths of the console's columns.
 	wName, wInst int
+	// byState and failed count the live rows by state and those that
+	// failed, kept as rows change (tally): the console's header shows
+	// them at every frame, and counting a million rows for it was a
+	// third of an attached console's CPU under the churn (BENCHMARKS.md,
+	// helper apply).
+	byState map[view.State]int
+	failed  int
+}
+
+// place is a slot's place in the line.
+type place struct {
+	n     int32  // its number (1 = next), 0 when it shows none
+	ver   uint32 // the Rows' version at which n last changed
+	shows bool   // its row holds a place and shows it (ReasonPosition)
+}
+
+// tally counts r (not gone) into the counts d times: +1 as it comes in,
+// -1 as it goes or is replaced (s.mu held, or s not yet shared).
+func (s *Rows) tally(r *Row, d int) {
+	if r.gone {
+		return
+	}
+	if s.byState == nil {
+		s.byState = map[view.State]int{}
+	}
+	if n := s.byState[r.State] + d; n != 0 {
+		s.byState[r.State] = n
+	} else {
+		delete(s.byState, r.State)
+	}
+	if r.Failed() {
+		s.failed += d
+	}
+}
+
+// Counts returns how many live rows there are in each state (a map of
+// the caller's), how many in all, and how many failed.
+func (s *Rows) Counts() (byState map[view.State]int, total, failed int) {
+	if s == nil {
+		return map[view.State]int{}, 0, 0
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	byState = make(map[view.State]int, len(s.byState))
+	for st, n := range s.byState {
+		byState[st] = n
+	}
+	return byState, s.rows.len() - s.dead, s.failed
 }
 
 // NewRows makes the rows of cs (a backend that reads whole lists, such as
@@ -59,17 +116,21 @@ func NewRows(cs []view.Container, prev *Rows) *Rows {
 		defer prev.mu.RUnlock()
 		s.ver = prev.ver + 1
 	}
+	s.places = make([]place, len(cs))
 	for i := range cs {
 		r := RowOf(&cs[i], &in)
+		n := placeOf(&cs[i])
+		s.places[i] = place{n: n, shows: n > 0}
 		r.Ver = s.ver
 		if prev != nil {
-			if j, ok := prev.at.get(&prev.rows, r.ID); ok && same(prev.rows.at(int(j)), &r) {
+			if j, ok := prev.at.get(&prev.rows, r.ID); ok && same(prev.rows.at(int(j)), &r) && prev.placeAt(int(j)) == n {
 				r.Ver = prev.rows.at(int(j)).Ver
 			}
 		}
 		s.rows.push(r)
 		s.at.put(&s.rows, r.ID, int32(s.rows.len()-1))
 		s.widen(&r)
+		s.tally(&r, 1)
 	}
 	return s
 }
@@ -102,6 +163,13 @@ func (v Slots) Live() int { return v.s.rows.len() - v.s.dead }
 // At is the row in slot i (not to be kept past Read).
 func (v Slots) At(i int) *Row { return v.s.rows.at(i) }
 
+// Gone reports whether slot i's row was taken out, without reading the
+// row while no slot is gone (a queue whose rows only change): the
+// table's order of every live slot asked it of each row at each
+// refresh, a million rows far apart in memory (BENCHMARKS.md, helper
+// apply).
+func (v Slots) Gone(i int) bool { return v.s.dead > 0 && v.s.rows.at(i).gone }
+
 // Index is the slot of the row with that id (false: none, or gone).
 func (v Slots) Index(id string) (int, bool) {
 	i, ok := v.s.at.get(&v.s.rows, id)
@@ -110,6 +178,19 @@ func (v Slots) Index(id string) (int, bool) {
 
 // Version is the Rows' version (Row.Ver).
 func (v Slots) Version() uint32 { return v.s.ver }
+
+// Place is slot i's place in the line as its reason shows it ("position
+// N in queue"), 0 when it shows none.
+func (v Slots) Place(i int) int32 { return v.s.placeAt(i) }
+
+// Ver is the version at which slot i's row, or its place, last changed.
+func (v Slots) Ver(i int) uint32 {
+	ver := v.s.rows.at(i).Ver
+	if i < len(v.s.places) {
+		ver = max(ver, v.s.places[i].ver)
+	}
+	return ver
+}
 
 // Widest is the longest name and instance id (bytes) a row has had.
 func (v Slots) Widest() (name, instance int) { return v.s.wName, v.s.wInst }
@@ -140,10 +221,10 @@ func (s *Rows) Get(id string) (Row, bool) {
 	return *s.rows.at(int(i)), true
 }
 
-// Each calls f with every row in order, read-locked (f must not keep r
-// nor call s), and returns the version the rows were at: a row whose Ver
-// is at most that has not changed since.
-func (s *Rows) Each(f func(r *Row)) (ver uint32) {
+// Each calls f with every row in order and its place (Slots.Place),
+// read-locked (f must not keep r nor call s), and returns the version the
+// rows were at: a row whose Ver is at most that has not changed since.
+func (s *Rows) Each(f func(r *Row, place int32)) (ver uint32) {
 	if s == nil {
 		return 0
 	}
@@ -151,18 +232,29 @@ func (s *Rows) Each(f func(r *Row)) (ver uint32) {
 	defer s.mu.RUnlock()
 	for i := range s.rows.len() {
 		if r := s.rows.at(i); !r.gone {
-			f(r)
+			f(r, s.placeAt(i))
 		}
 	}
 	return s.ver
+}
+
+// placeAt is slot i's number (s.mu held, or s not shared).
+func (s *Rows) placeAt(i int) int32 {
+	if i < len(s.places) {
+		return s.places[i].n
+	}
+	return 0
 }
 
 // upsert puts r in (replacing the row of its id) and reports whether it
 // was new (s.mu held, or s not yet shared).
 func (s *Rows) upsert(r Row) bool {
 	s.widen(&r)
+	s.tally(&r, 1)
 	if i, ok := s.at.get(&s.rows, r.ID); ok {
-		*s.rows.at(int(i)) = r
+		old := s.rows.at(int(i))
+		s.tally(old, -1)
+		*old = r
 		return false
 	}
 	s.rows.push(r)
@@ -183,6 +275,7 @@ func (s *Rows) drop(gone map[string]bool, touched []int32) []int32 {
 			touched = append(touched, i)
 		}
 		s.at.del(&s.rows, id)
+		s.tally(r, -1)
 		r.gone, r.Ver = true, s.ver
 		s.dead++
 	}
@@ -194,11 +287,20 @@ func (s *Rows) drop(gone map[string]bool, touched []int32) []int32 {
 // meanwhile).
 func (s *Rows) compacted() *Rows {
 	live := s.rows.len() - s.dead
-	n := &Rows{rows: newPages(live), at: newIndex(live), ver: s.ver, wName: s.wName, wInst: s.wInst}
+	n := &Rows{rows: newPages(live), at: newIndex(live), ver: s.ver, wName: s.wName, wInst: s.wInst,
+		byState: maps.Clone(s.byState), failed: s.failed}
 	for i := range s.rows.len() {
 		if r := s.rows.at(i); !r.gone {
 			n.rows.push(*r)
 			n.at.put(&n.rows, r.ID, int32(n.rows.len()-1))
+		}
+	}
+	if s.places != nil {
+		n.places = make([]place, 0, live)
+		for i := range s.rows.len() {
+			if !s.rows.at(i).gone {
+				n.places = append(n.places, s.placeOrNone(i))
+			}
 		}
 	}
 	if s.line != nil {
@@ -212,6 +314,14 @@ func (s *Rows) compacted() *Rows {
 	return n
 }
 
+// placeOrNone is slot i's place, none past the end of places.
+func (s *Rows) placeOrNone(i int) place {
+	if i < len(s.places) {
+		return s.places[i]
+	}
+	return place{}
+}
+
 // removeAll takes the rows of gone out, keeping the others' order, in
 // one pass, on rows not yet shared (a read of every container).
 func (s *Rows) removeAll(gone map[string]bool) {
@@ -220,6 +330,7 @@ func (s *Rows) removeAll(gone map[string]bool) {
 		r := s.rows.at(i)
 		if gone[r.ID] {
 			s.at.del(&s.rows, r.ID)
+			s.tally(r, -1)
 			continue
 		}
 		if k != i {
@@ -249,6 +360,10 @@ type rowCopy struct {
 	rows  *Rows      // nil before the first read
 	gen   uint64     // the generation rows are current at; 0 before the first read
 	strs  Interner   // shares the rows' repeated strings
+	// pairs and tags are the scratch of reading a change into a row
+	// (rowOfPairs), kept from one to the next.
+	pairs api.Pairs
+	tags  []byte
 	// changed and last are applyChanges' scratch, kept for the next
 	// refresh while they are small (scratchKeep): made anew, they were
 	// about a third of what a change allocated, and under the churn the
@@ -299,7 +414,9 @@ func (r *Remote) readAll(ctx context.Context) (*Rows, error) {
 	var page []Row
 	for {
 		page = page[:0]
-		ch, err := r.c.ContainerChangesEach(ctx, gen, r.pageSize, 0, func(c *view.Container) { page = append(page, RowOf(c, &rc.strs)) })
+		ch, err := r.c.ContainerChangesPairs(ctx, gen, r.pageSize, 0, &rc.pairs, func(c *view.Container) {
+			page = append(page, rowOfPairs(c, &rc.pairs, &rc.strs, &rc.tags))
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -398,17 +515,17 @@ func (r *Remote) applyChanges(ctx context.Context) error {
 	defer func() { rc.keepScratch(changed, last) }()
 	for {
 		from := len(changed) // this page's changes start here
-		ch, err := r.c.ContainerChangesEach(ctx, gen, r.pageSize, 0, func(c *view.Container) {
+		ch, err := r.c.ContainerChangesPairs(ctx, gen, r.pageSize, 0, &rc.pairs, func(c *view.Container) {
 			delete(gone, c.ID) // dropped, then its id used again
 			switch k, ok := last[c.ID]; {
 			case ok && k >= from:
-				changed[k] = RowOf(c, &rc.strs)
+				changed[k] = rowOfPairs(c, &rc.pairs, &rc.strs, &rc.tags)
 				return
 			case ok:
 				changed[k].ID = "" // changed again: its last change is on this page
 			}
 			last[c.ID] = len(changed)
-			changed = append(changed, RowOf(c, &rc.strs))
+			changed = append(changed, rowOfPairs(c, &rc.pairs, &rc.strs, &rc.tags))
 		})
 		if err != nil {
 			return err
@@ -488,8 +605,7 @@ func (s *Rows) apply(changed []Row, gone map[string]bool) {
 		if c.ID == "" {
 			continue
 		}
-		c.Pos = 0 // numbered by numberLine, never by the daemon's text
-		c.Ver = s.ver
+		c.Ver = s.ver // its place is numbered by renumber, never by the daemon's text
 		j, ok := s.at.get(&s.rows, c.ID)
 		if !ok {
 			added = append(added, *c)
@@ -499,10 +615,9 @@ func (s *Rows) apply(changed []Row, gone map[string]bool) {
 		if inLine(old) || inLine(c) {
 			touched = append(touched, j)
 		}
-		if inLine(c) {
-			c.Pos = old.Pos // its last number until the line is numbered again
-		}
 		s.widen(c)
+		s.tally(old, -1)
+		s.tally(c, 1)
 		*old = *c
 	}
 	// New ones after the rest in submission order, as the first read
@@ -566,12 +681,22 @@ func (s *Rows) numberLine() {
 	s.line = line
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.growPlaces()
 	for i := range s.rows.len() {
-		if r := s.rows.at(i); r.Pos != 0 && (r.gone || !inLine(r)) {
-			r.Pos, r.Ver = 0, s.ver
+		p, r := &s.places[i], s.rows.at(i)
+		p.shows = !r.gone && inLine(r) && r.ReasonCode == view.ReasonPosition
+		if p.n != 0 && (r.gone || !inLine(r)) {
+			p.n, p.ver = 0, s.ver
 		}
 	}
 	s.numberAll()
+}
+
+// growPlaces makes places as long as the rows (s.mu held).
+func (s *Rows) growPlaces() {
+	if n := s.rows.len(); len(s.places) < n {
+		s.places = append(s.places, make([]place, n-len(s.places))...)
+	}
 }
 
 // renumber orders the line again after a refresh that touched the rows
@@ -626,34 +751,38 @@ func (s *Rows) renumber(touched []int32) {
 	s.line = line
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.growPlaces()
+	shown := false // a row put back shows its place
 	for _, i := range touched {
-		if r := s.rows.at(int(i)); r.Pos != 0 && (r.gone || !inLine(r)) {
-			r.Pos, r.Ver = 0, s.ver
+		p, r := &s.places[i], s.rows.at(int(i))
+		p.shows = !r.gone && inLine(r) && r.ReasonCode == view.ReasonPosition
+		shown = shown || p.shows
+		if p.n != 0 && (r.gone || !inLine(r)) {
+			p.n, p.ver = 0, s.ver
 		}
 	}
-	// At quota every waiting row shows the quota, not its place: the
-	// numbers are all 0 and stay so, and writing them meant reading
-	// every row of the line at each refresh, far apart in memory (most
-	// of a refresh at a million, BENCHMARKS.md, helper decode).
-	if s.noPlaces && !slices.ContainsFunc(back, func(i int32) bool { return s.rows.at(int(i)).ReasonCode == view.ReasonPosition }) {
+	// At quota with no row showing its place, the numbers are all 0 and
+	// stay so (BENCHMARKS.md, helper decode).
+	if s.noPlaces && !shown {
 		return
 	}
 	s.numberAll()
 }
 
-// numberAll writes each row in the line its number (s.mu held).
+// numberAll writes each place in the line its number (s.mu held): it
+// reads the line and the places, no row.
 func (s *Rows) numberAll() {
 	s.noPlaces = true
 	for n, i := range s.line {
-		r := s.rows.at(int(i))
+		p := &s.places[i]
 		pos := int32(n + 1)
-		if r.ReasonCode != view.ReasonPosition {
+		if !p.shows {
 			pos = 0 // holds a place, shows another reason
 		} else {
 			s.noPlaces = false
 		}
-		if r.Pos != pos {
-			r.Pos, r.Ver = pos, s.ver
+		if p.n != pos {
+			p.n, p.ver = pos, s.ver
 		}
 	}
 }

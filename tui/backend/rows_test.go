@@ -2,6 +2,8 @@ package backend
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -9,14 +11,25 @@ import (
 	"testing"
 	"unsafe"
 
+	"dispatch-tui/engine/api"
 	"dispatch-tui/engine/view"
 )
 
 // rowsList is a snapshot's containers as rows, in order.
 func rowsList(s *Snapshot) []Row {
 	var out []Row
-	s.Rows.Each(func(r *Row) { out = append(out, *r) })
+	s.Rows.Each(func(r *Row, _ int32) { out = append(out, *r) })
 	return out
+}
+
+// placeOfID is the place of id's row (Slots.Place), 0 for none.
+func placeOfID(s *Rows, id string) (p int32) {
+	s.Read(func(v Slots) {
+		if i, ok := v.Index(id); ok {
+			p = v.Place(i)
+		}
+	})
+	return p
 }
 
 // checkIndex fails when s's index by id does not match its rows.
@@ -39,6 +52,91 @@ func checkIndex(t *testing.T, what string, s *Rows) {
 	if s.at.len() != s.rows.len()-s.dead {
 		t.Errorf("%s: %d ids indexed for %d rows (%d gone)", what, s.at.len(), s.rows.len(), s.dead)
 	}
+	checkCounts(t, what, s)
+}
+
+// checkCounts fails when s's counts (Counts) are not what counting its
+// live rows gives.
+func checkCounts(t *testing.T, what string, s *Rows) {
+	t.Helper()
+	want, total, failed := map[view.State]int{}, 0, 0
+	s.Each(func(r *Row, _ int32) {
+		want[r.State]++
+		total++
+		if r.Failed() {
+			failed++
+		}
+	})
+	got, gotTotal, gotFailed := s.Counts()
+	if !maps.Equal(got, want) || gotTotal != total || gotFailed != failed {
+		t.Errorf("%s: counts %v, %d in all, %d failed; the rows have %v, %d, %d", what, got, gotTotal, gotFailed, want, total, failed)
+	}
+}
+
+// The counts the header shows follow the rows through every way a row
+// comes, changes and goes: a first read (upsert, removeAll), a refresh
+// (apply: changed, added, dropped), a compaction, and rows made whole
+// (NewRows); a container that failed is counted as long as its row is.
+func TestRowsCountsFollowTheRows(t *testing.T) {
+	exit := func(st view.State, code int32) Row { return Row{State: st, HasExit: true, Exit: code} }
+	rng := rand.New(rand.NewPCG(3, 4))
+	kinds := []Row{{State: view.Queued}, {State: view.Locked}, {State: view.Running},
+		exit(view.Complete, 0), exit(view.Complete, 2), exit(view.Cancelled, 1)}
+	row := func(i int) Row {
+		r := kinds[rng.IntN(len(kinds))]
+		r.ID, r.Seq, r.Priority = "c"+strconv.Itoa(i), uint64(i), 1
+		return r
+	}
+	s := &Rows{}
+	for i := range 3000 {
+		s.upsert(row(i))
+	}
+	for i := range 500 {
+		s.upsert(row(i)) // read again on a later page
+	}
+	gone := map[string]bool{}
+	for i := 0; i < 3000; i += 7 {
+		gone["c"+strconv.Itoa(i)] = true
+	}
+	s.removeAll(gone)
+	checkIndex(t, "first read", s)
+	s.numberLine()
+	next := 3000
+	for round := range 40 {
+		var changed []Row
+		dropped := map[string]bool{}
+		for range 60 {
+			switch k := rng.IntN(10); {
+			case k < 6:
+				changed = append(changed, row(rng.IntN(next)))
+			case k < 8:
+				changed = append(changed, row(next))
+				next++
+			default:
+				dropped["c"+strconv.Itoa(rng.IntN(next))] = true
+			}
+		}
+		for _, c := range changed {
+			delete(dropped, c.ID)
+		}
+		s.apply(changed, dropped)
+		checkIndex(t, fmt.Sprint("round ", round), s)
+		if s.dead > s.rows.len()/8 {
+			s = s.compacted()
+			checkIndex(t, fmt.Sprint("compacted after round ", round), s)
+		}
+	}
+	var all []view.Container
+	s.Each(func(r *Row, _ int32) {
+		c := view.Container{State: r.State}
+		c.ID, c.Seq = r.ID, r.Seq
+		if r.HasExit {
+			c.ExitCode = new(int)
+			*c.ExitCode = int(r.Exit)
+		}
+		all = append(all, c)
+	})
+	checkCounts(t, "made whole", NewRows(all, s))
 }
 
 // newRowsEnv is a daemon's API over an engine holding n waiting
@@ -139,8 +237,8 @@ func TestRemoteAppliesChangesInPlace(t *testing.T) {
 	}
 	h, _ := s2.Rows.Get(held)
 	k, _ := s2.Rows.Get(gone)
-	if !h.Held || h.ReasonText() == "" || k.State != view.Cancelled || s2.Rows.Len() != n {
-		t.Errorf("after a hold and a kill: %s held=%v (%q), %s %s, %d rows", held, h.Held, h.ReasonText(), gone, k.State, s2.Rows.Len())
+	if !h.Held || h.ReasonText(placeOfID(s2.Rows, held)) == "" || k.State != view.Cancelled || s2.Rows.Len() != n {
+		t.Errorf("after a hold and a kill: %s held=%v (%q), %s %s, %d rows", held, h.Held, h.Reason, gone, k.State, s2.Rows.Len())
 	}
 	checkIndex(t, "after the changes", s2.Rows)
 }
@@ -153,7 +251,7 @@ func TestRowsRemoveKeepsOrder(t *testing.T) {
 	}
 	s.removeAll(map[string]bool{"0": true, "4": true, "9": true})
 	var got []string
-	s.Each(func(r *Row) { got = append(got, r.ID) })
+	s.Each(func(r *Row, _ int32) { got = append(got, r.ID) })
 	if want := []string{"1", "2", "3", "5", "6", "7", "8"}; !slices.Equal(got, want) {
 		t.Fatalf("after removing 0, 4 and 9: %v, want %v", got, want)
 	}
@@ -170,15 +268,26 @@ func TestRowsApply(t *testing.T) {
 		s.upsert(Row{ID: "c" + strconv.Itoa(i), Seq: uint64(i), State: view.Queued, Priority: 1, ReasonCode: pos})
 	}
 	s.numberLine()
+	before := s.ver
 	held := Row{ID: "c1", Seq: 1, State: view.Queued, Priority: 1, Held: true, ReasonCode: view.ReasonHeld, Reason: "held"}
-	added := Row{ID: "c9", Seq: 9, State: view.Queued, Priority: 1, ReasonCode: pos, Pos: 77} // the daemon's number is not kept
+	added := Row{ID: "c9", Seq: 9, State: view.Queued, Priority: 1, ReasonCode: pos, Reason: "position 77 in queue"} // the daemon's number is not kept
 	s.apply([]Row{added, held, {ID: ""}}, map[string]bool{"c3": true})
 	var got []string
-	s.Each(func(r *Row) { got = append(got, r.ID+":"+r.ReasonText()) })
+	s.Each(func(r *Row, p int32) { got = append(got, r.ID+":"+r.ReasonText(p)) })
 	want := []string{"c0:position 1 in queue", "c1:held", "c2:position 2 in queue", "c4:position 3 in queue", "c9:position 4 in queue"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("after holding c1, dropping c3 and adding c9:\n got %q\nwant %q", got, want)
 	}
+	// A row whose place alone changed is flagged changed (Slots.Ver), one
+	// whose place stayed is not.
+	s.Read(func(v Slots) {
+		for id, changed := range map[string]bool{"c0": false, "c2": true, "c4": true} {
+			i, _ := v.Index(id)
+			if got := v.Ver(i) > before; got != changed || v.At(i).Ver > before {
+				t.Errorf("%s: changed %v (row at version %d, its place at %d, before %d), want %v", id, got, v.At(i).Ver, v.Ver(i), before, changed)
+			}
+		}
+	})
 	checkIndex(t, "after applying", s)
 }
 
@@ -199,6 +308,9 @@ func TestRowsKeepSlots(t *testing.T) {
 		}
 		for i := range v.Len() {
 			r := v.At(i)
+			if v.Gone(i) != r.Gone() {
+				t.Errorf("slot %d: Slots.Gone says %v, its row %v", i, v.Gone(i), r.Gone())
+			}
 			if r.Gone() {
 				ids = append(ids, "-"+r.ID)
 			} else {
@@ -271,11 +383,11 @@ func TestRenumberMatchesNumberLine(t *testing.T) {
 			s = s.compacted()
 		}
 		want := &Rows{}
-		s.Each(func(r *Row) { want.upsert(*r) })
+		s.Each(func(r *Row, _ int32) { want.upsert(*r) })
 		want.numberLine()
 		var got, exp []string
-		s.Each(func(r *Row) { got = append(got, r.ID+":"+r.ReasonText()) })
-		want.Each(func(r *Row) { exp = append(exp, r.ID+":"+r.ReasonText()) })
+		s.Each(func(r *Row, p int32) { got = append(got, r.ID+":"+r.ReasonText(p)) })
+		want.Each(func(r *Row, p int32) { exp = append(exp, r.ID+":"+r.ReasonText(p)) })
 		if !slices.Equal(got, exp) {
 			for i := range got {
 				if got[i] != exp[i] {
@@ -310,11 +422,40 @@ func TestRenumberAllocatesLittle(t *testing.T) {
 		runtime.ReadMemStats(&after)
 		allocated = max(allocated, after.TotalAlloc-before.TotalAlloc)
 	}
-	if r, _ := s.Get("c0"); r.Pos != 51 {
-		t.Errorf("c0 at position %d after 50 rows were put before it, want 51", r.Pos)
+	if p := placeOfID(s, "c0"); p != 51 {
+		t.Errorf("c0 at position %d after 50 rows were put before it, want 51", p)
 	}
 	if allocated > n/2 {
 		t.Errorf("a refresh changing 10 rows of a line of %d allocated %d bytes, want under %d (half a byte a row)", n, allocated, n/2)
 	}
 	t.Logf("%d bytes allocated by a refresh of 10 changes", allocated)
+}
+
+// A row read with its labels and constraints as pairs (rowOfPairs, what
+// an attached console reads) is the row RowOf makes of the whole view.
+func TestRowOfPairsAsRowOf(t *testing.T) {
+	var in Interner
+	var buf []byte
+	var p api.Pairs
+	type spec struct {
+		labels, constraints map[string]string
+		supervisor          bool
+	}
+	for i, sp := range []spec{
+		{},
+		{labels: map[string]string{"team": "t1", "a-b": "1", "a": "2"}},
+		{labels: map[string]string{"k": "v"}, constraints: map[string]string{"k": "v", "zone": "z"}, supervisor: true},
+		{supervisor: true},
+		{labels: map[string]string{}},
+	} {
+		c := view.Container{State: view.Queued}
+		c.Labels, c.Scheduling.Constraints, c.Scheduling.Supervisor = sp.labels, sp.constraints, sp.supervisor
+		c.ID, c.Name = fmt.Sprint("c-", i), "n"
+		want := RowOf(&c, &in)
+		bare := c
+		p.TakeMaps(&bare)
+		if got := rowOfPairs(&bare, &p, &in, &buf); got != want {
+			t.Errorf("view %d: row with pairs %+v, want %+v", i, got, want)
+		}
+	}
 }

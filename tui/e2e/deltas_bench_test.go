@@ -59,11 +59,13 @@ func TestAttachedConsoleCost(t *testing.T) {
 		inst = n / churnGroups
 	}
 	b := newFleetSetup(t, inst)
+	var profDir string
 	if *benchProfile != "" {
 		dir, err := filepath.Abs(*benchProfile) // the daemon runs in its sandbox's directory
 		if err != nil {
 			t.Fatal(err)
 		}
+		profDir = dir
 		b.args = append(b.args, "--profile", dir)
 	}
 	b.startDaemon(t)
@@ -73,11 +75,16 @@ func TestAttachedConsoleCost(t *testing.T) {
 	t.Cleanup(rss.stop)
 	rss.watch("daemon", daemon)
 	phases := 0
+	var consoles []int
+	consolePhase := 0 // the phase of the consoles' cpu-0.pprof: their first reads
 	phase := func(name string) {
 		rss.begin(name)
 		phases++
-		if *benchProfile != "" {
-			cutProfile(t, daemon, phases, name)
+		if profDir != "" {
+			cutProfile(t, daemon, profDir, phases, name)
+			for i, pid := range consoles {
+				cutProfile(t, pid, filepath.Join(profDir, fmt.Sprint("console-", i+1)), phases-consolePhase, name)
+			}
 		}
 	}
 
@@ -111,13 +118,17 @@ func TestAttachedConsoleCost(t *testing.T) {
 	// Two consoles, each in its tmux session, read the queue at once.
 	phase("first reads")
 	var tms []*term
-	for range 2 {
-		tms = append(tms, startTerm(t, b.sb, 140, 40, nil, binary, "--connect", "http://"+b.server, "--token", token, "--config", b.cfg))
+	for i := range 2 {
+		args := []string{"--connect", "http://" + b.server, "--token", token, "--config", b.cfg}
+		if profDir != "" {
+			args = append(args, "--profile", filepath.Join(profDir, fmt.Sprint("console-", i+1)))
+		}
+		tms = append(tms, startTerm(t, b.sb, 140, 40, nil, append([]string{binary}, args...)...))
 	}
+	consolePhase = phases
 	t1 := time.Now()
 	header := untilEach(t, tms, fmt.Sprintf("the header's containers %d", total), 30*time.Minute, t1,
 		func(sc string) bool { return strings.Contains(sc, "containers "+strconv.Itoa(total)) })
-	var consoles []int
 	for i, tm := range tms {
 		tm.keys("2") // the containers view
 		consoles = append(consoles, paneProcess(t, tm))
@@ -210,14 +221,15 @@ func untilEach(t *testing.T, tms []*term, what string, timeout time.Duration, st
 	return got
 }
 
-// cutProfile asks the daemon started with --profile to begin its CPU
-// profile number n (profile.go: the Nth SIGUSR1), for the phase named.
-func cutProfile(t *testing.T, pid, n int, name string) {
+// cutProfile asks the process started with --profile dir (the daemon or
+// a console) to begin its CPU profile number n (profile.go: the Nth
+// SIGUSR1), for the phase named.
+func cutProfile(t *testing.T, pid int, dir string, n int, name string) {
 	t.Helper()
 	if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
-		t.Fatalf("cut the daemon's profile at %q: %v", name, err)
+		t.Fatalf("cut the profile in %s at %q: %v", dir, name, err)
 	}
-	t.Logf("profile: phase %q is %s/cpu-%d.pprof (heap-%d.pprof at its start)", name, *benchProfile, n, n)
+	t.Logf("profile: phase %q is %s/cpu-%d.pprof (heap-%d.pprof at its start)", name, dir, n, n)
 }
 
 // cpuOver is the CPU pid uses over benchIdle.
