@@ -137,3 +137,28 @@ func BenchmarkConsoleKeys(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSwitchAfterSnapshot is key → frame of a switch to the instances
+// view (10,000 of them) after a snapshot came while the containers view
+// was shown. prepareRows builds every view's rows with each snapshot, off
+// the UI goroutine, so that the switch only installs them: building them
+// at the switch instead took 9–11 ms (BENCHMARKS.md).
+func BenchmarkSwitchAfterSnapshot(b *testing.B) {
+	m, fb := newTest(b, Options{})
+	size(m, 120, 40)
+	s := fakeSnapshot(10000, 1000)
+	load(b, m, fb, s)
+	press(m, "2")
+	m.View()
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		load(b, m, fb, s)
+		b.StartTimer()
+		press(m, "1")
+		_ = m.View()
+		b.StopTimer()
+		press(m, "2")
+		b.StartTimer()
+	}
+}
