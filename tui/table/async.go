@@ -236,14 +236,19 @@ func (w *work) run() (r result) {
 		r.sorted = true
 	case w.sort:
 		// The source's rows that are not gone, in slot order.
-		var n int
-		w.src.Read(func(rd Reader) { n = rd.Len() })
+		var n, live int
+		w.src.Read(func(rd Reader) { n, live = rd.Len(), rd.Live() })
 		if cap(r.order) >= n {
 			r.order = r.order[:0]
 		} else {
 			r.order = make([]int32, 0, n)
 		}
-		if !w.chunks(n, false, func(rd Reader, from, to int) {
+		if live == n { // none gone: no row need be asked
+			r.order = r.order[:n]
+			for i := range r.order {
+				r.order[i] = int32(i)
+			}
+		} else if !w.chunks(n, false, func(rd Reader, from, to int) {
 			for i := from; i < to; i++ {
 				if !rd.Gone(i) {
 					r.order = append(r.order, int32(i))
