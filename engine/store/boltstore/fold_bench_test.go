@@ -8,7 +8,10 @@ import (
 	"dispatch-tui/engine/store"
 )
 
-var foldBenchN = flag.Int("fold-bench", 300_000, "containers BenchmarkFlushFoldInPlace stores")
+var (
+	foldBenchN     = flag.Int("fold-bench", 300_000, "containers BenchmarkFlushFoldInPlace stores")
+	foldBenchAfter = flag.Int("fold-bench.after", 0, "entries beyond the window before a fold (0: the store's default)")
+)
 
 // BenchmarkFlushFoldInPlace is the bulk priority verb's flush under the
 // acceptance's churn (BENCHMARKS.md: 1 % of the queue a second, by label, 5,000
@@ -22,6 +25,7 @@ func BenchmarkFlushFoldInPlace(b *testing.B) {
 	n := *foldBenchN
 	s := openSeeded(b, n)
 	s.opts.RebuildMax = n / 2 // folds in place, as a million's store does
+	s.opts.FoldAfter = *foldBenchAfter
 	const perFlush = 5000
 	bodies := make([][]byte, n)
 	for seq := range bodies {
@@ -50,6 +54,7 @@ func BenchmarkFlushFoldInPlace(b *testing.B) {
 		k := min(perFlush, len(pending))
 		batch.Reset()
 		batch.Records = n
+		batch.Pass = round%2 == 0 // the daemon's passes flush between the churn's requests
 		for _, seq := range pending[:k] {
 			batch.EndRecord(append(batch.BeginRecord(seq), bodies[seq]...))
 		}

@@ -59,7 +59,7 @@ type Options struct {
 	ReadOnly bool
 	// The journal's limits (journal.go), 0 for the defaults; tests set
 	// small ones to make folds and cut batches happen.
-	FoldMin, RebuildMax, JournalKeep, BatchMax int
+	FoldMin, RebuildMax, JournalKeep, BatchMax, FoldChunk, FoldAfter int
 	// ReleaseAfter is how many bytes of pages are written between two
 	// releases of the mapping's pages (release_linux.go), 0 for
 	// releaseAfter.
@@ -88,6 +88,12 @@ type Store struct {
 	// released is how many bytes of pages the file's write transactions
 	// had allocated when the mapping's pages were last given back (wrote).
 	released atomic.Int64
+	// foldEntries and foldKeys are foldOldest's lists, kept between
+	// folds (under flushMu); foldHook, if set, is called in each of its
+	// transactions after the puts (tests).
+	foldEntries []journalEntry
+	foldKeys    []foldKey
+	foldHook    func()
 }
 
 var _ store.Store = (*Store)(nil)
