@@ -158,7 +158,7 @@ func (s *Store) foldOldest(n int) (int, error) {
 			// The bodies put above point into the values' pages, which
 			// stay mapped, and are not reused, until the transaction ends.
 			for _, k := range s.foldKeys {
-				if err := deleteAlone(jb, k.k, k.bucket); err != nil {
+				if err := deleteAlone(jb, slices.Clone(k.k), k.bucket); err != nil {
 					return fmt.Errorf("fold journal: %w", err)
 				}
 			}
@@ -175,7 +175,8 @@ func (s *Store) foldOldest(n int) (int, error) {
 // oldestValues reads the journal's oldest values holding at least n
 // entries into s.foldEntries (returned) and their keys into s.foldKeys,
 // and returns how many entries they hold. The lists are kept for the next
-// fold (under flushMu): the churn folds every few flushes.
+// fold (under flushMu), their slices pointing into the pages of a
+// transaction that has ended until they are filled again.
 func (s *Store) oldestValues(jb *bolt.Bucket, n int) ([]journalEntry, int, error) {
 	entries, keys := s.foldEntries[:0], s.foldKeys[:0]
 	cur := jb.Cursor()
@@ -184,8 +185,8 @@ func (s *Store) oldestValues(jb *bolt.Bucket, n int) ([]journalEntry, int, error
 		if entries, err = appendJournalValue(entries, jb, k, v); err != nil {
 			return nil, 0, err
 		}
-		// The cursor's key is valid for the transaction: the deletes
-		// run in it.
+		// The key points into the transaction's pages: cloned if it is
+		// deleted (foldOldest's last transaction).
 		keys = append(keys, foldKey{k: k, bucket: v == nil})
 	}
 	s.foldEntries, s.foldKeys = entries, keys
