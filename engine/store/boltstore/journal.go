@@ -504,8 +504,8 @@ func foldJournal(tx *bolt.Tx, n, entries int) error {
 	return nil
 }
 
-// fold moves the whole journal into the containers bucket in its own
-// transaction (Close).
+// fold moves the whole journal into the containers bucket (Close): in a
+// transaction of its own, or a large store's in foldOldest's.
 func (s *Store) fold() error {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
@@ -513,6 +513,14 @@ func (s *Store) fold() error {
 		return nil
 	}
 	n := int(s.records.Load())
+	if n > s.rebuildLimit() {
+		// A large store's journal holds up to a share of its records
+		// (foldsOldest), more than one transaction should put at once
+		// (foldOldest): folded as a flush folds it, the whole of it.
+		folded, err := s.foldOldest(s.journalLen)
+		s.journalLen -= folded
+		return err
+	}
 	if err := s.db.Update(func(tx *bolt.Tx) error { return foldJournal(tx, n, s.journalLen) }); err != nil {
 		return err
 	}

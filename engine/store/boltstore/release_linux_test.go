@@ -213,3 +213,68 @@ func TestFoldGivesBackEachChunk(t *testing.T) {
 		t.Fatalf("after the fold %d of the %d records changed do not read back as written (%v)", len(got), changed, err)
 	}
 }
+
+// TestLargeCloseFoldsInChunks: a large store's journal may hold a share of
+// its records (foldsOldest), so Close folds it as a flush folds its oldest
+// entries, FoldChunk records a transaction, and leaves none in the file,
+// every record as last written.
+func TestLargeCloseFoldsInChunks(t *testing.T) {
+	const n, changed, chunk = 5000, 600, 100
+	path := filepath.Join(t.TempDir(), "queue.db")
+	seeded := openSeeded(t, n, path)
+	if err := seeded.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(Options{Path: path, NoSync: true, RebuildMax: 1000, JournalKeep: 10000, FoldChunk: chunk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Load(1, store.RecordFunc(decodeSeq), noEvent); err != nil {
+		t.Fatal(err)
+	}
+	var b store.Batch
+	for round := range 2 {
+		b.Reset()
+		b.Records = n
+		for i := range changed {
+			seq := uint64(i * (n / changed))
+			b.EndRecord(appendSeedRecord(t, b.BeginRecord(seq), seq, round))
+		}
+		if err := s.Flush(&b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.journalLen != 2*changed {
+		t.Fatalf("before Close the journal holds %d entries, want %d (no fold)", s.journalLen, 2*changed)
+	}
+	chunks := 0
+	s.foldHook = func() { chunks++ }
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if want := changed / chunk; chunks != want {
+		t.Errorf("Close folded the %d records in %d transactions, want %d", changed, chunks, want)
+	}
+	if got := journalLenInFile(t, path); got != 0 {
+		t.Errorf("%d journal entries in the file after Close, want 0", got)
+	}
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	wrong := 0
+	err = db.View(func(tx *bolt.Tx) error {
+		cb := tx.Bucket(bucketContainers)
+		for i := range changed {
+			seq := uint64(i * (n / changed))
+			if !bytes.Equal(cb.Get(containerKey(seq)), appendSeedRecord(t, nil, seq, 1)) {
+				wrong++
+			}
+		}
+		return nil
+	})
+	if err != nil || wrong > 0 {
+		t.Fatalf("after Close %d of the %d records changed do not read back as last written (%v)", wrong, changed, err)
+	}
+}
