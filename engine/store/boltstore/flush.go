@@ -62,6 +62,7 @@ func (s *Store) Flush(b *store.Batch) error {
 	window := s.journalWindow()
 	batch, n := b.Entries()
 	jlen, jnext := s.journalLen, s.journalNext
+	rebuilt := false
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		if err := putParts(tx, b.Parts); err != nil {
 			return err
@@ -96,7 +97,7 @@ func (s *Store) Flush(b *store.Batch) error {
 			if err := foldJournal(tx, b.Records, jlen); err != nil {
 				return err
 			}
-			jlen, jnext = 0, 0
+			jlen, jnext, rebuilt = 0, 0, true
 		}
 		return nil
 	})
@@ -106,11 +107,28 @@ func (s *Store) Flush(b *store.Batch) error {
 	s.journalLen, s.journalNext = jlen, jnext
 	s.pausedStored = b.Paused
 	s.records.Store(int64(b.Records))
-	if large && s.foldsOldest(b.Records, b.Pass, jlen) {
+	if rebuilt {
+		s.folding.on = false // no value of a fold in progress is left
+	}
+	if large && !s.folding.on && s.foldsOldest(b.Records, b.Pass, jlen) {
+		s.startFold(jlen - window)
+	}
+	if s.folding.on {
 		// The batch is committed: the fold of the oldest values, in
-		// transactions of its own, only moves what the journal holds.
-		n, err := s.foldOldest(jlen - window)
-		s.journalLen -= n
+		// transactions of their own, only moves what the journal holds.
+		// A flush goes on with it for a few; all of it once the journal
+		// has outgrown twice its bound, as if it could not keep up.
+		limit := foldChunksPerFlush
+		if s.opts.FoldSteps > 0 {
+			limit = s.opts.FoldSteps
+		}
+		if jlen > window+4*s.foldAfter(b.Records) {
+			limit = math.MaxInt
+		}
+		n, done, err := s.foldChunks(limit)
+		if done {
+			s.journalLen -= n
+		}
 		if err != nil {
 			return fmt.Errorf("fold the journal's oldest entries after the flush: %w", err)
 		}

@@ -104,30 +104,58 @@ func (s *Store) journalWindow() int {
 // last deletes the values. A crash between chunks leaves the values in the
 // journal, whose entries still win over what the chunks put.
 func (s *Store) foldOldest(n int) (int, error) {
+	s.startFold(n)
+	folded, _, err := s.foldChunks(math.MaxInt)
+	return folded, err
+}
+
+// foldState is a fold of the journal's oldest values in progress
+// (foldOldest), which a flush goes on with for foldChunksPerFlush
+// transactions (foldChunks): at a million a fold is ~60 of them, a second
+// or more of CPU that every flush (a user's verb, a pass) waited behind in
+// one go (BENCHMARKS.md, helper daemon). Later flushes only append values
+// after the oldest, so each chunk reads the same ones. Under flushMu.
+type foldState struct {
+	on     bool
+	n      int      // the oldest values hold at least n entries
+	bounds []uint64 // bounds[i] is the first Seq of chunk i (set by chunk 0)
+	next   int      // the next chunk
+}
+
+// foldChunksPerFlush is how many of a fold's transactions a flush runs,
+// ~1/8 of a fold at a million: ~8,000 records, ~0.15 s of CPU.
+const foldChunksPerFlush = 8
+
+// startFold starts a fold of the journal's oldest values holding at least
+// n entries.
+func (s *Store) startFold(n int) {
+	s.folding = foldState{on: true, n: n, bounds: s.folding.bounds[:0]}
+}
+
+// foldChunks runs up to limit transactions of the fold in progress and
+// reports whether it is done, with how many entries it folded then. An
+// error drops the fold: the next starts anew from the values left.
+func (s *Store) foldChunks(limit int) (folded int, done bool, err error) {
+	f := &s.folding
 	chunk := s.foldChunk()
-	folded := 0
-	// bounds[i] is the first Seq of chunk i, set by the first chunk from
-	// the latest entries it sorted: a later chunk sorts only those of its
-	// range.
-	var bounds []uint64
-	for i := 0; ; i++ {
-		done := false
+	for range limit {
+		i := f.next
 		err := s.db.Update(func(tx *bolt.Tx) error {
 			jb := tx.Bucket(bucketJournal)
-			entries, count, err := s.oldestValues(jb, n)
+			entries, count, err := s.oldestValues(jb, f.n)
 			if err != nil {
 				return err
 			}
 			if i == 0 {
 				entries = latestPerSeq(entries)
 				for j := 0; j < len(entries); j += chunk {
-					bounds = append(bounds, entries[j].seq)
+					f.bounds = append(f.bounds, entries[j].seq)
 				}
 				entries = entries[:min(chunk, len(entries))]
 			} else {
-				lo, hi := bounds[i], uint64(math.MaxUint64)
-				if i+1 < len(bounds) {
-					hi = bounds[i+1]
+				lo, hi := f.bounds[i], uint64(math.MaxUint64)
+				if i+1 < len(f.bounds) {
+					hi = f.bounds[i+1]
 				}
 				in := entries[:0]
 				for _, e := range entries {
@@ -152,7 +180,7 @@ func (s *Store) foldOldest(n int) (int, error) {
 			if s.foldHook != nil {
 				s.foldHook()
 			}
-			if i+1 < len(bounds) {
+			if i+1 < len(f.bounds) {
 				return nil
 			}
 			// The bodies put above point into the values' pages, which
@@ -166,10 +194,17 @@ func (s *Store) foldOldest(n int) (int, error) {
 			return nil
 		})
 		s.releaseNow()
-		if err != nil || done {
-			return folded, err
+		if err != nil {
+			f.on = false
+			return 0, false, err
 		}
+		if done {
+			f.on = false
+			return folded, true, nil
+		}
+		f.next++
 	}
+	return 0, false, nil
 }
 
 // oldestValues reads the journal's oldest values holding at least n
@@ -516,11 +551,13 @@ func (s *Store) fold() error {
 	if n > s.rebuildLimit() {
 		// A large store's journal holds up to a share of its records
 		// (foldsOldest), more than one transaction should put at once
-		// (foldOldest): folded as a flush folds it, the whole of it.
+		// (foldOldest): folded as a flush folds it, the whole of it (a
+		// fold in progress starts over with the rest).
 		folded, err := s.foldOldest(s.journalLen)
 		s.journalLen -= folded
 		return err
 	}
+	s.folding.on = false
 	if err := s.db.Update(func(tx *bolt.Tx) error { return foldJournal(tx, n, s.journalLen) }); err != nil {
 		return err
 	}

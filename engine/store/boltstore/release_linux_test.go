@@ -189,6 +189,18 @@ func TestFoldGivesBackEachChunk(t *testing.T) {
 	if err := s.Flush(&b); err != nil {
 		t.Fatal(err)
 	}
+	// Each flush goes on with the fold for foldChunksPerFlush
+	// transactions: empty ones finish it.
+	for i := 0; s.folding.on; i++ {
+		if i > changed {
+			t.Fatalf("the fold is still on after %d flushes", i)
+		}
+		b.Reset()
+		b.Records, b.Pass = n, true
+		if err := s.Flush(&b); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if want := changed / chunk; chunks < want {
 		t.Fatalf("the fold of %d records ran %d transactions, want %d of %d records", changed, chunks, want, chunk)
 	}
