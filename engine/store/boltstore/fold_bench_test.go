@@ -20,7 +20,8 @@ var (
 // records of one round are every 100th by Seq, scattered over the file.
 // Reported per record changed: the flush's CPU (the process's, the
 // collector's included), and the pages its transactions wrote and the
-// nodes they read (bbolt's TxStats).
+// nodes they read (bbolt's TxStats); and the slowest flush's wall time
+// (what a verb behind it waits).
 func BenchmarkFlushFoldInPlace(b *testing.B) {
 	n := *foldBenchN
 	s := openSeeded(b, n)
@@ -41,7 +42,7 @@ func BenchmarkFlushFoldInPlace(b *testing.B) {
 	}
 	var pending []uint64
 	round := 0
-	var cpu time.Duration
+	var cpu, longest time.Duration // longest: the slowest flush's wall time
 	changed := 0
 	st0 := s.db.Stats().TxStats
 	b.ReportAllocs()
@@ -60,15 +61,17 @@ func BenchmarkFlushFoldInPlace(b *testing.B) {
 		}
 		pending = pending[k:]
 		b.StartTimer()
-		cpu0 := cpuTime()
+		cpu0, wall0 := cpuTime(), time.Now()
 		if err := s.Flush(&batch); err != nil {
 			b.Fatal(err)
 		}
 		cpu += cpuTime() - cpu0
+		longest = max(longest, time.Since(wall0))
 		changed += k
 	}
 	st := s.db.Stats().TxStats
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(changed), "cpu-ns/change")
 	b.ReportMetric(float64(st.GetWrite()-st0.GetWrite())/float64(changed), "pages/change")
 	b.ReportMetric(float64(st.GetNodeCount()-st0.GetNodeCount())/float64(changed), "nodes/change")
+	b.ReportMetric(float64(longest.Milliseconds()), "max-flush-ms")
 }
