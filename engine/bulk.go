@@ -107,9 +107,20 @@ func (e *Engine) selectIDs(f ListOptions, from uint64, limit int) (ids []string,
 		limit = BulkBatch
 	}
 	m := matcherOf(f)
+	// With a label, only the containers that have it are walked
+	// (queue.EachLabelled), unless that label is not indexed.
+	each := e.queue.EachFrom
+	if len(m.labels) > 0 {
+		l := m.labels[0]
+		each = func(from uint64, fn func(c *queue.Container) bool) {
+			if !e.queue.EachLabelled(l.key, l.value, from, fn) {
+				e.queue.EachFrom(from, fn)
+			}
+		}
+	}
 	for walked := selectChunk; walked == selectChunk && !more; {
 		walked = 0
-		e.queue.EachFrom(from, func(c *queue.Container) bool {
+		each(from, func(c *queue.Container) bool {
 			if walked == selectChunk {
 				return false
 			}

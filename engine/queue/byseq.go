@@ -20,6 +20,9 @@ func (q *Queue) addSeqLocked(batch []*Container) {
 	if len(batch) == 0 {
 		return
 	}
+	for _, c := range batch {
+		q.labelAddLocked(c)
+	}
 	n := len(q.bySeq)
 	if n == 0 || q.bySeq[n-1].Seq < batch[0].Seq {
 		q.bySeq = append(q.bySeq, batch...)

@@ -85,6 +85,7 @@ type Queue struct {
 	gapBuf     []int        // sortLocked's scratch
 	runBuf     []orderRun   // sortLocked's scratch
 	bySeq      []*Container // every container of byID by Seq (byseq.go)
+	labels     labelIndex   // the Seqs of bySeq by label (labelindex.go)
 	tx         Tx           // the pass's, reused (Pass)
 	// flushBatch and flushRecs are Flush's scratch, reused (flushMu).
 	flushBatch store.Batch
@@ -170,6 +171,10 @@ func (q *Queue) load() error {
 	q.bySeq = make([]*Container, 0, q.byID.len())
 	q.bySeq = append(append(q.bySeq, q.active...), q.finished...)
 	slices.SortFunc(q.bySeq, func(a, b *Container) int { return cmp.Compare(a.Seq, b.Seq) })
+	q.labels = labelIndex{}
+	for _, c := range q.bySeq {
+		q.labelAddLocked(c)
+	}
 	q.unsorted = true
 	q.recent, q.recentBuf, q.nextEvent = events, events, loaded.NextEvent
 	q.paused = loaded.Paused
@@ -675,6 +680,7 @@ func (q *Queue) dropFinishedLocked() []*Container {
 		q.uncountLocked(c)
 	}
 	q.removeSeqLocked(drop)
+	q.labelsDroppedLocked(drop)
 	q.droppedLocked(drop)
 	q.notifyLocked()
 	return drop

@@ -16,8 +16,8 @@ import (
 // foldAt is the journal length at which a flush folds: a pass's at the
 // threshold, other flushes only past twice that, so that the fold's cost
 // falls on the pass that does it, never on a user's verb. A large store
-// never rebuilds (it folds its oldest entries beyond the window at every
-// flush instead); large reports which.
+// never rebuilds (it folds its oldest entries beyond the window instead:
+// foldsOldest); large reports which.
 func (s *Store) foldAt(records int, pass bool) (at int, large bool) {
 	at = s.foldThreshold(records)
 	if !pass {
@@ -29,18 +29,32 @@ func (s *Store) foldAt(records int, pass bool) (at int, large bool) {
 	return at, false
 }
 
-// Due reports whether the journal is due a fold.
+// Due reports whether the journal is due a fold: a rebuild, or a large
+// store's fold of its oldest entries (foldsOldest).
 func (s *Store) Due(records int, pass bool) bool {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
-	at, _ := s.foldAt(records, pass)
-	return s.journalLen >= at
+	at, large := s.foldAt(records, pass)
+	return s.journalLen >= at || large && s.foldsOldest(records, pass, s.journalLen)
+}
+
+// foldsOldest reports whether a flush (a pass's, or not) of a large store
+// of n records leaving jlen entries in its journal folds the oldest beyond
+// the window: a pass's past foldAfter entries beyond it, other flushes
+// past twice that, so that a user's verb seldom waits for a fold.
+func (s *Store) foldsOldest(n int, pass bool, jlen int) bool {
+	after := s.foldAfter(n)
+	if !pass {
+		after *= 2
+	}
+	return jlen > s.journalWindow()+after
 }
 
 // Flush writes b in one transaction: its records and drops as journal
 // batches (journal.go), the drops' output deleted, its events, the pause
-// flag if changed, and a fold if one is due. It is committed (and synced,
-// unless NoSync) before Flush returns.
+// flag if changed, and a rebuild if one is due. It is committed (and
+// synced, unless NoSync) before Flush returns, and so is a large store's
+// fold of its oldest entries, if due, in transactions after it.
 func (s *Store) Flush(b *store.Batch) error {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
@@ -48,8 +62,8 @@ func (s *Store) Flush(b *store.Batch) error {
 	window := s.journalWindow()
 	batch, n := b.Entries()
 	jlen, jnext := s.journalLen, s.journalNext
-	// A fold in place (below) has its pages given back as it goes.
-	err := s.update(large && jlen+n > window, func(tx *bolt.Tx) error {
+	rebuilt := false
+	err := s.db.Update(func(tx *bolt.Tx) error {
 		if err := putParts(tx, b.Parts); err != nil {
 			return err
 		}
@@ -79,18 +93,11 @@ func (s *Store) Flush(b *store.Batch) error {
 				return err
 			}
 		}
-		switch {
-		case jlen >= foldAt:
+		if jlen >= foldAt {
 			if err := foldJournal(tx, b.Records, jlen); err != nil {
 				return err
 			}
-			jlen, jnext = 0, 0
-		case large && jlen > window:
-			n, err := foldOldest(tx, jlen-window)
-			if err != nil {
-				return err
-			}
-			jlen -= n
+			jlen, jnext, rebuilt = 0, 0, true
 		}
 		return nil
 	})
@@ -100,6 +107,33 @@ func (s *Store) Flush(b *store.Batch) error {
 	s.journalLen, s.journalNext = jlen, jnext
 	s.pausedStored = b.Paused
 	s.records.Store(int64(b.Records))
+	if rebuilt {
+		s.folding.on = false // no value of a fold in progress is left
+	}
+	if large && !s.folding.on && s.foldsOldest(b.Records, b.Pass, jlen) {
+		s.startFold(jlen - window)
+	}
+	if s.folding.on {
+		// The batch is committed: the fold of the oldest values, in
+		// transactions of their own, only moves what the journal holds.
+		// A flush goes on with it for a few; all of it once the journal
+		// has outgrown twice its bound, as if it could not keep up.
+		limit := foldChunksPerFlush
+		if s.opts.FoldSteps > 0 {
+			limit = s.opts.FoldSteps
+		}
+		if jlen > window+4*s.foldAfter(b.Records) {
+			limit = math.MaxInt
+		}
+		n, done, err := s.foldChunks(limit)
+		if done {
+			s.journalLen -= n
+		}
+		if err != nil {
+			return fmt.Errorf("fold the journal's oldest entries after the flush: %w", err)
+		}
+		return nil
+	}
 	s.wrote()
 	return nil
 }

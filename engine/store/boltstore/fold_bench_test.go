@@ -8,7 +8,10 @@ import (
 	"dispatch-tui/engine/store"
 )
 
-var foldBenchN = flag.Int("fold-bench", 300_000, "containers BenchmarkFlushFoldInPlace stores")
+var (
+	foldBenchN     = flag.Int("fold-bench", 300_000, "containers BenchmarkFlushFoldInPlace stores")
+	foldBenchAfter = flag.Int("fold-bench.after", 0, "entries beyond the window before a fold (0: the store's default)")
+)
 
 // BenchmarkFlushFoldInPlace is the bulk priority verb's flush under the
 // acceptance's churn (BENCHMARKS.md: 1 % of the queue a second, by label, 5,000
@@ -17,11 +20,13 @@ var foldBenchN = flag.Int("fold-bench", 300_000, "containers BenchmarkFlushFoldI
 // records of one round are every 100th by Seq, scattered over the file.
 // Reported per record changed: the flush's CPU (the process's, the
 // collector's included), and the pages its transactions wrote and the
-// nodes they read (bbolt's TxStats).
+// nodes they read (bbolt's TxStats); and the slowest flush's wall time
+// (what a verb behind it waits).
 func BenchmarkFlushFoldInPlace(b *testing.B) {
 	n := *foldBenchN
 	s := openSeeded(b, n)
 	s.opts.RebuildMax = n / 2 // folds in place, as a million's store does
+	s.opts.FoldAfter = *foldBenchAfter
 	const perFlush = 5000
 	bodies := make([][]byte, n)
 	for seq := range bodies {
@@ -37,7 +42,7 @@ func BenchmarkFlushFoldInPlace(b *testing.B) {
 	}
 	var pending []uint64
 	round := 0
-	var cpu time.Duration
+	var cpu, longest time.Duration // longest: the slowest flush's wall time
 	changed := 0
 	st0 := s.db.Stats().TxStats
 	b.ReportAllocs()
@@ -50,20 +55,23 @@ func BenchmarkFlushFoldInPlace(b *testing.B) {
 		k := min(perFlush, len(pending))
 		batch.Reset()
 		batch.Records = n
+		batch.Pass = round%2 == 0 // the daemon's passes flush between the churn's requests
 		for _, seq := range pending[:k] {
 			batch.EndRecord(append(batch.BeginRecord(seq), bodies[seq]...))
 		}
 		pending = pending[k:]
 		b.StartTimer()
-		cpu0 := cpuTime()
+		cpu0, wall0 := cpuTime(), time.Now()
 		if err := s.Flush(&batch); err != nil {
 			b.Fatal(err)
 		}
 		cpu += cpuTime() - cpu0
+		longest = max(longest, time.Since(wall0))
 		changed += k
 	}
 	st := s.db.Stats().TxStats
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(changed), "cpu-ns/change")
 	b.ReportMetric(float64(st.GetWrite()-st0.GetWrite())/float64(changed), "pages/change")
 	b.ReportMetric(float64(st.GetNodeCount()-st0.GetNodeCount())/float64(changed), "nodes/change")
+	b.ReportMetric(float64(longest.Milliseconds()), "max-flush-ms")
 }

@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
@@ -51,10 +52,10 @@ func (s *Store) foldThreshold(n int) int {
 // rewrites every record (BenchmarkFold: ~0.2 s at 100,000, 4.6 s at a
 // million), so above this a pass that folds would hold every start and
 // verb for seconds. A larger store instead keeps its journal at
-// journalKeep entries at most: each flush folds the oldest batches beyond
-// that in place (foldOldest), so it pays for about the records it
-// appended — as much as before the journal, less what the window merges —
-// and none pays for the whole store.
+// journalKeep entries and a share of the store beyond (foldsOldest): a
+// flush past that folds the oldest batches beyond journalKeep in place
+// (foldOldest), so it pays for about the records they hold, less those
+// that share a leaf, and none pays for the whole store.
 const rebuildMaxRecords = 250_000
 
 // journalKeep is how many entries a store above rebuildMaxRecords keeps in
@@ -91,44 +92,180 @@ func (s *Store) journalWindow() int {
 // them, in Seq order) and deletes them; it returns how many entries it
 // folded. A batch is folded whole. The newer entries left in the journal
 // still win at replay.
-func foldOldest(tx *bolt.Tx, n int) (int, error) {
-	jb := tx.Bucket(bucketJournal)
-	var entries []journalEntry
-	type key struct {
-		k      []byte
-		bucket bool
+//
+// The fold runs in transactions of its own after the flush's, foldChunk
+// records each, the mapping's pages given back after each commit (a
+// transaction reads the leaf page of every record it puts, and its commit
+// reads each again, each fault mapping 64 KiB around its page: a fold of
+// 5,000 scattered records mapped a third of a million's file, and giving
+// the pages back during a transaction made it fault them in again,
+// BENCHMARKS.md, helper daemon). Each chunk reads the same oldest values
+// again and puts the latest of the next foldChunk Seqs among them; the
+// last deletes the values. A crash between chunks leaves the values in the
+// journal, whose entries still win over what the chunks put.
+func (s *Store) foldOldest(n int) (int, error) {
+	s.startFold(n)
+	folded, _, err := s.foldChunks(math.MaxInt)
+	return folded, err
+}
+
+// foldState is a fold of the journal's oldest values in progress
+// (foldOldest), which a flush goes on with for foldChunksPerFlush
+// transactions (foldChunks): at a million a fold is ~60 of them, a second
+// or more of CPU that every flush (a user's verb, a pass) waited behind in
+// one go (BENCHMARKS.md, helper daemon). Later flushes only append values
+// after the oldest, so each chunk reads the same ones. Under flushMu.
+type foldState struct {
+	on     bool
+	n      int      // the oldest values hold at least n entries
+	bounds []uint64 // bounds[i] is the first Seq of chunk i (set by chunk 0)
+	next   int      // the next chunk
+}
+
+// foldChunksPerFlush is how many of a fold's transactions a flush runs,
+// ~1/8 of a fold at a million: ~8,000 records, ~0.15 s of CPU.
+const foldChunksPerFlush = 8
+
+// startFold starts a fold of the journal's oldest values holding at least
+// n entries.
+func (s *Store) startFold(n int) {
+	s.folding = foldState{on: true, n: n, bounds: s.folding.bounds[:0]}
+}
+
+// foldChunks runs up to limit transactions of the fold in progress and
+// reports whether it is done, with how many entries it folded then. An
+// error drops the fold: the next starts anew from the values left.
+func (s *Store) foldChunks(limit int) (folded int, done bool, err error) {
+	f := &s.folding
+	chunk := s.foldChunk()
+	for range limit {
+		i := f.next
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			jb := tx.Bucket(bucketJournal)
+			entries, count, err := s.oldestValues(jb, f.n)
+			if err != nil {
+				return err
+			}
+			if i == 0 {
+				entries = latestPerSeq(entries)
+				for j := 0; j < len(entries); j += chunk {
+					f.bounds = append(f.bounds, entries[j].seq)
+				}
+				entries = entries[:min(chunk, len(entries))]
+			} else {
+				lo, hi := f.bounds[i], uint64(math.MaxUint64)
+				if i+1 < len(f.bounds) {
+					hi = f.bounds[i+1]
+				}
+				in := entries[:0]
+				for _, e := range entries {
+					if e.seq >= lo && e.seq < hi {
+						in = append(in, e)
+					}
+				}
+				entries = latestPerSeq(in)
+			}
+			cb := tx.Bucket(bucketContainers)
+			for _, e := range entries {
+				var err error
+				if e.body == nil {
+					err = cb.Delete(containerKey(e.seq))
+				} else {
+					err = cb.Put(containerKey(e.seq), e.body)
+				}
+				if err != nil {
+					return fmt.Errorf("fold journal: %w", err)
+				}
+			}
+			if s.foldHook != nil {
+				s.foldHook()
+			}
+			if i+1 < len(f.bounds) {
+				return nil
+			}
+			// The bodies put above point into the values' pages, which
+			// stay mapped, and are not reused, until the transaction ends.
+			for _, k := range s.foldKeys {
+				if err := deleteAlone(jb, slices.Clone(k.k), k.bucket); err != nil {
+					return fmt.Errorf("fold journal: %w", err)
+				}
+			}
+			folded, done = count, true
+			return nil
+		})
+		s.releaseNow()
+		if err != nil {
+			f.on = false
+			return 0, false, err
+		}
+		if done {
+			f.on = false
+			return folded, true, nil
+		}
+		f.next++
 	}
-	var keys []key
+	return 0, false, nil
+}
+
+// oldestValues reads the journal's oldest values holding at least n
+// entries into s.foldEntries (returned) and their keys into s.foldKeys,
+// and returns how many entries they hold. The lists are kept for the next
+// fold (under flushMu), their slices pointing into the pages of a
+// transaction that has ended until they are filled again.
+func (s *Store) oldestValues(jb *bolt.Bucket, n int) ([]journalEntry, int, error) {
+	entries, keys := s.foldEntries[:0], s.foldKeys[:0]
 	cur := jb.Cursor()
 	for k, v := cur.First(); k != nil && len(entries) < n; k, v = cur.Next() {
 		var err error
 		if entries, err = appendJournalValue(entries, jb, k, v); err != nil {
-			return 0, err
+			return nil, 0, err
 		}
-		keys = append(keys, key{k: slices.Clone(k), bucket: v == nil})
+		// The key points into the transaction's pages: cloned if it is
+		// deleted (foldOldest's last transaction).
+		keys = append(keys, foldKey{k: k, bucket: v == nil})
 	}
-	folded := len(entries)
-	entries = latestPerSeq(entries)
-	cb := tx.Bucket(bucketContainers)
-	for _, e := range entries {
-		var err error
-		if e.body == nil {
-			err = cb.Delete(containerKey(e.seq))
-		} else {
-			err = cb.Put(containerKey(e.seq), e.body)
-		}
-		if err != nil {
-			return 0, fmt.Errorf("fold journal: %w", err)
-		}
+	s.foldEntries, s.foldKeys = entries, keys
+	return entries, len(entries), nil
+}
+
+// foldKey is a journal value's key, and whether it is a bucket
+// (bigvalue.go).
+type foldKey struct {
+	k      []byte
+	bucket bool
+}
+
+// foldChunk is how many records a transaction of a fold in place puts
+// (foldOldest): at most 64 KiB of the file mapped for each (the kernel's
+// fault-around) before the commit gives them back, 64 MiB, where the
+// daemon's peak at a million had some 80 MiB to spare (BENCHMARKS.md).
+const foldChunk = 1024
+
+// foldAfterShare: a large store's journal gathers 1/foldAfterShare of its
+// records' worth of entries beyond the window before a pass's flush folds
+// them (foldOldest; any flush past twice that), so that a fold puts many
+// records at once and those that share a leaf page write it once: the
+// churn's flushes of 5,000 records a hundred Seqs apart shared none, a page
+// written a record, where a fold of a sixteenth of the store shares leaves
+// with the flushes around it (BENCHMARKS.md, helper daemon).
+const foldAfterShare = 16
+
+// foldAfter is how many entries beyond the window the journal of a store
+// of n records gathers before a pass's flush folds them, or the tests'
+// value.
+func (s *Store) foldAfter(n int) int {
+	if s.opts.FoldAfter > 0 {
+		return s.opts.FoldAfter
 	}
-	// The bodies put above point into the batches' pages, which stay
-	// mapped, and are not reused, until the transaction ends.
-	for _, k := range keys {
-		if err := deleteAlone(jb, k.k, k.bucket); err != nil {
-			return 0, fmt.Errorf("fold journal: %w", err)
-		}
+	return n / foldAfterShare
+}
+
+// foldChunk is foldChunk, or the tests' value.
+func (s *Store) foldChunk() int {
+	if s.opts.FoldChunk > 0 {
+		return s.opts.FoldChunk
 	}
-	return folded, nil
+	return foldChunk
 }
 
 // inPlaceFold: a journal with fewer distinct records than 1/inPlaceFold of
@@ -402,8 +539,8 @@ func foldJournal(tx *bolt.Tx, n, entries int) error {
 	return nil
 }
 
-// fold moves the whole journal into the containers bucket in its own
-// transaction (Close).
+// fold moves the whole journal into the containers bucket (Close): in a
+// transaction of its own, or a large store's in foldOldest's.
 func (s *Store) fold() error {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
@@ -411,6 +548,16 @@ func (s *Store) fold() error {
 		return nil
 	}
 	n := int(s.records.Load())
+	if n > s.rebuildLimit() {
+		// A large store's journal holds up to a share of its records
+		// (foldsOldest), more than one transaction should put at once
+		// (foldOldest): folded as a flush folds it, the whole of it (a
+		// fold in progress starts over with the rest).
+		folded, err := s.foldOldest(s.journalLen)
+		s.journalLen -= folded
+		return err
+	}
+	s.folding.on = false
 	if err := s.db.Update(func(tx *bolt.Tx) error { return foldJournal(tx, n, s.journalLen) }); err != nil {
 		return err
 	}

@@ -3,8 +3,6 @@
 package boltstore
 
 import (
-	"time"
-
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
 )
@@ -22,53 +20,13 @@ import (
 // folds a thousand records or more.
 const releaseAfter = 4 << 20
 
-// foldReleaseEvery is how often the mapping's pages are given back while a
-// flush folds records in place and commits. Each put of the fold reads its
-// leaf page through the mapping, and the commit reads every such page's
-// old header again as it frees it (bbolt's node.spill), each fault mapping
-// far more than its page: one flush's fold of 5,000 records scattered over
-// a million mapped most of the 600 MB file until the release after the
-// flush, and the daemon's peak RSS carried it (BENCHMARKS.md). Released
-// this often, the mapping holds what the fold reads in that time: at 20 ms
-// that was still 210 MiB at a million (a fault takes a microsecond or
-// two). A release costs in proportion to the pages it drops, so a shorter
-// tick adds little but the refaults of pages read again.
-const foldReleaseEvery = 5 * time.Millisecond
-
-// releaseWhile gives the mapping's pages back at every tick until the
-// stop it returns is called (which waits for its goroutine to end). Each
-// release is a read transaction of its own (releaseMapped), which holds
-// bbolt's mapping in place against a remap by the writer's commit, so it
-// may run beside a write transaction: the writer's reads of what was
-// given back read the page cache again.
-func (s *Store) releaseWhile(tick <-chan time.Time) (stop func()) {
-	quit, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-quit:
-				return
-			case <-tick:
-				s.releaseMapped()
-			}
-		}
-	}()
-	return func() {
-		close(quit)
-		<-done
-	}
-}
-
-// update runs fn in a write transaction; when it folds records in place,
-// with the mapping's pages given back every foldReleaseEvery meanwhile.
-func (s *Store) update(folds bool, fn func(*bolt.Tx) error) error {
-	if folds {
-		t := time.NewTicker(foldReleaseEvery)
-		defer t.Stop()
-		defer s.releaseWhile(t.C)()
-	}
-	return s.db.Update(fn)
+// releaseNow gives the mapping's pages back at once (after each of a
+// fold's transactions, foldOldest) and counts the pages written so far as
+// given back, so that wrote does not release them again.
+func (s *Store) releaseNow() {
+	st := s.db.Stats()
+	s.released.Store(st.TxStats.GetPageAlloc())
+	s.releaseMapped()
 }
 
 // wrote gives the mapping's pages back when the pages written since the

@@ -2,18 +2,16 @@ package boltstore
 
 import (
 	"bufio"
-	"fmt"
+	"bytes"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 
-	"dispatch-tui/engine/enginetest/wait"
 	"dispatch-tui/engine/store"
 )
 
@@ -147,58 +145,148 @@ func mappedRSS(t *testing.T, path string) int64 {
 	return total
 }
 
-// TestReleaseWhileGivesBackAtEachTick: while a flush folds in place, its
-// pages are given back at every tick, beside the write (Store.update):
-// the commit reads the old page of every record the fold put, so a
-// release after the flush came too late for its peak. Here the file is
-// mapped whole by a read, a tick gives it back, and stop ends the
-// goroutine; a write transaction open meanwhile is no obstacle.
-func TestReleaseWhileGivesBackAtEachTick(t *testing.T) {
+// TestFoldGivesBackEachChunk: a large store's flush folds the journal's
+// oldest entries in place in transactions of FoldChunk records each, the
+// mapping's pages given back after each commit: while a transaction puts
+// its records, about its own records' pages are mapped (a fault maps 64
+// KiB around its page), never the pages of the whole fold, which a commit
+// reads again (given back during the transaction, they were faulted in
+// anew); and every record reads back after.
+func TestFoldGivesBackEachChunk(t *testing.T) {
+	const n, changed, chunk = 20000, 2000, 8
 	path := filepath.Join(t.TempDir(), "queue.db")
-	s := openSeeded(t, 20000, path)
+	seeded := openSeeded(t, n, path)
+	if err := seeded.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(Options{Path: path, NoSync: true, RebuildMax: 1000, JournalKeep: 1, FoldChunk: chunk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Load(1, store.RecordFunc(decodeSeq), noEvent); err != nil {
+		t.Fatal(err)
+	}
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	readAll := func() {
-		t.Helper()
-		if err := s.db.View(func(tx *bolt.Tx) error {
-			return tx.Bucket(bucketContainers).ForEach(func(k, v []byte) error { return nil })
-		}); err != nil {
+	var chunks int
+	var peak int64
+	s.foldHook = func() {
+		chunks++
+		peak = max(peak, mappedRSS(t, path))
+	}
+	// A pass's flush of records spread over the whole file, past the
+	// window and foldAfter: folded at once.
+	var b store.Batch
+	b.Reset()
+	b.Records, b.Pass = n, true
+	for i := range changed {
+		seq := uint64(i * (n / changed))
+		b.EndRecord(appendSeedRecord(t, b.BeginRecord(seq), seq, 3))
+	}
+	if err := s.Flush(&b); err != nil {
+		t.Fatal(err)
+	}
+	// Each flush goes on with the fold for foldChunksPerFlush
+	// transactions: empty ones finish it.
+	for i := 0; s.folding.on; i++ {
+		if i > changed {
+			t.Fatalf("the fold is still on after %d flushes", i)
+		}
+		b.Reset()
+		b.Records, b.Pass = n, true
+		if err := s.Flush(&b); err != nil {
 			t.Fatal(err)
 		}
 	}
-	readAll()
-	if rss := mappedRSS(t, path); rss < fi.Size()/2 {
-		t.Fatalf("after a read of every record only %d KiB of the %d KiB file are mapped: the test cannot see a release", rss>>10, fi.Size()>>10)
+	if want := changed / chunk; chunks < want {
+		t.Fatalf("the fold of %d records ran %d transactions, want %d of %d records", changed, chunks, want, chunk)
 	}
-	tick := make(chan time.Time)
-	stop := s.releaseWhile(tick)
-	stopped := false
-	// A write transaction stays open across the release, as a flush's does.
-	tx, err := s.db.Begin(true)
+	if most := fi.Size() / 8; peak > most {
+		t.Errorf("during the fold %d KiB of the %d KiB file were mapped, want at most %d KiB", peak>>10, fi.Size()>>10, most>>10)
+	}
+	if s.journalLen != 0 {
+		t.Errorf("after the fold the journal holds %d entries, want 0", s.journalLen)
+	}
+	got := map[uint64]bool{}
+	err = s.db.View(func(tx *bolt.Tx) error {
+		cb := tx.Bucket(bucketContainers)
+		for i := range changed {
+			seq := uint64(i * (n / changed))
+			if !bytes.Equal(cb.Get(containerKey(seq)), appendSeedRecord(t, nil, seq, 3)) {
+				got[seq] = true
+			}
+		}
+		return nil
+	})
+	if err != nil || len(got) > 0 {
+		t.Fatalf("after the fold %d of the %d records changed do not read back as written (%v)", len(got), changed, err)
+	}
+}
+
+// TestLargeCloseFoldsInChunks: a large store's journal may hold a share of
+// its records (foldsOldest), so Close folds it as a flush folds its oldest
+// entries, FoldChunk records a transaction, and leaves none in the file,
+// every record as last written.
+func TestLargeCloseFoldsInChunks(t *testing.T) {
+	const n, changed, chunk = 5000, 600, 100
+	path := filepath.Join(t.TempDir(), "queue.db")
+	seeded := openSeeded(t, n, path)
+	if err := seeded.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(Options{Path: path, NoSync: true, RebuildMax: 1000, JournalKeep: 10000, FoldChunk: chunk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { // on a failure, before the store's Close waits for tx
-		if !stopped {
-			_ = tx.Rollback()
-			stop()
-		}
-	}()
-	if err := tx.Bucket(bucketMeta).Put([]byte("release-test"), []byte("1")); err != nil {
+	if _, err := s.Load(1, store.RecordFunc(decodeSeq), noEvent); err != nil {
 		t.Fatal(err)
 	}
-	tick <- time.Now()
-	wait.With{Seen: func() string { return fmt.Sprintf("%d KiB mapped", mappedRSS(t, path)>>10) }}.
-		Until(t, "the tick's release", 10*time.Second, func() bool { return mappedRSS(t, path) <= fi.Size()/8 })
-	stopped = true
-	stop()
-	if err := tx.Commit(); err != nil {
-		t.Fatalf("the write transaction open across the release: %v", err)
+	var b store.Batch
+	for round := range 2 {
+		b.Reset()
+		b.Records = n
+		for i := range changed {
+			seq := uint64(i * (n / changed))
+			b.EndRecord(appendSeedRecord(t, b.BeginRecord(seq), seq, round))
+		}
+		if err := s.Flush(&b); err != nil {
+			t.Fatal(err)
+		}
 	}
-	readAll() // what was given back reads again
-	if rss := mappedRSS(t, path); rss < fi.Size()/2 {
-		t.Errorf("a read after the release mapped %d KiB of the %d KiB file, want it read back whole", rss>>10, fi.Size()>>10)
+	if s.journalLen != 2*changed {
+		t.Fatalf("before Close the journal holds %d entries, want %d (no fold)", s.journalLen, 2*changed)
+	}
+	chunks := 0
+	s.foldHook = func() { chunks++ }
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if want := changed / chunk; chunks != want {
+		t.Errorf("Close folded the %d records in %d transactions, want %d", changed, chunks, want)
+	}
+	if got := journalLenInFile(t, path); got != 0 {
+		t.Errorf("%d journal entries in the file after Close, want 0", got)
+	}
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	wrong := 0
+	err = db.View(func(tx *bolt.Tx) error {
+		cb := tx.Bucket(bucketContainers)
+		for i := range changed {
+			seq := uint64(i * (n / changed))
+			if !bytes.Equal(cb.Get(containerKey(seq)), appendSeedRecord(t, nil, seq, 1)) {
+				wrong++
+			}
+		}
+		return nil
+	})
+	if err != nil || wrong > 0 {
+		t.Fatalf("after Close %d of the %d records changed do not read back as last written (%v)", wrong, changed, err)
 	}
 }

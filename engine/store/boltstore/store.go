@@ -59,7 +59,7 @@ type Options struct {
 	ReadOnly bool
 	// The journal's limits (journal.go), 0 for the defaults; tests set
 	// small ones to make folds and cut batches happen.
-	FoldMin, RebuildMax, JournalKeep, BatchMax int
+	FoldMin, RebuildMax, JournalKeep, BatchMax, FoldChunk, FoldAfter, FoldSteps int
 	// ReleaseAfter is how many bytes of pages are written between two
 	// releases of the mapping's pages (release_linux.go), 0 for
 	// releaseAfter.
@@ -88,6 +88,15 @@ type Store struct {
 	// released is how many bytes of pages the file's write transactions
 	// had allocated when the mapping's pages were last given back (wrote).
 	released atomic.Int64
+	// foldEntries and foldKeys are foldOldest's lists, kept between
+	// folds (under flushMu); foldHook, if set, is called in each of its
+	// transactions after the puts (tests).
+	foldEntries []journalEntry
+	foldKeys    []foldKey
+	foldHook    func()
+	// folding is the fold of the journal's oldest values in progress
+	// (journal.go), under flushMu.
+	folding foldState
 }
 
 var _ store.Store = (*Store)(nil)
@@ -135,7 +144,7 @@ func (s *Store) Load(recentEvents int, recs store.Records, ev func(seq uint64, b
 		if err != nil {
 			return fmt.Errorf("load journal: %w", err)
 		}
-		s.journalLen, s.journalNext = jn, 0
+		s.journalLen, s.journalNext, s.folding.on = jn, 0, false
 		if cur := tx.Bucket(bucketJournal).Cursor(); jn > 0 {
 			k, _ := cur.Last()
 			s.journalNext = binary.BigEndian.Uint64(k) + 1
