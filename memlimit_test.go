@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// The soft memory limit follows the live heap: raised to one and a half
-// times it once it passes 80 % of the limit (a queue outgrowing
+// The soft memory limit follows the live heap: raised to 1.75 times it
+// once it passes 80 % of the limit (a queue outgrowing
 // memory_limit would have the collector run without pause), lowered back
 // toward the floor once it falls under a third, never below the floor, and
 // left alone between.
@@ -23,14 +23,14 @@ func TestMemoryLimitFollowsTheLiveHeap(t *testing.T) {
 	}{
 		{10, 160},    // small queue: the floor
 		{128, 160},   // 80 % of the floor: left alone
-		{130, 195},   // past it: one and a half times the live heap
-		{740, 1110},  // a million containers
-		{880, 1110},  // 79 %: left alone
-		{400, 1110},  // 36 %: left alone
-		{360, 540},   // under a third: lowered
+		{132, 231},   // past it: 1.75 times the live heap
+		{740, 1295},  // a million containers
+		{1020, 1295}, // 79 %: left alone
+		{440, 1295},  // 34 %: left alone
+		{360, 630},   // under a third: lowered
 		{20, 160},    // back to the floor, not below
 		{0, 160},     // no reading: the floor
-		{1000, 1500}, // and up again
+		{1000, 1750}, // and up again
 	} {
 		live = step.live * mib
 		m.adjust()
