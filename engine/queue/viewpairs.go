@@ -31,7 +31,7 @@ type pair struct {
 func (p *Pairs) Reset() { p.text, p.pairs = p.text[:0], p.pairs[:0] }
 
 // add appends key k and value v.
-func (p *Pairs) add(constraint bool, k, v []byte) {
+func (p *Pairs) add(constraint bool, k, v string) {
 	at := int32(len(p.text))
 	p.text = append(append(p.text, k...), v...)
 	p.pairs = append(p.pairs, pair{constraint: constraint, k: at, v: at + int32(len(k)), end: int32(len(p.text))})
@@ -40,7 +40,7 @@ func (p *Pairs) add(constraint bool, k, v []byte) {
 // addMap appends m's entries.
 func (p *Pairs) addMap(constraint bool, m map[string]string) {
 	for k, v := range m {
-		p.add(constraint, []byte(k), []byte(v))
+		p.add(constraint, k, v)
 	}
 }
 
@@ -111,11 +111,17 @@ func ReadViewPairs(j []byte, v *view.Container, p *Pairs) bool {
 	return true
 }
 
-// TakeMaps empties p and moves v's labels and constraints into it, as
-// ReadViewPairs leaves them (a view read by encoding/json).
-func (p *Pairs) TakeMaps(v *view.Container) {
+// SetMaps empties p and puts v's labels and constraints in it, leaving v
+// as it is.
+func (p *Pairs) SetMaps(v *view.Container) {
 	p.Reset()
 	p.addMap(false, v.Labels)
 	p.addMap(true, v.Scheduling.Constraints)
+}
+
+// TakeMaps empties p and moves v's labels and constraints into it, as
+// ReadViewPairs leaves them (a view read by encoding/json).
+func (p *Pairs) TakeMaps(v *view.Container) {
+	p.SetMaps(v)
 	v.Labels, v.Scheduling.Constraints = nil, nil
 }

@@ -40,7 +40,7 @@ func TestReadViewPairsAsReadView(t *testing.T) {
 			t.Fatalf("case %d: ReadView refused\n%s", i, j)
 		}
 		var p Pairs
-		p.add(false, []byte("left"), []byte("over")) // reset by the read
+		p.add(false, "left", "over") // reset by the read
 		if !ReadViewPairs(j, &bare, &p) {
 			t.Fatalf("case %d: ReadViewPairs refused\n%s", i, j)
 		}

@@ -5,7 +5,6 @@
 package backend
 
 import (
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -122,22 +121,40 @@ func unixNano(t time.Time) int64 {
 }
 
 // RowOf makes c's row, its strings shared through in (nil: not shared).
-func RowOf(c *view.Container, in *Interner) Row { return rowOf(c, in, in.Get(tags(c))) }
+func RowOf(c *view.Container, in *Interner) Row {
+	var p api.Pairs
+	var buf []byte
+	return rowOfMaps(c, in, &p, &buf)
+}
+
+// rowOfMaps is RowOf with the scratch of its tags, p and buf, kept by the
+// caller from one row to the next (rowOfPairs).
+func rowOfMaps(c *view.Container, in *Interner, p *api.Pairs, buf *[]byte) Row {
+	p.SetMaps(c)
+	return rowOfPairs(c, p, in, buf)
+}
 
 // rowOfPairs is RowOf of a view read with its labels and constraints in
 // p instead of maps (api.Client.ContainerChangesPairs): its tags are
 // made in buf, kept for the next, and become a string only when in holds
 // none like them (BENCHMARKS.md, helper apply).
 func rowOfPairs(c *view.Container, p *api.Pairs, in *Interner, buf *[]byte) Row {
-	b := p.AppendTags((*buf)[:0])
-	if c.Scheduling.Supervisor {
-		if len(b) > 0 {
+	*buf = appendTags((*buf)[:0], p, c.Scheduling.Supervisor)
+	return rowOf(c, in, in.GetBytes(*buf))
+}
+
+// appendTags appends Row.Tags of a view whose labels and constraints are
+// in p: its "k=v" sorted as strings, then "supervisor" for a supervisor,
+// joined by spaces.
+func appendTags(dst []byte, p *api.Pairs, supervisor bool) []byte {
+	b := p.AppendTags(dst)
+	if supervisor {
+		if len(b) > len(dst) {
 			b = append(b, ' ')
 		}
 		b = append(b, "supervisor"...)
 	}
-	*buf = b
-	return rowOf(c, in, in.GetBytes(b))
+	return b
 }
 
 // rowOf makes c's row with the tags given (Row.Tags).
@@ -187,25 +204,6 @@ func positionOf(reason string) int32 {
 		n = n*10 + int32(s[i]-'0')
 	}
 	return n
-}
-
-// tags builds Row.Tags.
-func tags(c *view.Container) string {
-	if len(c.Labels) == 0 && len(c.Scheduling.Constraints) == 0 && !c.Scheduling.Supervisor {
-		return ""
-	}
-	parts := make([]string, 0, len(c.Labels)+len(c.Scheduling.Constraints)+1)
-	for k, v := range c.Labels {
-		parts = append(parts, k+"="+v)
-	}
-	for k, v := range c.Scheduling.Constraints {
-		parts = append(parts, k+"="+v)
-	}
-	slices.Sort(parts)
-	if c.Scheduling.Supervisor {
-		parts = append(parts, "supervisor")
-	}
-	return strings.Join(parts, " ")
 }
 
 // Interner shares equal strings: rows keep one copy of each state,

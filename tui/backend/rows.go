@@ -117,8 +117,10 @@ func NewRows(cs []view.Container, prev *Rows) *Rows {
 		s.ver = prev.ver + 1
 	}
 	s.places = make([]place, len(cs))
+	var pairs api.Pairs
+	var tags []byte
 	for i := range cs {
-		r := RowOf(&cs[i], &in)
+		r := rowOfMaps(&cs[i], &in, &pairs, &tags)
 		n := placeOf(&cs[i])
 		s.places[i] = place{n: n, shows: n > 0}
 		r.Ver = s.ver
@@ -239,12 +241,7 @@ func (s *Rows) Each(f func(r *Row, place int32)) (ver uint32) {
 }
 
 // placeAt is slot i's number (s.mu held, or s not shared).
-func (s *Rows) placeAt(i int) int32 {
-	if i < len(s.places) {
-		return s.places[i].n
-	}
-	return 0
-}
+func (s *Rows) placeAt(i int) int32 { return s.placeOrNone(i).n }
 
 // upsert puts r in (replacing the row of its id) and reports whether it
 // was new (s.mu held, or s not yet shared).

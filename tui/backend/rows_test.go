@@ -440,18 +440,22 @@ func TestRowOfPairsAsRowOf(t *testing.T) {
 	type spec struct {
 		labels, constraints map[string]string
 		supervisor          bool
+		tags                string // Row.Tags: "k=v" sorted as strings, "supervisor" last
 	}
 	for i, sp := range []spec{
 		{},
-		{labels: map[string]string{"team": "t1", "a-b": "1", "a": "2"}},
-		{labels: map[string]string{"k": "v"}, constraints: map[string]string{"k": "v", "zone": "z"}, supervisor: true},
-		{supervisor: true},
+		{labels: map[string]string{"team": "t1", "a-b": "1", "a": "2"}, tags: "a-b=1 a=2 team=t1"},
+		{labels: map[string]string{"k": "v"}, constraints: map[string]string{"k": "v", "zone": "z"}, supervisor: true, tags: "k=v k=v zone=z supervisor"},
+		{supervisor: true, tags: "supervisor"},
 		{labels: map[string]string{}},
 	} {
 		c := view.Container{State: view.Queued}
 		c.Labels, c.Scheduling.Constraints, c.Scheduling.Supervisor = sp.labels, sp.constraints, sp.supervisor
 		c.ID, c.Name = fmt.Sprint("c-", i), "n"
 		want := RowOf(&c, &in)
+		if want.Tags != sp.tags {
+			t.Errorf("view %d: tags %q, want %q", i, want.Tags, sp.tags)
+		}
 		bare := c
 		p.TakeMaps(&bare)
 		if got := rowOfPairs(&bare, &p, &in, &buf); got != want {
