@@ -118,10 +118,7 @@ func (s *Store) Flush(b *store.Batch) error {
 		// transactions of their own, only moves what the journal holds.
 		// A flush goes on with it for a few; all of it once the journal
 		// has outgrown twice its bound, as if it could not keep up.
-		limit := foldChunksPerFlush
-		if s.opts.FoldSteps > 0 {
-			limit = s.opts.FoldSteps
-		}
+		limit := s.foldSteps()
 		if jlen > window+4*s.foldAfter(b.Records) {
 			limit = math.MaxInt
 		}

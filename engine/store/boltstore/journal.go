@@ -260,6 +260,14 @@ func (s *Store) foldAfter(n int) int {
 	return n / foldAfterShare
 }
 
+// foldSteps is foldChunksPerFlush, or the tests' value.
+func (s *Store) foldSteps() int {
+	if s.opts.FoldSteps > 0 {
+		return s.opts.FoldSteps
+	}
+	return foldChunksPerFlush
+}
+
 // foldChunk is foldChunk, or the tests' value.
 func (s *Store) foldChunk() int {
 	if s.opts.FoldChunk > 0 {
