@@ -42,10 +42,7 @@ var bucketJournal = []byte("journal")
 // between folds, the less each pays: with 3,000 entries a pass (the churn
 // benchmark at 100,000), a fold every ~33 passes.
 func (s *Store) foldThreshold(n int) int {
-	if s.opts.FoldMin > 0 {
-		return s.opts.FoldMin
-	}
-	return max(n, minFoldEntries)
+	return orDefault(s.opts.FoldMin, max(n, minFoldEntries))
 }
 
 // rebuildMaxRecords bounds the stores folded by a rebuild. A rebuild
@@ -66,25 +63,16 @@ const journalKeep = 16384
 // rebuildLimit and journalWindow are rebuildMaxRecords and journalKeep,
 // or the tests' values.
 func (s *Store) rebuildLimit() int {
-	if s.opts.RebuildMax > 0 {
-		return s.opts.RebuildMax
-	}
-	return rebuildMaxRecords
+	return orDefault(s.opts.RebuildMax, rebuildMaxRecords)
 }
 
 // batchLimit is maxBatchBytes, or the tests' value.
 func (s *Store) batchLimit() int {
-	if s.opts.BatchMax > 0 {
-		return s.opts.BatchMax
-	}
-	return maxBatchBytes
+	return orDefault(s.opts.BatchMax, maxBatchBytes)
 }
 
 func (s *Store) journalWindow() int {
-	if s.opts.JournalKeep > 0 {
-		return s.opts.JournalKeep
-	}
-	return journalKeep
+	return orDefault(s.opts.JournalKeep, journalKeep)
 }
 
 // foldOldest folds the journal's oldest values holding at least n entries
@@ -254,26 +242,25 @@ const foldAfterShare = 16
 // of n records gathers before a pass's flush folds them, or the tests'
 // value.
 func (s *Store) foldAfter(n int) int {
-	if s.opts.FoldAfter > 0 {
-		return s.opts.FoldAfter
-	}
-	return n / foldAfterShare
+	return orDefault(s.opts.FoldAfter, n/foldAfterShare)
 }
 
 // foldSteps is foldChunksPerFlush, or the tests' value.
 func (s *Store) foldSteps() int {
-	if s.opts.FoldSteps > 0 {
-		return s.opts.FoldSteps
-	}
-	return foldChunksPerFlush
+	return orDefault(s.opts.FoldSteps, foldChunksPerFlush)
 }
 
 // foldChunk is foldChunk, or the tests' value.
 func (s *Store) foldChunk() int {
-	if s.opts.FoldChunk > 0 {
-		return s.opts.FoldChunk
+	return orDefault(s.opts.FoldChunk, foldChunk)
+}
+
+// orDefault is v, a test's setting, when set (above 0), else d.
+func orDefault(v, d int) int {
+	if v > 0 {
+		return v
 	}
-	return foldChunk
+	return d
 }
 
 // inPlaceFold: a journal with fewer distinct records than 1/inPlaceFold of

@@ -32,10 +32,7 @@ func (s *Store) releaseNow() {
 // wrote gives the mapping's pages back when the pages written since the
 // last time reach releaseAfter (or the tests' ReleaseAfter).
 func (s *Store) wrote() {
-	after := int64(releaseAfter)
-	if s.opts.ReleaseAfter > 0 {
-		after = int64(s.opts.ReleaseAfter)
-	}
+	after := int64(orDefault(s.opts.ReleaseAfter, releaseAfter))
 	st := s.db.Stats()
 	total := st.TxStats.GetPageAlloc()
 	last := s.released.Load()
