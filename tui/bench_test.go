@@ -91,6 +91,10 @@ func BenchmarkConsoleKeys(b *testing.B) {
 			b.Run(name+"/key="+k.name, func(b *testing.B) {
 				var cmds []tea.Cmd
 				var frame, result, cpu time.Duration
+				// each op's result time, by its place in the sequence:
+				// the slowest key of a sequence is reported apart.
+				byStep := make([]time.Duration, len(k.seq))
+				steps := make([]int, len(k.seq))
 				op := func(i int) {
 					c0 := cpuTime()
 					t0 := time.Now()
@@ -113,6 +117,8 @@ func BenchmarkConsoleKeys(b *testing.B) {
 					_ = m.View()
 					frame += t1.Sub(t0)
 					result += time.Since(t0)
+					byStep[i%len(k.seq)] += time.Since(t0)
+					steps[i%len(k.seq)]++
 					cpu += cpuTime() - c0
 				}
 				b.ReportAllocs()
@@ -127,6 +133,15 @@ func BenchmarkConsoleKeys(b *testing.B) {
 				// filter splits between them): what a loaded box's wall
 				// time does not tell.
 				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(i), "cpu-ms/op")
+				if len(k.seq) > 1 {
+					// The mean result of the sequence's slowest key: a
+					// filter's first keys search every row, its last few.
+					var slowest float64
+					for s, d := range byStep {
+						slowest = max(slowest, float64(d.Nanoseconds())/float64(max(steps[s], 1)))
+					}
+					b.ReportMetric(slowest, "slowest-result-ns/op")
+				}
 				for ; i%len(k.seq) != 0; i++ { // leave the model as found
 					op(i)
 				}
