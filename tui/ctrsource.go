@@ -164,14 +164,50 @@ func (r *ctrReader) Text(i, col int) string {
 	case colMem:
 		return r.memText(c.RAM)
 	case colReason:
+		// A row with a place is not read: it waits (Slots.Place).
 		pos := r.v.Place(i)
-		if pos == 0 && !exited(c) {
+		switch {
+		case pos > 0:
+			return r.keep(c.AppendReason(r.block[len(r.block):], pos))
+		case !exited(c):
 			return c.Reason
+		case 0 <= c.Exit && int(c.Exit) < len(exitTexts):
+			return exitTexts[c.Exit]
 		}
 		return r.keep(appendReason(r.block[len(r.block):], c, pos))
 	}
 	var b [24]byte
 	return string(appendNum(b[:0], c, col))
+}
+
+// exitTexts are REASON's texts of the common exit codes, made once and
+// shared by the rows that show them, as a sort reads a text shared
+// between rows by its address alone (table.Numbered's notes).
+var exitTexts = func() (texts [256]string) {
+	for code := range texts {
+		c := backend.Row{State: view.Complete, HasExit: true, Exit: int32(code)}
+		texts[code] = string(appendReason(nil, &c, 0))
+	}
+	return texts
+}()
+
+// NumberWords and Number implement table.Numbered: most of a long
+// queue's REASON cells are a place in the line, which a sort orders by
+// its number without reading the row (Slots.Place: a row with a place
+// is waiting, so its REASON is no exit code).
+func (r *ctrReader) NumberWords(col int) (head, tail string, ok bool) {
+	if col != colReason {
+		return "", "", false
+	}
+	head, tail = backend.PositionWords()
+	return head, tail, true
+}
+
+func (r *ctrReader) Number(i, col int) uint64 {
+	if col != colReason {
+		return 0
+	}
+	return uint64(max(r.v.Place(i), 0))
 }
 
 // cellBlock is the size of the blocks a reader makes its REASON cells

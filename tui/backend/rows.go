@@ -122,6 +122,9 @@ func NewRows(cs []view.Container, prev *Rows) *Rows {
 	for i := range cs {
 		r := rowOfMaps(&cs[i], &in, &pairs, &tags)
 		n := placeOf(&cs[i])
+		if !inLine(&r) {
+			n = 0 // only a row in the line shows a place (Slots.Place)
+		}
 		s.places[i] = place{n: n, shows: n > 0}
 		r.Ver = s.ver
 		if prev != nil {
@@ -182,7 +185,9 @@ func (v Slots) Index(id string) (int, bool) {
 func (v Slots) Version() uint32 { return v.s.ver }
 
 // Place is slot i's place in the line as its reason shows it ("position
-// N in queue"), 0 when it shows none.
+// N in queue"), 0 when it shows none. Only a row in the line (waiting,
+// not held, of a priority above 0) shows one, so a reader that finds a
+// place need not read the row for its reason.
 func (v Slots) Place(i int) int32 { return v.s.placeAt(i) }
 
 // Ver is the version at which slot i's row, or its place, last changed.
