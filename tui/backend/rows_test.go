@@ -291,6 +291,25 @@ func TestRowsApply(t *testing.T) {
 	checkIndex(t, "after applying", s)
 }
 
+// Only a row in the line shows a place (Slots.Place), even where a
+// whole list's container says otherwise: the console's REASON does not
+// read a row with a place, so a finished one must show none.
+func TestNewRowsPlacesOnlyTheLine(t *testing.T) {
+	pos := view.Pending{Code: view.ReasonPosition, N: 3}
+	code := 2
+	cs := []view.Container{
+		{ContainerBody: view.ContainerBody{ID: "waits", ReasonCode: view.ReasonPosition}, State: view.Queued, Priority: 1, Pending: pos},
+		{ContainerBody: view.ContainerBody{ID: "ended", ReasonCode: view.ReasonPosition, ExitCode: &code}, State: view.Complete, Priority: 1, Pending: pos},
+		{ContainerBody: view.ContainerBody{ID: "held", ReasonCode: view.ReasonPosition}, State: view.Queued, Priority: 1, Held: true, Pending: pos},
+	}
+	s := NewRows(cs, nil)
+	for id, want := range map[string]int32{"waits": 3, "ended": 0, "held": 0} {
+		if got := placeOfID(s, id); got != want {
+			t.Errorf("%s shows place %d, want %d", id, got, want)
+		}
+	}
+}
+
 // A refresh keeps every row in its slot: one taken out stays there,
 // gone, so that an order of slots made before still names the same rows;
 // once a quarter of the slots are gone, the copy is compacted into new
