@@ -197,7 +197,8 @@ type strKey struct {
 
 // sortTexts sorts ks by the texts they index (texts[k.i]), descending
 // when desc, keys of equal texts in their order in ks; each key's k is
-// scratch. It is a most-significant-first radix sort, chunkBytes of the
+// then its text's first chunk (textChunk), which sortMerge compares
+// first. It is a most-significant-first radix sort, chunkBytes of the
 // texts at a time (textChunk): a comparison sort of a million texts took
 // 400-500 ms, and a key press wants its rows within 100 ms. Only the
 // keys move, never the texts: a run alike in one chunk reads its next
@@ -248,6 +249,9 @@ func sortTextsFrom(texts []string, ks, tmp []numKey, off int, desc bool) {
 		}
 		if hi-lo > 1 && len(texts[ks[lo].i])-off > chunkBytes {
 			sortTextsFrom(texts, ks[lo:hi], tmp[lo:hi], off+chunkBytes, desc)
+			for j := lo; j < hi; j++ {
+				ks[j].k = k // this chunk's key again, for the merge (sortMerge)
+			}
 		}
 		lo = hi
 	}
