@@ -24,6 +24,13 @@ func BenchmarkSortMillion(b *testing.B) {
 	}{
 		{"mixed", func() []view.Container { return mixedContainers(rand.New(rand.NewPCG(32, 4)), *filterRows) }},
 		{"at-quota", func() []view.Container { return queueAtQuota(*filterRows) }},
+		{"long-names", func() []view.Container {
+			cs := queueAtQuota(*filterRows)
+			for i := range cs {
+				cs[i].Name = fmt.Sprintf("etl-pipeline-customer-data-shard-%07d", (i*7919)%len(cs))
+			}
+			return cs
+		}},
 	}
 	for _, q := range queues {
 		rows := backend.NewRows(q.make(), nil)

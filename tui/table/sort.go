@@ -248,13 +248,39 @@ func sortTextsFrom(texts []string, ks, tmp []numKey, off int, desc bool) {
 			hi++
 		}
 		if hi-lo > 1 && len(texts[ks[lo].i])-off > chunkBytes {
-			sortTextsFrom(texts, ks[lo:hi], tmp[lo:hi], off+chunkBytes, desc)
+			next := off + chunkBytes
+			if hi-lo == n {
+				// Every text alike in this chunk: they may share
+				// much more ("etl-pipeline-shard-…"), which one
+				// pass finds, where a pass a chunk read every
+				// text again for each.
+				next = commonPrefix(texts, ks, next)
+			}
+			sortTextsFrom(texts, ks[lo:hi], tmp[lo:hi], next, desc)
 			for j := lo; j < hi; j++ {
 				ks[j].k = k // this chunk's key again, for the merge (sortMerge)
 			}
 		}
 		lo = hi
 	}
+}
+
+// commonPrefix is how long a prefix the texts of ks share, knowing that
+// they share their first from bytes and are all longer.
+func commonPrefix(texts []string, ks []numKey, from int) int {
+	first := texts[ks[0].i]
+	end := len(first)
+	for _, x := range ks[1:] {
+		t := texts[x.i]
+		j := from
+		for j < end && j < len(t) && t[j] == first[j] {
+			j++
+		}
+		if end = j; end == from {
+			break
+		}
+	}
+	return end
 }
 
 // radixTexts is the fewest texts sortTextsFrom sorts by radix: fewer are

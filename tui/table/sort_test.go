@@ -81,30 +81,43 @@ func TestSortOrderEqualsStableSort(t *testing.T) {
 func TestSortTextsEqualsStableSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	prefixes := []string{"", "position ", "position 1", "c-00000000", "job-", "\x00\x00"}
-	for _, n := range []int{0, 1, 2, radixTexts - 1, radixTexts, 300, 5000} {
-		for _, desc := range []bool{false, true} {
-			texts := make([]string, n)
-			ks := make([]numKey, n)
-			for i := range ks {
-				b := []byte(prefixes[rng.IntN(len(prefixes))])
-				for range rng.IntN(20) {
-					b = append(b, "\x00ab\xff9 "[rng.IntN(6)])
-				}
-				// Keys in an order of their own: ties keep it.
-				texts[i], ks[i] = string(b), numKey{i: int32(n - 1 - i)}
+	// Each text after one long prefix or none: a prefix every text
+	// shares is skipped in one pass (commonPrefix).
+	for _, shared := range []string{"", "etl-pipeline-customer-data-"} {
+		for _, n := range []int{0, 1, 2, radixTexts - 1, radixTexts, 300, 5000} {
+			sortTextsCase(t, rng, shared, prefixes, n)
+		}
+	}
+}
+
+func sortTextsCase(t *testing.T, rng *rand.Rand, shared string, prefixes []string, n int) {
+	t.Helper()
+	for _, desc := range []bool{false, true} {
+		texts := make([]string, n)
+		ks := make([]numKey, n)
+		for i := range ks {
+			b := []byte(shared + prefixes[rng.IntN(len(prefixes))])
+			for range rng.IntN(20) {
+				b = append(b, "\x00ab\xff9 "[rng.IntN(6)])
 			}
-			want := slices.Clone(ks)
-			slices.SortStableFunc(want, func(a, b numKey) int {
-				if desc {
-					return strings.Compare(texts[b.i], texts[a.i])
-				}
-				return strings.Compare(texts[a.i], texts[b.i])
-			})
-			sortTexts(texts, ks, make([]numKey, n), desc)
-			for i := range ks {
-				if ks[i].i != want[i].i {
-					t.Fatalf("%d texts, desc %v: at %d %q (row %d), want %q (row %d)", n, desc, i, texts[ks[i].i], ks[i].i, texts[want[i].i], want[i].i)
-				}
+			// Keys in an order of their own: ties keep it.
+			texts[i], ks[i] = string(b), numKey{i: int32(n - 1 - i)}
+		}
+		want := slices.Clone(ks)
+		slices.SortStableFunc(want, func(a, b numKey) int {
+			if desc {
+				return strings.Compare(texts[b.i], texts[a.i])
+			}
+			return strings.Compare(texts[a.i], texts[b.i])
+		})
+		sortTexts(texts, ks, make([]numKey, n), desc)
+		for i := range ks {
+			if ks[i].i != want[i].i {
+				t.Fatalf("%d texts after %q, desc %v: at %d %q (row %d), want %q (row %d)", n, shared, desc, i, texts[ks[i].i], ks[i].i, texts[want[i].i], want[i].i)
+			}
+			// The merge of two sorts compares these first.
+			if k := textChunk(texts[ks[i].i], 0, desc); ks[i].k != k && n >= radixTexts {
+				t.Fatalf("%d texts after %q, desc %v: at %d %q keyed %x, not its first chunk %x", n, shared, desc, i, texts[ks[i].i], ks[i].k, k)
 			}
 		}
 	}
@@ -159,8 +172,11 @@ func BenchmarkSortTexts(b *testing.B) {
 		"ids":     func(int) string { return fmt.Sprintf("c-%016x", rng.Uint64()) },
 		"names":   func(i int) string { return fmt.Sprintf("job-%d", rng.IntN(n)) },
 		"reasons": func(i int) string { return fmt.Sprintf("position %d in queue", 1+rng.IntN(n)) },
+		"long-names": func(i int) string {
+			return fmt.Sprintf("etl-pipeline-customer-data-shard-%07d", rng.IntN(n))
+		},
 	}
-	for _, kind := range []string{"ids", "names", "reasons"} {
+	for _, kind := range []string{"ids", "names", "reasons", "long-names"} {
 		texts := make([]string, n)
 		for i := range texts {
 			texts[i] = gen[kind](i)
