@@ -197,8 +197,7 @@ type strKey struct {
 
 // sortTexts sorts ks by the texts they index (texts[k.i]), descending
 // when desc, keys of equal texts in their order in ks; each key's k is
-// then its text's first chunk (textChunk), which sortMerge compares
-// first. It is a most-significant-first radix sort, chunkBytes of the
+// scratch. It is a most-significant-first radix sort, chunkBytes of the
 // texts at a time (textChunk): a comparison sort of a million texts took
 // 400-500 ms, and a key press wants its rows within 100 ms. Only the
 // keys move, never the texts: a run alike in one chunk reads its next
@@ -236,9 +235,17 @@ func sortTextsFrom(texts []string, ks, tmp []numKey, off int, desc bool) {
 	for j := range ks {
 		ks[j].k = textChunk(texts[ks[j].i], off, desc)
 	}
-	if sorted := radixSort(ks, tmp); &sorted[0] != &ks[0] {
-		copy(ks, sorted)
+	sortChunks(texts, ks, tmp, off, desc)
+}
+
+// sortChunks is sortTextsFrom of keys that hold their texts' chunk from
+// off (textChunk) already.
+func sortChunks(texts []string, ks, tmp []numKey, off int, desc bool) {
+	n := len(ks)
+	if n == 0 {
+		return
 	}
+	inPlace(radixSort(ks, tmp), ks)
 	// Runs of texts alike in this chunk and longer than it are ordered by
 	// what follows, each with the scratch of its own place.
 	for lo := 0; lo < n; {
@@ -254,23 +261,20 @@ func sortTextsFrom(texts []string, ks, tmp []numKey, off int, desc bool) {
 				// much more ("etl-pipeline-shard-…"), which one
 				// pass finds, where a pass a chunk read every
 				// text again for each.
-				next = commonPrefix(texts, ks, next)
+				first := texts[ks[0].i]
+				next = commonPrefix(texts, ks, first, next, len(first))
 			}
 			sortTextsFrom(texts, ks[lo:hi], tmp[lo:hi], next, desc)
-			for j := lo; j < hi; j++ {
-				ks[j].k = k // this chunk's key again, for the merge (sortMerge)
-			}
 		}
 		lo = hi
 	}
 }
 
-// commonPrefix is how long a prefix the texts of ks share, knowing that
-// they share their first from bytes and are all longer.
-func commonPrefix(texts []string, ks []numKey, from int) int {
-	first := texts[ks[0].i]
-	end := len(first)
-	for _, x := range ks[1:] {
+// commonPrefix is how long a prefix, of at most end bytes, the texts of
+// ks share with first, knowing that they share its first from bytes and
+// are all longer.
+func commonPrefix(texts []string, ks []numKey, first string, from, end int) int {
+	for _, x := range ks {
 		t := texts[x.i]
 		j := from
 		for j < end && j < len(t) && t[j] == first[j] {

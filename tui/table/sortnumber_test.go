@@ -54,7 +54,8 @@ func (s *numberedRows) Number(i, c int) uint64 {
 // the same text at other addresses, with more than a few texts in one
 // part only or in both, with a text of a row's own that begins with the
 // words (one that is a numbered text too, and a number too long to
-// key), with rows gone, in one part and in two.
+// key), with every other text behind one long prefix, with rows gone, in
+// one part and in two.
 func TestNumberedTextSortEqualsStableSort(t *testing.T) {
 	defer func(n int) { splitMin = n }(splitMin)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
@@ -63,19 +64,26 @@ func TestNumberedTextSortEqualsStableSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(32, 17))
 	cols := []Column{{Title: "ID", SortKey: "I"}, {Title: "REASON", SortKey: "R"}}
 	for _, tail := range []string{" in queue", "", "x", "5 left"} {
-		for _, mix := range []string{"shared", "copies", "unique in the second half", "unique", "clash", "too long"} {
+		for _, mix := range []string{"shared", "copies", "unique in the second half", "unique", "clash", "too long", "one long prefix", "all numbered"} {
 			for _, n := range []int{splitMin - 1, 3*splitMin + 7, 3000} {
 				src := &numberedRows{slotRows: newSlotRows(n), head: "position ", tail: tail,
 					place: make([]uint64, n), reason: make([]string, n)}
 				for i := range n {
 					src.gone[i] = i%7 == 3
 					switch k := rng.IntN(10); {
-					case k < 6:
+					case k < 6, mix == "all numbered":
 						src.place[i] = 1 + rng.Uint64N(uint64(2*n)) // some twice
 					case mix == "copies" && k == 6:
 						src.reason[i] = strings.Clone(shared[rng.IntN(len(shared))])
 					case mix == "unique" && k < 8, mix == "unique in the second half" && k < 8 && i > n/2:
 						src.reason[i] = fmt.Sprint("reason ", rng.IntN(1e6))
+					case mix == "one long prefix":
+						// Every text read alike in its first chunks
+						// (sharedChunks), one the prefix alone.
+						src.reason[i] = "etl-pipeline-customer-" + fmt.Sprintf("%06d", rng.IntN(1e6))[:rng.IntN(3)+3]
+						if i == n/2+1 {
+							src.reason[i] = "etl-pipeline-customer-"
+						}
 					default:
 						src.reason[i] = shared[rng.IntN(len(shared))]
 					}

@@ -1,6 +1,7 @@
 // The sort by a text column of a large table on two cores: each half of
-// the slots read and radix-sorted by its own goroutine, then the halves
-// merged, stably, into the order.
+// the slots read by its own goroutine, then the rows split by a pivot of
+// their texts' first chunks and each side sorted by its own goroutine,
+// so that the halves need no merge by text.
 
 package table
 
@@ -16,10 +17,10 @@ import (
 // by the text of column c (descending when w.sortDesc), rows of equal
 // text in slot order. Each row is read once, for whether it is gone and
 // its text: a million rows read twice was a tenth of a sort. A table of
-// splitMin rows or more is sorted in two halves at once, then merged
-// (sortMerge). Where the source numbers the column's texts (Numbered),
-// its numbered rows are ordered by their numbers, their texts never
-// made. It reports false when it stopped, superseded.
+// splitMin rows or more is read in two halves at once and sorted in two
+// sides at once (splitByChunk). Where the source numbers the column's
+// texts (Numbered), its numbered rows are ordered by their numbers,
+// their texts never made. It reports false when it stopped, superseded.
 func (w *work) textOrder(r *result, c int) bool {
 	var n int
 	var nb numbering
@@ -43,8 +44,9 @@ func (w *work) textOrderNumbered(r *result, c, n int, nb numbering) (ok, done bo
 	if n >= splitMin && runtime.GOMAXPROCS(0) >= 2 {
 		parts = 2
 	}
-	// Part p reads and sorts slots [lo, hi) (readTexts). The texts by
-	// slot are made only when a part reads more than a few (textSet).
+	// Part p reads slots [lo, hi) (readTexts), its keys left in r.buf.
+	// The texts by slot are made only when a part reads more than a few
+	// (textSet).
 	tx := &slotTexts{n: n}
 	got := make([]textPart, parts)
 	var wg sync.WaitGroup
@@ -70,24 +72,8 @@ func (w *work) textOrderNumbered(r *result, c, n int, nb numbering) (ok, done bo
 	} else {
 		r.order = make([]int32, live)
 	}
-	// The rows read by text, then those after the numbered ones moved
-	// past where these go.
-	texts := r.order[:live-nums]
-	switch {
-	case parts == 1:
-		for j, x := range got[0].keys {
-			texts[j] = x.i
-		}
-	case got[0].few != nil && got[1].few != nil:
-		rankTogether(got[0], got[1], w.sortDesc)
-		keyMerge(got[0].keys, got[1].keys, texts)
-	default:
-		for _, g := range got {
-			g.spell(tx, w.sortDesc)
-		}
-		sortMerge(tx.all(), got[0].keys, got[1].keys, texts, w.sortDesc)
-	}
-	copy(r.order[first+nums:], r.order[first:live-nums])
+	// The numbered rows in their run, then the others around it: r.tmp
+	// is free.
 	if parts == 1 {
 		for j, x := range got[0].nums {
 			r.order[first+j] = x.i
@@ -95,11 +81,132 @@ func (w *work) textOrderNumbered(r *result, c, n int, nb numbering) (ok, done bo
 	} else {
 		keyMerge(got[0].nums, got[1].nums, r.order[first:first+nums])
 	}
+	var others []numKey
+	switch {
+	case parts == 1 && got[0].few != nil:
+		others = got[0].keys
+	case parts == 1:
+		others = got[0].keys
+		sortChunks(tx.all(), others, r.tmp[:len(others)], 0, w.sortDesc)
+	case got[0].few != nil && got[1].few != nil:
+		// Ranked alike, then one stable pass of both: the first
+		// half's go first among equal texts.
+		rankTogether(got[0], got[1], w.sortDesc)
+		others = append(append(r.tmp[:0], got[0].keys...), got[1].keys...)
+		others = radixSort(others, r.buf[:len(others)])
+	default:
+		for _, g := range got {
+			g.spell(tx, w.sortDesc)
+		}
+		texts := tx.all()
+		off := sharedChunks(texts, got[0].keys, got[1].keys, w.sortDesc)
+		others = r.tmp[:live-nums]
+		m := splitByChunk(got[0].keys, got[1].keys, others)
+		if w.stopped() {
+			return false, true
+		}
+		wg.Go(func() { sortChunks(texts, others[:m], r.buf[:m], off, w.sortDesc) })
+		sortChunks(texts, others[m:], r.buf[m:len(others)], off, w.sortDesc)
+		wg.Wait()
+	}
+	for j, x := range others {
+		if j >= first {
+			j += nums
+		}
+		r.order[j] = x.i
+	}
 	return !w.stopped(), true
 }
 
-// textPart is one part's rows of a text sort, each sorted: keys those
-// read by text, nums those numbered (numbering).
+// sharedChunks is where the texts of a and b (keyed by their first
+// chunks) first differ, when every one of them is alike in its first
+// chunk and longer: then it keys them by their chunk from there, as a
+// split by the first chunk would put them all on one side (names such as
+// etl-pipeline-customer-data-shard-0001234). Else 0.
+func sharedChunks(texts []string, a, b []numKey, desc bool) int {
+	if len(a) == 0 || len(b) == 0 {
+		return 0
+	}
+	k := a[0].k
+	for _, ks := range [][]numKey{a, b} {
+		for _, x := range ks {
+			if x.k != k {
+				return 0
+			}
+		}
+	}
+	first := texts[a[0].i]
+	if len(first) <= chunkBytes {
+		return 0 // all the same text
+	}
+	end := commonPrefix(texts, a, first, chunkBytes, len(first))
+	end = commonPrefix(texts, b, first, chunkBytes, end)
+	for _, ks := range [][]numKey{a, b} {
+		for j := range ks {
+			ks[j].k = textChunk(texts[ks[j].i], end, desc)
+		}
+	}
+	return end
+}
+
+// splitByChunk moves the keys of a and b (each keyed by its text's first
+// chunk, textChunk) into out: those of a side of a pivot chunk first,
+// each side in a's order and then b's, and returns how many went first.
+// Sorted each by its own goroutine (a stable sort), the two sides are
+// the rows' order: nothing need be merged by text, which read a
+// million texts' bytes far apart in memory (BENCHMARKS.md).
+func splitByChunk(a, b, out []numKey) int {
+	// The pivot: the middle of a sample, and whether keys equal to it
+	// go first or second, whichever leaves the sides nearer even.
+	n := len(a) + len(b)
+	if n == 0 {
+		return 0
+	}
+	var sample []uint64
+	for j := 0; j < n; j += max(1, n/255) {
+		if j < len(a) {
+			sample = append(sample, a[j].k)
+		} else {
+			sample = append(sample, b[j-len(a)].k)
+		}
+	}
+	slices.Sort(sample)
+	pivot := sample[len(sample)/2]
+	lt, _ := slices.BinarySearch(sample, pivot)
+	le := lt
+	for le < len(sample) && sample[le] == pivot {
+		le++
+	}
+	withPivot := le-len(sample)/2 < len(sample)/2-lt
+	below := func(k uint64) bool { return k < pivot || (withPivot && k == pivot) }
+	m := 0
+	for _, x := range a {
+		if below(x.k) {
+			m++
+		}
+	}
+	for _, x := range b {
+		if below(x.k) {
+			m++
+		}
+	}
+	lo, hi := 0, m
+	for _, ks := range [][]numKey{a, b} {
+		for _, x := range ks {
+			if below(x.k) {
+				out[lo] = x
+				lo++
+			} else {
+				out[hi] = x
+				hi++
+			}
+		}
+	}
+	return m
+}
+
+// textPart is one part's rows of a text sort: keys those read by text
+// (sorted when it read few), nums those numbered (numbering), sorted.
 type textPart struct {
 	keys, nums []numKey
 	// few are the part's distinct texts in their order when it read few
@@ -114,7 +221,7 @@ type textPart struct {
 }
 
 // spell puts the texts of a part that read few into tx, by slot, and
-// keys them as sortTexts does, for sortMerge.
+// keys them by their first chunks, as a part that read more is.
 func (g textPart) spell(tx *slotTexts, desc bool) {
 	if g.few == nil {
 		return
@@ -139,8 +246,11 @@ func (t *slotTexts) all() []string {
 	return t.texts
 }
 
-// readTexts reads and sorts part [lo, hi) of a text sort of column c:
-// rows read by text keyed from lo up, numbered ones from hi down.
+// readTexts reads part [lo, hi) of a text sort of column c into r.buf:
+// rows read by text keyed by their first chunk (textChunk) from lo up,
+// in slot order, numbered ones from hi down, then sorted. A part that
+// read few texts sorts its keys by rank (textSet); the rest are sorted
+// by textOrderNumbered.
 func (w *work) readTexts(r *result, c, lo, hi int, yield bool, nb numbering, tx *slotTexts) (g textPart) {
 	ks, nums := r.buf[lo:lo], r.buf[hi:hi]
 	set := &textSet{}
@@ -176,49 +286,36 @@ func (w *work) readTexts(r *result, c, lo, hi int, yield bool, nb numbering, tx 
 				// More than a few texts: those of the rows read so
 				// far, by slot, and the rest as they are read.
 				texts = tx.all()
-				for _, x := range ks {
-					texts[x.i] = set.strs[x.k]
+				for j, x := range ks {
+					t := set.strs[x.k]
+					texts[x.i], ks[j].k = t, textChunk(t, 0, w.sortDesc)
 				}
 				set = nil
 			}
 			texts[i] = t
-			ks = append(ks, numKey{i: int32(i)})
+			ks = append(ks, numKey{textChunk(t, 0, w.sortDesc), int32(i)})
 		}
 	}) || g.clash {
 		return g
 	}
 	slices.Reverse(nums) // read from hi down: now in slot order, for a stable sort
-	g.nums = radixSort(nums, r.tmp[hi-len(nums):hi])
+	g.nums = inPlace(radixSort(nums, r.tmp[hi-len(nums):hi]), nums)
+	g.keys = ks
 	if set != nil {
 		g.few = set.rank(ks, w.sortDesc)
-		g.keys = radixSort(ks, r.tmp[lo:lo+len(ks)])
-	} else {
-		sortTexts(texts, ks, r.tmp[lo:lo+len(ks)], w.sortDesc)
-		g.keys = ks
+		g.keys = inPlace(radixSort(ks, r.tmp[lo:lo+len(ks)]), ks)
 	}
 	g.done = true
 	return g
 }
 
-// sortMerge writes the rows of a and b (each sorted by their texts,
-// descending when desc) to out in their merged order (mergeHalves).
-func sortMerge(texts []string, a, b []numKey, out []int32, desc bool) {
-	mergeHalves(a, b, out, func(y, x numKey) bool { return before(texts, y, x, desc) })
-}
-
-// before reports whether row y's text goes strictly before row x's: a b
-// row goes before an a row only when its text does (sortMerge). Their
-// keys are their first chunks (sortTexts), which tell most texts apart
-// without reading them: a million texts compared by their bytes, far
-// apart in memory, were a third of a sort by NAME (BENCHMARKS.md).
-func before(texts []string, y, x numKey, desc bool) bool {
-	if y.k != x.k {
-		return y.k < x.k
+// inPlace is sorted, a radix sort's result, in ks (its input): the
+// table's scratch is then free for the next step.
+func inPlace(sorted, ks []numKey) []numKey {
+	if len(ks) > 0 && &sorted[0] != &ks[0] {
+		copy(ks, sorted)
 	}
-	if desc {
-		return texts[y.i] > texts[x.i]
-	}
-	return texts[y.i] < texts[x.i]
+	return ks
 }
 
 // mergeHalves writes the rows of a and b (each sorted) to out in their

@@ -58,7 +58,7 @@ func (t *textSet) rank(ks []numKey, desc bool) []string {
 	}
 	slices.SortFunc(byText, func(a, b int) int { return textCmp(t.strs[a], t.strs[b], desc) })
 	var ranks [fewMax]uint64
-	var texts []string
+	texts := make([]string, 0, t.n) // not nil: the part read few (textPart.few)
 	for j, id := range byText {
 		if j == 0 || t.strs[id] != texts[len(texts)-1] {
 			texts = append(texts, t.strs[id])
