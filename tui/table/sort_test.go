@@ -254,23 +254,7 @@ func TestTextSortSplitEqualsStableSort(t *testing.T) {
 					tb := New(cols, theme.New("dark", true, true))
 					tb.SetSource(src)
 					tb.SetSort(c, desc)
-					got := shownIDs(tb)
-					var live []int
-					for i := range n {
-						if !src.gone[i] {
-							live = append(live, i)
-						}
-					}
-					slices.SortStableFunc(live, func(x, y int) int {
-						if desc {
-							x, y = y, x
-						}
-						return strings.Compare(src.Text(x, c), src.Text(y, c))
-					})
-					want := make([]string, len(live))
-					for k, i := range live {
-						want[k] = src.ids[i]
-					}
+					got, want := shownIDs(tb), stableTextOrder(src, c, desc)
 					if !slices.Equal(got, want) {
 						t.Errorf("%d rows, gone %s, sorted by %s desc %v: %d rows%s", n, gone, key, desc, len(got), firstDiff(got, want))
 					}
@@ -278,6 +262,28 @@ func TestTextSortSplitEqualsStableSort(t *testing.T) {
 			}
 		}
 	}
+}
+
+// stableTextOrder is the ids of rd's rows that are not gone in the order
+// one stable sort by column c's text gives.
+func stableTextOrder(rd Reader, c int, desc bool) []string {
+	var live []int
+	for i := range rd.Len() {
+		if !rd.Gone(i) {
+			live = append(live, i)
+		}
+	}
+	slices.SortStableFunc(live, func(x, y int) int {
+		if desc {
+			x, y = y, x
+		}
+		return strings.Compare(rd.Text(x, c), rd.Text(y, c))
+	})
+	ids := make([]string, len(live))
+	for k, i := range live {
+		ids[k] = rd.ID(i)
+	}
+	return ids
 }
 
 // radixSort orders as a stable sort by key does, whether the keys take

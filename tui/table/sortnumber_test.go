@@ -100,23 +100,7 @@ func TestNumberedTextSortEqualsStableSort(t *testing.T) {
 					tb := New(cols, theme.New("dark", true, true))
 					tb.SetSource(src)
 					tb.SetSort(1, desc)
-					got := shownIDs(tb)
-					var live []int
-					for i := range n {
-						if !src.gone[i] {
-							live = append(live, i)
-						}
-					}
-					slices.SortStableFunc(live, func(x, y int) int {
-						if desc {
-							x, y = y, x
-						}
-						return strings.Compare(src.Text(x, 1), src.Text(y, 1))
-					})
-					want := make([]string, len(live))
-					for k, i := range live {
-						want[k] = src.ids[i]
-					}
+					got, want := shownIDs(tb), stableTextOrder(src, 1, desc)
 					if !slices.Equal(got, want) {
 						t.Errorf("tail %q, %s, %d rows, desc %v: %d rows%s", tail, mix, n, desc, len(got), firstDiff(got, want))
 					}
