@@ -32,11 +32,24 @@ type matcher struct {
 // newMatcher is the matcher of w's filter.
 func newMatcher(w *work) matcher {
 	m := matcher{match: w.match, col: w.matchCol, byCell: w.matchCol < 0 && byCell(w.matchLow)}
-	if m.byCell && ascii(w.matchLow) {
-		m.fold = newFold(w.matchLow)
+	if m.byCell {
+		m.fold = foldOf(w.matchLow)
 	}
 	return m
 }
+
+// foldOf is the Fold of low, lower-case text, or nil where a row is not
+// matched by one: low is not ASCII, or holds a space (byCell).
+func foldOf(low string) *Fold {
+	if !byCell(low) || !ascii(low) {
+		return nil
+	}
+	return newFold(low)
+}
+
+// NewFold is the Fold of the plain text pat (any case), as a filter of
+// it searches a FoldReader's rows; nil where that filter does not.
+func NewFold(pat string) *Fold { return foldOf(strings.ToLower(pat)) }
 
 // byCell reports whether the plain text low (lower-case; "" for a regular
 // expression) matches a row exactly when it matches one of its cells or
@@ -115,6 +128,12 @@ type Fold struct {
 	// (Alphabets; set from the first Reader).
 	skip        []bool
 	text, spare []byte
+	// memo and shared are its answers kept for text many rows share
+	// (Known, InShared), made at their first use: a Fold is one
+	// goroutine's for one filter.
+	small  *[smallSlots][smallKeys]uint8
+	memo   *[1 << memoBits]memoEntry
+	shared *[1 << sharedBits]sharedEntry
 }
 
 // newFold is the Fold of low, lower-case ASCII without a space.
