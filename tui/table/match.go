@@ -131,8 +131,7 @@ type Fold struct {
 	// memo and shared are its answers kept for text many rows share
 	// (Known, InShared), made at their first use: a Fold is one
 	// goroutine's for one filter.
-	small  *[smallSlots][smallKeys]uint8
-	memo   *[1 << memoBits]memoEntry
+	memo   *memo
 	shared *[1 << sharedBits]sharedEntry
 }
 

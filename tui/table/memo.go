@@ -7,28 +7,32 @@ package table
 
 import "unsafe"
 
-// memoBits and sharedBits size a Fold's two memories (entries, as
-// powers of two): a few columns of a few hundred values each, and the
-// states, reasons, label sets and instance ids rows share.
+// sharedBits sizes a Fold's memory of shared strings (entries, as a
+// power of two): the states, reasons, label sets and instance ids rows
+// share.
+const sharedBits = 11
+
+// MemoSlots is how many slots Known and Remember keep answers in, and
+// memoKeys how many keys each: a slot's keys below it each have their
+// own place (a few small numbers are most rows'), larger ones a place
+// by their bytes.
 const (
-	memoBits   = 10
-	sharedBits = 11
+	MemoSlots = 16
+	memoKeys  = 256
 )
 
-// The keys below smallKeys of the slots below smallSlots have their
-// answers in a byte each (Fold.small): most rows' are a few small
-// numbers, then read from a few cache lines, not from one each.
-const (
-	smallSlots = 16
-	smallKeys  = 256
-)
-
-// memoEntry is one answer kept by Remember: the key, and in tag the slot
-// plus one (0: none kept) above the answer's bit.
-type memoEntry struct {
-	key uint64
-	tag uint32
+// memo is a Fold's answers kept by Remember, by slot and place: the key,
+// and whether it holds the filter (ansNo, ansYes; 0 for none kept).
+type memo struct {
+	keys [MemoSlots][memoKeys]uint64
+	ans  [MemoSlots][memoKeys]uint8
 }
+
+// A key's answer in memo.ans.
+const (
+	ansNo = 1 + iota
+	ansYes
+)
 
 // sharedEntry is one answer kept by InShared, with its string: kept, the
 // string's bytes cannot be freed and reused by another while the entry
@@ -38,66 +42,47 @@ type sharedEntry struct {
 	held bool
 }
 
-// A small key's answer (Fold.small); 0 is none kept.
-const (
-	notHeldSmall = 1 + iota
-	heldSmall
-)
-
 // hashWord spreads x over a word's high bits (Fibonacci hashing).
 func hashWord(x uint64) uint64 { return x * 0x9e3779b97f4a7c15 }
 
-// memoAt is the entry of (slot, key).
-func (f *Fold) memoAt(slot int, key uint64) *memoEntry {
-	h := hashWord(key+uint64(slot)*0x632be59bd9b4e019) >> (64 - memoBits)
-	return &f.memo[h]
+// memoPlace is key's place in its slot: the XOR of its bytes, which is
+// the key itself below memoKeys.
+func memoPlace(key uint64) uint8 {
+	key ^= key >> 32
+	key ^= key >> 16
+	return uint8(key ^ key>>8)
 }
 
-// Known reports what Remember kept for key of slot, and whether it kept
-// it (it keeps the last key of each place of a small table).
+// Known reports what Remember kept for key of slot (false for none),
+// and whether it kept it (it keeps the last key of each place). Small
+// enough to be inlined: a filter asks a few times a row.
 func (f *Fold) Known(slot int, key uint64) (held, ok bool) {
-	// Small enough to be inlined: a filter asks a few times a row.
-	if key < smallKeys && uint(slot) < smallSlots && f.small != nil {
-		a := f.small[slot][key]
-		return a == heldSmall, a != 0
-	}
-	return f.knownWide(slot, key)
-}
-
-// knownWide is Known of a key Fold.small does not hold.
-func (f *Fold) knownWide(slot int, key uint64) (held, ok bool) {
-	if key < smallKeys && uint(slot) < smallSlots || f.memo == nil {
+	if f.memo == nil || uint(slot) >= MemoSlots {
 		return false, false
 	}
-	e := f.memoAt(slot, key)
-	if e.key != key || e.tag>>1 != uint32(slot)+1 {
+	p := memoPlace(key)
+	if f.memo.keys[slot][p] != key {
 		return false, false
 	}
-	return e.tag&1 != 0, true
+	a := f.memo.ans[slot][p]
+	return a == ansYes, a != 0
 }
 
-// Remember keeps held, whether the filter is in the text of key in slot:
-// a small number (a column) the caller names a kind of text by, whose
-// text is a function of key alone.
-func (f *Fold) Remember(slot int, key uint64, held bool) {
-	if key < smallKeys && uint(slot) < smallSlots {
-		if f.small == nil {
-			f.small = new([smallSlots][smallKeys]uint8)
-		}
-		f.small[slot][key] = notHeldSmall
-		if held {
-			f.small[slot][key] = heldSmall
-		}
+// Remember keeps held, whether the filter is in the text of key in slot
+// (below MemoSlots): a small number (a column) the caller names a kind
+// of text by, whose text is a function of key alone.
+func (f *Fold) Remember(slot int, key uint64, holds bool) {
+	if uint(slot) >= MemoSlots {
 		return
 	}
 	if f.memo == nil {
-		f.memo = new([1 << memoBits]memoEntry)
+		f.memo = new(memo)
 	}
-	tag := uint32(slot+1) << 1
-	if held {
-		tag |= 1
+	p := memoPlace(key)
+	f.memo.keys[slot][p], f.memo.ans[slot][p] = key, ansNo
+	if holds {
+		f.memo.ans[slot][p] = ansYes
 	}
-	*f.memoAt(slot, key) = memoEntry{key: key, tag: tag}
 }
 
 // InSmall is InBytes for a short text, kept by its bytes in slot (as

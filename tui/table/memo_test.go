@@ -7,16 +7,26 @@ import (
 )
 
 // A Fold's kept answers are those given for the same key of the same
-// slot, never another's: more keys than its table has places, in slots
-// whose keys are alike.
+// slot, never another's: more keys than it has places, small ones,
+// sizes and any, in slots whose keys are alike, and slots past
+// MemoSlots, whose answers it does not keep.
 func TestFoldKnownIsRemembered(t *testing.T) {
 	rng := rand.New(rand.NewPCG(32, 8))
 	f := newFold("42")
 	answer := func(slot int, key uint64) bool { return (key+uint64(slot))%3 == 0 }
+	keyOf := []func() uint64{
+		func() uint64 { return uint64(rng.IntN(3 * memoKeys)) },
+		func() uint64 { return uint64(1+rng.IntN(64)) << (20 + rng.IntN(20)) },
+		rng.Uint64,
+	}
 	kept := 0
-	for range 20 * (1 << memoBits) {
-		slot, key := rng.IntN(4), uint64(rng.IntN(3<<memoBits))
-		if held, ok := f.Known(slot, key); ok {
+	for range 40 * memoKeys {
+		slot, key := rng.IntN(MemoSlots+4), keyOf[rng.IntN(len(keyOf))]()
+		held, ok := f.Known(slot, key)
+		if !ok && held {
+			t.Fatalf("slot %d, key %d: Known says held, and none kept", slot, key)
+		}
+		if ok {
 			kept++
 			if held != answer(slot, key) {
 				t.Fatalf("slot %d, key %d: Known says %v, Remember was told %v", slot, key, held, answer(slot, key))
@@ -24,7 +34,7 @@ func TestFoldKnownIsRemembered(t *testing.T) {
 			continue
 		}
 		f.Remember(slot, key, answer(slot, key))
-		if held, ok := f.Known(slot, key); !ok || held != answer(slot, key) {
+		if held, ok := f.Known(slot, key); slot < MemoSlots && (!ok || held != answer(slot, key)) {
 			t.Fatalf("slot %d, key %d: Known says %v, %v just after Remember(%v)", slot, key, held, ok, answer(slot, key))
 		}
 	}
