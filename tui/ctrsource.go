@@ -229,19 +229,20 @@ func (r *ctrReader) AppendText(dst []byte, i, col int) []byte {
 // ContainsFold implements table.FoldReader. Most cells take few values
 // over a million rows: each value's cell is searched once per filter
 // (table.Fold's Known and InShared), the id and name, each row's own, in
-// every row, and last, so that a row a cheaper cell holds loads no more
-// of its text.
+// every row. The id first, as what is most often looked for (a row it
+// holds stops there: last, it cost a filter of a letter every id holds
+// 17 % more instructions), the name last.
 func (r *ctrReader) ContainsFold(i int, f *table.Fold) bool {
 	c := r.v.At(i)
 	var b [24]byte
-	return f.InShared(string(c.State)) ||
+	return f.In(c.ID) || f.InShared(string(c.State)) ||
 		// The mark begins with a space: searched apart (table.Fold).
 		f.InSmall(slotMark, appendStateMark(b[:0], c)) ||
 		r.numbersHold(c, i, f) ||
 		f.InShared(c.InstanceID) ||
 		r.reasonHolds(c, i, f, b[:0]) ||
 		f.InShared(c.Tags) ||
-		f.In(c.ID) || f.In(containerName(c))
+		f.In(containerName(c))
 }
 
 // numbersHold reports whether one of row i's cells of numbers (c its
