@@ -107,18 +107,27 @@ const ageAlphabet = "-0123456789dhms"
 // appendAge appends fmtAge's text of d, so that a filter reading every
 // row's age makes no string of it.
 func appendAge(dst []byte, d time.Duration) []byte {
-	n, unit := int64(d/(24*time.Hour)), byte('d')
+	n, unit := ageUnits(d)
+	return append(strconv.AppendInt(dst, n, 10), ageUnitText[unit])
+}
+
+// ageUnitText is the letters of ageUnits' units, by unit.
+const ageUnitText = "smhd"
+
+// ageUnits is what fmtAge's text of d is made of: a count n (never
+// negative) of a unit, an index of ageUnitText.
+func ageUnits(d time.Duration) (n int64, unit int) {
 	switch {
 	case d < 0:
-		n, unit = 0, 's'
+		return 0, 0
 	case d < time.Minute:
-		n, unit = int64(d/time.Second), 's'
+		return int64(d / time.Second), 0
 	case d < time.Hour:
-		n, unit = int64(d/time.Minute), 'm'
+		return int64(d / time.Minute), 1
 	case d < 48*time.Hour:
-		n, unit = int64(d/time.Hour), 'h'
+		return int64(d / time.Hour), 2
 	}
-	return append(strconv.AppendInt(dst, n, 10), unit)
+	return int64(d / (24 * time.Hour)), 3
 }
 
 func age(now, t time.Time) (string, float64) {

@@ -32,11 +32,24 @@ type matcher struct {
 // newMatcher is the matcher of w's filter.
 func newMatcher(w *work) matcher {
 	m := matcher{match: w.match, col: w.matchCol, byCell: w.matchCol < 0 && byCell(w.matchLow)}
-	if m.byCell && ascii(w.matchLow) {
-		m.fold = newFold(w.matchLow)
+	if m.byCell {
+		m.fold = foldOf(w.matchLow)
 	}
 	return m
 }
+
+// foldOf is the Fold of low, lower-case text, or nil where a row is not
+// matched by one: low is not ASCII, or holds a space (byCell).
+func foldOf(low string) *Fold {
+	if !byCell(low) || !ascii(low) {
+		return nil
+	}
+	return newFold(low)
+}
+
+// NewFold is the Fold of the plain text pat (any case), as a filter of
+// it searches a FoldReader's rows; nil where that filter does not.
+func NewFold(pat string) *Fold { return foldOf(strings.ToLower(pat)) }
 
 // byCell reports whether the plain text low (lower-case; "" for a regular
 // expression) matches a row exactly when it matches one of its cells or
@@ -115,6 +128,11 @@ type Fold struct {
 	// (Alphabets; set from the first Reader).
 	skip        []bool
 	text, spare []byte
+	// memo and shared are its answers kept for text many rows share
+	// (Known, InShared), made at their first use: a Fold is one
+	// goroutine's for one filter.
+	memo   *memo
+	shared *[1 << sharedBits]sharedEntry
 }
 
 // newFold is the Fold of low, lower-case ASCII without a space.
@@ -211,22 +229,26 @@ func containsFold(s string, f *Fold) bool {
 	// The key's places for all of low to fit in s: at to end.
 	end := len(s) - len(f.low) + f.at + 1
 	i := f.at
-	if end-i >= 8 {
+	if len(s) >= 8 && end > i {
+		// Whole words of s, the last ending at its end: a text of
+		// eight bytes or a few more is searched a word, not a byte, at
+		// a time too (a queue's ids).
+		last := len(s) - 8
 		b := unsafe.Slice(unsafe.StringData(s), len(s))
 		for w := i; ; w += 8 {
-			// The last word ends at end, over bytes searched already:
-			// those are not candidates again.
-			w = min(w, end-8)
+			// The last word, over bytes searched already: those are
+			// not candidates again.
+			w = min(w, last)
 			x := (binary.LittleEndian.Uint64(b[w:]) | f.setCase) ^ f.want
 			// The high bit of each byte of x that is zero; a borrow
 			// may flag bytes above one that is, which the comparison
 			// rejects.
 			for zero := (x - eachLow) &^ x & eachHigh; zero != 0; zero &= zero - 1 {
-				if p := w + bits.TrailingZeros64(zero)/8; p >= i && equalFold(s[p-f.at:p-f.at+len(f.low)], f.low) {
+				if p := w + bits.TrailingZeros64(zero)/8; p >= i && p < end && equalFold(s[p-f.at:p-f.at+len(f.low)], f.low) {
 					return true
 				}
 			}
-			if w == end-8 {
+			if w == last {
 				return false
 			}
 			i = w + 8
