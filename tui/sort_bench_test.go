@@ -38,14 +38,10 @@ func BenchmarkSortMillion(b *testing.B) {
 			b.Run(fmt.Sprintf("queue=%s/key=%s", q.name, key), func(b *testing.B) {
 				tb := filterTable(rows, false)
 				tb.Shown()
-				var cpu time.Duration
-				for b.Loop() {
-					c0 := cpuTime()
+				loopWithCPU(b, func() {
 					tb.SortBy(key)
 					tb.Shown()
-					cpu += cpuTime() - c0
-				}
-				b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
+				}, nil)
 			})
 		}
 	}
