@@ -187,8 +187,9 @@ func (r *ctrReader) Text(i, col int) string {
 }
 
 // exitTexts are REASON's texts of the common exit codes, made once and
-// shared by the rows that show them, as a sort reads a text shared
-// between rows by its address alone (table.Numbered's notes).
+// shared by the rows that show them: a sort tells a column's few texts
+// apart by their address alone (docs/design.md §9.1), and a filter keeps
+// its answer for a shared text by it (table.Fold's InShared).
 var exitTexts = func() (texts [256]string) {
 	for code := range texts {
 		c := backend.Row{State: view.Complete, HasExit: true, Exit: int32(code)}
