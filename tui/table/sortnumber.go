@@ -1,8 +1,13 @@
 // Texts that are the same words around a number ("position 41 in
 // queue"): a text sort orders such rows by a key made of the number,
-// their texts never made.
+// their texts never made, and merges two parts' keys (keyMerge).
 
 package table
+
+import (
+	"sort"
+	"sync"
+)
 
 // Numbered is a Reader whose text column may hold, in many rows, the
 // same words around a number: a sort by the column reads those rows'
@@ -81,7 +86,50 @@ func decimalKey(v, end uint64, desc bool) uint64 {
 }
 
 // keyMerge writes the rows of a and b (each sorted by key) to out in
-// their merged order, a's first where keys are equal (mergeHalves).
+// their merged order, a's first where keys are equal: a holds the lower
+// slots, so that is the order one stable sort of both gives. The two
+// halves of out are merged at once, each by its own goroutine, from
+// where the merge reaches out's middle (mergeSplit).
 func keyMerge(a, b []numKey, out []int32) {
-	mergeHalves(a, b, out, func(y, x numKey) bool { return y.k < x.k })
+	m := len(out) / 2
+	i := mergeSplit(a, b, m)
+	var wg sync.WaitGroup
+	wg.Go(func() { merge(a[:i], b[:m-i], out[:m]) })
+	merge(a[i:], b[m-i:], out[m:])
+	wg.Wait()
+}
+
+// mergeSplit is how many of a's rows are among the first m of a and b
+// merged: the fewest such that the next of a does not go after the
+// last of b taken.
+func mergeSplit(a, b []numKey, m int) int {
+	lo, hi := max(0, m-len(b)), min(m, len(a))
+	// For lo <= i < hi, a[i] and b[m-i-1] exist; too few of a are
+	// taken while b's last taken is not below a's next.
+	return lo + sort.Search(hi-lo, func(k int) bool {
+		i := lo + k
+		return b[m-i-1].k < a[i].k
+	})
+}
+
+// merge writes the rows of a and b merged by key into out
+// (len(a)+len(b)), a's first where keys are equal.
+func merge(a, b []numKey, out []int32) {
+	i, j, o := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		if b[j].k < a[i].k {
+			out[o] = b[j].i
+			j++
+		} else {
+			out[o] = a[i].i
+			i++
+		}
+		o++
+	}
+	for ; i < len(a); i, o = i+1, o+1 {
+		out[o] = a[i].i
+	}
+	for ; j < len(b); j, o = j+1, o+1 {
+		out[o] = b[j].i
+	}
 }

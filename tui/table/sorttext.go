@@ -8,7 +8,6 @@ package table
 import (
 	"runtime"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 )
@@ -316,53 +315,4 @@ func inPlace(sorted, ks []numKey) []numKey {
 		copy(ks, sorted)
 	}
 	return ks
-}
-
-// mergeHalves writes the rows of a and b (each sorted) to out in their
-// merged order, a's before b's unless a b row goes strictly before (by
-// before(b row, a row)): a holds the lower slots, so that is the order
-// one stable sort of both gives. The two halves of out are merged at
-// once, each by its own goroutine, from where the merge reaches out's
-// middle (mergeSplit).
-func mergeHalves(a, b []numKey, out []int32, before func(y, x numKey) bool) {
-	m := len(out) / 2
-	i := mergeSplit(a, b, m, before)
-	var wg sync.WaitGroup
-	wg.Go(func() { merge(a[:i], b[:m-i], out[:m], before) })
-	merge(a[i:], b[m-i:], out[m:], before)
-	wg.Wait()
-}
-
-// mergeSplit is how many of a's rows are among the first m of a and b
-// merged: the fewest such that the next of a does not go after the
-// last of b taken.
-func mergeSplit(a, b []numKey, m int, before func(y, x numKey) bool) int {
-	lo, hi := max(0, m-len(b)), min(m, len(a))
-	// For lo <= i < hi, a[i] and b[m-i-1] exist; too few of a are
-	// taken while b's last taken does not go strictly before a's next.
-	return lo + sort.Search(hi-lo, func(k int) bool {
-		i := lo + k
-		return before(b[m-i-1], a[i])
-	})
-}
-
-// merge writes the rows of a and b merged into out (len(a)+len(b)).
-func merge(a, b []numKey, out []int32, before func(y, x numKey) bool) {
-	i, j, o := 0, 0, 0
-	for i < len(a) && j < len(b) {
-		if before(b[j], a[i]) {
-			out[o] = b[j].i
-			j++
-		} else {
-			out[o] = a[i].i
-			i++
-		}
-		o++
-	}
-	for ; i < len(a); i, o = i+1, o+1 {
-		out[o] = a[i].i
-	}
-	for ; j < len(b); j, o = j+1, o+1 {
-		out[o] = b[j].i
-	}
 }
