@@ -171,32 +171,40 @@ func (b *Batch) EventSeq(i int) uint64 { return b.evSeqs[i] }
 // EachEntry calls fn with each entry of a batch in the records' layout
 // (above): its Seq and JSON (nil for a tombstone). body points into v.
 func EachEntry(v []byte, fn func(seq uint64, body []byte) error) error {
+	return EachEntryAt(v, func(seq uint64, off, n int) error {
+		var body []byte
+		if n > 0 {
+			body = v[off : off+n : off+n]
+		}
+		return fn(seq, body)
+	})
+}
+
+// EachEntryAt calls fn with each entry of a batch in the records' layout
+// (above): its Seq and where its JSON lies in v (n 0 for a tombstone).
+func EachEntryAt(v []byte, fn func(seq uint64, off, n int) error) error {
 	if len(v) < BatchHeader {
 		return fmt.Errorf("%d bytes, want at least %d", len(v), BatchHeader)
 	}
 	n := int(binary.BigEndian.Uint32(v[1:]))
-	p := v[BatchHeader:]
+	at := BatchHeader
 	for i := range n {
-		if len(p) < EntryHeader {
+		if len(v)-at < EntryHeader {
 			return fmt.Errorf("entry %d of %d cut short", i, n)
 		}
-		seq := binary.BigEndian.Uint64(p)
-		l := int(binary.BigEndian.Uint32(p[8:]))
-		p = p[EntryHeader:]
-		if l > len(p) {
+		seq := binary.BigEndian.Uint64(v[at:])
+		l := int(binary.BigEndian.Uint32(v[at+8:]))
+		at += EntryHeader
+		if l > len(v)-at {
 			return fmt.Errorf("entry %d of %d cut short", i, n)
 		}
-		var body []byte
-		if l > 0 {
-			body = p[:l:l]
-		}
-		if err := fn(seq, body); err != nil {
+		if err := fn(seq, at, l); err != nil {
 			return err
 		}
-		p = p[l:]
+		at += l
 	}
-	if len(p) != 0 {
-		return fmt.Errorf("%d bytes after its %d entries", len(p), n)
+	if at != len(v) {
+		return fmt.Errorf("%d bytes after its %d entries", len(v)-at, n)
 	}
 	return nil
 }

@@ -33,6 +33,9 @@ type env struct {
 	// queue, oldest first, and the next event's Seq.
 	loaded     []queue.Event
 	loadedNext uint64
+	// foldSteps is how many of a fold's transactions the store runs
+	// after each flush when it folds by hand (Options.FoldByHand).
+	foldSteps int
 }
 
 // envOptions are the queue's options and its store's.
@@ -86,6 +89,18 @@ type recorder struct {
 	e *env
 }
 
+// Flush is the store's, then up to foldSteps transactions of a fold in
+// progress when the store folds by hand: the folder's work, at points the
+// test chooses.
+func (r recorder) Flush(b *store.Batch) error {
+	if err := r.Store.Flush(b); err != nil {
+		return err
+	}
+	for i := 0; i < r.e.foldSteps && r.Store.foldStep(); i++ {
+	}
+	return nil
+}
+
 func (r recorder) Load(n int, recs store.Records, ev func(uint64, []byte) error) (loaded store.Loaded, err error) {
 	r.e.loaded = nil
 	loaded, err = r.Store.Load(n, recs, func(seq uint64, j []byte) error {
@@ -124,6 +139,7 @@ func (e *env) crash() {
 	if err := e.q.Flush(); err != nil {
 		e.tb.Fatalf("flush: %v", err)
 	}
+	e.s.stopFolder()
 	if err := e.s.db.Close(); err != nil {
 		e.tb.Fatalf("close the file: %v", err)
 	}

@@ -30,12 +30,14 @@ func (s *Store) foldAt(records int, pass bool) (at int, large bool) {
 }
 
 // Due reports whether the journal is due a fold: a rebuild, or a large
-// store's fold of its oldest entries (foldsOldest).
+// store's fold of its oldest entries (foldsOldest) when none is in
+// progress (the folder has that one), or a fold left to a failed flush to
+// report.
 func (s *Store) Due(records int, pass bool) bool {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
 	at, large := s.foldAt(records, pass)
-	return s.journalLen >= at || large && s.foldsOldest(records, pass, s.journalLen)
+	return s.journalLen >= at || large && !s.folding.on && s.foldsOldest(records, pass, s.journalLen) || s.foldErr != nil
 }
 
 // foldsOldest reports whether a flush (a pass's, or not) of a large store
@@ -53,11 +55,17 @@ func (s *Store) foldsOldest(n int, pass bool, jlen int) bool {
 // Flush writes b in one transaction: its records and drops as journal
 // batches (journal.go), the drops' output deleted, its events, the pause
 // flag if changed, and a rebuild if one is due. It is committed (and
-// synced, unless NoSync) before Flush returns, and so is a large store's
-// fold of its oldest entries, if due, in transactions after it.
+// synced, unless NoSync) before Flush returns. A large store's fold of its
+// oldest entries, once due, is left to the folder (folder.go), unless the
+// journal has outgrown twice its bound: then this flush folds the rest.
+// A fold the folder failed is this flush's error, b not written.
 func (s *Store) Flush(b *store.Batch) error {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
+	if err := s.foldErr; err != nil {
+		s.foldErr = nil
+		return err
+	}
 	foldAt, large := s.foldAt(b.Records, b.Pass)
 	window := s.journalWindow()
 	batch, n := b.Entries()
@@ -113,25 +121,25 @@ func (s *Store) Flush(b *store.Batch) error {
 	if large && !s.folding.on && s.foldsOldest(b.Records, b.Pass, jlen) {
 		s.startFold(jlen - window)
 	}
-	if s.folding.on {
-		// The batch is committed: the fold of the oldest values, in
-		// transactions of their own, only moves what the journal holds.
-		// A flush goes on with it for a few; all of it once the journal
-		// has outgrown twice its bound, as if it could not keep up.
-		limit := s.foldSteps()
-		if jlen > window+4*s.foldAfter(b.Records) {
-			limit = math.MaxInt
-		}
-		n, done, err := s.foldChunks(limit)
-		if done {
-			s.journalLen -= n
-		}
-		if err != nil {
-			return fmt.Errorf("fold the journal's oldest entries after the flush: %w", err)
-		}
+	s.wrote()
+	if !s.folding.on {
 		return nil
 	}
-	s.wrote()
+	// The batch is committed: the fold of the oldest values, in
+	// transactions of their own, only moves what the journal holds. The
+	// folder goes on with it; once the journal has outgrown twice its
+	// bound, as if the folder could not keep up, this flush folds the rest.
+	if jlen <= window+4*s.foldAfter(b.Records) {
+		s.nudgeFolder()
+		return nil
+	}
+	n, done, err := s.foldChunks(math.MaxInt)
+	if done {
+		s.journalLen -= n
+	}
+	if err != nil {
+		return fmt.Errorf("fold the journal's oldest entries after the flush: %w", err)
+	}
 	return nil
 }
 

@@ -81,16 +81,18 @@ func (s *Store) journalWindow() int {
 // folded. A batch is folded whole. The newer entries left in the journal
 // still win at replay.
 //
-// The fold runs in transactions of its own after the flush's, foldChunk
-// records each, the mapping's pages given back after each commit (a
-// transaction reads the leaf page of every record it puts, and its commit
-// reads each again, each fault mapping 64 KiB around its page: a fold of
-// 5,000 scattered records mapped a third of a million's file, and giving
-// the pages back during a transaction made it fault them in again,
-// BENCHMARKS.md, helper daemon). Each chunk reads the same oldest values
-// again and puts the latest of the next foldChunk Seqs among them; the
-// last deletes the values. A crash between chunks leaves the values in the
-// journal, whose entries still win over what the chunks put.
+// The fold runs in transactions of its own, foldChunk records each, the
+// mapping's pages given back after each commit (a transaction reads the
+// leaf page of every record it puts, and its commit reads each again,
+// each fault mapping 64 KiB around its page: a fold of 5,000 scattered
+// records mapped a third of a million's file, and giving the pages back
+// during a transaction made it fault them in again, BENCHMARKS.md, helper
+// daemon). The first reads the oldest values and keeps, for the latest
+// entry of each Seq among them, where its JSON lies in its value (which
+// no write changes until the fold deletes it); each puts the next
+// foldChunk of those, reading only their JSON; the last deletes the
+// values. A crash between chunks leaves the values in the journal, whose
+// entries still win over what the chunks put.
 func (s *Store) foldOldest(n int) (int, error) {
 	s.startFold(n)
 	folded, _, err := s.foldChunks(math.MaxInt)
@@ -98,26 +100,34 @@ func (s *Store) foldOldest(n int) (int, error) {
 }
 
 // foldState is a fold of the journal's oldest values in progress
-// (foldOldest), which a flush goes on with for foldChunksPerFlush
-// transactions (foldChunks): at a million a fold is ~60 of them, a second
-// or more of CPU that every flush (a user's verb, a pass) waited behind in
-// one go (BENCHMARKS.md, helper daemon). Later flushes only append values
-// after the oldest, so each chunk reads the same ones. Under flushMu.
+// (foldOldest), which the folder goes on with one transaction at a time
+// (foldChunks, folder.go): at a million a fold is ~60 of them, a second or
+// more of CPU that every flush (a user's verb, a pass) waited behind when
+// flushes ran them (BENCHMARKS.md, helper daemon and "The fold off the
+// flush"). Later flushes only append values after the oldest. Under
+// flushMu.
 type foldState struct {
-	on     bool
-	n      int      // the oldest values hold at least n entries
-	bounds []uint64 // bounds[i] is the first Seq of chunk i (set by chunk 0)
-	next   int      // the next chunk
+	on    bool
+	n     int // the oldest values hold at least n entries
+	read  bool
+	count int            // how many entries they hold (read)
+	vals  []foldValue    // their keys, in journal order (read)
+	todo  []journalEntry // the latest entry of each Seq among them, in Seq order, without its body (read)
+	next  int            // where the next chunk starts in todo
 }
 
-// foldChunksPerFlush is how many of a fold's transactions a flush runs,
-// ~1/8 of a fold at a million: ~8,000 records, ~0.15 s of CPU.
-const foldChunksPerFlush = 8
+// foldValue is one of the values a fold folds: its key (a copy), and
+// whether it is a bucket (bigvalue.go).
+type foldValue struct {
+	k      []byte
+	bucket bool
+}
 
 // startFold starts a fold of the journal's oldest values holding at least
 // n entries.
 func (s *Store) startFold(n int) {
-	s.folding = foldState{on: true, n: n, bounds: s.folding.bounds[:0]}
+	f := &s.folding
+	*f = foldState{on: true, n: n, vals: f.vals[:0], todo: f.todo[:0]}
 }
 
 // foldChunks runs up to limit transactions of the fold in progress and
@@ -127,58 +137,47 @@ func (s *Store) foldChunks(limit int) (folded int, done bool, err error) {
 	f := &s.folding
 	chunk := s.foldChunk()
 	for range limit {
-		i := f.next
 		err := s.db.Update(func(tx *bolt.Tx) error {
 			jb := tx.Bucket(bucketJournal)
-			entries, count, err := s.oldestValues(jb, f.n)
-			if err != nil {
-				return err
+			if !f.read {
+				if err := s.readOldest(jb); err != nil {
+					return err
+				}
 			}
-			if i == 0 {
-				entries = latestPerSeq(entries)
-				for j := 0; j < len(entries); j += chunk {
-					f.bounds = append(f.bounds, entries[j].seq)
-				}
-				entries = entries[:min(chunk, len(entries))]
-			} else {
-				lo, hi := f.bounds[i], uint64(math.MaxUint64)
-				if i+1 < len(f.bounds) {
-					hi = f.bounds[i+1]
-				}
-				in := entries[:0]
-				for _, e := range entries {
-					if e.seq >= lo && e.seq < hi {
-						in = append(in, e)
-					}
-				}
-				entries = latestPerSeq(in)
-			}
+			part := f.todo[f.next:min(f.next+chunk, len(f.todo))]
+			vals := s.foldVals[:0]
+			defer func() {
+				clear(vals) // they point into this transaction's pages
+				s.foldVals = vals[:0]
+			}()
 			cb := tx.Bucket(bucketContainers)
-			for _, e := range entries {
+			for _, e := range part {
 				var err error
-				if e.body == nil {
+				if e.size == 0 {
 					err = cb.Delete(containerKey(e.seq))
-				} else {
-					err = cb.Put(containerKey(e.seq), e.body)
+				} else if vals, err = s.foldValueAt(jb, vals, int(e.val)); err == nil {
+					err = cb.Put(containerKey(e.seq), vals[e.val][e.off:e.off+e.size])
 				}
 				if err != nil {
 					return fmt.Errorf("fold journal: %w", err)
 				}
 			}
 			if s.foldHook != nil {
-				s.foldHook()
+				if err := s.foldHook(); err != nil {
+					return err
+				}
 			}
-			if i+1 < len(f.bounds) {
+			if f.next+len(part) < len(f.todo) {
 				return nil
 			}
 			// The bodies put above point into the values' pages, which
 			// stay mapped, and are not reused, until the transaction ends.
-			for _, k := range s.foldKeys {
-				if err := deleteAlone(jb, slices.Clone(k.k), k.bucket); err != nil {
+			for _, v := range f.vals {
+				if err := deleteAlone(jb, v.k, v.bucket); err != nil {
 					return fmt.Errorf("fold journal: %w", err)
 				}
 			}
-			folded, done = count, true
+			folded, done = f.count, true
 			return nil
 		})
 		s.releaseNow()
@@ -190,37 +189,67 @@ func (s *Store) foldChunks(limit int) (folded int, done bool, err error) {
 			f.on = false
 			return folded, true, nil
 		}
-		f.next++
+		f.next += chunk
 	}
 	return 0, false, nil
 }
 
-// oldestValues reads the journal's oldest values holding at least n
-// entries into s.foldEntries (returned) and their keys into s.foldKeys,
-// and returns how many entries they hold. The lists are kept for the next
-// fold (under flushMu), their slices pointing into the pages of a
-// transaction that has ended until they are filled again.
-func (s *Store) oldestValues(jb *bolt.Bucket, n int) ([]journalEntry, int, error) {
-	entries, keys := s.foldEntries[:0], s.foldKeys[:0]
+// readOldest reads the journal's oldest values holding at least f.n
+// entries: their keys into f.vals, and the latest entry of each Seq among
+// them into f.todo, each with where its JSON lies in its value but not
+// the JSON (the transaction's pages, given back once it ends). s's
+// scratch list of entries and f's lists are kept for the next fold.
+func (s *Store) readOldest(jb *bolt.Bucket) error {
+	f := &s.folding
+	entries, vals := s.foldEntries[:0], f.vals[:0]
+	defer func() {
+		clear(entries) // the bodies point into this transaction's pages
+		s.foldEntries = entries[:0]
+	}()
 	cur := jb.Cursor()
-	for k, v := cur.First(); k != nil && len(entries) < n; k, v = cur.Next() {
+	for k, v := cur.First(); k != nil && len(entries) < f.n; k, v = cur.Next() {
+		from := len(entries)
 		var err error
 		if entries, err = appendJournalValue(entries, jb, k, v); err != nil {
-			return nil, 0, err
+			return err
 		}
-		// The key points into the transaction's pages: cloned if it is
-		// deleted (foldOldest's last transaction).
-		keys = append(keys, foldKey{k: k, bucket: v == nil})
+		for i := range entries[from:] {
+			entries[from+i].val = uint32(len(vals))
+		}
+		vals = append(vals, foldValue{k: slices.Clone(k), bucket: v == nil})
 	}
-	s.foldEntries, s.foldKeys = entries, keys
-	return entries, len(entries), nil
+	f.count, f.vals = len(entries), vals
+	f.todo = append(f.todo[:0], latestPerSeq(entries)...)
+	for i := range f.todo {
+		f.todo[i].body = nil
+	}
+	f.read = true
+	return nil
 }
 
-// foldKey is a journal value's key, and whether it is a bucket
-// (bigvalue.go).
-type foldKey struct {
-	k      []byte
-	bucket bool
+// foldValueAt returns vals with the value of the fold's j-th key read
+// into it (in this transaction) if it was not yet.
+func (s *Store) foldValueAt(jb *bolt.Bucket, vals [][]byte, j int) ([][]byte, error) {
+	if j < len(vals) && vals[j] != nil {
+		return vals, nil
+	}
+	if j >= len(vals) {
+		vals = append(vals, make([][]byte, j+1-len(vals))...)
+	}
+	fv := s.folding.vals[j]
+	var v []byte
+	if fv.bucket {
+		if sub := jb.Bucket(fv.k); sub != nil {
+			v = sub.Get(aloneKey)
+		}
+	} else {
+		v = jb.Get(fv.k)
+	}
+	if v == nil {
+		return vals, fmt.Errorf("journal value %x is gone in the middle of its fold", fv.k)
+	}
+	vals[j] = v
+	return vals, nil
 }
 
 // foldChunk is how many records a transaction of a fold in place puts
@@ -243,11 +272,6 @@ const foldAfterShare = 16
 // value.
 func (s *Store) foldAfter(n int) int {
 	return orDefault(s.opts.FoldAfter, n/foldAfterShare)
-}
-
-// foldSteps is foldChunksPerFlush, or the tests' value.
-func (s *Store) foldSteps() int {
-	return orDefault(s.opts.FoldSteps, foldChunksPerFlush)
 }
 
 // foldChunk is foldChunk, or the tests' value.
@@ -343,6 +367,10 @@ type journalEntry struct {
 	seq  uint64
 	body []byte
 	pos  int // the entry's place in the journal (latestPerSeq)
+	// Where body lies in its value, and which of a fold's values that is
+	// (readOldest), so that a fold's later transactions read it again
+	// there.
+	off, size, val uint32
 }
 
 // appendJournalValue appends the entries of the journal value under key k
@@ -360,7 +388,7 @@ func appendJournalValue(out []journalEntry, jb *bolt.Bucket, k, v []byte) ([]jou
 	if len(v) < 8 {
 		return out, fmt.Errorf("journal entry %x: %d bytes, want at least 8", k, len(v))
 	}
-	e := journalEntry{seq: binary.BigEndian.Uint64(v)}
+	e := journalEntry{seq: binary.BigEndian.Uint64(v), off: 8, size: uint32(len(v) - 8)}
 	if len(v) > 8 {
 		e.body = v[8:]
 	}
@@ -372,8 +400,12 @@ func appendBatch(out []journalEntry, k, v []byte) ([]journalEntry, error) {
 	if len(v) >= store.BatchHeader {
 		out = slices.Grow(out, store.EntryCount(v))
 	}
-	err := store.EachEntry(v, func(seq uint64, body []byte) error {
-		out = append(out, journalEntry{seq: seq, body: body})
+	err := store.EachEntryAt(v, func(seq uint64, off, n int) error {
+		e := journalEntry{seq: seq, off: uint32(off), size: uint32(n)}
+		if n > 0 {
+			e.body = v[off : off+n : off+n]
+		}
+		out = append(out, e)
 		return nil
 	})
 	if err != nil {

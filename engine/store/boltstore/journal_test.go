@@ -49,7 +49,7 @@ func TestJournalChurnCrashReopen(t *testing.T) {
 		// kept at a small window folded oldest first (foldOldest).
 		large := seed >= 6
 		t.Run(fmt.Sprint("seed=", seed, " large=", large), func(t *testing.T) {
-			e := newEnv(t, func(o *envOptions) { o.KeepFinished = 4; o.Store.NoSync = true })
+			e := newEnv(t, func(o *envOptions) { o.KeepFinished = 4; o.Store.NoSync = true; o.Store.FoldByHand = large })
 			rng := rand.New(rand.NewPCG(seed, 7))
 			foldMin := 1 + rng.IntN(40)
 			window := 1 + rng.IntN(20)
@@ -58,18 +58,21 @@ func TestJournalChurnCrashReopen(t *testing.T) {
 			if seed%2 == 1 {
 				batchMax = 1 + rng.IntN(3000)
 			}
+			// Large stores fold by hand, as many of a fold's transactions
+			// after each flush as the folder might have run meanwhile.
 			// Odd large seeds fold a record a transaction, one a flush: a
 			// fold goes on over several flushes, and crashes fall in the
 			// middle of one.
 			foldChunk := 0
+			e.foldSteps = 8
 			if large && seed%2 == 1 {
-				foldChunk = 1
+				foldChunk, e.foldSteps = 1, 1
 			}
 			setFold := func() {
 				e.s.opts.FoldMin = foldMin
 				e.s.opts.BatchMax = batchMax
 				if large {
-					e.s.opts.RebuildMax, e.s.opts.JournalKeep, e.s.opts.FoldChunk, e.s.opts.FoldSteps = 1, window, foldChunk, foldChunk
+					e.s.opts.RebuildMax, e.s.opts.JournalKeep, e.s.opts.FoldChunk = 1, window, foldChunk
 				}
 			}
 			setFold()

@@ -159,7 +159,7 @@ func TestFoldGivesBackEachChunk(t *testing.T) {
 	if err := seeded.db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(Options{Path: path, NoSync: true, RebuildMax: 1000, JournalKeep: 1, FoldChunk: chunk})
+	s, err := Open(Options{Path: path, NoSync: true, RebuildMax: 1000, JournalKeep: 1, FoldChunk: chunk, FoldByHand: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,9 +173,10 @@ func TestFoldGivesBackEachChunk(t *testing.T) {
 	}
 	var chunks int
 	var peak int64
-	s.foldHook = func() {
+	s.foldHook = func() error {
 		chunks++
 		peak = max(peak, mappedRSS(t, path))
+		return nil
 	}
 	// A pass's flush of records spread over the whole file, past the
 	// window and foldAfter: folded at once.
@@ -189,16 +190,10 @@ func TestFoldGivesBackEachChunk(t *testing.T) {
 	if err := s.Flush(&b); err != nil {
 		t.Fatal(err)
 	}
-	// Each flush goes on with the fold for foldChunksPerFlush
-	// transactions: empty ones finish it.
-	for i := 0; s.folding.on; i++ {
+	// The folder's work, a transaction at a time.
+	for i := 0; s.foldStep(); i++ {
 		if i > changed {
-			t.Fatalf("the fold is still on after %d flushes", i)
-		}
-		b.Reset()
-		b.Records, b.Pass = n, true
-		if err := s.Flush(&b); err != nil {
-			t.Fatal(err)
+			t.Fatalf("the fold is still on after %d transactions", i)
 		}
 	}
 	if want := changed / chunk; chunks < want {
@@ -260,7 +255,7 @@ func TestLargeCloseFoldsInChunks(t *testing.T) {
 		t.Fatalf("before Close the journal holds %d entries, want %d (no fold)", s.journalLen, 2*changed)
 	}
 	chunks := 0
-	s.foldHook = func() { chunks++ }
+	s.foldHook = func() error { chunks++; return nil }
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,13 @@ type Options struct {
 	ReadOnly bool
 	// The journal's limits (journal.go), 0 for the defaults; tests set
 	// small ones to make folds and cut batches happen.
-	FoldMin, RebuildMax, JournalKeep, BatchMax, FoldChunk, FoldAfter, FoldSteps int
+	FoldMin, RebuildMax, JournalKeep, BatchMax, FoldChunk, FoldAfter int
+	// FoldByHand starts no folder (folder.go): a fold in progress goes on
+	// only when the caller runs foldStep (tests, which choose when).
+	FoldByHand bool
+	// foldGate, if set, has the folder take a value from it (or see it
+	// closed) before each of its transactions (tests).
+	foldGate chan struct{}
 	// ReleaseAfter is how many bytes of pages are written between two
 	// releases of the mapping's pages (release_linux.go), 0 for
 	// releaseAfter.
@@ -88,15 +94,21 @@ type Store struct {
 	// released is how many bytes of pages the file's write transactions
 	// had allocated when the mapping's pages were last given back (wrote).
 	released atomic.Int64
-	// foldEntries and foldKeys are foldOldest's lists, kept between
-	// folds (under flushMu); foldHook, if set, is called in each of its
-	// transactions after the puts (tests).
+	// foldEntries and foldVals are the fold's scratch lists, kept
+	// between its transactions (under flushMu), empty between them;
+	// foldHook, if set, is called in each transaction after the puts,
+	// its error the transaction's (tests).
 	foldEntries []journalEntry
-	foldKeys    []foldKey
-	foldHook    func()
+	foldVals    [][]byte
+	foldHook    func() error
 	// folding is the fold of the journal's oldest values in progress
-	// (journal.go), under flushMu.
+	// (journal.go), and foldErr the folder's failure for the next flush
+	// to return; both under flushMu.
 	folding foldState
+	foldErr error
+	// folder goes on with the fold in progress (folder.go): nil when read
+	// only, folded by hand, or closed.
+	folder *folder
 }
 
 var _ store.Store = (*Store)(nil)
@@ -117,7 +129,11 @@ func Open(opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w (is another dispatcher using this state_dir?)", opts.Path, err)
 	}
-	return &Store{db: db, opts: opts, group: &groupCommit{db: db}}, nil
+	s := &Store{db: db, opts: opts, group: &groupCommit{db: db}}
+	if !opts.ReadOnly && !opts.FoldByHand {
+		s.startFolder()
+	}
+	return s, nil
 }
 
 // DB is the open file, for tests and tools that look inside it.
@@ -228,12 +244,14 @@ func (s *Store) Load(recentEvents int, recs store.Records, ev func(seq uint64, b
 	return out, err
 }
 
-// Close folds the journal into the containers bucket (journal.go), so
-// that a cleanly closed store has none, and closes the file.
+// Close stops the folder, folds the journal into the containers bucket
+// (journal.go), so that a cleanly closed store has none, and closes the
+// file.
 func (s *Store) Close() error {
 	if s.opts.ReadOnly {
 		return s.db.Close()
 	}
+	s.stopFolder()
 	return errors.Join(s.fold(), s.db.Close())
 }
 
