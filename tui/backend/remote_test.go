@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -630,4 +631,92 @@ func TestRemoteWatchWakesOnReload(t *testing.T) {
 	case <-time.After(wait.Budget(20 * time.Second)):
 		t.Fatal("no change signalled within 20 s of the daemon answering 410 (the ticker is an hour)")
 	}
+}
+
+// TestRemoteRefreshReadsUpToItsStart: changes made while a refresh reads
+// its pages are the next refresh's, not read on by this one (under a churn
+// it would chase them, and show what it was woken for that much later).
+func TestRemoteRefreshReadsUpToItsStart(t *testing.T) {
+	e, _, srv := newRemoteEnv(t)
+	if err := e.eng.Pause("test", ""); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 30 {
+		ids = append(ids, e.submit(fmt.Sprint("c-", i), -1, 1))
+	}
+	mid := &midRefresh{}
+	c := api.NewClient(srv.URL, testToken)
+	c.HTTP = &http.Client{Transport: mid}
+	r := NewRemote(c, "remote")
+	r.pageSize = 4
+	if _, err := r.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Ten held before the refresh (three pages of 4), ten more once its
+	// first page is read.
+	for _, id := range ids[:10] {
+		if _, err := e.eng.HoldContainer(id, "test", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	more := func() {
+		for _, id := range ids[10:20] {
+			if _, err := e.eng.HoldContainer(id, "test", ""); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	mid.after.Store(&more)
+	mid.pages.Store(0)
+	held := func(s *Snapshot) (n int) {
+		for _, row := range rowsList(s) {
+			if row.Held {
+				n++
+			}
+		}
+		return n
+	}
+	s, err := r.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The third page, of 4, holds the last 2 of the ten and may hold 2
+	// of the later ones: a page is filled.
+	if got, pages := held(s), mid.pages.Load(); got < 10 || got > 12 || pages != 3 {
+		t.Fatalf("a refresh woken for 10 holds, 10 more made after its first page: %d held in %d pages of changes, want 10–12 in 3", got, pages)
+	}
+	s, err = r.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := held(s); got != 20 {
+		t.Fatalf("the next refresh: %d held, want 20", got)
+	}
+}
+
+// midRefresh counts the pages of changes a refresh reads (changed_since
+// above 0) and runs after, once, when the first has been read.
+type midRefresh struct {
+	pages atomic.Int64
+	after atomic.Pointer[func()]
+}
+
+func (m *midRefresh) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	q := r.URL.Query()
+	if err != nil || r.URL.Path != "/v1/containers" || q.Get("changed_since") == "0" || q.Get("changed_since") == "" || q.Get("wait") != "" {
+		return resp, err
+	}
+	m.pages.Add(1)
+	if f := m.after.Swap(nil); f != nil {
+		body, rerr := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		if rerr != nil {
+			return nil, rerr
+		}
+		(*f)()
+	}
+	return resp, err
 }

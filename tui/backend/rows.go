@@ -501,13 +501,18 @@ func sortBySeq(rows *pages) bool {
 	return true
 }
 
-// applyChanges reads what changed since the copy's generation and
-// applies it to the copy's rows in place (rc.fetch held). The changes are
-// read whole before any is applied: a failed read leaves the rows as the
-// last snapshot showed them.
+// applyChanges reads what changed since the copy's generation, up to the
+// generation the daemon was at when the first page was read, and applies
+// it to the copy's rows in place (rc.fetch held). Changes made after that
+// are the next refresh's, which the watch has woken for: under a churn a
+// refresh that read on until no page was left read the changes made while
+// it read, and showed the ones before them that much later. The changes
+// are read whole before any is applied: a failed read leaves the rows as
+// the last snapshot showed them.
 func (r *Remote) applyChanges(ctx context.Context) error {
 	rc := &r.copy
 	gen := rc.gen
+	var until uint64 // the daemon's generation at the first page
 	changed := rc.changed[:0]
 	last := rc.last // id → index in changed (the last of its changes)
 	if last == nil {
@@ -550,7 +555,10 @@ func (r *Remote) applyChanges(ctx context.Context) error {
 			gone[id] = true
 		}
 		gen = ch.Generation
-		if !ch.More {
+		if until == 0 {
+			until = ch.Latest
+		}
+		if !ch.More || gen >= until {
 			break
 		}
 	}
