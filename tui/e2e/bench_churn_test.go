@@ -23,11 +23,14 @@ type churn struct {
 }
 
 // churnResult is what a churn did: the containers changed, the seconds it
-// ran, each second's time to make its changes, the failures.
+// ran, each second's time to make its changes and when it began, the
+// failures.
 type churnResult struct {
+	started  time.Time
 	changed  int
 	elapsed  time.Duration
 	rounds   []time.Duration
+	begun    []time.Duration // round i began begun[i] after started
 	failures int
 	firstErr error
 }
@@ -41,8 +44,8 @@ func startChurn(c *api.Client) *churn {
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := &churn{cancel: cancel, done: make(chan churnResult, 1)}
 	go func() {
-		var res churnResult
-		start := time.Now()
+		res := churnResult{started: time.Now()}
+		start := res.started
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
 		for r := 0; ; r++ {
@@ -57,6 +60,7 @@ func startChurn(c *api.Client) *churn {
 			}
 			if ctx.Err() == nil {
 				res.rounds = append(res.rounds, time.Since(t0))
+				res.begun = append(res.begun, t0.Sub(start))
 			}
 			select {
 			case <-ctx.Done():
@@ -98,10 +102,12 @@ func (ch *churn) stop() churnResult {
 	return <-ch.done
 }
 
-// String says the rate reached and the rounds' times.
+// String says the rate reached, the rounds' times and when the slowest
+// began (to line them up with the CLI's slowest submits and a collector's
+// trace).
 func (r churnResult) String() string {
-	out := fmt.Sprintf("%d containers' priority changed in %s (%.0f a second); a round took %s",
-		r.changed, r.elapsed.Round(time.Millisecond), float64(r.changed)/r.elapsed.Seconds(), quantiles(r.rounds))
+	out := fmt.Sprintf("%d containers' priority changed in %s (%.0f a second); a round took %s; the slowest: %s",
+		r.changed, r.elapsed.Round(time.Millisecond), float64(r.changed)/r.elapsed.Seconds(), quantiles(r.rounds), slowest(r.rounds, r.begun, 3))
 	if r.failures > 0 {
 		out += fmt.Sprintf("; %d rounds failed, the first: %v", r.failures, r.firstErr)
 	}
