@@ -11,14 +11,16 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
+
+	"dispatch-tui/engine/config"
 )
 
 // memoryLimitEvery is how often the daemon compares its live heap with its
 // soft memory limit.
 const memoryLimitEvery = 10 * time.Second
 
-// memoryLimit keeps the soft memory limit at max(floor, 1.75 × live heap).
-// A fixed limit below the live heap has the collector run without pause
+// memoryLimit keeps the soft memory limit at max(floor, LiveHeapRoom × live
+// heap), config.LiveHeapRoom being 1.75. A fixed limit below the live heap has the collector run without pause
 // (a million containers hold ~740–800 MiB against the 160 MiB default: a
 // core spent on collection with nothing to do). Three quarters of the live
 // heap again is the room between collections: a quiet queue allocates next
@@ -37,15 +39,15 @@ type memoryLimit struct {
 	live    func() int64      // the live heap after the last collection
 }
 
-// adjust sets the limit to max(floor, 1.75 × live) when the live heap has
-// grown past 80 % of the limit (a fifth more than when it was set), or
+// adjust sets the limit to max(floor, LiveHeapRoom × live) when the live
+// heap has grown past 80 % of the limit (a fifth more than when it was set), or
 // shrunk below a third of it (half) while the limit is above its floor: in
 // between it is left alone, so that it does not follow every collection.
 func (m *memoryLimit) adjust() {
 	live := m.live()
 	grown := live*5 > m.current*4
 	shrunk := m.current > m.floor && live*3 < m.current
-	want := max(m.floor, live+live*3/4)
+	want := max(m.floor, int64(float64(live)*config.LiveHeapRoom))
 	if !(grown || shrunk) || want == m.current {
 		return
 	}

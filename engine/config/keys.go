@@ -5,6 +5,7 @@
 package config
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -62,7 +63,7 @@ var dispatcherKeys = []*row{
 	size("dispatcher.reserve_extra_ram", 256*miB, func(c *Config, _ int) *int64 { return &c.Dispatcher.ReserveExtraRAM },
 		"added to a container's RAM when choosing its instance type", notNegative),
 	size("dispatcher.memory_limit", 160*miB, func(c *Config, _ int) *int64 { return &c.Dispatcher.MemoryLimit },
-		"the floor of the daemon's soft limit for Go memory (raised to twice the live heap past it); 0 = none", memoryLimit),
+		fmt.Sprintf("the floor of the daemon's soft limit for Go memory (raised to %g times the live heap past it); 0 = none", LiveHeapRoom), memoryLimit),
 	integer("dispatcher.event_retention", 200000, func(c *Config, _ int) *int { return &c.Dispatcher.EventRetention },
 		"how many of the newest events are kept; 0 = all", atLeast(0)),
 	number("dispatcher.supervisor_fraction", 0.3, func(c *Config, _ int) *float64 { return &c.Dispatcher.SupervisorFraction },
@@ -191,6 +192,11 @@ func clusterID(v string, s *site) {
 		s.bad("%v", err)
 	}
 }
+
+// LiveHeapRoom is how many times its live heap the daemon's soft memory
+// limit is once the heap outgrows dispatcher.memory_limit (memlimit.go,
+// docs/design.md §9.1 for why 1.75).
+const LiveHeapRoom = 1.75
 
 func memoryLimit(v int64, s *site) {
 	if v != 0 && v < 32*miB {

@@ -6,7 +6,7 @@ package boltstore
 
 import (
 	"fmt"
-	"runtime"
+	"time"
 )
 
 // folder is the goroutine that goes on with a fold a flush started. A
@@ -24,6 +24,9 @@ func (s *Store) startFolder() {
 	s.folder = f
 	go func() {
 		defer close(f.done)
+		pause := time.NewTimer(0)
+		defer pause.Stop()
+		<-pause.C
 		for {
 			select {
 			case <-f.stop:
@@ -38,21 +41,27 @@ func (s *Store) startFolder() {
 					case <-gate:
 					}
 				}
+				t0 := time.Now()
 				if !s.foldStep() {
 					break
 				}
+				// As long again before the next: the fold is upkeep,
+				// and at full speed it held a core for a second or more
+				// at a million while verbs and consoles waited for CPU
+				// (BENCHMARKS.md, "The fold off the flush").
+				pause.Reset(min(time.Since(t0), maxFoldPause))
 				select {
 				case <-f.stop:
 					return
-				default:
-					// A flush waiting for flushMu goes first: the
-					// fold is upkeep, the flush someone's change.
-					runtime.Gosched()
+				case <-pause.C:
 				}
 			}
 		}
 	}()
 }
+
+// maxFoldPause bounds the folder's pause between two transactions.
+const maxFoldPause = 100 * time.Millisecond
 
 // nudgeFolder has the folder go on with the fold in progress. Under
 // flushMu.
