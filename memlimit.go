@@ -39,15 +39,19 @@ type memoryLimit struct {
 	live    func() int64      // the live heap after the last collection
 }
 
-// adjust sets the limit to max(floor, LiveHeapRoom × live) when the live
-// heap has grown past 80 % of the limit (a fifth more than when it was set), or
-// shrunk below a third of it (half) while the limit is above its floor: in
-// between it is left alone, so that it does not follow every collection.
+// adjust sets the limit to want, max(floor, LiveHeapRoom × live), when
+// want is a tenth or more above it (the live heap grew), or the live heap
+// has shrunk below a third of it while it is above its floor: in between it
+// is left alone, so that it does not follow every collection. The band is
+// narrow upward: raised only past 80 % of the limit, as it was, the limit
+// stayed wherever the last raise left it, 1.25 to 1.75 times the final
+// live heap, and a million's churn cost the collector twice the CPU in the
+// runs where it ended low (BENCHMARKS.md, "The fold off the flush").
 func (m *memoryLimit) adjust() {
 	live := m.live()
-	grown := live*5 > m.current*4
-	shrunk := m.current > m.floor && live*3 < m.current
 	want := max(m.floor, int64(float64(live)*config.LiveHeapRoom))
+	grown := want > m.current+m.current/10
+	shrunk := m.current > m.floor && live*3 < m.current
 	if !(grown || shrunk) || want == m.current {
 		return
 	}

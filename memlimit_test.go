@@ -7,10 +7,10 @@ import (
 )
 
 // The soft memory limit follows the live heap: raised to 1.75 times it
-// once it passes 80 % of the limit (a queue outgrowing
-// memory_limit would have the collector run without pause), lowered back
-// toward the floor once it falls under a third, never below the floor, and
-// left alone between.
+// once that is a tenth above the limit (a queue outgrowing memory_limit
+// would have the collector run without pause, and a limit left low makes
+// it run often), lowered back toward the floor once the live heap falls
+// under a third, never below the floor, and left alone between.
 func TestMemoryLimitFollowsTheLiveHeap(t *testing.T) {
 	const mib = 1 << 20
 	var live int64
@@ -22,11 +22,13 @@ func TestMemoryLimitFollowsTheLiveHeap(t *testing.T) {
 		live, want int64 // MiB; want: the limit after adjust
 	}{
 		{10, 160},    // small queue: the floor
-		{128, 160},   // 80 % of the floor: left alone
-		{132, 231},   // past it: 1.75 times the live heap
+		{100, 160},   // 175 MiB wanted: within a tenth, left alone
+		{128, 224},   // past it: 1.75 times the live heap
+		{132, 224},   // 231 MiB wanted: within a tenth, left alone
 		{740, 1295},  // a million containers
-		{1020, 1295}, // 79 %: left alone
-		{440, 1295},  // 34 %: left alone
+		{812, 1295},  // 1,421 MiB wanted: within a tenth, left alone
+		{820, 1435},  // 1,435 MiB wanted: raised
+		{480, 1435},  // 33.4 %: left alone
 		{360, 630},   // under a third: lowered
 		{20, 160},    // back to the floor, not below
 		{0, 160},     // no reading: the floor

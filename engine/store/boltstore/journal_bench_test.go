@@ -55,7 +55,7 @@ func BenchmarkOpenJournal(b *testing.B) {
 		if err := s.db.Close(); err != nil { // no fold
 			b.Fatal(err)
 		}
-		opts := Options{Path: path, NoSync: true, FoldMin: 2 * n, RebuildMax: 2 * n}
+		opts := Options{Path: path, NoSync: true, FoldMin: 2 * n, RebuildMax: 2 * n, FoldByHand: true} // closed with no fold
 		b.Run(fmt.Sprintf("containers=%d/journal=%d", n, entries), func(b *testing.B) {
 			for b.Loop() {
 				var err error

@@ -73,7 +73,10 @@ func openSeeded(tb testing.TB, n int, path ...string) *Store {
 	if err := s.Submit(&b); err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { s.db.Close() })
+	tb.Cleanup(func() {
+		s.stopFolder()
+		s.db.Close()
+	})
 	return s
 }
 
