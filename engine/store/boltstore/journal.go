@@ -108,8 +108,8 @@ func (s *Store) foldOldest(n int) (int, error) {
 // flushMu.
 type foldState struct {
 	on    bool
-	n     int // the oldest values hold at least n entries
-	read  bool
+	n     int            // the oldest values hold at least n entries
+	read  bool           // the fold's first transaction has read them (readOldest)
 	count int            // how many entries they hold (read)
 	vals  []foldValue    // their keys, in journal order (read)
 	todo  []journalEntry // the latest entry of each Seq among them, in Seq order, without its body (read)
