@@ -433,7 +433,11 @@ func TestPagination(t *testing.T) {
 	}
 	slices.Sort(want)
 	// A second driver has no memory of the creates: all it lists comes
-	// from the pages.
+	// from the pages. It retries a transient failure, as the product
+	// does: with one attempt, about one run in 200 failed here reading a
+	// page on a connection closed under it ("use of closed network
+	// connection", which the SDK retries).
+	opts.MaxAttempts = ec2.DefaultMaxAttempts
 	d2 := newDriver(t, opts)
 	before := srv.Calls("DescribeInstances")
 	list, err := d2.Instances(ctx, nil)
@@ -443,8 +447,8 @@ func TestPagination(t *testing.T) {
 	if !slices.Equal(ids(list), want) {
 		t.Fatalf("listed %v, want %v", ids(list), want)
 	}
-	if n := srv.Calls("DescribeInstances") - before; n != 3 {
-		t.Errorf("%d DescribeInstances calls, want 3 pages", n)
+	if n := srv.Calls("DescribeInstances") - before; n < 3 {
+		t.Errorf("%d DescribeInstances calls, want 3 pages (and any retried)", n)
 	}
 	list, err = d2.Instances(ctx, cloud.Tags{cloud.TagInstanceType: "large"})
 	if err != nil || len(list) != 6 {
