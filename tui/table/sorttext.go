@@ -82,11 +82,11 @@ func (w *work) textOrderNumbered(r *result, c, n int, nb numbering) (ok, done bo
 	}
 	var others []numKey
 	switch {
-	case parts == 1 && got[0].few != nil:
-		others = got[0].keys
 	case parts == 1:
 		others = got[0].keys
-		sortChunks(tx.all(), others, r.tmp[:len(others)], 0, w.sortDesc)
+		if got[0].few == nil { // else sorted by rank already (readTexts)
+			sortChunks(tx.all(), others, r.tmp[:len(others)], 0, w.sortDesc)
+		}
 	case got[0].few != nil && got[1].few != nil:
 		// Ranked alike, then one stable pass of both: the first
 		// half's go first among equal texts.

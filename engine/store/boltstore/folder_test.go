@@ -30,12 +30,6 @@ func TestFlushLeavesTheFoldToTheFolder(t *testing.T) {
 	gate := make(chan struct{})
 	fs := openFolding(t, gate)
 	s, path, n, changed, chunk := fs.s, fs.path, folderN, folderChanged, folderChunk
-	closed := false
-	defer func() {
-		if !closed {
-			s.Close()
-		}
-	}()
 	var chunks atomic.Int64
 	s.foldHook = func() error { chunks.Add(1); return nil }
 	flush := func(prio int, pass bool) {
@@ -88,7 +82,6 @@ func TestFlushLeavesTheFoldToTheFolder(t *testing.T) {
 	if on, _ := state(); !on {
 		t.Fatal("no fold in progress before Close")
 	}
-	closed = true
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +102,6 @@ func TestFlushLeavesTheFoldToTheFolder(t *testing.T) {
 func TestFoldFailureIsTheNextFlushs(t *testing.T) {
 	fs := openFolding(t, nil)
 	s := fs.s
-	defer s.Close()
 	var fail atomic.Bool
 	fail.Store(true)
 	s.foldHook = func() error {
@@ -169,18 +161,7 @@ type folding struct {
 func openFolding(t *testing.T, gate chan struct{}) *folding {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "queue.db")
-	seeded := openSeeded(t, folderN, path)
-	if err := seeded.db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(Options{Path: path, NoSync: true, RebuildMax: 1000, JournalKeep: 1, FoldChunk: folderChunk, foldGate: gate})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Load(1, store.RecordFunc(decodeSeq), noEvent); err != nil {
-		s.Close()
-		t.Fatal(err)
-	}
+	s := reopenSeeded(t, folderN, Options{Path: path, NoSync: true, RebuildMax: 1000, JournalKeep: 1, FoldChunk: folderChunk, foldGate: gate})
 	return &folding{t: t, s: s, path: path}
 }
 

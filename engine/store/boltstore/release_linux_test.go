@@ -63,20 +63,9 @@ func TestLoadGivesBackTheMappedFile(t *testing.T) {
 func TestWritesGiveBackTheMappedFile(t *testing.T) {
 	const n, after = 20000, 1 << 20
 	path := filepath.Join(t.TempDir(), "queue.db")
-	seeded := openSeeded(t, n, path)
-	if err := seeded.db.Close(); err != nil {
-		t.Fatal(err)
-	}
 	// Folded by hand after each flush, as the folder would, so that no
 	// transaction of a fold holds pages when the mapping is measured.
-	s, err := Open(Options{Path: path, NoSync: true, RebuildMax: 1000, JournalKeep: 200, ReleaseAfter: after, FoldByHand: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Load(1, store.RecordFunc(decodeSeq), noEvent); err != nil {
-		t.Fatal(err)
-	}
+	s := reopenSeeded(t, n, Options{Path: path, NoSync: true, RebuildMax: 1000, JournalKeep: 200, ReleaseAfter: after, FoldByHand: true})
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -159,18 +148,7 @@ func mappedRSS(t *testing.T, path string) int64 {
 func TestFoldGivesBackEachChunk(t *testing.T) {
 	const n, changed, chunk = 20000, 2000, 8
 	path := filepath.Join(t.TempDir(), "queue.db")
-	seeded := openSeeded(t, n, path)
-	if err := seeded.db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(Options{Path: path, NoSync: true, RebuildMax: 1000, JournalKeep: 1, FoldChunk: chunk, FoldByHand: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Load(1, store.RecordFunc(decodeSeq), noEvent); err != nil {
-		t.Fatal(err)
-	}
+	s := reopenSeeded(t, n, Options{Path: path, NoSync: true, RebuildMax: 1000, JournalKeep: 1, FoldChunk: chunk, FoldByHand: true})
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)
@@ -232,17 +210,7 @@ func TestFoldGivesBackEachChunk(t *testing.T) {
 func TestLargeCloseFoldsInChunks(t *testing.T) {
 	const n, changed, chunk = 5000, 600, 100
 	path := filepath.Join(t.TempDir(), "queue.db")
-	seeded := openSeeded(t, n, path)
-	if err := seeded.db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(Options{Path: path, NoSync: true, RebuildMax: 1000, JournalKeep: 10000, FoldChunk: chunk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Load(1, store.RecordFunc(decodeSeq), noEvent); err != nil {
-		t.Fatal(err)
-	}
+	s := reopenSeeded(t, n, Options{Path: path, NoSync: true, RebuildMax: 1000, JournalKeep: 10000, FoldChunk: chunk})
 	var b store.Batch
 	for round := range 2 {
 		b.Reset()

@@ -80,6 +80,25 @@ func openSeeded(tb testing.TB, n int, path ...string) *Store {
 	return s
 }
 
+// reopenSeeded seeds a store of n containers at opts.Path (openSeeded),
+// opens it again with opts and loads it: a store as a daemon restarted on
+// such a file holds it. It is closed when tb ends, if not before.
+func reopenSeeded(tb testing.TB, n int, opts Options) *Store {
+	tb.Helper()
+	if err := openSeeded(tb, n, opts.Path).db.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	s, err := Open(opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() }) // a second Close of a test's own does nothing
+	if _, err := s.Load(1, store.RecordFunc(decodeSeq), noEvent); err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
 // decodeSeq is a Load's record function that reads a record's Seq and id
 // alone.
 func decodeSeq(body []byte) (uint64, string, error) {
